@@ -1,0 +1,88 @@
+/**
+ * One error class for everything the gateway raises on purpose. The `code` is what callers
+ * branch on and what the HTTP and JSON-RPC edges map to a status; the message is for people
+ * and says what to fix.
+ */
+export type ErrorCode =
+  | 'INVALID_INPUT'
+  | 'INVALID_MANIFEST'
+  | 'INVALID_DIRECTIVE'
+  | 'INVALID_KNOWLEDGE'
+  | 'INVALID_POLICY'
+  | 'SIGNATURE_INVALID'
+  | 'TOOL_NOT_FOUND'
+  | 'CHAIN_INVALID'
+  | 'POLICY_DENIED'
+  | 'RATE_LIMITED'
+  | 'TOOL_TIMEOUT'
+  | 'TOOL_CANCELLED'
+  | 'TOOL_FAILED'
+  | 'OUTPUT_TOO_LARGE'
+  | 'SPAWN_FAILED'
+  | 'HTTP_TIMEOUT'
+  | 'HTTP_REDIRECT'
+  | 'UPSTREAM_HTTP'
+  | 'MCP_ERROR'
+  | 'MCP_TIMEOUT'
+  | 'INTERNAL';
+
+export class KiwiError extends Error {
+  override readonly name = 'KiwiError';
+  readonly code: ErrorCode;
+  readonly details: Record<string, unknown> | undefined;
+
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.details = options?.details;
+  }
+}
+
+export function isKiwiError(value: unknown, code?: ErrorCode): value is KiwiError {
+  return value instanceof KiwiError && (code === undefined || value.code === code);
+}
+
+const HTTP_STATUS: Record<ErrorCode, number> = {
+  INVALID_INPUT: 400,
+  INVALID_MANIFEST: 422,
+  INVALID_DIRECTIVE: 422,
+  INVALID_KNOWLEDGE: 422,
+  INVALID_POLICY: 422,
+  SIGNATURE_INVALID: 422,
+  TOOL_NOT_FOUND: 404,
+  CHAIN_INVALID: 422,
+  POLICY_DENIED: 403,
+  RATE_LIMITED: 429,
+  TOOL_TIMEOUT: 504,
+  TOOL_CANCELLED: 499,
+  TOOL_FAILED: 502,
+  OUTPUT_TOO_LARGE: 502,
+  SPAWN_FAILED: 502,
+  HTTP_TIMEOUT: 504,
+  HTTP_REDIRECT: 502,
+  UPSTREAM_HTTP: 502,
+  MCP_ERROR: 502,
+  MCP_TIMEOUT: 504,
+  INTERNAL: 500,
+};
+
+/** Maps any thrown value to an HTTP status; unknown errors are 500. */
+export function toHttpStatus(error: unknown): number {
+  return isKiwiError(error) ? HTTP_STATUS[error.code] : 500;
+}
+
+/** Maps any thrown value to a JSON-RPC error code (-32602 invalid params, -32603 internal, -32000.. server). */
+export function toJsonRpcCode(error: unknown): number {
+  if (!isKiwiError(error)) return -32603;
+  const status = HTTP_STATUS[error.code];
+  if (status === 400 || status === 422) return -32602;
+  if (status === 404) return -32601;
+  return status >= 500 ? -32000 : -32001;
+}
+
+/** A one-line description of any thrown value, for CLI output and audit records. */
+export function describeError(error: unknown): string {
+  if (isKiwiError(error)) return `${error.code}: ${error.message}`;
+  if (error instanceof Error) return error.message;
+  return String(error);
+}

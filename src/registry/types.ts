@@ -1,0 +1,97 @@
+/** Plain types of what the registry loads. Parsing and validation live beside them; the core works on these. */
+
+export const TOOL_TYPES = ['primitive', 'runtime', 'mcp_server', 'mcp_tool', 'script', 'api', 'directive', 'knowledge'] as const;
+export type ToolType = (typeof TOOL_TYPES)[number];
+
+export const PRIMITIVES = ['subprocess', 'http_client'] as const;
+export type PrimitiveId = (typeof PRIMITIVES)[number];
+
+export type Tier = 'project' | 'user';
+
+export interface SourceRef {
+  path: string;
+  tier: Tier;
+}
+
+export type ParameterType = 'string' | 'number' | 'integer' | 'boolean' | 'array' | 'object';
+
+export interface ToolParameter {
+  name: string;
+  type: ParameterType;
+  required: boolean;
+  description?: string;
+  default?: unknown;
+  enum?: unknown[];
+  /** `path` parameters are checked against the filesystem globs of the permission context. */
+  format?: 'path' | 'url' | 'email' | 'date' | 'uri';
+  /** For `format: path`: whether the tool reads or writes it (default read). */
+  access?: 'read' | 'write';
+  /** A value substituted into argv may start with `-` only when this is set (argument injection). */
+  allowFlags?: boolean;
+}
+
+export interface Tool {
+  id: string;
+  type: ToolType;
+  /** The tool that executes this one; null only for primitives. */
+  executor: string | null;
+  version: string;
+  description: string;
+  /** Read-only tools (false) may be prefetched and run speculatively. Unknown means mutating. */
+  mutatesState: boolean;
+  config: Record<string, unknown>;
+  parameters: ToolParameter[];
+  tags: string[];
+  examples: string[];
+  source: SourceRef;
+}
+
+/** One `<read|write|execute resource=…/>` tag of a directive's `<permissions>`. */
+export interface PermissionTag {
+  kind: 'read' | 'write' | 'execute';
+  resource: string;
+  path?: string;
+  id?: string;
+  action?: string;
+}
+
+export interface DirectiveLimits {
+  turns?: number;
+  tokens?: number;
+  spawns?: number;
+  duration?: number;
+  spend?: number;
+}
+
+export interface Directive {
+  name: string;
+  version: string;
+  description: string;
+  category?: string;
+  modelTier?: string;
+  limits: DirectiveLimits;
+  permissions: PermissionTag[];
+  /** The XML block as written, from the first `<directive` to the last `</directive>`. */
+  xml: string;
+  body: string;
+  signature: Signature | null;
+  source: SourceRef;
+}
+
+export interface Knowledge {
+  id: string;
+  title: string;
+  entryType: string;
+  version: string;
+  category?: string;
+  tags: string[];
+  body: string;
+  signature: Signature | null;
+  source: SourceRef;
+}
+
+/** The `kiwi-mcp:validated:<timestamp>:<sha256>` line. */
+export interface Signature {
+  timestamp: string;
+  hash: string;
+}

@@ -1,0 +1,12 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    testTimeout: 20_000,
+    hookTimeout: 30_000,
+    // The machine has two cores; subprocess and MCP tests spawn real children.
+    pool: 'forks',
+    maxWorkers: 2,
+  },
+});

@@ -1,0 +1,51 @@
+import type { McpClientPool } from '../mcp/client-pool.js';
+import type { HttpClient } from '../primitives/http-client.js';
+import { runSubprocess } from '../primitives/subprocess.js';
+import type { ExecutionPlan, ToolResult } from './plan-types.js';
+import { applyTransform } from './response-transform.js';
+
+export interface PrimitiveDeps {
+  http: HttpClient;
+  mcp: McpClientPool;
+}
+
+/** Runs a plan on its primitive. Only the tool proxy calls this, after every check has passed. */
+export async function executePlan(plan: ExecutionPlan, deps: PrimitiveDeps, signal?: AbortSignal): Promise<ToolResult> {
+  switch (plan.kind) {
+    case 'subprocess': {
+      const r = await runSubprocess({
+        argv: plan.argv,
+        cwd: plan.cwd,
+        env: plan.env,
+        ...(plan.stdin !== undefined ? { stdin: plan.stdin } : {}),
+        timeoutMs: plan.timeoutMs,
+        maxOutputBytes: plan.maxOutputBytes,
+        ...(signal ? { signal } : {}),
+      });
+      const failed = r.exitCode !== 0;
+      const text = failed && r.stderr ? `${r.stdout}${r.stdout ? '\n' : ''}${r.stderr}` : r.stdout;
+      return { text, data: parseJson(r.stdout), exitCode: r.exitCode, isError: failed };
+    }
+    case 'http': {
+      const r = await deps.http.request({ ...plan.request, ...(signal ? { signal } : {}) });
+      let data = parseJson(r.body);
+      if (plan.transform && data !== undefined) data = applyTransform(data, plan.transform);
+      const text = data === undefined ? r.body : JSON.stringify(data, null, 2);
+      return { text, data, status: r.status, isError: r.status >= 400 };
+    }
+    case 'mcp': {
+      const r = await deps.mcp.callTool(plan.server, plan.tool, plan.args, signal);
+      return { text: r.text, data: r.structuredContent ?? r.content, isError: r.isError };
+    }
+  }
+}
+
+function parseJson(text: string): unknown {
+  const trimmed = text.trim();
+  if (!trimmed.startsWith('{') && !trimmed.startsWith('[')) return undefined;
+  try {
+    return JSON.parse(trimmed);
+  } catch {
+    return undefined;
+  }
+}

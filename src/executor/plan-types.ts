@@ -1,0 +1,50 @@
+import type { McpServerSpec } from '../mcp/client-pool.js';
+import type { HttpRequest } from '../primitives/http-client.js';
+
+/** What a call turns into once its chain is resolved and its templates are filled: data, nothing run yet. */
+export type ExecutionPlan = SubprocessPlan | HttpPlan | McpPlan;
+
+export interface SubprocessPlan {
+  kind: 'subprocess';
+  argv: string[];
+  cwd: string;
+  env: Record<string, string>;
+  stdin?: string;
+  timeoutMs: number;
+  maxOutputBytes: number;
+  /** argv elements that came from call arguments, for the argument-injection check. */
+  fromParams: Array<{ index: number; param: string }>;
+  /** Values of `format: path` parameters, checked against the filesystem globs before running. */
+  paths: Array<{ param: string; value: string; access: 'read' | 'write' }>;
+}
+
+export interface HttpPlan {
+  kind: 'http';
+  request: HttpRequest;
+  transform?: ResponseTransform;
+  paths: SubprocessPlan['paths'];
+}
+
+export interface McpPlan {
+  kind: 'mcp';
+  server: McpServerSpec;
+  tool: string;
+  args: Record<string, unknown>;
+  paths: SubprocessPlan['paths'];
+}
+
+export interface ResponseTransform {
+  pick?: string;
+  fields?: string[];
+  maxItems?: number;
+}
+
+export interface ToolResult {
+  /** Readable text for an agent or a terminal. */
+  text: string;
+  /** Structured data where the tool gave any (parsed JSON, MCP structured content). */
+  data?: unknown;
+  exitCode?: number | null;
+  status?: number;
+  isError: boolean;
+}

@@ -1,0 +1,218 @@
+import { existsSync, realpathSync } from 'node:fs';
+import path from 'node:path';
+import { z } from 'zod';
+import { KiwiError } from '../errors.js';
+import type { McpServerSpec } from '../mcp/client-pool.js';
+import type { Tool } from '../registry/types.js';
+import type { ResolvedChain } from './chain.js';
+import type { ExecutionPlan, HttpPlan, McpPlan, SubprocessPlan } from './plan-types.js';
+import { substitute, substituteDeep, wholeParam, type SubstitutionScope } from './substitute.js';
+
+export interface PlanContext {
+  /** The project root: relative `cwd` and paths resolve against it. */
+  root: string;
+  /** The gateway's environment, the only source of `${ENV}` values and of allowlisted variables. */
+  env: Readonly<Record<string, string | undefined>>;
+}
+
+const DEFAULT_TIMEOUT_MS = 30_000;
+const DEFAULT_MAX_OUTPUT = 1024 * 1024;
+/** Always passed to children so that tools behave sanely; everything else needs `env_allowlist`. */
+const BASE_ENV = ['PATH', 'HOME', 'LANG', 'LC_ALL', 'TZ', 'TMPDIR'];
+
+const SubprocessConfig = z.looseObject({
+  command: z.string().min(1),
+  args: z.array(z.string()).default([]),
+  env: z.record(z.string(), z.string()).default({}),
+  env_allowlist: z.array(z.string()).default([]),
+  cwd: z.string().default('.'),
+  stdin: z.string().optional(),
+  timeout_ms: z.number().int().positive().max(3_600_000).default(DEFAULT_TIMEOUT_MS),
+  max_output_bytes: z.number().int().positive().max(64 * 1024 * 1024).default(DEFAULT_MAX_OUTPUT),
+  script: z.string().optional(),
+});
+
+const HttpConfig = z.looseObject({
+  method: z.string().regex(/^[A-Za-z]+$/).default('GET'),
+  url_template: z.string().min(1),
+  headers: z.record(z.string(), z.string()).default({}),
+  body_template: z.unknown().optional(),
+  timeout_ms: z.number().int().positive().max(600_000).default(DEFAULT_TIMEOUT_MS),
+  max_response_bytes: z.number().int().positive().max(64 * 1024 * 1024).default(4 * 1024 * 1024),
+  response_transform: z
+    .strictObject({ pick: z.string().optional(), fields: z.array(z.string()).optional(), max_items: z.number().int().positive().optional() })
+    .optional(),
+});
+
+const McpServerConfig = z.discriminatedUnion('transport', [
+  z.looseObject({
+    transport: z.literal('stdio'),
+    command: z.string().min(1),
+    args: z.array(z.string()).default([]),
+    env: z.record(z.string(), z.string()).default({}),
+    env_allowlist: z.array(z.string()).default([]),
+    cwd: z.string().default('.'),
+  }),
+  z.looseObject({ transport: z.literal('http'), url: z.string().url(), headers: z.record(z.string(), z.string()).default({}) }),
+]);
+
+/** Turns a call into an execution plan: which primitive, with what argv, URL or MCP request. Runs nothing. */
+export function planCall(chain: ResolvedChain, args: Record<string, unknown>, ctx: PlanContext): ExecutionPlan {
+  const tool = chain.links[0] as Tool;
+  const serverLink = chain.links.find((l) => l.type === 'mcp_server');
+  const paths = pathArgs(tool, args);
+  if (serverLink) return planMcp(tool, serverLink, chain, args, ctx, paths);
+  return chain.primitive === 'subprocess' ? planSubprocess(tool, chain, args, ctx, paths) : planHttp(tool, chain, args, ctx, paths);
+}
+
+/** Plans a call of a tool that an MCP server reports but `.ai/` does not declare (`server.tool`). */
+export function planDynamicMcp(server: Tool, chain: ResolvedChain, remoteTool: string, args: Record<string, unknown>, ctx: PlanContext): McpPlan {
+  return { kind: 'mcp', server: serverSpec(server, chain.config, ctx), tool: remoteTool, args, paths: [] };
+}
+
+function planSubprocess(tool: Tool, chain: ResolvedChain, args: Record<string, unknown>, ctx: PlanContext, paths: SubprocessPlan['paths']): SubprocessPlan {
+  const config = parseConfig(SubprocessConfig, chain.config, tool, 'subprocess');
+  const params = { ...args, args_json: JSON.stringify(args), ...(config.script ? { script: scriptPath(tool, config.script) } : {}) };
+  const scope: SubstitutionScope = { params, env: ctx.env, where: `tool ${tool.id}: config.args` };
+  const argv = [substitute(config.command, { ...scope, where: `tool ${tool.id}: config.command` })];
+  const fromParams: SubprocessPlan['fromParams'] = [];
+  for (const template of config.args) {
+    const name = wholeParam(template);
+    if (name !== null && name in args) {
+      // A whole-element `{param}` keeps list arguments as separate argv elements and drops absent optionals.
+      const value = args[name];
+      for (const item of Array.isArray(value) ? value : [value]) {
+        fromParams.push({ index: argv.length, param: name });
+        argv.push(typeof item === 'string' ? item : JSON.stringify(item));
+      }
+      continue;
+    }
+    if (name !== null && isParameter(tool, name) && !(name in args)) continue;
+    const before = argv.length;
+    argv.push(substitute(template, scope));
+    for (const p of Object.keys(args)) if (template.includes(`{${p}}`)) fromParams.push({ index: before, param: p });
+  }
+  return {
+    kind: 'subprocess',
+    argv,
+    cwd: resolveInside(ctx.root, substitute(config.cwd, scope), `tool ${tool.id}: config.cwd`),
+    env: childEnv(config.env, config.env_allowlist, scope, ctx.env),
+    ...(config.stdin !== undefined ? { stdin: substitute(config.stdin, { ...scope, where: `tool ${tool.id}: config.stdin` }) } : {}),
+    timeoutMs: config.timeout_ms,
+    maxOutputBytes: config.max_output_bytes,
+    fromParams,
+    paths,
+  };
+}
+
+function planHttp(tool: Tool, chain: ResolvedChain, args: Record<string, unknown>, ctx: PlanContext, paths: HttpPlan['paths']): HttpPlan {
+  const config = parseConfig(HttpConfig, chain.config, tool, 'http_client');
+  const scope: SubstitutionScope = { params: args, env: ctx.env, where: `tool ${tool.id}: config.url_template` };
+  const url = substitute(config.url_template, scope, encodeURIComponent);
+  const headers: Record<string, string> = {};
+  for (const [k, v] of Object.entries(config.headers)) headers[k] = substitute(v, { ...scope, where: `tool ${tool.id}: config.headers.${k}` });
+  let body: string | undefined;
+  if (config.body_template !== undefined) {
+    const filled = substituteDeep(config.body_template, { ...scope, where: `tool ${tool.id}: config.body_template` });
+    body = typeof filled === 'string' ? filled : JSON.stringify(filled);
+    if (typeof filled !== 'string' && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = 'application/json';
+  }
+  const t = config.response_transform;
+  return {
+    kind: 'http',
+    request: {
+      method: config.method.toUpperCase(),
+      url,
+      headers,
+      ...(body !== undefined ? { body } : {}),
+      headersTimeoutMs: config.timeout_ms,
+      bodyTimeoutMs: config.timeout_ms,
+      maxResponseBytes: config.max_response_bytes,
+    },
+    ...(t ? { transform: { ...(t.pick ? { pick: t.pick } : {}), ...(t.fields ? { fields: t.fields } : {}), ...(t.max_items ? { maxItems: t.max_items } : {}) } } : {}),
+    paths,
+  };
+}
+
+function planMcp(tool: Tool, server: Tool, chain: ResolvedChain, args: Record<string, unknown>, ctx: PlanContext, paths: McpPlan['paths']): McpPlan {
+  if (tool.type === 'mcp_server') {
+    throw new KiwiError('INVALID_INPUT', `\`${tool.id}\` is an MCP server, not a tool; call one of its tools as \`${tool.id}.<tool>\` (see \`kiwi tools list\`)`);
+  }
+  const remote = typeof chain.config['tool'] === 'string' ? chain.config['tool'] : tool.id.slice(tool.id.lastIndexOf('.') + 1);
+  return { kind: 'mcp', server: serverSpec(server, chain.config, ctx), tool: remote, args, paths };
+}
+
+function serverSpec(server: Tool, merged: Record<string, unknown>, ctx: PlanContext): McpServerSpec {
+  const config = parseConfig(McpServerConfig, merged, server, 'mcp_server');
+  const scope: SubstitutionScope = { params: {}, env: ctx.env, where: `mcp server ${server.id}: config` };
+  if (config.transport === 'http') {
+    const headers: Record<string, string> = {};
+    for (const [k, v] of Object.entries(config.headers)) headers[k] = substitute(v, scope);
+    return { name: server.id, transport: 'http', url: substitute(config.url, scope), headers };
+  }
+  return {
+    name: server.id,
+    transport: 'stdio',
+    command: substitute(config.command, scope),
+    args: config.args.map((a) => substitute(a, scope)),
+    env: childEnv(config.env, config.env_allowlist, scope, ctx.env),
+    cwd: resolveInside(ctx.root, substitute(config.cwd, scope), `mcp server ${server.id}: config.cwd`),
+  };
+}
+
+function parseConfig<T>(schema: z.ZodType<T>, config: Record<string, unknown>, tool: Tool, primitive: string): T {
+  const parsed = schema.safeParse(config);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  const field = issue ? issue.path.join('.') : '';
+  throw new KiwiError('CHAIN_INVALID', `tool ${tool.id} (${tool.source.path}): config${field ? `.${field}` : ''} for ${primitive}: ${issue?.message ?? 'invalid'}; fix the manifest or the runtime it uses`);
+}
+
+function childEnv(extra: Record<string, string>, allowlist: string[], scope: SubstitutionScope, env: PlanContext['env']): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of [...BASE_ENV, ...allowlist]) {
+    if (name.endsWith('*')) {
+      const prefix = name.slice(0, -1);
+      for (const [k, v] of Object.entries(env)) if (k.startsWith(prefix) && v !== undefined) out[k] = v;
+    } else if (env[name] !== undefined) out[name] = env[name] as string;
+  }
+  for (const [k, v] of Object.entries(extra)) out[k] = substitute(v, { ...scope, where: `${scope.where} env.${k}` });
+  return out;
+}
+
+function resolveInside(root: string, relative: string, where: string): string {
+  const resolved = path.resolve(root, relative);
+  if (resolved !== root && !resolved.startsWith(root + path.sep)) {
+    throw new KiwiError('POLICY_DENIED', `${where}: \`${relative}\` is outside the project root ${root}; use a folder inside it`);
+  }
+  return resolved;
+}
+
+function scriptPath(tool: Tool, script: string): string {
+  const dir = path.dirname(path.resolve(tool.source.path));
+  const file = path.resolve(dir, script);
+  if (!existsSync(file)) {
+    throw new KiwiError('CHAIN_INVALID', `tool ${tool.id}: script \`${script}\` does not exist next to ${tool.source.path}; put the file there or fix config.script`);
+  }
+  const real = realpathSync(file);
+  if (!real.startsWith(realpathSync(dir) + path.sep)) {
+    throw new KiwiError('POLICY_DENIED', `tool ${tool.id}: script \`${script}\` resolves outside the tool's folder; keep scripts beside their manifest`);
+  }
+  return real;
+}
+
+function isParameter(tool: Tool, name: string): boolean {
+  return tool.parameters.some((p) => p.name === name);
+}
+
+function pathArgs(tool: Tool, args: Record<string, unknown>): SubprocessPlan['paths'] {
+  const out: SubprocessPlan['paths'] = [];
+  for (const p of tool.parameters) {
+    if (p.format !== 'path') continue;
+    const value = args[p.name];
+    for (const v of Array.isArray(value) ? value : value === undefined ? [] : [value]) {
+      if (typeof v === 'string') out.push({ param: p.name, value: v, access: p.access ?? 'read' });
+    }
+  }
+  return out;
+}

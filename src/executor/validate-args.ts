@@ -1,0 +1,76 @@
+import { KiwiError } from '../errors.js';
+import type { Tool, ToolParameter } from '../registry/types.js';
+
+const MAX_ARGS_BYTES = 256 * 1024;
+
+/**
+ * Checks call arguments against the tool's parameters and fills defaults. Unknown arguments are
+ * refused rather than dropped: a misspelt flag silently ignored is how wrong calls happen.
+ */
+export function validateArgs(tool: Tool, raw: unknown): Record<string, unknown> {
+  if (raw === undefined || raw === null) raw = {};
+  if (typeof raw !== 'object' || Array.isArray(raw)) {
+    throw new KiwiError('INVALID_INPUT', `tool ${tool.id}: arguments must be a JSON object like {"name": value}, not ${Array.isArray(raw) ? 'an array' : typeof raw}`);
+  }
+  if (JSON.stringify(raw).length > MAX_ARGS_BYTES) {
+    throw new KiwiError('INVALID_INPUT', `tool ${tool.id}: arguments are larger than ${MAX_ARGS_BYTES} bytes; pass a file path instead of the content`);
+  }
+  const given = raw as Record<string, unknown>;
+  const known = new Map(tool.parameters.map((p) => [p.name, p]));
+  const unknown = Object.keys(given).filter((k) => !known.has(k));
+  if (unknown.length > 0) {
+    const names = tool.parameters.map((p) => p.name).join(', ') || '(none)';
+    throw new KiwiError('INVALID_INPUT', `tool ${tool.id}: unknown argument ${unknown.map((k) => `\`${k}\``).join(', ')}; its parameters are ${names}`);
+  }
+  const out: Record<string, unknown> = {};
+  for (const param of tool.parameters) {
+    const value = given[param.name];
+    if (value === undefined || value === null) {
+      if (param.default !== undefined) out[param.name] = param.default;
+      else if (param.required) {
+        throw new KiwiError('INVALID_INPUT', `tool ${tool.id}: missing required argument \`${param.name}\` (${param.type}${param.description ? `: ${param.description}` : ''})`);
+      }
+      continue;
+    }
+    out[param.name] = checkValue(tool, param, value);
+  }
+  return out;
+}
+
+function checkValue(tool: Tool, param: ToolParameter, value: unknown): unknown {
+  const where = `tool ${tool.id}: argument \`${param.name}\``;
+  if (typeof value === 'string' && value.includes('\u0000')) {
+    throw new KiwiError('INVALID_INPUT', `${where} contains a NUL byte; remove it`);
+  }
+  const ok = (() => {
+    switch (param.type) {
+      case 'string':
+        return typeof value === 'string';
+      case 'number':
+        return typeof value === 'number' && Number.isFinite(value);
+      case 'integer':
+        return typeof value === 'number' && Number.isInteger(value);
+      case 'boolean':
+        return typeof value === 'boolean';
+      case 'array':
+        return Array.isArray(value);
+      case 'object':
+        return typeof value === 'object' && !Array.isArray(value);
+    }
+  })();
+  if (!ok) throw new KiwiError('INVALID_INPUT', `${where} must be ${article(param.type)}, got ${describe(value)}`);
+  if (param.enum && !param.enum.some((e) => e === value)) {
+    throw new KiwiError('INVALID_INPUT', `${where} must be one of ${param.enum.map((e) => JSON.stringify(e)).join(', ')}, got ${JSON.stringify(value)}`);
+  }
+  return value;
+}
+
+function article(type: string): string {
+  return /^[aeiou]/.test(type) ? `an ${type}` : `a ${type}`;
+}
+
+function describe(value: unknown): string {
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'string') return `the string ${JSON.stringify(value.slice(0, 40))}`;
+  return `${typeof value} ${JSON.stringify(value)?.slice(0, 40)}`;
+}

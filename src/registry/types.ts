@@ -44,6 +44,8 @@ export interface Tool {
   tags: string[];
   examples: string[];
   source: SourceRef;
+  /** The `# kiwi-mcp:validated:…` line, when the manifest carries one (it has then been verified). */
+  signature?: Signature | null;
 }
 
 /** One `<read|write|execute resource=…/>` tag of a directive's `<permissions>`. */
@@ -63,6 +65,13 @@ export interface DirectiveLimits {
   spend?: number;
 }
 
+export interface DirectiveInput {
+  name: string;
+  type: string;
+  required: boolean;
+  description: string;
+}
+
 export interface Directive {
   name: string;
   version: string;
@@ -71,6 +80,8 @@ export interface Directive {
   modelTier?: string;
   limits: DirectiveLimits;
   permissions: PermissionTag[];
+  /** The `<inputs>` the directive declares, in order. */
+  inputs?: DirectiveInput[];
   /** The XML block as written, from the first `<directive` to the last `</directive>`. */
   xml: string;
   body: string;
@@ -94,4 +105,31 @@ export interface Knowledge {
 export interface Signature {
   timestamp: string;
   hash: string;
+}
+
+/** A file of the registry that did not load, and why. `message` is complete on its own (file, field, fix). */
+export interface RegistryIssue {
+  /** Absolute path of the file. */
+  file: string;
+  /** Dotted path of the offending field, e.g. `parameters[1].type`. */
+  field?: string;
+  line?: number;
+  column?: number;
+  message: string;
+  kind: 'tool' | 'directive' | 'knowledge';
+}
+
+export interface ShadowedItem {
+  id: string;
+  kind: 'tool' | 'directive' | 'knowledge';
+  winner: SourceRef;
+  loser: SourceRef;
+}
+
+export interface Registry {
+  tools: Map<string, Tool>;
+  directives: Map<string, Directive>;
+  knowledge: Map<string, Knowledge>;
+  errors: RegistryIssue[];
+  shadowed: ShadowedItem[];
 }

@@ -1,0 +1,146 @@
+/**
+ * Loads the `.ai/` folders of the project and user tiers. The project tier wins; one bad file
+ * never stops the others from loading — it is reported in `errors` and left out of the maps.
+ */
+import { homedir } from 'node:os';
+import path from 'node:path';
+import { KiwiError } from '../errors.js';
+import { parseDirective } from './directive-parser.js';
+import { parseKnowledge } from './knowledge-parser.js';
+import { realpathOrNull, walkTier, type FoundFile, type SectionKind } from './registry-files.js';
+import { parseToolManifest } from './tool-manifest.js';
+import type { Directive, Knowledge, Registry, RegistryIssue, ShadowedItem, SourceRef, Tier, Tool } from './types.js';
+import { makeIssue, type ParseResult } from './validation-error.js';
+
+export type { Registry, RegistryIssue, ShadowedItem } from './types.js';
+
+export interface LoadRegistryOptions {
+  /** The folder that contains the project's `.ai`. */
+  projectDir: string;
+  /** The folder that contains the user's `.ai`; defaults to the home directory. */
+  userDir?: string;
+  signal?: AbortSignal;
+  /** Files above this size are skipped with an error (default 1 MiB). */
+  maxFileBytes?: number;
+  /** At most this many files are read per tier (default 10 000). */
+  maxFiles?: number;
+}
+
+export const DEFAULT_MAX_FILE_BYTES = 1024 * 1024;
+export const DEFAULT_MAX_FILES = 10_000;
+
+type Item = Tool | Directive | Knowledge;
+
+interface TierItems {
+  items: Map<string, Item>;
+  /** Ids defined by more than one file of the tier: not loaded from any tier. */
+  conflicted: Set<string>;
+}
+
+const KINDS: SectionKind[] = ['tool', 'directive', 'knowledge'];
+
+export async function loadRegistry(options: LoadRegistryOptions): Promise<Registry> {
+  if (options.signal?.aborted) throw new KiwiError('TOOL_CANCELLED', 'loading the registry was cancelled');
+  const errors: RegistryIssue[] = [];
+  const limits = {
+    maxFileBytes: options.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES,
+    maxFiles: options.maxFiles ?? DEFAULT_MAX_FILES,
+  };
+  const projectAi = path.resolve(options.projectDir, '.ai');
+  const userAi = path.resolve(options.userDir ?? homedir(), '.ai');
+  const userLabel = options.userDir === undefined ? '~/.ai' : userAi;
+
+  const project = await walkTier(projectAi, '.ai', limits, errors, options.signal);
+  // A project in the home folder would otherwise load the same files twice, as two tiers.
+  const sameFolder = project.realRoot !== null && project.realRoot === (await realpathOrNull(userAi));
+  const user = sameFolder ? { files: [], realRoot: null } : await walkTier(userAi, userLabel, limits, errors, options.signal);
+
+  const tiers: Array<[Tier, Record<SectionKind, TierItems>]> = [
+    ['project', collect(project.files, 'project', errors, options.signal)],
+    ['user', collect(user.files, 'user', errors, options.signal)],
+  ];
+
+  const registry: Registry = { tools: new Map(), directives: new Map(), knowledge: new Map(), errors, shadowed: [] };
+  for (const kind of KINDS) merge(kind, tiers, registry);
+  return registry;
+}
+
+function collect(files: FoundFile[], tier: Tier, errors: RegistryIssue[], signal: AbortSignal | undefined): Record<SectionKind, TierItems> {
+  const groups = new Map<string, Array<{ file: FoundFile; item: Item; id: string }>>();
+  for (const file of files) {
+    if (signal?.aborted) throw new KiwiError('TOOL_CANCELLED', 'loading the registry was cancelled');
+    const result = parseFile(file, tier);
+    if (!result.ok) {
+      errors.push(...result.issues);
+      continue;
+    }
+    const id = idOf(file.kind, result.value);
+    const key = `${file.kind}\u0000${id}`;
+    const group = groups.get(key) ?? [];
+    group.push({ file, item: result.value, id });
+    groups.set(key, group);
+  }
+  const out: Record<SectionKind, TierItems> = {
+    tool: { items: new Map(), conflicted: new Set() },
+    directive: { items: new Map(), conflicted: new Set() },
+    knowledge: { items: new Map(), conflicted: new Set() },
+  };
+  for (const group of groups.values()) {
+    const first = group[0];
+    if (first === undefined) continue;
+    const bucket = out[first.file.kind];
+    if (group.length === 1) {
+      bucket.items.set(first.id, first.item);
+      continue;
+    }
+    bucket.conflicted.add(first.id);
+    for (const { file } of group) {
+      const others = group.filter((g) => g.file !== file).map((g) => g.file.label.display);
+      errors.push(
+        makeIssue(file.kind, file.label, {
+          field: idField(file.kind),
+          text: `${file.kind} "${first.id}" is also defined in ${others.join(', ')}; ids must be unique within the ${tier} tier — rename or delete one (none of them is loaded until then)`,
+        }),
+      );
+    }
+  }
+  return out;
+}
+
+function parseFile(file: FoundFile, tier: Tier): ParseResult<Item> {
+  if (file.kind === 'tool') return parseToolManifest(file.text, file.label, tier);
+  if (file.kind === 'directive') return parseDirective(file.text, file.label, tier);
+  return parseKnowledge(file.text, file.label, tier);
+}
+
+function idOf(kind: SectionKind, item: Item): string {
+  if (kind === 'directive') return (item as Directive).name;
+  return (item as Tool | Knowledge).id;
+}
+
+function idField(kind: SectionKind): string {
+  if (kind === 'tool') return 'tool_id';
+  if (kind === 'directive') return 'name';
+  return 'id';
+}
+
+function merge(kind: SectionKind, tiers: Array<[Tier, Record<SectionKind, TierItems>]>, registry: Registry): void {
+  const target = (kind === 'tool' ? registry.tools : kind === 'directive' ? registry.directives : registry.knowledge) as Map<string, Item>;
+  const claimed = new Map<string, SourceRef | null>();
+  for (const [, byKind] of tiers) {
+    const { items, conflicted } = byKind[kind];
+    for (const id of conflicted) if (!claimed.has(id)) claimed.set(id, null);
+    for (const [id, item] of items) {
+      if (claimed.has(id)) {
+        const winner = claimed.get(id);
+        if (winner !== null && winner !== undefined) {
+          const shadow: ShadowedItem = { id, kind, winner, loser: item.source };
+          registry.shadowed.push(shadow);
+        }
+        continue;
+      }
+      claimed.set(id, item.source);
+      target.set(id, item);
+    }
+  }
+}

@@ -1,0 +1,155 @@
+/** YAML tool manifests (`.ai/tools/**.yaml`, legacy `.ai/scripts/`) → `Tool`. */
+import { z } from 'zod';
+import { verifySignature } from './signature.js';
+import { findSignature } from './markdown-parts.js';
+import { checkToolName } from './tool-name.js';
+import { parseParameters } from './tool-parameters.js';
+import { PRIMITIVES, TOOL_TYPES, type Tier, type Tool, type ToolType } from './types.js';
+import { fail, makeIssue, type FileLabel, type IssueInput, type ParseResult } from './validation-error.js';
+import { parseYamlSource, type YamlSource } from './yaml-source.js';
+import { oneOf, zodIssuesToInputs, type FieldHints } from './zod-issues.js';
+
+const toolId = z.string().superRefine((value, ctx) => {
+  const check = checkToolName(value);
+  if (!check.ok) ctx.addIssue({ code: 'custom', message: check.reason });
+});
+
+/**
+ * The manifest as written. Strict: an unknown key is an error. `executor_id` is the name Kiwi MCP
+ * used for `executor` (shared/compat/kiwi-mcp/README.md); that is the only legacy key accepted.
+ */
+export const toolManifestSchema = z.strictObject({
+  tool_id: toolId,
+  tool_type: oneOf('tool type', TOOL_TYPES),
+  executor: toolId.optional(),
+  executor_id: toolId.optional(),
+  version: z.string().min(1).optional(),
+  description: z.string().optional(),
+  mutates_state: z.boolean().optional(),
+  config: z.record(z.string(), z.unknown()).optional(),
+  // Checked by parseParameters, which accepts two shapes.
+  parameters: z.unknown().optional(),
+  tags: z.array(z.string()).optional(),
+  examples: z.array(z.string()).optional(),
+});
+
+export type ToolManifest = z.infer<typeof toolManifestSchema>;
+
+export const TOOL_MANIFEST_KEYS = Object.keys(toolManifestSchema.shape);
+
+const HINTS: FieldHints = {
+  tool_id: 'a name like weather_forecast (A-Z, a-z, 0-9, "_", "." and "-")',
+  tool_type: `one of ${TOOL_TYPES.join(', ')}`,
+  executor: 'the id of the tool that runs this one, e.g. http_client or python_runtime',
+  executor_id: 'the id of the tool that runs this one, e.g. http_client or python_runtime',
+  version: 'a quoted string like "1.0.0"',
+  description: 'a string that says what the tool does',
+  mutates_state: 'true or false (no quotes)',
+  config: 'a mapping of settings, e.g. { method: GET }',
+  tags: 'a list of strings, e.g. [weather, forecast]',
+  examples: 'a list of strings',
+};
+
+/** Parses and validates one manifest. Never throws for bad input: every problem is an issue. */
+export function parseToolManifest(text: string, label: FileLabel, tier: Tier): ParseResult<Tool> {
+  const toIssue = (input: IssueInput) => makeIssue('tool', label, input);
+  const yaml = parseYamlSource(text);
+  if (!yaml.ok) return fail(yaml.errors.map(toIssue));
+  const source = yaml.value;
+  const data = source.data;
+  if (data === null || data === undefined) {
+    return fail([toIssue({ text: 'the manifest is empty; write at least tool_id, tool_type and executor' })]);
+  }
+  if (typeof data !== 'object' || Array.isArray(data)) {
+    return fail([toIssue({ line: 1, column: 1, text: 'a manifest is a mapping of key: value at the top level, e.g. "tool_id: my_tool"' })]);
+  }
+  const raw: Record<string, unknown> = { ...(data as Record<string, unknown>) };
+  if (typeof raw['version'] === 'number') raw['version'] = source.scalarSource(['version']) ?? String(raw['version']);
+
+  const parsed = toolManifestSchema.safeParse(raw, { reportInput: true });
+  const params = parseParameters(raw['parameters'], source);
+  const inputs: IssueInput[] = [...params.issues];
+  if (!parsed.success) {
+    inputs.unshift(...zodIssuesToInputs(parsed.error.issues, { source, hints: HINTS, allowedKeys: () => TOOL_MANIFEST_KEYS }));
+    return fail(inputs.map(toIssue));
+  }
+  const manifest = parsed.data;
+  const executor = resolveExecutor(manifest, source, inputs);
+  inputs.push(...checkSignature(text));
+  if (inputs.length > 0) return fail(inputs.map(toIssue));
+
+  const tool: Tool = {
+    id: manifest.tool_id,
+    type: manifest.tool_type as ToolType,
+    executor,
+    version: manifest.version ?? '0.0.0',
+    description: manifest.description ?? '',
+    // Unknown is unsafe: a tool is mutating until it says otherwise.
+    mutatesState: manifest.mutates_state ?? true,
+    config: manifest.config ?? {},
+    parameters: params.parameters,
+    tags: manifest.tags ?? [],
+    examples: manifest.examples ?? [],
+    source: { path: label.file, tier },
+    signature: findSignature('tool', text),
+  };
+  return { ok: true, value: tool };
+}
+
+function resolveExecutor(manifest: ToolManifest, source: YamlSource, issues: IssueInput[]): string | null {
+  const located = (path: string, text: string): IssueInput => ({ field: path, text, ...source.locate([path]) });
+  const { executor, executor_id: legacy } = manifest;
+  if (executor !== undefined && legacy !== undefined && executor !== legacy) {
+    issues.push(located('executor_id', `says "${legacy}" but executor says "${executor}"; keep only executor`));
+  }
+  const chosen = executor ?? legacy;
+  if (manifest.tool_type === 'primitive') {
+    if (!(PRIMITIVES as readonly string[]).includes(manifest.tool_id)) {
+      issues.push(
+        located(
+          'tool_id',
+          `"${manifest.tool_id}" is not a built-in primitive; primitives are ${PRIMITIVES.join(', ')} — for anything else write tool_type: runtime (or script, api, ...) and an executor`,
+        ),
+      );
+    }
+    if (chosen !== undefined) {
+      issues.push(located(executor !== undefined ? 'executor' : 'executor_id', 'a primitive runs itself; remove the executor'));
+    }
+    return null;
+  }
+  if (chosen === undefined) {
+    issues.push({
+      field: 'executor',
+      text: `is missing; a ${manifest.tool_type} tool must name the tool that runs it, e.g. executor: ${exampleExecutor(manifest.tool_type)}`,
+      ...source.locate([]),
+    });
+    return null;
+  }
+  if (chosen === manifest.tool_id) {
+    issues.push(located(executor !== undefined ? 'executor' : 'executor_id', 'a tool cannot execute itself; name the runtime or primitive that runs it'));
+  }
+  return chosen;
+}
+
+function exampleExecutor(type: string): string {
+  if (type === 'api' || type === 'mcp_server') return 'http_client';
+  if (type === 'script') return 'python_runtime';
+  if (type === 'runtime') return 'subprocess';
+  if (type === 'mcp_tool') return 'my_mcp_server';
+  if (type === 'directive') return 'llm_runtime';
+  return 'subprocess';
+}
+
+function checkSignature(text: string): IssueInput[] {
+  const check = verifySignature('tool', text);
+  if (check.status !== 'invalid') return [];
+  return [
+    {
+      // The line follows a shebang when there is one.
+      line: text.startsWith('#!') ? 2 : 1,
+      column: 1,
+      // Kiwi MCP hashed tools over a manifest it extracted itself; such files need one re-sign.
+      text: 'signature does not match the content; run `kiwi sign <file>` after reviewing the change (tools signed by Kiwi MCP need this once)',
+    },
+  ];
+}

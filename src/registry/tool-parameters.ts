@@ -1,0 +1,209 @@
+/**
+ * A tool's `parameters`: a list of `{name, type, required, ...}` entries, or a JSON Schema object
+ * (`{type: object, properties, required}`) as MCP servers publish it. Both become `ToolParameter[]`.
+ */
+import { z } from 'zod';
+import type { ParameterType, ToolParameter } from './types.js';
+import { formatFieldPath, type IssueInput } from './validation-error.js';
+import type { YamlSource } from './yaml-source.js';
+import { oneOf, zodIssuesToInputs, type FieldHints } from './zod-issues.js';
+
+export const PARAMETER_TYPES = ['string', 'number', 'integer', 'boolean', 'array', 'object'] as const satisfies readonly ParameterType[];
+export const PARAMETER_FORMATS = ['path', 'url', 'email', 'date', 'uri'] as const;
+
+const TYPE_ALIASES: Readonly<Record<string, ParameterType>> = {
+  str: 'string',
+  text: 'string',
+  int: 'integer',
+  float: 'number',
+  double: 'number',
+  bool: 'boolean',
+  list: 'array',
+  dict: 'object',
+  map: 'object',
+};
+
+const PARAMETER_NAME = /^[A-Za-z_][A-Za-z0-9_.-]{0,127}$/;
+
+const fieldSchemas = {
+  type: oneOf('parameter type', PARAMETER_TYPES, TYPE_ALIASES),
+  description: z.string().optional(),
+  default: z.unknown().optional(),
+  enum: z.array(z.unknown()).min(1, { error: 'is empty; list the allowed values, e.g. enum: [fast, slow], or remove enum' }).optional(),
+  format: oneOf('parameter format', PARAMETER_FORMATS).optional(),
+  access: oneOf('parameter access', ['read', 'write']).optional(),
+  allow_flags: z.boolean().optional(),
+};
+
+const listEntrySchema = z.strictObject({
+  name: z.string().superRefine((value, ctx) => {
+    if (!PARAMETER_NAME.test(value)) {
+      ctx.addIssue({ code: 'custom', message: `${JSON.stringify(value)} is not a parameter name; write letters, digits and "_" (starting with a letter), e.g. city` });
+    }
+  }),
+  required: z.boolean().optional(),
+  ...fieldSchemas,
+});
+
+const propertySchema = z.strictObject(fieldSchemas);
+
+const jsonSchemaSchema = z.strictObject({
+  type: z.literal('object', { error: 'a JSON Schema for parameters must be type: object' }),
+  properties: z.record(z.string(), z.unknown()).optional(),
+  required: z.array(z.string()).optional(),
+  additionalProperties: z.boolean().optional(),
+  $schema: z.string().optional(),
+  title: z.string().optional(),
+  description: z.string().optional(),
+});
+
+const LIST_KEYS = Object.keys(listEntrySchema.shape);
+const PROPERTY_KEYS = Object.keys(propertySchema.shape);
+const SCHEMA_KEYS = Object.keys(jsonSchemaSchema.shape);
+
+const HINTS: FieldHints = {
+  parameters: 'a list of {name, type, required} entries, or a JSON Schema object {type: object, properties, required}',
+  name: 'a parameter name like city',
+  type: `one of ${PARAMETER_TYPES.join(', ')}`,
+  required: 'true or false (no quotes)',
+  description: 'a string',
+  enum: 'a list of allowed values',
+  allow_flags: 'true or false (no quotes)',
+  properties: 'a mapping of parameter name to {type, description}',
+};
+
+export interface ParametersResult {
+  parameters: ToolParameter[];
+  issues: IssueInput[];
+}
+
+export function parseParameters(value: unknown, source: YamlSource): ParametersResult {
+  if (value === undefined) return { parameters: [], issues: [] };
+  if (Array.isArray(value)) return parseList(value, source);
+  if (value !== null && typeof value === 'object') return parseJsonSchema(value, source);
+  const issue: IssueInput = {
+    field: 'parameters',
+    text: `expected ${HINTS['parameters']}, got ${value === null ? 'nothing' : typeof value}`,
+  };
+  const pos = source.locate(['parameters']);
+  return { parameters: [], issues: [pos === undefined ? issue : { ...issue, ...pos }] };
+}
+
+function parseList(value: unknown[], source: YamlSource): ParametersResult {
+  const result = z.array(listEntrySchema).safeParse(value, { reportInput: true });
+  if (!result.success) {
+    return {
+      parameters: [],
+      issues: zodIssuesToInputs(result.error.issues, {
+        source,
+        hints: HINTS,
+        basePath: ['parameters'],
+        allowedKeys: () => LIST_KEYS,
+      }),
+    };
+  }
+  const issues: IssueInput[] = [];
+  const parameters: ToolParameter[] = [];
+  const seen = new Set<string>();
+  result.data.forEach((entry, index) => {
+    const path = ['parameters', index];
+    if (seen.has(entry.name)) {
+      issues.push(at(source, [...path, 'name'], `parameter "${entry.name}" is declared twice; rename or remove one`));
+    }
+    seen.add(entry.name);
+    const parameter = toParameter(entry.name, entry, entry.required ?? false);
+    issues.push(...checkParameter(parameter, path, source));
+    parameters.push(parameter);
+  });
+  return { parameters, issues };
+}
+
+function parseJsonSchema(value: object, source: YamlSource): ParametersResult {
+  const schema = jsonSchemaSchema.safeParse(value, { reportInput: true });
+  if (!schema.success) {
+    return {
+      parameters: [],
+      issues: zodIssuesToInputs(schema.error.issues, {
+        source,
+        hints: HINTS,
+        basePath: ['parameters'],
+        allowedKeys: () => SCHEMA_KEYS,
+      }),
+    };
+  }
+  const issues: IssueInput[] = [];
+  const parameters: ToolParameter[] = [];
+  const properties = schema.data.properties ?? {};
+  const required = new Set(schema.data.required ?? []);
+  for (const [name, raw] of Object.entries(properties)) {
+    const path = ['parameters', 'properties', name];
+    if (!PARAMETER_NAME.test(name)) {
+      issues.push(at(source, path, `${JSON.stringify(name)} is not a parameter name; write letters, digits and "_", e.g. city`));
+      continue;
+    }
+    const property = propertySchema.safeParse(raw, { reportInput: true });
+    if (!property.success) {
+      issues.push(
+        ...zodIssuesToInputs(property.error.issues, { source, hints: HINTS, basePath: path, allowedKeys: () => PROPERTY_KEYS }),
+      );
+      continue;
+    }
+    const parameter = toParameter(name, property.data, required.has(name));
+    issues.push(...checkParameter(parameter, path, source));
+    parameters.push(parameter);
+  }
+  for (const name of required) {
+    if (!(name in properties)) {
+      issues.push(
+        at(source, ['parameters', 'required'], `"${name}" is required but not among the properties; add it under properties or remove it here`),
+      );
+    }
+  }
+  return { parameters, issues };
+}
+
+type Fields = {
+  type: string;
+  description?: string | undefined;
+  default?: unknown;
+  enum?: unknown[] | undefined;
+  format?: string | undefined;
+  access?: string | undefined;
+  allow_flags?: boolean | undefined;
+};
+
+function toParameter(name: string, fields: Fields, required: boolean): ToolParameter {
+  const parameter: ToolParameter = { name, type: fields.type as ParameterType, required };
+  if (fields.description !== undefined) parameter.description = fields.description;
+  if (fields.default !== undefined) parameter.default = fields.default;
+  if (fields.enum !== undefined) parameter.enum = fields.enum;
+  if (fields.format !== undefined) parameter.format = fields.format as NonNullable<ToolParameter['format']>;
+  if (fields.access !== undefined) parameter.access = fields.access as NonNullable<ToolParameter['access']>;
+  if (fields.allow_flags !== undefined) parameter.allowFlags = fields.allow_flags;
+  return parameter;
+}
+
+/** Combinations zod cannot see field by field. */
+function checkParameter(parameter: ToolParameter, path: PropertyKey[], source: YamlSource): IssueInput[] {
+  const issues: IssueInput[] = [];
+  if (parameter.format !== undefined && parameter.type !== 'string') {
+    issues.push(at(source, [...path, 'format'], `format applies only to type: string; change the type to string or remove format`));
+  }
+  if (parameter.access !== undefined && parameter.format !== 'path') {
+    issues.push(at(source, [...path, 'access'], 'access applies only to paths; add format: path or remove access'));
+  }
+  if (parameter.enum !== undefined && parameter.default !== undefined && !parameter.enum.some((v) => sameValue(v, parameter.default))) {
+    issues.push(at(source, [...path, 'default'], `the default is not one of the enum values; write one of ${parameter.enum.map((v) => JSON.stringify(v)).join(', ')}`));
+  }
+  return issues;
+}
+
+function sameValue(a: unknown, b: unknown): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+function at(source: YamlSource, path: PropertyKey[], text: string): IssueInput {
+  const field = formatFieldPath(path);
+  const pos = source.locate(path);
+  return pos === undefined ? { field, text } : { field, text, ...pos };
+}

@@ -1,0 +1,180 @@
+/**
+ * `.ai/config/policy.yaml` → the session's root permission context. Strict: an unknown or
+ * misspelt field is an error (a typo must not silently widen or narrow rights). A field left
+ * out allows nothing; a missing file allows nothing at all.
+ *
+ * `rate_limits.per_tool` keys are globs over tool ids; for each call the first key (in file
+ * order) that matches the tool applies.
+ */
+import { readFile, realpath } from 'node:fs/promises';
+import { isAbsolute, relative, sep } from 'node:path';
+import { parseDocument } from 'yaml';
+import { z } from 'zod';
+import { throwIfAborted } from '../abort.js';
+import { KiwiError } from '../errors.js';
+import { createPermissionContext, emptyRules, type PermissionContext, type PermissionRules, type RateLimit } from './permission-context.js';
+
+const MAX_POLICY_BYTES = 256 * 1024;
+
+const name = z.string().min(1, 'must not be empty');
+const pathGlob = name.refine((g) => !g.startsWith('/') && !g.includes('\\') && !g.split('/').includes('..') && !g.includes('\0'), {
+  message: 'must be a glob relative to the project root, with `/` between folders and no `..` (e.g. "src/**")',
+});
+const limit = z.strictObject({
+  max: z.number().int().min(1, 'must be at least 1'),
+  per_ms: z.number().int().min(1, 'must be at least 1 (milliseconds)'),
+});
+const commandRule = z.strictObject({
+  executable: name.refine((e) => !e.includes('\0'), { message: 'must not contain NUL' }),
+  subcommands: z.array(name).optional(),
+  deny_args: z.array(name.refine(isRegExp, { message: 'must be a valid regular expression (JavaScript syntax, `u` flag)' })).optional(),
+  allow_flags: z.array(name.refine((f) => f.startsWith('-'), { message: 'must start with `-` (e.g. "--oneline" or "--format=*")' })).optional(),
+});
+const policySchema = z.strictObject({
+  version: z.literal(1, 'must be 1 (write `version: 1`)'),
+  tools: z.array(name).optional(),
+  filesystem: z.strictObject({ read: z.array(pathGlob).optional(), write: z.array(pathGlob).optional() }).optional(),
+  commands: z.array(commandRule).optional(),
+  mcp: z.strictObject({ tools: z.array(name).optional() }).optional(),
+  rate_limits: z.strictObject({ per_tool: z.record(name, limit).optional(), per_session: limit.optional() }).optional(),
+});
+type PolicyYaml = z.infer<typeof policySchema>;
+
+/** Fields each mapping may hold, for "unknown field" messages; keys are paths with list indexes as `[]` and per_tool keys as `*`. */
+const FIELDS: Record<string, string[]> = {
+  '': ['version', 'tools', 'filesystem', 'commands', 'mcp', 'rate_limits'],
+  filesystem: ['read', 'write'],
+  'commands[]': ['executable', 'subcommands', 'deny_args', 'allow_flags'],
+  mcp: ['tools'],
+  rate_limits: ['per_tool', 'per_session'],
+  'rate_limits.per_tool.*': ['max', 'per_ms'],
+  'rate_limits.per_session': ['max', 'per_ms'],
+};
+
+export async function loadPolicyFile(file: string, root: string, signal?: AbortSignal): Promise<PermissionContext> {
+  throwIfAborted(signal, 'loading the policy file');
+  let realRoot: string;
+  try {
+    realRoot = await realpath(root);
+  } catch (error) {
+    throw new KiwiError('INVALID_INPUT', `project root ${JSON.stringify(root)} cannot be opened; pass the folder that holds \`.ai/\``, { cause: error });
+  }
+  const shown = displayName(file, realRoot, root);
+  let buffer: Buffer;
+  try {
+    buffer = await readFile(file, signal ? { signal } : {});
+  } catch (error) {
+    if ((error as { code?: unknown }).code === 'ENOENT') {
+      return createPermissionContext(realRoot, emptyRules(), `policy ${shown} (file missing, so nothing is allowed)`);
+    }
+    if ((error as { name?: unknown }).name === 'AbortError') throw new KiwiError('TOOL_CANCELLED', 'loading the policy file was cancelled', { cause: error });
+    throw new KiwiError('INVALID_POLICY', `${shown}: cannot be read (${(error as Error).message}); check the file's permissions`, { cause: error });
+  }
+  if (buffer.length > MAX_POLICY_BYTES) {
+    throw new KiwiError('INVALID_POLICY', `${shown}: is ${buffer.length} bytes, more than the ${MAX_POLICY_BYTES} allowed; a policy should be short`);
+  }
+  return parsePolicy(buffer.toString('utf8'), shown, realRoot);
+}
+
+/** `file` is only used in labels and messages. Throws INVALID_POLICY naming the file, field and fix. */
+export function parsePolicy(text: string, file: string, root: string): PermissionContext {
+  const doc = parseDocument(text, { prettyErrors: false, uniqueKeys: true });
+  const yamlError = doc.errors[0];
+  if (yamlError) {
+    const where = lineAndColumn(text, yamlError.pos[0]);
+    throw new KiwiError('INVALID_POLICY', `${file}:${where} is not valid YAML (${firstLine(yamlError.message)}); fix the syntax`);
+  }
+  const data: unknown = doc.toJS({ maxAliasCount: 50 });
+  if (data === null || data === undefined) {
+    throw new KiwiError('INVALID_POLICY', `${file}: is empty; write \`version: 1\` and the rules (tools, filesystem, commands, mcp, rate_limits)`);
+  }
+  if (typeof data !== 'object' || Array.isArray(data)) {
+    throw new KiwiError('INVALID_POLICY', `${file}: must be a mapping of fields (version, tools, filesystem, …), not a ${Array.isArray(data) ? 'list' : typeof data}`);
+  }
+  const parsed = policySchema.safeParse(data, { reportInput: true });
+  if (!parsed.success) {
+    const problems = parsed.error.issues.slice(0, 5).map(describeIssue);
+    throw new KiwiError('INVALID_POLICY', `${file}: ${problems.join('; ')}`, { details: { file, issues: parsed.error.issues } });
+  }
+  return createPermissionContext(root, toRules(parsed.data), `policy ${file}`);
+}
+
+function toRules(p: PolicyYaml): PermissionRules {
+  const rules = emptyRules();
+  rules.tools = p.tools ?? [];
+  rules.fsRead = p.filesystem?.read ?? [];
+  rules.fsWrite = p.filesystem?.write ?? [];
+  rules.mcpTools = p.mcp?.tools ?? [];
+  rules.commands = (p.commands ?? []).map((c) => ({
+    executable: c.executable,
+    ...(c.subcommands ? { subcommands: c.subcommands } : {}),
+    ...(c.deny_args ? { denyArgs: c.deny_args } : {}),
+    ...(c.allow_flags ? { allowFlags: c.allow_flags } : {}),
+  }));
+  const perTool: Record<string, RateLimit> = {};
+  for (const [key, l] of Object.entries(p.rate_limits?.per_tool ?? {})) perTool[key] = { max: l.max, perMs: l.per_ms };
+  const s = p.rate_limits?.per_session;
+  rules.rateLimits = { perTool, ...(s ? { perSession: { max: s.max, perMs: s.per_ms } } : {}) };
+  return rules;
+}
+
+function describeIssue(issue: z.core.$ZodIssue): string {
+  const field = fieldPath(issue.path);
+  const at = field === '' ? 'top level' : `field \`${field}\``;
+  if (issue.code === 'unrecognized_keys') {
+    const allowed = FIELDS[shapeKey(issue.path)];
+    const keys = issue.keys.map((k) => `\`${k}\``).join(', ');
+    return `unknown field ${keys} at ${at}${allowed ? `; allowed fields are ${allowed.join(', ')}` : ''} (check the spelling)`;
+  }
+  if (issue.code === 'invalid_type' && issue.input === undefined) return `${at} is required`;
+  if (issue.code === 'invalid_type') return `${at} must be ${article(issue.expected)}`;
+  return `${at} ${issue.message}`;
+}
+
+function fieldPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const p of path) out += typeof p === 'number' ? `[${p}]` : out === '' ? String(p) : `.${String(p)}`;
+  return out;
+}
+
+function shapeKey(path: readonly PropertyKey[]): string {
+  const parts: string[] = [];
+  for (const [i, p] of path.entries()) {
+    if (typeof p === 'number') parts.push('[]');
+    else parts.push(path[i - 1] === 'per_tool' ? '*' : String(p));
+  }
+  return parts.join('.').replace(/\.\[\]/gu, '[]');
+}
+
+function article(expected: string): string {
+  if (expected === 'array') return 'a list (e.g. `[a, b]`)';
+  if (expected === 'object' || expected === 'record') return 'a mapping (`key: value` lines)';
+  return `a ${expected}`;
+}
+
+function isRegExp(pattern: string): boolean {
+  try {
+    new RegExp(pattern, 'u');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function displayName(file: string, realRoot: string, root: string): string {
+  for (const r of [realRoot, root]) {
+    const rel = relative(r, file);
+    if (rel !== '' && rel !== '..' && !rel.startsWith(`..${sep}`) && !isAbsolute(rel)) return rel.split(sep).join('/');
+  }
+  return file;
+}
+
+function lineAndColumn(text: string, offset: number): string {
+  const before = text.slice(0, Math.max(0, offset));
+  const line = before.split('\n').length;
+  return ` line ${line}, column ${before.length - before.lastIndexOf('\n')}`;
+}
+
+function firstLine(message: string): string {
+  return message.split('\n')[0] ?? message;
+}

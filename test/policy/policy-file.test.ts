@@ -1,0 +1,162 @@
+import { mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isKiwiError } from '../../src/errors.js';
+import { checkCommand } from '../../src/policy/command-check.js';
+import { checkPath } from '../../src/policy/path-check.js';
+import { checkMcpTool, checkTool } from '../../src/policy/permission-context.js';
+import { loadPolicyFile, parsePolicy } from '../../src/policy/policy-file.js';
+
+const fixtures = join(dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'policy');
+let root: string;
+
+beforeAll(async () => {
+  root = await realpath(await mkdtemp(join(tmpdir(), 'kiwi-policy-file-')));
+  await mkdir(join(root, '.ai', 'config'), { recursive: true });
+  await mkdir(join(root, 'tmp'), { recursive: true });
+  await writeFile(join(root, 'README.md'), '# hi\n');
+});
+
+afterAll(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+function policyError(text: string): string {
+  try {
+    parsePolicy(text, '.ai/config/policy.yaml', root);
+  } catch (error) {
+    expect(isKiwiError(error, 'INVALID_POLICY')).toBe(true);
+    return (error as Error).message;
+  }
+  throw new Error('expected INVALID_POLICY');
+}
+
+describe('loadPolicyFile', () => {
+  it('loads the example policy into a working context', async () => {
+    const ctx = await loadPolicyFile(join(fixtures, 'policy.yaml'), root);
+    expect(ctx.root).toBe(root);
+    expect(ctx.label).toMatch(/^policy .*policy\.yaml$/u);
+    expect(checkTool(ctx, 'read_file')).toEqual({ allowed: true });
+    expect(checkTool(ctx, 'demo.echo')).toEqual({ allowed: true });
+    expect(checkTool(ctx, 'rm_rf')).toMatchObject({ allowed: false, reason: expect.stringContaining('tool `rm_rf` is not in `tools`') });
+    expect(checkMcpTool(ctx, 'files.read_file')).toEqual({ allowed: true });
+    expect(checkCommand(ctx, ['git', 'status'])).toEqual({ allowed: true });
+    expect(checkCommand(ctx, ['git', 'fetch'])).toMatchObject({ allowed: false });
+    expect(checkCommand(ctx, ['git', 'log', '--config=x'])).toMatchObject({ allowed: false });
+    expect(await checkPath(ctx, 'README.md', 'read')).toMatchObject({ allowed: true });
+    expect(await checkPath(ctx, 'tmp/out.txt', 'write')).toMatchObject({ allowed: true });
+    expect(await checkPath(ctx, 'README.md', 'write')).toMatchObject({ allowed: false });
+    expect(ctx.rules.rateLimits).toEqual({
+      perTool: { read_file: { max: 2, perMs: 1000 }, '*': { max: 60, perMs: 60000 } },
+      perSession: { max: 600, perMs: 60000 },
+    });
+    expect(Object.keys(ctx.rules.rateLimits.perTool)).toEqual(['read_file', '*']);
+  });
+
+  it('labels a policy inside the root by its relative path', async () => {
+    const file = join(root, '.ai', 'config', 'policy.yaml');
+    await writeFile(file, 'version: 1\ntools: [read_file]\n');
+    const ctx = await loadPolicyFile(file, root);
+    expect(ctx.label).toBe('policy .ai/config/policy.yaml');
+    expect(checkTool(ctx, 'write_file')).toEqual({ allowed: false, reason: 'denied by policy .ai/config/policy.yaml: tool `write_file` is not in `tools`' });
+    await rm(file);
+  });
+
+  it('a missing policy file allows nothing, and says so', async () => {
+    const ctx = await loadPolicyFile(join(root, '.ai', 'config', 'policy.yaml'), root);
+    expect(ctx.label).toBe('policy .ai/config/policy.yaml (file missing, so nothing is allowed)');
+    expect(checkTool(ctx, 'read_file')).toEqual({
+      allowed: false,
+      reason: 'denied by policy .ai/config/policy.yaml (file missing, so nothing is allowed): tool `read_file` is not in `tools`',
+    });
+    expect(await checkPath(ctx, 'README.md', 'read')).toMatchObject({ allowed: false });
+    expect(checkCommand(ctx, ['ls'])).toMatchObject({ allowed: false });
+    expect(checkMcpTool(ctx, 'files.read')).toMatchObject({ allowed: false });
+  });
+
+  it('a missing root is an error that says what to pass', async () => {
+    await expect(loadPolicyFile(join(root, 'nope', 'policy.yaml'), join(root, 'nope'))).rejects.toMatchObject({
+      code: 'INVALID_INPUT',
+      message: expect.stringContaining('cannot be opened; pass the folder that holds `.ai/`'),
+    });
+  });
+
+  it('names the file and line for malformed YAML', async () => {
+    await expect(loadPolicyFile(join(fixtures, 'malformed.yaml'), root)).rejects.toMatchObject({
+      code: 'INVALID_POLICY',
+      message: expect.stringMatching(/malformed\.yaml: line \d+, column \d+ is not valid YAML \(.+\); fix the syntax$/u),
+    });
+  });
+
+  it('names the file, field and the allowed fields for unknown fields', async () => {
+    const error = await loadPolicyFile(join(fixtures, 'unknown-field.yaml'), root).catch((e: unknown) => e);
+    expect(isKiwiError(error, 'INVALID_POLICY')).toBe(true);
+    const message = (error as Error).message;
+    expect(message).toContain('unknown-field.yaml: ');
+    expect(message).toContain('unknown field `wirte` at field `filesystem`; allowed fields are read, write (check the spelling)');
+    expect(message).toContain('unknown field `deny_arg` at field `commands[0]`; allowed fields are executable, subcommands, deny_args, allow_flags');
+  });
+
+  it('stops before starting when the signal has fired', async () => {
+    const ac = new AbortController();
+    ac.abort();
+    await expect(loadPolicyFile(join(fixtures, 'policy.yaml'), root, ac.signal)).rejects.toMatchObject({ code: 'TOOL_CANCELLED' });
+  });
+});
+
+describe('parsePolicy: clear errors', () => {
+  it('an empty file', () => {
+    expect(policyError('')).toBe('.ai/config/policy.yaml: is empty; write `version: 1` and the rules (tools, filesystem, commands, mcp, rate_limits)');
+  });
+
+  it('a list instead of a mapping', () => {
+    expect(policyError('- a\n- b\n')).toBe('.ai/config/policy.yaml: must be a mapping of fields (version, tools, filesystem, …), not a list');
+  });
+
+  it('a missing or wrong version', () => {
+    expect(policyError('tools: [a]\n')).toBe('.ai/config/policy.yaml: field `version` must be 1 (write `version: 1`)');
+    expect(policyError('version: 2\n')).toBe('.ai/config/policy.yaml: field `version` must be 1 (write `version: 1`)');
+  });
+
+  it('an unknown top-level field', () => {
+    expect(policyError('version: 1\ntool: [a]\n')).toBe(
+      '.ai/config/policy.yaml: unknown field `tool` at top level; allowed fields are version, tools, filesystem, commands, mcp, rate_limits (check the spelling)',
+    );
+  });
+
+  it('wrong types', () => {
+    expect(policyError('version: 1\ntools: read_file\n')).toBe('.ai/config/policy.yaml: field `tools` must be a list (e.g. `[a, b]`)');
+    expect(policyError('version: 1\ncommands: [{ subcommands: [status] }]\n')).toBe('.ai/config/policy.yaml: field `commands[0].executable` is required');
+  });
+
+  it('path globs that leave the root', () => {
+    expect(policyError('version: 1\nfilesystem: { read: ["../**"] }\n')).toBe(
+      '.ai/config/policy.yaml: field `filesystem.read[0]` must be a glob relative to the project root, with `/` between folders and no `..` (e.g. "src/**")',
+    );
+    expect(policyError('version: 1\nfilesystem: { write: ["/etc/**"] }\n')).toContain('field `filesystem.write[0]` must be a glob relative');
+  });
+
+  it('a bad deny regex, a bad flag, a bad rate limit', () => {
+    expect(policyError('version: 1\ncommands: [{ executable: git, deny_args: ["(["] }]\n')).toContain(
+      'field `commands[0].deny_args[0]` must be a valid regular expression',
+    );
+    expect(policyError('version: 1\ncommands: [{ executable: git, allow_flags: ["oneline"] }]\n')).toContain('field `commands[0].allow_flags[0]` must start with `-`');
+    expect(policyError('version: 1\nrate_limits: { per_tool: { "*": { max: 0, per_ms: 10 } } }\n')).toBe(
+      '.ai/config/policy.yaml: field `rate_limits.per_tool.*.max` must be at least 1',
+    );
+    expect(policyError('version: 1\nrate_limits: { per_session: { max: 5, perMs: 10 } }\n')).toContain(
+      'unknown field `perMs` at field `rate_limits.per_session`; allowed fields are max, per_ms',
+    );
+  });
+
+  it('duplicate keys', () => {
+    expect(policyError('version: 1\ntools: [a]\ntools: [b]\n')).toMatch(/is not valid YAML \(.*[Uu]nique.*\)/u);
+  });
+
+  it('fields left out allow nothing', () => {
+    const ctx = parsePolicy('version: 1\n', 'p.yaml', root);
+    expect(ctx.rules).toEqual({ tools: [], fsRead: [], fsWrite: [], commands: [], mcpTools: [], rateLimits: { perTool: {} } });
+  });
+});

@@ -1,0 +1,138 @@
+import { describe, expect, it } from 'vitest';
+import { childContext, createPermissionContext, emptyRules, type PermissionRules } from '../../src/policy/permission-context.js';
+import { createRateLimiter } from '../../src/policy/rate-limiter.js';
+
+function ctxWith(rateLimits: PermissionRules['rateLimits'], label = 'policy .ai/config/policy.yaml') {
+  return createPermissionContext('/proj', { ...emptyRules(), tools: ['*'], rateLimits }, label);
+}
+
+function clock(start = 1_000_000) {
+  let t = start;
+  return { now: () => t, advance: (ms: number) => void (t += ms) };
+}
+
+describe('createRateLimiter', () => {
+  it('allows a burst of max, then denies with a retry hint, then refills with time', () => {
+    const c = clock();
+    const limiter = createRateLimiter({ now: c.now });
+    const ctx = ctxWith({ perTool: { read_file: { max: 2, perMs: 1000 } } });
+    expect(limiter.take(ctx, 'read_file', 's1')).toEqual({ allowed: true });
+    expect(limiter.take(ctx, 'read_file', 's1')).toEqual({ allowed: true });
+    expect(limiter.take(ctx, 'read_file', 's1')).toEqual({
+      allowed: false,
+      reason: 'denied by policy .ai/config/policy.yaml: rate limit for tool `read_file` (2 per 1000 ms) is used up; retry in 500 ms',
+    });
+    c.advance(499);
+    expect(limiter.take(ctx, 'read_file', 's1').allowed).toBe(false);
+    c.advance(1);
+    expect(limiter.take(ctx, 'read_file', 's1')).toEqual({ allowed: true });
+    expect(limiter.take(ctx, 'read_file', 's1').allowed).toBe(false);
+    c.advance(10_000);
+    // Refill stops at max: a long pause buys a burst of 2, not 20.
+    expect(limiter.take(ctx, 'read_file', 's1').allowed).toBe(true);
+    expect(limiter.take(ctx, 'read_file', 's1').allowed).toBe(true);
+    expect(limiter.take(ctx, 'read_file', 's1').allowed).toBe(false);
+  });
+
+  it('refills exactly for rates that are not whole tokens per ms', () => {
+    const c = clock();
+    const limiter = createRateLimiter({ now: c.now });
+    const ctx = ctxWith({ perTool: { '*': { max: 60, perMs: 60_000 } } });
+    for (let i = 0; i < 60; i++) expect(limiter.take(ctx, 'x', 's').allowed).toBe(true);
+    expect(limiter.take(ctx, 'x', 's')).toMatchObject({ allowed: false, reason: expect.stringContaining('retry in 1000 ms') });
+    c.advance(1000);
+    expect(limiter.take(ctx, 'x', 's').allowed).toBe(true);
+  });
+
+  it('uses the first matching per-tool key; buckets are per tool and per session', () => {
+    const c = clock();
+    const limiter = createRateLimiter({ now: c.now });
+    const ctx = ctxWith({ perTool: { 'demo.*': { max: 1, perMs: 1000 }, '*': { max: 3, perMs: 1000 } } });
+    expect(limiter.take(ctx, 'demo.echo', 's1').allowed).toBe(true);
+    expect(limiter.take(ctx, 'demo.echo', 's1')).toEqual({
+      allowed: false,
+      reason: 'denied by policy .ai/config/policy.yaml: rate limit for tool `demo.echo` (1 per 1000 ms, key `demo.*`) is used up; retry in 1000 ms',
+    });
+    expect(limiter.take(ctx, 'demo.other', 's1').allowed).toBe(true);
+    expect(limiter.take(ctx, 'demo.echo', 's2').allowed).toBe(true);
+    for (let i = 0; i < 3; i++) expect(limiter.take(ctx, 'read_file', 's1').allowed).toBe(true);
+    expect(limiter.take(ctx, 'read_file', 's1').allowed).toBe(false);
+  });
+
+  it('limits a session across tools, and a denied call costs no tokens', () => {
+    const c = clock();
+    const limiter = createRateLimiter({ now: c.now });
+    const ctx = ctxWith({ perTool: { a: { max: 1, perMs: 1000 } }, perSession: { max: 2, perMs: 1000 } });
+    expect(limiter.take(ctx, 'a', 's').allowed).toBe(true);
+    expect(limiter.take(ctx, 'a', 's').allowed).toBe(false);
+    expect(limiter.take(ctx, 'b', 's').allowed).toBe(true);
+    expect(limiter.take(ctx, 'c', 's')).toEqual({
+      allowed: false,
+      reason: 'denied by policy .ai/config/policy.yaml: rate limit for session `s` (2 per 1000 ms) is used up; retry in 500 ms',
+    });
+    expect(limiter.take(ctx, 'c', 'other-session').allowed).toBe(true);
+  });
+
+  it('applies every ancestor’s limits', () => {
+    const c = clock();
+    const limiter = createRateLimiter({ now: c.now });
+    const parent = ctxWith({ perTool: {}, perSession: { max: 2, perMs: 1000 } });
+    const child = childContext(parent, { ...emptyRules(), tools: ['*'], rateLimits: { perTool: { '*': { max: 10, perMs: 1000 } } } }, 'directive foo');
+    expect(limiter.take(child, 'x', 's').allowed).toBe(true);
+    expect(limiter.take(child, 'x', 's').allowed).toBe(true);
+    expect(limiter.take(child, 'x', 's')).toMatchObject({ allowed: false, reason: expect.stringMatching(/^denied by policy .*rate limit for session/u) });
+    const strictChild = childContext(parent, { ...emptyRules(), rateLimits: { perTool: { x: { max: 1, perMs: 1000 } } } }, 'directive bar');
+    c.advance(1000);
+    expect(limiter.take(strictChild, 'x', 's2').allowed).toBe(true);
+    expect(limiter.take(strictChild, 'x', 's2')).toMatchObject({ allowed: false, reason: expect.stringMatching(/^denied by directive bar: /u) });
+  });
+
+  it('allows everything when no limits are set', () => {
+    const limiter = createRateLimiter();
+    const ctx = ctxWith({ perTool: {} });
+    for (let i = 0; i < 100; i++) expect(limiter.take(ctx, 'x', 's').allowed).toBe(true);
+    expect(limiter.size()).toBe(0);
+  });
+
+  it('keeps at most maxKeys buckets, dropping the least recently used', () => {
+    const c = clock();
+    const limiter = createRateLimiter({ now: c.now, maxKeys: 3 });
+    const ctx = ctxWith({ perTool: { '*': { max: 1, perMs: 60_000 } } });
+    expect(limiter.take(ctx, 'x', 's1').allowed).toBe(true);
+    for (const s of ['s2', 's3', 's4', 's5']) limiter.take(ctx, 'x', s);
+    expect(limiter.size()).toBe(3);
+    // s1's bucket was dropped, so it starts full again; s5's is still held and empty.
+    expect(limiter.take(ctx, 'x', 's1').allowed).toBe(true);
+    expect(limiter.take(ctx, 'x', 's5').allowed).toBe(false);
+  });
+
+  it('treats a clock that goes backwards as no time passing', () => {
+    const c = clock();
+    const limiter = createRateLimiter({ now: c.now });
+    const ctx = ctxWith({ perTool: { '*': { max: 1, perMs: 1000 } } });
+    expect(limiter.take(ctx, 'x', 's').allowed).toBe(true);
+    c.advance(-5000);
+    expect(limiter.take(ctx, 'x', 's').allowed).toBe(false);
+    c.advance(5000 + 1000);
+    expect(limiter.take(ctx, 'x', 's').allowed).toBe(true);
+  });
+
+  it('denies a call without a tool id', () => {
+    const limiter = createRateLimiter();
+    expect(limiter.take(ctxWith({ perTool: {} }), '', 's')).toEqual({
+      allowed: false,
+      reason: 'denied by policy .ai/config/policy.yaml: rate limit check needs a tool id',
+    });
+  });
+});
+
+describe('createRateLimiter: rebuilt contexts', () => {
+  it('keeps a child’s buckets when the same child is rebuilt for each call', () => {
+    const c = clock();
+    const limiter = createRateLimiter({ now: c.now });
+    const parent = ctxWith({ perTool: {} });
+    const rebuild = () => childContext(parent, { ...emptyRules(), rateLimits: { perTool: { '*': { max: 1, perMs: 1000 } } } }, 'directive foo');
+    expect(limiter.take(rebuild(), 'x', 's').allowed).toBe(true);
+    expect(limiter.take(rebuild(), 'x', 's')).toMatchObject({ allowed: false, reason: expect.stringMatching(/^denied by directive foo: /u) });
+  });
+});

@@ -1,0 +1,269 @@
+import { open, readdir } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { z } from 'zod';
+import { throwIfAborted } from '../abort.js';
+import { KiwiError, describeError } from '../errors.js';
+import { validateSessionId } from './audit-log.js';
+import type { AuditRecord } from './audit-log.js';
+
+/** What a line of an audit file must look like; extra keys are dropped. */
+export const auditRecordSchema = z.object({
+  ts: z.string().refine((value) => !Number.isNaN(Date.parse(value)), 'ts must be an ISO date-time'),
+  session: z.string(),
+  call_id: z.string(),
+  tool: z.string(),
+  args: z.unknown().optional(),
+  decision: z.enum(['allow', 'deny']),
+  reason: z.string().optional(),
+  result: z.unknown().optional(),
+  error: z.object({ code: z.string(), message: z.string() }).optional(),
+  duration_ms: z.number().nonnegative(),
+  stuck: z.boolean().optional(),
+  source: z.string().optional(),
+});
+
+export interface ReadAuditTailOptions {
+  /** The audit root, e.g. `<project>/.ai/logs/audit`. */
+  dir: string;
+  /** How many records to return at most (1..100000). */
+  limit: number;
+  /** Only this session's files. */
+  session?: string;
+  /** Only this UTC day, `YYYY-MM-DD`. */
+  date?: string;
+  /** Lines longer than this are skipped as malformed. Default 1 MiB. */
+  maxLineBytes?: number;
+  signal?: AbortSignal;
+}
+
+export interface AuditTail {
+  /** Oldest first, newest last. */
+  records: AuditRecord[];
+  /** Lines skipped because they were not JSON, not a record, or too long. */
+  malformed: number;
+  /** Files whose last line had no newline (a crash mid-write, or a write in progress). */
+  torn: number;
+  filesRead: number;
+}
+
+const DATE_FOLDER = /^\d{4}-\d{2}-\d{2}$/;
+const MAX_LIMIT = 100_000;
+const CHUNK = 64 * 1024;
+
+export async function readAuditTail(options: ReadAuditTailOptions): Promise<AuditRecord[]> {
+  return (await readAuditTailWithStats(options)).records;
+}
+
+/**
+ * The last `limit` records, walking date folders from the most recent back and stopping as soon
+ * as enough are found. Files are read from their end, so a long log costs only its tail.
+ */
+export async function readAuditTailWithStats(options: ReadAuditTailOptions): Promise<AuditTail> {
+  const { limit, signal } = options;
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) {
+    throw new KiwiError('INVALID_INPUT', `audit tail limit is ${String(limit)}: use an integer from 1 to ${MAX_LIMIT}`);
+  }
+  const session = options.session === undefined ? undefined : validateSessionId(options.session);
+  if (options.date !== undefined && !isDateFolder(options.date)) {
+    throw new KiwiError('INVALID_INPUT', `audit date ${JSON.stringify(options.date).slice(0, 40)} is not a day: use YYYY-MM-DD (UTC)`);
+  }
+  const maxLineBytes = options.maxLineBytes ?? 1024 * 1024;
+  if (!Number.isInteger(maxLineBytes) || maxLineBytes < 1) {
+    throw new KiwiError('INVALID_INPUT', `maxLineBytes is ${String(maxLineBytes)}: use a positive integer`);
+  }
+  throwIfAborted(signal, 'reading the audit log');
+  const dir = resolve(options.dir);
+  const tail: AuditTail = { records: [], malformed: 0, torn: 0, filesRead: 0 };
+
+  const dates = options.date !== undefined ? [options.date] : (await listNames(dir)).filter(isDateFolder).sort().reverse();
+  for (const date of dates) {
+    const need = limit - tail.records.length;
+    if (need <= 0) break;
+    const folder = join(dir, date);
+    const files = session !== undefined ? [`${session}.jsonl`] : (await listNames(folder)).filter((n) => n.endsWith('.jsonl')).sort();
+    const found: { record: AuditRecord; time: number; order: number }[] = [];
+    for (const name of files) {
+      const fromFile = await readFileTail(join(folder, name), need, maxLineBytes, tail, signal);
+      for (const record of fromFile) found.push({ record, time: Date.parse(record.ts), order: found.length });
+    }
+    // Sessions of one day interleave; order them by start time, file order breaking ties.
+    found.sort((a, b) => a.time - b.time || a.order - b.order);
+    tail.records = found.slice(-need).map((f) => f.record).concat(tail.records);
+  }
+  return tail;
+}
+
+/** Up to `need` valid records from the end of one file, in file order. A missing file is empty. */
+async function readFileTail(path: string, need: number, maxLineBytes: number, tail: AuditTail, signal?: AbortSignal): Promise<AuditRecord[]> {
+  let handle: FileHandle;
+  try {
+    handle = await open(path, 'r');
+  } catch (error) {
+    if (isMissing(error)) return [];
+    throw readError(path, error);
+  }
+  tail.filesRead += 1;
+  const newestFirst: AuditRecord[] = [];
+  try {
+    const { size } = await handle.stat();
+    for await (const line of linesFromEnd(handle, size, maxLineBytes, signal)) {
+      if (line.kind === 'torn') tail.torn += 1;
+      else if (line.kind === 'oversized') tail.malformed += 1;
+      else {
+        const record = parseLine(line.text);
+        if (record === null) continue;
+        if (record === 'malformed') tail.malformed += 1;
+        else if (newestFirst.push(record) >= need) break;
+      }
+    }
+  } catch (error) {
+    throw error instanceof KiwiError ? error : readError(path, error);
+  } finally {
+    await handle.close();
+  }
+  return newestFirst.reverse();
+}
+
+type TailLine = { kind: 'line'; text: string } | { kind: 'torn' } | { kind: 'oversized' };
+
+/** Lines from last to first, reading the file backwards in chunks; memory is bounded by `maxLineBytes`. */
+async function* linesFromEnd(handle: FileHandle, size: number, maxLineBytes: number, signal?: AbortSignal): AsyncGenerator<TailLine> {
+  // `carry` holds the start-unknown fragment after the newest newline seen so far.
+  let carry: Buffer[] = [];
+  let carryBytes = 0;
+  let atTail = true; // the fragment is after the file's last newline: a torn line if non-empty
+  let oversized = false;
+  const finish = (head: Buffer): TailLine | undefined => {
+    const wasTail = atTail;
+    const wasOversized = oversized;
+    const bytes = carryBytes + head.length;
+    const parts = [head, ...carry];
+    carry = [];
+    carryBytes = 0;
+    atTail = false;
+    oversized = false;
+    if (wasTail) return bytes > 0 ? { kind: 'torn' } : undefined;
+    if (wasOversized || bytes > maxLineBytes) return { kind: 'oversized' };
+    return { kind: 'line', text: Buffer.concat(parts).toString('utf8') };
+  };
+  let position = size;
+  const chunk = Buffer.alloc(Math.min(CHUNK, Math.max(size, 1)));
+  while (position > 0) {
+    throwIfAborted(signal, 'reading the audit log');
+    const length = Math.min(chunk.length, position);
+    position -= length;
+    await readExactly(handle, chunk, length, position);
+    let end = length;
+    let newline = chunk.lastIndexOf(0x0a, end - 1);
+    while (newline !== -1 && newline < end) {
+      const line = finish(chunk.subarray(newline + 1, end));
+      if (line) yield line;
+      end = newline;
+      newline = end === 0 ? -1 : chunk.lastIndexOf(0x0a, end - 1);
+    }
+    if (end > 0 && !oversized) {
+      carry.unshift(Buffer.from(chunk.subarray(0, end)));
+      carryBytes += end;
+      if (carryBytes > maxLineBytes && !atTail) {
+        oversized = true;
+        carry = [];
+      }
+      if (atTail && carryBytes > maxLineBytes) carry = [];
+    }
+  }
+  const first = finish(Buffer.alloc(0));
+  if (first) yield first;
+}
+
+function parseLine(text: string): AuditRecord | 'malformed' | null {
+  if (text.trim() === '') return null;
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return 'malformed';
+  }
+  const parsed = auditRecordSchema.safeParse(value);
+  return parsed.success ? { ...parsed.data, args: parsed.data.args } : 'malformed';
+}
+
+async function readExactly(handle: FileHandle, buffer: Buffer, length: number, position: number): Promise<void> {
+  let offset = 0;
+  while (offset < length) {
+    const { bytesRead } = await handle.read(buffer, offset, length - offset, position + offset);
+    if (bytesRead === 0) throw new KiwiError('INTERNAL', 'an audit file shrank while it was being read: read it again');
+    offset += bytesRead;
+  }
+}
+
+async function listNames(dir: string): Promise<string[]> {
+  try {
+    return await readdir(dir);
+  } catch (error) {
+    if (isMissing(error)) return [];
+    throw readError(dir, error);
+  }
+}
+
+function isDateFolder(name: string): boolean {
+  if (!DATE_FOLDER.test(name)) return false;
+  const date = new Date(`${name}T00:00:00.000Z`);
+  return !Number.isNaN(date.getTime()) && date.toISOString().startsWith(name);
+}
+
+function isMissing(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === 'ENOENT' || code === 'ENOTDIR';
+}
+
+function readError(path: string, error: unknown): KiwiError {
+  return new KiwiError('INTERNAL', `could not read the audit log at ${path}: ${describeError(error)}; check that it exists and is readable`, { cause: error });
+}
+
+/** One line for `kiwi audit tail`: time, session, ALLOW/DENY, tool, short args, duration, reason or error. */
+export function formatAuditRecord(record: AuditRecord): string {
+  const parts = [
+    clean(record.ts, 40),
+    clean(record.session, 40),
+    record.decision === 'allow' ? 'ALLOW' : 'DENY ',
+    clean(record.tool, 80),
+    shortJson(record.args, 80),
+    formatDuration(record.duration_ms),
+  ];
+  if (record.stuck) parts.push('STUCK');
+  if (record.source) parts.push(`[${clean(record.source, 20)}]`);
+  if (record.error) parts.push(`error ${clean(record.error.code, 40)}: ${clean(record.error.message, 200)}`);
+  if (record.reason) parts.push(`— ${clean(record.reason, 200)}`);
+  return parts.join('  ');
+}
+
+function shortJson(value: unknown, max: number): string {
+  if (value === undefined) return '-';
+  let text: string;
+  try {
+    text = JSON.stringify(value) ?? String(value);
+  } catch {
+    text = String(value);
+  }
+  return clean(text, max);
+}
+
+function formatDuration(ms: number): string {
+  if (!Number.isFinite(ms)) return '?';
+  if (ms < 1000) return `${Math.round(ms)}ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)}s`;
+  return `${Math.floor(ms / 60_000)}m${Math.round((ms % 60_000) / 1000)}s`;
+}
+
+/**
+ * Audit lines carry text from agents and tools; control and bidi characters are escaped so a
+ * line cannot move the cursor, recolour or reorder the terminal it is printed to.
+ */
+function clean(value: unknown, max: number): string {
+  const text = String(value).replace(
+    /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g,
+    (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+}

@@ -1,0 +1,38 @@
+import { openProject } from '../../project.js';
+import { UsageError, type CliContext } from '../io.js';
+import { parseFlags } from '../parse-flags.js';
+import { projectOptions } from '../project-options.js';
+
+const USAGE = 'kiwi run TOOL [--args JSON] [--json] [--project DIR]';
+
+/** Exit codes: 0 ran, 1 the tool failed or errored, 3 the policy denied it. */
+export async function runCommand(ctx: CliContext): Promise<number> {
+  const { values, positionals } = parseFlags(ctx.argv, { args: { type: 'string' }, json: { type: 'boolean' }, project: { type: 'string' } }, USAGE);
+  const [tool, ...extra] = positionals;
+  if (!tool || extra.length > 0) throw new UsageError(`give exactly one tool id; usage: ${USAGE}`);
+  const args = parseJsonArgs(values.args);
+  const project = await openProject(projectOptions(ctx, values));
+  try {
+    const outcome = await project.proxy.call({ tool, args, session: project.session, source: 'cli', ...(ctx.signal ? { signal: ctx.signal } : {}) });
+    if (values.json) ctx.io.out(JSON.stringify(outcome, null, 2));
+    else if (outcome.status === 'ok') {
+      ctx.io.out(outcome.result.text.replace(/\n$/, ''));
+      if (outcome.result.isError) ctx.io.err(`kiwi: ${tool} reported an error${outcome.result.exitCode != null ? ` (exit code ${outcome.result.exitCode})` : ''}`);
+    } else if (outcome.status === 'denied') ctx.io.err(`kiwi: denied: ${outcome.reason}`);
+    else ctx.io.err(`kiwi: ${outcome.error.code}: ${outcome.error.message}`);
+    if (outcome.stuck) ctx.io.err(`kiwi: warning: ${tool} was called with the same arguments several times in this session`);
+    if (outcome.status === 'denied') return 3;
+    return outcome.status === 'ok' && !outcome.result.isError ? 0 : 1;
+  } finally {
+    await project.close();
+  }
+}
+
+function parseJsonArgs(text: string | undefined): unknown {
+  if (text === undefined) return {};
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new UsageError(`--args is not valid JSON (${error instanceof Error ? error.message : error}); write e.g. --args '{"path": "README.md"}'`);
+  }
+}

@@ -1,0 +1,19 @@
+/** Where a command writes; the CLI entry passes process streams, tests pass arrays. */
+export interface CliIo {
+  out(line: string): void;
+  err(line: string): void;
+}
+
+/** What every command gets: its arguments, the caller's environment and working folder. */
+export interface CliContext {
+  argv: string[];
+  env: Readonly<Record<string, string | undefined>>;
+  cwd: string;
+  io: CliIo;
+  signal?: AbortSignal;
+}
+
+/** A usage mistake: printed as one line with a hint, exit code 2. */
+export class UsageError extends Error {
+  override readonly name = 'UsageError';
+}

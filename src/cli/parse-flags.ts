@@ -1,0 +1,16 @@
+import { parseArgs } from 'node:util';
+import { UsageError } from './io.js';
+
+export type FlagSpec = Record<string, { type: 'string' | 'boolean'; short?: string; default?: string | boolean }>;
+export type FlagValues<S extends FlagSpec> = { [K in keyof S]?: S[K]['type'] extends 'string' ? string : boolean };
+
+/** node:util parseArgs with errors turned into one usage line. */
+export function parseFlags<S extends FlagSpec>(args: string[], options: S, usage: string): { values: FlagValues<S>; positionals: string[] } {
+  try {
+    const parsed = parseArgs({ args, options, allowPositionals: true, strict: true });
+    return { values: parsed.values as FlagValues<S>, positionals: parsed.positionals };
+  } catch (error) {
+    const reason = error instanceof Error ? (error.message.split('\n')[0] ?? error.message) : String(error);
+    throw new UsageError(`${reason}; usage: ${usage}`);
+  }
+}

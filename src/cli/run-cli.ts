@@ -1,0 +1,53 @@
+import { describeError } from '../errors.js';
+import { auditCommand } from './commands/audit.js';
+import { demoCommand } from './commands/demo.js';
+import { runCommand } from './commands/run.js';
+import { signCommand, verifyCommand } from './commands/sign.js';
+import { toolsCommand } from './commands/tools.js';
+import { UsageError, type CliContext } from './io.js';
+
+const HELP = `kiwi — intent-resolving gateway between LLM agents and their tools
+
+Usage:
+  kiwi tools list|show TOOL|validate   the .ai/ registry (project tier, then ~/.ai)
+  kiwi run TOOL --args JSON            run one tool through the permissioned tool proxy
+  kiwi sign FILE... | kiwi verify FILE...   write / check the kiwi-mcp:validated signature line
+  kiwi audit tail [-n N] [--session ID]     the latest audited calls, allowed and denied
+  kiwi demo                            a guided run of the demo .ai/ (what \`npm start\` does)
+
+Options: --project DIR (default: KIWI_PROJECT or the current folder), --json.
+Environment: KIWI_USER_DIR moves the user tier (default: your home folder).`;
+
+type Command = (ctx: CliContext) => Promise<number>;
+const COMMANDS: Record<string, Command> = {
+  tools: toolsCommand,
+  run: runCommand,
+  sign: signCommand,
+  verify: verifyCommand,
+  audit: auditCommand,
+  demo: demoCommand,
+};
+
+/** Runs one CLI command and returns its exit code; every failure is one line on stderr. */
+export async function runCli(argv: string[], ctx: Omit<CliContext, 'argv'>): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === '--help' || name === '-h' || name === 'help') {
+    ctx.io.out(HELP);
+    return name ? 0 : 2;
+  }
+  const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
+  if (!command) {
+    ctx.io.err(`kiwi: unknown command \`${name}\`; run \`kiwi --help\` to see the commands`);
+    return 2;
+  }
+  try {
+    return await command({ ...ctx, argv: rest });
+  } catch (error) {
+    if (error instanceof UsageError) {
+      ctx.io.err(`kiwi ${name}: ${error.message}`);
+      return 2;
+    }
+    ctx.io.err(`kiwi ${name}: ${describeError(error).split('\n')[0]}`);
+    return 1;
+  }
+}

@@ -1,0 +1,77 @@
+import { randomBytes } from 'node:crypto';
+import { realpath } from 'node:fs/promises';
+import path from 'node:path';
+import { createAuditLog, type AuditLog } from './audit/audit-log.js';
+import { createLoopDetector } from './audit/loop-detector.js';
+import { createMcpClientPool, type McpClientPool } from './mcp/client-pool.js';
+import { loadPolicyFile } from './policy/policy-file.js';
+import type { PermissionContext } from './policy/permission-context.js';
+import { createRateLimiter } from './policy/rate-limiter.js';
+import { createHttpClient, type HttpClient } from './primitives/http-client.js';
+import { createToolProxy, type CallSource, type ToolProxy } from './proxy/tool-proxy.js';
+import { loadRegistry, type Registry } from './registry/load-registry.js';
+
+export interface ProjectOptions {
+  /** The folder that holds `.ai/`. */
+  projectDir: string;
+  /** The folder whose `.ai/` is the user tier (default: the home directory). */
+  userDir?: string;
+  /** The gateway's environment: `${ENV}` values and allowlisted variables come from here only. */
+  env: Readonly<Record<string, string | undefined>>;
+  session?: string;
+  source?: CallSource;
+}
+
+/** Everything one process needs to run tools for a project, wired once and closed once. */
+export interface Project {
+  root: string;
+  registry: Registry;
+  policy: PermissionContext;
+  proxy: ToolProxy;
+  session: string;
+  auditDir: string;
+  audit: AuditLog;
+  mcp: McpClientPool;
+  http: HttpClient;
+  close(): Promise<void>;
+}
+
+export function newSessionId(prefix: string): string {
+  const stamp = new Date().toISOString().replace(/[-:]/g, '').replace(/\..*/, '');
+  return `${prefix}-${stamp}-${randomBytes(3).toString('hex')}`;
+}
+
+export async function openProject(options: ProjectOptions): Promise<Project> {
+  const root = await realpath(path.resolve(options.projectDir));
+  const registry = await loadRegistry({ projectDir: root, ...(options.userDir ? { userDir: options.userDir } : {}) });
+  const policy = await loadPolicyFile(path.join(root, '.ai', 'config', 'policy.yaml'), root);
+  const session = options.session ?? newSessionId(options.source ?? 'cli');
+  const auditDir = path.join(root, '.ai', 'logs', 'audit');
+  const audit = createAuditLog({ dir: auditDir, sessionId: session });
+  const mcp = createMcpClientPool();
+  const http = createHttpClient();
+  const proxy = createToolProxy({
+    tools: registry.tools,
+    context: policy,
+    primitives: { http, mcp },
+    audit,
+    loops: createLoopDetector(),
+    rateLimiter: createRateLimiter(),
+    plan: { root, env: options.env },
+  });
+  return {
+    root,
+    registry,
+    policy,
+    proxy,
+    session,
+    auditDir,
+    audit,
+    mcp,
+    http,
+    async close() {
+      await Promise.allSettled([mcp.close(), http.close()]);
+      await audit.close();
+    },
+  };
+}

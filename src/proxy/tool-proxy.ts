@@ -1,0 +1,138 @@
+import { randomUUID } from 'node:crypto';
+import type { AuditLog, AuditRecord } from '../audit/audit-log.js';
+import type { LoopDetector } from '../audit/loop-detector.js';
+import { describeError, isKiwiError } from '../errors.js';
+import { executePlan, type PrimitiveDeps } from '../executor/execute-plan.js';
+import type { ToolResult } from '../executor/plan-types.js';
+import type { PlanContext } from '../executor/plan.js';
+import type { PermissionContext } from '../policy/permission-context.js';
+import type { RateLimiter } from '../policy/rate-limiter.js';
+import type { Tool } from '../registry/types.js';
+import { authorize, authorizeServer } from './authorize.js';
+import { checkMcpTool } from '../policy/permission-context.js';
+import type { McpToolInfo } from '../mcp/client-pool.js';
+
+export type CallSource = 'cli' | 'gateway' | 'mcp' | 'prefetch';
+
+export interface ToolCall {
+  tool: string;
+  args?: unknown;
+  session: string;
+  source: CallSource;
+  /** A narrower context for this call (a directive's); it is intersected with the proxy's, never wider. */
+  context?: PermissionContext;
+  signal?: AbortSignal;
+}
+
+interface OutcomeBase {
+  callId: string;
+  tool: string;
+  durationMs: number;
+  /** The same call was made again and again in this session: the caller is probably looping. */
+  stuck: boolean;
+}
+export type CallOutcome =
+  | (OutcomeBase & { status: 'ok'; result: ToolResult })
+  | (OutcomeBase & { status: 'denied'; reason: string })
+  | (OutcomeBase & { status: 'error'; error: { code: string; message: string } });
+
+export interface ToolProxyDeps {
+  tools: ReadonlyMap<string, Tool>;
+  context: PermissionContext;
+  primitives: PrimitiveDeps;
+  audit: AuditLog;
+  loops: LoopDetector;
+  rateLimiter: RateLimiter;
+  plan: PlanContext;
+  now?: () => number;
+}
+
+export type ListOutcome = { status: 'ok'; tools: McpToolInfo[] } | { status: 'denied'; reason: string };
+
+export interface ToolProxy {
+  call(call: ToolCall): Promise<CallOutcome>;
+  /** The tools an MCP server offers that the policy lets this caller use (starting the server is checked too). */
+  listMcpTools(server: string, session: string, signal?: AbortSignal): Promise<ListOutcome>;
+}
+
+const RESULT_PREVIEW = 2000;
+
+/**
+ * The only way anything executes. Every call is checked (name, policy, arguments, rate, paths,
+ * commands), then run on its primitive, and every call, denied ones included, is audited.
+ */
+export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
+  const now = deps.now ?? (() => performance.now());
+
+  async function call(request: ToolCall): Promise<CallOutcome> {
+    const callId = randomUUID();
+    const startedAt = new Date();
+    const t0 = now();
+    const base = (stuck: boolean): OutcomeBase => ({ callId, tool: request.tool, durationMs: now() - t0, stuck });
+    const record = (fields: Partial<AuditRecord> & Pick<AuditRecord, 'decision'>): void => {
+      deps.audit.append({
+        ts: startedAt.toISOString(),
+        session: request.session,
+        call_id: callId,
+        tool: request.tool,
+        args: request.args ?? {},
+        duration_ms: Math.round((now() - t0) * 1000) / 1000,
+        source: request.source,
+        ...fields,
+      });
+    };
+
+    let stuck = false;
+    try {
+      const decision = await authorize(request, deps);
+      if (!decision.allowed) {
+        record({ decision: 'deny', reason: decision.reason });
+        return { ...base(false), status: 'denied', reason: decision.reason };
+      }
+      stuck = deps.loops.observe(request.session, request.tool, decision.args).stuck;
+      const result = await executePlan(decision.plan, deps.primitives, request.signal);
+      record({ decision: 'allow', reason: decision.reason, result: preview(result), ...(stuck ? { stuck } : {}) });
+      return { ...base(stuck), status: 'ok', result };
+    } catch (error) {
+      const code = isKiwiError(error) ? error.code : 'INTERNAL';
+      const message = isKiwiError(error) ? error.message : describeError(error);
+      if (code === 'POLICY_DENIED') {
+        record({ decision: 'deny', reason: message });
+        return { ...base(false), status: 'denied', reason: message };
+      }
+      record({ decision: 'allow', error: { code, message }, ...(stuck ? { stuck } : {}) });
+      return { ...base(stuck), status: 'error', error: { code, message } };
+    }
+  }
+
+  async function listMcpTools(server: string, session: string, signal?: AbortSignal): Promise<ListOutcome> {
+    const t0 = now();
+    const decision = authorizeServer(server, deps);
+    deps.audit.append({
+      ts: new Date().toISOString(),
+      session,
+      call_id: randomUUID(),
+      tool: `${server}.*`,
+      args: {},
+      decision: decision.allowed ? 'allow' : 'deny',
+      ...(decision.allowed ? {} : { reason: decision.reason }),
+      duration_ms: now() - t0,
+      source: 'cli',
+    });
+    if (!decision.allowed) return { status: 'denied', reason: decision.reason };
+    const tools = await deps.primitives.mcp.listTools(decision.spec, signal);
+    return { status: 'ok', tools: tools.filter((t) => checkMcpTool(deps.context, t.qualifiedName).allowed) };
+  }
+
+  return { call, listMcpTools };
+}
+
+function preview(result: ToolResult): Record<string, unknown> {
+  const text = result.text.length > RESULT_PREVIEW ? `${result.text.slice(0, RESULT_PREVIEW)}… (${result.text.length} chars)` : result.text;
+  return {
+    text,
+    is_error: result.isError,
+    ...(result.exitCode !== undefined ? { exit_code: result.exitCode } : {}),
+    ...(result.status !== undefined ? { status: result.status } : {}),
+  };
+}

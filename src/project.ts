@@ -48,7 +48,7 @@ export async function openProject(options: ProjectOptions): Promise<Project> {
   const session = options.session ?? newSessionId(options.source ?? 'cli');
   const auditDir = path.join(root, '.ai', 'logs', 'audit');
   const audit = createAuditLog({ dir: auditDir, sessionId: session });
-  const mcp = createMcpClientPool();
+  const mcp = createMcpClientPool({ baseEnv: pickDefined(options.env, ['PATH', 'HOME']) });
   const http = createHttpClient();
   const proxy = createToolProxy({
     tools: registry.tools,
@@ -74,4 +74,10 @@ export async function openProject(options: ProjectOptions): Promise<Project> {
       await audit.close();
     },
   };
+}
+
+function pickDefined(env: ProjectOptions['env'], names: string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of names) if (env[name] !== undefined) out[name] = env[name] as string;
+  return out;
 }

@@ -83,12 +83,14 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
     };
 
     let stuck = false;
+    let authorized = false;
     try {
       const decision = await authorize(request, deps);
       if (!decision.allowed) {
         record({ decision: 'deny', reason: decision.reason });
         return { ...base(false), status: 'denied', reason: decision.reason };
       }
+      authorized = true;
       stuck = deps.loops.observe(request.session, request.tool, decision.args).stuck;
       const result = await executePlan(decision.plan, deps.primitives, request.signal);
       record({ decision: 'allow', reason: decision.reason, result: preview(result), ...(stuck ? { stuck } : {}) });
@@ -100,7 +102,8 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
         record({ decision: 'deny', reason: message });
         return { ...base(false), status: 'denied', reason: message };
       }
-      record({ decision: 'allow', error: { code, message }, ...(stuck ? { stuck } : {}) });
+      // A call that failed before it was authorized (unknown tool, bad arguments, broken chain) never ran.
+      record({ decision: authorized ? 'allow' : 'deny', ...(authorized ? {} : { reason: message }), error: { code, message }, ...(stuck ? { stuck } : {}) });
       return { ...base(stuck), status: 'error', error: { code, message } };
     }
   }

@@ -20,7 +20,7 @@ const STEPS: Step[] = [
   { say: 'a Python script tool', tool: 'word_count', args: { path: 'README.md' } },
   { say: 'a tool of an MCP server from npm (stdio, pooled)', tool: 'search_files', args: { path: '.', pattern: '*.md' } },
   { say: 'a path that escapes the project: denied', tool: 'read_file', args: { path: '%2e%2e/%2e%2e/etc/passwd' } },
-  { say: 'an argument that smuggles an option: denied', tool: 'list_directory', args: { path: '--upload-pack=touch /tmp/pwned' } },
+  { say: 'an argument that smuggles an option: denied', tool: 'git_diff', args: { ref: '--output=/tmp/pwned' } },
   { say: 'an MCP tool the policy does not list: denied', tool: 'files.write_file', args: { path: 'x.txt', content: 'no' } },
 ];
 

@@ -43,6 +43,15 @@ config: { command: node, script: echo_args.mjs, args: ["{script}", "{path}"] }
 parameters:
   - { name: path, type: string, required: true, format: path }
 `,
+  'greet.yaml': `tool_id: greet
+tool_type: script
+executor: bash_runtime
+version: "1.0.0"
+description: a bash script tool reading its arguments from stdin
+config: { script: greet.sh }
+parameters:
+  - { name: who, type: string, required: true }
+`,
   'spew.yaml': `tool_id: spew
 tool_type: script
 executor: subprocess
@@ -107,10 +116,11 @@ parameters:
 };
 
 const POLICY = `version: 1
-tools: [echo_args, show_ref, read_file, spew, hang, fetch_with_curl, loop_a, lookup, search_files, rate_me]
+tools: [greet, echo_args, show_ref, read_file, spew, hang, fetch_with_curl, loop_a, lookup, search_files, rate_me]
 filesystem: { read: ["docs/**", "docs", "."], write: [] }
 commands:
   - { executable: node }
+  - { executable: bash }
 mcp: { tools: ["files.search_files", "files.list_allowed_directories"] }
 rate_limits:
   per_tool: { "rate_me": { max: 2, per_ms: 600000 } }
@@ -127,6 +137,7 @@ beforeAll(async () => {
   temp = createTempProject();
   for (const [name, text] of Object.entries(TOOLS)) temp.write(`.ai/tools/test/${name}`, text);
   for (const f of ['echo_args.mjs', 'spew.mjs', 'hang.mjs']) temp.write(`.ai/tools/test/${f}`, await import('node:fs').then((fs) => fs.readFileSync(path.join(FIXTURES, 'proxy', f), 'utf8')));
+  temp.write('.ai/tools/test/greet.sh', 'read -r json\nprintf "hello %s" "$json"\n');
   temp.write('.ai/tools/test/rate.yaml', TOOLS['echo_args.yaml']!.replace('tool_id: echo_args', 'tool_id: rate_me'));
   temp.write('.ai/config/policy.yaml', POLICY);
   temp.write('docs/readme.txt', 'hello\n');
@@ -170,6 +181,12 @@ describe('tool proxy', () => {
       if (outcome.status === 'ok') expect(JSON.parse(outcome.result.text)).toEqual([text]);
     }
     expect(existsSync(canary)).toBe(false);
+  });
+
+  it('runs a bash script tool through bash_runtime with the arguments as JSON on stdin', async () => {
+    const outcome = await call('greet', { who: 'kiwi; $(id)' });
+    expect(outcome.status, JSON.stringify(outcome)).toBe('ok');
+    if (outcome.status === 'ok') expect(outcome.result.text).toBe('hello {"who":"kiwi; $(id)"}');
   });
 
   it('denies a tool that the policy does not list (default deny)', async () => {

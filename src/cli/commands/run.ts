@@ -1,19 +1,22 @@
-import { openProject } from '../../project.js';
+import { directiveContext } from '../../policy/directive-permissions.js';
+import type { PermissionContext } from '../../policy/permission-context.js';
+import { openProject, type Project } from '../../project.js';
 import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
 import { projectOptions } from '../project-options.js';
 
-const USAGE = 'kiwi run TOOL [--args JSON] [--json] [--project DIR]';
+const USAGE = 'kiwi run TOOL [--args JSON] [--directive NAME] [--json] [--project DIR]';
 
 /** Exit codes: 0 ran, 1 the tool failed or errored, 3 the policy denied it. */
 export async function runCommand(ctx: CliContext): Promise<number> {
-  const { values, positionals } = parseFlags(ctx.argv, { args: { type: 'string' }, json: { type: 'boolean' }, project: { type: 'string' } }, USAGE);
+  const { values, positionals } = parseFlags(ctx.argv, { args: { type: 'string' }, directive: { type: 'string' }, json: { type: 'boolean' }, project: { type: 'string' } }, USAGE);
   const [tool, ...extra] = positionals;
   if (!tool || extra.length > 0) throw new UsageError(`give exactly one tool id; usage: ${USAGE}`);
   const args = parseJsonArgs(values.args);
   const project = await openProject(projectOptions(ctx, values));
   try {
-    const outcome = await project.proxy.call({ tool, args, session: project.session, source: 'cli', ...(ctx.signal ? { signal: ctx.signal } : {}) });
+    const context = values.directive ? directiveCallContext(project, values.directive) : undefined;
+    const outcome = await project.proxy.call({ tool, args, session: project.session, source: 'cli', ...(context ? { context } : {}), ...(ctx.signal ? { signal: ctx.signal } : {}) });
     if (values.json) ctx.io.out(JSON.stringify(outcome, null, 2));
     else if (outcome.status === 'ok') {
       ctx.io.out(outcome.result.text.replace(/\n$/, ''));
@@ -26,6 +29,13 @@ export async function runCommand(ctx: CliContext): Promise<number> {
   } finally {
     await project.close();
   }
+}
+
+/** Runs the call with a directive's `<permissions>` under the policy: they can narrow it, never widen it. */
+function directiveCallContext(project: Project, name: string): PermissionContext {
+  const directive = project.registry.directives.get(name);
+  if (!directive) throw new UsageError(`no directive \`${name}\`; the directives are ${[...project.registry.directives.keys()].join(', ') || '(none)'}`);
+  return directiveContext(project.policy, directive.name, directive.permissions).context;
 }
 
 function parseJsonArgs(text: string | undefined): unknown {

@@ -58,7 +58,7 @@ async function show(ctx: CliContext, project: Project, id: string, json: boolean
     const extra = [p.required ? 'required' : 'optional', p.default !== undefined ? `default ${JSON.stringify(p.default)}` : '', p.format ?? ''].filter(Boolean).join(', ');
     ctx.io.out(`  - ${p.name}: ${p.type} (${extra})${p.description ? ` — ${p.description}` : ''}`);
   }
-  for (const r of remote ?? []) ctx.io.out(`  ${r.qualifiedName}: ${r.description.split('\n')[0]}`);
+  for (const r of remote ?? []) ctx.io.out(`  ${r.qualifiedName}: ${firstSentence(r.description)}`);
   return 0;
 }
 
@@ -83,6 +83,12 @@ function validate(ctx: CliContext, project: Project, json: boolean): number {
   }
   ctx.io.err(`ok: ${counts}, all valid`);
   return 0;
+}
+
+function firstSentence(text: string): string {
+  const line = text.split('\n')[0] ?? '';
+  const end = line.search(/\.\s/);
+  return end > 0 ? line.slice(0, end + 1) : line;
 }
 
 function summary(t: Tool) {

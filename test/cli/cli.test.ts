@@ -1,0 +1,149 @@
+import { cpSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../../src/cli/run-cli.js';
+import { FIXTURES, REPO_ROOT } from '../helpers/temp-project.js';
+
+let root: string;
+let registry: Server;
+let env: Record<string, string | undefined>;
+
+/** Runs the CLI in-process on a copy of the demo project, with the environment a user would have. */
+async function kiwi(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await runCli(argv, { env, cwd: root, io: { out: (l) => out.push(l), err: (l) => err.push(l) } });
+  return { code, out: out.join('\n'), err: err.join('\n') };
+}
+
+beforeAll(async () => {
+  // A stand-in for the npm registry, so the demo's API tool runs without the network.
+  registry = createServer((req, res) => {
+    res.setHeader('content-type', 'application/json');
+    res.end(JSON.stringify({ name: req.url?.split('/')[1], version: '9.9.9', description: 'from the local registry', license: 'MIT', readme: 'long text' }));
+  });
+  await new Promise<void>((resolve) => registry.listen(0, '127.0.0.1', resolve));
+  const port = (registry.address() as { port: number }).port;
+
+  root = realpathSync(mkdtempSync(path.join(tmpdir(), 'kiwi-cli-')));
+  cpSync(path.join(REPO_ROOT, '.ai'), path.join(root, '.ai'), { recursive: true, filter: (src) => !src.includes(`${path.sep}logs`) });
+  symlinkSync(path.join(REPO_ROOT, 'node_modules'), path.join(root, 'node_modules'));
+  writeFileSync(path.join(root, 'README.md'), 'one two three\nfour\n');
+  env = { PATH: process.env['PATH'], HOME: root, KIWI_USER_DIR: path.join(root, 'no-user-tier'), NPM_REGISTRY_URL: `http://127.0.0.1:${port}` };
+});
+
+afterAll(() => {
+  registry?.close();
+  if (root) rmSync(root, { recursive: true, force: true });
+});
+
+describe('kiwi CLI on the demo .ai/', () => {
+  it('validates the demo registry', async () => {
+    const r = await kiwi('tools', 'validate');
+    expect(r.code).toBe(0);
+    expect(r.err).toMatch(/ok: \d+ tools, 1 directives, 1 knowledge entries, all valid/);
+  });
+
+  it('lists tools as JSON', async () => {
+    const r = await kiwi('tools', 'list', '--json');
+    const ids = (JSON.parse(r.out) as Array<{ id: string }>).map((t) => t.id);
+    expect(ids).toEqual(expect.arrayContaining(['read_file', 'word_count', 'npm_package_info', 'search_files', 'files']));
+  });
+
+  it('runs a script tool (node) and a script tool (python)', async () => {
+    const read = await kiwi('run', 'read_file', '--args', '{"path": "README.md"}');
+    expect(read).toMatchObject({ code: 0, out: 'one two three\nfour' });
+    const count = await kiwi('run', 'word_count', '--args', '{"path": "README.md"}', '--json');
+    expect(count.code).toBe(0);
+    expect(JSON.parse(count.out).result.data).toMatchObject({ lines: 2, words: 4 });
+  });
+
+  it('runs an API tool', async () => {
+    const r = await kiwi('run', 'npm_package_info', '--args', '{"package": "undici"}');
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.out)).toEqual({ name: 'undici', version: '9.9.9', description: 'from the local registry', license: 'MIT' });
+  });
+
+  it('runs an MCP tool, declared and as server.tool', async () => {
+    const declared = await kiwi('run', 'search_files', '--args', '{"path": ".", "pattern": "*.md"}');
+    expect(declared.code).toBe(0);
+    expect(declared.out).toContain(path.join(root, 'README.md'));
+    const dynamic = await kiwi('run', 'files.list_allowed_directories');
+    expect(dynamic.code).toBe(0);
+    expect(dynamic.out).toContain(root);
+  });
+
+  it('exits 3 on a denied call and shows both decisions in the audit tail', async () => {
+    const denied = await kiwi('run', 'read_file', '--args', '{"path": "../../etc/passwd"}');
+    expect(denied.code).toBe(3);
+    expect(denied.err).toMatch(/^kiwi: denied: .*outside the project root/);
+    const tail = await kiwi('audit', 'tail', '-n', '50');
+    expect(tail.code).toBe(0);
+    expect(tail.out).toMatch(/ALLOW\s+read_file/);
+    expect(tail.out).toMatch(/DENY\s+read_file .*etc\/passwd/);
+  });
+
+  it('narrows the policy to a directive\'s permissions', async () => {
+    expect((await kiwi('run', 'read_file', '--args', '{"path": "README.md"}', '--directive', 'review_changes')).code).toBe(0);
+    const r = await kiwi('run', 'word_count', '--args', '{"path": "README.md"}', '--directive', 'review_changes');
+    expect(r.code).toBe(3);
+    expect(r.err).toMatch(/denied by directive review_changes: tool `word_count`/);
+  });
+
+  it('shows the tools of an MCP server the policy allows', async () => {
+    const r = await kiwi('tools', 'show', 'files');
+    expect(r.code).toBe(0);
+    expect(r.out).toContain('files.search_files');
+    expect(r.out).not.toContain('files.write_file');
+  });
+});
+
+describe('kiwi sign / verify', () => {
+  it('verifies the Kiwi MCP test vector and rejects a one-byte change, then re-signs it', async () => {
+    const file = path.join(root, 'agent.md');
+    const vector = readFileSync(path.join(FIXTURES, 'registry', 'agent-directive.signed.md'), 'utf8');
+    writeFileSync(file, vector);
+    expect(await kiwi('verify', 'agent.md')).toMatchObject({ code: 0, out: 'valid     agent.md' });
+    const at = vector.indexOf('<directive') + 20;
+    writeFileSync(file, vector.slice(0, at) + (vector[at] === 'x' ? 'y' : 'x') + vector.slice(at + 1));
+    const bad = await kiwi('verify', 'agent.md');
+    expect(bad.code).toBe(1);
+    expect(bad.out).toMatch(/^INVALID\s+agent\.md: stored hash 96440106/);
+    expect((await kiwi('sign', 'agent.md')).code).toBe(0);
+    expect((await kiwi('verify', 'agent.md')).code).toBe(0);
+  });
+});
+
+describe('kiwi usage errors', () => {
+  it.each([
+    [['frob'], /unknown command `frob`/],
+    [['run'], /give exactly one tool id/],
+    [['run', 'read_file', '--args', '{bad'], /--args is not valid JSON/],
+    [['run', 'read_file', '--nope'], /Unknown option '--nope'/],
+    [['audit', 'tail', '-n', '0'], /-n must be a whole number/],
+    [['tools', 'explode'], /unknown subcommand `explode`/],
+    [['sign'], /name at least one file/],
+    [['run', 'git_status', '--directive', 'nope'], /no directive `nope`/],
+  ])('%j fails with one clear line and exit 2', async (argv, message) => {
+    const r = await kiwi(...argv);
+    expect(r.code).toBe(2);
+    expect(r.err.split('\n')).toHaveLength(1);
+    expect(r.err).toMatch(message);
+  });
+
+  it('reports a broken registry with file, field and what to write, and exits 1', async () => {
+    writeFileSync(path.join(root, '.ai', 'tools', 'broken.yaml'), 'tool_id: broken\ntool_type: scrpt\nexecutor: subprocess\nversion: "1"\ndescription: x\n');
+    writeFileSync(path.join(root, '.ai', 'tools', 'looping.yaml'), 'tool_id: looping\ntool_type: runtime\nexecutor: looping2\nversion: "1"\ndescription: x\n');
+    writeFileSync(path.join(root, '.ai', 'tools', 'looping2.yaml'), 'tool_id: looping2\ntool_type: runtime\nexecutor: looping\nversion: "1"\ndescription: x\n');
+    try {
+      const r = await kiwi('tools', 'validate');
+      expect(r.code).toBe(1);
+      expect(r.out).toMatch(/broken\.yaml.*tool_type.*did you mean "script"/);
+      expect(r.out).toMatch(/chain looping -> looping2 -> looping loops/);
+    } finally {
+      for (const f of ['broken.yaml', 'looping.yaml', 'looping2.yaml']) rmSync(path.join(root, '.ai', 'tools', f));
+    }
+  });
+});

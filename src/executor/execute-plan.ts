@@ -13,15 +13,8 @@ export interface PrimitiveDeps {
 export async function executePlan(plan: ExecutionPlan, deps: PrimitiveDeps, signal?: AbortSignal): Promise<ToolResult> {
   switch (plan.kind) {
     case 'subprocess': {
-      const r = await runSubprocess({
-        argv: plan.argv,
-        cwd: plan.cwd,
-        env: plan.env,
-        ...(plan.stdin !== undefined ? { stdin: plan.stdin } : {}),
-        timeoutMs: plan.timeoutMs,
-        maxOutputBytes: plan.maxOutputBytes,
-        ...(signal ? { signal } : {}),
-      });
+      const { kind: _kind, fromParams: _from, paths: _paths, ...request } = plan;
+      const r = await runSubprocess({ ...request, ...(signal ? { signal } : {}) });
       const failed = r.exitCode !== 0;
       const text = failed && r.stderr ? `${r.stdout}${r.stdout ? '\n' : ''}${r.stderr}` : r.stdout;
       return { text, data: parseJson(r.stdout), exitCode: r.exitCode, isError: failed };

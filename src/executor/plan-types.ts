@@ -1,17 +1,12 @@
 import type { McpServerSpec } from '../mcp/client-pool.js';
 import type { HttpRequest } from '../primitives/http-client.js';
+import type { SubprocessRequest } from '../primitives/subprocess.js';
 
 /** What a call turns into once its chain is resolved and its templates are filled: data, nothing run yet. */
 export type ExecutionPlan = SubprocessPlan | HttpPlan | McpPlan;
 
-export interface SubprocessPlan {
+export interface SubprocessPlan extends Omit<SubprocessRequest, 'signal' | 'killGraceMs'> {
   kind: 'subprocess';
-  argv: string[];
-  cwd: string;
-  env: Record<string, string>;
-  stdin?: string;
-  timeoutMs: number;
-  maxOutputBytes: number;
   /** argv elements that came from call arguments, for the argument-injection check. */
   fromParams: Array<{ index: number; param: string }>;
   /** Values of `format: path` parameters, checked against the filesystem globs before running. */

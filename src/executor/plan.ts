@@ -3,6 +3,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { KiwiError } from '../errors.js';
 import type { McpServerSpec } from '../mcp/client-pool.js';
+import { buildChildEnv } from '../primitives/subprocess.js';
 import type { Tool } from '../registry/types.js';
 import type { ResolvedChain } from './chain.js';
 import type { ExecutionPlan, HttpPlan, McpPlan, SubprocessPlan } from './plan-types.js';
@@ -17,8 +18,8 @@ export interface PlanContext {
 
 const DEFAULT_TIMEOUT_MS = 30_000;
 const DEFAULT_MAX_OUTPUT = 1024 * 1024;
-/** Always passed to children so that tools behave sanely; everything else needs `env_allowlist`. */
-const BASE_ENV = ['PATH', 'HOME', 'LANG', 'LC_ALL', 'TZ', 'TMPDIR'];
+/** Passed to children besides PATH, HOME and LANG (see buildChildEnv); everything else needs `env_allowlist`. */
+const PASS_THROUGH_ENV = ['LC_ALL', 'TZ', 'TMPDIR'];
 
 const SubprocessConfig = z.looseObject({
   command: z.string().min(1),
@@ -169,15 +170,9 @@ function parseConfig<T>(schema: z.ZodType<T>, config: Record<string, unknown>, t
 }
 
 function childEnv(extra: Record<string, string>, allowlist: string[], scope: SubstitutionScope, env: PlanContext['env']): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const name of [...BASE_ENV, ...allowlist]) {
-    if (name.endsWith('*')) {
-      const prefix = name.slice(0, -1);
-      for (const [k, v] of Object.entries(env)) if (k.startsWith(prefix) && v !== undefined) out[k] = v;
-    } else if (env[name] !== undefined) out[name] = env[name] as string;
-  }
-  for (const [k, v] of Object.entries(extra)) out[k] = substitute(v, { ...scope, where: `${scope.where} env.${k}` });
-  return out;
+  const filled: Record<string, string> = {};
+  for (const [k, v] of Object.entries(extra)) filled[k] = substitute(v, { ...scope, where: `${scope.where} env.${k}` });
+  return buildChildEnv(env, [...PASS_THROUGH_ENV, ...allowlist], filled);
 }
 
 function resolveInside(root: string, relative: string, where: string): string {

@@ -34,7 +34,7 @@ describe('planCall: subprocess', () => {
   it('passes only the base variables and the allowlist to the child', () => {
     const plan = planCall(resolveChain(toolMap(git), 'git_log'), { count: 1 }, ctx);
     if (plan.kind !== 'subprocess') throw new Error('expected subprocess');
-    expect(plan.env).toEqual({ PATH: '/usr/bin', HOME: '/root', KIWI_X: 'x' });
+    expect(plan.env).toEqual({ PATH: '/usr/bin', HOME: '/root', LANG: 'C.UTF-8', KIWI_X: 'x' });
   });
 
   it('refuses a cwd outside the project', () => {

@@ -1,6 +1,8 @@
 import { describeError } from '../errors.js';
 import { auditCommand } from './commands/audit.js';
 import { demoCommand } from './commands/demo.js';
+import { indexCommand } from './commands/index-tools.js';
+import { resolveCommand } from './commands/resolve.js';
 import { runCommand } from './commands/run.js';
 import { signCommand, verifyCommand } from './commands/sign.js';
 import { toolsCommand } from './commands/tools.js';
@@ -13,6 +15,8 @@ Usage:
   kiwi run TOOL --args JSON            run one tool through the permissioned tool proxy
   kiwi sign FILE... | kiwi verify FILE...   write / check the kiwi-mcp:validated signature line
   kiwi audit tail [-n N] [--session ID]     the latest audited calls, allowed and denied
+  kiwi index                           embed every valid tool into .ai/vectors (LanceDB; incremental)
+  kiwi resolve "INTENT"                the call an intent resolves to, with candidates and timings (runs nothing)
   kiwi demo                            a guided run of the demo .ai/ (what \`npm start\` does)
 
 Options: --project DIR (default: KIWI_PROJECT or the current folder), --json.
@@ -26,6 +30,8 @@ const COMMANDS: Record<string, Command> = {
   verify: verifyCommand,
   audit: auditCommand,
   demo: demoCommand,
+  index: indexCommand,
+  resolve: resolveCommand,
 };
 
 /** Runs one CLI command and returns its exit code; every failure is one line on stderr. */

@@ -71,7 +71,7 @@ async function remoteTools(project: Project, tool: Tool) {
 function validate(ctx: CliContext, project: Project, json: boolean): number {
   const { registry } = project;
   const problems = [
-    ...registry.errors.map((e) => `${e.file}${e.field ? `: ${e.field}` : ''}: ${e.message}`),
+    ...registry.errors.map((e) => e.message),
     ...validateChains(registry.tools).map((p) => p.message),
   ];
   if (json) ctx.io.out(JSON.stringify({ ok: problems.length === 0, problems }, null, 2));

@@ -1,0 +1,19 @@
+import { runResolveBench } from './resolve/run-resolve.js';
+
+const BENCHES: Record<string, (argv: string[]) => Promise<void>> = {
+  resolve: runResolveBench,
+};
+
+const [name, ...rest] = process.argv.slice(2);
+const bench = name ? BENCHES[name] : undefined;
+if (!bench) {
+  console.error(`usage: npm run bench -- <${Object.keys(BENCHES).join('|')}> [options]`);
+  process.exitCode = 2;
+} else {
+  try {
+    await bench(rest);
+  } catch (error) {
+    console.error(`bench ${name}: ${error instanceof Error ? error.message : error}`);
+    process.exitCode = 1;
+  }
+}

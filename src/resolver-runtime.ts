@@ -1,0 +1,47 @@
+import { createEmbedder, type EmbedderConfig } from './embed/create-embedder.js';
+import type { Tool } from './registry/types.js';
+import { createResolver, resolvableTools, type ResolverSettings } from './resolver/resolver.js';
+import type { Resolver } from './resolver/types.js';
+import { openToolIndex, type SyncReport } from './store/tool-index.js';
+
+export interface ResolverRuntimeOptions {
+  /** Every valid tool; those an agent cannot call (primitives, runtimes, MCP servers) are left out. */
+  tools: Iterable<Tool>;
+  /** Where the LanceDB table lives (a project's `.ai/vectors`, or a temporary folder). */
+  indexDir: string;
+  embedder?: EmbedderConfig;
+  settings?: Partial<ResolverSettings>;
+  log?: (message: string) => void;
+}
+
+export interface ResolverRuntime {
+  resolver: Resolver;
+  embedderId: string;
+  toolCount: number;
+  /** Brings the index in line with the tools (incremental); call before resolving. */
+  sync(options?: { onProgress?: (done: number, total: number) => void; signal?: AbortSignal }): Promise<SyncReport>;
+  close(): Promise<void>;
+}
+
+/** Wires embedder, LanceDB index and resolver for one set of tools. */
+export async function openResolverRuntime(options: ResolverRuntimeOptions): Promise<ResolverRuntime> {
+  const tools = resolvableTools(options.tools);
+  const embedder = await createEmbedder(options.embedder ?? { kind: 'use-lite' });
+  try {
+    const index = await openToolIndex({ dir: options.indexDir, embedder, ...(options.log ? { log: options.log } : {}) });
+    const resolver = createResolver({ tools, search: index, embedder, ...(options.settings ? { settings: options.settings } : {}) });
+    return {
+      resolver,
+      embedderId: embedder.id,
+      toolCount: tools.size,
+      sync: (syncOptions) => index.sync([...tools.values()], syncOptions),
+      async close() {
+        await index.close();
+        await embedder.close();
+      },
+    };
+  } catch (error) {
+    await embedder.close();
+    throw error;
+  }
+}

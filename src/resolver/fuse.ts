@@ -1,0 +1,43 @@
+import type { Candidate } from './types.js';
+
+export interface Hit {
+  id: string;
+  score: number;
+}
+
+export interface FusionOptions {
+  /** Weight of the normalised BM25 score next to the cosine similarity. */
+  textWeight: number;
+}
+
+/**
+ * Cosine + w × (BM25 / best BM25 of this query), scaled back into [0, 1]. Measured on tool
+ * catalogs, this beats either side alone and beats reciprocal-rank fusion, because it keeps
+ * how far apart the scores are, not just their order. A tool that only one side returned gets
+ * the other side's weakest returned score as a stand-in: it ranked below everything that side saw.
+ */
+export function fuse(vectorHits: Hit[], textHits: Hit[], options: FusionOptions): Candidate[] {
+  const bestText = textHits.reduce((m, h) => Math.max(m, h.score), 0);
+  const floorVector = vectorHits.length ? Math.min(...vectorHits.map((h) => h.score)) : 0;
+  const floorText = textHits.length && bestText > 0 ? Math.min(...textHits.map((h) => h.score)) / bestText : 0;
+  const byId = new Map<string, { vector?: number; text?: number }>();
+  for (const h of vectorHits) byId.set(h.id, { vector: h.score });
+  for (const h of textHits) {
+    const entry = byId.get(h.id) ?? {};
+    entry.text = bestText > 0 ? h.score / bestText : 0;
+    byId.set(h.id, entry);
+  }
+  const w = options.textWeight;
+  const out: Candidate[] = [];
+  for (const [tool, s] of byId) {
+    const v = s.vector ?? floorVector;
+    const t = s.text ?? floorText;
+    out.push({
+      tool,
+      score: Math.max(0, Math.min(1, (Math.max(0, v) + w * t) / (1 + w))),
+      ...(s.vector !== undefined ? { vectorScore: s.vector } : {}),
+      ...(s.text !== undefined ? { textScore: s.text } : {}),
+    });
+  }
+  return out.sort((a, b) => b.score - a.score || a.tool.localeCompare(b.tool));
+}

@@ -1,0 +1,74 @@
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { parse } from 'yaml';
+import { z } from 'zod';
+import type { EmbedderConfig } from '../embed/create-embedder.js';
+import { KiwiError } from '../errors.js';
+import { substitute } from '../executor/substitute.js';
+import type { ResolverSettings } from './resolver.js';
+
+/**
+ * `.ai/config/resolver.yaml` — optional; without it the offline defaults apply (USE-lite).
+ *
+ *   embedder: { kind: use-lite }                                   # default
+ *   embedder: { kind: onnx, model_dir: models/all-MiniLM-L6-v2 }   # an ONNX model placed by hand
+ *   embedder: { kind: http, url: http://127.0.0.1:8080, model: nomic-embed, api_key: "${EMBED_KEY:-}" }
+ *   text_weight: 0.4      threshold: 0.35      margin_weight: 1      pool: 50
+ */
+const Schema = z.strictObject({
+  embedder: z
+    .discriminatedUnion('kind', [
+      z.strictObject({ kind: z.literal('use-lite') }),
+      z.strictObject({ kind: z.literal('onnx'), model_dir: z.string().min(1) }),
+      z.strictObject({ kind: z.literal('http'), url: z.string().min(1), model: z.string().min(1), api_key: z.string().optional() }),
+    ])
+    .optional(),
+  text_weight: z.number().min(0).max(10).optional(),
+  threshold: z.number().min(0).max(1).optional(),
+  margin_weight: z.number().min(0).max(10).optional(),
+  pool: z.number().int().min(1).max(1000).optional(),
+});
+
+export interface ResolverConfig {
+  embedder: EmbedderConfig;
+  settings: Partial<ResolverSettings>;
+}
+
+const MAX_BYTES = 64 * 1024;
+
+export async function loadResolverConfig(file: string, ctx: { env: Readonly<Record<string, string | undefined>>; root: string }): Promise<ResolverConfig> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { embedder: { kind: 'use-lite' }, settings: {} };
+    throw error;
+  }
+  if (text.length > MAX_BYTES) throw new KiwiError('INVALID_INPUT', `${file}: larger than ${MAX_BYTES} bytes; it should be a few lines`);
+  let data: unknown;
+  try {
+    data = parse(text) ?? {};
+  } catch (error) {
+    throw new KiwiError('INVALID_INPUT', `${file}: not valid YAML (${error instanceof Error ? error.message.split('\n')[0] : error})`);
+  }
+  const parsed = Schema.safeParse(data);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new KiwiError('INVALID_INPUT', `${file}: ${issue?.path.join('.') || '(top level)'}: ${issue?.message}; see the comment in src/resolver/resolver-config.ts or the README's "Resolution" section`);
+  }
+  const c = parsed.data;
+  const settings: Partial<ResolverSettings> = {};
+  if (c.text_weight !== undefined) settings.textWeight = c.text_weight;
+  if (c.threshold !== undefined) settings.threshold = c.threshold;
+  if (c.margin_weight !== undefined) settings.marginWeight = c.margin_weight;
+  if (c.pool !== undefined) settings.pool = c.pool;
+  const scope = { params: {}, env: ctx.env, where: `${file}: embedder` };
+  const e = c.embedder ?? { kind: 'use-lite' as const };
+  const embedder: EmbedderConfig =
+    e.kind === 'use-lite'
+      ? { kind: 'use-lite' }
+      : e.kind === 'onnx'
+        ? { kind: 'onnx', modelDir: path.resolve(ctx.root, e.model_dir) }
+        : { kind: 'http', url: substitute(e.url, scope), model: e.model, ...(e.api_key ? { apiKey: substitute(e.api_key, scope) } : {}) };
+  return { embedder, settings };
+}

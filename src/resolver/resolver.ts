@@ -1,0 +1,137 @@
+import type { Embedder } from '../embed/embedder.js';
+import type { Tool } from '../registry/types.js';
+import { throwIfAborted } from '../abort.js';
+import { fillArguments } from './fill-args.js';
+import { fuse, type Hit } from './fuse.js';
+import type { Candidate, Resolution, ResolveOptions, Resolver } from './types.js';
+
+/** What the resolver needs of an index; `ToolIndex` (LanceDB) is one. */
+export interface ToolSearch {
+  searchVector(vector: Float32Array, k: number): Promise<Hit[]>;
+  searchText(query: string, k: number): Promise<Hit[]>;
+}
+
+export interface ResolverSettings {
+  /** Weight of normalised BM25 next to cosine similarity (DESIGN §4: 0.3–0.5 does best). */
+  textWeight: number;
+  /** How many hits each side returns before fusion. */
+  pool: number;
+  /** Below this confidence the answer is "unresolved", never a guess. */
+  threshold: number;
+  /** How much the lead over the runner-up adds to the confidence. */
+  marginWeight: number;
+}
+
+export const DEFAULT_RESOLVER_SETTINGS: ResolverSettings = { textWeight: 0.4, pool: 50, threshold: 0.35, marginWeight: 1 };
+
+export interface ResolverDeps {
+  /** The tools an intent may resolve to (see `resolvableTools`). */
+  tools: ReadonlyMap<string, Tool>;
+  search: ToolSearch;
+  embedder: Embedder;
+  settings?: Partial<ResolverSettings>;
+  now?: () => number;
+}
+
+const MAX_INTENT = 4096;
+
+/** Tools an agent can call: primitives, runtimes and MCP servers only execute other tools. */
+export function resolvableTools(tools: Iterable<Tool>): Map<string, Tool> {
+  const out = new Map<string, Tool>();
+  for (const t of tools) if (t.type !== 'primitive' && t.type !== 'runtime' && t.type !== 'mcp_server') out.set(t.id, t);
+  return out;
+}
+
+export function createResolver(deps: ResolverDeps): Resolver {
+  const settings = { ...DEFAULT_RESOLVER_SETTINGS, ...deps.settings };
+  const now = deps.now ?? (() => performance.now());
+
+  async function resolve(rawIntent: string, options: ResolveOptions = {}): Promise<Resolution> {
+    const t0 = now();
+    const limit = options.limit ?? 10;
+    const intent = rawIntent.replaceAll('\u0000', '').trim().slice(0, MAX_INTENT);
+    const notes: string[] = [];
+    const timings = { embedMs: 0, searchMs: 0, fillMs: 0, totalMs: 0 };
+    const finish = () => ({ ...timings, totalMs: now() - t0 });
+    if (!intent) {
+      return { status: 'unresolved', reason: 'the intent is empty; say what should be done', missing: [], confidence: 0, candidates: [], timings: finish(), notes };
+    }
+    throwIfAborted(options.signal, 'resolution');
+
+    const named = namedTool(intent, deps.tools);
+    let candidates: Candidate[];
+    let confidence: number;
+    if (named) {
+      notes.push(`the intent names the tool \`${named}\``);
+      candidates = [{ tool: named, score: 1 }];
+      confidence = 1;
+    } else {
+      // The full-text query runs in LanceDB's threads while the embedder works in its own.
+      const tText = now();
+      const textPromise = deps.search.searchText(intent, settings.pool);
+      const vector = (await deps.embedder.embed([intent], options.signal))[0] as Float32Array;
+      timings.embedMs = now() - tText;
+      const tSearch = now();
+      const [vectorHits, textHits] = await Promise.all([deps.search.searchVector(vector, settings.pool), textPromise]);
+      timings.searchMs = now() - tSearch;
+      candidates = fuse(vectorHits, textHits, settings).filter((c) => deps.tools.has(c.tool));
+      const [first, second] = candidates;
+      confidence = first ? clamp(first.score + settings.marginWeight * (first.score - (second?.score ?? 0))) : 0;
+    }
+    candidates = candidates.slice(0, Math.max(limit, 1));
+
+    const best = candidates[0];
+    const tool = best ? deps.tools.get(best.tool) : undefined;
+    if (!best || !tool) {
+      return { status: 'unresolved', reason: 'no tool in the catalog matches this intent', missing: [], confidence: 0, candidates, timings: finish(), notes };
+    }
+    if (confidence < settings.threshold) {
+      return {
+        status: 'unresolved',
+        reason: `no tool fits well enough (best: \`${best.tool}\`, confidence ${confidence.toFixed(2)} < ${settings.threshold}); rephrase the intent or name the tool`,
+        missing: [],
+        confidence,
+        candidates,
+        timings: finish(),
+        notes,
+      };
+    }
+    const tFill = now();
+    const filled = fillArguments(intent, tool, options.context !== undefined ? { context: options.context } : undefined);
+    timings.fillMs = now() - tFill;
+    notes.push(...filled.notes);
+    if (filled.missing.length > 0) {
+      return {
+        status: 'unresolved',
+        reason: `\`${tool.id}\` fits, but the intent does not give ${filled.missing.map((m) => `\`${m}\``).join(', ')}; add ${filled.missing.length > 1 ? 'them' : 'it'} (e.g. ${filled.missing[0]}=…)`,
+        missing: filled.missing,
+        confidence,
+        candidates,
+        timings: finish(),
+        notes,
+      };
+    }
+    return { status: 'resolved', call: { tool: tool.id, arguments: filled.arguments }, confidence, candidates, timings: finish(), notes };
+  }
+
+  return { resolve };
+}
+
+/**
+ * An exact tool id written in the intent wins over retrieval, but only when it is written like an
+ * id (in backticks, or with `_`, `.` or an inner capital), so a tool called `search` does not
+ * capture every intent that uses the word.
+ */
+function namedTool(intent: string, tools: ReadonlyMap<string, Tool>): string | undefined {
+  let best: string | undefined;
+  for (const m of intent.matchAll(/`([A-Za-z0-9_.-]{2,128})`|([A-Za-z0-9_.-]{3,128})/g)) {
+    const id = m[1] ?? (m[2] as string).replace(/[.-]+$/, '');
+    const idLike = m[1] !== undefined || /[_.]|[a-z][A-Z]/.test(id);
+    if (idLike && tools.has(id) && (!best || id.length > best.length)) best = id;
+  }
+  return best;
+}
+
+function clamp(x: number): number {
+  return Math.max(0, Math.min(1, x));
+}

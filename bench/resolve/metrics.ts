@@ -29,7 +29,7 @@ export interface GroupMetrics {
  * FORMAT.md's scores. tool top-1 is the first candidate's name on single-call cases, whether or
  * not the resolver was confident enough to answer; call accuracy counts only answered calls.
  */
-export function groupMetrics(results: CaseResult[]): GroupMetrics {
+export function groupMetrics(results: CaseResult[], schemas: Schemas): GroupMetrics {
   const relevant = results.filter((r) => r.case.calls.length > 0);
   const single = relevant.filter((r) => r.case.calls.length === 1);
   const noFit = results.filter((r) => r.case.calls.length === 0);
@@ -43,7 +43,7 @@ export function groupMetrics(results: CaseResult[]): GroupMetrics {
     recall_at_5: recallAt(5),
     recall_at_10: recallAt(10),
     mrr: mean(relevant.map((r) => mean(r.case.calls.map((c) => reciprocalRank(ids(r), c.name))) ?? 0)),
-    call_accuracy: mean(single.map((r) => (isCorrectCall(r) ? 1 : 0))),
+    call_accuracy: mean(single.map((r) => (isCorrectCall(r, schemas) ? 1 : 0))),
     resolved_rate: mean(relevant.map((r) => (r.resolution.status === 'resolved' ? 1 : 0))),
     n_no_fit: noFit.length,
     abstention_accuracy: noFit.length ? round(abstained / noFit.length) : null,
@@ -52,16 +52,20 @@ export function groupMetrics(results: CaseResult[]): GroupMetrics {
   };
 }
 
-function isCorrectCall(r: CaseResult): boolean {
+/** Parameter names of each tool by catalog name, for FORMAT.md's "no parameter outside the schema". */
+export type Schemas = ReadonlyMap<string, string[]>;
+
+function isCorrectCall(r: CaseResult, schemas: Schemas): boolean {
   const gold = r.case.calls[0];
   if (!gold || r.resolution.status !== 'resolved') return false;
   const call = r.resolution.call;
   if (gold.arguments === null) return call.tool === gold.name;
-  return callMatches({ name: gold.name, arguments: gold.arguments }, { tool: call.tool, arguments: call.arguments });
+  const schema = schemas.get(call.tool);
+  return callMatches({ name: gold.name, arguments: gold.arguments }, { tool: call.tool, arguments: call.arguments }, schema ? { schema } : undefined);
 }
 
 /** `all` plus one group per value of each extra string field of the cases (e.g. `category=…`). */
-export function groupResults(results: CaseResult[]): Record<string, GroupMetrics> {
+export function groupResults(results: CaseResult[], schemas: Schemas): Record<string, GroupMetrics> {
   const groups = new Map<string, CaseResult[]>([['all', results]]);
   for (const r of results) {
     for (const [key, value] of Object.entries(r.case.groups)) {
@@ -69,7 +73,7 @@ export function groupResults(results: CaseResult[]): Record<string, GroupMetrics
       groups.set(name, [...(groups.get(name) ?? []), r]);
     }
   }
-  return Object.fromEntries([...groups].map(([name, rs]) => [name, groupMetrics(rs)]));
+  return Object.fromEntries([...groups].map(([name, rs]) => [name, groupMetrics(rs, schemas)]));
 }
 
 export function latency(sample: number[]): { p50: number; p95: number; p99: number } {

@@ -47,7 +47,8 @@ export async function runResolveBench(argv: string[]): Promise<void> {
       tick(i + 1, cases.length);
       if (values.verbose) printCase(results.at(-1) as CaseResult);
     }
-    const groups = groupResults(results);
+    const schemas = new Map(catalog.tools.map((t) => [catalog.names.get(t.id) ?? t.id, t.parameters.map((p) => p.name)]));
+    const groups = groupResults(results, schemas);
     const report = {
       bench: 'resolve',
       catalog: values.catalog,

@@ -33,6 +33,8 @@ const fieldSchemas = {
   format: oneOf('parameter format', PARAMETER_FORMATS).optional(),
   access: oneOf('parameter access', ['read', 'write']).optional(),
   allow_flags: z.boolean().optional(),
+  // JSON Schema `items` of an array: only a plain type is kept; anything else in it is ignored, not an error.
+  items: z.looseObject({ type: z.unknown().optional() }).optional(),
 };
 
 const listEntrySchema = z.strictObject({
@@ -170,6 +172,7 @@ type Fields = {
   format?: string | undefined;
   access?: string | undefined;
   allow_flags?: boolean | undefined;
+  items?: { type?: unknown } | undefined;
 };
 
 function toParameter(name: string, fields: Fields, required: boolean): ToolParameter {
@@ -180,6 +183,8 @@ function toParameter(name: string, fields: Fields, required: boolean): ToolParam
   if (fields.format !== undefined) parameter.format = fields.format as NonNullable<ToolParameter['format']>;
   if (fields.access !== undefined) parameter.access = fields.access as NonNullable<ToolParameter['access']>;
   if (fields.allow_flags !== undefined) parameter.allowFlags = fields.allow_flags;
+  const itemType = fields.items?.type;
+  if (typeof itemType === 'string' && (PARAMETER_TYPES as readonly string[]).includes(itemType)) parameter.items = { type: itemType as ParameterType };
   return parameter;
 }
 

@@ -28,6 +28,8 @@ export interface ToolParameter {
   access?: 'read' | 'write';
   /** A value substituted into argv may start with `-` only when this is set (argument injection). */
   allowFlags?: boolean;
+  /** For `type: array`: the type of one item, when the schema says. */
+  items?: { type: ParameterType };
 }
 
 export interface Tool {

@@ -1,0 +1,109 @@
+/**
+ * Calendar dates written in an intent ("May 1, 2024", "1 May 2024", "2024-05-01", "05/01/2024")
+ * and the format a parameter asks for. Relative dates ("tomorrow") are only turned into a date
+ * when the parameter's description asks for a format; otherwise they stay words.
+ */
+
+export interface DateParts {
+  year: number;
+  month: number;
+  day: number;
+}
+
+const MONTH_NAMES = ['january', 'february', 'march', 'april', 'may', 'june', 'july', 'august', 'september', 'october', 'november', 'december'];
+const MONTHS: ReadonlyMap<string, number> = new Map([
+  ...MONTH_NAMES.flatMap((name, i): Array<[string, number]> => [[name, i + 1], [name.slice(0, 3), i + 1]]),
+  ['sept', 9],
+]);
+
+const MONTH = '(Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sept?(?:ember)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\\.?';
+const DAY = '(\\d{1,2})(?:st|nd|rd|th)?';
+
+/** Every absolute date form we read; the named groups say which part is which. */
+export const DATE_PATTERN = new RegExp(
+  [
+    `\\b(?<iy>\\d{4})-(?<im>\\d{1,2})-(?<id>\\d{1,2})\\b`,
+    `\\b(?<sy>\\d{4})/(?<sm>\\d{1,2})/(?<sd>\\d{1,2})\\b`,
+    `\\b(?<na>\\d{1,2})[/.](?<nb>\\d{1,2})[/.](?<ny>\\d{4})\\b`,
+    `\\b${MONTH.replace('(', '(?<mm>')}\\s+${DAY.replace('(', '(?<md>')},?\\s+(?<my>\\d{4})\\b`,
+    `\\b${DAY.replace('(', '(?<dd>')}(?:\\s+of)?\\s+${MONTH.replace('(', '(?<dm>')},?\\s+(?<dy>\\d{4})\\b`,
+  ].join('|'),
+  'gi',
+);
+
+/** The parts of a DATE_PATTERN match, or undefined when it is no real calendar day. */
+export function dateFromMatch(groups: Record<string, string | undefined>): DateParts | undefined {
+  const g = groups;
+  let parts: DateParts | undefined;
+  if (g['iy'] !== undefined) parts = { year: +g['iy'], month: +(g['im'] ?? 0), day: +(g['id'] ?? 0) };
+  else if (g['sy'] !== undefined) parts = { year: +g['sy'], month: +(g['sm'] ?? 0), day: +(g['sd'] ?? 0) };
+  else if (g['ny'] !== undefined) {
+    const a = +(g['na'] ?? 0);
+    const b = +(g['nb'] ?? 0);
+    // Month first, as in US usage, unless the first number cannot be a month.
+    parts = a > 12 ? { year: +g['ny'], month: b, day: a } : { year: +g['ny'], month: a, day: b };
+  } else if (g['my'] !== undefined) parts = { year: +g['my'], month: monthOf(g['mm']), day: +(g['md'] ?? 0) };
+  else if (g['dy'] !== undefined) parts = { year: +g['dy'], month: monthOf(g['dm']), day: +(g['dd'] ?? 0) };
+  return parts !== undefined && isRealDay(parts) ? parts : undefined;
+}
+
+function monthOf(word: string | undefined): number {
+  return word === undefined ? 0 : (MONTHS.get(word.toLowerCase().replace('.', '')) ?? 0);
+}
+
+function isRealDay({ year, month, day }: DateParts): boolean {
+  if (month < 1 || month > 12 || day < 1 || year < 1) return false;
+  const last = new Date(Date.UTC(year, month, 0)).getUTCDate();
+  return day <= last;
+}
+
+export type DateFormat = 'YYYY-MM-DD' | 'DD/MM/YYYY' | 'MM/DD/YYYY' | 'DD-MM-YYYY' | 'MM-DD-YYYY' | 'YYYY/MM/DD';
+
+const FORMAT_IN_TEXT = /\b(YYYY-MM-DD|DD\/MM\/YYYY|MM\/DD\/YYYY|DD-MM-YYYY|MM-DD-YYYY|YYYY\/MM\/DD)\b/i;
+const DATE_EXAMPLE = /\b(\d{4})-(\d{2})-(\d{2})\b/;
+
+/** The date format a description asks for: a written pattern, or an ISO example date. */
+export function dateFormatOf(description: string): DateFormat | undefined {
+  const m = FORMAT_IN_TEXT.exec(description);
+  if (m?.[1] !== undefined) return m[1].toUpperCase() as DateFormat;
+  if (DATE_EXAMPLE.test(description) || /\bISO\s*8601\b/i.test(description)) return 'YYYY-MM-DD';
+  return undefined;
+}
+
+export function formatDate({ year, month, day }: DateParts, format: DateFormat = 'YYYY-MM-DD'): string {
+  const y = String(year).padStart(4, '0');
+  const m = String(month).padStart(2, '0');
+  const d = String(day).padStart(2, '0');
+  switch (format) {
+    case 'DD/MM/YYYY':
+      return `${d}/${m}/${y}`;
+    case 'MM/DD/YYYY':
+      return `${m}/${d}/${y}`;
+    case 'DD-MM-YYYY':
+      return `${d}-${m}-${y}`;
+    case 'MM-DD-YYYY':
+      return `${m}-${d}-${y}`;
+    case 'YYYY/MM/DD':
+      return `${y}/${m}/${d}`;
+    default:
+      return `${y}-${m}-${d}`;
+  }
+}
+
+export const RELATIVE_DATE = /\b(today|tomorrow|yesterday|day after tomorrow|day before yesterday)\b/gi;
+
+const RELATIVE_OFFSET: ReadonlyMap<string, number> = new Map([
+  ['today', 0],
+  ['tomorrow', 1],
+  ['yesterday', -1],
+  ['day after tomorrow', 2],
+  ['day before yesterday', -2],
+]);
+
+/** `tomorrow` relative to `now` (UTC calendar day). */
+export function relativeDate(word: string, now: Date): DateParts | undefined {
+  const offset = RELATIVE_OFFSET.get(word.toLowerCase());
+  if (offset === undefined) return undefined;
+  const d = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + offset));
+  return { year: d.getUTCFullYear(), month: d.getUTCMonth() + 1, day: d.getUTCDate() };
+}

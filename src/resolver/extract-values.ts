@@ -1,0 +1,212 @@
+/**
+ * The values an intent spells out, with where they stand: quoted strings, URLs, e-mails, paths,
+ * IP addresses, dates, times, versions, numbers with their unit, identifiers and capitalised
+ * names. Kinds are tried from the most specific to the least, and a character claimed by one
+ * value is not read again, so "2024-05-01" is a date and never three numbers.
+ */
+import { DATE_PATTERN, RELATIVE_DATE, dateFromMatch, type DateParts } from './date-values.js';
+import { jsonLiterals, quoted } from './quoted-values.js';
+import { unitParts } from './units.js';
+
+export type MentionKind =
+  | 'quoted' | 'json' | 'url' | 'email' | 'ip' | 'date' | 'reldate' | 'time' | 'version' | 'path'
+  | 'phone' | 'range' | 'number' | 'id' | 'proper'
+  /** Words that equal a parameter's listed example or allowed value ("lake", "staging"). */
+  | 'phrase';
+
+export interface Mention {
+  kind: MentionKind;
+  /** Span in the intent, quotes and unit included. */
+  start: number;
+  end: number;
+  /** The value as written: quoted text without its quotes, a number without its unit. */
+  text: string;
+  /** Numeric value, for numbers and for quoted text that is a number. */
+  num?: number;
+  date?: DateParts;
+  /** The word right after a number ("kg", "employees"), lower-case. */
+  unit?: string;
+  money?: boolean;
+  percent?: boolean;
+  json?: unknown;
+  /** For a number with a unit: number and unit as written ("2.4 GHz"). */
+  written?: string;
+  /** For a phrase: the words in front of a parameter's name word ("Sodium chloride" chemical). */
+  modifier?: boolean;
+  /** For quoted text: what the text inside the quotes is, when it is one value of another kind. */
+  inner?: MentionKind;
+}
+
+const URL = /\b(?:https?|ftp|s3|gs|file):\/\/[^\s"'<>]+|\bwww\.[^\s"'<>]+/gi;
+const EMAIL = /(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b/g;
+const IP = /\b(?:\d{1,3}\.){3}\d{1,3}(?:\/\d{1,2})?\b/g;
+const TIME = /\b(?:[01]?\d|2[0-3]):[0-5]\d(?::[0-5]\d)?(?:\s?[ap]\.?m\.?)?(?![\w:])|\b(?:1[0-2]|0?[1-9])\s?[ap]\.?m\.?(?!\w)/gi;
+const VERSION = /\bv?\d+\.\d+\.\d+(?:[-+][\w.]+)?\b/g;
+// Every alternative starts only where a run of word characters starts: `\b` would retry inside
+// a long run ("1-1-1-…") and make the scan quadratic.
+const PATH =
+  /(?<![\w)])(?:~|\.{1,2})?\/(?:[\w.-]+\/)*[\w.-]+|(?<![\w-])[A-Za-z]:\\[\w.\\-]+|(?<![\w.-])[\w-]+(?:\/[\w.-]+){2,}|(?<![\w.-])[\w-]+\/[\w-]*\.[a-z][a-z0-9]{0,4}\b|(?<![\w.-])[\w-]{2,}\.[a-z][a-z0-9]{1,4}\b(?![.@\w])/g;
+const PHONE = /(?<![\w.-])\+?(?:\(\d{2,4}\)\s?|\d{2,4}[-.])\d{3,4}[-.]\d{3,5}(?![\w.-])/g;
+const RANGE = /(?<![\w.-])\d+(?:\.\d+)?\s?[-–]\s?\d+(?:\.\d+)?(?![\w.-])/g;
+const NUMBER =
+  /(?<![\w.$€£-])(-)?([$€£])?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?:(?<=\d)([A-Za-z][A-Za-z0-9]*))?(?:\s?(%|percent\b))?(?![\w.]\d)/g;
+const ID = /(?<![\w-])(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9][\w-]*[A-Za-z0-9](?![\w-])|(?<![\w-])[a-z]+[A-Z][A-Za-z]*[A-Z][A-Za-z]*(?![\w-])/g;
+/** `owner/name`: one slash between two words ("km/h" and "and/or" are turned away by length). */
+const SLUG = /(?<![\w/.-])[A-Za-z0-9][\w.-]*\/[\w.-]*[A-Za-z0-9](?![\w/-])/g;
+const PROPER = /(?<![\w\u0001])[A-Z][A-Za-z0-9'’&.-]*(?:[ \t]+(?:(?:of|de|del|la|von|van|der)[ \t]+)?[A-Z0-9][A-Za-z0-9'’&.-]*)*/g;
+const WORD_IN_NAME = /\S+/g;
+const UNIT_AFTER = /^\s?([A-Za-z°µ][A-Za-z°µ/^²³0-9]*)/;
+const NOT_UNITS = new Set(['in', 'and', 'or', 'of', 'to', 'for', 'with', 'the', 'a', 'an', 'at', 'on', 'by', 'from', 'as', 'is', 'are', 'was', 'that', 'which', 'who', 'than', 'but', 'into', 'per', 'if', 'so', 'it', 'this']);
+const MONEY_WORDS = new Set(['usd', 'dollar', 'dollars', 'eur', 'euro', 'euros', 'gbp', 'pound', 'pounds']);
+const ATTACHED_UNITS = new Set([
+  'kg', 'g', 'mg', 'lb', 'lbs', 'km', 'm', 'cm', 'mm', 'mi', 'ft', 'in', 's', 'ms', 'h', 'hr', 'hrs', 'min', 'mins',
+  'gb', 'mb', 'kb', 'tb', 'ghz', 'mhz', 'hz', 'khz', 'kw', 'w', 'mw', 'v', 'l', 'ml', 'k', 'x', 'st', 'nd', 'rd', 'th',
+  'c', 'f', 'px', 'pt', 'db', 'dbm', 'kph', 'mph', 'yr', 'yrs', 'd', 'wk', 'mo',
+]);
+const ABBREVIATIONS = /(?:Inc|Ltd|Co|Corp|Jr|Sr|St|Dr|Mr|Mrs|Ms|Prof|Bros|Ave|Mt)\.$/;
+const NOT_NAMES = new Set(['I', 'ID', 'IDs', 'URL', 'IP', 'The', 'A', 'An', 'Please', 'My', 'Our', 'This', 'That', 'These', 'Can', 'Could', 'Would', 'Will', 'Is', 'Are', 'Do', 'Does', 'What', 'How', 'Which', 'Who', 'When', 'Where', 'Why', 'If']);
+
+/** An intent names a handful of values; past this many, the rest is noise and only costs time. */
+export const MAX_MENTIONS = 100;
+
+/** The values of `text` (already capped and cleaned), ordered by position, at most MAX_MENTIONS. */
+export function extractMentions(text: string): Mention[] {
+  const taken = new Uint8Array(text.length);
+  const out: Mention[] = [];
+  const claim = (m: Mention): void => {
+    taken.fill(1, m.start, m.end);
+    out.push(m);
+  };
+  const free = (start: number, end: number): boolean => {
+    for (let i = start; i < end; i++) if (taken[i] === 1) return false;
+    return true;
+  };
+  for (const m of jsonLiterals(text)) if (free(m.start, m.end)) claim(m);
+  for (const m of quoted(text)) if (free(m.start, m.end)) claim(m);
+
+  scan(text, URL, free, (s, e, v) => claim({ kind: 'url', start: s, end: e, text: v }), true);
+  scan(text, EMAIL, free, (s, e, v) => claim({ kind: 'email', start: s, end: e, text: v }));
+  scan(text, IP, free, (s, e, v) => claim({ kind: 'ip', start: s, end: e, text: v }));
+  DATE_PATTERN.lastIndex = 0;
+  for (let m = DATE_PATTERN.exec(text); m !== null; m = DATE_PATTERN.exec(text)) {
+    const date = dateFromMatch(m.groups ?? {});
+    const end = m.index + m[0].length;
+    if (date && free(m.index, end)) claim({ kind: 'date', start: m.index, end, text: m[0], date });
+  }
+  scan(text, RELATIVE_DATE, free, (s, e, v) => claim({ kind: 'reldate', start: s, end: e, text: v }));
+  scan(text, TIME, free, (s, e, v) => claim({ kind: 'time', start: s, end: e, text: v }));
+  scan(text, VERSION, free, (s, e, v) => claim({ kind: 'version', start: s, end: e, text: v }));
+  scan(text, PATH, free, (s, e, v) => claim({ kind: 'path', start: s, end: e, text: v }), true);
+  scan(text, PHONE, free, (s, e, v) => claim({ kind: 'phone', start: s, end: e, text: v }));
+  scan(text, RANGE, free, (s, e, v) => claim(withUnit(text, { kind: 'range', start: s, end: e, text: v })));
+  NUMBER.lastIndex = 0;
+  for (let m = NUMBER.exec(text); m !== null; m = NUMBER.exec(text)) {
+    const n = number(text, m);
+    if (n && free(n.start, n.end)) claim(n);
+  }
+  scan(text, SLUG, free, (s, e, v) => {
+    if (/[\d._-]/.test(v) || v.split('/').every((part) => part.length >= 3)) claim({ kind: 'id', start: s, end: e, text: v });
+  });
+  scan(text, ID, free, (s, e, v) => claim({ kind: 'id', start: s, end: e, text: v }));
+  for (const m of properNames(text, out)) claim(m);
+  out.sort((a, b) => a.start - b.start);
+  return out.length > MAX_MENTIONS ? out.slice(0, MAX_MENTIONS) : out;
+}
+
+function scan(
+  text: string,
+  re: RegExp,
+  free: (s: number, e: number) => boolean,
+  take: (start: number, end: number, value: string) => void,
+  trimTail = false,
+): void {
+  re.lastIndex = 0;
+  for (let m = re.exec(text); m !== null; m = re.exec(text)) {
+    let value = m[0];
+    // A sentence's full stop or a closing bracket is not part of a URL or path.
+    if (trimTail) value = value.replace(/[.,;:!?)\]}'"]+$/, '');
+    const end = m.index + value.length;
+    if (value.length > 0 && free(m.index, end)) take(m.index, end, value);
+  }
+}
+
+function number(text: string, m: RegExpExecArray): Mention | undefined {
+  const [, minus, currency, whole, fraction, attached, percent] = m;
+  if (attached !== undefined && !ATTACHED_UNITS.has(attached.toLowerCase())) return undefined;
+  const num = Number(`${minus ?? ''}${(whole ?? '').replace(/,/g, '')}${fraction ?? ''}`);
+  if (!Number.isFinite(num)) return undefined;
+  const mention: Mention = {
+    kind: 'number',
+    start: m.index,
+    end: m.index + m[0].length,
+    text: `${minus ?? ''}${(whole ?? '').replace(/,/g, '')}${fraction ?? ''}`,
+    num,
+  };
+  if (currency !== undefined) mention.money = true;
+  if (percent !== undefined) mention.percent = true;
+  if (attached !== undefined) {
+    mention.unit = attached.toLowerCase();
+    mention.written = m[0];
+  }
+  else if (percent === undefined) withUnit(text, mention);
+  if (mention.unit !== undefined && MONEY_WORDS.has(mention.unit)) mention.money = true;
+  return mention;
+}
+
+/**
+ * Reads the word after a number as its unit. The span grows over a known unit ("5 km") only:
+ * another word ("2 employees") stays visible as a cue, and a currency code ("100 USD") stays a
+ * value of its own ("convert 100 USD to EUR").
+ */
+function withUnit(text: string, m: Mention): Mention {
+  const after = UNIT_AFTER.exec(text.slice(m.end, m.end + 24));
+  const word = after?.[1];
+  if (after === null || word === undefined || NOT_UNITS.has(word.toLowerCase())) return m;
+  m.unit = word.toLowerCase();
+  const code = /^[A-Z]{3}$/.test(word) && MONEY_WORDS.has(m.unit);
+  if (unitParts(word).length > 0 && !code) {
+    m.end += after[0].length;
+    m.written = text.slice(m.start, m.end);
+  }
+  return m;
+}
+
+/** Runs of capitalised words ("New York", "Golden State Warriors"), minus sentence-initial verbs. */
+function properNames(text: string, claimed: readonly Mention[]): Mention[] {
+  // Claimed values are masked so that a name never runs into or across them.
+  const parts: string[] = [];
+  let at = 0;
+  for (const c of [...claimed].sort((a, b) => a.start - b.start)) {
+    if (c.start < at) continue;
+    parts.push(text.slice(at, c.start), '\u0001'.repeat(c.end - c.start));
+    at = c.end;
+  }
+  parts.push(text.slice(at));
+  const masked = parts.join('');
+  const out: Mention[] = [];
+  PROPER.lastIndex = 0;
+  for (let m = PROPER.exec(masked); m !== null; m = PROPER.exec(masked)) {
+    const words: Array<{ word: string; start: number }> = [];
+    WORD_IN_NAME.lastIndex = 0;
+    for (let w = WORD_IN_NAME.exec(m[0]); w !== null; w = WORD_IN_NAME.exec(m[0])) words.push({ word: w[0], start: m.index + w.index });
+    let first = 0;
+    // The first word of a sentence is capitalised anyway, and in an intent it is mostly a verb.
+    if (sentenceStart(text, m.index)) first = 1;
+    while (first < words.length && NOT_NAMES.has(words[first]?.word ?? '')) first++;
+    const head = words[first];
+    const tail = words[words.length - 1];
+    if (head === undefined || tail === undefined) continue;
+    let value = text.slice(head.start, tail.start + tail.word.length).replace(/['’]s$/, '');
+    if (!ABBREVIATIONS.test(value)) value = value.replace(/[.'’-]+$/, '');
+    if (!value || NOT_NAMES.has(value) || /^[\d.]+$/.test(value)) continue;
+    // One word of random-looking case ("LZXZMlLsw") is an identifier, not a name.
+    const kind = !value.includes(' ') && value.length >= 6 && /[a-z][A-Z]/.test(value) ? 'id' : 'proper';
+    out.push({ kind, start: head.start, end: head.start + value.length, text: value });
+  }
+  return out;
+}
+
+function sentenceStart(text: string, index: number): boolean {
+  const before = text.slice(Math.max(0, index - 3), index);
+  return index === 0 || /(^|[.!?\n[(]\s*)$/.test(before) || /^\s*$/.test(text.slice(0, index));
+}

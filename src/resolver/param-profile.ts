@@ -1,0 +1,116 @@
+/**
+ * What a parameter's schema says about the values it takes: the words of its name and
+ * description, the examples its description lists ("(e.g., river, lake)"), the units it is
+ * measured in, and broad roles (a date, a place, an identifier, the start of a range…).
+ */
+import type { ParameterType, ToolParameter } from '../registry/types.js';
+import { dateFormatOf, type DateFormat } from './date-values.js';
+import { STOPWORDS, splitName, stem } from './text-words.js';
+import { UNIT_FORMS } from './units.js';
+
+export type Role =
+  | 'date' | 'time' | 'year' | 'email' | 'url' | 'path' | 'id' | 'location' | 'name' | 'source' | 'target'
+  | 'money' | 'percent' | 'ip' | 'version' | 'phone' | 'count' | 'text';
+
+export interface ParamProfile {
+  param: ToolParameter;
+  index: number;
+  /** Stems of the name's words ("post_id" → post, id). */
+  name: string[];
+  /** Content stems of the description outside its examples, minus the name's. */
+  desc: Set<string>;
+  /** Examples the description lists, as written. */
+  examples: string[];
+  roles: Set<Role>;
+  /** Canonical units the name or description mention ("in kilograms" → kilogram). */
+  units: Set<string>;
+  dateFormat: DateFormat | undefined;
+  /** For arrays: the type of one item (items.type, else string). */
+  itemType: ParameterType;
+}
+
+const stems = (words: string): ReadonlySet<string> => new Set(words.split(' ').map(stem));
+
+const NAME_ROLES: ReadonlyArray<readonly [Role, ReadonlySet<string>]> = [
+  ['date', stems('date day dob birthday deadline')],
+  ['time', stems('time hour clock timestamp timeframe period')],
+  ['year', stems('year')],
+  ['email', stems('email mail recipient sender cc bcc')],
+  ['url', stems('url uri link website webpage endpoint href')],
+  ['path', stems('path file directory folder filename dir')],
+  ['id', stems('id identifier uuid guid code key serial sku isbn token hash')],
+  ['location', stems('location city country region place area address state destination origin venue continent province town county neighborhood territory nation where')],
+  ['name', stems('name title person author')],
+  ['source', stems('start begin from source origin departure initial min minimum lower first since')],
+  ['target', stems('end to target destination arrival final max maximum upper last until')],
+  ['money', stems('price cost budget amount revenue investment salary fee income payment fund spend wage expense donation fare rent pay capital loan balance usd dollar')],
+  ['percent', stems('percent percentage rate ratio proportion')],
+  ['ip', stems('ip host hostname server')],
+  ['version', stems('version')],
+  ['phone', stems('phone telephone mobile')],
+  ['count', stems('count number quantity total size amount')],
+  ['text', stems('query q search keyword term prompt question topic request')],
+];
+
+/** Roles a description can give even when the name does not ("The email address of …"). */
+const DESC_ROLES: ReadonlySet<Role> = new Set(['email', 'url', 'path', 'location', 'money', 'ip', 'phone']);
+
+const EXAMPLES = /\((?:e\.g\.|eg\.?|for example|such as|like)[,:]?\s*([^)]*)\)|\b(?:e\.g\.|such as|for example)[,:]?\s*([^.;)]*)/i;
+const NAME_FILLER = new Set(['the', 'a', 'an', 'of', 'is']);
+
+export function profileParameters(parameters: readonly ToolParameter[]): ParamProfile[] {
+  return parameters.map((param, index) => profileParameter(param, index));
+}
+
+function profileParameter(param: ToolParameter, index: number): ParamProfile {
+  const rawName = splitName(param.name).filter((w) => !NAME_FILLER.has(w));
+  const name = rawName.map(stem);
+  const description = param.description ?? '';
+  const m = EXAMPLES.exec(description);
+  const examples = m ? splitExamples(m[1] ?? m[2] ?? '') : [];
+  const prose = m ? description.slice(0, m.index) + description.slice(m.index + m[0].length) : description;
+  const nameSet = new Set(name);
+  const desc = new Set<string>();
+  const units = new Set<string>();
+  for (const word of prose.toLowerCase().match(/[a-z]+|[%$€°]/g) ?? []) {
+    const unit = UNIT_FORMS.get(word);
+    if (unit !== undefined && word.length > 2) units.add(unit);
+    if (STOPWORDS.has(word)) continue;
+    const s = stem(word);
+    if (!nameSet.has(s)) desc.add(s);
+  }
+  for (const word of rawName) {
+    const unit = UNIT_FORMS.get(word);
+    if (unit !== undefined && word.length > 1) units.add(unit);
+  }
+  const roles = new Set<Role>();
+  // Only the head of a description names what the value is ("The email address of …").
+  const head = [...desc].slice(0, 6);
+  for (const [role, words] of NAME_ROLES) {
+    if (name.some((w) => words.has(w))) roles.add(role);
+    else if (DESC_ROLES.has(role) && head.some((w) => words.has(w))) roles.add(role);
+  }
+  const dateFormat = dateFormatOf(description);
+  if (dateFormat !== undefined || param.format === 'date') roles.add('date');
+  if (param.format === 'email') roles.add('email');
+  if (param.format === 'url' || param.format === 'uri') roles.add('url');
+  if (param.format === 'path') roles.add('path');
+  if (roles.has('time') && roles.has('date')) roles.delete('time');
+  const itemType = param.items?.type ?? 'string';
+  return { param, index, name, desc, examples, roles, units, dateFormat, itemType };
+}
+
+function splitExamples(list: string): string[] {
+  const out: string[] = [];
+  for (const piece of list.split(/,\s*|\s+or\s+|;\s*/)) {
+    const item = piece
+      .trim()
+      .replace(/^(?:or|and)\s+/i, '')
+      .replace(/\s*(?:etc\.?|\.\.\.|…)$/i, '')
+      .replace(/^['"“‘`]+|['"”’`]+$/g, '')
+      .trim();
+    if (item.length < 2 || !/[A-Za-z]/.test(item) || /^(?:YYYY|MM|DD|HH)/i.test(item)) continue;
+    out.push(item);
+  }
+  return out;
+}

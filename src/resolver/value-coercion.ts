@@ -1,0 +1,110 @@
+/**
+ * Turning a value found in the intent into what a parameter takes: the enum member it names,
+ * a number of the right kind, a date in the format the description asks for, a one-item list.
+ */
+import { formatDate, relativeDate } from './date-values.js';
+import type { Mention } from './extract-values.js';
+import type { ParamProfile } from './param-profile.js';
+import { convertUnit, unitParts } from './units.js';
+
+export interface Converted {
+  value: unknown;
+  /** 0 none; 0.6 the value resembles a listed example; 0.9 it is one; 1.5 it is an allowed (enum) value. */
+  example: number;
+}
+
+const EXAMPLE_EXACT = 0.9;
+const EXAMPLE_STEM = 0.6;
+const ENUM_MATCH = 1.5;
+/** A description of a fraction: "0.2", ".5" (not the ".5" of "3.5"), "fraction", "between 0 and 1". */
+const FRACTION = /(?<![\d.])0?\.\d+\b|\bfraction\b|\bbetween 0(?:\.0)? and 1\b|\b0 to 1\b/i;
+
+/** `m` as a value of `p`, or undefined if it cannot be one; `now` dates "tomorrow" where `p` asks for a date format. */
+export function convertMention(m: Mention, p: ParamProfile, now?: Date): Converted | undefined {
+  const param = p.param;
+  if (param.enum !== undefined) return enumMember(m, param.enum);
+  switch (param.type) {
+    case 'string':
+      return asString(m, p, now);
+    case 'number':
+    case 'integer':
+      return asNumber(m, p);
+    case 'array': {
+      if (m.kind === 'json') return Array.isArray(m.json) ? { value: coerceItems(m.json, p), example: 0 } : undefined;
+      const one = p.itemType === 'number' || p.itemType === 'integer' ? asNumber(m, p) : asString(m, p, now);
+      return one === undefined ? undefined : { value: [one.value], example: one.example };
+    }
+    case 'object':
+      return m.kind === 'json' && !Array.isArray(m.json) ? { value: m.json, example: 0 } : undefined;
+    default:
+      return undefined;
+  }
+}
+
+function asString(m: Mention, p: ParamProfile, now: Date | undefined): Converted | undefined {
+  if (m.kind === 'json') return undefined;
+  let value = m.text;
+  const relative = m.kind === 'reldate' && p.dateFormat !== undefined && now !== undefined ? relativeDate(m.text, now) : undefined;
+  if (relative !== undefined) value = formatDate(relative, p.dateFormat);
+  else if (m.date !== undefined && p.roles.has('date')) value = formatDate(m.date, p.dateFormat ?? 'YYYY-MM-DD');
+  else if (m.written !== undefined && m.unit !== undefined && unitParts(m.unit).length > 0) value = m.written;
+  const example = exampleScore(value, p.examples);
+  if (example.score > 0) return { value: example.canonical ?? value, example: example.score };
+  return { value, example: 0 };
+}
+
+function asNumber(m: Mention, p: ParamProfile): Converted | undefined {
+  if (m.num === undefined) return undefined;
+  let n = m.num;
+  // "20%" for a parameter described as a fraction ("e.g., 0.2 for 20%").
+  if (m.percent && FRACTION.test(p.param.description ?? '')) n = n / 100;
+  const unit = m.unit === undefined ? [] : unitParts(m.unit);
+  const converted = unit.length === 1 && unit[0] !== undefined ? convertUnit(n, unit[0], p.units) : undefined;
+  if (converted !== undefined) n = converted.value;
+  if (p.param.type === 'integer' || p.itemType === 'integer') {
+    if (!Number.isInteger(n)) return undefined;
+  }
+  return { value: n, example: 0 };
+}
+
+function enumMember(m: Mention, members: readonly unknown[]): Converted | undefined {
+  const text = m.text.trim().toLowerCase();
+  for (const member of members) {
+    if (typeof member === 'string' && member.toLowerCase() === text) return { value: member, example: ENUM_MATCH };
+    if (typeof member === 'number' && m.num === member) return { value: member, example: ENUM_MATCH };
+    if (typeof member === 'boolean' && text === String(member)) return { value: member, example: ENUM_MATCH };
+  }
+  for (const member of members) {
+    if (typeof member === 'string' && sameWordForm(text, member.toLowerCase())) return { value: member, example: ENUM_MATCH * 0.8 };
+  }
+  return undefined;
+}
+
+function coerceItems(items: unknown[], p: ParamProfile): unknown[] {
+  return items.map((item) => {
+    if ((p.itemType === 'number' || p.itemType === 'integer') && typeof item === 'string' && /^-?\d+(\.\d+)?$/.test(item.trim())) {
+      return Number(item.trim());
+    }
+    if (p.itemType === 'string' && (typeof item === 'number' || typeof item === 'boolean')) return String(item);
+    return item;
+  });
+}
+
+/** "African" ≈ "Africa", "nurses" ≈ "nurse": one form is the other plus a short ending. */
+export function sameWordForm(a: string, b: string): boolean {
+  if (a === b) return true;
+  const [short, long] = a.length <= b.length ? [a, b] : [b, a];
+  return short.length >= 4 && long.length - short.length <= 3 && long.startsWith(short) && /^[a-z]+$/.test(long.slice(short.length));
+}
+
+function exampleScore(value: string, examples: readonly string[]): { score: number; canonical?: string } {
+  const v = value.trim().toLowerCase();
+  let best: { score: number; canonical?: string } = { score: 0 };
+  for (const ex of examples) {
+    const e = ex.toLowerCase();
+    // A multi-word example met word for word is no coincidence.
+    if (e === v) return { score: Math.min(1.3, EXAMPLE_EXACT + 0.15 * (e.split(' ').length - 1)) };
+    if (best.score < EXAMPLE_STEM && sameWordForm(v, e)) best = { score: EXAMPLE_STEM, canonical: ex };
+  }
+  return best;
+}

@@ -5,7 +5,7 @@ import type { Tool } from '../registry/types.js';
  * Bump when the document text changes shape: every stored hash then differs, so every tool
  * re-embeds on the next sync instead of keeping vectors of the old text.
  */
-export const TOOL_DOCUMENT_VERSION = 1;
+export const TOOL_DOCUMENT_VERSION = 2;
 
 /** Manifests are user-written; a runaway description must not become a megabyte of embedder input. */
 const MAX_DOCUMENT_CHARS = 16_000;
@@ -52,6 +52,23 @@ export function toolDocument(tool: Tool): string {
   }
   const document = lines.join('\n');
   return document.length > MAX_DOCUMENT_CHARS ? document.slice(0, MAX_DOCUMENT_CHARS) : document;
+}
+
+/**
+ * The shorter text that is embedded: name, description and examples. Parameter descriptions stay
+ * in the full-text side only: USE-lite's cost grows faster than linearly with length (a 270-char
+ * document takes ~60 ms, name + description ~11 ms), and they blur what the tool is for.
+ */
+export function toolEmbeddingText(tool: Tool): string {
+  const lines: string[] = [splitWords(tool.id)];
+  const description = oneLine(tool.description);
+  if (description) lines.push(description);
+  for (const example of tool.examples) {
+    const text = oneLine(example);
+    if (text) lines.push(text);
+  }
+  const text = lines.join('\n');
+  return text.length > MAX_DOCUMENT_CHARS ? text.slice(0, MAX_DOCUMENT_CHARS) : text;
 }
 
 /**

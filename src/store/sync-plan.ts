@@ -1,11 +1,14 @@
 import { KiwiError } from '../errors.js';
 import type { Tool } from '../registry/types.js';
-import { toolContentHash, toolDocument } from '../resolver/tool-document.js';
+import { toolContentHash, toolDocument, toolEmbeddingText } from '../resolver/tool-document.js';
 
 /** A tool as the index stores it. */
 export interface SyncItem {
   id: string;
+  /** The full-text document. */
   doc: string;
+  /** What the embedder sees (a shorter text; see toolEmbeddingText). */
+  embedText: string;
   hash: string;
 }
 
@@ -27,7 +30,7 @@ export function wantedItems(tools: Tool[], embedderId: string): Map<string, Sync
         details: { id: tool.id },
       });
     }
-    wanted.set(tool.id, { id: tool.id, doc: toolDocument(tool), hash: toolContentHash(tool, embedderId) });
+    wanted.set(tool.id, { id: tool.id, doc: toolDocument(tool), embedText: toolEmbeddingText(tool), hash: toolContentHash(tool, embedderId) });
   }
   return wanted;
 }

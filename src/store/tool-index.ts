@@ -186,7 +186,7 @@ export async function openToolIndex(options: ToolIndexOptions): Promise<ToolInde
       if (signal?.aborted) await cancelAfter(flush, done, total);
       let vectors: Float32Array[];
       try {
-        vectors = await embedder.embed(batch.map((item) => item.doc), signal);
+        vectors = await embedder.embed(batch.map((item) => item.embedText), signal);
       } catch (error) {
         if (signal?.aborted) await cancelAfter(flush, done, total);
         await flush(); // what earlier batches embedded is still good

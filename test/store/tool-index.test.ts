@@ -5,7 +5,7 @@ import { connect } from '@lancedb/lancedb';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isKiwiError } from '../../src/errors.js';
 import type { Tool } from '../../src/registry/types.js';
-import { toolDocument } from '../../src/resolver/tool-document.js';
+import { toolEmbeddingText } from '../../src/resolver/tool-document.js';
 import { openToolIndex, type ToolIndex, type ToolIndexOptions } from '../../src/store/tool-index.js';
 import { createHashEmbedder, hashVector, type HashEmbedder } from '../helpers/hash-embedder.js';
 import { makeTool } from '../helpers/make-tool.js';
@@ -79,7 +79,7 @@ describe('tool index: building and incremental sync', () => {
     expect(await index.count()).toBe(151);
     expect(embedder.embedded).toHaveLength(151);
 
-    const own = await index.searchVector(hashVector(toolDocument(waterQuality), embedder.dimensions), 5);
+    const own = await index.searchVector(hashVector(toolEmbeddingText(waterQuality), embedder.dimensions), 5);
     expect(own[0]?.id).toBe('getWaterQuality');
     expect(own[0]?.score).toBeCloseTo(1, 4);
     expect(own.length).toBe(5);
@@ -108,7 +108,7 @@ describe('tool index: building and incremental sync', () => {
     const changed = tools.map((t) => (t.id === 'getWaterQuality' ? { ...t, description: 'Report turbidity and nitrate levels of a lake' } : t));
     const report = await index.sync(changed);
     expect(report).toMatchObject({ added: 0, updated: 1, removed: 0, unchanged: 100 });
-    expect(embedder.embedded.slice(afterBuild)).toEqual([toolDocument(changed.find((t) => t.id === 'getWaterQuality')!)]);
+    expect(embedder.embedded.slice(afterBuild)).toEqual([toolEmbeddingText(changed.find((t) => t.id === 'getWaterQuality')!)]);
     expect(await index.count()).toBe(101);
     expect(ids(await index.searchText('turbidity nitrate', 5))[0]).toBe('getWaterQuality');
     expect(ids(await index.searchText('monitoring station river', 5))).toContain('getWaterQuality'); // parameters still indexed
@@ -125,7 +125,7 @@ describe('tool index: building and incremental sync', () => {
     expect(await index.sync(withoutWater)).toMatchObject({ removed: 1, unchanged: 80, added: 0 });
     expect(await index.count()).toBe(80);
     expect(ids(await index.searchText('water quality', 10))).not.toContain('getWaterQuality');
-    expect(ids(await index.searchVector(hashVector(toolDocument(waterQuality), embedder.dimensions), 80))).not.toContain('getWaterQuality');
+    expect(ids(await index.searchVector(hashVector(toolEmbeddingText(waterQuality), embedder.dimensions), 80))).not.toContain('getWaterQuality');
 
     const glacier = makeTool({ id: 'trackGlacierMelt', description: 'Track glacier melt rates from satellite imagery', tags: ['climate'] });
     const before = embedder.embedded.length;
@@ -247,7 +247,7 @@ describe('tool index: stale and broken tables are rebuilt', () => {
     const wider = await openIndex(createHashEmbedder({ id: 'same', dimensions: 32 }));
     expect(logs.at(-1)).toMatch(/holds 64-dimensional vectors but same gives 32; rebuilding/);
     expect(await wider.sync(tools)).toMatchObject({ added: 12, rebuilt: true });
-    expect((await wider.searchVector(hashVector(toolDocument(tools[3]!), 32), 1))[0]?.id).toBe(tools[3]!.id);
+    expect((await wider.searchVector(hashVector(toolEmbeddingText(tools[3]!), 32), 1))[0]?.id).toBe(tools[3]!.id);
   });
 
   it.each([
@@ -436,14 +436,14 @@ describe('tool index: compaction and the ANN index', () => {
     expect(indices.map((i) => i.indexType)).toContain('IvfHnswSq');
 
     const target = tools[123]!;
-    const hits = await index.searchVector(hashVector(toolDocument(target), embedder.dimensions), 5);
+    const hits = await index.searchVector(hashVector(toolEmbeddingText(target), embedder.dimensions), 5);
     expect(hits[0]?.id).toBe(target.id);
     expect(hits[0]?.score).toBeCloseTo(1, 4);
     for (const hit of hits) expect(hit.score).toBeLessThanOrEqual(1.0001);
 
     const added = makeTool({ id: 'orbitalDebrisTracker', description: 'orbital debris tracker for low earth orbit' });
     await index.sync([...tools, added]);
-    expect((await index.searchVector(hashVector(toolDocument(added), embedder.dimensions), 1))[0]?.id).toBe('orbitalDebrisTracker');
+    expect((await index.searchVector(hashVector(toolEmbeddingText(added), embedder.dimensions), 1))[0]?.id).toBe('orbitalDebrisTracker');
   });
 });
 

@@ -64,10 +64,12 @@ function isCorrectCall(r: CaseResult, schemas: Schemas): boolean {
   return callMatches({ name: gold.name, arguments: gold.arguments }, { tool: call.tool, arguments: call.arguments }, schema ? { schema } : undefined);
 }
 
-/** `all` plus one group per value of each extra string field of the cases (e.g. `category=…`). */
+/** `all`, `gold_calls=single|multi|none`, and one group per value of each extra string field of the cases (e.g. `category=…`). */
 export function groupResults(results: CaseResult[], schemas: Schemas): Record<string, GroupMetrics> {
   const groups = new Map<string, CaseResult[]>([['all', results]]);
   for (const r of results) {
+    const shape = r.case.calls.length === 0 ? 'none' : r.case.calls.length === 1 ? 'single' : 'multi';
+    groups.set(`gold_calls=${shape}`, [...(groups.get(`gold_calls=${shape}`) ?? []), r]);
     for (const [key, value] of Object.entries(r.case.groups)) {
       const name = `${key}=${value}`;
       groups.set(name, [...(groups.get(name) ?? []), r]);

@@ -8,15 +8,15 @@ import type { Resolution } from '../../src/resolver/types.js';
 import { peakRssMb, round } from '../stats.js';
 import { importCatalog } from './catalog.js';
 import { readCases } from './cases.js';
-import { groupResults, type CaseResult, type GroupMetrics } from './metrics.js';
+import { groupResults, latency, type CaseResult, type GroupMetrics } from './metrics.js';
 
-const USAGE = 'npm run bench -- resolve --catalog FILE --cases FILE [--cases FILE…] [--out FILE] [--limit N] [--set key=value…]';
+const USAGE = 'npm run bench -- resolve --catalog FILE --cases FILE [--cases FILE…] [--out FILE] [--index DIR] [--limit N] [--set key=value…] [--verbose]';
 
 /** `npm run bench -- resolve`: resolution accuracy and latency on any catalog + cases (shared/bench/FORMAT.md). */
 export async function runResolveBench(argv: string[]): Promise<void> {
   const { values } = parseArgs({
     args: argv,
-    options: { catalog: { type: 'string' }, cases: { type: 'string', multiple: true }, out: { type: 'string' }, limit: { type: 'string' }, set: { type: 'string', multiple: true }, verbose: { type: 'boolean' } },
+    options: { catalog: { type: 'string' }, cases: { type: 'string', multiple: true }, out: { type: 'string' }, index: { type: 'string' }, limit: { type: 'string' }, set: { type: 'string', multiple: true }, verbose: { type: 'boolean' } },
     strict: true,
   });
   if (!values.catalog || !values.cases?.length) throw new Error(`--catalog and --cases are required; usage: ${USAGE}`);
@@ -28,7 +28,8 @@ export async function runResolveBench(argv: string[]): Promise<void> {
   if (values.limit) cases = cases.slice(0, Number(values.limit));
   console.error(`catalog ${values.catalog}: ${catalog.tools.length} tools; cases: ${cases.length}`);
 
-  const dir = await mkdtemp(path.join(tmpdir(), 'kiwi-bench-index-'));
+  // --index keeps the LanceDB table between runs (sync is incremental), for tuning; by default it is temporary.
+  const dir = values.index ?? (await mkdtemp(path.join(tmpdir(), 'kiwi-bench-index-')));
   const resolution = await openResolverRuntime({ tools: catalog.tools, indexDir: dir, settings, log: (m) => console.error(m) });
   try {
     const t0 = performance.now();
@@ -55,12 +56,15 @@ export async function runResolveBench(argv: string[]): Promise<void> {
       cases: values.cases.join(','),
       tools: catalog.tools.length,
       index_build_ms: round(indexBuildMs, 0),
+      index_reused: values.index !== undefined,
       peak_rss_mb: peakRssMb(),
       embedder: resolution.embedderId,
       settings: { ...DEFAULT_RESOLVER_SETTINGS, ...settings },
       groups,
     };
     printTable(groups);
+    const p50 = (pick: (r: CaseResult) => number) => latency(results.map(pick)).p50;
+    console.log(`where the time went (p50 ms): embed ${p50((r) => r.resolution.timings.embedMs)}, search ${p50((r) => r.resolution.timings.searchMs)}, arguments ${p50((r) => r.resolution.timings.fillMs)}`);
     console.log(`tools ${report.tools}, index build ${report.index_build_ms} ms, peak RSS ${report.peak_rss_mb} MB, embedder ${report.embedder}`);
     if (values.out) {
       await writeFile(values.out, `${JSON.stringify(report, null, 2)}\n`);
@@ -68,7 +72,7 @@ export async function runResolveBench(argv: string[]): Promise<void> {
     }
   } finally {
     await resolution.close();
-    await rm(dir, { recursive: true, force: true });
+    if (!values.index) await rm(dir, { recursive: true, force: true });
   }
 }
 

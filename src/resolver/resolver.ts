@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import type { Embedder } from '../embed/embedder.js';
 import type { Tool } from '../registry/types.js';
 import { throwIfAborted } from '../abort.js';
@@ -46,6 +47,17 @@ export function createResolver(deps: ResolverDeps): Resolver {
   const settings = { ...DEFAULT_RESOLVER_SETTINGS, ...deps.settings };
   const now = deps.now ?? (() => performance.now());
 
+  // Agents repeat intents (retries, loops) and the prefetcher asks ahead: the model is the cost, so remember its answers.
+  const vectors = new LRUCache<string, Float32Array>({ max: 2048 });
+
+  async function embedQuery(text: string, signal: AbortSignal | undefined): Promise<Float32Array> {
+    const cached = vectors.get(text);
+    if (cached) return cached;
+    const vector = (await deps.embedder.embed([text], signal))[0] as Float32Array;
+    vectors.set(text, vector);
+    return vector;
+  }
+
   async function resolve(rawIntent: string, options: ResolveOptions = {}): Promise<Resolution> {
     const t0 = now();
     const limit = options.limit ?? 10;
@@ -66,12 +78,13 @@ export function createResolver(deps: ResolverDeps): Resolver {
       candidates = [{ tool: named, score: 1 }];
       confidence = 1;
     } else {
-      // The full-text query runs in LanceDB's threads while the embedder works in its own.
-      const tText = now();
-      const textPromise = deps.search.searchText(intent, settings.pool);
-      const vector = (await deps.embedder.embed([intent], options.signal))[0] as Float32Array;
-      timings.embedMs = now() - tText;
+      // Embedding first, alone: on two cores, a full-text query running beside it slows the model down more than it saves.
+      const tEmbed = now();
+      const vector = await embedQuery(intent, options.signal);
+      timings.embedMs = now() - tEmbed;
       const tSearch = now();
+      // The full-text query is started first: it runs in LanceDB's threads while the vector search computes here.
+      const textPromise = deps.search.searchText(intent, settings.pool);
       const [vectorHits, textHits] = await Promise.all([deps.search.searchVector(vector, settings.pool), textPromise]);
       timings.searchMs = now() - tSearch;
       candidates = fuse(vectorHits, textHits, settings).filter((c) => deps.tools.has(c.tool));

@@ -31,6 +31,8 @@ export interface LanceToolTable {
   count(): Promise<number>;
   /** id → hash of every row, read column by column (the sync diff needs nothing else). */
   readHashes(): Promise<Map<string, string>>;
+  /** Every row's vector, for the in-memory exact search of small tables. */
+  readVectors(): Promise<Array<{ id: string; vector: Float32Array }>>;
   upsert(rows: ToolRow[]): Promise<void>;
   deleteIds(ids: string[]): Promise<void>;
   optimize(): Promise<void>;
@@ -133,6 +135,17 @@ function wrapTable(table: Table, hasVectorIndex: boolean): LanceToolTable {
         const hashes = batch.getChild('hash');
         if (!ids || !hashes) throw new Error('a scan of the table returned no id/hash columns');
         for (let i = 0; i < batch.numRows; i++) out.set(String(ids.get(i)), String(hashes.get(i)));
+      }
+      return out;
+    },
+
+    async readVectors() {
+      const out: Array<{ id: string; vector: Float32Array }> = [];
+      for await (const batch of table.query().select(['id', VECTOR_COLUMN])) {
+        const ids = batch.getChild('id');
+        const vectors = batch.getChild(VECTOR_COLUMN);
+        if (!ids || !vectors) throw new Error('a scan of the table returned no id/vector columns');
+        for (let i = 0; i < batch.numRows; i++) out.push({ id: String(ids.get(i)), vector: Float32Array.from(vectors.get(i) as Iterable<number>) });
       }
       return out;
     },

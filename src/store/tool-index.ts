@@ -8,6 +8,7 @@ import { INDEX_SCHEMA_VERSION, readIndexMeta, staleReason, writeIndexMeta, type 
 import { connectStore, createFreshTable, openAndProbe, tableFolder, type Hit, type LanceToolTable } from './lance-table.js';
 import { planSync, wantedItems } from './sync-plan.js';
 import { textQueryTerms } from './text-query.js';
+import { createVectorMatrix, type VectorMatrix } from './vector-matrix.js';
 
 export interface SyncReport {
   added: number;
@@ -145,7 +146,18 @@ export async function openToolIndex(options: ToolIndexOptions): Promise<ToolInde
     return run;
   }
 
+  // Below the ANN threshold, vectors are searched in memory; the copy is (re)loaded on first use after a sync.
+  let matrix: VectorMatrix | null = null;
+
+  async function vectorMatrix(table: LanceToolTable): Promise<VectorMatrix | null> {
+    if (matrix) return matrix;
+    if (table.hasVectorIndex || (await table.count()) >= annThreshold) return null;
+    matrix = createVectorMatrix(await table.readVectors(), dimensions);
+    return matrix;
+  }
+
   async function sync(tools: Tool[], syncOptions: SyncOptions = {}): Promise<SyncReport> {
+    matrix = null;
     const { signal, onProgress } = syncOptions;
     const started = performance.now();
     let table = current();
@@ -260,7 +272,10 @@ export async function openToolIndex(options: ToolIndexOptions): Promise<ToolInde
         const got = vector instanceof Float32Array ? `${vector.length} numbers` : typeof vector;
         return Promise.reject(new KiwiError('INVALID_INPUT', `vector search needs a Float32Array of ${dimensions} finite numbers (from ${embedder.id}); got ${got}`));
       }
-      return search('vector', k, (table) => table.searchVector(vector, k));
+      return search('vector', k, async (table) => {
+        const inMemory = await vectorMatrix(table);
+        return inMemory ? inMemory.search(vector, k) : table.searchVector(vector, k);
+      });
     },
 
     searchText(query, k) {

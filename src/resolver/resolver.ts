@@ -23,7 +23,7 @@ export interface ResolverSettings {
   marginWeight: number;
 }
 
-export const DEFAULT_RESOLVER_SETTINGS: ResolverSettings = { textWeight: 0.4, pool: 50, threshold: 0.35, marginWeight: 1 };
+export const DEFAULT_RESOLVER_SETTINGS: ResolverSettings = { textWeight: 0.4, pool: 50, threshold: 0.55, marginWeight: 1 };
 
 export interface ResolverDeps {
   /** The tools an intent may resolve to (see `resolvableTools`). */

@@ -100,6 +100,32 @@ describe('kiwi CLI on the demo .ai/', () => {
   });
 });
 
+describe('kiwi index / kiwi resolve (the real USE-lite model, LanceDB in .ai/vectors)', () => {
+  it('indexes the demo tools, then re-indexes nothing', async () => {
+    const first = await kiwi('index');
+    expect(first.code, first.err).toBe(0);
+    expect(first.out).toMatch(/^indexed \d+ tools with use-lite-512 in [\d.]+ s: \d+ added, 0 updated, 0 removed, 0 unchanged/);
+    const again = await kiwi('index');
+    expect(again.out).toMatch(/0 added, 0 updated, 0 removed, \d+ unchanged/);
+  }, 60_000);
+
+  it('resolves an intent to a call with its arguments, and prints candidates and timings', async () => {
+    const r = await kiwi('resolve', 'read the file "README.md"');
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toMatch(/^call: read_file \{"path":"README.md"/);
+    expect(r.out).toMatch(/candidates:\n\s+[\d.]+\s+read_file/);
+    expect(r.out).toMatch(/time: [\d.]+ ms \(embed [\d.]+, search [\d.]+, arguments [\d.]+\)/);
+    const json = JSON.parse((await kiwi('resolve', 'show the git status of the repository', '--json')).out);
+    expect(json).toMatchObject({ status: 'resolved', call: { tool: 'git_status', arguments: {} } });
+  }, 60_000);
+
+  it('exits 4 with the reason when an intent cannot be resolved', async () => {
+    const r = await kiwi('resolve', 'count the words of a file');
+    expect(r.code).toBe(4);
+    expect(r.out).toMatch(/^unresolved: .*word_count.*`path`/);
+  }, 60_000);
+});
+
 describe('kiwi sign / verify', () => {
   it('verifies the Kiwi MCP test vector and rejects a one-byte change, then re-signs it', async () => {
     const file = path.join(root, 'agent.md');
@@ -126,6 +152,8 @@ describe('kiwi usage errors', () => {
     [['tools', 'explode'], /unknown subcommand `explode`/],
     [['sign'], /name at least one file/],
     [['run', 'git_status', '--directive', 'nope'], /no directive `nope`/],
+    [['resolve'], /give the intent text/],
+    [['resolve', 'x', '--limit', '0'], /--limit must be a whole number/],
   ])('%j fails with one clear line and exit 2', async (argv, message) => {
     const r = await kiwi(...argv);
     expect(r.code).toBe(2);

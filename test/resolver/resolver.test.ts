@@ -1,0 +1,137 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fuse } from '../../src/resolver/fuse.js';
+import { createResolver, resolvableTools } from '../../src/resolver/resolver.js';
+import type { Resolver } from '../../src/resolver/types.js';
+import { openToolIndex, type ToolIndex } from '../../src/store/tool-index.js';
+import { createHashEmbedder } from '../helpers/hash-embedder.js';
+import { makeTool } from '../helpers/make-tool.js';
+
+const TOOLS = [
+  makeTool({
+    id: 'get_weather_forecast',
+    type: 'api',
+    description: 'Get the weather forecast for a city',
+    parameters: [
+      { name: 'city', type: 'string', required: true, description: 'City name' },
+      { name: 'days', type: 'integer', required: false, description: 'How many days' },
+    ],
+  }),
+  makeTool({
+    id: 'send_slack_message',
+    type: 'api',
+    description: 'Send a message to a Slack channel',
+    parameters: [
+      { name: 'channel', type: 'string', required: true, description: 'Channel such as #ops' },
+      { name: 'text', type: 'string', required: true, description: 'The message text' },
+    ],
+  }),
+  makeTool({ id: 'read_file', type: 'script', description: 'Read a text file from the project', parameters: [{ name: 'path', type: 'string', required: true, format: 'path' }] }),
+  makeTool({ id: 'list_open_issues', type: 'api', description: 'List the open issues of the bug tracker' }),
+  makeTool({ id: 'python_runtime', type: 'runtime', description: 'Run python scripts' }),
+];
+
+let dir: string;
+let index: ToolIndex;
+let resolver: Resolver;
+
+beforeAll(async () => {
+  dir = mkdtempSync(path.join(tmpdir(), 'kiwi-resolver-'));
+  const embedder = createHashEmbedder({ dimensions: 128 });
+  const tools = resolvableTools(TOOLS);
+  index = await openToolIndex({ dir, embedder });
+  await index.sync([...tools.values()]);
+  resolver = createResolver({ tools, search: index, embedder, settings: { threshold: 0.3 } });
+});
+
+afterAll(async () => {
+  await index?.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('resolver (hash embedder, real LanceDB)', () => {
+  it('resolves an intent to a call with filled arguments, candidates and timings', async () => {
+    const r = await resolver.resolve('get the weather forecast for "Paris" with days=3');
+    expect(r.status, JSON.stringify(r)).toBe('resolved');
+    if (r.status !== 'resolved') return;
+    expect(r.call).toEqual({ tool: 'get_weather_forecast', arguments: { city: 'Paris', days: 3 } });
+    expect(r.candidates[0]?.tool).toBe('get_weather_forecast');
+    expect(r.candidates.length).toBeGreaterThan(1);
+    expect(r.timings.totalMs).toBeGreaterThanOrEqual(r.timings.embedMs);
+  });
+
+  it('answers "unresolved" with what is missing rather than guessing an argument', async () => {
+    const r = await resolver.resolve('send a slack message to the channel');
+    expect(r.status).toBe('unresolved');
+    if (r.status !== 'unresolved') return;
+    expect(r.candidates[0]?.tool).toBe('send_slack_message');
+    expect(r.missing).toEqual(expect.arrayContaining(['text']));
+    expect(r.reason).toMatch(/does not give/);
+  });
+
+  it('lets an exact tool id in the intent win over retrieval', async () => {
+    const r = await resolver.resolve('use list_open_issues to see what the weather forecast bugs are');
+    expect(r.status === 'resolved' && r.call.tool).toBe('list_open_issues');
+    expect(r.notes.join(' ')).toMatch(/names the tool/);
+  });
+
+  it('never resolves to a runtime, primitive or MCP server', async () => {
+    const r = await resolver.resolve('python_runtime run python scripts');
+    expect(r.candidates.map((c) => c.tool)).not.toContain('python_runtime');
+  });
+
+  it('abstains when nothing fits', async () => {
+    const r = await resolver.resolve('zebra quantum lullaby');
+    expect(r.status).toBe('unresolved');
+  });
+
+  it('answers an empty or NUL-only intent with a clear unresolved, not an error', async () => {
+    for (const text of ['', '   ', '\u0000\u0000']) {
+      const r = await resolver.resolve(text);
+      expect(r).toMatchObject({ status: 'unresolved', candidates: [] });
+      if (r.status === 'unresolved') expect(r.reason).toMatch(/empty/);
+    }
+  });
+
+  it('survives intents that would break a query parser', async () => {
+    for (const text of ['read "README.md" AND (NOT *', 'weather: OR "', '🚀🚀🚀 -- ::']) {
+      const r = await resolver.resolve(text);
+      expect(['resolved', 'unresolved']).toContain(r.status);
+    }
+  });
+
+  it('cancels through its signal', async () => {
+    const controller = new AbortController();
+    controller.abort();
+    await expect(resolver.resolve('weather in Paris', { signal: controller.signal })).rejects.toThrow(/cancel/i);
+  });
+});
+
+describe('fuse', () => {
+  it('adds normalised BM25 to cosine and scales into [0, 1]', () => {
+    const fused = fuse(
+      [
+        { id: 'a', score: 0.8 },
+        { id: 'b', score: 0.6 },
+      ],
+      [
+        { id: 'b', score: 10 },
+        { id: 'c', score: 5 },
+      ],
+      { textWeight: 0.5 },
+    );
+    expect(fused.map((c) => c.tool)).toEqual(['b', 'a', 'c']);
+    expect(fused[0]).toMatchObject({ tool: 'b', vectorScore: 0.6, textScore: 1 });
+    expect(fused[0]!.score).toBeCloseTo((0.6 + 0.5) / 1.5, 6);
+    // `a` was not found by BM25: it gets the weakest BM25 seen (5/10) as a stand-in, `c` the weakest cosine.
+    expect(fused[1]!.score).toBeCloseTo((0.8 + 0.5 * 0.5) / 1.5, 6);
+    expect(fused[2]!.score).toBeCloseTo((0.6 + 0.5 * 0.5) / 1.5, 6);
+  });
+
+  it('handles an empty side', () => {
+    expect(fuse([], [], { textWeight: 0.4 })).toEqual([]);
+    expect(fuse([{ id: 'a', score: 0.5 }], [], { textWeight: 0.4 })[0]).toMatchObject({ tool: 'a' });
+  });
+});

@@ -1,7 +1,9 @@
 import { runResolveBench } from './resolve/run-resolve.js';
+import { runScaleBench } from './scale/run-scale.js';
 
 const BENCHES: Record<string, (argv: string[]) => Promise<void>> = {
   resolve: runResolveBench,
+  'resolve-scale': runScaleBench,
 };
 
 const [name, ...rest] = process.argv.slice(2);

@@ -28,7 +28,9 @@ beforeAll(async () => {
   const port = (registry.address() as { port: number }).port;
 
   root = realpathSync(mkdtempSync(path.join(tmpdir(), 'kiwi-cli-')));
-  cpSync(path.join(REPO_ROOT, '.ai'), path.join(root, '.ai'), { recursive: true, filter: (src) => !src.includes(`${path.sep}logs`) });
+  // Generated state (audit logs, the vector index) is not part of the demo.
+  const generated = ['logs', 'vectors'].map((d) => path.join(REPO_ROOT, '.ai', d));
+  cpSync(path.join(REPO_ROOT, '.ai'), path.join(root, '.ai'), { recursive: true, filter: (src) => !generated.some((g) => src.startsWith(g)) });
   symlinkSync(path.join(REPO_ROOT, 'node_modules'), path.join(root, 'node_modules'));
   writeFileSync(path.join(root, 'README.md'), 'one two three\nfour\n');
   env = { PATH: process.env['PATH'], HOME: root, KIWI_USER_DIR: path.join(root, 'no-user-tier'), NPM_REGISTRY_URL: `http://127.0.0.1:${port}` };

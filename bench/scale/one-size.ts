@@ -22,6 +22,7 @@ import { createProgress } from './progress.js';
 import type { ChildMessage, SizeResult } from './size-result.js';
 import { syntheticTools } from './synthetic-catalog.js';
 import { readTemplateVectors } from './template-vectors.js';
+import { DEFAULT_ANN_THRESHOLD } from '../../src/store/tool-index.js';
 
 const started = performance.now();
 const { values } = parseArgs({
@@ -32,7 +33,7 @@ const { values } = parseArgs({
     cases: { type: 'string', multiple: true },
     'warmup-cases': { type: 'string', multiple: true },
     vectors: { type: 'string' },
-    'ann-threshold': { type: 'string', default: '50000' },
+    'ann-threshold': { type: 'string', default: String(DEFAULT_ANN_THRESHOLD) },
     intents: { type: 'string', default: '200' },
     warmup: { type: 'string', default: '10' },
     'max-intent-chars': { type: 'string', default: '200' },

@@ -11,9 +11,10 @@ import { describeEstimate, estimateSize, type SizeEstimate } from './estimate.js
 import { createProgress } from './progress.js';
 import type { ChildMessage, SizeResult } from './size-result.js';
 import { ensureTemplateVectors, templateVectorsFile } from './template-vectors.js';
+import { DEFAULT_ANN_THRESHOLD } from '../../src/store/tool-index.js';
 
 const USAGE =
-  'npm run bench -- resolve-scale [--sizes 1000,10000,100000] [--out FILE] [--catalog FILE] [--cases FILE…] [--warmup-cases FILE…] [--intents 200] [--sigma 0.02] [--ann-threshold 50000] [--timeout-min 15] [--max-minutes 10] [--max-gib 16]';
+  'npm run bench -- resolve-scale [--sizes 1000,10000,100000] [--out FILE] [--catalog FILE] [--cases FILE…] [--warmup-cases FILE…] [--intents 200] [--sigma 0.02] [--ann-threshold 10000] [--timeout-min 15] [--max-minutes 10] [--max-gib 16]';
 const VECTORS = 'template USE-lite vectors + seeded noise (synthetic)';
 /** Sizes above this run only when the estimate from the smaller ones fits the limits. */
 const ESTIMATE_ABOVE = 100_000;
@@ -34,7 +35,7 @@ export async function runScaleBench(argv: string[]): Promise<void> {
       'warmup-cases': { type: 'string', multiple: true, default: [path.join(DATASETS, 'dev.jsonl')] },
       intents: { type: 'string', default: '200' },
       sigma: { type: 'string', default: '0.02' },
-      'ann-threshold': { type: 'string', default: '50000' },
+      'ann-threshold': { type: 'string', default: String(DEFAULT_ANN_THRESHOLD) },
       'timeout-min': { type: 'string', default: '15' },
       'max-minutes': { type: 'string', default: '10' },
       'max-gib': { type: 'string', default: '16' },

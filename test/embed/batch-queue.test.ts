@@ -1,17 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { createBatchQueue, type BatchQueueOptions } from '../../src/embed/batch-queue.js';
 import { dot, normalize } from '../../src/embed/vector-math.js';
-import { KiwiError, type ErrorCode } from '../../src/errors.js';
+import { KiwiError } from '../../src/errors.js';
+import { failure } from '../helpers/expect-failure.js';
 
-async function failure(promise: Promise<unknown>, code: ErrorCode): Promise<KiwiError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(KiwiError);
-  expect((error as KiwiError).code, (error as KiwiError).message).toBe(code);
-  return error as KiwiError;
-}
 
 /** A model stand-in whose batches finish when the test says so; each text's vector is [its length]. */
 function controlledModel() {

@@ -5,19 +5,10 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createEmbedder } from '../../src/embed/create-embedder.js';
 import { createHttpEmbedder } from '../../src/embed/http-embedder.js';
 import { dot, normalize } from '../../src/embed/vector-math.js';
-import { KiwiError, type ErrorCode } from '../../src/errors.js';
 import { createHttpClient } from '../../src/primitives/http-client.js';
 import { bagOfWords, startEmbeddingsServer, type EmbeddingsServer } from '../fixtures/embed/embeddings-server.js';
+import { failure } from '../helpers/expect-failure.js';
 
-async function failure(promise: Promise<unknown>, code: ErrorCode): Promise<KiwiError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(KiwiError);
-  expect((error as KiwiError).code, (error as KiwiError).message).toBe(code);
-  return error as KiwiError;
-}
 
 let server: EmbeddingsServer;
 const closers: (() => Promise<void>)[] = [];

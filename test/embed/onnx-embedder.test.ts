@@ -6,21 +6,12 @@ import { createEmbedder } from '../../src/embed/create-embedder.js';
 import type { Embedder } from '../../src/embed/embedder.js';
 import { createOnnxEmbedder } from '../../src/embed/onnx-embedder.js';
 import { dot, normalize } from '../../src/embed/vector-math.js';
-import { KiwiError, type ErrorCode } from '../../src/errors.js';
 import { buildTinyModel, type TinyModel } from '../fixtures/embed/build-tiny-model.mjs';
+import { failure } from '../helpers/expect-failure.js';
 
 // A tiny BERT-shaped model built by the fixture (a word-embedding lookup in an ONNX graph), so
 // the whole transformers.js + onnxruntime-node path runs without any downloaded weights.
 
-async function failure(promise: Promise<unknown>, code: ErrorCode): Promise<KiwiError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(KiwiError);
-  expect((error as KiwiError).code, (error as KiwiError).message).toBe(code);
-  return error as KiwiError;
-}
 
 let root: string;
 let model: TinyModel;

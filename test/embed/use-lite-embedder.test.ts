@@ -4,20 +4,11 @@ import { createEmbedder } from '../../src/embed/create-embedder.js';
 import type { Embedder } from '../../src/embed/embedder.js';
 import { createUseLiteEmbedder } from '../../src/embed/use-lite-embedder.js';
 import { dot } from '../../src/embed/vector-math.js';
-import { KiwiError, type ErrorCode } from '../../src/errors.js';
+import { failure } from '../helpers/expect-failure.js';
 
 // The real USE-lite model (~0.5 s to load): one embedder in a worker for the whole file, and
 // one in-process embedder for the test of that mode.
 
-async function failure(promise: Promise<unknown>, code: ErrorCode): Promise<KiwiError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(KiwiError);
-  expect((error as KiwiError).code, (error as KiwiError).message).toBe(code);
-  return error as KiwiError;
-}
 
 const norm = (v: Float32Array) => Math.sqrt(dot(v, v));
 const texts = (n: number, prefix: string) => Array.from({ length: n }, (_, i) => `${prefix} ${i}: list the files in folder number ${i}`);

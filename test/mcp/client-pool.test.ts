@@ -2,9 +2,9 @@ import { mkdtempSync, mkdirSync, realpathSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { isKiwiError, type ErrorCode, type KiwiError } from '../../src/errors.js';
 import { createMcpClientPool, type McpClientPool, type McpClientPoolOptions, type McpServerSpec } from '../../src/mcp/client-pool.js';
 import { startHttpMcpFixture, type HttpMcpFixture } from '../fixtures/mcp/http-server.js';
+import { failure } from '../helpers/expect-failure.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const BIN = path.join(ROOT, 'node_modules/.bin');
@@ -45,14 +45,6 @@ function isAlive(pid: number): boolean {
   }
 }
 
-async function failure(promise: Promise<unknown>, code: ErrorCode): Promise<KiwiError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!isKiwiError(error, code)) throw new Error(`expected KiwiError ${code}, got ${String(error)}`, { cause: error });
-  return error;
-}
 
 async function pidOf(pool: McpClientPool, spec: McpServerSpec): Promise<number> {
   return Number((await pool.callTool(spec, 'pid', {})).text);

@@ -1,10 +1,10 @@
 import { once } from 'node:events';
 import net, { type AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { KiwiError, type ErrorCode } from '../../src/errors.js';
 import { createHttpClient, type HttpClient, type HttpRequest } from '../../src/primitives/http-client.js';
 import type { SseEvent } from '../../src/primitives/sse-parser.js';
 import { closed, createLocalServers, writeForever } from '../fixtures/http/local-servers.js';
+import { failure } from '../helpers/expect-failure.js';
 
 const servers = createLocalServers();
 const serve = servers.serve;
@@ -19,15 +19,6 @@ afterEach(async () => {
   await client.close();
 });
 
-async function failure(promise: Promise<unknown>, code: ErrorCode): Promise<KiwiError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(KiwiError);
-  expect((error as KiwiError).code, (error as KiwiError).message).toBe(code);
-  return error as KiwiError;
-}
 
 async function collect(events: AsyncIterable<SseEvent>): Promise<SseEvent[]> {
   const out: SseEvent[] = [];

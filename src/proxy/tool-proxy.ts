@@ -52,7 +52,7 @@ export type ListOutcome = { status: 'ok'; tools: McpToolInfo[] } | { status: 'de
 export interface ToolProxy {
   call(call: ToolCall): Promise<CallOutcome>;
   /** The tools an MCP server offers that the policy lets this caller use (starting the server is checked too). */
-  listMcpTools(server: string, session: string, signal?: AbortSignal): Promise<ListOutcome>;
+  listMcpTools(server: string, session: string, source: CallSource, signal?: AbortSignal): Promise<ListOutcome>;
 }
 
 const RESULT_PREVIEW = 2000;
@@ -108,7 +108,7 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
     }
   }
 
-  async function listMcpTools(server: string, session: string, signal?: AbortSignal): Promise<ListOutcome> {
+  async function listMcpTools(server: string, session: string, source: CallSource, signal?: AbortSignal): Promise<ListOutcome> {
     const t0 = now();
     const decision = authorizeServer(server, deps);
     deps.audit.append({
@@ -120,7 +120,7 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
       decision: decision.allowed ? 'allow' : 'deny',
       ...(decision.allowed ? {} : { reason: decision.reason }),
       duration_ms: now() - t0,
-      source: 'cli',
+      source,
     });
     if (!decision.allowed) return { status: 'denied', reason: decision.reason };
     const tools = await deps.primitives.mcp.listTools(decision.spec, signal);

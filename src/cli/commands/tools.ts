@@ -63,7 +63,7 @@ async function show(ctx: CliContext, project: Project, id: string, json: boolean
 }
 
 async function remoteTools(project: Project, tool: Tool) {
-  const outcome = await project.proxy.listMcpTools(tool.id, project.session);
+  const outcome = await project.proxy.listMcpTools(tool.id, project.session, 'cli');
   if (outcome.status !== 'ok') throw new UsageError(`cannot list the tools of MCP server ${tool.id}: ${outcome.reason}`);
   return outcome.tools;
 }

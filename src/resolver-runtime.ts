@@ -1,5 +1,7 @@
 import { createEmbedder, type EmbedderConfig } from './embed/create-embedder.js';
 import type { Tool } from './registry/types.js';
+import { createLlmArgumentFiller } from './resolver/llm-argument-filler.js';
+import type { ArgumentModelConfig } from './resolver/resolver-config.js';
 import { createResolver, resolvableTools, type ResolverSettings } from './resolver/resolver.js';
 import type { Resolver } from './resolver/types.js';
 import { openToolIndex, type SyncReport } from './store/tool-index.js';
@@ -11,6 +13,8 @@ export interface ResolverRuntimeOptions {
   indexDir: string;
   embedder?: EmbedderConfig;
   settings?: Partial<ResolverSettings>;
+  /** An OpenAI-compatible chat model for argument filling; rules only when absent. */
+  argumentModel?: ArgumentModelConfig | null;
   log?: (message: string) => void;
 }
 
@@ -29,13 +33,15 @@ export async function openResolverRuntime(options: ResolverRuntimeOptions): Prom
   const embedder = await createEmbedder(options.embedder ?? { kind: 'use-lite' });
   try {
     const index = await openToolIndex({ dir: options.indexDir, embedder, ...(options.log ? { log: options.log } : {}) });
-    const resolver = createResolver({ tools, search: index, embedder, ...(options.settings ? { settings: options.settings } : {}) });
+    const llm = options.argumentModel ? createLlmArgumentFiller(options.argumentModel) : undefined;
+    const resolver = createResolver({ tools, search: index, embedder, ...(options.settings ? { settings: options.settings } : {}), ...(llm ? { llm } : {}) });
     return {
       resolver,
       embedderId: embedder.id,
       toolCount: tools.size,
       sync: (syncOptions) => index.sync([...tools.values()], syncOptions),
       async close() {
+        await llm?.close();
         await index.close();
         await embedder.close();
       },

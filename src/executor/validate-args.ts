@@ -26,15 +26,20 @@ export function validateArgs(tool: Tool, raw: unknown): Record<string, unknown> 
   for (const param of tool.parameters) {
     const value = given[param.name];
     if (value === undefined || value === null) {
-      if (param.default !== undefined) out[param.name] = param.default;
+      if (param.default !== undefined) setOwn(out, param.name, param.default);
       else if (param.required) {
         throw new KiwiError('INVALID_INPUT', `tool ${tool.id}: missing required argument \`${param.name}\` (${param.type}${param.description ? `: ${param.description}` : ''})`);
       }
       continue;
     }
-    out[param.name] = checkValue(tool, param, value);
+    setOwn(out, param.name, checkValue(tool, param, value));
   }
   return out;
+}
+
+/** defineProperty, not `=`: a parameter may be called `__proto__` and must stay an own property. */
+function setOwn(target: Record<string, unknown>, key: string, value: unknown): void {
+  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
 }
 
 function checkValue(tool: Tool, param: ToolParameter, value: unknown): unknown {

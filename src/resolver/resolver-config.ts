@@ -13,7 +13,8 @@ import type { ResolverSettings } from './resolver.js';
  *   embedder: { kind: use-lite }                                   # default
  *   embedder: { kind: onnx, model_dir: models/all-MiniLM-L6-v2 }   # an ONNX model placed by hand
  *   embedder: { kind: http, url: http://127.0.0.1:8080, model: nomic-embed, api_key: "${EMBED_KEY:-}" }
- *   text_weight: 0.4      threshold: 0.35      margin_weight: 1      pool: 50
+ *   arguments: { kind: llm, url: http://127.0.0.1:8080, model: qwen2.5-0.5b-instruct }   # optional; default: rules only
+ *   text_weight: 0.4      threshold: 0.55      margin_weight: 1      pool: 50
  */
 const Schema = z.strictObject({
   embedder: z
@@ -23,15 +24,30 @@ const Schema = z.strictObject({
       z.strictObject({ kind: z.literal('http'), url: z.string().min(1), model: z.string().min(1), api_key: z.string().optional() }),
     ])
     .optional(),
+  arguments: z
+    .discriminatedUnion('kind', [
+      z.strictObject({ kind: z.literal('rules') }),
+      z.strictObject({ kind: z.literal('llm'), url: z.string().min(1), model: z.string().min(1), api_key: z.string().optional(), timeout_ms: z.number().int().min(100).max(120_000).optional() }),
+    ])
+    .optional(),
   text_weight: z.number().min(0).max(10).optional(),
   threshold: z.number().min(0).max(1).optional(),
   margin_weight: z.number().min(0).max(10).optional(),
   pool: z.number().int().min(1).max(1000).optional(),
 });
 
+/** An OpenAI-compatible chat model that fills arguments (e.g. llama.cpp's server); null = rules only. */
+export interface ArgumentModelConfig {
+  url: string;
+  model: string;
+  apiKey?: string;
+  timeoutMs?: number;
+}
+
 export interface ResolverConfig {
   embedder: EmbedderConfig;
   settings: Partial<ResolverSettings>;
+  argumentModel: ArgumentModelConfig | null;
 }
 
 const MAX_BYTES = 64 * 1024;
@@ -41,7 +57,7 @@ export async function loadResolverConfig(file: string, ctx: { env: Readonly<Reco
   try {
     text = await readFile(file, 'utf8');
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { embedder: { kind: 'use-lite' }, settings: {} };
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { embedder: { kind: 'use-lite' }, settings: {}, argumentModel: null };
     throw error;
   }
   if (text.length > MAX_BYTES) throw new KiwiError('INVALID_INPUT', `${file}: larger than ${MAX_BYTES} bytes; it should be a few lines`);
@@ -70,5 +86,15 @@ export async function loadResolverConfig(file: string, ctx: { env: Readonly<Reco
       : e.kind === 'onnx'
         ? { kind: 'onnx', modelDir: path.resolve(ctx.root, e.model_dir) }
         : { kind: 'http', url: substitute(e.url, scope), model: e.model, ...(e.api_key ? { apiKey: substitute(e.api_key, scope) } : {}) };
-  return { embedder, settings };
+  const a = c.arguments;
+  const argumentModel: ArgumentModelConfig | null =
+    a?.kind === 'llm'
+      ? {
+          url: substitute(a.url, { ...scope, where: `${file}: arguments.url` }),
+          model: a.model,
+          ...(a.api_key ? { apiKey: substitute(a.api_key, { ...scope, where: `${file}: arguments.api_key` }) } : {}),
+          ...(a.timeout_ms ? { timeoutMs: a.timeout_ms } : {}),
+        }
+      : null;
+  return { embedder, settings, argumentModel };
 }

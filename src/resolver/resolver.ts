@@ -2,7 +2,9 @@ import { LRUCache } from 'lru-cache';
 import type { Embedder } from '../embed/embedder.js';
 import type { Tool } from '../registry/types.js';
 import { throwIfAborted } from '../abort.js';
-import { fillArguments } from './fill-args.js';
+import { describeError } from '../errors.js';
+import { fillArguments, type FilledArguments } from './fill-args.js';
+import type { LlmArgumentFiller } from './llm-argument-filler.js';
 import { fuse, type Hit } from './fuse.js';
 import type { Candidate, Resolution, ResolveOptions, Resolver } from './types.js';
 
@@ -31,6 +33,8 @@ export interface ResolverDeps {
   search: ToolSearch;
   embedder: Embedder;
   settings?: Partial<ResolverSettings>;
+  /** The optional generative argument filler (off unless configured). */
+  llm?: LlmArgumentFiller;
   now?: () => number;
 }
 
@@ -56,6 +60,33 @@ export function createResolver(deps: ResolverDeps): Resolver {
     const vector = (await deps.embedder.embed([text], signal))[0] as Float32Array;
     vectors.set(text, vector);
     return vector;
+  }
+
+  /**
+   * The optional model fills the arguments when configured; the rule-based filler backs it up for
+   * whatever it left out, and replaces it entirely when the model cannot be reached.
+   */
+  async function fillCall(intent: string, tool: Tool, options: ResolveOptions): Promise<FilledArguments> {
+    const context = options.context !== undefined ? { context: options.context } : undefined;
+    const rules = fillArguments(intent, tool, context);
+    if (!deps.llm) return rules;
+    let model: FilledArguments;
+    try {
+      model = await deps.llm.fill(intent, tool, { ...context, ...(options.signal ? { signal: options.signal } : {}) });
+    } catch (error) {
+      if (options.signal?.aborted) throw error;
+      return { ...rules, notes: [...rules.notes, `the argument model failed (${describeError(error)}); used the rule-based filler`] };
+    }
+    const args = { ...model.arguments };
+    const notes = [...model.notes];
+    for (const name of model.missing) {
+      if (Object.hasOwn(rules.arguments, name)) {
+        args[name] = rules.arguments[name];
+        notes.push(`${name}: from the rule-based filler`);
+      }
+    }
+    const missing = tool.parameters.filter((p) => p.required && !Object.hasOwn(args, p.name)).map((p) => p.name);
+    return { arguments: args, missing, confidence: Math.min(model.confidence, rules.confidence), notes };
   }
 
   async function resolve(rawIntent: string, options: ResolveOptions = {}): Promise<Resolution> {
@@ -110,7 +141,7 @@ export function createResolver(deps: ResolverDeps): Resolver {
       };
     }
     const tFill = now();
-    const filled = fillArguments(intent, tool, options.context !== undefined ? { context: options.context } : undefined);
+    const filled = await fillCall(intent, tool, options);
     timings.fillMs = now() - tFill;
     notes.push(...filled.notes);
     if (filled.missing.length > 0) {

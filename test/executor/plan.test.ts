@@ -118,5 +118,11 @@ describe('validateArgs', () => {
   it('checks types', () => expect(() => validateArgs(t, { n: 1.5 })).toThrow(/`n` must be an integer, got number 1.5/));
   it('checks enums', () => expect(() => validateArgs(t, { n: 1, mode: 'c' })).toThrow(/must be one of "a", "b"/));
   it('refuses NUL bytes', () => expect(() => validateArgs(makeTool({ id: 's', parameters: [{ name: 's', type: 'string', required: true }] }), { s: 'a\u0000b' })).toThrow(/NUL byte/));
+  it('keeps a parameter called __proto__ as an own property', () => {
+    const proto = makeTool({ id: 'p', parameters: [{ name: '__proto__', type: 'string', required: true }] });
+    const out = validateArgs(proto, JSON.parse('{"__proto__": "x"}'));
+    expect(Object.getPrototypeOf(out)).toBe(Object.prototype);
+    expect(Object.getOwnPropertyDescriptor(out, '__proto__')?.value).toBe('x');
+  });
   it('refuses non-object arguments', () => expect(() => validateArgs(t, [1])).toThrow(/must be a JSON object/));
 });

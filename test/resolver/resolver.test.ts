@@ -3,6 +3,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fuse } from '../../src/resolver/fuse.js';
+import { createLlmArgumentFiller } from '../../src/resolver/llm-argument-filler.js';
+import { replay, startReplayServer } from '../fixtures/llm/replay-server.js';
 import { createResolver, resolvableTools } from '../../src/resolver/resolver.js';
 import type { Resolver } from '../../src/resolver/types.js';
 import { openToolIndex, type ToolIndex } from '../../src/store/tool-index.js';
@@ -106,6 +108,29 @@ describe('resolver (hash embedder, real LanceDB)', () => {
     const controller = new AbortController();
     controller.abort();
     await expect(resolver.resolve('weather in Paris', { signal: controller.signal })).rejects.toThrow(/cancel/i);
+  });
+});
+
+describe('resolver with the optional argument model (replayed chat completions)', () => {
+  it('takes the arguments from the model, and the rules fill what it left out', async () => {
+    const server = await startReplayServer();
+    server.answer = replay(JSON.stringify({ choices: [{ index: 0, message: { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'get_weather_forecast', arguments: '{"days":5}' } }] } }] }));
+    const llm = createLlmArgumentFiller({ url: server.url, model: 'recorded' });
+    const embedder = createHashEmbedder({ dimensions: 128 });
+    const withModel = createResolver({ tools: resolvableTools(TOOLS), search: index, embedder, settings: { threshold: 0.3 }, llm });
+    try {
+      const r = await withModel.resolve('get the weather forecast for "Lisbon" for five days');
+      expect(r.status === 'resolved' && r.call).toEqual({ tool: 'get_weather_forecast', arguments: { days: 5, city: 'Lisbon' } });
+      expect(server.seen).toHaveLength(1);
+      await server.close();
+      // The model is gone: the rules answer alone, and say so.
+      const fallback = await withModel.resolve('get the weather forecast for "Lisbon"');
+      expect(fallback.status === 'resolved' && fallback.call.arguments).toEqual({ city: 'Lisbon' });
+      expect(fallback.notes.join(' ')).toMatch(/argument model failed/);
+    } finally {
+      await llm.close();
+      await server.close();
+    }
   });
 });
 

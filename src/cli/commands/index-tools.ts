@@ -34,6 +34,7 @@ export async function openProjectResolver(ctx: CliContext, projectFlag: string |
     indexDir: path.join(options.projectDir, '.ai', 'vectors'),
     embedder: config.embedder,
     settings: config.settings,
+    argumentModel: config.argumentModel,
     log: (m) => ctx.io.err(`kiwi: ${m}`),
   });
 }

@@ -1,0 +1,42 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { loadResolverConfig } from '../../src/resolver/resolver-config.js';
+
+const dir = mkdtempSync(path.join(tmpdir(), 'kiwi-resolver-config-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function write(text: string): string {
+  const file = path.join(dir, `resolver-${Math.random().toString(36).slice(2)}.yaml`);
+  writeFileSync(file, text);
+  return file;
+}
+
+const ctx = { env: { EMBED_KEY: 'k1', LLM_URL: 'http://127.0.0.1:9' }, root: '/project' };
+
+describe('resolver.yaml', () => {
+  it('defaults to USE-lite and rules-only arguments when the file is missing', async () => {
+    expect(await loadResolverConfig(path.join(dir, 'absent.yaml'), ctx)).toEqual({ embedder: { kind: 'use-lite' }, settings: {}, argumentModel: null });
+  });
+
+  it('reads every backend and setting, with ${ENV} in URLs and keys and model folders relative to the project', async () => {
+    const onnx = await loadResolverConfig(write('embedder: { kind: onnx, model_dir: models/mini }\nthreshold: 0.6\ntext_weight: 0.5\n'), ctx);
+    expect(onnx).toMatchObject({ embedder: { kind: 'onnx', modelDir: '/project/models/mini' }, settings: { threshold: 0.6, textWeight: 0.5 } });
+    const http = await loadResolverConfig(
+      write('embedder: { kind: http, url: "http://127.0.0.1:8080", model: e5, api_key: "${EMBED_KEY}" }\narguments: { kind: llm, url: "${LLM_URL}", model: qwen }\n'),
+      ctx,
+    );
+    expect(http).toMatchObject({ embedder: { kind: 'http', url: 'http://127.0.0.1:8080', model: 'e5', apiKey: 'k1' }, argumentModel: { url: 'http://127.0.0.1:9', model: 'qwen' } });
+  });
+
+  it.each([
+    ['embedder: { kind: word2vec }', /embedder/],
+    ['threshold: 2', /threshold/],
+    ['treshold: 0.5', /Unrecognized key|treshold/],
+    ['embedder: [unclosed', /not valid YAML/],
+    ['arguments: { kind: llm, url: "${NOPE}", model: m }', /NOPE is not set/],
+  ])('refuses %s with a message that names the problem', async (text, message) => {
+    await expect(loadResolverConfig(write(text), ctx)).rejects.toThrow(message);
+  });
+});

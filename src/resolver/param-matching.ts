@@ -9,7 +9,7 @@
 import type { Mention, MentionKind } from './extract-values.js';
 import type { ParamProfile } from './param-profile.js';
 import { convertUnit, unitParts } from './units.js';
-import { STOPWORDS, sameStem, type Token } from './text-words.js';
+import { STOPWORDS, sameStem, stem, type Token } from './text-words.js';
 import { convertMention } from './value-coercion.js';
 
 export interface Scored {
@@ -44,6 +44,8 @@ const SOURCE_PREPS = new Set(['from', 'since', 'between', 'starting', 'beginning
 const TARGET_PREPS = new Set(['to', 'until', 'till', 'through', 'ending', 'into', 'before']);
 const REQUIRED_MIN = 0.25;
 const OPTIONAL_MIN_EVIDENCE = 0.5;
+/** A number followed by the noun a parameter counts is as good as its name written before it. */
+const COUNTED_NOUN = 0.6;
 
 /** What a value is worth on its type alone, by kind: quoted text is meant as a value, a bare number less so. */
 const BASE: Readonly<Record<MentionKind, number>> = {
@@ -204,7 +206,10 @@ function cueScore(p: ParamProfile, w: Window): { score: number; words: string[] 
     }
     let desc = 0;
     for (const t of ws) {
-      if (t.dist <= 3 && !STOPWORDS.has(t.lower) && p.desc.has(t.stem)) desc += 0.12 / t.dist;
+      if (t.dist <= 3 && !STOPWORDS.has(t.lower) && p.desc.has(t.stem)) {
+        desc += 0.12 / t.dist;
+        if (!words.includes(t.lower)) words.push(t.lower);
+      }
     }
     // The closest name word counts fully; each further one adds, each one absent costs a little.
     const unmatched = p.name.filter((n) => !ws.some((t) => sameStem(t.stem, n))).length;
@@ -229,7 +234,8 @@ function shapeScore(p: ParamProfile, m: Mention, w: Window): { score: number; wh
   if (kind === 'path') add(r.has('path') ? 0.8 : r.has('url') ? 0.3 : 0, 'a path');
   if (kind === 'ip' && r.has('ip')) add(0.5, 'an IP address');
   if (kind === 'date') add(r.has('date') ? 0.8 : 0, 'a date');
-  else if (r.has('date') && kind !== 'reldate' && kind !== 'time' && kind !== 'quoted') add(-0.3, '');
+  // "3 days" for `days`: the noun says what is counted, which outweighs the date role.
+  else if (r.has('date') && kind !== 'reldate' && kind !== 'time' && kind !== 'quoted' && !countsUnit(p, m)) add(-0.3, '');
   if (kind === 'reldate' && r.has('date')) add(0.5, 'a relative date');
   if (kind === 'time') add(r.has('time') ? 0.7 : r.has('date') ? 0.3 : 0, 'a time');
   if (kind === 'version' && r.has('version')) add(0.8, 'a version');
@@ -243,11 +249,14 @@ function shapeScore(p: ParamProfile, m: Mention, w: Window): { score: number; wh
     if (r.has('name') && name) add(0.15, '');
   }
   if (m.num !== undefined && (p.param.type === 'number' || p.param.type === 'integer')) {
+    // "5 commits" for "How many commits", "2 years" for `years` (no calendar year).
+    const counted = countsUnit(p, m);
     const yearLike = Number.isInteger(m.num) && m.num >= 1000 && m.num <= 2200 && (m.unit === undefined || unitParts(m.unit).length === 0);
-    if (r.has('year')) add(yearLike ? 0.7 : -0.3, yearLike ? 'a year' : '');
+    if (counted) add(COUNTED_NOUN, `counts ${m.unit}`);
+    else if (r.has('year')) add(yearLike ? 0.7 : -0.3, yearLike ? 'a year' : '');
     if (m.money) add(r.has('money') ? 0.5 : -0.1, 'an amount of money');
     if (m.percent) add(r.has('percent') ? 0.5 : 0, 'a percentage');
-    if (m.unit !== undefined) {
+    if (m.unit !== undefined && !counted) {
       const units = unitParts(m.unit);
       if (units.length > 0 && p.units.size > 0) {
         const converted = units.length === 1 && units[0] !== undefined ? convertUnit(m.num, units[0], p.units) : undefined;
@@ -266,4 +275,11 @@ function shapeScore(p: ParamProfile, m: Mention, w: Window): { score: number; wh
     else if (r.has('source')) add(-0.15, '');
   }
   return { score, why: why.join(', ') };
+}
+
+/** Whether a number's following noun is one the numeric parameter counts ("3 days" for `days`). */
+function countsUnit(p: ParamProfile, m: Mention): boolean {
+  if (m.num === undefined || m.unit === undefined || (p.param.type !== 'number' && p.param.type !== 'integer')) return false;
+  const noun = stem(m.unit);
+  return [...p.counts].some((c) => sameStem(noun, c));
 }

@@ -24,6 +24,11 @@ export interface ParamProfile {
   roles: Set<Role>;
   /** Canonical units the name or description mention ("in kilograms" → kilogram). */
   units: Set<string>;
+  /**
+   * Stems of the nouns a number for this parameter counts: its name's words and, for numbers,
+   * what the description counts or measures in ("How many commits", "Length in characters").
+   */
+  counts: Set<string>;
   dateFormat: DateFormat | undefined;
   /** For arrays: the type of one item (items.type, else string). */
   itemType: ParameterType;
@@ -57,6 +62,7 @@ const DESC_ROLES: ReadonlySet<Role> = new Set(['email', 'url', 'path', 'location
 
 const EXAMPLES = /\((?:e\.g\.|eg\.?|for example|such as|like)[,:]?\s*([^)]*)\)|\b(?:e\.g\.|such as|for example)[,:]?\s*([^.;)]*)/i;
 const NAME_FILLER = new Set(['the', 'a', 'an', 'of', 'is']);
+const COUNTED = /\b(?:how\s+many|number\s+of|count\s+of|quantity\s+of|amount\s+of|in)\s+(?:the\s+)?([a-z]+)/gi;
 
 export function profileParameters(parameters: readonly ToolParameter[]): ParamProfile[] {
   return parameters.map((param, index) => profileParameter(param, index));
@@ -97,7 +103,14 @@ function profileParameter(param: ToolParameter, index: number): ParamProfile {
   if (param.format === 'path') roles.add('path');
   if (roles.has('time') && roles.has('date')) roles.delete('time');
   const itemType = param.items?.type ?? 'string';
-  return { param, index, name, desc, examples, roles, units, dateFormat, itemType };
+  const counts = new Set(name.filter((w, i) => w.length >= 3 && !STOPWORDS.has(rawName[i] ?? '')));
+  if (param.type === 'integer' || param.type === 'number') {
+    for (const m of prose.matchAll(COUNTED)) {
+      const word = (m[1] ?? '').toLowerCase();
+      if (word.length >= 3 && !STOPWORDS.has(word)) counts.add(stem(word));
+    }
+  }
+  return { param, index, name, desc, examples, roles, units, counts, dateFormat, itemType };
 }
 
 function splitExamples(list: string): string[] {

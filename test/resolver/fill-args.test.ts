@@ -112,6 +112,36 @@ describe('numbers and units', () => {
   it('reads a year into a year parameter', () => {
     expect(fill('Show the budget for the year 2023', { name: 'year', type: 'integer', required: true }).arguments).toEqual({ year: 2023 });
   });
+  describe('a number followed by the noun a parameter counts', () => {
+    const city = { name: 'city', required: true, description: 'City name' } as const;
+    const days = { name: 'days', type: 'integer', description: 'How many days' } as const;
+
+    it('fills an optional parameter named by the noun, in its singular or plural', () => {
+      for (const intent of ['get the weather forecast for "Paris" for 3 days', 'weather in Paris for the next 3 days', 'forecast for Paris, 3 days']) {
+        expect(fill(intent, city, days).arguments, intent).toEqual({ city: 'Paris', days: 3 });
+      }
+      expect(fill('a forecast for 1 day in Rome', city, days).arguments).toEqual({ city: 'Rome', days: 1 });
+      expect(fill('repay over 5 years', { name: 'years', type: 'integer', description: 'Loan term' }).arguments).toEqual({ years: 5 });
+    });
+
+    it('fills an optional parameter whose description counts or measures in the noun', () => {
+      expect(fill('show the last 5 commits', { name: 'count', type: 'integer', description: 'How many commits' }).arguments).toEqual({ count: 5 });
+      expect(fill('resize to 800 pixels wide', { name: 'width', type: 'integer', description: 'Width in pixels' }).arguments).toEqual({ width: 800 });
+      expect(fill('cut it to 280 characters', { name: 'limit', type: 'integer', description: 'Maximum length in characters' }).arguments).toEqual({ limit: 280 });
+    });
+
+    it('gives each number to the parameter that counts its noun', () => {
+      const rooms = { name: 'rooms', type: 'integer', description: 'Number of rooms' } as const;
+      expect(fill('book 2 days and 3 rooms', rooms, days).arguments).toEqual({ rooms: 3, days: 2 });
+      expect(fill('book 3 rooms for 2 days', rooms, days).arguments).toEqual({ rooms: 3, days: 2 });
+    });
+
+    it('does not fill an optional parameter from a number that counts something else', () => {
+      expect(fill('book 3 rooms in Paris', city, days).arguments).toEqual({ city: 'Paris' });
+      expect(fill('book 3 rooms', days).arguments).toEqual({});
+      expect(fill('show 5 branches', { name: 'count', type: 'integer', description: 'How many commits' }).arguments).toEqual({});
+    });
+  });
 });
 
 describe('booleans', () => {

@@ -55,7 +55,7 @@ afterAll(async () => {
 
 describe('resolver (hash embedder, real LanceDB)', () => {
   it('resolves an intent to a call with filled arguments, candidates and timings', async () => {
-    const r = await resolver.resolve('get the weather forecast for "Paris" with days=3');
+    const r = await resolver.resolve('get the weather forecast for "Paris" for 3 days');
     expect(r.status, JSON.stringify(r)).toBe('resolved');
     if (r.status !== 'resolved') return;
     expect(r.call).toEqual({ tool: 'get_weather_forecast', arguments: { city: 'Paris', days: 3 } });

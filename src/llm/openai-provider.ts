@@ -1,0 +1,98 @@
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import { throwIfAborted } from '../abort.js';
+import type { HttpClient, HttpRequest } from '../primitives/http-client.js';
+import { streamChat } from './chat-stream.js';
+import { createOpenAiDecoder, completionSchema, openAiBody, openAiFinishReason, openAiUsage } from './openai-wire.js';
+import {
+  checkRequest,
+  commonOptionsSchema,
+  DEFAULT_MAX_RESPONSE_BYTES,
+  DEFAULT_TIMEOUT_MS,
+  endpointUrl,
+  httpHandle,
+  parseOptions,
+  type ProviderOptions,
+} from './provider-options.js';
+import type { ChatCompletion, ChatEvent, ChatProvider, ChatRequest } from './types.js';
+import { requestJson } from './request-json.js';
+import { createRedactor, type UpstreamContext } from './upstream-error.js';
+
+/**
+ * The adapter for OpenAI's Chat Completions API and the servers that copy it (llama.cpp,
+ * Ollama, vLLM, LM Studio…): POST {baseUrl}/chat/completions, streamed as `data:` chunks up to
+ * `data: [DONE]`, usage asked for with `stream_options.include_usage`.
+ */
+
+export interface OpenAiProviderOptions extends ProviderOptions {
+  /** e.g. https://api.openai.com/v1, http://127.0.0.1:8080/v1 (llama.cpp), http://127.0.0.1:11434/v1 (Ollama). */
+  baseUrl: string;
+  /** Sent as `Authorization: Bearer …`; optional because local servers often need none. */
+  apiKey?: string;
+}
+
+const optionsSchema = commonOptionsSchema.extend({ baseUrl: z.string().min(1).max(4096) });
+const WHO = 'OpenAI provider';
+
+export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvider {
+  const o = parseOptions(optionsSchema, options, WHO);
+  const url = endpointUrl(o.baseUrl, '/chat/completions', WHO);
+  const shownUrl = `${url.origin}${url.pathname}`;
+  const handle = httpHandle(o.http as HttpClient | undefined);
+  const redact = createRedactor(o.apiKey);
+  const timeoutMs = o.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const maxResponseBytes = o.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+
+  const context = (model: string): UpstreamContext => ({
+    provider: 'openai',
+    label: `OpenAI-compatible upstream ${url.host} (model ${model})`,
+    url: shownUrl,
+    model,
+    redact,
+  });
+
+  function httpRequest(body: Record<string, unknown>, stream: boolean, signal: AbortSignal | undefined): HttpRequest {
+    const headers: Record<string, string> = { 'content-type': 'application/json', accept: stream ? 'text/event-stream' : 'application/json' };
+    if (o.apiKey !== undefined) headers.authorization = `Bearer ${o.apiKey}`;
+    return {
+      method: 'POST',
+      url: url.href,
+      headers,
+      body: JSON.stringify(body),
+      headersTimeoutMs: timeoutMs,
+      bodyTimeoutMs: timeoutMs,
+      maxResponseBytes,
+      // An API key must not follow a redirect to wherever the Location points.
+      maxRedirects: 0,
+      ...(signal === undefined ? {} : { signal }),
+    };
+  }
+
+  async function* stream(request: ChatRequest, signal?: AbortSignal): AsyncGenerator<ChatEvent> {
+    handle.check(WHO);
+    const r = checkRequest(request, WHO);
+    throwIfAborted(signal, `${WHO}: the stream`);
+    const ctx = context(r.model);
+    const fallback = () => ({ type: 'start' as const, id: `chatcmpl-${randomUUID()}`, model: r.model });
+    yield* streamChat(handle.http, httpRequest(openAiBody(r, true), true, signal), createOpenAiDecoder(ctx), fallback, ctx);
+  }
+
+  async function complete(request: ChatRequest, signal?: AbortSignal): Promise<ChatCompletion> {
+    handle.check(WHO);
+    const r = checkRequest(request, WHO);
+    throwIfAborted(signal, `${WHO}: the completion`);
+    const ctx = context(r.model);
+    const c = await requestJson(handle.http, httpRequest(openAiBody(r, false), false, signal), completionSchema, 'a chat.completion', ctx);
+    const choice = c.choices.find((x) => (x.index ?? 0) === 0) ?? c.choices[0];
+    const usage = openAiUsage(c.usage);
+    const reason = typeof choice?.finish_reason === 'string' ? openAiFinishReason(choice.finish_reason) : 'other';
+    return {
+      id: c.id ?? `chatcmpl-${randomUUID()}`,
+      model: c.model ?? r.model,
+      text: choice?.message.content ?? '',
+      finish: { type: 'finish', reason, ...(usage === undefined ? {} : { usage }) },
+    };
+  }
+
+  return { kind: 'openai', stream, complete, close: () => handle.close() };
+}

@@ -1,0 +1,123 @@
+import { z } from 'zod';
+import type { SseEvent } from '../primitives/sse-parser.js';
+import type { WireDecoder } from './chat-stream.js';
+import { firstIssue, passThrough, type CheckedRequest } from './provider-options.js';
+import type { ChatEvent, ChatUsage, FinishEvent, FinishReason } from './types.js';
+import { malformedChunk, midStreamError, readProviderError, type UpstreamContext } from './upstream-error.js';
+
+/**
+ * The OpenAI Chat Completions wire format, as OpenAI, llama.cpp, Ollama and vLLM speak it.
+ * Schemas are loose: upstreams add fields (logprobs, timings, reasoning_content…) and only the
+ * ones read here must have the documented type.
+ */
+
+/** Fields the adapter sets; the same names in the client's body are ignored. */
+const OWNED = ['model', 'messages', 'stream', 'stream_options', 'max_tokens', 'temperature', 'stop'];
+
+export function openAiBody(r: CheckedRequest, stream: boolean): Record<string, unknown> {
+  const messages = r.messages.map((m) => {
+    // A tool result with no native call to answer (a text intent) would be refused as role
+    // `tool`, which must follow an assistant `tool_calls` message; it goes up as user text.
+    if (m.role === 'tool' && m.toolCallId === undefined) return { role: 'user', content: m.content };
+    return {
+      role: m.role,
+      content: m.content,
+      ...(m.name === undefined ? {} : { name: m.name }),
+      ...(m.role === 'tool' ? { tool_call_id: m.toolCallId } : {}),
+    };
+  });
+  return {
+    ...passThrough(r.extra, OWNED),
+    model: r.model,
+    messages,
+    ...(r.maxTokens === undefined ? {} : { max_tokens: r.maxTokens }),
+    ...(r.temperature === undefined ? {} : { temperature: r.temperature }),
+    ...(r.stop === undefined ? {} : { stop: r.stop }),
+    stream,
+    // OpenAI refuses stream_options on a request that does not stream.
+    ...(stream ? { stream_options: { include_usage: true } } : {}),
+  };
+}
+
+const count = z.number().int().nonnegative().nullish();
+const usageSchema = z.looseObject({ prompt_tokens: count, completion_tokens: count });
+
+const chunkSchema = z.looseObject({
+  id: z.string().nullish(),
+  model: z.string().nullish(),
+  choices: z.array(
+    z.looseObject({
+      index: z.number().int().nullish(),
+      delta: z.looseObject({ content: z.string().nullish() }).nullish(),
+      finish_reason: z.string().nullish(),
+    }),
+  ),
+  usage: usageSchema.nullish(),
+});
+
+export const completionSchema = z.looseObject({
+  id: z.string().nullish(),
+  model: z.string().nullish(),
+  choices: z
+    .array(
+      z.looseObject({
+        index: z.number().int().nullish(),
+        message: z.looseObject({ content: z.string().nullish() }),
+        finish_reason: z.string().nullish(),
+      }),
+    )
+    .min(1),
+  usage: usageSchema.nullish(),
+});
+
+export function openAiFinishReason(reason: string): FinishReason {
+  if (reason === 'stop' || reason === 'length' || reason === 'tool_calls' || reason === 'content_filter') return reason;
+  if (reason === 'function_call') return 'tool_calls';
+  return 'other';
+}
+
+export function openAiUsage(usage: z.output<typeof usageSchema> | null | undefined): ChatUsage | undefined {
+  if (usage === null || usage === undefined) return undefined;
+  const out: ChatUsage = {};
+  if (typeof usage.prompt_tokens === 'number') out.inputTokens = usage.prompt_tokens;
+  if (typeof usage.completion_tokens === 'number') out.outputTokens = usage.completion_tokens;
+  return out.inputTokens === undefined && out.outputTokens === undefined ? undefined : out;
+}
+
+export function createOpenAiDecoder(ctx: UpstreamContext): WireDecoder {
+  let reason: FinishReason | undefined;
+  let usage: ChatUsage | undefined;
+
+  return {
+    push(event: SseEvent, chunk: number) {
+      if (event.data.trim() === '[DONE]') return { events: [], done: true };
+      let json: unknown;
+      try {
+        json = JSON.parse(event.data);
+      } catch {
+        throw malformedChunk(ctx, chunk, 'is not valid JSON', event.data);
+      }
+      // OpenAI sends `data: {"error": …}`; some servers name the event `error` as well.
+      const error = readProviderError(json);
+      if (error !== undefined || event.event === 'error') {
+        throw midStreamError(ctx, error ?? { type: undefined, code: undefined, message: event.data, requestId: undefined }, chunk);
+      }
+      const parsed = chunkSchema.safeParse(json);
+      if (!parsed.success) throw malformedChunk(ctx, chunk, `does not have the shape of a chat.completion.chunk (${firstIssue(parsed.error)})`, event.data);
+      const c = parsed.data;
+      const events: ChatEvent[] = [];
+      if (typeof c.id === 'string' && c.id !== '') events.push({ type: 'start', id: c.id, model: c.model ?? ctx.model });
+      // n > 1 is the client's business; the gateway follows choice 0.
+      const choice = c.choices.find((x) => (x.index ?? 0) === 0);
+      const text = choice?.delta?.content;
+      if (typeof text === 'string' && text !== '') events.push({ type: 'text', text });
+      if (typeof choice?.finish_reason === 'string') reason = openAiFinishReason(choice.finish_reason);
+      // The usage chunk comes after the finish_reason chunk (stream_options.include_usage).
+      usage = openAiUsage(c.usage) ?? usage;
+      return { events, done: false };
+    },
+    finish(): FinishEvent {
+      return { type: 'finish', reason: reason ?? 'other', ...(usage === undefined ? {} : { usage }) };
+    },
+  };
+}

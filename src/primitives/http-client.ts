@@ -349,7 +349,7 @@ export function createHttpClient(options: { dispatcher?: Dispatcher } = {}): Htt
     const ok = res.statusCode >= 200 && res.statusCode <= 299;
     if (!ok || !/^text\/event-stream\s*(;|$)/i.test(contentType)) {
       const body = await excerpt(res);
-      const got = ok ? `a ${contentType || 'response without Content-Type'} instead of text/event-stream` : `status ${res.statusCode}`;
+      const got = ok ? `${contentType ? `Content-Type ${contentType}` : 'no Content-Type'} instead of text/event-stream` : `status ${res.statusCode}`;
       throw new KiwiError('UPSTREAM_HTTP', `${p.method} ${shown(url)}: ${url.host} answered with ${got}: ${body}`, {
         details: { status: res.statusCode, body, url: shown(url) },
       });

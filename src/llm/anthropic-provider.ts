@@ -14,7 +14,7 @@ import {
   parseOptions,
   type ProviderOptions,
 } from './provider-options.js';
-import { requestJson } from './request-json.js';
+import { jsonPost, requestJson } from './request-json.js';
 import type { ChatCompletion, ChatEvent, ChatProvider, ChatRequest } from './types.js';
 import { createRedactor, type UpstreamContext } from './upstream-error.js';
 
@@ -63,23 +63,8 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Chat
   });
 
   function httpRequest(body: Record<string, unknown>, stream: boolean, signal: AbortSignal | undefined): HttpRequest {
-    return {
-      method: 'POST',
-      url: url.href,
-      headers: {
-        'content-type': 'application/json',
-        accept: stream ? 'text/event-stream' : 'application/json',
-        'x-api-key': o.apiKey,
-        'anthropic-version': version,
-      },
-      body: JSON.stringify(body),
-      headersTimeoutMs: timeoutMs,
-      bodyTimeoutMs: timeoutMs,
-      maxResponseBytes,
-      // x-api-key is not among the headers stripped on a cross-origin redirect, so none is followed.
-      maxRedirects: 0,
-      ...(signal === undefined ? {} : { signal }),
-    };
+    const auth = { 'x-api-key': o.apiKey, 'anthropic-version': version };
+    return jsonPost({ url: url.href, body, stream, auth, timeoutMs, maxResponseBytes, signal });
   }
 
   async function* stream(request: ChatRequest, signal?: AbortSignal): AsyncGenerator<ChatEvent> {

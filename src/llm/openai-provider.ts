@@ -15,7 +15,7 @@ import {
   type ProviderOptions,
 } from './provider-options.js';
 import type { ChatCompletion, ChatEvent, ChatProvider, ChatRequest } from './types.js';
-import { requestJson } from './request-json.js';
+import { jsonPost, requestJson } from './request-json.js';
 import { createRedactor, type UpstreamContext } from './upstream-error.js';
 
 /**
@@ -52,20 +52,8 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
   });
 
   function httpRequest(body: Record<string, unknown>, stream: boolean, signal: AbortSignal | undefined): HttpRequest {
-    const headers: Record<string, string> = { 'content-type': 'application/json', accept: stream ? 'text/event-stream' : 'application/json' };
-    if (o.apiKey !== undefined) headers.authorization = `Bearer ${o.apiKey}`;
-    return {
-      method: 'POST',
-      url: url.href,
-      headers,
-      body: JSON.stringify(body),
-      headersTimeoutMs: timeoutMs,
-      bodyTimeoutMs: timeoutMs,
-      maxResponseBytes,
-      // An API key must not follow a redirect to wherever the Location points.
-      maxRedirects: 0,
-      ...(signal === undefined ? {} : { signal }),
-    };
+    const auth: Record<string, string> = o.apiKey === undefined ? {} : { authorization: `Bearer ${o.apiKey}` };
+    return jsonPost({ url: url.href, body, stream, auth, timeoutMs, maxResponseBytes, signal });
   }
 
   async function* stream(request: ChatRequest, signal?: AbortSignal): AsyncGenerator<ChatEvent> {

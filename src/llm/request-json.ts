@@ -5,6 +5,32 @@ import { firstIssue } from './provider-options.js';
 import { excerpt, fromHttpError, statusError, type UpstreamContext } from './upstream-error.js';
 
 /**
+ * The JSON POST both adapters send, streaming or not. No redirect is followed: an API key header
+ * must not travel to wherever a Location points.
+ */
+export function jsonPost(options: {
+  url: string;
+  body: Record<string, unknown>;
+  stream: boolean;
+  auth: Record<string, string>;
+  timeoutMs: number;
+  maxResponseBytes: number;
+  signal: AbortSignal | undefined;
+}): HttpRequest {
+  return {
+    method: 'POST',
+    url: options.url,
+    headers: { 'content-type': 'application/json', accept: options.stream ? 'text/event-stream' : 'application/json', ...options.auth },
+    body: JSON.stringify(options.body),
+    headersTimeoutMs: options.timeoutMs,
+    bodyTimeoutMs: options.timeoutMs,
+    maxResponseBytes: options.maxResponseBytes,
+    maxRedirects: 0,
+    ...(options.signal === undefined ? {} : { signal: options.signal }),
+  };
+}
+
+/**
  * The non-streaming call both adapters share: one request, a non-2xx answer mapped to the
  * provider's error, and the body checked against the provider's (loose) response schema.
  */

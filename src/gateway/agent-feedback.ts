@@ -1,0 +1,128 @@
+import { DEFAULT_MARKER } from '../intent/intent-marker.js';
+import type { CallOutcome } from '../proxy/tool-proxy.js';
+import type { ToolCallSpec } from '../resolver/types.js';
+import type { LimitName, LoopLimits } from './loop-types.js';
+
+/**
+ * Everything the agent loop says in words: the one user message that carries a turn's results
+ * back to the agent, the text shown for each result, and the notice when a limit stops a request.
+ * The agent only learns what this message tells it, so every failure says what to do instead.
+ */
+
+/** What happened to one intent of a turn, for the message fed back to the agent. */
+export type FeedbackItem =
+  | { kind: 'outcome'; intent: string; call: ToolCallSpec; outcome: CallOutcome }
+  | { kind: 'unresolved'; intent: string; reason: string; missing: string[]; candidates: string[] };
+
+export interface ShownResult {
+  status: CallOutcome['status'];
+  isError: boolean;
+  /** At most `maxChars` of the result, plus a one-line note when some was cut. */
+  text: string;
+}
+
+/** The first `max` UTF-16 units (never half a surrogate pair) and a note saying how much was cut. */
+export function capText(text: string, max: number): string {
+  if (text.length <= max) return text;
+  let end = max;
+  const last = text.charCodeAt(end - 1);
+  if (last >= 0xd800 && last <= 0xdbff) end--;
+  return `${text.slice(0, end)}\n… [cut: ${text.length - end} of ${text.length} characters not shown]`;
+}
+
+/** The text a result shows the client and the agent: output, the denial, or the error. */
+export function shownResult(outcome: CallOutcome, maxChars: number): ShownResult {
+  switch (outcome.status) {
+    case 'ok': {
+      const text = outcome.result.text.length > 0 ? outcome.result.text : '(the tool printed nothing)';
+      return { status: 'ok', isError: outcome.result.isError, text: capText(text, maxChars) };
+    }
+    case 'denied':
+      return { status: 'denied', isError: true, text: capText(outcome.reason, maxChars) };
+    case 'error':
+      return { status: 'error', isError: true, text: capText(`${outcome.error.code}: ${outcome.error.message}`, maxChars) };
+  }
+}
+
+export interface FeedbackOptions {
+  maxResultChars: number;
+  marker?: string;
+}
+
+/** ONE user message with the results of every intent of the agent's last turn, in order. */
+export function feedbackMessage(items: readonly FeedbackItem[], options: FeedbackOptions): string {
+  const marker = options.marker ?? DEFAULT_MARKER;
+  const parts = items.map((item, i) => {
+    const head = `[${i + 1}] Intent: ${item.intent}`;
+    return item.kind === 'unresolved' ? [head, ...unresolvedLines(item, marker)].join('\n') : [head, ...outcomeLines(item, options.maxResultChars)].join('\n');
+  });
+  const count = items.length === 1 ? 'the tool intent' : `the ${items.length} tool intents`;
+  return [
+    `Results of ${count} in your last reply, from the Kiwi gateway:`,
+    ...parts,
+    'Continue from here: use these results, write further intents if you need more, or give your final answer.',
+  ].join('\n\n');
+}
+
+function outcomeLines(item: Extract<FeedbackItem, { kind: 'outcome' }>, maxChars: number): string[] {
+  const { call, outcome } = item;
+  const lines = [`Call: ${call.tool} ${JSON.stringify(call.arguments)}`];
+  const shown = shownResult(outcome, maxChars);
+  if (outcome.status === 'ok') {
+    lines.push(outcome.result.isError ? 'Result (the tool reported an error):' : 'Result:', shown.text);
+  } else if (outcome.status === 'denied') {
+    lines.push(`Denied: ${shown.text}`, 'Do not retry the same call: it will be denied again. Find another way, or tell the user what you could not do and why.');
+  } else {
+    lines.push(`Failed: ${shown.text}`);
+  }
+  if (outcome.stuck) {
+    lines.push('Note: this exact call repeats one you have already made several times. Do not make it again: use the result you have, change your approach, or answer.');
+  }
+  return lines;
+}
+
+function unresolvedLines(item: Extract<FeedbackItem, { kind: 'unresolved' }>, marker: string): string[] {
+  const lines = [`Not run: ${item.reason}`];
+  const facts: string[] = [];
+  if (item.candidates.length > 0) facts.push(`Closest tools: ${item.candidates.join(', ')}.`);
+  if (item.missing.length > 0) facts.push(`Missing arguments: ${item.missing.join(', ')}.`);
+  if (facts.length > 0) lines.push(facts.join(' '));
+  const top = item.candidates[0];
+  if (top !== undefined && item.missing.length > 0) {
+    const values = item.missing.map((name) => `${name} "…"`).join(' and ');
+    lines.push(`Write the intent again with those values written out, e.g. [${marker}: ${top} with ${values}].`);
+  } else if (top !== undefined) {
+    lines.push(`Write the intent again naming the action and every value explicitly (e.g. [${marker}: ${top} …]), or do without the tool.`);
+  } else {
+    lines.push('No tool fits this intent: describe the action differently (what to do, on what, with which values), or answer without a tool.');
+  }
+  return lines;
+}
+
+/** Why an intent over `maxToolCalls` was not run. */
+export function toolCallLimitReason(maxToolCalls: number): string {
+  return `this request already made its limit of ${maxToolCalls} tool calls, so the gateway did not run this one`;
+}
+
+/** Why a call that repeats was not run (it was asked for `times` times in this request). */
+export function repeatReason(call: ToolCallSpec, times: number): string {
+  return `the same call (${call.tool} with the same arguments) was asked for ${times} times in this request; the agent seems to be looping, so the gateway did not run it again`;
+}
+
+/** The `limits` key in .ai/config/gateway.yaml for each limit, and what reaching it means. */
+const LIMIT_WORDS: Record<LimitName, { key: string; what: (l: LoopLimits) => string }> = {
+  turns: { key: 'max_turns', what: (l) => `the agent used all ${l.maxTurns} model turns one request may take` },
+  tool_calls: { key: 'max_tool_calls', what: (l) => `the agent asked for more than the ${l.maxToolCalls} tool calls one request may make` },
+  duration: { key: 'max_duration_ms', what: (l) => `the request ran longer than its time limit of ${formatMs(l.maxDurationMs)}` },
+  repeats: { key: 'max_repeats', what: (l) => `the agent asked for the same tool call ${l.maxRepeats} times, which looks like a loop` },
+};
+
+/** The readable text sent before `finish` when a limit stopped the request. */
+export function limitNotice(limit: LimitName, limits: LoopLimits): string {
+  const words = LIMIT_WORDS[limit];
+  return `\n\n[Kiwi gateway: stopped because ${words.what(limits)}. To allow more, raise \`limits.${words.key}\` in .ai/config/gateway.yaml.]`;
+}
+
+function formatMs(ms: number): string {
+  return ms >= 1000 && ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
+}

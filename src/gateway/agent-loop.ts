@@ -1,0 +1,304 @@
+import { randomUUID } from 'node:crypto';
+import { canonicalJson } from '../canonical-json.js';
+import { KiwiError } from '../errors.js';
+import { createIntentScanner, intentInstructions, type ScanEvent } from '../intent/intent-scanner.js';
+import type { ChatEvent, ChatMessage, ChatProvider, ChatRequest, ChatUsage, FinishReason } from '../llm/types.js';
+import type { CallOutcome, ToolCall } from '../proxy/tool-proxy.js';
+import type { Resolution } from '../resolver/types.js';
+import { feedbackMessage, limitNotice, repeatReason, shownResult, toolCallLimitReason, type FeedbackItem } from './agent-feedback.js';
+import { DEFAULT_LOOP_LIMITS, type LimitName, type LoopEvent, type LoopLimits, type LoopMode, type LoopRunOptions } from './loop-types.js';
+
+export interface AgentLoopDeps {
+  provider: ChatProvider;
+  resolve(intent: string, options: { context: string; signal?: AbortSignal }): Promise<Resolution>;
+  /** The tool proxy's call; the loop sends source 'gateway'. */
+  call(call: ToolCall): Promise<CallOutcome>;
+  session: string;
+  limits?: Partial<LoopLimits>;
+  marker?: string;
+  /** Raw ids; the loop prefixes them: `kiwi-…` for the response, `call_…` for calls (default randomUUID). */
+  newId?: () => string;
+  now?: () => number;
+}
+
+/** How much recent conversation the resolver gets as context: the user's request and this turn's text before the intent. */
+const MAX_CONTEXT_CHARS = 4000;
+
+const WAKE = Symbol('wake');
+type Stop = 'client' | 'duration' | 'consumer' | 'failure';
+
+/**
+ * One client request: stream the agent's turn, run (or hand out) the intents it writes, feed the
+ * results back, and go on until a turn has no intents or a limit stops it.
+ *
+ * Intents are worked on while the turn still streams, one at a time in order; their events join
+ * the stream's in one outbox, so a call's `call`/`result` may come after later text but two
+ * calls never interleave. When the client aborts `options.signal`, the upstream stream and any
+ * running tool are cancelled and the iterator throws TOOL_CANCELLED (an abort is not a normal
+ * end, so there is no `finish`). When the consumer stops iterating, everything in flight is
+ * cancelled and awaited before `return()` settles. Upstream and resolver failures are thrown.
+ * Event `index`es count intents across the whole request. A call asked for the `maxRepeats`-th
+ * time is not run: it is reported as `unresolved` and the request ends after that turn.
+ */
+export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, options: LoopRunOptions): AsyncGenerator<LoopEvent> {
+  const limits = checkLimits(deps.limits);
+  const mode = checkMode(options.mode);
+  const markerOption = deps.marker === undefined ? {} : { marker: deps.marker };
+  const instructions = intentInstructions(markerOption); // also checks the marker
+  const newId = deps.newId ?? randomUUID;
+  const now = deps.now ?? (() => performance.now());
+  if (options.signal?.aborted) throw cancelledByClient(options.signal.reason);
+
+  const controller = new AbortController();
+  const signal = controller.signal;
+  let stop: Stop | undefined;
+  const halt = (why: Stop): void => {
+    if (signal.aborted) return;
+    stop = why;
+    controller.abort(new KiwiError('TOOL_CANCELLED', `the agent loop was stopped (${why})`));
+  };
+  const onClientAbort = (): void => halt('client');
+  options.signal?.addEventListener('abort', onClientAbort, { once: true });
+  const timer = setTimeout(() => halt('duration'), limits.maxDurationMs);
+
+  // Events from the stream reader and the intent worker, in the order they happened.
+  let outbox: LoopEvent[] = [];
+  let wake: (() => void) | undefined;
+  const notify = (): void => {
+    wake?.();
+    wake = undefined;
+  };
+  const push = (event: LoopEvent): void => {
+    outbox.push(event);
+    notify();
+  };
+  const ready = (): Promise<typeof WAKE> => (outbox.length > 0 ? Promise.resolve(WAKE) : new Promise((resolve) => (wake = () => resolve(WAKE))));
+
+  let failure: { error: unknown } | undefined;
+  let limit: LimitName | undefined;
+  let toolCalls = 0;
+  let intentCount = 0;
+  const repeats = new Map<string, number>();
+  let queue: Promise<void> = Promise.resolve();
+  let items: FeedbackItem[] = [];
+  let handedOut = 0;
+
+  const skip = (index: number, intent: string, reason: string, candidates: string[]): void => {
+    push({ type: 'unresolved', index, intent, reason, missing: [], candidates });
+    items.push({ kind: 'unresolved', intent, reason, missing: [], candidates });
+  };
+
+  async function work(index: number, intent: string, context: string): Promise<void> {
+    if (signal.aborted) return;
+    if (toolCalls >= limits.maxToolCalls) {
+      limit ??= 'tool_calls';
+      return skip(index, intent, toolCallLimitReason(limits.maxToolCalls), []);
+    }
+    const resolution = await deps.resolve(intent, { context, signal });
+    if (signal.aborted) return;
+    if (resolution.status === 'unresolved') {
+      const candidates = resolution.candidates.slice(0, 3).map((c) => c.tool);
+      const { reason, missing } = resolution;
+      push({ type: 'unresolved', index, intent, reason, missing, candidates });
+      items.push({ kind: 'unresolved', intent, reason, missing, candidates });
+      return;
+    }
+    const { call } = resolution;
+    const key = `${call.tool}\u0000${canonicalJson(call.arguments)}`;
+    const times = (repeats.get(key) ?? 0) + 1;
+    repeats.set(key, times);
+    if (times >= limits.maxRepeats) {
+      limit ??= 'repeats';
+      return skip(index, intent, repeatReason(call, times), [call.tool]);
+    }
+    toolCalls++;
+    const callId = `call_${newId()}`;
+    push({ type: 'call', index, callId, intent, call, confidence: resolution.confidence });
+    if (mode === 'resolve-only') {
+      handedOut++;
+      return;
+    }
+    const t0 = now();
+    const outcome = await deps.call({ tool: call.tool, args: call.arguments, session: deps.session, source: 'gateway', signal });
+    const shown = shownResult(outcome, limits.maxResultChars);
+    push({ type: 'result', index, callId, tool: call.tool, ...shown, durationMs: Math.max(0, now() - t0) });
+    items.push({ kind: 'outcome', intent, call, outcome });
+  }
+
+  const enqueue = (index: number, intent: string, context: string): void => {
+    queue = queue.then(() =>
+      work(index, intent, context).catch((error: unknown) => {
+        if (signal.aborted) return; // cancelled work ends quietly; the loop reports why it stopped
+        failure ??= { error };
+        halt('failure');
+        notify();
+      }),
+    );
+  };
+
+  /** Yields outbox events until `promise` settles, then returns its value or throws its error. */
+  async function* until<T>(promise: Promise<T>): AsyncGenerator<LoopEvent, T> {
+    const settled = promise.then(
+      (value) => ({ ok: true as const, value }),
+      (error: unknown) => ({ ok: false as const, error }),
+    );
+    for (;;) {
+      const r = await Promise.race([settled, ready()]);
+      const events = outbox;
+      outbox = [];
+      yield* events;
+      if (failure) throw failure.error;
+      if (r === WAKE) continue;
+      if (r.ok) return r.value;
+      throw r.error;
+    }
+  }
+
+  const messages = withInstructions(request.messages, instructions);
+  const lastUser = [...request.messages].reverse().find((m) => m.role === 'user')?.content ?? '';
+  const usage: ChatUsage = {};
+  let turns = 0;
+  let reason: FinishReason = 'other';
+  let upstream: AsyncIterator<ChatEvent> | undefined;
+  let reading: Promise<unknown> | undefined;
+  const finish = (): LoopEvent => ({ type: 'finish', reason, usage: { ...usage }, turns, toolCalls, ...(limit ? { limit } : {}) });
+
+  try {
+    yield { type: 'start', id: `kiwi-${newId()}`, model: request.model };
+    for (;;) {
+      if (signal.aborted) throw signal.reason;
+      turns++;
+      if (turns > 1) yield { type: 'turn', turn: turns };
+      reason = 'other';
+      items = [];
+      handedOut = 0;
+      const scanner = createIntentScanner(markerOption);
+      let turnText = '';
+      let recent = '';
+      let intents = 0;
+      const scanned = (events: ScanEvent[]): void => {
+        for (const e of events) {
+          if (e.type === 'intent') {
+            const index = intentCount++;
+            intents++;
+            push({ type: 'intent', index, text: e.text, raw: e.raw });
+            enqueue(index, e.text, resolveContext(lastUser, recent));
+          } else {
+            push({ type: 'text', text: e.type === 'text' ? e.text : e.raw });
+          }
+          recent = tail(recent + (e.type === 'text' ? e.text : e.raw), MAX_CONTEXT_CHARS);
+        }
+      };
+      upstream = deps.provider.stream({ ...request, messages: [...messages] }, signal)[Symbol.asyncIterator]();
+      for (;;) {
+        const next = upstream.next();
+        reading = next;
+        const r = yield* until(next);
+        if (r.done) break;
+        const event = r.value;
+        if (event.type === 'text') {
+          // The full turn goes back into the conversation; its size is bounded by the provider's response cap.
+          turnText += event.text;
+          scanned(scanner.push(event.text));
+        } else if (event.type === 'finish') {
+          reason = event.reason;
+          addUsage(usage, event.usage);
+        }
+      }
+      scanned(scanner.end());
+      yield* until(queue);
+      if (intents === 0) break;
+      if (mode === 'resolve-only' && handedOut > 0) {
+        reason = 'tool_calls';
+        break;
+      }
+      if (limit) break;
+      if (turns >= limits.maxTurns) {
+        limit = 'turns';
+        break;
+      }
+      messages.push({ role: 'assistant', content: turnText }, { role: 'user', content: feedbackMessage(items, { maxResultChars: limits.maxResultChars, ...markerOption }) });
+    }
+    if (limit) yield { type: 'text', text: limitNotice(limit, limits) };
+    yield finish();
+  } catch (error) {
+    if (failure) throw failure.error;
+    if (stop === 'client') throw cancelledByClient(error);
+    if (stop !== 'duration') throw error;
+    // Out of time: the cancelled tool calls still report their results, then the loop finishes.
+    yield* until(queue);
+    limit = 'duration';
+    reason = 'other';
+    yield { type: 'text', text: limitNotice(limit, limits) };
+    yield finish();
+  } finally {
+    clearTimeout(timer);
+    options.signal?.removeEventListener('abort', onClientAbort);
+    halt('consumer'); // a no-op unless the consumer stopped early: then it cancels what is in flight
+    await reading?.then(noop, noop);
+    await upstream?.return?.().then(noop, noop);
+    await queue;
+  }
+}
+
+function noop(): void {}
+
+function cancelledByClient(cause: unknown): KiwiError {
+  return new KiwiError('TOOL_CANCELLED', 'The client cancelled the request; the upstream model call and any running tool were stopped.', { cause });
+}
+
+const LIMIT_RANGES: Record<keyof LoopLimits, [min: number, max: number]> = {
+  maxTurns: [1, 1000],
+  maxToolCalls: [1, 10_000],
+  maxDurationMs: [1, 2_147_483_647],
+  maxResultChars: [64, 100_000_000],
+  // 1 would refuse every call: a call is refused the maxRepeats-th time it is asked for.
+  maxRepeats: [2, 1000],
+};
+
+function checkLimits(partial: Partial<LoopLimits> | undefined): LoopLimits {
+  const limits = { ...DEFAULT_LOOP_LIMITS, ...partial };
+  for (const [name, [min, max]] of Object.entries(LIMIT_RANGES) as [keyof LoopLimits, [number, number]][]) {
+    const value = limits[name];
+    if (!Number.isInteger(value) || value < min || value > max) {
+      throw new KiwiError('INVALID_INPUT', `Agent loop limit ${name} must be an integer from ${min} to ${max}, got ${String(value)}; leave it out for ${DEFAULT_LOOP_LIMITS[name]}.`);
+    }
+  }
+  return limits;
+}
+
+function checkMode(mode: LoopMode): LoopMode {
+  if (mode !== 'execute' && mode !== 'resolve-only') {
+    throw new KiwiError('INVALID_INPUT', `Agent loop mode ${JSON.stringify(mode)} is unknown: use "execute" (the gateway runs the tools) or "resolve-only" (the client runs them).`);
+  }
+  return mode;
+}
+
+/** The intent instructions go in the client's first system message, or in a new one before everything. */
+function withInstructions(messages: readonly ChatMessage[], instructions: string): ChatMessage[] {
+  const i = messages.findIndex((m) => m.role === 'system');
+  const first = messages[i];
+  if (first === undefined) return [{ role: 'system', content: instructions }, ...messages];
+  const out = [...messages];
+  out[i] = { ...first, content: first.content.length > 0 ? `${first.content}\n\n${instructions}` : instructions };
+  return out;
+}
+
+function resolveContext(lastUser: string, recent: string): string {
+  const user = tail(lastUser, MAX_CONTEXT_CHARS / 2);
+  const turn = tail(recent, MAX_CONTEXT_CHARS - user.length);
+  return user.length > 0 && turn.length > 0 ? `${user}\n\n${turn}` : user + turn;
+}
+
+/** The last `max` UTF-16 units, never starting on the second half of a surrogate pair. */
+function tail(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const start = text.length - max;
+  const c = text.charCodeAt(start);
+  return text.slice(c >= 0xdc00 && c <= 0xdfff ? start + 1 : start);
+}
+
+function addUsage(total: ChatUsage, usage: ChatUsage | undefined): void {
+  if (usage?.inputTokens !== undefined) total.inputTokens = (total.inputTokens ?? 0) + usage.inputTokens;
+  if (usage?.outputTokens !== undefined) total.outputTokens = (total.outputTokens ?? 0) + usage.outputTokens;
+}

@@ -1,0 +1,81 @@
+import type { ChatRequest, ChatUsage, FinishReason } from '../llm/types.js';
+import type { ToolCallSpec } from '../resolver/types.js';
+
+/**
+ * The contract between the agent loop and the protocol edges (OpenAI, Anthropic, the bench).
+ * The loop speaks only these events; each edge renders them in its client's wire format.
+ */
+
+/** `execute`: the gateway runs each intent. `resolve-only`: intents become native tool calls for the client to run. */
+export type LoopMode = 'execute' | 'resolve-only';
+
+export interface LoopLimits {
+  /** Upstream requests in one client request (the first included). */
+  maxTurns: number;
+  /** Intents resolved (and, in execute mode, run) in one client request. */
+  maxToolCalls: number;
+  /** Wall time of one client request, upstream and tools included. */
+  maxDurationMs: number;
+  /** Longest tool result fed back to the agent (and shown to the client); the rest is cut with a note. */
+  maxResultChars: number;
+  /** The same resolved call (tool and canonical arguments) this many times ends the request. */
+  maxRepeats: number;
+}
+
+export const DEFAULT_LOOP_LIMITS: LoopLimits = {
+  maxTurns: 8,
+  maxToolCalls: 16,
+  maxDurationMs: 300_000,
+  maxResultChars: 16_000,
+  maxRepeats: 3,
+};
+
+export type LoopEvent =
+  /** Exactly once, first. `id` is the gateway's response id; `model` what the client asked for. */
+  | { type: 'start'; id: string; model: string }
+  /** A new upstream turn begins (not sent for the first). */
+  | { type: 'turn'; turn: number }
+  /** Agent text outside intents, as it streams. */
+  | { type: 'text'; text: string }
+  /** An intent closed in the stream. `raw` is its source text, `[TOOL: …]` included. */
+  | { type: 'intent'; index: number; text: string; raw: string }
+  /**
+   * The intent resolved to this call. In execute mode a `result` with the same `callId` follows;
+   * in resolve-only mode this is the native tool call the client runs itself.
+   */
+  | { type: 'call'; index: number; callId: string; intent: string; call: ToolCallSpec; confidence: number }
+  /** No call was made; `reason` is what the agent was told. */
+  | { type: 'unresolved'; index: number; intent: string; reason: string; missing: string[]; candidates: string[] }
+  /** What the call returned (execute mode). `text` is already capped to `maxResultChars`. */
+  | {
+      type: 'result';
+      index: number;
+      callId: string;
+      tool: string;
+      status: 'ok' | 'denied' | 'error';
+      isError: boolean;
+      text: string;
+      durationMs: number;
+    }
+  /**
+   * Exactly once, last, unless the iterator throws. `reason` is the last turn's; `tool_calls` in
+   * resolve-only mode when calls were handed to the client; `limit` names the limit that stopped it.
+   */
+  | { type: 'finish'; reason: FinishReason; usage: ChatUsage; turns: number; toolCalls: number; limit?: LimitName };
+
+export type LimitName = 'turns' | 'tool_calls' | 'duration' | 'repeats';
+
+export type LoopEventOf<T extends LoopEvent['type']> = Extract<LoopEvent, { type: T }>;
+
+export interface LoopRunOptions {
+  mode: LoopMode;
+  /** Aborted when the client goes away: the upstream call and any running tool stop. */
+  signal?: AbortSignal;
+}
+
+/**
+ * What an edge calls for one client request: picks the upstream by `request.model` and runs the
+ * loop. Throws (before the first event) UNKNOWN_MODEL or INVALID_INPUT; upstream failures are
+ * thrown by the iterator, possibly after events were yielded.
+ */
+export type RunLoop = (request: ChatRequest, options: LoopRunOptions) => AsyncIterable<LoopEvent>;

@@ -1,0 +1,479 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { readAuditTail } from '../../src/audit/audit-reader.js';
+import { KiwiError } from '../../src/errors.js';
+import { intentInstructions } from '../../src/intent/intent-instructions.js';
+import { feedbackMessage, limitNotice } from '../../src/gateway/agent-feedback.js';
+import { runAgentLoop, type AgentLoopDeps } from '../../src/gateway/agent-loop.js';
+import { DEFAULT_LOOP_LIMITS, type LoopEvent, type LoopEventOf, type LoopRunOptions } from '../../src/gateway/loop-types.js';
+import { createOpenAiProvider } from '../../src/llm/openai-provider.js';
+import type { ChatProvider, ChatRequest } from '../../src/llm/types.js';
+import { openProject, type Project } from '../../src/project.js';
+import { createResolver, resolvableTools } from '../../src/resolver/resolver.js';
+import type { Resolver } from '../../src/resolver/types.js';
+import { openToolIndex, type ToolIndex } from '../../src/store/tool-index.js';
+import { createHashEmbedder } from '../helpers/hash-embedder.js';
+import { startReplayLlmServer, type Recording, type ReplayLlmServer } from '../helpers/replay-llm-server.js';
+import { createTempProject, FIXTURES, type TempProject } from '../helpers/temp-project.js';
+
+const tool = (id: string, description: string, script: string, params: string[] = [], extra = ''): string =>
+  [
+    `tool_id: ${id}`,
+    'tool_type: script',
+    'executor: subprocess',
+    'version: "1.0.0"',
+    `description: "${description}"`,
+    `config: { command: node, script: ${script}, args: ["{script}"${params.map((p) => `, "{${p}}"`).join('')}]${extra} }`,
+    ...(params.length > 0 ? ['parameters:', ...params.map((p) => `  - { name: ${p}, type: string, required: true }`)] : []),
+    '',
+  ].join('\n');
+
+const TOOLS: Record<string, string> = {
+  echo_text: tool('echo_text', 'Echo a text message back unchanged', 'echo.mjs', ['text']),
+  reverse_letters: tool('reverse_letters', 'Reverse the letters of a word', 'reverse.mjs', ['word']),
+  print_report: tool('print_report', 'Print the long quarterly sales report', 'report.mjs'),
+  nightly_job: tool('nightly_job', 'Run the slow nightly database backup job', 'slow.mjs', [], ', timeout_ms: 120000'),
+  wipe_disk: tool('wipe_disk', 'Wipe the whole disk and erase every file', 'echo.mjs'),
+  send_chat: tool('send_chat', 'Send a chat message to a channel', 'echo.mjs', ['channel', 'message']),
+};
+
+const POLICY = `version: 1
+tools: [echo_text, reverse_letters, print_report, nightly_job, send_chat]
+filesystem: { read: [], write: [] }
+commands:
+  - { executable: node }
+`;
+
+let temp: TempProject;
+let project: Project;
+let indexDir: string;
+let index: ToolIndex;
+let resolver: Resolver;
+
+beforeAll(async () => {
+  temp = createTempProject();
+  for (const [id, text] of Object.entries(TOOLS)) temp.write(`.ai/tools/test/${id}.yaml`, text);
+  for (const file of ['echo.mjs', 'reverse.mjs', 'report.mjs', 'slow.mjs']) {
+    temp.write(`.ai/tools/test/${file}`, readFileSync(path.join(FIXTURES, 'gateway-loop', file), 'utf8'));
+  }
+  temp.write('.ai/config/policy.yaml', POLICY);
+  project = await openProject({ projectDir: temp.root, env: { PATH: process.env['PATH'], HOME: process.env['HOME'] }, session: 'loop-test' });
+  expect(project.registry.errors).toEqual([]);
+  indexDir = mkdtempSync(path.join(tmpdir(), 'kiwi-loop-index-'));
+  const embedder = createHashEmbedder({ dimensions: 128 });
+  const tools = resolvableTools(project.registry.tools.values());
+  index = await openToolIndex({ dir: indexDir, embedder });
+  await index.sync([...tools.values()]);
+  resolver = createResolver({ tools, search: index, embedder, settings: { threshold: 0.3 } });
+});
+
+afterAll(async () => {
+  await project?.close();
+  await index?.close();
+  if (indexDir) rmSync(indexDir, { recursive: true, force: true });
+  temp?.remove();
+});
+
+/** An OpenAI chat-completion stream, as the API sends it, that writes `chunks` one delta each. */
+function sse(chunks: string[], options: { finish?: string; usage?: [input: number, output: number] } = {}): Recording {
+  const [input, output] = options.usage ?? [10, 5];
+  const base = { id: 'chatcmpl-loop', object: 'chat.completion.chunk', created: 1741701751, model: 'upstream-model' };
+  const events: unknown[] = [
+    { ...base, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }], usage: null },
+    ...chunks.map((content) => ({ ...base, choices: [{ index: 0, delta: { content }, finish_reason: null }], usage: null })),
+    { ...base, choices: [{ index: 0, delta: {}, finish_reason: options.finish ?? 'stop' }], usage: null },
+    { ...base, choices: [], usage: { prompt_tokens: input, completion_tokens: output, total_tokens: input + output } },
+  ];
+  const body = `${events.map((e) => `data: ${JSON.stringify(e)}\n\n`).join('')}data: [DONE]\n\n`;
+  return { status: 200, headers: { 'content-type': 'text/event-stream; charset=utf-8' }, body };
+}
+
+let llm: ReplayLlmServer;
+let provider: ChatProvider;
+let sessions = 0;
+
+beforeEach(async () => {
+  llm = await startReplayLlmServer();
+  provider = createOpenAiProvider({ baseUrl: `${llm.url}/v1` });
+});
+
+afterEach(async () => {
+  await provider.close();
+  await llm.close();
+});
+
+function loopDeps(overrides: Partial<AgentLoopDeps> = {}): AgentLoopDeps {
+  let ids = 0;
+  return {
+    provider,
+    resolve: (intent, options) => resolver.resolve(intent, options),
+    call: (call) => project.proxy.call(call),
+    session: `loop-${process.pid}-${++sessions}`,
+    newId: () => String(++ids),
+    ...overrides,
+  };
+}
+
+const ask = (content: string, system?: string): ChatRequest => ({
+  model: 'client-model',
+  messages: [...(system === undefined ? [] : [{ role: 'system' as const, content: system }]), { role: 'user', content }],
+});
+
+async function collect(
+  deps: AgentLoopDeps,
+  request: ChatRequest,
+  options: LoopRunOptions = { mode: 'execute' },
+  onEvent?: (event: LoopEvent) => Promise<boolean | void> | boolean | void,
+): Promise<{ events: LoopEvent[]; error: unknown }> {
+  const events: LoopEvent[] = [];
+  try {
+    for await (const event of runAgentLoop(deps, request, options)) {
+      events.push(event);
+      if ((await onEvent?.(event)) === true) break;
+    }
+  } catch (error) {
+    return { events, error };
+  }
+  return { events, error: undefined };
+}
+
+const ofType = <T extends LoopEvent['type']>(events: LoopEvent[], type: T): LoopEventOf<T>[] => events.filter((e): e is LoopEventOf<T> => e.type === type);
+const textOf = (events: LoopEvent[]): string => ofType(events, 'text').map((e) => e.text).join('');
+const finishOf = (events: LoopEvent[]): LoopEventOf<'finish'> => {
+  const last = events.at(-1);
+  expect(last?.type, JSON.stringify(events)).toBe('finish');
+  return last as LoopEventOf<'finish'>;
+};
+type Message = { role: string; content: string };
+const sentMessages = async (i: number): Promise<Message[]> => ((await llm.request(i)).body as { messages: Message[] }).messages;
+
+async function auditedTools(session: string): Promise<string[]> {
+  await project.audit.flush();
+  // The project writes one audit file (its own session); each record names the caller's session.
+  const records = await readAuditTail({ dir: project.auditDir, limit: 10_000 });
+  return records.filter((r) => r.session === session).map((r) => r.tool);
+}
+
+function expectLoopError(error: unknown, code: string, message: RegExp): void {
+  expect(error).toBeInstanceOf(KiwiError);
+  expect((error as KiwiError).code, (error as KiwiError).message).toBe(code);
+  expect((error as KiwiError).message).toMatch(message);
+}
+
+const PID_FILE = (): string => path.join(temp.root, '.ai', 'tools', 'test', 'slow.pid');
+const isAlive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+describe('agent loop: execute mode', () => {
+  it('runs an intent split across chunks, feeds the result back and finishes on a turn without intents', async () => {
+    llm.replyOnce(
+      { recording: sse(['Let me check. [TO', 'OL: echo the text "hel', 'lo world"] then I', ' will answer.'], { usage: [20, 9] }) },
+      { recording: sse(['The tool said ', 'hello world.'], { usage: [50, 6] }) },
+    );
+    const deps = loopDeps();
+    const { events, error } = await collect(deps, ask('Please echo "hello world".'));
+    expect(error).toBeUndefined();
+    expect(events[0]).toEqual({ type: 'start', id: 'kiwi-1', model: 'client-model' });
+    expect(ofType(events, 'intent')).toEqual([{ type: 'intent', index: 0, text: 'echo the text "hello world"', raw: '[TOOL: echo the text "hello world"]' }]);
+    expect(ofType(events, 'call')).toEqual([
+      { type: 'call', index: 0, callId: 'call_2', intent: 'echo the text "hello world"', call: { tool: 'echo_text', arguments: { text: 'hello world' } }, confidence: expect.any(Number) },
+    ]);
+    expect(ofType(events, 'result')).toEqual([{ type: 'result', index: 0, callId: 'call_2', tool: 'echo_text', status: 'ok', isError: false, text: 'echo: hello world', durationMs: expect.any(Number) }]);
+    expect(textOf(events)).toBe('Let me check.  then I will answer.The tool said hello world.');
+    expect(finishOf(events)).toEqual({ type: 'finish', reason: 'stop', usage: { inputTokens: 70, outputTokens: 15 }, turns: 2, toolCalls: 1 });
+    expect(events.map((e) => e.type).filter((t) => t !== 'text')).toEqual(['start', 'intent', 'call', 'result', 'turn', 'finish']);
+    expect(ofType(events, 'turn')).toEqual([{ type: 'turn', turn: 2 }]);
+
+    const first = await sentMessages(0);
+    expect(first).toEqual([
+      { role: 'system', content: intentInstructions() },
+      { role: 'user', content: 'Please echo "hello world".' },
+    ]);
+    const second = await sentMessages(1);
+    expect(second).toHaveLength(4);
+    expect(second.slice(0, 3)).toEqual([...first, { role: 'assistant', content: 'Let me check. [TOOL: echo the text "hello world"] then I will answer.' }]);
+    expect(second[3]?.role).toBe('user');
+    expect(second[3]?.content).toContain('Intent: echo the text "hello world"');
+    expect(second[3]?.content).toContain('Call: echo_text {"text":"hello world"}');
+    expect(second[3]?.content).toContain('Result:\necho: hello world');
+    expect(llm.requests).toHaveLength(2);
+    expect(await auditedTools(deps.session)).toEqual(['echo_text']);
+  });
+
+  it('runs two intents of one turn in order, never interleaving their events, and feeds both back in one message', async () => {
+    llm.replyOnce({ recording: sse(['First [TOOL: echo the text "one"] and then [TOOL: reverse the letters of the word "kiwi"] done.']) }, { recording: sse(['Both done.']) });
+    const { events, error } = await collect(loopDeps(), ask('Do two things.', 'You are terse.'));
+    expect(error).toBeUndefined();
+    const work = events.filter((e) => e.type === 'intent' || e.type === 'call' || e.type === 'result');
+    const calls = work.filter((e) => e.type !== 'intent').map((e) => `${e.type}:${e.index}`);
+    expect(calls).toEqual(['call:0', 'result:0', 'call:1', 'result:1']);
+    expect(ofType(events, 'result').map((e) => e.text)).toEqual(['echo: one', 'reversed: iwik']);
+    expect(finishOf(events)).toMatchObject({ reason: 'stop', turns: 2, toolCalls: 2 });
+
+    const first = await sentMessages(0);
+    expect(first[0]).toEqual({ role: 'system', content: `You are terse.\n\n${intentInstructions()}` });
+    expect(first).toHaveLength(2);
+    const second = await sentMessages(1);
+    expect(second.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'user']);
+    const feedback = second[3]?.content ?? '';
+    expect(feedback).toMatch(/the 2 tool intents/);
+    expect(feedback.indexOf('[1] Intent: echo the text "one"')).toBeLessThan(feedback.indexOf('[2] Intent: reverse the letters of the word "kiwi"'));
+    expect(feedback).toContain('reversed: iwik');
+  });
+
+  it('keeps a "]" inside quotes as part of the intent', async () => {
+    llm.replyOnce({ recording: sse(['[TOOL: echo the text "a ] b"]']) }, { recording: sse(['ok']) });
+    const { events } = await collect(loopDeps(), ask('Echo a bracket.'));
+    expect(ofType(events, 'intent')[0]?.text).toBe('echo the text "a ] b"');
+    expect(ofType(events, 'result')[0]?.text).toBe('echo: a ] b');
+  });
+
+  it('passes an intent left open at the end of the stream through as text and runs nothing', async () => {
+    llm.replyOnce({ recording: sse(['Sure. [TOOL: echo the text', ' "never closed"']) });
+    const deps = loopDeps();
+    const { events, error } = await collect(deps, ask('Echo.'));
+    expect(error).toBeUndefined();
+    expect(ofType(events, 'intent')).toEqual([]);
+    expect(textOf(events)).toBe('Sure. [TOOL: echo the text "never closed"');
+    expect(finishOf(events)).toMatchObject({ reason: 'stop', turns: 1, toolCalls: 0 });
+    expect(llm.requests).toHaveLength(1);
+    expect(await auditedTools(deps.session)).toEqual([]);
+  });
+
+  it('feeds an unresolved intent back with the reason, the candidates, the missing arguments and what to write instead', async () => {
+    llm.replyOnce({ recording: sse(['[TOOL: send a chat message to a channel]']) }, { recording: sse(['I need the channel name.']) });
+    const deps = loopDeps();
+    const { events } = await collect(deps, ask('Tell the team.'));
+    const [unresolved] = ofType(events, 'unresolved');
+    expect(unresolved).toMatchObject({ index: 0, intent: 'send a chat message to a channel', missing: ['channel'] });
+    expect(unresolved?.candidates[0]).toBe('send_chat');
+    expect(unresolved?.candidates.length).toBeLessThanOrEqual(3);
+    expect(ofType(events, 'call')).toEqual([]);
+    expect(finishOf(events)).toMatchObject({ turns: 2, toolCalls: 0 });
+    const feedback = (await sentMessages(1))[3]?.content ?? '';
+    expect(feedback).toContain(`Not run: ${unresolved?.reason}`);
+    expect(feedback).toMatch(/Closest tools: send_chat/);
+    expect(feedback).toContain('Missing arguments: channel.');
+    expect(feedback).toContain('Write the intent again with those values written out, e.g. [TOOL: send_chat with channel "…"]');
+    expect(await auditedTools(deps.session)).toEqual([]);
+  });
+
+  it('feeds a denied call back with the reason and "do not retry"', async () => {
+    llm.replyOnce({ recording: sse(['[TOOL: wipe the whole disk]']) }, { recording: sse(['I may not do that.']) });
+    const deps = loopDeps();
+    const { events } = await collect(deps, ask('Clean up everything.'));
+    const [result] = ofType(events, 'result');
+    expect(result).toMatchObject({ tool: 'wipe_disk', status: 'denied', isError: true });
+    expect(result?.text).toMatch(/wipe_disk/);
+    const feedback = (await sentMessages(1))[3]?.content ?? '';
+    expect(feedback).toContain(`Denied: ${result?.text}`);
+    expect(feedback).toContain('Do not retry the same call');
+    expect(await auditedTools(deps.session)).toEqual(['wipe_disk']);
+  });
+
+  it('caps a long result at maxResultChars with a note saying how much was cut', async () => {
+    llm.replyOnce({ recording: sse(['[TOOL: print the quarterly sales report]']) }, { recording: sse(['Summarised.']) });
+    const { events } = await collect(loopDeps({ limits: { maxResultChars: 100 } }), ask('Report.'));
+    const text = ofType(events, 'result')[0]?.text ?? '';
+    const full = Array.from({ length: 200 }, (_, i) => `report line ${String(i + 1).padStart(3, '0')}`).join('\n');
+    expect(text.startsWith(full.slice(0, 100))).toBe(true);
+    expect(text).toContain(`[cut: ${full.length - 100} of ${full.length} characters not shown]`);
+    expect((await sentMessages(1))[3]?.content).toContain(text);
+  });
+
+  it('gives the resolver the user request and the text of the turn before the intent as context', async () => {
+    const contexts: string[] = [];
+    llm.replyOnce({ recording: sse(['I will echo it now: [TOOL: echo the text "ctx"] after']) }, { recording: sse(['done']) });
+    const deps = loopDeps({
+      resolve: (intent, options) => {
+        contexts.push(options.context);
+        return resolver.resolve(intent, options);
+      },
+    });
+    await collect(deps, ask('Please echo ctx for me.'));
+    expect(contexts).toEqual(['Please echo ctx for me.\n\nI will echo it now: ']);
+  });
+});
+
+describe('agent loop: resolve-only mode', () => {
+  it('hands resolved intents out as calls, runs nothing, and finishes with tool_calls', async () => {
+    llm.replyOnce({ recording: sse(['Calling: [TOOL: echo the text "hi"] [TOOL: reverse the letters of the word "abc"]']) });
+    const deps = loopDeps();
+    const { events, error } = await collect(deps, ask('Echo hi.'), { mode: 'resolve-only' });
+    expect(error).toBeUndefined();
+    expect(ofType(events, 'call').map((e) => e.call)).toEqual([
+      { tool: 'echo_text', arguments: { text: 'hi' } },
+      { tool: 'reverse_letters', arguments: { word: 'abc' } },
+    ]);
+    expect(ofType(events, 'result')).toEqual([]);
+    expect(finishOf(events)).toMatchObject({ reason: 'tool_calls', turns: 1, toolCalls: 2 });
+    expect(llm.requests).toHaveLength(1);
+    expect(await auditedTools(deps.session)).toEqual([]);
+  });
+
+  it('feeds a turn whose intents are all unresolved back and goes on', async () => {
+    llm.replyOnce({ recording: sse(['[TOOL: send a chat message to a channel]']) }, { recording: sse(['[TOOL: echo the text "fixed"]']) });
+    const { events } = await collect(loopDeps(), ask('Go.'), { mode: 'resolve-only' });
+    expect(ofType(events, 'unresolved')).toHaveLength(1);
+    expect(ofType(events, 'call').map((e) => e.call.tool)).toEqual(['echo_text']);
+    expect(finishOf(events)).toMatchObject({ reason: 'tool_calls', turns: 2, toolCalls: 1 });
+    expect((await sentMessages(1))[3]?.content).toContain('Missing arguments: channel.');
+  });
+});
+
+describe('agent loop: limits', () => {
+  it('stops after maxTurns turns with a readable notice and finish.limit "turns"', async () => {
+    llm.replyOnce({ recording: sse(['[TOOL: echo the text "one"]']) }, { recording: sse(['[TOOL: echo the text "two"]']) });
+    const { events } = await collect(loopDeps({ limits: { maxTurns: 2 } }), ask('Go.'));
+    expect(ofType(events, 'result').map((e) => e.text)).toEqual(['echo: one', 'echo: two']);
+    expect(llm.requests).toHaveLength(2);
+    expect(events.at(-2)).toEqual({ type: 'text', text: limitNotice('turns', { ...DEFAULT_LOOP_LIMITS, maxTurns: 2 }) });
+    expect(textOf(events)).toMatch(/all 2 model turns.*limits\.max_turns.*\.ai\/config\/gateway\.yaml/s);
+    expect(finishOf(events)).toMatchObject({ reason: 'stop', turns: 2, toolCalls: 2, limit: 'turns' });
+  });
+
+  it('runs no intent over maxToolCalls and stops after that turn with finish.limit "tool_calls"', async () => {
+    llm.replyOnce({ recording: sse(['[TOOL: echo the text "one"] [TOOL: reverse the letters of the word "two"] rest of the turn']) });
+    const deps = loopDeps({ limits: { maxToolCalls: 1 } });
+    const { events } = await collect(deps, ask('Go.'));
+    expect(ofType(events, 'result').map((e) => e.tool)).toEqual(['echo_text']);
+    expect(ofType(events, 'unresolved')).toEqual([expect.objectContaining({ index: 1, reason: expect.stringMatching(/limit of 1 tool calls/) })]);
+    expect(textOf(events)).toContain('rest of the turn');
+    expect(textOf(events)).toMatch(/limits\.max_tool_calls/);
+    expect(finishOf(events)).toMatchObject({ turns: 1, toolCalls: 1, limit: 'tool_calls' });
+    expect(llm.requests).toHaveLength(1);
+    expect(await auditedTools(deps.session)).toEqual(['echo_text']);
+  });
+
+  it('ends an agent that loops on one intent with finish.limit "repeats", without running the repeat', async () => {
+    llm.reply({ recording: sse(['Trying again. [TOOL: echo the text "loop"]']) });
+    const deps = loopDeps();
+    const { events } = await collect(deps, ask('Go.'));
+    expect(ofType(events, 'result')).toHaveLength(DEFAULT_LOOP_LIMITS.maxRepeats - 1);
+    expect(ofType(events, 'unresolved')).toEqual([expect.objectContaining({ reason: expect.stringMatching(/asked for 3 times.*looping/), candidates: ['echo_text'] })]);
+    expect(textOf(events)).toMatch(/same tool call 3 times.*limits\.max_repeats/s);
+    expect(finishOf(events)).toMatchObject({ turns: 3, toolCalls: 2, limit: 'repeats' });
+    expect(llm.requests).toHaveLength(3);
+    expect(await auditedTools(deps.session)).toEqual(['echo_text', 'echo_text']);
+  });
+
+  it('stops at maxDurationMs: cancels the upstream and the running tool, reports both, and finishes with limit "duration"', async () => {
+    rmSync(PID_FILE(), { force: true });
+    llm.replyOnce({ recording: sse(['Backing up. [TOOL: run the nightly database backup job] waiting', ' for it']), stallAfterChunks: 2 });
+    const { events, error } = await collect(loopDeps({ limits: { maxDurationMs: 1500 } }), ask('Back up.'));
+    expect(error).toBeUndefined();
+    const [result] = ofType(events, 'result');
+    expect(result).toMatchObject({ tool: 'nightly_job', status: 'error', isError: true });
+    expect(result?.text).toMatch(/^TOOL_CANCELLED/);
+    expect(textOf(events)).toMatch(/time limit of 1500 ms.*limits\.max_duration_ms/s);
+    expect(finishOf(events)).toMatchObject({ reason: 'other', turns: 1, toolCalls: 1, limit: 'duration' });
+    expect(await llm.requests[0]?.closed).toBe('cut');
+    if (existsSync(PID_FILE())) expect(isAlive(Number(readFileSync(PID_FILE(), 'utf8')))).toBe(false);
+  });
+
+  it('rejects limits, modes and markers it cannot use, before any event', async () => {
+    const request = ask('x');
+    const bad: [Partial<AgentLoopDeps>, LoopRunOptions, RegExp][] = [
+      [{ limits: { maxTurns: 0 } }, { mode: 'execute' }, /maxTurns must be an integer from 1 to 1000, got 0/],
+      [{ limits: { maxRepeats: 1 } }, { mode: 'execute' }, /maxRepeats must be an integer from 2/],
+      [{ limits: { maxDurationMs: 1.5 } }, { mode: 'execute' }, /maxDurationMs must be an integer/],
+      [{ limits: { maxResultChars: Number.NaN } }, { mode: 'execute' }, /maxResultChars .* got NaN/],
+      [{}, { mode: 'run' as never }, /mode "run" is unknown: use "execute".*"resolve-only"/],
+      [{ marker: 'T O O L' }, { mode: 'execute' }, /marker "T O O L" is not usable/],
+    ];
+    for (const [overrides, options, message] of bad) {
+      const { events, error } = await collect(loopDeps(overrides), request, options);
+      expect(events).toEqual([]);
+      expectLoopError(error, 'INVALID_INPUT', message);
+    }
+    expect(llm.requests).toHaveLength(0);
+  });
+});
+
+describe('agent loop: cancellation and failures', () => {
+  it('stops promptly when the client aborts mid-stream: the upstream connection is cut, the running tool ended, TOOL_CANCELLED thrown', async () => {
+    rmSync(PID_FILE(), { force: true });
+    llm.replyOnce({ recording: sse(['Backing up. [TOOL: run the nightly database backup job] waiting', ' for it']), stallAfterChunks: 2 });
+    const controller = new AbortController();
+    let pid = 0;
+    const { events, error } = await collect(loopDeps(), ask('Back up.'), { mode: 'execute', signal: controller.signal }, async (event) => {
+      if (event.type !== 'call') return;
+      await vi.waitFor(() => expect(existsSync(PID_FILE())).toBe(true), { timeout: 15_000, interval: 20 });
+      pid = Number(readFileSync(PID_FILE(), 'utf8'));
+      expect(isAlive(pid)).toBe(true);
+      controller.abort();
+    });
+    expectLoopError(error, 'TOOL_CANCELLED', /client cancelled/);
+    expect(events.some((e) => e.type === 'finish')).toBe(false);
+    expect(await llm.requests[0]?.closed).toBe('cut');
+    expect(isAlive(pid)).toBe(false);
+  });
+
+  it('cancels everything in flight when the consumer stops iterating', async () => {
+    rmSync(PID_FILE(), { force: true });
+    llm.replyOnce({ recording: sse(['Backing up. [TOOL: run the nightly database backup job] waiting', ' for it']), stallAfterChunks: 2 });
+    let pid = 0;
+    const { error } = await collect(loopDeps(), ask('Back up.'), { mode: 'execute' }, async (event) => {
+      if (event.type !== 'call') return false;
+      await vi.waitFor(() => expect(existsSync(PID_FILE())).toBe(true), { timeout: 15_000, interval: 20 });
+      pid = Number(readFileSync(PID_FILE(), 'utf8'));
+      return true;
+    });
+    expect(error).toBeUndefined();
+    expect(await llm.requests[0]?.closed).toBe('cut');
+    expect(isAlive(pid)).toBe(false);
+  });
+
+  it('throws TOOL_CANCELLED at once for a signal that is already aborted', async () => {
+    const { events, error } = await collect(loopDeps(), ask('x'), { mode: 'execute', signal: AbortSignal.abort() });
+    expect(events).toEqual([]);
+    expectLoopError(error, 'TOOL_CANCELLED', /client cancelled/);
+    expect(llm.requests).toHaveLength(0);
+  });
+
+  it('propagates an upstream error mid-stream after the text before it', async () => {
+    llm.replyOnce('openai-error-midstream');
+    const { events, error } = await collect(loopDeps(), ask('Summarise.'));
+    expectLoopError(error, 'UPSTREAM_HTTP', /server had an error/);
+    expect(events[0]?.type).toBe('start');
+    expect(textOf(events)).toBe('Sure, here is the summary:');
+    expect(events.some((e) => e.type === 'finish')).toBe(false);
+  });
+
+  it('propagates a failing resolver and stops the upstream stream', async () => {
+    llm.replyOnce({ recording: sse(['[TOOL: echo the text "x"] and more', ' text']), stallAfterChunks: 2 });
+    const deps = loopDeps({ resolve: () => Promise.reject(new KiwiError('INTERNAL', 'the index is gone')) });
+    const { error } = await collect(deps, ask('x'));
+    expectLoopError(error, 'INTERNAL', /index is gone/);
+    expect(await llm.requests[0]?.closed).toBe('cut');
+  });
+});
+
+describe('agent feedback', () => {
+  const call = { tool: 'echo_text', arguments: { text: 'x' } };
+  const base = { callId: 'c', tool: 'echo_text', durationMs: 1 };
+
+  it('says a stuck call repeats, and reports errors with their code', () => {
+    const text = feedbackMessage(
+      [
+        { kind: 'outcome', intent: 'echo x', call, outcome: { ...base, stuck: true, status: 'ok', result: { text: 'echo: x', isError: false } } },
+        { kind: 'outcome', intent: 'echo y', call, outcome: { ...base, stuck: false, status: 'error', error: { code: 'TOOL_TIMEOUT', message: 'echo_text ran longer than 5 s' } } },
+        { kind: 'outcome', intent: 'echo z', call, outcome: { ...base, stuck: false, status: 'ok', result: { text: 'boom', isError: true } } },
+        { kind: 'unresolved', intent: 'zebra', reason: 'no tool fits', missing: [], candidates: [] },
+      ],
+      { maxResultChars: 1000, marker: 'DO' },
+    );
+    expect(text).toMatch(/\[1\] Intent: echo x[\s\S]*repeats one you have already made/);
+    expect(text).toContain('Failed: TOOL_TIMEOUT: echo_text ran longer than 5 s');
+    expect(text).toContain('Result (the tool reported an error):\nboom');
+    expect(text).toMatch(/\[4\] Intent: zebra\nNot run: no tool fits\nNo tool fits this intent/);
+  });
+});

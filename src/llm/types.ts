@@ -47,7 +47,7 @@ export interface ChatCompletion {
 }
 
 export interface ChatProvider {
-  readonly kind: 'openai' | 'anthropic';
+  readonly kind: 'openai' | 'anthropic' | 'demo';
   /** Exactly one `start` first, then `text` deltas, then exactly one `finish`; errors are thrown by the iterator. */
   stream(request: ChatRequest, signal?: AbortSignal): AsyncIterable<ChatEvent>;
   complete(request: ChatRequest, signal?: AbortSignal): Promise<ChatCompletion>;

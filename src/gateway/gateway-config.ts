@@ -1,0 +1,351 @@
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { inspect } from 'node:util';
+import { z } from 'zod';
+import { KiwiError } from '../errors.js';
+import { DEMO_MODEL_ID } from '../llm/demo-provider.js';
+import { didYouMeanSuffix, formatFieldPath } from '../registry/validation-error.js';
+import { parseYamlSource, type YamlSource } from '../registry/yaml-source.js';
+import { DEFAULT_LOOP_LIMITS, type LoopLimits } from './loop-types.js';
+
+/**
+ * `.ai/config/gateway.yaml` — optional; without it the gateway listens on 127.0.0.1:8787 and
+ * serves the offline demo model. The shipped file documents every field. Environment variables
+ * (passed in by main; this module never reads process.env) add upstreams and move the port.
+ */
+
+export type UpstreamKind = 'openai' | 'anthropic' | 'demo';
+
+/** An API key that stays out of logs: JSON, String() and util.inspect show "[redacted]". */
+export interface Secret {
+  reveal(): string;
+}
+
+export interface UpstreamConfig {
+  name: string;
+  kind: UpstreamKind;
+  /** Absent for demo upstreams; defaulted for openai (api.openai.com/v1) and anthropic. */
+  baseUrl?: string;
+  /** The variable the key was read from. */
+  apiKeyEnv?: string;
+  apiKey?: Secret;
+  /** Exact ids or globs (`*` any run of characters, `?` one), tried in order. */
+  models: string[];
+  timeoutMs?: number;
+  /** Where it was configured: `file:line`, `environment variable OPENAI_API_KEY` or `built-in`. */
+  source: string;
+}
+
+export interface GatewayConfig {
+  /** The config file as shown to people (relative to the project root when inside it). */
+  file: string;
+  /** False when the file does not exist and defaults apply. */
+  fromFile: boolean;
+  host: string;
+  port: number;
+  /** In routing order: the first whose models match a request's model serves it. */
+  upstreams: UpstreamConfig[];
+  limits: LoopLimits;
+  maxBodyBytes: number;
+  mcp: { allowedOrigins: string[] };
+  /** Problems that do not stop the gateway (an upstream that can never be reached…), for the banner. */
+  warnings: string[];
+}
+
+export interface GatewayConfigContext {
+  env: Readonly<Record<string, string | undefined>>;
+  root: string;
+}
+
+export const DEFAULT_HOST = '127.0.0.1';
+export const DEFAULT_PORT = 8787;
+export const DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024;
+export const DEFAULT_OPENAI_BASE_URL = 'https://api.openai.com/v1';
+export const DEFAULT_ANTHROPIC_BASE_URL = 'https://api.anthropic.com';
+
+const MAX_FILE_BYTES = 64 * 1024;
+const HINT = 'see the comments in .ai/config/gateway.yaml';
+const HOST = /^[A-Za-z0-9.:%_-]{1,253}$/;
+const KEY = /^[\x21-\x7e]{1,4096}$/;
+
+/** A zod error message that tells a missing field from a wrong one. */
+const says = (missing: string, wrong: string) => ({ error: (issue: { input?: unknown }) => (issue.input === undefined ? missing : wrong) });
+
+const modelPattern = z
+  .string('must be a model id or glob, e.g. gpt-4o or claude-*')
+  .regex(/^[\x21-\x7e]{1,200}$/, 'must be 1 to 200 printable characters without spaces, e.g. gpt-4o, claude-* or llama3.1:8b');
+
+const upstreamSchema = z.strictObject({
+  name: z.string(says('is required: a short name for the banner and errors', 'must be a string')).regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must be 1 to 64 letters, digits, "_", "." or "-"'),
+  kind: z.enum(['openai', 'anthropic', 'demo'], says('is required: openai (also llama.cpp, Ollama, vLLM…), anthropic or demo', 'must be openai (also llama.cpp, Ollama, vLLM…), anthropic or demo')),
+  base_url: z.string().min(1).max(4096).optional(),
+  api_key_env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'must be the NAME of an environment variable, e.g. OPENAI_API_KEY (never the key itself)').optional(),
+  models: z.array(modelPattern, says('is required: the model ids or globs it serves, e.g. ["gpt-4o", "gpt-4o-mini"] or ["*"]', 'must be a list, e.g. ["gpt-4o", "gpt-4o-mini"] or ["*"]')).min(1, 'list at least one model id or glob').max(100),
+  timeout_ms: z.number().int().min(1000, 'must be at least 1000').max(600_000, 'must be at most 600000 (10 minutes)').optional(),
+});
+
+const schema = z.strictObject({
+  host: z.string().regex(HOST, 'must be a host name or IP address, e.g. 127.0.0.1 or 0.0.0.0').optional(),
+  port: z.number().int().min(0).max(65535, 'must be 0 to 65535').optional(),
+  upstreams: z.array(upstreamSchema).max(50).optional(),
+  limits: z
+    .strictObject({
+      max_turns: z.number().int().min(1).max(100).optional(),
+      max_tool_calls: z.number().int().min(1).max(1000).optional(),
+      max_duration_ms: z.number().int().min(1000).max(3_600_000).optional(),
+      max_result_chars: z.number().int().min(100).max(10_000_000).optional(),
+      max_repeats: z.number().int().min(1).max(100).optional(),
+      max_body_bytes: z.number().int().min(1024).max(64 * 1024 * 1024).optional(),
+    })
+    .optional(),
+  mcp: z.strictObject({ allowed_origins: z.array(z.string()).max(100).optional() }).optional(),
+});
+
+type Raw = z.output<typeof schema>;
+const FIELDS = ['host', 'port', 'upstreams', 'limits', 'mcp', 'name', 'kind', 'base_url', 'api_key_env', 'models', 'timeout_ms', 'max_turns', 'max_tool_calls', 'max_duration_ms', 'max_result_chars', 'max_repeats', 'max_body_bytes', 'allowed_origins'];
+
+export async function loadGatewayConfig(file: string, ctx: GatewayConfigContext): Promise<GatewayConfig> {
+  const rel = path.relative(ctx.root, file);
+  const shown = rel !== '' && !rel.startsWith('..') && !path.isAbsolute(rel) ? rel : file;
+  let text: string | undefined;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw new KiwiError('INVALID_INPUT', `${shown}: cannot read the gateway config (${(error as Error).message})`);
+  }
+  if (text !== undefined && text.length > MAX_FILE_BYTES) throw new KiwiError('INVALID_INPUT', `${shown}: larger than ${MAX_FILE_BYTES} bytes; it should be a few lines`);
+  let source: YamlSource | undefined;
+  if (text !== undefined) {
+    const parsed = parseYamlSource(text);
+    if (!parsed.ok) {
+      const e = parsed.errors[0];
+      throw new KiwiError('INVALID_INPUT', `${shown}${e?.line === undefined ? '' : `:${e.line}:${e.column ?? 1}`}: ${e?.text ?? 'invalid YAML'}`);
+    }
+    source = parsed.value;
+  }
+  const fail = (at: ReadonlyArray<PropertyKey>, message: string, key?: string): never => {
+    const pos = key === undefined ? source?.locate(at) : source?.locateKey(at, key);
+    const field = formatFieldPath(key === undefined ? at : [...at, key]) || '(top level)';
+    throw new KiwiError('INVALID_INPUT', `${pos === undefined ? shown : `${shown}:${pos.line}:${pos.column}`}: ${field}: ${message}; ${HINT}`);
+  };
+  const checked = schema.safeParse(source?.data ?? {});
+  if (!checked.success) {
+    // An unknown key is usually a typo, which also explains a "missing" field: report it first.
+    const issue = checked.error.issues.find((i) => i.code === 'unrecognized_keys') ?? checked.error.issues[0];
+    if (issue?.code === 'unrecognized_keys') {
+      const key = issue.keys[0] ?? '';
+      return fail(issue.path, `unknown field${didYouMeanSuffix(key, FIELDS)}`, key);
+    }
+    return fail(issue?.path ?? [], issue?.message ?? 'invalid');
+  }
+  const raw: Raw = checked.data;
+  const line = (at: ReadonlyArray<PropertyKey>): string => {
+    const pos = source?.locate(at);
+    return pos === undefined ? shown : `${shown}:${pos.line}`;
+  };
+
+  const upstreams: UpstreamConfig[] = [];
+  const names = new Set<string>();
+  (raw.upstreams ?? []).forEach((u, i) => {
+    const at = ['upstreams', i];
+    if (names.has(u.name)) fail([...at, 'name'], `another upstream is already named "${u.name}"; names must be unique`);
+    names.add(u.name);
+    if (u.kind === 'demo' && (u.base_url !== undefined || u.api_key_env !== undefined)) fail(at, 'a demo upstream takes no base_url or api_key_env (it runs offline)');
+    if (u.kind === 'anthropic' && u.api_key_env === undefined) fail(at, 'an anthropic upstream needs api_key_env: the variable that holds the key, e.g. api_key_env: ANTHROPIC_API_KEY');
+    const out: UpstreamConfig = { name: u.name, kind: u.kind, models: [...u.models], source: line(at) };
+    if (u.kind !== 'demo') {
+      const base = u.base_url ?? (u.kind === 'openai' ? DEFAULT_OPENAI_BASE_URL : DEFAULT_ANTHROPIC_BASE_URL);
+      const expanded = expandEnv(base, ctx.env, (name) => fail([...at, 'base_url'], `environment variable ${name} is not set; export it, or write \${${name}:-default}`));
+      const problem = urlProblem(expanded);
+      if (problem !== null) fail([...at, 'base_url'], `${problem}; write e.g. http://127.0.0.1:8080/v1`);
+      out.baseUrl = expanded;
+    }
+    if (u.api_key_env !== undefined) {
+      const key = (ctx.env[u.api_key_env] ?? '').trim();
+      if (key === '') fail([...at, 'api_key_env'], `environment variable ${u.api_key_env} is not set; export it before starting the gateway, or remove this upstream`);
+      if (!KEY.test(key)) fail([...at, 'api_key_env'], `the value of ${u.api_key_env} is not usable as a key (it must be printable ASCII without spaces)`);
+      out.apiKeyEnv = u.api_key_env;
+      out.apiKey = secret(key);
+    }
+    if (u.timeout_ms !== undefined) out.timeoutMs = u.timeout_ms;
+    upstreams.push(out);
+  });
+
+  const warnings: string[] = [];
+  upstreams.push(...envUpstreams(ctx.env, upstreams, warnings));
+  const demo = upstreams.find((u) => u.kind === 'demo');
+  if (demo === undefined) upstreams.unshift({ name: uniqueName('demo', upstreams), kind: 'demo', models: [DEMO_MODEL_ID], source: 'built-in' });
+  else if (!demo.models.includes(DEMO_MODEL_ID)) demo.models.unshift(DEMO_MODEL_ID);
+  // With nothing else configured, every model name reaches the demo, so any client works out of the box.
+  if (upstreams.every((u) => u.kind === 'demo')) {
+    const first = upstreams[0];
+    if (first !== undefined && !first.models.includes('*')) first.models.push('*');
+  }
+  warnings.push(...shadowWarnings(upstreams, shown));
+
+  const origins = (raw.mcp?.allowed_origins ?? []).map((o, i) => {
+    const problem = originProblem(o);
+    return problem === null ? new URL(o).origin : fail(['mcp', 'allowed_origins', i], problem);
+  });
+  const l = raw.limits ?? {};
+  return {
+    file: shown,
+    fromFile: text !== undefined,
+    host: envHost(ctx.env) ?? raw.host ?? DEFAULT_HOST,
+    port: envPort(ctx.env) ?? raw.port ?? DEFAULT_PORT,
+    upstreams,
+    limits: {
+      maxTurns: l.max_turns ?? DEFAULT_LOOP_LIMITS.maxTurns,
+      maxToolCalls: l.max_tool_calls ?? DEFAULT_LOOP_LIMITS.maxToolCalls,
+      maxDurationMs: l.max_duration_ms ?? DEFAULT_LOOP_LIMITS.maxDurationMs,
+      maxResultChars: l.max_result_chars ?? DEFAULT_LOOP_LIMITS.maxResultChars,
+      maxRepeats: l.max_repeats ?? DEFAULT_LOOP_LIMITS.maxRepeats,
+    },
+    maxBodyBytes: l.max_body_bytes ?? DEFAULT_MAX_BODY_BYTES,
+    mcp: { allowedOrigins: origins },
+    warnings,
+  };
+}
+
+/**
+ * Upstreams from well-known variables, after the file's (whose specific routes should win).
+ * KIWI_UPSTREAM_URL comes before OPENAI_API_KEY: it is set for the gateway on purpose, while an
+ * OpenAI key is often just present in the shell.
+ */
+function envUpstreams(env: GatewayConfigContext['env'], fromFile: UpstreamConfig[], warnings: string[]): UpstreamConfig[] {
+  const out: UpstreamConfig[] = [];
+  const taken = (variable: string, name: string, keyEnv?: string): boolean => {
+    const by = fromFile.find((u) => u.name === name || (keyEnv !== undefined && u.apiKeyEnv === keyEnv));
+    if (by !== undefined) warnings.push(`${variable} adds no upstream: the config's upstream "${by.name}" (${by.source}) already covers it`);
+    return by !== undefined;
+  };
+  const value = (name: string) => (env[name] ?? '').trim();
+  const url = (name: string, fallback: string) => {
+    const v = value(name) || fallback;
+    const problem = urlProblem(v);
+    if (problem !== null) throw new KiwiError('INVALID_INPUT', `environment variable ${name}: ${problem}; set it to e.g. ${fallback}`);
+    return v;
+  };
+  const key = (name: string) => {
+    if (!KEY.test(value(name))) throw new KiwiError('INVALID_INPUT', `environment variable ${name} is not usable as a key (it must be printable ASCII without spaces)`);
+    return secret(value(name));
+  };
+  if (value('ANTHROPIC_API_KEY') !== '' && !taken('ANTHROPIC_API_KEY', 'anthropic', 'ANTHROPIC_API_KEY')) {
+    const baseUrl = url('ANTHROPIC_BASE_URL', DEFAULT_ANTHROPIC_BASE_URL);
+    out.push({ name: 'anthropic', kind: 'anthropic', baseUrl, apiKeyEnv: 'ANTHROPIC_API_KEY', apiKey: key('ANTHROPIC_API_KEY'), models: ['claude-*'], source: 'environment variable ANTHROPIC_API_KEY' });
+  }
+  if (value('KIWI_UPSTREAM_URL') !== '' && !taken('KIWI_UPSTREAM_URL', 'local')) {
+    out.push({ name: 'local', kind: 'openai', baseUrl: url('KIWI_UPSTREAM_URL', 'http://127.0.0.1:8080/v1'), models: ['*'], source: 'environment variable KIWI_UPSTREAM_URL' });
+  }
+  if (value('OPENAI_API_KEY') !== '' && !taken('OPENAI_API_KEY', 'openai', 'OPENAI_API_KEY')) {
+    const baseUrl = url('OPENAI_BASE_URL', DEFAULT_OPENAI_BASE_URL);
+    out.push({ name: 'openai', kind: 'openai', baseUrl, apiKeyEnv: 'OPENAI_API_KEY', apiKey: key('OPENAI_API_KEY'), models: ['*'], source: 'environment variable OPENAI_API_KEY' });
+  } else if (value('OPENAI_BASE_URL') !== '' && value('OPENAI_API_KEY') === '') {
+    warnings.push('OPENAI_BASE_URL is set but OPENAI_API_KEY is not, so it is ignored; for a server that needs no key set KIWI_UPSTREAM_URL instead');
+  }
+  return out;
+}
+
+function envHost(env: GatewayConfigContext['env']): string | undefined {
+  const v = env.KIWI_HOST?.trim();
+  if (v === undefined || v === '') return undefined;
+  if (!HOST.test(v)) throw new KiwiError('INVALID_INPUT', `environment variable KIWI_HOST=${JSON.stringify(v.slice(0, 80))} is not a host name or IP address; set e.g. 127.0.0.1 or 0.0.0.0`);
+  return v;
+}
+
+function envPort(env: GatewayConfigContext['env']): number | undefined {
+  const v = env.KIWI_PORT?.trim();
+  if (v === undefined || v === '') return undefined;
+  const n = /^\d{1,5}$/.test(v) ? Number(v) : NaN;
+  if (!(n >= 0 && n <= 65535)) throw new KiwiError('INVALID_INPUT', `environment variable KIWI_PORT=${JSON.stringify(v.slice(0, 80))} is not a port; set a whole number from 0 to 65535, e.g. 8787`);
+  return n;
+}
+
+/** `*` matches any run of characters (slashes and colons included: model ids use both), `?` one. */
+export function modelMatches(pattern: string, model: string): boolean {
+  if (!/[*?]/.test(pattern)) return pattern === model;
+  const source = pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
+  return new RegExp(`^${source}$`, 's').test(model);
+}
+
+export const isModelGlob = (pattern: string): boolean => /[*?]/.test(pattern);
+
+/** One line per upstream (name, kind, base URL, models) and the warnings: never a key, nor the variable it came from. */
+export function describeGatewayConfig(config: GatewayConfig): string {
+  const lines = [`gateway: http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port} (config ${config.fromFile ? config.file : `${config.file}, not found: defaults`})`, 'upstreams, first match wins:'];
+  for (const u of config.upstreams) {
+    lines.push(`  ${u.name} (${u.kind}) ${u.baseUrl === undefined ? 'offline' : shownUrl(u.baseUrl)}: ${u.models.join(', ')}`);
+  }
+  for (const w of config.warnings) lines.push(`warning: ${w}`);
+  return lines.join('\n');
+}
+
+function shownUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.origin}${u.pathname === '/' ? '' : u.pathname}`;
+  } catch {
+    return '(invalid URL)';
+  }
+}
+
+function shadowWarnings(upstreams: UpstreamConfig[], file: string): string[] {
+  const out: string[] = [];
+  upstreams.forEach((u, j) => {
+    for (const p of u.models) {
+      const before = upstreams.slice(0, j).find((e) => e.models.some((q) => q === '*' || q === p || (!isModelGlob(p) && modelMatches(q, p))));
+      if (before === undefined) continue;
+      const fromEnv = [u, before].map((x) => /^environment variable (\w+)$/.exec(x.source)?.[1]).filter((v) => v !== undefined);
+      const fix = fromEnv.length > 0 ? `list the upstreams you want in ${file}, or unset ${fromEnv.join(' or ')}` : `change the order or the models in ${file}`;
+      out.push(`upstream "${u.name}" (${u.source}) never gets model "${p}": "${before.name}" comes first and serves it; ${fix}`);
+    }
+  });
+  return out;
+}
+
+function expandEnv(text: string, env: GatewayConfigContext['env'], missing: (name: string) => never): string {
+  return text.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g, (_m, name: string, fallback?: string) => {
+    const v = env[name];
+    if (v !== undefined && v !== '') return v;
+    return fallback ?? missing(name);
+  });
+}
+
+function urlProblem(value: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return `"${value.slice(0, 200)}" is not an absolute URL`;
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return `the URL must start with http:// or https://, not ${url.protocol}`;
+  if (url.username !== '' || url.password !== '') return 'the URL must not carry credentials; put the key in an environment variable named by api_key_env';
+  return null;
+}
+
+function originProblem(value: string): string | null {
+  const example = 'write an origin such as http://localhost:3000 (scheme, host and port, no path; "*" is not accepted)';
+  try {
+    const url = new URL(value);
+    if ((url.protocol === 'http:' || url.protocol === 'https:') && url.origin === value.replace(/\/$/, '')) return null;
+  } catch {
+    // reported below
+  }
+  return `"${value.slice(0, 200)}" is not an origin; ${example}`;
+}
+
+function uniqueName(base: string, upstreams: UpstreamConfig[]): string {
+  let name = base;
+  for (let i = 2; upstreams.some((u) => u.name === name); i++) name = `${base}-${i}`;
+  return name;
+}
+
+function secret(value: string): Secret {
+  const hidden = '[redacted]';
+  return {
+    reveal: () => value,
+    toJSON: () => hidden,
+    toString: () => hidden,
+    [inspect.custom]: () => hidden,
+  } as Secret;
+}

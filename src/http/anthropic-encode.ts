@@ -1,0 +1,176 @@
+import type { LoopEvent, LoopEventOf } from '../gateway/loop-types.js';
+import type { ChatUsage, FinishReason } from '../llm/types.js';
+import { createSizeGuard, missingFinish, sseFrame, type Collector, type EncodeContext, type StreamEncoder } from './chat-protocol.js';
+import { anthropicErrorBody, type ErrorOut } from './errors-out.js';
+import { renderEventText } from './render-text.js';
+
+/**
+ * Loop events as Anthropic Messages: message_start, content blocks (text, and tool_use in
+ * resolve-only mode), message_delta, message_stop; or one `message`. Every loop event but
+ * `text` is also sent as its own SSE event named `kiwi` (data `{"type":"kiwi","event":…}`), or
+ * at the top level as `kiwi.events`. Anthropic documents that clients must tolerate event types
+ * they do not know. @anthropic-ai/sdk does not drop them by name: raw iteration of
+ * `messages.create({stream: true})` yields them as `{type: 'kiwi', …}` (which is why the data is
+ * JSON with a `type`: the SDK parses every event but ping and error), and `messages.stream()`
+ * / `finalMessage()` pass them by (tested).
+ */
+
+const STOP: Record<FinishReason, string> = { stop: 'end_turn', length: 'max_tokens', tool_calls: 'end_turn', content_filter: 'refusal', other: 'end_turn' };
+
+function stopReason(reason: FinishReason, toolUses: number): string {
+  return toolUses > 0 ? 'tool_use' : STOP[reason];
+}
+
+function usageOf(usage: ChatUsage): { input_tokens: number; output_tokens: number } {
+  return { input_tokens: usage.inputTokens ?? 0, output_tokens: usage.outputTokens ?? 0 };
+}
+
+function toolUse(event: LoopEventOf<'call'>): { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> } {
+  return { type: 'tool_use', id: event.callId, name: event.call.tool, input: event.call.arguments };
+}
+
+const kiwiFrame = (event: LoopEvent): string => sseFrame({ type: 'kiwi', event }, 'kiwi');
+
+export function createAnthropicStreamEncoder(ctx: EncodeContext): StreamEncoder {
+  let id = `msg_${ctx.requestId}`;
+  let model = ctx.model;
+  let started = false;
+  let index = -1;
+  let openBlock: 'text' | undefined;
+  let toolUses = 0;
+  let finished = false;
+
+  const frame = (data: Record<string, unknown>): string => sseFrame(data, String(data.type));
+
+  function open(): string {
+    started = true;
+    const message = { id, type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 0, output_tokens: 0 } };
+    return frame({ type: 'message_start', message });
+  }
+
+  function close(): string {
+    if (openBlock === undefined) return '';
+    openBlock = undefined;
+    return frame({ type: 'content_block_stop', index });
+  }
+
+  function text(t: string): string {
+    if (t === '') return '';
+    let out = '';
+    if (openBlock !== 'text') {
+      out += close();
+      index += 1;
+      openBlock = 'text';
+      out += frame({ type: 'content_block_start', index, content_block: { type: 'text', text: '' } });
+    }
+    return out + frame({ type: 'content_block_delta', index, delta: { type: 'text_delta', text: t } });
+  }
+
+  function tool(event: LoopEventOf<'call'>): string {
+    const out = close();
+    index += 1;
+    toolUses += 1;
+    return (
+      out +
+      frame({ type: 'content_block_start', index, content_block: { ...toolUse(event), input: {} } }) +
+      frame({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: JSON.stringify(event.call.arguments) } }) +
+      frame({ type: 'content_block_stop', index })
+    );
+  }
+
+  return {
+    get finished() {
+      return finished;
+    },
+    push(event) {
+      if (finished) return '';
+      if (event.type === 'start') {
+        id = event.id;
+        model = event.model;
+        return (started ? '' : open()) + kiwiFrame(event);
+      }
+      const head = started ? '' : open();
+      switch (event.type) {
+        case 'text':
+          return head + text(event.text);
+        case 'call':
+          if (ctx.mode === 'resolve-only') return head + kiwiFrame(event) + tool(event);
+          break;
+        case 'finish':
+          finished = true;
+          return (
+            head +
+            close() +
+            kiwiFrame(event) +
+            frame({ type: 'message_delta', delta: { stop_reason: stopReason(event.reason, toolUses), stop_sequence: null }, usage: usageOf(event.usage) }) +
+            frame({ type: 'message_stop' })
+          );
+        default:
+          break;
+      }
+      return head + kiwiFrame(event) + text(renderEventText(event, ctx.mode));
+    },
+    fail(out: ErrorOut) {
+      finished = true;
+      return sseFrame(anthropicErrorBody(out), 'error');
+    },
+    keepAlive() {
+      return sseFrame({ type: 'ping' }, 'ping');
+    },
+  };
+}
+
+type Block = { type: 'text'; text: string } | ReturnType<typeof toolUse>;
+
+export function createAnthropicCollector(ctx: EncodeContext): Collector {
+  let id = `msg_${ctx.requestId}`;
+  let model = ctx.model;
+  const content: Block[] = [];
+  const events: LoopEvent[] = [];
+  let toolUses = 0;
+  let finish: LoopEventOf<'finish'> | undefined;
+  const guard = createSizeGuard();
+
+  function addText(t: string): void {
+    if (t === '') return;
+    guard(t.length);
+    const last = content.at(-1);
+    if (last?.type === 'text') last.text += t;
+    else content.push({ type: 'text', text: t });
+  }
+
+  return {
+    push(event) {
+      if (finish !== undefined) return;
+      if (event.type !== 'text') {
+        guard(JSON.stringify(event).length);
+        events.push(event);
+      }
+      if (event.type === 'start') {
+        id = event.id;
+        model = event.model;
+      } else if (event.type === 'finish') {
+        finish = event;
+      } else if (event.type === 'call' && ctx.mode === 'resolve-only') {
+        toolUses += 1;
+        content.push(toolUse(event));
+      } else {
+        addText(renderEventText(event, ctx.mode));
+      }
+    },
+    body() {
+      if (finish === undefined) throw missingFinish();
+      return {
+        id,
+        type: 'message',
+        role: 'assistant',
+        model,
+        content,
+        stop_reason: stopReason(finish.reason, toolUses),
+        stop_sequence: null,
+        usage: usageOf(finish.usage),
+        kiwi: { events },
+      };
+    },
+  };
+}

@@ -1,0 +1,103 @@
+import { Hono, type Context } from 'hono';
+import { KiwiError } from '../errors.js';
+import type { RunLoop } from '../gateway/loop-types.js';
+import { anthropicMessagesProtocol } from './anthropic-messages.js';
+import { createChatHandler } from './chat-handler.js';
+import { anthropicModelList, openAiModelList, type ModelInfo } from './models-list.js';
+import { openAiChatProtocol } from './openai-chat.js';
+import { DEFAULT_MAX_BODY_BYTES } from './read-json-body.js';
+import { pickRequestId, REQUEST_ID_HEADER } from './request-id.js';
+
+/**
+ * The gateway's HTTP app: the OpenAI and Anthropic chat edges, the model list, health, and
+ * (when given) the MCP endpoint. No CORS headers: the gateway is for agents and servers, and a
+ * deployment that wants browsers to call it adds CORS deliberately, in front of it.
+ */
+
+export interface GatewayAppDeps {
+  runLoop: RunLoop;
+  models(): ModelInfo[];
+  /** Extra fields for /healthz. */
+  health(): Record<string, unknown>;
+  /** Mounted on /mcp (all methods) when given. */
+  mcp?: (c: Context) => Promise<Response>;
+  limits?: {
+    /** Largest request body, enforced while reading; default 4 MiB. */
+    maxBodyBytes?: number;
+    /** Quiet time in a stream before a keep-alive is sent; default 15 s, 0 for none. */
+    keepAliveMs?: number;
+  };
+  /** Told about failures that are not KiwiErrors (bugs), whose messages clients never see: log them here. */
+  onError?: (error: unknown, info: { requestId: string; route: string }) => void;
+}
+
+export const DEFAULT_KEEP_ALIVE_MS = 15_000;
+
+function checkLimit(value: number | undefined, fallback: number, name: string, min: number): number {
+  if (value === undefined) return fallback;
+  if (!Number.isSafeInteger(value) || value < min) throw new KiwiError('INVALID_INPUT', `createGatewayApp: limits.${name} must be an integer of at least ${min}, got ${String(value)}`);
+  return value;
+}
+
+/** Errors of the app itself (no route, wrong method): a shape both OpenAI and Anthropic clients read. */
+function appError(c: Context, status: 404 | 405 | 500, type: string, message: string) {
+  return c.json({ type: 'error', error: { type, message, param: null, code: null } }, status);
+}
+
+export function createGatewayApp(deps: GatewayAppDeps): Hono {
+  const maxBodyBytes = checkLimit(deps.limits?.maxBodyBytes, DEFAULT_MAX_BODY_BYTES, 'maxBodyBytes', 1);
+  const keepAliveMs = checkLimit(deps.limits?.keepAliveMs, DEFAULT_KEEP_ALIVE_MS, 'keepAliveMs', 0);
+  const ids = new WeakMap<Context, string>();
+  const requestId = (c: Context): string => ids.get(c) ?? pickRequestId(undefined);
+
+  const routes: [method: string, path: string][] = [
+    ['POST', '/v1/chat/completions'],
+    ['POST', '/v1/messages'],
+    ['GET', '/v1/models'],
+    ['GET', '/healthz'],
+    ...(deps.mcp === undefined ? [] : ([['GET, POST, DELETE', '/mcp']] as [string, string][])),
+  ];
+  const listing = routes.map(([m, p]) => `${m} ${p}`).join(', ');
+
+  const app = new Hono();
+  app.use('*', async (c, next) => {
+    const id = pickRequestId(c.req.header(REQUEST_ID_HEADER));
+    ids.set(c, id);
+    c.header(REQUEST_ID_HEADER, id);
+    await next();
+    // A Response a handler built itself (the MCP transport's) may not have it, and may be immutable.
+    if (c.res.headers.get(REQUEST_ID_HEADER) !== id) {
+      try {
+        c.res.headers.set(REQUEST_ID_HEADER, id);
+      } catch {
+        c.res = new Response(c.res.body, c.res);
+        c.res.headers.set(REQUEST_ID_HEADER, id);
+      }
+    }
+  });
+
+  const chat = { runLoop: deps.runLoop, maxBodyBytes, keepAliveMs, requestId, ...(deps.onError === undefined ? {} : { onError: deps.onError }) };
+  app.post('/v1/chat/completions', createChatHandler(openAiChatProtocol, chat));
+  app.post('/v1/messages', createChatHandler(anthropicMessagesProtocol, chat));
+  app.get('/v1/models', (c) => {
+    const models = deps.models();
+    return c.json(c.req.header('anthropic-version') === undefined ? openAiModelList(models) : anthropicModelList(models));
+  });
+  app.get('/healthz', (c) => c.json({ status: 'ok', ...deps.health() }));
+  const mcp = deps.mcp;
+  if (mcp !== undefined) app.all('/mcp', (c) => mcp(c));
+
+  for (const [method, path] of routes.filter(([, p]) => p !== '/mcp')) {
+    app.all(path, (c) => {
+      c.header('allow', method);
+      return appError(c, 405, 'invalid_request_error', `${c.req.method} is not allowed on ${path}; use ${method}`);
+    });
+  }
+  app.notFound((c) => appError(c, 404, 'not_found_error', `There is no ${c.req.method} ${c.req.path} on this gateway; it serves ${listing}`));
+  app.onError((error, c) => {
+    const id = requestId(c);
+    deps.onError?.(error, { requestId: id, route: c.req.path });
+    return appError(c, 500, 'api_error', `The gateway failed on an internal error (request ${id}); retry, and report it with the request id if it persists`);
+  });
+  return app;
+}

@@ -1,0 +1,76 @@
+import { KiwiError } from '../errors.js';
+import type { LoopEvent, LoopMode } from '../gateway/loop-types.js';
+import type { ChatRequest } from '../llm/types.js';
+import type { ErrorOut, Protocol } from './errors-out.js';
+
+/**
+ * What one client protocol (OpenAI Chat Completions, Anthropic Messages) plugs into the shared
+ * chat handler: how to read its body, how to write loop events as its stream or as one
+ * response, and how its errors look.
+ */
+
+export interface ParsedChat {
+  request: ChatRequest;
+  stream: boolean;
+  /** OpenAI's `stream_options.include_usage`: a last chunk with the usage and no choices. */
+  includeUsage: boolean;
+}
+
+export interface EncodeContext {
+  mode: LoopMode;
+  /** The model the client asked for, mode suffix stripped; the loop's `start` event overrides it. */
+  model: string;
+  requestId: string;
+  includeUsage: boolean;
+}
+
+/** Loop events in, `text/event-stream` text out. */
+export interface StreamEncoder {
+  /** The SSE text for one event; empty when it shows as nothing. */
+  push(event: LoopEvent): string;
+  /** The protocol's error event, sent when the loop fails after the stream started. */
+  fail(out: ErrorOut): string;
+  /** Sent while the loop is quiet (a long tool run), so proxies and clients do not time out. */
+  keepAlive(): string;
+  /** True once the `finish` event was written: the stream is complete. */
+  readonly finished: boolean;
+}
+
+/** Loop events in, one non-streamed response body out. */
+export interface Collector {
+  push(event: LoopEvent): void;
+  /** Throws INTERNAL when no `finish` event came. */
+  body(): unknown;
+}
+
+export interface ChatProtocol {
+  readonly name: Protocol;
+  /** Throws INVALID_INPUT naming the field at fault. */
+  parse(body: unknown): ParsedChat;
+  errorBody(out: ErrorOut): unknown;
+  streamEncoder(ctx: EncodeContext): StreamEncoder;
+  collector(ctx: EncodeContext): Collector;
+}
+
+/** One SSE event. JSON text has no raw line breaks, so `data` is always a single line. */
+export function sseFrame(data: unknown, event?: string): string {
+  return `${event === undefined ? '' : `event: ${event}\n`}data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`;
+}
+
+/** Cap on the text a non-streamed response holds; past it the client is told to stream. */
+export const MAX_COLLECTED_CHARS = 32 * 1024 * 1024;
+
+/** Counts what a collector holds and throws past the cap. */
+export function createSizeGuard(max = MAX_COLLECTED_CHARS): (chars: number) => void {
+  let total = 0;
+  return (chars) => {
+    total += chars;
+    if (total > max) {
+      throw new KiwiError('OUTPUT_TOO_LARGE', `The answer grew past ${max} characters, more than the gateway holds for a response that does not stream; ask again with "stream": true`);
+    }
+  };
+}
+
+export function missingFinish(): KiwiError {
+  return new KiwiError('INTERNAL', 'The agent loop ended without a finish event; this is a gateway bug: retry, and report it if it persists');
+}

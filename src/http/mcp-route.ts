@@ -1,0 +1,227 @@
+/**
+ * `/mcp`: the meta-tool server over MCP Streamable HTTP. Each MCP session gets its own server and
+ * transport (the SDK's web-standard one, which speaks hono's Request/Response). Before the SDK
+ * sees a request, this route checks the Origin (DNS-rebinding protection: a web page must not
+ * drive a local gateway), caps the body, and maps the session header to a live session.
+ */
+import { randomUUID } from 'node:crypto';
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import type { Context } from 'hono';
+import { describeError, isKiwiError, KiwiError } from '../errors.js';
+import { createMetaServer, type MetaServerDeps } from '../mcp/meta-server.js';
+import { DEFAULT_MAX_BODY_BYTES, readJsonBody } from './read-json-body.js';
+
+export interface McpRouteOptions {
+  /** Origins a browser may call from: exact origins, or `scheme://host:*` for any port. Default: 127.0.0.1 and localhost, any port. */
+  allowedOrigins?: string[];
+  /** Largest POST body (default 4 MiB). */
+  maxBodyBytes?: number;
+  /** Sessions open at once (default 64). */
+  maxSessions?: number;
+  /** A session with no request and no open stream for this long is closed (default 30 min). */
+  idleTimeoutMs?: number;
+}
+
+export interface McpRoute {
+  handle(c: Context): Promise<Response>;
+  /** Closes every session (running tool calls are cancelled); later requests get 503. */
+  close(): Promise<void>;
+  /** Sessions open now. */
+  stats(): { sessions: number };
+}
+
+interface Session {
+  id: string;
+  server: McpServer;
+  transport: WebStandardStreamableHTTPServerTransport;
+  /** Requests being handled plus response streams still open. */
+  active: number;
+  idle: NodeJS.Timeout | undefined;
+  closed: boolean;
+}
+
+const DEFAULT_ORIGINS = ['http://127.0.0.1:*', 'http://localhost:*'];
+const SESSION_HEADER = 'mcp-session-id';
+
+export function createMcpRoute(deps: MetaServerDeps, options: McpRouteOptions = {}): McpRoute {
+  const allowedOrigins = options.allowedOrigins ?? DEFAULT_ORIGINS;
+  const maxBodyBytes = positive(options.maxBodyBytes, DEFAULT_MAX_BODY_BYTES, 'maxBodyBytes');
+  const maxSessions = positive(options.maxSessions, 64, 'maxSessions');
+  const idleTimeoutMs = positive(options.idleTimeoutMs, 30 * 60_000, 'idleTimeoutMs');
+  const sessions = new Map<string, Session>();
+  let closing = false;
+
+  async function closeSession(session: Session): Promise<void> {
+    if (session.closed) return;
+    session.closed = true;
+    clearTimeout(session.idle);
+    sessions.delete(session.id);
+    // Closing the server closes its transport, which aborts the handlers still running (and their tool calls).
+    await session.server.close().catch(() => undefined);
+  }
+
+  function begin(session: Session): () => void {
+    session.active++;
+    clearTimeout(session.idle);
+    session.idle = undefined;
+    let ended = false;
+    return () => {
+      if (ended) return;
+      ended = true;
+      session.active--;
+      if (session.active === 0 && !session.closed) {
+        session.idle = setTimeout(() => void closeSession(session), idleTimeoutMs);
+        // An idle session must not keep the process alive on shutdown.
+        session.idle.unref();
+      }
+    };
+  }
+
+  /** Runs one request on a session; a streamed answer keeps the session busy until its stream ends. */
+  async function dispatch(session: Session, request: Request, parsedBody: unknown): Promise<Response> {
+    const end = begin(session);
+    try {
+      const response = await session.transport.handleRequest(request, parsedBody === undefined ? undefined : { parsedBody });
+      return trackBody(response, end);
+    } catch (error) {
+      end();
+      throw error;
+    }
+  }
+
+  async function openSession(request: Request, parsedBody: unknown): Promise<Response> {
+    if (sessions.size >= maxSessions) {
+      return rpcError(503, `${maxSessions} MCP sessions are open, the most this gateway allows; close one (HTTP DELETE /mcp with its Mcp-Session-Id), wait for idle ones to expire, or raise maxSessions`);
+    }
+    const id = randomUUID();
+    const server = createMetaServer({ ...deps, session: deps.session ?? `mcp-${id}` });
+    const transport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: () => id,
+      maxRequestBodySize: maxBodyBytes,
+      onsessionclosed: () => void closeSession(session),
+    });
+    const session: Session = { id, server, transport, active: 0, idle: undefined, closed: false };
+    transport.onclose = () => void closeSession(session);
+    sessions.set(id, session);
+    let response: Response;
+    try {
+      await server.connect(transport);
+      response = await dispatch(session, request, parsedBody);
+    } catch (error) {
+      await closeSession(session);
+      throw error;
+    }
+    // The transport refused the initialize (a bad Accept header, say): nothing will use this session.
+    if (transport.sessionId === undefined || !response.ok) await closeSession(session);
+    return response;
+  }
+
+  async function handle(c: Context): Promise<Response> {
+    const request = c.req.raw;
+    if (closing) return rpcError(503, 'The gateway is shutting down; reconnect when it is back');
+    const origin = request.headers.get('origin');
+    if (origin !== null && !originAllowed(origin, allowedOrigins)) {
+      return rpcError(403, `Origin ${JSON.stringify(origin.slice(0, 200))} may not call this gateway (DNS-rebinding protection); allowed: ${allowedOrigins.join(', ')}. Add it to the gateway's allowed origins if it is yours.`);
+    }
+    if (!['POST', 'GET', 'DELETE'].includes(request.method)) {
+      return rpcError(405, `HTTP ${request.method} is not part of MCP Streamable HTTP; use POST, GET or DELETE`, { Allow: 'GET, POST, DELETE' });
+    }
+    let parsedBody: unknown;
+    if (request.method === 'POST') {
+      try {
+        parsedBody = await readJsonBody(request, maxBodyBytes, request.signal);
+      } catch (error) {
+        return bodyError(error);
+      }
+    }
+    const sessionId = request.headers.get(SESSION_HEADER);
+    if (sessionId !== null) {
+      const session = sessions.get(sessionId);
+      if (!session) {
+        return rpcError(404, 'Session not found: it was closed, expired after being idle, or belongs to an earlier gateway run; start a new session with an initialize request (without Mcp-Session-Id)', {}, -32001);
+      }
+      return dispatch(session, request, parsedBody);
+    }
+    if (request.method !== 'POST' || !hasInitialize(parsedBody)) {
+      return rpcError(400, 'Bad Request: Mcp-Session-Id header is missing; start a session with a POST of an initialize request, then send the Mcp-Session-Id it returns with every request');
+    }
+    return openSession(request, parsedBody);
+  }
+
+  async function close(): Promise<void> {
+    closing = true;
+    await Promise.allSettled([...sessions.values()].map(closeSession));
+  }
+
+  return { handle, close, stats: () => ({ sessions: sessions.size }) };
+}
+
+/** `scheme://host:*` allows that host on any port; anything else must equal the request's origin. */
+export function originAllowed(origin: string, allowed: readonly string[]): boolean {
+  let url: URL;
+  try {
+    url = new URL(origin);
+  } catch {
+    return false;
+  }
+  // `null` (sandboxed frames, file: pages) parses to an opaque origin: never allowed.
+  if (url.origin === 'null') return false;
+  const hostOnly = `${url.protocol}//${url.hostname}`;
+  return allowed.some((entry) => (entry.endsWith(':*') ? entry.slice(0, -2).toLowerCase() === hostOnly : entry.replace(/\/$/, '').toLowerCase() === url.origin));
+}
+
+function hasInitialize(body: unknown): boolean {
+  const messages = Array.isArray(body) ? body : [body];
+  return messages.some((m) => typeof m === 'object' && m !== null && (m as { method?: unknown }).method === 'initialize');
+}
+
+function bodyError(error: unknown): Response {
+  if (isKiwiError(error, 'PAYLOAD_TOO_LARGE')) return rpcError(413, error.message);
+  if (isKiwiError(error, 'INVALID_INPUT')) {
+    const status = error.details?.['status'] === 415 ? 415 : 400;
+    return rpcError(status, error.message, {}, status === 400 ? -32700 : -32000);
+  }
+  return rpcError(400, `The request body could not be read (${describeError(error)}); send it again`);
+}
+
+function rpcError(status: number, message: string, headers: Record<string, string> = {}, code = -32000): Response {
+  return new Response(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }), {
+    status,
+    headers: { 'Content-Type': 'application/json', ...headers },
+  });
+}
+
+/** Calls `done` once the response body has been sent or abandoned (SSE streams stay open while a tool runs). */
+function trackBody(response: Response, done: () => void): Response {
+  if (response.body === null) {
+    done();
+    return response;
+  }
+  const reader = response.body.getReader();
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { done: finished, value } = await reader.read();
+        if (finished) {
+          controller.close();
+          done();
+        } else controller.enqueue(value);
+      } catch (error) {
+        controller.error(error);
+        done();
+      }
+    },
+    async cancel(reason) {
+      done();
+      await reader.cancel(reason).catch(() => undefined);
+    },
+  });
+  return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+}
+
+function positive(value: number | undefined, fallback: number, name: string): number {
+  if (value === undefined) return fallback;
+  if (!Number.isInteger(value) || value < 1) throw new KiwiError('INVALID_INPUT', `MCP route option ${name} must be a positive whole number, got ${String(value)}`);
+  return value;
+}

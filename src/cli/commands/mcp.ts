@@ -1,0 +1,73 @@
+import type { Readable, Writable } from 'node:stream';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { createMetaServer } from '../../mcp/meta-server.js';
+import { openProject, type Project } from '../../project.js';
+import type { ResolverRuntime } from '../../resolver-runtime.js';
+import type { CliContext } from '../io.js';
+import { parseFlags } from '../parse-flags.js';
+import { projectOptions } from '../project-options.js';
+import { openProjectResolver, progressLine } from './index-tools.js';
+
+const USAGE = 'kiwi mcp [--project DIR]';
+
+/** One JSON-RPC line from the client; past it the transport drops its buffer and reports an error. */
+const MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
+
+export interface StdioStreams {
+  stdin: Readable;
+  stdout: Writable;
+}
+
+/**
+ * `kiwi mcp`: the meta-tool server on stdin/stdout, for MCP clients that spawn it. stdout is the
+ * protocol: everything else (index progress, warnings) goes to stderr. Ends when the client
+ * closes stdin or the process is told to stop (ctx.signal), closing tools and children first.
+ */
+export async function mcpCommand(ctx: CliContext, streams: StdioStreams = { stdin: process.stdin, stdout: process.stdout }): Promise<number> {
+  const { values } = parseFlags(ctx.argv, { project: { type: 'string' } }, USAGE);
+  let runtime: ResolverRuntime | undefined;
+  let project: Project | undefined;
+  try {
+    runtime = await openProjectResolver(ctx, values.project);
+    const report = await runtime.sync({ onProgress: progressLine(ctx), ...(ctx.signal ? { signal: ctx.signal } : {}) });
+    if (report.added + report.updated + report.removed > 0) {
+      ctx.io.err(`kiwi: index updated (${report.added} added, ${report.updated} updated, ${report.removed} removed)`);
+    }
+    project = await openProject({ ...projectOptions(ctx, values), source: 'mcp' });
+    if (ctx.signal?.aborted) return 0;
+    const server = createMetaServer({ project, resolver: runtime.resolver });
+    const transport = new StdioServerTransport(streams.stdin, streams.stdout, { maxBufferSize: MAX_MESSAGE_BYTES });
+    const ended = untilEnded(streams.stdin, ctx.signal);
+    transport.onerror = (error) => ctx.io.err(`kiwi mcp: ${error.message}`);
+    await server.connect(transport);
+    ctx.io.err(`kiwi: MCP server on stdio for ${project.root} (${runtime.toolCount} tools, session ${project.session})`);
+    await Promise.race([ended.promise, new Promise<void>((resolve) => (server.server.onclose = resolve))]);
+    ended.dispose();
+    await server.close();
+    return 0;
+  } catch (error) {
+    // Told to stop while the index was still syncing: that is a stop, not a failure.
+    if (ctx.signal?.aborted) return 0;
+    throw error;
+  } finally {
+    await Promise.allSettled([project?.close(), runtime?.close()]);
+  }
+}
+
+/** Resolves when stdin ends or closes, or the signal aborts; `dispose` removes the listeners. */
+function untilEnded(stdin: Readable, signal: AbortSignal | undefined): { promise: Promise<void>; dispose(): void } {
+  let finish = (): void => undefined;
+  const promise = new Promise<void>((resolve) => (finish = resolve));
+  stdin.once('end', finish);
+  stdin.once('close', finish);
+  signal?.addEventListener('abort', finish, { once: true });
+  if (signal?.aborted) finish();
+  return {
+    promise,
+    dispose() {
+      stdin.off('end', finish);
+      stdin.off('close', finish);
+      signal?.removeEventListener('abort', finish);
+    },
+  };
+}

@@ -1,0 +1,162 @@
+/**
+ * What the meta-tools share: the zod pieces of their arguments (names as Kiwi MCP wrote them, so
+ * its users' prompts keep working), the item lookup across tiers, and how results are shaped.
+ */
+import { realpath } from 'node:fs/promises';
+import path from 'node:path';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import { describeError, isKiwiError, KiwiError } from '../errors.js';
+import type { Project } from '../project.js';
+import type { CallOutcome } from '../proxy/tool-proxy.js';
+import type { Directive, Knowledge, Tier, Tool } from '../registry/types.js';
+import type { Resolver } from '../resolver/types.js';
+
+export interface MetaContext {
+  project: Project;
+  resolver: Resolver;
+  /** The session tool calls are audited, rate-limited and loop-checked under. */
+  session: string;
+}
+
+export type ItemType = 'directive' | 'tool' | 'knowledge';
+export type MetaResult = CallToolResult;
+
+const ITEM_TYPES = ['directive', 'tool', 'knowledge', 'script'] as const;
+
+/** `script` is Kiwi MCP's older name for a tool; it is accepted and read as `tool`. */
+export const itemTypeSchema = z
+  .enum(ITEM_TYPES, {
+    error: (issue) =>
+      issue.input === undefined
+        ? 'item_type is required: "directive", "tool" or "knowledge"'
+        : `item_type must be "directive", "tool" or "knowledge" ("script" is read as "tool"), got ${preview(issue.input)}`,
+  })
+  .describe('What kind of item: "directive", "tool" or "knowledge" ("script" is the older name of "tool")');
+
+export const itemIdSchema = z
+  .string({ error: (issue) => (issue.input === undefined ? 'item_id is required: the id of the item (a tool_id, directive name or knowledge id)' : 'item_id must be a string') })
+  .min(1, 'item_id must not be empty')
+  .max(256, 'item_id is longer than 256 characters; ids are short names like read_file')
+  .describe('Id of the item: a tool_id, a directive name or a knowledge id');
+
+export const projectPathSchema = z
+  .string({ error: 'project_path must be a string (the absolute path of the project root)' })
+  .max(4096, 'project_path is longer than 4096 characters')
+  .optional()
+  .describe("Accepted for Kiwi MCP compatibility: if given, it must be this server's project root (the folder holding .ai/)");
+
+export function normalizeItemType(value: (typeof ITEM_TYPES)[number]): ItemType {
+  return value === 'script' ? 'tool' : value;
+}
+
+export function preview(value: unknown): string {
+  const text = typeof value === 'string' ? JSON.stringify(value) : (JSON.stringify(value) ?? String(value));
+  return text.length > 80 ? `${text.slice(0, 80)}…` : text;
+}
+
+/** One server serves one project; a client that names another one must be told so, not served the wrong one. */
+export async function checkProjectPath(project: Project, given: string | undefined): Promise<void> {
+  if (given === undefined || given === '') return;
+  let real: string;
+  try {
+    real = await realpath(path.resolve(project.root, given));
+  } catch {
+    throw new KiwiError('INVALID_INPUT', `project_path ${JSON.stringify(given)} does not exist; this server serves ${project.root} (leave project_path out to use it)`);
+  }
+  if (real !== project.root) {
+    throw new KiwiError(
+      'INVALID_INPUT',
+      `project_path ${JSON.stringify(given)} is not this server's project; it serves ${project.root}. Leave project_path out, or start \`kiwi mcp --project ${given}\` for that project.`,
+    );
+  }
+}
+
+export const NO_REGISTRY = 'there is no remote registry yet; only the local tiers exist: "project" (.ai/ of this project) and "user" (~/.ai)';
+
+export type Item = { kind: 'tool'; item: Tool } | { kind: 'directive'; item: Directive } | { kind: 'knowledge'; item: Knowledge };
+
+export function itemTier(found: Item): Tier {
+  return found.item.source.tier;
+}
+
+/** The item the registry holds under this id (project tier first, as everywhere), or a clear error. */
+export function findItem(project: Project, type: ItemType, id: string): Item {
+  const registry = project.registry;
+  const found: Item | undefined =
+    type === 'tool'
+      ? wrap('tool', registry.tools.get(id))
+      : type === 'directive'
+        ? wrap('directive', registry.directives.get(id))
+        : wrap('knowledge', registry.knowledge.get(id));
+  if (found) return found;
+  const broken = registry.errors.find((issue) => issue.kind === type && path.parse(issue.file).name === id);
+  const hint = broken
+    ? ` A file that looks like it did not load: ${broken.message}`
+    : ` Find ids with search(item_type="${type}", query="…").`;
+  throw new KiwiError(type === 'tool' ? 'TOOL_NOT_FOUND' : 'INVALID_INPUT', `no ${type} with id ${JSON.stringify(id)} in the project or user tier.${hint}`);
+}
+
+function wrap<K extends Item['kind']>(kind: K, item: Extract<Item, { kind: K }>['item'] | undefined): Item | undefined {
+  return item === undefined ? undefined : ({ kind, item } as Item);
+}
+
+/** Where an item's file is, relative to the project for the project tier (shorter, and no home path leaks for it). */
+export function displayPath(project: Project, file: string, tier: Tier): string {
+  return tier === 'project' ? path.relative(project.root, file) : file;
+}
+
+export function textResult(text: string, structured?: Record<string, unknown>): MetaResult {
+  return { content: [{ type: 'text', text }], ...(structured ? { structuredContent: structured } : {}) };
+}
+
+export function errorResult(code: string, message: string, extra: Record<string, unknown> = {}): MetaResult {
+  return { content: [{ type: 'text', text: `${code}: ${message}` }], structuredContent: { error: { code, message }, ...extra }, isError: true };
+}
+
+/**
+ * Runs a meta-tool body; a KiwiError it throws (a bad argument, an unknown item) becomes a tool
+ * result with isError, which the agent reads and can correct, rather than a protocol error.
+ */
+export async function guard(body: () => Promise<MetaResult>): Promise<MetaResult> {
+  try {
+    return await body();
+  } catch (error) {
+    if (isKiwiError(error)) return errorResult(error.code, error.message);
+    return errorResult('INTERNAL', `${describeError(error)} (a gateway bug; the audit log and stderr have details)`);
+  }
+}
+
+/** A tool call's outcome as an MCP result: denials and failures are results with isError, never exceptions. */
+export function outcomeResult(outcome: CallOutcome, lead?: string): MetaResult {
+  const prefix = lead ? `${lead}\n\n` : '';
+  const stuck = outcome.stuck ? `\n\nwarning: ${outcome.tool} was called with the same arguments several times in this session; change approach instead of repeating it.` : '';
+  const base = { tool: outcome.tool, call_id: outcome.callId, duration_ms: Math.round(outcome.durationMs), ...(outcome.stuck ? { stuck: true } : {}) };
+  if (outcome.status === 'denied') {
+    return {
+      content: [{ type: 'text', text: `${prefix}denied: ${outcome.reason}` }],
+      structuredContent: { status: 'denied', reason: outcome.reason, ...base },
+      isError: true,
+    };
+  }
+  if (outcome.status === 'error') {
+    return {
+      content: [{ type: 'text', text: `${prefix}${outcome.error.code}: ${outcome.error.message}${stuck}` }],
+      structuredContent: { status: 'error', error: outcome.error, ...base },
+      isError: true,
+    };
+  }
+  const result = outcome.result;
+  return {
+    content: [{ type: 'text', text: `${prefix}${result.text === '' ? '(the tool returned no output)' : result.text}${stuck}` }],
+    structuredContent: {
+      status: 'ok',
+      ...base,
+      is_error: result.isError,
+      ...(result.exitCode !== undefined ? { exit_code: result.exitCode } : {}),
+      ...(result.status !== undefined ? { http_status: result.status } : {}),
+      ...(result.data !== undefined ? { data: result.data } : {}),
+    },
+    isError: result.isError,
+  };
+}

@@ -1,0 +1,108 @@
+/**
+ * The `execute` meta-tool. Kiwi MCP's `run` is the one action here: a tool runs through the tool
+ * proxy (policy, audit, executor chain: never around it); a directive comes back as steps for
+ * the calling agent to follow, as Kiwi MCP did; knowledge comes back as its content.
+ */
+import { z } from 'zod';
+import type { Directive, Knowledge } from '../registry/types.js';
+import {
+  checkProjectPath,
+  errorResult,
+  findItem,
+  itemIdSchema,
+  itemTypeSchema,
+  normalizeItemType,
+  outcomeResult,
+  preview,
+  projectPathSchema,
+  textResult,
+  type MetaContext,
+  type MetaResult,
+} from './meta-common.js';
+import { directiveSteps, directiveView, knowledgeText, knowledgeView } from './meta-views.js';
+
+const UNSUPPORTED =
+  'publish, delete, create, update, sign and link are not supported yet (edit files under .ai/ and run `kiwi sign FILE` instead)';
+
+export const executeShape = {
+  item_type: itemTypeSchema,
+  action: z
+    .enum(['run'], {
+      error: (issue) =>
+        issue.input === undefined
+          ? 'action is required: "run" is the supported action'
+          : `action ${preview(issue.input)} is not supported: only "run" is; ${UNSUPPORTED}`,
+    })
+    .describe('"run": a tool runs, a directive returns its steps to follow, knowledge returns its content'),
+  item_id: itemIdSchema,
+  parameters: z
+    .record(z.string(), z.unknown(), { error: 'parameters must be an object of named values, e.g. {"path": "README.md"}' })
+    .optional()
+    .describe("A tool's arguments, or a directive's inputs, as an object"),
+  project_path: projectPathSchema,
+};
+
+type ExecuteArgs = z.output<z.ZodObject<typeof executeShape>>;
+
+export async function execute(ctx: MetaContext, args: ExecuteArgs, signal?: AbortSignal): Promise<MetaResult> {
+  const type = normalizeItemType(args.item_type);
+  await checkProjectPath(ctx.project, args.project_path);
+  const parameters = args.parameters ?? {};
+  if (type === 'tool') {
+    const outcome = await ctx.project.proxy.call({
+      tool: args.item_id,
+      args: parameters,
+      session: ctx.session,
+      source: 'mcp',
+      ...(signal ? { signal } : {}),
+    });
+    return outcomeResult(outcome);
+  }
+  const found = findItem(ctx.project, type, args.item_id);
+  if (found.kind === 'directive') return runDirective(ctx, found.item, parameters);
+  if (found.kind === 'knowledge') return runKnowledge(ctx, found.item);
+  // findItem returns the kind it was asked for; a tool was handled above.
+  return errorResult('INTERNAL', `unexpected ${found.kind} for item_type ${type}`);
+}
+
+function runDirective(ctx: MetaContext, directive: Directive, provided: Record<string, unknown>): MetaResult {
+  const inputs = directive.inputs ?? [];
+  const missing = inputs.filter((input) => input.required && isBlank(provided[input.name]));
+  if (missing.length > 0) {
+    const example = `parameters={${missing.map((m) => `"${m.name}": …`).join(', ')}}`;
+    return errorResult(
+      'INVALID_INPUT',
+      `directive ${directive.name} needs ${missing.map((m) => `${m.name} (${m.description || m.type})`).join(', ')}; call it again with ${example}`,
+      { missing_inputs: missing, inputs },
+    );
+  }
+  const steps = directiveSteps(directive);
+  const view = directiveView(ctx.project, directive);
+  const lines = [`directive ${directive.name} ${directive.version}: ${directive.description}`];
+  const given = Object.entries(provided).filter(([name]) => inputs.some((i) => i.name === name));
+  if (given.length > 0) lines.push('', 'inputs:', ...given.map(([name, value]) => `- ${name} = ${preview(value)}`));
+  if (steps.length > 0) {
+    lines.push('', 'steps:', ...steps.map((s, i) => `${i + 1}. ${s.name}: ${s.description}${s.action ? ` (${s.action})` : ''}`));
+  }
+  lines.push(
+    '',
+    'Follow each step in order, using the inputs above. Run tools with execute(item_type="tool", action="run", item_id=ID, parameters={...}); every call is checked against the project policy.',
+    '',
+    directive.body,
+  );
+  return textResult(lines.join('\n'), {
+    status: 'ready',
+    ...view,
+    process: steps,
+    provided_inputs: provided,
+    instructions: 'Follow each process step in order. Use provided_inputs for any matching input names.',
+  });
+}
+
+function runKnowledge(ctx: MetaContext, entry: Knowledge): MetaResult {
+  return textResult(knowledgeText(entry), { status: 'ready', ...knowledgeView(ctx.project, entry) });
+}
+
+function isBlank(value: unknown): boolean {
+  return value === undefined || value === null || (typeof value === 'string' && value.trim() === '');
+}

@@ -1,0 +1,55 @@
+/** The `help` meta-tool: short guidance an agent reads once, per topic. */
+import { z } from 'zod';
+import { textResult, type MetaResult } from './meta-common.js';
+
+export const HELP_TOPICS = ['overview', 'search', 'load', 'execute', 'resolve', 'directives', 'tools', 'knowledge'] as const;
+export type HelpTopic = (typeof HELP_TOPICS)[number];
+
+export const helpShape = {
+  topic: z
+    .enum(HELP_TOPICS, { error: `topic must be one of ${HELP_TOPICS.join(', ')}` })
+    .optional()
+    .describe(`One of ${HELP_TOPICS.join(', ')} (default overview)`),
+};
+
+const TEXT: Record<HelpTopic, string> = {
+  overview: `Kiwi Gateway: a few meta-tools stand in for every tool, directive and knowledge entry of this project's .ai/ folder (project tier, then ~/.ai).
+- search: find items by what they do
+- load: read one item in full (a tool's parameters, a directive's steps, a knowledge entry)
+- execute: run a tool, or get a directive's steps / a knowledge entry's content
+- resolve: say what you want in words; the gateway picks the tool and its arguments, and runs it
+- help: this text; topics: ${HELP_TOPICS.join(', ')}
+Every tool call passes the project's policy (.ai/config/policy.yaml, default deny) and is audited; a denial comes back as an error result with the reason.`,
+  search: `search(item_type, query, limit?, source?)
+- item_type: "tool" | "directive" | "knowledge" ("script" = tool)
+- query: words describing what you look for
+- limit: 1-50, default 10
+- source: "local" (default: project and user tiers) | "project" | "user" | "all" (same as local; there is no remote registry yet)
+Tools are ranked by the resolver (meaning and keywords); directives and knowledge by shared words.
+Example: search(item_type="tool", query="read a file")`,
+  load: `load(item_type, item_id, source?, destination?, version?)
+Returns the item in full: a tool's manifest with its parameter schema, a directive's metadata, inputs, steps and Markdown, a knowledge entry's front matter and body.
+source picks the tier ("project" | "user"); copying between tiers (a destination other than where the item lives) is not supported yet.
+Example: load(item_type="tool", item_id="read_file")`,
+  execute: `execute(item_type, action="run", item_id, parameters?)
+- tool: runs it through the policy-checked tool proxy with parameters as its arguments
+- directive: returns its steps for you to follow (parameters are its inputs; required ones must be given)
+- knowledge: returns its content
+Only "run" is supported; publish, delete, create, update and sign are not yet.
+Example: execute(item_type="tool", action="run", item_id="read_file", parameters={"path": "README.md"})`,
+  resolve: `resolve(intent, execute?, context?)
+Say what you want in plain words with the values it needs; the gateway picks the tool, fills its arguments and (unless execute=false) runs it through the policy.
+When it cannot tell, the answer is "unresolved" with candidates and the missing arguments: say it again more precisely, or call execute with an explicit tool.
+Example: resolve(intent="read the file docs/setup.md")`,
+  directives: `Directives are Markdown files under .ai/directives/ with one <directive name version> XML block: metadata (description, category, model tier, limits, permissions), inputs, and process steps.
+execute(item_type="directive", action="run", item_id=NAME, parameters={inputs}) returns the steps; you follow them, calling tools with execute or resolve.`,
+  tools: `Tools are YAML manifests under .ai/tools/: tool_id, tool_type, executor, description, parameters, config. Each runs through a chain down to a subprocess or an HTTP request, and only if the project policy lists it.
+search(item_type="tool", ...) finds them; load shows their parameters; execute or resolve runs them.`,
+  knowledge: `Knowledge entries are Markdown files under .ai/knowledge/ with YAML front matter (id, title, entry_type, version, category, tags).
+search(item_type="knowledge", query=...) finds them; load or execute(action="run") returns the content.`,
+};
+
+export function help(topic: HelpTopic | undefined): MetaResult {
+  const chosen = topic ?? 'overview';
+  return textResult(TEXT[chosen], { topic: chosen, topics: [...HELP_TOPICS] });
+}

@@ -1,0 +1,80 @@
+/** The `load` meta-tool: one item of the local registry, in full. */
+import { z } from 'zod';
+import { KiwiError } from '../errors.js';
+import {
+  checkProjectPath,
+  findItem,
+  itemIdSchema,
+  itemTier,
+  itemTypeSchema,
+  NO_REGISTRY,
+  normalizeItemType,
+  projectPathSchema,
+  textResult,
+  type Item,
+  type MetaContext,
+  type MetaResult,
+} from './meta-common.js';
+import { directiveView, knowledgeText, knowledgeView, toolView } from './meta-views.js';
+
+export const loadShape = {
+  item_type: itemTypeSchema,
+  item_id: itemIdSchema,
+  source: z
+    .enum(['project', 'user', 'registry'], { error: 'source must be "project" or "user" (there is no remote registry yet)' })
+    .optional()
+    .describe('The tier to load from: "project" or "user" (default: whichever holds the item, project first)'),
+  destination: z
+    .enum(['project', 'user'], { error: 'destination must be "project" or "user"' })
+    .optional()
+    .describe('Kiwi MCP copied items between tiers; here it may only name the tier the item is already in'),
+  version: z.string({ error: 'version must be a string like "1.0.0"' }).max(64).optional().describe('The version you expect; only the local one exists'),
+  project_path: projectPathSchema,
+};
+
+type LoadArgs = z.output<z.ZodObject<typeof loadShape>>;
+
+export async function load(ctx: MetaContext, args: LoadArgs): Promise<MetaResult> {
+  const type = normalizeItemType(args.item_type);
+  if (args.source === 'registry') throw new KiwiError('INVALID_INPUT', `source "registry": ${NO_REGISTRY}. Load from source "project" or "user".`);
+  await checkProjectPath(ctx.project, args.project_path);
+  const found = findItem(ctx.project, type, args.item_id);
+  const tier = itemTier(found);
+  if (args.source !== undefined && args.source !== tier) {
+    const shadowed = ctx.project.registry.shadowed.find((s) => s.kind === type && s.id === args.item_id && s.loser.tier === args.source);
+    throw new KiwiError(
+      'INVALID_INPUT',
+      shadowed
+        ? `the ${args.source}-tier ${type} ${JSON.stringify(args.item_id)} (${shadowed.loser.path}) is shadowed by the ${tier}-tier one, which is what runs; loading a shadowed copy is not supported yet. Leave source out to load the ${tier}-tier one.`
+        : `${type} ${JSON.stringify(args.item_id)} is in the ${tier} tier, not the ${args.source} tier; leave source out or pass source "${tier}".`,
+    );
+  }
+  if (args.destination !== undefined && args.destination !== tier) {
+    throw new KiwiError(
+      'INVALID_INPUT',
+      `copying items between tiers is not supported yet: ${type} ${JSON.stringify(args.item_id)} lives in the ${tier} tier and destination is "${args.destination}". Copy the file yourself (${found.item.source.path}), or leave destination out to read it.`,
+    );
+  }
+  if (args.version !== undefined && args.version !== found.item.version) {
+    throw new KiwiError(
+      'INVALID_INPUT',
+      `only version ${found.item.version} of ${type} ${JSON.stringify(args.item_id)} is available (older versions live in a remote registry, which does not exist yet); leave version out to load it.`,
+    );
+  }
+  return render(ctx, found);
+}
+
+function render(ctx: MetaContext, found: Item): MetaResult {
+  const project = ctx.project;
+  if (found.kind === 'tool') {
+    const view = toolView(project, found.item);
+    return textResult(JSON.stringify(view, null, 2), { item_type: 'tool', item: view });
+  }
+  if (found.kind === 'directive') {
+    const view = directiveView(project, found.item);
+    const header = `directive ${found.item.name} ${found.item.version} (${found.item.source.tier} tier): ${found.item.description}`;
+    return textResult(`${header}\n\n${found.item.body}`, { item_type: 'directive', item: view });
+  }
+  const view = knowledgeView(project, found.item);
+  return textResult(knowledgeText(found.item), { item_type: 'knowledge', item: view });
+}

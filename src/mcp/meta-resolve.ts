@@ -1,0 +1,70 @@
+/** The `resolve` meta-tool: an intent in words becomes one call (tool + arguments), run through the tool proxy. */
+import { z } from 'zod';
+import type { Candidate, Resolution } from '../resolver/types.js';
+import { outcomeResult, textResult, type MetaContext, type MetaResult } from './meta-common.js';
+
+const CANDIDATES = 5;
+
+export const resolveShape = {
+  intent: z
+    .string({ error: (issue) => (issue.input === undefined ? 'intent is required: what you want done, in words' : 'intent must be a string') })
+    .trim()
+    .min(1, 'intent must not be empty; say what you want done, e.g. "read the README"')
+    .max(16_000, 'intent is longer than 16000 characters; state the request in a sentence or two')
+    .describe('What you want done, in plain words, with the values it needs, e.g. "read the file docs/setup.md"'),
+  execute: z.boolean({ error: 'execute must be true or false' }).optional().describe('Run the resolved call (default true); false only shows it'),
+  context: z
+    .string({ error: 'context must be a string' })
+    .max(64_000, 'context is longer than 64000 characters; pass the last few messages only')
+    .optional()
+    .describe('Recent conversation text the intent refers to ("that file"); used for arguments only'),
+};
+
+type ResolveArgs = z.output<z.ZodObject<typeof resolveShape>>;
+
+export async function resolve(ctx: MetaContext, args: ResolveArgs, signal?: AbortSignal): Promise<MetaResult> {
+  const resolution = await ctx.resolver.resolve(args.intent, {
+    limit: CANDIDATES,
+    ...(args.context !== undefined ? { context: args.context } : {}),
+    ...(signal ? { signal } : {}),
+  });
+  const candidates = resolution.candidates.map(candidateView);
+  if (resolution.status === 'unresolved') return unresolved(resolution, candidates);
+
+  const call = resolution.call;
+  const confidence = round(resolution.confidence);
+  const lead = `resolved to ${call.tool} ${JSON.stringify(call.arguments)} (confidence ${confidence})`;
+  const summary = { status: 'resolved', call: { tool: call.tool, arguments: call.arguments }, confidence, candidates, notes: resolution.notes };
+  if (args.execute === false) {
+    return textResult(`${lead}; not run (execute: false). Run it with execute(item_type="tool", action="run", item_id="${call.tool}", parameters=${JSON.stringify(call.arguments)}).`, summary);
+  }
+  const outcome = await ctx.project.proxy.call({ tool: call.tool, args: call.arguments, session: ctx.session, source: 'mcp', ...(signal ? { signal } : {}) });
+  const result = outcomeResult(outcome, lead);
+  return { ...result, structuredContent: { ...summary, result: result.structuredContent } };
+}
+
+/** No call is an expected answer, not a failure: the agent gets the reason and what to try. */
+function unresolved(resolution: Extract<Resolution, { status: 'unresolved' }>, candidates: Array<Record<string, unknown>>): MetaResult {
+  const lines = [`unresolved: ${resolution.reason}`];
+  if (resolution.missing.length > 0) lines.push(`missing arguments: ${resolution.missing.join(', ')}`);
+  if (candidates.length > 0) lines.push(`candidates: ${candidates.map((c) => `${String(c['tool'])} (${String(c['score'])})`).join(', ')}`);
+  lines.push(
+    'Say it again with the missing values, or name the tool: execute(item_type="tool", action="run", item_id=ID, parameters={...}); search(item_type="tool", query=...) lists tools with their parameters.',
+  );
+  return textResult(lines.join('\n'), {
+    status: 'unresolved',
+    reason: resolution.reason,
+    missing: resolution.missing,
+    confidence: round(resolution.confidence),
+    candidates,
+    notes: resolution.notes,
+  });
+}
+
+function candidateView(c: Candidate): Record<string, unknown> {
+  return { tool: c.tool, score: round(c.score) };
+}
+
+function round(n: number): number {
+  return Math.round(n * 1000) / 1000;
+}

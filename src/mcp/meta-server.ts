@@ -1,0 +1,103 @@
+/**
+ * The gateway as an MCP server: five meta-tools (search, load, execute, help, resolve) stand in
+ * for every tool schema of the project, with the argument names Kiwi MCP used. Transport-free:
+ * the stdio command and the /mcp route connect a fresh server per client session.
+ */
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { Project } from '../project.js';
+import type { Resolver } from '../resolver/types.js';
+import { guard, type MetaContext } from './meta-common.js';
+import { execute, executeShape } from './meta-execute.js';
+import { help, helpShape } from './meta-help.js';
+import { load, loadShape } from './meta-load.js';
+import { resolve, resolveShape } from './meta-resolve.js';
+import { search, searchShape } from './meta-search.js';
+
+export interface MetaServerDeps {
+  project: Project;
+  resolver: Resolver;
+  serverInfo?: { name: string; version: string };
+  /** The session tool calls are audited and rate-limited under (default: the project's). */
+  session?: string;
+}
+
+const DEFAULT_INFO = { name: 'kiwi-gateway', version: '0.1.0' };
+
+/** Arguments are small objects; a client sending a million-element array is refused before zod walks it. */
+const MAX_INPUT_ELEMENTS = 10_000;
+
+const INSTRUCTIONS =
+  'Kiwi Gateway serves this project\'s tools, directives and knowledge through five meta-tools. ' +
+  'Use resolve(intent) to say what you want in words, or search → load → execute to pick a tool yourself. ' +
+  'Every tool call is checked against the project policy and audited. help(topic) explains each meta-tool.';
+
+/** A fresh server per session: McpServer holds one transport at a time. */
+export function createMetaServer(deps: MetaServerDeps): McpServer {
+  const ctx: MetaContext = { project: deps.project, resolver: deps.resolver, session: deps.session ?? deps.project.session };
+  const server = new McpServer(deps.serverInfo ?? DEFAULT_INFO, { instructions: INSTRUCTIONS, maxToolInputElements: MAX_INPUT_ELEMENTS });
+
+  server.registerTool(
+    'search',
+    {
+      title: 'Search tools, directives and knowledge',
+      description:
+        'Find tools, directives or knowledge entries of this project by what they do. Tools come back with their parameters. ' +
+        'Example: {"item_type": "tool", "query": "read a file"}',
+      inputSchema: searchShape,
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    (args, extra) => guard(() => search(ctx, args, extra.signal)),
+  );
+
+  server.registerTool(
+    'load',
+    {
+      title: 'Load one item',
+      description:
+        "Read one item in full: a tool's manifest and parameter schema, a directive's metadata, inputs, steps and Markdown, or a knowledge entry. " +
+        'Example: {"item_type": "directive", "item_id": "review_changes"}',
+      inputSchema: loadShape,
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    (args) => guard(() => load(ctx, args)),
+  );
+
+  server.registerTool(
+    'execute',
+    {
+      title: 'Run a tool, directive or knowledge entry',
+      description:
+        'action "run": a tool runs (through the project policy) with parameters as its arguments; a directive returns its steps for you to follow; ' +
+        'knowledge returns its content. Example: {"item_type": "tool", "action": "run", "item_id": "read_file", "parameters": {"path": "README.md"}}',
+      inputSchema: executeShape,
+      annotations: { destructiveHint: true, openWorldHint: true },
+    },
+    (args, extra) => guard(() => execute(ctx, args, extra.signal)),
+  );
+
+  server.registerTool(
+    'help',
+    {
+      title: 'Help',
+      description: 'Short usage guidance for the meta-tools and item kinds. Topics: overview, search, load, execute, resolve, directives, tools, knowledge.',
+      inputSchema: helpShape,
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    async (args) => help(args.topic),
+  );
+
+  server.registerTool(
+    'resolve',
+    {
+      title: 'Resolve an intent to a tool call',
+      description:
+        'Say what you want in plain words; the gateway picks the tool, fills its arguments and runs it through the project policy (execute: false only shows the call). ' +
+        'If it cannot tell, it answers "unresolved" with candidates and the missing arguments. Example: {"intent": "read the file docs/setup.md"}',
+      inputSchema: resolveShape,
+      annotations: { destructiveHint: true, openWorldHint: true },
+    },
+    (args, extra) => guard(() => resolve(ctx, args, extra.signal)),
+  );
+
+  return server;
+}

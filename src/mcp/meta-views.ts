@@ -1,0 +1,94 @@
+/** What `load` and `execute` hand an agent for each kind of item: plain JSON-able views and their readable text. */
+import { stringify } from 'yaml';
+import type { Project } from '../project.js';
+import { child, parseXmlTree, type XmlElement } from '../registry/xml-tree.js';
+import type { Directive, Knowledge, Tool } from '../registry/types.js';
+import { parametersSchema } from '../resolver/llm-argument-filler.js';
+import { displayPath } from './meta-common.js';
+
+export interface DirectiveStep {
+  name: string;
+  description: string;
+  action?: string;
+}
+
+export function toolView(project: Project, tool: Tool): Record<string, unknown> {
+  return {
+    tool_id: tool.id,
+    tool_type: tool.type,
+    executor: tool.executor,
+    version: tool.version,
+    description: tool.description,
+    mutates_state: tool.mutatesState,
+    tags: tool.tags,
+    examples: tool.examples,
+    parameters: parametersSchema(tool.parameters),
+    // As written in the manifest: `${ENV}` placeholders stay placeholders, nothing is resolved here.
+    config: tool.config,
+    source: { tier: tool.source.tier, path: displayPath(project, tool.source.path, tool.source.tier) },
+  };
+}
+
+export function directiveView(project: Project, directive: Directive): Record<string, unknown> {
+  return {
+    name: directive.name,
+    version: directive.version,
+    description: directive.description,
+    ...(directive.category !== undefined ? { category: directive.category } : {}),
+    ...(directive.modelTier !== undefined ? { model_tier: directive.modelTier } : {}),
+    limits: directive.limits,
+    permissions: directive.permissions,
+    inputs: directive.inputs ?? [],
+    steps: directiveSteps(directive),
+    signed: directive.signature !== null,
+    source: { tier: directive.source.tier, path: displayPath(project, directive.source.path, directive.source.tier) },
+    content: directive.body,
+  };
+}
+
+export function knowledgeView(project: Project, entry: Knowledge): Record<string, unknown> {
+  return {
+    id: entry.id,
+    title: entry.title,
+    entry_type: entry.entryType,
+    version: entry.version,
+    ...(entry.category !== undefined ? { category: entry.category } : {}),
+    tags: entry.tags,
+    signed: entry.signature !== null,
+    source: { tier: entry.source.tier, path: displayPath(project, entry.source.path, entry.source.tier) },
+    content: entry.body,
+  };
+}
+
+/** Front matter and body, as the entry reads in its file (without the signature line). */
+export function knowledgeText(entry: Knowledge): string {
+  const front: Record<string, unknown> = { id: entry.id, title: entry.title, entry_type: entry.entryType, version: entry.version };
+  if (entry.category !== undefined) front['category'] = entry.category;
+  if (entry.tags.length > 0) front['tags'] = entry.tags;
+  return `---\n${stringify(front)}---\n\n${entry.body.replace(/^\n+/, '')}`;
+}
+
+/**
+ * The `<process><step>` elements of the block. The parser validated the block when the registry
+ * loaded, so a parse failure here cannot happen for a loaded directive; it yields no steps.
+ */
+export function directiveSteps(directive: Directive): DirectiveStep[] {
+  const tree = parseXmlTree(directive.xml);
+  if (!tree.ok) return [];
+  const process = child(tree.root, 'process');
+  if (process === undefined) return [];
+  return process.children
+    .filter((element) => element.name === 'step')
+    .map((step, index) => {
+      const action = textOf(child(step, 'action'));
+      return {
+        name: step.attrs['name'] ?? `step_${index + 1}`,
+        description: textOf(child(step, 'description')) ?? step.text,
+        ...(action !== undefined ? { action } : {}),
+      };
+    });
+}
+
+function textOf(element: XmlElement | undefined): string | undefined {
+  return element === undefined || element.text === '' ? undefined : element.text;
+}

@@ -1,0 +1,134 @@
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../../src/cli/run-cli.js';
+import { REPO_ROOT } from '../helpers/temp-project.js';
+import { createMetaProject, type MetaProject } from '../fixtures/mcp-meta/meta-project.js';
+
+// The real CLI with the real resolver (USE-lite in a worker): loading the model takes seconds.
+const SLOW = 120_000;
+
+let meta: MetaProject;
+const children: ChildProcessWithoutNullStreams[] = [];
+let client: Client | undefined;
+
+beforeAll(() => {
+  meta = createMetaProject();
+});
+
+afterEach(async () => {
+  await client?.close();
+  client = undefined;
+  for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+});
+
+afterAll(() => {
+  meta?.remove();
+});
+
+function childEnv(): Record<string, string> {
+  return { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '', KIWI_USER_DIR: meta.userDir };
+}
+
+const ARGS = ['--import', 'tsx', 'src/cli/main.ts', 'mcp', '--project'];
+
+function text(result: CallToolResult): string {
+  const part = result.content[0];
+  return part?.type === 'text' ? part.text : '';
+}
+
+/** Spawns `kiwi mcp` with raw pipes, to see exactly what reaches stdout and how the process ends. */
+function spawnRaw(): { child: ChildProcessWithoutNullStreams; lines: AsyncIterator<string>; stderr: () => string } {
+  const child = spawn(process.execPath, [...ARGS, meta.temp.root], { cwd: REPO_ROOT, env: childEnv() });
+  children.push(child);
+  let err = '';
+  child.stderr.on('data', (chunk: Buffer) => {
+    if (err.length < 64 * 1024) err += chunk.toString('utf8');
+  });
+  const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+  return { child, lines, stderr: () => err };
+}
+
+async function initialize(child: ChildProcessWithoutNullStreams, lines: AsyncIterator<string>): Promise<Record<string, any>> {
+  const request = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } };
+  child.stdin.write(`${JSON.stringify(request)}\n`);
+  const next = await lines.next();
+  expect(next.done).toBeFalsy();
+  // stdout is the protocol: the first thing on it must be the answer, not a progress line.
+  return JSON.parse(next.value as string) as Record<string, any>;
+}
+
+describe('kiwi mcp (stdio)', () => {
+  it(
+    'serves search and execute to the SDK client over a spawned process',
+    async () => {
+      const transport = new StdioClientTransport({ command: process.execPath, args: [...ARGS, meta.temp.root], cwd: REPO_ROOT, env: childEnv(), stderr: 'pipe' });
+      let stderr = '';
+      transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+      client = new Client({ name: 'stdio-test', version: '1.0.0' });
+      await client.connect(transport);
+
+      const found = (await client.callTool({ name: 'search', arguments: { item_type: 'tool', query: 'echo a text message' } })) as CallToolResult;
+      expect(found.isError, text(found)).toBeFalsy();
+      expect((found.structuredContent as { results: Array<{ id: string }> }).results[0]?.id).toBe('echo_text');
+
+      const ran = (await client.callTool({
+        name: 'execute',
+        arguments: { item_type: 'tool', action: 'run', item_id: 'echo_text', parameters: { text: 'hello over stdio' } },
+      })) as CallToolResult;
+      expect(ran.isError, text(ran)).toBe(false);
+      expect(text(ran)).toBe('hello over stdio');
+
+      const denied = (await client.callTool({
+        name: 'execute',
+        arguments: { item_type: 'tool', action: 'run', item_id: 'read_doc', parameters: { path: '../../etc/passwd' } },
+      })) as CallToolResult;
+      expect(denied.isError).toBe(true);
+      expect(text(denied)).toMatch(/^denied: /);
+
+      const user = (await client.callTool({ name: 'load', arguments: { item_type: 'knowledge', item_id: 'user-note' } })) as CallToolResult;
+      expect(text(user)).toContain('git status -sb');
+      expect(stderr).toMatch(/MCP server on stdio for /);
+    },
+    SLOW,
+  );
+
+  it(
+    'writes only protocol to stdout and exits 0 when the client closes stdin',
+    async () => {
+      const { child, lines, stderr } = spawnRaw();
+      const answer = await initialize(child, lines);
+      expect(answer).toMatchObject({ jsonrpc: '2.0', id: 1, result: { serverInfo: { name: 'kiwi-gateway' } } });
+      child.stdin.end();
+      const [code] = (await once(child, 'exit')) as [number | null];
+      expect(code, stderr()).toBe(0);
+      const rest: string[] = [];
+      for (let next = await lines.next(); !next.done; next = await lines.next()) rest.push(next.value);
+      expect(rest).toEqual([]);
+    },
+    SLOW,
+  );
+
+  it(
+    'exits 0 on SIGTERM while a client is still connected',
+    async () => {
+      const { child, lines, stderr } = spawnRaw();
+      await initialize(child, lines);
+      child.kill('SIGTERM');
+      const [code] = (await once(child, 'exit')) as [number | null];
+      expect(code, stderr()).toBe(0);
+    },
+    SLOW,
+  );
+
+  it('fails with a usage line for unknown flags, before opening anything', async () => {
+    const err: string[] = [];
+    const code = await runCli(['mcp', '--project', meta.temp.root, '--bogus'], { env: childEnv(), cwd: REPO_ROOT, io: { out: () => undefined, err: (line) => err.push(line) } });
+    expect(code).toBe(2);
+    expect(err.join('\n')).toMatch(/kiwi mcp: .*--bogus.*usage: kiwi mcp \[--project DIR\]/);
+  });
+});

@@ -1,0 +1,300 @@
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readAuditTail } from '../../src/audit/audit-reader.js';
+import { createMetaServer } from '../../src/mcp/meta-server.js';
+import type { Project } from '../../src/project.js';
+import { createMetaProject, openHashResolver, openMetaProject, type MetaProject } from '../fixtures/mcp-meta/meta-project.js';
+
+let meta: MetaProject;
+let project: Project;
+let resolver: Awaited<ReturnType<typeof openHashResolver>>;
+let server: McpServer;
+let client: Client;
+
+beforeAll(async () => {
+  meta = createMetaProject();
+  project = await openMetaProject(meta);
+  resolver = await openHashResolver(project);
+  server = createMetaServer({ project, resolver: resolver.resolver, serverInfo: { name: 'kiwi-test', version: '9.9.9' } });
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  client = new Client({ name: 'meta-test', version: '1.0.0' });
+  await Promise.all([server.connect(serverSide), client.connect(clientSide)]);
+});
+
+afterAll(async () => {
+  await client?.close();
+  await server?.close();
+  await resolver?.close();
+  await project?.close();
+  meta?.remove();
+});
+
+async function call(name: string, args: Record<string, unknown>, options: { signal?: AbortSignal } = {}): Promise<CallToolResult> {
+  return (await client.callTool({ name, arguments: args }, undefined, options)) as CallToolResult;
+}
+
+function text(result: CallToolResult): string {
+  const part = result.content[0];
+  return part?.type === 'text' ? part.text : '';
+}
+
+function structured(result: CallToolResult): Record<string, any> {
+  return (result.structuredContent ?? {}) as Record<string, any>;
+}
+
+async function expectError(result: Promise<CallToolResult>, pattern: RegExp): Promise<CallToolResult> {
+  const r = await result;
+  expect(r.isError, text(r)).toBe(true);
+  expect(text(r)).toMatch(pattern);
+  return r;
+}
+
+async function waitFor<T>(probe: () => Promise<T | undefined> | T | undefined, what: string, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+describe('meta-server: listing', () => {
+  it('offers the five meta-tools with Kiwi MCP argument names and the server info given', async () => {
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name).sort()).toEqual(['execute', 'help', 'load', 'resolve', 'search']);
+    const search = tools.find((t) => t.name === 'search');
+    expect(search?.inputSchema.required).toEqual(['item_type', 'query']);
+    expect((search?.inputSchema.properties?.['item_type'] as { enum?: string[] }).enum).toEqual(['directive', 'tool', 'knowledge', 'script']);
+    const execute = tools.find((t) => t.name === 'execute');
+    expect(execute?.inputSchema.required).toEqual(['item_type', 'action', 'item_id']);
+    expect(client.getServerVersion()).toMatchObject({ name: 'kiwi-test', version: '9.9.9' });
+    expect(client.getInstructions()).toMatch(/resolve/);
+  });
+});
+
+describe('meta-server: search', () => {
+  it('finds tools through the resolver, with their parameters', async () => {
+    const r = await call('search', { item_type: 'tool', query: 'echo a text message' });
+    expect(r.isError).toBeFalsy();
+    const results = structured(r)['results'] as Array<Record<string, any>>;
+    expect(results[0]).toMatchObject({ id: 'echo_text', tier: 'project', mutates_state: false });
+    expect(results[0]?.['parameters']).toMatchObject({ type: 'object', properties: { text: { type: 'string' } }, required: ['text'] });
+    expect(text(r)).toMatch(/echo_text .*Echo a text message back/);
+    expect(text(r)).toMatch(/parameters: text: string \(required\)/);
+  });
+
+  it('lists nothing for a query that shares nothing with any tool', async () => {
+    const r = await call('search', { item_type: 'tool', query: 'zebra quantum lullaby' });
+    expect(r.isError).toBeFalsy();
+    expect(structured(r)).toMatchObject({ total: 0, results: [] });
+    expect(text(r)).toMatch(/^No tool matches "zebra quantum lullaby"/);
+  });
+
+  it('reads the legacy item_type "script" as "tool" and honours limit', async () => {
+    const r = await call('search', { item_type: 'script', query: 'read a document file', limit: 1 });
+    expect(structured(r)).toMatchObject({ item_type: 'tool', total: 1 });
+    expect(structured(r)['results'][0].id).toBe('read_doc');
+  });
+
+  it('ranks directives and knowledge by the words of their name, description, tags and category', async () => {
+    const d = await call('search', { item_type: 'directive', query: 'summarize the documentation' });
+    expect(structured(d)['results'][0]).toMatchObject({ id: 'summarize_docs', version: '1.2.0', category: 'documentation' });
+    expect(text(d)).toMatch(/^1 directive for "summarize the documentation":\n- summarize_docs/);
+    const k = await call('search', { item_type: 'knowledge', query: 'writing style' });
+    expect(structured(k)['results'][0]).toMatchObject({ id: 'style-guide', title: 'Writing style for project documentation' });
+    const none = await call('search', { item_type: 'directive', query: 'zebra quantum lullaby' });
+    expect(none.isError).toBeFalsy();
+    expect(structured(none)['total']).toBe(0);
+    expect(text(none)).toMatch(/No directive matches/);
+  });
+
+  it('filters by tier with source', async () => {
+    const user = await call('search', { item_type: 'knowledge', query: 'shell shortcuts', source: 'user' });
+    expect(structured(user)['results'].map((x: { id: string }) => x.id)).toEqual(['user-note']);
+    const projectOnly = await call('search', { item_type: 'knowledge', query: 'shell shortcuts', source: 'project' });
+    expect(structured(projectOnly)['total']).toBe(0);
+    const local = await call('search', { item_type: 'knowledge', query: 'shell shortcuts', source: 'all' });
+    expect(structured(local)['results'][0].id).toBe('user-note');
+  });
+
+  it('accepts project_path only when it is this project', async () => {
+    const same = await call('search', { item_type: 'tool', query: 'echo', project_path: meta.temp.root });
+    expect(same.isError).toBeFalsy();
+    await expectError(call('search', { item_type: 'tool', query: 'echo', project_path: meta.userDir }), /not this server's project; it serves .*kiwi mcp --project/);
+    await expectError(call('search', { item_type: 'tool', query: 'echo', project_path: '/no/such/folder' }), /does not exist/);
+  });
+
+  it('answers bad arguments with clear errors', async () => {
+    await expectError(call('search', { item_type: 'registry', query: 'x' }), /item_type must be "directive", "tool" or "knowledge".*got "registry"/);
+    await expectError(call('search', { query: 'x' }), /item_type is required/);
+    await expectError(call('search', { item_type: 'tool' }), /query is required/);
+    await expectError(call('search', { item_type: 'tool', query: '   ' }), /query must not be empty/);
+    await expectError(call('search', { item_type: 'tool', query: 'x', limit: 100 }), /limit must be at most 50/);
+    await expectError(call('search', { item_type: 'tool', query: 'x', limit: 2.5 }), /limit must be a whole number/);
+    await expectError(call('search', { item_type: 'tool', query: 'x', source: 'registry' }), /INVALID_INPUT: source "registry": there is no remote registry yet/);
+    await expectError(call('search', { item_type: 'tool', query: 'x', source: 'cloud' }), /source must be "local"/);
+  });
+});
+
+describe('meta-server: load', () => {
+  it('returns a tool manifest with its parameter schema', async () => {
+    const r = await call('load', { item_type: 'tool', item_id: 'read_doc' });
+    const item = structured(r)['item'];
+    expect(item).toMatchObject({ tool_id: 'read_doc', tool_type: 'script', executor: 'subprocess', source: { tier: 'project', path: path.join('.ai', 'tools', 'read_doc.yaml') } });
+    expect(item.parameters.properties.path).toMatchObject({ type: 'string' });
+    expect(JSON.parse(text(r))).toMatchObject({ tool_id: 'read_doc' });
+  });
+
+  it('returns a directive with metadata, inputs, steps and the raw Markdown', async () => {
+    const r = await call('load', { item_type: 'directive', item_id: 'summarize_docs', source: 'project', destination: 'project' });
+    const item = structured(r)['item'];
+    expect(item).toMatchObject({ name: 'summarize_docs', version: '1.2.0', category: 'documentation', model_tier: 'fast' });
+    expect(item.inputs.map((i: { name: string }) => i.name)).toEqual(['topic', 'length']);
+    expect(item.steps).toEqual([
+      { name: 'collect', description: 'Read each file under docs/ with read_doc' },
+      { name: 'write', description: 'Write the summary about the topic' },
+    ]);
+    expect(text(r)).toContain('<directive name="summarize_docs" version="1.2.0">');
+    expect(text(r)).toContain('# Summarize docs');
+  });
+
+  it('returns a knowledge entry as front matter and body', async () => {
+    const r = await call('load', { item_type: 'knowledge', item_id: 'style-guide' });
+    expect(text(r)).toMatch(/^---\nid: style-guide\ntitle: Writing style for project documentation\n/);
+    expect(text(r)).toContain('Write short sentences.');
+    expect(structured(r)['item']).toMatchObject({ id: 'style-guide', entry_type: 'reference', tags: ['style', 'writing', 'docs'] });
+  });
+
+  it('refuses what it cannot do yet, and says why', async () => {
+    await expectError(call('load', { item_type: 'tool' }), /item_id is required/);
+    await expectError(call('load', { item_type: 'tool', item_id: 'nope' }), /TOOL_NOT_FOUND: no tool with id "nope".*search\(item_type="tool"/);
+    await expectError(call('load', { item_type: 'directive', item_id: 'nope' }), /no directive with id "nope"/);
+    await expectError(call('load', { item_type: 'knowledge', item_id: 'style-guide', destination: 'user' }), /copying items between tiers is not supported yet/);
+    await expectError(call('load', { item_type: 'knowledge', item_id: 'style-guide', source: 'user' }), /shadowed by the project-tier one/);
+    await expectError(call('load', { item_type: 'knowledge', item_id: 'user-note', source: 'project' }), /is in the user tier, not the project tier/);
+    await expectError(call('load', { item_type: 'tool', item_id: 'echo_text', source: 'registry' }), /no remote registry yet/);
+    await expectError(call('load', { item_type: 'tool', item_id: 'echo_text', version: '2.0.0' }), /only version 1\.0\.0/);
+  });
+});
+
+describe('meta-server: execute', () => {
+  it('runs a tool through the proxy and returns its output', async () => {
+    const r = await call('execute', { item_type: 'tool', action: 'run', item_id: 'echo_text', parameters: { text: 'hello there' } });
+    expect(r.isError, text(r)).toBe(false);
+    expect(text(r)).toBe('hello there');
+    expect(structured(r)).toMatchObject({ status: 'ok', tool: 'echo_text', exit_code: 0 });
+  });
+
+  it('returns denials as error results: path traversal, unlisted tools, bad arguments', async () => {
+    const traversal = await expectError(call('execute', { item_type: 'tool', action: 'run', item_id: 'read_doc', parameters: { path: '../secret.txt' } }), /^denied: /);
+    expect(structured(traversal)).toMatchObject({ status: 'denied', tool: 'read_doc' });
+    await expectError(call('execute', { item_type: 'tool', action: 'run', item_id: 'read_doc', parameters: { path: 'docs/../../../etc/passwd' } }), /^denied: /);
+    await expectError(call('execute', { item_type: 'tool', action: 'run', item_id: 'read_doc', parameters: { path: 'secret.txt' } }), /^denied: /);
+    await expectError(call('execute', { item_type: 'tool', action: 'run', item_id: 'wipe_disk' }), /^denied: .*wipe_disk/);
+    const missing = await expectError(call('execute', { item_type: 'tool', action: 'run', item_id: 'echo_text', parameters: {} }), /text/);
+    expect(structured(missing)['status']).not.toBe('ok');
+    await expectError(call('execute', { item_type: 'tool', action: 'run', item_id: 'no_such_tool' }), /TOOL_NOT_FOUND|no_such_tool/);
+
+    await project.audit.flush();
+    const records = await readAuditTail({ dir: project.auditDir, limit: 50 });
+    const denied = records.find((rec) => rec.tool === 'read_doc' && rec.decision === 'deny');
+    expect(denied).toMatchObject({ source: 'mcp', session: project.session, args: { path: '../secret.txt' } });
+  });
+
+  it('refuses actions other than run, and bad arguments, with clear errors', async () => {
+    await expectError(call('execute', { item_type: 'tool', action: 'publish', item_id: 'echo_text' }), /action "publish" is not supported: only "run" is/);
+    await expectError(call('execute', { item_type: 'directive', action: 'delete', item_id: 'summarize_docs' }), /only "run" is/);
+    await expectError(call('execute', { item_type: 'tool', item_id: 'echo_text' }), /action is required/);
+    await expectError(call('execute', { item_type: 'tool', action: 'run' }), /item_id is required/);
+    await expectError(call('execute', { item_type: 'widget', action: 'run', item_id: 'x' }), /item_type must be/);
+    await expectError(call('execute', { item_type: 'tool', action: 'run', item_id: 'echo_text', parameters: 'text=hi' }), /parameters must be an object/);
+  });
+
+  it('returns a directive as steps to follow, and asks for its required inputs', async () => {
+    const missing = await expectError(call('execute', { item_type: 'directive', action: 'run', item_id: 'summarize_docs' }), /needs topic \(What the summary should focus on\)/);
+    expect(structured(missing)['missing_inputs'][0]).toMatchObject({ name: 'topic', required: true });
+    const r = await call('execute', { item_type: 'directive', action: 'run', item_id: 'summarize_docs', parameters: { topic: 'setup' } });
+    expect(r.isError).toBeFalsy();
+    expect(structured(r)).toMatchObject({ status: 'ready', name: 'summarize_docs', provided_inputs: { topic: 'setup' } });
+    expect(structured(r)['process'].map((s: { name: string }) => s.name)).toEqual(['collect', 'write']);
+    expect(text(r)).toMatch(/1\. collect: Read each file under docs\/ with read_doc\n2\. write:/);
+    expect(text(r)).toContain('- topic = "setup"');
+  });
+
+  it('returns a knowledge entry as its content', async () => {
+    const r = await call('execute', { item_type: 'knowledge', action: 'run', item_id: 'user-note' });
+    expect(text(r)).toContain('git status -sb');
+    expect(structured(r)).toMatchObject({ status: 'ready', id: 'user-note', source: { tier: 'user' } });
+  });
+
+  it('cancels the running tool when the client cancels the request', async () => {
+    const marker = path.join(meta.temp.root, 'hang-started.txt');
+    const controller = new AbortController();
+    const pending = call('execute', { item_type: 'tool', action: 'run', item_id: 'hang_forever', parameters: { marker } }, { signal: controller.signal });
+    await waitFor(() => (existsSync(marker) ? true : undefined), 'the tool to start');
+    controller.abort();
+    await expect(pending).rejects.toThrow();
+    const record = await waitFor(async () => {
+      await project.audit.flush();
+      const records = await readAuditTail({ dir: project.auditDir, limit: 100 });
+      return records.find((rec) => rec.tool === 'hang_forever');
+    }, 'the cancelled call to be audited');
+    expect(record.error?.code).toBe('TOOL_CANCELLED');
+  });
+});
+
+describe('meta-server: help', () => {
+  it('gives an overview by default and each topic on request', async () => {
+    const overview = await call('help', {});
+    expect(text(overview)).toMatch(/search.*\n.*load/s);
+    expect(structured(overview)).toMatchObject({ topic: 'overview' });
+    for (const topic of ['search', 'load', 'execute', 'resolve', 'directives', 'tools', 'knowledge']) {
+      const r = await call('help', { topic });
+      expect(r.isError, topic).toBeFalsy();
+      expect(text(r).length).toBeGreaterThan(40);
+    }
+    expect(text(await call('help', { topic: 'resolve' }))).toMatch(/unresolved/);
+    await expectError(call('help', { topic: 'everything' }), /topic must be one of overview, search/);
+  });
+});
+
+describe('meta-server: resolve', () => {
+  it('resolves an intent and runs the call through the proxy', async () => {
+    const r = await call('resolve', { intent: 'echo the text "hello world"' });
+    expect(r.isError, text(r)).toBe(false);
+    expect(structured(r)).toMatchObject({ status: 'resolved', call: { tool: 'echo_text', arguments: { text: 'hello world' } } });
+    expect(structured(r)['result']).toMatchObject({ status: 'ok' });
+    expect(text(r)).toMatch(/^resolved to echo_text .*\n\nhello world$/);
+  });
+
+  it('only shows the call with execute: false', async () => {
+    await project.audit.flush();
+    const before = (await readAuditTail({ dir: project.auditDir, limit: 1000 })).length;
+    const r = await call('resolve', { intent: 'echo the text "not run"', execute: false });
+    expect(structured(r)).toMatchObject({ status: 'resolved', call: { tool: 'echo_text', arguments: { text: 'not run' } } });
+    expect(structured(r)['result']).toBeUndefined();
+    expect(text(r)).toMatch(/not run \(execute: false\)/);
+    await project.audit.flush();
+    expect((await readAuditTail({ dir: project.auditDir, limit: 1000 })).length).toBe(before);
+  });
+
+  it('answers "unresolved" as a normal result with candidates and missing arguments', async () => {
+    const r = await call('resolve', { intent: 'echo a text message' });
+    expect(r.isError).toBeFalsy();
+    expect(structured(r)).toMatchObject({ status: 'unresolved', missing: ['text'] });
+    expect(structured(r)['candidates'][0].tool).toBe('echo_text');
+    expect(text(r)).toMatch(/^unresolved: .*\nmissing arguments: text\ncandidates: echo_text/);
+  });
+
+  it('answers bad arguments with clear errors', async () => {
+    await expectError(call('resolve', {}), /intent is required/);
+    await expectError(call('resolve', { intent: '' }), /intent must not be empty/);
+    await expectError(call('resolve', { intent: 'echo hi', execute: 'yes' }), /execute must be true or false/);
+  });
+});

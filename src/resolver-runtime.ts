@@ -1,7 +1,8 @@
+import path from 'node:path';
 import { createEmbedder, type EmbedderConfig } from './embed/create-embedder.js';
 import type { Tool } from './registry/types.js';
 import { createLlmArgumentFiller } from './resolver/llm-argument-filler.js';
-import type { ArgumentModelConfig } from './resolver/resolver-config.js';
+import { loadResolverConfig, type ArgumentModelConfig } from './resolver/resolver-config.js';
 import { createResolver, resolvableTools, type ResolverSettings } from './resolver/resolver.js';
 import type { Resolver } from './resolver/types.js';
 import { openToolIndex, type SyncReport } from './store/tool-index.js';
@@ -50,4 +51,22 @@ export async function openResolverRuntime(options: ResolverRuntimeOptions): Prom
     await embedder.close();
     throw error;
   }
+}
+
+/** A project's resolver as configured by its `.ai/config/resolver.yaml`, indexed in `.ai/vectors`. */
+export async function openProjectResolverRuntime(options: {
+  root: string;
+  tools: Iterable<Tool>;
+  env: Readonly<Record<string, string | undefined>>;
+  log?: (message: string) => void;
+}): Promise<ResolverRuntime> {
+  const config = await loadResolverConfig(path.join(options.root, '.ai', 'config', 'resolver.yaml'), { env: options.env, root: options.root });
+  return openResolverRuntime({
+    tools: options.tools,
+    indexDir: path.join(options.root, '.ai', 'vectors'),
+    embedder: config.embedder,
+    settings: config.settings,
+    argumentModel: config.argumentModel,
+    ...(options.log ? { log: options.log } : {}),
+  });
 }

@@ -2,8 +2,10 @@ import { describeError } from '../errors.js';
 import { auditCommand } from './commands/audit.js';
 import { demoCommand } from './commands/demo.js';
 import { indexCommand } from './commands/index-tools.js';
+import { mcpCommand } from './commands/mcp.js';
 import { resolveCommand } from './commands/resolve.js';
 import { runCommand } from './commands/run.js';
+import { serveCommand } from './commands/serve.js';
 import { signCommand, verifyCommand } from './commands/sign.js';
 import { toolsCommand } from './commands/tools.js';
 import { UsageError, type CliContext } from './io.js';
@@ -11,13 +13,15 @@ import { UsageError, type CliContext } from './io.js';
 const HELP = `kiwi — intent-resolving gateway between LLM agents and their tools
 
 Usage:
+  kiwi serve [--host H] [--port P]     the gateway: OpenAI/Anthropic-compatible proxy that runs [TOOL: …] intents, and /mcp (what \`npm start\` runs)
   kiwi tools list|show TOOL|validate   the .ai/ registry (project tier, then ~/.ai)
   kiwi run TOOL --args JSON            run one tool through the permissioned tool proxy
   kiwi sign FILE... | kiwi verify FILE...   write / check the kiwi-mcp:validated signature line
   kiwi audit tail [-n N] [--session ID]     the latest audited calls, allowed and denied
   kiwi index                           embed every valid tool into .ai/vectors (LanceDB; incremental)
   kiwi resolve "INTENT"                the call an intent resolves to, with candidates and timings (runs nothing)
-  kiwi demo                            a guided run of the demo .ai/ (what \`npm start\` does)
+  kiwi mcp                             serve the meta-tools (search, load, execute, help, resolve) as an MCP server on stdio
+  kiwi demo                            a guided tour of the permissioned tool proxy on the demo .ai/ (no server)
 
 Options: --project DIR (default: KIWI_PROJECT or the current folder), --json.
 Environment: KIWI_USER_DIR moves the user tier (default: your home folder).`;
@@ -32,6 +36,8 @@ const COMMANDS: Record<string, Command> = {
   demo: demoCommand,
   index: indexCommand,
   resolve: resolveCommand,
+  mcp: mcpCommand,
+  serve: serveCommand,
 };
 
 /** Runs one CLI command and returns its exit code; every failure is one line on stderr. */

@@ -1,7 +1,5 @@
-import path from 'node:path';
 import { loadRegistry } from '../../registry/load-registry.js';
-import { loadResolverConfig } from '../../resolver/resolver-config.js';
-import { openResolverRuntime, type ResolverRuntime } from '../../resolver-runtime.js';
+import { openProjectResolverRuntime, type ResolverRuntime } from '../../resolver-runtime.js';
 import type { CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
 import { projectOptions } from '../project-options.js';
@@ -28,18 +26,10 @@ export async function openProjectResolver(ctx: CliContext, projectFlag: string |
   const options = projectOptions(ctx, { project: projectFlag });
   const registry = await loadRegistry({ projectDir: options.projectDir, ...(options.userDir ? { userDir: options.userDir } : {}) });
   if (registry.errors.length > 0) ctx.io.err(`kiwi: ${registry.errors.length} invalid items are not indexed (run \`kiwi tools validate\`)`);
-  const config = await loadResolverConfig(path.join(options.projectDir, '.ai', 'config', 'resolver.yaml'), { env: ctx.env, root: options.projectDir });
-  return openResolverRuntime({
-    tools: registry.tools.values(),
-    indexDir: path.join(options.projectDir, '.ai', 'vectors'),
-    embedder: config.embedder,
-    settings: config.settings,
-    argumentModel: config.argumentModel,
-    log: (m) => ctx.io.err(`kiwi: ${m}`),
-  });
+  return openProjectResolverRuntime({ root: options.projectDir, tools: registry.tools.values(), env: ctx.env, log: (m) => ctx.io.err(`kiwi: ${m}`) });
 }
 
-function progressLine(ctx: CliContext): (done: number, total: number) => void {
+export function progressLine(ctx: CliContext): (done: number, total: number) => void {
   let last = 0;
   return (done, total) => {
     const now = Date.now();

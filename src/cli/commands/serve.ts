@@ -1,0 +1,40 @@
+import { once } from 'node:events';
+import { describeGatewayConfig } from '../../gateway/gateway-config.js';
+import { openGateway } from '../../gateway/open-gateway.js';
+import { listen } from '../../http/listen.js';
+import { UsageError, type CliContext } from '../io.js';
+import { parseFlags } from '../parse-flags.js';
+import { projectOptions } from '../project-options.js';
+import { progressLine } from './index-tools.js';
+
+const USAGE = 'kiwi serve [--host HOST] [--port PORT] [--project DIR]';
+/** How long requests in flight may run on after Ctrl-C before they are aborted. */
+const GRACE_MS = 10_000;
+
+/** `kiwi serve` (what `npm start` runs): the gateway on HTTP until SIGINT/SIGTERM. */
+export async function serveCommand(ctx: CliContext): Promise<number> {
+  const { values } = parseFlags(ctx.argv, { host: { type: 'string' }, port: { type: 'string' }, project: { type: 'string' } }, USAGE);
+  const port = values.port === undefined ? undefined : Number(values.port);
+  if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65_535)) throw new UsageError(`--port must be a whole number from 0 to 65535, got ${values.port}`);
+
+  const log = (line: string): void => ctx.io.err(`kiwi: ${line}`);
+  const gateway = await openGateway({ ...projectOptions(ctx, values), log, onIndexProgress: progressLine(ctx), ...(ctx.signal ? { signal: ctx.signal } : {}) });
+  try {
+    const { config, project, runtime } = gateway;
+    const listener = await listen((request) => gateway.app.fetch(request), { host: values.host ?? config.host, port: port ?? config.port });
+    const { registry } = project;
+    ctx.io.out(`Kiwi Gateway listening on ${listener.url}`);
+    ctx.io.out(`project ${project.root}: ${runtime.toolCount} resolvable tools (${registry.tools.size} in all, ${registry.errors.length} invalid), ${registry.directives.size} directives, ${registry.knowledge.size} knowledge entries; policy ${project.policy.label}`);
+    ctx.io.out(`resolver: ${runtime.embedderId}; audit log ${project.auditDir} (session ${project.session})`);
+    ctx.io.out(describeGatewayConfig(config));
+    ctx.io.out(`endpoints: POST /v1/chat/completions, POST /v1/messages, GET /v1/models, GET /healthz, /mcp (MCP Streamable HTTP)`);
+    ctx.io.out(`try: curl -sN ${listener.url}/v1/chat/completions -H 'content-type: application/json' -d '{"model":"kiwi-demo","stream":true,"messages":[{"role":"user","content":"how many words are in the README?"}]}'`);
+    ctx.io.out('Ctrl-C stops it (requests in flight get 10 s to finish).');
+    if (ctx.signal && !ctx.signal.aborted) await once(ctx.signal, 'abort');
+    ctx.io.err('kiwi: shutting down…');
+    await listener.close(GRACE_MS);
+    return 0;
+  } finally {
+    await gateway.close();
+  }
+}

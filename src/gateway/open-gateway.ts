@@ -1,0 +1,95 @@
+import path from 'node:path';
+import type { Hono } from 'hono';
+import { createGatewayApp } from '../http/app.js';
+import { createMcpRoute } from '../http/mcp-route.js';
+import { openProject, type Project, type ProjectOptions } from '../project.js';
+import { openProjectResolverRuntime, type ResolverRuntime } from '../resolver-runtime.js';
+import { runAgentLoop } from './agent-loop.js';
+import { loadGatewayConfig, type GatewayConfig } from './gateway-config.js';
+import type { RunLoop } from './loop-types.js';
+import { createUpstreams, type Upstreams } from './upstreams.js';
+
+export interface GatewayOptions extends Omit<ProjectOptions, 'source'> {
+  /** Progress and notes for people (stderr in the CLI). */
+  log?: (line: string) => void;
+  onIndexProgress?: (done: number, total: number) => void;
+  signal?: AbortSignal;
+}
+
+/** Everything `kiwi serve` runs, wired once: the HTTP app and what it needs, closed together. */
+export interface Gateway {
+  app: Hono;
+  config: GatewayConfig;
+  project: Project;
+  runtime: ResolverRuntime;
+  upstreams: Upstreams;
+  runLoop: RunLoop;
+  /** Aborts every request still running (their upstream calls and tools), then closes the rest. */
+  close(): Promise<void>;
+}
+
+/**
+ * Opens a project as a gateway: its registry and tool proxy, the resolver with an up-to-date
+ * index, the upstream LLMs from `.ai/config/gateway.yaml`, the agent loop, the MCP server.
+ */
+export async function openGateway(options: GatewayOptions): Promise<Gateway> {
+  const project = await openProject({ ...options, source: 'gateway' });
+  const opened: { close(): Promise<void> }[] = [project];
+  try {
+    const config = await loadGatewayConfig(path.join(project.root, '.ai', 'config', 'gateway.yaml'), { env: options.env, root: project.root });
+    const runtime = await openProjectResolverRuntime({ root: project.root, tools: project.registry.tools.values(), env: options.env, ...(options.log ? { log: options.log } : {}) });
+    opened.unshift(runtime);
+    await runtime.sync({ ...(options.onIndexProgress ? { onProgress: options.onIndexProgress } : {}), ...(options.signal ? { signal: options.signal } : {}) });
+    const upstreams = createUpstreams(config, { http: project.http, demoTurnsFile: path.join(project.root, '.ai', 'demo', 'agent-turns.yaml') });
+    opened.unshift(upstreams);
+
+    // Shutdown aborts what is still running after the grace period, like a client going away.
+    const shutdown = new AbortController();
+    const runLoop: RunLoop = (request, run) => {
+      const route = upstreams.route(request.model);
+      const signal = run.signal ? AbortSignal.any([run.signal, shutdown.signal]) : shutdown.signal;
+      return runAgentLoop(
+        {
+          provider: route.provider,
+          resolve: (intent, o) => runtime.resolver.resolve(intent, o),
+          call: (call) => project.proxy.call(call),
+          session: project.session,
+          limits: config.limits,
+        },
+        { ...request, model: route.model },
+        { mode: run.mode, signal },
+      );
+    };
+
+    const metaDeps = { project, resolver: runtime.resolver };
+    const mcp = createMcpRoute(metaDeps, { allowedOrigins: config.mcp.allowedOrigins, maxBodyBytes: config.maxBodyBytes });
+    opened.unshift(mcp);
+    const app = createGatewayApp({
+      runLoop,
+      models: () => upstreams.models(),
+      health: () => ({ session: project.session, tools: runtime.toolCount, embedder: runtime.embedderId, upstreams: config.upstreams.map((u) => u.name) }),
+      mcp: (c) => mcp.handle(c),
+      limits: { maxBodyBytes: config.maxBodyBytes },
+    });
+    return {
+      app,
+      config,
+      project,
+      runtime,
+      upstreams,
+      runLoop,
+      async close() {
+        shutdown.abort();
+        await closeAll(opened);
+      },
+    };
+  } catch (error) {
+    await closeAll(opened);
+    throw error;
+  }
+}
+
+/** In order (newest first), each awaited, none skipped when one fails. */
+async function closeAll(items: { close(): Promise<void> }[]): Promise<void> {
+  for (const item of items) await item.close().catch(() => undefined);
+}

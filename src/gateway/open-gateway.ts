@@ -56,7 +56,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
           session: project.session,
           limits: config.limits,
         },
-        { ...request, model: route.model },
+        { ...request, model: route.model, ...(request.extra ? { extra: withoutNativeTools(request.extra) } : {}) },
         { mode: run.mode, signal },
       );
     };
@@ -87,6 +87,18 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     await closeAll(opened);
     throw error;
   }
+}
+
+/**
+ * The agent uses intents, and the upstream's native tool calls are not read back: a client's
+ * own tool definitions would only make the model answer with calls nobody runs.
+ */
+const NATIVE_TOOL_FIELDS = ['tools', 'tool_choice', 'functions', 'function_call', 'parallel_tool_calls'];
+
+function withoutNativeTools(extra: Record<string, unknown>): Record<string, unknown> {
+  const out = { ...extra };
+  for (const key of NATIVE_TOOL_FIELDS) delete out[key];
+  return out;
 }
 
 /** In order (newest first), each awaited, none skipped when one fails. */

@@ -15,7 +15,8 @@ import { createResolver, resolvableTools } from '../../src/resolver/resolver.js'
 import type { Resolver } from '../../src/resolver/types.js';
 import { openToolIndex, type ToolIndex } from '../../src/store/tool-index.js';
 import { createHashEmbedder } from '../helpers/hash-embedder.js';
-import { startReplayLlmServer, type Recording, type ReplayLlmServer } from '../helpers/replay-llm-server.js';
+import { openAiStream as sse } from '../helpers/openai-sse.js';
+import { startReplayLlmServer, type ReplayLlmServer } from '../helpers/replay-llm-server.js';
 import { createTempProject, FIXTURES, type TempProject } from '../helpers/temp-project.js';
 
 const tool = (id: string, description: string, script: string, params: string[] = [], extra = ''): string =>
@@ -75,20 +76,6 @@ afterAll(async () => {
   if (indexDir) rmSync(indexDir, { recursive: true, force: true });
   temp?.remove();
 });
-
-/** An OpenAI chat-completion stream, as the API sends it, that writes `chunks` one delta each. */
-function sse(chunks: string[], options: { finish?: string; usage?: [input: number, output: number] } = {}): Recording {
-  const [input, output] = options.usage ?? [10, 5];
-  const base = { id: 'chatcmpl-loop', object: 'chat.completion.chunk', created: 1741701751, model: 'upstream-model' };
-  const events: unknown[] = [
-    { ...base, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }], usage: null },
-    ...chunks.map((content) => ({ ...base, choices: [{ index: 0, delta: { content }, finish_reason: null }], usage: null })),
-    { ...base, choices: [{ index: 0, delta: {}, finish_reason: options.finish ?? 'stop' }], usage: null },
-    { ...base, choices: [], usage: { prompt_tokens: input, completion_tokens: output, total_tokens: input + output } },
-  ];
-  const body = `${events.map((e) => `data: ${JSON.stringify(e)}\n\n`).join('')}data: [DONE]\n\n`;
-  return { status: 200, headers: { 'content-type': 'text/event-stream; charset=utf-8' }, body };
-}
 
 let llm: ReplayLlmServer;
 let provider: ChatProvider;

@@ -1,0 +1,172 @@
+import Anthropic from '@anthropic-ai/sdk';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { cpSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readAuditTail } from '../../src/audit/audit-reader.js';
+import { runCli } from '../../src/cli/run-cli.js';
+import { openGateway, type Gateway } from '../../src/gateway/open-gateway.js';
+import { listen, type Listener } from '../../src/http/listen.js';
+import { openAiStream } from '../helpers/openai-sse.js';
+import { startReplayLlmServer, type ReplayLlmServer } from '../helpers/replay-llm-server.js';
+import { REPO_ROOT } from '../helpers/temp-project.js';
+
+/**
+ * The whole gateway as `kiwi serve` wires it, on a copy of the demo `.ai/`: real resolver
+ * (USE-lite, LanceDB), real tool proxy and tools, the real `openai`, `@anthropic-ai/sdk` and MCP
+ * SDK clients over 127.0.0.1. The upstream LLM is the one thing that cannot run here: a local
+ * server replays OpenAI streams written in the API's wire format.
+ */
+
+let root: string;
+let llm: ReplayLlmServer;
+let gateway: Gateway;
+let server: Listener;
+let env: Record<string, string | undefined>;
+
+function copyDemoProject(): string {
+  const dir = realpathSync(mkdtempSync(path.join(tmpdir(), 'kiwi-gateway-')));
+  const generated = ['logs', 'vectors'].map((d) => path.join(REPO_ROOT, '.ai', d));
+  cpSync(path.join(REPO_ROOT, '.ai'), path.join(dir, '.ai'), { recursive: true, filter: (src) => !generated.some((g) => src.startsWith(g)) });
+  symlinkSync(path.join(REPO_ROOT, 'node_modules'), path.join(dir, 'node_modules'));
+  writeFileSync(path.join(dir, 'README.md'), 'one two three\nfour\n');
+  return dir;
+}
+
+beforeAll(async () => {
+  llm = await startReplayLlmServer();
+  root = copyDemoProject();
+  writeFileSync(
+    path.join(root, '.ai', 'config', 'gateway.yaml'),
+    `upstreams:\n  - name: recorded\n    kind: openai\n    base_url: ${llm.url}/v1\n    models: ["gpt-*"]\n`,
+  );
+  env = { PATH: process.env['PATH'], HOME: root, KIWI_USER_DIR: path.join(root, 'no-user-tier') };
+  gateway = await openGateway({ projectDir: root, env, userDir: path.join(root, 'no-user-tier') });
+  server = await listen((request) => gateway.app.fetch(request), { host: '127.0.0.1', port: 0 });
+}, 120_000);
+
+afterAll(async () => {
+  await server?.close(1000);
+  await gateway?.close();
+  await llm?.close();
+  if (root) rmSync(root, { recursive: true, force: true });
+});
+
+const INTENT_TURN = ['I will count them. [TO', 'OL: count the words in "READ', 'ME.md"]'];
+
+describe('the gateway with the real openai client', () => {
+  it('streams the agent text, the resolved call and its result, then continues upstream with the result', async () => {
+    llm.replyOnce(openAiStream(INTENT_TURN), openAiStream(['The README has ', '4 words.']));
+    const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'not-used' });
+    const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'How many words are in the README?' }] });
+    let content = '';
+    const kiwi: { type: string }[] = [];
+    for await (const chunk of stream) {
+      content += chunk.choices[0]?.delta.content ?? '';
+      const extra = (chunk as unknown as { kiwi?: { type: string } }).kiwi;
+      if (extra) kiwi.push(extra);
+    }
+    expect(content).toContain('I will count them. [TOOL: count the words in "README.md"]');
+    expect(content).toContain('→ word_count {"path":"README.md"}');
+    expect(content).toMatch(/"words": 4/);
+    expect(content).toContain('The README has 4 words.');
+    expect(kiwi.map((e) => e.type)).toEqual(['start', 'intent', 'call', 'result', 'turn', 'finish']);
+
+    // Turn 2 went upstream with the instructions, the agent's turn and the tool's real output.
+    const second = (llm.requests.at(-1)?.body ?? {}) as { messages: { role: string; content: string }[] };
+    expect(second.messages[0]?.role).toBe('system');
+    expect(second.messages[0]?.content).toContain('[TOOL:');
+    expect(second.messages.at(-2)?.content).toContain('[TOOL: count the words in "README.md"]');
+    expect(second.messages.at(-1)?.content).toMatch(/word_count[\s\S]*"words": 4/);
+
+    await gateway.project.audit.flush();
+    const audited = await readAuditTail({ dir: gateway.project.auditDir, limit: 10, session: gateway.project.session });
+    expect(audited.some((r) => r.tool === 'word_count' && r.decision === 'allow' && r.source === 'gateway')).toBe(true);
+  });
+
+  it('hands the call to the client as a native tool call in resolve-only mode, running nothing', async () => {
+    llm.replyOnce(openAiStream(INTENT_TURN));
+    const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'not-used' });
+    const before = llm.requests.length;
+    const completion = await client.chat.completions.create({ model: 'gpt-4o-mini+resolve-only', messages: [{ role: 'user', content: 'How many words are in the README?' }] });
+    const choice = completion.choices[0];
+    expect(choice?.finish_reason).toBe('tool_calls');
+    const call = choice?.message.tool_calls?.[0];
+    expect(call?.type === 'function' ? call.function.name : undefined).toBe('word_count');
+    expect(call?.type === 'function' ? JSON.parse(call.function.arguments) : undefined).toEqual({ path: 'README.md' });
+    expect(llm.requests.length).toBe(before + 1);
+  });
+
+  it('answers an unknown model with a 404 the client understands', async () => {
+    const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'not-used', maxRetries: 0 });
+    const error = await client.chat.completions.create({ model: 'no-such-model', messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OpenAI.NotFoundError);
+    expect(String((error as Error).message)).toMatch(/no-such-model/);
+  });
+});
+
+describe('the gateway with the real anthropic client and the offline demo model', () => {
+  it('shows a denied call in the answer, and the agent carries on', async () => {
+    const client = new Anthropic({ baseURL: server.url, apiKey: 'not-used' });
+    const message = await client.messages.create({ model: 'kiwi-demo', max_tokens: 1024, messages: [{ role: 'user', content: 'read /etc/passwd' }] });
+    const text = message.content.map((b) => (b.type === 'text' ? b.text : '')).join('');
+    expect(text).toContain('(offline demo model)');
+    expect(text).toMatch(/→ read_file \{"path":"\/etc\/passwd"\}/);
+    expect(text).toMatch(/denied.*outside the project root/);
+    expect(text).toContain('(demo model)');
+    expect(message.stop_reason).toBe('end_turn');
+  });
+});
+
+describe('the gateway as an MCP server over HTTP', () => {
+  it('offers the meta-tools and resolves and runs an intent through the tool proxy', async () => {
+    const client = new Client({ name: 'e2e', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`)));
+    try {
+      const { tools } = await client.listTools();
+      expect(tools.map((t) => t.name).sort()).toEqual(['execute', 'help', 'load', 'resolve', 'search']);
+      const result = (await client.callTool({ name: 'resolve', arguments: { intent: 'count the words in "README.md"' } })) as { content: { type: string; text: string }[]; isError?: boolean };
+      expect(result.isError).toBeFalsy();
+      expect(result.content.map((c) => c.text).join('\n')).toMatch(/word_count[\s\S]*"words": 4/);
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+describe('kiwi serve', () => {
+  it('prints its URL, serves, and stops cleanly on the abort signal', async () => {
+    const out: string[] = [];
+    const err: string[] = [];
+    const stop = new AbortController();
+    let listening: (url: string) => void = () => undefined;
+    const url = new Promise<string>((resolve) => (listening = resolve));
+    const io = {
+      out: (line: string) => {
+        out.push(line);
+        const match = /listening on (http:\S+)/.exec(line);
+        if (match?.[1]) listening(match[1]);
+      },
+      err: (line: string) => err.push(line),
+    };
+    const exit = runCli(['serve', '--port', '0', '--project', root], { env, cwd: root, io, signal: stop.signal });
+    const base = await Promise.race([url, exit.then((code) => Promise.reject(new Error(`serve exited ${code}: ${err.join('\n')}`)))]);
+    const health = (await (await fetch(`${base}/healthz`)).json()) as { status: string };
+    expect(health.status).toBe('ok');
+    expect(out.join('\n')).toContain('kiwi-demo');
+    stop.abort();
+    expect(await exit).toBe(0);
+    expect(err.join('\n')).toContain('shutting down');
+  }, 60_000);
+
+  it('says what to do when the port is taken', async () => {
+    const err: string[] = [];
+    const port = String(server.port);
+    const code = await runCli(['serve', '--port', port, '--project', root], { env, cwd: root, io: { out: () => undefined, err: (l) => err.push(l) } });
+    expect(code).toBe(1);
+    expect(err.join('\n')).toMatch(new RegExp(`127\\.0\\.0\\.1:${port} is already in use; stop the other server or pick another port`));
+  }, 60_000);
+});

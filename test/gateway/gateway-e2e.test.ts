@@ -1,7 +1,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { cpSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
@@ -33,6 +33,14 @@ function copyDemoProject(): string {
   cpSync(path.join(REPO_ROOT, '.ai'), path.join(dir, '.ai'), { recursive: true, filter: (src) => !generated.some((g) => src.startsWith(g)) });
   symlinkSync(path.join(REPO_ROOT, 'node_modules'), path.join(dir, 'node_modules'));
   writeFileSync(path.join(dir, 'README.md'), 'one two three\nfour\n');
+  // A tool that never finishes on its own, to see what shutdown does to a running call.
+  cpSync(path.join(REPO_ROOT, 'test', 'fixtures', 'gateway-loop', 'slow.mjs'), path.join(dir, '.ai', 'tools', 'project', 'slow.mjs'));
+  writeFileSync(
+    path.join(dir, '.ai', 'tools', 'project', 'wait_for_batch.yaml'),
+    'tool_id: wait_for_batch\ntool_type: script\nexecutor: node_runtime\nversion: "1.0.0"\ndescription: "Wait until the nightly batch job has finished"\nconfig:\n  script: slow.mjs\nparameters: []\n',
+  );
+  const policy = path.join(dir, '.ai', 'config', 'policy.yaml');
+  writeFileSync(policy, readFileSync(policy, 'utf8').replace('tools: [', 'tools: [wait_for_batch, '));
   return dir;
 }
 
@@ -41,7 +49,12 @@ beforeAll(async () => {
   root = copyDemoProject();
   writeFileSync(
     path.join(root, '.ai', 'config', 'gateway.yaml'),
-    `upstreams:\n  - name: recorded\n    kind: openai\n    base_url: ${llm.url}/v1\n    models: ["gpt-*"]\n`,
+    [
+      'upstreams:',
+      `  - { name: stalling, kind: openai, base_url: "${llm.url}/v1", models: ["stall-*"], timeout_ms: 1000 }`,
+      `  - { name: recorded, kind: openai, base_url: "${llm.url}/v1", models: ["gpt-*"] }`,
+      '',
+    ].join('\n'),
   );
   env = { PATH: process.env['PATH'], HOME: root, KIWI_USER_DIR: path.join(root, 'no-user-tier') };
   gateway = await openGateway({ projectDir: root, env, userDir: path.join(root, 'no-user-tier') });
@@ -106,6 +119,40 @@ describe('the gateway with the real openai client', () => {
     expect(error).toBeInstanceOf(OpenAI.NotFoundError);
     expect(String((error as Error).message)).toMatch(/no-such-model/);
   });
+});
+
+describe('failures on the way', () => {
+  it('ends the stream with an error the client raises when the upstream stalls mid-stream', async () => {
+    llm.replyOnce({ recording: openAiStream(['Hello', ' there', ' my', ' friend']), stallAfterChunks: 3 });
+    const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'not-used', maxRetries: 0 });
+    const stream = await client.chat.completions.create({ model: 'stall-model', stream: true, messages: [{ role: 'user', content: 'hi' }] });
+    let content = '';
+    const error = await (async () => {
+      for await (const chunk of stream) content += chunk.choices[0]?.delta.content ?? '';
+    })().catch((e: unknown) => e);
+    expect(content).toBe('Hello there');
+    expect(error).toBeInstanceOf(OpenAI.APIError);
+    expect(String((error as Error).message)).toMatch(/stalling|127\.0\.0\.1/);
+  });
+
+  it('on shutdown aborts a request whose tool is still running, and the tool process ends', async () => {
+    const second = await openGateway({ projectDir: root, env, userDir: path.join(root, 'no-user-tier') });
+    const listener = await listen((request) => second.app.fetch(request), { host: '127.0.0.1', port: 0 });
+    const pidFile = path.join(root, '.ai', 'tools', 'project', 'slow.pid');
+    rmSync(pidFile, { force: true });
+    llm.replyOnce(openAiStream(['Waiting. [TOOL: wait until the nightly batch job has finished]']));
+    const client = new OpenAI({ baseURL: `${listener.url}/v1`, apiKey: 'not-used', maxRetries: 0 });
+    const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'is the batch done?' }] });
+    const reading = (async () => {
+      for await (const chunk of stream) void chunk;
+    })().catch((e: unknown) => e);
+    await expect.poll(() => existsSync(pidFile), { timeout: 15_000 }).toBe(true);
+    const pid = Number(readFileSync(pidFile, 'utf8'));
+    await listener.close(100);
+    await second.close();
+    await reading;
+    expect(() => process.kill(pid, 0)).toThrow();
+  }, 60_000);
 });
 
 describe('the gateway with the real anthropic client and the offline demo model', () => {

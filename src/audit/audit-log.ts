@@ -23,6 +23,8 @@ export interface AuditRecord {
   stuck?: boolean;
   /** cli | gateway | mcp | prefetch */
   source?: string;
+  /** The call id of the speculative (prefetch) call whose result this call reused instead of running again. */
+  reused?: string;
 }
 
 export interface AuditLogOptions {
@@ -246,6 +248,7 @@ export function serializeAuditRecord(record: AuditRecord, maxBytes: number): str
     ['duration_ms', String(Number.isFinite(record.duration_ms) ? Math.max(0, record.duration_ms) : 0)],
     ['stuck', record.stuck === undefined ? undefined : String(record.stuck === true)],
     ['source', record.source === undefined ? undefined : str(record.source, STRING_CAPS.source)],
+    ['reused', record.reused === undefined ? undefined : str(record.reused, STRING_CAPS.call_id)],
   ];
   const args = safeJson(record.args);
   const result = safeJson(record.result);

@@ -19,6 +19,15 @@ export interface AgentLoopDeps {
   /** Raw ids; the loop prefixes them: `kiwi-…` for the response, `call_…` for calls (default randomUUID). */
   newId?: () => string;
   now?: () => number;
+  /** Sees the agent's text and intents as they stream (prefetch); it must not throw or block. */
+  observer?: LoopObserver;
+}
+
+export interface LoopObserver {
+  onText(text: string): void;
+  onIntent(intent: string): void;
+  /** The request is over (finished, failed or cancelled). */
+  end(): void;
 }
 
 /** How much recent conversation the resolver gets as context: the user's request and this turn's text before the intent. */
@@ -182,9 +191,12 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
             const index = intentCount++;
             intents++;
             push({ type: 'intent', index, text: e.text, raw: e.raw });
+            deps.observer?.onIntent(e.text);
             enqueue(index, e.text, resolveContext(lastUser, recent));
           } else {
-            push({ type: 'text', text: e.type === 'text' ? e.text : e.raw });
+            const text = e.type === 'text' ? e.text : e.raw;
+            push({ type: 'text', text });
+            deps.observer?.onText(text);
           }
           recent = tail(recent + (e.type === 'text' ? e.text : e.raw), MAX_CONTEXT_CHARS);
         }
@@ -235,6 +247,7 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
     clearTimeout(timer);
     options.signal?.removeEventListener('abort', onClientAbort);
     halt('consumer'); // a no-op unless the consumer stopped early: then it cancels what is in flight
+    deps.observer?.end();
     await reading?.then(noop, noop);
     await upstream?.return?.().then(noop, noop);
     await queue;

@@ -49,8 +49,16 @@ export interface ToolProxyDeps {
 
 export type ListOutcome = { status: 'ok'; tools: McpToolInfo[] } | { status: 'denied'; reason: string };
 
+export type OkOutcome = CallOutcome & { status: 'ok' };
+
 export interface ToolProxy {
   call(call: ToolCall): Promise<CallOutcome>;
+  /**
+   * Answers `call` with the result of an identical call that already ran (a speculative prefetch):
+   * the call is checked (policy, arguments, rate limits) and audited like any call, only not run
+   * again. The caller guarantees that `earlier` ran exactly this tool with these arguments.
+   */
+  reuse(call: ToolCall, earlier: OkOutcome): Promise<CallOutcome>;
   /** The tools an MCP server offers that the policy lets this caller use (starting the server is checked too). */
   listMcpTools(server: string, session: string, source: CallSource, signal?: AbortSignal): Promise<ListOutcome>;
 }
@@ -108,6 +116,31 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
     }
   }
 
+  async function reuse(request: ToolCall, earlier: OkOutcome): Promise<CallOutcome> {
+    const callId = randomUUID();
+    const startedAt = new Date().toISOString();
+    const t0 = now();
+    const record = (fields: Partial<AuditRecord> & Pick<AuditRecord, 'decision'>): void =>
+      deps.audit.append({ ts: startedAt, session: request.session, call_id: callId, tool: request.tool, args: request.args ?? {}, duration_ms: now() - t0, source: request.source, reused: earlier.callId, ...fields });
+    try {
+      const decision = await authorize(request, deps);
+      if (!decision.allowed) {
+        record({ decision: 'deny', reason: decision.reason });
+        return { callId, tool: request.tool, durationMs: now() - t0, stuck: false, status: 'denied', reason: decision.reason };
+      }
+      const stuck = deps.loops.observe(request.session, request.tool, decision.args).stuck;
+      record({ decision: 'allow', reason: decision.reason, result: preview(earlier.result), ...(stuck ? { stuck } : {}) });
+      return { callId, tool: request.tool, durationMs: now() - t0, stuck, status: 'ok', result: earlier.result };
+    } catch (error) {
+      const code = isKiwiError(error) ? error.code : 'INTERNAL';
+      const message = isKiwiError(error) ? error.message : describeError(error);
+      record({ decision: 'deny', reason: message, error: { code, message } });
+      return code === 'POLICY_DENIED'
+        ? { callId, tool: request.tool, durationMs: now() - t0, stuck: false, status: 'denied', reason: message }
+        : { callId, tool: request.tool, durationMs: now() - t0, stuck: false, status: 'error', error: { code, message } };
+    }
+  }
+
   async function listMcpTools(server: string, session: string, source: CallSource, signal?: AbortSignal): Promise<ListOutcome> {
     const t0 = now();
     const decision = authorizeServer(server, deps);
@@ -127,7 +160,7 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
     return { status: 'ok', tools: tools.filter((t) => checkMcpTool(deps.context, t.qualifiedName).allowed) };
   }
 
-  return { call, listMcpTools };
+  return { call, reuse, listMcpTools };
 }
 
 function preview(result: ToolResult): Record<string, unknown> {

@@ -295,6 +295,23 @@ describe('tool proxy', () => {
     expect(listed.status === 'ok' && listed.tools.map((t) => t.qualifiedName).sort()).toEqual(['files.list_allowed_directories', 'files.search_files']);
   });
 
+  it('reuses an earlier identical result only after checking the call like any other, and audits it', async () => {
+    const earlier = await call('echo_args', { text: 'speculated' }, { source: 'prefetch' });
+    expect(earlier.status).toBe('ok');
+    if (earlier.status !== 'ok') return;
+    const reused = await project.proxy.reuse({ tool: 'echo_args', args: { text: 'speculated' }, session: 'proxy-test', source: 'gateway' }, earlier);
+    expect(reused.status).toBe('ok');
+    if (reused.status === 'ok') expect(reused.result).toBe(earlier.result);
+    expect(reused.callId).not.toBe(earlier.callId);
+    // A narrower context that does not allow the tool denies the reuse too: nothing bypasses the policy.
+    const narrow = createPermissionContext(temp.root, { tools: ['greet'], fsRead: [], fsWrite: [], commands: [{ executable: 'node' }], mcpTools: [], rateLimits: { perTool: {} } }, 'narrow test context');
+    expectDenied(await project.proxy.reuse({ tool: 'echo_args', args: { text: 'speculated' }, session: 'proxy-test', source: 'gateway', context: narrow }, earlier), /echo_args/);
+    await project.audit.flush();
+    const records = await readAuditTail({ dir: project.auditDir, limit: 500, session: 'proxy-test' });
+    expect(records.some((r) => r.call_id === reused.callId && r.reused === earlier.callId && r.decision === 'allow' && r.source === 'gateway')).toBe(true);
+    expect(records.some((r) => r.call_id === earlier.callId && r.source === 'prefetch')).toBe(true);
+  });
+
   it('audits allowed and denied calls', async () => {
     await project.audit.flush();
     const records = await readAuditTail({ dir: project.auditDir, limit: 500, session: 'proxy-test' });

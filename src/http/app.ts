@@ -19,6 +19,8 @@ export interface GatewayAppDeps {
   models(): ModelInfo[];
   /** Extra fields for /healthz. */
   health(): Record<string, unknown>;
+  /** The counters served as JSON on GET /metrics (`kiwi stats` reads them). */
+  metrics?: () => Record<string, unknown>;
   /** Mounted on /mcp (all methods) when given. */
   mcp?: (c: Context) => Promise<Response>;
   limits?: {
@@ -55,6 +57,7 @@ export function createGatewayApp(deps: GatewayAppDeps): Hono {
     ['POST', '/v1/messages'],
     ['GET', '/v1/models'],
     ['GET', '/healthz'],
+    ...(deps.metrics === undefined ? [] : ([['GET', '/metrics']] as [string, string][])),
     ...(deps.mcp === undefined ? [] : ([['GET, POST, DELETE', '/mcp']] as [string, string][])),
   ];
   const listing = routes.map(([m, p]) => `${m} ${p}`).join(', ');
@@ -84,6 +87,8 @@ export function createGatewayApp(deps: GatewayAppDeps): Hono {
     return c.json(c.req.header('anthropic-version') === undefined ? openAiModelList(models) : anthropicModelList(models));
   });
   app.get('/healthz', (c) => c.json({ status: 'ok', ...deps.health() }));
+  const metrics = deps.metrics;
+  if (metrics !== undefined) app.get('/metrics', (c) => c.json(metrics()));
   const mcp = deps.mcp;
   if (mcp !== undefined) app.all('/mcp', (c) => mcp(c));
 

@@ -24,6 +24,12 @@ describe('routes', () => {
     expect(await res.json()).toEqual({ status: 'ok', upstreams: 2, tools: 14 });
   });
 
+  it('GET /metrics serves the counters when given, and is not a route otherwise', async () => {
+    const res = await app({ metrics: () => ({ prefetch: { hits: 3 } }) }).request('/metrics');
+    expect(await res.json()).toEqual({ prefetch: { hits: 3 } });
+    expect((await app().request('/metrics')).status).toBe(404);
+  });
+
   it('GET /v1/models is an OpenAI list, or an Anthropic one when the client sends anthropic-version', async () => {
     const openai = await (await app().request('/v1/models')).json();
     expect(openai).toEqual({

@@ -1,9 +1,11 @@
+import { runGatewayBench } from './gateway/run-gateway.js';
 import { runResolveBench } from './resolve/run-resolve.js';
 import { runScaleBench } from './scale/run-scale.js';
 
 const BENCHES: Record<string, (argv: string[]) => Promise<void>> = {
   resolve: runResolveBench,
   'resolve-scale': runScaleBench,
+  gateway: runGatewayBench,
 };
 
 const [name, ...rest] = process.argv.slice(2);

@@ -1,0 +1,166 @@
+import { percentile, round } from '../stats.js';
+import type { IntentSample, LoadResult, PairedSamples } from './load-client.js';
+
+/**
+ * The gateway bench's numbers: the FORMAT.md `gateway` object (plus extra keys) and the table
+ * printed for people. All times in milliseconds.
+ */
+
+export interface P50P99 {
+  p50: number;
+  p99: number;
+}
+
+export const GOAL = { p50Ms: 1, p99Ms: 5 };
+
+export function p5099(sample: number[]): P50P99 {
+  return { p50: round(percentile(sample, 50)), p99: round(percentile(sample, 99)) };
+}
+
+/**
+ * Added latency as percentiles of the paired differences gateway_i − direct_i: requests
+ * alternate (direct, gateway, then gateway, direct…; with the reference proxy the order of the
+ * three rotates), so each pair ran under the same machine conditions and drift (other
+ * processes, GC, CPU clocks) cancels within the pair. The difference of the two percentiles is
+ * also kept, as `added_ms_percentile_difference`, for comparison.
+ */
+export function pairedDiff(gateway: number[], direct: number[]): P50P99 {
+  return p5099(gateway.map((g, i) => g - (direct[i] ?? 0)));
+}
+
+const diffOfPercentiles = (gateway: number[], direct: number[]): P50P99 => {
+  const g = p5099(gateway);
+  const d = p5099(direct);
+  return { p50: round(g.p50 - d.p50), p99: round(g.p99 - d.p99) };
+};
+
+export interface GatewayBenchInput {
+  settings: { requests: number; warmup: number; nonStream: number; concurrency: number; seconds: number; chunks: number; intents: number };
+  passThrough: PairedSamples;
+  nonStream: { direct: number[]; gateway: number[] };
+  load: { direct: LoadResult; gateway: LoadResult; proxy?: LoadResult };
+  intents: IntentSample[];
+  resolveMs: number[];
+  project: { tools: number; embedder: string; indexSyncMs: number };
+  machine: Record<string, unknown>;
+}
+
+function loadSummary(r: LoadResult) {
+  return { requests: r.requests, errors: r.errors, seconds: round(r.seconds, 2), rps: round(r.rps, 1), latency_ms: p5099(r.latency), ...(r.firstError === undefined ? {} : { first_error: r.firstError }) };
+}
+
+export function gatewayReport(input: GatewayBenchInput) {
+  const { passThrough: pt, nonStream: ns, intents } = input;
+  const firstToken = pairedDiff(pt.gateway.firstToken, pt.direct.firstToken);
+  const fullResponse = pairedDiff(pt.gateway.total, pt.direct.total);
+  const nsAdded = pairedDiff(ns.gateway, ns.direct);
+  const met = (p: P50P99) => p.p50 < GOAL.p50Ms && p.p99 < GOAL.p99Ms;
+  // Loop overhead per request: what is left of the total after the parts measured on their own.
+  // Resolution is timed separately in the gateway process; its i-th sample is paired with the i-th request.
+  const overhead = intents.map((s, i) => s.totalMs - s.turn1Ms - s.turn2Ms - s.toolMs - (input.resolveMs[i] ?? 0));
+  const parts = {
+    upstream_turn1: p5099(intents.map((s) => s.turn1Ms)),
+    upstream_turn2: p5099(intents.map((s) => s.turn2Ms)),
+    resolution: p5099(input.resolveMs),
+    tool_run: p5099(intents.map((s) => s.toolMs)),
+  };
+  const total = p5099(intents.map((s) => s.totalMs));
+  return {
+    bench: 'gateway',
+    added_ms: { first_token: firstToken, full_response: fullResponse },
+    requests_per_s: {
+      direct: round(input.load.direct.rps, 1),
+      via_gateway: round(input.load.gateway.rps, 1),
+      ...(input.load.proxy === undefined ? {} : { via_reference_proxy: round(input.load.proxy.rps, 1) }),
+    },
+    added_ms_method: 'percentiles of the paired differences (gateway_i - direct_i) between requests of the same round; the order within a round rotates',
+    added_ms_percentile_difference: { first_token: diffOfPercentiles(pt.gateway.firstToken, pt.direct.firstToken), full_response: diffOfPercentiles(pt.gateway.total, pt.direct.total) },
+    direct_ms: { headers: p5099(pt.direct.headers), first_token: p5099(pt.direct.firstToken), full_response: p5099(pt.direct.total) },
+    via_gateway_ms: { headers: p5099(pt.gateway.headers), first_token: p5099(pt.gateway.firstToken), full_response: p5099(pt.gateway.total) },
+    reference_proxy: pt.proxy === undefined ? null : {
+      what: 'a bare node:http + undici proxy in the gateway process that copies bytes (reference-proxy.ts): the floor of any Node gateway on this machine',
+      via_proxy_ms: { headers: p5099(pt.proxy.headers), first_token: p5099(pt.proxy.firstToken), full_response: p5099(pt.proxy.total) },
+      added_ms: { first_token: pairedDiff(pt.proxy.firstToken, pt.direct.firstToken), full_response: pairedDiff(pt.proxy.total, pt.direct.total) },
+    },
+    goal: {
+      added_p50_below_ms: GOAL.p50Ms,
+      added_p99_below_ms: GOAL.p99Ms,
+      first_token_met: met(firstToken),
+      full_response_met: met(fullResponse),
+      met: met(firstToken) && met(fullResponse),
+    },
+    non_stream: { requests: ns.direct.length, direct_ms: p5099(ns.direct), via_gateway_ms: p5099(ns.gateway), added_ms: nsAdded },
+    load: {
+      concurrency: input.settings.concurrency,
+      seconds: input.settings.seconds,
+      direct: loadSummary(input.load.direct),
+      via_gateway: loadSummary(input.load.gateway),
+      ...(input.load.proxy === undefined ? {} : { via_reference_proxy: loadSummary(input.load.proxy) }),
+    },
+    intent: {
+      requests: intents.length,
+      intent: 'read the file "package.json"',
+      tool: intents[0]?.tool ?? null,
+      tool_ok: intents.every((s) => s.status === 'ok'),
+      total_ms: total,
+      parts_ms: parts,
+      loop_overhead_ms: p5099(overhead),
+      loop_overhead_method: 'per request: total - turn1 - turn2 - tool durationMs - resolution (i-th resolve sample); p50/p99 of that',
+      loop_overhead_from_p50s_ms: round(total.p50 - parts.upstream_turn1.p50 - parts.upstream_turn2.p50 - parts.resolution.p50 - parts.tool_run.p50),
+    },
+    settings: input.settings,
+    project: { tools: input.project.tools, embedder: input.project.embedder, index_sync_ms: round(input.project.indexSyncMs, 0) },
+    machine: input.machine,
+  };
+}
+
+export type GatewayReport = ReturnType<typeof gatewayReport>;
+
+const ms = (x: number) => x.toFixed(3).padStart(9);
+const row = (label: string, p: P50P99) => `  ${label.padEnd(36)}${ms(p.p50)}${ms(p.p99)}`;
+const yes = (ok: boolean) => (ok ? 'met' : 'NOT met');
+
+export function printGatewayReport(r: GatewayReport): void {
+  const s = r.settings;
+  const lines = [
+    `streaming pass-through: ${s.requests} rounds after ${s.warmup} warm-up, ${s.chunks} chunks per answer   p50 ms   p99 ms`,
+    row('response headers, direct', r.direct_ms.headers),
+    row('response headers, via gateway', r.via_gateway_ms.headers),
+    row('first token, direct', r.direct_ms.first_token),
+    row('first token, via gateway', r.via_gateway_ms.first_token),
+    row('first token, added (paired)', r.added_ms.first_token),
+    row('full response, direct', r.direct_ms.full_response),
+    row('full response, via gateway', r.via_gateway_ms.full_response),
+    row('full response, added (paired)', r.added_ms.full_response),
+    row('first token, added (p_gw - p_direct)', r.added_ms_percentile_difference.first_token),
+    row('full resp., added (p_gw - p_direct)', r.added_ms_percentile_difference.full_response),
+    ...(r.reference_proxy === null
+      ? []
+      : [
+          row('first token, via reference proxy', r.reference_proxy.via_proxy_ms.first_token),
+          row('full response, via reference proxy', r.reference_proxy.via_proxy_ms.full_response),
+          row('first token, proxy added (paired)', r.reference_proxy.added_ms.first_token),
+          row('full response, proxy added (paired)', r.reference_proxy.added_ms.full_response),
+        ]),
+    `non-stream: ${r.non_stream.requests} pairs`,
+    row('full response, direct', r.non_stream.direct_ms),
+    row('full response, via gateway', r.non_stream.via_gateway_ms),
+    row('full response, added (paired)', r.non_stream.added_ms),
+    `requests per second: ${r.load.concurrency} concurrent clients, ${r.load.seconds} s each (streaming)`,
+    ...(['direct', 'via_gateway', 'via_reference_proxy'] as const).flatMap((k) => {
+      const l = r.load[k];
+      if (l === undefined) return [];
+      return `  ${k.replaceAll('_', ' ').padEnd(20)}${l.rps.toFixed(1).padStart(9)} req/s  (${l.requests} requests, ${l.errors} errors; latency p50 ${l.latency_ms.p50.toFixed(2)} ms, p99 ${l.latency_ms.p99.toFixed(2)} ms)`;
+    }),
+    `intent loop: ${r.intent.requests} requests, [TOOL: ${r.intent.intent}] -> ${r.intent.tool ?? '-'} (${r.intent.tool_ok ? 'ok' : 'NOT ok'})   p50 ms   p99 ms`,
+    row('whole request via gateway', r.intent.total_ms),
+    row('upstream turn 1 (direct)', r.intent.parts_ms.upstream_turn1),
+    row('upstream turn 2 (direct)', r.intent.parts_ms.upstream_turn2),
+    row('resolution (warm, in-process)', r.intent.parts_ms.resolution),
+    row('tool run (result durationMs)', r.intent.parts_ms.tool_run),
+    row('loop overhead (total - parts)', r.intent.loop_overhead_ms),
+    `  loop overhead from p50s: ${r.intent.loop_overhead_from_p50s_ms.toFixed(3)} ms`,
+    `goal: added p50 < ${GOAL.p50Ms} ms and p99 < ${GOAL.p99Ms} ms for pass-through — first token ${yes(r.goal.first_token_met)} (p50 ${r.added_ms.first_token.p50.toFixed(3)}, p99 ${r.added_ms.first_token.p99.toFixed(3)}), full response ${yes(r.goal.full_response_met)} (p50 ${r.added_ms.full_response.p50.toFixed(3)}, p99 ${r.added_ms.full_response.p99.toFixed(3)}): ${yes(r.goal.met)}`,
+  ];
+  console.log(lines.join('\n'));
+}

@@ -1,0 +1,181 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { openGateway, type Gateway } from '../../src/gateway/open-gateway.js';
+import { listen, type Listener } from '../../src/http/listen.js';
+import { peakRssMb } from '../stats.js';
+import { createBenchProject, type BenchProject } from './bench-project.js';
+import { INTENT_TEXT } from './bench-upstream.js';
+import { startReferenceProxy, type ReferenceProxy } from './reference-proxy.js';
+import { startBenchChild, type BenchChild } from './child-process.js';
+import { startCpuProfile } from './cpu-profile.js';
+import { gatewayReport, printGatewayReport } from './gateway-report.js';
+import { INTENT_CONTEXT, type IntentSample, type LoadResult, type PairedSamples } from './load-client.js';
+
+const USAGE = 'npm run bench -- gateway [--requests N] [--warmup N] [--non-stream N] [--concurrency C] [--seconds S] [--chunks K] [--intents N] [--out FILE] [--cpu-profile DIR]';
+
+/**
+ * `npm run bench -- gateway`: what the gateway adds to an agent's LLM calls. The gateway runs
+ * in this process, as `kiwi serve` would (openGateway + listen); the stand-in upstream and the
+ * client each run in a process of their own, so that neither competes in the gateway's event loop.
+ */
+export async function runGatewayBench(argv: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      requests: { type: 'string' },
+      warmup: { type: 'string' },
+      'non-stream': { type: 'string' },
+      concurrency: { type: 'string' },
+      seconds: { type: 'string' },
+      chunks: { type: 'string' },
+      intents: { type: 'string' },
+      out: { type: 'string' },
+      'cpu-profile': { type: 'string' },
+    },
+    strict: true,
+  });
+  const requests = count(values.requests, 2000, 'requests', 1);
+  const settings = {
+    requests,
+    warmup: count(values.warmup, 200, 'warmup', 0),
+    nonStream: count(values['non-stream'], Math.max(1, Math.round(requests / 4)), 'non-stream', 1),
+    concurrency: count(values.concurrency, 16, 'concurrency', 1),
+    seconds: count(values.seconds, 5, 'seconds', 1),
+    chunks: count(values.chunks, 64, 'chunks', 1),
+    intents: count(values.intents, 50, 'intents', 1),
+  };
+  const loadStart = os.loadavg()[0] ?? 0;
+
+  let upstream: BenchChild<{ url: string }> | undefined;
+  let client: BenchChild<object> | undefined;
+  let project: BenchProject | undefined;
+  let gateway: Gateway | undefined;
+  let listener: Listener | undefined;
+  let proxy: ReferenceProxy | undefined;
+  try {
+    upstream = await startBenchChild<{ url: string }>(['upstream', String(settings.chunks)]);
+    project = await createBenchProject(upstream.ready.url);
+    console.error(`upstream ${upstream.ready.url}; project ${project.root}`);
+    const t0 = performance.now();
+    gateway = await openGateway({
+      projectDir: project.root,
+      userDir: project.userDir,
+      env: { PATH: process.env.PATH, HOME: project.root },
+      log: (line) => console.error(`gateway: ${line}`),
+      onIndexProgress: progress('indexing tools'),
+    });
+    const indexSyncMs = performance.now() - t0;
+    listener = await listen(gateway.app.fetch, { host: '127.0.0.1', port: 0 });
+    console.error(`gateway ${listener.url} (${gateway.runtime.toolCount} tools, ${gateway.runtime.embedderId}, opened in ${(indexSyncMs / 1000).toFixed(1)} s)`);
+    await checkIntentResolves(gateway);
+    proxy = await startReferenceProxy(upstream.ready.url);
+    const helper = await startBenchChild<object>(['client']);
+    client = helper;
+    const targets = { direct: `${upstream.ready.url}/v1/chat/completions`, gateway: `${listener.url}/v1/chat/completions` };
+    const proxyUrl = `${proxy.url}/v1/chat/completions`;
+
+    console.error(`pass-through: ${settings.warmup} + ${settings.requests} rounds of streaming requests (direct, gateway, reference proxy)…`);
+    // --cpu-profile DIR: the gateway process's CPU profile of the pass-through and the intent phases.
+    const profileDir = values['cpu-profile'];
+    const profileLines: string[] = [];
+    const profiled = async <T>(name: string, requests: number, phase: () => Promise<T>): Promise<T> => {
+      if (profileDir === undefined) return phase();
+      await mkdir(profileDir, { recursive: true });
+      const profiler = await startCpuProfile();
+      const result = await phase();
+      const file = path.join(profileDir, `${name}.cpuprofile`);
+      profileLines.push(`CPU profile of the ${name} phase (warm-up included), written to ${file}:`, ...(await profiler.stop(file, requests)));
+      return result;
+    };
+    const passThrough = await profiled('pass-through', settings.warmup + settings.requests, () =>
+      helper.call<PairedSamples>('passThrough', { ...targets, proxy: proxyUrl, n: settings.requests, warmup: settings.warmup }),
+    );
+    console.error(`non-stream: ${settings.nonStream} pairs…`);
+    const nonStream = await helper.call<{ direct: number[]; gateway: number[] }>('nonStream', { ...targets, n: settings.nonStream, warmup: Math.min(settings.warmup, 50) });
+    console.error(`load: ${settings.concurrency} clients × ${settings.seconds} s, direct, via the gateway, via the reference proxy…`);
+    const loadArgs = { concurrency: settings.concurrency, seconds: settings.seconds };
+    const loadDirect = await helper.call<LoadResult>('load', { ...loadArgs, url: targets.direct });
+    const loadGateway = await helper.call<LoadResult>('load', { ...loadArgs, url: targets.gateway });
+    const loadProxy = await helper.call<LoadResult>('load', { ...loadArgs, url: proxyUrl });
+    console.error(`intent loop: ${settings.intents} requests…`);
+    const intents = await profiled('intents', settings.intents + 3, () => helper.call<IntentSample[]>('intents', { ...targets, n: settings.intents, warmup: 3 }));
+    const resolveMs = await timeResolution(gateway, settings.intents);
+
+    const report = gatewayReport({
+      settings,
+      passThrough,
+      nonStream,
+      load: { direct: loadDirect, gateway: loadGateway, proxy: loadProxy },
+      intents,
+      resolveMs,
+      project: { tools: gateway.runtime.toolCount, embedder: gateway.runtime.embedderId, indexSyncMs },
+      machine: {
+        node: process.version,
+        platform: `${process.platform} ${process.arch}`,
+        cpus: os.availableParallelism(),
+        cpu_model: os.cpus()[0]?.model ?? 'unknown',
+        memory_gb: Math.round(os.totalmem() / 2 ** 30),
+        load_avg_1m: { start: round2(loadStart), end: round2(os.loadavg()[0] ?? 0) },
+        gateway_process_peak_rss_mb: peakRssMb(),
+      },
+    });
+    printGatewayReport(report);
+    if (profileLines.length > 0) console.log(profileLines.join('\n'));
+    console.log(`machine: node ${process.version}, ${os.availableParallelism()} CPUs (${report.machine.cpu_model}), load avg ${round2(loadStart)} → ${round2(os.loadavg()[0] ?? 0)}`);
+    if (values.out) {
+      await writeFile(values.out, `${JSON.stringify(report, null, 2)}\n`);
+      console.error(`wrote ${values.out}`);
+    }
+  } finally {
+    await client?.close();
+    await proxy?.close();
+    await listener?.close(1000);
+    await gateway?.close();
+    await upstream?.close();
+    await project?.remove();
+  }
+}
+
+/** The bench's intent must run a cheap read-only tool; say so plainly when the demo resolves it otherwise. */
+async function checkIntentResolves(gateway: Gateway): Promise<void> {
+  const r = await gateway.runtime.resolver.resolve(INTENT_TEXT, { context: INTENT_CONTEXT });
+  if (r.status !== 'resolved' || r.call.tool !== 'read_file') {
+    const got = r.status === 'resolved' ? `${r.call.tool} ${JSON.stringify(r.call.arguments)}` : `unresolved (${r.reason}; candidates ${r.candidates.map((c) => c.tool).join(', ')})`;
+    throw new Error(`the bench intent "${INTENT_TEXT}" should resolve to read_file but got ${got}; check the demo tools in .ai/tools/project`);
+  }
+  console.error(`intent "${INTENT_TEXT}" → ${r.call.tool} ${JSON.stringify(r.call.arguments)}`);
+}
+
+/** The resolver as the loop calls it, same intent and context, after the loop has warmed it. */
+async function timeResolution(gateway: Gateway, n: number): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    await gateway.runtime.resolver.resolve(INTENT_TEXT, { context: INTENT_CONTEXT });
+    out.push(performance.now() - t0);
+  }
+  return out;
+}
+
+function count(raw: string | undefined, fallback: number, name: string, min: number): number {
+  if (raw === undefined) return fallback;
+  const n = Number(raw);
+  if (!Number.isSafeInteger(n) || n < min) throw new Error(`--${name} ${raw}: give a whole number of at least ${min}; usage: ${USAGE}`);
+  return n;
+}
+
+const round2 = (x: number) => Math.round(x * 100) / 100;
+
+/** A progress line: redrawn in place on a terminal, one line every ~10 s in a log. */
+function progress(label: string): (done: number, total: number) => void {
+  const tty = process.stderr.isTTY;
+  let last = 0;
+  return (done, total) => {
+    const now = performance.now();
+    if (done !== total && now - last < (tty ? 250 : 10_000)) return;
+    last = now;
+    process.stderr.write(`${tty ? '\r' : ''}${label}: ${done}/${total}${done === total || !tty ? '\n' : ''}`);
+  };
+}

@@ -3,10 +3,12 @@ import { auditCommand } from './commands/audit.js';
 import { demoCommand } from './commands/demo.js';
 import { indexCommand } from './commands/index-tools.js';
 import { mcpCommand } from './commands/mcp.js';
+import { predictorCommand } from './commands/predictor.js';
 import { resolveCommand } from './commands/resolve.js';
 import { runCommand } from './commands/run.js';
 import { serveCommand } from './commands/serve.js';
 import { signCommand, verifyCommand } from './commands/sign.js';
+import { statsCommand } from './commands/stats.js';
 import { toolsCommand } from './commands/tools.js';
 import { UsageError, type CliContext } from './io.js';
 
@@ -21,6 +23,8 @@ Usage:
   kiwi index                           embed every valid tool into .ai/vectors (LanceDB; incremental)
   kiwi resolve "INTENT"                the call an intent resolves to, with candidates and timings (runs nothing)
   kiwi mcp                             serve the meta-tools (search, load, execute, help, resolve) as an MCP server on stdio
+  kiwi predictor train|show            learn which tool follows which from the audit log (models/predictor.json), or show it
+  kiwi stats [--url URL]               prefetch counters (hits, misses, hit rate, time saved) of a running gateway
   kiwi demo                            a guided tour of the permissioned tool proxy on the demo .ai/ (no server)
 
 Options: --project DIR (default: KIWI_PROJECT or the current folder), --json.
@@ -38,6 +42,8 @@ const COMMANDS: Record<string, Command> = {
   resolve: resolveCommand,
   mcp: mcpCommand,
   serve: serveCommand,
+  predictor: predictorCommand,
+  stats: statsCommand,
 };
 
 /** Runs one CLI command and returns its exit code; every failure is one line on stderr. */

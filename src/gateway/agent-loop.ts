@@ -172,8 +172,16 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
   let reading: Promise<unknown> | undefined;
   const finish = (): LoopEvent => ({ type: 'finish', reason, usage: { ...usage }, turns, toolCalls, ...(limit ? { limit } : {}) });
 
+  // `start` waits for the upstream's first event: a refused upstream request (401, 429, an
+  // unknown model) then fails before any event, and the edge can still answer with its status.
+  let started = false;
+  const start = (): LoopEvent[] => {
+    if (started) return [];
+    started = true;
+    return [{ type: 'start', id: `kiwi-${newId()}`, model: request.model }];
+  };
+
   try {
-    yield { type: 'start', id: `kiwi-${newId()}`, model: request.model };
     for (;;) {
       if (signal.aborted) throw signal.reason;
       turns++;
@@ -206,6 +214,7 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
         const next = upstream.next();
         reading = next;
         const r = yield* until(next);
+        yield* start();
         if (r.done) break;
         const event = r.value;
         if (event.type === 'text') {
@@ -231,6 +240,7 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
       }
       messages.push({ role: 'assistant', content: turnText }, { role: 'user', content: feedbackMessage(items, { maxResultChars: limits.maxResultChars, ...markerOption }) });
     }
+    yield* start();
     if (limit) yield { type: 'text', text: limitNotice(limit, limits) };
     yield finish();
   } catch (error) {
@@ -239,6 +249,7 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
     if (stop !== 'duration') throw error;
     // Out of time: the cancelled tool calls still report their results, then the loop finishes.
     yield* until(queue);
+    yield* start();
     limit = 'duration';
     reason = 'other';
     yield { type: 'text', text: limitNotice(limit, limits) };

@@ -32,6 +32,15 @@ function withKeepAlive<T>(step: Promise<T>, ms: number): Promise<T | 'idle'> {
   return Promise.race([step, idle]).finally(() => clearTimeout(timer));
 }
 
+/** What `write` returns, or '' when it throws (the failure is reported next). */
+function safely(write: () => string): string {
+  try {
+    return write();
+  } catch {
+    return '';
+  }
+}
+
 export function loopSseStream(options: LoopSseOptions): ReadableStream<Uint8Array> {
   const { iterator, encoder, abort, keepAliveMs, describe } = options;
   const bytes = new TextEncoder();
@@ -53,43 +62,67 @@ export function loopSseStream(options: LoopSseOptions): ReadableStream<Uint8Arra
 
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
-      // Loops until something was written: a pull that enqueues nothing is not called again.
+      // Everything the loop has ready before the next macrotask goes out in one write: a burst of
+      // upstream chunks costs one socket write instead of one each, and adjacent text events are
+      // sent as one delta. Loops until something was written: a pull that enqueues nothing is not
+      // called again.
+      let out = '';
+      let text = '';
+      let later: Promise<'later'> | undefined;
+      const encode = (event: LoopEvent): void => {
+        if (event.type === 'text') {
+          text += event.text;
+          return;
+        }
+        if (text !== '') out += encoder.push({ type: 'text', text });
+        text = '';
+        out += encoder.push(event);
+      };
+      const flushText = (): void => {
+        if (text !== '') out += encoder.push({ type: 'text', text });
+        text = '';
+      };
       while (!done) {
         pending ??= iterator.next();
-        let step: IteratorResult<LoopEvent> | 'idle';
+        let step: IteratorResult<LoopEvent> | 'idle' | 'later';
         try {
-          step = await withKeepAlive(pending, keepAliveMs);
+          if (out === '' && text === '') step = await withKeepAlive(pending, keepAliveMs);
+          else step = await Promise.race([pending, (later ??= new Promise((resolve) => setImmediate(resolve, 'later')))]);
         } catch (error) {
           pending = undefined;
-          end(controller, abort.signal.aborted ? undefined : encoder.fail(describe(error)));
+          end(controller, abort.signal.aborted ? undefined : safely(() => (flushText(), out)) + encoder.fail(describe(error)));
           return;
         }
         if (step === 'idle') {
           controller.enqueue(bytes.encode(encoder.keepAlive()));
           return;
         }
+        if (step === 'later') break; // `pending` carries over to the next pull
         pending = undefined;
-        if (step.done) {
-          end(controller, encoder.finished ? undefined : encoder.fail(describe(missingFinish())));
-          return;
-        }
-        let text: string;
         try {
-          text = encoder.push(step.value);
+          if (step.done) {
+            flushText();
+            end(controller, out + (encoder.finished ? '' : encoder.fail(describe(missingFinish()))));
+            return;
+          }
+          encode(step.value);
         } catch (error) {
           // An event the encoder cannot write (arguments that are not JSON): a bug, told like a loop failure.
-          end(controller, encoder.fail(describe(error)));
+          end(controller, out + encoder.fail(describe(error)));
           return;
         }
         if (encoder.finished) {
-          end(controller, text);
-          return;
-        }
-        if (text !== '') {
-          controller.enqueue(bytes.encode(text));
+          end(controller, out);
           return;
         }
       }
+      try {
+        flushText();
+      } catch (error) {
+        end(controller, out + encoder.fail(describe(error)));
+        return;
+      }
+      if (out !== '' && !done) controller.enqueue(bytes.encode(out));
     },
     cancel(reason) {
       done = true;

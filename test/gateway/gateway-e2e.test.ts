@@ -135,6 +135,13 @@ describe('failures on the way', () => {
     expect(String((error as Error).message)).toMatch(/stalling|127\.0\.0\.1/);
   });
 
+  it('answers a streaming request that the upstream refuses with the upstream status, not a 200 stream', async () => {
+    llm.replyOnce({ status: 429 });
+    const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'not-used', maxRetries: 0 });
+    const error = await client.chat.completions.create({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OpenAI.RateLimitError);
+  });
+
   it('on shutdown aborts a request whose tool is still running, and the tool process ends', async () => {
     const second = await openGateway({ projectDir: root, env, userDir: path.join(root, 'no-user-tier') });
     const listener = await listen((request) => second.app.fetch(request), { host: '127.0.0.1', port: 0 });

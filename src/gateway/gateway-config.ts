@@ -48,9 +48,22 @@ export interface GatewayConfig {
   limits: LoopLimits;
   maxBodyBytes: number;
   mcp: { allowedOrigins: string[] };
+  prefetch: PrefetchConfig;
   /** Problems that do not stop the gateway (an upstream that can never be reached…), for the banner. */
   warnings: string[];
 }
+
+/** Predictive prefetch (DESIGN §5): on by default; speculation runs read-only tools only. */
+export interface PrefetchConfig {
+  enabled: boolean;
+  ttlMs: number;
+  speculate: boolean;
+  concurrency: number;
+  /** How close (cosine) an intent must be to a predicted one to reuse its retrieval. */
+  minCosine: number;
+}
+
+export const DEFAULT_PREFETCH: PrefetchConfig = { enabled: true, ttlMs: 10_000, speculate: true, concurrency: 2, minCosine: 0.9 };
 
 export interface GatewayConfigContext {
   env: Readonly<Record<string, string | undefined>>;
@@ -94,15 +107,24 @@ const schema = z.strictObject({
       max_tool_calls: z.number().int().min(1).max(1000).optional(),
       max_duration_ms: z.number().int().min(1000).max(3_600_000).optional(),
       max_result_chars: z.number().int().min(100).max(10_000_000).optional(),
-      max_repeats: z.number().int().min(1).max(100).optional(),
+      max_repeats: z.number().int().min(2, 'must be at least 2 (a call is refused the max_repeats-th time it is asked for)').max(100).optional(),
       max_body_bytes: z.number().int().min(1024).max(64 * 1024 * 1024).optional(),
     })
     .optional(),
   mcp: z.strictObject({ allowed_origins: z.array(z.string()).max(100).optional() }).optional(),
+  prefetch: z
+    .strictObject({
+      enabled: z.boolean('must be true or false').optional(),
+      ttl_ms: z.number().int().min(1000).max(600_000).optional(),
+      speculate: z.boolean('must be true or false').optional(),
+      concurrency: z.number().int().min(1).max(16).optional(),
+      min_cosine: z.number().min(0.5).max(1).optional(),
+    })
+    .optional(),
 });
 
 type Raw = z.output<typeof schema>;
-const FIELDS = ['host', 'port', 'upstreams', 'limits', 'mcp', 'name', 'kind', 'base_url', 'api_key_env', 'models', 'timeout_ms', 'max_turns', 'max_tool_calls', 'max_duration_ms', 'max_result_chars', 'max_repeats', 'max_body_bytes', 'allowed_origins'];
+const FIELDS = ['host', 'port', 'upstreams', 'limits', 'mcp', 'name', 'kind', 'base_url', 'api_key_env', 'models', 'timeout_ms', 'max_turns', 'max_tool_calls', 'max_duration_ms', 'max_result_chars', 'max_repeats', 'max_body_bytes', 'allowed_origins', 'prefetch', 'enabled', 'ttl_ms', 'speculate', 'concurrency', 'min_cosine'];
 
 export async function loadGatewayConfig(file: string, ctx: GatewayConfigContext): Promise<GatewayConfig> {
   const rel = path.relative(ctx.root, file);
@@ -203,6 +225,13 @@ export async function loadGatewayConfig(file: string, ctx: GatewayConfigContext)
     },
     maxBodyBytes: l.max_body_bytes ?? DEFAULT_MAX_BODY_BYTES,
     mcp: { allowedOrigins: origins },
+    prefetch: {
+      enabled: raw.prefetch?.enabled ?? DEFAULT_PREFETCH.enabled,
+      ttlMs: raw.prefetch?.ttl_ms ?? DEFAULT_PREFETCH.ttlMs,
+      speculate: raw.prefetch?.speculate ?? DEFAULT_PREFETCH.speculate,
+      concurrency: raw.prefetch?.concurrency ?? DEFAULT_PREFETCH.concurrency,
+      minCosine: raw.prefetch?.min_cosine ?? DEFAULT_PREFETCH.minCosine,
+    },
     warnings,
   };
 }

@@ -55,8 +55,10 @@ upstreams:
   - { name: llama, kind: openai, base_url: "http://127.0.0.1:8080/v1", models: ["llama-*"], timeout_ms: 300000 }
 limits: { max_turns: 3, max_tool_calls: 4, max_duration_ms: 5000, max_result_chars: 600, max_repeats: 2, max_body_bytes: 2048 }
 mcp: { allowed_origins: ["http://localhost:3000", "https://app.example.com/"] }
+prefetch: { enabled: false, ttl_ms: 5000, speculate: false, concurrency: 3, min_cosine: 0.95 }
 `);
     const c = await load(file);
+    expect(c.prefetch).toEqual({ enabled: false, ttlMs: 5000, speculate: false, concurrency: 3, minCosine: 0.95 });
     expect(c).toMatchObject({ host: '0.0.0.0', port: 9000, maxBodyBytes: 2048, mcp: { allowedOrigins: ['http://localhost:3000', 'https://app.example.com'] } });
     expect(c.limits).toEqual({ maxTurns: 3, maxToolCalls: 4, maxDurationMs: 5000, maxResultChars: 600, maxRepeats: 2 });
     expect(c.upstreams).toEqual([
@@ -173,6 +175,10 @@ describe('gateway config: bad values name file:line, the field and what to write
     ['upstreams:\n  - { name: a, kind: openai, timeout_ms: 10, models: [x] }\n', /^FILE:2:42: upstreams\[0\]\.timeout_ms: must be at least 1000/],
     ['limits:\n  max_turns: 0\n', /^FILE:2:14: limits\.max_turns: /],
     ['limits:\n  max_body_bytes: 1e12\n', /^FILE:2:19: limits\.max_body_bytes: /],
+    ['limits:\n  max_repeats: 1\n', /^FILE:2:16: limits\.max_repeats: must be at least 2/],
+    ['prefetch:\n  enabled: "yes"\n', /^FILE:2:12: prefetch\.enabled: must be true or false/],
+    ['prefetch:\n  min_cosine: 1.5\n', /^FILE:2:15: prefetch\.min_cosine: /],
+    ['prefetch:\n  ttl: 5000\n', /^FILE:2:3: prefetch\.ttl: unknown field \(did you mean "ttl_ms"\?\)/],
     ['mcp:\n  allowed_origins: ["http://localhost:3000/app"]\n', /^FILE:2:21: mcp\.allowed_origins\[0\]: "http:\/\/localhost:3000\/app" is not an origin; write an origin such as http:\/\/localhost:3000/],
     ['mcp:\n  allowed_origins: ["*"]\n', /mcp\.allowed_origins\[0\]: "\*" is not an origin;.*"\*" is not accepted/],
     ['upstreams: [\n  { name: a\n', /^FILE:\d+:\d+: invalid YAML/],

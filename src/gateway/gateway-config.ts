@@ -59,11 +59,14 @@ export interface PrefetchConfig {
   ttlMs: number;
   speculate: boolean;
   concurrency: number;
-  /** How close (cosine) an intent must be to a predicted one to reuse its retrieval. */
+  /**
+   * How close (cosine) an intent must be to a predicted one to reuse its retrieval. 1 (exact text)
+   * by default: at 0.9 about 5% of reused retrievals resolved differently than the normal path.
+   */
   minCosine: number;
 }
 
-export const DEFAULT_PREFETCH: PrefetchConfig = { enabled: true, ttlMs: 10_000, speculate: true, concurrency: 2, minCosine: 0.9 };
+export const DEFAULT_PREFETCH: PrefetchConfig = { enabled: true, ttlMs: 10_000, speculate: true, concurrency: 2, minCosine: 1 };
 
 export interface GatewayConfigContext {
   env: Readonly<Record<string, string | undefined>>;

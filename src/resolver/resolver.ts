@@ -6,7 +6,7 @@ import { describeError } from '../errors.js';
 import { fillArguments, type FilledArguments } from './fill-args.js';
 import type { LlmArgumentFiller } from './llm-argument-filler.js';
 import { fuse, type Hit } from './fuse.js';
-import type { Candidate, Resolution, ResolveOptions, Resolver } from './types.js';
+import type { CompleteOptions, Resolution, ResolveOptions, Retrieval, RetrieveOptions, StagedResolver } from './types.js';
 
 /** What the resolver needs of an index; `ToolIndex` (LanceDB) is one. */
 export interface ToolSearch {
@@ -47,14 +47,14 @@ export function resolvableTools(tools: Iterable<Tool>): Map<string, Tool> {
   return out;
 }
 
-export function createResolver(deps: ResolverDeps): Resolver {
+export function createResolver(deps: ResolverDeps): StagedResolver {
   const settings = { ...DEFAULT_RESOLVER_SETTINGS, ...deps.settings };
   const now = deps.now ?? (() => performance.now());
 
   // Agents repeat intents (retries, loops) and the prefetcher asks ahead: the model is the cost, so remember its answers.
   const vectors = new LRUCache<string, Float32Array>({ max: 2048 });
 
-  async function embedQuery(text: string, signal: AbortSignal | undefined): Promise<Float32Array> {
+  async function embedQuery(text: string, signal?: AbortSignal): Promise<Float32Array> {
     const cached = vectors.get(text);
     if (cached) return cached;
     const vector = (await deps.embedder.embed([text], signal))[0] as Float32Array;
@@ -89,39 +89,46 @@ export function createResolver(deps: ResolverDeps): Resolver {
     return { arguments: args, missing, confidence: Math.min(model.confidence, rules.confidence), notes };
   }
 
-  async function resolve(rawIntent: string, options: ResolveOptions = {}): Promise<Resolution> {
+  async function retrieve(rawIntent: string, options: RetrieveOptions = {}): Promise<Retrieval> {
     const t0 = now();
-    const limit = options.limit ?? 10;
-    const intent = rawIntent.replaceAll('\u0000', '').trim().slice(0, MAX_INTENT);
-    const notes: string[] = [];
-    const timings = { embedMs: 0, searchMs: 0, fillMs: 0, totalMs: 0 };
-    const finish = () => ({ ...timings, totalMs: now() - t0 });
-    if (!intent) {
-      return { status: 'unresolved', reason: 'the intent is empty; say what should be done', missing: [], confidence: 0, candidates: [], timings: finish(), notes };
-    }
+    const intent = normalizeIntent(rawIntent);
+    const timings = { embedMs: 0, searchMs: 0, totalMs: 0 };
+    const done = (fields: Omit<Retrieval, 'intent' | 'timings'>): Retrieval => ({ intent, ...fields, timings: { ...timings, totalMs: now() - t0 } });
+    if (!intent) return done({ candidates: [], confidence: 0 });
     throwIfAborted(options.signal, 'resolution');
 
     const named = namedTool(intent, deps.tools);
-    let candidates: Candidate[];
-    let confidence: number;
-    if (named) {
-      notes.push(`the intent names the tool \`${named}\``);
-      candidates = [{ tool: named, score: 1 }];
-      confidence = 1;
-    } else {
-      // Embedding first, alone: on two cores, a full-text query running beside it slows the model down more than it saves.
-      const tEmbed = now();
-      const vector = await embedQuery(intent, options.signal);
-      timings.embedMs = now() - tEmbed;
-      const tSearch = now();
-      // The full-text query is started first: it runs in LanceDB's threads while the vector search computes here.
-      const textPromise = deps.search.searchText(intent, settings.pool);
-      const [vectorHits, textHits] = await Promise.all([deps.search.searchVector(vector, settings.pool), textPromise]);
-      timings.searchMs = now() - tSearch;
-      candidates = fuse(vectorHits, textHits, settings).filter((c) => deps.tools.has(c.tool));
-      const [first, second] = candidates;
-      confidence = first ? clamp(first.score + settings.marginWeight * (first.score - (second?.score ?? 0))) : 0;
+    if (named) return done({ candidates: [{ tool: named, score: 1 }], confidence: 1, named: true });
+    // Embedding first, alone: on two cores, a full-text query running beside it slows the model down more than it saves.
+    const tEmbed = now();
+    const vector = await embedQuery(intent, options.signal);
+    timings.embedMs = now() - tEmbed;
+    const tSearch = now();
+    // The full-text query is started first: it runs in LanceDB's threads while the vector search computes here.
+    const textPromise = deps.search.searchText(intent, settings.pool);
+    const [vectorHits, textHits] = await Promise.all([deps.search.searchVector(vector, settings.pool), textPromise]);
+    timings.searchMs = now() - tSearch;
+    const candidates = fuse(vectorHits, textHits, settings).filter((c) => deps.tools.has(c.tool));
+    const [first, second] = candidates;
+    const confidence = first ? clamp(first.score + settings.marginWeight * (first.score - (second?.score ?? 0))) : 0;
+    return done({ vector, candidates, confidence });
+  }
+
+  async function complete(rawIntent: string, retrieval: Retrieval, options: CompleteOptions = {}): Promise<Resolution> {
+    const t0 = now();
+    const limit = options.limit ?? 10;
+    const intent = normalizeIntent(rawIntent);
+    const notes: string[] = [];
+    const timings = { embedMs: retrieval.timings.embedMs, searchMs: retrieval.timings.searchMs, fillMs: 0, totalMs: 0 };
+    const finish = () => ({ ...timings, totalMs: retrieval.timings.totalMs + (now() - t0) });
+    if (!intent) {
+      return { status: 'unresolved', reason: 'the intent is empty; say what should be done', missing: [], confidence: 0, candidates: [], timings: finish(), notes };
     }
+    // Recomputed from this intent, not taken from the retrieval: a tool the real intent names wins, whatever was prefetched.
+    const named = namedTool(intent, deps.tools);
+    if (named) notes.push(`the intent names the tool \`${named}\``);
+    let candidates = named ? [{ tool: named, score: 1 }] : retrieval.candidates;
+    const confidence = named ? 1 : retrieval.confidence;
     candidates = candidates.slice(0, Math.max(limit, 1));
 
     const best = candidates[0];
@@ -141,7 +148,7 @@ export function createResolver(deps: ResolverDeps): Resolver {
       };
     }
     const tFill = now();
-    const filled = await fillCall(intent, tool, options);
+    const filled = options.rulesOnly ? fillArguments(intent, tool, options.context !== undefined ? { context: options.context } : undefined) : await fillCall(intent, tool, options);
     timings.fillMs = now() - tFill;
     notes.push(...filled.notes);
     if (filled.missing.length > 0) {
@@ -158,7 +165,19 @@ export function createResolver(deps: ResolverDeps): Resolver {
     return { status: 'resolved', call: { tool: tool.id, arguments: filled.arguments }, confidence, candidates, timings: finish(), notes };
   }
 
-  return { resolve };
+  async function resolve(intent: string, options: ResolveOptions = {}): Promise<Resolution> {
+    const t0 = now();
+    const resolution = await complete(intent, await retrieve(intent, options.signal ? { signal: options.signal } : {}), options);
+    resolution.timings.totalMs = now() - t0;
+    return resolution;
+  }
+
+  return { resolve, retrieve, complete, embedQuery };
+}
+
+/** The text an intent is resolved as: NULs removed, trimmed, capped. `retrieve` and `complete` apply it themselves. */
+export function normalizeIntent(raw: string): string {
+  return raw.replaceAll('\u0000', '').trim().slice(0, MAX_INTENT);
 }
 
 /**
@@ -166,7 +185,7 @@ export function createResolver(deps: ResolverDeps): Resolver {
  * id (in backticks, or with `_`, `.` or an inner capital), so a tool called `search` does not
  * capture every intent that uses the word.
  */
-function namedTool(intent: string, tools: ReadonlyMap<string, Tool>): string | undefined {
+export function namedTool(intent: string, tools: ReadonlyMap<string, Tool>): string | undefined {
   let best: string | undefined;
   for (const m of intent.matchAll(/`([A-Za-z0-9_.-]{2,128})`|([A-Za-z0-9_.-]{3,128})/g)) {
     const id = m[1] ?? (m[2] as string).replace(/[.-]+$/, '');

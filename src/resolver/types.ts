@@ -47,3 +47,53 @@ export interface ResolveOptions {
 export interface Resolver {
   resolve(intent: string, options?: ResolveOptions): Promise<Resolution>;
 }
+
+export interface RetrievalTimings {
+  embedMs: number;
+  searchMs: number;
+  totalMs: number;
+}
+
+/**
+ * The first stage of a resolution: which tools fit an intent and how well, before any limit,
+ * threshold or argument is applied. It depends only on the intent text, so it can be computed
+ * ahead of time (prefetch) and completed later against the real intent.
+ */
+export interface Retrieval {
+  /** The intent as retrieved: NULs removed, trimmed, capped. */
+  intent: string;
+  /** The intent's embedding; absent for an empty intent or one that names its tool. */
+  vector?: Float32Array;
+  /** The fused pool, best first, before the `limit` cut. */
+  candidates: Candidate[];
+  /** The resolver's confidence in the first candidate (score plus its lead over the runner-up). */
+  confidence: number;
+  /** The intent named its tool exactly: the pool is that one tool and no search ran. */
+  named?: boolean;
+  timings: RetrievalTimings;
+}
+
+export interface RetrieveOptions {
+  signal?: AbortSignal;
+}
+
+export interface CompleteOptions extends ResolveOptions {
+  /**
+   * Fill arguments with the rule-based filler only, even when the argument model is configured
+   * (the prefetcher guesses calls; a model request per guess would cost more than it saves).
+   */
+  rulesOnly?: boolean;
+}
+
+/** A resolver whose stages can be run apart: `resolve(i)` is `complete(i, await retrieve(i))`. */
+export interface StagedResolver extends Resolver {
+  /** The intent's embedding (remembered in an LRU). Pass the text as `retrieve` sees it (see `normalizeIntent`). */
+  embedQuery(text: string, signal?: AbortSignal): Promise<Float32Array>;
+  /** Named-tool shortcut, embed, search and fusion. */
+  retrieve(intent: string, options?: RetrieveOptions): Promise<Retrieval>;
+  /**
+   * Limit, threshold and arguments: the arguments always come from `intent`, whatever text the
+   * retrieval was made for, and a tool that `intent` names exactly wins over the retrieval.
+   */
+  complete(intent: string, retrieval: Retrieval, options?: CompleteOptions): Promise<Resolution>;
+}

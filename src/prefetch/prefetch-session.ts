@@ -1,0 +1,53 @@
+import type { PrefetchDispatcher } from './dispatcher.js';
+import { createSnapshotter, type SnapshotterOptions } from './snapshotter.js';
+
+export interface PrefetchSessionDeps {
+  dispatcher: PrefetchDispatcher;
+  snapshotter?: SnapshotterOptions;
+  /** The tool called last before this request, if the caller knows it (default none). */
+  previousTool?: string | null;
+}
+
+export interface PrefetchSession {
+  /** Agent text outside intents, as it streams. */
+  onText(text: string): void;
+  /**
+   * An intent closed: what follows predicts the next one. Predictions still running are
+   * cancelled (their text is behind us); speculative calls keep running, since the intent that
+   * just closed is the one they may answer. `resolvedTool`, when known, becomes the previous
+   * tool for the transition prior; `onResolved` can give it later.
+   */
+  onIntent(intent: string, resolvedTool?: string): void;
+  onResolved(tool: string): void;
+  /** The request is over: everything in flight is cancelled, finished entries stay for their TTL. */
+  end(): void;
+}
+
+/** The per-request glue between the agent loop's stream and the dispatcher. */
+export function createPrefetchSession(deps: PrefetchSessionDeps): PrefetchSession {
+  const snapshotter = createSnapshotter(deps.snapshotter);
+  let previousTool = deps.previousTool ?? null;
+  let ended = false;
+
+  return {
+    onText(text) {
+      if (ended) return;
+      const snapshot = snapshotter.push(text);
+      if (snapshot) deps.dispatcher.onSnapshot(snapshot, previousTool);
+    },
+    onIntent(_intent, resolvedTool) {
+      if (ended) return;
+      snapshotter.reset();
+      deps.dispatcher.cancel({ speculations: false });
+      if (resolvedTool !== undefined) previousTool = resolvedTool;
+    },
+    onResolved(tool) {
+      previousTool = tool;
+    },
+    end() {
+      if (ended) return;
+      ended = true;
+      deps.dispatcher.cancel();
+    },
+  };
+}

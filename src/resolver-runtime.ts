@@ -4,7 +4,7 @@ import type { Tool } from './registry/types.js';
 import { createLlmArgumentFiller } from './resolver/llm-argument-filler.js';
 import { loadResolverConfig, type ArgumentModelConfig } from './resolver/resolver-config.js';
 import { createResolver, resolvableTools, type ResolverSettings } from './resolver/resolver.js';
-import type { Resolver } from './resolver/types.js';
+import type { StagedResolver } from './resolver/types.js';
 import { openToolIndex, type SyncReport } from './store/tool-index.js';
 
 export interface ResolverRuntimeOptions {
@@ -20,7 +20,7 @@ export interface ResolverRuntimeOptions {
 }
 
 export interface ResolverRuntime {
-  resolver: Resolver;
+  resolver: StagedResolver;
   embedderId: string;
   toolCount: number;
   /** Brings the index in line with the tools (incremental); call before resolving. */

@@ -6,6 +6,7 @@ import { openProject, type Project, type ProjectOptions } from '../project.js';
 import { openProjectResolverRuntime, type ResolverRuntime } from '../resolver-runtime.js';
 import { runAgentLoop } from './agent-loop.js';
 import { loadGatewayConfig, type GatewayConfig } from './gateway-config.js';
+import { openGatewayPrefetch, type GatewayPrefetch } from './gateway-prefetch.js';
 import type { RunLoop } from './loop-types.js';
 import { createUpstreams, type Upstreams } from './upstreams.js';
 
@@ -23,6 +24,7 @@ export interface Gateway {
   project: Project;
   runtime: ResolverRuntime;
   upstreams: Upstreams;
+  prefetch: GatewayPrefetch;
   runLoop: RunLoop;
   /** Aborts every request still running (their upstream calls and tools), then closes the rest. */
   close(): Promise<void>;
@@ -42,6 +44,9 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     await runtime.sync({ ...(options.onIndexProgress ? { onProgress: options.onIndexProgress } : {}), ...(options.signal ? { signal: options.signal } : {}) });
     const upstreams = createUpstreams(config, { http: project.http, demoTurnsFile: path.join(project.root, '.ai', 'demo', 'agent-turns.yaml') });
     opened.unshift(upstreams);
+    const prefetch = await openGatewayPrefetch({ config: config.prefetch, project, runtime, ...(options.log ? { log: options.log } : {}) });
+    opened.unshift(prefetch);
+    const startedAt = Date.now();
 
     // Shutdown aborts what is still running after the grace period, like a client going away.
     const shutdown = new AbortController();
@@ -51,8 +56,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
       return runAgentLoop(
         {
           provider: route.provider,
-          resolve: (intent, o) => runtime.resolver.resolve(intent, o),
-          call: (call) => project.proxy.call(call),
+          ...prefetch.forRequest(),
           session: project.session,
           limits: config.limits,
         },
@@ -68,6 +72,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
       runLoop,
       models: () => upstreams.models(),
       health: () => ({ session: project.session, tools: runtime.toolCount, embedder: runtime.embedderId, upstreams: config.upstreams.map((u) => u.name) }),
+      metrics: () => ({ uptime_s: Math.round((Date.now() - startedAt) / 1000), prefetch: prefetch.counters.snapshot(), transitions: prefetch.transitions.stats() }),
       mcp: (c) => mcp.handle(c),
       limits: { maxBodyBytes: config.maxBodyBytes },
     });
@@ -77,6 +82,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
       project,
       runtime,
       upstreams,
+      prefetch,
       runLoop,
       async close() {
         shutdown.abort();

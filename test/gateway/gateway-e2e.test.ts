@@ -68,7 +68,7 @@ afterAll(async () => {
   if (root) rmSync(root, { recursive: true, force: true });
 });
 
-const INTENT_TURN = ['I will count them. [TO', 'OL: count the words in "READ', 'ME.md"]'];
+const INTENT_TURN = ['I will count the words in the README now. [TO', 'OL: count the words in "READ', 'ME.md"]'];
 
 describe('the gateway with the real openai client', () => {
   it('streams the agent text, the resolved call and its result, then continues upstream with the result', async () => {
@@ -82,7 +82,7 @@ describe('the gateway with the real openai client', () => {
       const extra = (chunk as unknown as { kiwi?: { type: string } }).kiwi;
       if (extra) kiwi.push(extra);
     }
-    expect(content).toContain('I will count them. [TOOL: count the words in "README.md"]');
+    expect(content).toContain('I will count the words in the README now. [TOOL: count the words in "README.md"]');
     expect(content).toContain('→ word_count {"path":"README.md"}');
     expect(content).toMatch(/"words": 4/);
     expect(content).toContain('The README has 4 words.');
@@ -160,6 +160,19 @@ describe('failures on the way', () => {
     await reading;
     expect(() => process.kill(pid, 0)).toThrow();
   }, 60_000);
+});
+
+describe('prefetch counters', () => {
+  it('serves them on /metrics, and kiwi stats prints them from the running gateway', async () => {
+    const metrics = (await (await fetch(`${server.url}/metrics`)).json()) as { prefetch: { snapshots: number; misses: number } };
+    // The first test's turn was snapshotted while it streamed, and its intent was resolved with prefetch on.
+    expect(metrics.prefetch.snapshots).toBeGreaterThan(0);
+    expect(metrics.prefetch.misses).toBeGreaterThan(0);
+    const out: string[] = [];
+    const code = await runCli(['stats', '--url', server.url], { env, cwd: root, io: { out: (l) => out.push(l), err: (l) => out.push(l) } });
+    expect(code).toBe(0);
+    expect(out.join('\n')).toMatch(/hit rate/i);
+  });
 });
 
 describe('the gateway with the real anthropic client and the offline demo model', () => {

@@ -27,7 +27,13 @@ export async function serveCommand(ctx: CliContext): Promise<number> {
     ctx.io.out(`project ${project.root}: ${runtime.toolCount} resolvable tools (${registry.tools.size} in all, ${registry.errors.length} invalid), ${registry.directives.size} directives, ${registry.knowledge.size} knowledge entries; policy ${project.policy.label}`);
     ctx.io.out(`resolver: ${runtime.embedderId}; audit log ${project.auditDir} (session ${project.session})`);
     ctx.io.out(describeGatewayConfig(config));
-    ctx.io.out(`endpoints: POST /v1/chat/completions, POST /v1/messages, GET /v1/models, GET /healthz, /mcp (MCP Streamable HTTP)`);
+    const p = config.prefetch;
+    ctx.io.out(
+      p.enabled
+        ? `prefetch: on (cache ${p.ttlMs / 1000} s, speculative runs of read-only tools ${p.speculate ? 'on' : 'off'}; transitions learned from ${gateway.prefetch.transitions.stats().observations} calls) — \`kiwi stats\` shows hits`
+        : 'prefetch: off (prefetch.enabled in .ai/config/gateway.yaml)',
+    );
+    ctx.io.out(`endpoints: POST /v1/chat/completions, POST /v1/messages, GET /v1/models, GET /healthz, GET /metrics, /mcp (MCP Streamable HTTP)`);
     ctx.io.out(`try: curl -sN ${listener.url}/v1/chat/completions -H 'content-type: application/json' -d '{"model":"kiwi-demo","stream":true,"messages":[{"role":"user","content":"how many words are in the README?"}]}'`);
     ctx.io.out('Ctrl-C stops it (requests in flight get 10 s to finish).');
     if (ctx.signal && !ctx.signal.aborted) await once(ctx.signal, 'abort');

@@ -1,0 +1,101 @@
+import path from 'node:path';
+import { createCounters, type Counters } from '../prefetch/counters.js';
+import { createPrefetchDispatcher } from '../prefetch/dispatcher.js';
+import { createPrefetchCache } from '../prefetch/prefetch-cache.js';
+import { createPrefetchSession } from '../prefetch/prefetch-session.js';
+import { createPrefetchingResolver } from '../prefetch/prefetching-resolver.js';
+import { createPredictor } from '../prefetch/predictor.js';
+import { createTransitionModel, loadTransitionModel, saveTransitionModel, type LearnedTransitionModel } from '../prefetch/transition-model.js';
+import type { Project } from '../project.js';
+import type { ResolverRuntime } from '../resolver-runtime.js';
+import type { AgentLoopDeps } from './agent-loop.js';
+import type { PrefetchConfig } from './gateway-config.js';
+
+/** Where `kiwi predictor train` writes the transition model, and where the gateway keeps learning it. */
+export function predictorFile(root: string): string {
+  return path.join(root, 'models', 'predictor.json');
+}
+
+export type RequestDeps = Pick<AgentLoopDeps, 'resolve' | 'call' | 'observer'>;
+
+export interface GatewayPrefetch {
+  counters: Counters;
+  transitions: LearnedTransitionModel;
+  /** How one request resolves and calls: through the prefetch cache when prefetch is on. */
+  forRequest(): RequestDeps;
+  /** Saves what the transition model learned while serving (when it learned anything). */
+  close(): Promise<void>;
+}
+
+export interface GatewayPrefetchOptions {
+  config: PrefetchConfig;
+  project: Project;
+  runtime: ResolverRuntime;
+  log?: (line: string) => void;
+}
+
+/**
+ * Predictive prefetch for the gateway (DESIGN §5): one TTL cache and one transition model for the
+ * process, one dispatcher and snapshotter per request. Every call still goes through the tool
+ * proxy; a speculative result is only reused, via `proxy.reuse`, for exactly the call that ran.
+ */
+export async function openGatewayPrefetch(options: GatewayPrefetchOptions): Promise<GatewayPrefetch> {
+  const { config, project, runtime } = options;
+  const file = predictorFile(project.root);
+  const transitions = (await loadTransitionModel(file)) ?? createTransitionModel();
+  const learnedAtStart = transitions.stats().observations;
+  const counters = createCounters();
+  const cache = createPrefetchCache({ ttlMs: config.ttlMs, counters });
+  const predictor = createPredictor({ resolver: runtime.resolver, transitions });
+  const prefetching = createPrefetchingResolver({ resolver: runtime.resolver, cache, counters, tools: project.registry.tools, minCosine: config.minCosine });
+  const proxy = project.proxy;
+
+  function forRequest(): RequestDeps {
+    if (!config.enabled) return { resolve: (intent, o) => runtime.resolver.resolve(intent, o), call: (c) => proxy.call(c) };
+    const dispatcher = createPrefetchDispatcher({
+      predictor,
+      resolver: runtime.resolver,
+      cache,
+      tools: project.registry.tools,
+      call: (c) => proxy.call(c),
+      session: project.session,
+      counters,
+      concurrency: config.concurrency,
+      speculate: config.speculate,
+      ...(options.log ? { log: options.log } : {}),
+    });
+    const session = createPrefetchSession({ dispatcher });
+    let previous: string | null = null;
+    return {
+      async resolve(intent, o) {
+        const resolution = await prefetching.resolve(intent, o);
+        if (resolution.status === 'resolved') session.onResolved(resolution.call.tool);
+        return resolution;
+      },
+      async call(request) {
+        const outcome = await prefetching.callThrough(request, proxy);
+        if (outcome.status === 'ok') {
+          // Learning as it serves: the next request's predictions know this step followed the last.
+          transitions.observe(previous, request.tool);
+          previous = request.tool;
+        }
+        return outcome;
+      },
+      observer: { onText: (text) => session.onText(text), onIntent: (intent) => session.onIntent(intent), end: () => session.end() },
+    };
+  }
+
+  return {
+    counters,
+    transitions,
+    forRequest,
+    async close() {
+      if (transitions.stats().observations === learnedAtStart) return;
+      try {
+        await saveTransitionModel(file, transitions);
+      } catch (error) {
+        options.log?.(`could not save the learned predictor model to ${file}: ${error instanceof Error ? error.message : String(error)}`);
+      }
+    },
+  };
+}

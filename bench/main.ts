@@ -1,4 +1,6 @@
 import { runGatewayBench } from './gateway/run-gateway.js';
+import { runBuildTraces } from './prefetch/build-traces.js';
+import { runPrefetchBench } from './prefetch/run-prefetch.js';
 import { runResolveBench } from './resolve/run-resolve.js';
 import { runScaleBench } from './scale/run-scale.js';
 
@@ -6,6 +8,8 @@ const BENCHES: Record<string, (argv: string[]) => Promise<void>> = {
   resolve: runResolveBench,
   'resolve-scale': runScaleBench,
   gateway: runGatewayBench,
+  prefetch: runPrefetchBench,
+  'prefetch-traces': runBuildTraces,
 };
 
 const [name, ...rest] = process.argv.slice(2);

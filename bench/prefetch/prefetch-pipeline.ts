@@ -1,7 +1,7 @@
 import { createCounters, type Counters } from '../../src/prefetch/counters.js';
 import { createPrefetchDispatcher } from '../../src/prefetch/dispatcher.js';
 import { createPrefetchCache, type PrefetchCache } from '../../src/prefetch/prefetch-cache.js';
-import { createPrefetchSession } from '../../src/prefetch/prefetch-session.js';
+import { createPrefetchRequest } from '../../src/prefetch/prefetch-request.js';
 import { createPrefetchingResolver, type CallingProxy, type PrefetchingResolver } from '../../src/prefetch/prefetching-resolver.js';
 import { createPredictor, type Predictor } from '../../src/prefetch/predictor.js';
 import type { TransitionModel } from '../../src/prefetch/types.js';
@@ -72,7 +72,6 @@ export function prefetchPipeline(world: BenchWorld, rig: PrefetchRig, options: R
     speculate: rig.config.speculate,
     ...(options.log ? { log: options.log } : {}),
   });
-  const session = createPrefetchSession({ dispatcher });
   const reused = new WeakSet<CallOutcome>();
   const proxy: CallingProxy = {
     call: (request) => world.proxy.call(request),
@@ -82,18 +81,12 @@ export function prefetchPipeline(world: BenchWorld, rig: PrefetchRig, options: R
       return outcome;
     },
   };
+  const request = createPrefetchRequest({ prefetching: rig.prefetching, dispatcher, proxy });
+  const session = request.session;
   const pipeline: ReplayPipeline = {
-    observer: {
-      onText: (text) => session.onText(text),
-      onIntent: (intent) => session.onIntent(intent),
-      end: () => session.end(),
-    },
-    async resolve(intent, o) {
-      const resolution = await rig.prefetching.resolve(intent, o);
-      if (resolution.status === 'resolved') session.onResolved(resolution.call.tool);
-      return resolution;
-    },
-    call: (call) => rig.prefetching.callThrough(call, proxy),
+    observer: request.observer,
+    resolve: request.resolve,
+    call: request.call,
     reused: (outcome) => reused.has(outcome),
   };
   return {

@@ -25,7 +25,8 @@ export interface GroupMetrics {
   hits: number;
   hit_rate: number | null;
   /** Share of intents that prefetch helped at all: a reused search, a speculative result, or both. */
-  prefetch_served_rate: number | null;
+  /** Intents whose search was made ahead (exact text by default). */
+  search_hit_rate: number | null;
   /** Share of intents answered by a speculative result. */
   speculative_result_rate: number | null;
   intent_to_result_ms: { on: { p50: number; p95: number }; off: { p50: number; p95: number } };
@@ -74,8 +75,9 @@ export function groupMetrics(pairs: readonly PairedTrace[]): GroupMetrics {
     traces: pairs.length,
     intents,
     hits,
-    hit_rate: intents > 0 ? round(hits / intents) : null,
-    prefetch_served_rate: share(pairs, (i) => i.prefetchedSearch || i.speculativeResult),
+    // A hit is an intent that prefetched work served: its search made ahead, or a speculative result.
+    hit_rate: share(pairs, (i) => i.prefetchedSearch || i.speculativeResult),
+    search_hit_rate: intents > 0 ? round(hits / intents) : null,
     speculative_result_rate: share(pairs, (i) => i.speculativeResult),
     intent_to_result_ms: { on: { p50: round(onP50, 1), p95: round(percentile(onMs, 95), 1) }, off: { p50: round(offP50, 1), p95: round(percentile(offMs, 95), 1) } },
     turn_ms: { on: { p50: round(percentile(pairs.flatMap((p) => p.on.turnMs), 50), 1) }, off: { p50: round(percentile(pairs.flatMap((p) => p.off.turnMs), 50), 1) } },
@@ -123,7 +125,7 @@ export function goalLines(all: GroupMetrics): string[] {
 
 export function printTable(groups: Record<string, GroupMetrics>): void {
   const f = (x: number | null, d = 3) => (x === null ? '-' : x.toFixed(d));
-  console.log('group            traces intents  hit_rate served  on_p50  on_p95  off_p50 off_p95  reduction  turn_on turn_off  wasted  spec used/disc  differed');
+  console.log('group            traces intents  hit_rate search  on_p50  on_p95  off_p50 off_p95  reduction  turn_on turn_off  wasted  spec used/disc  differed');
   for (const [name, g] of Object.entries(groups)) {
     const m = g.intent_to_result_ms;
     console.log(
@@ -132,7 +134,7 @@ export function printTable(groups: Record<string, GroupMetrics>): void {
         String(g.traces).padStart(6),
         String(g.intents).padStart(7),
         f(g.hit_rate).padStart(9),
-        f(g.prefetch_served_rate, 2).padStart(6),
+        f(g.search_hit_rate, 2).padStart(6),
         m.on.p50.toFixed(1).padStart(7),
         m.on.p95.toFixed(1).padStart(7),
         m.off.p50.toFixed(1).padStart(8),

@@ -61,6 +61,7 @@ export async function replayTrace(trace: Trace, pipeline: ReplayPipeline, option
 
   const observer: LoopObserver = {
     onText: (text) => pipeline.observer?.onText(text),
+    onIntentProgress: (partial) => pipeline.observer?.onIntentProgress?.(partial),
     onIntent(intent) {
       closed.push({ at: now(), turn: currentTurn, text: intent });
       pipeline.observer?.onIntent(intent);

@@ -113,7 +113,7 @@ export async function runPrefetchBench(argv: string[]): Promise<void> {
     console.log(`predictor: ${report.predictor_ms_per_snapshot.p50} ms per snapshot p50 (p95 ${report.predictor_ms_per_snapshot.p95}, ${totals.snapshots} snapshots, ${totals.prefetches} prefetches, ${totals.dropped} dropped)`);
     console.log(`speculative calls: ${totals.speculativeStarted} started, ${totals.speculativeUsed} used, ${totals.speculativeDiscarded} discarded; wasted prefetches ${totals.wasted}`);
     console.log(`answers that differed between prefetch on and off: ${diffs.length}${diffs.length > 0 ? ' (MUST be 0; see `differences` in --out or run with --verbose)' : ''}`);
-    console.log(`served by prefetch (a reused search or a speculative result): ${all.prefetch_served_rate ?? '-'} of intents; min_cosine ${rig.config.minCosine}`);
+    console.log(`hit = an intent served by prefetched work (its search made ahead, or a speculative result); searches reused: ${all.search_hit_rate ?? '-'} of intents (min_cosine ${rig.config.minCosine})`);
     for (const line of goalLines(all)) console.log(line);
     if (values.out) {
       await writeFile(values.out, `${JSON.stringify(report, null, 2)}\n`);

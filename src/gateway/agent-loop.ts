@@ -26,6 +26,8 @@ export interface AgentLoopDeps {
 export interface LoopObserver {
   onText(text: string): void;
   onIntent(intent: string): void;
+  /** The inside of an intent still being written, after each chunk that added to it. */
+  onIntentProgress?(partial: string): void;
   /** The request is over (finished, failed or cancelled). */
   end(): void;
 }
@@ -221,6 +223,8 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
           // The full turn goes back into the conversation; its size is bounded by the provider's response cap.
           turnText += event.text;
           scanned(scanner.push(event.text));
+          const partial = scanner.openIntent;
+          if (partial !== undefined) deps.observer?.onIntentProgress?.(partial);
         } else if (event.type === 'finish') {
           reason = event.reason;
           addUsage(usage, event.usage);

@@ -2,7 +2,7 @@ import path from 'node:path';
 import { createCounters, type Counters } from '../prefetch/counters.js';
 import { createPrefetchDispatcher } from '../prefetch/dispatcher.js';
 import { createPrefetchCache } from '../prefetch/prefetch-cache.js';
-import { createPrefetchSession } from '../prefetch/prefetch-session.js';
+import { createPrefetchRequest } from '../prefetch/prefetch-request.js';
 import { createPrefetchingResolver } from '../prefetch/prefetching-resolver.js';
 import { createPredictor } from '../prefetch/predictor.js';
 import { createTransitionModel, loadTransitionModel, saveTransitionModel, type LearnedTransitionModel } from '../prefetch/transition-model.js';
@@ -64,25 +64,18 @@ export async function openGatewayPrefetch(options: GatewayPrefetchOptions): Prom
       speculate: config.speculate,
       ...(options.log ? { log: options.log } : {}),
     });
-    const session = createPrefetchSession({ dispatcher });
     let previous: string | null = null;
-    return {
-      async resolve(intent, o) {
-        const resolution = await prefetching.resolve(intent, o);
-        if (resolution.status === 'resolved') session.onResolved(resolution.call.tool);
-        return resolution;
+    const request = createPrefetchRequest({
+      prefetching,
+      dispatcher,
+      proxy,
+      onCalled(tool) {
+        // Learning as it serves: the next request's predictions know this step followed the last.
+        transitions.observe(previous, tool);
+        previous = tool;
       },
-      async call(request) {
-        const outcome = await prefetching.callThrough(request, proxy);
-        if (outcome.status === 'ok') {
-          // Learning as it serves: the next request's predictions know this step followed the last.
-          transitions.observe(previous, request.tool);
-          previous = request.tool;
-        }
-        return outcome;
-      },
-      observer: { onText: (text) => session.onText(text), onIntent: (intent) => session.onIntent(intent), end: () => session.end() },
-    };
+    });
+    return { resolve: request.resolve, call: request.call, observer: request.observer };
   }
 
   return {

@@ -32,6 +32,8 @@ export interface IntentScanner {
   readonly transcript: string;
   /** How many UTF-16 units have been pushed in all (the transcript may hold fewer). */
   readonly charsSeen: number;
+  /** The inside of an intent still being written (raw, escapes kept), or undefined between intents: prefetch predicts from it. */
+  readonly openIntent: string | undefined;
 }
 
 export interface IntentScannerOptions {
@@ -263,6 +265,9 @@ export function createIntentScanner(options: IntentScannerOptions = {}): IntentS
     },
     get charsSeen() {
       return charsSeen;
+    },
+    get openIntent() {
+      return mode === Mode.Body ? body.slice(insideStart) : undefined;
     },
   };
 }

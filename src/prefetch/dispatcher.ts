@@ -3,7 +3,7 @@ import { describeError, KiwiError } from '../errors.js';
 import type { CallOutcome, ToolCall } from '../proxy/tool-proxy.js';
 import type { Tool } from '../registry/types.js';
 import { normalizeIntent } from '../resolver/resolver.js';
-import type { Retrieval, StagedResolver } from '../resolver/types.js';
+import type { Retrieval, StagedResolver, ToolCallSpec } from '../resolver/types.js';
 import type { PrefetchCache, PrefetchEntry, Speculation } from './prefetch-cache.js';
 import type { Predictor } from './predictor.js';
 import type { Prediction, PrefetchCounters, Snapshot } from './types.js';
@@ -39,6 +39,8 @@ export interface CancelOptions {
 
 export interface PrefetchDispatcher {
   onSnapshot(snapshot: Snapshot, previousTool: string | null): void;
+  /** Runs `call` ahead when it is read-only (the early call of an intent that just closed, see the prefetching resolver). */
+  speculateCall(entry: PrefetchEntry, call: ToolCallSpec): void;
   /** Aborts predictions in flight and forgets queued snapshots; new snapshots are taken afterwards. */
   cancel(options?: CancelOptions): void;
   /** Settles when no prediction is queued or running (speculative calls may still run). */
@@ -108,25 +110,36 @@ export function createPrefetchDispatcher(deps: PrefetchDispatcherDeps): Prefetch
       const resolution = await deps.resolver.complete(snapshot.query, focus(entry.retrieval, prediction), { signal, rulesOnly: true });
       if (signal.aborted) return;
       if (resolution.status !== 'resolved' || resolution.call.tool !== prediction.tool) continue;
-      const { tool, arguments: args } = resolution.call;
-      const argsKey = canonicalJson(args);
-      if (cache.findSpeculation(tool, argsKey, deps.session)) continue; // an earlier snapshot already runs it
-      const speculation = cache.speculate(entry, {
-        tool,
-        argsKey,
-        session: deps.session,
-        run: (callSignal) => deps.call({ tool, args, session: deps.session, source: 'prefetch', signal: callSignal }),
-      });
-      if (!speculation) return;
-      started++;
-      mine.add(speculation);
-      void speculation.outcome.then(() => {
-        if (speculation.state !== 'running') mine.delete(speculation);
-      });
+      if (!startSpeculation(entry, resolution.call)) return;
     }
   }
 
+  /** Starts `call` speculatively when it is read-only and not already running; false when no more may start. */
+  function startSpeculation(entry: PrefetchEntry, call: ToolCallSpec): boolean {
+    const { tool, arguments: args } = call;
+    if (deps.tools.get(tool)?.mutatesState !== false) return true; // unknown counts as mutating
+    if (started >= maxSpeculations || !cache.canSpeculate()) return false;
+    const argsKey = canonicalJson(args);
+    if (cache.findSpeculation(tool, argsKey, deps.session)) return true; // an earlier snapshot already runs it
+    const speculation = cache.speculate(entry, {
+      tool,
+      argsKey,
+      session: deps.session,
+      run: (callSignal) => deps.call({ tool, args, session: deps.session, source: 'prefetch', signal: callSignal }),
+    });
+    if (!speculation) return false;
+    started++;
+    mine.add(speculation);
+    void speculation.outcome.then(() => {
+      if (speculation.state !== 'running') mine.delete(speculation);
+    });
+    return true;
+  }
+
   return {
+    speculateCall(entry, call) {
+      if (deps.speculate ?? true) startSpeculation(entry, call);
+    },
     onSnapshot(snapshot, previousTool) {
       counters.snapshots++;
       const key = normalizeIntent(snapshot.query);

@@ -54,6 +54,8 @@ export interface PrefetchCacheOptions {
 export interface PrefetchCache {
   readonly size: number;
   get(query: string): PrefetchEntry | undefined;
+  /** The entry with the longest query that starts `text` and covers at least `minShare` of it (a snapshot of the intent while it was written). */
+  prefixOf(text: string, minShare: number): PrefetchEntry | undefined;
   /** Stores a retrieval, or returns the entry already there for the same query. */
   add(retrieval: Retrieval): PrefetchEntry;
   /** The entry whose query vector is closest to `vector`, if its cosine is at least `minCosine`. */
@@ -124,6 +126,14 @@ export function createPrefetchCache(options: PrefetchCacheOptions): PrefetchCach
   return {
     get size() {
       return entries.size;
+    },
+    prefixOf(text, minShare) {
+      let best: PrefetchEntry | undefined;
+      for (const entry of entries.values()) {
+        const n = entry.query.length;
+        if (n >= minShare * text.length && n <= text.length && n > (best?.query.length ?? 0) && text.startsWith(entry.query)) best = entry;
+      }
+      return best;
     },
     get(query) {
       return entries.get(query);

@@ -18,16 +18,26 @@ export interface PrefetchSession {
    * tool for the transition prior; `onResolved` can give it later.
    */
   onIntent(intent: string, resolvedTool?: string): void;
+  /**
+   * The intent being written, so far. Its text is the best prediction of itself: snapshots of it
+   * (every ~24 new characters, and when a quoted value closes) are prefetched like the others.
+   */
+  onIntentProgress(partial: string): void;
   onResolved(tool: string): void;
   /** The request is over: everything in flight is cancelled, finished entries stay for their TTL. */
   end(): void;
 }
+
+const MIN_PARTIAL_CHARS = 16;
+const PARTIAL_EVERY_CHARS = 24;
 
 /** The per-request glue between the agent loop's stream and the dispatcher. */
 export function createPrefetchSession(deps: PrefetchSessionDeps): PrefetchSession {
   const snapshotter = createSnapshotter(deps.snapshotter);
   let previousTool = deps.previousTool ?? null;
   let ended = false;
+  let partialSeen = 0;
+  let partialCount = 0;
 
   return {
     onText(text) {
@@ -35,8 +45,19 @@ export function createPrefetchSession(deps: PrefetchSessionDeps): PrefetchSessio
       const snapshot = snapshotter.push(text);
       if (snapshot) deps.dispatcher.onSnapshot(snapshot, previousTool);
     },
+    onIntentProgress(partial) {
+      if (ended) return;
+      const query = partial.trim();
+      const grown = query.length - partialSeen;
+      // A value that just closed ("…'2009-09-23'") is worth a snapshot: the arguments may be complete now.
+      const closedValue = grown >= 4 && /["'`]$/.test(query);
+      if (query.length < MIN_PARTIAL_CHARS || (grown < PARTIAL_EVERY_CHARS && !closedValue)) return;
+      partialSeen = query.length;
+      deps.dispatcher.onSnapshot({ text: query, query, at: ++partialCount }, previousTool);
+    },
     onIntent(_intent, resolvedTool) {
       if (ended) return;
+      partialSeen = 0;
       snapshotter.reset();
       deps.dispatcher.cancel({ speculations: false });
       if (resolvedTool !== undefined) previousTool = resolvedTool;

@@ -52,7 +52,7 @@ export interface TakeOptions {
 
 export interface PrefetchingResolver {
   /** The agent loop's `resolve`. */
-  resolve(intent: string, options: { context?: string; signal?: AbortSignal }): Promise<Resolution>;
+  resolve(intent: string, options: PrefetchResolveOptions): Promise<Resolution>;
   /** The speculative outcome of exactly this call (tool and canonical arguments), or undefined. */
   takeSpeculation(call: ToolCallSpec, options?: TakeOptions): Promise<CallOutcome> | undefined;
   /**
@@ -62,6 +62,20 @@ export interface PrefetchingResolver {
    */
   callThrough(request: ToolCall, proxy: CallingProxy): Promise<CallOutcome>;
 }
+
+export interface PrefetchResolveOptions {
+  context?: string;
+  signal?: AbortSignal;
+  /**
+   * Told the call that the intent resolves to from the search prefetched for its own beginning
+   * (a snapshot taken while it was written), before the normal resolution runs: the caller may
+   * start it speculatively. The normal answer decides; a different early call is only wasted.
+   */
+  early?: (call: ToolCallSpec, entry: PrefetchEntry) => void;
+}
+
+/** A snapshot of the intent's beginning must cover at least this share of it to give an early call. */
+const EARLY_MIN_SHARE = 0.5;
 
 export type CallingProxy = Pick<ToolProxy, 'call' | 'reuse'>;
 
@@ -95,7 +109,7 @@ export function createPrefetchingResolver(deps: PrefetchingResolverDeps): Prefet
   }
   const now = deps.now ?? (() => performance.now());
 
-  async function resolve(rawIntent: string, options: { context?: string; signal?: AbortSignal }): Promise<Resolution> {
+  async function resolve(rawIntent: string, options: PrefetchResolveOptions): Promise<Resolution> {
     const t0 = now();
     const intent = normalizeIntent(rawIntent);
     // Empty and named intents need no search: the normal path is as fast, and a cache miss would be misleading.
@@ -120,6 +134,14 @@ export function createPrefetchingResolver(deps: PrefetchingResolverDeps): Prefet
 
     if (!found) {
       counters.misses++;
+      const early = options.early === undefined ? undefined : cache.prefixOf(intent, EARLY_MIN_SHARE);
+      if (early && options.early) {
+        const call = await resolver.complete(intent, early.retrieval, options);
+        if (call.status === 'resolved') {
+          early.used = true;
+          options.early(call.call, early);
+        }
+      }
       // The embedding is in the resolver's LRU now: the normal path does not compute it twice.
       const normal = await resolver.resolve(intent, options);
       normal.timings.embedMs += embedMs;

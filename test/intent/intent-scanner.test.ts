@@ -379,3 +379,17 @@ describe('intentInstructions', () => {
     expectKiwi(() => intentInstructions({ marker: 'a b' }), /not usable/);
   });
 });
+
+describe('the intent being written', () => {
+  it('is readable while it streams and gone once it closes', () => {
+    const scanner = createIntentScanner();
+    scanner.push('Let me look. [TO');
+    expect(scanner.openIntent).toBeUndefined();
+    scanner.push('OL: read the file "a');
+    expect(scanner.openIntent).toBe(' read the file "a');
+    scanner.push('.txt"');
+    expect(scanner.openIntent).toBe(' read the file "a.txt"');
+    scanner.push('] done');
+    expect(scanner.openIntent).toBeUndefined();
+  });
+});

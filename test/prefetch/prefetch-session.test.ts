@@ -45,6 +45,7 @@ function setup() {
       seen.push({ snapshot, previousTool });
       real.onSnapshot(snapshot, previousTool);
     },
+    speculateCall: (entry, call) => real.speculateCall(entry, call),
     cancel(options) {
       cancels.push(options?.speculations);
       real.cancel(options);

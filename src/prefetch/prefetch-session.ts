@@ -31,6 +31,14 @@ export interface PrefetchSession {
 const MIN_PARTIAL_CHARS = 16;
 const PARTIAL_EVERY_CHARS = 24;
 
+/** Whether the text after `from` holds a quote that closes a value (an even count of that quote so far). */
+function closesQuote(text: string, from: number): boolean {
+  const at = Math.max(text.lastIndexOf('"'), text.lastIndexOf("'"), text.lastIndexOf('`'));
+  if (at < from) return false;
+  const quote = text[at] as string;
+  return text.split(quote).length % 2 === 1;
+}
+
 /** The per-request glue between the agent loop's stream and the dispatcher. */
 export function createPrefetchSession(deps: PrefetchSessionDeps): PrefetchSession {
   const snapshotter = createSnapshotter(deps.snapshotter);
@@ -50,7 +58,7 @@ export function createPrefetchSession(deps: PrefetchSessionDeps): PrefetchSessio
       const query = partial.trim();
       const grown = query.length - partialSeen;
       // A value that just closed ("…'2009-09-23'") is worth a snapshot: the arguments may be complete now.
-      const closedValue = grown >= 4 && /["'`]$/.test(query);
+      const closedValue = grown >= 4 && closesQuote(query, partialSeen);
       if (query.length < MIN_PARTIAL_CHARS || (grown < PARTIAL_EVERY_CHARS && !closedValue)) return;
       partialSeen = query.length;
       deps.dispatcher.onSnapshot({ text: query, query, at: ++partialCount }, previousTool);

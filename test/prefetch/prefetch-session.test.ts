@@ -105,4 +105,26 @@ describe('prefetch session', () => {
     expect(cancels).toHaveLength(2);
     world.server.release();
   });
+
+  it('snapshots the intent while it is written: every ~24 characters and when a quoted value closes', () => {
+    const { dispatcher, seen } = setup();
+    const session = createPrefetchSession({ dispatcher });
+    const intent = ' fetch the sales report of quarter "Q3" for the board';
+    let partial = '';
+    for (const piece of intent.match(/.{1,4}/gs) ?? []) {
+      partial += piece;
+      session.onIntentProgress(partial);
+    }
+    const queries = seen.map((s) => s.snapshot.query);
+    expect(queries[0]?.length).toBeGreaterThanOrEqual(16);
+    expect(queries).toContain('fetch the sales report of quarter "Q3"');
+    // Each is a beginning of the intent, growing.
+    for (const q of queries) expect(intent.trim().startsWith(q)).toBe(true);
+    expect([...queries].sort((a, b) => a.length - b.length)).toEqual(queries);
+    // The next intent starts over.
+    session.onIntent(intent.trim());
+    const count = seen.length;
+    session.onIntentProgress(' get the weather forecast for "Oslo"');
+    expect(seen.length).toBe(count + 1);
+  });
 });

@@ -59,6 +59,30 @@ function callOf(r: Resolution) {
   return r.status === 'resolved' ? r.call : { tool: '', arguments: {} };
 }
 
+describe('prefetching resolver: the early call from the intent\'s beginning', () => {
+  it('offers the call resolved from the search prefetched for a beginning of the intent, then answers the normal way', async () => {
+    const { resolver, prefetch, cache } = setup();
+    const beginning = 'look up the web domain of the company';
+    await prefetch(beginning);
+    const intent = 'look up the web domain of the company "Acme Corp"';
+    const offered: { tool: string; arguments: Record<string, unknown> }[] = [];
+    const r = await resolver.resolve(intent, { context: '', early: (call) => offered.push(call) });
+    // The early call's arguments come from the whole intent, not from the beginning.
+    expect(offered).toEqual([{ tool: 'lookup_company_domain', arguments: { company: 'Acme Corp' } }]);
+    expect(sameAnswer(r, await world.resolver.resolve(intent))).toBe(true);
+    expect(cache.get(beginning)?.used).toBe(true);
+  });
+
+  it('offers nothing when no prefetched text begins the intent, or it covers less than half of it', async () => {
+    const { resolver, prefetch } = setup();
+    await prefetch('look up');
+    await prefetch('update the CRM record');
+    const offered: unknown[] = [];
+    await resolver.resolve('look up the web domain of the company "Acme Corp"', { context: '', early: (call) => offered.push(call) });
+    expect(offered).toEqual([]);
+  });
+});
+
 describe('prefetching resolver: retrievals', () => {
   it('a hit reuses the prefetched search (the index is not searched) and answers like the normal path', async () => {
     const { counters, resolver, prefetch } = setup({ minCosine: 0.9 });

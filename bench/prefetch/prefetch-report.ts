@@ -35,8 +35,10 @@ export interface GroupMetrics {
   wasted_prefetches: number;
   prefetches: number;
   speculative: { started: number; used: number; discarded: number };
-  /** Intents whose answer (call, arguments, result) was not the same with prefetch on and off. */
+  /** Intents whose answer (call, arguments, how it ended) was not the same with prefetch on and off. */
   answers_differed: number;
+  /** Intents whose result text differed (informational: tools whose output changes on its own). */
+  results_differed: number;
   /** Share of intents with a gold call whose called tool is the gold tool, per side. */
   gold_tool_accuracy: { on: number | null; off: number | null };
 }
@@ -50,14 +52,15 @@ export function counterDelta(after: PrefetchCounters, before: PrefetchCounters):
   return out;
 }
 
-export function differences(pairs: readonly PairedTrace[]): Difference[] {
+/** Intents whose answer (the call and how it ended; or `result`: the result text) was not the same with prefetch on and off. */
+export function differences(pairs: readonly PairedTrace[], field: 'answer' | 'result' = 'answer'): Difference[] {
   const out: Difference[] = [];
   for (const { on, off } of pairs) {
     const n = Math.max(on.intents.length, off.intents.length);
     for (let i = 0; i < n; i++) {
       const a = on.intents[i];
       const b = off.intents[i];
-      if (a?.answer !== b?.answer) out.push({ trace: on.id, intent: a?.text ?? b?.text ?? '', on: a?.answer ?? '(missing)', off: b?.answer ?? '(missing)' });
+      if (a?.[field] !== b?.[field]) out.push({ trace: on.id, intent: a?.text ?? b?.text ?? '', on: a?.[field] ?? '(missing)', off: b?.[field] ?? '(missing)' });
     }
   }
   return out;
@@ -86,6 +89,7 @@ export function groupMetrics(pairs: readonly PairedTrace[]): GroupMetrics {
     prefetches: sum((c) => c.prefetches),
     speculative: { started: sum((c) => c.speculativeStarted), used: sum((c) => c.speculativeUsed), discarded: sum((c) => c.speculativeDiscarded) },
     answers_differed: differences(pairs).length,
+    results_differed: differences(pairs, 'result').length,
     gold_tool_accuracy: { on: goldAccuracy(pairs.map((p) => p.on)), off: goldAccuracy(pairs.map((p) => p.off)) },
   };
 }

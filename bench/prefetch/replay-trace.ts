@@ -28,8 +28,10 @@ export interface IntentResult {
   gold: TraceGold | null;
   /** From the intent's closing `]` in the stream to its result (or to its resolution when no call was made), ms. */
   latencyMs: number;
-  /** What the agent was answered: the call made and its result, or why none was. Compared between on and off. */
+  /** What the agent was answered: the call made and how it ended, or why none was. Must be the same with prefetch on and off. */
   answer: string;
+  /** The call's result text: compared too, but a read-only tool's output may change between the two runs on its own (a clock, `ls -la` times). */
+  result: string;
   tool: string | null;
   /** Prefetch on: the resolution reused a search made ahead (a hit). */
   prefetchedSearch: boolean;
@@ -56,7 +58,7 @@ export async function replayTrace(trace: Trace, pipeline: ReplayPipeline, option
   const turnStart: number[] = [];
   let currentTurn = -1;
   const closed: Array<{ at: number; turn: number; text: string }> = [];
-  const done: Array<{ at: number; answer: string; tool: string | null; hit: boolean; reused: boolean }> = [];
+  const done: Array<{ at: number; answer: string; result: string; tool: string | null; hit: boolean; reused: boolean }> = [];
   let resolving = -1;
 
   const observer: LoopObserver = {
@@ -86,13 +88,13 @@ export async function replayTrace(trace: Trace, pipeline: ReplayPipeline, option
         const index = ++resolving;
         const resolution = await pipeline.resolve(intent, o);
         const hit = resolution.notes.some((n) => n.startsWith(PREFETCH_HIT_NOTE));
-        done[index] = { at: now(), answer: unresolvedAnswer(resolution), tool: resolution.status === 'resolved' ? resolution.call.tool : null, hit, reused: false };
+        done[index] = { at: now(), answer: unresolvedAnswer(resolution), result: '', tool: resolution.status === 'resolved' ? resolution.call.tool : null, hit, reused: false };
         return resolution;
       },
       async call(call) {
         const index = resolving;
         const outcome = await pipeline.call(call);
-        done[index] = { at: now(), answer: callAnswer(call, outcome), tool: call.tool, hit: done[index]?.hit ?? false, reused: pipeline.reused?.(outcome) ?? false };
+        done[index] = { at: now(), answer: callAnswer(call, outcome), result: outcome.status === 'ok' ? outcome.result.text : '', tool: call.tool, hit: done[index]?.hit ?? false, reused: pipeline.reused?.(outcome) ?? false };
         return outcome;
       },
       limits: { maxTurns: Math.min(1000, trace.turns.length + 1), maxToolCalls: 10_000, maxRepeats: 1000, maxDurationMs: 3_600_000 },
@@ -113,6 +115,7 @@ export async function replayTrace(trace: Trace, pipeline: ReplayPipeline, option
       gold: listed?.gold ?? null,
       latencyMs: d ? d.at - c.at : Number.NaN,
       answer: d?.answer ?? 'not worked on (a loop limit stopped it)',
+      result: d?.result ?? '',
       tool: d?.tool ?? null,
       prefetchedSearch: d?.hit ?? false,
       speculativeResult: d?.reused ?? false,
@@ -137,7 +140,7 @@ function unresolvedAnswer(r: Resolution): string {
 
 function callAnswer(call: ToolCall, outcome: CallOutcome): string {
   const head = `${call.tool} ${canonicalJson(call.args ?? {})} -> ${outcome.status}`;
-  if (outcome.status === 'ok') return `${head}: ${outcome.result.text}`;
+  if (outcome.status === 'ok') return `${head}${outcome.result.isError ? ' (the tool reported an error)' : ''}`;
   if (outcome.status === 'denied') return `${head}: ${outcome.reason}`;
   return `${head}: ${outcome.error.code} ${outcome.error.message}`;
 }

@@ -83,6 +83,7 @@ export async function runPrefetchBench(argv: string[]): Promise<void> {
     const all = groups['all'] as NonNullable<(typeof groups)['all']>;
     const totals = rig.counters.snapshot();
     const diffs = differences(pairs);
+    const resultDiffs = differences(pairs, 'result');
     const report = {
       bench: 'prefetch',
       traces: values.traces,
@@ -106,13 +107,16 @@ export async function runPrefetchBench(argv: string[]): Promise<void> {
       speculative: all.speculative,
       answers_differed: diffs.length,
       differences: diffs.slice(0, 20),
+      results_differed: resultDiffs.length,
+      result_differences: resultDiffs.slice(0, 20),
       counters: totals,
       groups,
     };
     printTable(groups);
     console.log(`predictor: ${report.predictor_ms_per_snapshot.p50} ms per snapshot p50 (p95 ${report.predictor_ms_per_snapshot.p95}, ${totals.snapshots} snapshots, ${totals.prefetches} prefetches, ${totals.dropped} dropped)`);
     console.log(`speculative calls: ${totals.speculativeStarted} started, ${totals.speculativeUsed} used, ${totals.speculativeDiscarded} discarded; wasted prefetches ${totals.wasted}`);
-    console.log(`answers that differed between prefetch on and off: ${diffs.length}${diffs.length > 0 ? ' (MUST be 0; see `differences` in --out or run with --verbose)' : ''}`);
+    console.log(`answers (call and outcome) that differed between prefetch on and off: ${diffs.length}${diffs.length > 0 ? ' (MUST be 0; see `differences` in --out or run with --verbose)' : ''}`);
+    console.log(`result texts that differed: ${resultDiffs.length}${resultDiffs.length > 0 ? ' (the same call gave another output in the other run: see `result_differences`)' : ''}`);
     console.log(`hit = an intent served by prefetched work (its search made ahead, or a speculative result); searches reused: ${all.search_hit_rate ?? '-'} of intents (min_cosine ${rig.config.minCosine})`);
     for (const line of goalLines(all)) console.log(line);
     if (values.out) {

@@ -242,7 +242,7 @@ describe('replay and catalog tools', () => {
     expect(resolved).toEqual(['read the file "package.json"']);
     expect(seen.join('')).toBe('Reading it.\n<read the file "package.json">Done.end');
     expect(replay.intents).toHaveLength(1);
-    expect(replay.intents[0]).toMatchObject({ turn: 0, tool: 'read_file', gold: { name: 'read_file' }, answer: 'read_file {"path":"package.json"} -> ok: the file', prefetchedSearch: false, speculativeResult: false });
+    expect(replay.intents[0]).toMatchObject({ turn: 0, tool: 'read_file', gold: { name: 'read_file' }, answer: 'read_file {"path":"package.json"} -> ok', result: 'the file', prefetchedSearch: false, speculativeResult: false });
     expect(replay.intents[0]?.latencyMs).toBeGreaterThanOrEqual(0);
     expect(replay.turnMs).toHaveLength(1);
   });

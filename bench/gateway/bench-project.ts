@@ -19,7 +19,8 @@ export interface BenchProject {
   remove(): Promise<void>;
 }
 
-export async function createBenchProject(upstreamUrl: string): Promise<BenchProject> {
+/** `prefetch: false` measures the proxy and the loop alone (prefetch embeds snapshots of every answer). */
+export async function createBenchProject(upstreamUrl: string, options: { prefetch: boolean } = { prefetch: true }): Promise<BenchProject> {
   const root = await realpath(await mkdtemp(path.join(tmpdir(), 'kiwi-bench-gateway-')));
   try {
     const source = path.join(REPO_ROOT, '.ai');
@@ -28,7 +29,7 @@ export async function createBenchProject(upstreamUrl: string): Promise<BenchProj
     await writeFile(path.join(root, 'package.json'), `${JSON.stringify({ name: 'kiwi-bench-project', version: '1.0.0', private: true }, null, 2)}\n`);
     await writeFile(
       path.join(root, '.ai', 'config', 'gateway.yaml'),
-      stringify({ host: '127.0.0.1', port: 0, upstreams: [{ name: 'bench', kind: 'openai', base_url: `${upstreamUrl}/v1`, models: ['bench-*'] }] }),
+      stringify({ host: '127.0.0.1', port: 0, upstreams: [{ name: 'bench', kind: 'openai', base_url: `${upstreamUrl}/v1`, models: ['bench-*'] }], prefetch: { enabled: options.prefetch } }),
     );
     // The demo policy allows 60 calls a minute per tool; the intent phase makes more than that.
     const policyFile = path.join(root, '.ai', 'config', 'policy.yaml');

@@ -35,7 +35,7 @@ const diffOfPercentiles = (gateway: number[], direct: number[]): P50P99 => {
 };
 
 export interface GatewayBenchInput {
-  settings: { requests: number; warmup: number; nonStream: number; concurrency: number; seconds: number; chunks: number; intents: number };
+  settings: { requests: number; warmup: number; nonStream: number; concurrency: number; seconds: number; chunks: number; intents: number; prefetch: boolean };
   passThrough: PairedSamples;
   nonStream: { direct: number[]; gateway: number[] };
   load: { direct: LoadResult; gateway: LoadResult; proxy?: LoadResult };

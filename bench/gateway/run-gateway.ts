@@ -33,6 +33,7 @@ export async function runGatewayBench(argv: string[]): Promise<void> {
       intents: { type: 'string' },
       out: { type: 'string' },
       'cpu-profile': { type: 'string' },
+      'no-prefetch': { type: 'boolean' },
     },
     strict: true,
   });
@@ -45,6 +46,7 @@ export async function runGatewayBench(argv: string[]): Promise<void> {
     seconds: count(values.seconds, 5, 'seconds', 1),
     chunks: count(values.chunks, 64, 'chunks', 1),
     intents: count(values.intents, 50, 'intents', 1),
+    prefetch: !values['no-prefetch'],
   };
   const loadStart = os.loadavg()[0] ?? 0;
 
@@ -56,7 +58,7 @@ export async function runGatewayBench(argv: string[]): Promise<void> {
   let proxy: ReferenceProxy | undefined;
   try {
     upstream = await startBenchChild<{ url: string }>(['upstream', String(settings.chunks)]);
-    project = await createBenchProject(upstream.ready.url);
+    project = await createBenchProject(upstream.ready.url, { prefetch: !values['no-prefetch'] });
     console.error(`upstream ${upstream.ready.url}; project ${project.root}`);
     const t0 = performance.now();
     gateway = await openGateway({

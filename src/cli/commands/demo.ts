@@ -26,7 +26,7 @@ const STEPS: Step[] = [
 
 const ONLINE_STEP: Step = { say: 'an HTTP API tool (needs the npm registry)', tool: 'npm_package_info', args: { package: 'undici' } };
 
-/** `npm start`: shows the permissioned tool proxy on the demo `.ai/`, then the audit trail it left. */
+/** `kiwi demo`: shows the permissioned tool proxy on the demo `.ai/`, then the audit trail it left. */
 export async function demoCommand(ctx: CliContext): Promise<number> {
   const { values } = parseFlags(ctx.argv, { online: { type: 'boolean' }, project: { type: 'string' } }, USAGE);
   const project = await openProject(projectOptions(ctx, values));
@@ -45,7 +45,7 @@ export async function demoCommand(ctx: CliContext): Promise<number> {
     ctx.io.out(`audit log (kiwi audit tail --session ${project.session}):`);
     const records = await readAuditTail({ dir: project.auditDir, limit: 50, session: project.session });
     for (const r of records) ctx.io.out(`  ${formatAuditRecord(r)}`);
-    if (!values.online) ctx.io.out('\n(run `npm start -- --online` to include the HTTP API tool against the npm registry)');
+    if (!values.online) ctx.io.out('\n(run `kiwi demo --online` to include the HTTP API tool against the npm registry)');
     return 0;
   } finally {
     await project.close();

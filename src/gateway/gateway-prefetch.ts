@@ -10,6 +10,7 @@ import type { Project } from '../project.js';
 import type { ResolverRuntime } from '../resolver-runtime.js';
 import type { AgentLoopDeps } from './agent-loop.js';
 import type { PrefetchConfig } from './gateway-config.js';
+import type { LoopMode } from './loop-types.js';
 
 /** Where `kiwi predictor train` writes the transition model, and where the gateway keeps learning it. */
 export function predictorFile(root: string): string {
@@ -21,8 +22,11 @@ export type RequestDeps = Pick<AgentLoopDeps, 'resolve' | 'call' | 'observer'>;
 export interface GatewayPrefetch {
   counters: Counters;
   transitions: LearnedTransitionModel;
-  /** How one request resolves and calls: through the prefetch cache when prefetch is on. */
-  forRequest(): RequestDeps;
+  /**
+   * How one request resolves and calls: through the prefetch cache when prefetch is on. In
+   * resolve-only mode the client runs the tools, so nothing is run speculatively for it.
+   */
+  forRequest(mode: LoopMode): RequestDeps;
   /** Saves what the transition model learned while serving (when it learned anything). */
   close(): Promise<void>;
 }
@@ -50,7 +54,7 @@ export async function openGatewayPrefetch(options: GatewayPrefetchOptions): Prom
   const prefetching = createPrefetchingResolver({ resolver: runtime.resolver, cache, counters, tools: project.registry.tools, minCosine: config.minCosine });
   const proxy = project.proxy;
 
-  function forRequest(): RequestDeps {
+  function forRequest(mode: LoopMode): RequestDeps {
     if (!config.enabled) return { resolve: (intent, o) => runtime.resolver.resolve(intent, o), call: (c) => proxy.call(c) };
     const dispatcher = createPrefetchDispatcher({
       predictor,
@@ -61,7 +65,7 @@ export async function openGatewayPrefetch(options: GatewayPrefetchOptions): Prom
       session: project.session,
       counters,
       concurrency: config.concurrency,
-      speculate: config.speculate,
+      speculate: config.speculate && mode === 'execute',
       ...(options.log ? { log: options.log } : {}),
     });
     let previous: string | null = null;

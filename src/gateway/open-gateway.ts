@@ -56,7 +56,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
       return runAgentLoop(
         {
           provider: route.provider,
-          ...prefetch.forRequest(),
+          ...prefetch.forRequest(run.mode),
           session: project.session,
           limits: config.limits,
         },

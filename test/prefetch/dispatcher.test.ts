@@ -69,6 +69,18 @@ describe('prefetch dispatcher', () => {
     expect(records.find((r) => r.call_id === outcome.callId)).toMatchObject({ tool: 'lookup_company_domain', source: 'prefetch', decision: 'allow', args: { company: 'Acme Corp' } });
   });
 
+  it('with speculate off (a resolve-only request) prefetches the search but runs nothing, early calls included', async () => {
+    const { counters, cache, dispatcher } = setup({ speculate: false });
+    const query = 'To enrich these leads I will look up the web domain of "Acme Corp".';
+    dispatcher.onSnapshot(snap(query), null);
+    await dispatcher.idle();
+    const entry = cache.get(query);
+    expect(entry?.retrieval.candidates[0]?.tool).toBe('lookup_company_domain');
+    dispatcher.speculateCall(entry!, { tool: 'lookup_company_domain', arguments: { company: 'Acme Corp' } });
+    expect(entry?.speculations).toEqual([]);
+    expect(counters.speculativeStarted).toBe(0);
+  });
+
   it('never runs a tool that may change state, however confident the prediction', async () => {
     const { counters, cache, dispatcher } = setup({ threshold: 0 });
     const query = 'Next I will update the CRM record of "Globex".';

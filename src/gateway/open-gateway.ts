@@ -48,12 +48,18 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     opened.unshift(prefetch);
     const startedAt = Date.now();
 
-    // Shutdown aborts what is still running after the grace period, like a client going away.
-    const shutdown = new AbortController();
+    // Shutdown aborts what is still running, like a client going away. Not AbortSignal.any with
+    // one long-lived shutdown signal: on Node 20 every request would stay linked to it (a leak).
+    const inFlight = new Set<AbortController>();
+    let shuttingDown = false;
     const runLoop: RunLoop = (request, run) => {
       const route = upstreams.route(request.model);
-      const signal = run.signal ? AbortSignal.any([run.signal, shutdown.signal]) : shutdown.signal;
-      return runAgentLoop(
+      const controller = new AbortController();
+      const onClientAbort = (): void => controller.abort(run.signal?.reason);
+      if (shuttingDown || run.signal?.aborted) controller.abort(run.signal?.reason);
+      else run.signal?.addEventListener('abort', onClientAbort, { once: true });
+      inFlight.add(controller);
+      const loop = runAgentLoop(
         {
           provider: route.provider,
           ...prefetch.forRequest(run.mode),
@@ -61,8 +67,16 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
           limits: config.limits,
         },
         { ...request, model: route.model, ...(request.extra ? { extra: withoutNativeTools(request.extra) } : {}) },
-        { mode: run.mode, signal },
+        { mode: run.mode, signal: controller.signal },
       );
+      return (async function* tracked() {
+        try {
+          yield* loop;
+        } finally {
+          inFlight.delete(controller);
+          run.signal?.removeEventListener('abort', onClientAbort);
+        }
+      })();
     };
 
     const metaDeps = { project, resolver: runtime.resolver };
@@ -85,7 +99,8 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
       prefetch,
       runLoop,
       async close() {
-        shutdown.abort();
+        shuttingDown = true;
+        for (const controller of inFlight) controller.abort();
         await closeAll(opened);
       },
     };

@@ -125,7 +125,7 @@ export function createPrefetchDispatcher(deps: PrefetchDispatcherDeps): Prefetch
       tool,
       argsKey,
       session: deps.session,
-      run: (callSignal) => deps.call({ tool, args, session: deps.session, source: 'prefetch', signal: callSignal }),
+      run: (callSignal) => deps.call({ tool, args, session: speculativeSession(deps.session), source: 'prefetch', signal: callSignal }),
     });
     if (!speculation) return false;
     started++;
@@ -168,6 +168,16 @@ export function createPrefetchDispatcher(deps: PrefetchDispatcherDeps): Prefetch
       return new Promise((resolve) => waiters.push(resolve));
     },
   };
+}
+
+/**
+ * The session speculative calls run under. Rate limits and the loop detector count per session:
+ * guesses must not spend the agent's budget or make its real calls look repeated, or a wrong
+ * prediction could change an answer (a rate-limit denial, a "stuck" flag). The real call that
+ * reuses a result is charged to the agent's session by `proxy.reuse`, exactly once.
+ */
+export function speculativeSession(session: string): string {
+  return `${session}+prefetch`;
 }
 
 /** The retrieval as if `prediction` ranked first with its own confidence, so `complete` fills that tool. */

@@ -1,6 +1,6 @@
 import type { LoopEvent, LoopEventOf } from '../gateway/loop-types.js';
 import type { ChatUsage, FinishReason } from '../llm/types.js';
-import { createSizeGuard, missingFinish, sseFrame, type Collector, type EncodeContext, type StreamEncoder } from './chat-protocol.js';
+import { collectLoop, sseFrame, type Collector, type EncodeContext, type StreamEncoder } from './chat-protocol.js';
 import { anthropicErrorBody, type ErrorOut } from './errors-out.js';
 import { renderEventText } from './render-text.js';
 
@@ -123,43 +123,23 @@ export function createAnthropicStreamEncoder(ctx: EncodeContext): StreamEncoder 
 type Block = { type: 'text'; text: string } | ReturnType<typeof toolUse>;
 
 export function createAnthropicCollector(ctx: EncodeContext): Collector {
-  let id = `msg_${ctx.requestId}`;
-  let model = ctx.model;
   const content: Block[] = [];
-  const events: LoopEvent[] = [];
   let toolUses = 0;
-  let finish: LoopEventOf<'finish'> | undefined;
-  const guard = createSizeGuard();
-
-  function addText(t: string): void {
-    if (t === '') return;
-    guard(t.length);
-    const last = content.at(-1);
-    if (last?.type === 'text') last.text += t;
-    else content.push({ type: 'text', text: t });
-  }
-
-  return {
-    push(event) {
-      if (finish !== undefined) return;
-      if (event.type !== 'text') {
-        guard(JSON.stringify(event).length);
-        events.push(event);
-      }
-      if (event.type === 'start') {
-        id = event.id;
-        model = event.model;
-      } else if (event.type === 'finish') {
-        finish = event;
-      } else if (event.type === 'call' && ctx.mode === 'resolve-only') {
-        toolUses += 1;
-        content.push(toolUse(event));
-      } else {
-        addText(renderEventText(event, ctx.mode));
-      }
+  const loop = collectLoop(ctx, `msg_${ctx.requestId}`, {
+    text(text) {
+      const last = content.at(-1);
+      if (last?.type === 'text') last.text += text;
+      else content.push({ type: 'text', text });
     },
+    call(event) {
+      toolUses += 1;
+      content.push(toolUse(event));
+    },
+  });
+  return {
+    push: loop.push,
     body() {
-      if (finish === undefined) throw missingFinish();
+      const { id, model, events, finish } = loop.done();
       return {
         id,
         type: 'message',

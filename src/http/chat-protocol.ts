@@ -1,7 +1,8 @@
 import { KiwiError } from '../errors.js';
-import type { LoopEvent, LoopMode } from '../gateway/loop-types.js';
+import type { LoopEvent, LoopEventOf, LoopMode } from '../gateway/loop-types.js';
 import type { ChatRequest } from '../llm/types.js';
 import type { ErrorOut, Protocol } from './errors-out.js';
+import { renderEventText } from './render-text.js';
 
 /**
  * What one client protocol (OpenAI Chat Completions, Anthropic Messages) plugs into the shared
@@ -60,14 +61,60 @@ export function sseFrame(data: unknown, event?: string): string {
 /** Cap on the text a non-streamed response holds; past it the client is told to stream. */
 export const MAX_COLLECTED_CHARS = 32 * 1024 * 1024;
 
-/** Counts what a collector holds and throws past the cap. */
-export function createSizeGuard(max = MAX_COLLECTED_CHARS): (chars: number) => void {
+/** What a non-streamed response is built from once the loop finished. */
+export interface CollectedLoop {
+  id: string;
+  model: string;
+  /** Every event but text, for the response's `kiwi.events`. */
+  events: LoopEvent[];
+  finish: LoopEventOf<'finish'>;
+}
+
+/**
+ * The part of a non-streamed response both protocols share: the response id and model, every
+ * structured event, the finish, and the cap on what is held. Readable text and (in resolve-only
+ * mode) native calls go to the protocol's own `text` and `call`.
+ */
+export function collectLoop(
+  ctx: EncodeContext,
+  id: string,
+  sink: { text(text: string): void; call(event: LoopEventOf<'call'>): void },
+): { push(event: LoopEvent): void; done(): CollectedLoop } {
+  let model = ctx.model;
+  const events: LoopEvent[] = [];
+  let finish: LoopEventOf<'finish'> | undefined;
   let total = 0;
-  return (chars) => {
+  const guard = (chars: number): void => {
     total += chars;
-    if (total > max) {
-      throw new KiwiError('OUTPUT_TOO_LARGE', `The answer grew past ${max} characters, more than the gateway holds for a response that does not stream; ask again with "stream": true`);
+    if (total > MAX_COLLECTED_CHARS) {
+      throw new KiwiError('OUTPUT_TOO_LARGE', `The answer grew past ${MAX_COLLECTED_CHARS} characters, more than the gateway holds for a response that does not stream; ask again with "stream": true`);
     }
+  };
+  return {
+    push(event) {
+      if (finish !== undefined) return;
+      if (event.type !== 'text') {
+        guard(JSON.stringify(event).length);
+        events.push(event);
+      }
+      if (event.type === 'start') {
+        id = event.id;
+        model = event.model;
+      } else if (event.type === 'finish') {
+        finish = event;
+      } else if (event.type === 'call' && ctx.mode === 'resolve-only') {
+        sink.call(event);
+      } else {
+        const text = renderEventText(event, ctx.mode);
+        if (text === '') return;
+        guard(text.length);
+        sink.text(text);
+      }
+    },
+    done() {
+      if (finish === undefined) throw missingFinish();
+      return { id, model, events, finish };
+    },
   };
 }
 

@@ -1,6 +1,6 @@
 import type { LoopEvent, LoopEventOf } from '../gateway/loop-types.js';
 import type { ChatUsage, FinishReason } from '../llm/types.js';
-import { createSizeGuard, missingFinish, sseFrame, type Collector, type EncodeContext, type StreamEncoder } from './chat-protocol.js';
+import { collectLoop, sseFrame, type Collector, type EncodeContext, type StreamEncoder } from './chat-protocol.js';
 import { openAiErrorBody, type ErrorOut } from './errors-out.js';
 import { renderEventText } from './render-text.js';
 
@@ -92,37 +92,17 @@ export function createOpenAiStreamEncoder(ctx: EncodeContext): StreamEncoder {
 }
 
 export function createOpenAiCollector(ctx: EncodeContext): Collector {
-  let id = `chatcmpl-${ctx.requestId}`;
-  let model = ctx.model;
   const created = Math.floor(Date.now() / 1000);
   let content = '';
   const toolCalls: ReturnType<typeof toolCall>[] = [];
-  const events: LoopEvent[] = [];
-  let finish: LoopEventOf<'finish'> | undefined;
-  const guard = createSizeGuard();
-
+  const loop = collectLoop(ctx, `chatcmpl-${ctx.requestId}`, {
+    text: (text) => (content += text),
+    call: (event) => toolCalls.push(toolCall(event)),
+  });
   return {
-    push(event) {
-      if (finish !== undefined) return;
-      if (event.type !== 'text') {
-        guard(JSON.stringify(event).length);
-        events.push(event);
-      }
-      if (event.type === 'start') {
-        id = event.id;
-        model = event.model;
-      } else if (event.type === 'finish') {
-        finish = event;
-      } else if (event.type === 'call' && ctx.mode === 'resolve-only') {
-        toolCalls.push(toolCall(event));
-      } else {
-        const text = renderEventText(event, ctx.mode);
-        guard(text.length);
-        content += text;
-      }
-    },
+    push: loop.push,
     body() {
-      if (finish === undefined) throw missingFinish();
+      const { id, model, events, finish } = loop.done();
       const message = {
         role: 'assistant',
         content: content === '' && toolCalls.length > 0 ? null : content,

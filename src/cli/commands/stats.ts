@@ -1,6 +1,7 @@
 import { z } from 'zod';
-import { KiwiError, describeError } from '../../errors.js';
+import { KiwiError, describeError, isKiwiError } from '../../errors.js';
 import { DEFAULT_PORT } from '../../gateway/gateway-config.js';
+import { createHttpClient } from '../../primitives/http-client.js';
 import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
 
@@ -81,21 +82,27 @@ function metricsUrl(base: string): string {
 }
 
 async function fetchMetrics(url: string, signal: AbortSignal | undefined): Promise<z.infer<typeof metricsSchema>> {
-  const timeout = AbortSignal.timeout(TIMEOUT_MS);
-  const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
-  let text: string;
+  const http = createHttpClient();
   let status: number;
+  let text: string;
   try {
-    const response = await fetch(url, { headers: { accept: 'application/json' }, redirect: 'error', signal: combined });
+    const response = await http.request({
+      method: 'GET',
+      url,
+      headers: { accept: 'application/json' },
+      connectTimeoutMs: TIMEOUT_MS,
+      headersTimeoutMs: TIMEOUT_MS,
+      bodyTimeoutMs: TIMEOUT_MS,
+      maxResponseBytes: MAX_BODY_BYTES,
+      maxRedirects: 0,
+      ...(signal ? { signal } : {}),
+    });
     status = response.status;
-    text = await readCapped(response, url);
+    text = response.body;
   } catch (error) {
-    if (error instanceof KiwiError) throw error;
-    if (signal?.aborted) throw new KiwiError('TOOL_CANCELLED', `fetching ${url} was cancelled`);
-    if (timeout.aborted) throw new KiwiError('HTTP_TIMEOUT', `the gateway at ${url} did not answer within ${TIMEOUT_MS / 1000} s; check that \`kiwi serve\` is healthy there`);
-    const cause = (error as { cause?: { code?: unknown; message?: unknown } } | null)?.cause;
-    const why = typeof cause?.code === 'string' ? cause.code : describeError(cause ?? error);
-    throw new KiwiError('UPSTREAM_HTTP', `no Kiwi gateway answers at ${url} (${why}); start one with \`kiwi serve\`, or pass --url (or set KIWI_PORT) to reach the one that runs`, { cause: error });
+    throw unreachable(error, url);
+  } finally {
+    await http.close();
   }
   if (status === 404) throw new KiwiError('UPSTREAM_HTTP', `${url} answered 404: the server there is not a Kiwi gateway with /metrics; check --url, or update the gateway`);
   if (status !== 200) throw new KiwiError('UPSTREAM_HTTP', `${url} answered HTTP ${status}: ${oneLine(text)}; check the gateway's log`);
@@ -110,27 +117,14 @@ async function fetchMetrics(url: string, signal: AbortSignal | undefined): Promi
   return parsed.data;
 }
 
-async function readCapped(response: Response, url: string): Promise<string> {
-  const length = Number(response.headers.get('content-length') ?? NaN);
-  if (length > MAX_BODY_BYTES) {
-    await response.body?.cancel().catch(() => undefined);
-    throw new KiwiError('PAYLOAD_TOO_LARGE', `${url} answered ${length} bytes, over the ${MAX_BODY_BYTES}-byte limit for metrics; check --url`);
-  }
-  if (!response.body) return '';
-  const reader = response.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > MAX_BODY_BYTES) {
-      await reader.cancel().catch(() => undefined);
-      throw new KiwiError('PAYLOAD_TOO_LARGE', `${url} answered over ${MAX_BODY_BYTES} bytes, more than metrics ever are; check --url`);
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString('utf8');
+/** The HTTP client's failure, said in terms of a gateway that is not there or not healthy. */
+function unreachable(error: unknown, url: string): KiwiError {
+  if (isKiwiError(error, 'OUTPUT_TOO_LARGE')) return new KiwiError('PAYLOAD_TOO_LARGE', `${url} answered over ${MAX_BODY_BYTES} bytes, more than metrics ever are; check --url`);
+  if (isKiwiError(error, 'TOOL_CANCELLED')) return new KiwiError('TOOL_CANCELLED', `fetching ${url} was cancelled`);
+  if (isKiwiError(error, 'HTTP_TIMEOUT')) return new KiwiError('HTTP_TIMEOUT', `the gateway at ${url} did not answer within ${TIMEOUT_MS / 1000} s; check that \`kiwi serve\` is healthy there`);
+  const cause = (error as { cause?: { code?: unknown } } | null)?.cause;
+  const why = typeof cause?.code === 'string' ? cause.code : describeError(error);
+  return new KiwiError('UPSTREAM_HTTP', `no Kiwi gateway answers at ${url} (${why}); start one with \`kiwi serve\`, or pass --url (or set KIWI_PORT) to reach the one that runs`, { cause: error });
 }
 
 /** Numbers at the top level and one level down (`requests.total`), capped in count. */

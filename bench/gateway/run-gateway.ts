@@ -12,6 +12,7 @@ import { startBenchChild, type BenchChild } from './child-process.js';
 import { startCpuProfile } from './cpu-profile.js';
 import { gatewayReport, printGatewayReport } from './gateway-report.js';
 import { INTENT_CONTEXT, type IntentSample, type LoadResult, type PairedSamples } from './load-client.js';
+import { createProgress } from '../progress.js';
 
 const USAGE = 'npm run bench -- gateway [--requests N] [--warmup N] [--non-stream N] [--concurrency C] [--seconds S] [--chunks K] [--intents N] [--out FILE] [--cpu-profile DIR]';
 
@@ -66,7 +67,7 @@ export async function runGatewayBench(argv: string[]): Promise<void> {
       userDir: project.userDir,
       env: { PATH: process.env.PATH, HOME: project.root },
       log: (line) => console.error(`gateway: ${line}`),
-      onIndexProgress: progress('indexing tools'),
+      onIndexProgress: createProgress('').counter('indexing tools'),
     });
     const indexSyncMs = performance.now() - t0;
     listener = await listen(gateway.app.fetch, { host: '127.0.0.1', port: 0 });
@@ -169,15 +170,3 @@ function count(raw: string | undefined, fallback: number, name: string, min: num
 }
 
 const round2 = (x: number) => Math.round(x * 100) / 100;
-
-/** A progress line: redrawn in place on a terminal, one line every ~10 s in a log. */
-function progress(label: string): (done: number, total: number) => void {
-  const tty = process.stderr.isTTY;
-  let last = 0;
-  return (done, total) => {
-    const now = performance.now();
-    if (done !== total && now - last < (tty ? 250 : 10_000)) return;
-    last = now;
-    process.stderr.write(`${tty ? '\r' : ''}${label}: ${done}/${total}${done === total || !tty ? '\n' : ''}`);
-  };
-}

@@ -9,6 +9,7 @@ import { peakRssMb, round } from '../stats.js';
 import { importCatalog } from './catalog.js';
 import { readCases } from './cases.js';
 import { groupResults, latency, type CaseResult, type GroupMetrics } from './metrics.js';
+import { createProgress } from '../progress.js';
 
 const USAGE = 'npm run bench -- resolve --catalog FILE --cases FILE [--cases FILE…] [--out FILE] [--index DIR] [--limit N] [--set key=value…] [--verbose]';
 
@@ -33,14 +34,14 @@ export async function runResolveBench(argv: string[]): Promise<void> {
   const resolution = await openResolverRuntime({ tools: catalog.tools, indexDir: dir, settings, log: (m) => console.error(m) });
   try {
     const t0 = performance.now();
-    await resolution.sync({ onProgress: progress('embedding tools') });
+    await resolution.sync({ onProgress: createProgress('').counter('embedding tools') });
     const indexBuildMs = performance.now() - t0;
     console.error(`index built in ${(indexBuildMs / 1000).toFixed(1)} s (${resolution.embedderId})`);
 
     // Warm-up (not timed) on altered text, so that no measured intent is already in the query-vector cache.
     for (const c of cases.slice(0, 5)) await resolution.resolver.resolve(`warm-up: ${c.intent}`);
     const results: CaseResult[] = [];
-    const tick = progress('resolving');
+    const tick = createProgress('').counter('resolving');
     for (const [i, c] of cases.entries()) {
       const start = performance.now();
       const r = await resolution.resolver.resolve(c.intent);
@@ -95,18 +96,6 @@ function parseSettings(pairs: string[]): Partial<ResolverSettings> {
     out[key as keyof ResolverSettings] = Number(raw);
   }
   return out;
-}
-
-/** A progress line: redrawn in place on a terminal, one line every ~10 s in a log. */
-function progress(label: string): (done: number, total: number) => void {
-  const tty = process.stderr.isTTY;
-  let last = 0;
-  return (done, total) => {
-    const now = performance.now();
-    if (done !== total && now - last < (tty ? 250 : 10_000)) return;
-    last = now;
-    process.stderr.write(`${tty ? '\r' : ''}${label}: ${done}/${total}${done === total || !tty ? '\n' : ''}`);
-  };
 }
 
 function printTable(groups: Record<string, GroupMetrics>): void {

@@ -18,7 +18,7 @@ import { latency } from '../resolve/metrics.js';
 import { peakRssMb, round } from '../stats.js';
 import { createDerivedEmbedder } from './derived-embedder.js';
 import { scaleIntents } from './intents.js';
-import { createProgress } from './progress.js';
+import { createProgress } from '../progress.js';
 import type { ChildMessage, SizeResult } from './size-result.js';
 import { syntheticTools } from './synthetic-catalog.js';
 import { readTemplateVectors } from './template-vectors.js';

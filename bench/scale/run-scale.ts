@@ -8,7 +8,7 @@ import { parseArgs } from 'node:util';
 import { importCatalog } from '../resolve/catalog.js';
 import { round } from '../stats.js';
 import { describeEstimate, estimateSize, type SizeEstimate } from './estimate.js';
-import { createProgress } from './progress.js';
+import { createProgress } from '../progress.js';
 import type { ChildMessage, SizeResult } from './size-result.js';
 import { ensureTemplateVectors, templateVectorsFile } from './template-vectors.js';
 import { DEFAULT_ANN_THRESHOLD } from '../../src/store/tool-index.js';

@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { readBody } from './read-body.js';
 
 /**
  * A stand-in OpenAI upstream for the gateway bench: `POST /v1/chat/completions` answers at once
@@ -21,7 +22,6 @@ export const INTENT_TURN_PIECES = ['Let me ', 'read it. ', '[TOOL: read', ' the 
 /** How the gateway's results message starts (src/gateway/agent-feedback.ts). */
 export const RESULTS_PREFIX = 'Results of ';
 
-const MAX_BODY_BYTES = 8 * 1024 * 1024;
 const CREATED = 1_700_000_000;
 
 export interface BenchUpstream {
@@ -61,17 +61,6 @@ function answer(model: string, pieces: string[]): Answer {
   };
 }
 
-async function readBody(req: IncomingMessage): Promise<string> {
-  const parts: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_BODY_BYTES) throw new Error(`request body over ${MAX_BODY_BYTES} bytes`);
-    parts.push(chunk);
-  }
-  return Buffer.concat(parts).toString('utf8');
-}
-
 interface ChatBody {
   model?: unknown;
   stream?: unknown;
@@ -96,7 +85,7 @@ export async function startBenchUpstream(options: { chunks: number; host?: strin
       res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"message":"the bench upstream serves only POST /v1/chat/completions"}}');
       return;
     }
-    const body = JSON.parse(await readBody(req)) as ChatBody;
+    const body = JSON.parse((await readBody(req)).toString('utf8')) as ChatBody;
     const a = body.model !== INTENT_MODEL ? plain : isResultsTurn(body) ? after : intent;
     if (body.stream !== true) {
       res.writeHead(200, { 'content-type': 'application/json' }).end(a.json);

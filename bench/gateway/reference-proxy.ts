@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Agent, request } from 'undici';
+import { readBody } from './read-body.js';
 
 /**
  * The floor any Node gateway pays on this machine: a bare node:http proxy that forwards the
@@ -9,22 +10,10 @@ import { Agent, request } from 'undici';
  * adds is the gateway's own work.
  */
 
-const MAX_BODY_BYTES = 8 * 1024 * 1024;
 
 export interface ReferenceProxy {
   url: string;
   close(): Promise<void>;
-}
-
-async function readBody(req: IncomingMessage): Promise<Buffer> {
-  const parts: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_BODY_BYTES) throw new Error(`request body over ${MAX_BODY_BYTES} bytes`);
-    parts.push(chunk);
-  }
-  return Buffer.concat(parts);
 }
 
 export async function startReferenceProxy(upstreamOrigin: string): Promise<ReferenceProxy> {

@@ -7,6 +7,7 @@ import type { CallOutcome, ToolCall } from '../proxy/tool-proxy.js';
 import type { Resolution } from '../resolver/types.js';
 import { feedbackMessage, limitNotice, repeatReason, shownResult, toolCallLimitReason, type FeedbackItem } from './agent-feedback.js';
 import { DEFAULT_LOOP_LIMITS, type LimitName, type LoopEvent, type LoopLimits, type LoopMode, type LoopRunOptions } from './loop-types.js';
+import { textTail } from '../text-tail.js';
 
 export interface AgentLoopDeps {
   provider: ChatProvider;
@@ -208,7 +209,7 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
             push({ type: 'text', text });
             deps.observer?.onText(text);
           }
-          recent = tail(recent + (e.type === 'text' ? e.text : e.raw), MAX_CONTEXT_CHARS);
+          recent = textTail(recent + (e.type === 'text' ? e.text : e.raw), MAX_CONTEXT_CHARS);
         }
       };
       upstream = deps.provider.stream({ ...request, messages: [...messages] }, signal)[Symbol.asyncIterator]();
@@ -313,17 +314,9 @@ function withInstructions(messages: readonly ChatMessage[], instructions: string
 }
 
 function resolveContext(lastUser: string, recent: string): string {
-  const user = tail(lastUser, MAX_CONTEXT_CHARS / 2);
-  const turn = tail(recent, MAX_CONTEXT_CHARS - user.length);
+  const user = textTail(lastUser, MAX_CONTEXT_CHARS / 2);
+  const turn = textTail(recent, MAX_CONTEXT_CHARS - user.length);
   return user.length > 0 && turn.length > 0 ? `${user}\n\n${turn}` : user + turn;
-}
-
-/** The last `max` UTF-16 units, never starting on the second half of a surrogate pair. */
-function tail(text: string, max: number): string {
-  if (text.length <= max) return text;
-  const start = text.length - max;
-  const c = text.charCodeAt(start);
-  return text.slice(c >= 0xdc00 && c <= 0xdfff ? start + 1 : start);
 }
 
 function addUsage(total: ChatUsage, usage: ChatUsage | undefined): void {

@@ -1,4 +1,5 @@
 import { KiwiError } from '../errors.js';
+import { textTail } from '../text-tail.js';
 import { DEFAULT_MARKER, checkMarker } from './intent-marker.js';
 
 export { intentInstructions } from './intent-instructions.js';
@@ -258,10 +259,7 @@ export function createIntentScanner(options: IntentScannerOptions = {}): IntentS
       return take();
     },
     get transcript() {
-      if (transcript.length <= maxTranscriptChars) return transcript;
-      const start = transcript.length - maxTranscriptChars;
-      // Never start on the second half of a surrogate pair.
-      return transcript.slice(isLowSurrogate(transcript.charCodeAt(start)) ? start + 1 : start);
+      return textTail(transcript, maxTranscriptChars);
     },
     get charsSeen() {
       return charsSeen;
@@ -300,8 +298,4 @@ function lowerAscii(c: number): number {
 
 function isHighSurrogate(c: number): boolean {
   return c >= 0xd800 && c <= 0xdbff;
-}
-
-function isLowSurrogate(c: number): boolean {
-  return c >= 0xdc00 && c <= 0xdfff;
 }

@@ -1,5 +1,6 @@
 import { KiwiError } from '../errors.js';
 import type { Snapshot } from './types.js';
+import { textTail } from '../text-tail.js';
 
 export interface SnapshotterOptions {
   /** A snapshot after this many new characters, sentence end or not (default 100). */
@@ -49,9 +50,9 @@ export function createSnapshotter(options: SnapshotterOptions = {}): Snapshotter
       seen += text.length;
       fresh += text.length;
       buffer += text;
-      if (buffer.length > 2 * windowChars) buffer = tail(buffer, windowChars);
+      if (buffer.length > 2 * windowChars) buffer = textTail(buffer, windowChars);
       if (fresh < everyChars && !(fresh >= minChars && SENTENCE_END.test(text))) return undefined;
-      const window = tail(buffer, windowChars);
+      const window = textTail(buffer, windowChars);
       const query = lastSentences(window, queryChars);
       if (!query) return undefined;
       fresh = 0;
@@ -93,12 +94,4 @@ function check(name: keyof typeof LIMITS, value: number): number {
     throw new KiwiError('INVALID_INPUT', `snapshotter ${name} must be an integer from ${min} to ${max}, got ${String(value)}; leave it out for the default`);
   }
   return value;
-}
-
-/** The last `max` UTF-16 units, never starting on the second half of a surrogate pair. */
-function tail(text: string, max: number): string {
-  if (text.length <= max) return text;
-  const start = text.length - max;
-  const c = text.charCodeAt(start);
-  return text.slice(c >= 0xdc00 && c <= 0xdfff ? start + 1 : start);
 }

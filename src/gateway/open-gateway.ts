@@ -2,6 +2,7 @@ import path from 'node:path';
 import type { Hono } from 'hono';
 import { createGatewayApp } from '../http/app.js';
 import { createMcpRoute } from '../http/mcp-route.js';
+import { passThrough } from '../llm/provider-options.js';
 import { openProject, type Project, type ProjectOptions } from '../project.js';
 import { openProjectResolverRuntime, type ResolverRuntime } from '../resolver-runtime.js';
 import { runAgentLoop } from './agent-loop.js';
@@ -66,7 +67,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
           session: project.session,
           limits: config.limits,
         },
-        { ...request, model: route.model, ...(request.extra ? { extra: withoutNativeTools(request.extra) } : {}) },
+        { ...request, model: route.model, ...(request.extra ? { extra: passThrough(request.extra, NATIVE_TOOL_FIELDS) } : {}) },
         { mode: run.mode, signal: controller.signal },
       );
       return (async function* tracked() {
@@ -115,12 +116,6 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
  * own tool definitions would only make the model answer with calls nobody runs.
  */
 const NATIVE_TOOL_FIELDS = ['tools', 'tool_choice', 'functions', 'function_call', 'parallel_tool_calls'];
-
-function withoutNativeTools(extra: Record<string, unknown>): Record<string, unknown> {
-  const out = { ...extra };
-  for (const key of NATIVE_TOOL_FIELDS) delete out[key];
-  return out;
-}
 
 /** In order (newest first), each awaited, none skipped when one fails. */
 async function closeAll(items: { close(): Promise<void> }[]): Promise<void> {

@@ -67,6 +67,7 @@ export function prefetchPipeline(world: BenchWorld, rig: PrefetchRig, options: R
     tools: world.tools,
     call: (call) => world.proxy.call(call),
     session: world.session,
+    caller: { client: world.session },
     counters: rig.counters,
     concurrency: rig.config.concurrency,
     speculate: rig.config.speculate,

@@ -81,7 +81,6 @@ export async function replayTrace(trace: Trace, pipeline: ReplayPipeline, option
   const loop = runAgentLoop(
     {
       provider,
-      session: options.session,
       observer,
       // The loop works on intents one at a time, in order: a call belongs to the last resolution.
       async resolve(intent, o) {
@@ -91,8 +90,9 @@ export async function replayTrace(trace: Trace, pipeline: ReplayPipeline, option
         done[index] = { at: now(), answer: unresolvedAnswer(resolution), result: '', tool: resolution.status === 'resolved' ? resolution.call.tool : null, hit, reused: false };
         return resolution;
       },
-      async call(call) {
+      async call(loopCall) {
         const index = resolving;
+        const call = { ...loopCall, session: options.session, client: options.session };
         const outcome = await pipeline.call(call);
         done[index] = { at: now(), answer: callAnswer(call, outcome), result: outcome.status === 'ok' ? outcome.result.text : '', tool: call.tool, hit: done[index]?.hit ?? false, reused: pipeline.reused?.(outcome) ?? false };
         return outcome;

@@ -8,7 +8,10 @@ import { KiwiError, describeError } from '../errors.js';
 export interface AuditRecord {
   /** ISO time the call started. */
   ts: string;
+  /** The conversation (chat request or MCP session) the call belongs to. */
   session: string;
+  /** The client that asked (its key's name, or `local`). */
+  client?: string;
   call_id: string;
   tool: string;
   /** As requested; capped by the writer with a truncation marker. */
@@ -238,6 +241,7 @@ export function serializeAuditRecord(record: AuditRecord, maxBytes: number): str
   const fields: [string, string | undefined][] = [
     ['ts', str(record.ts, STRING_CAPS.ts)],
     ['session', str(record.session, STRING_CAPS.session)],
+    ['client', record.client === undefined ? undefined : str(record.client, STRING_CAPS.session)],
     ['call_id', str(record.call_id, STRING_CAPS.call_id)],
     ['tool', str(record.tool, STRING_CAPS.tool)],
     ['args', undefined],

@@ -11,6 +11,7 @@ import type { AuditRecord } from './audit-log.js';
 export const auditRecordSchema = z.object({
   ts: z.string().refine((value) => !Number.isNaN(Date.parse(value)), 'ts must be an ISO date-time'),
   session: z.string(),
+  client: z.string().optional(),
   call_id: z.string(),
   tool: z.string(),
   args: z.unknown().optional(),
@@ -227,6 +228,7 @@ export function formatAuditRecord(record: AuditRecord): string {
   const parts = [
     clean(record.ts, 40),
     clean(record.session, 40),
+    ...(record.client ? [clean(record.client, 40)] : []),
     record.decision === 'allow' ? 'ALLOW' : 'DENY ',
     clean(record.tool, 80),
     shortJson(record.args, 80),

@@ -2,6 +2,7 @@ import { describeError } from '../errors.js';
 import { auditCommand } from './commands/audit.js';
 import { demoCommand } from './commands/demo.js';
 import { indexCommand } from './commands/index-tools.js';
+import { keysCommand } from './commands/keys.js';
 import { mcpCommand } from './commands/mcp.js';
 import { predictorCommand } from './commands/predictor.js';
 import { resolveCommand } from './commands/resolve.js';
@@ -16,6 +17,7 @@ const HELP = `kiwi — intent-resolving gateway between LLM agents and their too
 
 Usage:
   kiwi serve [--host H] [--port P]     the gateway: OpenAI/Anthropic-compatible proxy that runs [TOOL: …] intents, and /mcp (what \`npm start\` runs)
+  kiwi keys create NAME|list|revoke ID   client API keys (stored hashed); once one exists, every request needs a key
   kiwi tools list|show TOOL|validate   the .ai/ registry (project tier, then ~/.ai)
   kiwi run TOOL --args JSON            run one tool through the permissioned tool proxy
   kiwi sign FILE... | kiwi verify FILE...   write / check the kiwi-mcp:validated signature line
@@ -44,6 +46,7 @@ const COMMANDS: Record<string, Command> = {
   serve: serveCommand,
   predictor: predictorCommand,
   stats: statsCommand,
+  keys: keysCommand,
 };
 
 /** Runs one CLI command and returns its exit code; every failure is one line on stderr. */

@@ -9,12 +9,14 @@ import { feedbackMessage, limitNotice, repeatReason, shownResult, toolCallLimitR
 import { DEFAULT_LOOP_LIMITS, type LimitName, type LoopEvent, type LoopLimits, type LoopMode, type LoopRunOptions } from './loop-types.js';
 import { textTail } from '../text-tail.js';
 
+/** A call as the loop makes it: who it is for is bound by whoever runs the loop. */
+export type LoopCall = Pick<ToolCall, 'tool' | 'args' | 'source' | 'signal'>;
+
 export interface AgentLoopDeps {
   provider: ChatProvider;
   resolve(intent: string, options: { context: string; signal?: AbortSignal }): Promise<Resolution>;
-  /** The tool proxy's call; the loop sends source 'gateway'. */
-  call(call: ToolCall): Promise<CallOutcome>;
-  session: string;
+  /** The tool proxy's call, bound to the request's caller and conversation; the loop sends source 'gateway'. */
+  call(call: LoopCall): Promise<CallOutcome>;
   limits?: Partial<LoopLimits>;
   marker?: string;
   /** Raw ids; the loop prefixes them: `kiwi-…` for the response, `call_…` for calls (default randomUUID). */
@@ -131,7 +133,7 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
       return;
     }
     const t0 = now();
-    const outcome = await deps.call({ tool: call.tool, args: call.arguments, session: deps.session, source: 'gateway', signal });
+    const outcome = await deps.call({ tool: call.tool, args: call.arguments, source: 'gateway', signal });
     const shown = shownResult(outcome, limits.maxResultChars);
     push({ type: 'result', index, callId, tool: call.tool, ...shown, durationMs: Math.max(0, now() - t0) });
     items.push({ kind: 'outcome', intent, call, outcome });

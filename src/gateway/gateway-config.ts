@@ -6,6 +6,7 @@ import { KiwiError } from '../errors.js';
 import { DEMO_MODEL_ID } from '../llm/demo-provider.js';
 import { didYouMeanSuffix, formatFieldPath } from '../registry/validation-error.js';
 import { parseYamlSource, type YamlSource } from '../registry/yaml-source.js';
+import { DEFAULT_ALLOWED_HOSTS, DEFAULT_MAX_CONCURRENT_PER_CLIENT } from '../http/request-guard.js';
 import { DEFAULT_LOOP_LIMITS, type LoopLimits } from './loop-types.js';
 
 /**
@@ -47,6 +48,12 @@ export interface GatewayConfig {
   upstreams: UpstreamConfig[];
   limits: LoopLimits;
   maxBodyBytes: number;
+  /** Host names (optionally `name:port`) the gateway answers to; `*` for any. */
+  allowedHosts: string[];
+  /** Browser origins that may call any endpoint. */
+  allowedOrigins: string[];
+  /** Requests one client may have running at once. */
+  maxConcurrentPerClient: number;
   mcp: { allowedOrigins: string[] };
   prefetch: PrefetchConfig;
   /** Problems that do not stop the gateway (an upstream that can never be reached…), for the banner. */
@@ -102,6 +109,12 @@ const upstreamSchema = z.strictObject({
 
 const schema = z.strictObject({
   host: z.string().regex(HOST, 'must be a host name or IP address, e.g. 127.0.0.1 or 0.0.0.0').optional(),
+  allowed_hosts: z
+    .array(z.string().regex(/^(\*|\[[0-9a-fA-F:.]+\](:\d{1,5})?|[A-Za-z0-9.-]{1,253}(:\d{1,5})?)$/, 'must be a host name or address as clients write it in the URL, optionally with :port (e.g. gateway.internal, 10.0.0.5:8787, [::1]), or "*" for any'))
+    .min(1, 'list at least one host name, e.g. [localhost, 127.0.0.1]')
+    .max(100)
+    .optional(),
+  allowed_origins: z.array(z.string()).max(100).optional(),
   port: z.number().int().min(0).max(65535, 'must be 0 to 65535').optional(),
   upstreams: z.array(upstreamSchema).max(50).optional(),
   limits: z
@@ -112,6 +125,7 @@ const schema = z.strictObject({
       max_result_chars: z.number().int().min(100).max(10_000_000).optional(),
       max_repeats: z.number().int().min(2, 'must be at least 2 (a call is refused the max_repeats-th time it is asked for)').max(100).optional(),
       max_body_bytes: z.number().int().min(1024).max(64 * 1024 * 1024).optional(),
+      max_concurrent_requests_per_client: z.number().int().min(1).max(100_000).optional(),
     })
     .optional(),
   mcp: z.strictObject({ allowed_origins: z.array(z.string()).max(100).optional() }).optional(),
@@ -127,7 +141,7 @@ const schema = z.strictObject({
 });
 
 type Raw = z.output<typeof schema>;
-const FIELDS = ['host', 'port', 'upstreams', 'limits', 'mcp', 'name', 'kind', 'base_url', 'api_key_env', 'models', 'timeout_ms', 'max_turns', 'max_tool_calls', 'max_duration_ms', 'max_result_chars', 'max_repeats', 'max_body_bytes', 'allowed_origins', 'prefetch', 'enabled', 'ttl_ms', 'speculate', 'concurrency', 'min_cosine'];
+const FIELDS = ['host', 'allowed_hosts', 'max_concurrent_requests_per_client', 'port', 'upstreams', 'limits', 'mcp', 'name', 'kind', 'base_url', 'api_key_env', 'models', 'timeout_ms', 'max_turns', 'max_tool_calls', 'max_duration_ms', 'max_result_chars', 'max_repeats', 'max_body_bytes', 'allowed_origins', 'prefetch', 'enabled', 'ttl_ms', 'speculate', 'concurrency', 'min_cosine'];
 
 export async function loadGatewayConfig(file: string, ctx: GatewayConfigContext): Promise<GatewayConfig> {
   const rel = path.relative(ctx.root, file);
@@ -208,10 +222,13 @@ export async function loadGatewayConfig(file: string, ctx: GatewayConfigContext)
   }
   warnings.push(...shadowWarnings(upstreams, shown));
 
-  const origins = (raw.mcp?.allowed_origins ?? []).map((o, i) => {
-    const problem = originProblem(o);
-    return problem === null ? new URL(o).origin : fail(['mcp', 'allowed_origins', i], problem);
-  });
+  const originsAt = (at: PropertyKey[], list: string[] | undefined): string[] =>
+    (list ?? []).map((o, i) => {
+      const problem = originProblem(o);
+      return problem === null ? new URL(o).origin : fail([...at, i], problem);
+    });
+  const origins = originsAt(['mcp', 'allowed_origins'], raw.mcp?.allowed_origins);
+  const allowedOrigins = originsAt(['allowed_origins'], raw.allowed_origins);
   const l = raw.limits ?? {};
   return {
     file: shown,
@@ -227,7 +244,10 @@ export async function loadGatewayConfig(file: string, ctx: GatewayConfigContext)
       maxRepeats: l.max_repeats ?? DEFAULT_LOOP_LIMITS.maxRepeats,
     },
     maxBodyBytes: l.max_body_bytes ?? DEFAULT_MAX_BODY_BYTES,
-    mcp: { allowedOrigins: origins },
+    allowedHosts: raw.allowed_hosts ?? [...DEFAULT_ALLOWED_HOSTS],
+    allowedOrigins,
+    maxConcurrentPerClient: l.max_concurrent_requests_per_client ?? DEFAULT_MAX_CONCURRENT_PER_CLIENT,
+    mcp: { allowedOrigins: [...new Set([...allowedOrigins, ...origins])] },
     prefetch: {
       enabled: raw.prefetch?.enabled ?? DEFAULT_PREFETCH.enabled,
       ttlMs: raw.prefetch?.ttl_ms ?? DEFAULT_PREFETCH.ttlMs,

@@ -8,7 +8,9 @@ import { createPredictor } from '../prefetch/predictor.js';
 import { createTransitionModel, loadTransitionModel, saveTransitionModel, type LearnedTransitionModel } from '../prefetch/transition-model.js';
 import type { Project } from '../project.js';
 import type { ResolverRuntime } from '../resolver-runtime.js';
-import type { AgentLoopDeps } from './agent-loop.js';
+import type { Caller } from '../proxy/caller.js';
+import type { ToolCall } from '../proxy/tool-proxy.js';
+import type { AgentLoopDeps, LoopCall } from './agent-loop.js';
 import type { PrefetchConfig } from './gateway-config.js';
 import type { LoopMode } from './loop-types.js';
 
@@ -26,7 +28,7 @@ export interface GatewayPrefetch {
    * How one request resolves and calls: through the prefetch cache when prefetch is on. In
    * resolve-only mode the client runs the tools, so nothing is run speculatively for it.
    */
-  forRequest(mode: LoopMode): RequestDeps;
+  forRequest(mode: LoopMode, caller: Caller, conversation: string): RequestDeps;
   /** Saves what the transition model learned while serving (when it learned anything). */
   close(): Promise<void>;
 }
@@ -54,15 +56,17 @@ export async function openGatewayPrefetch(options: GatewayPrefetchOptions): Prom
   const prefetching = createPrefetchingResolver({ resolver: runtime.resolver, cache, counters, tools: project.registry.tools, minCosine: config.minCosine });
   const proxy = project.proxy;
 
-  function forRequest(mode: LoopMode): RequestDeps {
-    if (!config.enabled) return { resolve: (intent, o) => runtime.resolver.resolve(intent, o), call: (c) => proxy.call(c) };
+  function forRequest(mode: LoopMode, caller: Caller, conversation: string): RequestDeps {
+    const bind = (c: LoopCall): ToolCall => ({ ...c, session: conversation, client: caller.client, ...(caller.context ? { context: caller.context } : {}) });
+    if (!config.enabled) return { resolve: (intent, o) => runtime.resolver.resolve(intent, o), call: (c) => proxy.call(bind(c)) };
     const dispatcher = createPrefetchDispatcher({
       predictor,
       resolver: runtime.resolver,
       cache,
       tools: project.registry.tools,
       call: (c) => proxy.call(c),
-      session: project.session,
+      session: conversation,
+      caller,
       counters,
       concurrency: config.concurrency,
       speculate: config.speculate && mode === 'execute',
@@ -79,7 +83,7 @@ export async function openGatewayPrefetch(options: GatewayPrefetchOptions): Prom
         previous = tool;
       },
     });
-    return { resolve: request.resolve, call: request.call, observer: request.observer };
+    return { resolve: request.resolve, call: (c) => request.call(bind(c)), observer: request.observer };
   }
 
   return {

@@ -1,4 +1,5 @@
 import type { ChatRequest, ChatUsage, FinishReason } from '../llm/types.js';
+import type { Caller } from '../proxy/caller.js';
 import type { ToolCallSpec } from '../resolver/types.js';
 
 /**
@@ -78,4 +79,11 @@ export interface LoopRunOptions {
  * loop. Throws (before the first event) UNKNOWN_MODEL or INVALID_INPUT; upstream failures are
  * thrown by the iterator, possibly after events were yielded.
  */
-export type RunLoop = (request: ChatRequest, options: LoopRunOptions) => AsyncIterable<LoopEvent>;
+export type RunLoop = (request: ChatRequest, options: RunLoopOptions) => AsyncIterable<LoopEvent>;
+
+export interface RunLoopOptions extends LoopRunOptions {
+  /** Who asked: the request's tool calls are checked, rate-limited and audited as this client's. */
+  caller: Caller;
+  /** The conversation the audit files the request's calls under. */
+  conversation: string;
+}

@@ -1,7 +1,11 @@
 import path from 'node:path';
 import type { Hono } from 'hono';
 import { createGatewayApp } from '../http/app.js';
+import { createClientAuth, type ClientAuth } from '../clients/client-auth.js';
+import { isLoopbackHost } from '../clients/loopback.js';
+import { KEY_FILE } from '../clients/key-store.js';
 import { createMcpRoute } from '../http/mcp-route.js';
+import { createRequestGuard } from '../http/request-guard.js';
 import { passThrough } from '../llm/provider-options.js';
 import { openProject, type Project, type ProjectOptions } from '../project.js';
 import { openProjectResolverRuntime, type ResolverRuntime } from '../resolver-runtime.js';
@@ -12,6 +16,8 @@ import type { RunLoop } from './loop-types.js';
 import { createUpstreams, type Upstreams } from './upstreams.js';
 
 export interface GatewayOptions extends Omit<ProjectOptions, 'source'> {
+  /** The address it will listen on (default: the config's host). Only on loopback may it serve without client keys. */
+  host?: string;
   /** Progress and notes for people (stderr in the CLI). */
   log?: (line: string) => void;
   onIndexProgress?: (done: number, total: number) => void;
@@ -27,6 +33,8 @@ export interface Gateway {
   upstreams: Upstreams;
   prefetch: GatewayPrefetch;
   runLoop: RunLoop;
+  /** Who may call: client keys, or the open local mode. */
+  auth: ClientAuth;
   /** Aborts every request still running (their upstream calls and tools), then closes the rest. */
   close(): Promise<void>;
 }
@@ -63,8 +71,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
       const loop = runAgentLoop(
         {
           provider: route.provider,
-          ...prefetch.forRequest(run.mode),
-          session: project.session,
+          ...prefetch.forRequest(run.mode, run.caller, run.conversation),
           limits: config.limits,
         },
         { ...request, model: route.model, ...(request.extra ? { extra: passThrough(request.extra, NATIVE_TOOL_FIELDS) } : {}) },
@@ -80,8 +87,11 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
       })();
     };
 
+    const host = options.host ?? config.host;
+    const auth = createClientAuth({ root: project.root, file: path.join(project.root, KEY_FILE), policy: project.policy, openWithoutKeys: isLoopbackHost(host) });
+    const guard = createRequestGuard({ allowedHosts: config.allowedHosts, allowedOrigins: config.allowedOrigins, auth, maxConcurrentPerClient: config.maxConcurrentPerClient });
     const metaDeps = { project, resolver: runtime.resolver };
-    const mcp = createMcpRoute(metaDeps, { allowedOrigins: config.mcp.allowedOrigins, maxBodyBytes: config.maxBodyBytes });
+    const mcp = createMcpRoute(metaDeps, { allowedOrigins: config.mcp.allowedOrigins, maxBodyBytes: config.maxBodyBytes, callerOf: guard.callerOf });
     opened.unshift(mcp);
     const app = createGatewayApp({
       runLoop,
@@ -89,6 +99,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
       health: () => ({ session: project.session, tools: runtime.toolCount, embedder: runtime.embedderId, upstreams: config.upstreams.map((u) => u.name) }),
       metrics: () => ({ uptime_s: Math.round((Date.now() - startedAt) / 1000), prefetch: prefetch.counters.snapshot(), transitions: prefetch.transitions.stats() }),
       mcp: (c) => mcp.handle(c),
+      guard,
       limits: { maxBodyBytes: config.maxBodyBytes },
     });
     return {
@@ -99,6 +110,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
       upstreams,
       prefetch,
       runLoop,
+      auth,
       async close() {
         shuttingDown = true;
         for (const controller of inFlight) controller.abort();

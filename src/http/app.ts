@@ -7,6 +7,7 @@ import { anthropicModelList, openAiModelList, type ModelInfo } from './models-li
 import { openAiChatProtocol } from './openai-chat.js';
 import { DEFAULT_MAX_BODY_BYTES } from './read-json-body.js';
 import { pickRequestId, REQUEST_ID_HEADER } from './request-id.js';
+import { createRequestGuard, DEFAULT_ALLOWED_HOSTS, type RequestGuard } from './request-guard.js';
 
 /**
  * The gateway's HTTP app: the OpenAI and Anthropic chat edges, the model list, health, and
@@ -23,6 +24,8 @@ export interface GatewayAppDeps {
   metrics?: () => Record<string, unknown>;
   /** Mounted on /mcp (all methods) when given. */
   mcp?: (c: Context) => Promise<Response>;
+  /** Host, Origin, client keys and per-client concurrency, checked before every route; default: local host names, no browser origins, no keys. */
+  guard?: RequestGuard;
   limits?: {
     /** Largest request body, enforced while reading; default 4 MiB. */
     maxBodyBytes?: number;
@@ -62,6 +65,7 @@ export function createGatewayApp(deps: GatewayAppDeps): Hono {
   ];
   const listing = routes.map(([m, p]) => `${m} ${p}`).join(', ');
 
+  const guard = deps.guard ?? createRequestGuard({ allowedHosts: DEFAULT_ALLOWED_HOSTS, allowedOrigins: [] });
   const app = new Hono();
   app.use('*', async (c, next) => {
     const id = pickRequestId(c.req.header(REQUEST_ID_HEADER));
@@ -79,14 +83,17 @@ export function createGatewayApp(deps: GatewayAppDeps): Hono {
     }
   });
 
-  const chat = { runLoop: deps.runLoop, maxBodyBytes, keepAliveMs, requestId, ...(deps.onError === undefined ? {} : { onError: deps.onError }) };
+  app.use('*', guard.middleware);
+
+  const chat = { runLoop: deps.runLoop, maxBodyBytes, keepAliveMs, requestId, callerOf: guard.callerOf, ...(deps.onError === undefined ? {} : { onError: deps.onError }) };
   app.post('/v1/chat/completions', createChatHandler(openAiChatProtocol, chat));
   app.post('/v1/messages', createChatHandler(anthropicMessagesProtocol, chat));
   app.get('/v1/models', (c) => {
     const models = deps.models();
     return c.json(c.req.header('anthropic-version') === undefined ? openAiModelList(models) : anthropicModelList(models));
   });
-  app.get('/healthz', (c) => c.json({ status: 'ok', ...deps.health() }));
+  // Without a key only liveness is told: the rest names tools and upstreams.
+  app.get('/healthz', (c) => c.json(guard.callerOf(c.req.raw) === undefined ? { status: 'ok' } : { status: 'ok', ...deps.health() }));
   const metrics = deps.metrics;
   if (metrics !== undefined) app.get('/metrics', (c) => c.json(metrics()));
   const mcp = deps.mcp;

@@ -2,11 +2,14 @@ import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { isKiwiError } from '../errors.js';
 import type { LoopEvent, RunLoop } from '../gateway/loop-types.js';
+import { LOCAL_CLIENT } from '../clients/client-auth.js';
+import type { Caller } from '../proxy/caller.js';
 import type { ChatProtocol } from './chat-protocol.js';
 import { toErrorOut, type ErrorOut } from './errors-out.js';
 import { loopSseStream } from './loop-sse-stream.js';
 import { MODE_HEADER, pickMode } from './mode.js';
 import { readJsonBody } from './read-json-body.js';
+import { CONVERSATION_HEADER, pickConversationId } from './request-id.js';
 
 /**
  * One chat request, for either protocol: read and check the body, pick the mode, start the
@@ -20,6 +23,8 @@ export interface ChatHandlerDeps {
   maxBodyBytes: number;
   keepAliveMs: number;
   requestId(c: Context): string;
+  /** The client the request guard admitted the request for. */
+  callerOf(request: Request): Caller | undefined;
   /** Told about every failure that is not a KiwiError (a bug): its message is not shown to the client. */
   onError?: (error: unknown, info: { requestId: string; route: string }) => void;
 }
@@ -61,7 +66,9 @@ export function createChatHandler(protocol: ChatProtocol, deps: ChatHandlerDeps)
     let iterator: AsyncIterator<LoopEvent>;
     let first: IteratorResult<LoopEvent>;
     try {
-      iterator = deps.runLoop(parsed.request, { mode, signal })[Symbol.asyncIterator]();
+      const caller = deps.callerOf(c.req.raw) ?? { client: LOCAL_CLIENT };
+      const conversation = pickConversationId(c.req.header(CONVERSATION_HEADER), requestId);
+      iterator = deps.runLoop(parsed.request, { mode, signal, caller, conversation })[Symbol.asyncIterator]();
       first = await iterator.next();
     } catch (error) {
       abort.abort();

@@ -9,8 +9,12 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { Context } from 'hono';
 import { describeError, isKiwiError, KiwiError } from '../errors.js';
+import { LOCAL_CLIENT } from '../clients/client-auth.js';
 import { createMetaServer, type MetaServerDeps } from '../mcp/meta-server.js';
+import type { Caller } from '../proxy/caller.js';
 import { DEFAULT_MAX_BODY_BYTES, readJsonBody } from './read-json-body.js';
+import { originAllowed } from './request-guard.js';
+import { trackBody } from './track-body.js';
 
 export interface McpRouteOptions {
   /** Origins a browser may call from: exact origins, or `scheme://host:*` for any port. Default: 127.0.0.1 and localhost, any port. */
@@ -21,6 +25,8 @@ export interface McpRouteOptions {
   maxSessions?: number;
   /** A session with no request and no open stream for this long is closed (default 30 min). */
   idleTimeoutMs?: number;
+  /** The client a request was admitted for (the gateway's request guard); default: everyone is the local client. */
+  callerOf?: (request: Request) => Caller | undefined;
 }
 
 export interface McpRoute {
@@ -33,6 +39,8 @@ export interface McpRoute {
 
 interface Session {
   id: string;
+  /** The client that opened it; only that client may use it. */
+  caller: Caller;
   server: McpServer;
   transport: WebStandardStreamableHTTPServerTransport;
   /** Requests being handled plus response streams still open. */
@@ -50,6 +58,7 @@ export function createMcpRoute(deps: MetaServerDeps, options: McpRouteOptions = 
   const maxSessions = positive(options.maxSessions, 64, 'maxSessions');
   const idleTimeoutMs = positive(options.idleTimeoutMs, 30 * 60_000, 'idleTimeoutMs');
   const sessions = new Map<string, Session>();
+  const callerOf = (request: Request): Caller => options.callerOf?.(request) ?? { client: LOCAL_CLIENT };
   let closing = false;
 
   async function closeSession(session: Session): Promise<void> {
@@ -95,13 +104,14 @@ export function createMcpRoute(deps: MetaServerDeps, options: McpRouteOptions = 
       return rpcError(503, `${maxSessions} MCP sessions are open, the most this gateway allows; close one (HTTP DELETE /mcp with its Mcp-Session-Id), wait for idle ones to expire, or raise maxSessions`);
     }
     const id = randomUUID();
-    const server = createMetaServer({ ...deps, session: deps.session ?? `mcp-${id}` });
+    const caller = callerOf(request);
+    const server = createMetaServer({ ...deps, session: deps.session ?? `mcp-${id}`, caller });
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => id,
       maxRequestBodySize: maxBodyBytes,
       onsessionclosed: () => void closeSession(session),
     });
-    const session: Session = { id, server, transport, active: 0, idle: undefined, closed: false };
+    const session: Session = { id, caller, server, transport, active: 0, idle: undefined, closed: false };
     transport.onclose = () => void closeSession(session);
     sessions.set(id, session);
     let response: Response;
@@ -138,7 +148,8 @@ export function createMcpRoute(deps: MetaServerDeps, options: McpRouteOptions = 
     const sessionId = request.headers.get(SESSION_HEADER);
     if (sessionId !== null) {
       const session = sessions.get(sessionId);
-      if (!session) {
+      // Another client's session id is answered like an unknown one: ids are not for sharing, and a leaked one opens nothing.
+      if (!session || session.caller.client !== callerOf(request).client) {
         return rpcError(404, 'Session not found: it was closed, expired after being idle, or belongs to an earlier gateway run; start a new session with an initialize request (without Mcp-Session-Id)', {}, -32001);
       }
       return dispatch(session, request, parsedBody);
@@ -155,20 +166,6 @@ export function createMcpRoute(deps: MetaServerDeps, options: McpRouteOptions = 
   }
 
   return { handle, close, stats: () => ({ sessions: sessions.size }) };
-}
-
-/** `scheme://host:*` allows that host on any port; anything else must equal the request's origin. */
-export function originAllowed(origin: string, allowed: readonly string[]): boolean {
-  let url: URL;
-  try {
-    url = new URL(origin);
-  } catch {
-    return false;
-  }
-  // `null` (sandboxed frames, file: pages) parses to an opaque origin: never allowed.
-  if (url.origin === 'null') return false;
-  const hostOnly = `${url.protocol}//${url.hostname}`;
-  return allowed.some((entry) => (entry.endsWith(':*') ? entry.slice(0, -2).toLowerCase() === hostOnly : entry.replace(/\/$/, '').toLowerCase() === url.origin));
 }
 
 function hasInitialize(body: unknown): boolean {
@@ -190,34 +187,6 @@ function rpcError(status: number, message: string, headers: Record<string, strin
     status,
     headers: { 'Content-Type': 'application/json', ...headers },
   });
-}
-
-/** Calls `done` once the response body has been sent or abandoned (SSE streams stay open while a tool runs). */
-function trackBody(response: Response, done: () => void): Response {
-  if (response.body === null) {
-    done();
-    return response;
-  }
-  const reader = response.body.getReader();
-  const body = new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      try {
-        const { done: finished, value } = await reader.read();
-        if (finished) {
-          controller.close();
-          done();
-        } else controller.enqueue(value);
-      } catch (error) {
-        controller.error(error);
-        done();
-      }
-    },
-    async cancel(reason) {
-      done();
-      await reader.cancel(reason).catch(() => undefined);
-    },
-  });
-  return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
 }
 
 function positive(value: number | undefined, fallback: number, name: string): number {

@@ -14,3 +14,11 @@ export function pickRequestId(given: string | undefined): string {
   if (given !== undefined && TOKEN.test(given)) return given;
   return `req_${randomUUID().replaceAll('-', '')}`;
 }
+
+/** A client may name the conversation a request belongs to, so the audit can group its requests. */
+export const CONVERSATION_HEADER = 'x-kiwi-conversation';
+
+/** The client's conversation id when it is a plain token; otherwise the request's own id. */
+export function pickConversationId(given: string | undefined, requestId: string): string {
+  return given !== undefined && TOKEN.test(given) ? given : requestId;
+}

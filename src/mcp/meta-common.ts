@@ -8,15 +8,18 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { describeError, isKiwiError, KiwiError } from '../errors.js';
 import type { Project } from '../project.js';
-import type { CallOutcome } from '../proxy/tool-proxy.js';
+import type { Caller } from '../proxy/caller.js';
+import type { CallOutcome, ToolCall } from '../proxy/tool-proxy.js';
 import type { Directive, Knowledge, Tier, Tool } from '../registry/types.js';
 import type { Resolver } from '../resolver/types.js';
 
 export interface MetaContext {
   project: Project;
   resolver: Resolver;
-  /** The session tool calls are audited, rate-limited and loop-checked under. */
+  /** The MCP session: the audit files its calls under this id. */
   session: string;
+  /** Who the session belongs to: calls are checked, rate-limited and loop-checked as this client's. */
+  caller: Caller;
 }
 
 export type ItemType = 'directive' | 'tool' | 'knowledge';
@@ -159,4 +162,9 @@ export function outcomeResult(outcome: CallOutcome, lead?: string): MetaResult {
     },
     isError: result.isError,
   };
+}
+
+/** Who and where a meta-tool's calls run: the session's conversation and client, with the client's own rights. */
+export function callerFields(ctx: MetaContext): Pick<ToolCall, 'session' | 'client' | 'context'> {
+  return { session: ctx.session, client: ctx.caller.client, ...(ctx.caller.context ? { context: ctx.caller.context } : {}) };
 }

@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import type { Directive, Knowledge } from '../registry/types.js';
 import {
+  callerFields,
   checkProjectPath,
   errorResult,
   findItem,
@@ -52,7 +53,7 @@ export async function execute(ctx: MetaContext, args: ExecuteArgs, signal?: Abor
     const outcome = await ctx.project.proxy.call({
       tool: args.item_id,
       args: parameters,
-      session: ctx.session,
+      ...callerFields(ctx),
       source: 'mcp',
       ...(signal ? { signal } : {}),
     });

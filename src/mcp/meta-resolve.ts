@@ -1,7 +1,7 @@
 /** The `resolve` meta-tool: an intent in words becomes one call (tool + arguments), run through the tool proxy. */
 import { z } from 'zod';
 import type { Candidate, Resolution } from '../resolver/types.js';
-import { outcomeResult, textResult, type MetaContext, type MetaResult } from './meta-common.js';
+import { callerFields, outcomeResult, textResult, type MetaContext, type MetaResult } from './meta-common.js';
 
 const CANDIDATES = 5;
 
@@ -38,7 +38,7 @@ export async function resolve(ctx: MetaContext, args: ResolveArgs, signal?: Abor
   if (args.execute === false) {
     return textResult(`${lead}; not run (execute: false). Run it with execute(item_type="tool", action="run", item_id="${call.tool}", parameters=${JSON.stringify(call.arguments)}).`, summary);
   }
-  const outcome = await ctx.project.proxy.call({ tool: call.tool, args: call.arguments, session: ctx.session, source: 'mcp', ...(signal ? { signal } : {}) });
+  const outcome = await ctx.project.proxy.call({ tool: call.tool, args: call.arguments, ...callerFields(ctx), source: 'mcp', ...(signal ? { signal } : {}) });
   const result = outcomeResult(outcome, lead);
   return { ...result, structuredContent: { ...summary, result: result.structuredContent } };
 }

@@ -4,7 +4,9 @@
  * the stdio command and the /mcp route connect a fresh server per client session.
  */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { LOCAL_CLIENT } from '../clients/client-auth.js';
 import type { Project } from '../project.js';
+import type { Caller } from '../proxy/caller.js';
 import type { Resolver } from '../resolver/types.js';
 import { guard, type MetaContext } from './meta-common.js';
 import { execute, executeShape } from './meta-execute.js';
@@ -17,8 +19,10 @@ export interface MetaServerDeps {
   project: Project;
   resolver: Resolver;
   serverInfo?: { name: string; version: string };
-  /** The session tool calls are audited and rate-limited under (default: the project's). */
+  /** The session tool calls are audited under (default: the project's). */
   session?: string;
+  /** Whose session this is (default: the local client). */
+  caller?: Caller;
 }
 
 const DEFAULT_INFO = { name: 'kiwi-gateway', version: '0.1.0' };
@@ -33,7 +37,7 @@ const INSTRUCTIONS =
 
 /** A fresh server per session: McpServer holds one transport at a time. */
 export function createMetaServer(deps: MetaServerDeps): McpServer {
-  const ctx: MetaContext = { project: deps.project, resolver: deps.resolver, session: deps.session ?? deps.project.session };
+  const ctx: MetaContext = { project: deps.project, resolver: deps.resolver, session: deps.session ?? deps.project.session, caller: deps.caller ?? { client: LOCAL_CLIENT } };
   const server = new McpServer(deps.serverInfo ?? DEFAULT_INFO, { instructions: INSTRUCTIONS, maxToolInputElements: MAX_INPUT_ELEMENTS });
 
   server.registerTool(

@@ -1,5 +1,6 @@
 import { canonicalJson } from '../canonical-json.js';
 import { describeError, KiwiError } from '../errors.js';
+import type { Caller } from '../proxy/caller.js';
 import type { CallOutcome, ToolCall } from '../proxy/tool-proxy.js';
 import type { Tool } from '../registry/types.js';
 import { normalizeIntent } from '../resolver/resolver.js';
@@ -16,7 +17,10 @@ export interface PrefetchDispatcherDeps {
   tools: ReadonlyMap<string, Tool>;
   /** The tool proxy's call; speculative calls are sent with source 'prefetch'. */
   call(call: ToolCall): Promise<CallOutcome>;
+  /** The conversation speculative calls are audited under. */
   session: string;
+  /** Whose request this is: speculative calls are checked under its rights. */
+  caller: Caller;
   counters: PrefetchCounters;
   /** Predictions running at once (default 2). */
   concurrency?: number;
@@ -125,7 +129,8 @@ export function createPrefetchDispatcher(deps: PrefetchDispatcherDeps): Prefetch
       tool,
       argsKey,
       session: deps.session,
-      run: (callSignal) => deps.call({ tool, args, session: speculativeSession(deps.session), source: 'prefetch', signal: callSignal }),
+      run: (callSignal) =>
+        deps.call({ tool, args, session: deps.session, client: speculativeClient(deps.caller.client), ...(deps.caller.context ? { context: deps.caller.context } : {}), source: 'prefetch', signal: callSignal }),
     });
     if (!speculation) return false;
     started++;
@@ -171,13 +176,13 @@ export function createPrefetchDispatcher(deps: PrefetchDispatcherDeps): Prefetch
 }
 
 /**
- * The session speculative calls run under. Rate limits and the loop detector count per session:
- * guesses must not spend the agent's budget or make its real calls look repeated, or a wrong
- * prediction could change an answer (a rate-limit denial, a "stuck" flag). The real call that
- * reuses a result is charged to the agent's session by `proxy.reuse`, exactly once.
+ * The client speculative calls are counted under. Rate limits and the loop detector count per
+ * client: guesses must not spend the agent's budget or make its real calls look repeated, or a
+ * wrong prediction could change an answer (a rate-limit denial, a "stuck" flag). The real call
+ * that reuses a result is charged to the client by `proxy.reuse`, exactly once.
  */
-export function speculativeSession(session: string): string {
-  return `${session}+prefetch`;
+export function speculativeClient(client: string): string {
+  return `${client}+prefetch`;
 }
 
 /** The retrieval as if `prediction` ranked first with its own confidence, so `complete` fills that tool. */

@@ -19,7 +19,7 @@ export type Authorization =
  * Throws KiwiError for malformed calls; returns a denial for calls the policy refuses.
  */
 export async function authorize(call: ToolCall, deps: ToolProxyDeps): Promise<Authorization> {
-  const ctx = call.context ? intersect(deps.context, call.context) : deps.context;
+  const ctx = callContext(deps.context, call.context);
   const name = checkToolName(call.tool);
   if (!name.ok) return deny(`tool name \`${call.tool}\` is not valid: ${name.reason}`);
 
@@ -44,7 +44,7 @@ export async function authorize(call: ToolCall, deps: ToolProxyDeps): Promise<Au
     plan = planCall(resolveChain(deps.tools, target.tool.id), args, deps.plan);
   }
 
-  const rate = deps.rateLimiter.take(ctx, call.tool, call.session);
+  const rate = deps.rateLimiter.take(ctx, call.tool, call.client);
   if (!rate.allowed) return rate;
 
   const planCheck = checkPlan(ctx, plan, target.tool);
@@ -53,12 +53,12 @@ export async function authorize(call: ToolCall, deps: ToolProxyDeps): Promise<Au
 }
 
 /** Whether an MCP server may be started (its command) for listing its tools. */
-export function authorizeServer(id: string, deps: ToolProxyDeps): { allowed: true; spec: McpServerSpec } | { allowed: false; reason: string } {
+export function authorizeServer(id: string, ctx: PermissionContext, deps: ToolProxyDeps): { allowed: true; spec: McpServerSpec } | { allowed: false; reason: string } {
   const server = deps.tools.get(id);
   if (server?.type !== 'mcp_server') throw new KiwiError('TOOL_NOT_FOUND', `no MCP server \`${id}\` in the registry`);
   const plan = planDynamicMcp(server, resolveChain(deps.tools, id), '*', {}, deps.plan);
   if (plan.server.transport === 'stdio') {
-    const check = checkCommand(deps.context, [plan.server.command, ...plan.server.args]);
+    const check = checkCommand(ctx, [plan.server.command, ...plan.server.args]);
     if (!check.allowed) return check;
   }
   return { allowed: true, spec: plan.server };
@@ -98,6 +98,11 @@ function checkPlan(ctx: PermissionContext, plan: ExecutionPlan, tool: Tool): Dec
     if (plan.server.transport === 'stdio') return checkCommand(ctx, [plan.server.command, ...plan.server.args]);
   }
   return { allowed: true };
+}
+
+/** The context a call is checked in: the proxy's, narrowed by the call's own when it has one. */
+export function callContext(proxy: PermissionContext, call: PermissionContext | undefined): PermissionContext {
+  return call ? intersect(proxy, call) : proxy;
 }
 
 /** A call-level context is re-rooted under the proxy's own, every link of it, so it can only narrow. */

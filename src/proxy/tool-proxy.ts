@@ -8,7 +8,7 @@ import type { PlanContext } from '../executor/plan.js';
 import type { PermissionContext } from '../policy/permission-context.js';
 import type { RateLimiter } from '../policy/rate-limiter.js';
 import type { Tool } from '../registry/types.js';
-import { authorize, authorizeServer } from './authorize.js';
+import { authorize, authorizeServer, callContext } from './authorize.js';
 import { checkMcpTool } from '../policy/permission-context.js';
 import type { McpToolInfo } from '../mcp/client-pool.js';
 
@@ -17,7 +17,10 @@ export type CallSource = 'cli' | 'gateway' | 'mcp' | 'prefetch';
 export interface ToolCall {
   tool: string;
   args?: unknown;
+  /** The conversation the call belongs to; the audit files it under this id. */
   session: string;
+  /** Who asked (see Caller): rate limits and loop detection count per client, never per session. */
+  client: string;
   source: CallSource;
   /** A narrower context for this call (a directive's); it is intersected with the proxy's, never wider. */
   context?: PermissionContext;
@@ -60,7 +63,7 @@ export interface ToolProxy {
    */
   reuse(call: ToolCall, earlier: OkOutcome): Promise<CallOutcome>;
   /** The tools an MCP server offers that the policy lets this caller use (starting the server is checked too). */
-  listMcpTools(server: string, session: string, source: CallSource, signal?: AbortSignal): Promise<ListOutcome>;
+  listMcpTools(server: string, caller: Omit<ToolCall, 'tool' | 'args'>): Promise<ListOutcome>;
 }
 
 const RESULT_PREVIEW = 2000;
@@ -81,6 +84,7 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
       deps.audit.append({
         ts: startedAt.toISOString(),
         session: request.session,
+        client: request.client,
         call_id: callId,
         tool: request.tool,
         args: request.args ?? {},
@@ -99,7 +103,7 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
         return { ...base(false), status: 'denied', reason: decision.reason };
       }
       authorized = true;
-      stuck = deps.loops.observe(request.session, request.tool, decision.args).stuck;
+      stuck = deps.loops.observe(request.client, request.tool, decision.args).stuck;
       const result = await executePlan(decision.plan, deps.primitives, request.signal);
       record({ decision: 'allow', reason: decision.reason, result: preview(result), ...(stuck ? { stuck } : {}) });
       return { ...base(stuck), status: 'ok', result };
@@ -121,14 +125,14 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
     const startedAt = new Date().toISOString();
     const t0 = now();
     const record = (fields: Partial<AuditRecord> & Pick<AuditRecord, 'decision'>): void =>
-      deps.audit.append({ ts: startedAt, session: request.session, call_id: callId, tool: request.tool, args: request.args ?? {}, duration_ms: now() - t0, source: request.source, reused: earlier.callId, ...fields });
+      deps.audit.append({ ts: startedAt, session: request.session, client: request.client, call_id: callId, tool: request.tool, args: request.args ?? {}, duration_ms: now() - t0, source: request.source, reused: earlier.callId, ...fields });
     try {
       const decision = await authorize(request, deps);
       if (!decision.allowed) {
         record({ decision: 'deny', reason: decision.reason });
         return { callId, tool: request.tool, durationMs: now() - t0, stuck: false, status: 'denied', reason: decision.reason };
       }
-      const stuck = deps.loops.observe(request.session, request.tool, decision.args).stuck;
+      const stuck = deps.loops.observe(request.client, request.tool, decision.args).stuck;
       record({ decision: 'allow', reason: decision.reason, result: preview(earlier.result), ...(stuck ? { stuck } : {}) });
       return { callId, tool: request.tool, durationMs: now() - t0, stuck, status: 'ok', result: earlier.result };
     } catch (error) {
@@ -141,23 +145,25 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
     }
   }
 
-  async function listMcpTools(server: string, session: string, source: CallSource, signal?: AbortSignal): Promise<ListOutcome> {
+  async function listMcpTools(server: string, caller: Omit<ToolCall, 'tool' | 'args'>): Promise<ListOutcome> {
     const t0 = now();
-    const decision = authorizeServer(server, deps);
+    const ctx = callContext(deps.context, caller.context);
+    const decision = authorizeServer(server, ctx, deps);
     deps.audit.append({
       ts: new Date().toISOString(),
-      session,
+      session: caller.session,
+      client: caller.client,
       call_id: randomUUID(),
       tool: `${server}.*`,
       args: {},
       decision: decision.allowed ? 'allow' : 'deny',
       ...(decision.allowed ? {} : { reason: decision.reason }),
       duration_ms: now() - t0,
-      source,
+      source: caller.source,
     });
     if (!decision.allowed) return { status: 'denied', reason: decision.reason };
-    const tools = await deps.primitives.mcp.listTools(decision.spec, signal);
-    return { status: 'ok', tools: tools.filter((t) => checkMcpTool(deps.context, t.qualifiedName).allowed) };
+    const tools = await deps.primitives.mcp.listTools(decision.spec, caller.signal);
+    return { status: 'ok', tools: tools.filter((t) => checkMcpTool(ctx, t.qualifiedName).allowed) };
   }
 
   return { call, reuse, listMcpTools };

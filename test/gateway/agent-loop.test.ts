@@ -91,13 +91,15 @@ afterEach(async () => {
   await llm.close();
 });
 
-function loopDeps(overrides: Partial<AgentLoopDeps> = {}): AgentLoopDeps {
+/** Each test's loop is its own conversation and client, so rate limits and the loop detector start fresh. */
+function loopDeps(overrides: Partial<AgentLoopDeps> = {}): AgentLoopDeps & { session: string } {
   let ids = 0;
+  const session = `loop-${process.pid}-${++sessions}`;
   return {
     provider,
     resolve: (intent, options) => resolver.resolve(intent, options),
-    call: (call) => project.proxy.call(call),
-    session: `loop-${process.pid}-${++sessions}`,
+    call: (call) => project.proxy.call({ ...call, session, client: session }),
+    session,
     newId: () => String(++ids),
     ...overrides,
   };

@@ -86,11 +86,12 @@ describe('headers', () => {
     expect((await app().request('/nowhere')).headers.get('x-request-id')).toMatch(/^req_/);
   });
 
-  it('sends no CORS headers, and a preflight is not answered as CORS', async () => {
+  it('refuses a browser origin that is not listed, with no CORS headers, and answers no preflight as CORS', async () => {
     const res = await chat({ origin: 'https://evil.example' });
+    expect(res.status).toBe(403);
     expect(res.headers.get('access-control-allow-origin')).toBeNull();
     const preflight = await app().request('/v1/chat/completions', { method: 'OPTIONS', headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' } });
-    expect(preflight.status).toBe(405);
+    expect(preflight.status).toBe(403);
     expect(preflight.headers.get('access-control-allow-origin')).toBeNull();
   });
 });

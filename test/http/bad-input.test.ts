@@ -94,7 +94,7 @@ describe('reading the body', () => {
         cancelled = true;
       },
     });
-    const request = new Request(`http://gateway${ANTHROPIC}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: endless, duplex: 'half' } as RequestInit);
+    const request = new Request(`http://localhost${ANTHROPIC}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: endless, duplex: 'half' } as RequestInit);
     const an = await anthropicError(await a.request(request), 413);
     expect(an.message).toContain('limit of 4096 bytes');
     expect(cancelled).toBe(true);

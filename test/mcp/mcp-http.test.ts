@@ -6,7 +6,8 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { Hono } from 'hono';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createMcpRoute, originAllowed, type McpRoute } from '../../src/http/mcp-route.js';
+import { createMcpRoute, type McpRoute } from '../../src/http/mcp-route.js';
+import { originAllowed } from '../../src/http/request-guard.js';
 import type { Project } from '../../src/project.js';
 import { failure } from '../helpers/expect-failure.js';
 import { createMetaProject, openHashResolver, openMetaProject, type MetaProject } from '../fixtures/mcp-meta/meta-project.js';

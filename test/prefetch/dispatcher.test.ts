@@ -38,6 +38,7 @@ function setup(overrides: Partial<PrefetchDispatcherDeps> & { predictor?: Predic
     tools: world.tools,
     call: world.call,
     session: 'prefetch-test',
+    caller: { client: 'prefetch-test' },
     counters,
     ...overrides,
   });
@@ -66,8 +67,8 @@ describe('prefetch dispatcher', () => {
     expect(counters).toMatchObject({ snapshots: 1, prefetches: 1, speculativeStarted: 1 });
     expect(counters.predictions).toBeGreaterThanOrEqual(1);
     const records = await auditRecords();
-    // Under a session of its own: a guess never spends the agent's rate limits or trips its loop detector.
-    expect(records.find((r) => r.call_id === outcome.callId)).toMatchObject({ tool: 'lookup_company_domain', source: 'prefetch', decision: 'allow', args: { company: 'Acme Corp' }, session: 'prefetch-test+prefetch' });
+    // Under a client of its own: a guess never spends the agent's rate limits or trips its loop detector.
+    expect(records.find((r) => r.call_id === outcome.callId)).toMatchObject({ tool: 'lookup_company_domain', source: 'prefetch', decision: 'allow', args: { company: 'Acme Corp' }, session: 'prefetch-test', client: 'prefetch-test+prefetch' });
   });
 
   it('with speculate off (a resolve-only request) prefetches the search but runs nothing, early calls included', async () => {

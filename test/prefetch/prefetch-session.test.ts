@@ -35,6 +35,7 @@ function setup() {
     tools: world.tools,
     call: world.call,
     session: 'prefetch-test',
+    caller: { client: 'prefetch-test' },
     counters,
   });
   // The real dispatcher, with what the session hands it written down.

@@ -40,6 +40,7 @@ function setup(options: Partial<Omit<PrefetchingResolverDeps, 'resolver' | 'cach
     tools: world.tools,
     call: world.call,
     session: SESSION,
+    caller: { client: SESSION },
     counters,
   });
   /** Prefetches `query` as a snapshot would, speculation included. */
@@ -52,7 +53,7 @@ function setup(options: Partial<Omit<PrefetchingResolverDeps, 'resolver' | 'cach
 }
 
 const cosine = (a: string, b: string) => dot(hashVector(a, 128), hashVector(b, 128));
-const gatewayCall = (tool: string, args: Record<string, unknown>, signal?: AbortSignal) => ({ tool, args, session: SESSION, source: 'gateway' as const, ...(signal ? { signal } : {}) });
+const gatewayCall = (tool: string, args: Record<string, unknown>, signal?: AbortSignal) => ({ tool, args, session: SESSION, client: SESSION, source: 'gateway' as const, ...(signal ? { signal } : {}) });
 
 function callOf(r: Resolution) {
   expect(r.status, JSON.stringify(r)).toBe('resolved');

@@ -157,7 +157,7 @@ afterAll(async () => {
 });
 
 const call = (tool: string, args: unknown = {}, extra: Partial<Parameters<Project['proxy']['call']>[0]> = {}) =>
-  project.proxy.call({ tool, args, session: 'proxy-test', source: 'cli', ...extra });
+  project.proxy.call({ tool, args, session: 'proxy-test', client: 'proxy-test', source: 'cli', ...extra } as Parameters<Project['proxy']['call']>[0]);
 
 function expectDenied(outcome: CallOutcome, pattern: RegExp): void {
   expect(outcome.status, JSON.stringify(outcome)).toBe('denied');
@@ -193,7 +193,7 @@ describe('tool proxy', () => {
     temp.write('.ai/tools/test/unlisted.yaml', TOOLS['echo_args.yaml']!.replace('tool_id: echo_args', 'tool_id: unlisted'));
     const fresh = await openProject({ projectDir: temp.root, env: { PATH: process.env['PATH'] }, session: 'proxy-test-2' });
     try {
-      const outcome = await fresh.proxy.call({ tool: 'unlisted', args: { text: 'x' }, session: 'proxy-test-2', source: 'cli' });
+      const outcome = await fresh.proxy.call({ tool: 'unlisted', args: { text: 'x' }, session: 'proxy-test-2', client: 'proxy-test-2', source: 'cli' });
       expectDenied(outcome, /unlisted/);
     } finally {
       await fresh.close();
@@ -291,7 +291,7 @@ describe('tool proxy', () => {
     const dynamic = await call('files.list_allowed_directories');
     expect(dynamic.status, JSON.stringify(dynamic)).toBe('ok');
     expectDenied(await call('files.write_file', { path: 'x', content: 'y' }), /files.write_file/);
-    const listed = await project.proxy.listMcpTools('files', 'proxy-test', 'cli');
+    const listed = await project.proxy.listMcpTools('files', { session: 'proxy-test', client: 'proxy-test', source: 'cli' });
     expect(listed.status === 'ok' && listed.tools.map((t) => t.qualifiedName).sort()).toEqual(['files.list_allowed_directories', 'files.search_files']);
   });
 
@@ -299,13 +299,13 @@ describe('tool proxy', () => {
     const earlier = await call('echo_args', { text: 'speculated' }, { source: 'prefetch' });
     expect(earlier.status).toBe('ok');
     if (earlier.status !== 'ok') return;
-    const reused = await project.proxy.reuse({ tool: 'echo_args', args: { text: 'speculated' }, session: 'proxy-test', source: 'gateway' }, earlier);
+    const reused = await project.proxy.reuse({ tool: 'echo_args', args: { text: 'speculated' }, session: 'proxy-test', client: 'proxy-test', source: 'gateway' }, earlier);
     expect(reused.status).toBe('ok');
     if (reused.status === 'ok') expect(reused.result).toBe(earlier.result);
     expect(reused.callId).not.toBe(earlier.callId);
     // A narrower context that does not allow the tool denies the reuse too: nothing bypasses the policy.
     const narrow = createPermissionContext(temp.root, { tools: ['greet'], fsRead: [], fsWrite: [], commands: [{ executable: 'node' }], mcpTools: [], rateLimits: { perTool: {} } }, 'narrow test context');
-    expectDenied(await project.proxy.reuse({ tool: 'echo_args', args: { text: 'speculated' }, session: 'proxy-test', source: 'gateway', context: narrow }, earlier), /echo_args/);
+    expectDenied(await project.proxy.reuse({ tool: 'echo_args', args: { text: 'speculated' }, session: 'proxy-test', client: 'proxy-test', source: 'gateway', context: narrow }, earlier), /echo_args/);
     await project.audit.flush();
     const records = await readAuditTail({ dir: project.auditDir, limit: 500, session: 'proxy-test' });
     expect(records.some((r) => r.call_id === reused.callId && r.reused === earlier.callId && r.decision === 'allow' && r.source === 'gateway')).toBe(true);

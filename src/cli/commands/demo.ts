@@ -1,5 +1,6 @@
 import { readAuditTail, formatAuditRecord } from '../../audit/audit-reader.js';
 import { validateChains } from '../../executor/chain.js';
+import { LOCAL_CLIENT } from '../../clients/client-auth.js';
 import { openProject } from '../../project.js';
 import type { CallOutcome } from '../../proxy/tool-proxy.js';
 import type { CliContext } from '../io.js';
@@ -38,7 +39,7 @@ export async function demoCommand(ctx: CliContext): Promise<number> {
     ctx.io.out(`session ${project.session}\n`);
     for (const step of values.online ? [...STEPS, ONLINE_STEP] : STEPS) {
       ctx.io.out(`▶ ${step.say}\n  kiwi run ${step.tool} --args '${JSON.stringify(step.args)}'`);
-      const outcome = await project.proxy.call({ tool: step.tool, args: step.args, session: project.session, source: 'cli', ...(ctx.signal ? { signal: ctx.signal } : {}) });
+      const outcome = await project.proxy.call({ tool: step.tool, args: step.args, session: project.session, client: LOCAL_CLIENT, source: 'cli', ...(ctx.signal ? { signal: ctx.signal } : {}) });
       ctx.io.out(indent(describe(outcome)));
     }
     await project.audit.flush();

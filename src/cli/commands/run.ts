@@ -1,5 +1,6 @@
 import { directiveContext } from '../../policy/directive-permissions.js';
 import type { PermissionContext } from '../../policy/permission-context.js';
+import { LOCAL_CLIENT } from '../../clients/client-auth.js';
 import { openProject, type Project } from '../../project.js';
 import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
@@ -16,7 +17,7 @@ export async function runCommand(ctx: CliContext): Promise<number> {
   const project = await openProject(projectOptions(ctx, values));
   try {
     const context = values.directive ? directiveCallContext(project, values.directive) : undefined;
-    const outcome = await project.proxy.call({ tool, args, session: project.session, source: 'cli', ...(context ? { context } : {}), ...(ctx.signal ? { signal: ctx.signal } : {}) });
+    const outcome = await project.proxy.call({ tool, args, session: project.session, client: LOCAL_CLIENT, source: 'cli', ...(context ? { context } : {}), ...(ctx.signal ? { signal: ctx.signal } : {}) });
     if (values.json) ctx.io.out(JSON.stringify(outcome, null, 2));
     else if (outcome.status === 'ok') {
       ctx.io.out(outcome.result.text.replace(/\n$/, ''));

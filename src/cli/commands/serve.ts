@@ -2,6 +2,8 @@ import { once } from 'node:events';
 import { describeGatewayConfig } from '../../gateway/gateway-config.js';
 import { openGateway } from '../../gateway/open-gateway.js';
 import { listen } from '../../http/listen.js';
+import { KiwiError } from '../../errors.js';
+import { isLoopbackHost } from '../../clients/loopback.js';
 import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
 import { projectOptions } from '../project-options.js';
@@ -18,15 +20,21 @@ export async function serveCommand(ctx: CliContext): Promise<number> {
   if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65_535)) throw new UsageError(`--port must be a whole number from 0 to 65535, got ${values.port}`);
 
   const log = (line: string): void => ctx.io.err(`kiwi: ${line}`);
-  const gateway = await openGateway({ ...projectOptions(ctx, values), log, onIndexProgress: progressLine(ctx), ...(ctx.signal ? { signal: ctx.signal } : {}) });
+  const gateway = await openGateway({ ...projectOptions(ctx, values), log, onIndexProgress: progressLine(ctx), ...(values.host ? { host: values.host } : {}), ...(ctx.signal ? { signal: ctx.signal } : {}) });
   try {
     const { config, project, runtime } = gateway;
-    const listener = await listen((request) => gateway.app.fetch(request), { host: values.host ?? config.host, port: port ?? config.port });
+    const host = values.host ?? config.host;
+    const access = await gateway.auth.mode();
+    if (access.mode === 'closed') {
+      throw new KiwiError('INVALID_INPUT', `refusing to listen on ${host} without client keys: anyone who can reach that address could run this project's tools. Create a key with \`kiwi keys create NAME\` (clients send it as \`Authorization: Bearer KEY\` or \`x-api-key: KEY\`), or listen on 127.0.0.1`);
+    }
+    const listener = await listen((request) => gateway.app.fetch(request), { host, port: port ?? config.port });
     const { registry } = project;
     ctx.io.out(`Kiwi Gateway listening on ${listener.url}`);
     ctx.io.out(`project ${project.root}: ${runtime.toolCount} resolvable tools (${registry.tools.size} in all, ${registry.errors.length} invalid), ${registry.directives.size} directives, ${registry.knowledge.size} knowledge entries; ${project.policy.label}`);
     ctx.io.out(`resolver: ${runtime.embedderId}; audit log ${project.auditDir} (session ${project.session})`);
     ctx.io.out(describeGatewayConfig(config));
+    ctx.io.out(describeAccess(access, config.allowedHosts, host));
     const p = config.prefetch;
     ctx.io.out(
       p.enabled
@@ -43,4 +51,17 @@ export async function serveCommand(ctx: CliContext): Promise<number> {
   } finally {
     await gateway.close();
   }
+}
+
+/** The banner's access line: who may call, and a warning when network clients would be turned away by Host. */
+function describeAccess(access: { mode: string; activeKeys: number; clients: number }, allowedHosts: readonly string[], host: string): string {
+  const lines = [
+    access.mode === 'open'
+      ? 'access: open to this machine (loopback, no client keys); `kiwi keys create NAME` makes every request need a key'
+      : `access: client keys required (${access.activeKeys} active, ${access.clients} clients; \`kiwi keys list\`)`,
+    `answers to Host: ${allowedHosts.join(', ')}; browser origins are refused unless listed (allowed_origins)`,
+  ];
+  const onlyLocal = allowedHosts.every((h) => isLoopbackHost(h.replace(/:\d+$/, '')));
+  if (!isLoopbackHost(host) && onlyLocal) lines.push(`warning: listening on ${host}, but allowed_hosts names only this machine, so clients on the network get 403; add the name or address they use to allowed_hosts in .ai/config/gateway.yaml`);
+  return lines.join('\n');
 }

@@ -1,0 +1,56 @@
+import path from 'node:path';
+import { KEY_FILE, createKey, readKeyFile, revokeKeys } from '../../clients/key-store.js';
+import { loadPolicyFile } from '../../policy/policy-file.js';
+import { UsageError, type CliContext } from '../io.js';
+import { parseFlags } from '../parse-flags.js';
+import { projectOptions } from '../project-options.js';
+
+const USAGE = 'kiwi keys create NAME [--policy FILE] | kiwi keys list | kiwi keys revoke KEY_ID|NAME  [--project DIR] [--json]';
+
+/**
+ * `kiwi keys`: client API keys for the gateway (stored hashed in .ai/state/keys.json). A running
+ * gateway picks changes up within a second. Once a key exists, every request needs one.
+ */
+export async function keysCommand(ctx: CliContext): Promise<number> {
+  const { values, positionals } = parseFlags(ctx.argv, { project: { type: 'string' }, policy: { type: 'string' }, json: { type: 'boolean' } }, USAGE);
+  const [action, target, ...extra] = positionals;
+  if (extra.length > 0) throw new UsageError(`unexpected ${extra.map((e) => JSON.stringify(e)).join(' ')}; usage: ${USAGE}`);
+  const root = projectOptions(ctx, values).projectDir;
+  const file = path.join(root, KEY_FILE);
+
+  if (action === 'create') {
+    if (target === undefined) throw new UsageError(`name the client the key is for, e.g. \`kiwi keys create ci-bot\`; usage: ${USAGE}`);
+    let policy: string | undefined;
+    if (values.policy !== undefined) {
+      // Checked now, so a typo fails here and not on the client's first request.
+      const absolute = path.resolve(ctx.cwd, values.policy);
+      await loadPolicyFile(absolute, root);
+      policy = path.relative(root, absolute).split(path.sep).join('/');
+      if (policy.startsWith('..') || path.isAbsolute(policy)) throw new UsageError(`--policy ${values.policy} is outside the project ${root}; keep client policies in the project, e.g. .ai/config/clients/${target}.yaml`);
+    }
+    const { record, key } = await createKey(file, target, policy === undefined ? {} : { policy });
+    if (values.json) ctx.io.out(JSON.stringify({ ...record, key }));
+    else {
+      ctx.io.out(key);
+      ctx.io.err(`kiwi: key ${record.id} for client ${record.client}${policy ? ` (policy ${policy})` : ''} created; it is shown once, only its hash is kept. Clients send it as \`Authorization: Bearer KEY\` or \`x-api-key: KEY\`.`);
+    }
+    return 0;
+  }
+  if (action === 'list') {
+    if (target !== undefined) throw new UsageError(`\`kiwi keys list\` takes no name; usage: ${USAGE}`);
+    const { keys } = await readKeyFile(file);
+    const shown = keys.map(({ hash: _hash, ...rest }) => rest);
+    if (values.json) ctx.io.out(JSON.stringify(shown));
+    else if (keys.length === 0) ctx.io.out('no client keys: the gateway serves loopback without keys, and refuses other addresses; `kiwi keys create NAME` makes one');
+    else for (const k of shown) ctx.io.out(`${k.id}  ${k.client}  created ${k.created}${k.revoked ? `  REVOKED ${k.revoked}` : ''}${k.policy ? `  policy ${k.policy}` : ''}`);
+    return 0;
+  }
+  if (action === 'revoke') {
+    if (target === undefined) throw new UsageError(`name a key id (key_…) or a client; usage: ${USAGE}`);
+    const revoked = await revokeKeys(file, target);
+    if (values.json) ctx.io.out(JSON.stringify(revoked.map(({ hash: _hash, ...rest }) => rest)));
+    else ctx.io.out(revoked.length === 0 ? `${target}: already revoked` : `revoked ${revoked.map((k) => `${k.id} (${k.client})`).join(', ')}`);
+    return 0;
+  }
+  throw new UsageError(action === undefined ? `say what to do; usage: ${USAGE}` : `unknown action \`${action}\`; usage: ${USAGE}`);
+}

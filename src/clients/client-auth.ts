@@ -1,0 +1,148 @@
+/**
+ * Who is calling: a client key (`Authorization: Bearer …` or `x-api-key: …`, the OpenAI and
+ * Anthropic SDKs' own headers) looked up in the key store, or — only on loopback and only while
+ * no key exists — the one local client. Once any key exists every request needs one, so
+ * creating a key is how a gateway is locked, and revoking the last key on a network address
+ * locks it shut rather than open.
+ *
+ * The store is re-read when the file changes (looked at no more than once a second), so `kiwi
+ * keys create|revoke` works on a running gateway. A store or client policy that cannot be read
+ * fails closed: every request is refused with the reason.
+ */
+import { stat } from 'node:fs/promises';
+import path from 'node:path';
+import { describeError } from '../errors.js';
+import { loadPolicyFile } from '../policy/policy-file.js';
+import { childContext, type PermissionContext } from '../policy/permission-context.js';
+import type { Caller } from '../proxy/caller.js';
+import { hashKey, readKeyFile, type KeyRecord } from './key-store.js';
+
+export const LOCAL_CLIENT = 'local';
+
+export type AuthResult = { ok: true; caller: Caller } | { ok: false; status: 401 | 403 | 503; message: string };
+
+export interface AuthHeaders {
+  authorization?: string | undefined;
+  apiKey?: string | undefined;
+}
+
+export interface ClientAuthOptions {
+  /** The project root; the key file is `<root>/.ai/state/keys.json` unless `file` is given. */
+  root: string;
+  file: string;
+  /** The project policy: a client's own policy can only narrow it. */
+  policy: PermissionContext;
+  /** True only when the gateway listens on loopback: then, with no keys, requests are served as the local client. */
+  openWithoutKeys: boolean;
+  /** How often the key file may be looked at for changes (default 1000 ms). */
+  recheckMs?: number;
+  now?: () => number;
+}
+
+export interface ClientAuth {
+  authenticate(headers: AuthHeaders): Promise<AuthResult>;
+  /** For the banner and /healthz: `open` (loopback, no keys), `keys` (every request needs one), or `closed` (no usable keys). */
+  mode(): Promise<{ mode: 'open' | 'keys' | 'closed'; activeKeys: number; clients: number }>;
+}
+
+interface Loaded {
+  stamp: string;
+  byHash: Map<string, { record: KeyRecord; caller?: Caller; error?: string }>;
+  active: number;
+  clients: number;
+  error?: string;
+}
+
+const MAX_HEADER = 512;
+
+export function createClientAuth(options: ClientAuthOptions): ClientAuth {
+  const recheckMs = options.recheckMs ?? 1000;
+  const now = options.now ?? Date.now;
+  let loaded: Loaded | undefined;
+  let checkedAt = -Infinity;
+  let loading: Promise<Loaded> | undefined;
+
+  async function load(stamp: string): Promise<Loaded> {
+    try {
+      const data = await readKeyFile(options.file);
+      const active = data.keys.filter((k) => k.revoked === undefined);
+      const byHash = new Map<string, { record: KeyRecord; caller?: Caller; error?: string }>();
+      for (const record of active) byHash.set(record.hash, await callerFor(record));
+      return { stamp, byHash, active: active.length, clients: new Set(active.map((k) => k.client)).size };
+    } catch (error) {
+      return { stamp, byHash: new Map(), active: 0, clients: 0, error: describeError(error) };
+    }
+  }
+
+  async function callerFor(record: KeyRecord): Promise<{ record: KeyRecord; caller?: Caller; error?: string }> {
+    if (record.policy === undefined) return { record, caller: { client: record.client, keyId: record.id } };
+    try {
+      const own = await loadPolicyFile(path.resolve(options.root, record.policy), options.root);
+      const context = childContext(options.policy, own.rules, `client ${record.client} (${own.label})`);
+      return { record, caller: { client: record.client, keyId: record.id, context } };
+    } catch (error) {
+      return { record, error: `the policy of client ${record.client} cannot be used (${describeError(error)}); fix ${record.policy}, or revoke and recreate the key` };
+    }
+  }
+
+  async function current(): Promise<Loaded> {
+    if (loaded !== undefined && now() - checkedAt < recheckMs) return loaded;
+    loading ??= (async () => {
+      const stamp = await fileStamp(options.file);
+      checkedAt = now();
+      if (loaded?.stamp !== stamp) loaded = await load(stamp);
+      return loaded;
+    })().finally(() => (loading = undefined));
+    return loading;
+  }
+
+  async function authenticate(headers: AuthHeaders): Promise<AuthResult> {
+    const store = await current();
+    if (store.error !== undefined) return { ok: false, status: 503, message: `The gateway's key store cannot be read, so no request is served: ${store.error}` };
+    if (store.active === 0) {
+      if (options.openWithoutKeys) return { ok: true, caller: { client: LOCAL_CLIENT } };
+      return { ok: false, status: 401, message: 'This gateway has no active client keys, so it serves nobody; create one with `kiwi keys create NAME` and send it as `Authorization: Bearer KEY` or `x-api-key: KEY`' };
+    }
+    const presented = presentedKey(headers);
+    if (!presented.ok) return { ok: false, status: 401, message: presented.message };
+    const entry = store.byHash.get(hashKey(presented.key));
+    if (entry === undefined) return { ok: false, status: 401, message: 'The API key is not valid: it was revoked, belongs to another gateway, or was mistyped; `kiwi keys list` shows the active keys' };
+    if (entry.caller === undefined) return { ok: false, status: 403, message: entry.error ?? 'this client cannot be served' };
+    return { ok: true, caller: entry.caller };
+  }
+
+  async function mode(): ReturnType<ClientAuth['mode']> {
+    const store = await current();
+    const counts = { activeKeys: store.active, clients: store.clients };
+    if (store.error !== undefined || (store.active === 0 && !options.openWithoutKeys)) return { mode: 'closed', ...counts };
+    return { mode: store.active === 0 ? 'open' : 'keys', ...counts };
+  }
+
+  return { authenticate, mode };
+}
+
+type Presented = { ok: true; key: string } | { ok: false; message: string };
+
+const HOW = 'send the key as `Authorization: Bearer KEY` (OpenAI SDKs: apiKey) or `x-api-key: KEY` (Anthropic SDKs: apiKey)';
+
+function presentedKey(headers: AuthHeaders): Presented {
+  const bearer = headers.authorization === undefined ? undefined : /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(headers.authorization)?.[1];
+  if (headers.authorization !== undefined && bearer === undefined) return { ok: false, message: `The Authorization header is not \`Bearer KEY\`; ${HOW}` };
+  const apiKey = headers.apiKey?.trim();
+  if (bearer !== undefined && apiKey !== undefined && apiKey !== '' && bearer !== apiKey) {
+    return { ok: false, message: 'The request carries two different keys (Authorization and x-api-key); send one' };
+  }
+  const key = bearer ?? apiKey;
+  if (key === undefined || key === '') return { ok: false, message: `This gateway needs a client key; ${HOW}. Create one with \`kiwi keys create NAME\`` };
+  if (key.length > MAX_HEADER) return { ok: false, message: 'The API key is too long to be a Kiwi key' };
+  return { ok: true, key };
+}
+
+async function fileStamp(file: string): Promise<string> {
+  try {
+    const info = await stat(file);
+    return `${info.mtimeMs}:${info.size}:${info.ino}`;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'missing' : `error:${describeError(error)}`;
+  }
+}

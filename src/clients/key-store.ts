@@ -1,0 +1,133 @@
+/**
+ * Client API keys, kept in `.ai/state/keys.json` (mode 0600): only a SHA-256 of each key is
+ * stored, so the file lets nobody in. A key is `kiwi_<id>_<secret>` with 256 random bits of
+ * secret: a plain hash is enough for keys that cannot be guessed (a slow password hash only
+ * helps against human-chosen secrets). Writers replace the file whole (temp file + rename), so a
+ * reader never sees half a file.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdir, open, readFile, rename, stat, unlink } from 'node:fs/promises';
+import path from 'node:path';
+import { z } from 'zod';
+import { KiwiError } from '../errors.js';
+
+export interface KeyRecord {
+  /** Short public id (`key_…`): what `kiwi keys list` shows and `revoke` takes. */
+  id: string;
+  /** The client the key belongs to; rate limits, loop detection and the audit key on it. */
+  client: string;
+  /** `sha256:<hex>` of the whole key. */
+  hash: string;
+  created: string;
+  revoked?: string;
+  /** A policy file (relative to the project root) that narrows what this client may do. */
+  policy?: string;
+}
+
+export interface KeyFile {
+  version: 1;
+  keys: KeyRecord[];
+}
+
+export const KEY_FILE = path.join('.ai', 'state', 'keys.json');
+export const CLIENT_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
+const MAX_FILE_BYTES = 1024 * 1024;
+
+const recordSchema = z.strictObject({
+  id: z.string().regex(/^key_[a-f0-9]{8}$/),
+  client: z.string().regex(CLIENT_NAME),
+  hash: z.string().regex(/^sha256:[a-f0-9]{64}$/),
+  created: z.string().max(64),
+  revoked: z.string().max(64).optional(),
+  policy: z.string().min(1).max(4096).optional(),
+});
+const fileSchema = z.strictObject({ version: z.literal(1), keys: z.array(recordSchema).max(10_000) });
+
+export function hashKey(key: string): string {
+  return `sha256:${createHash('sha256').update(key).digest('hex')}`;
+}
+
+/** Reads the key file; a missing file is an empty store. Throws INVALID_INPUT naming the file and the fix. */
+export async function readKeyFile(file: string): Promise<KeyFile> {
+  let text: string;
+  try {
+    const info = await stat(file);
+    if (info.size > MAX_FILE_BYTES) throw new KiwiError('INVALID_INPUT', `${file} is ${info.size} bytes, more than the ${MAX_FILE_BYTES} a key file may hold; it is not a Kiwi key file`);
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { version: 1, keys: [] };
+    if (error instanceof KiwiError) throw error;
+    throw new KiwiError('INVALID_INPUT', `${file} cannot be read (${(error as Error).message}); check its permissions`, { cause: error });
+  }
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch {
+    throw new KiwiError('INVALID_INPUT', `${file} is not valid JSON; restore it from a backup, or delete it and create new keys with \`kiwi keys create\``);
+  }
+  const parsed = fileSchema.safeParse(data);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new KiwiError('INVALID_INPUT', `${file}: ${issue?.path.join('.') || '(top level)'} ${issue?.message ?? 'is invalid'}; the file is written by \`kiwi keys\`, do not edit it by hand`);
+  }
+  const ids = new Set<string>();
+  for (const record of parsed.data.keys) {
+    if (ids.has(record.id)) throw new KiwiError('INVALID_INPUT', `${file}: key id ${record.id} appears twice; the file is written by \`kiwi keys\`, do not edit it by hand`);
+    ids.add(record.id);
+  }
+  return parsed.data as KeyFile;
+}
+
+async function writeKeyFile(file: string, data: KeyFile): Promise<void> {
+  await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+  const temp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  const handle = await open(temp, 'wx', 0o600);
+  try {
+    await handle.writeFile(`${JSON.stringify(data, null, 2)}\n`);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  try {
+    await rename(temp, file);
+  } catch (error) {
+    await unlink(temp).catch(() => undefined);
+    throw error;
+  }
+}
+
+export interface CreatedKey {
+  record: KeyRecord;
+  /** The key itself: shown once, never stored. */
+  key: string;
+}
+
+export async function createKey(file: string, client: string, options: { policy?: string; now?: Date } = {}): Promise<CreatedKey> {
+  if (!CLIENT_NAME.test(client)) throw new KiwiError('INVALID_INPUT', `client name ${JSON.stringify(client.slice(0, 80))} is not valid: use 1 to 64 letters, digits, "_", "." or "-" (e.g. ci-bot)`);
+  const data = await readKeyFile(file);
+  let id: string;
+  do id = randomBytes(4).toString('hex');
+  while (data.keys.some((k) => k.id === `key_${id}`));
+  const key = `kiwi_${id}_${randomBytes(32).toString('base64url')}`;
+  const record: KeyRecord = { id: `key_${id}`, client, hash: hashKey(key), created: (options.now ?? new Date()).toISOString(), ...(options.policy ? { policy: options.policy } : {}) };
+  await writeKeyFile(file, { version: 1, keys: [...data.keys, record] });
+  return { record, key };
+}
+
+/** Revokes a key by id, or every key of a client by its name. Returns the records it revoked (none when all already were). */
+export async function revokeKeys(file: string, idOrClient: string, now = new Date()): Promise<KeyRecord[]> {
+  const data = await readKeyFile(file);
+  const matches = data.keys.filter((k) => k.id === idOrClient || k.client === idOrClient);
+  if (matches.length === 0) {
+    throw new KiwiError('INVALID_INPUT', `no key or client named ${JSON.stringify(idOrClient.slice(0, 80))}; \`kiwi keys list\` shows the key ids and clients`);
+  }
+  const revoked: KeyRecord[] = [];
+  const keys = data.keys.map((k) => {
+    if (!matches.includes(k) || k.revoked !== undefined) return k;
+    const next = { ...k, revoked: now.toISOString() };
+    revoked.push(next);
+    return next;
+  });
+  if (revoked.length > 0) await writeKeyFile(file, { version: 1, keys });
+  return revoked;
+}

@@ -1,0 +1,123 @@
+/**
+ * The door every request passes, before any route: the Host must be one of the gateway's own
+ * names (a web page that rebinds its DNS name to 127.0.0.1 still sends its own name), a browser
+ * Origin must be listed, the caller must be a known client (see clients/client-auth.ts), and a
+ * client may have only so many requests running at once. Refusals are answered in the shape the
+ * route's clients read: JSON-RPC on /mcp, the OpenAI/Anthropic error object elsewhere.
+ */
+import type { Context, MiddlewareHandler } from 'hono';
+import type { ClientAuth } from '../clients/client-auth.js';
+import { LOCAL_CLIENT } from '../clients/client-auth.js';
+import type { Caller } from '../proxy/caller.js';
+import { trackBody } from './track-body.js';
+
+export interface RequestGuardOptions {
+  /** Host names the gateway answers to, each optionally with `:port`; `*` answers to any (then keys are the only door). */
+  allowedHosts: readonly string[];
+  /** Browser origins that may call: exact origins, or `scheme://host:*` for any port. */
+  allowedOrigins: readonly string[];
+  /** Absent: every request is the local client (embedding apps and tests that do their own auth). */
+  auth?: ClientAuth;
+  /** Requests one client may have running at once (streams count until they end); default 64. */
+  maxConcurrentPerClient?: number;
+}
+
+export interface RequestGuard {
+  middleware: MiddlewareHandler;
+  /** The client a request was admitted for; undefined on routes that admit anyone (/healthz) when no key came. */
+  callerOf(request: Request): Caller | undefined;
+  /** Requests running now, per client. */
+  running(): Record<string, number>;
+}
+
+export const DEFAULT_ALLOWED_HOSTS = ['localhost', '127.0.0.1', '[::1]'];
+export const DEFAULT_MAX_CONCURRENT_PER_CLIENT = 64;
+/** Liveness probes carry no key; unauthenticated, /healthz says only that the gateway is up. */
+const OPEN_PATHS = new Set(['/healthz']);
+
+export function createRequestGuard(options: RequestGuardOptions): RequestGuard {
+  const maxConcurrent = options.maxConcurrentPerClient ?? DEFAULT_MAX_CONCURRENT_PER_CLIENT;
+  const callers = new WeakMap<Request, Caller>();
+  const running = new Map<string, number>();
+
+  const middleware: MiddlewareHandler = async (c, next) => {
+    const host = c.req.header('host') ?? new URL(c.req.url).host;
+    if (!hostAllowed(host, options.allowedHosts)) {
+      return refuse(c, 403, 'permission_error', `Host ${JSON.stringify(host.slice(0, 200))} is not a name of this gateway (DNS-rebinding protection); it answers to ${options.allowedHosts.join(', ')}. If clients reach it by this name, add it to \`allowed_hosts\` in .ai/config/gateway.yaml`);
+    }
+    const origin = c.req.header('origin');
+    if (origin !== undefined && !originAllowed(origin, options.allowedOrigins)) {
+      const allowed = options.allowedOrigins.length > 0 ? options.allowedOrigins.join(', ') : 'none';
+      return refuse(c, 403, 'permission_error', `Origin ${JSON.stringify(origin.slice(0, 200))} may not call this gateway (a web page must not drive it); allowed origins: ${allowed}. Add it to \`allowed_origins\` in .ai/config/gateway.yaml if the page is yours`);
+    }
+    const open = OPEN_PATHS.has(c.req.path);
+    let caller: Caller = { client: LOCAL_CLIENT };
+    if (options.auth !== undefined) {
+      const result = await options.auth.authenticate({ authorization: c.req.header('authorization'), apiKey: c.req.header('x-api-key') });
+      if (!result.ok) {
+        if (open) return next();
+        const headers = result.status === 401 ? { 'www-authenticate': 'Bearer realm="kiwi-gateway"' } : undefined;
+        return refuse(c, result.status, result.status === 401 ? 'authentication_error' : result.status === 403 ? 'permission_error' : 'api_error', result.message, headers);
+      }
+      caller = result.caller;
+    }
+    callers.set(c.req.raw, caller);
+    if (open) return next();
+
+    const now = running.get(caller.client) ?? 0;
+    if (now >= maxConcurrent) {
+      return refuse(c, 429, 'rate_limit_error', `Client ${caller.client} already has ${now} requests running, the most one client may; wait for one to finish (raise \`limits.max_concurrent_requests_per_client\` in .ai/config/gateway.yaml if this is expected)`, { 'retry-after': '1' });
+    }
+    running.set(caller.client, now + 1);
+    let ended = false;
+    const end = (): void => {
+      if (ended) return;
+      ended = true;
+      const left = (running.get(caller.client) ?? 1) - 1;
+      if (left <= 0) running.delete(caller.client);
+      else running.set(caller.client, left);
+    };
+    try {
+      await next();
+    } catch (error) {
+      end();
+      throw error;
+    }
+    c.res = trackBody(c.res, end);
+  };
+
+  return { middleware, callerOf: (request) => callers.get(request), running: () => Object.fromEntries(running) };
+}
+
+/** A host name entry matches any port; `name:port` only that port. Case-insensitive. */
+export function hostAllowed(host: string, allowed: readonly string[]): boolean {
+  const value = host.toLowerCase();
+  const name = value.startsWith('[') ? value.slice(0, value.indexOf(']') + 1) : value.replace(/:\d*$/, '');
+  return allowed.some((entry) => {
+    const e = entry.toLowerCase();
+    return e === '*' || e === value || e === name;
+  });
+}
+
+/** `scheme://host:*` allows that host on any port; anything else must equal the request's origin. */
+export function originAllowed(origin: string, allowed: readonly string[]): boolean {
+  let url: URL;
+  try {
+    url = new URL(origin);
+  } catch {
+    return false;
+  }
+  // `null` (sandboxed frames, file: pages) parses to an opaque origin: never allowed.
+  if (url.origin === 'null') return false;
+  const hostOnly = `${url.protocol}//${url.hostname}`;
+  return allowed.some((entry) => (entry.endsWith(':*') ? entry.slice(0, -2).toLowerCase() === hostOnly : entry.replace(/\/$/, '').toLowerCase() === url.origin));
+}
+
+function refuse(c: Context, status: 401 | 403 | 429 | 503, type: string, message: string, headers?: Record<string, string>): Response {
+  const body =
+    c.req.path === '/mcp'
+      ? { jsonrpc: '2.0', error: { code: -32001, message }, id: null }
+      : // Both SDKs read this: OpenAI's `error.message/type/code`, Anthropic's `type: "error"` + `error.type/message`.
+        { type: 'error', error: { type, message, param: null, code: type === 'authentication_error' ? 'invalid_api_key' : null } };
+  return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', ...headers } });
+}

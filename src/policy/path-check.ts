@@ -17,6 +17,8 @@
  * 6. The real path, relative to the root with posix separators, must match a glob (read: read or
  *    write globs; write: write globs) in this context and every ancestor. The root itself is
  *    named `.`, matched by the globs `.` and `**`.
+ * 7. A protected secret location (secret-paths.ts: `.env*`, `.git/`, keys, the gateway's own
+ *    logs, index and state) is denied unless every context names it in `allow_secret_paths`.
  *
  * Callers must use the returned `resolved` path, not the raw one. A symlink swapped between this
  * check and the use (TOCTOU) is not caught here; opening with O_NOFOLLOW closes that gap.
@@ -25,6 +27,7 @@ import { lstat, realpath } from 'node:fs/promises';
 import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { throwIfAborted } from '../abort.js';
 import { contextChain, deny, matchesAny, quote, type PermissionContext } from './permission-context.js';
+import { secretKind } from './secret-paths.js';
 
 export type PathDecision = { allowed: true; resolved: string } | { allowed: false; reason: string };
 
@@ -67,7 +70,11 @@ export async function checkPath(ctx: PermissionContext, rawPath: string, access:
 
   const rel = relative(realRoot, real.path).split(sep).join('/');
   const relNote = (rel || '.') === rawPath ? '' : ` (${quote(rel || '.')})`;
+  const secret = secretKind(rel);
   for (const c of contextChain(ctx)) {
+    if (secret !== undefined && !matchesPath(c.rules.fsSecrets, rel)) {
+      return deny(c, `path ${shown}${relNote} is ${secret}, which tools may not touch unless \`filesystem.allow_secret_paths\` names it`);
+    }
     const globs = access === 'write' ? c.rules.fsWrite : [...c.rules.fsRead, ...c.rules.fsWrite];
     if (!matchesPath(globs, rel)) {
       const field = access === 'write' ? '`filesystem.write`' : '`filesystem.read` or `filesystem.write`';

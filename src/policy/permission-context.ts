@@ -35,9 +35,13 @@ export interface PermissionRules {
   /** Globs over paths relative to the root, posix separators. Paths in fsWrite may be read too. */
   fsRead: string[];
   fsWrite: string[];
+  /** Globs over protected secret locations (see secret-paths.ts) that this context still lets tools touch. */
+  fsSecrets: string[];
   commands: CommandRule[];
   /** Globs over "server.tool". */
   mcpTools: string[];
+  /** Argument names that hold paths, per MCP tool ("server.tool" glob), besides the ones recognised by name. */
+  mcpPathArgs: Record<string, string[]>;
   /** perTool keys are globs over tool ids; the first matching key (in insertion order) applies. */
   rateLimits: { perTool: Record<string, RateLimit>; perSession?: RateLimit };
 }
@@ -53,7 +57,7 @@ export interface PermissionContext {
 
 /** Rules that allow nothing. */
 export function emptyRules(): PermissionRules {
-  return { tools: [], fsRead: [], fsWrite: [], commands: [], mcpTools: [], rateLimits: { perTool: {} } };
+  return { tools: [], fsRead: [], fsWrite: [], fsSecrets: [], commands: [], mcpTools: [], mcpPathArgs: {}, rateLimits: { perTool: {} } };
 }
 
 export function createPermissionContext(root: string, rules: PermissionRules, label: string): PermissionContext {
@@ -157,8 +161,10 @@ function copyRules(rules: PermissionRules, label: string): PermissionRules {
     tools: Object.freeze([...rules.tools]) as string[],
     fsRead: Object.freeze([...rules.fsRead]) as string[],
     fsWrite: Object.freeze([...rules.fsWrite]) as string[],
+    fsSecrets: Object.freeze([...rules.fsSecrets]) as string[],
     commands: Object.freeze(commands) as CommandRule[],
     mcpTools: Object.freeze([...rules.mcpTools]) as string[],
+    mcpPathArgs: Object.freeze(Object.fromEntries(Object.entries(rules.mcpPathArgs).map(([k, v]) => [k, Object.freeze([...v]) as string[]]))),
     rateLimits: Object.freeze({
       perTool: Object.freeze(perTool),
       ...(perSession ? { perSession: checkLimit(perSession, 'rateLimits.perSession', label) } : {}),

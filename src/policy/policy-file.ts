@@ -33,9 +33,9 @@ const commandRule = z.strictObject({
 const policySchema = z.strictObject({
   version: z.literal(1, 'must be 1 (write `version: 1`)'),
   tools: z.array(name).optional(),
-  filesystem: z.strictObject({ read: z.array(pathGlob).optional(), write: z.array(pathGlob).optional() }).optional(),
+  filesystem: z.strictObject({ read: z.array(pathGlob).optional(), write: z.array(pathGlob).optional(), allow_secret_paths: z.array(pathGlob).optional() }).optional(),
   commands: z.array(commandRule).optional(),
-  mcp: z.strictObject({ tools: z.array(name).optional() }).optional(),
+  mcp: z.strictObject({ tools: z.array(name).optional(), path_args: z.record(name, z.array(name.regex(/^[A-Za-z0-9_.-]{1,128}$/, 'must be an argument name'))).optional() }).optional(),
   rate_limits: z.strictObject({ per_tool: z.record(name, limit).optional(), per_session: limit.optional() }).optional(),
 });
 type PolicyYaml = z.infer<typeof policySchema>;
@@ -43,9 +43,9 @@ type PolicyYaml = z.infer<typeof policySchema>;
 /** Fields each mapping may hold, for "unknown field" messages; keys are paths with list indexes as `[]` and per_tool keys as `*`. */
 const FIELDS: Record<string, string[]> = {
   '': ['version', 'tools', 'filesystem', 'commands', 'mcp', 'rate_limits'],
-  filesystem: ['read', 'write'],
+  filesystem: ['read', 'write', 'allow_secret_paths'],
   'commands[]': ['executable', 'subcommands', 'deny_args', 'allow_flags'],
-  mcp: ['tools'],
+  mcp: ['tools', 'path_args'],
   rate_limits: ['per_tool', 'per_session'],
   'rate_limits.per_tool.*': ['max', 'per_ms'],
   'rate_limits.per_session': ['max', 'per_ms'],
@@ -104,7 +104,9 @@ function toRules(p: PolicyYaml): PermissionRules {
   rules.tools = p.tools ?? [];
   rules.fsRead = p.filesystem?.read ?? [];
   rules.fsWrite = p.filesystem?.write ?? [];
+  rules.fsSecrets = p.filesystem?.allow_secret_paths ?? [];
   rules.mcpTools = p.mcp?.tools ?? [];
+  rules.mcpPathArgs = p.mcp?.path_args ?? {};
   rules.commands = (p.commands ?? []).map((c) => ({
     executable: c.executable,
     ...(c.subcommands ? { subcommands: c.subcommands } : {}),

@@ -4,6 +4,7 @@ import type { ExecutionPlan } from '../executor/plan-types.js';
 import { planCall, planDynamicMcp } from '../executor/plan.js';
 import { validateArgs } from '../executor/validate-args.js';
 import { checkCommand, checkMcpTool, checkPath, checkTool, childContext, type Decision, type PermissionContext } from '../policy/permission-context.js';
+import { checkMcpPathArgs } from '../policy/mcp-path-args.js';
 import { checkToolName } from '../registry/tool-name.js';
 import type { Tool } from '../registry/types.js';
 import type { McpServerSpec } from '../mcp/client-pool.js';
@@ -30,7 +31,9 @@ export async function authorize(call: ToolCall, deps: ToolProxyDeps): Promise<Au
   let args: Record<string, unknown>;
   let plan: ExecutionPlan;
   if (target.dynamic) {
-    args = dynamicArgs(call.args);
+    const paths = await checkMcpPathArgs(ctx, call.tool, dynamicArgs(call.args), call.signal);
+    if (!paths.allowed) return paths;
+    args = paths.args;
     plan = planDynamicMcp(target.tool, resolveChain(deps.tools, target.tool.id), target.remote, args, deps.plan);
   } else {
     args = validateArgs(target.tool, call.args);

@@ -23,8 +23,10 @@ describe('rulesFromTags', () => {
       tools: ['bash', 'kiwi-mcp.search'],
       fsRead: ['src/**'],
       fsWrite: ['dist/**'],
+      fsSecrets: [],
       commands: [{ executable: 'git' }],
       mcpTools: ['files.read_file', 'web.*'],
+      mcpPathArgs: {},
       rateLimits: { perTool: {} },
     });
   });

@@ -86,13 +86,42 @@ describe('checkPath: globs', () => {
   });
 
   it('does not let `*` or `**` match dot files unless the glob names the dot', async () => {
-    expect(await reason('.env')).toBe(
-      'denied by policy .ai/config/policy.yaml: path `.env` is not in `filesystem.read` or `filesystem.write`',
-    );
-    expect((await checkPath(ctx, '.git/config', 'read')).allowed).toBe(false);
-    const dots = createPermissionContext(root, rules({ fsRead: ['.env', '.git/**'] }), 'policy p');
-    expect((await checkPath(dots, '.env', 'read')).allowed).toBe(true);
-    expect((await checkPath(dots, '.git/config', 'read')).allowed).toBe(true);
+    expect(await reason('.hidden')).toBe('denied by policy .ai/config/policy.yaml: path `.hidden` is not in `filesystem.read` or `filesystem.write`');
+    const dots = createPermissionContext(root, rules({ fsRead: ['.hidden', '.config/**'] }), 'policy p');
+    expect((await checkPath(dots, '.hidden', 'read')).allowed).toBe(true);
+    expect((await checkPath(dots, '.config/x.yaml', 'read')).allowed).toBe(true);
+  });
+
+  it('denies secret locations even where the globs allow them, unless allow_secret_paths names them in every context', async () => {
+    const wide = createPermissionContext(root, rules({ fsRead: ['**', '.*', '.*/**', '**/.*', '**/.*/**'], fsWrite: ['**'] }), 'policy p');
+    const cases: [string, RegExp][] = [
+      ['.env', /path `.env` is an environment file, which tools may not touch unless `filesystem.allow_secret_paths` names it/],
+      ['.env.production', /an environment file/],
+      ['src/.env.local', /an environment file/],
+      ['.git/config', /git metadata/],
+      ['.git', /git metadata/],
+      ['deploy/server.key', /a key or certificate/],
+      ['certs/ca.pem', /a key or certificate/],
+      ['home/.ssh/id_ed25519', /SSH keys/],
+      ['id_rsa.pub', /an SSH key/],
+      ['.npmrc', /a credentials file/],
+      ['.ai/logs/audit/2026-11-23/x.jsonl', /the gateway's audit log/],
+      ['.ai/vectors/tools.lance', /the gateway's tool index/],
+      ['.ai/state/keys.json', /client keys/],
+    ];
+    for (const [path, pattern] of cases) {
+      const decision = await checkPath(wide, path, 'read');
+      expect(decision.allowed, path).toBe(false);
+      expect(decision.allowed ? '' : decision.reason, path).toMatch(pattern);
+    }
+    expect((await checkPath(wide, 'src/environment.ts', 'read')).allowed).toBe(true);
+    expect((await checkPath(wide, 'keys/readme.md', 'read')).allowed).toBe(true);
+    // Granted explicitly: allowed, but only where every context in the chain grants it.
+    const granted = createPermissionContext(root, rules({ fsRead: ['.env.example'], fsSecrets: ['.env.example'] }), 'policy p');
+    expect((await checkPath(granted, '.env.example', 'read')).allowed).toBe(true);
+    expect((await checkPath(granted, '.env', 'read')).allowed).toBe(false);
+    const child = childContext(granted, rules({ fsRead: ['**', '.env.example'] }), 'client c');
+    expect(await reason('.env.example', 'read', child)).toMatch(/^denied by client c: path `.env.example` is an environment file/);
   });
 
   it('matches globs against the real path, so a symlink cannot borrow a folder’s rights', async () => {

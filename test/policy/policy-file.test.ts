@@ -95,7 +95,7 @@ describe('loadPolicyFile', () => {
     expect(isKiwiError(error, 'INVALID_POLICY')).toBe(true);
     const message = (error as Error).message;
     expect(message).toContain('unknown-field.yaml: ');
-    expect(message).toContain('unknown field `wirte` at field `filesystem`; allowed fields are read, write (check the spelling)');
+    expect(message).toContain('unknown field `wirte` at field `filesystem`; allowed fields are read, write, allow_secret_paths (check the spelling)');
     expect(message).toContain('unknown field `deny_arg` at field `commands[0]`; allowed fields are executable, subcommands, deny_args, allow_flags');
   });
 
@@ -157,6 +157,6 @@ describe('parsePolicy: clear errors', () => {
 
   it('fields left out allow nothing', () => {
     const ctx = parsePolicy('version: 1\n', 'p.yaml', root);
-    expect(ctx.rules).toEqual({ tools: [], fsRead: [], fsWrite: [], commands: [], mcpTools: [], rateLimits: { perTool: {} } });
+    expect(ctx.rules).toEqual({ tools: [], fsRead: [], fsWrite: [], fsSecrets: [], commands: [], mcpTools: [], mcpPathArgs: {}, rateLimits: { perTool: {} } });
   });
 });

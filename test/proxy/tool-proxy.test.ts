@@ -273,7 +273,7 @@ describe('tool proxy', () => {
   });
 
   it('never lets a call-level context widen the policy', async () => {
-    const wide = createPermissionContext(temp.root, { tools: ['*'], fsRead: ['**'], fsWrite: ['**'], commands: [{ executable: 'curl' }], mcpTools: ['*'], rateLimits: { perTool: {} } }, 'wide test context');
+    const wide = createPermissionContext(temp.root, { tools: ['*'], fsRead: ['**'], fsWrite: ['**'], commands: [{ executable: 'curl' }], mcpTools: ['*'], fsSecrets: [], mcpPathArgs: {}, rateLimits: { perTool: {} } }, 'wide test context');
     expectDenied(await call('fetch_with_curl', {}, { context: wide }), /curl/);
     expect((await call('read_file', { path: 'secret.txt' }, { context: wide })).status).not.toBe('ok');
   });
@@ -304,7 +304,7 @@ describe('tool proxy', () => {
     if (reused.status === 'ok') expect(reused.result).toBe(earlier.result);
     expect(reused.callId).not.toBe(earlier.callId);
     // A narrower context that does not allow the tool denies the reuse too: nothing bypasses the policy.
-    const narrow = createPermissionContext(temp.root, { tools: ['greet'], fsRead: [], fsWrite: [], commands: [{ executable: 'node' }], mcpTools: [], rateLimits: { perTool: {} } }, 'narrow test context');
+    const narrow = createPermissionContext(temp.root, { tools: ['greet'], fsRead: [], fsWrite: [], commands: [{ executable: 'node' }], mcpTools: [], fsSecrets: [], mcpPathArgs: {}, rateLimits: { perTool: {} } }, 'narrow test context');
     expectDenied(await project.proxy.reuse({ tool: 'echo_args', args: { text: 'speculated' }, session: 'proxy-test', client: 'proxy-test', source: 'gateway', context: narrow }, earlier), /echo_args/);
     await project.audit.flush();
     const records = await readAuditTail({ dir: project.auditDir, limit: 500, session: 'proxy-test' });

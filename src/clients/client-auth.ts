@@ -1,9 +1,9 @@
 /**
  * Who is calling: a client key (`Authorization: Bearer …` or `x-api-key: …`, the OpenAI and
  * Anthropic SDKs' own headers) looked up in the key store, or — only on loopback and only while
- * no key exists — the one local client. Once any key exists every request needs one, so
- * creating a key is how a gateway is locked, and revoking the last key on a network address
- * locks it shut rather than open.
+ * no key was ever made — the one local client. Once a key exists every request needs one, so
+ * creating a key is how a gateway is locked; revoking keys never opens it again (deleting the
+ * key file does, on loopback).
  *
  * The store is re-read when the file changes (looked at no more than once a second), so `kiwi
  * keys create|revoke` works on a running gateway. A store or client policy that cannot be read
@@ -49,6 +49,8 @@ interface Loaded {
   stamp: string;
   byHash: Map<string, { record: KeyRecord; caller?: Caller; error?: string }>;
   active: number;
+  /** Keys in the file, revoked ones included: any at all means keys are required. */
+  total: number;
   clients: number;
   error?: string;
 }
@@ -68,9 +70,9 @@ export function createClientAuth(options: ClientAuthOptions): ClientAuth {
       const active = data.keys.filter((k) => k.revoked === undefined);
       const byHash = new Map<string, { record: KeyRecord; caller?: Caller; error?: string }>();
       for (const record of active) byHash.set(record.hash, await callerFor(record));
-      return { stamp, byHash, active: active.length, clients: new Set(active.map((k) => k.client)).size };
+      return { stamp, byHash, active: active.length, total: data.keys.length, clients: new Set(active.map((k) => k.client)).size };
     } catch (error) {
-      return { stamp, byHash: new Map(), active: 0, clients: 0, error: describeError(error) };
+      return { stamp, byHash: new Map(), active: 0, total: 0, clients: 0, error: describeError(error) };
     }
   }
 
@@ -99,8 +101,8 @@ export function createClientAuth(options: ClientAuthOptions): ClientAuth {
   async function authenticate(headers: AuthHeaders): Promise<AuthResult> {
     const store = await current();
     if (store.error !== undefined) return { ok: false, status: 503, message: `The gateway's key store cannot be read, so no request is served: ${store.error}` };
+    if (store.total === 0 && options.openWithoutKeys) return { ok: true, caller: { client: LOCAL_CLIENT } };
     if (store.active === 0) {
-      if (options.openWithoutKeys) return { ok: true, caller: { client: LOCAL_CLIENT } };
       return { ok: false, status: 401, message: 'This gateway has no active client keys, so it serves nobody; create one with `kiwi keys create NAME` and send it as `Authorization: Bearer KEY` or `x-api-key: KEY`' };
     }
     const presented = presentedKey(headers);
@@ -114,8 +116,8 @@ export function createClientAuth(options: ClientAuthOptions): ClientAuth {
   async function mode(): ReturnType<ClientAuth['mode']> {
     const store = await current();
     const counts = { activeKeys: store.active, clients: store.clients };
-    if (store.error !== undefined || (store.active === 0 && !options.openWithoutKeys)) return { mode: 'closed', ...counts };
-    return { mode: store.active === 0 ? 'open' : 'keys', ...counts };
+    if (store.total === 0 && options.openWithoutKeys && store.error === undefined) return { mode: 'open', ...counts };
+    return { mode: store.error !== undefined || store.active === 0 ? 'closed' : 'keys', ...counts };
   }
 
   return { authenticate, mode };

@@ -34,7 +34,7 @@ async function refused(text: string, env: GatewayConfigContext['env'] = {}): Pro
 describe('gateway config: defaults', () => {
   it('without a file: 127.0.0.1:8787, the demo model for every model name, the default limits', async () => {
     const c = await load(missing);
-    expect(c).toMatchObject({ fromFile: false, host: '127.0.0.1', port: 8787, maxBodyBytes: 8 * 1024 * 1024, mcp: { allowedOrigins: [] }, warnings: [] });
+    expect(c).toMatchObject({ fromFile: false, host: '127.0.0.1', port: 8787, maxBodyBytes: 8 * 1024 * 1024, allowedHosts: ['localhost', '127.0.0.1', '[::1]'], allowedOrigins: [], maxConcurrentPerClient: 64, mcp: { allowedOrigins: [] }, warnings: [] });
     expect(c.limits).toEqual(DEFAULT_LOOP_LIMITS);
     expect(c.upstreams).toEqual([{ name: 'demo', kind: 'demo', models: ['kiwi-demo', '*'], source: 'built-in' }]);
   });
@@ -51,19 +51,29 @@ describe('gateway config: defaults', () => {
     const file = configFile(`
 host: 0.0.0.0
 port: 9000
+allowed_hosts: [gateway.internal, "10.0.0.5:9000", "[::1]"]
+allowed_origins: ["https://tools.example.com"]
 upstreams:
   - { name: llama, kind: openai, base_url: "http://127.0.0.1:8080/v1", models: ["llama-*"], timeout_ms: 300000 }
-limits: { max_turns: 3, max_tool_calls: 4, max_duration_ms: 5000, max_result_chars: 600, max_repeats: 2, max_body_bytes: 2048 }
+limits: { max_turns: 3, max_tool_calls: 4, max_duration_ms: 5000, max_result_chars: 600, max_repeats: 2, max_body_bytes: 2048, max_concurrent_requests_per_client: 5 }
 mcp: { allowed_origins: ["http://localhost:3000", "https://app.example.com/"] }
 prefetch: { enabled: false, ttl_ms: 5000, speculate: false, concurrency: 3, min_cosine: 0.95 }
 `);
     const c = await load(file);
     expect(c.prefetch).toEqual({ enabled: false, ttlMs: 5000, speculate: false, concurrency: 3, minCosine: 0.95 });
-    expect(c).toMatchObject({ host: '0.0.0.0', port: 9000, maxBodyBytes: 2048, mcp: { allowedOrigins: ['http://localhost:3000', 'https://app.example.com'] } });
+    expect(c).toMatchObject({
+      host: '0.0.0.0',
+      port: 9000,
+      maxBodyBytes: 2048,
+      allowedHosts: ['gateway.internal', '10.0.0.5:9000', '[::1]'],
+      allowedOrigins: ['https://tools.example.com'],
+      maxConcurrentPerClient: 5,
+      mcp: { allowedOrigins: ['https://tools.example.com', 'http://localhost:3000', 'https://app.example.com'] },
+    });
     expect(c.limits).toEqual({ maxTurns: 3, maxToolCalls: 4, maxDurationMs: 5000, maxResultChars: 600, maxRepeats: 2 });
     expect(c.upstreams).toEqual([
       { name: 'demo', kind: 'demo', models: ['kiwi-demo'], source: 'built-in' },
-      { name: 'llama', kind: 'openai', baseUrl: 'http://127.0.0.1:8080/v1', models: ['llama-*'], timeoutMs: 300000, source: `${path.basename(file)}:5` },
+      { name: 'llama', kind: 'openai', baseUrl: 'http://127.0.0.1:8080/v1', models: ['llama-*'], timeoutMs: 300000, source: `${path.basename(file)}:7` },
     ]);
   });
 
@@ -181,6 +191,11 @@ describe('gateway config: bad values name file:line, the field and what to write
     ['prefetch:\n  ttl: 5000\n', /^FILE:2:3: prefetch\.ttl: unknown field/],
     ['mcp:\n  allowed_origins: ["http://localhost:3000/app"]\n', /^FILE:2:21: mcp\.allowed_origins\[0\]: "http:\/\/localhost:3000\/app" is not an origin; write an origin such as http:\/\/localhost:3000/],
     ['mcp:\n  allowed_origins: ["*"]\n', /mcp\.allowed_origins\[0\]: "\*" is not an origin;.*"\*" is not accepted/],
+    ['allowed_origins: ["null"]\n', /^FILE:1:19: allowed_origins\[0\]: "null" is not an origin/],
+    ['allowed_hosts: ["http://gw.example"]\n', /^FILE:1:17: allowed_hosts\[0\]: must be a host name or address as clients write it in the URL/],
+    ['allowed_hosts: []\n', /allowed_hosts: list at least one host name/],
+    ['limits:\n  max_concurrent_requests_per_client: 0\n', /limits\.max_concurrent_requests_per_client: /],
+    ['alowed_hosts: [x]\n', /unknown field.*did you mean "allowed_hosts"/],
     ['upstreams: [\n  { name: a\n', /^FILE:\d+:\d+: invalid YAML/],
     ['port: 1\nport: 2\n', /^FILE:2:1: invalid YAML/],
     ['- just\n- a list\n', /^FILE:1:1: \(top level\): /],

@@ -1,8 +1,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { cpSync, existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,6 +11,7 @@ import { openGateway, type Gateway } from '../../src/gateway/open-gateway.js';
 import { listen, type Listener } from '../../src/http/listen.js';
 import { openAiStream } from '../helpers/openai-sse.js';
 import { startReplayLlmServer, type ReplayLlmServer } from '../helpers/replay-llm-server.js';
+import { allowTools, copyDemoProject as copyDemoProjectBase } from '../helpers/demo-project.js';
 import { REPO_ROOT } from '../helpers/temp-project.js';
 
 /**
@@ -28,19 +28,14 @@ let server: Listener;
 let env: Record<string, string | undefined>;
 
 function copyDemoProject(): string {
-  const dir = realpathSync(mkdtempSync(path.join(tmpdir(), 'kiwi-gateway-')));
-  const generated = ['logs', 'vectors'].map((d) => path.join(REPO_ROOT, '.ai', d));
-  cpSync(path.join(REPO_ROOT, '.ai'), path.join(dir, '.ai'), { recursive: true, filter: (src) => !generated.some((g) => src.startsWith(g)) });
-  symlinkSync(path.join(REPO_ROOT, 'node_modules'), path.join(dir, 'node_modules'));
-  writeFileSync(path.join(dir, 'README.md'), 'one two three\nfour\n');
+  const dir = copyDemoProjectBase();
   // A tool that never finishes on its own, to see what shutdown does to a running call.
   cpSync(path.join(REPO_ROOT, 'test', 'fixtures', 'gateway-loop', 'slow.mjs'), path.join(dir, '.ai', 'tools', 'project', 'slow.mjs'));
   writeFileSync(
     path.join(dir, '.ai', 'tools', 'project', 'wait_for_batch.yaml'),
     'tool_id: wait_for_batch\ntool_type: script\nexecutor: node_runtime\nversion: "1.0.0"\ndescription: "Wait until the nightly batch job has finished"\nconfig:\n  script: slow.mjs\nparameters: []\n',
   );
-  const policy = path.join(dir, '.ai', 'config', 'policy.yaml');
-  writeFileSync(policy, readFileSync(policy, 'utf8').replace('tools: [', 'tools: [wait_for_batch, '));
+  allowTools(dir, ['wait_for_batch']);
   return dir;
 }
 

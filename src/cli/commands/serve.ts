@@ -25,7 +25,7 @@ export async function serveCommand(ctx: CliContext): Promise<number> {
     const { config, project, runtime } = gateway;
     const host = values.host ?? config.host;
     const access = await gateway.auth.mode();
-    if (access.mode === 'closed') {
+    if (access.mode === 'closed' && !isLoopbackHost(host)) {
       throw new KiwiError('INVALID_INPUT', `refusing to listen on ${host} without client keys: anyone who can reach that address could run this project's tools. Create a key with \`kiwi keys create NAME\` (clients send it as \`Authorization: Bearer KEY\` or \`x-api-key: KEY\`), or listen on 127.0.0.1`);
     }
     const listener = await listen((request) => gateway.app.fetch(request), { host, port: port ?? config.port });
@@ -42,7 +42,8 @@ export async function serveCommand(ctx: CliContext): Promise<number> {
         : 'prefetch: off (prefetch.enabled in .ai/config/gateway.yaml)',
     );
     ctx.io.out(`endpoints: POST /v1/chat/completions, POST /v1/messages, GET /v1/models, GET /healthz, GET /metrics, /mcp (MCP Streamable HTTP)`);
-    ctx.io.out(`try: curl -sN ${listener.url}/v1/chat/completions -H 'content-type: application/json' -d '{"model":"kiwi-demo","stream":true,"messages":[{"role":"user","content":"how many words are in the README?"}]}'`);
+    const auth = access.mode === 'open' ? '' : " -H 'authorization: Bearer KEY'";
+    ctx.io.out(`try: curl -sN ${listener.url}/v1/chat/completions${auth} -H 'content-type: application/json' -d '{"model":"kiwi-demo","stream":true,"messages":[{"role":"user","content":"how many words are in the README?"}]}'`);
     ctx.io.out('Ctrl-C stops it (requests in flight get 10 s to finish).');
     if (ctx.signal && !ctx.signal.aborted) await once(ctx.signal, 'abort');
     ctx.io.err('kiwi: shutting down…');
@@ -58,7 +59,9 @@ function describeAccess(access: { mode: string; activeKeys: number; clients: num
   const lines = [
     access.mode === 'open'
       ? 'access: open to this machine (loopback, no client keys); `kiwi keys create NAME` makes every request need a key'
-      : `access: client keys required (${access.activeKeys} active, ${access.clients} clients; \`kiwi keys list\`)`,
+      : access.mode === 'keys'
+        ? `access: client keys required (${access.activeKeys} active, ${access.clients} clients; \`kiwi keys list\`)`
+        : 'access: CLOSED: no usable client key (all revoked, or the key store cannot be read), so every request is refused; `kiwi keys create NAME`',
     `answers to Host: ${allowedHosts.join(', ')}; browser origins are refused unless listed (allowed_origins)`,
   ];
   const onlyLocal = allowedHosts.every((h) => isLoopbackHost(h.replace(/:\d+$/, '')));

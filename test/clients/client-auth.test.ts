@@ -1,0 +1,115 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createClientAuth, type ClientAuth } from '../../src/clients/client-auth.js';
+import { createKey, readKeyFile, revokeKeys } from '../../src/clients/key-store.js';
+import { isLoopbackHost } from '../../src/clients/loopback.js';
+import { createPermissionContext, emptyRules } from '../../src/policy/permission-context.js';
+import { createTempProject, type TempProject } from '../helpers/temp-project.js';
+
+let temp: TempProject;
+let file: string;
+let clock: number;
+
+beforeEach(() => {
+  temp = createTempProject();
+  file = path.join(temp.root, '.ai', 'state', 'keys.json');
+  clock = 0;
+});
+
+afterEach(() => temp.remove());
+
+function auth(openWithoutKeys = true): ClientAuth {
+  const policy = createPermissionContext(temp.root, { ...emptyRules(), tools: ['*'] }, 'policy test');
+  return createClientAuth({ root: temp.root, file, policy, openWithoutKeys, recheckMs: 1000, now: () => clock });
+}
+
+describe('client auth', () => {
+  it('serves the local client on loopback while no key exists, and nobody elsewhere', async () => {
+    expect(await auth(true).authenticate({})).toEqual({ ok: true, caller: { client: 'local' } });
+    expect(await auth(true).mode()).toEqual({ mode: 'open', activeKeys: 0, clients: 0 });
+    const closed = await auth(false).authenticate({ authorization: 'Bearer anything' });
+    expect(closed).toMatchObject({ ok: false, status: 401, message: expect.stringMatching(/no active client keys.*kiwi keys create NAME/) });
+    expect((await auth(false).mode()).mode).toBe('closed');
+  });
+
+  it('takes a key from Authorization: Bearer or x-api-key, and refuses missing, wrong, malformed and conflicting ones', async () => {
+    const { key, record } = await createKey(file, 'ci-bot');
+    const a = auth();
+    expect(await a.authenticate({ authorization: `Bearer ${key}` })).toEqual({ ok: true, caller: { client: 'ci-bot', keyId: record.id } });
+    expect(await a.authenticate({ apiKey: key })).toMatchObject({ ok: true, caller: { client: 'ci-bot' } });
+    expect(await a.authenticate({ authorization: `bearer  ${key} ` })).toMatchObject({ ok: true });
+    expect(await a.authenticate({})).toMatchObject({ ok: false, status: 401, message: expect.stringMatching(/needs a client key/) });
+    expect(await a.authenticate({ authorization: `Bearer ${key}x` })).toMatchObject({ ok: false, status: 401, message: expect.stringMatching(/not valid/) });
+    expect(await a.authenticate({ authorization: `Basic ${key}` })).toMatchObject({ ok: false, status: 401, message: expect.stringMatching(/not `Bearer KEY`/) });
+    expect(await a.authenticate({ authorization: `Bearer ${key}`, apiKey: 'other' })).toMatchObject({ ok: false, status: 401, message: expect.stringMatching(/two different keys/) });
+    expect(await a.authenticate({ apiKey: 'x'.repeat(10_000) })).toMatchObject({ ok: false, status: 401, message: expect.stringMatching(/too long/) });
+    expect(await a.mode()).toEqual({ mode: 'keys', activeKeys: 1, clients: 1 });
+  });
+
+  it('sees keys created and revoked on a running gateway once the file changed and a second passed', async () => {
+    const a = auth();
+    expect(await a.authenticate({})).toMatchObject({ ok: true, caller: { client: 'local' } });
+    const { key } = await createKey(file, 'ci-bot');
+    // Within the recheck interval the old view stands; after it, the new key locks the door.
+    expect(await a.authenticate({})).toMatchObject({ ok: true });
+    clock += 1000;
+    expect(await a.authenticate({})).toMatchObject({ ok: false, status: 401 });
+    expect(await a.authenticate({ authorization: `Bearer ${key}` })).toMatchObject({ ok: true, caller: { client: 'ci-bot' } });
+    expect(await revokeKeys(file, 'ci-bot')).toHaveLength(1);
+    expect(await revokeKeys(file, 'ci-bot')).toHaveLength(0);
+    clock += 1000;
+    expect(await a.authenticate({ authorization: `Bearer ${key}` })).toMatchObject({ ok: false, status: 401 });
+  });
+
+  it('revoking the last key locks the gateway shut, not open, even on loopback', async () => {
+    const { key } = await createKey(file, 'ci-bot');
+    const a = auth(true);
+    expect(await a.authenticate({ authorization: `Bearer ${key}` })).toMatchObject({ ok: true });
+    await revokeKeys(file, 'ci-bot');
+    clock += 1000;
+    expect(await a.authenticate({})).toMatchObject({ ok: false, status: 401, message: expect.stringMatching(/no active client keys/) });
+    expect(await a.mode()).toEqual({ mode: 'closed', activeKeys: 0, clients: 0 });
+  });
+
+  it('fails closed when the key file or a client policy cannot be used', async () => {
+    const { key } = await createKey(file, 'ci-bot', { policy: '.ai/config/clients/ci-bot.yaml' });
+    mkdirSync(path.join(temp.root, '.ai', 'config', 'clients'), { recursive: true });
+    writeFileSync(path.join(temp.root, '.ai', 'config', 'clients', 'ci-bot.yaml'), 'version: 1\ntools: [x]\nfilesytem: {}\n');
+    expect(await auth().authenticate({ authorization: `Bearer ${key}` })).toMatchObject({ ok: false, status: 403, message: expect.stringMatching(/policy of client ci-bot cannot be used.*filesytem/) });
+    writeFileSync(file, '{"version": 1, "keys": [');
+    const broken = await auth().authenticate({ authorization: `Bearer ${key}` });
+    expect(broken).toMatchObject({ ok: false, status: 503, message: expect.stringMatching(/key store cannot be read.*not valid JSON/) });
+    expect((await auth(true).mode()).mode).toBe('closed');
+  });
+
+  it("narrows the project policy with the client's own, never widens it", async () => {
+    mkdirSync(path.join(temp.root, '.ai', 'config', 'clients'), { recursive: true });
+    writeFileSync(path.join(temp.root, '.ai', 'config', 'clients', 'reader.yaml'), 'version: 1\ntools: [read_file]\n');
+    const { key } = await createKey(file, 'reader', { policy: '.ai/config/clients/reader.yaml' });
+    const result = await auth().authenticate({ apiKey: key });
+    if (!result.ok) throw new Error(result.message);
+    expect(result.caller.context?.label).toBe('client reader (policy .ai/config/clients/reader.yaml)');
+    expect(result.caller.context?.parent?.label).toBe('policy test');
+  });
+});
+
+describe('the key store', () => {
+  it('refuses bad client names and unknown ids with the fix', async () => {
+    await expect(createKey(file, 'bad name')).rejects.toThrow(/client name "bad name" is not valid: use 1 to 64 letters/);
+    await expect(revokeKeys(file, 'nobody')).rejects.toThrow(/no key or client named "nobody"; `kiwi keys list`/);
+  });
+
+  it('reads a hand-edited or foreign file as an error that says so', async () => {
+    mkdirSync(path.dirname(file), { recursive: true });
+    writeFileSync(file, JSON.stringify({ version: 1, keys: [{ id: 'key_00000000', client: 'x', hash: 'md5:abc', created: 'now' }] }));
+    await expect(readKeyFile(file)).rejects.toThrow(/keys.0.hash .*do not edit it by hand/);
+  });
+});
+
+describe('isLoopbackHost', () => {
+  it('knows the loopback names and addresses, and nothing else', () => {
+    for (const h of ['localhost', '127.0.0.1', '127.1.2.3', '::1', '[::1]', '::ffff:127.0.0.1']) expect(isLoopbackHost(h), h).toBe(true);
+    for (const h of ['0.0.0.0', '::', '10.0.0.5', 'gateway.internal', '128.0.0.1', 'localhost.evil.example']) expect(isLoopbackHost(h), h).toBe(false);
+  });
+});

@@ -1,0 +1,74 @@
+import { Hono } from 'hono';
+import { describe, expect, it } from 'vitest';
+import type { AuthHeaders, ClientAuth } from '../../src/clients/client-auth.js';
+import { createRequestGuard, hostAllowed } from '../../src/http/request-guard.js';
+
+/** Two clients by key: "a" and "b". */
+const auth: ClientAuth = {
+  async authenticate(headers: AuthHeaders) {
+    const key = headers.authorization?.replace(/^Bearer /, '') ?? headers.apiKey;
+    return key === 'a' || key === 'b' ? { ok: true, caller: { client: key } } : { ok: false, status: 401, message: 'needs a key' };
+  },
+  mode: async () => ({ mode: 'keys', activeKeys: 2, clients: 2 }),
+};
+
+function app(maxConcurrentPerClient: number) {
+  const guard = createRequestGuard({ allowedHosts: ['localhost'], allowedOrigins: [], auth, maxConcurrentPerClient });
+  const gates: (() => void)[] = [];
+  const hono = new Hono();
+  hono.use('*', guard.middleware);
+  // Holds each request's body open until the test releases it, like a long stream.
+  hono.post('/v1/chat/completions', (c) => {
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode('data: {}\n\n'));
+        gates.push(() => controller.close());
+      },
+    });
+    return c.body(body, 200, { 'content-type': 'text/event-stream' });
+  });
+  hono.all('/mcp', (c) => c.json({ ok: true }));
+  return { hono, guard, gates };
+}
+
+const post = (hono: Hono, key: string, path = '/v1/chat/completions') => hono.request(path, { method: 'POST', headers: { authorization: `Bearer ${key}` } });
+
+describe('request guard', () => {
+  it("caps each client's requests in flight (streams count until they end), answers 429 with Retry-After, and leaves other clients alone", async () => {
+    const { hono, guard, gates } = app(2);
+    const open = [await post(hono, 'a'), await post(hono, 'a')];
+    expect(open.map((r) => r.status)).toEqual([200, 200]);
+    const third = await post(hono, 'a');
+    expect(third.status).toBe(429);
+    expect(third.headers.get('retry-after')).toBe('1');
+    expect(((await third.json()) as { error: { type: string; message: string } }).error).toMatchObject({ type: 'rate_limit_error', message: expect.stringMatching(/Client a already has 2 requests running.*max_concurrent_requests_per_client/) });
+    expect((await post(hono, 'b')).status).toBe(200);
+    expect(guard.running()).toEqual({ a: 2, b: 1 });
+    // A stream that ends frees its slot.
+    gates[0]?.();
+    await open[0]?.text();
+    expect((await post(hono, 'a')).status).toBe(200);
+  });
+
+  it('answers refusals on /mcp as JSON-RPC, and 401 with WWW-Authenticate', async () => {
+    const { hono } = app(2);
+    const res = await hono.request('/mcp', { method: 'POST' });
+    expect(res.status).toBe(401);
+    expect(res.headers.get('www-authenticate')).toMatch(/^Bearer realm=/);
+    expect(await res.json()).toEqual({ jsonrpc: '2.0', error: { code: -32001, message: 'needs a key' }, id: null });
+  });
+});
+
+describe('hostAllowed', () => {
+  it('matches names on any port, name:port on that port only, IPv6 in brackets, and * for any', () => {
+    expect(hostAllowed('localhost:8787', ['localhost'])).toBe(true);
+    expect(hostAllowed('LOCALHOST', ['localhost'])).toBe(true);
+    expect(hostAllowed('[::1]:8787', ['[::1]'])).toBe(true);
+    expect(hostAllowed('gw.internal:8787', ['gw.internal:8787'])).toBe(true);
+    expect(hostAllowed('gw.internal:9999', ['gw.internal:8787'])).toBe(false);
+    expect(hostAllowed('localhost.evil.example', ['localhost'])).toBe(false);
+    expect(hostAllowed('evil.example', ['localhost', '127.0.0.1'])).toBe(false);
+    expect(hostAllowed('', ['localhost'])).toBe(false);
+    expect(hostAllowed('anything:1', ['*'])).toBe(true);
+  });
+});

@@ -12,7 +12,11 @@ export type LoopMode = 'execute' | 'resolve-only';
 export interface LoopLimits {
   /** Upstream requests in one client request (the first included). */
   maxTurns: number;
-  /** Intents resolved (and, in execute mode, run) in one client request. */
+  /**
+   * Intents one client request may have: each counts, whether it ran, was denied, was not
+   * resolved or was refused as a repeat. Past it an intent is not even resolved, and the request
+   * ends after that turn.
+   */
   maxToolCalls: number;
   /** Wall time of one client request, upstream and tools included. */
   maxDurationMs: number;

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { createCounters, type Counters } from '../prefetch/counters.js';
-import { createPrefetchDispatcher } from '../prefetch/dispatcher.js';
+import { createPrefetchDispatcher, DEFAULT_MAX_SPECULATIONS } from '../prefetch/dispatcher.js';
 import { createPrefetchCache } from '../prefetch/prefetch-cache.js';
 import { createPrefetchRequest } from '../prefetch/prefetch-request.js';
 import { createPrefetchingResolver } from '../prefetch/prefetching-resolver.js';
@@ -10,7 +10,7 @@ import type { Project } from '../project.js';
 import type { ResolverRuntime } from '../resolver-runtime.js';
 import type { AgentLoopDeps } from './agent-loop.js';
 import type { PrefetchConfig } from './gateway-config.js';
-import type { LoopMode } from './loop-types.js';
+import type { LoopLimits, LoopMode } from './loop-types.js';
 
 /** Where `kiwi predictor train` writes the transition model, and where the gateway keeps learning it. */
 export function predictorFile(root: string): string {
@@ -24,9 +24,10 @@ export interface GatewayPrefetch {
   transitions: LearnedTransitionModel;
   /**
    * How one request resolves and calls: through the prefetch cache when prefetch is on. In
-   * resolve-only mode the client runs the tools, so nothing is run speculatively for it.
+   * resolve-only mode the client runs the tools, so nothing is run speculatively for it. A request
+   * starts at most 8 speculative runs, and never more than its `maxToolCalls` when given.
    */
-  forRequest(mode: LoopMode): RequestDeps;
+  forRequest(mode: LoopMode, limits?: Pick<LoopLimits, 'maxToolCalls'>): RequestDeps;
   /** Saves what the transition model learned while serving (when it learned anything). */
   close(): Promise<void>;
 }
@@ -54,7 +55,7 @@ export async function openGatewayPrefetch(options: GatewayPrefetchOptions): Prom
   const prefetching = createPrefetchingResolver({ resolver: runtime.resolver, cache, counters, tools: project.registry.tools, minCosine: config.minCosine });
   const proxy = project.proxy;
 
-  function forRequest(mode: LoopMode): RequestDeps {
+  function forRequest(mode: LoopMode, limits?: Pick<LoopLimits, 'maxToolCalls'>): RequestDeps {
     if (!config.enabled) return { resolve: (intent, o) => runtime.resolver.resolve(intent, o), call: (c) => proxy.call(c) };
     const dispatcher = createPrefetchDispatcher({
       predictor,
@@ -66,6 +67,7 @@ export async function openGatewayPrefetch(options: GatewayPrefetchOptions): Prom
       counters,
       concurrency: config.concurrency,
       speculate: config.speculate && mode === 'execute',
+      maxSpeculations: Math.min(DEFAULT_MAX_SPECULATIONS, limits?.maxToolCalls ?? DEFAULT_MAX_SPECULATIONS),
       ...(options.log ? { log: options.log } : {}),
     });
     let previous: string | null = null;

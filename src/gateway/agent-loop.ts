@@ -6,6 +6,7 @@ import type { CallOutcome, ToolCall } from '../proxy/tool-proxy.js';
 import type { Resolution } from '../resolver/types.js';
 import { feedbackMessage, limitNotice } from './agent-feedback.js';
 import { createIntentWorker } from './intent-worker.js';
+import { createOutbox } from './outbox.js';
 import { DEFAULT_LOOP_LIMITS, type LimitName, type LoopEvent, type LoopLimits, type LoopMode, type LoopRunOptions } from './loop-types.js';
 import { textTail } from '../text-tail.js';
 
@@ -36,7 +37,6 @@ export interface LoopObserver {
 /** How much recent conversation the resolver gets as context: the user's request and this turn's text before the intent. */
 const MAX_CONTEXT_CHARS = 4000;
 
-const WAKE = Symbol('wake');
 type Stop = 'client' | 'duration' | 'consumer' | 'failure';
 
 /**
@@ -74,20 +74,8 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
   options.signal?.addEventListener('abort', onClientAbort, { once: true });
   const timer = setTimeout(() => halt('duration'), limits.maxDurationMs);
 
-  // Events from the stream reader and the intent worker, in the order they happened.
-  let outbox: LoopEvent[] = [];
-  let wake: (() => void) | undefined;
-  const notify = (): void => {
-    wake?.();
-    wake = undefined;
-  };
-  const push = (event: LoopEvent): void => {
-    outbox.push(event);
-    notify();
-  };
-  const ready = (): Promise<typeof WAKE> => (outbox.length > 0 ? Promise.resolve(WAKE) : new Promise((resolve) => (wake = () => resolve(WAKE))));
-
-  let failure: { error: unknown } | undefined;
+  const outbox = createOutbox();
+  const { push, until } = outbox;
   let limit: LimitName | undefined; // turns or duration; the worker holds the intent limits
   const worker = createIntentWorker({
     resolve: deps.resolve,
@@ -100,30 +88,11 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
     signal,
     push,
     onFailure(error) {
-      failure ??= { error };
+      outbox.fail(error);
       halt('failure');
-      notify();
     },
   });
   let intentCount = 0;
-
-  /** Yields outbox events until `promise` settles, then returns its value or throws its error. */
-  async function* until<T>(promise: Promise<T>): AsyncGenerator<LoopEvent, T> {
-    const settled = promise.then(
-      (value) => ({ ok: true as const, value }),
-      (error: unknown) => ({ ok: false as const, error }),
-    );
-    for (;;) {
-      const r = await Promise.race([settled, ready()]);
-      const events = outbox;
-      outbox = [];
-      yield* events;
-      if (failure) throw failure.error;
-      if (r === WAKE) continue;
-      if (r.ok) return r.value;
-      throw r.error;
-    }
-  }
 
   const messages = withInstructions(request.messages, instructions);
   const lastUser = [...request.messages].reverse().find((m) => m.role === 'user')?.content ?? '';
@@ -213,7 +182,7 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
     if (stopped) yield { type: 'text', text: limitNotice(stopped, limits) };
     yield finish();
   } catch (error) {
-    if (failure) throw failure.error;
+    if (outbox.failure) throw outbox.failure.error;
     if (stop === 'client') throw cancelledByClient(error);
     if (stop !== 'duration') throw error;
     // Out of time: the cancelled tool calls still report their results, then the loop finishes.

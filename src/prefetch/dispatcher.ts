@@ -119,21 +119,20 @@ export function createPrefetchDispatcher(deps: PrefetchDispatcherDeps): Prefetch
       const tool = deps.tools.get(prediction.tool);
       if (tool?.mutatesState !== false) continue; // unknown counts as mutating
       if (!cache.canSpeculate()) return;
-      if (started >= maxSpeculations) return refuse();
+      if (started >= maxSpeculations) {
+        counters.speculativeRefused++;
+        return;
+      }
       const resolution = await deps.resolver.complete(snapshot.query, focus(entry.retrieval, prediction), { signal, rulesOnly: true });
       if (signal.aborted) return;
       if (resolution.status !== 'resolved' || resolution.call.tool !== prediction.tool) continue;
       if (!closedValues(snapshot.query, resolution.call, tool)) {
-        refuse();
+        counters.speculativeRefused++;
         continue;
       }
       if (!startSpeculation(entry, resolution.call)) return;
     }
   }
-
-  const refuse = (): void => {
-    counters.speculativeRefused++;
-  };
 
   /** Starts `call` speculatively when it is read-only and not already running; false when no more may start. */
   function startSpeculation(entry: PrefetchEntry, call: ToolCallSpec): boolean {
@@ -143,7 +142,7 @@ export function createPrefetchDispatcher(deps: PrefetchDispatcherDeps): Prefetch
     const argsKey = canonicalJson(args);
     if (cache.findSpeculation(tool, argsKey, deps.session)) return true; // an earlier snapshot already runs it
     if (started >= maxSpeculations) {
-      refuse();
+      counters.speculativeRefused++;
       return false;
     }
     const speculation = cache.speculate(entry, {

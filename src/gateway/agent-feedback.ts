@@ -1,3 +1,4 @@
+import { createDataFence, type DataFenceOptions } from '../data-fence.js';
 import { DEFAULT_MARKER } from '../intent/intent-marker.js';
 import type { CallOutcome } from '../proxy/tool-proxy.js';
 import type { ToolCallSpec } from '../resolver/types.js';
@@ -46,34 +47,60 @@ export function shownResult(outcome: CallOutcome, maxChars: number): ShownResult
 
 export interface FeedbackOptions {
   maxResultChars: number;
+  /**
+   * What the results of one message may add up to (default 4 × maxResultChars): a result past it
+   * is cut, or left out with a note. The rest is bounded by the items (at most maxToolCalls a
+   * turn) and the size of an intent.
+   */
+  maxChars?: number;
   marker?: string;
+  fence?: DataFenceOptions;
 }
 
-/** ONE user message with the results of every intent of the agent's last turn, in order. */
+/** A result cut to less than this would say nothing: it is left out with a note instead. */
+const MIN_SHOWN_CHARS = 64;
+
+/**
+ * ONE user message with the results of every intent of the agent's last turn, in order. Tool
+ * output and tool errors go between fences with a token drawn for this message (see
+ * data-fence.ts): a result cannot end its fence early or forge the block of another intent.
+ */
 export function feedbackMessage(items: readonly FeedbackItem[], options: FeedbackOptions): string {
   const marker = options.marker ?? DEFAULT_MARKER;
+  const maxChars = options.maxChars ?? 4 * options.maxResultChars;
+  const shown = items.map((item) => (item.kind === 'outcome' ? shownResult(item.outcome, options.maxResultChars) : undefined));
+  // Drawn against everything in the message, the agent's own intents included, not only what goes inside.
+  const fence = createDataFence([...items.map((item) => item.intent), ...shown.map((r) => r?.text ?? '')], options.fence);
+  let room = maxChars;
   const parts = items.map((item, i) => {
     const head = `[${i + 1}] Intent: ${item.intent}`;
-    return item.kind === 'unresolved' ? [head, ...unresolvedLines(item, marker)].join('\n') : [head, ...outcomeLines(item, options.maxResultChars)].join('\n');
+    if (item.kind === 'unresolved') return [head, ...unresolvedLines(item, marker)].join('\n');
+    const { status, text } = shown[i] as ShownResult;
+    if (status === 'denied') return [head, ...outcomeLines(item, text)].join('\n');
+    const kept = text.length <= room ? text : room >= MIN_SHOWN_CHARS ? capText(text, room) : undefined;
+    room -= kept?.length ?? 0;
+    const body = kept === undefined ? `(left out: the results in this message reached their limit of ${maxChars} characters)` : fence.wrap(kept);
+    return [head, ...outcomeLines(item, body)].join('\n');
   });
   const count = items.length === 1 ? 'the tool intent' : `the ${items.length} tool intents`;
+  const fenced = shown.some((r) => r !== undefined && r.status !== 'denied');
   return [
-    `Results of ${count} in your last reply, from the Kiwi gateway:`,
+    `Results of ${count} in your last reply, from the Kiwi gateway.${fenced ? ` ${fence.notice}` : ''}`,
     ...parts,
     'Continue from here: use these results, write further intents if you need more, or give your final answer.',
   ].join('\n\n');
 }
 
-function outcomeLines(item: Extract<FeedbackItem, { kind: 'outcome' }>, maxChars: number): string[] {
+/** `body`: the result or error text, fenced (or the note that it was left out); a denial's reason is the gateway's own words, unfenced. */
+function outcomeLines(item: Extract<FeedbackItem, { kind: 'outcome' }>, body: string): string[] {
   const { call, outcome } = item;
   const lines = [`Call: ${call.tool} ${JSON.stringify(call.arguments)}`];
-  const shown = shownResult(outcome, maxChars);
   if (outcome.status === 'ok') {
-    lines.push(outcome.result.isError ? 'Result (the tool reported an error):' : 'Result:', shown.text);
+    lines.push(outcome.result.isError ? 'Result (the tool reported an error):' : 'Result:', body);
   } else if (outcome.status === 'denied') {
-    lines.push(`Denied: ${shown.text}`, 'Do not retry the same call: it will be denied again. Find another way, or tell the user what you could not do and why.');
+    lines.push(`Denied: ${body}`, 'Do not retry the same call: it will be denied again. Find another way, or tell the user what you could not do and why.');
   } else {
-    lines.push(`Failed: ${shown.text}`);
+    lines.push('Failed:', body);
   }
   if (outcome.stuck) {
     lines.push('Note: this exact call repeats one you have already made several times. Do not make it again: use the result you have, change your approach, or answer.');
@@ -99,9 +126,9 @@ function unresolvedLines(item: Extract<FeedbackItem, { kind: 'unresolved' }>, ma
   return lines;
 }
 
-/** Why an intent over `maxToolCalls` was not run. */
+/** Why an intent over `maxToolCalls` was neither resolved nor run. */
 export function toolCallLimitReason(maxToolCalls: number): string {
-  return `this request already made its limit of ${maxToolCalls} tool calls, so the gateway did not run this one`;
+  return `this request already had its limit of ${maxToolCalls} tool intents (run, denied, unresolved or refused alike), so the gateway did not resolve or run this one`;
 }
 
 /** Why a call that repeats was not run (it was asked for `times` times in this request). */
@@ -112,7 +139,7 @@ export function repeatReason(call: ToolCallSpec, times: number): string {
 /** The `limits` key in .ai/config/gateway.yaml for each limit, and what reaching it means. */
 const LIMIT_WORDS: Record<LimitName, { key: string; what: (l: LoopLimits) => string }> = {
   turns: { key: 'max_turns', what: (l) => `the agent used all ${l.maxTurns} model turns one request may take` },
-  tool_calls: { key: 'max_tool_calls', what: (l) => `the agent asked for more than the ${l.maxToolCalls} tool calls one request may make` },
+  tool_calls: { key: 'max_tool_calls', what: (l) => `the agent wrote more than the ${l.maxToolCalls} tool intents one request may have (each counts, run or not)` },
   duration: { key: 'max_duration_ms', what: (l) => `the request ran longer than its time limit of ${formatMs(l.maxDurationMs)}` },
   repeats: { key: 'max_repeats', what: (l) => `the agent asked for the same tool call ${l.maxRepeats} times, which looks like a loop` },
 };

@@ -1,16 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import { canonicalJson } from '../canonical-json.js';
 import { KiwiError } from '../errors.js';
 import { createIntentScanner, intentInstructions, type ScanEvent } from '../intent/intent-scanner.js';
 import type { ChatEvent, ChatMessage, ChatProvider, ChatRequest, ChatUsage, FinishReason } from '../llm/types.js';
 import type { CallOutcome, ToolCall } from '../proxy/tool-proxy.js';
 import type { Resolution } from '../resolver/types.js';
-import { feedbackMessage, limitNotice, repeatReason, shownResult, toolCallLimitReason, type FeedbackItem } from './agent-feedback.js';
-import { DEFAULT_LOOP_LIMITS, type LimitName, type LoopEvent, type LoopLimits, type LoopMode, type LoopRunOptions } from './loop-types.js';
+import { feedbackMessage, limitNotice } from './agent-feedback.js';
+import { createIntentWorker } from './intent-worker.js';
+import { createOutbox } from './outbox.js';
+import { DEFAULT_LOOP_LIMITS, type LimitName, type LoopCall, type LoopEvent, type LoopLimits, type LoopMode, type LoopRunOptions } from './loop-types.js';
 import { textTail } from '../text-tail.js';
-
-/** A call as the loop makes it: who it is for is bound by whoever runs the loop. */
-export type LoopCall = Pick<ToolCall, 'tool' | 'args' | 'source' | 'signal'>;
 
 export interface AgentLoopDeps {
   provider: ChatProvider;
@@ -38,7 +36,6 @@ export interface LoopObserver {
 /** How much recent conversation the resolver gets as context: the user's request and this turn's text before the intent. */
 const MAX_CONTEXT_CHARS = 4000;
 
-const WAKE = Symbol('wake');
 type Stop = 'client' | 'duration' | 'consumer' | 'failure';
 
 /**
@@ -51,8 +48,9 @@ type Stop = 'client' | 'duration' | 'consumer' | 'failure';
  * running tool are cancelled and the iterator throws TOOL_CANCELLED (an abort is not a normal
  * end, so there is no `finish`). When the consumer stops iterating, everything in flight is
  * cancelled and awaited before `return()` settles. Upstream and resolver failures are thrown.
- * Event `index`es count intents across the whole request. A call asked for the `maxRepeats`-th
- * time is not run: it is reported as `unresolved` and the request ends after that turn.
+ * Event `index`es count intents across the whole request. Every intent counts toward
+ * `maxToolCalls`, and one asked for the `maxRepeats`-th time is not run (see intent-worker.ts):
+ * either ends the request after that turn.
  */
 export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, options: LoopRunOptions): AsyncGenerator<LoopEvent> {
   const limits = checkLimits(deps.limits);
@@ -75,98 +73,24 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
   options.signal?.addEventListener('abort', onClientAbort, { once: true });
   const timer = setTimeout(() => halt('duration'), limits.maxDurationMs);
 
-  // Events from the stream reader and the intent worker, in the order they happened.
-  let outbox: LoopEvent[] = [];
-  let wake: (() => void) | undefined;
-  const notify = (): void => {
-    wake?.();
-    wake = undefined;
-  };
-  const push = (event: LoopEvent): void => {
-    outbox.push(event);
-    notify();
-  };
-  const ready = (): Promise<typeof WAKE> => (outbox.length > 0 ? Promise.resolve(WAKE) : new Promise((resolve) => (wake = () => resolve(WAKE))));
-
-  let failure: { error: unknown } | undefined;
-  let limit: LimitName | undefined;
-  let toolCalls = 0;
+  const outbox = createOutbox();
+  const { push, until } = outbox;
+  let limit: LimitName | undefined; // turns or duration; the worker holds the intent limits
+  const worker = createIntentWorker({
+    resolve: deps.resolve,
+    call: deps.call,
+    limits,
+    mode,
+    newId,
+    now,
+    signal,
+    push,
+    onFailure(error) {
+      outbox.fail(error);
+      halt('failure');
+    },
+  });
   let intentCount = 0;
-  const repeats = new Map<string, number>();
-  let queue: Promise<void> = Promise.resolve();
-  let items: FeedbackItem[] = [];
-  let handedOut = 0;
-
-  const skip = (index: number, intent: string, reason: string, candidates: string[]): void => {
-    push({ type: 'unresolved', index, intent, reason, missing: [], candidates });
-    items.push({ kind: 'unresolved', intent, reason, missing: [], candidates });
-  };
-
-  async function work(index: number, intent: string, context: string): Promise<void> {
-    if (signal.aborted) return;
-    if (toolCalls >= limits.maxToolCalls) {
-      limit ??= 'tool_calls';
-      return skip(index, intent, toolCallLimitReason(limits.maxToolCalls), []);
-    }
-    const resolution = await deps.resolve(intent, { context, signal });
-    if (signal.aborted) return;
-    if (resolution.status === 'unresolved') {
-      const candidates = resolution.candidates.slice(0, 3).map((c) => c.tool);
-      const { reason, missing } = resolution;
-      push({ type: 'unresolved', index, intent, reason, missing, candidates });
-      items.push({ kind: 'unresolved', intent, reason, missing, candidates });
-      return;
-    }
-    const { call } = resolution;
-    const key = `${call.tool}\u0000${canonicalJson(call.arguments)}`;
-    const times = (repeats.get(key) ?? 0) + 1;
-    repeats.set(key, times);
-    if (times >= limits.maxRepeats) {
-      limit ??= 'repeats';
-      return skip(index, intent, repeatReason(call, times), [call.tool]);
-    }
-    toolCalls++;
-    const callId = `call_${newId()}`;
-    push({ type: 'call', index, callId, intent, call, confidence: resolution.confidence });
-    if (mode === 'resolve-only') {
-      handedOut++;
-      return;
-    }
-    const t0 = now();
-    const outcome = await deps.call({ tool: call.tool, args: call.arguments, source: 'gateway', signal });
-    const shown = shownResult(outcome, limits.maxResultChars);
-    push({ type: 'result', index, callId, tool: call.tool, ...shown, durationMs: Math.max(0, now() - t0) });
-    items.push({ kind: 'outcome', intent, call, outcome });
-  }
-
-  const enqueue = (index: number, intent: string, context: string): void => {
-    queue = queue.then(() =>
-      work(index, intent, context).catch((error: unknown) => {
-        if (signal.aborted) return; // cancelled work ends quietly; the loop reports why it stopped
-        failure ??= { error };
-        halt('failure');
-        notify();
-      }),
-    );
-  };
-
-  /** Yields outbox events until `promise` settles, then returns its value or throws its error. */
-  async function* until<T>(promise: Promise<T>): AsyncGenerator<LoopEvent, T> {
-    const settled = promise.then(
-      (value) => ({ ok: true as const, value }),
-      (error: unknown) => ({ ok: false as const, error }),
-    );
-    for (;;) {
-      const r = await Promise.race([settled, ready()]);
-      const events = outbox;
-      outbox = [];
-      yield* events;
-      if (failure) throw failure.error;
-      if (r === WAKE) continue;
-      if (r.ok) return r.value;
-      throw r.error;
-    }
-  }
 
   const messages = withInstructions(request.messages, instructions);
   const lastUser = [...request.messages].reverse().find((m) => m.role === 'user')?.content ?? '';
@@ -175,7 +99,11 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
   let reason: FinishReason = 'other';
   let upstream: AsyncIterator<ChatEvent> | undefined;
   let reading: Promise<unknown> | undefined;
-  const finish = (): LoopEvent => ({ type: 'finish', reason, usage: { ...usage }, turns, toolCalls, ...(limit ? { limit } : {}) });
+  const stoppedBy = (): LimitName | undefined => limit ?? worker.limit;
+  const finish = (): LoopEvent => {
+    const stopped = stoppedBy();
+    return { type: 'finish', reason, usage: { ...usage }, turns, toolCalls: worker.toolCalls, ...(stopped ? { limit: stopped } : {}) };
+  };
 
   // `start` waits for the upstream's first event: a refused upstream request (401, 429, an
   // unknown model) then fails before any event, and the edge can still answer with its status.
@@ -192,8 +120,6 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
       turns++;
       if (turns > 1) yield { type: 'turn', turn: turns };
       reason = 'other';
-      items = [];
-      handedOut = 0;
       const scanner = createIntentScanner(markerOption);
       let turnText = '';
       let recent = '';
@@ -205,7 +131,7 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
             intents++;
             push({ type: 'intent', index, text: e.text, raw: e.raw });
             deps.observer?.onIntent(e.text);
-            enqueue(index, e.text, resolveContext(lastUser, recent));
+            worker.enqueue(index, e.text, resolveContext(lastUser, recent));
           } else {
             const text = e.type === 'text' ? e.text : e.raw;
             push({ type: 'text', text });
@@ -234,28 +160,31 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
         }
       }
       scanned(scanner.end());
-      yield* until(queue);
+      yield* until(worker.drained());
+      const report = worker.endTurn();
       if (intents === 0) break;
-      if (mode === 'resolve-only' && handedOut > 0) {
+      if (mode === 'resolve-only' && report.handedOut > 0) {
         reason = 'tool_calls';
         break;
       }
-      if (limit) break;
+      if (worker.limit) break;
       if (turns >= limits.maxTurns) {
         limit = 'turns';
         break;
       }
-      messages.push({ role: 'assistant', content: turnText }, { role: 'user', content: feedbackMessage(items, { maxResultChars: limits.maxResultChars, ...markerOption }) });
+      const feedback = feedbackMessage(report.items, { maxResultChars: limits.maxResultChars, ...markerOption });
+      messages.push({ role: 'assistant', content: turnText }, { role: 'user', content: feedback });
     }
     yield* start();
-    if (limit) yield { type: 'text', text: limitNotice(limit, limits) };
+    const stopped = stoppedBy();
+    if (stopped) yield { type: 'text', text: limitNotice(stopped, limits) };
     yield finish();
   } catch (error) {
-    if (failure) throw failure.error;
+    if (outbox.failure) throw outbox.failure.error;
     if (stop === 'client') throw cancelledByClient(error);
     if (stop !== 'duration') throw error;
     // Out of time: the cancelled tool calls still report their results, then the loop finishes.
-    yield* until(queue);
+    yield* until(worker.drained());
     yield* start();
     limit = 'duration';
     reason = 'other';
@@ -268,7 +197,7 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
     deps.observer?.end();
     await reading?.then(noop, noop);
     await upstream?.return?.().then(noop, noop);
-    await queue;
+    await worker.drained();
   }
 }
 

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { createCounters, type Counters } from '../prefetch/counters.js';
-import { createPrefetchDispatcher } from '../prefetch/dispatcher.js';
+import { createPrefetchDispatcher, DEFAULT_MAX_SPECULATIONS } from '../prefetch/dispatcher.js';
 import { createPrefetchCache } from '../prefetch/prefetch-cache.js';
 import { createPrefetchRequest } from '../prefetch/prefetch-request.js';
 import { createPrefetchingResolver } from '../prefetch/prefetching-resolver.js';
@@ -10,9 +10,9 @@ import type { Project } from '../project.js';
 import type { ResolverRuntime } from '../resolver-runtime.js';
 import type { Caller } from '../proxy/caller.js';
 import type { ToolCall } from '../proxy/tool-proxy.js';
-import type { AgentLoopDeps, LoopCall } from './agent-loop.js';
+import type { AgentLoopDeps } from './agent-loop.js';
 import type { PrefetchConfig } from './gateway-config.js';
-import type { LoopMode } from './loop-types.js';
+import type { LoopCall, LoopMode } from './loop-types.js';
 
 /** Where `kiwi predictor train` writes the transition model, and where the gateway keeps learning it. */
 export function predictorFile(root: string): string {
@@ -21,14 +21,25 @@ export function predictorFile(root: string): string {
 
 export type RequestDeps = Pick<AgentLoopDeps, 'resolve' | 'call' | 'observer'>;
 
+export interface PrefetchRequestOptions {
+  mode: LoopMode;
+  /** Whose request it is: its calls, speculative ones included, are checked and counted as this client's. */
+  caller: Caller;
+  /** The conversation the audit files its calls under. */
+  conversation: string;
+  /** The request's tool-call limit: it never starts more speculative runs than that. */
+  maxToolCalls?: number;
+}
+
 export interface GatewayPrefetch {
   counters: Counters;
   transitions: LearnedTransitionModel;
   /**
    * How one request resolves and calls: through the prefetch cache when prefetch is on. In
-   * resolve-only mode the client runs the tools, so nothing is run speculatively for it.
+   * resolve-only mode the client runs the tools, so nothing is run speculatively for it. A request
+   * starts at most 8 speculative runs, and never more than its `maxToolCalls` when given.
    */
-  forRequest(mode: LoopMode, caller: Caller, conversation: string): RequestDeps;
+  forRequest(request: PrefetchRequestOptions): RequestDeps;
   /** Saves what the transition model learned while serving (when it learned anything). */
   close(): Promise<void>;
 }
@@ -56,7 +67,7 @@ export async function openGatewayPrefetch(options: GatewayPrefetchOptions): Prom
   const prefetching = createPrefetchingResolver({ resolver: runtime.resolver, cache, counters, tools: project.registry.tools, minCosine: config.minCosine });
   const proxy = project.proxy;
 
-  function forRequest(mode: LoopMode, caller: Caller, conversation: string): RequestDeps {
+  function forRequest({ mode, caller, conversation, maxToolCalls }: PrefetchRequestOptions): RequestDeps {
     const bind = (c: LoopCall): ToolCall => ({ ...c, session: conversation, client: caller.client, ...(caller.context ? { context: caller.context } : {}) });
     if (!config.enabled) return { resolve: (intent, o) => runtime.resolver.resolve(intent, o), call: (c) => proxy.call(bind(c)) };
     const dispatcher = createPrefetchDispatcher({
@@ -70,6 +81,7 @@ export async function openGatewayPrefetch(options: GatewayPrefetchOptions): Prom
       counters,
       concurrency: config.concurrency,
       speculate: config.speculate && mode === 'execute',
+      maxSpeculations: Math.min(DEFAULT_MAX_SPECULATIONS, maxToolCalls ?? DEFAULT_MAX_SPECULATIONS),
       ...(options.log ? { log: options.log } : {}),
     });
     let previous: string | null = null;

@@ -1,5 +1,6 @@
 import type { ChatRequest, ChatUsage, FinishReason } from '../llm/types.js';
 import type { Caller } from '../proxy/caller.js';
+import type { ToolCall } from '../proxy/tool-proxy.js';
 import type { ToolCallSpec } from '../resolver/types.js';
 
 /**
@@ -7,13 +8,20 @@ import type { ToolCallSpec } from '../resolver/types.js';
  * The loop speaks only these events; each edge renders them in its client's wire format.
  */
 
+/** A call as the loop makes it: who it is for is bound by whoever runs the loop. */
+export type LoopCall = Pick<ToolCall, 'tool' | 'args' | 'source' | 'signal'>;
+
 /** `execute`: the gateway runs each intent. `resolve-only`: intents become native tool calls for the client to run. */
 export type LoopMode = 'execute' | 'resolve-only';
 
 export interface LoopLimits {
   /** Upstream requests in one client request (the first included). */
   maxTurns: number;
-  /** Intents resolved (and, in execute mode, run) in one client request. */
+  /**
+   * Intents one client request may have: each counts, whether it ran, was denied, was not
+   * resolved or was refused as a repeat. Past it an intent is not even resolved, and the request
+   * ends after that turn.
+   */
   maxToolCalls: number;
   /** Wall time of one client request, upstream and tools included. */
   maxDurationMs: number;

@@ -71,7 +71,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
       const loop = runAgentLoop(
         {
           provider: route.provider,
-          ...prefetch.forRequest(run.mode, run.caller, run.conversation),
+          ...prefetch.forRequest({ mode: run.mode, caller: run.caller, conversation: run.conversation, maxToolCalls: config.limits.maxToolCalls }),
           limits: config.limits,
         },
         { ...request, model: route.model, ...(request.extra ? { extra: passThrough(request.extra, NATIVE_TOOL_FIELDS) } : {}) },

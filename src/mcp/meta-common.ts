@@ -6,6 +6,7 @@ import { realpath } from 'node:fs/promises';
 import path from 'node:path';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+import { createDataFence } from '../data-fence.js';
 import { describeError, isKiwiError, KiwiError } from '../errors.js';
 import type { Project } from '../project.js';
 import type { Caller } from '../proxy/caller.js';
@@ -130,7 +131,12 @@ export async function guard(body: () => Promise<MetaResult>): Promise<MetaResult
   }
 }
 
-/** A tool call's outcome as an MCP result: denials and failures are results with isError, never exceptions. */
+/**
+ * A tool call's outcome as an MCP result: denials and failures are results with isError, never
+ * exceptions. What the tool wrote (its output, or the error it reported) goes between fences
+ * with a token drawn for this result (see data-fence.ts), so the calling agent can tell it from
+ * the gateway's words; a denial is the gateway's own words and is not fenced.
+ */
 export function outcomeResult(outcome: CallOutcome, lead?: string): MetaResult {
   const prefix = lead ? `${lead}\n\n` : '';
   const stuck = outcome.stuck ? `\n\nwarning: ${outcome.tool} was called with the same arguments several times in this session; change approach instead of repeating it.` : '';
@@ -144,14 +150,14 @@ export function outcomeResult(outcome: CallOutcome, lead?: string): MetaResult {
   }
   if (outcome.status === 'error') {
     return {
-      content: [{ type: 'text', text: `${prefix}${outcome.error.code}: ${outcome.error.message}${stuck}` }],
+      content: [{ type: 'text', text: `${prefix}${fenced(`${outcome.error.code}: ${outcome.error.message}`, prefix)}${stuck}` }],
       structuredContent: { status: 'error', error: outcome.error, ...base },
       isError: true,
     };
   }
   const result = outcome.result;
   return {
-    content: [{ type: 'text', text: `${prefix}${result.text === '' ? '(the tool returned no output)' : result.text}${stuck}` }],
+    content: [{ type: 'text', text: `${prefix}${result.text === '' ? '(the tool returned no output)' : fenced(result.text, prefix)}${stuck}` }],
     structuredContent: {
       status: 'ok',
       ...base,
@@ -167,4 +173,10 @@ export function outcomeResult(outcome: CallOutcome, lead?: string): MetaResult {
 /** Who and where a meta-tool's calls run: the session's conversation and client, with the client's own rights. */
 export function callerFields(ctx: MetaContext): Pick<ToolCall, 'session' | 'client' | 'context'> {
   return { session: ctx.session, client: ctx.caller.client, ...(ctx.caller.context ? { context: ctx.caller.context } : {}) };
+}
+
+/** The fence's notice, then `text` fenced; the token is drawn against the lead too, which the agent's intent shapes. */
+function fenced(text: string, lead: string): string {
+  const fence = createDataFence([text, lead]);
+  return `${fence.notice}\n${fence.wrap(text)}`;
 }

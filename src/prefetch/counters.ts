@@ -15,6 +15,7 @@ export function createCounters(): Counters {
     misses: 0,
     wasted: 0,
     speculativeStarted: 0,
+    speculativeRefused: 0,
     speculativeUsed: 0,
     speculativeDiscarded: 0,
     savedMs: 0,

@@ -5,6 +5,7 @@ import type { CallOutcome, ToolCall } from '../proxy/tool-proxy.js';
 import type { Tool } from '../registry/types.js';
 import { normalizeIntent } from '../resolver/resolver.js';
 import type { Retrieval, StagedResolver, ToolCallSpec } from '../resolver/types.js';
+import { closedValues } from './closed-values.js';
 import type { PrefetchCache, PrefetchEntry, Speculation } from './prefetch-cache.js';
 import type { Predictor } from './predictor.js';
 import type { Prediction, PrefetchCounters, Snapshot } from './types.js';
@@ -30,7 +31,10 @@ export interface PrefetchDispatcherDeps {
   threshold?: number;
   /** Run read-only predicted calls ahead (default true). */
   speculate?: boolean;
-  /** Speculative calls this dispatcher (one request) may start in all (default 8). */
+  /**
+   * Speculative calls this dispatcher (one request) may start in all, early calls included
+   * (default 8); a read-only call refused by it is counted in `speculativeRefused`.
+   */
   maxSpeculations?: number;
   /** Told about predictions that failed for another reason than a cancel; prefetch never fails a request. */
   log?: (message: string) => void;
@@ -57,10 +61,12 @@ interface Task {
   previousTool: string | null;
 }
 
+export const DEFAULT_MAX_SPECULATIONS = 8;
+
 export function createPrefetchDispatcher(deps: PrefetchDispatcherDeps): PrefetchDispatcher {
   const concurrency = positiveInt('concurrency', deps.concurrency ?? 2, 1, 64);
   const maxQueued = positiveInt('maxQueued', deps.maxQueued ?? 2, 0, 1000);
-  const maxSpeculations = positiveInt('maxSpeculations', deps.maxSpeculations ?? 8, 0, 1000);
+  const maxSpeculations = positiveInt('maxSpeculations', deps.maxSpeculations ?? DEFAULT_MAX_SPECULATIONS, 0, 1000);
   const threshold = deps.threshold ?? 0.6;
   if (!Number.isFinite(threshold) || threshold < 0 || threshold > 1) {
     throw new KiwiError('INVALID_INPUT', `prefetch threshold must be a number from 0 to 1, got ${String(threshold)}; leave it out for 0.6`);
@@ -106,14 +112,28 @@ export function createPrefetchDispatcher(deps: PrefetchDispatcherDeps): Prefetch
     }
   }
 
+  /**
+   * Runs the confident read-only predictions ahead. Their arguments come from streamed text that
+   * may stop inside a value, so a call runs only when every value is closed in the snapshot (see
+   * closed-values.ts); the search above ran on the partial text anyway, which costs no tool run.
+   */
   async function speculate(snapshot: Snapshot, entry: PrefetchEntry, predictions: Prediction[], signal: AbortSignal): Promise<void> {
     for (const prediction of predictions) {
       if (prediction.confidence < threshold) break; // best first
-      if (deps.tools.get(prediction.tool)?.mutatesState !== false) continue; // unknown counts as mutating
-      if (started >= maxSpeculations || !cache.canSpeculate()) return;
+      const tool = deps.tools.get(prediction.tool);
+      if (tool?.mutatesState !== false) continue; // unknown counts as mutating
+      if (!cache.canSpeculate()) return;
+      if (started >= maxSpeculations) {
+        counters.speculativeRefused++;
+        return;
+      }
       const resolution = await deps.resolver.complete(snapshot.query, focus(entry.retrieval, prediction), { signal, rulesOnly: true });
       if (signal.aborted) return;
       if (resolution.status !== 'resolved' || resolution.call.tool !== prediction.tool) continue;
+      if (!closedValues(snapshot.query, resolution.call, tool)) {
+        counters.speculativeRefused++;
+        continue;
+      }
       if (!startSpeculation(entry, resolution.call)) return;
     }
   }
@@ -122,9 +142,13 @@ export function createPrefetchDispatcher(deps: PrefetchDispatcherDeps): Prefetch
   function startSpeculation(entry: PrefetchEntry, call: ToolCallSpec): boolean {
     const { tool, arguments: args } = call;
     if (deps.tools.get(tool)?.mutatesState !== false) return true; // unknown counts as mutating
-    if (started >= maxSpeculations || !cache.canSpeculate()) return false;
+    if (!cache.canSpeculate()) return false;
     const argsKey = canonicalJson(args);
     if (cache.findSpeculation(tool, argsKey, deps.session)) return true; // an earlier snapshot already runs it
+    if (started >= maxSpeculations) {
+      counters.speculativeRefused++;
+      return false;
+    }
     const speculation = cache.speculate(entry, {
       tool,
       argsKey,

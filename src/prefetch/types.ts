@@ -39,6 +39,11 @@ export interface PrefetchCounters {
   /** Prefetched retrievals that expired or were evicted without ever being used. */
   wasted: number;
   speculativeStarted: number;
+  /**
+   * Confident read-only predictions not run ahead: a value was not closed yet in the streamed
+   * text (a quote still open, or no quote), or the request had started its cap of speculative runs.
+   */
+  speculativeRefused: number;
   speculativeUsed: number;
   /** Speculative results not used: the resolved call differed, they failed, or they expired. */
   speculativeDiscarded: number;

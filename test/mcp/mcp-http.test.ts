@@ -97,7 +97,7 @@ describe('/mcp over Streamable HTTP', () => {
     const r = (await client.callTool({ name: 'resolve', arguments: { intent: 'echo the text "over http"' } })) as CallToolResult;
     expect(r.isError, JSON.stringify(r)).toBe(false);
     expect(r.structuredContent).toMatchObject({ status: 'resolved', call: { tool: 'echo_text', arguments: { text: 'over http' } } });
-    expect(r.content[0]).toMatchObject({ type: 'text', text: expect.stringMatching(/over http$/) });
+    expect(r.content[0]).toMatchObject({ type: 'text', text: expect.stringMatching(/\n<<<DATA (\w+)\nover http\nDATA \1>>>$/) });
   });
 
   it('audits calls of an HTTP session under a session of its own', async () => {

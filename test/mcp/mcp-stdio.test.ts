@@ -81,7 +81,7 @@ describe('kiwi mcp (stdio)', () => {
         arguments: { item_type: 'tool', action: 'run', item_id: 'echo_text', parameters: { text: 'hello over stdio' } },
       })) as CallToolResult;
       expect(ran.isError, text(ran)).toBe(false);
-      expect(text(ran)).toBe('hello over stdio');
+      expect(text(ran)).toMatch(/\n<<<DATA (\w+)\nhello over stdio\nDATA \1>>>$/);
 
       const denied = (await client.callTool({
         name: 'execute',

@@ -183,13 +183,34 @@ describe('prefetch dispatcher', () => {
     world.server.release();
   });
 
-  it('starts at most maxSpeculations speculative calls per dispatcher', async () => {
-    const { counters, dispatcher } = setup({ maxSpeculations: 1 });
+  it('starts at most maxSpeculations speculative calls per dispatcher, early calls included, and counts the ones it refuses', async () => {
+    const { counters, cache, dispatcher } = setup({ maxSpeculations: 1 });
     dispatcher.onSnapshot(snap('I will look up the web domain of "Pied Piper".'), null);
     await dispatcher.idle();
-    dispatcher.onSnapshot(snap('I will look up the web domain of "Aviato".'), null);
+    dispatcher.onSnapshot(snap('I will look up the web domain of "Raviga".'), null);
     await dispatcher.idle();
-    expect(counters).toMatchObject({ prefetches: 2, speculativeStarted: 1 });
+    expect(counters).toMatchObject({ prefetches: 2, speculativeStarted: 1, speculativeRefused: 1 });
+    dispatcher.speculateCall(cache.get('I will look up the web domain of "Raviga".')!, { tool: 'lookup_company_domain', arguments: { company: 'Bachmanity' } });
+    expect(counters).toMatchObject({ speculativeStarted: 1, speculativeRefused: 2 });
+    const ran = (await auditRecords()).filter((r) => r.tool === 'lookup_company_domain').map((r) => r.args);
+    expect(ran).not.toContainEqual({ company: 'Raviga' });
+    expect(ran).not.toContainEqual({ company: 'Bachmanity' });
+  });
+
+  it('searches on text cut inside a value but runs no tool on it: a value must be closed (quoted, quote closed)', async () => {
+    const { counters, cache, dispatcher } = setup();
+    const cut = 'To enrich these leads I will look up the web domain of "Initrode Glob';
+    const bare = 'To enrich these leads I will look up the web domain of Umbrella.';
+    for (const query of [cut, bare]) {
+      dispatcher.onSnapshot(snap(query), null);
+      await dispatcher.idle();
+      expect(cache.get(query)?.retrieval.candidates[0]?.tool, query).toBe('lookup_company_domain');
+      expect(cache.get(query)?.speculations, `no speculative run on "${query}"`).toEqual([]);
+    }
+    expect(counters).toMatchObject({ prefetches: 2, speculativeStarted: 0, speculativeRefused: 2 });
+    const ran = (await auditRecords()).filter((r) => r.tool === 'lookup_company_domain').map((r) => r.args);
+    expect(ran).not.toContainEqual({ company: 'Initrode Glob' });
+    expect(ran).not.toContainEqual({ company: 'Umbrella' });
   });
 
   it('a failing prediction is logged and never thrown', async () => {

@@ -128,4 +128,24 @@ describe('prefetch session', () => {
     session.onIntentProgress(' get the weather forecast for "Oslo"');
     expect(seen.length).toBe(count + 1);
   });
+
+  it('runs a tool ahead on an intent being written only once its value is closed, never on the value cut mid-quote', async () => {
+    const { dispatcher, seen, counters, cache } = setup();
+    const session = createPrefetchSession({ dispatcher });
+    const intent = 'look up the web domain of "Globex International Holdings"';
+    let partial = '';
+    for (const piece of intent.match(/.{1,5}/gs) ?? []) {
+      partial += piece;
+      session.onIntentProgress(partial);
+      await dispatcher.idle();
+    }
+    const cut = seen.map((x) => x.snapshot.query).filter((q) => !q.endsWith('"'));
+    expect(cut.length, 'snapshots of the intent cut inside its value were searched').toBeGreaterThan(0);
+    for (const q of cut) expect(cache.get(q)?.speculations ?? [], q).toEqual([]);
+    const speculations = cache.get(intent)?.speculations ?? [];
+    expect(speculations.map((x) => x.argsKey)).toEqual(['{"company":"Globex International Holdings"}']);
+    expect(counters.speculativeStarted).toBe(1);
+    expect(counters.speculativeRefused).toBeGreaterThanOrEqual(1);
+    await speculations[0]?.outcome;
+  });
 });

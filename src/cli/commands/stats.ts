@@ -22,6 +22,7 @@ const PREFETCH_ROWS: [key: string, label: string, format?: (n: number) => string
   ['misses', 'misses'],
   ['wasted', 'wasted'],
   ['speculativeStarted', 'speculative started'],
+  ['speculativeRefused', 'speculative refused'],
   ['speculativeUsed', 'speculative used'],
   ['speculativeDiscarded', 'speculative discarded'],
   ['savedMs', 'time saved', ms],

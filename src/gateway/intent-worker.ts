@@ -1,0 +1,127 @@
+import { canonicalJson } from '../canonical-json.js';
+import type { CallOutcome } from '../proxy/tool-proxy.js';
+import type { Resolution } from '../resolver/types.js';
+import { repeatReason, shownResult, toolCallLimitReason, type FeedbackItem } from './agent-feedback.js';
+import type { LimitName, LoopCall, LoopEvent, LoopLimits, LoopMode } from './loop-types.js';
+
+export interface IntentWorkerDeps {
+  resolve(intent: string, options: { context: string; signal?: AbortSignal }): Promise<Resolution>;
+  call(call: LoopCall): Promise<CallOutcome>;
+  limits: LoopLimits;
+  mode: LoopMode;
+  /** Raw call ids; the worker prefixes `call_`. */
+  newId: () => string;
+  now: () => number;
+  /** The request's signal: aborted work ends quietly, and a running tool is cancelled. */
+  signal: AbortSignal;
+  /** Where the worker's events go, in the order they happen. */
+  push(event: LoopEvent): void;
+  /** A resolver or tool proxy failure (not an abort): the loop stops the request with it. */
+  onFailure(error: unknown): void;
+}
+
+/** What the message fed back to the agent needs from one turn. */
+export interface TurnReport {
+  items: FeedbackItem[];
+  /** Calls handed to the client this turn (resolve-only mode). */
+  handedOut: number;
+}
+
+export interface IntentWorker {
+  /** Queues an intent; intents are worked on one at a time, in the order they closed. */
+  enqueue(index: number, intent: string, context: string): void;
+  /** Settles when every queued intent is done (never rejects: failures go to `onFailure`). */
+  drained(): Promise<void>;
+  /** Ends the turn: returns its report and starts an empty one. */
+  endTurn(): TurnReport;
+  /** Calls run (execute) or handed out (resolve-only) in the whole request. */
+  readonly toolCalls: number;
+  /** The limit an intent reached (`tool_calls` or `repeats`): the request ends after this turn. */
+  readonly limit: LimitName | undefined;
+}
+
+/**
+ * The agent loop's intents: resolve, check the limits, run (or hand out) and report. Every intent
+ * counts toward `maxToolCalls`, whatever became of it (run, denied, unresolved, refused as a
+ * repeat): an unresolved intent costs a search and perhaps an argument-model request, so an
+ * agent must not be able to write thousands of them. Past the limit an intent is neither
+ * resolved nor run, only reported, and the request ends after the turn: a turn's feedback never
+ * holds more than `maxToolCalls` items.
+ */
+export function createIntentWorker(deps: IntentWorkerDeps): IntentWorker {
+  const { limits, signal } = deps;
+  const repeats = new Map<string, number>();
+  let queue: Promise<void> = Promise.resolve();
+  let handled = 0;
+  let toolCalls = 0;
+  let limit: LimitName | undefined;
+  let turn: TurnReport = emptyTurn();
+
+  const unresolved = (index: number, intent: string, reason: string, missing: string[], candidates: string[]): void => {
+    deps.push({ type: 'unresolved', index, intent, reason, missing, candidates });
+    turn.items.push({ kind: 'unresolved', intent, reason, missing, candidates });
+  };
+
+  // Not added to the turn's items: the request ends after this turn, so nothing is fed back.
+  const overLimit = (index: number, intent: string): void => {
+    limit ??= 'tool_calls';
+    deps.push({ type: 'unresolved', index, intent, reason: toolCallLimitReason(limits.maxToolCalls), missing: [], candidates: [] });
+  };
+
+  async function work(index: number, intent: string, context: string): Promise<void> {
+    if (signal.aborted) return;
+    if (handled >= limits.maxToolCalls) return overLimit(index, intent);
+    handled++;
+    const resolution = await deps.resolve(intent, { context, signal });
+    if (signal.aborted) return;
+    if (resolution.status === 'unresolved') {
+      return unresolved(index, intent, resolution.reason, resolution.missing, resolution.candidates.slice(0, 3).map((c) => c.tool));
+    }
+    const { call } = resolution;
+    const key = `${call.tool}\u0000${canonicalJson(call.arguments)}`;
+    const times = (repeats.get(key) ?? 0) + 1;
+    repeats.set(key, times);
+    if (times >= limits.maxRepeats) {
+      limit ??= 'repeats';
+      return unresolved(index, intent, repeatReason(call, times), [], [call.tool]);
+    }
+    toolCalls++;
+    const callId = `call_${deps.newId()}`;
+    deps.push({ type: 'call', index, callId, intent, call, confidence: resolution.confidence });
+    if (deps.mode === 'resolve-only') {
+      turn.handedOut++;
+      return;
+    }
+    const t0 = deps.now();
+    const outcome = await deps.call({ tool: call.tool, args: call.arguments, source: 'gateway', signal });
+    const shown = shownResult(outcome, limits.maxResultChars);
+    deps.push({ type: 'result', index, callId, tool: call.tool, ...shown, durationMs: Math.max(0, deps.now() - t0) });
+    turn.items.push({ kind: 'outcome', intent, call, outcome });
+  }
+
+  return {
+    enqueue(index, intent, context) {
+      queue = queue.then(() =>
+        work(index, intent, context).catch((error: unknown) => {
+          if (!signal.aborted) deps.onFailure(error); // cancelled work ends quietly; the loop reports why it stopped
+        }),
+      );
+    },
+    drained: () => queue,
+    endTurn() {
+      const report = turn;
+      turn = emptyTurn();
+      return report;
+    },
+    get toolCalls() {
+      return toolCalls;
+    },
+    get limit() {
+      return limit;
+    },
+  };
+}
+
+function emptyTurn(): TurnReport {
+  return { items: [], handedOut: 0 };
+}

@@ -1,0 +1,93 @@
+import { describe, expect, it } from 'vitest';
+import { KiwiError } from '../../src/errors.js';
+import { createIntentWorker, type IntentWorkerDeps } from '../../src/gateway/intent-worker.js';
+import { DEFAULT_LOOP_LIMITS, type LoopEvent, type LoopLimits } from '../../src/gateway/loop-types.js';
+import type { LoopCall } from '../../src/gateway/loop-types.js';
+import type { CallOutcome } from '../../src/proxy/tool-proxy.js';
+import type { Resolution } from '../../src/resolver/types.js';
+
+const timings = { embedMs: 0, searchMs: 0, fillMs: 0, totalMs: 0 };
+
+/** Intents "echo X" resolve to echo_text {text: X}; anything else is unresolved. */
+function scriptedResolve(intent: string): Promise<Resolution> {
+  const m = /^echo (.+)$/.exec(intent);
+  if (m) return Promise.resolve({ status: 'resolved', call: { tool: 'echo_text', arguments: { text: m[1] } }, confidence: 0.9, candidates: [], timings, notes: [] });
+  return Promise.resolve({ status: 'unresolved', reason: 'no tool fits', missing: [], confidence: 0, candidates: [{ tool: 'echo_text', score: 0.1 }], timings, notes: [] });
+}
+
+function setup(overrides: { limits?: Partial<LoopLimits>; mode?: IntentWorkerDeps['mode']; resolve?: IntentWorkerDeps['resolve'] } = {}) {
+  const events: LoopEvent[] = [];
+  const failures: unknown[] = [];
+  const resolved: string[] = [];
+  const calls: LoopCall[] = [];
+  const controller = new AbortController();
+  let ids = 0;
+  const worker = createIntentWorker({
+    resolve: (intent, options) => {
+      resolved.push(intent);
+      return (overrides.resolve ?? scriptedResolve)(intent, options);
+    },
+    call: (call): Promise<CallOutcome> => {
+      calls.push(call);
+      return Promise.resolve({ callId: 'c', tool: call.tool, durationMs: 1, stuck: false, status: 'ok', result: { text: `echo: ${JSON.stringify(call.args)}`, isError: false } });
+    },
+    limits: { ...DEFAULT_LOOP_LIMITS, ...overrides.limits },
+    mode: overrides.mode ?? 'execute',
+    newId: () => String(++ids),
+    now: () => 0,
+    signal: controller.signal,
+    push: (event) => events.push(event),
+    onFailure: (error) => failures.push(error),
+  });
+  const run = async (...intents: string[]): Promise<void> => {
+    for (const [i, intent] of intents.entries()) worker.enqueue(i, intent, '');
+    await worker.drained();
+  };
+  return { worker, events, failures, resolved, calls, controller, run };
+}
+
+describe('intent worker', () => {
+  it('counts every intent toward maxToolCalls, runs or not, and neither resolves nor feeds back any past it', async () => {
+    const { worker, events, resolved, calls, run } = setup({ limits: { maxToolCalls: 3 } });
+    await run('frobnicate', 'echo a', 'zebra', 'echo b', 'echo c');
+    expect(resolved).toEqual(['frobnicate', 'echo a', 'zebra']);
+    expect(calls.map((c) => c.args)).toEqual([{ text: 'a' }]);
+    expect(worker.toolCalls).toBe(1);
+    expect(worker.limit).toBe('tool_calls');
+    const over = events.filter((e) => e.type === 'unresolved' && e.index >= 3);
+    expect(over).toEqual([3, 4].map((index) => expect.objectContaining({ index, reason: expect.stringMatching(/limit of 3 tool intents/), candidates: [] })));
+    const report = worker.endTurn();
+    expect(report.items.map((item) => item.intent)).toEqual(['frobnicate', 'echo a', 'zebra']);
+    expect(worker.endTurn()).toEqual({ items: [], handedOut: 0 });
+  });
+
+  it('refuses a call the maxRepeats-th time it is asked for, and counts the refusal as an intent', async () => {
+    const { worker, events, calls, run } = setup({ limits: { maxRepeats: 2, maxToolCalls: 3 } });
+    await run('echo a', 'echo a', 'echo b', 'echo c');
+    expect(calls).toHaveLength(2);
+    expect(events.filter((e) => e.type === 'unresolved')).toEqual([
+      expect.objectContaining({ index: 1, reason: expect.stringMatching(/^the same call \(echo_text with the same arguments\) was asked for 2 times/), candidates: ['echo_text'] }),
+      expect.objectContaining({ index: 3, reason: expect.stringMatching(/limit of 3 tool intents/) }),
+    ]);
+    expect(worker.limit).toBe('repeats');
+  });
+
+  it('hands calls out in resolve-only mode without running them', async () => {
+    const { worker, events, calls, run } = setup({ mode: 'resolve-only' });
+    await run('echo a', 'zebra');
+    expect(calls).toEqual([]);
+    expect(events.map((e) => e.type)).toEqual(['call', 'unresolved']);
+    expect(worker.endTurn().handedOut).toBe(1);
+  });
+
+  it('reports a resolver failure once, and ends aborted work quietly', async () => {
+    const failing = setup({ resolve: () => Promise.reject(new KiwiError('INTERNAL', 'the index is gone')) });
+    await failing.run('echo a');
+    expect(failing.failures).toEqual([expect.objectContaining({ code: 'INTERNAL' })]);
+    const aborted = setup({ resolve: () => Promise.reject(new KiwiError('TOOL_CANCELLED', 'stopped')) });
+    aborted.controller.abort();
+    await aborted.run('echo a', 'echo b');
+    expect(aborted.failures).toEqual([]);
+    expect(aborted.resolved).toEqual([]);
+  });
+});

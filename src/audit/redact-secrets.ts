@@ -21,6 +21,8 @@ interface Rule {
  */
 const SECRET_NAME = String.raw`[A-Za-z0-9_.-]{0,64}?(?:password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credentials?)`;
 const SECRET_NAME_EXACT = new RegExp(`^${SECRET_NAME}$`, 'i');
+/** Header names whose whole value is a credential, as keys of a headers object. */
+const SECRET_HEADER = /^(?:(?:proxy-)?authorization|(?:set-)?cookie)$/i;
 
 // Order matters: whole blocks and headers first, so the rules after them see `[redacted:…]`.
 const RULES: readonly Rule[] = [
@@ -80,7 +82,7 @@ function marker(kind: string, value: string): string {
 
 /** Whether a property name says its value is a secret (`password`, `apiKey`, `GITHUB_TOKEN`). */
 export function isSecretName(name: string): boolean {
-  return name.length <= 128 && SECRET_NAME_EXACT.test(name);
+  return name.length <= 128 && (SECRET_NAME_EXACT.test(name) || SECRET_HEADER.test(name));
 }
 
 const MAYBE_SECRET = /PRIVATE KEY|authori|cookie|x-api-key|bearer|AKIA|ASIA|sk-|gh[pousr]_|github_pat_|glpat-|xox|eyJ|:\/\/|pass|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credential/i;

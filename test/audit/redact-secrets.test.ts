@@ -114,7 +114,7 @@ MAX_TOKENS=4096
 });
 
 describe('isSecretName', () => {
-  it.each(['password', 'DB_PASSWORD', 'apiKey', 'api-key', 'GITHUB_TOKEN', 'client_secret', 'aws_secret_access_key', 'credentials', 'refresh_token'])('%s is secret', (name) => {
+  it.each(['password', 'DB_PASSWORD', 'apiKey', 'api-key', 'GITHUB_TOKEN', 'client_secret', 'aws_secret_access_key', 'credentials', 'refresh_token', 'Authorization', 'set-cookie'])('%s is secret', (name) => {
     expect(isSecretName(name)).toBe(true);
   });
   it.each(['path', 'max_tokens', 'token_count', 'tokenizer', 'secretary', 'password_hint', 'author', 'x'.repeat(300)])('%s is not', (name) => {

@@ -1,34 +1,12 @@
-import { mkdir, open } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
-import { dirname, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { throwIfAborted } from '../abort.js';
 import { KiwiError, describeError } from '../errors.js';
-
-/** One line of `.ai/logs/audit/<YYYY-MM-DD>/<session>.jsonl`: one tool call, allowed or denied. */
-export interface AuditRecord {
-  /** ISO time the call started. */
-  ts: string;
-  /** The conversation (chat request or MCP session) the call belongs to. */
-  session: string;
-  /** The client that asked (its key's name, or `local`). */
-  client?: string;
-  call_id: string;
-  tool: string;
-  /** As requested; capped by the writer with a truncation marker. */
-  args: unknown;
-  decision: 'allow' | 'deny';
-  /** Why it was denied, or which rule allowed it. */
-  reason?: string;
-  /** Summary of the result; capped by the writer. */
-  result?: unknown;
-  error?: { code: string; message: string };
-  duration_ms: number;
-  stuck?: boolean;
-  /** cli | gateway | mcp | prefetch */
-  source?: string;
-  /** The call id of the speculative (prefetch) call whose result this call reused instead of running again. */
-  reused?: string;
-}
+import { openForAppend, writeAll } from './append-file.js';
+import { createAuditDiskBudget } from './audit-disk-budget.js';
+import { auditDateFolder, auditFileName, listAuditFiles, validateSessionId } from './audit-files.js';
+import { MIN_LINE_BYTES, serializeAuditRecord } from './audit-record.js';
+import type { AuditRecord, RecordCaps } from './audit-record.js';
 
 export interface AuditLogOptions {
   /** e.g. `<project>/.ai/logs/audit`; date folders are created under it. */
@@ -38,10 +16,28 @@ export interface AuditLogOptions {
   flushIntervalMs?: number;
   /** Most records in one group commit. Default 256. */
   maxBatch?: number;
-  /** Cap on one serialised line, newline included. Default 64 KiB, at least 32 KiB. */
+  /** Cap on one serialised line, newline included; the last resort behind the field caps. Default 64 KiB, at least 32 KiB. */
   maxRecordBytes?: number;
   /** Cap on bytes waiting to be written; past it appends are dropped and reported. Default 16 MiB. */
   maxPendingBytes?: number;
+  /**
+   * Strings in args and result longer than this become `{ $truncated, bytes, sha256, preview }`
+   * keeping the first half. Default 1024: a path, a command or a query fits; a pasted file or an
+   * attack payload does not, and its hash still identifies it.
+   */
+  maxStringChars?: number;
+  /** Cap on the JSON of a record's args after string caps (many keys, long arrays). Default 8 KiB. */
+  maxArgsBytes?: number;
+  /** Cap on the JSON of a record's result summary. Default 8 KiB. */
+  maxResultBytes?: number;
+  /** A file that would grow past this is continued in `<session>+1.jsonl`, `+2`, … Default 16 MiB. */
+  maxFileBytes?: number;
+  /** Cap on all audit files under `dir` together; see `createAuditDiskBudget` for what gives way. Default 1 GiB. */
+  maxTotalBytes?: number;
+  /** Once the folder is full, how long records are dropped before it is measured again. Default 60 s. */
+  fullRetryMs?: number;
+  /** Told when old files are deleted or records dropped for the total cap. Default: `process.emitWarning`. */
+  onWarning?: (message: string) => void;
   now?: () => Date;
 }
 
@@ -50,7 +46,17 @@ export interface AuditLogStats {
   written: number;
   /** Group commits done: one `write` + `fsync` each. */
   writes: number;
+  /** Records lost for any reason: write errors, falling behind, the total cap. */
   dropped: number;
+  /** Of those, records dropped because the audit folder was at its total cap. */
+  droppedFull: number;
+  /** Files continued in a new part because they reached `maxFileBytes`. */
+  rotations: number;
+  /** Times the audit folder was measured; once per `maxFileBytes` written, or per retry while full. */
+  scans: number;
+  prunedFiles: number;
+  prunedBytes: number;
+  warnings: number;
 }
 
 export interface AuditLog {
@@ -60,36 +66,15 @@ export interface AuditLog {
   flush(options?: { signal?: AbortSignal }): Promise<void>;
   /** Flushes and closes the file; later appends are dropped. Idempotent. */
   close(options?: { signal?: AbortSignal }): Promise<void>;
-  /** The file records dated `date` (default: now) go to. */
+  /** The first file of the day `date` (default: now); later parts of it are `<session>+<n>.jsonl`. */
   path(date?: Date): string;
   stats(): AuditLogStats;
 }
 
-export const SESSION_ID_PATTERN = /^[A-Za-z0-9_.-]{1,128}$/;
-export const TRUNCATED_KEY = '$truncated';
+const MiB = 1024 * 1024;
 
-const MIN_RECORD_BYTES = 32 * 1024;
-const SCAN_CHUNK = 64 * 1024;
-// Per-field caps on strings keep the fixed part of a record well under MIN_RECORD_BYTES even if
-// every character needs a six-byte JSON escape, so only args/result ever need the budget split.
-const STRING_CAPS = { ts: 64, session: 128, call_id: 128, tool: 256, reason: 1024, code: 64, message: 1024, source: 32 };
-
-/** Throws INVALID_INPUT unless `id` is safe to use as a file name. */
-export function validateSessionId(id: unknown): string {
-  if (typeof id !== 'string' || !SESSION_ID_PATTERN.test(id)) {
-    throw new KiwiError(
-      'INVALID_INPUT',
-      `invalid audit session id ${JSON.stringify(String(id)).slice(0, 80)}: use 1-128 characters from A-Z a-z 0-9 _ . -`,
-    );
-  }
-  return id;
-}
-
-/** UTC `YYYY-MM-DD`, the name of the folder that holds a day's audit files. */
-export function auditDateFolder(date: Date): string {
-  if (Number.isNaN(date.getTime())) throw new KiwiError('INVALID_INPUT', 'audit date is not a valid Date: pass a real point in time');
-  return date.toISOString().slice(0, 10);
-}
+interface Pending { day: string; line: string; bytes: number }
+interface OpenFile { day: string; part: number; path: string; handle: FileHandle; size: number }
 
 export function createAuditLog(options: AuditLogOptions): AuditLog {
   const sessionId = validateSessionId(options.sessionId);
@@ -99,20 +84,35 @@ export function createAuditLog(options: AuditLogOptions): AuditLog {
   const dir = resolve(options.dir);
   const flushIntervalMs = checkInt('flushIntervalMs', options.flushIntervalMs ?? 50, 0, 60_000);
   const maxBatch = checkInt('maxBatch', options.maxBatch ?? 256, 1, 100_000);
-  const maxRecordBytes = checkInt('maxRecordBytes', options.maxRecordBytes ?? 64 * 1024, MIN_RECORD_BYTES, 64 * 1024 * 1024);
-  const maxPendingBytes = checkInt('maxPendingBytes', options.maxPendingBytes ?? 16 * 1024 * 1024, maxRecordBytes, 2 ** 31);
+  const maxRecordBytes = checkInt('maxRecordBytes', options.maxRecordBytes ?? 64 * 1024, MIN_LINE_BYTES, 64 * MiB);
+  const maxPendingBytes = checkInt('maxPendingBytes', options.maxPendingBytes ?? 16 * MiB, maxRecordBytes, 2 ** 31);
+  const maxStringChars = checkInt('maxStringChars', options.maxStringChars ?? 1024, 64, 1024 * 1024);
+  const maxArgsBytes = checkInt('maxArgsBytes', options.maxArgsBytes ?? 8 * 1024, 1024, maxRecordBytes);
+  const maxResultBytes = checkInt('maxResultBytes', options.maxResultBytes ?? 8 * 1024, 1024, maxRecordBytes);
+  const maxFileBytes = checkInt('maxFileBytes', options.maxFileBytes ?? 16 * MiB, maxRecordBytes, 2 ** 40);
+  const maxTotalBytes = checkInt('maxTotalBytes', options.maxTotalBytes ?? 1024 * MiB, maxFileBytes, 2 ** 50);
+  const fullRetryMs = checkInt('fullRetryMs', options.fullRetryMs ?? 60_000, 0, 24 * 60 * 60 * 1000);
+  const onWarning = options.onWarning ?? ((message: string) => process.emitWarning(message, { code: 'KIWI_AUDIT' }));
   const now = options.now ?? (() => new Date());
+  const caps: RecordCaps = { maxLineBytes: maxRecordBytes - 1, maxStringChars, maxArgsBytes, maxResultBytes };
 
-  const pending: { file: string; line: string; bytes: number }[] = [];
+  const pending: Pending[] = [];
   let pendingBytes = 0;
   let timer: ReturnType<typeof setTimeout> | undefined;
   let draining: Promise<void> | undefined;
-  let current: { file: string; handle: FileHandle } | undefined;
+  let current: OpenFile | undefined;
   let failure: { error: KiwiError; lost: number } | undefined;
   let closing: Promise<void> | undefined;
-  const counts: AuditLogStats = { appended: 0, written: 0, writes: 0, dropped: 0 };
-
-  const fileFor = (date: Date): string => join(dir, auditDateFolder(date), `${sessionId}.jsonl`);
+  const counts = { appended: 0, written: 0, writes: 0, dropped: 0, droppedFull: 0, rotations: 0, warnings: 0 };
+  const warn = (message: string): void => {
+    counts.warnings += 1;
+    try {
+      onWarning(message);
+    } catch {
+      // A broken listener must not stop the audit log.
+    }
+  };
+  const budget = createAuditDiskBudget({ dir, maxTotalBytes, grantBytes: maxFileBytes, retryMs: fullRetryMs, now, warn });
 
   function fail(message: string, lost: number, cause?: unknown): void {
     counts.dropped += lost;
@@ -126,11 +126,11 @@ export function createAuditLog(options: AuditLogOptions): AuditLog {
       return;
     }
     let line: string;
-    let file: string;
+    let day: string;
     try {
-      line = serializeAuditRecord(record, maxRecordBytes - 1) + '\n';
+      line = serializeAuditRecord(record, caps) + '\n';
       const started = new Date(typeof record.ts === 'string' ? record.ts : NaN);
-      file = fileFor(Number.isNaN(started.getTime()) ? now() : started);
+      day = auditDateFolder(Number.isNaN(started.getTime()) ? now() : started);
     } catch (error) {
       fail(`could not serialise an audit record: ${describeError(error)}`, 1, error);
       return;
@@ -140,7 +140,7 @@ export function createAuditLog(options: AuditLogOptions): AuditLog {
       fail(`the audit log fell behind: over ${maxPendingBytes} bytes were waiting for ${dir}; check that the disk is not stalled or full`, 1);
       return;
     }
-    pending.push({ file, line, bytes });
+    pending.push({ day, line, bytes });
     pendingBytes += bytes;
     counts.appended += 1;
     if (pending.length >= maxBatch) void startDrain();
@@ -170,30 +170,58 @@ export function createAuditLog(options: AuditLogOptions): AuditLog {
     while (pending.length > 0) {
       const batch = pending.splice(0, maxBatch);
       for (const entry of batch) pendingBytes -= entry.bytes;
-      for (const group of groupByFile(batch)) {
-        try {
-          await writeGroup(group.file, group.text);
-          counts.written += group.count;
+      for (const group of groupByDay(batch)) await writeDay(group);
+    }
+  }
+
+  /** Writes one day's records, one write + fsync per file part they land in. */
+  async function writeDay(group: Pending[]): Promise<void> {
+    let start = 0;
+    while (start < group.length) {
+      let end = start;
+      try {
+        const file = await fileFor((group[start] as Pending).day, (group[start] as Pending).bytes);
+        let bytes = 0;
+        do bytes += (group[end++] as Pending).bytes;
+        while (end < group.length && file.size + bytes + (group[end] as Pending).bytes <= maxFileBytes);
+        if (!(await budget.take(bytes))) {
+          counts.dropped += end - start;
+          counts.droppedFull += end - start;
+        } else {
+          await writeAll(file.handle, group.slice(start, end).map((entry) => entry.line).join(''));
+          file.size += bytes;
+          counts.written += end - start;
           counts.writes += 1;
-        } catch (error) {
-          const reason = `could not write the audit log ${group.file}: ${describeError(error)}`;
-          fail(`${reason}; check that the folder is writable and the disk has space`, group.count, error);
-          // Reopening repairs whatever part of this group reached the file.
-          await closeCurrent();
         }
+        start = end;
+      } catch (error) {
+        const reason = `could not write the audit log ${current?.path ?? join(dir, (group[start] as Pending).day)}: ${describeError(error)}`;
+        fail(`${reason}; check that the folder is writable and the disk has space`, group.length - start, error);
+        // Reopening repairs whatever part of this group reached the file.
+        await closeCurrent();
+        return;
       }
     }
   }
 
-  async function writeGroup(file: string, text: string): Promise<void> {
-    if (current?.file !== file) {
+  /** The open part for `day`, moving on to the next part when `nextBytes` would take it past `maxFileBytes`. */
+  async function fileFor(day: string, nextBytes: number): Promise<OpenFile> {
+    if (current && current.day !== day) await closeCurrent();
+    // A restarted session goes on in its newest part.
+    current ??= await openPart(day, Math.max(0, ...(await listAuditFiles(join(dir, day))).filter((f) => f.session === sessionId).map((f) => f.part)));
+    if (current.size > 0 && current.size + nextBytes > maxFileBytes) {
+      const next = current.part + 1;
       await closeCurrent();
-      current = { file, handle: await openForAppend(file) };
+      current = await openPart(day, next);
+      counts.rotations += 1;
     }
-    const { handle } = current;
-    const buffer = Buffer.from(text);
-    for (let offset = 0; offset < buffer.length; ) offset += (await handle.write(buffer, offset, buffer.length - offset)).bytesWritten;
-    await handle.sync();
+    return current;
+  }
+
+  async function openPart(day: string, part: number): Promise<OpenFile> {
+    const path = join(dir, day, auditFileName(sessionId, part));
+    const { handle, size } = await openForAppend(path);
+    return { day, part, path, handle, size };
   }
 
   async function closeCurrent(): Promise<void> {
@@ -226,144 +254,23 @@ export function createAuditLog(options: AuditLogOptions): AuditLog {
       await untilAborted(closing, opts?.signal, 'audit close');
       takeFailure();
     },
-    path: (date) => fileFor(date ?? now()),
-    stats: () => ({ ...counts }),
+    path: (date) => join(dir, auditDateFolder(date ?? now()), auditFileName(sessionId, 0)),
+    stats: () => {
+      const { scans, prunedFiles, prunedBytes } = budget.stats();
+      return { ...counts, scans, prunedFiles, prunedBytes };
+    },
   };
 }
 
-/**
- * One JSON line (without the newline) of at most `maxBytes` bytes. Strings are cut short, and
- * args/result that do not fit are replaced by a `{ $truncated, bytes, preview }` marker, so the
- * line stays valid JSON with the record's shape.
- */
-export function serializeAuditRecord(record: AuditRecord, maxBytes: number): string {
-  const str = (value: unknown, max: number): string => JSON.stringify(capString(value, max));
-  const fields: [string, string | undefined][] = [
-    ['ts', str(record.ts, STRING_CAPS.ts)],
-    ['session', str(record.session, STRING_CAPS.session)],
-    ['client', record.client === undefined ? undefined : str(record.client, STRING_CAPS.session)],
-    ['call_id', str(record.call_id, STRING_CAPS.call_id)],
-    ['tool', str(record.tool, STRING_CAPS.tool)],
-    ['args', undefined],
-    ['decision', record.decision === 'allow' ? '"allow"' : '"deny"'],
-    ['reason', record.reason === undefined ? undefined : str(record.reason, STRING_CAPS.reason)],
-    ['result', undefined],
-    ['error', record.error === undefined ? undefined : `{"code":${str(record.error.code, STRING_CAPS.code)},"message":${str(record.error.message, STRING_CAPS.message)}}`],
-    ['duration_ms', String(Number.isFinite(record.duration_ms) ? Math.max(0, record.duration_ms) : 0)],
-    ['stuck', record.stuck === undefined ? undefined : String(record.stuck === true)],
-    ['source', record.source === undefined ? undefined : str(record.source, STRING_CAPS.source)],
-    ['reused', record.reused === undefined ? undefined : str(record.reused, STRING_CAPS.call_id)],
-  ];
-  const args = safeJson(record.args);
-  const result = safeJson(record.result);
-  const argsBytes = args === undefined ? 0 : byteLength(args);
-  const resultBytes = result === undefined ? 0 : byteLength(result);
-  const fixedBytes = fields.reduce((sum, [key, json]) => sum + (json === undefined ? 0 : key.length + 4 + byteLength(json)), 2);
-  // The keys and separators of args/result themselves.
-  const available = maxBytes - fixedBytes - 20;
-  let argsBudget = argsBytes;
-  let resultBudget = resultBytes;
-  if (argsBytes + resultBytes > available) {
-    const half = Math.floor(available / 2);
-    argsBudget = argsBytes <= half ? argsBytes : resultBytes <= half ? available - resultBytes : half;
-    resultBudget = available - argsBudget;
-  }
-  const fit = (json: string | undefined, bytes: number, budget: number): string | undefined =>
-    json === undefined || bytes <= budget ? json : truncationMarker(json, budget);
-  const byKey = new Map(fields);
-  byKey.set('args', fit(args, argsBytes, argsBudget));
-  byKey.set('result', fit(result, resultBytes, resultBudget));
-  const parts: string[] = [];
-  for (const [key, json] of byKey) if (json !== undefined) parts.push(`"${key}":${json}`);
-  return `{${parts.join(',')}}`;
-}
-
-async function openForAppend(file: string): Promise<FileHandle> {
-  await mkdir(dirname(file), { recursive: true });
-  const handle = await open(file, 'a');
-  try {
-    const { size } = await handle.stat();
-    if (size > 0) await repairTornTail(file, handle, size);
-    await syncDirectory(dirname(file));
-    return handle;
-  } catch (error) {
-    await handle.close().catch(() => undefined);
-    throw error;
-  }
-}
-
-/** A crash mid-write can leave a partial last line; cut the file back to its last newline. */
-async function repairTornTail(file: string, appender: FileHandle, size: number): Promise<void> {
-  const reader = await open(file, 'r');
-  let keep = 0;
-  try {
-    const chunk = Buffer.alloc(Math.min(SCAN_CHUNK, size));
-    let end = size;
-    while (end > 0) {
-      const length = Math.min(chunk.length, end);
-      const { bytesRead } = await reader.read(chunk, 0, length, end - length);
-      const newline = chunk.subarray(0, bytesRead).lastIndexOf(0x0a);
-      if (newline !== -1) {
-        keep = end - length + newline + 1;
-        break;
-      }
-      end -= length;
-    }
-  } finally {
-    await reader.close();
-  }
-  if (keep === size) return;
-  await appender.truncate(keep);
-  await appender.sync();
-}
-
-/** Makes a new file's directory entry durable; best effort, as not every platform can (Windows). */
-async function syncDirectory(path: string): Promise<void> {
-  const handle = await open(path, 'r').catch(() => undefined);
-  await handle?.sync().catch(() => undefined);
-  await handle?.close().catch(() => undefined);
-}
-
-function groupByFile(batch: readonly { file: string; line: string }[]): { file: string; text: string; count: number }[] {
-  const groups: { file: string; text: string; count: number }[] = [];
-  for (const { file, line } of batch) {
+/** Consecutive records of the same day, in order. */
+function groupByDay(batch: readonly Pending[]): Pending[][] {
+  const groups: Pending[][] = [];
+  for (const entry of batch) {
     const last = groups[groups.length - 1];
-    if (last?.file === file) {
-      last.text += line;
-      last.count += 1;
-    } else {
-      groups.push({ file, text: line, count: 1 });
-    }
+    if (last && (last[0] as Pending).day === entry.day) last.push(entry);
+    else groups.push([entry]);
   }
   return groups;
-}
-
-function safeJson(value: unknown): string | undefined {
-  try {
-    return JSON.stringify(value);
-  } catch (error) {
-    return JSON.stringify({ [TRUNCATED_KEY]: true, unserializable: describeError(error).slice(0, 200) });
-  }
-}
-
-function truncationMarker(json: string, budget: number): string {
-  const bytes = byteLength(json);
-  let take = Math.max(0, budget - 64);
-  for (;;) {
-    const marker = JSON.stringify({ [TRUNCATED_KEY]: true, bytes, preview: json.slice(0, take) });
-    const over = byteLength(marker) - budget;
-    if (over <= 0 || take === 0) return marker;
-    take = Math.max(0, take - over);
-  }
-}
-
-function capString(value: unknown, max: number): string {
-  const text = typeof value === 'string' ? value : String(value);
-  return text.length <= max ? text : `${text.slice(0, max - 16)}…[truncated]`;
-}
-
-function byteLength(text: string): number {
-  return Buffer.byteLength(text);
 }
 
 function checkInt(name: string, value: number, min: number, max: number): number {

@@ -1,11 +1,12 @@
-import { open, readdir } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { throwIfAborted } from '../abort.js';
 import { KiwiError, describeError } from '../errors.js';
-import { validateSessionId } from './audit-log.js';
-import type { AuditRecord } from './audit-log.js';
+import { isDateFolder, isMissing, listAuditFiles, listDateFolders, validateSessionId } from './audit-files.js';
+import type { AuditFileName } from './audit-files.js';
+import type { AuditRecord } from './audit-record.js';
 
 /** What a line of an audit file must look like; extra keys are dropped. */
 export const auditRecordSchema = z.object({
@@ -49,7 +50,6 @@ export interface AuditTail {
   filesRead: number;
 }
 
-const DATE_FOLDER = /^\d{4}-\d{2}-\d{2}$/;
 const MAX_LIMIT = 100_000;
 const CHUNK = 64 * 1024;
 
@@ -78,22 +78,38 @@ export async function readAuditTailWithStats(options: ReadAuditTailOptions): Pro
   const dir = resolve(options.dir);
   const tail: AuditTail = { records: [], malformed: 0, torn: 0, filesRead: 0 };
 
-  const dates = options.date !== undefined ? [options.date] : (await listNames(dir)).filter(isDateFolder).sort().reverse();
+  const dates = options.date !== undefined ? [options.date] : (await listDateFolders(dir)).reverse();
   for (const date of dates) {
     const need = limit - tail.records.length;
     if (need <= 0) break;
     const folder = join(dir, date);
-    const files = session !== undefined ? [`${session}.jsonl`] : (await listNames(folder)).filter((n) => n.endsWith('.jsonl')).sort();
     const found: { record: AuditRecord; time: number; order: number }[] = [];
-    for (const name of files) {
-      const fromFile = await readFileTail(join(folder, name), need, maxLineBytes, tail, signal);
-      for (const record of fromFile) found.push({ record, time: Date.parse(record.ts), order: found.length });
+    for (const parts of bySession(await listAuditFiles(folder), session)) {
+      // A session's parts were written one after the other: its newest records are in its last part.
+      let fromSession: AuditRecord[] = [];
+      for (let i = parts.length - 1; i >= 0 && fromSession.length < need; i -= 1) {
+        const fromFile = await readFileTail(join(folder, (parts[i] as AuditFileName).name), need - fromSession.length, maxLineBytes, tail, signal);
+        fromSession = fromFile.concat(fromSession);
+      }
+      for (const record of fromSession) found.push({ record, time: Date.parse(record.ts), order: found.length });
     }
     // Sessions of one day interleave; order them by start time, file order breaking ties.
     found.sort((a, b) => a.time - b.time || a.order - b.order);
     tail.records = found.slice(-need).map((f) => f.record).concat(tail.records);
   }
   return tail;
+}
+
+/** Each session's files, its parts in order; only `session`'s when given. */
+function bySession(files: AuditFileName[], session: string | undefined): AuditFileName[][] {
+  const sessions = new Map<string, AuditFileName[]>();
+  for (const file of files) {
+    if (session !== undefined && file.session !== session) continue;
+    const parts = sessions.get(file.session) ?? [];
+    parts.push(file);
+    sessions.set(file.session, parts);
+  }
+  return [...sessions.values()];
 }
 
 /** Up to `need` valid records from the end of one file, in file order. A missing file is empty. */
@@ -197,26 +213,6 @@ async function readExactly(handle: FileHandle, buffer: Buffer, length: number, p
     if (bytesRead === 0) throw new KiwiError('INTERNAL', 'an audit file shrank while it was being read: read it again');
     offset += bytesRead;
   }
-}
-
-async function listNames(dir: string): Promise<string[]> {
-  try {
-    return await readdir(dir);
-  } catch (error) {
-    if (isMissing(error)) return [];
-    throw readError(dir, error);
-  }
-}
-
-function isDateFolder(name: string): boolean {
-  if (!DATE_FOLDER.test(name)) return false;
-  const date = new Date(`${name}T00:00:00.000Z`);
-  return !Number.isNaN(date.getTime()) && date.toISOString().startsWith(name);
-}
-
-function isMissing(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return code === 'ENOENT' || code === 'ENOTDIR';
 }
 
 function readError(path: string, error: unknown): KiwiError {

@@ -1,7 +1,6 @@
 import { createReadStream } from 'node:fs';
-import { readdir } from 'node:fs/promises';
 import path from 'node:path';
-import { SESSION_ID_PATTERN } from '../audit/audit-log.js';
+import { listAuditFiles, listDateFolders } from '../audit/audit-files.js';
 import { auditRecordSchema } from '../audit/audit-reader.js';
 import { KiwiError, describeError } from '../errors.js';
 import { MAX_TOOL_NAME, createTransitionModel, type LearnedTransitionModel, type TransitionModelOptions } from './transition-model.js';
@@ -39,7 +38,6 @@ export interface TrainReport {
   ignored: { denied: number; failed: number; speculative: number; other: number };
 }
 
-const DATE_FOLDER = /^\d{4}-\d{2}-\d{2}$/;
 const LEARNED_SOURCES = new Set(['gateway', 'mcp', 'cli']);
 /**
  * Records are appended when a call ends but stamped when it started, so calls that overlapped can
@@ -135,16 +133,12 @@ function insertSorted(window: Pending[], entry: Pending): void {
   window.splice(i, 0, entry);
 }
 
-/** Session id → its files, oldest day first; sessions in the order they first appear. */
+/** Session id → its files, oldest day first, each day's parts in order; sessions in the order they first appear. */
 async function listSessions(dir: string): Promise<Map<string, string[]>> {
   const sessions = new Map<string, string[]>();
-  const dates = (await listNames(dir)).filter((name) => DATE_FOLDER.test(name)).sort();
-  for (const date of dates) {
+  for (const date of await listDateFolders(dir)) {
     const folder = path.join(dir, date);
-    const names = (await listNames(folder)).filter((name) => name.endsWith('.jsonl')).sort();
-    for (const name of names) {
-      const session = name.slice(0, -'.jsonl'.length);
-      if (!SESSION_ID_PATTERN.test(session)) continue;
+    for (const { name, session } of await listAuditFiles(folder)) {
       const files = sessions.get(session) ?? [];
       files.push(path.join(folder, name));
       sessions.set(session, files);
@@ -187,16 +181,6 @@ async function* readLines(file: string, maxLineBytes: number, signal?: AbortSign
     throw new KiwiError('INTERNAL', `could not read the audit file ${file}: ${describeError(error)}; check that it is readable`, { cause: error });
   }
   if (bytes > 0) yield { kind: 'torn' };
-}
-
-async function listNames(dir: string): Promise<string[]> {
-  try {
-    return await readdir(dir);
-  } catch (error) {
-    const code = (error as { code?: unknown } | null)?.code;
-    if (code === 'ENOENT' || code === 'ENOTDIR') return [];
-    throw new KiwiError('INTERNAL', `could not list the audit folder ${dir}: ${describeError(error)}; check that it is a readable folder`, { cause: error });
-  }
 }
 
 function checkAborted(signal: AbortSignal | undefined): void {

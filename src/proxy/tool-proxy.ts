@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { AuditLog, AuditRecord } from '../audit/audit-log.js';
+import type { AuditLog } from '../audit/audit-log.js';
+import type { AuditRecord } from '../audit/audit-record.js';
+import { resultPreview as preview } from '../audit/result-preview.js';
 import type { LoopDetector } from '../audit/loop-detector.js';
 import { describeError, isKiwiError } from '../errors.js';
 import { executePlan, type PrimitiveDeps } from '../executor/execute-plan.js';
@@ -65,8 +67,6 @@ export interface ToolProxy {
   /** The tools an MCP server offers that the policy lets this caller use (starting the server is checked too). */
   listMcpTools(server: string, caller: Omit<ToolCall, 'tool' | 'args'>): Promise<ListOutcome>;
 }
-
-const RESULT_PREVIEW = 2000;
 
 /**
  * The only way anything executes. Every call is checked (name, policy, arguments, rate, paths,
@@ -167,14 +167,4 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
   }
 
   return { call, reuse, listMcpTools };
-}
-
-function preview(result: ToolResult): Record<string, unknown> {
-  const text = result.text.length > RESULT_PREVIEW ? `${result.text.slice(0, RESULT_PREVIEW)}… (${result.text.length} chars)` : result.text;
-  return {
-    text,
-    is_error: result.isError,
-    ...(result.exitCode !== undefined ? { exit_code: result.exitCode } : {}),
-    ...(result.status !== undefined ? { status: result.status } : {}),
-  };
 }

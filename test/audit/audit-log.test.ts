@@ -2,8 +2,11 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { TRUNCATED_KEY, createAuditLog, serializeAuditRecord } from '../../src/audit/audit-log.js';
-import type { AuditLog, AuditRecord } from '../../src/audit/audit-log.js';
+import { createAuditLog } from '../../src/audit/audit-log.js';
+import type { AuditLog } from '../../src/audit/audit-log.js';
+import { serializeAuditRecord } from '../../src/audit/audit-record.js';
+import type { AuditRecord } from '../../src/audit/audit-record.js';
+import { TRUNCATED_KEY } from '../../src/audit/cap-audit-value.js';
 import { readAuditTail, readAuditTailWithStats } from '../../src/audit/audit-reader.js';
 import { KiwiError } from '../../src/errors.js';
 
@@ -19,6 +22,11 @@ function open(options: Partial<Parameters<typeof createAuditLog>[0]> = {}): Audi
 
 function rec(callId: string, extra: Partial<AuditRecord> = {}): AuditRecord {
   return { ts: '2025-03-04T09:59:59.000Z', session: 's1', call_id: callId, tool: 'fs.read', args: { path: `${callId}.txt` }, decision: 'allow', duration_ms: 3, ...extra };
+}
+
+/** Field caps as wide as the line, so only the line cap is at work. */
+function wide(maxLineBytes: number) {
+  return { maxLineBytes, maxStringChars: 1024 * 1024, maxArgsBytes: 1024 * 1024, maxResultBytes: 1024 * 1024 };
 }
 
 async function lines(file: string): Promise<string[]> {
@@ -123,8 +131,8 @@ describe('createAuditLog', () => {
     expect(() => createAuditLog({ dir, sessionId: 's1', ...bad })).toThrow(message);
   });
 
-  it('caps a huge record by truncating args and result with a marker, keeping valid JSON', async () => {
-    const log = open();
+  it('caps a huge record at maxRecordBytes when the field caps are opened up, keeping valid JSON', async () => {
+    const log = open({ maxStringChars: 1024 * 1024, maxArgsBytes: 64 * 1024, maxResultBytes: 64 * 1024 });
     log.append(rec('big', { args: { text: 'a'.repeat(200_000) }, result: { ok: true } }));
     log.append(rec('both', { args: 'é'.repeat(100_000), result: ['\u0001'.repeat(100_000)], reason: 'r'.repeat(50_000) }));
     await log.close();
@@ -138,7 +146,7 @@ describe('createAuditLog', () => {
     expect(second.args[TRUNCATED_KEY]).toBe(true);
     expect(second.result[TRUNCATED_KEY]).toBe(true);
     expect(second.reason.length).toBeLessThanOrEqual(1024);
-    expect(second.reason.endsWith('…[truncated]')).toBe(true);
+    expect(second.reason).toMatch(/^r+…\[truncated: 50000 bytes, sha256 [0-9a-f]{64}\]$/);
     const read = await readAuditTailWithStats({ dir, limit: 10, session: 's1' });
     expect(read.malformed).toBe(0);
     expect(read.records.map((r) => r.call_id)).toEqual(['big', 'both']);
@@ -158,7 +166,7 @@ describe('createAuditLog', () => {
 
   it('keeps each line within maxRecordBytes for any field mix', () => {
     for (const size of [0, 10, 20_000, 40_000, 70_000]) {
-      const line = serializeAuditRecord(rec('x', { args: 'x'.repeat(size), result: '"'.repeat(size), tool: '\u0002'.repeat(5000) }), 32 * 1024 - 1);
+      const line = serializeAuditRecord(rec('x', { args: 'x'.repeat(size), result: '"'.repeat(size), tool: '\u0002'.repeat(5000) }), wide(32 * 1024 - 1));
       expect(Buffer.byteLength(line)).toBeLessThan(32 * 1024);
       expect(() => JSON.parse(line)).not.toThrow();
     }
@@ -213,7 +221,7 @@ describe('createAuditLog', () => {
   });
 
   it('drops and reports appends past maxPendingBytes instead of growing without bound', async () => {
-    const log = open({ flushIntervalMs: 60_000, maxBatch: 100_000, maxRecordBytes: 32 * 1024, maxPendingBytes: 40 * 1024 });
+    const log = open({ flushIntervalMs: 60_000, maxBatch: 100_000, maxRecordBytes: 32 * 1024, maxPendingBytes: 40 * 1024, maxStringChars: 1024 * 1024, maxArgsBytes: 32 * 1024 });
     log.append(rec('a', { args: 'x'.repeat(30_000) }));
     log.append(rec('b', { args: 'x'.repeat(30_000) }));
     await expect(log.flush()).rejects.toMatchObject({ code: 'INTERNAL', message: expect.stringMatching(/fell behind/) });

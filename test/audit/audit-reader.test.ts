@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { AuditRecord } from '../../src/audit/audit-log.js';
+import type { AuditRecord } from '../../src/audit/audit-record.js';
 import { formatAuditRecord, readAuditTail, readAuditTailWithStats } from '../../src/audit/audit-reader.js';
 
 let dir: string;
@@ -62,6 +62,27 @@ describe('readAuditTail', () => {
     expect((await readAuditTail({ dir, limit: 10, session: 's1' })).map((r) => r.call_id)).toEqual(['d1-1', 'd1-2', 'd2-1']);
     expect((await readAuditTail({ dir, limit: 10, date: '2025-01-01' })).map((r) => r.call_id)).toEqual(['d1-1', 'd1-2']);
     expect(await readAuditTail({ dir, limit: 10, session: 'nobody' })).toEqual([]);
+  });
+
+  it('reads a session rotated into parts in write order, only as many parts as it needs', async () => {
+    const at = (i: number): string => new Date(Date.UTC(2025, 0, 6, 0, 0, i)).toISOString();
+    await put('2025-01-06', 's1', jsonl([rec('p0-a', at(1)), rec('p0-b', at(2))]));
+    await put('2025-01-06', 's1+1', jsonl([rec('p1-a', at(3)), rec('p1-b', at(4))]));
+    await put('2025-01-06', 's1+2', jsonl([rec('p2-a', at(5))]));
+    await put('2025-01-06', 's1+10', jsonl([rec('p10-a', at(6))]));
+    // A session whose id merely looks like a part, and names that are not audit files.
+    await put('2025-01-06', 's1.3', jsonl([rec('other', at(0), { session: 's1.3' })]));
+    await put('2025-01-06', 's1+0', jsonl([rec('bogus', at(7))]));
+    await put('2025-01-06', 's1+x', jsonl([rec('bogus', at(7))]));
+
+    const all = await readAuditTailWithStats({ dir, limit: 100, session: 's1' });
+    expect(all.records.map((r) => r.call_id)).toEqual(['p0-a', 'p0-b', 'p1-a', 'p1-b', 'p2-a', 'p10-a']);
+    expect(all.filesRead).toBe(4);
+    const last = await readAuditTailWithStats({ dir, limit: 3, session: 's1' });
+    expect(last.records.map((r) => r.call_id)).toEqual(['p1-b', 'p2-a', 'p10-a']);
+    expect(last.filesRead).toBe(3);
+    expect((await readAuditTail({ dir, limit: 100 })).map((r) => r.call_id)).toEqual(['other', 'p0-a', 'p0-b', 'p1-a', 'p1-b', 'p2-a', 'p10-a']);
+    expect((await readAuditTail({ dir, limit: 100, session: 's1.3' })).map((r) => r.call_id)).toEqual(['other']);
   });
 
   it('returns nothing for an audit folder that does not exist yet', async () => {

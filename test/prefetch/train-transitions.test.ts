@@ -91,6 +91,18 @@ describe('trainTransitions on hand-made logs', () => {
     expect(wide).toMatchObject({ calls: 2, skipped: 1, torn: 1 });
   });
 
+  it('reads a session rotated into parts as one session, in part order', async () => {
+    const line = (session: string, second: number, tool: string): string => `${record(session, `2025-01-01T00:00:${String(second).padStart(2, '0')}Z`, tool)}\n`;
+    write('2025-01-01/s+2.jsonl', line('s', 4, 'd'));
+    write('2025-01-01/s.jsonl', line('s', 1, 'a') + line('s', 2, 'b'));
+    write('2025-01-01/s+1.jsonl', line('s', 3, 'c'));
+    // `s.1` is another session, not a part of `s`.
+    const auditDir = write('2025-01-01/s.1.jsonl', line('s.1', 5, 'x') + line('s.1', 6, 'y'));
+    const report = await trainTransitions({ auditDir });
+    expect(report).toMatchObject({ sessions: 2, files: 4, calls: 6 });
+    expect(Object.fromEntries(report.model.toJSON().transitions)).toEqual({ a: [['b', 1]], b: [['c', 1]], c: [['d', 1]], x: [['y', 1]] });
+  });
+
   it('ignores files that are not session logs and folders that are not days', async () => {
     write('2025-01-01/bad name!.jsonl', `${record('x', '2025-01-01T00:00:00Z', 'a')}\n`);
     write('2025-01-01/notes.txt', `${record('x', '2025-01-01T00:00:00Z', 'a')}\n`);

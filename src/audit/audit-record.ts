@@ -1,0 +1,104 @@
+import { auditValueJson, capText, truncationMarker } from './cap-audit-value.js';
+
+/** One line of `.ai/logs/audit/<YYYY-MM-DD>/<session>.jsonl`: one tool call, allowed or denied. */
+export interface AuditRecord {
+  /** ISO time the call started. */
+  ts: string;
+  /** The conversation (chat request or MCP session) the call belongs to. */
+  session: string;
+  /** The client that asked (its key's name, or `local`). */
+  client?: string;
+  call_id: string;
+  tool: string;
+  /** As requested; redacted and capped by the writer with truncation markers. */
+  args: unknown;
+  decision: 'allow' | 'deny';
+  /** Why it was denied, or which rule allowed it. */
+  reason?: string;
+  /** Summary of the result; redacted and capped by the writer. */
+  result?: unknown;
+  error?: { code: string; message: string };
+  duration_ms: number;
+  stuck?: boolean;
+  /** cli | gateway | mcp | prefetch */
+  source?: string;
+  /** The call id of the speculative (prefetch) call whose result this call reused instead of running again. */
+  reused?: string;
+}
+
+export interface RecordCaps {
+  /** Cap on the line without its newline; the last resort if the field caps below add up to more. */
+  maxLineBytes: number;
+  /** Longer strings in args and result are cut to a marker with their size and hash. */
+  maxStringChars: number;
+  /** Cap on the JSON of args, after its strings are capped. */
+  maxArgsBytes: number;
+  /** Cap on the JSON of the result summary, after its strings are capped. */
+  maxResultBytes: number;
+}
+
+/** At least this much room per line: the fixed fields below fit in it even if every character needs a six-byte escape. */
+export const MIN_LINE_BYTES = 32 * 1024;
+
+// Per-field caps on strings keep the fixed part of a record well under MIN_LINE_BYTES even if
+// every character needs a six-byte JSON escape, so only args/result ever need the budget split.
+const STRING_CAPS = { ts: 64, session: 128, call_id: 128, tool: 256, reason: 1024, code: 64, message: 1024, source: 32 };
+
+/**
+ * One JSON line (without the newline) of at most `caps.maxLineBytes` bytes, with secrets redacted
+ * from args, result, reason and error message. Strings are cut short with their size and hash, and
+ * args/result past their caps are replaced by `{ $truncated, bytes, sha256, preview }` markers, so
+ * the line stays valid JSON with the record's shape.
+ */
+export function serializeAuditRecord(record: AuditRecord, caps: RecordCaps): string {
+  const str = (value: unknown, max: number): string => JSON.stringify(clip(value, max));
+  // Only the free-text fields can carry a secret or a payload worth matching: they are redacted and hashed.
+  const text = (value: unknown, max: number): string => JSON.stringify(capText(value, max));
+  const fields: [string, string | undefined][] = [
+    ['ts', str(record.ts, STRING_CAPS.ts)],
+    ['session', str(record.session, STRING_CAPS.session)],
+    ['client', record.client === undefined ? undefined : str(record.client, STRING_CAPS.session)],
+    ['call_id', str(record.call_id, STRING_CAPS.call_id)],
+    ['tool', str(record.tool, STRING_CAPS.tool)],
+    ['args', undefined],
+    ['decision', record.decision === 'allow' ? '"allow"' : '"deny"'],
+    ['reason', record.reason === undefined ? undefined : text(record.reason, STRING_CAPS.reason)],
+    ['result', undefined],
+    ['error', record.error === undefined ? undefined : `{"code":${str(record.error.code, STRING_CAPS.code)},"message":${text(record.error.message, STRING_CAPS.message)}}`],
+    ['duration_ms', String(Number.isFinite(record.duration_ms) ? Math.max(0, record.duration_ms) : 0)],
+    ['stuck', record.stuck === undefined ? undefined : String(record.stuck === true)],
+    ['source', record.source === undefined ? undefined : str(record.source, STRING_CAPS.source)],
+    ['reused', record.reused === undefined ? undefined : str(record.reused, STRING_CAPS.call_id)],
+  ];
+  const args = auditValueJson(record.args, caps.maxStringChars);
+  const result = auditValueJson(record.result, caps.maxStringChars);
+  const argsBytes = args === undefined ? 0 : Buffer.byteLength(args);
+  const resultBytes = result === undefined ? 0 : Buffer.byteLength(result);
+  const fixedBytes = fields.reduce((sum, [key, json]) => sum + (json === undefined ? 0 : key.length + 4 + Buffer.byteLength(json)), 2);
+  // The keys and separators of args/result themselves.
+  const available = caps.maxLineBytes - fixedBytes - 20;
+  // Each field's own cap first; what is left of the line is split between them if they still do not fit.
+  const argsWant = Math.min(argsBytes, caps.maxArgsBytes);
+  const resultWant = Math.min(resultBytes, caps.maxResultBytes);
+  let argsBudget = argsWant;
+  let resultBudget = resultWant;
+  if (argsWant + resultWant > available) {
+    const half = Math.floor(available / 2);
+    argsBudget = argsWant <= half ? argsWant : resultWant <= half ? available - resultWant : half;
+    resultBudget = available - argsBudget;
+  }
+  const fit = (json: string | undefined, bytes: number, budget: number): string | undefined =>
+    json === undefined || bytes <= budget ? json : truncationMarker(json, budget);
+  const byKey = new Map(fields);
+  byKey.set('args', fit(args, argsBytes, argsBudget));
+  byKey.set('result', fit(result, resultBytes, resultBudget));
+  const parts: string[] = [];
+  for (const [key, json] of byKey) if (json !== undefined) parts.push(`"${key}":${json}`);
+  return `{${parts.join(',')}}`;
+}
+
+/** An id or name cut to `max` characters; these are ours or checked, so a plain cut is enough. */
+function clip(value: unknown, max: number): string {
+  const text = typeof value === 'string' ? value : String(value);
+  return text.length <= max ? text : `${text.slice(0, max - 16)}…[truncated]`;
+}

@@ -35,7 +35,7 @@ const ANTHROPIC_TYPES: Record<number, string> = {
   529: 'overloaded_error',
 };
 
-const CODES: Record<string, string> = { UNKNOWN_MODEL: 'model_not_found', PAYLOAD_TOO_LARGE: 'payload_too_large' };
+const CODES: Record<string, string> = { UNKNOWN_MODEL: 'model_not_found', PAYLOAD_TOO_LARGE: 'payload_too_large', REQUEST_TIMEOUT: 'request_timeout' };
 
 const text = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
 

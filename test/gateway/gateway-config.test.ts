@@ -53,13 +53,13 @@ host: 0.0.0.0
 port: 9000
 upstreams:
   - { name: llama, kind: openai, base_url: "http://127.0.0.1:8080/v1", models: ["llama-*"], timeout_ms: 300000 }
-limits: { max_turns: 3, max_tool_calls: 4, max_duration_ms: 5000, max_result_chars: 600, max_repeats: 2, max_body_bytes: 2048 }
+limits: { max_turns: 3, max_tool_calls: 4, max_duration_ms: 5000, max_result_chars: 600, max_repeats: 2, max_body_bytes: 2048, body_timeout_ms: 5000, max_connections: 16 }
 mcp: { allowed_origins: ["http://localhost:3000", "https://app.example.com/"] }
 prefetch: { enabled: false, ttl_ms: 5000, speculate: false, concurrency: 3, min_cosine: 0.95 }
 `);
     const c = await load(file);
     expect(c.prefetch).toEqual({ enabled: false, ttlMs: 5000, speculate: false, concurrency: 3, minCosine: 0.95 });
-    expect(c).toMatchObject({ host: '0.0.0.0', port: 9000, maxBodyBytes: 2048, mcp: { allowedOrigins: ['http://localhost:3000', 'https://app.example.com'] } });
+    expect(c).toMatchObject({ host: '0.0.0.0', port: 9000, maxBodyBytes: 2048, listen: { bodyTimeoutMs: 5000, maxConnections: 16 }, mcp: { allowedOrigins: ['http://localhost:3000', 'https://app.example.com'] } });
     expect(c.limits).toEqual({ maxTurns: 3, maxToolCalls: 4, maxDurationMs: 5000, maxResultChars: 600, maxRepeats: 2 });
     expect(c.upstreams).toEqual([
       { name: 'demo', kind: 'demo', models: ['kiwi-demo'], source: 'built-in' },
@@ -175,6 +175,8 @@ describe('gateway config: bad values name file:line, the field and what to write
     ['upstreams:\n  - { name: a, kind: openai, timeout_ms: 10, models: [x] }\n', /^FILE:2:42: upstreams\[0\]\.timeout_ms: must be at least 1000/],
     ['limits:\n  max_turns: 0\n', /^FILE:2:14: limits\.max_turns: /],
     ['limits:\n  max_body_bytes: 1e12\n', /^FILE:2:19: limits\.max_body_bytes: /],
+    ['limits:\n  body_timeout_ms: 10\n', /^FILE:2:20: limits\.body_timeout_ms: /],
+    ['limits:\n  max_connections: 0\n', /^FILE:2:20: limits\.max_connections: /],
     ['limits:\n  max_repeats: 1\n', /^FILE:2:16: limits\.max_repeats: must be at least 2/],
     ['prefetch:\n  enabled: "yes"\n', /^FILE:2:12: prefetch\.enabled: must be true or false/],
     ['prefetch:\n  min_cosine: 1.5\n', /^FILE:2:15: prefetch\.min_cosine: /],

@@ -21,7 +21,7 @@ export async function serveCommand(ctx: CliContext): Promise<number> {
   const gateway = await openGateway({ ...projectOptions(ctx, values), log, onIndexProgress: progressLine(ctx), ...(ctx.signal ? { signal: ctx.signal } : {}) });
   try {
     const { config, project, runtime } = gateway;
-    const listener = await listen((request) => gateway.app.fetch(request), { host: values.host ?? config.host, port: port ?? config.port });
+    const listener = await listen((request) => gateway.app.fetch(request), { host: values.host ?? config.host, port: port ?? config.port, ...config.listen });
     const { registry } = project;
     ctx.io.out(`Kiwi Gateway listening on ${listener.url}`);
     ctx.io.out(`project ${project.root}: ${runtime.toolCount} resolvable tools (${registry.tools.size} in all, ${registry.errors.length} invalid), ${registry.directives.size} directives, ${registry.knowledge.size} knowledge entries; ${project.policy.label}`);

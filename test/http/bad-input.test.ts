@@ -249,6 +249,31 @@ describe('errors from the loop before the first event', () => {
     }
   });
 
+  it("an upstream's Retry-After and retry-after-ms go to the client with its 429 or 502, in both protocols", async () => {
+    const limited = new KiwiError('UPSTREAM_HTTP', 'upstream answered 429', { details: { status: 429, provider: 'openai', retryAfter: '7', retryAfterMs: '6500' } });
+    for (const path of [OPENAI, ANTHROPIC]) {
+      const res = await post(app(thrower(limited)).app, path, path === OPENAI ? okOpenAi : okAnthropic);
+      expect(res.status).toBe(429);
+      expect(res.headers.get('retry-after')).toBe('7');
+      expect(res.headers.get('retry-after-ms')).toBe('6500');
+    }
+    const date = 'Wed, 21 Oct 2026 07:28:00 GMT';
+    const overloaded = new KiwiError('UPSTREAM_HTTP', 'upstream answered 503', { details: { status: 503, provider: 'anthropic', retryAfter: date } });
+    const res = await post(app(thrower(overloaded)).app, ANTHROPIC, okAnthropic);
+    expect(res.status).toBe(502);
+    expect(res.headers.get('retry-after')).toBe(date);
+  });
+
+  it('a Retry-After that is neither seconds nor a date is not passed on', async () => {
+    for (const retryAfter of ['soon', '-1', '1.5', 'Wed, 21 Oct 2026 07:28:00 GMT; x=1']) {
+      const error = new KiwiError('UPSTREAM_HTTP', 'upstream answered 429', { details: { status: 429, provider: 'openai', retryAfter, retryAfterMs: 'later' } });
+      const res = await post(app(thrower(error)).app, OPENAI, okOpenAi);
+      expect(res.status).toBe(429);
+      expect(res.headers.get('retry-after')).toBeNull();
+      expect(res.headers.get('retry-after-ms')).toBeNull();
+    }
+  });
+
   it('an error thrown by the first step of the iterator is mapped the same way', async () => {
     const { app: a } = app(async function* (): AsyncGenerator<LoopEvent> {
       yield* [];

@@ -162,6 +162,28 @@ describe('a long streamed answer', () => {
   });
 });
 
+describe('the request handed on', () => {
+  it('still aborts its signal when the client goes away (the body wrapper keeps the request signal)', async () => {
+    let aborted!: () => void;
+    const sawAbort = new Promise<void>((resolve) => (aborted = resolve));
+    let started!: () => void;
+    const running = new Promise<void>((resolve) => (started = resolve));
+    const script: Script = async function* (_request, options): AsyncIterable<LoopEvent> {
+      options.signal?.addEventListener('abort', () => aborted(), { once: true });
+      started();
+      await sawAbort;
+      yield { type: 'start', id: 'r', model: 'm' };
+    };
+    const { port } = await serve({}, script);
+    const client = rawClient(port);
+    const body = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }] });
+    client.socket.write(`POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+    await running;
+    client.socket.destroy();
+    await sawAbort;
+  });
+});
+
 describe('options', () => {
   it.each([
     ['bodyTimeoutMs', { bodyTimeoutMs: 0 }],

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { inspect } from 'node:util';
 import { z } from 'zod';
 import { KiwiError } from '../errors.js';
+import { LISTEN_DEFAULTS, type ListenLimits } from '../http/listen-limits.js';
 import { DEMO_MODEL_ID } from '../llm/demo-provider.js';
 import { didYouMeanSuffix, formatFieldPath } from '../registry/validation-error.js';
 import { parseYamlSource, type YamlSource } from '../registry/yaml-source.js';
@@ -54,6 +55,8 @@ export interface GatewayConfig {
   allowedOrigins: string[];
   /** Requests one client may have running at once. */
   maxConcurrentPerClient: number;
+  /** What the HTTP listener bounds (src/http/listen.ts). */
+  listen: Pick<ListenLimits, 'bodyTimeoutMs' | 'maxConnections'>;
   mcp: { allowedOrigins: string[] };
   prefetch: PrefetchConfig;
   /** Problems that do not stop the gateway (an upstream that can never be reached…), for the banner. */
@@ -126,6 +129,8 @@ const schema = z.strictObject({
       max_repeats: z.number().int().min(2, 'must be at least 2 (a call is refused the max_repeats-th time it is asked for)').max(100).optional(),
       max_body_bytes: z.number().int().min(1024).max(64 * 1024 * 1024).optional(),
       max_concurrent_requests_per_client: z.number().int().min(1).max(100_000).optional(),
+      body_timeout_ms: z.number().int().min(1000).max(600_000).optional(),
+      max_connections: z.number().int().min(1).max(100_000).optional(),
     })
     .optional(),
   mcp: z.strictObject({ allowed_origins: z.array(z.string()).max(100).optional() }).optional(),
@@ -141,7 +146,7 @@ const schema = z.strictObject({
 });
 
 type Raw = z.output<typeof schema>;
-const FIELDS = ['host', 'allowed_hosts', 'max_concurrent_requests_per_client', 'port', 'upstreams', 'limits', 'mcp', 'name', 'kind', 'base_url', 'api_key_env', 'models', 'timeout_ms', 'max_turns', 'max_tool_calls', 'max_duration_ms', 'max_result_chars', 'max_repeats', 'max_body_bytes', 'allowed_origins', 'prefetch', 'enabled', 'ttl_ms', 'speculate', 'concurrency', 'min_cosine'];
+const FIELDS = ['host', 'allowed_hosts', 'max_concurrent_requests_per_client', 'port', 'upstreams', 'limits', 'mcp', 'name', 'kind', 'base_url', 'api_key_env', 'models', 'timeout_ms', 'max_turns', 'max_tool_calls', 'max_duration_ms', 'max_result_chars', 'max_repeats', 'max_body_bytes', 'body_timeout_ms', 'max_connections', 'allowed_origins', 'prefetch', 'enabled', 'ttl_ms', 'speculate', 'concurrency', 'min_cosine'];
 
 export async function loadGatewayConfig(file: string, ctx: GatewayConfigContext): Promise<GatewayConfig> {
   const rel = path.relative(ctx.root, file);
@@ -247,6 +252,7 @@ export async function loadGatewayConfig(file: string, ctx: GatewayConfigContext)
     allowedHosts: raw.allowed_hosts ?? [...DEFAULT_ALLOWED_HOSTS],
     allowedOrigins,
     maxConcurrentPerClient: l.max_concurrent_requests_per_client ?? DEFAULT_MAX_CONCURRENT_PER_CLIENT,
+    listen: { bodyTimeoutMs: l.body_timeout_ms ?? LISTEN_DEFAULTS.bodyTimeoutMs, maxConnections: l.max_connections ?? LISTEN_DEFAULTS.maxConnections },
     mcp: { allowedOrigins: [...new Set([...allowedOrigins, ...origins])] },
     prefetch: {
       enabled: raw.prefetch?.enabled ?? DEFAULT_PREFETCH.enabled,

@@ -5,6 +5,7 @@ import { createClientAuth, type ClientAuth } from '../clients/client-auth.js';
 import { isLoopbackHost } from '../clients/loopback.js';
 import { KEY_FILE } from '../clients/key-store.js';
 import { createMcpRoute } from '../http/mcp-route.js';
+import { logInternalError } from '../http/log-internal-error.js';
 import { createRequestGuard } from '../http/request-guard.js';
 import { passThrough } from '../llm/provider-options.js';
 import { openProject, type Project, type ProjectOptions } from '../project.js';
@@ -100,6 +101,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
       metrics: () => ({ uptime_s: Math.round((Date.now() - startedAt) / 1000), prefetch: prefetch.counters.snapshot(), transitions: prefetch.transitions.stats() }),
       mcp: (c) => mcp.handle(c),
       guard,
+      ...(options.log ? { onError: logInternalError(options.log) } : {}),
       limits: { maxBodyBytes: config.maxBodyBytes },
     });
     return {

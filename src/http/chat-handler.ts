@@ -47,7 +47,7 @@ export function createChatHandler(protocol: ChatProtocol, deps: ChatHandlerDeps)
     };
     const fail = (error: unknown): Response => {
       const out = describe(error);
-      return c.json(protocol.errorBody(out), out.status as ContentfulStatusCode);
+      return c.json(protocol.errorBody(out), out.status as ContentfulStatusCode, out.headers ?? {});
     };
 
     let parsed;

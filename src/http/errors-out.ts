@@ -18,6 +18,19 @@ export interface ErrorOut {
   code?: string;
   /** The upstream's own error type, passed through when it speaks the client's protocol. */
   type?: string;
+  /** Response headers: an upstream's `Retry-After` and `retry-after-ms`, passed on so the client's SDK waits as told. */
+  headers?: Record<string, string>;
+}
+
+/** delay-seconds or an IMF-fixdate (RFC 9110 §10.2.3); anything else is not passed on. */
+const RETRY_AFTER = /^(?:\d{1,10}|[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT)$/;
+const RETRY_AFTER_MS = /^\d{1,10}(?:\.\d{1,6})?$/;
+
+function retryAfterHeaders(details: Record<string, unknown>): Record<string, string> | undefined {
+  const headers: Record<string, string> = {};
+  if (typeof details.retryAfter === 'string' && RETRY_AFTER.test(details.retryAfter)) headers['retry-after'] = details.retryAfter;
+  if (typeof details.retryAfterMs === 'string' && RETRY_AFTER_MS.test(details.retryAfterMs)) headers['retry-after-ms'] = details.retryAfterMs;
+  return Object.keys(headers).length === 0 ? undefined : headers;
 }
 
 const OPENAI_TYPES: Record<number, string> = {
@@ -35,14 +48,15 @@ const ANTHROPIC_TYPES: Record<number, string> = {
   529: 'overloaded_error',
 };
 
-const CODES: Record<string, string> = { UNKNOWN_MODEL: 'model_not_found', PAYLOAD_TOO_LARGE: 'payload_too_large' };
+const CODES: Record<string, string> = { UNKNOWN_MODEL: 'model_not_found', PAYLOAD_TOO_LARGE: 'payload_too_large', REQUEST_TIMEOUT: 'request_timeout' };
 
 const text = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
 
 /**
  * Maps a thrown value to what the client sees. UPSTREAM_HTTP keeps the upstream's 4xx status
  * (and its error type when the upstream speaks `protocol`); an upstream 5xx, a broken stream or
- * a redirect is 502, because the fault is behind the gateway, not in the client's request.
+ * a redirect is 502, because the fault is behind the gateway, not in the client's request. The
+ * upstream's retry hints go with either, so that the client backs off instead of hammering it.
  */
 export function toErrorOut(error: unknown, protocol: Protocol, requestId: string): ErrorOut {
   if (!isKiwiError(error)) {
@@ -55,7 +69,8 @@ export function toErrorOut(error: unknown, protocol: Protocol, requestId: string
     const sameProtocol = details.provider === protocol;
     const type = status < 500 && sameProtocol ? text(details.type) : undefined;
     const code = status < 500 && sameProtocol ? text(details.code) : undefined;
-    return { status, message: error.message, ...(type === undefined ? {} : { type }), ...(code === undefined ? {} : { code }) };
+    const headers = retryAfterHeaders(details);
+    return { status, message: error.message, ...(type === undefined ? {} : { type }), ...(code === undefined ? {} : { code }), ...(headers === undefined ? {} : { headers }) };
   }
   // 415 has no error code of its own: it is an INVALID_INPUT the body reader marks.
   const status = error.code === 'INVALID_INPUT' && details.status === 415 ? 415 : toHttpStatus(error);

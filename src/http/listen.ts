@@ -1,13 +1,14 @@
 import { createAdaptorServer } from '@hono/node-server';
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, Server } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
 import { KiwiError } from '../errors.js';
+import { bodyWithDeadline } from './body-deadline.js';
+import { LISTEN_DEFAULTS, type ListenLimits } from './listen-limits.js';
+import { overloadedResponse } from './overloaded-response.js';
 
-export interface ListenOptions {
+export interface ListenOptions extends Partial<ListenLimits> {
   host: string;
   port: number;
-  /** Longest wait for a client to send its request headers (slowloris guard); default 30 s. */
-  headersTimeoutMs?: number;
 }
 
 export interface Listener {
@@ -21,14 +22,57 @@ export interface Listener {
   close(graceMs: number): Promise<void>;
 }
 
-type Fetch = (request: Request) => Response | Promise<Response>;
+/** `env` is @hono/node-server's: the Node request and response, passed on unchanged. */
+type Fetch = (request: Request, env?: unknown) => Response | Promise<Response>;
 
-/** Serves `fetch` (a hono app's) on Node's HTTP server. */
+function positiveInt(value: number | undefined, fallback: number, name: string): number {
+  if (value === undefined) return fallback;
+  if (!Number.isSafeInteger(value) || value < 1) throw new KiwiError('INVALID_INPUT', `listen: ${name} must be a whole number of at least 1, got ${String(value)}`);
+  return value;
+}
+
+/**
+ * Serves `fetch` (a hono app's) on Node's HTTP server, with every phase that waits on the client
+ * bounded: the headers, the body, the idle time between requests, and the number of connections.
+ * The response is not bounded here: a streamed answer runs as long as the agent loop's own limit.
+ */
 export async function listen(fetch: Fetch, options: ListenOptions): Promise<Listener> {
-  const server = createAdaptorServer({ fetch, hostname: options.host }) as Server;
-  server.headersTimeout = options.headersTimeoutMs ?? 30_000;
-  // Streamed answers can run for minutes; the loop's own time limit bounds them, not Node's.
-  server.requestTimeout = 0;
+  const headersTimeoutMs = positiveInt(options.headersTimeoutMs, LISTEN_DEFAULTS.headersTimeoutMs, 'headersTimeoutMs');
+  const bodyTimeoutMs = positiveInt(options.bodyTimeoutMs, LISTEN_DEFAULTS.bodyTimeoutMs, 'bodyTimeoutMs');
+  const keepAliveTimeoutMs = positiveInt(options.keepAliveTimeoutMs, LISTEN_DEFAULTS.keepAliveTimeoutMs, 'keepAliveTimeoutMs');
+  const maxConnections = positiveInt(options.maxConnections, LISTEN_DEFAULTS.maxConnections, 'maxConnections');
+
+  const overCap = new WeakSet<Socket>();
+  const guarded: Fetch = (request, env) => {
+    const socket = (env as { incoming?: IncomingMessage } | undefined)?.incoming?.socket;
+    if (socket !== undefined && overCap.has(socket)) return overloadedResponse(request, maxConnections);
+    if (request.body === null) return fetch(request, env);
+    return fetch(new Request(request, { body: bodyWithDeadline(request.body, bodyTimeoutMs), duplex: 'half' } as RequestInit), env);
+  };
+  const server = createAdaptorServer({
+    fetch: guarded,
+    hostname: options.host,
+    // Node checks its header and request deadlines on this beat; its default (30 s) would let a
+    // deadline run over by as much again.
+    serverOptions: { connectionsCheckingInterval: Math.max(10, Math.min(1_000, headersTimeoutMs / 2)) },
+  }) as Server;
+  server.headersTimeout = headersTimeoutMs;
+  // Node's requestTimeout bounds receiving the request (headers and body), never the response.
+  // The body deadline above answers first, in the client's protocol; this is the backstop for a
+  // body nobody reads, and Node answers it with a bare 408.
+  server.requestTimeout = headersTimeoutMs + bodyTimeoutMs + 1_000;
+  server.keepAliveTimeout = keepAliveTimeoutMs;
+  // Past the cap, a connection is still accepted so that its request can be told why (503) —
+  // up to twice the cap; beyond that Node drops connections unanswered, which costs nothing.
+  server.maxConnections = maxConnections * 2;
+  let open = 0;
+  server.on('connection', (socket: Socket) => {
+    open += 1;
+    if (open > maxConnections) overCap.add(socket);
+    socket.once('close', () => {
+      open -= 1;
+    });
+  });
   await new Promise<void>((resolve, reject) => {
     const onError = (error: NodeJS.ErrnoException): void => {
       reject(

@@ -175,6 +175,7 @@ function hasInitialize(body: unknown): boolean {
 
 function bodyError(error: unknown): Response {
   if (isKiwiError(error, 'PAYLOAD_TOO_LARGE')) return rpcError(413, error.message);
+  if (isKiwiError(error, 'REQUEST_TIMEOUT')) return rpcError(408, error.message);
   if (isKiwiError(error, 'INVALID_INPUT')) {
     const status = error.details?.['status'] === 415 ? 415 : 400;
     return rpcError(status, error.message, {}, status === 400 ? -32700 : -32000);

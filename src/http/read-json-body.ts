@@ -1,9 +1,11 @@
 import { KiwiError } from '../errors.js';
+import { jsonTooDeepAt, MAX_JSON_DEPTH } from '../json-depth.js';
 
 /**
  * Reads a request body as JSON with a byte cap enforced while reading: a declared
  * Content-Length over the cap is refused before a byte is read, and a chunked body is cut off
  * as soon as it passes the cap, so a client cannot make the gateway buffer more than `maxBytes`.
+ * JSON nested past MAX_JSON_DEPTH is refused before it is parsed.
  */
 
 export const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024;
@@ -50,6 +52,10 @@ export async function readJsonBody(request: Request, maxBytes: number, signal?: 
     throw new KiwiError('INVALID_INPUT', 'The request body is not valid UTF-8; send UTF-8 encoded JSON');
   }
   if (textBody.trim() === '') throw new KiwiError('INVALID_INPUT', 'The request body is empty; send a JSON object');
+  const deepAt = jsonTooDeepAt(textBody);
+  if (deepAt !== -1) {
+    throw new KiwiError('INVALID_INPUT', `The request body is nested too deeply: more than ${MAX_JSON_DEPTH} levels of arrays and objects (at character ${deepAt}); flatten it`);
+  }
   try {
     return JSON.parse(textBody) as unknown;
   } catch (error) {

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { KiwiError } from '../errors.js';
-import type { HttpClient, HttpRequest } from '../primitives/http-client.js';
+import { retryHeaders, type HttpClient, type HttpRequest } from '../primitives/http-client.js';
 import { firstIssue } from './provider-options.js';
 import { excerpt, fromHttpError, statusError, type UpstreamContext } from './upstream-error.js';
 
@@ -42,8 +42,7 @@ export async function requestJson<T extends z.ZodType>(http: HttpClient, req: Ht
     throw fromHttpError(ctx, error);
   }
   if (res.status < 200 || res.status > 299) {
-    const retryAfter = res.headers['retry-after'];
-    throw statusError(ctx, res.status, res.body, retryAfter === undefined ? {} : { retryAfter });
+    throw statusError(ctx, res.status, res.body, retryHeaders(res.headers));
   }
   const details = { status: res.status, provider: ctx.provider, url: ctx.url, model: ctx.model };
   let json: unknown;

@@ -165,8 +165,9 @@ export function fromHttpError(ctx: UpstreamContext, error: unknown): unknown {
   if (error.details?.malformed === true || error.details?.midStream === true) return error;
   const status = error.details?.status;
   if (isKiwiError(error, 'UPSTREAM_HTTP') && typeof status === 'number' && (status < 200 || status > 299)) {
-    const body = typeof error.details?.body === 'string' ? error.details.body : '';
-    return statusError(ctx, status, body);
+    const { body, retryAfter, retryAfterMs } = error.details ?? {};
+    const retry = { ...(typeof retryAfter === 'string' ? { retryAfter } : {}), ...(typeof retryAfterMs === 'string' ? { retryAfterMs } : {}) };
+    return statusError(ctx, status, typeof body === 'string' ? body : '', retry);
   }
   return redacted(error, ctx.redact, ctx.label);
 }

@@ -177,6 +177,16 @@ function toKiwiError(error: unknown, p: Plan, url: URL, phase: Phase): KiwiError
   return new KiwiError('UPSTREAM_HTTP', `${what}: ${message}`, { cause: error, details });
 }
 
+/**
+ * An error answer's hints for when to ask again (`Retry-After`, and OpenAI's and Anthropic's
+ * `retry-after-ms`), as sent, so that a proxy can pass them on to its own client.
+ */
+export function retryHeaders(headers: Record<string, string>): { retryAfter?: string; retryAfterMs?: string } {
+  const retryAfter = headers['retry-after'];
+  const retryAfterMs = headers['retry-after-ms'];
+  return { ...(retryAfter === undefined ? {} : { retryAfter }), ...(retryAfterMs === undefined ? {} : { retryAfterMs }) };
+}
+
 function flattenHeaders(raw: Response['headers']): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [name, value] of Object.entries(raw)) {
@@ -351,7 +361,7 @@ export function createHttpClient(options: { dispatcher?: Dispatcher } = {}): Htt
       const body = await excerpt(res);
       const got = ok ? `${contentType ? `Content-Type ${contentType}` : 'no Content-Type'} instead of text/event-stream` : `status ${res.statusCode}`;
       throw new KiwiError('UPSTREAM_HTTP', `${p.method} ${shown(url)}: ${url.host} answered with ${got}: ${body}`, {
-        details: { status: res.statusCode, body, url: shown(url) },
+        details: { status: res.statusCode, body, url: shown(url), ...retryHeaders(flattenHeaders(res.headers)) },
       });
     }
     const cap = p.maxResponseBytes ?? Number.POSITIVE_INFINITY;

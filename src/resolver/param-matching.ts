@@ -7,7 +7,7 @@
  * does not tell them apart.
  */
 import type { Mention, MentionKind } from './extract-values.js';
-import type { ParamProfile } from './param-profile.js';
+import { roleWords, type ParamProfile, type Role } from './param-profile.js';
 import { convertUnit, unitParts } from './units.js';
 import { STOPWORDS, sameStem, stem, type Token } from './text-words.js';
 import { convertMention } from './value-coercion.js';
@@ -42,6 +42,11 @@ const BOUNDARY = /[.;!?]\s|[;!?]/;
 const LOCATION_PREPS = new Set(['in', 'at', 'near', 'from', 'to', 'within', 'around', 'across', 'inside', 'outside']);
 const SOURCE_PREPS = new Set(['from', 'since', 'between', 'starting', 'beginning', 'after']);
 const TARGET_PREPS = new Set(['to', 'until', 'till', 'through', 'ending', 'into', 'before']);
+/**
+ * Roles whose words name a kind of value ("the directory", "the URL", "the host"), so that a
+ * quoted value right after one is that value: `the directory "src"` is a path.
+ */
+const NAMING_ROLES: readonly Role[] = ['path', 'url', 'email', 'ip', 'version', 'phone'];
 const REQUIRED_MIN = 0.25;
 const OPTIONAL_MIN_EVIDENCE = 0.5;
 /** A number followed by the noun a parameter counts is as good as its name written before it. */
@@ -233,6 +238,11 @@ function shapeScore(p: ParamProfile, m: Mention, w: Window): { score: number; wh
   if (kind === 'url') add(r.has('url') ? 0.8 : r.has('path') ? 0.5 : 0, 'a URL');
   if (kind === 'path') add(r.has('path') ? 0.8 : r.has('url') ? 0.3 : 0, 'a path');
   if (kind === 'ip' && r.has('ip')) add(0.5, 'an IP address');
+  if (m.kind === 'quoted') {
+    const noun = w.left.find((t) => !STOPWORDS.has(t.lower));
+    const role = noun?.dist === 1 ? NAMING_ROLES.find((x) => r.has(x) && roleWords(x).has(noun.stem)) : undefined;
+    if (noun !== undefined && role !== undefined) add(0.5, `the ${role} named by '${noun.lower}'`);
+  }
   if (kind === 'date') add(r.has('date') ? 0.8 : 0, 'a date');
   // "3 days" for `days`: the noun says what is counted, which outweighs the date role.
   else if (r.has('date') && kind !== 'reldate' && kind !== 'time' && kind !== 'quoted' && !countsUnit(p, m)) add(-0.3, '');

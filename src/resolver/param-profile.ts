@@ -57,6 +57,11 @@ const NAME_ROLES: ReadonlyArray<readonly [Role, ReadonlySet<string>]> = [
   ['text', stems('query q search keyword term prompt question topic request')],
 ];
 
+/** The words that name what a parameter of this role holds ("directory" for a path). */
+export function roleWords(role: Role): ReadonlySet<string> {
+  return NAME_ROLES.find(([r]) => r === role)?.[1] ?? new Set();
+}
+
 /** Roles a description can give even when the name does not ("The email address of …"). */
 const DESC_ROLES: ReadonlySet<Role> = new Set(['email', 'url', 'path', 'location', 'money', 'ip', 'phone']);
 

@@ -137,6 +137,19 @@ describe('failures on the way', () => {
     expect(error).toBeInstanceOf(OpenAI.RateLimitError);
   });
 
+  it("passes the upstream's Retry-After on with its 429, to the OpenAI and the Anthropic client", async () => {
+    llm.replyOnce({ status: 429, headers: { 'retry-after': '7', 'retry-after-ms': '6500' } }, { status: 429, headers: { 'retry-after': '7' } });
+    const openai = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'not-used', maxRetries: 0 });
+    const limited = await openai.chat.completions.create({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e);
+    expect(limited).toBeInstanceOf(OpenAI.RateLimitError);
+    expect((limited as InstanceType<typeof OpenAI.RateLimitError>).headers.get('retry-after')).toBe('7');
+    expect((limited as InstanceType<typeof OpenAI.RateLimitError>).headers.get('retry-after-ms')).toBe('6500');
+    const anthropic = new Anthropic({ baseURL: server.url, apiKey: 'not-used', maxRetries: 0 });
+    const refused = await anthropic.messages.create({ model: 'gpt-4o-mini', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(Anthropic.RateLimitError);
+    expect((refused as InstanceType<typeof Anthropic.RateLimitError>).headers.get('retry-after')).toBe('7');
+  });
+
   it('on shutdown aborts a request whose tool is still running, and the tool process ends', async () => {
     const second = await openGateway({ projectDir: root, env, userDir: path.join(root, 'no-user-tier') });
     const listener = await listen((request) => second.app.fetch(request), { host: '127.0.0.1', port: 0 });

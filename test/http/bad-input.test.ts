@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { KiwiError } from '../../src/errors.js';
 import type { LoopEvent } from '../../src/gateway/loop-types.js';
 import { createGatewayApp, type GatewayAppDeps } from '../../src/http/app.js';
+import { logInternalError } from '../../src/http/log-internal-error.js';
 import { executeScript, scriptedLoop, type Script } from '../fixtures/http-edges/scripted-loop.js';
 
 /**
@@ -99,6 +100,23 @@ describe('reading the body', () => {
     expect(an.message).toContain('limit of 4096 bytes');
     expect(cancelled).toBe(true);
     expect(sent).toBeLessThanOrEqual(6000);
+  });
+
+  it('JSON nested 5,000 levels deep is a 400 that says so, in both protocols, and never reaches the loop', async () => {
+    const { app: a, loop } = app();
+    const deep = '{"a":'.repeat(5000) + '1' + '}'.repeat(5000);
+    // A tool_use input is written back out with JSON.stringify, which ran out of stack on this (a 500).
+    const toolUse = `{"model":"m","max_tokens":5,"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"f","input":${deep}}]},{"role":"user","content":"x"}]}`;
+    const an = await anthropicError(await post(a, ANTHROPIC, toolUse), 400);
+    expect(an.message).toMatch(/^The request body is nested too deeply: more than 128 levels of arrays and objects \(at character \d+\); flatten it$/);
+    const o = await openAiError(await post(a, OPENAI, `{"model":"m","messages":[{"role":"user","content":"x"}],"metadata":${'['.repeat(5000)}${']'.repeat(5000)}}`), 400);
+    expect(o.message).toContain('nested too deeply');
+    expect(loop.calls).toHaveLength(0);
+  });
+
+  it('deep brackets inside a string are text, not nesting', async () => {
+    const { app: a } = app();
+    expect((await post(a, OPENAI, { model: 'm', messages: [{ role: 'user', content: `${'[{'.repeat(5000)} "\\" \\"` }] })).status).toBe(200);
   });
 
   it('an empty body, a body that is not an object, and invalid UTF-8 are 400s', async () => {
@@ -231,6 +249,31 @@ describe('errors from the loop before the first event', () => {
     }
   });
 
+  it("an upstream's Retry-After and retry-after-ms go to the client with its 429 or 502, in both protocols", async () => {
+    const limited = new KiwiError('UPSTREAM_HTTP', 'upstream answered 429', { details: { status: 429, provider: 'openai', retryAfter: '7', retryAfterMs: '6500' } });
+    for (const path of [OPENAI, ANTHROPIC]) {
+      const res = await post(app(thrower(limited)).app, path, path === OPENAI ? okOpenAi : okAnthropic);
+      expect(res.status).toBe(429);
+      expect(res.headers.get('retry-after')).toBe('7');
+      expect(res.headers.get('retry-after-ms')).toBe('6500');
+    }
+    const date = 'Wed, 21 Oct 2026 07:28:00 GMT';
+    const overloaded = new KiwiError('UPSTREAM_HTTP', 'upstream answered 503', { details: { status: 503, provider: 'anthropic', retryAfter: date } });
+    const res = await post(app(thrower(overloaded)).app, ANTHROPIC, okAnthropic);
+    expect(res.status).toBe(502);
+    expect(res.headers.get('retry-after')).toBe(date);
+  });
+
+  it('a Retry-After that is neither seconds nor a date is not passed on', async () => {
+    for (const retryAfter of ['soon', '-1', '1.5', 'Wed, 21 Oct 2026 07:28:00 GMT; x=1']) {
+      const error = new KiwiError('UPSTREAM_HTTP', 'upstream answered 429', { details: { status: 429, provider: 'openai', retryAfter, retryAfterMs: 'later' } });
+      const res = await post(app(thrower(error)).app, OPENAI, okOpenAi);
+      expect(res.status).toBe(429);
+      expect(res.headers.get('retry-after')).toBeNull();
+      expect(res.headers.get('retry-after-ms')).toBeNull();
+    }
+  });
+
   it('an error thrown by the first step of the iterator is mapped the same way', async () => {
     const { app: a } = app(async function* (): AsyncGenerator<LoopEvent> {
       yield* [];
@@ -254,6 +297,23 @@ describe('errors from the loop before the first event', () => {
     const an = await anthropicError(await post(a, ANTHROPIC, okAnthropic), 500);
     expect(an.type).toBe('api_error');
     expect(an.message).not.toContain('secretThing');
+  });
+
+  it('logInternalError puts the request id, the route and the stack in the log, where the id the client got leads', async () => {
+    const lines: string[] = [];
+    const { app: a } = app(thrower(new TypeError('secretThing is undefined')), { onError: logInternalError((line) => lines.push(line)) });
+    await openAiError(await post(a, OPENAI, okOpenAi, { 'x-request-id': 'trace-2' }), 500);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^internal error on \/v1\/chat\/completions \(request trace-2\):\nTypeError: secretThing is undefined\n {4}at /);
+  });
+
+  it('logInternalError cuts a stack overflow\'s stack to its first frames', () => {
+    const lines: string[] = [];
+    const error = new RangeError('Maximum call stack size exceeded');
+    error.stack = [`${error.name}: ${error.message}`, ...Array.from({ length: 500 }, (_, i) => `    at f${i} (x.ts:1:1)`)].join('\n');
+    logInternalError((line) => lines.push(line))(error, { requestId: 'r', route: '/v1/messages' });
+    expect(lines[0]!.split('\n')).toHaveLength(32);
+    expect(lines[0]).toContain('… 471 more frames');
   });
 
   it('a non-streamed request whose loop fails midway still gets a proper error status', async () => {

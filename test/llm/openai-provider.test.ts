@@ -200,6 +200,12 @@ describe('OpenAI provider: upstream errors', () => {
     expect((await failure(provider.complete(ask), 'UPSTREAM_HTTP')).details).toMatchObject({ status: 429, code: 'rate_limit_exceeded', retryAfter: '1' });
   });
 
+  it('passes Retry-After and retry-after-ms on from a streaming 429', async () => {
+    llm.reply({ status: 429, headers: { 'retry-after': '7', 'retry-after-ms': '6500' } });
+    const { error } = await streamFailure(provider.stream(ask), 'UPSTREAM_HTTP');
+    expect(error.details).toMatchObject({ status: 429, retryAfter: '7', retryAfterMs: '6500' });
+  });
+
   it('throws UPSTREAM_HTTP from the iterator for an error sent mid-stream, after the text before it', async () => {
     llm.reply('openai-error-midstream');
     const { events, error } = await streamFailure(provider.stream(ask), 'UPSTREAM_HTTP');

@@ -114,6 +114,26 @@ describe('kiwi mcp (stdio)', () => {
   );
 
   it(
+    'answers an oversized line (past 4 MiB) and a malformed one with JSON-RPC errors, and goes on serving',
+    async () => {
+      const { child, lines, stderr } = spawnRaw();
+      await initialize(child, lines);
+      child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })}\n`);
+      child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list', params: { pad: 'x'.repeat(5 * 1024 * 1024) } })}\n`);
+      child.stdin.write('{"jsonrpc": "2.0", "id": 3,\n');
+      child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 4, method: 'tools/list' })}\n`);
+      const answers: Record<string, any>[] = [];
+      for (let i = 0; i < 3; i++) answers.push(JSON.parse((await lines.next()).value as string) as Record<string, any>);
+      expect(answers[0]).toEqual({ jsonrpc: '2.0', id: null, error: { code: -32600, message: expect.stringContaining('longer than the limit of 4194304 bytes') } });
+      expect(answers[1]).toMatchObject({ id: null, error: { code: -32700 } });
+      expect(answers[2]).toMatchObject({ id: 4, result: { tools: expect.arrayContaining([expect.objectContaining({ name: 'search' })]) } });
+      expect(child.exitCode).toBeNull();
+      expect(stderr()).toContain('kiwi mcp: A message line is longer than the limit');
+    },
+    SLOW,
+  );
+
+  it(
     'exits 0 on SIGTERM while a client is still connected',
     async () => {
       const { child, lines, stderr } = spawnRaw();

@@ -194,6 +194,22 @@ describe('paths, URLs, e-mails', () => {
   });
 });
 
+describe('a quoted value named by the noun before it', () => {
+  const listDirectory = { name: 'path', format: 'path', default: '.', description: 'Directory, relative to the project root' } as const;
+
+  it('fills an optional path from "the directory/folder/file \"x\"", where the quotes alone are too little evidence', () => {
+    expect(fill('list the entries of the directory "src"', listDirectory).arguments).toEqual({ path: 'src' });
+    expect(fill("what is in the folder 'docs'", listDirectory).arguments).toEqual({ path: 'docs' });
+    expect(fill('show the file “notes”', { name: 'target', format: 'path' }).arguments).toEqual({ target: 'notes' });
+  });
+
+  it('needs the noun right before the quote, and the parameter to hold a path', () => {
+    // The quoted text is a title here, not the directory.
+    expect(fill('list the directory entries titled "src"', listDirectory).arguments).toEqual({});
+    expect(fill('open the directory "src"', { name: 'label' }).arguments).toEqual({});
+  });
+});
+
 describe('identifiers and free text', () => {
   it('reads owner/name slugs and mixed-case identifiers', () => {
     const r = fill('Open an issue in acme/widgets titled "Crash on start"', { name: 'repo', required: true }, { name: 'title', required: true });

@@ -1,6 +1,6 @@
 import type { Readable, Writable } from 'node:stream';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { createMetaServer } from '../../mcp/meta-server.js';
+import { createStdioLineTransport } from '../../mcp/stdio-line-transport.js';
 import { openProject, type Project } from '../../project.js';
 import type { ResolverRuntime } from '../../resolver-runtime.js';
 import type { CliContext } from '../io.js';
@@ -9,9 +9,6 @@ import { projectOptions } from '../project-options.js';
 import { openProjectResolver, progressLine } from './index-tools.js';
 
 const USAGE = 'kiwi mcp [--project DIR]';
-
-/** One JSON-RPC line from the client; past it the transport drops its buffer and reports an error. */
-const MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
 
 export interface StdioStreams {
   stdin: Readable;
@@ -36,7 +33,7 @@ export async function mcpCommand(ctx: CliContext, streams: StdioStreams = { stdi
     project = await openProject({ ...projectOptions(ctx, values), source: 'mcp' });
     if (ctx.signal?.aborted) return 0;
     const server = createMetaServer({ project, resolver: runtime.resolver });
-    const transport = new StdioServerTransport(streams.stdin, streams.stdout, { maxBufferSize: MAX_MESSAGE_BYTES });
+    const transport = createStdioLineTransport(streams.stdin, streams.stdout);
     const ended = untilEnded(streams.stdin, ctx.signal);
     transport.onerror = (error) => ctx.io.err(`kiwi mcp: ${error.message}`);
     await server.connect(transport);

@@ -34,7 +34,7 @@ export async function createBenchProject(upstreamUrl: string, options: { prefetc
     // The demo policy allows 60 calls a minute per tool; the intent phase makes more than that.
     const policyFile = path.join(root, '.ai', 'config', 'policy.yaml');
     const policy = parse(await readFile(policyFile, 'utf8')) as Record<string, unknown>;
-    policy.rate_limits = { per_tool: { '*': { max: 1_000_000, per_ms: 60_000 } }, per_session: { max: 1_000_000, per_ms: 60_000 } };
+    policy.rate_limits = { per_tool: { '*': { max: 1_000_000, per_ms: 60_000 } }, per_client: { max: 1_000_000, per_ms: 60_000 } };
     await writeFile(policyFile, stringify(policy));
   } catch (error) {
     await rm(root, { recursive: true, force: true });

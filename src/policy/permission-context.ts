@@ -43,7 +43,7 @@ export interface PermissionRules {
   /** Argument names that hold paths, per MCP tool ("server.tool" glob), besides the ones recognised by name. */
   mcpPathArgs: Record<string, string[]>;
   /** perTool keys are globs over tool ids; the first matching key (in insertion order) applies. */
-  rateLimits: { perTool: Record<string, RateLimit>; perSession?: RateLimit };
+  rateLimits: { perTool: Record<string, RateLimit>; perClient?: RateLimit };
 }
 
 export interface PermissionContext {
@@ -156,7 +156,7 @@ function copyRules(rules: PermissionRules, label: string): PermissionRules {
   });
   const perTool: Record<string, RateLimit> = {};
   for (const [key, limit] of Object.entries(rules.rateLimits.perTool)) perTool[key] = checkLimit(limit, `rateLimits.perTool[${JSON.stringify(key)}]`, label);
-  const perSession = rules.rateLimits.perSession;
+  const perClient = rules.rateLimits.perClient;
   return Object.freeze({
     tools: Object.freeze([...rules.tools]) as string[],
     fsRead: Object.freeze([...rules.fsRead]) as string[],
@@ -167,7 +167,7 @@ function copyRules(rules: PermissionRules, label: string): PermissionRules {
     mcpPathArgs: Object.freeze(Object.fromEntries(Object.entries(rules.mcpPathArgs).map(([k, v]) => [k, Object.freeze([...v]) as string[]]))),
     rateLimits: Object.freeze({
       perTool: Object.freeze(perTool),
-      ...(perSession ? { perSession: checkLimit(perSession, 'rateLimits.perSession', label) } : {}),
+      ...(perClient ? { perClient: checkLimit(perClient, 'rateLimits.perClient', label) } : {}),
     }),
   });
 }

@@ -36,7 +36,10 @@ const policySchema = z.strictObject({
   filesystem: z.strictObject({ read: z.array(pathGlob).optional(), write: z.array(pathGlob).optional(), allow_secret_paths: z.array(pathGlob).optional() }).optional(),
   commands: z.array(commandRule).optional(),
   mcp: z.strictObject({ tools: z.array(name).optional(), path_args: z.record(name, z.array(name.regex(/^[A-Za-z0-9_.-]{1,128}$/, 'must be an argument name'))).optional() }).optional(),
-  rate_limits: z.strictObject({ per_tool: z.record(name, limit).optional(), per_session: limit.optional() }).optional(),
+  rate_limits: z
+    .strictObject({ per_tool: z.record(name, limit).optional(), per_client: limit.optional(), per_session: limit.optional() })
+    .refine((r) => r.per_client === undefined || r.per_session === undefined, { message: 'sets both per_client and per_session (its older name); keep per_client' })
+    .optional(),
 });
 type PolicyYaml = z.infer<typeof policySchema>;
 
@@ -46,8 +49,9 @@ const FIELDS: Record<string, string[]> = {
   filesystem: ['read', 'write', 'allow_secret_paths'],
   'commands[]': ['executable', 'subcommands', 'deny_args', 'allow_flags'],
   mcp: ['tools', 'path_args'],
-  rate_limits: ['per_tool', 'per_session'],
+  rate_limits: ['per_tool', 'per_client', 'per_session'],
   'rate_limits.per_tool.*': ['max', 'per_ms'],
+  'rate_limits.per_client': ['max', 'per_ms'],
   'rate_limits.per_session': ['max', 'per_ms'],
 };
 
@@ -115,8 +119,9 @@ function toRules(p: PolicyYaml): PermissionRules {
   }));
   const perTool: Record<string, RateLimit> = {};
   for (const [key, l] of Object.entries(p.rate_limits?.per_tool ?? {})) perTool[key] = { max: l.max, perMs: l.per_ms };
-  const s = p.rate_limits?.per_session;
-  rules.rateLimits = { perTool, ...(s ? { perSession: { max: s.max, perMs: s.per_ms } } : {}) };
+  // per_session is the older name: limits were always meant per caller, and now key on the client.
+  const c = p.rate_limits?.per_client ?? p.rate_limits?.per_session;
+  rules.rateLimits = { perTool, ...(c ? { perClient: { max: c.max, perMs: c.per_ms } } : {}) };
   return rules;
 }
 

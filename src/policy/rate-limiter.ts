@@ -4,8 +4,10 @@
  * never exceeds the limit.
  *
  * Buckets, for the context and every ancestor that sets a limit:
- * - per tool: one per (session, tool id), using the first `perTool` key that matches the tool;
- * - per session: one per session, shared by all its tools.
+ * - per tool: one per (client, tool id), using the first `perTool` key that matches the tool;
+ * - per client: one per client, shared by all its tools.
+ * Buckets key on the client (an API key's name), never on a session or connection: a client
+ * that opens a new session does not get fresh limits.
  * A call takes one token from every bucket that applies, or from none when any is empty, so a
  * denied call costs nothing.
  *
@@ -27,7 +29,7 @@ export interface RateLimiterOptions {
 }
 
 export interface RateLimiter {
-  take(ctx: PermissionContext, toolId: string, sessionId: string): Decision;
+  take(ctx: PermissionContext, toolId: string, clientId: string): Decision;
   /** Buckets held now (for tests and metrics). */
   size(): number;
 }
@@ -51,7 +53,7 @@ export function createRateLimiter(options: RateLimiterOptions = {}): RateLimiter
   const now = options.now ?? Date.now;
   const maxKeys = Math.max(1, options.maxKeys ?? 10_000);
   const buckets = new Map<string, Bucket>();
-  const needsFor = (ctx: PermissionContext, toolId: string, sessionId: string): Need[] => {
+  const needsFor = (ctx: PermissionContext, toolId: string, clientId: string): Need[] => {
     const needs: Need[] = [];
     const chain = contextChain(ctx);
     for (const [depth, c] of chain.entries()) {
@@ -60,11 +62,11 @@ export function createRateLimiter(options: RateLimiterOptions = {}): RateLimiter
       const toolLimit = toolKey === undefined ? undefined : c.rules.rateLimits.perTool[toolKey];
       if (toolKey !== undefined && toolLimit) {
         const keyNote = toolKey === toolId ? '' : `, key ${quote(toolKey)}`;
-        needs.push({ ctx: c, key: JSON.stringify([place, 't', toolLimit.max, toolLimit.perMs, sessionId, toolId]), limit: toolLimit, what: `tool ${quote(toolId)} (${describe(toolLimit)}${keyNote})` });
+        needs.push({ ctx: c, key: JSON.stringify([place, 't', toolLimit.max, toolLimit.perMs, clientId, toolId]), limit: toolLimit, what: `tool ${quote(toolId)} (${describe(toolLimit)}${keyNote})` });
       }
-      const sessionLimit = c.rules.rateLimits.perSession;
-      if (sessionLimit) {
-        needs.push({ ctx: c, key: JSON.stringify([place, 's', sessionLimit.max, sessionLimit.perMs, sessionId]), limit: sessionLimit, what: `session ${quote(sessionId)} (${describe(sessionLimit)})` });
+      const clientLimit = c.rules.rateLimits.perClient;
+      if (clientLimit) {
+        needs.push({ ctx: c, key: JSON.stringify([place, 's', clientLimit.max, clientLimit.perMs, clientId]), limit: clientLimit, what: `client ${quote(clientId)} (${describe(clientLimit)})` });
       }
     }
     return needs;
@@ -90,11 +92,11 @@ export function createRateLimiter(options: RateLimiterOptions = {}): RateLimiter
   };
 
   return {
-    take(ctx, toolId, sessionId) {
+    take(ctx, toolId, clientId) {
       if (typeof toolId !== 'string' || toolId === '') return deny(ctx, 'rate limit check needs a tool id');
-      if (typeof sessionId !== 'string') return deny(ctx, 'rate limit check needs a session id');
+      if (typeof clientId !== 'string') return deny(ctx, 'rate limit check needs a client id');
       const t = now();
-      const needs = needsFor(ctx, toolId, sessionId);
+      const needs = needsFor(ctx, toolId, clientId);
       const held = needs.map((n) => ({ need: n, bucket: refilled(n.key, n.limit, t) }));
       for (const { need, bucket } of held) {
         if (bucket.tokens < 1 - EPSILON) {

@@ -50,7 +50,7 @@ describe('loadPolicyFile', () => {
     expect(await checkPath(ctx, 'README.md', 'write')).toMatchObject({ allowed: false });
     expect(ctx.rules.rateLimits).toEqual({
       perTool: { read_file: { max: 2, perMs: 1000 }, '*': { max: 60, perMs: 60000 } },
-      perSession: { max: 600, perMs: 60000 },
+      perClient: { max: 600, perMs: 60000 },
     });
     expect(Object.keys(ctx.rules.rateLimits.perTool)).toEqual(['read_file', '*']);
   });
@@ -149,6 +149,20 @@ describe('parsePolicy: clear errors', () => {
     expect(policyError('version: 1\nrate_limits: { per_session: { max: 5, perMs: 10 } }\n')).toContain(
       'unknown field `perMs` at field `rate_limits.per_session`; allowed fields are max, per_ms',
     );
+  });
+
+  it('per_client limits each client; per_session is its older name; not both', () => {
+    const limit = { max: 5, perMs: 10 };
+    expect(parsePolicy('version: 1\nrate_limits: { per_client: { max: 5, per_ms: 10 } }\n', 'p.yaml', root).rules.rateLimits.perClient).toEqual(limit);
+    expect(parsePolicy('version: 1\nrate_limits: { per_session: { max: 5, per_ms: 10 } }\n', 'p.yaml', root).rules.rateLimits.perClient).toEqual(limit);
+    expect(policyError('version: 1\nrate_limits: { per_client: { max: 5, per_ms: 10 }, per_session: { max: 5, per_ms: 10 } }\n')).toContain('sets both per_client and per_session (its older name); keep per_client');
+  });
+
+  it('secret paths and MCP path arguments', () => {
+    const rules = parsePolicy('version: 1\nfilesystem: { read: [".env.example"], allow_secret_paths: [".env.example"] }\nmcp: { tools: ["notes.*"], path_args: { "notes.*": [location] } }\n', 'p.yaml', root).rules;
+    expect(rules).toMatchObject({ fsSecrets: ['.env.example'], mcpPathArgs: { 'notes.*': ['location'] } });
+    expect(policyError('version: 1\nfilesystem: { allow_secret_paths: ["/etc/**"] }\n')).toContain('field `filesystem.allow_secret_paths[0]` must be a glob relative to the project root');
+    expect(policyError('version: 1\nmcp: { path_args: { "x.*": ["a b"] } }\n')).toContain('must be an argument name');
   });
 
   it('duplicate keys', () => {

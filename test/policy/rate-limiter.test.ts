@@ -44,7 +44,7 @@ describe('createRateLimiter', () => {
     expect(limiter.take(ctx, 'x', 's').allowed).toBe(true);
   });
 
-  it('uses the first matching per-tool key; buckets are per tool and per session', () => {
+  it('uses the first matching per-tool key; buckets are per tool and per client', () => {
     const c = clock();
     const limiter = createRateLimiter({ now: c.now });
     const ctx = ctxWith({ perTool: { 'demo.*': { max: 1, perMs: 1000 }, '*': { max: 3, perMs: 1000 } } });
@@ -59,28 +59,28 @@ describe('createRateLimiter', () => {
     expect(limiter.take(ctx, 'read_file', 's1').allowed).toBe(false);
   });
 
-  it('limits a session across tools, and a denied call costs no tokens', () => {
+  it('limits a client across tools, and a denied call costs no tokens', () => {
     const c = clock();
     const limiter = createRateLimiter({ now: c.now });
-    const ctx = ctxWith({ perTool: { a: { max: 1, perMs: 1000 } }, perSession: { max: 2, perMs: 1000 } });
+    const ctx = ctxWith({ perTool: { a: { max: 1, perMs: 1000 } }, perClient: { max: 2, perMs: 1000 } });
     expect(limiter.take(ctx, 'a', 's').allowed).toBe(true);
     expect(limiter.take(ctx, 'a', 's').allowed).toBe(false);
     expect(limiter.take(ctx, 'b', 's').allowed).toBe(true);
     expect(limiter.take(ctx, 'c', 's')).toEqual({
       allowed: false,
-      reason: 'denied by policy .ai/config/policy.yaml: rate limit for session `s` (2 per 1000 ms) is used up; retry in 500 ms',
+      reason: 'denied by policy .ai/config/policy.yaml: rate limit for client `s` (2 per 1000 ms) is used up; retry in 500 ms',
     });
-    expect(limiter.take(ctx, 'c', 'other-session').allowed).toBe(true);
+    expect(limiter.take(ctx, 'c', 'other-client').allowed).toBe(true);
   });
 
   it('applies every ancestor’s limits', () => {
     const c = clock();
     const limiter = createRateLimiter({ now: c.now });
-    const parent = ctxWith({ perTool: {}, perSession: { max: 2, perMs: 1000 } });
+    const parent = ctxWith({ perTool: {}, perClient: { max: 2, perMs: 1000 } });
     const child = childContext(parent, { ...emptyRules(), tools: ['*'], rateLimits: { perTool: { '*': { max: 10, perMs: 1000 } } } }, 'directive foo');
     expect(limiter.take(child, 'x', 's').allowed).toBe(true);
     expect(limiter.take(child, 'x', 's').allowed).toBe(true);
-    expect(limiter.take(child, 'x', 's')).toMatchObject({ allowed: false, reason: expect.stringMatching(/^denied by policy .*rate limit for session/u) });
+    expect(limiter.take(child, 'x', 's')).toMatchObject({ allowed: false, reason: expect.stringMatching(/^denied by policy .*rate limit for client/u) });
     const strictChild = childContext(parent, { ...emptyRules(), rateLimits: { perTool: { x: { max: 1, perMs: 1000 } } } }, 'directive bar');
     c.advance(1000);
     expect(limiter.take(strictChild, 'x', 's2').allowed).toBe(true);

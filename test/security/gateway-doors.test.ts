@@ -175,6 +175,7 @@ describe('with client keys', () => {
   let server: Listener;
   let alice: string;
   let bob: string;
+  let carol: string;
 
   beforeAll(async () => {
     // Alice's own policy narrows the project's: read_file only, and two calls per ten minutes.
@@ -189,6 +190,10 @@ describe('with client keys', () => {
     const b = await cli(['keys', 'create', 'bob']);
     expect(b.code, b.err).toBe(0);
     bob = b.out.trim();
+    const c = await cli(['keys', 'create', 'carol', '--policy', '.ai/config/clients/alice.yaml']);
+    expect(c.code, c.err).toBe(0);
+    carol = c.out.trim();
+    writeFileSync(path.join(root, 'package.json'), '{ "name": "doors-demo" }\n');
     gateway = await openGateway({ projectDir: root, env, userDir: path.join(root, 'no-user-tier'), host: '0.0.0.0' });
     server = await listen((request) => gateway.app.fetch(request), { host: '127.0.0.1', port: 0 });
   }, 120_000);
@@ -264,6 +269,18 @@ describe('with client keys', () => {
     expect(byAlice.length).toBe(5);
     expect(new Set(byAlice.map((r) => r.session)).size).toBe(2);
     expect(records.some((r) => r.client === 'bob' && r.decision === 'allow')).toBe(true);
+  });
+
+  it('attack 3: chat requests count against their own client: one client using up its limit leaves the next one served', async () => {
+    const ask = async (key: string): Promise<string> => {
+      const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: key, maxRetries: 0 });
+      const completion = await client.chat.completions.create({ model: 'kiwi-demo', messages: [{ role: 'user', content: 'read package.json' }] });
+      return completion.choices[0]?.message.content ?? '';
+    };
+    const answers = await Promise.all([ask(carol), ask(carol), ask(carol)]);
+    expect(answers.filter((a) => a.includes('doors-demo'))).toHaveLength(2);
+    expect(answers.filter((a) => /rate limit for tool `read_file`.*is used up/.test(a))).toHaveLength(1);
+    expect(await ask(bob)).toContain('doors-demo');
   });
 
   it("a client cannot use another client's MCP session", async () => {

@@ -77,11 +77,11 @@ export function createClientAuth(options: ClientAuthOptions): ClientAuth {
   }
 
   async function callerFor(record: KeyRecord): Promise<{ record: KeyRecord; caller?: Caller; error?: string }> {
-    if (record.policy === undefined) return { record, caller: { client: record.client, keyId: record.id } };
+    if (record.policy === undefined) return { record, caller: { client: record.client } };
     try {
       const own = await loadPolicyFile(path.resolve(options.root, record.policy), options.root);
       const context = childContext(options.policy, own.rules, `client ${record.client} (${own.label})`);
-      return { record, caller: { client: record.client, keyId: record.id, context } };
+      return { record, caller: { client: record.client, context } };
     } catch (error) {
       return { record, error: `the policy of client ${record.client} cannot be used (${describeError(error)}); fix ${record.policy}, or revoke and recreate the key` };
     }

@@ -23,6 +23,8 @@ export interface McpRouteOptions {
   maxBodyBytes?: number;
   /** Sessions open at once (default 64). */
   maxSessions?: number;
+  /** Sessions one client may hold at once (default 16), so one client cannot take every session. */
+  maxSessionsPerClient?: number;
   /** A session with no request and no open stream for this long is closed (default 30 min). */
   idleTimeoutMs?: number;
   /** The client a request was admitted for (the gateway's request guard); default: everyone is the local client. */
@@ -56,6 +58,7 @@ export function createMcpRoute(deps: MetaServerDeps, options: McpRouteOptions = 
   const allowedOrigins = options.allowedOrigins ?? DEFAULT_ORIGINS;
   const maxBodyBytes = positive(options.maxBodyBytes, DEFAULT_MAX_BODY_BYTES, 'maxBodyBytes');
   const maxSessions = positive(options.maxSessions, 64, 'maxSessions');
+  const maxSessionsPerClient = positive(options.maxSessionsPerClient, 16, 'maxSessionsPerClient');
   const idleTimeoutMs = positive(options.idleTimeoutMs, 30 * 60_000, 'idleTimeoutMs');
   const sessions = new Map<string, Session>();
   const callerOf = (request: Request): Caller => options.callerOf?.(request) ?? { client: LOCAL_CLIENT };
@@ -103,8 +106,12 @@ export function createMcpRoute(deps: MetaServerDeps, options: McpRouteOptions = 
     if (sessions.size >= maxSessions) {
       return rpcError(503, `${maxSessions} MCP sessions are open, the most this gateway allows; close one (HTTP DELETE /mcp with its Mcp-Session-Id), wait for idle ones to expire, or raise maxSessions`);
     }
-    const id = randomUUID();
     const caller = callerOf(request);
+    const held = [...sessions.values()].filter((s) => s.caller.client === caller.client).length;
+    if (held >= maxSessionsPerClient) {
+      return rpcError(429, `Client ${caller.client} already holds ${held} MCP sessions, the most one client may; close one (HTTP DELETE /mcp with its Mcp-Session-Id) or reuse it`, { 'Retry-After': '1' });
+    }
+    const id = randomUUID();
     const server = createMetaServer({ ...deps, session: deps.session ?? `mcp-${id}`, caller });
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => id,

@@ -7,8 +7,6 @@ import type { PermissionContext } from '../policy/permission-context.js';
 export interface Caller {
   /** An API key's client name, or `local` (loopback with no keys, the CLI, stdio MCP). */
   client: string;
-  /** The key that authenticated the request, for the audit. */
-  keyId?: string;
   /** The client's own rights, narrower than the project's, when its key names a policy. */
   context?: PermissionContext;
 }

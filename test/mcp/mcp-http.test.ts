@@ -48,6 +48,7 @@ beforeAll(async () => {
   mount(app, '/idle', createMcpRoute(deps, { idleTimeoutMs: 50 }));
   mount(app, '/closing', createMcpRoute(deps));
   mount(app, '/site', createMcpRoute(deps, { allowedOrigins: ['https://app.example.com'] }));
+  mount(app, '/mine', createMcpRoute(deps, { maxSessionsPerClient: 1, callerOf: (r) => ({ client: r.headers.get('x-test-client') ?? 'local' }) }));
   await new Promise<void>((resolve) => {
     server = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve()) as Server;
   });
@@ -203,6 +204,14 @@ describe('/mcp over Streamable HTTP', () => {
     expect((await rpcError(refused)).message).toMatch(/1 MCP sessions are open, the most this gateway allows/);
     await first.transport.terminateSession();
     expect((await initialize('/one')).status).toBe(200);
+  });
+
+  it('caps the sessions one client holds (429), leaving room for other clients', async () => {
+    expect((await initialize('/mine', { 'x-test-client': 'a' })).status).toBe(200);
+    const refused = await fetch(`${base}/mine`, { method: 'POST', headers: { ...HEADERS, 'x-test-client': 'a' }, body: JSON.stringify(INITIALIZE) });
+    expect(refused.status).toBe(429);
+    expect((await rpcError(refused)).message).toMatch(/Client a already holds 1 MCP sessions, the most one client may/);
+    expect((await initialize('/mine', { 'x-test-client': 'b' })).status).toBe(200);
   });
 
   it('expires idle sessions', async () => {

@@ -3,6 +3,7 @@ import { describeGatewayConfig } from '../../gateway/gateway-config.js';
 import { openGateway } from '../../gateway/open-gateway.js';
 import { listen } from '../../http/listen.js';
 import { KiwiError } from '../../errors.js';
+import type { ClientAuth } from '../../clients/client-auth.js';
 import { isLoopbackHost } from '../../clients/loopback.js';
 import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
@@ -55,7 +56,7 @@ export async function serveCommand(ctx: CliContext): Promise<number> {
 }
 
 /** The banner's access line: who may call, and a warning when network clients would be turned away by Host. */
-function describeAccess(access: { mode: string; activeKeys: number; clients: number }, allowedHosts: readonly string[], host: string): string {
+function describeAccess(access: Awaited<ReturnType<ClientAuth['mode']>>, allowedHosts: readonly string[], host: string): string {
   const lines = [
     access.mode === 'open'
       ? 'access: open to this machine (loopback, no client keys); `kiwi keys create NAME` makes every request need a key'

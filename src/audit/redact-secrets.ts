@@ -42,6 +42,8 @@ const RULES: readonly Rule[] = [
   { kind: 'api-key', pattern: /\bsk-(?=[A-Za-z0-9_-]{0,200}\d)[A-Za-z0-9_-]{20,}/g },
   { kind: 'github-token', pattern: /\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})/g },
   { kind: 'gitlab-token', pattern: /\bglpat-[A-Za-z0-9_-]{20,}/g },
+  // The gateway's own client keys (clients/key-store.ts).
+  { kind: 'kiwi-key', pattern: /\bkiwi_[a-f0-9]{8}_[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])/g },
   { kind: 'slack-token', pattern: /\bxox[abposr]-[A-Za-z0-9-]{10,}/g },
   { kind: 'jwt', pattern: /\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{10,}/g },
   {
@@ -85,4 +87,4 @@ export function isSecretName(name: string): boolean {
   return name.length <= 128 && (SECRET_NAME_EXACT.test(name) || SECRET_HEADER.test(name));
 }
 
-const MAYBE_SECRET = /PRIVATE KEY|authori|cookie|x-api-key|bearer|AKIA|ASIA|sk-|gh[pousr]_|github_pat_|glpat-|xox|eyJ|:\/\/|pass|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credential/i;
+const MAYBE_SECRET = /PRIVATE KEY|authori|cookie|x-api-key|bearer|AKIA|ASIA|sk-|gh[pousr]_|github_pat_|glpat-|kiwi_|xox|eyJ|:\/\/|pass|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credential/i;

@@ -80,6 +80,7 @@ MAX_TOKENS=4096
     ['a cookie header', 'Cookie: session=abcdef; theme=dark', 'Cookie: [redacted:authorization]'],
     ['a query-string token', 'https://api.example.com/v1?access_token=zzz111&page=2', 'https://api.example.com/v1?access_token=[redacted:secret]&page=2'],
     ['YAML', 'db:\n  password: "p@ss w0rd"\n  host: x', 'db:\n  password: "[redacted:secret]"\n  host: x'],
+    ['a Kiwi client key', 'key kiwi_0a1b2c3d_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789-_abcde end', 'key [redacted:kiwi-key] end'],
   ])('redacts %s', (_name, input, expected) => {
     expect(redactSecrets(input)).toBe(expected);
   });

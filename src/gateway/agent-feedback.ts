@@ -116,10 +116,10 @@ function unresolvedLines(item: Extract<FeedbackItem, { kind: 'unresolved' }>, ma
   if (facts.length > 0) lines.push(facts.join(' '));
   const top = item.candidates[0];
   if (top !== undefined && item.missing.length > 0) {
-    const values = item.missing.map((name) => `${name} "…"`).join(' and ');
-    lines.push(`Write the intent again with those values written out, e.g. [${marker}: ${top} with ${values}].`);
+    const values = item.missing.map((name) => `"${name}": "…"`).join(', ');
+    lines.push(`Call it exactly, with those values written out: [${marker}: ${top} {${values}}].`);
   } else if (top !== undefined) {
-    lines.push(`Write the intent again naming the action and every value explicitly (e.g. [${marker}: ${top} …]), or do without the tool.`);
+    lines.push(`If one of them is what you mean, call it exactly with its arguments as JSON (e.g. [${marker}: ${top} {"name": "value"}]); otherwise name the action and every value explicitly, or do without the tool.`);
   } else {
     lines.push('No tool fits this intent: describe the action differently (what to do, on what, with which values), or answer without a tool.');
   }

@@ -12,7 +12,7 @@ export function intentInstructions(options: { marker?: string } = {}): string {
     '- One action per intent; for several actions, write several intents.',
     '- Write every value explicitly: quote names, paths and messages ("deploy summary", "#ops"), give numbers with units (10 MB, 30 minutes) and full dates. Do not say "it" or "that" for earlier results; repeat the values.',
     '- After an intent, stop and wait for its result before you continue.',
-    '- Never invent tool names, function-call syntax or JSON.',
+    `- A tool the gateway has named may be called exactly: [${marker}: tool_id {"name": "value"}]. Never invent tool ids.`,
     `- A "]" inside an intent goes in quotes or is written as \\].`,
   ].join('\n');
 }

@@ -3,6 +3,7 @@ import type { Embedder } from '../embed/embedder.js';
 import type { Tool } from '../registry/types.js';
 import { throwIfAborted } from '../abort.js';
 import { describeError } from '../errors.js';
+import { readExactCall } from './exact-call.js';
 import { fillArguments, type FilledArguments } from './fill-args.js';
 import type { LlmArgumentFiller } from './llm-argument-filler.js';
 import { fuse, type Hit } from './fuse.js';
@@ -97,7 +98,8 @@ export function createResolver(deps: ResolverDeps): StagedResolver {
     if (!intent) return done({ candidates: [], confidence: 0 });
     throwIfAborted(options.signal, 'resolution');
 
-    const named = namedTool(intent, deps.tools);
+    const exact = readExactCall(intent, deps.tools);
+    const named = exact.kind === 'none' ? namedTool(intent, deps.tools) : exact.tool?.id;
     if (named) return done({ candidates: [{ tool: named, score: 1 }], confidence: 1, named: true });
     // Embedding first, alone: on two cores, a full-text query running beside it slows the model down more than it saves.
     const tEmbed = now();
@@ -124,7 +126,16 @@ export function createResolver(deps: ResolverDeps): StagedResolver {
     if (!intent) {
       return { status: 'unresolved', reason: 'the intent is empty; say what should be done', missing: [], confidence: 0, candidates: [], timings: finish(), notes };
     }
-    // Recomputed from this intent, not taken from the retrieval: a tool the real intent names wins, whatever was prefetched.
+    // Recomputed from this intent, not taken from the retrieval: an exact call, or a tool the real intent names, wins whatever was prefetched.
+    const exact = readExactCall(intent, deps.tools);
+    if (exact.kind === 'call') {
+      notes.push('an exact call: checked against the schema and run as written');
+      return { status: 'resolved', call: { tool: exact.tool.id, arguments: exact.args }, confidence: 1, candidates: [{ tool: exact.tool.id, score: 1 }], timings: finish(), notes };
+    }
+    if (exact.kind === 'invalid') {
+      const candidates = exact.tool ? [{ tool: exact.tool.id, score: 1 }] : retrieval.candidates.slice(0, 3);
+      return { status: 'unresolved', reason: exact.reason, missing: exact.missing, confidence: 0, candidates, timings: finish(), notes };
+    }
     const named = namedTool(intent, deps.tools);
     if (named) notes.push(`the intent names the tool \`${named}\``);
     let candidates = named ? [{ tool: named, score: 1 }] : retrieval.candidates;

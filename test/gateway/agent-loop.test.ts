@@ -163,6 +163,21 @@ const isAlive = (pid: number): boolean => {
 };
 
 describe('agent loop: execute mode', () => {
+  it('runs an exact call as written, JSON brackets and all, and asks for the exact form when one is malformed', async () => {
+    llm.replyOnce(
+      { recording: sse(['[TOOL: echo_text {"text": "a [bracketed] note"}] and [TOOL: echo_text {"txt": "x"}]']) },
+      { recording: sse(['Done.']) },
+    );
+    const deps = loopDeps();
+    const { events, error } = await collect(deps, ask('Echo it.'));
+    expect(error).toBeUndefined();
+    expect(ofType(events, 'call').map((e) => [e.call, e.confidence])).toEqual([[{ tool: 'echo_text', arguments: { text: 'a [bracketed] note' } }, 1]]);
+    expect(ofType(events, 'result')[0]?.text).toBe('echo: a [bracketed] note');
+    expect(ofType(events, 'unresolved')[0]).toMatchObject({ intent: 'echo_text {"txt": "x"}', reason: expect.stringMatching(/lacks the required `text`/), candidates: ['echo_text'], missing: ['text'] });
+    const feedback = (await sentMessages(1))[3]?.content ?? '';
+    expect(feedback).toContain('Call it exactly, with those values written out: [TOOL: echo_text {"text": "…"}]');
+  });
+
   it('runs an intent split across chunks, feeds the result back and finishes on a turn without intents', async () => {
     llm.replyOnce(
       { recording: sse(['Let me check. [TO', 'OL: echo the text "hel', 'lo world"] then I', ' will answer.'], { usage: [20, 9] }) },
@@ -252,7 +267,7 @@ describe('agent loop: execute mode', () => {
     expect(feedback).toContain(`Not run: ${unresolved?.reason}`);
     expect(feedback).toMatch(/Closest tools: send_chat/);
     expect(feedback).toContain('Missing arguments: channel.');
-    expect(feedback).toContain('Write the intent again with those values written out, e.g. [TOOL: send_chat with channel "…"]');
+    expect(feedback).toContain('Call it exactly, with those values written out: [TOOL: send_chat {"channel": "…"}]');
     expect(await auditedTools(deps.session)).toEqual([]);
   });
 

@@ -373,6 +373,7 @@ describe('intentInstructions', () => {
 
   it('writes its example so the scanner reads it as an intent, for a custom marker too', () => {
     expect(scan(intentInstructions()).intents[0]).toBe('what to do, in plain words');
+    expect(scan(intentInstructions()).intents[1]).toBe('tool_id {"name": "value"}');
     const custom = intentInstructions({ marker: 'DO' });
     expect(custom).toContain('[DO:');
     expect(scan(custom, { marker: 'DO' }).intents[0]).toBe('what to do, in plain words');

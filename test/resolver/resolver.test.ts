@@ -54,6 +54,17 @@ afterAll(async () => {
 });
 
 describe('resolver (hash embedder, real LanceDB)', () => {
+  it('runs an exact call as written, with no search, and refuses a malformed one with the tool as the candidate', async () => {
+    const exact = await resolver.resolve('send_slack_message {"channel": "#ops", "text": "deploy done"}');
+    expect(exact).toMatchObject({ status: 'resolved', call: { tool: 'send_slack_message', arguments: { channel: '#ops', text: 'deploy done' } }, confidence: 1 });
+    expect(exact.timings.embedMs).toBe(0);
+    const short = await resolver.resolve('send_slack_message(channel="#ops")');
+    expect(short).toMatchObject({ status: 'unresolved', missing: ['text'], candidates: [{ tool: 'send_slack_message' }] });
+    const unknown = await resolver.resolve('get_weather {"city": "Paris"}');
+    expect(unknown).toMatchObject({ status: 'unresolved', reason: expect.stringMatching(/there is no tool `get_weather`/) });
+    expect(unknown.candidates[0]?.tool).toBe('get_weather_forecast');
+  });
+
   it('resolves an intent to a call with filled arguments, candidates and timings', async () => {
     const r = await resolver.resolve('get the weather forecast for "Paris" for 3 days');
     expect(r.status, JSON.stringify(r)).toBe('resolved');

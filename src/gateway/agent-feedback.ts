@@ -13,7 +13,17 @@ import type { LimitName, LoopLimits } from './loop-types.js';
 /** What happened to one intent of a turn, for the message fed back to the agent. */
 export type FeedbackItem =
   | { kind: 'outcome'; intent: string; call: ToolCallSpec; outcome: CallOutcome }
-  | { kind: 'unresolved'; intent: string; reason: string; missing: string[]; candidates: string[] };
+  | {
+      kind: 'unresolved';
+      intent: string;
+      reason: string;
+      missing: string[];
+      candidates: string[];
+      /** Values found for the first candidate: the exact call the agent is asked for repeats them. */
+      found?: Record<string, unknown>;
+      /** One-line schemas of the candidates (compact-schema.ts), so the agent can call one exactly. */
+      schemas?: string[];
+    };
 
 export interface ShownResult {
   status: CallOutcome['status'];
@@ -111,13 +121,17 @@ function outcomeLines(item: Extract<FeedbackItem, { kind: 'outcome' }>, body: st
 function unresolvedLines(item: Extract<FeedbackItem, { kind: 'unresolved' }>, marker: string): string[] {
   const lines = [`Not run: ${item.reason}`];
   const facts: string[] = [];
-  if (item.candidates.length > 0) facts.push(`Closest tools: ${item.candidates.join(', ')}.`);
+  if (item.schemas?.length) facts.push(`Closest tools, as they are called:\n${item.schemas.map((s) => `- ${s}`).join('\n')}`);
+  else if (item.candidates.length > 0) facts.push(`Closest tools: ${item.candidates.join(', ')}.`);
   if (item.missing.length > 0) facts.push(`Missing arguments: ${item.missing.join(', ')}.`);
-  if (facts.length > 0) lines.push(facts.join(' '));
+  if (facts.length > 0) lines.push(facts.join('\n'));
   const top = item.candidates[0];
   if (top !== undefined && item.missing.length > 0) {
-    const values = item.missing.map((name) => `"${name}": "…"`).join(', ');
-    lines.push(`Call it exactly, with those values written out: [${marker}: ${top} {${values}}].`);
+    const found = Object.entries(item.found ?? {}).map(([name, value]) => `${JSON.stringify(name)}: ${JSON.stringify(value)}`);
+    // Shown as read, to be checked: the filler may have read them wrong, and the agent knows what it meant.
+    if (found.length > 0) lines.push(`Values read from your intent (check them): ${found.join(', ')}.`);
+    const values = [...found, ...item.missing.map((name) => `${JSON.stringify(name)}: "…"`)].join(', ');
+    lines.push(`Call it exactly, with every value written out: [${marker}: ${top} {${values}}].`);
   } else if (top !== undefined) {
     lines.push(`If one of them is what you mean, call it exactly with its arguments as JSON (e.g. [${marker}: ${top} {"name": "value"}]); otherwise name the action and every value explicitly, or do without the tool.`);
   } else {

@@ -22,6 +22,8 @@ export interface AgentLoopDeps {
   now?: () => number;
   /** Sees the agent's text and intents as they stream (prefetch); it must not throw or block. */
   observer?: LoopObserver;
+  /** A tool's one-line schema, shown with the closest tools when an intent is not run (absent: ids only). */
+  describeTool?: (id: string) => string | undefined;
 }
 
 export interface LoopObserver {
@@ -79,6 +81,7 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
   const worker = createIntentWorker({
     resolve: deps.resolve,
     call: deps.call,
+    ...(deps.describeTool ? { describeTool: deps.describeTool } : {}),
     limits,
     mode,
     newId,

@@ -7,6 +7,8 @@ import type { LimitName, LoopCall, LoopEvent, LoopLimits, LoopMode } from './loo
 export interface IntentWorkerDeps {
   resolve(intent: string, options: { context: string; signal?: AbortSignal }): Promise<Resolution>;
   call(call: LoopCall): Promise<CallOutcome>;
+  /** A tool's one-line schema, for the closest tools of an unresolved intent (absent: ids only). */
+  describeTool?: (id: string) => string | undefined;
   limits: LoopLimits;
   mode: LoopMode;
   /** Raw call ids; the worker prefixes `call_`. */
@@ -57,9 +59,10 @@ export function createIntentWorker(deps: IntentWorkerDeps): IntentWorker {
   let limit: LimitName | undefined;
   let turn: TurnReport = emptyTurn();
 
-  const unresolved = (index: number, intent: string, reason: string, missing: string[], candidates: string[]): void => {
+  const unresolved = (index: number, intent: string, reason: string, missing: string[], candidates: string[], found?: Record<string, unknown>): void => {
     deps.push({ type: 'unresolved', index, intent, reason, missing, candidates });
-    turn.items.push({ kind: 'unresolved', intent, reason, missing, candidates });
+    const schemas = deps.describeTool ? candidates.map((id) => deps.describeTool?.(id)).filter((s): s is string => s !== undefined) : [];
+    turn.items.push({ kind: 'unresolved', intent, reason, missing, candidates, ...(found ? { found } : {}), ...(schemas.length > 0 ? { schemas } : {}) });
   };
 
   // Not added to the turn's items: the request ends after this turn, so nothing is fed back.
@@ -75,7 +78,7 @@ export function createIntentWorker(deps: IntentWorkerDeps): IntentWorker {
     const resolution = await deps.resolve(intent, { context, signal });
     if (signal.aborted) return;
     if (resolution.status === 'unresolved') {
-      return unresolved(index, intent, resolution.reason, resolution.missing, resolution.candidates.slice(0, 3).map((c) => c.tool));
+      return unresolved(index, intent, resolution.reason, resolution.missing, resolution.candidates.slice(0, 3).map((c) => c.tool), resolution.found);
     }
     const { call } = resolution;
     const key = `${call.tool}\u0000${canonicalJson(call.arguments)}`;

@@ -10,6 +10,7 @@ import { createRequestGuard } from '../http/request-guard.js';
 import { passThrough } from '../llm/provider-options.js';
 import { openProject, type Project, type ProjectOptions } from '../project.js';
 import { openProjectResolverRuntime, type ResolverRuntime } from '../resolver-runtime.js';
+import { compactSchema } from '../resolver/compact-schema.js';
 import { runAgentLoop } from './agent-loop.js';
 import { loadGatewayConfig, type GatewayConfig } from './gateway-config.js';
 import { openGatewayPrefetch, type GatewayPrefetch } from './gateway-prefetch.js';
@@ -57,6 +58,10 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     const prefetch = await openGatewayPrefetch({ config: config.prefetch, project, runtime, ...(options.log ? { log: options.log } : {}) });
     opened.unshift(prefetch);
     const startedAt = Date.now();
+    const describeTool = (id: string): string | undefined => {
+      const tool = project.registry.tools.get(id);
+      return tool ? compactSchema(tool) : undefined;
+    };
 
     // Shutdown aborts what is still running, like a client going away. Not AbortSignal.any with
     // one long-lived shutdown signal: on Node 20 every request would stay linked to it (a leak).
@@ -73,6 +78,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
         {
           provider: route.provider,
           ...prefetch.forRequest({ mode: run.mode, caller: run.caller, conversation: run.conversation, maxToolCalls: config.limits.maxToolCalls }),
+          describeTool,
           limits: config.limits,
         },
         { ...request, model: route.model, ...(request.extra ? { extra: passThrough(request.extra, NATIVE_TOOL_FIELDS) } : {}) },

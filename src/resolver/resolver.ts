@@ -167,6 +167,7 @@ export function createResolver(deps: ResolverDeps): StagedResolver {
         status: 'unresolved',
         reason: `\`${tool.id}\` fits, but the intent does not give ${filled.missing.map((m) => `\`${m}\``).join(', ')}; add ${filled.missing.length > 1 ? 'them' : 'it'} (e.g. ${filled.missing[0]}=…)`,
         missing: filled.missing,
+        found: filled.arguments,
         confidence,
         candidates,
         timings: finish(),

@@ -30,6 +30,8 @@ export type Resolution =
       reason: string;
       /** Required arguments the intent did not give, for the best candidate. */
       missing: string[];
+      /** The values that were found for the best candidate, when only some were missing: the agent repeats them in its exact call. */
+      found?: Record<string, unknown>;
       confidence: number;
       candidates: Candidate[];
       timings: ResolutionTimings;

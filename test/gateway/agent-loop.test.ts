@@ -175,7 +175,7 @@ describe('agent loop: execute mode', () => {
     expect(ofType(events, 'result')[0]?.text).toBe('echo: a [bracketed] note');
     expect(ofType(events, 'unresolved')[0]).toMatchObject({ intent: 'echo_text {"txt": "x"}', reason: expect.stringMatching(/lacks the required `text`/), candidates: ['echo_text'], missing: ['text'] });
     const feedback = (await sentMessages(1))[3]?.content ?? '';
-    expect(feedback).toContain('Call it exactly, with those values written out: [TOOL: echo_text {"text": "…"}]');
+    expect(feedback).toContain('Call it exactly, with every value written out: [TOOL: echo_text {"text": "…"}]');
   });
 
   it('runs an intent split across chunks, feeds the result back and finishes on a turn without intents', async () => {
@@ -267,8 +267,17 @@ describe('agent loop: execute mode', () => {
     expect(feedback).toContain(`Not run: ${unresolved?.reason}`);
     expect(feedback).toMatch(/Closest tools: send_chat/);
     expect(feedback).toContain('Missing arguments: channel.');
-    expect(feedback).toContain('Call it exactly, with those values written out: [TOOL: send_chat {"channel": "…"}]');
+    expect(feedback).toMatch(/Call it exactly, with every value written out: \[TOOL: send_chat \{(.*, )?"channel": "…"\}\]/);
     expect(await auditedTools(deps.session)).toEqual([]);
+  });
+
+  it('shows the closest tools as one-line schemas when the loop can describe them', async () => {
+    llm.replyOnce({ recording: sse(['[TOOL: send a chat message to a channel]']) }, { recording: sse(['I need the channel.']) });
+    const deps = loopDeps({ describeTool: (id) => (id === 'send_chat' ? 'send_chat {"message": string, "channel": string} — Send a chat message' : undefined) });
+    await collect(deps, ask('Tell the team.'));
+    const feedback = (await sentMessages(1))[3]?.content ?? '';
+    expect(feedback).toContain('Closest tools, as they are called:\n- send_chat {"message": string, "channel": string} — Send a chat message');
+    expect(feedback).not.toContain('Closest tools: ');
   });
 
   it('feeds a denied call back with the reason and "do not retry"', async () => {

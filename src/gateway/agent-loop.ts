@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { KiwiError } from '../errors.js';
+import { DEFAULT_MARKER } from '../intent/intent-marker.js';
 import { createIntentScanner, intentInstructions, type ScanEvent } from '../intent/intent-scanner.js';
 import type { ChatEvent, ChatMessage, ChatProvider, ChatRequest, ChatUsage, FinishReason } from '../llm/types.js';
 import type { CallOutcome, ToolCall } from '../proxy/tool-proxy.js';
@@ -7,6 +8,7 @@ import type { Resolution } from '../resolver/types.js';
 import { feedbackMessage, limitNotice } from './agent-feedback.js';
 import { createIntentWorker } from './intent-worker.js';
 import { createOutbox } from './outbox.js';
+import { menuText } from './tool-menu.js';
 import { DEFAULT_LOOP_LIMITS, type LimitName, type LoopCall, type LoopEvent, type LoopLimits, type LoopMode, type LoopRunOptions } from './loop-types.js';
 import { textTail } from '../text-tail.js';
 
@@ -22,6 +24,11 @@ export interface AgentLoopDeps {
   now?: () => number;
   /** Sees the agent's text and intents as they stream (prefetch); it must not throw or block. */
   observer?: LoopObserver;
+  /**
+   * Lines of likely tools for the user's latest message, added to the instructions (tool-menu.ts).
+   * A failure here never fails the request: the agent goes without a menu.
+   */
+  menu?: (userText: string, signal: AbortSignal) => Promise<string[]>;
   /** A tool's one-line schema, shown with the closest tools when an intent is not run (absent: ids only). */
   describeTool?: (id: string) => string | undefined;
 }
@@ -95,8 +102,8 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
   });
   let intentCount = 0;
 
-  const messages = withInstructions(request.messages, instructions);
   const lastUser = [...request.messages].reverse().find((m) => m.role === 'user')?.content ?? '';
+  let messages: ChatMessage[] = [];
   const usage: ChatUsage = {};
   let turns = 0;
   let reason: FinishReason = 'other';
@@ -118,6 +125,8 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
   };
 
   try {
+    const menu = deps.menu ? await deps.menu(lastUser, signal).catch((error: unknown) => (signal.aborted ? Promise.reject(error) : [])) : [];
+    messages = withInstructions(request.messages, menu.length > 0 ? `${instructions}\n\n${menuText(menu, deps.marker ?? DEFAULT_MARKER)}` : instructions);
     for (;;) {
       if (signal.aborted) throw signal.reason;
       turns++;

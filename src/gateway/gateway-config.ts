@@ -9,6 +9,7 @@ import { didYouMeanSuffix, formatFieldPath } from '../registry/validation-error.
 import { parseYamlSource, type YamlSource } from '../registry/yaml-source.js';
 import { DEFAULT_ALLOWED_HOSTS, DEFAULT_MAX_CONCURRENT_PER_CLIENT } from '../http/request-guard.js';
 import { DEFAULT_LOOP_LIMITS, type LoopLimits } from './loop-types.js';
+import { DEFAULT_MENU_SIZE } from './tool-menu.js';
 
 /**
  * `.ai/config/gateway.yaml` — optional; without it the gateway listens on 127.0.0.1:8787 and
@@ -55,6 +56,8 @@ export interface GatewayConfig {
   allowedOrigins: string[];
   /** Requests one client may have running at once. */
   maxConcurrentPerClient: number;
+  /** Likely tools listed in each request's intent instructions (0: no menu). */
+  toolMenu: number;
   /** What the HTTP listener bounds (src/http/listen.ts). */
   listen: Pick<ListenLimits, 'bodyTimeoutMs' | 'maxConnections'>;
   mcp: { allowedOrigins: string[] };
@@ -118,6 +121,7 @@ const schema = z.strictObject({
     .max(100)
     .optional(),
   allowed_origins: z.array(z.string()).max(100).optional(),
+  tool_menu: z.number().int().min(0).max(100, 'must be at most 100: every listed tool costs the agent context on every turn').optional(),
   port: z.number().int().min(0).max(65535, 'must be 0 to 65535').optional(),
   upstreams: z.array(upstreamSchema).max(50).optional(),
   limits: z
@@ -146,7 +150,7 @@ const schema = z.strictObject({
 });
 
 type Raw = z.output<typeof schema>;
-const FIELDS = ['host', 'allowed_hosts', 'max_concurrent_requests_per_client', 'port', 'upstreams', 'limits', 'mcp', 'name', 'kind', 'base_url', 'api_key_env', 'models', 'timeout_ms', 'max_turns', 'max_tool_calls', 'max_duration_ms', 'max_result_chars', 'max_repeats', 'max_body_bytes', 'body_timeout_ms', 'max_connections', 'allowed_origins', 'prefetch', 'enabled', 'ttl_ms', 'speculate', 'concurrency', 'min_cosine'];
+const FIELDS = ['host', 'allowed_hosts', 'tool_menu', 'max_concurrent_requests_per_client', 'port', 'upstreams', 'limits', 'mcp', 'name', 'kind', 'base_url', 'api_key_env', 'models', 'timeout_ms', 'max_turns', 'max_tool_calls', 'max_duration_ms', 'max_result_chars', 'max_repeats', 'max_body_bytes', 'body_timeout_ms', 'max_connections', 'allowed_origins', 'prefetch', 'enabled', 'ttl_ms', 'speculate', 'concurrency', 'min_cosine'];
 
 export async function loadGatewayConfig(file: string, ctx: GatewayConfigContext): Promise<GatewayConfig> {
   const rel = path.relative(ctx.root, file);
@@ -252,6 +256,7 @@ export async function loadGatewayConfig(file: string, ctx: GatewayConfigContext)
     allowedHosts: raw.allowed_hosts ?? [...DEFAULT_ALLOWED_HOSTS],
     allowedOrigins,
     maxConcurrentPerClient: l.max_concurrent_requests_per_client ?? DEFAULT_MAX_CONCURRENT_PER_CLIENT,
+    toolMenu: raw.tool_menu ?? DEFAULT_MENU_SIZE,
     listen: { bodyTimeoutMs: l.body_timeout_ms ?? LISTEN_DEFAULTS.bodyTimeoutMs, maxConnections: l.max_connections ?? LISTEN_DEFAULTS.maxConnections },
     mcp: { allowedOrigins: [...new Set([...allowedOrigins, ...origins])] },
     prefetch: {

@@ -11,7 +11,10 @@ import { passThrough } from '../llm/provider-options.js';
 import { openProject, type Project, type ProjectOptions } from '../project.js';
 import { openProjectResolverRuntime, type ResolverRuntime } from '../resolver-runtime.js';
 import { compactSchema } from '../resolver/compact-schema.js';
+import { checkTool } from '../policy/permission-context.js';
+import { callContext } from '../proxy/authorize.js';
 import { runAgentLoop } from './agent-loop.js';
+import { createToolMenu } from './tool-menu.js';
 import { loadGatewayConfig, type GatewayConfig } from './gateway-config.js';
 import { openGatewayPrefetch, type GatewayPrefetch } from './gateway-prefetch.js';
 import type { RunLoop } from './loop-types.js';
@@ -58,6 +61,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     const prefetch = await openGatewayPrefetch({ config: config.prefetch, project, runtime, ...(options.log ? { log: options.log } : {}) });
     opened.unshift(prefetch);
     const startedAt = Date.now();
+    const menu = createToolMenu({ retrieve: (text, o) => runtime.resolver.retrieve(text, o), tools: project.registry.tools }, { size: config.toolMenu });
     const describeTool = (id: string): string | undefined => {
       const tool = project.registry.tools.get(id);
       return tool ? compactSchema(tool) : undefined;
@@ -79,6 +83,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
           provider: route.provider,
           ...prefetch.forRequest({ mode: run.mode, caller: run.caller, conversation: run.conversation, maxToolCalls: config.limits.maxToolCalls }),
           describeTool,
+          menu: (text, signal) => menu(text, (id) => checkTool(callContext(project.policy, run.caller.context), id).allowed, signal),
           limits: config.limits,
         },
         { ...request, model: route.model, ...(request.extra ? { extra: passThrough(request.extra, NATIVE_TOOL_FIELDS) } : {}) },

@@ -271,6 +271,19 @@ describe('agent loop: execute mode', () => {
     expect(await auditedTools(deps.session)).toEqual([]);
   });
 
+  it('adds the menu of likely tools for the user message to the instructions, and goes on without one when it fails', async () => {
+    llm.replyOnce({ recording: sse(['No tool needed.']) });
+    const asked: string[] = [];
+    await collect(loopDeps({ menu: async (text) => (asked.push(text), ['echo_text — Echo a text message back unchanged']) }), ask('Say hi.', 'Be brief.'));
+    expect(asked).toEqual(['Say hi.']);
+    const [system] = await sentMessages(0);
+    expect(system?.content).toBe(`Be brief.\n\n${intentInstructions()}\n\nTools likely useful for this request (name one by its id, or call it exactly: [TOOL: id {…}]):\n- echo_text — Echo a text message back unchanged`);
+    llm.replyOnce({ recording: sse(['Still fine.']) });
+    const { error } = await collect(loopDeps({ menu: () => Promise.reject(new Error('index gone')) }), ask('Say hi.'));
+    expect(error).toBeUndefined();
+    expect((await sentMessages(1))[0]).toEqual({ role: 'system', content: intentInstructions() });
+  });
+
   it('shows the closest tools as one-line schemas when the loop can describe them', async () => {
     llm.replyOnce({ recording: sse(['[TOOL: send a chat message to a channel]']) }, { recording: sse(['I need the channel.']) });
     const deps = loopDeps({ describeTool: (id) => (id === 'send_chat' ? 'send_chat {"message": string, "channel": string} — Send a chat message' : undefined) });

@@ -1,0 +1,58 @@
+import { LRUCache } from 'lru-cache';
+import { menuLine } from '../resolver/compact-schema.js';
+import type { Tool } from '../registry/types.js';
+import type { Retrieval } from '../resolver/types.js';
+
+/**
+ * The menu of likely tools a request's agent sees in its instructions: the tools retrieval ranks
+ * first for the user's latest message, by id with one line each, so the agent can name the tool
+ * it means (an intent that names an id resolves to it deterministically) instead of hoping its
+ * words retrieve it. Only tools the caller may run are listed. Menus are remembered by text: a
+ * retried or repeated message costs no second search.
+ */
+export interface ToolMenuDeps {
+  retrieve(text: string, options: { signal?: AbortSignal }): Promise<Retrieval>;
+  tools: ReadonlyMap<string, Tool>;
+}
+
+export interface ToolMenuOptions {
+  /** Tools listed (default 20); 0 turns the menu off. */
+  size?: number;
+  /** Menus remembered (default 256). */
+  cacheSize?: number;
+}
+
+export type ToolMenu = (userText: string, allowed: (toolId: string) => boolean, signal?: AbortSignal) => Promise<string[]>;
+
+export const DEFAULT_MENU_SIZE = 20;
+/** The message the menu is chosen for is cut to this: retrieval reads the start of a request best. */
+const MAX_TEXT = 2000;
+
+export function createToolMenu(deps: ToolMenuDeps, options: ToolMenuOptions = {}): ToolMenu {
+  const size = options.size ?? DEFAULT_MENU_SIZE;
+  // Candidates before the caller's rights are applied: a few more than the menu, since some may be denied.
+  const ranked = new LRUCache<string, string[]>({ max: options.cacheSize ?? 256 });
+  return async (userText, allowed, signal) => {
+    const text = userText.trim().slice(0, MAX_TEXT);
+    if (size === 0 || text === '') return [];
+    let ids = ranked.get(text);
+    if (ids === undefined) {
+      const retrieval = await deps.retrieve(text, signal ? { signal } : {});
+      ids = retrieval.candidates.slice(0, size * 2).map((c) => c.tool);
+      ranked.set(text, ids);
+    }
+    const lines: string[] = [];
+    for (const id of ids) {
+      const tool = deps.tools.get(id);
+      if (tool && allowed(id)) lines.push(menuLine(tool));
+      if (lines.length === size) break;
+    }
+    return lines;
+  };
+}
+
+/** The menu as it is appended to the intent instructions. */
+export function menuText(lines: readonly string[], marker: string): string {
+  if (lines.length === 0) return '';
+  return [`Tools likely useful for this request (name one by its id, or call it exactly: [${marker}: id {…}]):`, ...lines.map((l) => `- ${l}`)].join('\n');
+}

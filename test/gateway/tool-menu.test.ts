@@ -1,0 +1,36 @@
+import { describe, expect, it } from 'vitest';
+import { createToolMenu, menuText } from '../../src/gateway/tool-menu.js';
+import type { Retrieval } from '../../src/resolver/types.js';
+import { makeTool } from '../helpers/make-tool.js';
+
+const TOOLS = new Map(['read_file', 'write_file', 'git_log', 'git_push'].map((id) => [id, makeTool({ id, type: 'api', description: `${id.replace('_', ' ')} in the project` })]));
+
+function fakeRetrieve(order: string[]) {
+  const asked: string[] = [];
+  const retrieve = async (text: string): Promise<Retrieval> => {
+    asked.push(text);
+    return { intent: text, candidates: order.map((tool, i) => ({ tool, score: 1 - i / 10 })), confidence: 0.9, timings: { embedMs: 0, searchMs: 0, totalMs: 0 } };
+  };
+  return { retrieve, asked };
+}
+
+describe('tool menu', () => {
+  it('lists the top tools the caller may run, by id with one line, and searches a repeated message once', async () => {
+    const { retrieve, asked } = fakeRetrieve(['git_push', 'git_log', 'read_file', 'unknown_tool', 'write_file']);
+    const menu = createToolMenu({ retrieve, tools: TOOLS }, { size: 2 });
+    const allowed = (id: string) => id !== 'git_push';
+    expect(await menu('show the recent commits', allowed)).toEqual(['git_log — git log in the project', 'read_file — read file in the project']);
+    expect(await menu('  show the recent commits ', allowed)).toHaveLength(2);
+    expect(asked).toEqual(['show the recent commits']);
+    expect(await menu('anything', () => false)).toEqual([]);
+  });
+
+  it('is off at size 0 and for an empty message, and renders as an instruction block', async () => {
+    const { retrieve, asked } = fakeRetrieve(['read_file']);
+    expect(await createToolMenu({ retrieve, tools: TOOLS }, { size: 0 })('read it', () => true)).toEqual([]);
+    expect(await createToolMenu({ retrieve, tools: TOOLS })('   ', () => true)).toEqual([]);
+    expect(asked).toEqual([]);
+    expect(menuText([], 'TOOL')).toBe('');
+    expect(menuText(['read_file — read a file'], 'TOOL')).toBe('Tools likely useful for this request (name one by its id, or call it exactly: [TOOL: id {…}]):\n- read_file — read a file');
+  });
+});

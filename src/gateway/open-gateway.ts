@@ -83,7 +83,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
           provider: route.provider,
           ...prefetch.forRequest({ mode: run.mode, caller: run.caller, conversation: run.conversation, maxToolCalls: config.limits.maxToolCalls }),
           describeTool,
-          menu: (text, signal) => menu(text, (id) => checkTool(callContext(project.policy, run.caller.context), id).allowed, signal),
+          menu: (text, signal) => menu(text, { scope: run.caller.client, allowed: (id) => checkTool(callContext(project.policy, run.caller.context), id).allowed }, signal),
           limits: config.limits,
         },
         { ...request, model: route.model, ...(request.extra ? { extra: passThrough(request.extra, NATIVE_TOOL_FIELDS) } : {}) },

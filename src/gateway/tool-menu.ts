@@ -7,8 +7,10 @@ import type { Retrieval } from '../resolver/types.js';
  * The menu of likely tools a request's agent sees in its instructions: the tools retrieval ranks
  * first for the user's latest message, by id with one line each, so the agent can name the tool
  * it means (an intent that names an id resolves to it deterministically) instead of hoping its
- * words retrieve it. Only tools the caller may run are listed. Menus are remembered by text: a
- * retried or repeated message costs no second search.
+ * words retrieve it. Only tools the caller may run are listed. Menus are remembered by caller and
+ * text: a retried or repeated message costs no second search and no second policy check. The menu
+ * is a hint, not a right: a remembered one that outlives a policy change can only offer a tool
+ * the tool proxy then refuses.
  */
 export interface ToolMenuDeps {
   retrieve(text: string, options: { signal?: AbortSignal }): Promise<Retrieval>;
@@ -22,7 +24,13 @@ export interface ToolMenuOptions {
   cacheSize?: number;
 }
 
-export type ToolMenu = (userText: string, allowed: (toolId: string) => boolean, signal?: AbortSignal) => Promise<string[]>;
+/** Whose menu: `scope` names the caller's rights (the client), `allowed` applies them. */
+export interface MenuCaller {
+  scope: string;
+  allowed(toolId: string): boolean;
+}
+
+export type ToolMenu = (userText: string, caller: MenuCaller, signal?: AbortSignal) => Promise<string[]>;
 
 export const DEFAULT_MENU_SIZE = 20;
 /** The message the menu is chosen for is cut to this: retrieval reads the start of a request best. */
@@ -30,11 +38,15 @@ const MAX_TEXT = 2000;
 
 export function createToolMenu(deps: ToolMenuDeps, options: ToolMenuOptions = {}): ToolMenu {
   const size = options.size ?? DEFAULT_MENU_SIZE;
-  // Candidates before the caller's rights are applied: a few more than the menu, since some may be denied.
+  // Candidates before any caller's rights are applied (a few more than the menu, since some may be denied), and menus per caller.
   const ranked = new LRUCache<string, string[]>({ max: options.cacheSize ?? 256 });
-  return async (userText, allowed, signal) => {
+  const menus = new LRUCache<string, string[]>({ max: options.cacheSize ?? 256 });
+  return async (userText, caller, signal) => {
     const text = userText.trim().slice(0, MAX_TEXT);
     if (size === 0 || text === '') return [];
+    const key = `${caller.scope}\u0000${text}`;
+    const remembered = menus.get(key);
+    if (remembered !== undefined) return remembered;
     let ids = ranked.get(text);
     if (ids === undefined) {
       const retrieval = await deps.retrieve(text, signal ? { signal } : {});
@@ -44,9 +56,10 @@ export function createToolMenu(deps: ToolMenuDeps, options: ToolMenuOptions = {}
     const lines: string[] = [];
     for (const id of ids) {
       const tool = deps.tools.get(id);
-      if (tool && allowed(id)) lines.push(menuLine(tool));
+      if (tool && caller.allowed(id)) lines.push(menuLine(tool));
       if (lines.length === size) break;
     }
+    menus.set(key, lines);
     return lines;
   };
 }

@@ -18,17 +18,23 @@ describe('tool menu', () => {
   it('lists the top tools the caller may run, by id with one line, and searches a repeated message once', async () => {
     const { retrieve, asked } = fakeRetrieve(['git_push', 'git_log', 'read_file', 'unknown_tool', 'write_file']);
     const menu = createToolMenu({ retrieve, tools: TOOLS }, { size: 2 });
-    const allowed = (id: string) => id !== 'git_push';
-    expect(await menu('show the recent commits', allowed)).toEqual(['git_log — git log in the project', 'read_file — read file in the project']);
-    expect(await menu('  show the recent commits ', allowed)).toHaveLength(2);
+    let checks = 0;
+    const caller = { scope: 'a', allowed: (id: string) => (checks++, id !== 'git_push') };
+    expect(await menu('show the recent commits', caller)).toEqual(['git_log — git log in the project', 'read_file — read file in the project']);
+    const checked = checks;
+    expect(await menu('  show the recent commits ', caller)).toHaveLength(2);
+    expect(checks).toBe(checked);
+    // Another caller's rights give another menu from the same search.
+    expect(await menu('show the recent commits', { scope: 'b', allowed: () => true })).toEqual(['git_push — git push in the project', 'git_log — git log in the project']);
     expect(asked).toEqual(['show the recent commits']);
-    expect(await menu('anything', () => false)).toEqual([]);
+    expect(await menu('anything', { scope: 'c', allowed: () => false })).toEqual([]);
   });
 
   it('is off at size 0 and for an empty message, and renders as an instruction block', async () => {
     const { retrieve, asked } = fakeRetrieve(['read_file']);
-    expect(await createToolMenu({ retrieve, tools: TOOLS }, { size: 0 })('read it', () => true)).toEqual([]);
-    expect(await createToolMenu({ retrieve, tools: TOOLS })('   ', () => true)).toEqual([]);
+    const anyone = { scope: 'x', allowed: () => true };
+    expect(await createToolMenu({ retrieve, tools: TOOLS }, { size: 0 })('read it', anyone)).toEqual([]);
+    expect(await createToolMenu({ retrieve, tools: TOOLS })('   ', anyone)).toEqual([]);
     expect(asked).toEqual([]);
     expect(menuText([], 'TOOL')).toBe('');
     expect(menuText(['read_file — read a file'], 'TOOL')).toBe('Tools likely useful for this request (name one by its id, or call it exactly: [TOOL: id {…}]):\n- read_file — read a file');

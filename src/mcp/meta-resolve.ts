@@ -1,5 +1,6 @@
 /** The `resolve` meta-tool: an intent in words becomes one call (tool + arguments), run through the tool proxy. */
 import { z } from 'zod';
+import { compactSchema } from '../resolver/compact-schema.js';
 import type { Candidate, Resolution } from '../resolver/types.js';
 import { callerFields, outcomeResult, textResult, type MetaContext, type MetaResult } from './meta-common.js';
 
@@ -29,7 +30,13 @@ export async function resolve(ctx: MetaContext, args: ResolveArgs, signal?: Abor
     ...(signal ? { signal } : {}),
   });
   const candidates = resolution.candidates.map(candidateView);
-  if (resolution.status === 'unresolved') return unresolved(resolution, candidates);
+  if (resolution.status === 'unresolved') {
+    const schemas = resolution.candidates.slice(0, 3).flatMap((c) => {
+      const tool = ctx.project.registry.tools.get(c.tool);
+      return tool ? [compactSchema(tool)] : [];
+    });
+    return unresolved(resolution, candidates, schemas);
+  }
 
   const call = resolution.call;
   const confidence = round(resolution.confidence);
@@ -44,10 +51,11 @@ export async function resolve(ctx: MetaContext, args: ResolveArgs, signal?: Abor
 }
 
 /** No call is an expected answer, not a failure: the agent gets the reason and what to try. */
-function unresolved(resolution: Extract<Resolution, { status: 'unresolved' }>, candidates: Array<Record<string, unknown>>): MetaResult {
+function unresolved(resolution: Extract<Resolution, { status: 'unresolved' }>, candidates: Array<Record<string, unknown>>, schemas: string[]): MetaResult {
   const lines = [`unresolved: ${resolution.reason}`];
   if (resolution.missing.length > 0) lines.push(`missing arguments: ${resolution.missing.join(', ')}`);
   if (candidates.length > 0) lines.push(`candidates: ${candidates.map((c) => `${String(c['tool'])} (${String(c['score'])})`).join(', ')}`);
+  if (schemas.length > 0) lines.push(`the closest, as they are called:\n${schemas.map((s) => `- ${s}`).join('\n')}`);
   lines.push(
     'Say it again with the missing values, or name the tool: execute(item_type="tool", action="run", item_id=ID, parameters={...}); search(item_type="tool", query=...) lists tools with their parameters.',
   );

@@ -314,6 +314,7 @@ describe('meta-server: resolve', () => {
     expect(structured(r)).toMatchObject({ status: 'unresolved', missing: ['text'] });
     expect(structured(r)['candidates'][0].tool).toBe('echo_text');
     expect(text(r)).toMatch(/^unresolved: .*\nmissing arguments: text\ncandidates: echo_text/);
+    expect(text(r)).toMatch(/\nthe closest, as they are called:\n- echo_text \{"text": string/);
   });
 
   it('answers bad arguments with clear errors', async () => {

@@ -2,7 +2,7 @@ import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { DEFAULT_RESOLVER_SETTINGS } from '../../src/resolver/resolver.js';
 import { peakRssMb, round } from '../stats.js';
-import { readCases } from './cases.js';
+import { readCases, spreadSample } from './cases.js';
 import { importCatalog } from './catalog.js';
 import { groupResults, latency, type CaseResult, type GroupMetrics } from './metrics.js';
 import { catalogSchemas, openCatalogResolver, parseCount, parseSettings, resolveCases, warmUp } from './resolve-catalog.js';
@@ -23,7 +23,7 @@ export async function runResolveBench(argv: string[]): Promise<void> {
   const catalog = await importCatalog(values.catalog);
   if (catalog.skipped.length) console.error(`catalog: skipped ${catalog.skipped.length} lines, e.g. ${catalog.skipped[0]}`);
   let cases = await readCases(values.cases);
-  if (limit !== undefined) cases = cases.slice(0, limit);
+  if (limit !== undefined) cases = spreadSample(cases, limit);
   console.error(`catalog ${values.catalog}: ${catalog.tools.length} tools; cases: ${cases.length}`);
 
   const opened = await openCatalogResolver({ catalog, settings, indexDir: values.index });

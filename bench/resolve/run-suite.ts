@@ -9,11 +9,11 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { DEFAULT_RESOLVER_SETTINGS, type ResolverSettings } from '../../src/resolver/resolver.js';
 import { peakRssMb, round } from '../stats.js';
-import { argumentTypes, catalogParameters } from './argument-types.js';
+import { argumentTypes, catalogParameters, type Parameters } from './argument-types.js';
 import { readCases, spreadSample, type BenchCase } from './cases.js';
-import { importCatalog } from './catalog.js';
+import { importCatalog, type ImportedCatalog } from './catalog.js';
 import { findDatasets, type Dataset } from './find-datasets.js';
-import { groupResults, type CaseResult, type GroupMetrics } from './metrics.js';
+import { groupResults, type CaseResult, type GroupMetrics, type Schemas } from './metrics.js';
 import { catalogSchemas, openCatalogResolver, parseCount, parseSettings, resolveCases, warmUp } from './resolve-catalog.js';
 import { riskCoverage, selectiveAt, THRESHOLDS } from './risk-coverage.js';
 import { ARGUMENT_LEGEND, printArgumentTable, printSuiteTable, SUITE_LEGEND, type SuiteRow } from './suite-table.js';
@@ -120,10 +120,10 @@ async function runDataset(dataset: Dataset, options: RunOptions): Promise<{ embe
 function splitReport(r: {
   dataset: Dataset;
   split: { file: string; cases: BenchCase[] };
-  catalog: Awaited<ReturnType<typeof importCatalog>>;
+  catalog: ImportedCatalog;
   results: CaseResult[];
-  schemas: ReturnType<typeof catalogSchemas>;
-  parameters: ReturnType<typeof catalogParameters>;
+  schemas: Schemas;
+  parameters: Parameters;
   indexBuildMs: number;
   embedder: string;
   options: RunOptions;

@@ -2,10 +2,12 @@ import { runGatewayBench } from './gateway/run-gateway.js';
 import { runBuildTraces } from './prefetch/build-traces.js';
 import { runPrefetchBench } from './prefetch/run-prefetch.js';
 import { runResolveBench } from './resolve/run-resolve.js';
+import { runSuiteBench } from './resolve/run-suite.js';
 import { runScaleBench } from './scale/run-scale.js';
 
 const BENCHES: Record<string, (argv: string[]) => Promise<void>> = {
   resolve: runResolveBench,
+  'resolve-suite': runSuiteBench,
   'resolve-scale': runScaleBench,
   gateway: runGatewayBench,
   prefetch: runPrefetchBench,

@@ -50,3 +50,12 @@ export async function readCases(files: string[]): Promise<BenchCase[]> {
   }
   return out;
 }
+
+/**
+ * `n` cases spread evenly over the list (every k-th), so that a quick run sees the whole file
+ * and not only its first, often easiest, lines; the whole list when it has no more than `n`.
+ */
+export function spreadSample<T>(cases: readonly T[], n: number): T[] {
+  if (cases.length <= n) return [...cases];
+  return Array.from({ length: n }, (_, i) => cases[Math.floor((i * cases.length) / n)] as T);
+}

@@ -15,10 +15,14 @@ export interface GroupMetrics {
   tool_top1: number | null;
   recall_at_5: number | null;
   recall_at_10: number | null;
+  /** The gold tool among the first 20 candidates: the recall of a 20-tool menu. */
+  recall_at_20: number | null;
   mrr: number | null;
   call_accuracy: number | null;
-  /** Share of fitting intents the resolver answered (did not abstain on). */
-  resolved_rate: number | null;
+  /** Share of fitting intents resolved to a call to run (FORMAT.md). */
+  coverage: number | null;
+  /** Of the calls that would run, over every case (no-fit included), the share fully right (FORMAT.md). */
+  executed_precision: number | null;
   n_no_fit: number;
   abstention_accuracy: number | null;
   false_resolution_rate: number | null;
@@ -42,9 +46,11 @@ export function groupMetrics(results: CaseResult[], schemas: Schemas): GroupMetr
     tool_top1: mean(single.map((r) => (ids(r)[0] === r.case.calls[0]?.name ? 1 : 0))),
     recall_at_5: recallAt(5),
     recall_at_10: recallAt(10),
+    recall_at_20: recallAt(20),
     mrr: mean(relevant.map((r) => mean(r.case.calls.map((c) => reciprocalRank(ids(r), c.name))) ?? 0)),
     call_accuracy: mean(single.map((r) => (isCorrectCall(r, schemas) ? 1 : 0))),
-    resolved_rate: mean(relevant.map((r) => (r.resolution.status === 'resolved' ? 1 : 0))),
+    coverage: mean(relevant.map((r) => (r.resolution.status === 'resolved' ? 1 : 0))),
+    executed_precision: mean(results.filter((r) => r.resolution.status === 'resolved').map((r) => (executedRight(r, schemas) ? 1 : 0))),
     n_no_fit: noFit.length,
     abstention_accuracy: noFit.length ? round(abstained / noFit.length) : null,
     false_resolution_rate: noFit.length ? round(1 - abstained / noFit.length) : null,
@@ -54,6 +60,15 @@ export function groupMetrics(results: CaseResult[], schemas: Schemas): GroupMetr
 
 /** Parameter names of each tool by catalog name, for FORMAT.md's "no parameter outside the schema". */
 export type Schemas = ReadonlyMap<string, string[]>;
+
+/**
+ * Whether the call a case resolved to is fully right. One call can be right only for a case with
+ * one gold call: on a no-fit case any call is wrong, and on a multi-call case one call does only
+ * part of what was asked.
+ */
+export function executedRight(r: CaseResult, schemas: Schemas): boolean {
+  return r.case.calls.length === 1 && isCorrectCall(r, schemas);
+}
 
 function isCorrectCall(r: CaseResult, schemas: Schemas): boolean {
   const gold = r.case.calls[0];
@@ -91,6 +106,6 @@ function reciprocalRank(ranked: string[], id: string): number {
   return i < 0 ? 0 : 1 / (i + 1);
 }
 
-function mean(xs: number[]): number | null {
+export function mean(xs: number[]): number | null {
   return xs.length ? round(xs.reduce((a, b) => a + b, 0) / xs.length) : null;
 }

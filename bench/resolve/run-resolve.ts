@@ -1,15 +1,11 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
+import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { openResolverRuntime } from '../../src/resolver-runtime.js';
-import { DEFAULT_RESOLVER_SETTINGS, type ResolverSettings } from '../../src/resolver/resolver.js';
-import type { Resolution } from '../../src/resolver/types.js';
+import { DEFAULT_RESOLVER_SETTINGS } from '../../src/resolver/resolver.js';
 import { peakRssMb, round } from '../stats.js';
+import { readCases, spreadSample } from './cases.js';
 import { importCatalog } from './catalog.js';
-import { readCases } from './cases.js';
 import { groupResults, latency, type CaseResult, type GroupMetrics } from './metrics.js';
-import { createProgress } from '../progress.js';
+import { catalogSchemas, openCatalogResolver, parseCount, parseSettings, resolveCases, warmUp } from './resolve-catalog.js';
 
 const USAGE = 'npm run bench -- resolve --catalog FILE --cases FILE [--cases FILE…] [--out FILE] [--index DIR] [--limit N] [--set key=value…] [--verbose]';
 
@@ -22,45 +18,28 @@ export async function runResolveBench(argv: string[]): Promise<void> {
   });
   if (!values.catalog || !values.cases?.length) throw new Error(`--catalog and --cases are required; usage: ${USAGE}`);
   const settings = parseSettings(values.set ?? []);
+  const limit = parseCount('limit', values.limit);
 
   const catalog = await importCatalog(values.catalog);
   if (catalog.skipped.length) console.error(`catalog: skipped ${catalog.skipped.length} lines, e.g. ${catalog.skipped[0]}`);
   let cases = await readCases(values.cases);
-  if (values.limit) cases = cases.slice(0, Number(values.limit));
+  if (limit !== undefined) cases = spreadSample(cases, limit);
   console.error(`catalog ${values.catalog}: ${catalog.tools.length} tools; cases: ${cases.length}`);
 
-  // --index keeps the LanceDB table between runs (sync is incremental), for tuning; by default it is temporary.
-  const dir = values.index ?? (await mkdtemp(path.join(tmpdir(), 'kiwi-bench-index-')));
-  const resolution = await openResolverRuntime({ tools: catalog.tools, indexDir: dir, settings, log: (m) => console.error(m) });
+  const opened = await openCatalogResolver({ catalog, settings, indexDir: values.index });
   try {
-    const t0 = performance.now();
-    await resolution.sync({ onProgress: createProgress('').counter('embedding tools') });
-    const indexBuildMs = performance.now() - t0;
-    console.error(`index built in ${(indexBuildMs / 1000).toFixed(1)} s (${resolution.embedderId})`);
-
-    // Warm-up (not timed) on altered text, so that no measured intent is already in the query-vector cache.
-    for (const c of cases.slice(0, 5)) await resolution.resolver.resolve(`warm-up: ${c.intent}`);
-    const results: CaseResult[] = [];
-    const tick = createProgress('').counter('resolving');
-    for (const [i, c] of cases.entries()) {
-      const start = performance.now();
-      const r = await resolution.resolver.resolve(c.intent);
-      const ms = performance.now() - start;
-      results.push({ case: c, resolution: catalogNames(r, catalog.names), ms });
-      tick(i + 1, cases.length);
-      if (values.verbose) printCase(results.at(-1) as CaseResult);
-    }
-    const schemas = new Map(catalog.tools.map((t) => [catalog.names.get(t.id) ?? t.id, t.parameters.map((p) => p.name)]));
-    const groups = groupResults(results, schemas);
+    await warmUp(opened.resolver, cases);
+    const results = await resolveCases(opened.resolver, catalog, cases, { label: 'resolving', ...(values.verbose ? { onResult: printCase } : {}) });
+    const groups = groupResults(results, catalogSchemas(catalog));
     const report = {
       bench: 'resolve',
       catalog: values.catalog,
       cases: values.cases.join(','),
       tools: catalog.tools.length,
-      index_build_ms: round(indexBuildMs, 0),
+      index_build_ms: round(opened.indexBuildMs, 0),
       index_reused: values.index !== undefined,
       peak_rss_mb: peakRssMb(),
-      embedder: resolution.embedderId,
+      embedder: opened.embedderId,
       settings: { ...DEFAULT_RESOLVER_SETTINGS, ...settings },
       groups,
     };
@@ -73,37 +52,16 @@ export async function runResolveBench(argv: string[]): Promise<void> {
       console.error(`wrote ${values.out}`);
     }
   } finally {
-    await resolution.close();
-    if (!values.index) await rm(dir, { recursive: true, force: true });
+    await opened.close();
   }
-}
-
-/** Puts the catalog's own spelling back on respelt tool ids, so scoring compares like with like. */
-function catalogNames(r: Resolution, names: Map<string, string>): Resolution {
-  if (names.size === 0) return r;
-  const name = (id: string) => names.get(id) ?? id;
-  const candidates = r.candidates.map((c) => ({ ...c, tool: name(c.tool) }));
-  return r.status === 'resolved' ? { ...r, candidates, call: { ...r.call, tool: name(r.call.tool) } } : { ...r, candidates };
-}
-
-function parseSettings(pairs: string[]): Partial<ResolverSettings> {
-  const out: Partial<ResolverSettings> = {};
-  for (const pair of pairs) {
-    const [key, raw] = pair.split('=');
-    if (!key || raw === undefined || !(key in DEFAULT_RESOLVER_SETTINGS) || !Number.isFinite(Number(raw))) {
-      throw new Error(`--set ${pair}: write key=number with key one of ${Object.keys(DEFAULT_RESOLVER_SETTINGS).join(', ')}`);
-    }
-    out[key as keyof ResolverSettings] = Number(raw);
-  }
-  return out;
 }
 
 function printTable(groups: Record<string, GroupMetrics>): void {
   const f = (x: number | null) => (x === null ? '   -  ' : x.toFixed(3).padStart(6));
-  console.log('group                              n  top1  rec@5 rec@10   mrr   call  resolv abst  falseR  p50ms  p95ms  p99ms');
+  console.log('group                              n  top1  rec@5 rec@10 rec@20   mrr   call   cover  execP  abst  falseR  p50ms  p95ms  p99ms');
   for (const [name, g] of Object.entries(groups)) {
     console.log(
-      `${name.slice(0, 30).padEnd(30)} ${String(g.n).padStart(5)} ${f(g.tool_top1)} ${f(g.recall_at_5)} ${f(g.recall_at_10)} ${f(g.mrr)} ${f(g.call_accuracy)} ${f(g.resolved_rate)} ${f(g.abstention_accuracy)} ${f(g.false_resolution_rate)} ${g.latency_ms.p50.toFixed(1).padStart(6)} ${g.latency_ms.p95.toFixed(1).padStart(6)} ${g.latency_ms.p99.toFixed(1).padStart(6)}`,
+      `${name.slice(0, 30).padEnd(30)} ${String(g.n).padStart(5)} ${f(g.tool_top1)} ${f(g.recall_at_5)} ${f(g.recall_at_10)} ${f(g.recall_at_20)} ${f(g.mrr)} ${f(g.call_accuracy)} ${f(g.coverage)} ${f(g.executed_precision)} ${f(g.abstention_accuracy)} ${f(g.false_resolution_rate)} ${g.latency_ms.p50.toFixed(1).padStart(6)} ${g.latency_ms.p95.toFixed(1).padStart(6)} ${g.latency_ms.p99.toFixed(1).padStart(6)}`,
     );
   }
 }

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import type { ParameterType, ToolParameter } from './types.js';
+import { isIgnoredFormat, nullableType, withoutIgnoredKeys } from './json-schema-keys.js';
 import { formatFieldPath, type IssueInput } from './validation-error.js';
 import type { YamlSource } from './yaml-source.js';
 import { oneOf, zodIssuesToInputs, type FieldHints } from './zod-issues.js';
@@ -35,6 +36,9 @@ const fieldSchemas = {
   allow_flags: z.boolean().optional(),
   // JSON Schema `items` of an array: only a plain type is kept; anything else in it is ignored, not an error.
   items: z.looseObject({ type: z.unknown().optional() }).optional(),
+  minimum: z.number().optional(),
+  maximum: z.number().optional(),
+  pattern: z.string().optional(),
 };
 
 const listEntrySchema = z.strictObject({
@@ -49,14 +53,11 @@ const listEntrySchema = z.strictObject({
 
 const propertySchema = z.strictObject(fieldSchemas);
 
+// Strict over what is left once the keys the registry ignores are taken out (json-schema-keys.ts).
 const jsonSchemaSchema = z.strictObject({
   type: z.literal('object', { error: 'a JSON Schema for parameters must be type: object' }),
   properties: z.record(z.string(), z.unknown()).optional(),
   required: z.array(z.string()).optional(),
-  additionalProperties: z.boolean().optional(),
-  $schema: z.string().optional(),
-  title: z.string().optional(),
-  description: z.string().optional(),
 });
 
 const LIST_KEYS = Object.keys(listEntrySchema.shape);
@@ -121,7 +122,7 @@ function parseList(value: unknown[], source: YamlSource): ParametersResult {
 }
 
 function parseJsonSchema(value: object, source: YamlSource): ParametersResult {
-  const schema = jsonSchemaSchema.safeParse(value, { reportInput: true });
+  const schema = jsonSchemaSchema.safeParse(withoutIgnoredKeys(value as Record<string, unknown>, SCHEMA_KEYS), { reportInput: true });
   if (!schema.success) {
     return {
       parameters: [],
@@ -143,7 +144,12 @@ function parseJsonSchema(value: object, source: YamlSource): ParametersResult {
       issues.push(at(source, path, `${JSON.stringify(name)} is not a parameter name; write letters, digits and "_", e.g. city`));
       continue;
     }
-    const property = propertySchema.safeParse(raw, { reportInput: true });
+    if (raw !== null && typeof raw === 'object' && typeof (raw as Record<string, unknown>)['required'] === 'boolean') {
+      // The list form's `required: true` is silently meaningless in a JSON Schema property; say where it goes.
+      issues.push(at(source, [...path, 'required'], `in a JSON Schema, required parameters are listed once under parameters.required (e.g. required: [${name}]); remove it here`));
+      continue;
+    }
+    const property = propertySchema.safeParse(jsonSchemaProperty(raw), { reportInput: true });
     if (!property.success) {
       issues.push(
         ...zodIssuesToInputs(property.error.issues, { source, hints: HINTS, basePath: path, allowedKeys: () => PROPERTY_KEYS }),
@@ -164,6 +170,16 @@ function parseJsonSchema(value: object, source: YamlSource): ParametersResult {
   return { parameters, issues };
 }
 
+/** One JSON Schema property as the registry models it: ignored keywords and formats out, `[T, "null"]` read as T. */
+function jsonSchemaProperty(raw: unknown): unknown {
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return raw;
+  const kept = withoutIgnoredKeys(raw as Record<string, unknown>, PROPERTY_KEYS);
+  if (Object.hasOwn(kept, 'type')) kept['type'] = nullableType(kept['type']);
+  const format = kept['format'];
+  if (typeof format === 'string' && !(PARAMETER_FORMATS as readonly string[]).includes(format) && isIgnoredFormat(format, PARAMETER_FORMATS)) delete kept['format'];
+  return kept;
+}
+
 type Fields = {
   type: string;
   description?: string | undefined;
@@ -173,6 +189,9 @@ type Fields = {
   access?: string | undefined;
   allow_flags?: boolean | undefined;
   items?: { type?: unknown } | undefined;
+  minimum?: number | undefined;
+  maximum?: number | undefined;
+  pattern?: string | undefined;
 };
 
 function toParameter(name: string, fields: Fields, required: boolean): ToolParameter {
@@ -183,6 +202,11 @@ function toParameter(name: string, fields: Fields, required: boolean): ToolParam
   if (fields.format !== undefined) parameter.format = fields.format as NonNullable<ToolParameter['format']>;
   if (fields.access !== undefined) parameter.access = fields.access as NonNullable<ToolParameter['access']>;
   if (fields.allow_flags !== undefined) parameter.allowFlags = fields.allow_flags;
+  // As in JSON Schema, a bound applies only to numbers and a pattern only to strings; elsewhere they say nothing.
+  const numeric = parameter.type === 'number' || parameter.type === 'integer';
+  if (numeric && fields.minimum !== undefined) parameter.minimum = fields.minimum;
+  if (numeric && fields.maximum !== undefined) parameter.maximum = fields.maximum;
+  if (parameter.type === 'string' && fields.pattern !== undefined) parameter.pattern = fields.pattern;
   const itemType = fields.items?.type;
   if (typeof itemType === 'string' && (PARAMETER_TYPES as readonly string[]).includes(itemType)) parameter.items = { type: itemType as ParameterType };
   return parameter;
@@ -196,6 +220,9 @@ function checkParameter(parameter: ToolParameter, path: PropertyKey[], source: Y
   }
   if (parameter.access !== undefined && parameter.format !== 'path') {
     issues.push(at(source, [...path, 'access'], 'access applies only to paths; add format: path or remove access'));
+  }
+  if (parameter.minimum !== undefined && parameter.maximum !== undefined && parameter.minimum > parameter.maximum) {
+    issues.push(at(source, [...path, 'minimum'], `minimum ${parameter.minimum} is greater than maximum ${parameter.maximum}; swap them or remove one`));
   }
   if (parameter.enum !== undefined && parameter.default !== undefined && !parameter.enum.some((v) => sameValue(v, parameter.default))) {
     issues.push(at(source, [...path, 'default'], `the default is not one of the enum values; write one of ${parameter.enum.map((v) => JSON.stringify(v)).join(', ')}`));

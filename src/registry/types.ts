@@ -30,6 +30,11 @@ export interface ToolParameter {
   allowFlags?: boolean;
   /** For `type: array`: the type of one item, when the schema says. */
   items?: { type: ParameterType };
+  /** JSON Schema bounds of a number or integer, kept from the schema; the registry does not enforce them. */
+  minimum?: number;
+  maximum?: number;
+  /** JSON Schema `pattern` of a string, kept as text: never compiled here (it comes from outside). */
+  pattern?: string;
 }
 
 export interface Tool {

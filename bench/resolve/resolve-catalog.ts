@@ -1,0 +1,120 @@
+/**
+ * What `resolve` and `resolve-suite` share: one catalog's resolver over a real index, built once,
+ * and cases run through it one at a time, timed, with the catalog's own tool names put back.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { openResolverRuntime } from '../../src/resolver-runtime.js';
+import { DEFAULT_RESOLVER_SETTINGS, type ResolverSettings } from '../../src/resolver/resolver.js';
+import type { Resolution, StagedResolver } from '../../src/resolver/types.js';
+import { createProgress } from '../progress.js';
+import type { BenchCase } from './cases.js';
+import type { ImportedCatalog } from './catalog.js';
+import type { CaseResult, Schemas } from './metrics.js';
+
+/** Candidates kept per resolution: enough for recall@20, the size of the tool menu an agent is shown. */
+export const CANDIDATES = 20;
+
+export interface CatalogResolver {
+  resolver: StagedResolver;
+  embedderId: string;
+  indexBuildMs: number;
+  close(): Promise<void>;
+}
+
+/**
+ * Indexes the catalog's tools and opens its resolver. `indexDir` keeps the LanceDB table between
+ * runs (sync is incremental), for tuning; without it the index lives in a temporary folder that
+ * `close` removes.
+ */
+export async function openCatalogResolver(options: { catalog: ImportedCatalog; settings: Partial<ResolverSettings>; indexDir?: string | undefined; label?: string }): Promise<CatalogResolver> {
+  const dir = options.indexDir ?? (await mkdtemp(path.join(tmpdir(), 'kiwi-bench-index-')));
+  const removeDir = async () => {
+    if (!options.indexDir) await rm(dir, { recursive: true, force: true });
+  };
+  try {
+    const runtime = await openResolverRuntime({ tools: options.catalog.tools, indexDir: dir, settings: options.settings, log: (m) => console.error(m) });
+    try {
+      const t0 = performance.now();
+      await runtime.sync({ onProgress: createProgress(options.label ? `${options.label}: ` : '').counter('embedding tools') });
+      const indexBuildMs = performance.now() - t0;
+      console.error(`${options.label ? `${options.label}: ` : ''}index built in ${(indexBuildMs / 1000).toFixed(1)} s (${runtime.embedderId})`);
+      return {
+        resolver: runtime.resolver,
+        embedderId: runtime.embedderId,
+        indexBuildMs,
+        async close() {
+          await runtime.close();
+          await removeDir();
+        },
+      };
+    } catch (error) {
+      await runtime.close();
+      throw error;
+    }
+  } catch (error) {
+    await removeDir();
+    throw error;
+  }
+}
+
+/** Resolves a few intents untimed, on altered text, so that no measured intent is already in the query-vector cache. */
+export async function warmUp(resolver: StagedResolver, cases: readonly BenchCase[]): Promise<void> {
+  for (const c of cases.slice(0, 5)) await resolver.resolve(`warm-up: ${c.intent}`);
+}
+
+/** Resolves every case in turn and times each; `label` names the progress counter. */
+export async function resolveCases(
+  resolver: StagedResolver,
+  catalog: ImportedCatalog,
+  cases: readonly BenchCase[],
+  options: { label: string; onResult?: (r: CaseResult) => void },
+): Promise<CaseResult[]> {
+  const results: CaseResult[] = [];
+  const tick = createProgress('').counter(options.label);
+  for (const [i, c] of cases.entries()) {
+    const start = performance.now();
+    const r = await resolver.resolve(c.intent, { limit: CANDIDATES });
+    const ms = performance.now() - start;
+    const result = { case: c, resolution: catalogNames(r, catalog.names), ms };
+    results.push(result);
+    options.onResult?.(result);
+    tick(i + 1, cases.length);
+  }
+  return results;
+}
+
+/** Each tool's parameter names by catalog name, for FORMAT.md's "no parameter outside the schema". */
+export function catalogSchemas(catalog: ImportedCatalog): Schemas {
+  return new Map(catalog.tools.map((t) => [catalog.names.get(t.id) ?? t.id, t.parameters.map((p) => p.name)]));
+}
+
+/** Puts the catalog's own spelling back on respelt tool ids, so scoring compares like with like. */
+function catalogNames(r: Resolution, names: Map<string, string>): Resolution {
+  if (names.size === 0) return r;
+  const name = (id: string) => names.get(id) ?? id;
+  const candidates = r.candidates.map((c) => ({ ...c, tool: name(c.tool) }));
+  return r.status === 'resolved' ? { ...r, candidates, call: { ...r.call, tool: name(r.call.tool) } } : { ...r, candidates };
+}
+
+/** `--set key=value` pairs → resolver settings; an unknown key or a value that is not a number stops the run. */
+export function parseSettings(pairs: string[]): Partial<ResolverSettings> {
+  const out: Partial<ResolverSettings> = {};
+  for (const pair of pairs) {
+    const [key, raw] = pair.split('=');
+    if (!key || raw === undefined || !(key in DEFAULT_RESOLVER_SETTINGS) || !Number.isFinite(Number(raw))) {
+      throw new Error(`--set ${pair}: write key=number with key one of ${Object.keys(DEFAULT_RESOLVER_SETTINGS).join(', ')}`);
+    }
+    out[key as keyof ResolverSettings] = Number(raw);
+  }
+  return out;
+}
+
+/** A `--limit`-style option: a whole number ≥ 1, or absent. */
+export function parseCount(option: string, raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`--${option} ${raw}: write a whole number of 1 or more`);
+  return n;
+}

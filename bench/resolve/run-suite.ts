@@ -1,0 +1,162 @@
+/**
+ * `npm run bench -- resolve-suite`: every dataset of a datasets folder through the real resolver,
+ * one index per catalog shared by its case files, in one table.
+ */
+import { writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { DEFAULT_RESOLVER_SETTINGS, type ResolverSettings } from '../../src/resolver/resolver.js';
+import { peakRssMb, round } from '../stats.js';
+import { argumentTypes, catalogParameters, type Parameters } from './argument-types.js';
+import { readCases, spreadSample, type BenchCase } from './cases.js';
+import { importCatalog, type ImportedCatalog } from './catalog.js';
+import { findDatasets, type Dataset } from './find-datasets.js';
+import { groupResults, type CaseResult, type GroupMetrics, type Schemas } from './metrics.js';
+import { catalogSchemas, openCatalogResolver, parseCount, parseSettings, resolveCases, warmUp } from './resolve-catalog.js';
+import { riskCoverage, selectiveAt, THRESHOLDS } from './risk-coverage.js';
+import { ARGUMENT_LEGEND, printArgumentTable, printSuiteTable, SUITE_LEGEND, type SuiteRow } from './suite-table.js';
+
+const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const USAGE = 'npm run bench -- resolve-suite [--datasets DIR] [--out FILE] [--limit N] [--no-fit FILE] [--set key=value…]';
+
+export async function runSuiteBench(argv: string[]): Promise<void> {
+  const { values } = parseOptions(argv);
+  const settings = parseSettings(values.set ?? []);
+  const limit = parseCount('limit', values.limit);
+  const datasetsDir = path.resolve(values.datasets ?? path.resolve(REPO_ROOT, '..', 'shared', 'datasets'));
+  const noFitFile = path.resolve(values['no-fit'] ?? path.join(REPO_ROOT, 'bench', 'cases', 'no-fit.jsonl'));
+  const datasets = await findDatasets(datasetsDir);
+  const noFit = await readCases([noFitFile]);
+  if (noFit.some((c) => c.calls.length > 0)) throw new Error(`${noFitFile}: every case must have "calls": [] (an intent no tool fits)`);
+  console.error(`resolve-suite: ${datasets.map((d) => d.name).join(', ')} from ${datasetsDir}; ${noFit.length} no-fit intents added to every split${limit ? `; ${limit} cases spread over each split` : ''}`);
+
+  const started = performance.now();
+  const reports: Record<string, SplitReport> = {};
+  const rows: SuiteRow[] = [];
+  let embedder = '';
+  for (const dataset of datasets) {
+    const run = await runDataset(dataset, { settings, limit, noFit, noFitFile });
+    embedder = run.embedder;
+    for (const [name, report] of Object.entries(run.reports)) {
+      reports[name] = report;
+      rows.push({ name, all: report.groups['all'] as GroupMetrics, executedPrecisionSingleCall: report.executed_precision_single_call, argumentTypes: report.argument_types });
+    }
+  }
+  const runS = (performance.now() - started) / 1000;
+
+  printSuiteTable(rows);
+  for (const line of SUITE_LEGEND) console.log(line);
+  console.log(`\nargument ${ARGUMENT_LEGEND}:`);
+  printArgumentTable(rows);
+  const machine = `${os.cpus().length} × ${os.cpus()[0]?.model.trim() ?? 'unknown CPU'}, ${round(os.totalmem() / 2 ** 30, 1)} GiB, Node ${process.version}`;
+  console.log(`\nrun time ${(runS / 60).toFixed(1)} min (${round(runS, 0)} s), peak RSS ${peakRssMb()} MB, embedder ${embedder}, ${machine}`);
+  if (values.out) {
+    const result = {
+      bench: 'resolve-suite',
+      datasets_dir: datasetsDir,
+      no_fit: noFitFile,
+      limit: limit ?? null,
+      settings: { ...DEFAULT_RESOLVER_SETTINGS, ...settings },
+      embedder,
+      machine,
+      run_s: round(runS, 1),
+      peak_rss_mb: peakRssMb(),
+      risk_coverage_thresholds: THRESHOLDS,
+      datasets: reports,
+    };
+    await writeFile(values.out, `${JSON.stringify(result, null, 2)}\n`);
+    console.error(`wrote ${values.out}`);
+  }
+}
+
+type SplitReport = ReturnType<typeof splitReport>;
+
+interface RunOptions {
+  settings: Partial<ResolverSettings>;
+  limit: number | undefined;
+  noFit: BenchCase[];
+  noFitFile: string;
+}
+
+/** One catalog: imported and indexed once; its no-fit resolutions made once and added to every split. */
+async function runDataset(dataset: Dataset, options: RunOptions): Promise<{ embedder: string; reports: Record<string, SplitReport> }> {
+  const catalog = await importCatalog(dataset.catalog);
+  console.error(`${dataset.name}: ${catalog.tools.length} tools, ${catalog.skipped.length} catalog lines skipped${catalog.skipped.length ? `, e.g. ${catalog.skipped[0]}` : ''}`);
+  const splits: Array<{ name: string; file: string; cases: BenchCase[] }> = [];
+  const seen = new Map<string, string>();
+  for (const split of dataset.splits) {
+    const cases = await readCases([split.file]);
+    // A split with the very same intents and gold calls as another (ToolAlpaca's test_simulated is its dev) would only repeat a row.
+    const key = JSON.stringify(cases.map((c) => [c.intent, c.calls]));
+    const same = seen.get(key);
+    if (same !== undefined) {
+      console.error(`${dataset.name}/${split.name}: the same intents and gold calls as ${same}; skipped`);
+      continue;
+    }
+    seen.set(key, split.name);
+    splits.push({ ...split, cases: options.limit === undefined ? cases : spreadSample(cases, options.limit) });
+  }
+
+  const opened = await openCatalogResolver({ catalog, settings: options.settings, label: dataset.name });
+  try {
+    await warmUp(opened.resolver, splits[0]?.cases ?? []);
+    const noFit = await resolveCases(opened.resolver, catalog, options.noFit, { label: `${dataset.name}/no-fit` });
+    const schemas = catalogSchemas(catalog);
+    const parameters = catalogParameters(catalog);
+    const reports: Record<string, SplitReport> = {};
+    for (const split of splits) {
+      const name = `${dataset.name}/${split.name}`;
+      const results = [...(await resolveCases(opened.resolver, catalog, split.cases, { label: name })), ...noFit];
+      reports[name] = splitReport({ dataset, split, catalog, results, schemas, parameters, indexBuildMs: opened.indexBuildMs, embedder: opened.embedderId, options });
+    }
+    return { embedder: opened.embedderId, reports };
+  } finally {
+    await opened.close();
+  }
+}
+
+function splitReport(r: {
+  dataset: Dataset;
+  split: { file: string; cases: BenchCase[] };
+  catalog: ImportedCatalog;
+  results: CaseResult[];
+  schemas: Schemas;
+  parameters: Parameters;
+  indexBuildMs: number;
+  embedder: string;
+  options: RunOptions;
+}) {
+  const groups = groupResults(r.results, r.schemas);
+  const all = groups['all'];
+  const oneCall = r.results.filter((x) => x.case.calls.length <= 1);
+  return {
+    bench: 'resolve' as const,
+    catalog: r.dataset.catalog,
+    cases: `${r.split.file},${r.options.noFitFile}`,
+    tools: r.catalog.tools.length,
+    catalog_lines_skipped: r.catalog.skipped.length,
+    index_build_ms: round(r.indexBuildMs, 0),
+    embedder: r.embedder,
+    coverage: all?.coverage ?? null,
+    executed_precision: all?.executed_precision ?? null,
+    executed_precision_single_call: selectiveAt(oneCall, r.schemas, 0).executed_precision,
+    recall_at_20: all?.recall_at_20 ?? null,
+    risk_coverage: riskCoverage(r.results, r.schemas),
+    argument_types: argumentTypes(r.results, r.parameters),
+    groups,
+  };
+}
+
+function parseOptions(argv: string[]) {
+  try {
+    return parseArgs({
+      args: argv,
+      options: { datasets: { type: 'string' }, out: { type: 'string' }, limit: { type: 'string' }, 'no-fit': { type: 'string' }, set: { type: 'string', multiple: true } },
+      strict: true,
+    });
+  } catch (error) {
+    throw new Error(`${error instanceof Error ? error.message : error}; usage: ${USAGE}`);
+  }
+}

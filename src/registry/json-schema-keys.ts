@@ -1,0 +1,53 @@
+/**
+ * Which keys of a JSON Schema `parameters` object the registry may ignore. MCP servers and OpenAPI
+ * specs use the whole JSON Schema vocabulary (`minLength`, `$ref`, `x-…`); the registry models a
+ * few keywords and ignores the rest, but a near miss of a modelled key (`descripton`, `requried`)
+ * is still a typo to report, because ignoring it would silently change the tool.
+ */
+import { didYouMean } from './validation-error.js';
+
+/** JSON Schema 2020-12 and draft-07 keywords, plus OpenAPI 3's additions to Schema Objects. */
+const JSON_SCHEMA_KEYWORDS: ReadonlySet<string> = new Set([
+  '$schema', '$id', '$ref', '$defs', '$anchor', '$dynamicRef', '$dynamicAnchor', '$vocabulary', '$comment', 'definitions',
+  'type', 'enum', 'const', 'title', 'description', 'default', 'examples', 'deprecated', 'readOnly', 'writeOnly',
+  'multipleOf', 'maximum', 'exclusiveMaximum', 'minimum', 'exclusiveMinimum',
+  'maxLength', 'minLength', 'pattern', 'format', 'contentEncoding', 'contentMediaType', 'contentSchema',
+  'items', 'prefixItems', 'additionalItems', 'unevaluatedItems', 'contains', 'minContains', 'maxContains', 'maxItems', 'minItems', 'uniqueItems',
+  'properties', 'patternProperties', 'additionalProperties', 'unevaluatedProperties', 'propertyNames', 'required',
+  'dependentRequired', 'dependentSchemas', 'dependencies', 'maxProperties', 'minProperties',
+  'allOf', 'anyOf', 'oneOf', 'not', 'if', 'then', 'else',
+  'nullable', 'example', 'discriminator', 'xml', 'externalDocs',
+]);
+
+/** `format` values of JSON Schema and OpenAPI that the registry does not model: ignored, never a typo. */
+const STANDARD_FORMATS: ReadonlySet<string> = new Set([
+  'date-time', 'time', 'duration', 'uuid', 'ipv4', 'ipv6', 'hostname', 'idn-hostname', 'idn-email', 'uri-reference',
+  'iri', 'iri-reference', 'uri-template', 'json-pointer', 'relative-json-pointer', 'regex',
+  'int32', 'int64', 'float', 'double', 'byte', 'binary', 'password',
+]);
+
+/**
+ * `raw` without the keys the registry ignores: standard keywords it does not model, vendor
+ * extensions (`x-…`) and any other key that is not a near miss of a modelled one. What is left
+ * goes through the strict schema, so a near miss is reported with its "did you mean".
+ */
+export function withoutIgnoredKeys(raw: Record<string, unknown>, modelled: readonly string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(raw)) {
+    const kept = modelled.includes(key) || (!JSON_SCHEMA_KEYWORDS.has(key) && !key.startsWith('x-') && didYouMean(key, modelled) !== undefined);
+    if (kept) Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
+  }
+  return out;
+}
+
+/** Whether a `format` value outside the modelled ones is dropped (a standard or unrelated format) rather than reported as a typo. */
+export function isIgnoredFormat(format: string, modelled: readonly string[]): boolean {
+  return STANDARD_FORMATS.has(format) || didYouMean(format, modelled) === undefined;
+}
+
+/** `type: [string, "null"]` (an optional value in JSON Schema) → `string`; any other value unchanged. */
+export function nullableType(type: unknown): unknown {
+  if (!Array.isArray(type)) return type;
+  const types = type.filter((t) => t !== 'null');
+  return types.length === 1 ? types[0] : type;
+}

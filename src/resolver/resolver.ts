@@ -174,7 +174,8 @@ export function createResolver(deps: ResolverDeps): StagedResolver {
         notes,
       };
     }
-    return { status: 'resolved', call: { tool: tool.id, arguments: filled.arguments }, confidence, candidates, timings: finish(), notes };
+    // One confidence for the whole call: the tool is right and so is every argument.
+    return { status: 'resolved', call: { tool: tool.id, arguments: filled.arguments }, confidence: confidence * filled.confidence, candidates, timings: finish(), notes };
   }
 
   async function resolve(intent: string, options: ResolveOptions = {}): Promise<Resolution> {

@@ -67,6 +67,8 @@ function checkValue(tool: Tool, param: ToolParameter, value: unknown): unknown {
   if (param.enum && !param.enum.some((e) => e === value)) {
     throw new KiwiError('INVALID_INPUT', `${where} must be one of ${param.enum.map((e) => JSON.stringify(e)).join(', ')}, got ${JSON.stringify(value)}`);
   }
+  if (typeof value === 'number' && param.minimum !== undefined && value < param.minimum) throw new KiwiError('INVALID_INPUT', `${where} must be at least ${param.minimum}, got ${value}`);
+  if (typeof value === 'number' && param.maximum !== undefined && value > param.maximum) throw new KiwiError('INVALID_INPUT', `${where} must be at most ${param.maximum}, got ${value}`);
   return value;
 }
 

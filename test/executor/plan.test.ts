@@ -117,6 +117,12 @@ describe('validateArgs', () => {
   it('names an unknown argument and lists the real ones', () => expect(() => validateArgs(t, { n: 1, nn: 2 })).toThrow(/unknown argument `nn`; its parameters are n, mode/));
   it('checks types', () => expect(() => validateArgs(t, { n: 1.5 })).toThrow(/`n` must be an integer, got number 1.5/));
   it('checks enums', () => expect(() => validateArgs(t, { n: 1, mode: 'c' })).toThrow(/must be one of "a", "b"/));
+  it('checks minimum and maximum (JSON Schema)', () => {
+    const ranged = makeTool({ id: 'r', parameters: [{ name: 'year', type: 'integer', required: true, minimum: 1900, maximum: 2100 }] });
+    expect(validateArgs(ranged, { year: 2026 })).toEqual({ year: 2026 });
+    expect(() => validateArgs(ranged, { year: 1800 })).toThrow(/`year` must be at least 1900, got 1800/);
+    expect(() => validateArgs(ranged, { year: 3000 })).toThrow(/`year` must be at most 2100, got 3000/);
+  });
   it('refuses NUL bytes', () => expect(() => validateArgs(makeTool({ id: 's', parameters: [{ name: 's', type: 'string', required: true }] }), { s: 'a\u0000b' })).toThrow(/NUL byte/));
   it('keeps a parameter called __proto__ as an own property', () => {
     const proto = makeTool({ id: 'p', parameters: [{ name: '__proto__', type: 'string', required: true }] });

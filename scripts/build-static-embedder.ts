@@ -56,7 +56,7 @@ const tokenTotal = [...counts.values()].reduce((a, b) => a + b, 0);
 log(`${corpus.packages} packages, ${corpus.synopses.length} distinct synopses, using ${texts.length}; ${tokenTotal} words, ${counts.size} distinct, vocabulary ${vocab.length}`);
 
 const teacher = await teacherInfo();
-const { wordVectors, textVectors, teacherDims } = await teacherVectors(vocab, texts);
+const { wordVectors, textVectors, teacherDims, cached } = await teacherVectors(vocab, texts);
 
 const fit = fitStaticModel({ vocab, counts: vocab.map((w) => counts.get(w) ?? 0), wordVectors, texts, textVectors, teacherDims, dimensions, log });
 const { scales, rows } = quantizeRows(fit.table, vocab.length, dimensions);
@@ -91,6 +91,8 @@ const header = await writeStaticModel(out, {
       command: `npx tsx scripts/build-static-embedder.ts --dump DUMP --out ${values.out}${dimensions === 256 ? '' : ` --dimensions ${dimensions}`}${maxVocab === 60_000 ? '' : ` --max-vocab ${maxVocab}`}${limit === Infinity ? '' : ` --limit ${limit}`}`,
       node: process.version,
       seconds: Math.round((performance.now() - started) / 1000),
+      // A rerun with --cache skips the teacher, the slow part; `seconds` then leaves it out.
+      teacher_vectors: cached ? 'from --cache' : 'computed',
       ...fit.report,
       holdout_int8: agreement,
     },
@@ -109,7 +111,7 @@ async function teacherInfo(): Promise<Record<string, unknown>> {
 }
 
 /** The teacher's vectors for every word alone and every synopsis; kept in --cache (keyed by the texts) when given. */
-async function teacherVectors(words: string[], sentences: string[]): Promise<{ wordVectors: Float32Array; textVectors: Float32Array; teacherDims: number }> {
+async function teacherVectors(words: string[], sentences: string[]): Promise<{ wordVectors: Float32Array; textVectors: Float32Array; teacherDims: number; cached: boolean }> {
   const key = createHash('sha256').update(JSON.stringify([teacher, words, sentences])).digest('hex');
   const cacheFile = values.cache ? path.join(values.cache, `teacher-${key.slice(0, 16)}.f32`) : undefined;
   const cached = cacheFile ? await readFile(cacheFile).catch(() => undefined) : undefined;
@@ -117,7 +119,7 @@ async function teacherVectors(words: string[], sentences: string[]): Promise<{ w
     const all = new Float32Array(cached.buffer.slice(cached.byteOffset, cached.byteOffset + cached.length));
     const d = all.length / (words.length + sentences.length);
     log(`teacher vectors from ${cacheFile}`);
-    return { wordVectors: all.slice(0, words.length * d), textVectors: all.slice(words.length * d), teacherDims: d };
+    return { wordVectors: all.slice(0, words.length * d), textVectors: all.slice(words.length * d), teacherDims: d, cached: true };
   }
   const embedder = await createUseLiteEmbedder({ batchSize: 64 });
   try {
@@ -137,7 +139,7 @@ async function teacherVectors(words: string[], sentences: string[]): Promise<{ w
       await mkdir(path.dirname(cacheFile), { recursive: true });
       await writeFile(cacheFile, Buffer.from(all.buffer));
     }
-    return { wordVectors: all.slice(0, words.length * d), textVectors: all.slice(words.length * d), teacherDims: d };
+    return { wordVectors: all.slice(0, words.length * d), textVectors: all.slice(words.length * d), teacherDims: d, cached: false };
   } finally {
     await embedder.close();
   }

@@ -1,4 +1,5 @@
 import { tokenize } from '../../src/embed/static-tokenizer.js';
+import { calibrateBias, type BiasCalibration } from './calibrate-bias.js';
 import { choleskySolve, columnMeans, crossProduct, multiply, projectRows, symmetricEigen } from './linalg.js';
 
 /**
@@ -12,8 +13,9 @@ import { choleskySolve, columnMeans, crossProduct, multiply, projectRows, symmet
  * 4. a ridge regression (with intercept) from features to the teacher's sentence vectors in that
  *    space, fit on all but every `holdoutEvery`-th sentence; its penalty is the one that does best
  *    on those held-out sentences;
- * 5. the table: each word's PCA vector through the ridge map, its SIF weight folded in; the
- *    intercept is the bias that every text starts from.
+ * 5. the bias that every text starts from: the intercept, scaled so that held-out texts are as
+ *    alike to each other as the teacher finds them (calibrate-bias.ts);
+ * 6. the table: each word's PCA vector through the ridge map, its SIF weight folded in.
  *
  * The pooling in step 3 is exactly what `createStaticEncoder` does at run time with the table.
  */
@@ -55,6 +57,7 @@ export interface FitResult {
     penalty: number;
     /** Held-out mean cosine to the teacher, per penalty tried (fit on the other texts). */
     holdoutCosine: { penalty: number; cosine: number }[];
+    calibration: BiasCalibration;
   };
 }
 
@@ -117,11 +120,23 @@ export function fitStaticModel(input: FitInput): FitResult {
   const fit = ridge(features, targets, k, train, best.penalty);
   lap(`ridge: penalty ${best.penalty}`);
 
+  const sample = holdout.slice(0, 1500);
+  const sampleFeatures = new Float32Array(sample.length * k);
+  const sampleTeacher = new Float32Array(sample.length * dt);
+  sample.forEach((s, i) => {
+    sampleFeatures.set(features.subarray(s * k, (s + 1) * k), i * k);
+    sampleTeacher.set(input.textVectors.subarray(s * dt, (s + 1) * dt), i * dt);
+  });
+  const calibration = calibrateBias({ predictions: multiply(sampleFeatures, sample.length, k, fit.map, k), bias: fit.intercept, teacher: sampleTeacher, teacherDims: dt, n: sample.length });
+  lap(
+    `bias scale ${calibration.scale}: mean cosine between two held-out texts ${calibration.before.meanCosine.toFixed(3)} → ${calibration.after.meanCosine.toFixed(3)} (teacher ${calibration.teacherMeanCosine.toFixed(3)}), squared error ${calibration.before.mse.toFixed(4)} → ${calibration.after.mse.toFixed(4)}`,
+  );
+
   const table = multiply(wordPca, v, k, fit.map, k);
   for (let w = 0; w < v; w++) for (let c = 0; c < k; c++) table[w * k + c]! *= sif[w]!;
   return {
     table,
-    bias: Float32Array.from(fit.intercept),
+    bias: Float32Array.from(fit.intercept, (x) => x * calibration.scale),
     sentenceBasis,
     holdout,
     report: {
@@ -133,6 +148,7 @@ export function fitStaticModel(input: FitInput): FitResult {
       sifA,
       penalty: best.penalty,
       holdoutCosine,
+      calibration,
     },
   };
 }

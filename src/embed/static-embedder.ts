@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { throwIfAborted } from '../abort.js';
 import { KiwiError } from '../errors.js';
@@ -65,6 +66,11 @@ export function createStaticEncoder(model: Pick<StaticModel, 'vocab' | 'scales' 
 
 const CHUNK = 2048;
 
+/** Weights and bias both decide the vectors: a model rebuilt with either changed gets another id, so indexes made with the old one are rebuilt. */
+function fingerprint(model: StaticModel): string {
+  return createHash('sha256').update(model.header.weights_sha256).update(JSON.stringify(model.header.bias)).digest('hex').slice(0, 12);
+}
+
 export async function createStaticEmbedder(options: StaticEmbedderOptions = {}): Promise<Embedder> {
   const maxTextChars = options.maxTextChars ?? 100_000;
   if (!Number.isInteger(maxTextChars) || maxTextChars < 1 || maxTextChars > 10_000_000) {
@@ -76,8 +82,7 @@ export async function createStaticEmbedder(options: StaticEmbedderOptions = {}):
   const encoder = createStaticEncoder(model);
   let closed = false;
   return {
-    // The weights' hash is in the id, so an index built with another build of the model is rebuilt.
-    id: `static:${model.header.id}:${model.header.weights_sha256.slice(0, 12)}`,
+    id: `static:${model.header.id}:${fingerprint(model)}`,
     dimensions: encoder.dimensions,
     async embed(texts, signal) {
       const out: Float32Array[] = [];

@@ -2,6 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { calibrateBias } from '../../scripts/static-embedder/calibrate-bias.js';
 import { chooseVocabulary, countWords, readDebianSynopses } from '../../scripts/static-embedder/debian-corpus.js';
 import { fitStaticModel, quantizeRows, teacherAgreement, type FitInput } from '../../scripts/static-embedder/fit-static-model.js';
 import { choleskySolve, crossProduct, symmetricEigen } from '../../scripts/static-embedder/linalg.js';
@@ -81,6 +82,25 @@ describe('static embedder build: linear algebra', () => {
       expect(row).toBeCloseTo(b[i * 2 + 1]!, 8);
     }
     expect(() => choleskySolve(new Float64Array([1, 2, 2, 1]), 2, new Float64Array([1, 1]), 1)).toThrow(/not positive definite/);
+  });
+});
+
+describe('static embedder build: bias calibration', () => {
+  it('finds the bias scale that undoes a fit shrunk towards the mean, so pairwise cosines match the teacher again', () => {
+    const random = seeded(3);
+    const k = 6;
+    const n = 60;
+    const bias = Array.from({ length: k }, () => 1 + random());
+    const spread = Float32Array.from({ length: n * k }, random);
+    const teacher = new Float32Array(n * k);
+    for (let i = 0; i < n; i++) teacher.set(normalize(Array.from({ length: k }, (_, c) => bias[c]! + spread[i * k + c]!))!, i * k);
+    // The student has the teacher's directions with the variable part halved: its texts look more alike.
+    const result = calibrateBias({ predictions: spread.map((x) => x * 0.5), bias, teacher, teacherDims: k, n, stride: 1 });
+    expect(result.scale).toBe(0.5);
+    expect(result.after.mse).toBeLessThan(1e-10);
+    expect(result.before.meanCosine).toBeGreaterThan(result.teacherMeanCosine + 0.01);
+    expect(result.after.meanCosine).toBeCloseTo(result.teacherMeanCosine, 6);
+    expect(result.pairs).toBe((n * (n - 1)) / 2);
   });
 });
 

@@ -4,6 +4,7 @@ import type { HttpClient } from '../primitives/http-client.js';
 import type { Embedder } from './embedder.js';
 import { createHttpEmbedder } from './http-embedder.js';
 import { createOnnxEmbedder } from './onnx-embedder.js';
+import { createStaticEmbedder } from './static-embedder.js';
 import { createUseLiteEmbedder } from './use-lite-embedder.js';
 
 /** Which embedder to build; `{ kind: 'use-lite' }` is the offline default. */
@@ -12,6 +13,12 @@ export const embedderConfigSchema = z.discriminatedUnion('kind', [
     kind: z.literal('use-lite'),
     batchSize: z.number().int().min(1).max(1024).optional(),
     worker: z.boolean().optional(),
+  }),
+  z.strictObject({
+    kind: z.literal('static'),
+    /** Default: the shipped models/static-use-256. */
+    modelDir: z.string().min(1).optional(),
+    maxTextChars: z.number().int().min(1).max(10_000_000).optional(),
   }),
   z.strictObject({
     kind: z.literal('onnx'),
@@ -47,7 +54,7 @@ export async function createEmbedder(config: EmbedderConfig, options: CreateEmbe
     const issue = parsed.error.issues[0];
     throw new KiwiError(
       'INVALID_INPUT',
-      `embedder config: ${issue?.path.join('.') || '(top level)'}: ${issue?.message ?? 'invalid'}; use { kind: use-lite }, { kind: onnx, modelDir } or { kind: http, url, model }`,
+      `embedder config: ${issue?.path.join('.') || '(top level)'}: ${issue?.message ?? 'invalid'}; use { kind: use-lite }, { kind: static }, { kind: onnx, modelDir } or { kind: http, url, model }`,
     );
   }
   const c = parsed.data;
@@ -56,6 +63,10 @@ export async function createEmbedder(config: EmbedderConfig, options: CreateEmbe
     case 'use-lite': {
       const { kind: _, ...rest } = c;
       return createUseLiteEmbedder({ ...rest, ...signal });
+    }
+    case 'static': {
+      const { kind: _, ...rest } = c;
+      return createStaticEmbedder({ ...rest, ...signal });
     }
     case 'onnx': {
       const { kind: _, ...rest } = c;

@@ -1,6 +1,7 @@
 /**
- * A sentence embedder. Implementations: USE-lite (the offline default), ONNX models under
- * `models/` through transformers.js, and any OpenAI-compatible `/v1/embeddings` URL.
+ * A sentence embedder. Implementations: USE-lite (the offline default), the static word-vector
+ * model distilled from it (models/static-use-256), ONNX models under `models/` through
+ * transformers.js, and any OpenAI-compatible `/v1/embeddings` URL.
  * Vectors are L2-normalised, so a dot product is the cosine similarity.
  */
 export interface Embedder {

@@ -11,6 +11,7 @@ import type { ResolverSettings } from './resolver.js';
  * `.ai/config/resolver.yaml` — optional; without it the offline defaults apply (USE-lite).
  *
  *   embedder: { kind: use-lite }                                   # default
+ *   embedder: { kind: static }                                     # ~1000x faster, a little less accurate; model_dir: another build
  *   embedder: { kind: onnx, model_dir: models/all-MiniLM-L6-v2 }   # an ONNX model placed by hand
  *   embedder: { kind: http, url: http://127.0.0.1:8080, model: nomic-embed, api_key: "${EMBED_KEY:-}" }
  *   arguments: { kind: llm, url: http://127.0.0.1:8080, model: qwen2.5-0.5b-instruct }   # optional; default: rules only
@@ -20,6 +21,7 @@ const Schema = z.strictObject({
   embedder: z
     .discriminatedUnion('kind', [
       z.strictObject({ kind: z.literal('use-lite') }),
+      z.strictObject({ kind: z.literal('static'), model_dir: z.string().min(1).optional() }),
       z.strictObject({ kind: z.literal('onnx'), model_dir: z.string().min(1) }),
       z.strictObject({ kind: z.literal('http'), url: z.string().min(1), model: z.string().min(1), api_key: z.string().optional() }),
     ])
@@ -83,9 +85,11 @@ export async function loadResolverConfig(file: string, ctx: { env: Readonly<Reco
   const embedder: EmbedderConfig =
     e.kind === 'use-lite'
       ? { kind: 'use-lite' }
-      : e.kind === 'onnx'
-        ? { kind: 'onnx', modelDir: path.resolve(ctx.root, e.model_dir) }
-        : { kind: 'http', url: substitute(e.url, scope), model: e.model, ...(e.api_key ? { apiKey: substitute(e.api_key, scope) } : {}) };
+      : e.kind === 'static'
+        ? { kind: 'static', ...(e.model_dir ? { modelDir: path.resolve(ctx.root, e.model_dir) } : {}) }
+        : e.kind === 'onnx'
+          ? { kind: 'onnx', modelDir: path.resolve(ctx.root, e.model_dir) }
+          : { kind: 'http', url: substitute(e.url, scope), model: e.model, ...(e.api_key ? { apiKey: substitute(e.api_key, scope) } : {}) };
   const a = c.arguments;
   const argumentModel: ArgumentModelConfig | null =
     a?.kind === 'llm'

@@ -23,6 +23,8 @@ describe('resolver.yaml', () => {
   it('reads every backend and setting, with ${ENV} in URLs and keys and model folders relative to the project', async () => {
     const onnx = await loadResolverConfig(write('embedder: { kind: onnx, model_dir: models/mini }\nthreshold: 0.6\ntext_weight: 0.5\n'), ctx);
     expect(onnx).toMatchObject({ embedder: { kind: 'onnx', modelDir: '/project/models/mini' }, settings: { threshold: 0.6, textWeight: 0.5 } });
+    expect((await loadResolverConfig(write('embedder: { kind: static }\n'), ctx)).embedder).toEqual({ kind: 'static' });
+    expect((await loadResolverConfig(write('embedder: { kind: static, model_dir: models/my-static }\n'), ctx)).embedder).toEqual({ kind: 'static', modelDir: '/project/models/my-static' });
     const http = await loadResolverConfig(
       write('embedder: { kind: http, url: "http://127.0.0.1:8080", model: e5, api_key: "${EMBED_KEY}" }\narguments: { kind: llm, url: "${LLM_URL}", model: qwen }\n'),
       ctx,
@@ -32,6 +34,7 @@ describe('resolver.yaml', () => {
 
   it.each([
     ['embedder: { kind: word2vec }', /embedder/],
+    ['embedder: { kind: static, model_dir: "" }', /embedder\.model_dir/],
     ['threshold: 2', /threshold/],
     ['treshold: 0.5', /Unrecognized key|treshold/],
     ['embedder: [unclosed', /not valid YAML/],

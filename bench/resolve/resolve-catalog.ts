@@ -5,6 +5,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import type { EmbedderConfig } from '../../src/embed/create-embedder.js';
 import { openResolverRuntime } from '../../src/resolver-runtime.js';
 import { DEFAULT_RESOLVER_SETTINGS, type ResolverSettings } from '../../src/resolver/resolver.js';
 import type { Resolution, StagedResolver } from '../../src/resolver/types.js';
@@ -28,13 +29,15 @@ export interface CatalogResolver {
  * runs (sync is incremental), for tuning; without it the index lives in a temporary folder that
  * `close` removes.
  */
-export async function openCatalogResolver(options: { catalog: ImportedCatalog; settings: Partial<ResolverSettings>; indexDir?: string | undefined; label?: string }): Promise<CatalogResolver> {
+export async function openCatalogResolver(options: { catalog: ImportedCatalog; settings: Partial<ResolverSettings>; indexDir?: string | undefined; label?: string; embedder?: string | undefined }): Promise<CatalogResolver> {
   const dir = options.indexDir ?? (await mkdtemp(path.join(tmpdir(), 'kiwi-bench-index-')));
   const removeDir = async () => {
     if (!options.indexDir) await rm(dir, { recursive: true, force: true });
   };
   try {
-    const runtime = await openResolverRuntime({ tools: options.catalog.tools, indexDir: dir, settings: options.settings, log: (m) => console.error(m) });
+    // Only the kind: createEmbedder checks it and names the kinds it knows.
+    const embedder = options.embedder === undefined ? {} : { embedder: { kind: options.embedder } as EmbedderConfig };
+    const runtime = await openResolverRuntime({ tools: options.catalog.tools, indexDir: dir, settings: options.settings, ...embedder, log: (m) => console.error(m) });
     try {
       const t0 = performance.now();
       await runtime.sync({ onProgress: createProgress(options.label ? `${options.label}: ` : '').counter('embedding tools') });

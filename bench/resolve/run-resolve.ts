@@ -7,13 +7,13 @@ import { importCatalog } from './catalog.js';
 import { groupResults, latency, type CaseResult, type GroupMetrics } from './metrics.js';
 import { catalogSchemas, openCatalogResolver, parseCount, parseSettings, resolveCases, warmUp } from './resolve-catalog.js';
 
-const USAGE = 'npm run bench -- resolve --catalog FILE --cases FILE [--cases FILE…] [--out FILE] [--index DIR] [--limit N] [--set key=value…] [--verbose]';
+const USAGE = 'npm run bench -- resolve --catalog FILE --cases FILE [--cases FILE…] [--out FILE] [--index DIR] [--limit N] [--embedder use-lite|static] [--set key=value…] [--verbose]';
 
 /** `npm run bench -- resolve`: resolution accuracy and latency on any catalog + cases (shared/bench/FORMAT.md). */
 export async function runResolveBench(argv: string[]): Promise<void> {
   const { values } = parseArgs({
     args: argv,
-    options: { catalog: { type: 'string' }, cases: { type: 'string', multiple: true }, out: { type: 'string' }, index: { type: 'string' }, limit: { type: 'string' }, set: { type: 'string', multiple: true }, verbose: { type: 'boolean' } },
+    options: { catalog: { type: 'string' }, cases: { type: 'string', multiple: true }, out: { type: 'string' }, index: { type: 'string' }, limit: { type: 'string' }, set: { type: 'string', multiple: true }, embedder: { type: 'string' }, verbose: { type: 'boolean' } },
     strict: true,
   });
   if (!values.catalog || !values.cases?.length) throw new Error(`--catalog and --cases are required; usage: ${USAGE}`);
@@ -26,7 +26,7 @@ export async function runResolveBench(argv: string[]): Promise<void> {
   if (limit !== undefined) cases = spreadSample(cases, limit);
   console.error(`catalog ${values.catalog}: ${catalog.tools.length} tools; cases: ${cases.length}`);
 
-  const opened = await openCatalogResolver({ catalog, settings, indexDir: values.index });
+  const opened = await openCatalogResolver({ catalog, settings, indexDir: values.index, embedder: values.embedder });
   try {
     await warmUp(opened.resolver, cases);
     const results = await resolveCases(opened.resolver, catalog, cases, { label: 'resolving', ...(values.verbose ? { onResult: printCase } : {}) });

@@ -19,7 +19,7 @@ import { riskCoverage, selectiveAt, THRESHOLDS } from './risk-coverage.js';
 import { ARGUMENT_LEGEND, printArgumentTable, printSuiteTable, SUITE_LEGEND, type SuiteRow } from './suite-table.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const USAGE = 'npm run bench -- resolve-suite [--datasets DIR] [--out FILE] [--limit N] [--no-fit FILE] [--set key=value…]';
+const USAGE = 'npm run bench -- resolve-suite [--datasets DIR] [--out FILE] [--limit N] [--no-fit FILE] [--embedder use-lite|static] [--set key=value…]';
 
 export async function runSuiteBench(argv: string[]): Promise<void> {
   const { values } = parseOptions(argv);
@@ -37,7 +37,7 @@ export async function runSuiteBench(argv: string[]): Promise<void> {
   const rows: SuiteRow[] = [];
   let embedder = '';
   for (const dataset of datasets) {
-    const run = await runDataset(dataset, { settings, limit, noFit, noFitFile });
+    const run = await runDataset(dataset, { settings, limit, noFit, noFitFile, embedder: values.embedder });
     embedder = run.embedder;
     for (const [name, report] of Object.entries(run.reports)) {
       reports[name] = report;
@@ -75,6 +75,7 @@ type SplitReport = ReturnType<typeof splitReport>;
 
 interface RunOptions {
   settings: Partial<ResolverSettings>;
+  embedder: string | undefined;
   limit: number | undefined;
   noFit: BenchCase[];
   noFitFile: string;
@@ -99,7 +100,7 @@ async function runDataset(dataset: Dataset, options: RunOptions): Promise<{ embe
     splits.push({ ...split, cases: options.limit === undefined ? cases : spreadSample(cases, options.limit) });
   }
 
-  const opened = await openCatalogResolver({ catalog, settings: options.settings, label: dataset.name });
+  const opened = await openCatalogResolver({ catalog, settings: options.settings, label: dataset.name, embedder: options.embedder });
   try {
     await warmUp(opened.resolver, splits[0]?.cases ?? []);
     const noFit = await resolveCases(opened.resolver, catalog, options.noFit, { label: `${dataset.name}/no-fit` });
@@ -153,7 +154,7 @@ function parseOptions(argv: string[]) {
   try {
     return parseArgs({
       args: argv,
-      options: { datasets: { type: 'string' }, out: { type: 'string' }, limit: { type: 'string' }, 'no-fit': { type: 'string' }, set: { type: 'string', multiple: true } },
+      options: { datasets: { type: 'string' }, out: { type: 'string' }, limit: { type: 'string' }, 'no-fit': { type: 'string' }, embedder: { type: 'string' }, set: { type: 'string', multiple: true } },
       strict: true,
     });
   } catch (error) {

@@ -3,7 +3,7 @@ import { KiwiError } from '../errors.js';
 import { DEFAULT_MARKER } from '../intent/intent-marker.js';
 import { createIntentScanner, intentInstructions, type ScanEvent } from '../intent/intent-scanner.js';
 import type { ChatEvent, ChatMessage, ChatProvider, ChatRequest, ChatUsage, FinishReason } from '../llm/types.js';
-import type { CallOutcome, ToolCall } from '../proxy/tool-proxy.js';
+import type { CallOutcome } from '../proxy/tool-proxy.js';
 import type { Resolution } from '../resolver/types.js';
 import { feedbackMessage, limitNotice } from './agent-feedback.js';
 import { createIntentWorker } from './intent-worker.js';

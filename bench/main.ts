@@ -1,3 +1,4 @@
+import { runRiskCoveragePlot } from './resolve/plot-risk-coverage.js';
 import { runGatewayBench } from './gateway/run-gateway.js';
 import { runBuildTraces } from './prefetch/build-traces.js';
 import { runPrefetchBench } from './prefetch/run-prefetch.js';
@@ -8,6 +9,7 @@ import { runScaleBench } from './scale/run-scale.js';
 const BENCHES: Record<string, (argv: string[]) => Promise<void>> = {
   resolve: runResolveBench,
   'resolve-suite': runSuiteBench,
+  'risk-coverage-plot': runRiskCoveragePlot,
   'resolve-scale': runScaleBench,
   gateway: runGatewayBench,
   prefetch: runPrefetchBench,

@@ -170,14 +170,30 @@ function parseJsonSchema(value: object, source: YamlSource): ParametersResult {
   return { parameters, issues };
 }
 
-/** One JSON Schema property as the registry models it: ignored keywords and formats out, `[T, "null"]` read as T. */
+/**
+ * One JSON Schema property as the registry models it: ignored keywords and formats out, `[T, "null"]`
+ * read as T, and `anyOf`/`oneOf` of one schema and `null` (how pydantic and zod write an optional
+ * value) read as that schema, its own keys winning.
+ */
 function jsonSchemaProperty(raw: unknown): unknown {
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return raw;
-  const kept = withoutIgnoredKeys(raw as Record<string, unknown>, PROPERTY_KEYS);
+  const kept = withoutIgnoredKeys(withNullableUnion(raw as Record<string, unknown>), PROPERTY_KEYS);
   if (Object.hasOwn(kept, 'type')) kept['type'] = nullableType(kept['type']);
   const format = kept['format'];
   if (typeof format === 'string' && !(PARAMETER_FORMATS as readonly string[]).includes(format) && isIgnoredFormat(format, PARAMETER_FORMATS)) delete kept['format'];
   return kept;
+}
+
+function withNullableUnion(property: Record<string, unknown>): Record<string, unknown> {
+  if (Object.hasOwn(property, 'type')) return property;
+  for (const key of ['anyOf', 'oneOf']) {
+    const members = property[key];
+    if (!Array.isArray(members)) continue;
+    const real = members.filter((m) => !(m !== null && typeof m === 'object' && (m as Record<string, unknown>)['type'] === 'null'));
+    const [only] = real;
+    if (real.length === 1 && only !== null && typeof only === 'object' && !Array.isArray(only)) return { ...(only as Record<string, unknown>), ...property };
+  }
+  return property;
 }
 
 type Fields = {
@@ -197,7 +213,8 @@ type Fields = {
 function toParameter(name: string, fields: Fields, required: boolean): ToolParameter {
   const parameter: ToolParameter = { name, type: fields.type as ParameterType, required };
   if (fields.description !== undefined) parameter.description = fields.description;
-  if (fields.default !== undefined) parameter.default = fields.default;
+  // `default: null` (an optional value's schema) means no default, not "send null".
+  if (fields.default !== undefined && fields.default !== null) parameter.default = fields.default;
   if (fields.enum !== undefined) parameter.enum = fields.enum;
   if (fields.format !== undefined) parameter.format = fields.format as NonNullable<ToolParameter['format']>;
   if (fields.access !== undefined) parameter.access = fields.access as NonNullable<ToolParameter['access']>;

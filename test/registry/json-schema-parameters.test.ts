@@ -109,6 +109,24 @@ describe('typos inside JSON Schema parameters are still errors', () => {
     ]);
   });
 
+  it('reads anyOf/oneOf of one schema and null (an optional value as pydantic writes it) as that schema', () => {
+    const tool = parse(
+      manifest({
+        type: 'object',
+        properties: {
+          limit: { anyOf: [{ type: 'integer', minimum: 1 }, { type: 'null' }], default: null, description: 'How many' },
+          mode: { oneOf: [{ type: 'null' }, { type: 'string', enum: ['fast', 'slow'] }], title: 'Mode' },
+        },
+      }),
+    );
+    expect(tool.parameters).toEqual([
+      { name: 'limit', type: 'integer', required: false, description: 'How many', minimum: 1 },
+      { name: 'mode', type: 'string', required: false, enum: ['fast', 'slow'] },
+    ]);
+    // A real union of two types is not guessed at.
+    expect(messages(manifest({ type: 'object', properties: { v: { anyOf: [{ type: 'string' }, { type: 'integer' }] } } })).join('\n')).toMatch(/type/);
+  });
+
   it('reports a minimum above the maximum', () => {
     const found = messages(manifest({ type: 'object', properties: { n: { type: 'integer', minimum: 5, maximum: 1 } } }));
     expect(found).toHaveLength(1);

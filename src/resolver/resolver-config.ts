@@ -16,6 +16,7 @@ import type { ResolverSettings } from './resolver.js';
  *   embedder: { kind: http, url: http://127.0.0.1:8080, model: nomic-embed, api_key: "${EMBED_KEY:-}" }
  *   arguments: { kind: llm, url: http://127.0.0.1:8080, model: qwen2.5-0.5b-instruct }   # optional; default: rules only
  *   text_weight: 0.4      threshold: 0.55      margin_weight: 1      pool: 50
+ *   min_call_confidence: 0   # run a call only at or above this whole-call confidence (0: off)
  */
 const Schema = z.strictObject({
   embedder: z
@@ -36,6 +37,7 @@ const Schema = z.strictObject({
   threshold: z.number().min(0).max(1).optional(),
   margin_weight: z.number().min(0).max(10).optional(),
   pool: z.number().int().min(1).max(1000).optional(),
+  min_call_confidence: z.number().min(0).max(1).optional(),
 });
 
 /** An OpenAI-compatible chat model that fills arguments (e.g. llama.cpp's server); null = rules only. */
@@ -80,6 +82,7 @@ export async function loadResolverConfig(file: string, ctx: { env: Readonly<Reco
   if (c.threshold !== undefined) settings.threshold = c.threshold;
   if (c.margin_weight !== undefined) settings.marginWeight = c.margin_weight;
   if (c.pool !== undefined) settings.pool = c.pool;
+  if (c.min_call_confidence !== undefined) settings.minCallConfidence = c.min_call_confidence;
   const scope = { params: {}, env: ctx.env, where: `${file}: embedder` };
   const e = c.embedder ?? { kind: 'use-lite' as const };
   const embedder: EmbedderConfig =

@@ -24,9 +24,15 @@ export interface ResolverSettings {
   threshold: number;
   /** How much the lead over the runner-up adds to the confidence. */
   marginWeight: number;
+  /**
+   * Below this whole-call confidence (the tool's times its least certain argument's) a call is not
+   * run: the agent is asked to restate it exactly. 0 (the default) until a calibrated value exists;
+   * choose one from the resolve suite's risk-coverage curve.
+   */
+  minCallConfidence: number;
 }
 
-export const DEFAULT_RESOLVER_SETTINGS: ResolverSettings = { textWeight: 0.4, pool: 50, threshold: 0.55, marginWeight: 1 };
+export const DEFAULT_RESOLVER_SETTINGS: ResolverSettings = { textWeight: 0.4, pool: 50, threshold: 0.55, marginWeight: 1, minCallConfidence: 0 };
 
 export interface ResolverDeps {
   /** The tools an intent may resolve to (see `resolvableTools`). */
@@ -175,7 +181,20 @@ export function createResolver(deps: ResolverDeps): StagedResolver {
       };
     }
     // One confidence for the whole call: the tool is right and so is every argument.
-    return { status: 'resolved', call: { tool: tool.id, arguments: filled.arguments }, confidence: confidence * filled.confidence, candidates, timings: finish(), notes };
+    const callConfidence = confidence * filled.confidence;
+    if (callConfidence < settings.minCallConfidence) {
+      return {
+        status: 'unresolved',
+        reason: `\`${tool.id}\` may fit, but the call is not certain enough to run (confidence ${callConfidence.toFixed(2)} < ${settings.minCallConfidence}); write it exactly as ${tool.id} {…its arguments…}`,
+        missing: [],
+        found: filled.arguments,
+        confidence: callConfidence,
+        candidates,
+        timings: finish(),
+        notes,
+      };
+    }
+    return { status: 'resolved', call: { tool: tool.id, arguments: filled.arguments }, confidence: callConfidence, candidates, timings: finish(), notes };
   }
 
   async function resolve(intent: string, options: ResolveOptions = {}): Promise<Resolution> {

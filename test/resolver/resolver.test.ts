@@ -54,6 +54,14 @@ afterAll(async () => {
 });
 
 describe('resolver (hash embedder, real LanceDB)', () => {
+  it('asks instead of running a call below minCallConfidence, with the values it found, and still runs exact calls', async () => {
+    const strict = createResolver({ tools: resolvableTools(TOOLS), search: index, embedder: createHashEmbedder({ dimensions: 128 }), settings: { threshold: 0.3, minCallConfidence: 0.999 } });
+    const r = await strict.resolve('get the weather forecast for "Paris" for 3 days');
+    expect(r).toMatchObject({ status: 'unresolved', missing: [], found: { city: 'Paris' }, reason: expect.stringMatching(/`get_weather_forecast` may fit, but the call is not certain enough to run \(confidence 0\.\d\d < 0\.999\)/) });
+    expect(r.candidates[0]?.tool).toBe('get_weather_forecast');
+    expect(await strict.resolve('get_weather_forecast {"city": "Paris"}')).toMatchObject({ status: 'resolved', confidence: 1 });
+  });
+
   it('runs an exact call as written, with no search, and refuses a malformed one with the tool as the candidate', async () => {
     const exact = await resolver.resolve('send_slack_message {"channel": "#ops", "text": "deploy done"}');
     expect(exact).toMatchObject({ status: 'resolved', call: { tool: 'send_slack_message', arguments: { channel: '#ops', text: 'deploy done' } }, confidence: 1 });

@@ -15,16 +15,19 @@ import { importCatalog, type ImportedCatalog } from './catalog.js';
 import { findDatasets, type Dataset } from './find-datasets.js';
 import { groupResults, type CaseResult, type GroupMetrics, type Schemas } from './metrics.js';
 import { catalogSchemas, openCatalogResolver, parseCount, parseSettings, resolveCases, warmUp } from './resolve-catalog.js';
+import { lodoGates, printLodoGates, type DatasetRun } from './lodo-gate.js';
 import { riskCoverage, selectiveAt, THRESHOLDS } from './risk-coverage.js';
 import { ARGUMENT_LEGEND, printArgumentTable, printSuiteTable, SUITE_LEGEND, type SuiteRow } from './suite-table.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const USAGE = 'npm run bench -- resolve-suite [--datasets DIR] [--out FILE] [--limit N] [--no-fit FILE] [--embedder use-lite|static] [--set key=value…]';
+const USAGE = 'npm run bench -- resolve-suite [--datasets DIR] [--out FILE] [--limit N] [--no-fit FILE] [--embedder use-lite|static] [--target PRECISION] [--set key=value…]';
 
 export async function runSuiteBench(argv: string[]): Promise<void> {
   const { values } = parseOptions(argv);
   const settings = parseSettings(values.set ?? []);
   const limit = parseCount('limit', values.limit);
+  const target = values.target === undefined ? 0.95 : Number(values.target);
+  if (!(target > 0 && target <= 1)) throw new Error(`--target ${values.target}: write the executed precision the gate must reach, a number above 0 and at most 1 (default 0.95)`);
   const datasetsDir = path.resolve(values.datasets ?? path.resolve(REPO_ROOT, '..', 'shared', 'datasets'));
   const noFitFile = path.resolve(values['no-fit'] ?? path.join(REPO_ROOT, 'bench', 'cases', 'no-fit.jsonl'));
   const datasets = await findDatasets(datasetsDir);
@@ -35,21 +38,25 @@ export async function runSuiteBench(argv: string[]): Promise<void> {
   const started = performance.now();
   const reports: Record<string, SplitReport> = {};
   const rows: SuiteRow[] = [];
+  const runs: DatasetRun[] = [];
   let embedder = '';
   for (const dataset of datasets) {
     const run = await runDataset(dataset, { settings, limit, noFit, noFitFile, embedder: values.embedder });
     embedder = run.embedder;
+    runs.push(run.recorded);
     for (const [name, report] of Object.entries(run.reports)) {
       reports[name] = report;
       rows.push({ name, all: report.groups['all'] as GroupMetrics, executedPrecisionSingleCall: report.executed_precision_single_call, argumentTypes: report.argument_types });
     }
   }
   const runS = (performance.now() - started) / 1000;
+  const gates = lodoGates(runs, target);
 
   printSuiteTable(rows);
   for (const line of SUITE_LEGEND) console.log(line);
   console.log(`\nargument ${ARGUMENT_LEGEND}:`);
   printArgumentTable(rows);
+  printLodoGates(gates, target);
   const machine = `${os.cpus().length} × ${os.cpus()[0]?.model.trim() ?? 'unknown CPU'}, ${round(os.totalmem() / 2 ** 30, 1)} GiB, Node ${process.version}`;
   console.log(`\nrun time ${(runS / 60).toFixed(1)} min (${round(runS, 0)} s), peak RSS ${peakRssMb()} MB, embedder ${embedder}, ${machine}`);
   if (values.out) {
@@ -64,6 +71,7 @@ export async function runSuiteBench(argv: string[]): Promise<void> {
       run_s: round(runS, 1),
       peak_rss_mb: peakRssMb(),
       risk_coverage_thresholds: THRESHOLDS,
+      lodo_gate: { target, gates },
       datasets: reports,
     };
     await writeFile(values.out, `${JSON.stringify(result, null, 2)}\n`);
@@ -82,7 +90,7 @@ interface RunOptions {
 }
 
 /** One catalog: imported and indexed once; its no-fit resolutions made once and added to every split. */
-async function runDataset(dataset: Dataset, options: RunOptions): Promise<{ embedder: string; reports: Record<string, SplitReport> }> {
+async function runDataset(dataset: Dataset, options: RunOptions): Promise<{ embedder: string; reports: Record<string, SplitReport>; recorded: DatasetRun }> {
   const catalog = await importCatalog(dataset.catalog);
   console.error(`${dataset.name}: ${catalog.tools.length} tools, ${catalog.skipped.length} catalog lines skipped${catalog.skipped.length ? `, e.g. ${catalog.skipped[0]}` : ''}`);
   const splits: Array<{ name: string; file: string; cases: BenchCase[] }> = [];
@@ -107,12 +115,14 @@ async function runDataset(dataset: Dataset, options: RunOptions): Promise<{ embe
     const schemas = catalogSchemas(catalog);
     const parameters = catalogParameters(catalog);
     const reports: Record<string, SplitReport> = {};
+    const recorded: DatasetRun = { name: dataset.name, schemas, splits: {} };
     for (const split of splits) {
       const name = `${dataset.name}/${split.name}`;
       const results = [...(await resolveCases(opened.resolver, catalog, split.cases, { label: name })), ...noFit];
       reports[name] = splitReport({ dataset, split, catalog, results, schemas, parameters, indexBuildMs: opened.indexBuildMs, embedder: opened.embedderId, options });
+      recorded.splits[split.name] = results;
     }
-    return { embedder: opened.embedderId, reports };
+    return { embedder: opened.embedderId, reports, recorded };
   } finally {
     await opened.close();
   }
@@ -154,7 +164,7 @@ function parseOptions(argv: string[]) {
   try {
     return parseArgs({
       args: argv,
-      options: { datasets: { type: 'string' }, out: { type: 'string' }, limit: { type: 'string' }, 'no-fit': { type: 'string' }, embedder: { type: 'string' }, set: { type: 'string', multiple: true } },
+      options: { datasets: { type: 'string' }, out: { type: 'string' }, limit: { type: 'string' }, 'no-fit': { type: 'string' }, embedder: { type: 'string' }, target: { type: 'string' }, set: { type: 'string', multiple: true } },
       strict: true,
     });
   } catch (error) {

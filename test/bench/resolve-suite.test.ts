@@ -6,7 +6,7 @@ import { argumentKind, argumentTypes } from '../../bench/resolve/argument-types.
 import { spreadSample, type BenchCase, type GoldCall } from '../../bench/resolve/cases.js';
 import { findDatasets } from '../../bench/resolve/find-datasets.js';
 import { groupMetrics, type CaseResult } from '../../bench/resolve/metrics.js';
-import { lodoGates } from '../../bench/resolve/lodo-gate.js';
+import { lodoGates, type DatasetRun } from '../../bench/resolve/lodo-gate.js';
 import { riskCoverage, selectiveAt, THRESHOLDS } from '../../bench/resolve/risk-coverage.js';
 import type { ToolParameter } from '../../src/registry/types.js';
 import type { Resolution } from '../../src/resolver/types.js';
@@ -144,7 +144,7 @@ describe('the gate chosen leave-one-dataset-out', () => {
   it("chooses each dataset's threshold from the other datasets' dev splits only, and applies it to its own splits", () => {
     const right = (confidence: number) => result([{ name: 'a', arguments: { q: ['x'] } }], { tool: 'a', args: { q: 'x' }, confidence });
     const wrong = (confidence: number) => result([{ name: 'a', arguments: { q: ['x'] } }], { tool: 'a', args: { q: 'y' }, confidence });
-    const runs = [
+    const runs: DatasetRun[] = [
       // Right from 0.8 up, wrong at 0.7 and below: the others learn 0.75, the lowest threshold that keeps the wrong ones out.
       { name: 'one', schemas, splits: { dev: [right(0.9), right(0.8), wrong(0.7), wrong(0.5)], test: [right(0.85), wrong(0.75)] } },
       // Its own dev would say 0.3 (all right), which must not decide its own gate.

@@ -333,25 +333,6 @@ export function modelMatches(pattern: string, model: string): boolean {
 
 export const isModelGlob = (pattern: string): boolean => /[*?]/.test(pattern);
 
-/** One line per upstream (name, kind, base URL, models) and the warnings: never a key, nor the variable it came from. */
-export function describeGatewayConfig(config: GatewayConfig): string {
-  const lines = [`gateway: http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port} (config ${config.fromFile ? config.file : `${config.file}, not found: defaults`})`, 'upstreams, first match wins:'];
-  for (const u of config.upstreams) {
-    lines.push(`  ${u.name} (${u.kind}) ${u.baseUrl === undefined ? 'offline' : shownUrl(u.baseUrl)}: ${u.models.join(', ')}`);
-  }
-  for (const w of config.warnings) lines.push(`warning: ${w}`);
-  return lines.join('\n');
-}
-
-function shownUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.origin}${u.pathname === '/' ? '' : u.pathname}`;
-  } catch {
-    return '(invalid URL)';
-  }
-}
-
 function shadowWarnings(upstreams: UpstreamConfig[], file: string): string[] {
   const out: string[] = [];
   upstreams.forEach((u, j) => {

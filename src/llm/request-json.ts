@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import { KiwiError } from '../errors.js';
-import { retryHeaders, type HttpClient, type HttpRequest } from '../primitives/http-client.js';
+import type { HttpClient, HttpRequest } from '../primitives/http-client.js';
+import { retryHeaders } from '../primitives/retry-headers.js';
 import { firstIssue } from './provider-options.js';
 import { excerpt, fromHttpError, statusError, type UpstreamContext } from './upstream-error.js';
 

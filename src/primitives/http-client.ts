@@ -2,6 +2,7 @@ import { Agent, type Dispatcher } from 'undici';
 import { z } from 'zod';
 import { throwIfAborted } from '../abort.js';
 import { KiwiError } from '../errors.js';
+import { retryHeaders } from './retry-headers.js';
 import { createSseDecoder, DEFAULT_MAX_EVENT_BYTES, type SseEvent } from './sse-parser.js';
 
 /**
@@ -175,16 +176,6 @@ function toKiwiError(error: unknown, p: Plan, url: URL, phase: Phase): KiwiError
   else if (code === 'UND_ERR_INVALID_ARG') return new KiwiError('INVALID_INPUT', `${what}: invalid request: ${reason}`, { cause: error, details });
   else message = `the connection to ${url.host} failed ${phase === 'body' ? 'while reading the response body' : 'before a response arrived'}: ${reason}`;
   return new KiwiError('UPSTREAM_HTTP', `${what}: ${message}`, { cause: error, details });
-}
-
-/**
- * An error answer's hints for when to ask again (`Retry-After`, and OpenAI's and Anthropic's
- * `retry-after-ms`), as sent, so that a proxy can pass them on to its own client.
- */
-export function retryHeaders(headers: Record<string, string>): { retryAfter?: string; retryAfterMs?: string } {
-  const retryAfter = headers['retry-after'];
-  const retryAfterMs = headers['retry-after-ms'];
-  return { ...(retryAfter === undefined ? {} : { retryAfter }), ...(retryAfterMs === undefined ? {} : { retryAfterMs }) };
 }
 
 function flattenHeaders(raw: Response['headers']): Record<string, string> {

@@ -1,14 +1,13 @@
 import { once } from 'node:events';
-import { describeGatewayConfig } from '../../gateway/gateway-config.js';
 import { openGateway } from '../../gateway/open-gateway.js';
 import { listen } from '../../http/listen.js';
 import { KiwiError } from '../../errors.js';
-import type { ClientAuth } from '../../clients/client-auth.js';
 import { isLoopbackHost } from '../../clients/loopback.js';
 import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
 import { projectOptions } from '../project-options.js';
 import { progressLine } from './index-tools.js';
+import { describeAccess, describeGatewayConfig } from './serve-banner.js';
 
 const USAGE = 'kiwi serve [--host HOST] [--port PORT] [--project DIR]';
 /** How long requests in flight may run on after Ctrl-C before they are aborted. */
@@ -53,19 +52,4 @@ export async function serveCommand(ctx: CliContext): Promise<number> {
   } finally {
     await gateway.close();
   }
-}
-
-/** The banner's access line: who may call, and a warning when network clients would be turned away by Host. */
-function describeAccess(access: Awaited<ReturnType<ClientAuth['mode']>>, allowedHosts: readonly string[], host: string): string {
-  const lines = [
-    access.mode === 'open'
-      ? 'access: open to this machine (loopback, no client keys); `kiwi keys create NAME` makes every request need a key'
-      : access.mode === 'keys'
-        ? `access: client keys required (${access.activeKeys} active, ${access.clients} clients; \`kiwi keys list\`)`
-        : 'access: CLOSED: no usable client key (all revoked, or the key store cannot be read), so every request is refused; `kiwi keys create NAME`',
-    `answers to Host: ${allowedHosts.join(', ')}; browser origins are refused unless listed (allowed_origins)`,
-  ];
-  const onlyLocal = allowedHosts.every((h) => isLoopbackHost(h.replace(/:\d+$/, '')));
-  if (!isLoopbackHost(host) && onlyLocal) lines.push(`warning: listening on ${host}, but allowed_hosts names only this machine, so clients on the network get 403; add the name or address they use to allowed_hosts in .ai/config/gateway.yaml`);
-  return lines.join('\n');
 }

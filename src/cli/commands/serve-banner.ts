@@ -1,0 +1,39 @@
+import type { ClientAuth } from '../../clients/client-auth.js';
+import { isLoopbackHost } from '../../clients/loopback.js';
+import type { GatewayConfig } from '../../gateway/gateway-config.js';
+
+/** The parts of `kiwi serve`'s banner that describe the configuration: for people, never a key. */
+
+/** One line per upstream (name, kind, base URL, models) and the warnings: never a key, nor the variable it came from. */
+export function describeGatewayConfig(config: GatewayConfig): string {
+  const lines = [`gateway: http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port} (config ${config.fromFile ? config.file : `${config.file}, not found: defaults`})`, 'upstreams, first match wins:'];
+  for (const u of config.upstreams) {
+    lines.push(`  ${u.name} (${u.kind}) ${u.baseUrl === undefined ? 'offline' : shownUrl(u.baseUrl)}: ${u.models.join(', ')}`);
+  }
+  for (const w of config.warnings) lines.push(`warning: ${w}`);
+  return lines.join('\n');
+}
+
+function shownUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.origin}${u.pathname === '/' ? '' : u.pathname}`;
+  } catch {
+    return '(invalid URL)';
+  }
+}
+
+/** The banner's access line: who may call, and a warning when network clients would be turned away by Host. */
+export function describeAccess(access: Awaited<ReturnType<ClientAuth['mode']>>, allowedHosts: readonly string[], host: string): string {
+  const lines = [
+    access.mode === 'open'
+      ? 'access: open to this machine (loopback, no client keys); `kiwi keys create NAME` makes every request need a key'
+      : access.mode === 'keys'
+        ? `access: client keys required (${access.activeKeys} active, ${access.clients} clients; \`kiwi keys list\`)`
+        : 'access: CLOSED: no usable client key (all revoked, or the key store cannot be read), so every request is refused; `kiwi keys create NAME`',
+    `answers to Host: ${allowedHosts.join(', ')}; browser origins are refused unless listed (allowed_origins)`,
+  ];
+  const onlyLocal = allowedHosts.every((h) => isLoopbackHost(h.replace(/:\d+$/, '')));
+  if (!isLoopbackHost(host) && onlyLocal) lines.push(`warning: listening on ${host}, but allowed_hosts names only this machine, so clients on the network get 403; add the name or address they use to allowed_hosts in .ai/config/gateway.yaml`);
+  return lines.join('\n');
+}

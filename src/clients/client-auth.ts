@@ -18,6 +18,8 @@ import type { Caller } from '../proxy/caller.js';
 import { hashKey, readKeyFile, type KeyRecord } from './key-store.js';
 
 export const LOCAL_CLIENT = 'local';
+/** The one caller of a gateway without keys on loopback, the CLI and stdio MCP. */
+export const LOCAL_CALLER: Caller = Object.freeze({ client: LOCAL_CLIENT });
 
 export type AuthResult = { ok: true; caller: Caller } | { ok: false; status: 401 | 403 | 503; message: string };
 
@@ -101,7 +103,7 @@ export function createClientAuth(options: ClientAuthOptions): ClientAuth {
   async function authenticate(headers: AuthHeaders): Promise<AuthResult> {
     const store = await current();
     if (store.error !== undefined) return { ok: false, status: 503, message: `The gateway's key store cannot be read, so no request is served: ${store.error}` };
-    if (store.total === 0 && options.openWithoutKeys) return { ok: true, caller: { client: LOCAL_CLIENT } };
+    if (store.total === 0 && options.openWithoutKeys) return { ok: true, caller: LOCAL_CALLER };
     if (store.active === 0) {
       return { ok: false, status: 401, message: 'This gateway has no active client keys, so it serves nobody; create one with `kiwi keys create NAME` and send it as `Authorization: Bearer KEY` or `x-api-key: KEY`' };
     }

@@ -83,7 +83,10 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
           provider: route.provider,
           ...prefetch.forRequest({ mode: run.mode, caller: run.caller, conversation: run.conversation, maxToolCalls: config.limits.maxToolCalls }),
           describeTool,
-          menu: (text, signal) => menu(text, { scope: run.caller.client, allowed: (id) => checkTool(callContext(project.policy, run.caller.context), id).allowed }, signal),
+          menu: (text, signal) => {
+            const rights = callContext(project.policy, run.caller.context);
+            return menu(text, { scope: run.caller.client, allowed: (id) => checkTool(rights, id).allowed }, signal);
+          },
           limits: config.limits,
         },
         { ...request, model: route.model, ...(request.extra ? { extra: passThrough(request.extra, NATIVE_TOOL_FIELDS) } : {}) },
@@ -101,7 +104,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
 
     const host = options.host ?? config.host;
     const auth = createClientAuth({ root: project.root, file: path.join(project.root, KEY_FILE), policy: project.policy, openWithoutKeys: isLoopbackHost(host) });
-    const guard = createRequestGuard({ allowedHosts: config.allowedHosts, allowedOrigins: config.allowedOrigins, auth, maxConcurrentPerClient: config.maxConcurrentPerClient });
+    const guard = createRequestGuard({ allowedHosts: config.allowedHosts, allowedOrigins: config.allowedOrigins, mcpOrigins: config.mcp.allowedOrigins, auth, maxConcurrentPerClient: config.maxConcurrentPerClient });
     const metaDeps = { project, resolver: runtime.resolver };
     const mcp = createMcpRoute(metaDeps, { allowedOrigins: config.mcp.allowedOrigins, maxBodyBytes: config.maxBodyBytes, callerOf: guard.callerOf });
     opened.unshift(mcp);

@@ -2,7 +2,7 @@ import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { isKiwiError } from '../errors.js';
 import type { LoopEvent, RunLoop } from '../gateway/loop-types.js';
-import { LOCAL_CLIENT } from '../clients/client-auth.js';
+import { LOCAL_CALLER } from '../clients/client-auth.js';
 import type { Caller } from '../proxy/caller.js';
 import type { ChatProtocol } from './chat-protocol.js';
 import { toErrorOut, type ErrorOut } from './errors-out.js';
@@ -66,7 +66,7 @@ export function createChatHandler(protocol: ChatProtocol, deps: ChatHandlerDeps)
     let iterator: AsyncIterator<LoopEvent>;
     let first: IteratorResult<LoopEvent>;
     try {
-      const caller = deps.callerOf(c.req.raw) ?? { client: LOCAL_CLIENT };
+      const caller = deps.callerOf(c.req.raw) ?? LOCAL_CALLER;
       const conversation = pickConversationId(c.req.header(CONVERSATION_HEADER), requestId);
       iterator = deps.runLoop(parsed.request, { mode, signal, caller, conversation })[Symbol.asyncIterator]();
       first = await iterator.next();

@@ -9,7 +9,7 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { Context } from 'hono';
 import { describeError, isKiwiError, KiwiError } from '../errors.js';
-import { LOCAL_CLIENT } from '../clients/client-auth.js';
+import { LOCAL_CALLER } from '../clients/client-auth.js';
 import { createMetaServer, type MetaServerDeps } from '../mcp/meta-server.js';
 import type { Caller } from '../proxy/caller.js';
 import { DEFAULT_MAX_BODY_BYTES, readJsonBody } from './read-json-body.js';
@@ -61,7 +61,7 @@ export function createMcpRoute(deps: MetaServerDeps, options: McpRouteOptions = 
   const maxSessionsPerClient = positive(options.maxSessionsPerClient, 16, 'maxSessionsPerClient');
   const idleTimeoutMs = positive(options.idleTimeoutMs, 30 * 60_000, 'idleTimeoutMs');
   const sessions = new Map<string, Session>();
-  const callerOf = (request: Request): Caller => options.callerOf?.(request) ?? { client: LOCAL_CLIENT };
+  const callerOf = (request: Request): Caller => options.callerOf?.(request) ?? LOCAL_CALLER;
   let closing = false;
 
   async function closeSession(session: Session): Promise<void> {

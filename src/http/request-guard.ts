@@ -7,7 +7,7 @@
  */
 import type { Context, MiddlewareHandler } from 'hono';
 import type { ClientAuth } from '../clients/client-auth.js';
-import { LOCAL_CLIENT } from '../clients/client-auth.js';
+import { LOCAL_CALLER } from '../clients/client-auth.js';
 import type { Caller } from '../proxy/caller.js';
 import { trackBody } from './track-body.js';
 
@@ -16,6 +16,8 @@ export interface RequestGuardOptions {
   allowedHosts: readonly string[];
   /** Browser origins that may call: exact origins, or `scheme://host:*` for any port. */
   allowedOrigins: readonly string[];
+  /** Origins that may call /mcp only, besides `allowedOrigins` (gateway.yaml's `mcp.allowed_origins`). */
+  mcpOrigins?: readonly string[];
   /** Absent: every request is the local client (embedding apps and tests that do their own auth). */
   auth?: ClientAuth;
   /** Requests one client may have running at once (streams count until they end); default 64. */
@@ -38,6 +40,7 @@ const OPEN_PATHS = new Set(['/healthz']);
 export function createRequestGuard(options: RequestGuardOptions): RequestGuard {
   const maxConcurrent = options.maxConcurrentPerClient ?? DEFAULT_MAX_CONCURRENT_PER_CLIENT;
   const callers = new WeakMap<Request, Caller>();
+  const mcpOrigins = [...options.allowedOrigins, ...(options.mcpOrigins ?? [])];
   const running = new Map<string, number>();
 
   const middleware: MiddlewareHandler = async (c, next) => {
@@ -46,12 +49,13 @@ export function createRequestGuard(options: RequestGuardOptions): RequestGuard {
       return refuse(c, 403, 'permission_error', `Host ${JSON.stringify(host.slice(0, 200))} is not a name of this gateway (DNS-rebinding protection); it answers to ${options.allowedHosts.join(', ')}. If clients reach it by this name, add it to \`allowed_hosts\` in .ai/config/gateway.yaml`);
     }
     const origin = c.req.header('origin');
-    if (origin !== undefined && !originAllowed(origin, options.allowedOrigins)) {
-      const allowed = options.allowedOrigins.length > 0 ? options.allowedOrigins.join(', ') : 'none';
+    const origins = c.req.path === '/mcp' ? mcpOrigins : options.allowedOrigins;
+    if (origin !== undefined && !originAllowed(origin, origins)) {
+      const allowed = origins.length > 0 ? origins.join(', ') : 'none';
       return refuse(c, 403, 'permission_error', `Origin ${JSON.stringify(origin.slice(0, 200))} may not call this gateway (a web page must not drive it); allowed origins: ${allowed}. Add it to \`allowed_origins\` in .ai/config/gateway.yaml if the page is yours`);
     }
     const open = OPEN_PATHS.has(c.req.path);
-    let caller: Caller = { client: LOCAL_CLIENT };
+    let caller: Caller = LOCAL_CALLER;
     if (options.auth !== undefined) {
       const result = await options.auth.authenticate({ authorization: c.req.header('authorization'), apiKey: c.req.header('x-api-key') });
       if (!result.ok) {

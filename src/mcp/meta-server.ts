@@ -4,7 +4,7 @@
  * the stdio command and the /mcp route connect a fresh server per client session.
  */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { LOCAL_CLIENT } from '../clients/client-auth.js';
+import { LOCAL_CALLER } from '../clients/client-auth.js';
 import type { Project } from '../project.js';
 import type { Caller } from '../proxy/caller.js';
 import type { Resolver } from '../resolver/types.js';
@@ -37,7 +37,7 @@ const INSTRUCTIONS =
 
 /** A fresh server per session: McpServer holds one transport at a time. */
 export function createMetaServer(deps: MetaServerDeps): McpServer {
-  const ctx: MetaContext = { project: deps.project, resolver: deps.resolver, session: deps.session ?? deps.project.session, caller: deps.caller ?? { client: LOCAL_CLIENT } };
+  const ctx: MetaContext = { project: deps.project, resolver: deps.resolver, session: deps.session ?? deps.project.session, caller: deps.caller ?? LOCAL_CALLER };
   const server = new McpServer(deps.serverInfo ?? DEFAULT_INFO, { instructions: INSTRUCTIONS, maxToolInputElements: MAX_INPUT_ELEMENTS });
 
   server.registerTool(

@@ -59,6 +59,23 @@ describe('request guard', () => {
   });
 });
 
+describe('origins', () => {
+  it('lets an origin listed for /mcp only call /mcp, and refuses it everywhere else', async () => {
+    const guard = createRequestGuard({ allowedHosts: ['localhost'], allowedOrigins: ['https://app.example.com'], mcpOrigins: ['http://localhost:6274'] });
+    const hono = new Hono();
+    hono.use('*', guard.middleware);
+    hono.all('*', (c) => c.json({ ok: true }));
+    const from = (origin: string, path: string) => hono.request(path, { method: 'POST', headers: { origin } });
+    expect((await from('http://localhost:6274', '/mcp')).status).toBe(200);
+    const elsewhere = await from('http://localhost:6274', '/v1/chat/completions');
+    expect(elsewhere.status).toBe(403);
+    expect(((await elsewhere.json()) as { error: { message: string } }).error.message).toMatch(/allowed origins: https:\/\/app\.example\.com\./);
+    expect((await from('https://app.example.com', '/mcp')).status).toBe(200);
+    expect((await from('https://app.example.com', '/v1/chat/completions')).status).toBe(200);
+    expect((await from('https://evil.example', '/mcp')).status).toBe(403);
+  });
+});
+
 describe('hostAllowed', () => {
   it('matches names on any port, name:port on that port only, IPv6 in brackets, and * for any', () => {
     expect(hostAllowed('localhost:8787', ['localhost'])).toBe(true);

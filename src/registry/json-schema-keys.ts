@@ -51,3 +51,16 @@ export function nullableType(type: unknown): unknown {
   const types = type.filter((t) => t !== 'null');
   return types.length === 1 ? types[0] : type;
 }
+
+/** A property without `type` whose `anyOf`/`oneOf` is one schema and `null` (an optional value), as that schema with the property's own keys on top. */
+export function withNullableUnion(property: Record<string, unknown>): Record<string, unknown> {
+  if (Object.hasOwn(property, 'type')) return property;
+  for (const key of ['anyOf', 'oneOf']) {
+    const members = property[key];
+    if (!Array.isArray(members)) continue;
+    const real = members.filter((m) => !(m !== null && typeof m === 'object' && (m as Record<string, unknown>)['type'] === 'null'));
+    const [only] = real;
+    if (real.length === 1 && only !== null && typeof only === 'object' && !Array.isArray(only)) return { ...(only as Record<string, unknown>), ...property };
+  }
+  return property;
+}

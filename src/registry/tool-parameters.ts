@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import type { ParameterType, ToolParameter } from './types.js';
-import { isIgnoredFormat, nullableType, withoutIgnoredKeys } from './json-schema-keys.js';
+import { isIgnoredFormat, nullableType, withNullableUnion, withoutIgnoredKeys } from './json-schema-keys.js';
 import { formatFieldPath, type IssueInput } from './validation-error.js';
 import type { YamlSource } from './yaml-source.js';
 import { oneOf, zodIssuesToInputs, type FieldHints } from './zod-issues.js';
@@ -182,18 +182,6 @@ function jsonSchemaProperty(raw: unknown): unknown {
   const format = kept['format'];
   if (typeof format === 'string' && !(PARAMETER_FORMATS as readonly string[]).includes(format) && isIgnoredFormat(format, PARAMETER_FORMATS)) delete kept['format'];
   return kept;
-}
-
-function withNullableUnion(property: Record<string, unknown>): Record<string, unknown> {
-  if (Object.hasOwn(property, 'type')) return property;
-  for (const key of ['anyOf', 'oneOf']) {
-    const members = property[key];
-    if (!Array.isArray(members)) continue;
-    const real = members.filter((m) => !(m !== null && typeof m === 'object' && (m as Record<string, unknown>)['type'] === 'null'));
-    const [only] = real;
-    if (real.length === 1 && only !== null && typeof only === 'object' && !Array.isArray(only)) return { ...(only as Record<string, unknown>), ...property };
-  }
-  return property;
 }
 
 type Fields = {

@@ -14,7 +14,7 @@ import { loadResolverConfig } from '../../src/resolver/resolver-config.js';
 import { createResolver, resolvableTools, type ResolverSettings } from '../../src/resolver/resolver.js';
 import type { StagedResolver } from '../../src/resolver/types.js';
 import { openToolIndex } from '../../src/store/tool-index.js';
-import { importCatalog } from '../resolve/catalog.js';
+import { importCatalog } from '../../src/datasets/catalog-file.js';
 import { callableCatalogTools, catalogPolicy } from './catalog-tools.js';
 import { startMockApi } from './mock-api.js';
 

@@ -2,7 +2,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadDemoTurns } from '../../src/llm/demo-provider.js';
-import { readCases } from '../resolve/cases.js';
+import { readCases } from '../../src/datasets/case-file.js';
 import { demoTraces } from './demo-traces.js';
 import { sealTraces } from './seal-traces.js';
 import { parseTraceLine, turnText, type Trace } from './trace-format.js';

@@ -1,4 +1,4 @@
-import type { GoldCall } from '../resolve/cases.js';
+import type { GoldCall } from '../../src/datasets/case-file.js';
 
 /**
  * Splits a Seal-Tools multi-call request ("… . Then, … . Finally, …") into one sub-request per

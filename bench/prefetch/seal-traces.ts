@@ -1,4 +1,4 @@
-import type { BenchCase } from '../resolve/cases.js';
+import type { BenchCase } from '../../src/datasets/case-file.js';
 import { seedOf, uniform } from '../scale/seeded.js';
 import { announcement, firstPersonStep, planLine, silentLine, type Position } from './announce.js';
 import { splitRequest, type SubRequest } from './seal-split.js';

@@ -6,7 +6,7 @@
 import type { ToolParameter } from '../../src/registry/types.js';
 import { argumentMatches } from '../../src/resolver/score-call.js';
 import { round } from '../stats.js';
-import type { ImportedCatalog } from './catalog.js';
+import type { ImportedCatalog } from '../../src/datasets/catalog-file.js';
 import type { CaseResult } from './metrics.js';
 
 export const ARGUMENT_KINDS = ['string', 'number', 'enum', 'boolean', 'array', 'date', 'object'] as const;

@@ -11,8 +11,8 @@ import type { Tool } from '../../src/registry/types.js';
 import { fillArguments, type FilledArguments } from '../../src/resolver/fill-args.js';
 import { argumentMatches, callMatches } from '../../src/resolver/score-call.js';
 import { round } from '../stats.js';
-import { readCases, type BenchCase } from './cases.js';
-import { importCatalog } from './catalog.js';
+import { readCases, type BenchCase } from '../../src/datasets/case-file.js';
+import { importCatalog } from '../../src/datasets/catalog-file.js';
 
 const USAGE = 'npx tsx bench/resolve/eval-fill-args.ts --catalog FILE --cases FILE [--cases FILE…] [--show N] [--out FILE]';
 

@@ -1,7 +1,7 @@
 import { callMatches } from '../../src/resolver/score-call.js';
 import type { Resolution } from '../../src/resolver/types.js';
 import { percentile, round } from '../stats.js';
-import type { BenchCase } from './cases.js';
+import type { BenchCase } from '../../src/datasets/case-file.js';
 
 export interface CaseResult {
   case: BenchCase;

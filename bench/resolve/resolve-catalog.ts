@@ -10,8 +10,8 @@ import { openResolverRuntime } from '../../src/resolver-runtime.js';
 import { DEFAULT_RESOLVER_SETTINGS, type ResolverSettings } from '../../src/resolver/resolver.js';
 import type { Resolution, StagedResolver } from '../../src/resolver/types.js';
 import { createProgress } from '../progress.js';
-import type { BenchCase } from './cases.js';
-import type { ImportedCatalog } from './catalog.js';
+import type { BenchCase } from '../../src/datasets/case-file.js';
+import type { ImportedCatalog } from '../../src/datasets/catalog-file.js';
 import type { CaseResult, Schemas } from './metrics.js';
 
 /** Candidates kept per resolution: enough for recall@20, the size of the tool menu an agent is shown. */

@@ -2,8 +2,8 @@ import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { DEFAULT_RESOLVER_SETTINGS } from '../../src/resolver/resolver.js';
 import { peakRssMb, round } from '../stats.js';
-import { readCases, spreadSample } from './cases.js';
-import { importCatalog } from './catalog.js';
+import { readCases, spreadSample } from '../../src/datasets/case-file.js';
+import { importCatalog } from '../../src/datasets/catalog-file.js';
 import { groupResults, latency, type CaseResult, type GroupMetrics } from './metrics.js';
 import { catalogSchemas, openCatalogResolver, parseCount, parseSettings, resolveCases, warmUp } from './resolve-catalog.js';
 

@@ -1,4 +1,4 @@
-import { readCases, type BenchCase } from '../resolve/cases.js';
+import { readCases, type BenchCase } from '../../src/datasets/case-file.js';
 
 export interface ScaleIntents {
   measured: BenchCase[];

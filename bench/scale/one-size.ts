@@ -13,7 +13,7 @@ import { parseArgs } from 'node:util';
 import { createUseLiteEmbedder } from '../../src/embed/use-lite-embedder.js';
 import { createResolver, resolvableTools } from '../../src/resolver/resolver.js';
 import { openToolIndex, type ToolIndex } from '../../src/store/tool-index.js';
-import { importCatalog } from '../resolve/catalog.js';
+import { importCatalog } from '../../src/datasets/catalog-file.js';
 import { latency } from '../resolve/metrics.js';
 import { peakRssMb, round } from '../stats.js';
 import { createDerivedEmbedder } from './derived-embedder.js';

@@ -5,7 +5,7 @@ import { cpus, totalmem } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { importCatalog } from '../resolve/catalog.js';
+import { importCatalog } from '../../src/datasets/catalog-file.js';
 import { round } from '../stats.js';
 import { describeEstimate, estimateSize, type SizeEstimate } from './estimate.js';
 import { createProgress } from '../progress.js';

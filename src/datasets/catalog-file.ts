@@ -1,8 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
-import { parseToolManifest } from '../../src/registry/tool-manifest.js';
-import type { Tool } from '../../src/registry/types.js';
+import { parseToolManifest } from '../registry/tool-manifest.js';
+import type { Tool } from '../registry/types.js';
 
 /** One catalog line (shared/bench/FORMAT.md). Loose: catalogs come from elsewhere. */
 const CatalogLine = z.looseObject({

@@ -3,6 +3,7 @@ import { createEmbedder, type EmbedderConfig } from './embed/create-embedder.js'
 import type { Tool } from './registry/types.js';
 import { createLlmArgumentFiller } from './resolver/llm-argument-filler.js';
 import { loadResolverConfig, type ArgumentModelConfig } from './resolver/resolver-config.js';
+import { loadResolverModel } from './resolver/learned-model.js';
 import { createResolver, resolvableTools, type ResolverSettings } from './resolver/resolver.js';
 import type { StagedResolver } from './resolver/types.js';
 import { openToolIndex, type SyncReport } from './store/tool-index.js';
@@ -16,6 +17,8 @@ export interface ResolverRuntimeOptions {
   settings?: Partial<ResolverSettings>;
   /** An OpenAI-compatible chat model for argument filling; rules only when absent. */
   argumentModel?: ArgumentModelConfig | null;
+  /** The learned confidence: a file (default: the shipped models/resolver/model.json), or null for none (raw confidences, no gate). */
+  model?: string | null;
   log?: (message: string) => void;
 }
 
@@ -31,11 +34,15 @@ export interface ResolverRuntime {
 /** Wires embedder, LanceDB index and resolver for one set of tools. */
 export async function openResolverRuntime(options: ResolverRuntimeOptions): Promise<ResolverRuntime> {
   const tools = resolvableTools(options.tools);
+  const model = options.model === null ? undefined : await loadResolverModel(options.model);
   const embedder = await createEmbedder(options.embedder ?? { kind: 'use-lite' });
   try {
     const index = await openToolIndex({ dir: options.indexDir, embedder, ...(options.log ? { log: options.log } : {}) });
+    if (model && model.embedder !== embedder.id) {
+      options.log?.(`the resolver's confidence was calibrated with the ${model.embedder} embedder, not ${embedder.id}: its gates may not hold; retrain it with \`kiwi model train --embedder …\``);
+    }
     const llm = options.argumentModel ? createLlmArgumentFiller(options.argumentModel) : undefined;
-    const resolver = createResolver({ tools, search: index, embedder, ...(options.settings ? { settings: options.settings } : {}), ...(llm ? { llm } : {}) });
+    const resolver = createResolver({ tools, search: index, embedder, ...(options.settings ? { settings: options.settings } : {}), ...(llm ? { llm } : {}), ...(model ? { model } : {}) });
     return {
       resolver,
       embedderId: embedder.id,
@@ -67,6 +74,7 @@ export async function openProjectResolverRuntime(options: {
     embedder: config.embedder,
     settings: config.settings,
     argumentModel: config.argumentModel,
+    ...(config.modelFile ? { model: config.modelFile } : {}),
     ...(options.log ? { log: options.log } : {}),
   });
 }

@@ -12,7 +12,7 @@ import { peakRssMb, round } from '../stats.js';
 import { argumentTypes, catalogParameters, type Parameters } from './argument-types.js';
 import { readCases, spreadSample, type BenchCase } from '../../src/datasets/case-file.js';
 import { importCatalog, type ImportedCatalog } from '../../src/datasets/catalog-file.js';
-import { findDatasets, type Dataset } from './find-datasets.js';
+import { findDatasets, type Dataset } from '../../src/datasets/find-datasets.js';
 import { groupResults, type CaseResult, type GroupMetrics, type Schemas } from './metrics.js';
 import { catalogSchemas, openCatalogResolver, parseCount, parseSettings, resolveCases, warmUp } from './resolve-catalog.js';
 import { lodoGates, printLodoGates, type DatasetRun } from './lodo-gate.js';

@@ -4,6 +4,7 @@ import { demoCommand } from './commands/demo.js';
 import { indexCommand } from './commands/index-tools.js';
 import { keysCommand } from './commands/keys.js';
 import { mcpCommand } from './commands/mcp.js';
+import { modelCommand } from './commands/model.js';
 import { predictorCommand } from './commands/predictor.js';
 import { resolveCommand } from './commands/resolve.js';
 import { runCommand } from './commands/run.js';
@@ -25,6 +26,7 @@ Usage:
   kiwi index                           embed every valid tool into .ai/vectors (LanceDB; incremental)
   kiwi resolve "INTENT"                the call an intent resolves to, with candidates and timings (runs nothing)
   kiwi mcp                             serve the meta-tools (search, load, execute, help, resolve) as an MCP server on stdio
+  kiwi model train|show                rebuild the resolver's learned confidence from ../shared/datasets (models/resolver/model.json), or show it
   kiwi predictor train|show            learn which tool follows which from the audit log (models/predictor.json), or show it
   kiwi stats [--url URL]               prefetch counters (hits, misses, hit rate, time saved) of a running gateway
   kiwi demo                            a guided tour of the permissioned tool proxy on the demo .ai/ (no server)
@@ -45,6 +47,7 @@ const COMMANDS: Record<string, Command> = {
   mcp: mcpCommand,
   serve: serveCommand,
   predictor: predictorCommand,
+  model: modelCommand,
   stats: statsCommand,
   keys: keysCommand,
 };

@@ -16,7 +16,8 @@ import type { ResolverSettings } from './resolver.js';
  *   embedder: { kind: http, url: http://127.0.0.1:8080, model: nomic-embed, api_key: "${EMBED_KEY:-}" }
  *   arguments: { kind: llm, url: http://127.0.0.1:8080, model: qwen2.5-0.5b-instruct }   # optional; default: rules only
  *   text_weight: 0.4      threshold: 0.55      margin_weight: 1      pool: 50
- *   min_call_confidence: 0   # run a call only at or above this whole-call confidence (0: off)
+ *   target_precision: 0.95   # share of plain-words calls that must be right; below the gate for it, ask (0: run all)
+ *   model: models/resolver/model.json   # the learned confidence (default: the shipped one; `kiwi model train` rebuilds it)
  */
 const Schema = z.strictObject({
   embedder: z
@@ -37,7 +38,8 @@ const Schema = z.strictObject({
   threshold: z.number().min(0).max(1).optional(),
   margin_weight: z.number().min(0).max(10).optional(),
   pool: z.number().int().min(1).max(1000).optional(),
-  min_call_confidence: z.number().min(0).max(1).optional(),
+  target_precision: z.number().min(0).max(1).optional(),
+  model: z.string().min(1).optional(),
 });
 
 /** An OpenAI-compatible chat model that fills arguments (e.g. llama.cpp's server); null = rules only. */
@@ -52,6 +54,8 @@ export interface ResolverConfig {
   embedder: EmbedderConfig;
   settings: Partial<ResolverSettings>;
   argumentModel: ArgumentModelConfig | null;
+  /** The learned confidence's file, when not the shipped one. */
+  modelFile?: string;
 }
 
 const MAX_BYTES = 64 * 1024;
@@ -82,7 +86,7 @@ export async function loadResolverConfig(file: string, ctx: { env: Readonly<Reco
   if (c.threshold !== undefined) settings.threshold = c.threshold;
   if (c.margin_weight !== undefined) settings.marginWeight = c.margin_weight;
   if (c.pool !== undefined) settings.pool = c.pool;
-  if (c.min_call_confidence !== undefined) settings.minCallConfidence = c.min_call_confidence;
+  if (c.target_precision !== undefined) settings.targetPrecision = c.target_precision;
   const scope = { params: {}, env: ctx.env, where: `${file}: embedder` };
   const e = c.embedder ?? { kind: 'use-lite' as const };
   const embedder: EmbedderConfig =
@@ -103,5 +107,5 @@ export async function loadResolverConfig(file: string, ctx: { env: Readonly<Reco
           ...(a.timeout_ms ? { timeoutMs: a.timeout_ms } : {}),
         }
       : null;
-  return { embedder, settings, argumentModel };
+  return { embedder, settings, argumentModel, ...(c.model ? { modelFile: path.resolve(ctx.root, c.model) } : {}) };
 }

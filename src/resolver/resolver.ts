@@ -7,7 +7,8 @@ import { readExactCall } from './exact-call.js';
 import { fillArguments, type FilledArguments } from './fill-args.js';
 import type { LlmArgumentFiller } from './llm-argument-filler.js';
 import { fuse, type Hit } from './fuse.js';
-import type { CompleteOptions, Resolution, ResolveOptions, Retrieval, RetrieveOptions, StagedResolver } from './types.js';
+import { calibrate, gateFor, type ResolverModel } from './learned-model.js';
+import type { Candidate, CompleteOptions, Resolution, ResolveOptions, Retrieval, RetrieveOptions, StagedResolver } from './types.js';
 
 /** What the resolver needs of an index; `ToolIndex` (LanceDB) is one. */
 export interface ToolSearch {
@@ -25,14 +26,14 @@ export interface ResolverSettings {
   /** How much the lead over the runner-up adds to the confidence. */
   marginWeight: number;
   /**
-   * Below this whole-call confidence (the tool's times its least certain argument's) a call is not
-   * run: the agent is asked to restate it exactly. 0 (the default) until a calibrated value exists;
-   * choose one from the resolve suite's risk-coverage curve.
+   * The share of calls made from plain words that must be entirely right: the learned model's gate
+   * for it is applied to the calibrated whole-call confidence, and a call below it is not run (the
+   * agent is asked to restate it exactly). 0 runs every resolved call. Without a model, no gate.
    */
-  minCallConfidence: number;
+  targetPrecision: number;
 }
 
-export const DEFAULT_RESOLVER_SETTINGS: ResolverSettings = { textWeight: 0.4, pool: 50, threshold: 0.55, marginWeight: 1, minCallConfidence: 0 };
+export const DEFAULT_RESOLVER_SETTINGS: ResolverSettings = { textWeight: 0.4, pool: 50, threshold: 0.55, marginWeight: 1, targetPrecision: 0.95 };
 
 export interface ResolverDeps {
   /** The tools an intent may resolve to (see `resolvableTools`). */
@@ -42,6 +43,8 @@ export interface ResolverDeps {
   settings?: Partial<ResolverSettings>;
   /** The optional generative argument filler (off unless configured). */
   llm?: LlmArgumentFiller;
+  /** The learned confidence calibration and its gates (models/resolver/model.json); without it, raw confidences and no gate. */
+  model?: ResolverModel;
   now?: () => number;
 }
 
@@ -56,6 +59,7 @@ export function resolvableTools(tools: Iterable<Tool>): Map<string, Tool> {
 
 export function createResolver(deps: ResolverDeps): StagedResolver {
   const settings = { ...DEFAULT_RESOLVER_SETTINGS, ...deps.settings };
+  const gate = deps.model ? gateFor(deps.model, settings.targetPrecision) : 0;
   const now = deps.now ?? (() => performance.now());
 
   // Agents repeat intents (retries, loops) and the prefetcher asks ahead: the model is the cost, so remember its answers.
@@ -117,9 +121,7 @@ export function createResolver(deps: ResolverDeps): StagedResolver {
     const [vectorHits, textHits] = await Promise.all([deps.search.searchVector(vector, settings.pool), textPromise]);
     timings.searchMs = now() - tSearch;
     const candidates = fuse(vectorHits, textHits, settings).filter((c) => deps.tools.has(c.tool));
-    const [first, second] = candidates;
-    const confidence = first ? clamp(first.score + settings.marginWeight * (first.score - (second?.score ?? 0))) : 0;
-    return done({ vector, candidates, confidence });
+    return done({ vector, candidates, confidence: retrievalConfidence(candidates, settings) });
   }
 
   async function complete(rawIntent: string, retrieval: Retrieval, options: CompleteOptions = {}): Promise<Resolution> {
@@ -181,11 +183,13 @@ export function createResolver(deps: ResolverDeps): StagedResolver {
       };
     }
     // One confidence for the whole call: the tool is right and so is every argument.
-    const callConfidence = confidence * filled.confidence;
-    if (callConfidence < settings.minCallConfidence) {
+    const raw = confidence * filled.confidence;
+    const callConfidence = deps.model ? calibrate(deps.model, raw) : raw;
+    if (gate === null || callConfidence < gate) {
+      const bar = gate === null ? `no confidence reaches ${settings.targetPrecision} precision on unseen catalogs` : `calls run at ${gate.toFixed(2)} and above, for ${settings.targetPrecision} precision`;
       return {
         status: 'unresolved',
-        reason: `\`${tool.id}\` may fit, but the call is not certain enough to run (confidence ${callConfidence.toFixed(2)} < ${settings.minCallConfidence}); write it exactly as ${tool.id} {…its arguments…}`,
+        reason: `\`${tool.id}\` may fit, but a call from plain words is not sure enough to run (confidence ${callConfidence.toFixed(2)}; ${bar}); write it exactly as ${tool.id} {…its arguments…}`,
         missing: [],
         found: filled.arguments,
         confidence: callConfidence,
@@ -225,6 +229,12 @@ export function namedTool(intent: string, tools: ReadonlyMap<string, Tool>): str
     if (idLike && tools.has(id) && (!best || id.length > best.length)) best = id;
   }
   return best;
+}
+
+/** The retrieval's confidence in its first candidate: its fused score plus its lead over the runner-up. */
+export function retrievalConfidence(candidates: readonly Candidate[], settings: Pick<ResolverSettings, 'marginWeight'>): number {
+  const [first, second] = candidates;
+  return first ? clamp(first.score + settings.marginWeight * (first.score - (second?.score ?? 0))) : 0;
 }
 
 function clamp(x: number): number {

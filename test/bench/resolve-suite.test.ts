@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { argumentKind, argumentTypes } from '../../bench/resolve/argument-types.js';
 import { spreadSample, type BenchCase, type GoldCall } from '../../src/datasets/case-file.js';
-import { findDatasets } from '../../bench/resolve/find-datasets.js';
+import { findDatasets } from '../../src/datasets/find-datasets.js';
 import { groupMetrics, type CaseResult } from '../../bench/resolve/metrics.js';
 import { lodoGates, type DatasetRun } from '../../bench/resolve/lodo-gate.js';
 import { riskCoverage, selectiveAt, THRESHOLDS } from '../../bench/resolve/risk-coverage.js';

@@ -21,8 +21,8 @@ describe('resolver.yaml', () => {
   });
 
   it('reads every backend and setting, with ${ENV} in URLs and keys and model folders relative to the project', async () => {
-    const onnx = await loadResolverConfig(write('embedder: { kind: onnx, model_dir: models/mini }\nthreshold: 0.6\ntext_weight: 0.5\nmin_call_confidence: 0.8\n'), ctx);
-    expect(onnx).toMatchObject({ embedder: { kind: 'onnx', modelDir: '/project/models/mini' }, settings: { threshold: 0.6, textWeight: 0.5, minCallConfidence: 0.8 } });
+    const onnx = await loadResolverConfig(write('embedder: { kind: onnx, model_dir: models/mini }\nthreshold: 0.6\ntext_weight: 0.5\ntarget_precision: 0.8\nmodel: models/mine.json\n'), ctx);
+    expect(onnx).toMatchObject({ embedder: { kind: 'onnx', modelDir: '/project/models/mini' }, settings: { threshold: 0.6, textWeight: 0.5, targetPrecision: 0.8 }, modelFile: '/project/models/mine.json' });
     expect((await loadResolverConfig(write('embedder: { kind: static }\n'), ctx)).embedder).toEqual({ kind: 'static' });
     expect((await loadResolverConfig(write('embedder: { kind: static, model_dir: models/my-static }\n'), ctx)).embedder).toEqual({ kind: 'static', modelDir: '/project/models/my-static' });
     const http = await loadResolverConfig(
@@ -36,7 +36,7 @@ describe('resolver.yaml', () => {
     ['embedder: { kind: word2vec }', /embedder/],
     ['embedder: { kind: static, model_dir: "" }', /embedder\.model_dir/],
     ['threshold: 2', /threshold/],
-    ['min_call_confidence: 1.5', /min_call_confidence/],
+    ['target_precision: 1.5', /target_precision/],
     ['treshold: 0.5', /Unrecognized key|treshold/],
     ['embedder: [unclosed', /not valid YAML/],
     ['arguments: { kind: llm, url: "${NOPE}", model: m }', /NOPE is not set/],

@@ -54,12 +54,19 @@ afterAll(async () => {
 });
 
 describe('resolver (hash embedder, real LanceDB)', () => {
-  it('asks instead of running a call below minCallConfidence, with the values it found, and still runs exact calls', async () => {
-    const strict = createResolver({ tools: resolvableTools(TOOLS), search: index, embedder: createHashEmbedder({ dimensions: 128 }), settings: { threshold: 0.3, minCallConfidence: 0.999 } });
+  it('asks instead of running a call below the gate for the target precision, with the values it found, and still runs exact calls', async () => {
+    // A calibration that maps raw confidence r to r (logit in, logistic out) and a gate of 0.999 for 0.95 precision.
+    const model = { version: 1 as const, embedder: 'hash', calibration: { mean: [0], std: [1], weights: [1], bias: 0 }, gates: [{ precision: 0.95, threshold: 0.999 }, { precision: 0.99, threshold: null }], card: {} };
+    const strict = createResolver({ tools: resolvableTools(TOOLS), search: index, embedder: createHashEmbedder({ dimensions: 128 }), settings: { threshold: 0.3 }, model });
     const r = await strict.resolve('get the weather forecast for "Paris" for 3 days');
-    expect(r).toMatchObject({ status: 'unresolved', missing: [], found: { city: 'Paris' }, reason: expect.stringMatching(/`get_weather_forecast` may fit, but the call is not certain enough to run \(confidence 0\.\d\d < 0\.999\)/) });
+    expect(r).toMatchObject({ status: 'unresolved', missing: [], found: { city: 'Paris' }, reason: expect.stringMatching(/`get_weather_forecast` may fit, but a call from plain words is not sure enough to run \(confidence 0\.\d\d; calls run at 1\.00 and above, for 0\.95 precision\)/) });
     expect(r.candidates[0]?.tool).toBe('get_weather_forecast');
     expect(await strict.resolve('get_weather_forecast {"city": "Paris"}')).toMatchObject({ status: 'resolved', confidence: 1 });
+
+    const unreachable = createResolver({ tools: resolvableTools(TOOLS), search: index, embedder: createHashEmbedder({ dimensions: 128 }), settings: { threshold: 0.3, targetPrecision: 0.99 }, model });
+    expect(await unreachable.resolve('get the weather forecast for "Paris" for 3 days')).toMatchObject({ status: 'unresolved', reason: expect.stringMatching(/no confidence reaches 0\.99 precision on unseen catalogs/) });
+    const open = createResolver({ tools: resolvableTools(TOOLS), search: index, embedder: createHashEmbedder({ dimensions: 128 }), settings: { threshold: 0.3, targetPrecision: 0 }, model });
+    expect(await open.resolve('get the weather forecast for "Paris" for 3 days')).toMatchObject({ status: 'resolved', call: { tool: 'get_weather_forecast', arguments: { city: 'Paris' } } });
   });
 
   it('runs an exact call as written, with no search, and refuses a malformed one with the tool as the candidate', async () => {

@@ -1,0 +1,81 @@
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describeError } from '../../errors.js';
+import { DEFAULT_MODEL_FILE, loadResolverModel, type ResolverModel } from '../../resolver/learned-model.js';
+import { trainFromDatasets } from '../../resolver/train/train-from-datasets.js';
+import { replaceFile } from '../../replace-file.js';
+import { UsageError, type CliContext } from '../io.js';
+import { parseFlags } from '../parse-flags.js';
+
+const USAGE = 'kiwi model train [--datasets DIR] [--out FILE] [--embedder use-lite|static] [--limit N] | kiwi model show [--model FILE] [--json]';
+const DEFAULT_DATASETS = fileURLToPath(new URL('../../../../shared/datasets', import.meta.url));
+
+/** `kiwi model`: rebuilds the resolver's learned confidence from the shipped datasets, or shows it. */
+export async function modelCommand(ctx: CliContext): Promise<number> {
+  const { values, positionals } = parseFlags(
+    ctx.argv,
+    { datasets: { type: 'string' }, out: { type: 'string' }, embedder: { type: 'string' }, limit: { type: 'string' }, model: { type: 'string' }, json: { type: 'boolean' } },
+    USAGE,
+  );
+  const [sub, ...extra] = positionals;
+  if ((sub !== 'train' && sub !== 'show') || extra.length > 0) throw new UsageError(`usage: ${USAGE}`);
+  if (sub === 'show') {
+    for (const flag of ['datasets', 'out', 'embedder', 'limit'] as const) if (values[flag] !== undefined) throw new UsageError(`--${flag} is for train; usage: ${USAGE}`);
+    const file = values.model === undefined ? DEFAULT_MODEL_FILE : path.resolve(ctx.cwd, values.model);
+    const model = await loadResolverModel(file);
+    if (values.json) ctx.io.out(JSON.stringify({ file, ...model }));
+    else for (const line of describeModel(file, model)) ctx.io.out(line);
+    return 0;
+  }
+  if (values.model !== undefined || values.json !== undefined) throw new UsageError(`--model and --json are for show; usage: ${USAGE}`);
+  const embedder = values.embedder;
+  if (embedder !== undefined && embedder !== 'use-lite' && embedder !== 'static') throw new UsageError(`--embedder ${embedder}: write use-lite (the default) or static`);
+  const limit = values.limit === undefined ? undefined : Number(values.limit);
+  if (limit !== undefined && !(Number.isInteger(limit) && limit >= 1)) throw new UsageError(`--limit ${values.limit}: write a whole number of 1 or more (cases per dataset)`);
+  const datasetsDir = values.datasets === undefined ? DEFAULT_DATASETS : path.resolve(ctx.cwd, values.datasets);
+  const out = values.out === undefined ? DEFAULT_MODEL_FILE : path.resolve(ctx.cwd, values.out);
+
+  let last = 0;
+  const report = await trainFromDatasets({
+    datasetsDir,
+    ...(embedder ? { embedder: { kind: embedder } } : {}),
+    ...(limit ? { limit } : {}),
+    log: (line) => ctx.io.err(line),
+    onProgress: (label, done, total) => {
+      // A line every few seconds: training takes minutes, and silence looks like a hang.
+      if (done !== total && performance.now() - last < 5000) return;
+      last = performance.now();
+      ctx.io.err(`${label}: ${done}/${total}`);
+    },
+  });
+  for (const why of report.skipped) ctx.io.err(`skipped ${why}`);
+  try {
+    await replaceFile(out, `${JSON.stringify(report.model, null, 2)}\n`);
+    await replaceFile(cardFile(out), `${describeModel(out, report.model).join('\n')}\n`);
+  } catch (error) {
+    ctx.io.err(`kiwi model: could not write ${out}: ${describeError(error)}; check that the folder is writable`);
+    return 1;
+  }
+  for (const line of describeModel(out, report.model)) ctx.io.out(line);
+  ctx.io.out(`wrote ${out} and ${cardFile(out)}`);
+  return 0;
+}
+
+/** The data card beside the model: `model.json` → `model.md`. */
+function cardFile(out: string): string {
+  return path.join(path.dirname(out), `${path.basename(out, path.extname(out))}.md`);
+}
+
+/** The model as a short data card: what it is, what it saw, and how its gates held on datasets left out. */
+function describeModel(file: string, model: ResolverModel): string[] {
+  const card = model.card as { trained_on?: Record<string, { split: string; intents: number; tool_removed: number; calls_right: number }>; leave_one_dataset_out?: Record<string, Record<string, { coverage: number | null; executed_precision: number | null }>>; method?: string };
+  const lines = [`# Resolver confidence (${path.basename(file)})`, '', `Embedder: ${model.embedder}. Method: ${card.method ?? 'unknown'}.`, '', 'Trained on (rebuild: `kiwi model train`):', ''];
+  for (const [d, t] of Object.entries(card.trained_on ?? {})) lines.push(`- ${d}/${t.split}: ${t.intents} one-call intents (${t.calls_right} of all rows right), ${t.tool_removed} again with their tool taken out`);
+  lines.push('', 'Gates (calibrated confidence a call needs; chosen leave-one-dataset-out; none = no threshold reached it):', '');
+  for (const g of model.gates) lines.push(`- precision ${g.precision}: ${g.threshold === null ? 'none' : g.threshold.toFixed(3)}`);
+  lines.push('', 'Leave-one-dataset-out at calibrated thresholds (coverage of fitting intents / executed precision):', '');
+  for (const [t, byDataset] of Object.entries(card.leave_one_dataset_out ?? {})) {
+    lines.push(`- ≥ ${t}: ${Object.entries(byDataset).map(([d, p]) => `${d} ${p.coverage ?? '-'} / ${p.executed_precision ?? '-'}`).join('; ')}`);
+  }
+  return lines;
+}

@@ -1,0 +1,88 @@
+/**
+ * The resolver's learned confidence (models/resolver/model.json, built by `kiwi model train`): a
+ * logistic calibration that turns the whole-call confidence (the tool's confidence times its least
+ * certain argument's) into the probability that the call is entirely right, and, for each target
+ * precision, the lowest calibrated confidence that reached it leave-one-dataset-out. Loaded once
+ * at start; a damaged file is an error that says how to rebuild it, never a silent fallback.
+ *
+ * Why so small: a ranker and a confidence over twenty catalog-independent features (similarities,
+ * ranks and gaps, per-field word overlap weighted by the catalog's own word rarity, argument fit,
+ * near-duplicate neighbours) were fitted the same way and lost to this, leave-one-dataset-out:
+ * they learned habits of the catalogs they saw. The closing note of issue 10 has the numbers.
+ */
+import { open } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+import { KiwiError } from '../errors.js';
+import { predict } from './logistic.js';
+
+export const DEFAULT_MODEL_FILE = fileURLToPath(new URL('../../models/resolver/model.json', import.meta.url));
+export const MODEL_FORMAT_VERSION = 1;
+const MAX_MODEL_BYTES = 256 * 1024;
+/** Raw confidences are clamped this far from 0 and 1 before the logit: 0 and 1 have none. */
+const EDGE = 1e-4;
+
+const modelSchema = z.object({
+  version: z.literal(MODEL_FORMAT_VERSION),
+  /** The embedder whose similarities it was fitted on: the raw confidence means something else under another. */
+  embedder: z.string().min(1),
+  calibration: z.object({ mean: z.array(z.number().finite()).length(1), std: z.array(z.number().finite().positive()).length(1), weights: z.array(z.number().finite()).length(1), bias: z.number().finite() }),
+  /** Target executed precision → the lowest calibrated confidence that reached it leave-one-dataset-out (null: none did). */
+  gates: z.array(z.object({ precision: z.number().gt(0).max(1), threshold: z.number().min(0).max(1).nullable() })).min(1),
+  /** What it was trained on and how it scored; for people, not read at run time. */
+  card: z.record(z.string(), z.unknown()),
+});
+
+export type ResolverModel = z.infer<typeof modelSchema>;
+
+/** The calibration's input: the raw whole-call confidence on the logit scale. */
+export function rawLogit(raw: number): number {
+  const p = Math.min(1 - EDGE, Math.max(EDGE, raw));
+  return Math.log(p / (1 - p));
+}
+
+/** The probability that a call of this raw whole-call confidence is entirely right. */
+export function calibrate(model: Pick<ResolverModel, 'calibration'>, raw: number): number {
+  return predict(model.calibration, [rawLogit(raw)]);
+}
+
+/**
+ * The calibrated confidence a call needs so that about `precision` of executed calls are right:
+ * the gate of the nearest target at or above it. `null` when no target that high was reached:
+ * then no call from plain words runs unasked.
+ */
+export function gateFor(model: Pick<ResolverModel, 'gates'>, precision: number): number | null {
+  if (precision <= 0) return 0;
+  const gate = model.gates.filter((g) => g.precision >= precision).sort((a, b) => a.precision - b.precision)[0];
+  return gate?.threshold ?? null;
+}
+
+export async function loadResolverModel(file: string = DEFAULT_MODEL_FILE): Promise<ResolverModel> {
+  const hint = `rebuild it with \`kiwi model train\` (or restore the shipped one: git checkout -- models/resolver)`;
+  let text: string;
+  try {
+    const handle = await open(file, 'r');
+    try {
+      const { size } = await handle.stat();
+      if (size > MAX_MODEL_BYTES) throw new KiwiError('INVALID_INPUT', `resolver model ${file} is ${size} bytes, over the ${MAX_MODEL_BYTES} a calibration and its card can be; ${hint}`);
+      text = await handle.readFile('utf8');
+    } finally {
+      await handle.close();
+    }
+  } catch (error) {
+    if (error instanceof KiwiError) throw error;
+    throw new KiwiError('INVALID_INPUT', `cannot read the resolver model ${file} (${(error as NodeJS.ErrnoException).code ?? String(error)}); ${hint}`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw new KiwiError('INVALID_INPUT', `resolver model ${file} is not JSON (${error instanceof Error ? error.message : error}); ${hint}`);
+  }
+  const parsed = modelSchema.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new KiwiError('INVALID_INPUT', `resolver model ${file}: ${issue?.path.join('.') || 'file'}: ${issue?.message}; ${hint}`);
+  }
+  return parsed.data;
+}

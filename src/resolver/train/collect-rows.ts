@@ -1,0 +1,60 @@
+/**
+ * What the confidence is fitted on: each one-call case of a dataset split run through the real
+ * resolver (real index, rule-based arguments, no gate), as the raw whole-call confidence and
+ * whether the call was entirely right.
+ *
+ * Catalogs come with few intents that no tool fits, so every fourth case is also taken again
+ * with its gold tool out of the pool: what the resolver sees when the tool asked for is missing,
+ * often with a near neighbour in its place. Any call made then is wrong.
+ */
+import type { BenchCase } from '../../datasets/case-file.js';
+import type { ImportedCatalog } from '../../datasets/catalog-file.js';
+import { retrievalConfidence, type ResolverSettings } from '../resolver.js';
+import { callMatches } from '../score-call.js';
+import type { StagedResolver } from '../types.js';
+
+export interface TrainingRow {
+  dataset: string;
+  split: string;
+  id: string;
+  /** The gold tool was taken out of the pool: no call is right. */
+  goldRemoved: boolean;
+  /** A call was made (resolved); an unresolved intent is never executed, whatever the gate. */
+  resolved: boolean;
+  /** The resolver's raw whole-call confidence. */
+  raw: number;
+  callRight: boolean;
+}
+
+const GOLD_REMOVED_EVERY = 4;
+
+export async function collectRows(
+  resolver: StagedResolver,
+  catalog: ImportedCatalog,
+  where: { dataset: string; split: string; settings: Pick<ResolverSettings, 'marginWeight'> },
+  cases: readonly BenchCase[],
+  onProgress?: (done: number, total: number) => void,
+): Promise<TrainingRow[]> {
+  const nameOf = (id: string): string => catalog.names.get(id) ?? id;
+  const schemas = new Map(catalog.tools.map((t) => [nameOf(t.id), t.parameters.map((p) => p.name)]));
+  const out: TrainingRow[] = [];
+  const usable = cases.filter((c) => c.calls.length === 1);
+  for (const [i, c] of usable.entries()) {
+    const gold = c.calls[0] as BenchCase['calls'][number];
+    const retrieval = await resolver.retrieve(c.intent);
+    const row = async (goldRemoved: boolean): Promise<TrainingRow> => {
+      const candidates = goldRemoved ? retrieval.candidates.filter((x) => nameOf(x.tool) !== gold.name) : retrieval.candidates;
+      const confidence = goldRemoved ? retrievalConfidence(candidates, where.settings) : retrieval.confidence;
+      const r = await resolver.complete(c.intent, { ...retrieval, candidates, confidence }, { rulesOnly: true });
+      const callRight = !goldRemoved && r.status === 'resolved' && callMatches(gold, { tool: nameOf(r.call.tool), arguments: r.call.arguments }, { schema: schemas.get(gold.name) ?? [] });
+      return { dataset: where.dataset, split: where.split, id: c.id, goldRemoved, resolved: r.status === 'resolved', raw: r.confidence, callRight };
+    };
+    // A tool the intent names is not a guess: it never meets the gate, so it teaches the gate nothing.
+    if (!retrieval.named) {
+      out.push(await row(false));
+      if (i % GOLD_REMOVED_EVERY === 0) out.push(await row(true));
+    }
+    onProgress?.(i + 1, usable.length);
+  }
+  return out;
+}

@@ -1,0 +1,96 @@
+/**
+ * `kiwi model train`: every dataset of a folder laid out as shared/datasets is (FORMAT.md), its
+ * `dev` split only (test splits stay unseen), run through the real resolver over a real index,
+ * then the calibration fitted and its gates set leave-one-dataset-out.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { readCases, spreadSample } from '../../datasets/case-file.js';
+import { importCatalog } from '../../datasets/catalog-file.js';
+import { findDatasets } from '../../datasets/find-datasets.js';
+import type { EmbedderConfig } from '../../embed/create-embedder.js';
+import { openResolverRuntime } from '../../resolver-runtime.js';
+import type { ResolverModel } from '../learned-model.js';
+import { DEFAULT_RESOLVER_SETTINGS } from '../resolver.js';
+import { collectRows, type TrainingRow } from './collect-rows.js';
+import { leaveOneDatasetOut, precisionAt, trainModel } from './train-model.js';
+
+export const TRAINING_SPLIT = 'dev';
+
+export interface TrainOptions {
+  datasetsDir: string;
+  embedder?: EmbedderConfig;
+  /** Cases per dataset, spread over the split (quick runs and tests); all by default. */
+  limit?: number;
+  log: (line: string) => void;
+  onProgress?: (label: string, done: number, total: number) => void;
+}
+
+export interface TrainReport {
+  model: ResolverModel;
+  rows: TrainingRow[];
+  /** Datasets passed over, with why. */
+  skipped: string[];
+}
+
+export async function trainFromDatasets(options: TrainOptions): Promise<TrainReport> {
+  const datasets = await findDatasets(options.datasetsDir);
+  const rows: TrainingRow[] = [];
+  const skipped: string[] = [];
+  let embedderId = '';
+  for (const dataset of datasets) {
+    const split = dataset.splits.find((s) => s.name === TRAINING_SPLIT);
+    if (!split) {
+      skipped.push(`${dataset.name}: no ${TRAINING_SPLIT}.jsonl (only the dev split is trained on)`);
+      continue;
+    }
+    const catalog = await importCatalog(dataset.catalog);
+    const all = await readCases([split.file]);
+    const cases = options.limit === undefined ? all : spreadSample(all, options.limit);
+    const indexDir = await mkdtemp(path.join(tmpdir(), 'kiwi-train-index-'));
+    try {
+      const runtime = await openResolverRuntime({ tools: catalog.tools, indexDir, model: null, settings: { targetPrecision: 0 }, ...(options.embedder ? { embedder: options.embedder } : {}) });
+      try {
+        embedderId = runtime.embedderId;
+        await runtime.sync({ onProgress: (done, total) => options.onProgress?.(`${dataset.name}: embedding tools`, done, total) });
+        const got = await collectRows(runtime.resolver, catalog, { dataset: dataset.name, split: split.name, settings: DEFAULT_RESOLVER_SETTINGS }, cases, (done, total) =>
+          options.onProgress?.(`${dataset.name}: resolving ${split.name}`, done, total),
+        );
+        options.log(`${dataset.name}: ${catalog.tools.length} tools, ${got.filter((r) => !r.goldRemoved).length} one-call intents of ${cases.length} and ${got.filter((r) => r.goldRemoved).length} with their tool taken out`);
+        rows.push(...got);
+      } finally {
+        await runtime.close();
+      }
+    } finally {
+      await rm(indexDir, { recursive: true, force: true });
+    }
+  }
+  const names = [...new Set(rows.map((r) => r.dataset))];
+  if (names.length < 2) throw new Error(`training needs the ${TRAINING_SPLIT} split of at least two datasets, to set gates on one dataset the calibration was not fitted on; found ${names.join(', ') || 'none'} in ${options.datasetsDir}`);
+  const card = dataCard(rows, embedderId);
+  return { model: trainModel(rows, embedderId, card), rows, skipped };
+}
+
+/** What the model was fitted on, and how its gates held on each dataset left out. */
+function dataCard(rows: readonly TrainingRow[], embedder: string): Record<string, unknown> {
+  const outOfFold = leaveOneDatasetOut(rows);
+  const datasets = [...new Set(rows.map((r) => r.dataset))];
+  return {
+    trained_on: Object.fromEntries(
+      datasets.map((d) => {
+        const mine = rows.filter((r) => r.dataset === d);
+        return [d, { split: TRAINING_SPLIT, intents: mine.filter((r) => !r.goldRemoved).length, tool_removed: mine.filter((r) => r.goldRemoved).length, calls_right: mine.filter((r) => r.callRight).length }];
+      }),
+    ),
+    embedder,
+    method: 'logistic calibration of logit(raw whole-call confidence); datasets weigh the same; gates from leave-one-dataset-out predictions',
+    leave_one_dataset_out: Object.fromEntries(
+      [0.5, 0.7, 0.9].map((t) => [String(t), Object.fromEntries([...precisionAt(outOfFold, t)].map(([d, p]) => [d, { coverage: round(p.coverage), executed_precision: round(p.precision) }]))]),
+    ),
+  };
+}
+
+function round(x: number): number | null {
+  return Number.isFinite(x) ? Math.round(x * 1000) / 1000 : null;
+}

@@ -56,7 +56,7 @@ export function argumentKind(param: ToolParameter | undefined, acceptable: reado
       return param.type;
     case 'string': {
       const value = acceptable.find((v) => v !== '');
-      return param.format === 'date' || (typeof value === 'string' && DATE_LIKE.some((re) => re.test(value.trim()))) ? 'date' : 'string';
+      return param.format === 'date' || param.format === 'date-time' || param.format === 'time' || (typeof value === 'string' && DATE_LIKE.some((re) => re.test(value.trim()))) ? 'date' : 'string';
     }
   }
 }

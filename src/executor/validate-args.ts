@@ -1,4 +1,6 @@
 import { KiwiError } from '../errors.js';
+import { formatProblem } from '../registry/string-formats.js';
+import { compilePattern, MAX_MATCHED_CHARS } from '../registry/string-pattern.js';
 import type { Tool, ToolParameter } from '../registry/types.js';
 
 const MAX_ARGS_BYTES = 256 * 1024;
@@ -69,7 +71,23 @@ function checkValue(tool: Tool, param: ToolParameter, value: unknown): unknown {
   }
   if (typeof value === 'number' && param.minimum !== undefined && value < param.minimum) throw new KiwiError('INVALID_INPUT', `${where} must be at least ${param.minimum}, got ${value}`);
   if (typeof value === 'number' && param.maximum !== undefined && value > param.maximum) throw new KiwiError('INVALID_INPUT', `${where} must be at most ${param.maximum}, got ${value}`);
+  if (typeof value === 'string') checkString(where, param, value);
   return value;
+}
+
+function checkString(where: string, param: ToolParameter, value: string): void {
+  const problem = param.format === undefined ? undefined : formatProblem(param.format, value);
+  if (problem !== undefined) throw new KiwiError('INVALID_INPUT', `${where} ${problem}; got ${JSON.stringify(value.slice(0, 60))}`);
+  if (param.pattern === undefined) return;
+  // The registry keeps only patterns RE2 compiles; one that does not (a tool built elsewhere) is not enforced, as there.
+  const compiled = compilePattern(param.pattern);
+  if (!compiled.ok) return;
+  if (value.length > MAX_MATCHED_CHARS) {
+    throw new KiwiError('INVALID_INPUT', `${where} is ${value.length} characters long; a value with a pattern may have at most ${MAX_MATCHED_CHARS}`);
+  }
+  if (!compiled.test(value)) {
+    throw new KiwiError('INVALID_INPUT', `${where} must match the pattern ${JSON.stringify(param.pattern)}${param.description ? ` (${param.description.slice(0, 100)})` : ''}; got ${JSON.stringify(value.slice(0, 60))}`);
+  }
 }
 
 function article(type: string): string {

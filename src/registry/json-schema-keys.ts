@@ -21,7 +21,7 @@ const JSON_SCHEMA_KEYWORDS: ReadonlySet<string> = new Set([
 
 /** `format` values of JSON Schema and OpenAPI that the registry does not model: ignored, never a typo. */
 const STANDARD_FORMATS: ReadonlySet<string> = new Set([
-  'date-time', 'time', 'duration', 'uuid', 'ipv4', 'ipv6', 'hostname', 'idn-hostname', 'idn-email', 'uri-reference',
+  'duration', 'hostname', 'idn-hostname', 'idn-email', 'uri-reference',
   'iri', 'iri-reference', 'uri-template', 'json-pointer', 'relative-json-pointer', 'regex',
   'int32', 'int64', 'float', 'double', 'byte', 'binary', 'password',
 ]);

@@ -42,6 +42,7 @@ const KINDS: SectionKind[] = ['tool', 'directive', 'knowledge'];
 export async function loadRegistry(options: LoadRegistryOptions): Promise<Registry> {
   if (options.signal?.aborted) throw new KiwiError('TOOL_CANCELLED', 'loading the registry was cancelled');
   const errors: RegistryIssue[] = [];
+  const warnings: RegistryIssue[] = [];
   const limits = {
     maxFileBytes: options.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES,
     maxFiles: options.maxFiles ?? DEFAULT_MAX_FILES,
@@ -56,16 +57,21 @@ export async function loadRegistry(options: LoadRegistryOptions): Promise<Regist
   const user = sameFolder ? { files: [], realRoot: null } : await walkTier(userAi, userLabel, limits, errors, options.signal);
 
   const tiers: Array<[Tier, Record<SectionKind, TierItems>]> = [
-    ['project', collect(project.files, 'project', errors, options.signal)],
-    ['user', collect(user.files, 'user', errors, options.signal)],
+    ['project', collect(project.files, 'project', { errors, warnings }, options.signal)],
+    ['user', collect(user.files, 'user', { errors, warnings }, options.signal)],
   ];
 
-  const registry: Registry = { tools: new Map(), directives: new Map(), knowledge: new Map(), errors, shadowed: [] };
+  const registry: Registry = { tools: new Map(), directives: new Map(), knowledge: new Map(), errors, warnings, shadowed: [] };
   for (const kind of KINDS) merge(kind, tiers, registry);
   return registry;
 }
 
-function collect(files: FoundFile[], tier: Tier, errors: RegistryIssue[], signal: AbortSignal | undefined): Record<SectionKind, TierItems> {
+function collect(
+  files: FoundFile[],
+  tier: Tier,
+  { errors, warnings }: { errors: RegistryIssue[]; warnings: RegistryIssue[] },
+  signal: AbortSignal | undefined,
+): Record<SectionKind, TierItems> {
   const groups = new Map<string, Array<{ file: FoundFile; item: Item; id: string }>>();
   for (const file of files) {
     if (signal?.aborted) throw new KiwiError('TOOL_CANCELLED', 'loading the registry was cancelled');
@@ -74,6 +80,7 @@ function collect(files: FoundFile[], tier: Tier, errors: RegistryIssue[], signal
       errors.push(...result.issues);
       continue;
     }
+    if (result.warnings !== undefined) warnings.push(...result.warnings);
     const id = idOf(file.kind, result.value);
     const key = `${file.kind}\u0000${id}`;
     const group = groups.get(key) ?? [];

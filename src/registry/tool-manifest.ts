@@ -93,7 +93,7 @@ export function parseToolManifest(text: string, label: FileLabel, tier: Tier): P
     source: { path: label.file, tier },
     signature: findSignature('tool', text),
   };
-  return { ok: true, value: tool };
+  return params.warnings.length > 0 ? { ok: true, value: tool, warnings: params.warnings.map(toIssue) } : { ok: true, value: tool };
 }
 
 function resolveExecutor(manifest: ToolManifest, source: YamlSource, issues: IssueInput[]): string | null {

@@ -5,12 +5,16 @@
 import { z } from 'zod';
 import type { ParameterType, ToolParameter } from './types.js';
 import { isIgnoredFormat, nullableType, withNullableUnion, withoutIgnoredKeys } from './json-schema-keys.js';
+import { STRING_FORMATS } from './string-formats.js';
+import { compilePattern } from './string-pattern.js';
 import { formatFieldPath, type IssueInput } from './validation-error.js';
 import type { YamlSource } from './yaml-source.js';
 import { oneOf, zodIssuesToInputs, type FieldHints } from './zod-issues.js';
 
 export const PARAMETER_TYPES = ['string', 'number', 'integer', 'boolean', 'array', 'object'] as const satisfies readonly ParameterType[];
-export const PARAMETER_FORMATS = ['path', 'url', 'email', 'date', 'uri'] as const;
+export const PARAMETER_FORMATS = STRING_FORMATS;
+/** Formats of the gateway's own, not JSON Schema's: on a non-string they are a mistake, not an annotation to ignore. */
+const OWN_FORMATS: readonly string[] = ['path', 'url'];
 
 const TYPE_ALIASES: Readonly<Record<string, ParameterType>> = {
   str: 'string',
@@ -78,10 +82,12 @@ const HINTS: FieldHints = {
 export interface ParametersResult {
   parameters: ToolParameter[];
   issues: IssueInput[];
+  /** What loads but is not honoured: a pattern RE2 cannot compile is left out, and said so here. */
+  warnings: IssueInput[];
 }
 
 export function parseParameters(value: unknown, source: YamlSource): ParametersResult {
-  if (value === undefined) return { parameters: [], issues: [] };
+  if (value === undefined) return { parameters: [], issues: [], warnings: [] };
   if (Array.isArray(value)) return parseList(value, source);
   if (value !== null && typeof value === 'object') return parseJsonSchema(value, source);
   const issue: IssueInput = {
@@ -89,7 +95,7 @@ export function parseParameters(value: unknown, source: YamlSource): ParametersR
     text: `expected ${HINTS['parameters']}, got ${value === null ? 'nothing' : typeof value}`,
   };
   const pos = source.locate(['parameters']);
-  return { parameters: [], issues: [pos === undefined ? issue : { ...issue, ...pos }] };
+  return { parameters: [], issues: [pos === undefined ? issue : { ...issue, ...pos }], warnings: [] };
 }
 
 function parseList(value: unknown[], source: YamlSource): ParametersResult {
@@ -103,9 +109,11 @@ function parseList(value: unknown[], source: YamlSource): ParametersResult {
         basePath: ['parameters'],
         allowedKeys: () => LIST_KEYS,
       }),
+      warnings: [],
     };
   }
   const issues: IssueInput[] = [];
+  const warnings: IssueInput[] = [];
   const parameters: ToolParameter[] = [];
   const seen = new Set<string>();
   result.data.forEach((entry, index) => {
@@ -116,9 +124,10 @@ function parseList(value: unknown[], source: YamlSource): ParametersResult {
     seen.add(entry.name);
     const parameter = toParameter(entry.name, entry, entry.required ?? false);
     issues.push(...checkParameter(parameter, path, source));
+    warnings.push(...keepCompilablePattern(parameter, path, source));
     parameters.push(parameter);
   });
-  return { parameters, issues };
+  return { parameters, issues, warnings };
 }
 
 function parseJsonSchema(value: object, source: YamlSource): ParametersResult {
@@ -132,9 +141,11 @@ function parseJsonSchema(value: object, source: YamlSource): ParametersResult {
         basePath: ['parameters'],
         allowedKeys: () => SCHEMA_KEYS,
       }),
+      warnings: [],
     };
   }
   const issues: IssueInput[] = [];
+  const warnings: IssueInput[] = [];
   const parameters: ToolParameter[] = [];
   const properties = schema.data.properties ?? {};
   const required = new Set(schema.data.required ?? []);
@@ -158,6 +169,7 @@ function parseJsonSchema(value: object, source: YamlSource): ParametersResult {
     }
     const parameter = toParameter(name, property.data, required.has(name));
     issues.push(...checkParameter(parameter, path, source));
+    warnings.push(...keepCompilablePattern(parameter, path, source));
     parameters.push(parameter);
   }
   for (const name of required) {
@@ -167,7 +179,7 @@ function parseJsonSchema(value: object, source: YamlSource): ParametersResult {
       );
     }
   }
-  return { parameters, issues };
+  return { parameters, issues, warnings };
 }
 
 /**
@@ -181,7 +193,13 @@ function jsonSchemaProperty(raw: unknown): unknown {
   if (Object.hasOwn(kept, 'type')) kept['type'] = nullableType(kept['type']);
   const format = kept['format'];
   if (typeof format === 'string' && !(PARAMETER_FORMATS as readonly string[]).includes(format) && isIgnoredFormat(format, PARAMETER_FORMATS)) delete kept['format'];
+  // JSON Schema's formats annotate strings only; on another type (`{type: integer, format: date}`) they say nothing.
+  else if (typeof format === 'string' && !OWN_FORMATS.includes(format) && !isStringType(kept['type'])) delete kept['format'];
   return kept;
+}
+
+function isStringType(type: unknown): boolean {
+  return type === 'string' || (typeof type === 'string' && Object.hasOwn(TYPE_ALIASES, type) && TYPE_ALIASES[type] === 'string');
 }
 
 type Fields = {
@@ -233,6 +251,18 @@ function checkParameter(parameter: ToolParameter, path: PropertyKey[], source: Y
     issues.push(at(source, [...path, 'default'], `the default is not one of the enum values; write one of ${parameter.enum.map((v) => JSON.stringify(v)).join(', ')}`));
   }
   return issues;
+}
+
+/**
+ * A pattern RE2 cannot compile (lookaround, a backreference, too long) is dropped from the
+ * parameter, so nothing downstream meets it; the tool still loads, and the warning says why.
+ */
+function keepCompilablePattern(parameter: ToolParameter, path: PropertyKey[], source: YamlSource): IssueInput[] {
+  if (parameter.pattern === undefined) return [];
+  const compiled = compilePattern(parameter.pattern);
+  if (compiled.ok) return [];
+  delete parameter.pattern;
+  return [at(source, [...path, 'pattern'], `the pattern of parameter \`${parameter.name}\` is not enforced: ${compiled.reason}; the tool loads, and its values are not checked against the pattern`)];
 }
 
 function sameValue(a: unknown, b: unknown): boolean {

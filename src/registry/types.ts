@@ -1,4 +1,5 @@
 /** Plain types of what the registry loads. Parsing and validation live beside them; the core works on these. */
+import type { StringFormat } from './string-formats.js';
 
 export const TOOL_TYPES = ['primitive', 'runtime', 'mcp_server', 'mcp_tool', 'script', 'api', 'directive', 'knowledge'] as const;
 export type ToolType = (typeof TOOL_TYPES)[number];
@@ -22,18 +23,18 @@ export interface ToolParameter {
   description?: string;
   default?: unknown;
   enum?: unknown[];
-  /** `path` parameters are checked against the filesystem globs of the permission context. */
-  format?: 'path' | 'url' | 'email' | 'date' | 'uri';
+  /** Checked on every call (string-formats.ts); `path` also against the filesystem globs of the permission context. */
+  format?: StringFormat;
   /** For `format: path`: whether the tool reads or writes it (default read). */
   access?: 'read' | 'write';
   /** A value substituted into argv may start with `-` only when this is set (argument injection). */
   allowFlags?: boolean;
   /** For `type: array`: the type of one item, when the schema says. */
   items?: { type: ParameterType };
-  /** JSON Schema bounds of a number or integer, kept from the schema; the registry does not enforce them. */
+  /** JSON Schema bounds of a number or integer, enforced on every call. */
   minimum?: number;
   maximum?: number;
-  /** JSON Schema `pattern` of a string, kept as text: never compiled here (it comes from outside). */
+  /** JSON Schema `pattern` of a string, kept as text and matched with RE2 (string-pattern.ts); only patterns RE2 compiles are kept. */
   pattern?: string;
 }
 
@@ -114,7 +115,7 @@ export interface Signature {
   hash: string;
 }
 
-/** A file of the registry that did not load, and why. `message` is complete on its own (file, field, fix). */
+/** A file of the registry that did not load (or loaded with a part left out), and why. `message` is complete on its own (file, field, fix). */
 export interface RegistryIssue {
   /** Absolute path of the file. */
   file: string;
@@ -138,5 +139,7 @@ export interface Registry {
   directives: Map<string, Directive>;
   knowledge: Map<string, Knowledge>;
   errors: RegistryIssue[];
+  /** Items that loaded with a part the gateway cannot honour (a pattern RE2 cannot compile). */
+  warnings: RegistryIssue[];
   shadowed: ShadowedItem[];
 }

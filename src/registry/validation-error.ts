@@ -1,7 +1,7 @@
 import type { RegistryIssue } from './types.js';
 
-/** What every registry parser returns: the item, or every problem found in the file. */
-export type ParseResult<T> = { ok: true; value: T } | { ok: false; issues: RegistryIssue[] };
+/** What every registry parser returns: the item (with what of it is not honoured), or every problem found in the file. */
+export type ParseResult<T> = { ok: true; value: T; warnings?: RegistryIssue[] } | { ok: false; issues: RegistryIssue[] };
 
 export type ItemKind = RegistryIssue['kind'];
 

@@ -10,6 +10,7 @@ import type { Tool, ToolParameter } from '../registry/types.js';
 const MAX_DESCRIPTION = 100;
 const MAX_PARAM_DESCRIPTION = 60;
 const MAX_ENUM = 6;
+const MAX_PATTERN = 40;
 
 export function compactSchema(tool: Tool, options: { paramDescriptions?: boolean } = {}): string {
   const params = tool.parameters.map((p) => compactParam(p, options.paramDescriptions ?? true)).join(', ');
@@ -22,10 +23,18 @@ export function menuLine(tool: Tool): string {
 }
 
 function compactParam(p: ToolParameter, withDescription: boolean): string {
-  const type = p.enum ? enumText(p.enum) : p.type === 'array' && p.items ? `${p.items.type}[]` : p.type;
+  const type = p.enum ? enumText(p.enum) : p.type === 'array' && p.items ? `${p.items.type}[]` : `${p.type}${constraints(p)}`;
   const fallback = p.default === undefined ? '' : ` = ${JSON.stringify(p.default)?.slice(0, 40)}`;
   const about = withDescription && p.description ? ` (${oneLine(p.description, MAX_PARAM_DESCRIPTION)})` : '';
   return `${JSON.stringify(p.name)}${p.required ? '' : '?'}: ${type}${fallback}${about}`;
+}
+
+/** What a value must look like, so that an exact call is written right the first time: `string<date>`, `integer 1..12`, `string /^[A-Z]{3}$/`. */
+function constraints(p: ToolParameter): string {
+  let out = p.format === undefined ? '' : `<${p.format}>`;
+  if (p.minimum !== undefined || p.maximum !== undefined) out += ` ${p.minimum ?? ''}..${p.maximum ?? ''}`;
+  if (p.pattern !== undefined && p.pattern.length <= MAX_PATTERN) out += ` /${p.pattern}/`;
+  return out;
 }
 
 function enumText(values: unknown[]): string {

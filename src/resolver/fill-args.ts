@@ -145,7 +145,7 @@ function freeText(text: string, p: ParamProfile, pick: Scored | undefined): stri
   const verb = REQUEST_VERB.exec(text);
   if (verb === null) return undefined;
   const body = text.slice(verb[0].length).replace(/[\s.!?]+$/, '').trim();
-  return body.split(/\s+/).length >= 2 ? body : undefined;
+  return body.split(/\s+/).length >= 2 && p.fits(body) ? body : undefined;
 }
 
 function clean(text: string): string {

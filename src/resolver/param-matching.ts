@@ -51,6 +51,8 @@ const REQUIRED_MIN = 0.25;
 const OPTIONAL_MIN_EVIDENCE = 0.5;
 /** A number followed by the noun a parameter counts is as good as its name written before it. */
 const COUNTED_NOUN = 0.6;
+/** A value that matches a pattern ordinary words fail ("^[A-Z]{3}$") is the kind the parameter takes, though not proof it is meant. */
+const PATTERN_MATCH = 0.4;
 
 /** What a value is worth on its type alone, by kind: quoted text is meant as a value, a bare number less so. */
 const BASE: Readonly<Record<MentionKind, number>> = {
@@ -88,6 +90,10 @@ export function scorePairs(ctx: Context, profiles: readonly ParamProfile[]): Sco
       if (converted.example > 0) {
         evidence += converted.example;
         parts.push(converted.example >= 1 ? 'an allowed value' : 'one of its examples');
+      }
+      if (converted.patterned === true) {
+        evidence += PATTERN_MATCH;
+        parts.push('matches its pattern');
       }
       const numeric = profile.param.type === 'number' || profile.param.type === 'integer';
       // A guessed phrase never beats a value of its own at equal evidence, unless it is a name.

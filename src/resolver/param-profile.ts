@@ -3,6 +3,8 @@
  * description, the examples its description lists ("(e.g., river, lake)"), the units it is
  * measured in, and broad roles (a date, a place, an identifier, the start of a range…).
  */
+import { formatProblem } from '../registry/string-formats.js';
+import { compilePattern, MAX_MATCHED_CHARS } from '../registry/string-pattern.js';
 import type { ParameterType, ToolParameter } from '../registry/types.js';
 import { dateFormatOf, type DateFormat } from './date-values.js';
 import { STOPWORDS, splitName, stem } from './text-words.js';
@@ -32,6 +34,10 @@ export interface ParamProfile {
   dateFormat: DateFormat | undefined;
   /** For arrays: the type of one item (items.type, else string). */
   itemType: ParameterType;
+  /** Whether a string is of the parameter's format and matches its pattern: a value that is not never goes there. */
+  fits: (value: string) => boolean;
+  /** The pattern turns ordinary words away, so a value that matches it is evidence for this parameter. */
+  selectivePattern: boolean;
 }
 
 const stems = (words: string): ReadonlySet<string> => new Set(words.split(' ').map(stem));
@@ -101,11 +107,11 @@ function profileParameter(param: ToolParameter, index: number): ParamProfile {
     if (name.some((w) => words.has(w))) roles.add(role);
     else if (DESC_ROLES.has(role) && head.some((w) => words.has(w))) roles.add(role);
   }
-  const dateFormat = dateFormatOf(description);
-  if (dateFormat !== undefined || param.format === 'date') roles.add('date');
-  if (param.format === 'email') roles.add('email');
-  if (param.format === 'url' || param.format === 'uri') roles.add('url');
-  if (param.format === 'path') roles.add('path');
+  // `format: date` is RFC 3339's full-date whatever the prose says: that is what the call is checked against.
+  const dateFormat = param.format === 'date' ? 'YYYY-MM-DD' : dateFormatOf(description);
+  if (dateFormat !== undefined) roles.add('date');
+  const role = param.format === undefined ? undefined : FORMAT_ROLES[param.format];
+  if (role !== undefined) roles.add(role);
   if (roles.has('time') && roles.has('date')) roles.delete('time');
   const itemType = param.items?.type ?? 'string';
   const counts = new Set(name.filter((w, i) => w.length >= 3 && !STOPWORDS.has(rawName[i] ?? '')));
@@ -115,7 +121,22 @@ function profileParameter(param: ToolParameter, index: number): ParamProfile {
       if (word.length >= 3 && !STOPWORDS.has(word)) counts.add(stem(word));
     }
   }
-  return { param, index, name, desc, examples, roles, units, counts, dateFormat, itemType };
+  return { param, index, name, desc, examples, roles, units, counts, dateFormat, itemType, ...stringChecks(param) };
+}
+
+const FORMAT_ROLES: Readonly<Partial<Record<NonNullable<ToolParameter['format']>, Role>>> = {
+  email: 'email', url: 'url', uri: 'url', path: 'path', time: 'time', uuid: 'id', ipv4: 'ip', ipv6: 'ip',
+};
+/** Plain words: a pattern that accepts them says nothing about which value is meant. */
+const ORDINARY = ['', 'example', 'Some words'];
+
+function stringChecks(param: ToolParameter): Pick<ParamProfile, 'fits' | 'selectivePattern'> {
+  const { format } = param;
+  const compiled = param.pattern === undefined ? undefined : compilePattern(param.pattern);
+  const test = compiled?.ok === true ? compiled.test : undefined;
+  const fits = (value: string): boolean =>
+    (format === undefined || formatProblem(format, value) === undefined) && (test === undefined || (value.length <= MAX_MATCHED_CHARS && test(value)));
+  return { fits, selectivePattern: test !== undefined && !ORDINARY.some((word) => test(word)) };
 }
 
 function splitExamples(list: string): string[] {

@@ -11,6 +11,8 @@ export interface Converted {
   value: unknown;
   /** 0 none; 0.6 the value resembles a listed example; 0.9 it is one; 1.5 it is an allowed (enum) value. */
   example: number;
+  /** The value matches a pattern that ordinary words do not. */
+  patterned?: boolean;
 }
 
 const EXAMPLE_EXACT = 0.9;
@@ -24,8 +26,12 @@ export function convertMention(m: Mention, p: ParamProfile, now?: Date): Convert
   const param = p.param;
   if (param.enum !== undefined) return enumMember(m, param.enum);
   switch (param.type) {
-    case 'string':
-      return asString(m, p, now);
+    case 'string': {
+      // The schema's format and pattern are checked on the call: a value that fails them is not this parameter's.
+      const one = asString(m, p, now);
+      if (one === undefined || !p.fits(one.value as string)) return undefined;
+      return p.selectivePattern ? { ...one, patterned: true } : one;
+    }
     case 'number':
     case 'integer':
       return asNumber(m, p);
@@ -48,9 +54,24 @@ function asString(m: Mention, p: ParamProfile, now: Date | undefined): Converted
   if (relative !== undefined) value = formatDate(relative, p.dateFormat);
   else if (m.date !== undefined && p.roles.has('date')) value = formatDate(m.date, p.dateFormat ?? 'YYYY-MM-DD');
   else if (m.written !== undefined && m.unit !== undefined && unitParts(m.unit).length > 0) value = m.written;
+  else if (m.kind === 'time' && p.param.format === 'time') value = clockTime(m.text) ?? value;
   const example = exampleScore(value, p.examples);
   if (example.score > 0) return { value: example.canonical ?? value, example: example.score };
   return { value, example: 0 };
+}
+
+/** "2pm", "14:30", "9:05 a.m." as RFC 3339's HH:MM:SS, which `format: time` asks for; seconds unsaid are zero. */
+function clockTime(text: string): string | undefined {
+  const m = /^(\d{1,2})(?::(\d{2}))?(?::(\d{2}))?\s?(?:([ap])\.?m\.?)?$/i.exec(text.trim());
+  if (m === null) return undefined;
+  let hour = Number(m[1]);
+  const half = m[4]?.toLowerCase();
+  if (half !== undefined && (hour < 1 || hour > 12)) return undefined;
+  if (half === 'p' && hour < 12) hour += 12;
+  if (half === 'a' && hour === 12) hour = 0;
+  if (hour > 23) return undefined;
+  const two = (n: number): string => String(n).padStart(2, '0');
+  return `${two(hour)}:${m[2] ?? '00'}:${m[3] ?? '00'}`;
 }
 
 function asNumber(m: Mention, p: ParamProfile): Converted | undefined {

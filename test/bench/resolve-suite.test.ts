@@ -78,6 +78,8 @@ describe('argument accuracy by kind', () => {
     expect(argumentKind(p('string', { enum: ['a'] }), ['a'])).toBe('enum');
     expect(argumentKind(p('integer', { enum: [1, 2] }), [1])).toBe('enum');
     expect(argumentKind(p('string', { format: 'date' }), ['tomorrow'])).toBe('date');
+    expect(argumentKind(p('string', { format: 'date-time' }), ['now'])).toBe('date');
+    expect(argumentKind(p('string', { format: 'time' }), ['noon'])).toBe('date');
     for (const v of ['2024-03-05', '2024-03-05T10:00:00Z', '03/05/2024', '10:30', 'March 5, 2024', '5 Mar 2024']) expect(argumentKind(p('string'), ['', v])).toBe('date');
     for (const v of ['Marketing', 'December', 'may', '12345']) expect(argumentKind(p('string'), [v])).toBe('string');
     expect(argumentKind(p('object'), [{}])).toBe('object');

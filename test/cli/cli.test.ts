@@ -176,4 +176,17 @@ describe('kiwi usage errors', () => {
       for (const f of ['broken.yaml', 'looping.yaml', 'looping2.yaml']) rmSync(path.join(root, '.ai', 'tools', f));
     }
   });
+
+  it('prints a pattern it cannot enforce as a warning and still exits 0', async () => {
+    const file = path.join(root, '.ai', 'tools', 'lookahead.yaml');
+    writeFileSync(file, 'tool_id: lookahead\ntool_type: runtime\nexecutor: subprocess\nparameters:\n  - { name: pin, type: string, pattern: "^(?!0000)\\\\d{4}$" }\n');
+    try {
+      const r = await kiwi('tools', 'validate');
+      expect(r.code).toBe(0);
+      expect(r.out).toMatch(/^warning: \.ai\/tools\/lookahead\.yaml:5:\d+: parameters\[0\]\.pattern: the pattern of parameter `pin` is not enforced: RE2 cannot compile it/m);
+      expect(r.err).toMatch(/all valid/);
+    } finally {
+      rmSync(file);
+    }
+  });
 });

@@ -60,7 +60,7 @@ describe('JSON Schema parameters as MCP servers and OpenAPI specs write them', (
     );
     expect(tool.parameters).toEqual([
       { name: 'code', type: 'string', required: true, pattern: '^[A-Z]{2}$' },
-      { name: 'when', type: 'string', required: false },
+      { name: 'when', type: 'string', required: false, format: 'date-time' },
       { name: 'day', type: 'string', required: false, format: 'date' },
       { name: 'size', type: 'integer', required: false },
       { name: 'tags', type: 'array', required: false, items: { type: 'string' } },

@@ -111,7 +111,7 @@ describe('tiers', () => {
 
   it('treats missing .ai folders as empty', async () => {
     const registry = await loadRegistry({ projectDir: tempDir(), userDir: path.join(tempDir(), 'nowhere') });
-    expect(registry).toEqual({ tools: new Map(), directives: new Map(), knowledge: new Map(), errors: [], shadowed: [] });
+    expect(registry).toEqual({ tools: new Map(), directives: new Map(), knowledge: new Map(), errors: [], warnings: [], shadowed: [] });
   });
 });
 

@@ -22,4 +22,17 @@ describe('compactSchema', () => {
     expect(compactSchema(tool, { paramDescriptions: false })).toContain('"channel": string, ');
     expect(menuLine(makeTool({ id: 'noop', type: 'api', description: '' }))).toBe('noop — (no description)');
   });
+
+  it('shows what a value must look like: format, bounds and a short pattern', () => {
+    const constrained = makeTool({
+      id: 'book',
+      parameters: [
+        { name: 'day', type: 'string', required: true, format: 'date' },
+        { name: 'seats', type: 'integer', required: false, minimum: 1, maximum: 8 },
+        { name: 'code', type: 'string', required: true, pattern: '^[A-Z]{3}$' },
+        { name: 'blob', type: 'string', required: false, pattern: `^${'x'.repeat(60)}$` },
+      ],
+    });
+    expect(compactSchema(constrained)).toMatch(/^book \{"day": string<date>, "seats"\?: integer 1\.\.8, "code": string \/\^\[A-Z\]\{3\}\$\/, "blob"\?: string\} — /);
+  });
 });

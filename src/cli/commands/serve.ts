@@ -31,7 +31,7 @@ export async function serveCommand(ctx: CliContext): Promise<number> {
     const listener = await listen((request) => gateway.app.fetch(request), { host, port: port ?? config.port, ...config.listen });
     const { registry } = project;
     ctx.io.out(`Kiwi Gateway listening on ${listener.url}`);
-    ctx.io.out(`project ${project.root}: ${runtime.toolCount} resolvable tools (${registry.tools.size} in all, ${registry.errors.length} invalid), ${registry.directives.size} directives, ${registry.knowledge.size} knowledge entries; ${project.policy.label}`);
+    ctx.io.out(`project ${project.root}: ${runtime.toolCount} resolvable tools (${registry.tools.size} in all, ${registry.errors.length} invalid${registry.warnings.length > 0 ? `, ${registry.warnings.length} warnings: run \`kiwi tools validate\`` : ''}), ${registry.directives.size} directives, ${registry.knowledge.size} knowledge entries; ${project.policy.label}`);
     ctx.io.out(`resolver: ${runtime.embedderId}; audit log ${project.auditDir} (session ${project.session})`);
     ctx.io.out(describeGatewayConfig(config));
     ctx.io.out(describeAccess(access, config.allowedHosts, host));

@@ -75,8 +75,10 @@ function validate(ctx: CliContext, project: Project, json: boolean): number {
     ...registry.errors.map((e) => e.message),
     ...validateChains(registry.tools).map((p) => p.message),
   ];
-  if (json) ctx.io.out(JSON.stringify({ ok: problems.length === 0, problems }, null, 2));
-  else for (const p of problems) ctx.io.out(p);
+  // A warning is a part of a loaded item the gateway does not honour: shown, never a failure.
+  const warnings = registry.warnings.map((w) => w.message);
+  if (json) ctx.io.out(JSON.stringify({ ok: problems.length === 0, problems, warnings }, null, 2));
+  else for (const p of [...problems, ...warnings.map((w) => `warning: ${w}`)]) ctx.io.out(p);
   const counts = `${registry.tools.size} tools, ${registry.directives.size} directives, ${registry.knowledge.size} knowledge entries`;
   if (problems.length > 0) {
     ctx.io.err(`kiwi: ${problems.length} problem(s); ${counts} loaded`);

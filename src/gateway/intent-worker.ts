@@ -113,8 +113,9 @@ export function createIntentWorker(deps: IntentWorkerDeps): IntentWorker {
     const outcome = await deps.call({ tool: call.tool, args: call.arguments, source: 'gateway', signal });
     const shown = shownResult(outcome, limits.maxResultChars);
     deps.push({ type: 'result', index, callId, tool: call.tool, ...shown, durationMs: Math.max(0, deps.now() - t0) });
-    turn.items.push({ kind: 'outcome', intent, call, outcome, ...(step ? { step } : {}) });
-    return !shown.isError;
+    const ok = !shown.isError;
+    turn.items.push({ kind: 'outcome', intent, call, outcome, ...(step ? { step: ok ? { ...step, notRun: [] } : step } : {}) });
+    return ok;
   }
 
   async function runSteps(index: number, steps: readonly PlannedStep[], context: string): Promise<void> {

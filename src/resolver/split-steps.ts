@@ -1,9 +1,10 @@
 /**
  * Multi-step intents: "check the quota and then send the report to #ops" is two calls, in that
  * order. An intent is split only where English says "in sequence" outside quotes, backticks and
- * brackets ("and then", "then", "; ", "after that,", "next,", "finally", a numbered list), so an
+ * brackets ("and then", "then", "after that,", "next,", "finally", a numbered list), so an
  * exact call (`tool_id {…}`, `tool_id(a=1)`) and any quoted value are never cut. A plain "and"
- * is only a candidate (`weak`): "search for cats and dogs" and "send it to Alice and Bob" are one
+ * or "; " is only a candidate (`weak`): "search for cats and dogs", "send it to Alice and Bob"
+ * and "I got the code 456789; could you verify me?" are one
  * call, so the caller keeps such a split only when both sides start with a word that starts a tool
  * of this catalog and each side resolves on its own (see step-plan.ts). A conditional ("if the
  * quota is low, then …") is never split: the gateway cannot evaluate the condition, and running
@@ -42,12 +43,12 @@ const CUES = [
   /(?:[,;.!?]\s*|^|\s+and\s+)(?:after\s+(?:that|this)|afterwards?|next)\s*,\s*/gi,
   /\s+and\s+(?:after\s+(?:that|this)|afterwards?)\s+/gi,
   /(?:[,;.!?]\s*|\s+and\s+)(?:finally|lastly)\b,?\s*/gi,
-  /;\s+/g,
 ];
 /** "since then", "by then", "until then": "then" as a point in time, not a step. */
 const TIME_THEN = /\b(?:since|by|until|till|back|from|even|just|only|now|and)\s*$/i;
 const CONDITIONAL = /\b(?:if|unless|when|whenever|otherwise|whether|in\s+case)\b/i;
 const LEADING_CUE = /^(?:(?:and|also|then|first(?:ly)?|second(?:ly)?|finally|lastly|next|after\s+(?:that|this)|afterwards?)\b[\s,:]*)+/i;
+const TRAILING_CUE = /(?:[\s,;:.]+(?:and|also)\b)*[\s,;:.]*$/i;
 const POLITE = /^(?:please\s+|(?:can|could|would|will)\s+you\s+(?:please\s+)?|i\s+(?:want|need|would\s+like|'d\s+like)\s+(?:you\s+)?to\s+)/i;
 /** Words that start a clause without being an action, whatever the catalog's tools are called. */
 const CLOSED = new Set(
@@ -71,11 +72,15 @@ export function splitSteps(intent: string, options: SplitOptions = {}): StepSpli
   return kept.length < 2 ? { kind: 'single' } : { kind: 'steps', steps: kept };
 }
 
-/** The first word of every tool's id and of its description: what an action in this catalog starts with. */
+/**
+ * The first word of every tool's description, and of its id when the id has more than one word
+ * (`send_message`, not `Discount`): what an action in this catalog starts with.
+ */
 export function catalogActionWords(tools: Iterable<Tool>): Set<string> {
   const words = new Set<string>();
   for (const tool of tools) {
-    const idWord = tool.id.replace(/([a-z0-9])([A-Z])/g, '$1 $2').split(/[^A-Za-z]+/).find((w) => w.length > 0);
+    const idWords = tool.id.replace(/([a-z0-9])([A-Z])/g, '$1 $2').split(/[^A-Za-z]+/).filter((w) => w.length > 0);
+    const idWord = idWords.length > 1 ? idWords[0] : undefined;
     const descriptionWord = /^[^A-Za-z]*([A-Za-z]+)/.exec(tool.description ?? '')?.[1];
     for (const word of [idWord, descriptionWord]) {
       const w = word?.toLowerCase();
@@ -162,12 +167,12 @@ function cutAtCues(text: string): string[] {
   return parts;
 }
 
-/** Splits at a plain "and" only where the words after it start an action of this catalog, as do the words before. */
+/** Splits at a plain "and" or "; " only where the words after it start an action of this catalog, as do the words before. */
 function cutAtAnd(part: string, actionWords: ReadonlySet<string>): string[] {
   const open = openPositions(part);
   const pieces: string[] = [];
   let start = 0;
-  for (const m of part.matchAll(/,?\s+and\s+(?:also\s+)?/gi)) {
+  for (const m of part.matchAll(/,?\s+and\s+(?:also\s+)?|;\s+/gi)) {
     if (!outside(open, m.index, m.index + m[0].length)) continue;
     const left = part.slice(start, m.index);
     const right = part.slice(m.index + m[0].length);
@@ -190,6 +195,6 @@ function clean(step: string): string {
   return step
     .trim()
     .replace(LEADING_CUE, '')
-    .replace(/[\s,;:.]+$/, '')
+    .replace(TRAILING_CUE, '')
     .trim();
 }

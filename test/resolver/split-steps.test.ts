@@ -17,7 +17,7 @@ describe('splitSteps: explicit sequencing', () => {
     ['check the quota then send the report', ['check the quota', 'send the report']],
     ['First check the quota, then send the report. Finally, archive it.', ['check the quota', 'send the report', 'archive it']],
     ['Get the weather in Paris. After that, send it to Bob.', ['Get the weather in Paris', 'send it to Bob']],
-    ['list the files; read the newest one', ['list the files', 'read the newest one']],
+    ['Also, afterwards, list the files. Also, next, read the newest one', ['list the files', 'read the newest one']],
     ['list the files. Next, read the newest one', ['list the files', 'read the newest one']],
     ['list the files and afterwards read the newest one', ['list the files', 'read the newest one']],
     ['Do this: 1. check the quota 2. send the report', ['Do this: check the quota', 'send the report']],
@@ -47,6 +47,7 @@ describe('splitSteps: one intent stays one', () => {
     'find the next train to Paris',
     'then',
     'check the quota ; ; then',
+    'I received the code "456789"; could you please verify me?',
     'version 1. of the file, 2 copies',
     '',
     'echo {"text": "unclosed and then more',
@@ -66,10 +67,12 @@ describe('splitSteps: a plain "and"', () => {
       ],
     });
     expect(splitSteps('Please check the quota and also send the report', { actionWords: ACTIONS }).kind).toBe('steps');
+    expect(texts(splitSteps('list the files; read the newest one', { actionWords: ACTIONS }))).toEqual(['list the files', 'read the newest one']);
   });
 
   it('never splits without action words, at a name, or before a single word', () => {
     expect(splitSteps('check the quota and send the report').kind).toBe('single');
+    expect(splitSteps('list the files; read the newest one').kind).toBe('single');
     expect(splitSteps('compare Send and Archive', { actionWords: ACTIONS }).kind).toBe('single');
     expect(splitSteps('check the quota and send', { actionWords: ACTIONS }).kind).toBe('single');
     expect(splitSteps('the quota and send the report', { actionWords: ACTIONS }).kind).toBe('single');
@@ -78,14 +81,14 @@ describe('splitSteps: a plain "and"', () => {
 
 describe('splitSteps: the cap', () => {
   it('refuses more explicit steps than maxSteps, saying how many and what to do', () => {
-    const split = splitSteps('a; b; c; d; e; f');
+    const split = splitSteps('a then b then c then d then e then f');
     expect(split).toEqual({ kind: 'too-many', count: 6, reason: expect.stringMatching(/6 steps, and one intent may have at most 5; nothing was run: write the steps as separate intents/) });
-    expect(splitSteps('a; b; c', { maxSteps: 2 }).kind).toBe('too-many');
-    expect(texts(splitSteps('a; b; c; d; e'))).toEqual(['a', 'b', 'c', 'd', 'e']);
+    expect(splitSteps('a then b then c', { maxSteps: 2 }).kind).toBe('too-many');
+    expect(texts(splitSteps('a then b then c then d then e'))).toEqual(['a', 'b', 'c', 'd', 'e']);
   });
 
   it('drops candidates at a plain "and" that would pass the cap, instead of refusing', () => {
-    const split = splitSteps('check a and send b; check c and send d', { actionWords: ACTIONS, maxSteps: 3 });
+    const split = splitSteps('check a and send b, then check c and send d', { actionWords: ACTIONS, maxSteps: 3 });
     expect(texts(split)).toEqual(['check a and send b', 'check c and send d']);
   });
 });
@@ -96,6 +99,7 @@ describe('catalogActionWords', () => {
       makeTool({ id: 'sendSlackMessage', description: 'Post a message to a channel' }),
       makeTool({ id: 'weather.get', description: 'The weather for a city' }),
       makeTool({ id: 'go', description: '' }),
+      makeTool({ id: 'Discount', description: '' }),
     ]);
     expect([...words].sort()).toEqual(['post', 'send', 'weather']);
   });
@@ -139,6 +143,6 @@ describe('planSteps', () => {
     const plan = await planSteps('check the quota and then send the report', resolve, { actionWords: ACTIONS });
     expect(plan).toEqual({ kind: 'steps', steps: [{ text: 'check the quota' }, { text: 'send the report' }] });
     expect(asked).toEqual([]);
-    expect(await planSteps('a; b; c', resolve, { maxSteps: 2 })).toEqual({ kind: 'refused', reason: expect.stringMatching(/at most 2/) });
+    expect(await planSteps('a then b then c', resolve, { maxSteps: 2 })).toEqual({ kind: 'refused', reason: expect.stringMatching(/at most 2/) });
   });
 });

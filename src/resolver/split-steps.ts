@@ -176,7 +176,9 @@ function cutAtAnd(part: string, actionWords: ReadonlySet<string>): string[] {
     if (!outside(open, m.index, m.index + m[0].length)) continue;
     const left = part.slice(start, m.index);
     const right = part.slice(m.index + m[0].length);
-    if (startsAction(left, actionWords, 'i') && startsAction(right, actionWords, '') && /\s\S/.test(right.trim())) {
+    // "search for and send the email": a left side that ends on "for" shares the right side's object.
+    const dangling = CLOSED.has(/([A-Za-z]+)\W*$/.exec(left)?.[1]?.toLowerCase() ?? '');
+    if (!dangling && startsAction(left, actionWords, 'i') && startsAction(right, actionWords, '') && /\s\S/.test(right.trim())) {
       pieces.push(clean(left));
       start = m.index + m[0].length;
     }

@@ -76,6 +76,7 @@ describe('splitSteps: a plain "and"', () => {
     expect(splitSteps('compare Send and Archive', { actionWords: ACTIONS }).kind).toBe('single');
     expect(splitSteps('check the quota and send', { actionWords: ACTIONS }).kind).toBe('single');
     expect(splitSteps('the quota and send the report', { actionWords: ACTIONS }).kind).toBe('single');
+    expect(splitSteps('Please search for and send me the confirmation email', { actionWords: ACTIONS }).kind).toBe('single');
   });
 });
 
@@ -88,8 +89,9 @@ describe('splitSteps: the cap', () => {
   });
 
   it('drops candidates at a plain "and" that would pass the cap, instead of refusing', () => {
-    const split = splitSteps('check a and send b, then check c and send d', { actionWords: ACTIONS, maxSteps: 3 });
-    expect(texts(split)).toEqual(['check a and send b', 'check c and send d']);
+    const split = splitSteps('check the quota and send the report, then check the disk and send the log', { actionWords: ACTIONS, maxSteps: 3 });
+    expect(texts(split)).toEqual(['check the quota and send the report', 'check the disk and send the log']);
+    expect(texts(splitSteps('check the quota and send the report, then check the disk and send the log', { actionWords: ACTIONS }))).toHaveLength(4);
   });
 });
 

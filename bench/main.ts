@@ -2,6 +2,7 @@ import { runRiskCoveragePlot } from './resolve/plot-risk-coverage.js';
 import { runGatewayBench } from './gateway/run-gateway.js';
 import { runBuildTraces } from './prefetch/build-traces.js';
 import { runPrefetchBench } from './prefetch/run-prefetch.js';
+import { runMultiStepBench } from './resolve/multi-step.js';
 import { runResolveBench } from './resolve/run-resolve.js';
 import { runSuiteBench } from './resolve/run-suite.js';
 import { runScaleBench } from './scale/run-scale.js';
@@ -10,6 +11,7 @@ const BENCHES: Record<string, (argv: string[]) => Promise<void>> = {
   resolve: runResolveBench,
   'resolve-suite': runSuiteBench,
   'risk-coverage-plot': runRiskCoveragePlot,
+  'multi-step': runMultiStepBench,
   'resolve-scale': runScaleBench,
   gateway: runGatewayBench,
   prefetch: runPrefetchBench,

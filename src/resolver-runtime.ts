@@ -25,6 +25,8 @@ export interface ResolverRuntimeOptions {
 export interface ResolverRuntime {
   resolver: StagedResolver;
   embedderId: string;
+  /** The tools intents resolve to (`resolvableTools`). */
+  tools: ReadonlyMap<string, Tool>;
   toolCount: number;
   /** Brings the index in line with the tools (incremental); call before resolving. */
   sync(options?: { onProgress?: (done: number, total: number) => void; signal?: AbortSignal }): Promise<SyncReport>;
@@ -46,6 +48,7 @@ export async function openResolverRuntime(options: ResolverRuntimeOptions): Prom
     return {
       resolver,
       embedderId: embedder.id,
+      tools,
       toolCount: tools.size,
       sync: (syncOptions) => index.sync([...tools.values()], syncOptions),
       async close() {

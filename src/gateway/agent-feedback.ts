@@ -10,11 +10,23 @@ import type { LimitName, LoopLimits } from './loop-types.js';
  * The agent only learns what this message tells it, so every failure says what to do instead.
  */
 
-/** What happened to one intent of a turn, for the message fed back to the agent. */
+/** Where a step of an intent written as ordered steps stands (split-steps.ts). */
+export interface StepPlace {
+  /** 1-based. */
+  n: number;
+  of: number;
+  /** The later steps, not run when this one did not succeed. */
+  notRun: string[];
+}
+
+/** What happened to one intent (or one step of one) of a turn, for the message fed back to the agent. */
 export type FeedbackItem =
-  | { kind: 'outcome'; intent: string; call: ToolCallSpec; outcome: CallOutcome }
+  | { kind: 'outcome'; intent: string; call: ToolCallSpec; outcome: CallOutcome; step?: StepPlace }
+  /** Nothing was resolved or run, for a reason that is not about tools (too many steps). */
+  | { kind: 'refused'; intent: string; reason: string }
   | {
       kind: 'unresolved';
+      step?: StepPlace;
       intent: string;
       reason: string;
       missing: string[];
@@ -80,17 +92,21 @@ export function feedbackMessage(items: readonly FeedbackItem[], options: Feedbac
   const maxChars = options.maxChars ?? 4 * options.maxResultChars;
   const shown = items.map((item) => (item.kind === 'outcome' ? shownResult(item.outcome, options.maxResultChars) : undefined));
   // Drawn against everything in the message, the agent's own intents included, not only what goes inside.
-  const fence = createDataFence([...items.map((item) => item.intent), ...shown.map((r) => r?.text ?? '')], options.fence);
+  const own = items.flatMap((item) => [item.intent, ...(item.kind === 'refused' ? [] : (item.step?.notRun ?? []))]);
+  const fence = createDataFence([...own, ...shown.map((r) => r?.text ?? '')], options.fence);
   let room = maxChars;
   const parts = items.map((item, i) => {
-    const head = `[${i + 1}] Intent: ${item.intent}`;
-    if (item.kind === 'unresolved') return [head, ...unresolvedLines(item, marker)].join('\n');
+    if (item.kind === 'refused') return [`[${i + 1}] Intent: ${item.intent}`, `Not run: ${item.reason}`].join('\n');
+    const head = item.step ? `[${i + 1}] Intent, step ${item.step.n} of ${item.step.of} of one intent: ${item.intent}` : `[${i + 1}] Intent: ${item.intent}`;
+    const later = item.step?.notRun ?? [];
+    const skipped = later.length > 0 ? [`Not run, because they come after this step and it did not succeed: ${later.map((t) => JSON.stringify(t)).join(', ')}. Write them again as intents once this step is sorted out.`] : [];
+    if (item.kind === 'unresolved') return [head, ...unresolvedLines(item, marker), ...skipped].join('\n');
     const { status, text } = shown[i] as ShownResult;
-    if (status === 'denied') return [head, ...outcomeLines(item, text)].join('\n');
+    if (status === 'denied') return [head, ...outcomeLines(item, text), ...skipped].join('\n');
     const kept = text.length <= room ? text : room >= MIN_SHOWN_CHARS ? capText(text, room) : undefined;
     room -= kept?.length ?? 0;
     const body = kept === undefined ? `(left out: the results in this message reached their limit of ${maxChars} characters)` : fence.wrap(kept);
-    return [head, ...outcomeLines(item, body)].join('\n');
+    return [head, ...outcomeLines(item, body), ...skipped].join('\n');
   });
   const count = items.length === 1 ? 'the tool intent' : `the ${items.length} tool intents`;
   const fenced = shown.some((r) => r !== undefined && r.status !== 'denied');
@@ -138,6 +154,11 @@ function unresolvedLines(item: Extract<FeedbackItem, { kind: 'unresolved' }>, ma
     lines.push('No tool fits this intent: describe the action differently (what to do, on what, with which values), or answer without a tool.');
   }
   return lines;
+}
+
+/** Why the later steps of an intent did not run. */
+export function notRunReason(step: StepPlace): string {
+  return `not run: the steps after step ${step.n} of ${step.of} of this intent wait for it, and it did not succeed`;
 }
 
 /** Why an intent over `maxToolCalls` was neither resolved nor run. */

@@ -4,6 +4,7 @@ import { DEFAULT_MARKER } from '../intent/intent-marker.js';
 import { createIntentScanner, intentInstructions, type ScanEvent } from '../intent/intent-scanner.js';
 import type { ChatEvent, ChatMessage, ChatProvider, ChatRequest, ChatUsage, FinishReason } from '../llm/types.js';
 import type { CallOutcome } from '../proxy/tool-proxy.js';
+import type { SplitOptions } from '../resolver/split-steps.js';
 import type { Resolution } from '../resolver/types.js';
 import { feedbackMessage, limitNotice } from './agent-feedback.js';
 import { createIntentWorker } from './intent-worker.js';
@@ -31,6 +32,8 @@ export interface AgentLoopDeps {
   menu?: (userText: string, signal: AbortSignal) => Promise<string[]>;
   /** A tool's one-line schema, shown with the closest tools when an intent is not run (absent: ids only). */
   describeTool?: (id: string) => string | undefined;
+  /** How an intent written as ordered steps is split (split-steps.ts); absent: on sequencing words only. */
+  steps?: SplitOptions;
 }
 
 export interface LoopObserver {
@@ -89,6 +92,7 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
     resolve: deps.resolve,
     call: deps.call,
     ...(deps.describeTool ? { describeTool: deps.describeTool } : {}),
+    ...(deps.steps ? { steps: deps.steps } : {}),
     limits,
     mode,
     newId,

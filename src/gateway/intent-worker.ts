@@ -1,7 +1,9 @@
 import { canonicalJson } from '../canonical-json.js';
 import type { CallOutcome } from '../proxy/tool-proxy.js';
+import type { SplitOptions } from '../resolver/split-steps.js';
+import { planSteps, type PlannedStep } from '../resolver/step-plan.js';
 import type { Resolution } from '../resolver/types.js';
-import { repeatReason, shownResult, toolCallLimitReason, type FeedbackItem } from './agent-feedback.js';
+import { notRunReason, repeatReason, shownResult, toolCallLimitReason, type FeedbackItem, type StepPlace } from './agent-feedback.js';
 import type { LimitName, LoopCall, LoopEvent, LoopLimits, LoopMode } from './loop-types.js';
 
 export interface IntentWorkerDeps {
@@ -9,6 +11,8 @@ export interface IntentWorkerDeps {
   call(call: LoopCall): Promise<CallOutcome>;
   /** A tool's one-line schema, for the closest tools of an unresolved intent (absent: ids only). */
   describeTool?: (id: string) => string | undefined;
+  /** How an intent is split into ordered steps (split-steps.ts); give `actionWords` to let a plain "and" split. */
+  steps?: SplitOptions;
   limits: LoopLimits;
   mode: LoopMode;
   /** Raw call ids; the worker prefixes `call_`. */
@@ -49,6 +53,11 @@ export interface IntentWorker {
  * agent must not be able to write thousands of them. Past the limit an intent is neither
  * resolved nor run, only reported, and the request ends after the turn: a turn's feedback never
  * holds more than `maxToolCalls` items.
+ *
+ * An intent written as ordered steps ("check the quota and then send the report") runs them one
+ * by one, each as if it were an intent of its own (and counted as one); the first that does not
+ * succeed (unresolved, refused, denied, failed or an error result) stops the rest, and its item
+ * in the feedback names the steps that did not run.
  */
 export function createIntentWorker(deps: IntentWorkerDeps): IntentWorker {
   const { limits, signal } = deps;
@@ -59,10 +68,10 @@ export function createIntentWorker(deps: IntentWorkerDeps): IntentWorker {
   let limit: LimitName | undefined;
   let turn: TurnReport = emptyTurn();
 
-  const unresolved = (index: number, intent: string, reason: string, missing: string[], candidates: string[], found?: Record<string, unknown>): void => {
+  const unresolved = (index: number, intent: string, reason: string, missing: string[], candidates: string[], found?: Record<string, unknown>, step?: StepPlace): void => {
     deps.push({ type: 'unresolved', index, intent, reason, missing, candidates });
     const schemas = deps.describeTool ? candidates.map((id) => deps.describeTool?.(id)).filter((s): s is string => s !== undefined) : [];
-    turn.items.push({ kind: 'unresolved', intent, reason, missing, candidates, ...(found ? { found } : {}), ...(schemas.length > 0 ? { schemas } : {}) });
+    turn.items.push({ kind: 'unresolved', intent, reason, missing, candidates, ...(found ? { found } : {}), ...(schemas.length > 0 ? { schemas } : {}), ...(step ? { step } : {}) });
   };
 
   // Not added to the turn's items: the request ends after this turn, so nothing is fed back.
@@ -71,14 +80,18 @@ export function createIntentWorker(deps: IntentWorkerDeps): IntentWorker {
     deps.push({ type: 'unresolved', index, intent, reason: toolCallLimitReason(limits.maxToolCalls), missing: [], candidates: [] });
   };
 
-  async function work(index: number, intent: string, context: string): Promise<void> {
-    if (signal.aborted) return;
-    if (handled >= limits.maxToolCalls) return overLimit(index, intent);
+  /** One intent, or one step of one: true when its call ran and succeeded (or was handed out). */
+  async function runOne(index: number, intent: string, context: string, planned?: Resolution, step?: StepPlace): Promise<boolean> {
+    if (handled >= limits.maxToolCalls) {
+      overLimit(index, intent);
+      return false;
+    }
     handled++;
-    const resolution = await deps.resolve(intent, { context, signal });
-    if (signal.aborted) return;
+    const resolution = planned ?? (await deps.resolve(intent, { context, signal }));
+    if (signal.aborted) return false;
     if (resolution.status === 'unresolved') {
-      return unresolved(index, intent, resolution.reason, resolution.missing, resolution.candidates.slice(0, 3).map((c) => c.tool), resolution.found);
+      unresolved(index, intent, resolution.reason, resolution.missing, resolution.candidates.slice(0, 3).map((c) => c.tool), resolution.found, step);
+      return false;
     }
     const { call } = resolution;
     const key = `${call.tool}\u0000${canonicalJson(call.arguments)}`;
@@ -86,20 +99,50 @@ export function createIntentWorker(deps: IntentWorkerDeps): IntentWorker {
     repeats.set(key, times);
     if (times >= limits.maxRepeats) {
       limit ??= 'repeats';
-      return unresolved(index, intent, repeatReason(call, times), [], [call.tool]);
+      unresolved(index, intent, repeatReason(call, times), [], [call.tool], undefined, step);
+      return false;
     }
     toolCalls++;
     const callId = `call_${deps.newId()}`;
     deps.push({ type: 'call', index, callId, intent, call, confidence: resolution.confidence });
     if (deps.mode === 'resolve-only') {
       turn.handedOut++;
-      return;
+      return true;
     }
     const t0 = deps.now();
     const outcome = await deps.call({ tool: call.tool, args: call.arguments, source: 'gateway', signal });
     const shown = shownResult(outcome, limits.maxResultChars);
     deps.push({ type: 'result', index, callId, tool: call.tool, ...shown, durationMs: Math.max(0, deps.now() - t0) });
-    turn.items.push({ kind: 'outcome', intent, call, outcome });
+    const ok = !shown.isError;
+    turn.items.push({ kind: 'outcome', intent, call, outcome, ...(step ? { step: ok ? { ...step, notRun: [] } : step } : {}) });
+    return ok;
+  }
+
+  async function runSteps(index: number, steps: readonly PlannedStep[], context: string): Promise<void> {
+    for (const [i, step] of steps.entries()) {
+      const later = steps.slice(i + 1).map((s) => s.text);
+      const place: StepPlace = { n: i + 1, of: steps.length, notRun: later };
+      if (signal.aborted) return;
+      if (await runOne(index, step.text, context, step.resolution, place)) continue;
+      // The agent reads why in the failed step's item; the client sees each step that did not run.
+      for (const text of later) deps.push({ type: 'unresolved', index, intent: text, reason: notRunReason(place), missing: [], candidates: [] });
+      return;
+    }
+  }
+
+  async function work(index: number, intent: string, context: string): Promise<void> {
+    if (signal.aborted) return;
+    if (handled >= limits.maxToolCalls) return overLimit(index, intent);
+    const plan = await planSteps(intent, (text) => deps.resolve(text, { context, signal }), deps.steps);
+    if (signal.aborted) return;
+    if (plan.kind === 'steps') return runSteps(index, plan.steps, context);
+    if (plan.kind === 'single') {
+      await runOne(index, intent, context);
+      return;
+    }
+    handled++;
+    deps.push({ type: 'unresolved', index, intent, reason: plan.reason, missing: [], candidates: [] });
+    turn.items.push({ kind: 'refused', intent, reason: plan.reason });
   }
 
   return {

@@ -11,6 +11,7 @@ import { passThrough } from '../llm/provider-options.js';
 import { openProject, type Project, type ProjectOptions } from '../project.js';
 import { openProjectResolverRuntime, type ResolverRuntime } from '../resolver-runtime.js';
 import { compactSchema } from '../resolver/compact-schema.js';
+import { catalogActionWords } from '../resolver/split-steps.js';
 import { checkTool } from '../policy/permission-context.js';
 import { callContext } from '../proxy/authorize.js';
 import { runAgentLoop } from './agent-loop.js';
@@ -66,6 +67,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
       const tool = project.registry.tools.get(id);
       return tool ? compactSchema(tool) : undefined;
     };
+    const steps = { actionWords: catalogActionWords(runtime.tools.values()) };
 
     // Shutdown aborts what is still running, like a client going away. Not AbortSignal.any with
     // one long-lived shutdown signal: on Node 20 every request would stay linked to it (a leak).
@@ -83,6 +85,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
           provider: route.provider,
           ...prefetch.forRequest({ mode: run.mode, caller: run.caller, conversation: run.conversation, maxToolCalls: config.limits.maxToolCalls }),
           describeTool,
+          steps,
           menu: (text, signal) => {
             const rights = callContext(project.policy, run.caller.context);
             return menu(text, { scope: run.caller.client, allowed: (id) => checkTool(rights, id).allowed }, signal);

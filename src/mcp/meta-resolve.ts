@@ -1,8 +1,12 @@
 /** The `resolve` meta-tool: an intent in words becomes one call (tool + arguments), run through the tool proxy. */
 import { z } from 'zod';
 import { compactSchema } from '../resolver/compact-schema.js';
+import { resolvableTools } from '../resolver/resolver.js';
+import { catalogActionWords } from '../resolver/split-steps.js';
+import { planSteps } from '../resolver/step-plan.js';
 import type { Candidate, Resolution } from '../resolver/types.js';
 import { callerFields, outcomeResult, textResult, type MetaContext, type MetaResult } from './meta-common.js';
+import { runSteps } from './meta-resolve-steps.js';
 
 const CANDIDATES = 5;
 
@@ -23,12 +27,18 @@ export const resolveShape = {
 
 type ResolveArgs = z.output<z.ZodObject<typeof resolveShape>>;
 
+/** An intent written as ordered steps ("… and then …") resolves and runs step by step (meta-resolve-steps.ts). */
 export async function resolve(ctx: MetaContext, args: ResolveArgs, signal?: AbortSignal): Promise<MetaResult> {
-  const resolution = await ctx.resolver.resolve(args.intent, {
-    limit: CANDIDATES,
-    ...(args.context !== undefined ? { context: args.context } : {}),
-    ...(signal ? { signal } : {}),
-  });
+  const resolveText = (text: string): Promise<Resolution> =>
+    ctx.resolver.resolve(text, { limit: CANDIDATES, ...(args.context !== undefined ? { context: args.context } : {}), ...(signal ? { signal } : {}) });
+  const plan = await planSteps(args.intent, resolveText, { actionWords: catalogActionWords(resolvableTools(ctx.project.registry.tools.values()).values()) });
+  if (plan.kind === 'refused') return textResult(`not run: ${plan.reason}`, { status: 'refused', reason: plan.reason });
+  if (plan.kind === 'steps') return runSteps(plan.steps, { resolve: resolveText, run: (resolution) => resolveOne(ctx, resolution, args, signal) });
+  return resolveOne(ctx, await resolveText(args.intent), args, signal);
+}
+
+/** One intent's (or one step's) resolution: shown, or run through the tool proxy. */
+async function resolveOne(ctx: MetaContext, resolution: Resolution, args: ResolveArgs, signal?: AbortSignal): Promise<MetaResult> {
   const candidates = resolution.candidates.map(candidateView);
   if (resolution.status === 'unresolved') {
     const schemas = resolution.candidates.slice(0, 3).flatMap((c) => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { KiwiError } from '../../src/errors.js';
+import { feedbackMessage } from '../../src/gateway/agent-feedback.js';
 import { createIntentWorker, type IntentWorkerDeps } from '../../src/gateway/intent-worker.js';
 import { DEFAULT_LOOP_LIMITS, type LoopEvent, type LoopLimits } from '../../src/gateway/loop-types.js';
 import type { LoopCall } from '../../src/gateway/loop-types.js';
@@ -89,5 +90,55 @@ describe('intent worker', () => {
     await aborted.run('echo a', 'echo b');
     expect(aborted.failures).toEqual([]);
     expect(aborted.resolved).toEqual([]);
+  });
+
+  it('runs the steps of one intent in order, each resolved and called on its own, and feeds each back as a step', async () => {
+    const { worker, events, resolved, calls, run } = setup();
+    await run('echo a and then echo b');
+    expect(resolved).toEqual(['echo a', 'echo b']);
+    expect(calls.map((c) => c.args)).toEqual([{ text: 'a' }, { text: 'b' }]);
+    expect(events.map((e) => e.type)).toEqual(['call', 'result', 'call', 'result']);
+    expect(events.every((e) => 'index' in e && e.index === 0)).toBe(true);
+    const { items } = worker.endTurn();
+    expect(items.map((item) => [item.intent, item.kind === 'refused' ? undefined : item.step])).toEqual([
+      ['echo a', { n: 1, of: 2, notRun: [] }],
+      ['echo b', { n: 2, of: 2, notRun: [] }],
+    ]);
+    const text = feedbackMessage(items, { maxResultChars: 1000 });
+    expect(text).toContain('[1] Intent, step 1 of 2 of one intent: echo a');
+    expect(text).toContain('[2] Intent, step 2 of 2 of one intent: echo b');
+    expect(text).not.toContain('Not run');
+  });
+
+  it('stops at the first step that is not resolved, and says which later steps did not run', async () => {
+    const { worker, events, resolved, calls, run } = setup();
+    await run('echo a, then frobnicate, then echo c');
+    expect(resolved).toEqual(['echo a', 'frobnicate']);
+    expect(calls.map((c) => c.args)).toEqual([{ text: 'a' }]);
+    expect(events.filter((e) => e.type === 'unresolved')).toEqual([
+      expect.objectContaining({ intent: 'frobnicate', reason: 'no tool fits' }),
+      expect.objectContaining({ intent: 'echo c', reason: expect.stringMatching(/^not run: the steps after step 2 of 3/) }),
+    ]);
+    const { items } = worker.endTurn();
+    expect(items.map((item) => item.intent)).toEqual(['echo a', 'frobnicate']);
+    expect(feedbackMessage(items, { maxResultChars: 1000 })).toContain('Not run, because they come after this step and it did not succeed: "echo c"');
+  });
+
+  it('counts every step toward maxToolCalls, and runs none of an intent with more steps than the cap', async () => {
+    const failing = setup({ limits: { maxToolCalls: 2 } });
+    await failing.run('echo a then echo b then echo c');
+    expect(failing.calls).toHaveLength(2);
+    expect(failing.worker.limit).toBe('tool_calls');
+    const refused = setup();
+    await refused.run('echo 1 then echo 2 then echo 3 then echo 4 then echo 5 then echo 6');
+    expect(refused.resolved).toEqual([]);
+    expect(refused.worker.endTurn().items).toEqual([{ kind: 'refused', intent: 'echo 1 then echo 2 then echo 3 then echo 4 then echo 5 then echo 6', reason: expect.stringMatching(/6 steps, and one intent may have at most 5/) }]);
+  });
+
+  it('leaves an intent that is not a sequence exactly as it was', async () => {
+    const { worker, resolved, run } = setup();
+    await run('echo cats and dogs');
+    expect(resolved).toEqual(['echo cats and dogs']);
+    expect(worker.endTurn().items).toEqual([expect.not.objectContaining({ step: expect.anything() })]);
   });
 });

@@ -1,3 +1,5 @@
+import { catalogActionWords } from '../../resolver/split-steps.js';
+import { planSteps } from '../../resolver/step-plan.js';
 import type { Resolution } from '../../resolver/types.js';
 import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
@@ -5,7 +7,10 @@ import { openProjectResolver } from './index-tools.js';
 
 const USAGE = 'kiwi resolve "INTENT" [--context TEXT] [--limit N] [--json] [--project DIR]';
 
-/** `kiwi resolve`: the call an intent resolves to, the candidates with scores, and where the time went. Runs nothing. */
+/**
+ * `kiwi resolve`: the call an intent resolves to, the candidates with scores, and where the time
+ * went; for an intent written as ordered steps, the same for each step. Runs nothing.
+ */
 export async function resolveCommand(ctx: CliContext): Promise<number> {
   const { values, positionals } = parseFlags(
     ctx.argv,
@@ -20,10 +25,32 @@ export async function resolveCommand(ctx: CliContext): Promise<number> {
   try {
     const sync = await runtime.sync();
     if (sync.added + sync.updated + sync.removed > 0) ctx.io.err(`kiwi: index updated (${sync.added} added, ${sync.updated} updated, ${sync.removed} removed)`);
-    const resolution = await runtime.resolver.resolve(intent, { limit, ...(values.context ? { context: values.context } : {}), ...(ctx.signal ? { signal: ctx.signal } : {}) });
-    if (values.json) ctx.io.out(JSON.stringify(resolution, null, 2));
-    else print(ctx, resolution);
-    return resolution.status === 'resolved' ? 0 : 4;
+    const resolveText = (text: string): Promise<Resolution> =>
+      runtime.resolver.resolve(text, { limit, ...(values.context ? { context: values.context } : {}), ...(ctx.signal ? { signal: ctx.signal } : {}) });
+    const plan = await planSteps(intent, resolveText, { actionWords: catalogActionWords(runtime.tools.values()) });
+    if (plan.kind === 'refused') {
+      if (values.json) ctx.io.out(JSON.stringify({ status: 'refused', reason: plan.reason }, null, 2));
+      else ctx.io.out(`not run: ${plan.reason}`);
+      return 4;
+    }
+    if (plan.kind === 'single') {
+      const resolution = await resolveText(intent);
+      if (values.json) ctx.io.out(JSON.stringify(resolution, null, 2));
+      else print(ctx, resolution);
+      return resolution.status === 'resolved' ? 0 : 4;
+    }
+    // Every step is shown, even past one that would stop the sequence: this command runs nothing.
+    const steps: Array<{ intent: string; resolution: Resolution }> = [];
+    for (const step of plan.steps) steps.push({ intent: step.text, resolution: step.resolution ?? (await resolveText(step.text)) });
+    if (values.json) ctx.io.out(JSON.stringify({ status: 'steps', steps }, null, 2));
+    else {
+      ctx.io.out(`${steps.length} steps, run in order; the first that is unresolved stops the rest:`);
+      for (const [i, step] of steps.entries()) {
+        ctx.io.out(`\nstep ${i + 1}: ${step.intent}`);
+        print(ctx, step.resolution);
+      }
+    }
+    return steps.every((s) => s.resolution.status === 'resolved') ? 0 : 4;
   } finally {
     await runtime.close();
   }

@@ -13,9 +13,9 @@ import { parseArgs } from 'node:util';
 import { catalogActionWords, type SplitOptions } from '../../src/resolver/split-steps.js';
 import { planSteps, type StepPlan } from '../../src/resolver/step-plan.js';
 import type { StagedResolver } from '../../src/resolver/types.js';
-import { readCases, spreadSample, type BenchCase } from './cases.js';
-import { importCatalog, type ImportedCatalog } from './catalog.js';
-import { findDatasets } from './find-datasets.js';
+import { readCases, spreadSample, type BenchCase } from '../../src/datasets/case-file.js';
+import { importCatalog, type ImportedCatalog } from '../../src/datasets/catalog-file.js';
+import { findDatasets } from '../../src/datasets/find-datasets.js';
 import { openCatalogResolver, parseCount } from './resolve-catalog.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));

@@ -37,7 +37,9 @@ export async function openCatalogResolver(options: { catalog: ImportedCatalog; s
   try {
     // Only the kind: createEmbedder checks it and names the kinds it knows.
     const embedder = options.embedder === undefined ? {} : { embedder: { kind: options.embedder } as EmbedderConfig };
-    const runtime = await openResolverRuntime({ tools: options.catalog.tools, indexDir: dir, settings: options.settings, ...embedder, log: (m) => console.error(m) });
+    // No gate unless asked for (--set targetPrecision=…): the benches record every call's confidence and apply gates afterwards.
+    const settings = { targetPrecision: 0, ...options.settings };
+    const runtime = await openResolverRuntime({ tools: options.catalog.tools, indexDir: dir, settings, ...embedder, log: (m) => console.error(m) });
     try {
       const t0 = performance.now();
       await runtime.sync({ onProgress: createProgress(options.label ? `${options.label}: ` : '').counter('embedding tools') });

@@ -15,7 +15,8 @@ import { importCatalog, type ImportedCatalog } from '../../src/datasets/catalog-
 import { findDatasets, type Dataset } from '../../src/datasets/find-datasets.js';
 import { groupResults, type CaseResult, type GroupMetrics, type Schemas } from './metrics.js';
 import { catalogSchemas, openCatalogResolver, parseCount, parseSettings, resolveCases, warmUp } from './resolve-catalog.js';
-import { lodoGates, printLodoGates, type DatasetRun } from './lodo-gate.js';
+import { loadResolverModel } from '../../src/resolver/learned-model.js';
+import { lodoGates, printLodoGates, printShippedGates, shippedGates, type DatasetRun } from './lodo-gate.js';
 import { riskCoverage, selectiveAt, THRESHOLDS } from './risk-coverage.js';
 import { ARGUMENT_LEGEND, printArgumentTable, printSuiteTable, SUITE_LEGEND, type SuiteRow } from './suite-table.js';
 
@@ -51,12 +52,15 @@ export async function runSuiteBench(argv: string[]): Promise<void> {
   }
   const runS = (performance.now() - started) / 1000;
   const gates = lodoGates(runs, target);
+  const model = await loadResolverModel();
+  const shipped = shippedGates(runs, model);
 
   printSuiteTable(rows);
   for (const line of SUITE_LEGEND) console.log(line);
   console.log(`\nargument ${ARGUMENT_LEGEND}:`);
   printArgumentTable(rows);
   printLodoGates(gates, target);
+  printShippedGates(shipped, model.gates.filter((g) => g.threshold === null).map((g) => g.precision));
   const machine = `${os.cpus().length} × ${os.cpus()[0]?.model.trim() ?? 'unknown CPU'}, ${round(os.totalmem() / 2 ** 30, 1)} GiB, Node ${process.version}`;
   console.log(`\nrun time ${(runS / 60).toFixed(1)} min (${round(runS, 0)} s), peak RSS ${peakRssMb()} MB, embedder ${embedder}, ${machine}`);
   if (values.out) {
@@ -72,6 +76,7 @@ export async function runSuiteBench(argv: string[]): Promise<void> {
       peak_rss_mb: peakRssMb(),
       risk_coverage_thresholds: THRESHOLDS,
       lodo_gate: { target, gates },
+      shipped_gates: shipped,
       datasets: reports,
     };
     await writeFile(values.out, `${JSON.stringify(result, null, 2)}\n`);

@@ -142,12 +142,12 @@ function unresolvedLines(item: Extract<FeedbackItem, { kind: 'unresolved' }>, ma
   if (item.missing.length > 0) facts.push(`Missing arguments: ${item.missing.join(', ')}.`);
   if (facts.length > 0) lines.push(facts.join('\n'));
   const top = item.candidates[0];
-  if (top !== undefined && item.missing.length > 0) {
-    const found = Object.entries(item.found ?? {}).map(([name, value]) => `${JSON.stringify(name)}: ${JSON.stringify(value)}`);
+  const found = Object.entries(item.found ?? {}).map(([name, value]) => `${JSON.stringify(name)}: ${JSON.stringify(value)}`);
+  if (top !== undefined && (item.missing.length > 0 || found.length > 0)) {
     // Shown as read, to be checked: the filler may have read them wrong, and the agent knows what it meant.
     if (found.length > 0) lines.push(`Values read from your intent (check them): ${found.join(', ')}.`);
-    const values = [...found, ...item.missing.map((name) => `${JSON.stringify(name)}: "…"`)].join(', ');
-    lines.push(`Call it exactly, with every value written out: [${marker}: ${top} {${values}}].`);
+    const call = `[${marker}: ${top} {${[...found, ...item.missing.map((name) => `${JSON.stringify(name)}: "…"`)].join(', ')}}]`;
+    lines.push(item.missing.length > 0 ? `Call it exactly, with every value written out: ${call}.` : `If \`${top}\` is what you mean, call it exactly: ${call}; otherwise call another of the tools above the same way, or do without the tool.`);
   } else if (top !== undefined) {
     lines.push(`If one of them is what you mean, call it exactly with its arguments as JSON (e.g. [${marker}: ${top} {"name": "value"}]); otherwise name the action and every value explicitly, or do without the tool.`);
   } else {

@@ -79,7 +79,7 @@ const BUILTIN_SCRIPT: DemoScript = {
   default: {
     turns: [
       `I replay recorded turns, so this works with no API key. To talk to a real model, set OPENAI_API_KEY or ANTHROPIC_API_KEY, or point KIWI_UPSTREAM_URL at a local llama.cpp or Ollama server, then ask for that model. Meanwhile, one tool call through the gateway: [TOOL: list the entries of the directory "."]`,
-      'That listing came from a tool the gateway picked from my plain-words intent. Add .ai/demo/agent-turns.yaml to record more conversations.',
+      'The gateway answered my plain-words intent with the closest tools and their arguments instead of guessing: it runs a call from plain words only when it is sure enough (target_precision in .ai/config/resolver.yaml), and a real model would now write the call exactly, as tool_id {"arg": …}. Add .ai/demo/agent-turns.yaml to record more conversations.',
     ],
   },
 };

@@ -32,7 +32,7 @@ export function readExactCall(intent: string, tools: ReadonlyMap<string, Tool>):
   const tool = tools.get(id);
   if (!tool && !ID_LIKE.test(id) && !text.startsWith('`')) return { kind: 'none' };
   const example = `[TOOL: ${id} {"name": "value"}]`;
-  if (!tool) return { kind: 'invalid', id, reason: `there is no tool \`${id}\`; name one of the closest tools below, written exactly as ${example}`, missing: [] };
+  if (!tool) return { kind: 'invalid', id, reason: `there is no tool \`${id}\`; call one of the closest tools below the same way, by its own name`, missing: [] };
 
   const parsed = json ? parseJsonArgs(match[2] as string) : parseCallArgs(match[2] as string);
   if (!parsed.ok) return { kind: 'invalid', id, tool, reason: `the arguments of \`${id}\` ${parsed.reason}; write them as JSON, e.g. ${example}`, missing: [] };

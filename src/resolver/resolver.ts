@@ -184,8 +184,10 @@ export function createResolver(deps: ResolverDeps): StagedResolver {
     }
     // One confidence for the whole call: the tool is right and so is every argument.
     const raw = confidence * filled.confidence;
-    const callConfidence = deps.model ? calibrate(deps.model, raw) : raw;
-    if (gate === null || callConfidence < gate) {
+    // Nothing in it is a guess: the intent names the tool and states every value (quoted, key=value).
+    const stated = named !== undefined && filled.confidence === 1;
+    const callConfidence = stated ? 1 : deps.model ? calibrate(deps.model, raw) : raw;
+    if (!stated && (gate === null || callConfidence < gate)) {
       const bar = gate === null ? `no confidence reaches ${settings.targetPrecision} precision on unseen catalogs` : `calls run at ${gate.toFixed(2)} and above, for ${settings.targetPrecision} precision`;
       return {
         status: 'unresolved',

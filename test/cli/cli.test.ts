@@ -111,14 +111,18 @@ describe('kiwi index / kiwi resolve (the real USE-lite model, LanceDB in .ai/vec
     expect(again.out).toMatch(/0 added, 0 updated, 0 removed, \d+ unchanged/);
   }, 60_000);
 
-  it('resolves an intent to a call with its arguments, and prints candidates and timings', async () => {
-    const r = await kiwi('resolve', 'read the file "README.md"');
+  it('resolves an intent to a call with its arguments, and prints candidates and timings; plain words below the gate are asked back', async () => {
+    const r = await kiwi('resolve', 'read_file "README.md"');
     expect(r.code, r.err).toBe(0);
     expect(r.out).toMatch(/^call: read_file \{"path":"README.md"/);
-    expect(r.out).toMatch(/candidates:\n\s+[\d.]+\s+read_file/);
     expect(r.out).toMatch(/time: [\d.]+ ms \(embed [\d.]+, search [\d.]+, arguments [\d.]+\)/);
+    const asked = await kiwi('resolve', 'read the file "README.md"');
+    expect(asked.code).toBe(4);
+    expect(asked.out).toMatch(/^unresolved: `read_file` may fit, but a call from plain words is not sure enough to run .*write it exactly as read_file/);
+    expect(asked.out).toMatch(/candidates:\n\s+[\d.]+\s+read_file/);
     const json = JSON.parse((await kiwi('resolve', 'show the git status of the repository', '--json')).out);
-    expect(json).toMatchObject({ status: 'resolved', call: { tool: 'git_status', arguments: {} } });
+    expect(json.status).toBe('unresolved');
+    expect(json.candidates[0]).toMatchObject({ tool: 'git_status' });
   }, 60_000);
 
   it('exits 4 with the reason when an intent cannot be resolved', async () => {

@@ -64,10 +64,11 @@ afterAll(async () => {
 });
 
 const INTENT_TURN = ['I will count the words in the README now. [TO', 'OL: count the words in "READ', 'ME.md"]'];
+const EXACT_TURN = ['Exactly, then: [TOOL: word_co', 'unt {"path": "READ', 'ME.md"}]'];
 
 describe('the gateway with the real openai client', () => {
-  it('streams the agent text, the resolved call and its result, then continues upstream with the result', async () => {
-    llm.replyOnce(openAiStream(INTENT_TURN), openAiStream(['The README has ', '4 words.']));
+  it('asks back a call from plain words, runs the exact call the agent restates, and continues upstream with the result', async () => {
+    llm.replyOnce(openAiStream(INTENT_TURN), openAiStream(EXACT_TURN), openAiStream(['The README has ', '4 words.']));
     const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'not-used' });
     const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'How many words are in the README?' }] });
     let content = '';
@@ -81,14 +82,17 @@ describe('the gateway with the real openai client', () => {
     expect(content).toContain('→ word_count {"path":"README.md"}');
     expect(content).toMatch(/"words": 4/);
     expect(content).toContain('The README has 4 words.');
-    expect(kiwi.map((e) => e.type)).toEqual(['start', 'intent', 'call', 'result', 'turn', 'finish']);
+    expect(kiwi.map((e) => e.type)).toEqual(['start', 'intent', 'unresolved', 'turn', 'intent', 'call', 'result', 'turn', 'finish']);
 
-    // Turn 2 went upstream with the instructions, the agent's turn and the tool's real output.
-    const second = (llm.requests.at(-1)?.body ?? {}) as { messages: { role: string; content: string }[] };
+    // Turn 2 went upstream with the question: the closest tool's schema, the value found, the exact form asked for.
+    const second = (llm.requests.at(-2)?.body ?? {}) as { messages: { role: string; content: string }[] };
     expect(second.messages[0]?.role).toBe('system');
     expect(second.messages[0]?.content).toContain('[TOOL:');
-    expect(second.messages.at(-2)?.content).toContain('[TOOL: count the words in "README.md"]');
-    expect(second.messages.at(-1)?.content).toMatch(/word_count[\s\S]*"words": 4/);
+    expect(second.messages.at(-1)?.content).toMatch(/write it exactly as word_count[\s\S]*call it exactly: \[TOOL: word_count \{"path": "README\.md"\}\]/);
+    // Turn 3 went upstream with the tool's real output.
+    const third = (llm.requests.at(-1)?.body ?? {}) as { messages: { role: string; content: string }[] };
+    expect(third.messages.at(-2)?.content).toContain('[TOOL: word_count {"path": "README.md"}]');
+    expect(third.messages.at(-1)?.content).toMatch(/word_count[\s\S]*"words": 4/);
 
     await gateway.project.audit.flush();
     const audited = await readAuditTail({ dir: gateway.project.auditDir, limit: 10, session: gateway.project.session });
@@ -96,7 +100,7 @@ describe('the gateway with the real openai client', () => {
   });
 
   it('hands the call to the client as a native tool call in resolve-only mode, running nothing', async () => {
-    llm.replyOnce(openAiStream(INTENT_TURN));
+    llm.replyOnce(openAiStream(EXACT_TURN));
     const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'not-used' });
     const before = llm.requests.length;
     const completion = await client.chat.completions.create({ model: 'gpt-4o-mini+resolve-only', messages: [{ role: 'user', content: 'How many words are in the README?' }] });
@@ -155,7 +159,7 @@ describe('failures on the way', () => {
     const listener = await listen((request) => second.app.fetch(request), { host: '127.0.0.1', port: 0 });
     const pidFile = path.join(root, '.ai', 'tools', 'project', 'slow.pid');
     rmSync(pidFile, { force: true });
-    llm.replyOnce(openAiStream(['Waiting. [TOOL: wait until the nightly batch job has finished]']));
+    llm.replyOnce(openAiStream(['Waiting. [TOOL: `wait_for_batch` until the nightly batch job has finished]']));
     const client = new OpenAI({ baseURL: `${listener.url}/v1`, apiKey: 'not-used', maxRetries: 0 });
     const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'is the batch done?' }] });
     const reading = (async () => {
@@ -203,7 +207,10 @@ describe('the gateway as an MCP server over HTTP', () => {
     try {
       const { tools } = await client.listTools();
       expect(tools.map((t) => t.name).sort()).toEqual(['execute', 'help', 'load', 'resolve', 'search']);
-      const result = (await client.callTool({ name: 'resolve', arguments: { intent: 'count the words in "README.md"' } })) as { content: { type: string; text: string }[]; isError?: boolean };
+      type Result = { content: { type: string; text: string }[]; isError?: boolean };
+      const asked = (await client.callTool({ name: 'resolve', arguments: { intent: 'count the words in "README.md"' } })) as Result;
+      expect(asked.content.map((c) => c.text).join('\n')).toMatch(/word_count[\s\S]*write it exactly as word_count/);
+      const result = (await client.callTool({ name: 'resolve', arguments: { intent: 'word_count "README.md"' } })) as Result;
       expect(result.isError).toBeFalsy();
       expect(result.content.map((c) => c.text).join('\n')).toMatch(/word_count[\s\S]*"words": 4/);
     } finally {

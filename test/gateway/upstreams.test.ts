@@ -66,7 +66,7 @@ upstreams:
     const route = upstreams.route('gpt-4o');
     expect(route).toMatchObject({ upstream: 'demo', model: 'gpt-4o' });
     const c = await route.provider.complete(ask('gpt-4o', 'what changed in this repo?'));
-    expect(c.text).toBe('(offline demo model) Let me look at the working tree first. [TOOL: show the git status of the project]');
+    expect(c.text).toBe('(offline demo model) Let me look at the working tree first. [TOOL: git_status]');
     expect(c.model).toBe('gpt-4o');
   });
 

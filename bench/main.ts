@@ -2,6 +2,7 @@ import { runRiskCoveragePlot } from './resolve/plot-risk-coverage.js';
 import { runGatewayBench } from './gateway/run-gateway.js';
 import { runBuildTraces } from './prefetch/build-traces.js';
 import { runPrefetchBench } from './prefetch/run-prefetch.js';
+import { runLearnedRankerBench } from './resolve/learned-ranker/run-learned-ranker.js';
 import { runMultiStepBench } from './resolve/multi-step.js';
 import { runResolveBench } from './resolve/run-resolve.js';
 import { runSuiteBench } from './resolve/run-suite.js';
@@ -12,6 +13,7 @@ const BENCHES: Record<string, (argv: string[]) => Promise<void>> = {
   'resolve-suite': runSuiteBench,
   'risk-coverage-plot': runRiskCoveragePlot,
   'multi-step': runMultiStepBench,
+  'learned-ranker': runLearnedRankerBench,
   'resolve-scale': runScaleBench,
   gateway: runGatewayBench,
   prefetch: runPrefetchBench,

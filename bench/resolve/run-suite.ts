@@ -16,19 +16,17 @@ import { findDatasets, type Dataset } from '../../src/datasets/find-datasets.js'
 import { groupResults, type CaseResult, type GroupMetrics, type Schemas } from './metrics.js';
 import { catalogSchemas, openCatalogResolver, parseCount, parseSettings, resolveCases, warmUp } from './resolve-catalog.js';
 import { loadResolverModel } from '../../src/resolver/learned-model.js';
-import { lodoGates, printLodoGates, printShippedGates, shippedGates, type DatasetRun } from './lodo-gate.js';
+import { printShippedGates, shippedGates, type DatasetRun } from './shipped-gates.js';
 import { riskCoverage, selectiveAt, THRESHOLDS } from './risk-coverage.js';
 import { ARGUMENT_LEGEND, printArgumentTable, printSuiteTable, SUITE_LEGEND, type SuiteRow } from './suite-table.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const USAGE = 'npm run bench -- resolve-suite [--datasets DIR] [--out FILE] [--limit N] [--no-fit FILE] [--embedder use-lite|static] [--target PRECISION] [--set key=value…]';
+const USAGE = 'npm run bench -- resolve-suite [--datasets DIR] [--out FILE] [--limit N] [--no-fit FILE] [--embedder use-lite|static] [--set key=value…]';
 
 export async function runSuiteBench(argv: string[]): Promise<void> {
   const { values } = parseOptions(argv);
   const settings = parseSettings(values.set ?? []);
   const limit = parseCount('limit', values.limit);
-  const target = values.target === undefined ? 0.95 : Number(values.target);
-  if (!(target > 0 && target <= 1)) throw new Error(`--target ${values.target}: write the executed precision the gate must reach, a number above 0 and at most 1 (default 0.95)`);
   const datasetsDir = path.resolve(values.datasets ?? path.resolve(REPO_ROOT, '..', 'shared', 'datasets'));
   const noFitFile = path.resolve(values['no-fit'] ?? path.join(REPO_ROOT, 'bench', 'cases', 'no-fit.jsonl'));
   const datasets = await findDatasets(datasetsDir);
@@ -51,7 +49,6 @@ export async function runSuiteBench(argv: string[]): Promise<void> {
     }
   }
   const runS = (performance.now() - started) / 1000;
-  const gates = lodoGates(runs, target);
   const model = await loadResolverModel();
   const shipped = shippedGates(runs, model);
 
@@ -59,7 +56,6 @@ export async function runSuiteBench(argv: string[]): Promise<void> {
   for (const line of SUITE_LEGEND) console.log(line);
   console.log(`\nargument ${ARGUMENT_LEGEND}:`);
   printArgumentTable(rows);
-  printLodoGates(gates, target);
   printShippedGates(shipped, model.gates.filter((g) => g.threshold === null).map((g) => g.precision));
   const machine = `${os.cpus().length} × ${os.cpus()[0]?.model.trim() ?? 'unknown CPU'}, ${round(os.totalmem() / 2 ** 30, 1)} GiB, Node ${process.version}`;
   console.log(`\nrun time ${(runS / 60).toFixed(1)} min (${round(runS, 0)} s), peak RSS ${peakRssMb()} MB, embedder ${embedder}, ${machine}`);
@@ -75,7 +71,6 @@ export async function runSuiteBench(argv: string[]): Promise<void> {
       run_s: round(runS, 1),
       peak_rss_mb: peakRssMb(),
       risk_coverage_thresholds: THRESHOLDS,
-      lodo_gate: { target, gates },
       shipped_gates: shipped,
       datasets: reports,
     };
@@ -169,7 +164,7 @@ function parseOptions(argv: string[]) {
   try {
     return parseArgs({
       args: argv,
-      options: { datasets: { type: 'string' }, out: { type: 'string' }, limit: { type: 'string' }, 'no-fit': { type: 'string' }, embedder: { type: 'string' }, target: { type: 'string' }, set: { type: 'string', multiple: true } },
+      options: { datasets: { type: 'string' }, out: { type: 'string' }, limit: { type: 'string' }, 'no-fit': { type: 'string' }, embedder: { type: 'string' }, set: { type: 'string', multiple: true } },
       strict: true,
     });
   } catch (error) {

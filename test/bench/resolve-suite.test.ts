@@ -6,7 +6,7 @@ import { argumentKind, argumentTypes } from '../../bench/resolve/argument-types.
 import { spreadSample, type BenchCase, type GoldCall } from '../../src/datasets/case-file.js';
 import { findDatasets } from '../../src/datasets/find-datasets.js';
 import { groupMetrics, type CaseResult } from '../../bench/resolve/metrics.js';
-import { lodoGates, type DatasetRun } from '../../bench/resolve/lodo-gate.js';
+import { shippedGates, type DatasetRun } from '../../bench/resolve/shipped-gates.js';
 import { riskCoverage, selectiveAt, THRESHOLDS } from '../../bench/resolve/risk-coverage.js';
 import type { ToolParameter } from '../../src/registry/types.js';
 import type { Resolution } from '../../src/resolver/types.js';
@@ -142,26 +142,18 @@ describe('quick runs', () => {
   });
 });
 
-describe('the gate chosen leave-one-dataset-out', () => {
-  it("chooses each dataset's threshold from the other datasets' dev splits only, and applies it to its own splits", () => {
+describe("the shipped model's gates", () => {
+  it('applies each reached gate to every split, one-call and no-fit cases only, and leaves out the targets none reached', () => {
     const right = (confidence: number) => result([{ name: 'a', arguments: { q: ['x'] } }], { tool: 'a', args: { q: 'x' }, confidence });
     const wrong = (confidence: number) => result([{ name: 'a', arguments: { q: ['x'] } }], { tool: 'a', args: { q: 'y' }, confidence });
+    const multi = result([{ name: 'a', arguments: null }, { name: 'b', arguments: null }], { tool: 'a', args: {}, confidence: 0.99 });
     const runs: DatasetRun[] = [
-      // Right from 0.8 up, wrong at 0.7 and below: the others learn 0.75, the lowest threshold that keeps the wrong ones out.
-      { name: 'one', schemas, splits: { dev: [right(0.9), right(0.8), wrong(0.7), wrong(0.5)], test: [right(0.85), wrong(0.75)] } },
-      // Its own dev would say 0.3 (all right), which must not decide its own gate.
-      { name: 'two', schemas, splits: { dev: [right(0.3), right(0.9)], test: [right(0.7), wrong(0.9)] } },
-      { name: 'three', schemas, splits: { test: [wrong(0.99)] } },
+      { name: 'one', schemas, splits: { dev: [right(0.9), right(0.8), wrong(0.7), wrong(0.5), multi] } },
+      { name: 'two', schemas, splits: { test: [right(0.7), wrong(0.9)] } },
     ];
-    const gates = lodoGates(runs, 0.95);
-    const two = gates.find((g) => g.dataset === 'two');
-    expect(two).toMatchObject({ threshold: 0.75, trained_on: ['one'] });
-    expect(two?.splits['test']).toEqual({ coverage: 0.5, executed_precision: 0 });
-    const one = gates.find((g) => g.dataset === 'one');
-    expect(one).toMatchObject({ threshold: 0, trained_on: ['two'] });
-    expect(one?.splits['dev']).toEqual({ coverage: 1, executed_precision: 0.5 });
-    // Trained on one and two together: from 0.75 up every call there is right (two's 0.3 alone would let one's wrong calls in).
-    expect(gates.find((g) => g.dataset === 'three')).toMatchObject({ threshold: 0.75, trained_on: ['one', 'two'], splits: { test: { coverage: 1, executed_precision: 0 } } });
-    expect(lodoGates([runs[0]!], 0.95)[0]).toMatchObject({ threshold: null, trained_on: [], splits: { dev: { coverage: null, executed_precision: null } } });
+    const gates = shippedGates(runs, { gates: [{ precision: 0.7, threshold: 0.6 }, { precision: 0.9, threshold: 0.75 }, { precision: 0.95, threshold: null }] });
+    expect(gates.map((g) => g.precision)).toEqual([0.7, 0.9]);
+    expect(gates[0]?.splits).toEqual({ 'one/dev': { coverage: 0.75, executed_precision: 0.667 }, 'two/test': { coverage: 1, executed_precision: 0.5 } });
+    expect(gates[1]?.splits).toEqual({ 'one/dev': { coverage: 0.5, executed_precision: 1 }, 'two/test': { coverage: 0.5, executed_precision: 0 } });
   });
 });

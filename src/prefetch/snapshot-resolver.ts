@@ -46,6 +46,7 @@ export interface SnapshotResolverOptions {
  */
 export async function openSnapshotResolver(options: SnapshotResolverOptions): Promise<SnapshotResolver> {
   const { resolver, tools } = options;
+  // A resolver that is static already is as cheap: a second index would only cost memory.
   if (options.embedder === 'resolver' || options.resolverEmbedderId.startsWith('static:')) {
     return { resolver, embedderId: options.resolverEmbedderId, sharesResolverIndex: true, buildMs: 0, close: async () => undefined };
   }

@@ -4,6 +4,7 @@ import { createPrefetchCache, type PrefetchCache } from '../../src/prefetch/pref
 import { createPrefetchRequest } from '../../src/prefetch/prefetch-request.js';
 import { createPrefetchingResolver, type CallingProxy, type PrefetchingResolver } from '../../src/prefetch/prefetching-resolver.js';
 import { createPredictor, type Predictor } from '../../src/prefetch/predictor.js';
+import type { SnapshotResolver } from '../../src/prefetch/snapshot-resolver.js';
 import type { TransitionModel } from '../../src/prefetch/types.js';
 import type { CallOutcome } from '../../src/proxy/tool-proxy.js';
 import { DEFAULT_PREFETCH, type PrefetchConfig } from '../../src/gateway/gateway-config.js';
@@ -23,6 +24,8 @@ export interface PrefetchRig {
 
 export interface RigOptions {
   transitions?: TransitionModel;
+  /** What snapshots are searched with (see `openSnapshotResolver`); the "on" resolver when left out. */
+  snapshots?: Pick<SnapshotResolver, 'resolver' | 'sharesResolverIndex'>;
   /** The gateway's prefetch settings (gateway.yaml `prefetch:`); its defaults when left out. */
   config?: Partial<PrefetchConfig>;
   log?: (message: string) => void;
@@ -33,7 +36,7 @@ export function createPrefetchRig(world: BenchWorld, options: RigOptions = {}): 
   const counters = createCounters();
   const cache = createPrefetchCache({ ttlMs: config.ttlMs, counters });
   const predictorMs: number[] = [];
-  const inner = createPredictor({ resolver: world.resolvers.on, ...(options.transitions ? { transitions: options.transitions } : {}) });
+  const inner = createPredictor({ resolver: options.snapshots?.resolver ?? world.resolvers.on, ...(options.transitions ? { transitions: options.transitions } : {}) });
   const predictor: Predictor = {
     async predict(snapshot, o) {
       const result = await inner.predict(snapshot, o);
@@ -41,7 +44,14 @@ export function createPrefetchRig(world: BenchWorld, options: RigOptions = {}): 
       return result;
     },
   };
-  const prefetching = createPrefetchingResolver({ resolver: world.resolvers.on, cache, counters, tools: world.tools, minCosine: config.minCosine });
+  const prefetching = createPrefetchingResolver({
+    resolver: world.resolvers.on,
+    cache,
+    counters,
+    tools: world.tools,
+    minCosine: config.minCosine,
+    reuseSearches: options.snapshots?.sharesResolverIndex ?? true,
+  });
   return { counters, config, cache, prefetching, predictor, predictorMs };
 }
 

@@ -2,7 +2,10 @@ import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { DEFAULT_PREFETCH } from '../../src/gateway/gateway-config.js';
+import { openSnapshotResolver } from '../../src/prefetch/snapshot-resolver.js';
 import { loadTransitionModel } from '../../src/prefetch/transition-model.js';
+import { PREFETCH_EMBEDDERS, type PrefetchEmbedder } from '../../src/prefetch/types.js';
 import { peakRssMb, percentile, round } from '../stats.js';
 import { openCatalogWorld, openProjectWorld, type BenchWorld } from './bench-world.js';
 import { createPrefetchRig, plainPipeline, prefetchPipeline } from './prefetch-pipeline.js';
@@ -11,7 +14,7 @@ import { replayTrace } from './replay-trace.js';
 import { readTraces, type Trace } from './trace-format.js';
 
 const USAGE =
-  'npm run bench -- prefetch --traces FILE [--out FILE] [--limit N] [--tool-ms MS] [--speed X] [--catalog FILE] [--project DIR] [--index DIR] [--transitions FILE] [--min-cosine X] [--verbose]';
+  'npm run bench -- prefetch --traces FILE [--out FILE] [--limit N] [--tool-ms MS] [--speed X] [--catalog FILE] [--project DIR] [--index DIR] [--transitions FILE] [--min-cosine X] [--prefetch-embedder static|resolver] [--verbose]';
 const DEFAULT_SEAL_CATALOG = '../shared/datasets/seal-tools/catalog.jsonl';
 
 /**
@@ -33,6 +36,7 @@ export async function runPrefetchBench(argv: string[]): Promise<void> {
       index: { type: 'string' },
       transitions: { type: 'string' },
       'min-cosine': { type: 'string' },
+      'prefetch-embedder': { type: 'string' },
       verbose: { type: 'boolean' },
     },
     strict: true,
@@ -42,6 +46,8 @@ export async function runPrefetchBench(argv: string[]): Promise<void> {
   const toolMs = number('--tool-ms', values['tool-ms'] ?? '60', 0, 600_000, false);
   const speed = number('--speed', values.speed ?? '1', 0.01, 1000, false);
   const minCosine = values['min-cosine'] === undefined ? undefined : number('--min-cosine', values['min-cosine'], 0.5, 1, false);
+  const prefetchEmbedder = values['prefetch-embedder'] ?? DEFAULT_PREFETCH.embedder;
+  if (!isPrefetchEmbedder(prefetchEmbedder)) throw new Error(`--prefetch-embedder ${prefetchEmbedder}: write ${PREFETCH_EMBEDDERS.join(' or ')}; usage: ${USAGE}`);
   const traces = await readTraces(values.traces, limit === undefined ? {} : { limit });
   if (traces.length === 0) throw new Error(`${values.traces} holds no traces; see bench/traces/README.md`);
   const transitions = values.transitions ? await loadTransitionModel(values.transitions) : undefined;
@@ -49,10 +55,32 @@ export async function runPrefetchBench(argv: string[]): Promise<void> {
 
   const log = (m: string) => console.error(m);
   const world = await openWorld(traces, values.traces, { toolMs, catalog: values.catalog, project: values.project, index: values.index, log });
+  let closeSnapshots = async (): Promise<void> => undefined;
   try {
     console.error(`${world.catalog}: ${world.toolCount} tools, index ${(world.indexBuildMs / 1000).toFixed(1)} s (${world.embedderId}); ${traces.length} traces, tool ${toolMs} ms, speed ${speed}`);
+    const snapshots = await openSnapshotResolver({
+      embedder: prefetchEmbedder,
+      resolver: world.resolvers.on,
+      resolverEmbedderId: world.embedderId,
+      tools: world.resolvable,
+      searchText: world.searchText,
+      settings: world.settings,
+    });
+    closeSnapshots = snapshots.close;
+    console.error(`prefetch snapshots searched with ${snapshots.embedderId}${snapshots.sharesResolverIndex ? ' (the resolver\'s index)' : `, an index of their own built in ${snapshots.buildMs.toFixed(0)} ms`}`);
     await warmUp(world, traces);
-    const rig = createPrefetchRig(world, { ...(transitions ? { transitions } : {}), ...(minCosine === undefined ? {} : { config: { minCosine } }), log });
+    const config = { embedder: prefetchEmbedder, ...(minCosine === undefined ? {} : { minCosine }) };
+    const rig = createPrefetchRig(world, { ...(transitions ? { transitions } : {}), config, snapshots, log });
+    const cpuMs = { on: 0, off: 0 };
+    const cpu = async <T>(side: 'on' | 'off', run: () => Promise<T>): Promise<T> => {
+      const before = process.cpuUsage();
+      try {
+        return await run();
+      } finally {
+        const used = process.cpuUsage(before);
+        cpuMs[side] += (used.user + used.system) / 1000;
+      }
+    };
     const pairs: PairedTrace[] = [];
     const t0 = performance.now();
     for (const [i, trace] of traces.entries()) {
@@ -68,11 +96,11 @@ export async function runPrefetchBench(argv: string[]): Promise<void> {
       let on: Awaited<ReturnType<typeof runOn>>;
       let off: Awaited<ReturnType<typeof runOff>>;
       if (onFirst) {
-        on = await runOn();
-        off = await runOff();
+        on = await cpu('on', runOn);
+        off = await cpu('off', runOff);
       } else {
-        off = await runOff();
-        on = await runOn();
+        off = await cpu('off', runOff);
+        on = await cpu('on', runOn);
       }
       pairs.push({ on: on.replay, off, counters: on.counters, onFirst });
       if (values.verbose) printPair(pairs.at(-1) as PairedTrace);
@@ -103,6 +131,10 @@ export async function runPrefetchBench(argv: string[]): Promise<void> {
       prefetch_config: rig.config,
       index_build_ms: round(world.indexBuildMs, 0),
       peak_rss_mb: peakRssMb(),
+      snapshot_embedder: snapshots.embedderId,
+      snapshot_index_build_ms: round(snapshots.buildMs, 0),
+      // The whole process, tool server and index threads' callbacks included: a comparison between runs, not an absolute cost.
+      cpu_ms: { on: round(cpuMs.on, 0), off: round(cpuMs.off, 0) },
       predictor_ms_per_snapshot: { p50: round(percentile(rig.predictorMs, 50), 1), p95: round(percentile(rig.predictorMs, 95), 1), n: rig.predictorMs.length },
       speculative: all.speculative,
       answers_differed: diffs.length,
@@ -114,6 +146,7 @@ export async function runPrefetchBench(argv: string[]): Promise<void> {
     };
     printTable(groups);
     console.log(`predictor: ${report.predictor_ms_per_snapshot.p50} ms per snapshot p50 (p95 ${report.predictor_ms_per_snapshot.p95}, ${totals.snapshots} snapshots, ${totals.prefetches} prefetches, ${totals.dropped} dropped)`);
+    console.log(`CPU time of this process: ${(cpuMs.on / 1000).toFixed(1)} s with prefetch on, ${(cpuMs.off / 1000).toFixed(1)} s off (snapshots searched with ${snapshots.embedderId})`);
     console.log(`speculative calls: ${totals.speculativeStarted} started, ${totals.speculativeUsed} used, ${totals.speculativeDiscarded} discarded; wasted prefetches ${totals.wasted}`);
     console.log(`answers (call and outcome) that differed between prefetch on and off: ${diffs.length}${diffs.length > 0 ? ' (MUST be 0; see `differences` in --out or run with --verbose)' : ''}`);
     console.log(`result texts that differed: ${resultDiffs.length}${resultDiffs.length > 0 ? ' (the same call gave another output in the other run: see `result_differences`)' : ''}`);
@@ -124,6 +157,7 @@ export async function runPrefetchBench(argv: string[]): Promise<void> {
       console.error(`wrote ${values.out}`);
     }
   } finally {
+    await closeSnapshots();
     await world.close();
   }
 }
@@ -190,6 +224,10 @@ function indexProgress(): (done: number, total: number) => void {
     last = now;
     console.error(`embedding tools: ${done}/${total}`);
   };
+}
+
+function isPrefetchEmbedder(value: string): value is PrefetchEmbedder {
+  return (PREFETCH_EMBEDDERS as readonly string[]).includes(value);
 }
 
 function number(flag: string, raw: string, min: number, max: number, integer: boolean): number {

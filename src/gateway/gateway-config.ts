@@ -8,6 +8,7 @@ import { DEMO_MODEL_ID } from '../llm/demo-provider.js';
 import { didYouMeanSuffix, formatFieldPath } from '../registry/validation-error.js';
 import { parseYamlSource, type YamlSource } from '../registry/yaml-source.js';
 import { DEFAULT_ALLOWED_HOSTS, DEFAULT_MAX_CONCURRENT_PER_CLIENT } from '../http/request-guard.js';
+import { PREFETCH_EMBEDDERS, type PrefetchEmbedder } from '../prefetch/types.js';
 import { DEFAULT_LOOP_LIMITS, type LoopLimits } from './loop-types.js';
 import { DEFAULT_MENU_SIZE } from './tool-menu.js';
 
@@ -77,9 +78,15 @@ export interface PrefetchConfig {
    * by default: at 0.9 about 5% of reused retrievals resolved differently than the normal path.
    */
   minCosine: number;
+  /**
+   * What snapshots are searched with: the static model (an index of its own, ~1 ms a snapshot
+   * instead of a USE-lite embedding) or the resolver's embedder. Intents always resolve with the
+   * resolver's; only `resolver` lets a prefetched search stand in for an intent's own.
+   */
+  embedder: PrefetchEmbedder;
 }
 
-export const DEFAULT_PREFETCH: PrefetchConfig = { enabled: true, ttlMs: 10_000, speculate: true, concurrency: 2, minCosine: 1 };
+export const DEFAULT_PREFETCH: PrefetchConfig = { enabled: true, ttlMs: 10_000, speculate: true, concurrency: 2, minCosine: 1, embedder: 'static' };
 
 export interface GatewayConfigContext {
   env: Readonly<Record<string, string | undefined>>;
@@ -145,12 +152,13 @@ const schema = z.strictObject({
       speculate: z.boolean('must be true or false').optional(),
       concurrency: z.number().int().min(1).max(16).optional(),
       min_cosine: z.number().min(0.5).max(1).optional(),
+      embedder: z.enum(PREFETCH_EMBEDDERS, 'must be static or resolver').optional(),
     })
     .optional(),
 });
 
 type Raw = z.output<typeof schema>;
-const FIELDS = ['host', 'allowed_hosts', 'tool_menu', 'max_concurrent_requests_per_client', 'port', 'upstreams', 'limits', 'mcp', 'name', 'kind', 'base_url', 'api_key_env', 'models', 'timeout_ms', 'max_turns', 'max_tool_calls', 'max_duration_ms', 'max_result_chars', 'max_repeats', 'max_body_bytes', 'body_timeout_ms', 'max_connections', 'allowed_origins', 'prefetch', 'enabled', 'ttl_ms', 'speculate', 'concurrency', 'min_cosine'];
+const FIELDS = ['host', 'allowed_hosts', 'tool_menu', 'max_concurrent_requests_per_client', 'port', 'upstreams', 'limits', 'mcp', 'name', 'kind', 'base_url', 'api_key_env', 'models', 'timeout_ms', 'max_turns', 'max_tool_calls', 'max_duration_ms', 'max_result_chars', 'max_repeats', 'max_body_bytes', 'body_timeout_ms', 'max_connections', 'allowed_origins', 'prefetch', 'enabled', 'ttl_ms', 'speculate', 'concurrency', 'min_cosine', 'embedder'];
 
 export async function loadGatewayConfig(file: string, ctx: GatewayConfigContext): Promise<GatewayConfig> {
   const rel = path.relative(ctx.root, file);
@@ -238,6 +246,11 @@ export async function loadGatewayConfig(file: string, ctx: GatewayConfigContext)
     });
   const origins = originsAt(['mcp', 'allowed_origins'], raw.mcp?.allowed_origins);
   const allowedOrigins = originsAt(['allowed_origins'], raw.allowed_origins);
+  const prefetchEmbedder = raw.prefetch?.embedder ?? DEFAULT_PREFETCH.embedder;
+  const minCosine = raw.prefetch?.min_cosine ?? DEFAULT_PREFETCH.minCosine;
+  if (minCosine < 1 && prefetchEmbedder !== 'resolver') {
+    fail(['prefetch', 'min_cosine'], `below 1 a search prefetched for a paraphrase answers the intent, which needs it made in the resolver's own index: add embedder: resolver under prefetch, or set min_cosine: 1`);
+  }
   const l = raw.limits ?? {};
   return {
     file: shown,
@@ -264,7 +277,8 @@ export async function loadGatewayConfig(file: string, ctx: GatewayConfigContext)
       ttlMs: raw.prefetch?.ttl_ms ?? DEFAULT_PREFETCH.ttlMs,
       speculate: raw.prefetch?.speculate ?? DEFAULT_PREFETCH.speculate,
       concurrency: raw.prefetch?.concurrency ?? DEFAULT_PREFETCH.concurrency,
-      minCosine: raw.prefetch?.min_cosine ?? DEFAULT_PREFETCH.minCosine,
+      minCosine,
+      embedder: prefetchEmbedder,
     },
     warnings,
   };

@@ -59,7 +59,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     await runtime.sync({ ...(options.onIndexProgress ? { onProgress: options.onIndexProgress } : {}), ...(options.signal ? { signal: options.signal } : {}) });
     const upstreams = createUpstreams(config, { http: project.http, demoTurnsFile: path.join(project.root, '.ai', 'demo', 'agent-turns.yaml') });
     opened.unshift(upstreams);
-    const prefetch = await openGatewayPrefetch({ config: config.prefetch, project, runtime, ...(options.log ? { log: options.log } : {}) });
+    const prefetch = await openGatewayPrefetch({ config: config.prefetch, project, runtime, ...(options.log ? { log: options.log } : {}), ...(options.signal ? { signal: options.signal } : {}) });
     opened.unshift(prefetch);
     const startedAt = Date.now();
     const menu = createToolMenu({ retrieve: (text, o) => runtime.resolver.retrieve(text, o), tools: project.registry.tools }, { size: config.toolMenu });

@@ -23,6 +23,13 @@ export interface PrefetchingResolverDeps {
    * differed from the normal path's; each hit saved only the search (~7 ms). Use it with `verify`.
    */
   minCosine?: number;
+  /**
+   * Whether a prefetched retrieval may stand in for the intent's own search (default true). False
+   * when the snapshots were searched with another embedder than the resolver's (see
+   * snapshot-resolver.ts): that ranking is not the one the intent would get, so it only chooses
+   * what runs ahead and the early call, and every intent resolves the normal way.
+   */
+  reuseSearches?: boolean;
   /** Also resolve every hit the normal way, count disagreements, and answer with the normal result (benchmarks). */
   verify?: boolean;
   onDisagreement?: (report: Disagreement) => void;
@@ -88,6 +95,8 @@ type Claimed = { ok: true; outcome: OkOutcome } | { ok: false; outcome: CallOutc
  * - A tool the real intent names exactly wins, as it does normally.
  * - A hit on a prefetched query with the intent's exact text gives the normal answer: retrieval
  *   depends only on the text (same index, same catalog within the TTL).
+ * - With `reuseSearches: false` (snapshots searched in another index) no prefetched search is
+ *   reused at all: every intent is searched the normal way, and the answer is the normal one.
  * - A hit on a paraphrase (only when `minCosine` is set below 1) takes the candidate ranking
  *   and confidence from the paraphrase's search. That ranking can differ from the intent's own,
  *   so the chosen tool (or resolved/unresolved) can differ: this is NOT guaranteed, which is why
@@ -107,6 +116,10 @@ export function createPrefetchingResolver(deps: PrefetchingResolverDeps): Prefet
   if (!Number.isFinite(minCosine) || minCosine < 0 || minCosine > 1) {
     throw new KiwiError('INVALID_INPUT', `prefetch minCosine must be a number from 0 to 1, got ${String(minCosine)}; leave it out for 1 (exact text only)`);
   }
+  const reuseSearches = deps.reuseSearches ?? true;
+  if (minCosine < 1 && !reuseSearches) {
+    throw new KiwiError('INVALID_INPUT', `prefetch minCosine ${minCosine} reuses searches made for paraphrases, but the snapshots are searched in another index than the resolver's; use the resolver's embedder for prefetch, or minCosine 1`);
+  }
   const now = deps.now ?? (() => performance.now());
 
   async function resolve(rawIntent: string, options: PrefetchResolveOptions): Promise<Resolution> {
@@ -118,12 +131,12 @@ export function createPrefetchingResolver(deps: PrefetchingResolverDeps): Prefet
 
     let embedMs = 0;
     let found: { entry: PrefetchEntry; cosine: number } | undefined;
-    if (minCosine >= 1) {
+    if (reuseSearches && minCosine >= 1) {
       const tMatch = now();
       const entry = cache.get(intent);
       counters.matchMs += now() - tMatch;
       if (entry && !entry.retrieval.named) found = { entry, cosine: 1 };
-    } else {
+    } else if (reuseSearches) {
       const tEmbed = now();
       const vector = await resolver.embedQuery(intent, options.signal);
       embedMs = now() - tEmbed;

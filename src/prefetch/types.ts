@@ -5,6 +5,13 @@ import type { CallOutcome } from '../proxy/tool-proxy.js';
  * dispatcher, the cache, the gateway and the benchmark.
  */
 
+/**
+ * Which embedder prefetch searches its snapshots with: `static` (the shipped static model, an
+ * index of its own) or `resolver` (the resolver's own embedder and index).
+ */
+export const PREFETCH_EMBEDDERS = ['static', 'resolver'] as const;
+export type PrefetchEmbedder = (typeof PREFETCH_EMBEDDERS)[number];
+
 /** A view of the agent's text taken while it streams. */
 export interface Snapshot {
   /** The agent text since the last intent (or the turn's start), newest last, capped. */

@@ -36,6 +36,7 @@ describe('gateway config: defaults', () => {
   it('without a file: 127.0.0.1:8787, the demo model for every model name, the default limits', async () => {
     const c = await load(missing);
     expect(c).toMatchObject({ fromFile: false, host: '127.0.0.1', port: 8787, maxBodyBytes: 8 * 1024 * 1024, allowedHosts: ['localhost', '127.0.0.1', '[::1]'], allowedOrigins: [], maxConcurrentPerClient: 64, mcp: { allowedOrigins: [] }, warnings: [] });
+    expect(c.prefetch).toMatchObject({ minCosine: 1, embedder: 'static' });
     expect(c.limits).toEqual(DEFAULT_LOOP_LIMITS);
     expect(c.upstreams).toEqual([{ name: 'demo', kind: 'demo', models: ['kiwi-demo', '*'], source: 'built-in' }]);
   });
@@ -58,10 +59,10 @@ upstreams:
   - { name: llama, kind: openai, base_url: "http://127.0.0.1:8080/v1", models: ["llama-*"], timeout_ms: 300000 }
 limits: { max_turns: 3, max_tool_calls: 4, max_duration_ms: 5000, max_result_chars: 600, max_repeats: 2, max_body_bytes: 2048, max_concurrent_requests_per_client: 5, body_timeout_ms: 5000, max_connections: 16 }
 mcp: { allowed_origins: ["http://localhost:3000", "https://app.example.com/"] }
-prefetch: { enabled: false, ttl_ms: 5000, speculate: false, concurrency: 3, min_cosine: 0.95 }
+prefetch: { enabled: false, ttl_ms: 5000, speculate: false, concurrency: 3, min_cosine: 0.95, embedder: resolver }
 `);
     const c = await load(file);
-    expect(c.prefetch).toEqual({ enabled: false, ttlMs: 5000, speculate: false, concurrency: 3, minCosine: 0.95 });
+    expect(c.prefetch).toEqual({ enabled: false, ttlMs: 5000, speculate: false, concurrency: 3, minCosine: 0.95, embedder: 'resolver' });
     expect(c).toMatchObject({
       host: '0.0.0.0',
       port: 9000,
@@ -193,6 +194,9 @@ describe('gateway config: bad values name file:line, the field and what to write
     ['prefetch:\n  enabled: "yes"\n', /^FILE:2:12: prefetch\.enabled: must be true or false/],
     ['prefetch:\n  min_cosine: 1.5\n', /^FILE:2:15: prefetch\.min_cosine: /],
     ['prefetch:\n  ttl: 5000\n', /^FILE:2:3: prefetch\.ttl: unknown field/],
+    ['prefetch:\n  embedder: use-lite\n', /^FILE:2:13: prefetch\.embedder: must be static or resolver/],
+    ['prefetch:\n  min_cosine: 0.9\n', /^FILE:2:15: prefetch\.min_cosine: below 1 .* needs it made in the resolver's own index: add embedder: resolver under prefetch, or set min_cosine: 1/],
+    ['prefetch:\n  min_cosine: 0.9\n  embedder: static\n', /^FILE:2:15: prefetch\.min_cosine: below 1/],
     ['mcp:\n  allowed_origins: ["http://localhost:3000/app"]\n', /^FILE:2:21: mcp\.allowed_origins\[0\]: "http:\/\/localhost:3000\/app" is not an origin; write an origin such as http:\/\/localhost:3000/],
     ['mcp:\n  allowed_origins: ["*"]\n', /mcp\.allowed_origins\[0\]: "\*" is not an origin;.*"\*" is not accepted/],
     ['allowed_origins: ["null"]\n', /^FILE:1:19: allowed_origins\[0\]: "null" is not an origin/],

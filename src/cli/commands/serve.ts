@@ -38,7 +38,7 @@ export async function serveCommand(ctx: CliContext): Promise<number> {
     const p = config.prefetch;
     ctx.io.out(
       p.enabled
-        ? `prefetch: on (cache ${p.ttlMs / 1000} s, speculative runs of read-only tools ${p.speculate ? 'on' : 'off'}; transitions learned from ${gateway.prefetch.transitions.stats().observations} calls) — \`kiwi stats\` shows hits`
+        ? `prefetch: on (snapshots searched with ${gateway.prefetch.snapshots.embedderId}; cache ${p.ttlMs / 1000} s, speculative runs of read-only tools ${p.speculate ? 'on' : 'off'}; transitions learned from ${gateway.prefetch.transitions.stats().observations} calls) — \`kiwi stats\` shows hits`
         : 'prefetch: off (prefetch.enabled in .ai/config/gateway.yaml)',
     );
     ctx.io.out(`endpoints: POST /v1/chat/completions, POST /v1/messages, GET /v1/models, GET /healthz, GET /metrics, /mcp (MCP Streamable HTTP)`);

@@ -10,7 +10,7 @@ export async function replaceFile(file: string, text: string, mode = 0o644): Pro
   await mkdir(path.dirname(file), { recursive: true });
   const temp = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
   try {
-    const handle = await open(temp, 'w', mode);
+    const handle = await open(temp, 'wx', mode);
     try {
       await handle.writeFile(text);
       await handle.sync();

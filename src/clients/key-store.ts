@@ -6,10 +6,11 @@
  * reader never sees half a file.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, open, readFile, rename, stat, unlink } from 'node:fs/promises';
+import { mkdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { KiwiError } from '../errors.js';
+import { replaceFile } from '../replace-file.js';
 
 export interface KeyRecord {
   /** Short public id (`key_…`): what `kiwi keys list` shows and `revoke` takes. */
@@ -80,20 +81,7 @@ export async function readKeyFile(file: string): Promise<KeyFile> {
 
 async function writeKeyFile(file: string, data: KeyFile): Promise<void> {
   await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
-  const temp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
-  const handle = await open(temp, 'wx', 0o600);
-  try {
-    await handle.writeFile(`${JSON.stringify(data, null, 2)}\n`);
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-  try {
-    await rename(temp, file);
-  } catch (error) {
-    await unlink(temp).catch(() => undefined);
-    throw error;
-  }
+  await replaceFile(file, `${JSON.stringify(data, null, 2)}\n`, 0o600);
 }
 
 export interface CreatedKey {

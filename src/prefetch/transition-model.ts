@@ -1,8 +1,7 @@
-import { randomBytes } from 'node:crypto';
-import { mkdir, open, rename, rm } from 'node:fs/promises';
-import path from 'node:path';
+import { open } from 'node:fs/promises';
 import { z } from 'zod';
 import { throwIfAborted } from '../abort.js';
+import { replaceFile } from '../replace-file.js';
 import { KiwiError, describeError } from '../errors.js';
 import type { TransitionModel } from './types.js';
 
@@ -269,19 +268,9 @@ export function transitionModelFromJSON(value: unknown, what = 'the predictor mo
 /** Writes the model as JSON: temp file + rename, so readers see the old model or the new one, never half. */
 export async function saveTransitionModel(file: string, model: LearnedTransitionModel, options: { signal?: AbortSignal } = {}): Promise<void> {
   throwIfAborted(options.signal, 'saving the predictor model');
-  await mkdir(path.dirname(file), { recursive: true });
-  const temp = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
   try {
-    const handle = await open(temp, 'w', 0o644);
-    try {
-      await handle.writeFile(`${JSON.stringify(model.toJSON())}\n`);
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    await rename(temp, file);
+    await replaceFile(file, `${JSON.stringify(model.toJSON())}\n`);
   } catch (error) {
-    await rm(temp, { force: true });
     throw new KiwiError('INTERNAL', `could not write the predictor model ${file}: ${describeError(error)}; check that the folder is writable`, { cause: error });
   }
 }

@@ -1,6 +1,6 @@
-import { randomBytes } from 'node:crypto';
-import { readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
+import { replaceFile } from '../replace-file.js';
 
 /**
  * Bump when the table layout (columns, index options, distance metric) changes: an index
@@ -51,14 +51,7 @@ export async function readIndexMeta(file: string): Promise<MetaReadResult> {
 
 /** Temp file + rename, so a crash leaves the old metadata or the new one, never half of either. */
 export async function writeIndexMeta(file: string, meta: IndexMeta): Promise<void> {
-  const temp = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
-  try {
-    await writeFile(temp, `${JSON.stringify(meta, null, 2)}\n`, { mode: 0o644 });
-    await rename(temp, file);
-  } catch (error) {
-    await rm(temp, { force: true });
-    throw error;
-  }
+  await replaceFile(file, `${JSON.stringify(meta, null, 2)}\n`);
 }
 
 /** Why an index built with `meta` cannot serve `expected`, or null when it can. */

@@ -1,8 +1,9 @@
-import { readFile, rename, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { signText, verifySignature, type SignableKind } from '../../registry/signature.js';
 import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
+import { replaceFile } from '../../replace-file.js';
 
 const USAGE = 'kiwi sign FILE... [--kind directive|knowledge|tool]   |   kiwi verify FILE... [--kind …]';
 const KINDS = ['directive', 'knowledge', 'tool'] as const;
@@ -14,10 +15,7 @@ export async function signCommand(ctx: CliContext): Promise<number> {
     const full = path.resolve(ctx.cwd, file);
     const kind = kindFlag ?? kindOf(full);
     const signed = signText(kind, await readFile(full, 'utf8'), new Date());
-    // Write beside and rename, so a crash never leaves a half-written manifest.
-    const tmp = `${full}.kiwi-sign-${process.pid}`;
-    await writeFile(tmp, signed, 'utf8');
-    await rename(tmp, full);
+    await replaceFile(full, signed);
     ctx.io.out(`signed ${file} (${kind})`);
   }
   return 0;

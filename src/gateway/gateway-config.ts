@@ -8,6 +8,7 @@ import { DEMO_MODEL_ID } from '../llm/demo-provider.js';
 import { didYouMeanSuffix, formatFieldPath } from '../registry/validation-error.js';
 import { parseYamlSource, type YamlSource } from '../registry/yaml-source.js';
 import { DEFAULT_ALLOWED_HOSTS, DEFAULT_MAX_CONCURRENT_PER_CLIENT } from '../http/request-guard.js';
+import { shadowWarnings } from './model-patterns.js';
 import { PREFETCH_EMBEDDERS, type PrefetchEmbedder } from '../prefetch/types.js';
 import { DEFAULT_LOOP_LIMITS, type LoopLimits } from './loop-types.js';
 import { DEFAULT_MENU_SIZE } from './tool-menu.js';
@@ -336,29 +337,6 @@ function envPort(env: GatewayConfigContext['env']): number | undefined {
   const n = /^\d{1,5}$/.test(v) ? Number(v) : NaN;
   if (!(n >= 0 && n <= 65535)) throw new KiwiError('INVALID_INPUT', `environment variable KIWI_PORT=${JSON.stringify(v.slice(0, 80))} is not a port; set a whole number from 0 to 65535, e.g. 8787`);
   return n;
-}
-
-/** `*` matches any run of characters (slashes and colons included: model ids use both), `?` one. */
-export function modelMatches(pattern: string, model: string): boolean {
-  if (!/[*?]/.test(pattern)) return pattern === model;
-  const source = pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
-  return new RegExp(`^${source}$`, 's').test(model);
-}
-
-export const isModelGlob = (pattern: string): boolean => /[*?]/.test(pattern);
-
-function shadowWarnings(upstreams: UpstreamConfig[], file: string): string[] {
-  const out: string[] = [];
-  upstreams.forEach((u, j) => {
-    for (const p of u.models) {
-      const before = upstreams.slice(0, j).find((e) => e.models.some((q) => q === '*' || q === p || (!isModelGlob(p) && modelMatches(q, p))));
-      if (before === undefined) continue;
-      const fromEnv = [u, before].map((x) => /^environment variable (\w+)$/.exec(x.source)?.[1]).filter((v) => v !== undefined);
-      const fix = fromEnv.length > 0 ? `list the upstreams you want in ${file}, or unset ${fromEnv.join(' or ')}` : `change the order or the models in ${file}`;
-      out.push(`upstream "${u.name}" (${u.source}) never gets model "${p}": "${before.name}" comes first and serves it; ${fix}`);
-    }
-  });
-  return out;
 }
 
 function expandEnv(text: string, env: GatewayConfigContext['env'], missing: (name: string) => never): string {

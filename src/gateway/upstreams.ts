@@ -4,7 +4,8 @@ import { createDemoProvider } from '../llm/demo-provider.js';
 import { createOpenAiProvider } from '../llm/openai-provider.js';
 import type { ChatProvider } from '../llm/types.js';
 import type { HttpClient } from '../primitives/http-client.js';
-import { isModelGlob, modelMatches, type GatewayConfig, type UpstreamConfig } from './gateway-config.js';
+import type { GatewayConfig, UpstreamConfig } from './gateway-config.js';
+import { isModelGlob, modelMatches } from './model-patterns.js';
 
 /**
  * The upstream LLMs, one provider each, created once at startup and shared by every request.

@@ -1,0 +1,25 @@
+import type { UpstreamConfig } from './gateway-config.js';
+
+/** `*` matches any run of characters (slashes and colons included: model ids use both), `?` one. */
+export function modelMatches(pattern: string, model: string): boolean {
+  if (!/[*?]/.test(pattern)) return pattern === model;
+  const source = pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
+  return new RegExp(`^${source}$`, 's').test(model);
+}
+
+export const isModelGlob = (pattern: string): boolean => /[*?]/.test(pattern);
+
+/** Upstream models an earlier upstream already serves: a warning each, saying what to change. */
+export function shadowWarnings(upstreams: UpstreamConfig[], file: string): string[] {
+  const out: string[] = [];
+  upstreams.forEach((u, j) => {
+    for (const p of u.models) {
+      const before = upstreams.slice(0, j).find((e) => e.models.some((q) => q === '*' || q === p || (!isModelGlob(p) && modelMatches(q, p))));
+      if (before === undefined) continue;
+      const fromEnv = [u, before].map((x) => /^environment variable (\w+)$/.exec(x.source)?.[1]).filter((v) => v !== undefined);
+      const fix = fromEnv.length > 0 ? `list the upstreams you want in ${file}, or unset ${fromEnv.join(' or ')}` : `change the order or the models in ${file}`;
+      out.push(`upstream "${u.name}" (${u.source}) never gets model "${p}": "${before.name}" comes first and serves it; ${fix}`);
+    }
+  });
+  return out;
+}

@@ -66,6 +66,10 @@ function unresolved(resolution: Extract<Resolution, { status: 'unresolved' }>, c
   if (resolution.missing.length > 0) lines.push(`missing arguments: ${resolution.missing.join(', ')}`);
   if (candidates.length > 0) lines.push(`candidates: ${candidates.map((c) => `${String(c['tool'])} (${String(c['score'])})`).join(', ')}`);
   if (schemas.length > 0) lines.push(`the closest, as they are called:\n${schemas.map((s) => `- ${s}`).join('\n')}`);
+  const top = candidates[0]?.['tool'];
+  if (resolution.found && Object.keys(resolution.found).length > 0 && typeof top === 'string') {
+    lines.push(`values read from the intent (check them): ${JSON.stringify(resolution.found)}; if ${top} is what you mean, resolve the exact call: ${top} ${JSON.stringify(resolution.found)}`);
+  }
   lines.push(
     'Say it again with the missing values, or name the tool: execute(item_type="tool", action="run", item_id=ID, parameters={...}); search(item_type="tool", query=...) lists tools with their parameters.',
   );
@@ -73,6 +77,7 @@ function unresolved(resolution: Extract<Resolution, { status: 'unresolved' }>, c
     status: 'unresolved',
     reason: resolution.reason,
     missing: resolution.missing,
+    ...(resolution.found ? { found: resolution.found } : {}),
     confidence: round(resolution.confidence),
     candidates,
     notes: resolution.notes,

@@ -119,7 +119,7 @@ describe('kiwi index / kiwi resolve (the real USE-lite model, LanceDB in .ai/vec
     const asked = await kiwi('resolve', 'read the file "README.md"');
     expect(asked.code).toBe(4);
     expect(asked.out).toMatch(/^unresolved: `read_file` may fit, but a call from plain words is not sure enough to run .*write it exactly as read_file/);
-    expect(asked.out).toMatch(/candidates:\n\s+[\d.]+\s+read_file/);
+    expect(asked.out).toMatch(/\nvalues read: \{"path":"README\.md"\}; the exact call: read_file \{"path":"README\.md"\}\ncandidates:\n\s+[\d.]+\s+read_file/);
     const json = JSON.parse((await kiwi('resolve', 'show the git status of the repository', '--json')).out);
     expect(json.status).toBe('unresolved');
     expect(json.candidates[0]).toMatchObject({ tool: 'git_status' });

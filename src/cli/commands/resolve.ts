@@ -58,7 +58,11 @@ export async function resolveCommand(ctx: CliContext): Promise<number> {
 
 function print(ctx: CliContext, r: Resolution): void {
   if (r.status === 'resolved') ctx.io.out(`call: ${r.call.tool} ${JSON.stringify(r.call.arguments)}   (confidence ${r.confidence.toFixed(2)})`);
-  else ctx.io.out(`unresolved: ${r.reason}`);
+  else {
+    ctx.io.out(`unresolved: ${r.reason}`);
+    const top = r.candidates[0]?.tool;
+    if (r.found && Object.keys(r.found).length > 0 && top !== undefined) ctx.io.out(`values read: ${JSON.stringify(r.found)}; the exact call: ${top} ${JSON.stringify(r.found)}`);
+  }
   ctx.io.out('candidates:');
   for (const c of r.candidates) {
     const parts = [c.vectorScore !== undefined ? `cosine ${c.vectorScore.toFixed(3)}` : 'cosine -', c.textScore !== undefined ? `bm25 ${c.textScore.toFixed(3)}` : 'bm25 -'];

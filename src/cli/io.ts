@@ -2,6 +2,8 @@
 export interface CliIo {
   out(line: string): void;
   err(line: string): void;
+  /** Text without a line end, for output that streams (`kiwi chat`); absent: whole lines only. */
+  write?(text: string): void;
 }
 
 /** What every command gets: its arguments, the caller's environment and working folder. */

@@ -20,6 +20,10 @@ process.stdout.on('error', (error: NodeJS.ErrnoException) => {
 process.exitCode = await runCli(process.argv.slice(2), {
   env: process.env,
   cwd: process.cwd(),
-  io: { out: (line) => void (stdoutOpen && process.stdout.write(`${line}\n`)), err: (line) => process.stderr.write(`${line}\n`) },
+  io: {
+    out: (line) => void (stdoutOpen && process.stdout.write(`${line}\n`)),
+    err: (line) => process.stderr.write(`${line}\n`),
+    write: (text) => void (stdoutOpen && process.stdout.write(text)),
+  },
   signal: controller.signal,
 });

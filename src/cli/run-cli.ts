@@ -1,5 +1,6 @@
 import { describeError } from '../errors.js';
 import { auditCommand } from './commands/audit.js';
+import { chatCommand } from './commands/chat.js';
 import { demoCommand } from './commands/demo.js';
 import { indexCommand } from './commands/index-tools.js';
 import { keysCommand } from './commands/keys.js';
@@ -28,6 +29,7 @@ Usage:
   kiwi mcp                             serve the meta-tools (search, load, execute, help, resolve) as an MCP server on stdio
   kiwi model train|show                rebuild the resolver's learned confidence from ../shared/datasets (models/resolver/model.json), or show it
   kiwi predictor train|show            learn which tool follows which from the audit log (models/predictor.json), or show it
+  kiwi chat "MESSAGE" [--model M] [--url URL]   send one message to a running gateway; prints the reply and each step (intent, call, result)
   kiwi stats [--url URL]               prefetch counters (hits, misses, hit rate, time saved) of a running gateway
   kiwi demo                            a guided tour of the permissioned tool proxy on the demo .ai/ (no server)
 
@@ -49,6 +51,7 @@ const COMMANDS: Record<string, Command> = {
   predictor: predictorCommand,
   model: modelCommand,
   stats: statsCommand,
+  chat: chatCommand,
   keys: keysCommand,
 };
 

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { KiwiError, describeError, isKiwiError } from '../../errors.js';
 import { DEFAULT_PORT } from '../../gateway/gateway-config.js';
 import { createHttpClient } from '../../primitives/http-client.js';
+import { defaultGatewayBase } from '../gateway-address.js';
 import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
 
@@ -33,7 +34,7 @@ const PREFETCH_ROWS: [key: string, label: string, format?: (n: number) => string
 export async function statsCommand(ctx: CliContext): Promise<number> {
   const { values, positionals } = parseFlags(ctx.argv, { url: { type: 'string' }, json: { type: 'boolean' } }, USAGE);
   if (positionals.length > 0) throw new UsageError(`usage: ${USAGE}`);
-  const url = metricsUrl(values.url ?? defaultBase(ctx.env));
+  const url = metricsUrl(values.url ?? defaultGatewayBase(ctx.env));
   const body = await fetchMetrics(url, ctx.signal);
   if (values.json) {
     ctx.io.out(JSON.stringify(body));
@@ -55,15 +56,6 @@ export async function statsCommand(ctx: CliContext): Promise<number> {
   const others = numbersIn(rest, '');
   if (others.length > 0) print(ctx, 'gateway', others.map(([k, n]) => [k, k.endsWith('_s') ? seconds(n) : count(n)]));
   return 0;
-}
-
-function defaultBase(env: CliContext['env']): string {
-  const port = env['KIWI_PORT']?.trim();
-  if (port === undefined || port === '') return `http://127.0.0.1:${DEFAULT_PORT}`;
-  if (!/^\d{1,5}$/.test(port) || Number(port) < 1 || Number(port) > 65535) {
-    throw new UsageError(`KIWI_PORT=${JSON.stringify(port.slice(0, 40))} is not a port; set a whole number from 1 to 65535, or pass --url`);
-  }
-  return `http://127.0.0.1:${Number(port)}`;
 }
 
 /** `<base>/metrics`; a URL that already ends in /metrics is taken as it is. */

@@ -1,0 +1,172 @@
+import { z } from 'zod';
+import { KiwiError, isKiwiError } from '../../errors.js';
+import { DEFAULT_PORT } from '../../gateway/gateway-config.js';
+import { createHttpClient } from '../../primitives/http-client.js';
+import { createChatTranscript, terminalSafe } from '../chat-transcript.js';
+import { defaultGatewayBase } from '../gateway-address.js';
+import { UsageError, type CliContext } from '../io.js';
+import { parseFlags } from '../parse-flags.js';
+
+const USAGE = 'kiwi chat "MESSAGE" [--url URL] [--model NAME] [--key KEY] [--json]';
+const CONNECT_TIMEOUT_MS = 5000;
+/** The gateway answers with headers once the request is checked (key, model), before any upstream turn. */
+const HEADERS_TIMEOUT_MS = 60_000;
+/** The gateway sends a keep-alive comment every 15 s while a turn or a tool runs; this much silence means it is stuck. */
+const IDLE_TIMEOUT_MS = 120_000;
+const MAX_STREAM_BYTES = 64 * 1024 * 1024;
+
+/** One chunk of the gateway's OpenAI stream, loosely: only what the client reads is checked. */
+const chunkSchema = z.looseObject({
+  choices: z.array(z.looseObject({ delta: z.looseObject({ content: z.string().nullish() }).nullish() })).nullish(),
+  kiwi: z.looseObject({ type: z.string() }).nullish(),
+  error: z.looseObject({ message: z.string() }).nullish(),
+});
+
+/**
+ * `kiwi chat`: one message to a running gateway over `/v1/chat/completions`, streamed; prints
+ * the agent's text as it arrives and each step the gateway took (intent, asked back, call,
+ * result) from the `kiwi` events on the chunks. `--json` prints the events as JSON lines.
+ */
+export async function chatCommand(ctx: CliContext): Promise<number> {
+  const { values, positionals } = parseFlags(
+    ctx.argv,
+    { url: { type: 'string' }, model: { type: 'string', default: 'kiwi-demo' }, key: { type: 'string' }, json: { type: 'boolean' } },
+    USAGE,
+  );
+  const message = positionals.join(' ').trim();
+  if (message === '') throw new UsageError(`give the message to send, in quotes; usage: ${USAGE}`);
+  const model = (values.model ?? '').trim();
+  if (model === '') throw new UsageError(`--model must name a model, e.g. kiwi-demo (the offline demo); usage: ${USAGE}`);
+  const url = chatUrl(values.url ?? defaultGatewayBase(ctx.env));
+  const key = apiKey(values.key ?? ctx.env['KIWI_API_KEY']);
+
+  const http = createHttpClient();
+  const transcript = values.json ? undefined : createChatTranscript(ctx.io);
+  let received = false;
+  let finished = false;
+  try {
+    const events = http.stream({
+      method: 'POST',
+      url,
+      headers: { 'content-type': 'application/json', ...(key === undefined ? {} : { authorization: `Bearer ${key}` }) },
+      body: JSON.stringify({ model, stream: true, messages: [{ role: 'user', content: message }] }),
+      connectTimeoutMs: CONNECT_TIMEOUT_MS,
+      headersTimeoutMs: HEADERS_TIMEOUT_MS,
+      bodyTimeoutMs: IDLE_TIMEOUT_MS,
+      maxResponseBytes: MAX_STREAM_BYTES,
+      maxRedirects: 0,
+      ...(ctx.signal ? { signal: ctx.signal } : {}),
+    });
+    for await (const sse of events) {
+      received = true;
+      if (sse.data === '[DONE]') break;
+      const chunk = parseChunk(sse.data, url);
+      if (chunk.error) throw new KiwiError('UPSTREAM_HTTP', `the gateway stopped the answer: ${oneLine(chunk.error.message)}`);
+      const content = chunk.choices?.[0]?.delta?.content ?? '';
+      if (chunk.kiwi?.type === 'finish') finished = true;
+      if (values.json) {
+        // A chunk with a `kiwi` event carries that step rendered as text; the event says it all.
+        if (chunk.kiwi) ctx.io.out(JSON.stringify(chunk.kiwi));
+        else if (content !== '') ctx.io.out(JSON.stringify({ type: 'text', text: content }));
+      } else if (transcript) {
+        if (chunk.kiwi) transcript.event(chunk.kiwi);
+        else transcript.text(content);
+      }
+    }
+  } catch (error) {
+    throw explain(error, url, received, ctx.signal);
+  } finally {
+    transcript?.end();
+    await http.close();
+  }
+  if (!finished) throw new KiwiError('UPSTREAM_HTTP', `the stream from ${url} ended before the answer finished; check the gateway's log`);
+  return 0;
+}
+
+/** `<base>/v1/chat/completions`; a base that already ends in /v1 or /v1/chat/completions is taken as it is. */
+function chatUrl(base: string): string {
+  let url: URL;
+  try {
+    url = new URL(base);
+  } catch {
+    throw new UsageError(`--url ${JSON.stringify(base.slice(0, 200))} is not a URL; pass the gateway's address, e.g. http://127.0.0.1:${DEFAULT_PORT}`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`--url must be http:// or https://, got ${url.protocol}`);
+  if (url.username || url.password) throw new UsageError('--url must not carry a user name or password; pass a client key with --key or KIWI_API_KEY');
+  url.search = '';
+  url.hash = '';
+  const path = url.pathname.replace(/\/+$/, '');
+  if (!path.endsWith('/chat/completions')) url.pathname = path.endsWith('/v1') ? `${path}/chat/completions` : `${path}/v1/chat/completions`;
+  return url.toString();
+}
+
+function apiKey(raw: string | undefined): string | undefined {
+  const key = raw?.trim();
+  if (key === undefined || key === '') return undefined;
+  if (!/^[\x21-\x7e]{1,512}$/.test(key)) throw new UsageError('the client key (--key or KIWI_API_KEY) must be one word of visible ASCII characters, at most 512; copy it as `kiwi keys create` printed it');
+  return key;
+}
+
+function parseChunk(data: string, url: string): z.infer<typeof chunkSchema> {
+  let json: unknown;
+  try {
+    json = JSON.parse(data);
+  } catch {
+    throw new KiwiError('UPSTREAM_HTTP', `${url} sent an event that is not JSON (${oneLine(data)}); check that --url points at a Kiwi gateway`);
+  }
+  const parsed = chunkSchema.safeParse(json);
+  if (!parsed.success) throw new KiwiError('UPSTREAM_HTTP', `${url} sent an event that is not a chat completion chunk (${oneLine(data)}); check that --url points at a Kiwi gateway`);
+  return parsed.data;
+}
+
+/** What went wrong, said in terms of the gateway: not running, refusing the request, or going away. */
+function explain(error: unknown, url: string, received: boolean, signal: AbortSignal | undefined): unknown {
+  if (signal?.aborted || isKiwiError(error, 'TOOL_CANCELLED')) {
+    return new KiwiError('TOOL_CANCELLED', 'cancelled; the gateway stops the request, and any tool it runs for it, when the connection closes');
+  }
+  if (!(error instanceof KiwiError)) return error;
+  if (error.code === 'HTTP_TIMEOUT') {
+    return new KiwiError('HTTP_TIMEOUT', `the gateway at ${url} ${received ? `sent nothing for ${IDLE_TIMEOUT_MS / 1000} s` : 'did not answer in time'}; check its log`, { cause: error });
+  }
+  if (error.code !== 'UPSTREAM_HTTP' || error.details === undefined) return error;
+  const status = error.details['status'];
+  if (typeof status === 'number') return refused(status, String(error.details['body'] ?? ''), url);
+  if (received) return new KiwiError('UPSTREAM_HTTP', `the connection to the gateway at ${url} broke mid-answer; check the gateway's log`, { cause: error });
+  const code = causeCode(error.cause);
+  return new KiwiError(
+    'UPSTREAM_HTTP',
+    `no gateway answers at ${url} (${code ?? oneLine(error.message)}); start one with \`npm start\` (or \`kiwi serve\`) in another terminal, or pass --url (or set KIWI_PORT) to reach the one that runs`,
+    { cause: error },
+  );
+}
+
+/** The gateway's own error message when it sent one (OpenAI's `{"error": {"message"}}`), with a hint for the usual causes. */
+function refused(status: number, body: string, url: string): KiwiError {
+  if (status >= 200 && status <= 299) return new KiwiError('UPSTREAM_HTTP', `${url} did not answer with an event stream; check that --url points at a Kiwi gateway`);
+  let said: string | undefined;
+  try {
+    const message = (JSON.parse(body) as { error?: { message?: unknown } } | null)?.error?.message;
+    if (typeof message === 'string') said = message;
+  } catch {
+    // Not the gateway's JSON: the status and the start of the body say what there is.
+  }
+  const hint =
+    status === 401 || status === 403
+      ? '; kiwi chat sends --key (or KIWI_API_KEY) as the client key'
+      : said === undefined
+        ? `; check that --url points at a Kiwi gateway`
+        : '';
+  return new KiwiError('UPSTREAM_HTTP', `the gateway at ${url} answered HTTP ${status}: ${oneLine(said ?? body)}${hint}`);
+}
+
+/** The socket error code (ECONNREFUSED, ENOTFOUND…) under undici's error, if there is one. */
+function causeCode(cause: unknown): string | undefined {
+  const first = cause instanceof AggregateError ? cause.errors[0] : cause;
+  const code = (first as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+function oneLine(text: string): string {
+  const folded = terminalSafe(text.replace(/\s+/g, ' ').trim(), false);
+  return (folded.length <= 300 ? folded : `${folded.slice(0, 299)}…`) || '(empty)';
+}

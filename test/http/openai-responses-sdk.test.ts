@@ -152,11 +152,13 @@ describe('Responses API, tools', () => {
   it('translates function tools and tool_choice to the Chat Completions shape the chat edge receives', async () => {
     const { openai, loop } = await client(executeScript);
     const parameters = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] };
-    await openai.responses.create({ ...ask, tools: [{ type: 'function', name: 'get_weather', description: 'Weather now', parameters, strict: true }], tool_choice: { type: 'function', name: 'get_weather' }, top_p: 0.5 });
+    await openai.responses.create({ ...ask, tools: [{ type: 'function', name: 'get_weather', description: 'Weather now', parameters, strict: true }], tool_choice: { type: 'function', name: 'get_weather' }, parallel_tool_calls: false, top_p: 0.5, store: true, reasoning: { effort: 'low' } });
+    // Only Chat Completions fields: the Responses-only ones (store, reasoning) never reach an upstream.
     expect(loop.calls[0]?.request.extra).toEqual({
       top_p: 0.5,
       tools: [{ type: 'function', function: { name: 'get_weather', description: 'Weather now', parameters, strict: true } }],
       tool_choice: { type: 'function', function: { name: 'get_weather' } },
+      parallel_tool_calls: false,
     });
   });
 

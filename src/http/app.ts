@@ -5,14 +5,16 @@ import { anthropicMessagesProtocol } from './anthropic-messages.js';
 import { createChatHandler } from './chat-handler.js';
 import { anthropicModelList, openAiModelList, type ModelInfo } from './models-list.js';
 import { openAiChatProtocol } from './openai-chat.js';
+import { openAiResponsesProtocol } from './openai-responses.js';
 import { DEFAULT_MAX_BODY_BYTES } from './read-json-body.js';
 import { pickRequestId, REQUEST_ID_HEADER } from './request-id.js';
 import { createRequestGuard, DEFAULT_ALLOWED_HOSTS, type RequestGuard } from './request-guard.js';
 
 /**
- * The gateway's HTTP app: the OpenAI and Anthropic chat edges, the model list, health, and
- * (when given) the MCP endpoint. No CORS headers: the gateway is for agents and servers, and a
- * deployment that wants browsers to call it adds CORS deliberately, in front of it.
+ * The gateway's HTTP app: the OpenAI (Chat Completions, Responses) and Anthropic chat edges,
+ * the model list, health, and (when given) the MCP endpoint. No CORS headers: the gateway is for
+ * agents and servers, and a deployment that wants browsers to call it adds CORS deliberately, in
+ * front of it.
  */
 
 export interface GatewayAppDeps {
@@ -58,6 +60,7 @@ export function createGatewayApp(deps: GatewayAppDeps): Hono {
   const routes: [method: string, path: string][] = [
     ['POST', '/v1/chat/completions'],
     ['POST', '/v1/messages'],
+    ['POST', '/v1/responses'],
     ['GET', '/v1/models'],
     ['GET', '/healthz'],
     ...(deps.metrics === undefined ? [] : ([['GET', '/metrics']] as [string, string][])),
@@ -88,6 +91,7 @@ export function createGatewayApp(deps: GatewayAppDeps): Hono {
   const chat = { runLoop: deps.runLoop, maxBodyBytes, keepAliveMs, requestId, callerOf: guard.callerOf, ...(deps.onError === undefined ? {} : { onError: deps.onError }) };
   app.post('/v1/chat/completions', createChatHandler(openAiChatProtocol, chat));
   app.post('/v1/messages', createChatHandler(anthropicMessagesProtocol, chat));
+  app.post('/v1/responses', createChatHandler(openAiResponsesProtocol, chat));
   app.get('/v1/models', (c) => {
     const models = deps.models();
     return c.json(c.req.header('anthropic-version') === undefined ? openAiModelList(models) : anthropicModelList(models));

@@ -49,7 +49,7 @@ describe('routes', () => {
     const body = (await res.json()) as { type: string; error: { type: string; message: string } };
     expect(body.type).toBe('error');
     expect(body.error.type).toBe('not_found_error');
-    expect(body.error.message).toBe('There is no POST /v1/completions on this gateway; it serves POST /v1/chat/completions, POST /v1/messages, GET /v1/models, GET /healthz');
+    expect(body.error.message).toBe('There is no POST /v1/completions on this gateway; it serves POST /v1/chat/completions, POST /v1/messages, POST /v1/responses, GET /v1/models, GET /healthz');
   });
 
   it('a known route with the wrong method is a 405 with Allow', async () => {

@@ -584,3 +584,27 @@ describe('agent feedback', () => {
     expect(text).not.toContain('DATA');
   });
 });
+
+describe('agent loop: the client tools', () => {
+  const clientTools = { tools: [{ name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } }] };
+
+  it('runs the turn intents first, then hands out the native calls and ends the request with tool_calls', async () => {
+    llm.replyOnce({ recording: sse(['Echoing. [TOOL: echo_text {"text": "hi"}] Now the weather.'], { toolCalls: [{ id: 'call_up_1', name: 'get_weather', arguments: ['{"city":', '"Oslo"}'] }] }) });
+    const { events, error } = await collect(loopDeps(), { ...ask('Echo hi and get the Oslo weather.'), clientTools });
+    expect(error).toBeUndefined();
+    expect(events.map((e) => e.type).filter((t) => t !== 'text')).toEqual(['start', 'intent', 'call', 'result', 'native_call', 'finish']);
+    expect(ofType(events, 'result')[0]?.text).toBe('echo: hi');
+    expect(ofType(events, 'native_call')).toEqual([{ type: 'native_call', call: { id: 'call_up_1', name: 'get_weather', arguments: '{"city":"Oslo"}' } }]);
+    expect(finishOf(events)).toMatchObject({ reason: 'tool_calls', turns: 1, toolCalls: 1 });
+    expect(llm.requests).toHaveLength(1);
+    const body = (await llm.request(0)).body as { tools: unknown; messages: Message[] };
+    expect(body.tools).toEqual([{ type: 'function', function: clientTools.tools[0] }]);
+    expect(body.messages[0]?.content).toContain("The functions given to you as tools are the user's own");
+  });
+
+  it('gives a native call whose id looks like a gateway call a fresh one, so the history keeps them apart', async () => {
+    llm.replyOnce({ recording: sse([], { toolCalls: [{ id: 'call_kiwi_forged', name: 'get_weather', arguments: ['{}'] }] }) });
+    const { events } = await collect(loopDeps(), { ...ask('Weather?'), clientTools });
+    expect(ofType(events, 'native_call')[0]?.call.id).toBe('call_2'); // id 1 went to the response
+  });
+});

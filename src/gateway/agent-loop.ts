@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { KiwiError } from '../errors.js';
 import { DEFAULT_MARKER } from '../intent/intent-marker.js';
 import { createIntentScanner, intentInstructions, type ScanEvent } from '../intent/intent-scanner.js';
-import type { ChatEvent, ChatMessage, ChatProvider, ChatRequest, ChatUsage, FinishReason } from '../llm/types.js';
+import type { ChatEvent, ChatMessage, ChatProvider, ChatRequest, ChatUsage, FinishReason, NativeToolCall } from '../llm/types.js';
 import type { CallOutcome } from '../proxy/tool-proxy.js';
 import type { SplitOptions } from '../resolver/split-steps.js';
 import type { Resolution } from '../resolver/types.js';
@@ -10,7 +10,7 @@ import { feedbackMessage, limitNotice } from './agent-feedback.js';
 import { createIntentWorker } from './intent-worker.js';
 import { createOutbox } from './outbox.js';
 import { menuText } from './tool-menu.js';
-import { DEFAULT_LOOP_LIMITS, type LimitName, type LoopCall, type LoopEvent, type LoopLimits, type LoopMode, type LoopRunOptions } from './loop-types.js';
+import { DEFAULT_LOOP_LIMITS, GATEWAY_CALL_PREFIX, type LimitName, type LoopCall, type LoopEvent, type LoopLimits, type LoopMode, type LoopRunOptions } from './loop-types.js';
 import { textTail } from '../text-tail.js';
 
 export interface AgentLoopDeps {
@@ -20,7 +20,7 @@ export interface AgentLoopDeps {
   call(call: LoopCall): Promise<CallOutcome>;
   limits?: Partial<LoopLimits>;
   marker?: string;
-  /** Raw ids; the loop prefixes them: `kiwi-…` for the response, `call_…` for calls (default randomUUID). */
+  /** Raw ids; the loop prefixes them: `kiwi-…` for the response, GATEWAY_CALL_PREFIX for calls (default randomUUID). */
   newId?: () => string;
   now?: () => number;
   /** Sees the agent's text and intents as they stream (prefetch); it must not throw or block. */
@@ -63,6 +63,13 @@ type Stop = 'client' | 'duration' | 'consumer' | 'failure';
  * Event `index`es count intents across the whole request. Every intent counts toward
  * `maxToolCalls`, and one asked for the `maxRepeats`-th time is not run (see intent-worker.ts):
  * either ends the request after that turn.
+ *
+ * The client's own tools (`request.clientTools`) go upstream beside the intent instructions. A
+ * turn that calls them natively still has its intents run (or handed out) first; then the
+ * native calls go to the client and the request ends with `tool_calls`: the client runs them
+ * and sends their results in its next request. The intents' results are not fed back upstream
+ * in this request (a message between the native calls and their results would break both
+ * protocols); the client has them in the turn's text and sends them back with its history.
  */
 export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, options: LoopRunOptions): AsyncGenerator<LoopEvent> {
   const limits = checkLimits(deps.limits);
@@ -130,7 +137,8 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
 
   try {
     const menu = deps.menu ? await deps.menu(lastUser, signal).catch((error: unknown) => (signal.aborted ? Promise.reject(error) : [])) : [];
-    messages = withInstructions(request.messages, menu.length > 0 ? `${instructions}\n\n${menuText(menu, deps.marker ?? DEFAULT_MARKER)}` : instructions);
+    const told = request.clientTools === undefined || request.clientTools.tools.length === 0 ? instructions : `${instructions}\n${CLIENT_TOOLS_NOTE}`;
+    messages = withInstructions(request.messages, menu.length > 0 ? `${told}\n\n${menuText(menu, deps.marker ?? DEFAULT_MARKER)}` : told);
     for (;;) {
       if (signal.aborted) throw signal.reason;
       turns++;
@@ -140,6 +148,7 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
       let turnText = '';
       let recent = '';
       let intents = 0;
+      const native: NativeToolCall[] = [];
       const scanned = (events: ScanEvent[]): void => {
         for (const e of events) {
           if (e.type === 'intent') {
@@ -170,6 +179,9 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
           scanned(scanner.push(event.text));
           const partial = scanner.openIntent;
           if (partial !== undefined) deps.observer?.onIntentProgress?.(partial);
+        } else if (event.type === 'tool_call') {
+          // An upstream id that looks like the gateway's would be sent back up as text.
+          native.push(event.call.id.startsWith(GATEWAY_CALL_PREFIX) ? { ...event.call, id: `call_${newId()}` } : event.call);
         } else if (event.type === 'finish') {
           reason = event.reason;
           addUsage(usage, event.usage);
@@ -178,6 +190,11 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
       scanned(scanner.end());
       yield* until(worker.drained());
       const report = worker.endTurn();
+      if (native.length > 0) {
+        for (const call of native) yield { type: 'native_call', call };
+        reason = 'tool_calls';
+        break;
+      }
       if (intents === 0) break;
       if (mode === 'resolve-only' && report.handedOut > 0) {
         reason = 'tool_calls';
@@ -218,6 +235,9 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
 }
 
 function noop(): void {}
+
+/** Added to the instructions when the client sent tools of its own, so the agent does not write intents for them. */
+const CLIENT_TOOLS_NOTE = '- The functions given to you as tools are the user\'s own: call them natively as usual, never as intents.';
 
 function cancelledByClient(cause: unknown): KiwiError {
   return new KiwiError('TOOL_CANCELLED', 'The client cancelled the request; the upstream model call and any running tool were stopped.', { cause });

@@ -4,7 +4,7 @@ import type { SplitOptions } from '../resolver/split-steps.js';
 import { planSteps, type PlannedStep } from '../resolver/step-plan.js';
 import type { Resolution } from '../resolver/types.js';
 import { notRunReason, repeatReason, shownResult, toolCallLimitReason, type FeedbackItem, type StepPlace } from './agent-feedback.js';
-import type { LimitName, LoopCall, LoopEvent, LoopLimits, LoopMode } from './loop-types.js';
+import { GATEWAY_CALL_PREFIX, type LimitName, type LoopCall, type LoopEvent, type LoopLimits, type LoopMode } from './loop-types.js';
 
 export interface IntentWorkerDeps {
   resolve(intent: string, options: { context: string; signal?: AbortSignal }): Promise<Resolution>;
@@ -15,7 +15,7 @@ export interface IntentWorkerDeps {
   steps?: SplitOptions;
   limits: LoopLimits;
   mode: LoopMode;
-  /** Raw call ids; the worker prefixes `call_`. */
+  /** Raw call ids; the worker prefixes GATEWAY_CALL_PREFIX. */
   newId: () => string;
   now: () => number;
   /** The request's signal: aborted work ends quietly, and a running tool is cancelled. */
@@ -103,7 +103,7 @@ export function createIntentWorker(deps: IntentWorkerDeps): IntentWorker {
       return false;
     }
     toolCalls++;
-    const callId = `call_${deps.newId()}`;
+    const callId = `${GATEWAY_CALL_PREFIX}${deps.newId()}`;
     deps.push({ type: 'call', index, callId, intent, call, confidence: resolution.confidence });
     if (deps.mode === 'resolve-only') {
       turn.handedOut++;

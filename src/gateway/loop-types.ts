@@ -1,4 +1,4 @@
-import type { ChatRequest, ChatUsage, FinishReason } from '../llm/types.js';
+import type { ChatRequest, ChatUsage, FinishReason, NativeToolCall } from '../llm/types.js';
 import type { Caller } from '../proxy/caller.js';
 import type { ToolCall } from '../proxy/tool-proxy.js';
 import type { ToolCallSpec } from '../resolver/types.js';
@@ -39,6 +39,13 @@ export const DEFAULT_LOOP_LIMITS: LoopLimits = {
   maxRepeats: 3,
 };
 
+/**
+ * How the ids of the gateway's own calls (intents handed out in resolve-only mode) begin, so a
+ * client's history tells them apart from the upstream's native calls: those go back up as
+ * native calls, these as text (the upstream never made them).
+ */
+export const GATEWAY_CALL_PREFIX = 'call_kiwi_';
+
 export type LoopEvent =
   /** Exactly once, first. `id` is the gateway's response id; `model` what the client asked for. */
   | { type: 'start'; id: string; model: string }
@@ -53,6 +60,11 @@ export type LoopEvent =
    * in resolve-only mode this is the native tool call the client runs itself.
    */
   | { type: 'call'; index: number; callId: string; intent: string; call: ToolCallSpec; confidence: number }
+  /**
+   * The upstream called one of the client's own tools (`ChatRequest.clientTools`): the client
+   * runs it. Sent when the turn's intents are done; the request then finishes with `tool_calls`.
+   */
+  | { type: 'native_call'; call: NativeToolCall }
   /** No call was made; `reason` is what the agent was told. */
   | { type: 'unresolved'; index: number; intent: string; reason: string; missing: string[]; candidates: string[] }
   /** What the call returned (execute mode). `text` is already capped to `maxResultChars`. */
@@ -67,8 +79,9 @@ export type LoopEvent =
       durationMs: number;
     }
   /**
-   * Exactly once, last, unless the iterator throws. `reason` is the last turn's; `tool_calls` in
-   * resolve-only mode when calls were handed to the client; `limit` names the limit that stopped it.
+   * Exactly once, last, unless the iterator throws. `reason` is the last turn's; `tool_calls` when
+   * calls were handed to the client (native ones, or intents in resolve-only mode); `limit` names
+   * the limit that stopped it.
    */
   | { type: 'finish'; reason: FinishReason; usage: ChatUsage; turns: number; toolCalls: number; limit?: LimitName };
 

@@ -7,7 +7,6 @@ import { KEY_FILE } from '../clients/key-store.js';
 import { createMcpRoute } from '../http/mcp-route.js';
 import { logInternalError } from '../http/log-internal-error.js';
 import { createRequestGuard } from '../http/request-guard.js';
-import { passThrough } from '../llm/provider-options.js';
 import { openProject, type Project, type ProjectOptions } from '../project.js';
 import { openProjectResolverRuntime, type ResolverRuntime } from '../resolver-runtime.js';
 import { compactSchema } from '../resolver/compact-schema.js';
@@ -92,7 +91,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
           },
           limits: config.limits,
         },
-        { ...request, model: route.model, ...(request.extra ? { extra: passThrough(request.extra, NATIVE_TOOL_FIELDS) } : {}) },
+        { ...request, model: route.model },
         { mode: run.mode, signal: controller.signal },
       );
       return (async function* tracked() {
@@ -141,12 +140,6 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     throw error;
   }
 }
-
-/**
- * The agent uses intents, and the upstream's native tool calls are not read back: a client's
- * own tool definitions would only make the model answer with calls nobody runs.
- */
-const NATIVE_TOOL_FIELDS = ['tools', 'tool_choice', 'functions', 'function_call', 'parallel_tool_calls'];
 
 /** In order (newest first), each awaited, none skipped when one fails. */
 async function closeAll(items: { close(): Promise<void> }[]): Promise<void> {

@@ -1,12 +1,13 @@
-import type { LoopEvent, LoopEventOf } from '../gateway/loop-types.js';
-import type { ChatUsage, FinishReason } from '../llm/types.js';
-import { collectLoop, sseFrame, type Collector, type EncodeContext, type StreamEncoder } from './chat-protocol.js';
+import type { LoopEvent } from '../gateway/loop-types.js';
+import { argumentsObject } from '../llm/client-tools.js';
+import type { ChatUsage, FinishReason, NativeToolCall } from '../llm/types.js';
+import { collectLoop, handedCall, sseFrame, type Collector, type EncodeContext, type StreamEncoder } from './chat-protocol.js';
 import { anthropicErrorBody, type ErrorOut } from './errors-out.js';
 import { renderEventText } from './render-text.js';
 
 /**
- * Loop events as Anthropic Messages: message_start, content blocks (text, and tool_use in
- * resolve-only mode), message_delta, message_stop; or one `message`. Every loop event but
+ * Loop events as Anthropic Messages: message_start, content blocks (text, and tool_use for
+ * native calls of the client's tools and, in resolve-only mode, for resolved intents), message_delta, message_stop; or one `message`. Every loop event but
  * `text` is also sent as its own SSE event named `kiwi` (data `{"type":"kiwi","event":…}`), or
  * at the top level as `kiwi.events`. Anthropic documents that clients must tolerate event types
  * they do not know. @anthropic-ai/sdk does not drop them by name: raw iteration of
@@ -25,8 +26,8 @@ function usageOf(usage: ChatUsage): { input_tokens: number; output_tokens: numbe
   return { input_tokens: usage.inputTokens ?? 0, output_tokens: usage.outputTokens ?? 0 };
 }
 
-function toolUse(event: LoopEventOf<'call'>): { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> } {
-  return { type: 'tool_use', id: event.callId, name: event.call.tool, input: event.call.arguments };
+function toolUse(call: NativeToolCall): { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> } {
+  return { type: 'tool_use', id: call.id, name: call.name, input: argumentsObject(call.arguments) };
 }
 
 const kiwiFrame = (event: LoopEvent): string => sseFrame({ type: 'kiwi', event }, 'kiwi');
@@ -66,14 +67,15 @@ export function createAnthropicStreamEncoder(ctx: EncodeContext): StreamEncoder 
     return out + frame({ type: 'content_block_delta', index, delta: { type: 'text_delta', text: t } });
   }
 
-  function tool(event: LoopEventOf<'call'>): string {
+  function tool(call: NativeToolCall): string {
     const out = close();
     index += 1;
     toolUses += 1;
+    const use = toolUse(call);
     return (
       out +
-      frame({ type: 'content_block_start', index, content_block: { ...toolUse(event), input: {} } }) +
-      frame({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: JSON.stringify(event.call.arguments) } }) +
+      frame({ type: 'content_block_start', index, content_block: { ...use, input: {} } }) +
+      frame({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: JSON.stringify(use.input) } }) +
       frame({ type: 'content_block_stop', index })
     );
   }
@@ -90,12 +92,11 @@ export function createAnthropicStreamEncoder(ctx: EncodeContext): StreamEncoder 
         return (started ? '' : open()) + kiwiFrame(event);
       }
       const head = started ? '' : open();
+      const handed = handedCall(event, ctx.mode);
+      if (handed !== undefined) return head + kiwiFrame(event) + tool(handed);
       switch (event.type) {
         case 'text':
           return head + text(event.text);
-        case 'call':
-          if (ctx.mode === 'resolve-only') return head + kiwiFrame(event) + tool(event);
-          break;
         case 'finish':
           finished = true;
           return (
@@ -131,9 +132,9 @@ export function createAnthropicCollector(ctx: EncodeContext): Collector {
       if (last?.type === 'text') last.text += text;
       else content.push({ type: 'text', text });
     },
-    call(event) {
+    call(call) {
       toolUses += 1;
-      content.push(toolUse(event));
+      content.push(toolUse(call));
     },
   });
   return {

@@ -1,6 +1,6 @@
 import { KiwiError } from '../errors.js';
 import type { LoopEvent, LoopEventOf, LoopMode } from '../gateway/loop-types.js';
-import type { ChatRequest } from '../llm/types.js';
+import type { ChatRequest, NativeToolCall } from '../llm/types.js';
 import type { ErrorOut, Protocol } from './errors-out.js';
 import { renderEventText } from './render-text.js';
 
@@ -58,6 +58,16 @@ export function sseFrame(data: unknown, event?: string): string {
   return `${event === undefined ? '' : `event: ${event}\n`}data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`;
 }
 
+/**
+ * The call an event hands the client to run, if any: a native call of one of its own tools, or
+ * (resolve-only mode) a resolved intent. Both reach the client as its protocol's tool calls.
+ */
+export function handedCall(event: LoopEvent, mode: LoopMode): NativeToolCall | undefined {
+  if (event.type === 'native_call') return event.call;
+  if (event.type === 'call' && mode === 'resolve-only') return { id: event.callId, name: event.call.tool, arguments: JSON.stringify(event.call.arguments) };
+  return undefined;
+}
+
 /** Cap on the text a non-streamed response holds; past it the client is told to stream. */
 export const MAX_COLLECTED_CHARS = 32 * 1024 * 1024;
 
@@ -72,13 +82,13 @@ export interface CollectedLoop {
 
 /**
  * The part of a non-streamed response both protocols share: the response id and model, every
- * structured event, the finish, and the cap on what is held. Readable text and (in resolve-only
- * mode) native calls go to the protocol's own `text` and `call`.
+ * structured event, the finish, and the cap on what is held. Readable text and the calls handed
+ * to the client (handedCall) go to the protocol's own `text` and `call`.
  */
 export function collectLoop(
   ctx: EncodeContext,
   id: string,
-  sink: { text(text: string): void; call(event: LoopEventOf<'call'>): void },
+  sink: { text(text: string): void; call(call: NativeToolCall): void },
 ): { push(event: LoopEvent): void; done(): CollectedLoop } {
   let model = ctx.model;
   const events: LoopEvent[] = [];
@@ -97,13 +107,14 @@ export function collectLoop(
         guard(JSON.stringify(event).length);
         events.push(event);
       }
+      const call = handedCall(event, ctx.mode);
       if (event.type === 'start') {
         id = event.id;
         model = event.model;
       } else if (event.type === 'finish') {
         finish = event;
-      } else if (event.type === 'call' && ctx.mode === 'resolve-only') {
-        sink.call(event);
+      } else if (call !== undefined) {
+        sink.call(call);
       } else {
         const text = renderEventText(event, ctx.mode);
         if (text === '') return;

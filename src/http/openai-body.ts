@@ -1,7 +1,8 @@
 import { z } from 'zod';
-import type { ChatMessage, ChatRequest } from '../llm/types.js';
+import type { ChatMessage, ChatRequest, ClientTools, NativeToolCall } from '../llm/types.js';
 import { badField, bodyIssue, MEDIA_PARTS, mediaPart, parseErrors, unknownPart } from './body-error.js';
 import type { ParsedChat } from './chat-protocol.js';
+import { isNativeCallId, openAiToolFields, readOpenAiTools } from './client-tools-body.js';
 import { calledText, resultText } from './history-text.js';
 
 /**
@@ -37,6 +38,7 @@ const body = z.looseObject({
   temperature: z.number().min(0).max(2).nullish(),
   stop: z.union([z.string().min(1), z.array(z.string().min(1)).max(16)], { error: 'must be a non-empty string or an array of up to 16 of them' }).nullish(),
   n: z.number().int().min(1).max(1, 'the gateway returns one choice: leave n out or set it to 1').nullish(),
+  ...openAiToolFields,
 });
 
 type Message = z.output<typeof message>;
@@ -63,9 +65,10 @@ function contentText(value: Message['content'], path: string, refusals: boolean)
   return texts.join('\n');
 }
 
-function toMessages(messages: Message[]): ChatMessage[] {
+function toMessages(messages: Message[], clientTools: ClientTools | undefined): ChatMessage[] {
   // Tool results name the call they answer by id; the upstream reads the tool's name instead.
   const callNames = new Map<string, string>();
+  const nativeIds = new Set<string>();
   return messages.map((m, i): ChatMessage => {
     const path = `messages[${i}].content`;
     const named = typeof m.name === 'string' ? { name: m.name } : {};
@@ -76,16 +79,24 @@ function toMessages(messages: Message[]): ChatMessage[] {
       case 'user':
         return { role: 'user', content: contentText(m.content, path, false), ...named };
       case 'assistant': {
+        const native: NativeToolCall[] = [];
         const calls = (m.tool_calls ?? []).map((c) => {
+          if (isNativeCallId(c.id, clientTools)) {
+            nativeIds.add(c.id);
+            native.push({ id: c.id, name: c.function.name, arguments: c.function.arguments });
+            return '';
+          }
           if (typeof c.id === 'string') callNames.set(c.id, c.function.name);
           return calledText(c.function.name, c.function.arguments);
         });
         const text = [contentText(m.content, path, true), ...calls].filter((t) => t !== '').join('\n');
-        return { role: 'assistant', content: text, ...named };
+        return { role: 'assistant', content: text, ...named, ...(native.length > 0 ? { toolCalls: native } : {}) };
       }
       case 'tool': {
+        const content = contentText(m.content, path, false);
+        if (typeof m.tool_call_id === 'string' && nativeIds.has(m.tool_call_id)) return { role: 'tool', content, toolCallId: m.tool_call_id };
         const called = typeof m.tool_call_id === 'string' ? callNames.get(m.tool_call_id) : undefined;
-        return { role: 'tool', content: resultText(called, contentText(m.content, path, false)) };
+        return { role: 'tool', content: resultText(called, content) };
       }
       case 'function':
         // The deprecated form of a tool result: it names its function itself.
@@ -100,12 +111,14 @@ export function parseOpenAiChat(input: unknown): ParsedChat {
   const b = parsed.data;
   const maxTokens = b.max_completion_tokens ?? b.max_tokens;
   const stop = typeof b.stop === 'string' ? [b.stop] : b.stop;
+  const clientTools = readOpenAiTools(b);
   const request: ChatRequest = {
     model: b.model,
-    messages: toMessages(b.messages),
+    messages: toMessages(b.messages, clientTools),
     ...(typeof maxTokens === 'number' ? { maxTokens } : {}),
     ...(typeof b.temperature === 'number' ? { temperature: b.temperature } : {}),
     ...(Array.isArray(stop) && stop.length > 0 ? { stop } : {}),
+    ...(clientTools === undefined ? {} : { clientTools }),
     extra: input as Record<string, unknown>,
   };
   return { request, stream: b.stream === true, includeUsage: b.stream_options?.include_usage === true };

@@ -1,6 +1,6 @@
-import type { LoopEvent, LoopEventOf } from '../gateway/loop-types.js';
-import type { ChatUsage, FinishReason } from '../llm/types.js';
-import { collectLoop, sseFrame, type Collector, type EncodeContext, type StreamEncoder } from './chat-protocol.js';
+import type { LoopEvent } from '../gateway/loop-types.js';
+import type { ChatUsage, FinishReason, NativeToolCall } from '../llm/types.js';
+import { collectLoop, handedCall, sseFrame, type Collector, type EncodeContext, type StreamEncoder } from './chat-protocol.js';
 import { openAiErrorBody, type ErrorOut } from './errors-out.js';
 import { renderEventText } from './render-text.js';
 
@@ -8,7 +8,8 @@ import { renderEventText } from './render-text.js';
  * Loop events as OpenAI Chat Completions: `chat.completion.chunk` objects then `[DONE]`, or one
  * `chat.completion`. Every loop event but `text` also rides along as a `kiwi` field (on the
  * chunk that shows it, or at the top level as `kiwi.events`); OpenAI clients ignore fields they
- * do not know. In resolve-only mode each `call` is a native tool call.
+ * do not know. Native calls of the client's own tools, and in resolve-only mode each `call`, are
+ * `tool_calls`.
  */
 
 const FINISH: Record<FinishReason, string> = { stop: 'stop', length: 'length', tool_calls: 'tool_calls', content_filter: 'content_filter', other: 'stop' };
@@ -25,8 +26,8 @@ function usageOf(usage: ChatUsage): { prompt_tokens: number; completion_tokens: 
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
 }
 
-function toolCall(event: LoopEventOf<'call'>): { id: string; type: 'function'; function: { name: string; arguments: string } } {
-  return { id: event.callId, type: 'function', function: { name: event.call.tool, arguments: JSON.stringify(event.call.arguments) } };
+function toolCall(call: NativeToolCall): { id: string; type: 'function'; function: { name: string; arguments: string } } {
+  return { id: call.id, type: 'function', function: { name: call.name, arguments: call.arguments } };
 }
 
 export function createOpenAiStreamEncoder(ctx: EncodeContext): StreamEncoder {
@@ -64,12 +65,11 @@ export function createOpenAiStreamEncoder(ctx: EncodeContext): StreamEncoder {
         return started ? chunk({}, event) : open(event);
       }
       const head = started ? '' : open();
+      const handed = handedCall(event, ctx.mode);
+      if (handed !== undefined) return head + chunk({ tool_calls: [{ index: nativeCalls++, ...toolCall(handed) }] }, event);
       switch (event.type) {
         case 'text':
           return event.text === '' ? head : head + chunk({ content: event.text });
-        case 'call':
-          if (ctx.mode === 'resolve-only') return head + chunk({ tool_calls: [{ index: nativeCalls++, ...toolCall(event) }] }, event);
-          break;
         case 'finish': {
           finished = true;
           const usage = ctx.includeUsage ? sseFrame({ id, object: 'chat.completion.chunk', created, model, choices: [], usage: usageOf(event.usage) }) : '';
@@ -97,7 +97,7 @@ export function createOpenAiCollector(ctx: EncodeContext): Collector {
   const toolCalls: ReturnType<typeof toolCall>[] = [];
   const loop = collectLoop(ctx, `chatcmpl-${ctx.requestId}`, {
     text: (text) => (content += text),
-    call: (event) => toolCalls.push(toolCall(event)),
+    call: (call) => toolCalls.push(toolCall(call)),
   });
   return {
     push: loop.push,

@@ -53,6 +53,7 @@ export function renderEventText(event: LoopEvent, mode: LoopMode, options: Rende
     }
     case 'start':
     case 'turn':
+    case 'native_call':
     case 'finish':
       return '';
   }

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { throwIfAborted } from '../abort.js';
 import type { HttpClient, HttpRequest } from '../primitives/http-client.js';
-import { anthropicBody, anthropicFinishReason, anthropicUsage, createAnthropicDecoder, messageSchema } from './anthropic-wire.js';
+import { anthropicBody, anthropicFinishReason, anthropicToolCalls, anthropicUsage, createAnthropicDecoder, messageSchema } from './anthropic-wire.js';
 import { streamChat } from './chat-stream.js';
 import {
   checkRequest,
@@ -85,10 +85,12 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Chat
     const ctx = context(r.model);
     const m = await requestJson(handle.http, httpRequest(body, false, signal), messageSchema, 'an Anthropic message', ctx);
     const usage = anthropicUsage(m.usage, undefined);
+    const toolCalls = anthropicToolCalls(m.content);
     return {
       id: m.id,
       model: m.model || r.model,
       text: m.content.map((block) => (block.type === 'text' && typeof block.text === 'string' ? block.text : '')).join(''),
+      ...(toolCalls.length === 0 ? {} : { toolCalls }),
       finish: { type: 'finish', reason: typeof m.stop_reason === 'string' ? anthropicFinishReason(m.stop_reason) : 'other', ...(usage === undefined ? {} : { usage }) },
     };
   }

@@ -1,9 +1,12 @@
 import { z } from 'zod';
 import { KiwiError } from '../errors.js';
 import type { SseEvent } from '../primitives/sse-parser.js';
+import { anthropicMessages, anthropicToolFields } from './anthropic-tool-wire.js';
 import type { WireDecoder } from './chat-stream.js';
+import { TOOL_FIELDS } from './client-tools.js';
+import { createNativeCallAssembler } from './native-call-assembler.js';
 import { firstIssue, passThrough, type CheckedRequest } from './provider-options.js';
-import type { ChatEvent, ChatUsage, FinishEvent, FinishReason } from './types.js';
+import type { ChatEvent, ChatUsage, FinishEvent, FinishReason, NativeToolCall } from './types.js';
 import { malformedChunk, midStreamError, readProviderError, type UpstreamContext } from './upstream-error.js';
 
 /**
@@ -15,13 +18,11 @@ import { malformedChunk, midStreamError, readProviderError, type UpstreamContext
 /** Anthropic requires max_tokens; this is what the adapter sends when the request gives none. */
 export const DEFAULT_MAX_TOKENS = 4096;
 
-const OWNED = ['model', 'messages', 'system', 'stream', 'max_tokens', 'temperature', 'stop_sequences'];
+const OWNED = ['model', 'messages', 'system', 'stream', 'max_tokens', 'temperature', 'stop_sequences', ...TOOL_FIELDS];
 
 export function anthropicBody(r: CheckedRequest, stream: boolean, who: string): Record<string, unknown> {
   const system = r.messages.filter((m) => m.role === 'system').map((m) => m.content);
-  // Anthropic has no `tool` role, and a tool_result block must answer a tool_use block the
-  // assistant sent, which text intents never are: a tool result goes up as user text.
-  const messages = r.messages.filter((m) => m.role !== 'system').map((m) => ({ role: m.role === 'assistant' ? 'assistant' : 'user', content: m.content }));
+  const messages = anthropicMessages(r.messages.filter((m) => m.role !== 'system'));
   if (messages.length === 0) {
     throw new KiwiError('INVALID_INPUT', `${who}: the request has only system messages; Anthropic needs at least one user or assistant message`);
   }
@@ -30,6 +31,7 @@ export function anthropicBody(r: CheckedRequest, stream: boolean, who: string): 
     model: r.model,
     ...(system.length === 0 ? {} : { system: system.join('\n\n') }),
     messages,
+    ...anthropicToolFields(r.clientTools),
     max_tokens: r.maxTokens ?? DEFAULT_MAX_TOKENS,
     ...(r.temperature === undefined ? {} : { temperature: r.temperature }),
     ...(r.stop === undefined ? {} : { stop_sequences: r.stop }),
@@ -44,18 +46,31 @@ type Usage = z.output<typeof usageSchema>;
 const typed = z.looseObject({ type: z.string() });
 const EVENT_SCHEMAS = {
   message_start: z.looseObject({ message: z.looseObject({ id: z.string().min(1), model: z.string(), usage: usageSchema.nullish() }) }),
-  content_block_start: z.looseObject({ index: z.number().int(), content_block: z.looseObject({ type: z.string(), text: z.string().nullish() }) }),
-  content_block_delta: z.looseObject({ index: z.number().int(), delta: z.looseObject({ type: z.string(), text: z.unknown().optional() }) }),
+  content_block_start: z.looseObject({
+    index: z.number().int(),
+    content_block: z.looseObject({ type: z.string(), text: z.string().nullish(), id: z.string().nullish(), name: z.string().nullish(), input: z.unknown().optional() }),
+  }),
+  content_block_delta: z.looseObject({ index: z.number().int(), delta: z.looseObject({ type: z.string(), text: z.unknown().optional(), partial_json: z.unknown().optional() }) }),
   message_delta: z.looseObject({ delta: z.looseObject({ stop_reason: z.string().nullish() }), usage: usageSchema.nullish() }),
 } as const;
 
 export const messageSchema = z.looseObject({
   id: z.string().min(1),
   model: z.string(),
-  content: z.array(z.looseObject({ type: z.string(), text: z.string().nullish() })),
+  content: z.array(z.looseObject({ type: z.string(), text: z.string().nullish(), id: z.string().nullish(), name: z.string().nullish(), input: z.unknown().optional() })),
   stop_reason: z.string().nullish(),
   usage: usageSchema.nullish(),
 });
+
+/** The native calls (tool_use blocks) of a non-streamed message. */
+export function anthropicToolCalls(content: z.output<typeof messageSchema>['content']): NativeToolCall[] {
+  const assembler = createNativeCallAssembler();
+  content.forEach((b, i) => {
+    if (b.type === 'tool_use') assembler.add(i, { id: b.id, name: b.name, arguments: JSON.stringify(b.input ?? {}) });
+  });
+  const done = assembler.done();
+  return 'calls' in done ? done.calls : [];
+}
 
 export function anthropicFinishReason(reason: string): FinishReason {
   switch (reason) {
@@ -85,6 +100,12 @@ export function anthropicUsage(usage: Usage | null | undefined, previous: ChatUs
 export function createAnthropicDecoder(ctx: UpstreamContext): WireDecoder {
   let reason: FinishReason | undefined;
   let usage: ChatUsage | undefined;
+  const calls = createNativeCallAssembler();
+  /** Content blocks that are tool_use, by index: only their input_json_delta is arguments. */
+  const toolBlocks = new Set<number>();
+  /** A tool_use block's `input` at its start, used when no input_json_delta follows. */
+  const startInputs = new Map<number, string>();
+  let lastChunk = 0;
 
   function parse<K extends keyof typeof EVENT_SCHEMAS>(type: K, json: unknown, chunk: number, data: string): z.output<(typeof EVENT_SCHEMAS)[K]> {
     const parsed = EVENT_SCHEMAS[type].safeParse(json);
@@ -94,6 +115,7 @@ export function createAnthropicDecoder(ctx: UpstreamContext): WireDecoder {
 
   return {
     push(event: SseEvent, chunk: number) {
+      lastChunk = chunk;
       let json: unknown;
       try {
         json = JSON.parse(event.data);
@@ -111,13 +133,26 @@ export function createAnthropicDecoder(ctx: UpstreamContext): WireDecoder {
           break;
         }
         case 'content_block_start': {
-          const { content_block: block } = parse('content_block_start', json, chunk, event.data);
+          const { index, content_block: block } = parse('content_block_start', json, chunk, event.data);
           if (block.type === 'text' && typeof block.text === 'string' && block.text !== '') events.push({ type: 'text', text: block.text });
+          if (block.type === 'tool_use') {
+            const problem = calls.add(index, { id: block.id, name: block.name });
+            if (problem !== undefined) throw malformedChunk(ctx, chunk, problem, event.data);
+            toolBlocks.add(index);
+            const input = block.input === undefined || block.input === null ? '' : JSON.stringify(block.input);
+            if (input !== '' && input !== '{}') startInputs.set(index, input);
+          }
           break;
         }
         case 'content_block_delta': {
-          const { delta } = parse('content_block_delta', json, chunk, event.data);
-          // thinking_delta, input_json_delta, signature_delta… carry no answer text.
+          const { index, delta } = parse('content_block_delta', json, chunk, event.data);
+          if (delta.type === 'input_json_delta' && toolBlocks.has(index)) {
+            if (typeof delta.partial_json !== 'string') throw malformedChunk(ctx, chunk, 'is an input_json_delta without a string `partial_json`', event.data);
+            startInputs.delete(index);
+            calls.add(index, { arguments: delta.partial_json });
+            break;
+          }
+          // thinking_delta, signature_delta… carry no answer text.
           if (delta.type !== 'text_delta') break;
           if (typeof delta.text !== 'string') throw malformedChunk(ctx, chunk, 'is a text_delta without a string `text`', event.data);
           if (delta.text !== '') events.push({ type: 'text', text: delta.text });
@@ -138,6 +173,12 @@ export function createAnthropicDecoder(ctx: UpstreamContext): WireDecoder {
           break;
       }
       return { events, done: false };
+    },
+    flush(): ChatEvent[] {
+      for (const [index, input] of startInputs) calls.add(index, { arguments: input });
+      const done = calls.done();
+      if ('problem' in done) throw malformedChunk(ctx, lastChunk, done.problem, '');
+      return done.calls.map((call) => ({ type: 'tool_call', call }));
     },
     finish(): FinishEvent {
       return { type: 'finish', reason: reason ?? 'other', ...(usage === undefined ? {} : { usage }) };

@@ -7,12 +7,14 @@ import { fromHttpError, type UpstreamContext } from './upstream-error.js';
 /**
  * The part of streaming both adapters share: read the upstream's SSE events through the HTTP
  * client, let a provider's decoder turn each into chat events, and guarantee the event order
- * (one start, then text, then one finish) whatever the upstream sends or leaves out.
+ * (one start, then text and tool calls, then one finish) whatever the upstream sends or leaves out.
  */
 
 export interface WireDecoder {
   /** Chat events for one SSE event (`chunk` counts from 1); `done` when the upstream said the stream is over. Throws UPSTREAM_HTTP for errors and garbage. */
   push(event: SseEvent, chunk: number): { events: ChatEvent[]; done: boolean };
+  /** Events held until the stream ends (native tool calls, sent in pieces); called once, before `finish`. */
+  flush(): ChatEvent[];
   /** The finish so far: the reason and usage seen, or `other` when the upstream never said why it stopped. */
   finish(): FinishEvent;
 }
@@ -53,5 +55,5 @@ export async function* streamChat(
     throw fromHttpError(ctx, error);
   }
   if (signal?.aborted) throw cancelled();
-  yield* ordered([decoder.finish()]);
+  yield* ordered([...decoder.flush(), decoder.finish()]);
 }

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { throwIfAborted } from '../abort.js';
 import type { HttpClient, HttpRequest } from '../primitives/http-client.js';
 import { streamChat } from './chat-stream.js';
-import { createOpenAiDecoder, completionSchema, openAiBody, openAiFinishReason, openAiUsage } from './openai-wire.js';
+import { createOpenAiDecoder, completionSchema, openAiBody, openAiFinishReason, openAiToolCalls, openAiUsage } from './openai-wire.js';
 import {
   checkRequest,
   commonOptionsSchema,
@@ -74,10 +74,12 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
     const choice = c.choices.find((x) => (x.index ?? 0) === 0) ?? c.choices[0];
     const usage = openAiUsage(c.usage);
     const reason = typeof choice?.finish_reason === 'string' ? openAiFinishReason(choice.finish_reason) : 'other';
+    const toolCalls = choice === undefined ? [] : openAiToolCalls(choice.message);
     return {
       id: c.id ?? `chatcmpl-${randomUUID()}`,
       model: c.model ?? r.model,
       text: choice?.message.content ?? '',
+      ...(toolCalls.length === 0 ? {} : { toolCalls }),
       finish: { type: 'finish', reason, ...(usage === undefined ? {} : { usage }) },
     };
   }

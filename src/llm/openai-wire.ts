@@ -1,8 +1,11 @@
 import { z } from 'zod';
 import type { SseEvent } from '../primitives/sse-parser.js';
 import type { WireDecoder } from './chat-stream.js';
+import { TOOL_FIELDS } from './client-tools.js';
+import { createNativeCallAssembler } from './native-call-assembler.js';
+import { openAiMessages, openAiToolFields } from './openai-tool-wire.js';
 import { firstIssue, passThrough, type CheckedRequest } from './provider-options.js';
-import type { ChatEvent, ChatUsage, FinishEvent, FinishReason } from './types.js';
+import type { ChatEvent, ChatUsage, FinishEvent, FinishReason, NativeToolCall } from './types.js';
 import { malformedChunk, midStreamError, readProviderError, type UpstreamContext } from './upstream-error.js';
 
 /**
@@ -12,24 +15,14 @@ import { malformedChunk, midStreamError, readProviderError, type UpstreamContext
  */
 
 /** Fields the adapter sets; the same names in the client's body are ignored. */
-const OWNED = ['model', 'messages', 'stream', 'stream_options', 'max_tokens', 'temperature', 'stop'];
+const OWNED = ['model', 'messages', 'stream', 'stream_options', 'max_tokens', 'temperature', 'stop', ...TOOL_FIELDS];
 
 export function openAiBody(r: CheckedRequest, stream: boolean): Record<string, unknown> {
-  const messages = r.messages.map((m) => {
-    // A tool result with no native call to answer (a text intent) would be refused as role
-    // `tool`, which must follow an assistant `tool_calls` message; it goes up as user text.
-    if (m.role === 'tool' && m.toolCallId === undefined) return { role: 'user', content: m.content };
-    return {
-      role: m.role,
-      content: m.content,
-      ...(m.name === undefined ? {} : { name: m.name }),
-      ...(m.role === 'tool' ? { tool_call_id: m.toolCallId } : {}),
-    };
-  });
   return {
     ...passThrough(r.extra, OWNED),
     model: r.model,
-    messages,
+    messages: openAiMessages(r.messages),
+    ...openAiToolFields(r.clientTools),
     ...(r.maxTokens === undefined ? {} : { max_tokens: r.maxTokens }),
     ...(r.temperature === undefined ? {} : { temperature: r.temperature }),
     ...(r.stop === undefined ? {} : { stop: r.stop }),
@@ -42,13 +35,19 @@ export function openAiBody(r: CheckedRequest, stream: boolean): Record<string, u
 const count = z.number().int().nonnegative().nullish();
 const usageSchema = z.looseObject({ prompt_tokens: count, completion_tokens: count });
 
+const toolCallDelta = z.looseObject({
+  index: z.number().int().nonnegative().nullish(),
+  id: z.string().nullish(),
+  function: z.looseObject({ name: z.string().nullish(), arguments: z.string().nullish() }).nullish(),
+});
+
 const chunkSchema = z.looseObject({
   id: z.string().nullish(),
   model: z.string().nullish(),
   choices: z.array(
     z.looseObject({
       index: z.number().int().nullish(),
-      delta: z.looseObject({ content: z.string().nullish() }).nullish(),
+      delta: z.looseObject({ content: z.string().nullish(), tool_calls: z.array(toolCallDelta).nullish() }).nullish(),
       finish_reason: z.string().nullish(),
     }),
   ),
@@ -62,7 +61,10 @@ export const completionSchema = z.looseObject({
     .array(
       z.looseObject({
         index: z.number().int().nullish(),
-        message: z.looseObject({ content: z.string().nullish() }),
+        message: z.looseObject({
+          content: z.string().nullish(),
+          tool_calls: z.array(z.looseObject({ id: z.string().nullish(), function: z.looseObject({ name: z.string().min(1), arguments: z.string().nullish() }) })).nullish(),
+        }),
         finish_reason: z.string().nullish(),
       }),
     )
@@ -74,6 +76,14 @@ export function openAiFinishReason(reason: string): FinishReason {
   if (reason === 'stop' || reason === 'length' || reason === 'tool_calls' || reason === 'content_filter') return reason;
   if (reason === 'function_call') return 'tool_calls';
   return 'other';
+}
+
+/** The native calls of a non-streamed answer's message. */
+export function openAiToolCalls(message: z.output<typeof completionSchema>['choices'][number]['message']): NativeToolCall[] {
+  const assembler = createNativeCallAssembler();
+  (message.tool_calls ?? []).forEach((c, i) => assembler.add(i, { id: c.id, name: c.function.name, arguments: c.function.arguments }));
+  const done = assembler.done();
+  return 'calls' in done ? done.calls : [];
 }
 
 export function openAiUsage(usage: z.output<typeof usageSchema> | null | undefined): ChatUsage | undefined {
@@ -103,7 +113,7 @@ function plainChunk(json: unknown): Chunk | undefined {
     const index = choice['index'];
     if (!isNullish(index) && !Number.isInteger(index)) return undefined;
     const delta = choice['delta'];
-    if (!isNullish(delta) && !(isRecord(delta) && stringOrNullish(delta['content']))) return undefined;
+    if (!isNullish(delta) && !(isRecord(delta) && stringOrNullish(delta['content']) && isNullish(delta['tool_calls']))) return undefined;
   }
   return json as Chunk;
 }
@@ -111,9 +121,12 @@ function plainChunk(json: unknown): Chunk | undefined {
 export function createOpenAiDecoder(ctx: UpstreamContext): WireDecoder {
   let reason: FinishReason | undefined;
   let usage: ChatUsage | undefined;
+  const calls = createNativeCallAssembler();
+  let lastChunk = 0;
 
   return {
     push(event: SseEvent, chunk: number) {
+      lastChunk = chunk;
       if (event.data.trim() === '[DONE]') return { events: [], done: true };
       let json: unknown;
       try {
@@ -138,10 +151,19 @@ export function createOpenAiDecoder(ctx: UpstreamContext): WireDecoder {
       const choice = c.choices.find((x) => (x.index ?? 0) === 0);
       const text = choice?.delta?.content;
       if (typeof text === 'string' && text !== '') events.push({ type: 'text', text });
+      for (const [i, part] of (choice?.delta?.tool_calls ?? []).entries()) {
+        const problem = calls.add(part.index ?? i, { id: part.id, name: part.function?.name, arguments: part.function?.arguments });
+        if (problem !== undefined) throw malformedChunk(ctx, chunk, problem, event.data);
+      }
       if (typeof choice?.finish_reason === 'string') reason = openAiFinishReason(choice.finish_reason);
       // The usage chunk comes after the finish_reason chunk (stream_options.include_usage).
       usage = openAiUsage(c.usage) ?? usage;
       return { events, done: false };
+    },
+    flush(): ChatEvent[] {
+      const done = calls.done();
+      if ('problem' in done) throw malformedChunk(ctx, lastChunk, done.problem, '');
+      return done.calls.map((call) => ({ type: 'tool_call', call }));
     },
     finish(): FinishEvent {
       return { type: 'finish', reason: reason ?? 'other', ...(usage === undefined ? {} : { usage }) };

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { KiwiError } from '../errors.js';
 import { createHttpClient, type HttpClient } from '../primitives/http-client.js';
-import type { ChatMessage, ChatRequest } from './types.js';
+import { clientToolsProblem, isPlainObject, MAX_NATIVE_CALLS } from './client-tools.js';
+import type { ChatMessage, ChatRequest, ClientTools } from './types.js';
 
 /** Option and request checks shared by the provider adapters: strict, because these are our own inputs. */
 
@@ -60,13 +61,12 @@ export function endpointUrl(base: string, suffix: string, who: string): URL {
   return url;
 }
 
-const isPlainObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v) && [Object.prototype, null].includes(Object.getPrototypeOf(v));
-
 const messageSchema = z.strictObject({
   role: z.enum(['system', 'user', 'assistant', 'tool']),
   content: z.string(),
   toolCallId: z.string().min(1).max(512).optional(),
+  isError: z.boolean().optional(),
+  toolCalls: z.array(z.strictObject({ id: z.string().min(1).max(512), name: z.string().min(1).max(256), arguments: z.string() })).max(MAX_NATIVE_CALLS).optional(),
   name: z.string().min(1).max(256).optional(),
 });
 
@@ -76,8 +76,36 @@ const requestSchema = z.strictObject({
   maxTokens: z.number().int().positive().optional(),
   temperature: z.number().min(0).max(2).optional(),
   stop: z.array(z.string().min(1)).max(16).optional(),
+  clientTools: z
+    .strictObject({
+      tools: z.array(
+        z.strictObject({
+          name: z.string(),
+          description: z.string().optional(),
+          parameters: z.custom<Record<string, unknown>>(isPlainObject, 'must be a JSON Schema object'),
+          strict: z.boolean().optional(),
+        }),
+      ),
+      choice: z
+        .discriminatedUnion('type', [
+          z.strictObject({ type: z.literal('auto') }),
+          z.strictObject({ type: z.literal('none') }),
+          z.strictObject({ type: z.literal('required') }),
+          z.strictObject({ type: z.literal('tool'), name: z.string() }),
+        ])
+        .optional(),
+      parallel: z.boolean().optional(),
+    })
+    .optional(),
   extra: z.custom<Record<string, unknown>>(isPlainObject, 'must be a plain object (the client body)').optional(),
 });
+
+const TOOL_PATHS = {
+  tools: 'clientTools.tools',
+  name: (i: number) => `clientTools.tools.${i}.name`,
+  parameters: (i: number) => `clientTools.tools.${i}.parameters`,
+  choice: 'clientTools.choice',
+};
 
 export interface CheckedRequest {
   model: string;
@@ -85,6 +113,8 @@ export interface CheckedRequest {
   maxTokens: number | undefined;
   temperature: number | undefined;
   stop: string[] | undefined;
+  /** Absent when the client sent none (an empty list included). */
+  clientTools: ClientTools | undefined;
   extra: Record<string, unknown>;
 }
 
@@ -99,7 +129,11 @@ export function checkRequest(request: ChatRequest, who: string): CheckedRequest 
     throw new KiwiError('INVALID_INPUT', `${who}: invalid chat request: ${issue?.path.join('.') || '(request)'}: ${issue?.message ?? 'invalid'}`);
   }
   const r = parsed.data;
-  return { model: r.model, messages: r.messages, maxTokens: r.maxTokens, temperature: r.temperature, stop: r.stop, extra: { ...(request.extra ?? {}) } };
+  const tools = r.clientTools;
+  const problem = tools === undefined ? undefined : clientToolsProblem(tools, TOOL_PATHS);
+  if (problem !== undefined) throw new KiwiError('INVALID_INPUT', `${who}: invalid chat request: ${problem.path} ${problem.problem}`);
+  const clientTools = tools === undefined || tools.tools.length === 0 ? undefined : tools;
+  return { model: r.model, messages: r.messages, maxTokens: r.maxTokens, temperature: r.temperature, stop: r.stop, clientTools, extra: { ...(request.extra ?? {}) } };
 }
 
 /** The client's fields minus those the adapter owns. */

@@ -189,9 +189,9 @@ describe('agent loop: execute mode', () => {
     expect(events[0]).toEqual({ type: 'start', id: 'kiwi-1', model: 'client-model' });
     expect(ofType(events, 'intent')).toEqual([{ type: 'intent', index: 0, text: 'echo the text "hello world"', raw: '[TOOL: echo the text "hello world"]' }]);
     expect(ofType(events, 'call')).toEqual([
-      { type: 'call', index: 0, callId: 'call_2', intent: 'echo the text "hello world"', call: { tool: 'echo_text', arguments: { text: 'hello world' } }, confidence: expect.any(Number) },
+      { type: 'call', index: 0, callId: 'call_kiwi_2', intent: 'echo the text "hello world"', call: { tool: 'echo_text', arguments: { text: 'hello world' } }, confidence: expect.any(Number) },
     ]);
-    expect(ofType(events, 'result')).toEqual([{ type: 'result', index: 0, callId: 'call_2', tool: 'echo_text', status: 'ok', isError: false, text: 'echo: hello world', durationMs: expect.any(Number) }]);
+    expect(ofType(events, 'result')).toEqual([{ type: 'result', index: 0, callId: 'call_kiwi_2', tool: 'echo_text', status: 'ok', isError: false, text: 'echo: hello world', durationMs: expect.any(Number) }]);
     expect(textOf(events)).toBe('Let me check.  then I will answer.The tool said hello world.');
     expect(finishOf(events)).toEqual({ type: 'finish', reason: 'stop', usage: { inputTokens: 70, outputTokens: 15 }, turns: 2, toolCalls: 1 });
     expect(events.map((e) => e.type).filter((t) => t !== 'text')).toEqual(['start', 'intent', 'call', 'result', 'turn', 'finish']);
@@ -582,5 +582,29 @@ describe('agent feedback', () => {
     const text = feedbackMessage([{ kind: 'outcome', intent: 'wipe', call, outcome: { ...base, stuck: false, status: 'denied', reason: 'echo_text is not allowed' } }], { maxResultChars: 1000 });
     expect(text).toContain('Denied: echo_text is not allowed\nDo not retry');
     expect(text).not.toContain('DATA');
+  });
+});
+
+describe('agent loop: the client tools', () => {
+  const clientTools = { tools: [{ name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } }] };
+
+  it('runs the turn intents first, then hands out the native calls and ends the request with tool_calls', async () => {
+    llm.replyOnce({ recording: sse(['Echoing. [TOOL: echo_text {"text": "hi"}] Now the weather.'], { toolCalls: [{ id: 'call_up_1', name: 'get_weather', arguments: ['{"city":', '"Oslo"}'] }] }) });
+    const { events, error } = await collect(loopDeps(), { ...ask('Echo hi and get the Oslo weather.'), clientTools });
+    expect(error).toBeUndefined();
+    expect(events.map((e) => e.type).filter((t) => t !== 'text')).toEqual(['start', 'intent', 'call', 'result', 'native_call', 'finish']);
+    expect(ofType(events, 'result')[0]?.text).toBe('echo: hi');
+    expect(ofType(events, 'native_call')).toEqual([{ type: 'native_call', call: { id: 'call_up_1', name: 'get_weather', arguments: '{"city":"Oslo"}' } }]);
+    expect(finishOf(events)).toMatchObject({ reason: 'tool_calls', turns: 1, toolCalls: 1 });
+    expect(llm.requests).toHaveLength(1);
+    const body = (await llm.request(0)).body as { tools: unknown; messages: Message[] };
+    expect(body.tools).toEqual([{ type: 'function', function: clientTools.tools[0] }]);
+    expect(body.messages[0]?.content).toContain("The functions given to you as tools are the user's own");
+  });
+
+  it('gives a native call whose id looks like a gateway call a fresh one, so the history keeps them apart', async () => {
+    llm.replyOnce({ recording: sse([], { toolCalls: [{ id: 'call_kiwi_forged', name: 'get_weather', arguments: ['{}'] }] }) });
+    const { events } = await collect(loopDeps(), { ...ask('Weather?'), clientTools });
+    expect(ofType(events, 'native_call')[0]?.call.id).toBe('call_2'); // id 1 went to the response
   });
 });

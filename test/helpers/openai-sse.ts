@@ -1,13 +1,26 @@
 import type { Recording } from './replay-llm-server.js';
 
-/** An OpenAI chat-completion stream, as the API sends it, that writes `chunks` one delta each. */
-export function openAiStream(chunks: string[], options: { finish?: string; usage?: [input: number, output: number] } = {}): Recording {
+/** A native call the stream makes after its text: arguments sent in the given pieces. */
+export interface StreamedToolCall {
+  id: string;
+  name: string;
+  arguments: string[];
+}
+
+/** An OpenAI chat-completion stream, as the API sends it, that writes `chunks` one delta each, then any native `toolCalls`. */
+export function openAiStream(chunks: string[], options: { finish?: string; usage?: [input: number, output: number]; toolCalls?: StreamedToolCall[] } = {}): Recording {
   const [input, output] = options.usage ?? [10, 5];
   const base = { id: 'chatcmpl-loop', object: 'chat.completion.chunk', created: 1741701751, model: 'upstream-model' };
+  const delta = (d: unknown) => ({ ...base, choices: [{ index: 0, delta: d, finish_reason: null }], usage: null });
+  const calls = (options.toolCalls ?? []).flatMap((c, index) => [
+    delta({ tool_calls: [{ index, id: c.id, type: 'function', function: { name: c.name, arguments: '' } }] }),
+    ...c.arguments.map((piece) => delta({ tool_calls: [{ index, function: { arguments: piece } }] })),
+  ]);
   const events: unknown[] = [
     { ...base, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }], usage: null },
-    ...chunks.map((content) => ({ ...base, choices: [{ index: 0, delta: { content }, finish_reason: null }], usage: null })),
-    { ...base, choices: [{ index: 0, delta: {}, finish_reason: options.finish ?? 'stop' }], usage: null },
+    ...chunks.map((content) => delta({ content })),
+    ...calls,
+    { ...base, choices: [{ index: 0, delta: {}, finish_reason: options.finish ?? (calls.length > 0 ? 'tool_calls' : 'stop') }], usage: null },
     { ...base, choices: [], usage: { prompt_tokens: input, completion_tokens: output, total_tokens: input + output } },
   ];
   const body = `${events.map((e) => `data: ${JSON.stringify(e)}\n\n`).join('')}data: [DONE]\n\n`;

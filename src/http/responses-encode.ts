@@ -1,6 +1,7 @@
 import { KiwiError } from '../errors.js';
 import type { LoopEvent, LoopEventOf } from '../gateway/loop-types.js';
-import { collectLoop, MAX_COLLECTED_CHARS, sseFrame, type Collector, type EncodeContext, type StreamEncoder } from './chat-protocol.js';
+import type { NativeToolCall } from '../llm/types.js';
+import { collectLoop, handedCall, MAX_COLLECTED_CHARS, sseFrame, type Collector, type EncodeContext, type StreamEncoder } from './chat-protocol.js';
 import { openAiErrorType, type ErrorOut } from './errors-out.js';
 import { renderEventText } from './render-text.js';
 import { createOutputItems, finishStatus, outputText, responseObject, type ResponseParts } from './responses-output.js';
@@ -64,9 +65,9 @@ export function createResponsesStreamEncoder(ctx: EncodeContext): StreamEncoder 
     );
   }
 
-  function call(event: LoopEventOf<'call'>): string {
+  function call(handed: NativeToolCall, event: LoopEvent): string {
     const head = closeText();
-    const { item, index } = output.call(event);
+    const { item, index } = output.call(handed);
     hold(item.arguments.length);
     const where = { item_id: item.id, output_index: index };
     return (
@@ -100,7 +101,8 @@ export function createResponsesStreamEncoder(ctx: EncodeContext): StreamEncoder 
       hold(JSON.stringify(event).length);
       events.push(event);
       if (event.type === 'finish') return head + finish(event);
-      if (event.type === 'call' && ctx.mode === 'resolve-only') return head + call(event);
+      const handed = handedCall(event, ctx.mode);
+      if (handed !== undefined) return head + call(handed, event);
       const shown = renderEventText(event, ctx.mode);
       return shown === '' ? head : head + text(shown, event);
     },
@@ -129,7 +131,7 @@ export function createResponsesCollector(ctx: EncodeContext): Collector {
   const output = createOutputItems(() => id);
   const loop = collectLoop(ctx, id, {
     text: (text) => void output.text(text),
-    call: (event) => void output.call(event),
+    call: (handed) => void output.call(handed),
   });
   return {
     push(event) {

@@ -1,5 +1,5 @@
 import type { LoopEvent, LoopEventOf } from '../gateway/loop-types.js';
-import type { ChatUsage } from '../llm/types.js';
+import type { ChatUsage, NativeToolCall } from '../llm/types.js';
 
 /**
  * The pieces of an OpenAI Responses answer both the stream and the single response are built
@@ -48,7 +48,7 @@ export interface OutputItems {
   text(text: string): { item: MessageItem; index: number; opened: boolean };
   /** Ends the open message, if any, and returns it with its index. */
   closeText(): { item: MessageItem; index: number } | undefined;
-  call(event: LoopEventOf<'call'>): { item: CallItem; index: number };
+  call(call: NativeToolCall): { item: CallItem; index: number };
 }
 
 export function createOutputItems(responseId: () => string): OutputItems {
@@ -74,9 +74,9 @@ export function createOutputItems(responseId: () => string): OutputItems {
       if (closed !== undefined) closed.item.status = 'completed';
       return closed;
     },
-    call(event) {
+    call(call) {
       this.closeText();
-      const item: CallItem = { id: itemId('fc'), type: 'function_call', status: 'completed', call_id: event.callId, name: event.call.tool, arguments: JSON.stringify(event.call.arguments) };
+      const item: CallItem = { id: itemId('fc'), type: 'function_call', status: 'completed', call_id: call.id, name: call.name, arguments: call.arguments };
       items.push(item);
       return { item, index: items.length - 1 };
     },

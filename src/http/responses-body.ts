@@ -1,9 +1,10 @@
 import { z } from 'zod';
-import type { ChatMessage, ChatRequest } from '../llm/types.js';
+import type { ChatMessage, ChatRequest, ClientTools, NativeToolCall } from '../llm/types.js';
 import { badField, bodyIssue, MEDIA_PARTS, mediaPart, parseErrors, unknownPart } from './body-error.js';
 import type { ParsedChat } from './chat-protocol.js';
+import { isNativeCallId } from './client-tools-body.js';
 import { calledText, resultText } from './history-text.js';
-import { chatToolFields } from './responses-tools.js';
+import { responsesClientTools } from './responses-tools.js';
 
 /**
  * Reads an OpenAI Responses request body into a ChatRequest: `instructions` becomes the first
@@ -77,14 +78,19 @@ const ROLES: Record<string, ChatMessage['role']> = { user: 'user', system: 'syst
  * they go up as one assistant message, as the chat edges send them. A call's output names the
  * call by id; the upstream reads the tool's name instead.
  */
-function toMessages(items: unknown[]): ChatMessage[] {
+function toMessages(items: unknown[], clientTools: ClientTools | undefined): ChatMessage[] {
   const messages: ChatMessage[] = [];
   const callNames = new Map<string, string>();
-  const assistant = (text: string): void => {
-    if (text === '') return;
-    const last = messages.at(-1);
-    if (last?.role === 'assistant') last.content = `${last.content}\n${text}`;
-    else messages.push({ role: 'assistant', content: text });
+  const nativeIds = new Set<string>();
+  const assistant = (text: string, call?: NativeToolCall): void => {
+    if (text === '' && call === undefined) return;
+    let last = messages.at(-1);
+    if (last?.role !== 'assistant') {
+      last = { role: 'assistant', content: '' };
+      messages.push(last);
+    }
+    if (text !== '') last.content = last.content === '' ? text : `${last.content}\n${text}`;
+    if (call !== undefined) last.toolCalls = [...(last.toolCalls ?? []), call];
   };
   items.forEach((raw, i) => {
     const at = `input[${i}]`;
@@ -104,13 +110,21 @@ function toMessages(items: unknown[]): ChatMessage[] {
       case 'function_call': {
         const name = stringField(it, 'name', at, 'must be the name of the function called');
         const args = typeof it.arguments === 'string' ? it.arguments : '{}';
-        if (typeof it.call_id === 'string') callNames.set(it.call_id, name);
+        // A call of the client's own tools goes up as the upstream's native call; the gateway's own (resolve-only) as text.
+        const callId = typeof it.call_id === 'string' ? it.call_id : undefined;
+        if (isNativeCallId(callId, clientTools)) {
+          nativeIds.add(callId);
+          assistant('', { id: callId, name, arguments: args });
+          return;
+        }
+        if (callId !== undefined) callNames.set(callId, name);
         assistant(calledText(name, args));
         return;
       }
       case 'function_call_output': {
         const callId = stringField(it, 'call_id', at, 'must be the call_id of the function_call this output answers');
-        messages.push({ role: 'tool', content: resultText(callNames.get(callId), contentText(it.output, `${at}.output`, false)) });
+        const output = contentText(it.output, `${at}.output`, false);
+        messages.push(nativeIds.has(callId) ? { role: 'tool', content: output, toolCallId: callId } : { role: 'tool', content: resultText(callNames.get(callId), output) });
         return;
       }
       case 'reasoning':
@@ -136,20 +150,19 @@ export function parseOpenAiResponses(input: unknown): ParsedChat {
   if (b.input === undefined) throw badField('input', 'is required in a responses body: give the conversation as a string or an array of input items');
   if (b.background === true) throw badField('background', 'is true; the gateway answers while the client waits: leave it out and stream instead');
 
-  const messages = typeof b.input === 'string' ? [{ role: 'user' as const, content: b.input }] : toMessages(b.input);
+  const clientTools = responsesClientTools(b);
+  const messages: ChatMessage[] = typeof b.input === 'string' ? [{ role: 'user', content: b.input }] : toMessages(b.input, clientTools);
   if (typeof b.instructions === 'string' && b.instructions !== '') messages.unshift({ role: 'system', content: b.instructions });
   if (messages.length === 0) throw badField('input', 'holds no message the upstream can read; give at least one message');
   // Chat Completions fields only: the Responses body itself must not reach an upstream.
-  const extra = {
-    ...(typeof b.top_p === 'number' ? { top_p: b.top_p } : {}),
-    ...chatToolFields(b),
-  };
+  const extra = typeof b.top_p === 'number' ? { top_p: b.top_p } : {};
   const request: ChatRequest = {
     model: b.model,
     messages,
     ...(typeof b.max_output_tokens === 'number' ? { maxTokens: b.max_output_tokens } : {}),
     ...(typeof b.temperature === 'number' ? { temperature: b.temperature } : {}),
     extra,
+    ...(clientTools ? { clientTools } : {}),
   };
   return { request, stream: b.stream === true, includeUsage: false };
 }

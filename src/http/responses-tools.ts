@@ -1,12 +1,14 @@
 import { z } from 'zod';
+import type { ClientTool, ClientToolChoice, ClientTools } from '../llm/types.js';
 import { badField, fieldPath } from './body-error.js';
+import { checkedClientTools } from './client-tools-body.js';
 
 /**
- * A Responses client's own `tools` and `tool_choice`, translated to the Chat Completions shape
- * the chat edge receives (`{type: "function", function: {name, description, parameters}}`), so
- * that both edges hand the gateway the same fields and native tool pass-through has one shape
- * to read. Only function tools travel: OpenAI's hosted tools (web search, file search, code
- * interpreter…) run inside OpenAI's Responses service, which no upstream behind the gateway is.
+ * A Responses client's own `tools`, `tool_choice` and `parallel_tool_calls`, read into
+ * `ChatRequest.clientTools`, the one shape native tool pass-through sends upstream in each
+ * upstream's protocol. Only function tools travel: OpenAI's hosted tools (web search, file
+ * search, code interpreter…) run inside OpenAI's Responses service, which no upstream behind the
+ * gateway is.
  */
 
 const functionTool = z.looseObject({
@@ -18,14 +20,9 @@ const functionTool = z.looseObject({
 });
 
 const CHOICE_WORDS = new Set(['none', 'auto', 'required']);
+const EMPTY_SCHEMA = { type: 'object', properties: {} };
 
-export interface ChatToolFields {
-  tools?: Record<string, unknown>[];
-  tool_choice?: string | Record<string, unknown>;
-  parallel_tool_calls?: boolean;
-}
-
-function toolAt(value: unknown, i: number): Record<string, unknown> {
+function toolAt(value: unknown, i: number): ClientTool {
   const at = `tools[${i}]`;
   const type = typeof value === 'object' && value !== null ? (value as { type?: unknown }).type : undefined;
   if (type !== 'function') {
@@ -38,40 +35,36 @@ function toolAt(value: unknown, i: number): Record<string, unknown> {
     throw badField(fieldPath([`tools`, i, ...(issue?.path ?? [])]), `is invalid: ${issue?.message ?? 'invalid'}`);
   }
   const t = parsed.data;
-  const fn = {
+  return {
     name: t.name,
     ...(typeof t.description === 'string' ? { description: t.description } : {}),
-    ...(t.parameters ? { parameters: t.parameters } : {}),
+    parameters: t.parameters ?? EMPTY_SCHEMA,
     ...(typeof t.strict === 'boolean' ? { strict: t.strict } : {}),
   };
-  return { type: 'function', function: fn };
 }
 
-function choiceOf(value: unknown, names: ReadonlySet<string>): ChatToolFields['tool_choice'] {
-  if (typeof value === 'string' && CHOICE_WORDS.has(value)) return value;
+function choiceOf(value: unknown, names: ReadonlySet<string>): ClientToolChoice {
+  if (typeof value === 'string' && CHOICE_WORDS.has(value)) return { type: value as 'none' | 'auto' | 'required' };
   const v = typeof value === 'object' && value !== null ? (value as { type?: unknown; name?: unknown }) : undefined;
   if (v?.type === 'function' && typeof v.name === 'string') {
     if (!names.has(v.name)) throw badField('tool_choice.name', `is "${v.name.slice(0, 64)}", which is not one of the function tools given in tools`);
-    return { type: 'function', function: { name: v.name } };
+    return { type: 'tool', name: v.name };
   }
   throw badField('tool_choice', 'must be "none", "auto", "required" or {"type": "function", "name": "…"}; the gateway passes no other choice');
 }
 
-/** The Chat Completions fields for a Responses body's tools; empty when it gives none. Throws INVALID_INPUT naming the field at fault. */
-export function chatToolFields(body: Readonly<Record<string, unknown>>): ChatToolFields {
-  const out: ChatToolFields = {};
+/** The client's tools of a Responses body; undefined when it gives none. Throws INVALID_INPUT naming the field at fault. */
+export function responsesClientTools(body: Readonly<Record<string, unknown>>): ClientTools | undefined {
+  let tools: ClientTool[] = [];
   if (body.tools !== undefined && body.tools !== null) {
     if (!Array.isArray(body.tools)) throw badField('tools', 'must be an array of function tools');
     if (body.tools.length > 128) throw badField('tools', `has ${body.tools.length} tools; give at most 128`);
-    if (body.tools.length > 0) out.tools = body.tools.map(toolAt);
+    tools = body.tools.map(toolAt);
   }
-  if (body.tool_choice !== undefined && body.tool_choice !== null) {
-    const names = new Set((out.tools ?? []).map((t) => (t.function as { name: string }).name));
-    out.tool_choice = choiceOf(body.tool_choice, names);
-  }
-  if (body.parallel_tool_calls !== undefined && body.parallel_tool_calls !== null) {
-    if (typeof body.parallel_tool_calls !== 'boolean') throw badField('parallel_tool_calls', 'must be true or false');
-    if (out.tools !== undefined) out.parallel_tool_calls = body.parallel_tool_calls;
-  }
-  return out;
+  const choice = body.tool_choice === undefined || body.tool_choice === null ? undefined : choiceOf(body.tool_choice, new Set(tools.map((t) => t.name)));
+  const parallel = body.parallel_tool_calls;
+  if (parallel !== undefined && parallel !== null && typeof parallel !== 'boolean') throw badField('parallel_tool_calls', 'must be true or false');
+  if (tools.length === 0 && choice === undefined) return undefined;
+  const ct: ClientTools = { tools, ...(choice ? { choice } : {}), ...(typeof parallel === 'boolean' ? { parallel } : {}) };
+  return checkedClientTools(ct, { tools: 'tools', name: (i) => `tools[${i}].name`, parameters: (i) => `tools[${i}].parameters`, choice: 'tool_choice' });
 }

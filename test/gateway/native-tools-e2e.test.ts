@@ -199,3 +199,30 @@ describe('the anthropic client with its own tools', () => {
     ]);
   });
 });
+
+describe('the openai client with its own tools on the Responses API', () => {
+  it('sends the function tools upstream, hands the native call back as a function_call item, and forwards its output as the tool result', async () => {
+    llm.replyOnce(openAiStream(['Let me check.'], { toolCalls: [{ id: 'call_up_r1', name: 'get_weather', arguments: ['{"city":"Paris"}'] }] }));
+    const before = llm.requests.length;
+    const tools: OpenAI.Responses.FunctionTool[] = [{ type: 'function', name: 'get_weather', description: 'Current weather in a city', parameters: WEATHER_SCHEMA, strict: false }];
+    const response = await openai().responses.create({ model: 'gpt-4o-mini', input: 'Weather in Paris?', tools });
+    const call = response.output.find((item) => item.type === 'function_call');
+    expect(call).toMatchObject({ type: 'function_call', call_id: 'call_up_r1', name: 'get_weather', arguments: '{"city":"Paris"}' });
+    expect(sent(before).tools).toEqual([{ type: 'function', function: { name: 'get_weather', description: 'Current weather in a city', parameters: WEATHER_SCHEMA, strict: false } }]);
+
+    llm.replyOnce(openAiStream(['It is sunny in Paris.']));
+    const next = await openai().responses.create({
+      model: 'gpt-4o-mini',
+      tools,
+      input: [
+        { role: 'user', content: 'Weather in Paris?' },
+        { type: 'function_call', call_id: 'call_up_r1', name: 'get_weather', arguments: '{"city":"Paris"}' },
+        { type: 'function_call_output', call_id: 'call_up_r1', output: '{"sky": "sunny"}' },
+      ],
+    });
+    expect(next.output_text).toContain('It is sunny in Paris.');
+    const messages = sent(llm.requests.length - 1).messages;
+    expect(messages.at(-2)).toMatchObject({ role: 'assistant', tool_calls: [{ id: 'call_up_r1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] });
+    expect(messages.at(-1)).toEqual({ role: 'tool', tool_call_id: 'call_up_r1', content: '{"sky": "sunny"}' });
+  });
+});

@@ -149,17 +149,13 @@ describe('Responses API, resolve-only mode', () => {
 });
 
 describe('Responses API, tools', () => {
-  it('translates function tools and tool_choice to the Chat Completions shape the chat edge receives', async () => {
+  it("reads function tools, tool_choice and parallel_tool_calls into the request's client tools, and keeps Responses-only fields off the upstream", async () => {
     const { openai, loop } = await client(executeScript);
     const parameters = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] };
     await openai.responses.create({ ...ask, tools: [{ type: 'function', name: 'get_weather', description: 'Weather now', parameters, strict: true }], tool_choice: { type: 'function', name: 'get_weather' }, parallel_tool_calls: false, top_p: 0.5, store: true, reasoning: { effort: 'low' } });
+    expect(loop.calls[0]?.request.clientTools).toEqual({ tools: [{ name: 'get_weather', description: 'Weather now', parameters, strict: true }], choice: { type: 'tool', name: 'get_weather' }, parallel: false });
     // Only Chat Completions fields: the Responses-only ones (store, reasoning) never reach an upstream.
-    expect(loop.calls[0]?.request.extra).toEqual({
-      top_p: 0.5,
-      tools: [{ type: 'function', function: { name: 'get_weather', description: 'Weather now', parameters, strict: true } }],
-      tool_choice: { type: 'function', function: { name: 'get_weather' } },
-      parallel_tool_calls: false,
-    });
+    expect(loop.calls[0]?.request.extra).toEqual({ top_p: 0.5 });
   });
 
   it('refuses a hosted tool, naming it and what the gateway passes instead', async () => {

@@ -25,7 +25,7 @@ Usage:
   kiwi audit tail [-n N] [--session ID]     the latest audited calls, allowed and denied
   kiwi index                           embed every valid tool into .ai/vectors (LanceDB; incremental)
   kiwi resolve "INTENT"                the call an intent resolves to, with candidates and timings (runs nothing)
-  kiwi mcp                             serve the meta-tools (search, load, execute, help, resolve) as an MCP server on stdio
+  kiwi mcp [--allow-empty]             serve the meta-tools (search, load, execute, help, resolve) as an MCP server on stdio (needs .ai/ in the project)
   kiwi model train|show                rebuild the resolver's learned confidence from ../shared/datasets (models/resolver/model.json), or show it
   kiwi predictor train|show            learn which tool follows which from the audit log (models/predictor.json), or show it
   kiwi stats [--url URL]               prefetch counters (hits, misses, hit rate, time saved) of a running gateway

@@ -291,7 +291,7 @@ describe('tool proxy', () => {
     const dynamic = await call('files.list_allowed_directories');
     expect(dynamic.status, JSON.stringify(dynamic)).toBe('ok');
     expectDenied(await call('files.write_file', { path: 'x', content: 'y' }), /files.write_file/);
-    const listed = await project.proxy.listMcpTools('files', { session: 'proxy-test', client: 'proxy-test', source: 'cli' });
+    const listed = await project.proxy.listMcpTools('files');
     expect(listed.status === 'ok' && listed.tools.map((t) => t.qualifiedName).sort()).toEqual(['files.list_allowed_directories', 'files.search_files']);
   });
 

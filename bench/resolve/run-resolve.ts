@@ -4,7 +4,8 @@ import { DEFAULT_RESOLVER_SETTINGS } from '../../src/resolver/resolver.js';
 import { peakRssMb, round } from '../stats.js';
 import { readCases, spreadSample } from '../../src/datasets/case-file.js';
 import { importCatalog } from '../../src/datasets/catalog-file.js';
-import { groupResults, latency, type CaseResult, type GroupMetrics } from './metrics.js';
+import { groupResults, latency, type CaseResult } from './metrics.js';
+import { printResolveTable } from './resolve-table.js';
 import { catalogSchemas, openCatalogResolver, parseCount, parseSettings, resolveCases, warmUp } from './resolve-catalog.js';
 
 const USAGE = 'npm run bench -- resolve --catalog FILE --cases FILE [--cases FILE…] [--out FILE] [--index DIR] [--limit N] [--embedder use-lite|static] [--set key=value…] [--verbose]';
@@ -43,7 +44,7 @@ export async function runResolveBench(argv: string[]): Promise<void> {
       settings: { ...DEFAULT_RESOLVER_SETTINGS, ...settings },
       groups,
     };
-    printTable(groups);
+    printResolveTable(groups);
     const p50 = (pick: (r: CaseResult) => number) => latency(results.map(pick)).p50;
     console.log(`where the time went (p50 ms): embed ${p50((r) => r.resolution.timings.embedMs)}, search ${p50((r) => r.resolution.timings.searchMs)}, arguments ${p50((r) => r.resolution.timings.fillMs)}`);
     console.log(`tools ${report.tools}, index build ${report.index_build_ms} ms, peak RSS ${report.peak_rss_mb} MB, embedder ${report.embedder}`);
@@ -53,16 +54,6 @@ export async function runResolveBench(argv: string[]): Promise<void> {
     }
   } finally {
     await opened.close();
-  }
-}
-
-function printTable(groups: Record<string, GroupMetrics>): void {
-  const f = (x: number | null) => (x === null ? '   -  ' : x.toFixed(3).padStart(6));
-  console.log('group                              n  top1  rec@5 rec@10 rec@20   mrr   call   cover  execP  abst  falseR  p50ms  p95ms  p99ms');
-  for (const [name, g] of Object.entries(groups)) {
-    console.log(
-      `${name.slice(0, 30).padEnd(30)} ${String(g.n).padStart(5)} ${f(g.tool_top1)} ${f(g.recall_at_5)} ${f(g.recall_at_10)} ${f(g.recall_at_20)} ${f(g.mrr)} ${f(g.call_accuracy)} ${f(g.coverage)} ${f(g.executed_precision)} ${f(g.abstention_accuracy)} ${f(g.false_resolution_rate)} ${g.latency_ms.p50.toFixed(1).padStart(6)} ${g.latency_ms.p95.toFixed(1).padStart(6)} ${g.latency_ms.p99.toFixed(1).padStart(6)}`,
-    );
   }
 }
 

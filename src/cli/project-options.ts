@@ -1,10 +1,20 @@
+import { statSync } from 'node:fs';
 import path from 'node:path';
 import type { ProjectOptions } from '../project.js';
-import type { CliContext } from './io.js';
+import { UsageError, type CliContext } from './io.js';
 
-/** `--project` wins over KIWI_PROJECT, which wins over the working folder; KIWI_USER_DIR moves the user tier. */
+/**
+ * `--project` wins over KIWI_PROJECT, which wins over the working folder; KIWI_USER_DIR moves the
+ * user tier. The folder must exist: every command reads or writes `.ai/` inside it, and a file
+ * there would otherwise surface as a confusing error about the first file read under it.
+ */
 export function projectOptions(ctx: CliContext, flags: { project?: string | undefined }): ProjectOptions {
-  const projectDir = path.resolve(ctx.cwd, flags.project ?? ctx.env['KIWI_PROJECT'] ?? '.');
+  const given = flags.project ?? ctx.env['KIWI_PROJECT'];
+  const projectDir = path.resolve(ctx.cwd, given ?? '.');
+  const from = flags.project !== undefined ? '--project' : given !== undefined ? 'KIWI_PROJECT' : 'the working folder';
+  const found = statSync(projectDir, { throwIfNoEntry: false });
+  if (found === undefined) throw new UsageError(`${from} ${projectDir} does not exist; give the folder that holds .ai/`);
+  if (!found.isDirectory()) throw new UsageError(`${from} ${projectDir} is not a folder; give the folder that holds .ai/, e.g. --project ${path.dirname(projectDir)}`);
   const userDir = ctx.env['KIWI_USER_DIR'];
   return { projectDir, env: ctx.env, source: 'cli', ...(userDir ? { userDir } : {}) };
 }

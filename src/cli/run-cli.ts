@@ -26,7 +26,7 @@ Usage:
   kiwi audit tail [-n N] [--session ID]     the latest audited calls, allowed and denied
   kiwi index                           embed every valid tool into .ai/vectors (LanceDB; incremental)
   kiwi resolve "INTENT"                the call an intent resolves to, with candidates and timings (runs nothing)
-  kiwi mcp                             serve the meta-tools (search, load, execute, help, resolve) as an MCP server on stdio
+  kiwi mcp [--allow-empty]             serve the meta-tools (search, load, execute, help, resolve) as an MCP server on stdio (needs .ai/ in the project)
   kiwi model train|show                rebuild the resolver's learned confidence from ../shared/datasets (models/resolver/model.json), or show it
   kiwi predictor train|show            learn which tool follows which from the audit log (models/predictor.json), or show it
   kiwi chat "MESSAGE" [--model M] [--url URL]   send one message to a running gateway; prints the reply and each step (intent, call, result)

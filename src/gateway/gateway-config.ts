@@ -9,6 +9,7 @@ import { didYouMeanSuffix, formatFieldPath } from '../registry/validation-error.
 import { parseYamlSource, type YamlSource } from '../registry/yaml-source.js';
 import { DEFAULT_ALLOWED_HOSTS, DEFAULT_MAX_CONCURRENT_PER_CLIENT } from '../http/request-guard.js';
 import { shadowWarnings } from './model-patterns.js';
+import { openAiBaseUrl, urlProblem } from './upstream-url.js';
 import { PREFETCH_EMBEDDERS, type PrefetchEmbedder } from '../prefetch/types.js';
 import { DEFAULT_LOOP_LIMITS, type LoopLimits } from './loop-types.js';
 import { DEFAULT_MENU_SIZE } from './tool-menu.js';
@@ -215,7 +216,7 @@ export async function loadGatewayConfig(file: string, ctx: GatewayConfigContext)
       const expanded = expandEnv(base, ctx.env, (name) => fail([...at, 'base_url'], `environment variable ${name} is not set; export it, or write \${${name}:-default}`));
       const problem = urlProblem(expanded);
       if (problem !== null) fail([...at, 'base_url'], `${problem}; write e.g. http://127.0.0.1:8080/v1`);
-      out.baseUrl = expanded;
+      out.baseUrl = u.kind === 'openai' ? openAiBaseUrl(expanded) : expanded;
     }
     if (u.api_key_env !== undefined) {
       const key = (ctx.env[u.api_key_env] ?? '').trim();
@@ -233,11 +234,6 @@ export async function loadGatewayConfig(file: string, ctx: GatewayConfigContext)
   const demo = upstreams.find((u) => u.kind === 'demo');
   if (demo === undefined) upstreams.unshift({ name: uniqueName('demo', upstreams), kind: 'demo', models: [DEMO_MODEL_ID], source: 'built-in' });
   else if (!demo.models.includes(DEMO_MODEL_ID)) demo.models.unshift(DEMO_MODEL_ID);
-  // With nothing else configured, every model name reaches the demo, so any client works out of the box.
-  if (upstreams.every((u) => u.kind === 'demo')) {
-    const first = upstreams[0];
-    if (first !== undefined && !first.models.includes('*')) first.models.push('*');
-  }
   warnings.push(...shadowWarnings(upstreams, shown));
 
   const originsAt = (at: PropertyKey[], list: string[] | undefined): string[] =>
@@ -298,11 +294,11 @@ function envUpstreams(env: GatewayConfigContext['env'], fromFile: UpstreamConfig
     return by !== undefined;
   };
   const value = (name: string) => (env[name] ?? '').trim();
-  const url = (name: string, fallback: string) => {
+  const url = (name: string, fallback: string, openAi = false) => {
     const v = value(name) || fallback;
     const problem = urlProblem(v);
     if (problem !== null) throw new KiwiError('INVALID_INPUT', `environment variable ${name}: ${problem}; set it to e.g. ${fallback}`);
-    return v;
+    return openAi ? openAiBaseUrl(v) : v;
   };
   const key = (name: string) => {
     if (!KEY.test(value(name))) throw new KiwiError('INVALID_INPUT', `environment variable ${name} is not usable as a key (it must be printable ASCII without spaces)`);
@@ -313,10 +309,10 @@ function envUpstreams(env: GatewayConfigContext['env'], fromFile: UpstreamConfig
     out.push({ name: 'anthropic', kind: 'anthropic', baseUrl, apiKeyEnv: 'ANTHROPIC_API_KEY', apiKey: key('ANTHROPIC_API_KEY'), models: ['claude-*'], source: 'environment variable ANTHROPIC_API_KEY' });
   }
   if (value('KIWI_UPSTREAM_URL') !== '' && !taken('KIWI_UPSTREAM_URL', 'local')) {
-    out.push({ name: 'local', kind: 'openai', baseUrl: url('KIWI_UPSTREAM_URL', 'http://127.0.0.1:8080/v1'), models: ['*'], source: 'environment variable KIWI_UPSTREAM_URL' });
+    out.push({ name: 'local', kind: 'openai', baseUrl: url('KIWI_UPSTREAM_URL', 'http://127.0.0.1:8080/v1', true), models: ['*'], source: 'environment variable KIWI_UPSTREAM_URL' });
   }
   if (value('OPENAI_API_KEY') !== '' && !taken('OPENAI_API_KEY', 'openai', 'OPENAI_API_KEY')) {
-    const baseUrl = url('OPENAI_BASE_URL', DEFAULT_OPENAI_BASE_URL);
+    const baseUrl = url('OPENAI_BASE_URL', DEFAULT_OPENAI_BASE_URL, true);
     out.push({ name: 'openai', kind: 'openai', baseUrl, apiKeyEnv: 'OPENAI_API_KEY', apiKey: key('OPENAI_API_KEY'), models: ['*'], source: 'environment variable OPENAI_API_KEY' });
   } else if (value('OPENAI_BASE_URL') !== '' && value('OPENAI_API_KEY') === '') {
     warnings.push('OPENAI_BASE_URL is set but OPENAI_API_KEY is not, so it is ignored; for a server that needs no key set KIWI_UPSTREAM_URL instead');
@@ -345,18 +341,6 @@ function expandEnv(text: string, env: GatewayConfigContext['env'], missing: (nam
     if (v !== undefined && v !== '') return v;
     return fallback ?? missing(name);
   });
-}
-
-function urlProblem(value: string): string | null {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    return `"${value.slice(0, 200)}" is not an absolute URL`;
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') return `the URL must start with http:// or https://, not ${url.protocol}`;
-  if (url.username !== '' || url.password !== '') return 'the URL must not carry credentials; put the key in an environment variable named by api_key_env';
-  return null;
 }
 
 function originProblem(value: string): string | null {

@@ -6,7 +6,8 @@ import { createPrefetchRequest } from '../prefetch/prefetch-request.js';
 import { createPrefetchingResolver } from '../prefetch/prefetching-resolver.js';
 import { createPredictor } from '../prefetch/predictor.js';
 import { openSnapshotResolver, type SnapshotResolver } from '../prefetch/snapshot-resolver.js';
-import { createTransitionModel, loadTransitionModel, saveTransitionModel, type LearnedTransitionModel } from '../prefetch/transition-model.js';
+import { openPredictorFile } from '../prefetch/predictor-file.js';
+import type { LearnedTransitionModel } from '../prefetch/transition-model.js';
 import type { Project } from '../project.js';
 import type { ResolverRuntime } from '../resolver-runtime.js';
 import type { Caller } from '../proxy/caller.js';
@@ -43,7 +44,7 @@ export interface GatewayPrefetch {
    * starts at most 8 speculative runs, and never more than its `maxToolCalls` when given.
    */
   forRequest(request: PrefetchRequestOptions): RequestDeps;
-  /** Saves what the transition model learned while serving (when it learned anything). */
+  /** Saves what the transition model learned while serving, unless it learned nothing or the file changed meanwhile. */
   close(): Promise<void>;
 }
 
@@ -63,8 +64,8 @@ export interface GatewayPrefetchOptions {
 export async function openGatewayPrefetch(options: GatewayPrefetchOptions): Promise<GatewayPrefetch> {
   const { config, project, runtime } = options;
   const file = predictorFile(project.root);
-  const transitions = (await loadTransitionModel(file)) ?? createTransitionModel();
-  const learnedAtStart = transitions.stats().observations;
+  const stored = await openPredictorFile(file);
+  const transitions = stored.model;
   const counters = createCounters();
   const cache = createPrefetchCache({ ttlMs: config.ttlMs, counters });
   // Built only when prefetch runs: the static index costs ~0.5 s and ~4 MB at 4k tools.
@@ -128,9 +129,10 @@ export async function openGatewayPrefetch(options: GatewayPrefetchOptions): Prom
     forRequest,
     async close() {
       await snapshots?.close();
-      if (transitions.stats().observations === learnedAtStart) return;
       try {
-        await saveTransitionModel(file, transitions);
+        if ((await stored.save()) === 'file-changed') {
+          options.log?.(`${file} changed while the gateway ran (kiwi predictor train?): kept it; what the gateway learned is in the audit log, which the next train reads`);
+        }
       } catch (error) {
         options.log?.(`could not save the learned predictor model to ${file}: ${error instanceof Error ? error.message : String(error)}`);
       }

@@ -3,9 +3,10 @@ import { createAnthropicProvider } from '../llm/anthropic-provider.js';
 import { createDemoProvider } from '../llm/demo-provider.js';
 import { createOpenAiProvider } from '../llm/openai-provider.js';
 import type { ChatProvider } from '../llm/types.js';
-import type { HttpClient } from '../primitives/http-client.js';
+import { createHttpClient, type HttpClient } from '../primitives/http-client.js';
 import type { GatewayConfig, UpstreamConfig } from './gateway-config.js';
 import { isModelGlob, modelMatches } from './model-patterns.js';
+import { createUpstreamModels, type UpstreamModelsOptions } from './upstream-models.js';
 
 /**
  * The upstream LLMs, one provider each, created once at startup and shared by every request.
@@ -32,8 +33,11 @@ export interface ListedModel {
 export interface Upstreams {
   /** Throws UNKNOWN_MODEL, naming what is served and where to configure more. */
   route(model: string): Route;
-  /** The exact ids that route somewhere, in routing order; glob patterns cannot be listed. */
-  models(): ListedModel[];
+  /**
+   * In routing order, each upstream's configured exact ids, then the ids its own model list
+   * reports that route to it (glob patterns cannot be listed; an id shown once).
+   */
+  models(): Promise<ListedModel[]>;
   /** Closes every provider (an injected HttpClient is left to its owner). */
   close(): Promise<void>;
 }
@@ -45,6 +49,10 @@ export interface UpstreamsOptions {
   demoTurnsFile?: string;
   /** Passed to the demo model; tests make it stream in bigger or smaller pieces. */
   demoChunkChars?: number;
+  /** Told when an upstream's model list cannot be read. */
+  log?: (line: string) => void;
+  /** Caching and bounds of the upstreams' model lists. */
+  modelLists?: UpstreamModelsOptions;
 }
 
 interface Entry {
@@ -63,43 +71,55 @@ export function createUpstreams(config: GatewayConfig, options: UpstreamsOptions
   }
   let closed = false;
 
+  // Only for the model lists: providers keep their own clients when none is injected.
+  const ownHttp = options.http === undefined ? createHttpClient() : undefined;
+  const lists = createUpstreamModels({ http: options.http ?? (ownHttp as HttpClient), ...(options.log ? { log: options.log } : {}) }, options.modelLists);
+  const owner = (model: string): Entry | undefined => entries.find((e) => e.config.models.some((p) => modelMatches(p, model)));
+
   function route(model: string): Route {
     if (closed) throw new KiwiError('INTERNAL', 'The upstreams were closed; the gateway is shutting down');
-    const entry = entries.find((e) => e.config.models.some((p) => modelMatches(p, model)));
-    if (entry === undefined) {
-      const served = entries.map((e) => `${e.config.models.join(', ')} (${e.config.name})`).join('; ');
-      throw new KiwiError(
-        'UNKNOWN_MODEL',
-        `No upstream serves model "${model.slice(0, 200)}". This gateway serves: ${served}. Ask for one of those, or add an upstream for it in ${config.file} (upstreams: name, kind, base_url, models), or set OPENAI_API_KEY, ANTHROPIC_API_KEY or KIWI_UPSTREAM_URL.`,
-        { details: { model, served: entries.map((e) => ({ upstream: e.config.name, models: e.config.models })) } },
-      );
-    }
+    const entry = owner(model);
+    if (entry === undefined) throw unknownModel(model, entries.map((e) => e.config), config.file);
     return { provider: entry.provider, upstream: entry.config.name, model };
   }
 
-  function models(): ListedModel[] {
+  async function models(): Promise<ListedModel[]> {
+    const found = await Promise.all(entries.map((e) => lists.list(e.config)));
     const out: ListedModel[] = [];
     const seen = new Set<string>();
-    for (const e of entries) {
-      for (const id of e.config.models) {
-        if (isModelGlob(id) || seen.has(id)) continue;
-        seen.add(id);
-        // An id shadowed by an earlier glob is served by that upstream, so list it as such.
-        const owner = entries.find((x) => x.config.models.some((p) => modelMatches(p, id))) ?? e;
-        out.push({ id, ownedBy: owner.config.name, ...(owner.config.kind === 'demo' ? { demo: true } : {}) });
-      }
-    }
+    const add = (id: string, by: Entry): void => {
+      seen.add(id);
+      out.push({ id, ownedBy: by.config.name, ...(by.config.kind === 'demo' ? { demo: true } : {}) });
+    };
+    entries.forEach((e, i) => {
+      // A configured id shadowed by an earlier glob is served by that upstream, so it is listed as such.
+      for (const id of e.config.models) if (!isModelGlob(id) && !seen.has(id)) add(id, owner(id) ?? e);
+      // A reported id is listed only where a request for it would go: to the upstream that reported it.
+      for (const id of found[i] ?? []) if (!seen.has(id) && owner(id) === e) add(id, e);
+    });
     return out;
   }
 
   async function close(): Promise<void> {
     closed = true;
-    const results = await Promise.allSettled(entries.map((e) => e.provider.close()));
+    lists.close();
+    const results = await Promise.allSettled([...entries.map((e) => e.provider.close()), ...(ownHttp ? [ownHttp.close()] : [])]);
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed !== undefined) throw failed.reason;
   }
 
   return { route, models, close };
+}
+
+function unknownModel(model: string, upstreams: UpstreamConfig[], file: string): KiwiError {
+  const shown = model.slice(0, 200);
+  const details = { model, served: upstreams.map((u) => ({ upstream: u.name, models: u.models })) };
+  const configure = `set OPENAI_API_KEY, ANTHROPIC_API_KEY or KIWI_UPSTREAM_URL (an OpenAI-compatible server such as Ollama: KIWI_UPSTREAM_URL=http://127.0.0.1:11434), or add an upstream in ${file} (upstreams: name, kind, base_url, models), then restart the gateway`;
+  if (upstreams.every((u) => u.kind === 'demo')) {
+    return new KiwiError('UNKNOWN_MODEL', `No upstream LLM is configured, so only the offline demo model (${upstreams.flatMap((u) => u.models).join(', ')}) answers, not "${shown}". To use "${shown}", ${configure}.`, { details });
+  }
+  const served = upstreams.map((u) => `${u.models.join(', ')} (${u.name})`).join('; ');
+  return new KiwiError('UNKNOWN_MODEL', `No upstream serves model "${shown}". This gateway serves: ${served}. Ask for one of those, or ${configure}.`, { details });
 }
 
 function createProvider(u: UpstreamConfig, options: UpstreamsOptions): ChatProvider {

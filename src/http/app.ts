@@ -19,7 +19,8 @@ import { createRequestGuard, DEFAULT_ALLOWED_HOSTS, type RequestGuard } from './
 
 export interface GatewayAppDeps {
   runLoop: RunLoop;
-  models(): ModelInfo[];
+  /** What GET /v1/models lists; may ask the upstreams (bounded and cached by the caller). */
+  models(): ModelInfo[] | Promise<ModelInfo[]>;
   /** Extra fields for /healthz. */
   health(): Record<string, unknown>;
   /** The counters served as JSON on GET /metrics (`kiwi stats` reads them). */
@@ -92,8 +93,8 @@ export function createGatewayApp(deps: GatewayAppDeps): Hono {
   app.post('/v1/chat/completions', createChatHandler(openAiChatProtocol, chat));
   app.post('/v1/messages', createChatHandler(anthropicMessagesProtocol, chat));
   app.post('/v1/responses', createChatHandler(openAiResponsesProtocol, chat));
-  app.get('/v1/models', (c) => {
-    const models = deps.models();
+  app.get('/v1/models', async (c) => {
+    const models = await deps.models();
     return c.json(c.req.header('anthropic-version') === undefined ? openAiModelList(models) : anthropicModelList(models));
   });
   // Without a key only liveness is told: the rest names tools and upstreams.

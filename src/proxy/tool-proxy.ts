@@ -64,8 +64,12 @@ export interface ToolProxy {
    * again. The caller guarantees that `earlier` ran exactly this tool with these arguments.
    */
   reuse(call: ToolCall, earlier: OkOutcome): Promise<CallOutcome>;
-  /** The tools an MCP server offers that the policy lets this caller use (starting the server is checked too). */
-  listMcpTools(server: string, caller: Omit<ToolCall, 'tool' | 'args'>): Promise<ListOutcome>;
+  /**
+   * The tools an MCP server offers that the policy lets this caller use (starting the server is
+   * checked too). Not audited: a listing calls no tool, and the audit log is the record of calls
+   * (`kiwi audit tail` and `kiwi predictor train` read every record as one).
+   */
+  listMcpTools(server: string, caller?: Pick<ToolCall, 'context' | 'signal'>): Promise<ListOutcome>;
 }
 
 /**
@@ -145,22 +149,9 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
     }
   }
 
-  async function listMcpTools(server: string, caller: Omit<ToolCall, 'tool' | 'args'>): Promise<ListOutcome> {
-    const t0 = now();
+  async function listMcpTools(server: string, caller: Pick<ToolCall, 'context' | 'signal'> = {}): Promise<ListOutcome> {
     const ctx = callContext(deps.context, caller.context);
     const decision = authorizeServer(server, ctx, deps);
-    deps.audit.append({
-      ts: new Date().toISOString(),
-      session: caller.session,
-      client: caller.client,
-      call_id: randomUUID(),
-      tool: `${server}.*`,
-      args: {},
-      decision: decision.allowed ? 'allow' : 'deny',
-      ...(decision.allowed ? {} : { reason: decision.reason }),
-      duration_ms: now() - t0,
-      source: caller.source,
-    });
     if (!decision.allowed) return { status: 'denied', reason: decision.reason };
     const tools = await deps.primitives.mcp.listTools(decision.spec, caller.signal);
     return { status: 'ok', tools: tools.filter((t) => checkMcpTool(ctx, t.qualifiedName).allowed) };

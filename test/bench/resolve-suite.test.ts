@@ -5,7 +5,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { argumentKind, argumentTypes } from '../../bench/resolve/argument-types.js';
 import { spreadSample, type BenchCase, type GoldCall } from '../../src/datasets/case-file.js';
 import { findDatasets } from '../../src/datasets/find-datasets.js';
-import { groupMetrics, type CaseResult } from '../../bench/resolve/metrics.js';
+import { groupMetrics, groupResults, type CaseResult } from '../../bench/resolve/metrics.js';
+import { printResolveTable, RESOLVE_LEGEND } from '../../bench/resolve/resolve-table.js';
 import { shippedGates, type DatasetRun } from '../../bench/resolve/shipped-gates.js';
 import { riskCoverage, selectiveAt, THRESHOLDS } from '../../bench/resolve/risk-coverage.js';
 import type { ToolParameter } from '../../src/registry/types.js';
@@ -155,5 +156,16 @@ describe("the shipped model's gates", () => {
     expect(gates.map((g) => g.precision)).toEqual([0.7, 0.9]);
     expect(gates[0]?.splits).toEqual({ 'one/dev': { coverage: 0.75, executed_precision: 0.667 }, 'two/test': { coverage: 1, executed_precision: 0.5 } });
     expect(gates[1]?.splits).toEqual({ 'one/dev': { coverage: 0.5, executed_precision: 1 }, 'two/test': { coverage: 0.5, executed_precision: 0 } });
+  });
+});
+
+describe('the resolve bench table', () => {
+  it('counts every case of a group, a no-fit group included, and says what the columns cover', () => {
+    const lines: string[] = [];
+    printResolveTable(groupResults(RESULTS, schemas), (line) => lines.push(line));
+    const cases = (group: string) => lines.find((l) => l.startsWith(`${group} `))?.slice(31, 36).trim();
+    expect(lines[0]?.slice(31, 36)).toBe('cases');
+    expect([cases('all'), cases('gold_calls=single'), cases('gold_calls=multi'), cases('gold_calls=none')]).toEqual(['6', '3', '1', '2']);
+    expect(lines.slice(-RESOLVE_LEGEND.length)).toEqual(RESOLVE_LEGEND);
   });
 });

@@ -1,4 +1,4 @@
-import { cpSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -16,6 +16,14 @@ async function kiwi(...argv: string[]): Promise<{ code: number; out: string; err
   const err: string[] = [];
   const code = await runCli(argv, { env, cwd: root, io: { out: (l) => out.push(l), err: (l) => err.push(l) } });
   return { code, out: out.join('\n'), err: err.join('\n') };
+}
+
+/** Every audit file with its size: what a command appended shows as a new file or a bigger one. */
+function auditFiles(): Record<string, number> {
+  const dir = path.join(root, '.ai', 'logs', 'audit');
+  if (!existsSync(dir)) return {};
+  const files = readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.jsonl'));
+  return Object.fromEntries(files.map((f) => [f, statSync(path.join(dir, f)).size]));
 }
 
 beforeAll(async () => {
@@ -94,11 +102,13 @@ describe('kiwi CLI on the demo .ai/', () => {
     expect(r.err).toMatch(/denied by directive review_changes: tool `word_count`/);
   });
 
-  it('shows the tools of an MCP server the policy allows', async () => {
+  it('shows the tools of an MCP server the policy allows, and writes no audit record (showing calls no tool)', async () => {
+    const before = auditFiles();
     const r = await kiwi('tools', 'show', 'files');
     expect(r.code).toBe(0);
     expect(r.out).toContain('files.search_files');
     expect(r.out).not.toContain('files.write_file');
+    expect(auditFiles()).toEqual(before);
   });
 });
 

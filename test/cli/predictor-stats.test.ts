@@ -157,7 +157,7 @@ describe('kiwi stats', () => {
       'gateway',
       'requests.total | 17',
       'requests.errors | 1',
-      'uptime_s | 2.1 min',
+      'uptime | 2.1 min',
     ]);
   });
 

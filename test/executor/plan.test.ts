@@ -1,13 +1,17 @@
-import { mkdtempSync, mkdirSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { resolveChain } from '../../src/executor/chain.js';
 import { planCall } from '../../src/executor/plan.js';
 import { validateArgs } from '../../src/executor/validate-args.js';
 import { makeTool, toolMap } from '../helpers/make-tool.js';
 
 const root = realpathSync(mkdtempSync(path.join(tmpdir(), 'kiwi-plan-')));
+const outside = realpathSync(mkdtempSync(path.join(tmpdir(), 'kiwi-outside-')));
+afterAll(() => {
+  for (const dir of [root, outside]) rmSync(dir, { recursive: true, force: true });
+});
 const ctx = { root, env: { PATH: '/usr/bin', HOME: '/root', SECRET_TOKEN: 's3cret', KIWI_X: 'x', API_KEY: 'k' } };
 
 describe('planCall: subprocess', () => {
@@ -57,7 +61,6 @@ describe('planCall: subprocess', () => {
   it('refuses a script that is missing or escapes its folder through a symlink', () => {
     const dir = path.join(root, 'tools2');
     mkdirSync(dir, { recursive: true });
-    const outside = mkdtempSync(path.join(tmpdir(), 'kiwi-outside-'));
     writeFileSync(path.join(outside, 'evil.py'), 'print(1)\n');
     symlinkSync(path.join(outside, 'evil.py'), path.join(dir, 'evil.py'));
     const source = { path: path.join(dir, 'x.yaml'), tier: 'project' as const };

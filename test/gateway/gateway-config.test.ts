@@ -34,12 +34,12 @@ async function refused(text: string, env: GatewayConfigContext['env'] = {}): Pro
 }
 
 describe('gateway config: defaults', () => {
-  it('without a file: 127.0.0.1:8787, the demo model for every model name, the default limits', async () => {
+  it('without a file: 127.0.0.1:8787, only the demo model kiwi-demo, the default limits', async () => {
     const c = await load(missing);
     expect(c).toMatchObject({ fromFile: false, host: '127.0.0.1', port: 8787, maxBodyBytes: 8 * 1024 * 1024, allowedHosts: ['localhost', '127.0.0.1', '[::1]'], allowedOrigins: [], maxConcurrentPerClient: 64, mcp: { allowedOrigins: [] }, warnings: [] });
     expect(c.prefetch).toMatchObject({ minCosine: 1, embedder: 'static' });
     expect(c.limits).toEqual(DEFAULT_LOOP_LIMITS);
-    expect(c.upstreams).toEqual([{ name: 'demo', kind: 'demo', models: ['kiwi-demo', '*'], source: 'built-in' }]);
+    expect(c.upstreams).toEqual([{ name: 'demo', kind: 'demo', models: ['kiwi-demo'], source: 'built-in' }]);
   });
 
   it('the shipped .ai/config/gateway.yaml holds exactly the defaults', async () => {
@@ -99,7 +99,7 @@ upstreams:
 
   it('keeps a demo upstream from the file, adding kiwi-demo to its models', async () => {
     const c = await load(configFile('upstreams:\n  - { name: replay, kind: demo, models: ["demo-*"] }\n'));
-    expect(c.upstreams).toEqual([{ name: 'replay', kind: 'demo', models: ['kiwi-demo', 'demo-*', '*'], source: expect.stringMatching(/:2$/) }]);
+    expect(c.upstreams).toEqual([{ name: 'replay', kind: 'demo', models: ['kiwi-demo', 'demo-*'], source: expect.stringMatching(/:2$/) }]);
   });
 });
 
@@ -132,6 +132,17 @@ describe('gateway config: environment overrides', () => {
     expect(c.upstreams.map((u) => u.name)).toEqual(['demo', 'anthropic', 'local', 'openai']);
     expect(c.upstreams[2]).toEqual({ name: 'local', kind: 'openai', baseUrl: 'http://127.0.0.1:11434/v1', models: ['*'], source: 'environment variable KIWI_UPSTREAM_URL' });
     expect(c.warnings).toEqual([expect.stringMatching(/^upstream "openai" .* never gets model "\*": "local" comes first .* unset OPENAI_API_KEY or KIWI_UPSTREAM_URL$/)]);
+  });
+
+  it('an OpenAI-compatible URL without a path gets /v1 (Ollama\'s root works as well as …/v1); a URL with a path is kept', async () => {
+    for (const given of ['http://127.0.0.1:11434', 'http://127.0.0.1:11434/', 'http://127.0.0.1:11434/v1']) {
+      expect((await load(missing, { KIWI_UPSTREAM_URL: given })).upstreams[1]?.baseUrl).toBe('http://127.0.0.1:11434/v1');
+    }
+    expect((await load(missing, { KIWI_UPSTREAM_URL: 'http://127.0.0.1:8000/api' })).upstreams[1]?.baseUrl).toBe('http://127.0.0.1:8000/api');
+    expect((await load(missing, { OPENAI_API_KEY: OPENAI_KEY, OPENAI_BASE_URL: 'https://proxy.example.com' })).upstreams[1]?.baseUrl).toBe('https://proxy.example.com/v1');
+    const file = configFile('upstreams:\n  - { name: o, kind: openai, base_url: "http://127.0.0.1:11434", models: [x] }\n  - { name: a, kind: anthropic, base_url: "http://127.0.0.1:9", api_key_env: K, models: [y] }\n');
+    // Anthropic's base is its root: its adapter adds /v1/messages itself.
+    expect((await load(file, { K: ANTHROPIC_KEY })).upstreams.map((u) => u.baseUrl)).toEqual([undefined, 'http://127.0.0.1:11434/v1', 'http://127.0.0.1:9']);
   });
 
   it('adds environment upstreams after the file’s, and not at all when the file already has one by that name or key', async () => {

@@ -58,16 +58,16 @@ upstreams:
     }
     const e = await failure(Promise.reject(error), 'UNKNOWN_MODEL');
     expect(e.message).toMatch(/^No upstream serves model "mistral-large"\. This gateway serves: kiwi-demo \(demo\); gpt-4o \(exact\); claude-\* \(claude\); gpt-\*, llama3\.\?:\* \(rest\)\./);
-    expect(e.message).toMatch(/add an upstream for it in gateway-\d+\.yaml .* or set OPENAI_API_KEY, ANTHROPIC_API_KEY or KIWI_UPSTREAM_URL/);
+    expect(e.message).toMatch(/Ask for one of those, or set OPENAI_API_KEY, ANTHROPIC_API_KEY or KIWI_UPSTREAM_URL .* or add an upstream in gateway-\d+\.yaml/);
   });
 
-  it('with nothing configured, the demo model answers every model name', async () => {
+  it('with nothing configured, only kiwi-demo answers; any other model is UNKNOWN_MODEL saying how to configure an upstream', async () => {
     upstreams = createUpstreams(await config(null), { demoTurnsFile: DEMO_TURNS });
-    const route = upstreams.route('gpt-4o');
-    expect(route).toMatchObject({ upstream: 'demo', model: 'gpt-4o' });
-    const c = await route.provider.complete(ask('gpt-4o', 'what changed in this repo?'));
+    const c = await upstreams.route('kiwi-demo').provider.complete(ask('kiwi-demo', 'what changed in this repo?'));
     expect(c.text).toBe('(offline demo model) Let me look at the working tree first. [TOOL: git_status]');
-    expect(c.model).toBe('gpt-4o');
+    const u = upstreams;
+    const e = await failure(Promise.resolve().then(() => u.route('gpt-4o')), 'UNKNOWN_MODEL');
+    expect(e.message).toMatch(/^No upstream LLM is configured, so only the offline demo model \(kiwi-demo\) answers, not "gpt-4o"\. To use "gpt-4o", set OPENAI_API_KEY, ANTHROPIC_API_KEY or KIWI_UPSTREAM_URL \(.*KIWI_UPSTREAM_URL=http:\/\/127\.0\.0\.1:11434\), or add an upstream in gateway-\d+\.yaml/);
   });
 
   it('lists exact ids with their upstream, skips globs, and lists a shadowed id under the upstream that really serves it', async () => {
@@ -77,7 +77,7 @@ upstreams:
   - { name: later, kind: openai, base_url: "http://127.0.0.1:2/v1", models: ["gpt-4o", "qwen2.5", "llama3.1:8b"] }
 `;
     upstreams = createUpstreams(await config(text), { demoTurnsFile: DEMO_TURNS });
-    expect(upstreams.models()).toEqual([
+    expect(await upstreams.models()).toEqual([
       { id: 'kiwi-demo', ownedBy: 'demo', demo: true },
       { id: 'llama3.1:8b', ownedBy: 'local' },
       { id: 'gpt-4o', ownedBy: 'later' },

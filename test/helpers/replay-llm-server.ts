@@ -14,6 +14,7 @@ import path from 'node:path';
  *   llm.replyOnce('anthropic-429', 'anthropic-plain'); // the next two requests, then the standing one
  *   llm.reply({ recording: 'openai-plain', stallAfterChunks: 2 }); // 2 events, then silence
  *   llm.reply({ status: 503 });                      // fail with a status (provider-shaped body)
+ *   llm.models(['llama3.1:8b']);                     // GET …/models lists these (Anthropic's shape when asked with anthropic-version)
  *   createOpenAiProvider({ baseUrl: `${llm.url}/v1` }) / createAnthropicProvider({ baseUrl: llm.url, apiKey })
  *   llm.requests[0].body; await llm.requests[0].closed; // 'finished' | 'cut'
  *   await llm.close();                               // in afterEach: cuts every connection
@@ -42,6 +43,8 @@ export interface ReplayOptions {
 /** A recording's name, a recording with options, or a failure with a status (the body defaults to the provider's error shape). */
 export type ReplayAnswer = string | ReplayOptions | { status: number; body?: string; headers?: Record<string, string> };
 
+export type ModelsAnswer = string[] | { status: number; body: string } | 'stall';
+
 export interface ReceivedRequest {
   method: string;
   /** The request target, query included. */
@@ -63,6 +66,8 @@ export interface ReplayLlmServer {
   reply(answer: ReplayAnswer): void;
   /** Answers for the next requests, one each, in order. */
   replyOnce(...answers: ReplayAnswer[]): void;
+  /** The answer to every GET …/models: ids, a failure, a body as given, or 'stall' (headers never come). Unset: 404. */
+  models(answer: ModelsAnswer): void;
   /** Resolves with the request at `index` once it has arrived. */
   request(index: number): Promise<ReceivedRequest>;
   /** Cuts every open connection and stops the server. */
@@ -105,6 +110,12 @@ function chunksOf(recording: Recording, splitBytes: number | undefined): Buffer[
   });
 }
 
+function modelsBody(ids: string[], anthropic: boolean): string {
+  return anthropic
+    ? JSON.stringify({ data: ids.map((id) => ({ type: 'model', id, display_name: id, created_at: '2025-01-01T00:00:00Z' })), has_more: false, first_id: ids[0] ?? null, last_id: ids.at(-1) ?? null })
+    : JSON.stringify({ object: 'list', data: ids.map((id) => ({ id, object: 'model', created: 0, owned_by: 'replay' })) });
+}
+
 function errorBody(urlPath: string, status: number, message: string): string {
   return urlPath.startsWith(PATHS.anthropic ?? '')
     ? JSON.stringify({ type: 'error', error: { type: status === 404 ? 'not_found_error' : 'api_error', message } })
@@ -139,6 +150,7 @@ export async function startReplayLlmServer(): Promise<ReplayLlmServer> {
   const requests: ReceivedRequest[] = [];
   const queued: ReplayAnswer[] = [];
   let standing: ReplayAnswer | undefined;
+  let modelsAnswer: ModelsAnswer | undefined;
   const waiters: (() => void)[] = [];
 
   function answer(req: ReceivedRequest, res: http.ServerResponse): void {
@@ -146,6 +158,12 @@ export async function startReplayLlmServer(): Promise<ReplayLlmServer> {
     const fail = (status: number, message: string, headers: Record<string, string> = {}, body?: string): void => {
       res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(body ?? errorBody(urlPath, status, message));
     };
+    if (req.method === 'GET' && urlPath.endsWith('/models')) {
+      if (modelsAnswer === undefined) return fail(404, 'replay server: no model list was set; call models() first');
+      if (modelsAnswer === 'stall') return;
+      const [status, body] = Array.isArray(modelsAnswer) ? [200, modelsBody(modelsAnswer, req.headers['anthropic-version'] !== undefined)] : [modelsAnswer.status, modelsAnswer.body];
+      return void res.writeHead(status, { 'content-type': 'application/json' }).end(body);
+    }
     const next = queued[0] ?? standing;
     if (next === undefined) return fail(500, 'replay server: no answer was set; call reply() or replyOnce() first');
     if (typeof next === 'object' && 'status' in next) {
@@ -202,6 +220,9 @@ export async function startReplayLlmServer(): Promise<ReplayLlmServer> {
     },
     replyOnce(...answers) {
       queued.push(...answers);
+    },
+    models(answer) {
+      modelsAnswer = answer;
     },
     async request(index) {
       while (requests[index] === undefined) await new Promise<void>((resolve) => waiters.push(resolve));

@@ -1,10 +1,15 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdtempSync, readdirSync, realpathSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { createInterface } from 'node:readline';
+import { PassThrough } from 'node:stream';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { mcpCommand } from '../../src/cli/commands/mcp.js';
 import { runCli } from '../../src/cli/run-cli.js';
 import { REPO_ROOT } from '../helpers/temp-project.js';
 import { createMetaProject, type MetaProject } from '../fixtures/mcp-meta/meta-project.js';
@@ -150,5 +155,34 @@ describe('kiwi mcp (stdio)', () => {
     const code = await runCli(['mcp', '--project', meta.temp.root, '--bogus'], { env: childEnv(), cwd: REPO_ROOT, io: { out: () => undefined, err: (line) => err.push(line) } });
     expect(code).toBe(2);
     expect(err.join('\n')).toMatch(/kiwi mcp: .*--bogus.*usage: kiwi mcp \[--project DIR\]/);
+  });
+
+  it('refuses a folder without .ai/ (creating nothing there), a file and a missing folder, saying how to point at a project', async () => {
+    const empty = mkdtempSync(path.join(tmpdir(), 'kiwi-mcp-empty-'));
+    try {
+      const run = async (argv: string[], cwd = empty) => {
+        const err: string[] = [];
+        const code = await runCli(['mcp', ...argv], { env: childEnv(), cwd, io: { out: () => undefined, err: (line) => err.push(line) } });
+        return { code, err: err.join('\n') };
+      };
+      const here = await run([]);
+      expect(here.code).toBe(2);
+      expect(here.err).toBe(`kiwi mcp: ${empty} has no .ai/ folder, so there are no project tools to serve; pass --project DIR (the folder that holds .ai/) or set KIWI_PROJECT, or add --allow-empty to serve it anyway (only your user tools; .ai/ is created there for the index)`);
+      expect(readdirSync(empty)).toEqual([]);
+      const file = await run(['--project', 'README.md'], REPO_ROOT);
+      expect(file).toEqual({ code: 2, err: `kiwi mcp: --project ${path.join(REPO_ROOT, 'README.md')} is not a folder; give the folder that holds .ai/, e.g. --project ${REPO_ROOT}` });
+      expect((await run(['--project', 'nope'])).err).toBe(`kiwi mcp: --project ${path.join(empty, 'nope')} does not exist; give the folder that holds .ai/`);
+
+      // Allowed explicitly, it serves (until stdin ends) and makes .ai/ for its index.
+      const stdin = new PassThrough();
+      stdin.end();
+      const err: string[] = [];
+      const code = await mcpCommand({ argv: ['--allow-empty'], env: childEnv(), cwd: empty, io: { out: () => undefined, err: (line) => err.push(line) } }, { stdin, stdout: new PassThrough() });
+      expect(code, err.join('\n')).toBe(0);
+      expect(err.join('\n')).toContain(`kiwi: MCP server on stdio for ${realpathSync(empty)}`);
+      expect(readdirSync(empty)).toEqual(['.ai']);
+    } finally {
+      rmSync(empty, { recursive: true, force: true });
+    }
   });
 });

@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,6 +14,7 @@ let temp: TempProject;
 let project: Project;
 let server: Server;
 let port = 0;
+let outside: string | undefined;
 
 const TOOLS: Record<string, string> = {
   'echo_args.yaml': `tool_id: echo_args
@@ -142,7 +143,7 @@ beforeAll(async () => {
   temp.write('.ai/config/policy.yaml', POLICY);
   temp.write('docs/readme.txt', 'hello\n');
   temp.write('secret.txt', 'top secret\n');
-  const outside = mkdtempSync(path.join(tmpdir(), 'kiwi-outside-'));
+  outside = mkdtempSync(path.join(tmpdir(), 'kiwi-outside-'));
   writeFileSync(path.join(outside, 'passwd'), 'root:x:0:0\n');
   symlinkSync(path.join(outside, 'passwd'), path.join(temp.root, 'docs', 'escape.txt'));
   mkdirSync(path.join(temp.root, 'docs', 'sub'), { recursive: true });
@@ -154,6 +155,7 @@ afterAll(async () => {
   await project?.close();
   server?.close();
   temp?.remove();
+  if (outside) rmSync(outside, { recursive: true, force: true });
 });
 
 const call = (tool: string, args: unknown = {}, extra: Partial<Parameters<Project['proxy']['call']>[0]> = {}) =>
@@ -291,7 +293,7 @@ describe('tool proxy', () => {
     const dynamic = await call('files.list_allowed_directories');
     expect(dynamic.status, JSON.stringify(dynamic)).toBe('ok');
     expectDenied(await call('files.write_file', { path: 'x', content: 'y' }), /files.write_file/);
-    const listed = await project.proxy.listMcpTools('files', { session: 'proxy-test', client: 'proxy-test', source: 'cli' });
+    const listed = await project.proxy.listMcpTools('files');
     expect(listed.status === 'ok' && listed.tools.map((t) => t.qualifiedName).sort()).toEqual(['files.list_allowed_directories', 'files.search_files']);
   });
 

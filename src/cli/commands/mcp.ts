@@ -1,14 +1,16 @@
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { createMetaServer } from '../../mcp/meta-server.js';
 import { createStdioLineTransport } from '../../mcp/stdio-line-transport.js';
 import { openProject, type Project } from '../../project.js';
 import type { ResolverRuntime } from '../../resolver-runtime.js';
-import type { CliContext } from '../io.js';
+import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
 import { projectOptions } from '../project-options.js';
 import { openProjectResolver, progressLine } from './index-tools.js';
 
-const USAGE = 'kiwi mcp [--project DIR]';
+const USAGE = 'kiwi mcp [--project DIR] [--allow-empty]';
 
 export interface StdioStreams {
   stdin: Readable;
@@ -21,7 +23,15 @@ export interface StdioStreams {
  * closes stdin or the process is told to stop (ctx.signal), closing tools and children first.
  */
 export async function mcpCommand(ctx: CliContext, streams: StdioStreams = { stdin: process.stdin, stdout: process.stdout }): Promise<number> {
-  const { values } = parseFlags(ctx.argv, { project: { type: 'string' } }, USAGE);
+  const { values } = parseFlags(ctx.argv, { project: { type: 'string' }, 'allow-empty': { type: 'boolean' } }, USAGE);
+  const { projectDir } = projectOptions(ctx, values);
+  // MCP clients often spawn servers in / or the home folder: serving that by mistake would
+  // quietly create .ai/ there and offer no project tools.
+  if (values['allow-empty'] !== true && !existsSync(path.join(projectDir, '.ai'))) {
+    throw new UsageError(
+      `${projectDir} has no .ai/ folder, so there are no project tools to serve; pass --project DIR (the folder that holds .ai/) or set KIWI_PROJECT, or add --allow-empty to serve it anyway (only your user tools; .ai/ is created there for the index)`,
+    );
+  }
   let runtime: ResolverRuntime | undefined;
   let project: Project | undefined;
   try {

@@ -54,7 +54,8 @@ export async function statsCommand(ctx: CliContext): Promise<number> {
   print(ctx, 'prefetch', [...rows, ...extra.map(([k, n]): [string, string] => [k, count(n)])]);
   const { prefetch: _, ...rest } = body;
   const others = numbersIn(rest, '');
-  if (others.length > 0) print(ctx, 'gateway', others.map(([k, n]) => [k, k.endsWith('_s') ? seconds(n) : count(n)]));
+  // A count of seconds is shown with its own unit (`uptime 2.1 min`), so the `_s` suffix goes.
+  if (others.length > 0) print(ctx, 'gateway', others.map(([k, n]) => (k.endsWith('_s') ? [k.slice(0, -2), seconds(n)] : [k, count(n)])));
   return 0;
 }
 

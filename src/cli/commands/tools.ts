@@ -1,6 +1,5 @@
 import { validateChains } from '../../executor/chain.js';
 import { openProject, type Project } from '../../project.js';
-import { LOCAL_CLIENT } from '../../clients/client-auth.js';
 import type { Tool } from '../../registry/types.js';
 import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
@@ -64,7 +63,7 @@ async function show(ctx: CliContext, project: Project, id: string, json: boolean
 }
 
 async function remoteTools(project: Project, tool: Tool) {
-  const outcome = await project.proxy.listMcpTools(tool.id, { session: project.session, client: LOCAL_CLIENT, source: 'cli' });
+  const outcome = await project.proxy.listMcpTools(tool.id);
   if (outcome.status !== 'ok') throw new UsageError(`cannot list the tools of MCP server ${tool.id}: ${outcome.reason}`);
   return outcome.tools;
 }

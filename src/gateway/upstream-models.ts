@@ -1,0 +1,127 @@
+import { z } from 'zod';
+import { isKiwiError, KiwiError } from '../errors.js';
+import { DEFAULT_ANTHROPIC_VERSION } from '../llm/anthropic-provider.js';
+import { endpointUrl } from '../llm/provider-options.js';
+import type { HttpClient } from '../primitives/http-client.js';
+import type { UpstreamConfig } from './gateway-config.js';
+
+/**
+ * Each upstream's own model list (`GET {base}/models` for OpenAI-compatible servers, Anthropic's
+ * `GET /v1/models`), so that `GET /v1/models` shows what a model picker can really ask for. A
+ * list is cached per upstream; concurrent askers share one request; a failure is logged and
+ * counts as an empty list (the configured ids are still listed) until a shorter retry time.
+ */
+
+export interface UpstreamModelsDeps {
+  http: HttpClient;
+  /** Told why an upstream's list could not be read. */
+  log?: (line: string) => void;
+  now?: () => number;
+}
+
+export interface UpstreamModelsOptions {
+  /** How long a list read is reused; default 60 s. */
+  ttlMs?: number;
+  /** How long a failure stands before the upstream is asked again; default 5 s. */
+  failureTtlMs?: number;
+  /** The whole request, connect to last byte; default 5 s. */
+  timeoutMs?: number;
+  /** Default 4 MiB (OpenRouter's list, with descriptions, is about 1 MiB). */
+  maxResponseBytes?: number;
+  /** Ids kept per upstream; default 1000. */
+  maxModels?: number;
+}
+
+export interface UpstreamModels {
+  /** The ids the upstream reports, in its order; [] for a demo upstream or when it could not be read. */
+  list(upstream: UpstreamConfig): Promise<string[]>;
+  /** Aborts the requests in flight; later lists are empty. */
+  close(): void;
+}
+
+const DEFAULTS = { ttlMs: 60_000, failureTtlMs: 5_000, timeoutMs: 5_000, maxResponseBytes: 4 * 1024 * 1024, maxModels: 1000 };
+// The model ids the config accepts: an id a client could not send is no use in a picker.
+const MODEL_ID = /^[\x21-\x7e]{1,200}$/;
+// Loose: OpenAI, Anthropic, Ollama, vLLM and llama.cpp each add fields of their own.
+const listSchema = z.looseObject({ data: z.array(z.looseObject({ id: z.unknown() })) });
+
+export function createUpstreamModels(deps: UpstreamModelsDeps, options: UpstreamModelsOptions = {}): UpstreamModels {
+  const o = { ...DEFAULTS, ...options };
+  for (const [name, v] of Object.entries(o)) {
+    if (!Number.isSafeInteger(v) || v < 1) throw new KiwiError('INVALID_INPUT', `createUpstreamModels: ${name} must be a positive integer, got ${String(v)}`);
+  }
+  const now = deps.now ?? Date.now;
+  // One slot per upstream name (bounded by the config); a slot in flight never expires.
+  const slots = new Map<string, { expires: number; ids: Promise<string[]> }>();
+  const inFlight = new Set<AbortController>();
+  let closed = false;
+
+  async function fetchIds(u: UpstreamConfig): Promise<string[]> {
+    const { url, headers } = listRequest(u);
+    const controller = new AbortController();
+    inFlight.add(controller);
+    // Per-phase timeouts would let a server that drips bytes hold the request: bound all of it.
+    const timer = setTimeout(() => controller.abort(new KiwiError('HTTP_TIMEOUT', `no complete answer within ${o.timeoutMs} ms`)), o.timeoutMs);
+    try {
+      const res = await deps.http.request({ method: 'GET', url: url.href, headers, maxResponseBytes: o.maxResponseBytes, maxRedirects: 0, signal: controller.signal }).catch((error: unknown) => {
+        throw isKiwiError(error, 'OUTPUT_TOO_LARGE') ? new KiwiError('OUTPUT_TOO_LARGE', `the list is larger than ${o.maxResponseBytes} bytes`) : error;
+      });
+      if (res.status < 200 || res.status > 299) throw new KiwiError('UPSTREAM_HTTP', `HTTP ${res.status}`);
+      let json: unknown;
+      try {
+        json = JSON.parse(res.body);
+      } catch {
+        throw new KiwiError('UPSTREAM_HTTP', 'the answer is not JSON');
+      }
+      const parsed = listSchema.safeParse(json);
+      if (!parsed.success) throw new KiwiError('UPSTREAM_HTTP', 'the answer has no "data" list of models');
+      const ids = parsed.data.data.map((m) => m.id).filter((id): id is string => typeof id === 'string' && MODEL_ID.test(id));
+      return [...new Set(ids)].slice(0, o.maxModels);
+    } finally {
+      clearTimeout(timer);
+      inFlight.delete(controller);
+    }
+  }
+
+  function list(u: UpstreamConfig): Promise<string[]> {
+    if (u.kind === 'demo' || closed) return Promise.resolve([]);
+    const slot = slots.get(u.name);
+    if (slot !== undefined && now() < slot.expires) return slot.ids;
+    const settle = (ids: string[], ttl: number): string[] => {
+      slots.set(u.name, { expires: now() + ttl, ids: Promise.resolve(ids) });
+      return ids;
+    };
+    const ids = fetchIds(u).then(
+      (found) => settle(found, o.ttlMs),
+      (error: unknown) => {
+        if (!closed) {
+          const where = listRequest(u).url;
+          deps.log?.(`GET /v1/models: upstream "${u.name}" (${where.origin}${where.pathname}) did not give its model list (${(error as Error).message}); listing its configured models only, asking again in ${Math.round(o.failureTtlMs / 1000)} s`);
+        }
+        return settle([], o.failureTtlMs);
+      },
+    );
+    slots.set(u.name, { expires: Infinity, ids });
+    return ids;
+  }
+
+  function close(): void {
+    closed = true;
+    for (const controller of inFlight) controller.abort(new KiwiError('INTERNAL', 'the gateway is shutting down'));
+  }
+
+  return { list, close };
+}
+
+/** No redirects are followed (maxRedirects 0): the key header must not travel to wherever a Location points. */
+function listRequest(u: UpstreamConfig): { url: URL; headers: Record<string, string> } {
+  const key = u.apiKey?.reveal();
+  const who = `upstream "${u.name}"`;
+  if (u.kind === 'anthropic') {
+    const base = (u.baseUrl ?? '').replace(/\/+$/, '');
+    const url = endpointUrl(base, /\/v1$/.test(base.replace(/[?#].*$/, '')) ? '/models' : '/v1/models', who);
+    url.searchParams.set('limit', '1000');
+    return { url, headers: { accept: 'application/json', 'anthropic-version': DEFAULT_ANTHROPIC_VERSION, ...(key === undefined ? {} : { 'x-api-key': key }) } };
+  }
+  return { url: endpointUrl(u.baseUrl ?? '', '/models', who), headers: { accept: 'application/json', ...(key === undefined ? {} : { authorization: `Bearer ${key}` }) } };
+}

@@ -42,8 +42,8 @@ export async function serveCommand(ctx: CliContext): Promise<number> {
         : 'prefetch: off (prefetch.enabled in .ai/config/gateway.yaml)',
     );
     ctx.io.out(`endpoints: POST /v1/chat/completions, POST /v1/messages, POST /v1/responses, GET /v1/models, GET /healthz, GET /metrics, /mcp (MCP Streamable HTTP)`);
-    const auth = access.mode === 'open' ? '' : " -H 'authorization: Bearer KEY'";
-    ctx.io.out(`try: curl -sN ${listener.url}/v1/chat/completions${auth} -H 'content-type: application/json' -d '{"model":"kiwi-demo","stream":true,"messages":[{"role":"user","content":"how many words are in the README?"}]}'`);
+    const key = access.mode === 'open' ? '' : ' --key KEY';
+    ctx.io.out(`try: npx kiwi chat --url ${listener.url}${key} "how many words are in the README?"`);
     ctx.io.out('Ctrl-C stops it (requests in flight get 10 s to finish).');
     if (ctx.signal && !ctx.signal.aborted) await once(ctx.signal, 'abort');
     ctx.io.err('kiwi: shutting down…');

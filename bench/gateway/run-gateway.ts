@@ -97,11 +97,21 @@ export async function runGatewayBench(argv: string[]): Promise<void> {
     );
     console.error(`non-stream: ${settings.nonStream} pairs…`);
     const nonStream = await helper.call<{ direct: number[]; gateway: number[] }>('nonStream', { ...targets, n: settings.nonStream, warmup: Math.min(settings.warmup, 50) });
-    console.error(`load: ${settings.concurrency} clients × ${settings.seconds} s, direct, via the gateway, via the reference proxy…`);
+    console.error(`load: ${settings.concurrency} clients × ${settings.seconds} s, direct, via the gateway, via the bare proxy${settings.prefetch ? ', via a gateway without prefetch' : ''}…`);
     const loadArgs = { concurrency: settings.concurrency, seconds: settings.seconds };
     const loadDirect = await helper.call<LoadResult>('load', { ...loadArgs, url: targets.direct });
     const loadGateway = await helper.call<LoadResult>('load', { ...loadArgs, url: targets.gateway });
     const loadProxy = await helper.call<LoadResult>('load', { ...loadArgs, url: proxyUrl });
+    // What prefetch costs: the same load through a second gateway with prefetch off.
+    let loadNoPrefetch: LoadResult | undefined;
+    if (settings.prefetch) {
+      const bare = await openComparisonGateway(upstream.ready.url);
+      try {
+        loadNoPrefetch = await helper.call<LoadResult>('load', { ...loadArgs, url: `${bare.url}/v1/chat/completions` });
+      } finally {
+        await bare.close();
+      }
+    }
     console.error(`intent loop: ${settings.intents} requests…`);
     const intents = await profiled('intents', settings.intents + 3, () => helper.call<IntentSample[]>('intents', { ...targets, n: settings.intents, warmup: 3 }));
     const resolveMs = await timeResolution(gateway, settings.intents);
@@ -110,7 +120,7 @@ export async function runGatewayBench(argv: string[]): Promise<void> {
       settings,
       passThrough,
       nonStream,
-      load: { direct: loadDirect, gateway: loadGateway, proxy: loadProxy },
+      load: { direct: loadDirect, gateway: loadGateway, proxy: loadProxy, ...(loadNoPrefetch ? { gatewayNoPrefetch: loadNoPrefetch } : {}) },
       intents,
       resolveMs,
       project: { tools: gateway.runtime.toolCount, embedder: gateway.runtime.embedderId, indexSyncMs },
@@ -138,6 +148,29 @@ export async function runGatewayBench(argv: string[]): Promise<void> {
     await gateway?.close();
     await upstream?.close();
     await project?.remove();
+  }
+}
+
+/** A second gateway on its own copy of the project with prefetch off, listening: the baseline of prefetch's cost. */
+async function openComparisonGateway(upstreamUrl: string): Promise<{ url: string; close(): Promise<void> }> {
+  const project = await createBenchProject(upstreamUrl, { prefetch: false });
+  let gateway: Gateway | undefined;
+  try {
+    gateway = await openGateway({ projectDir: project.root, userDir: project.userDir, env: { PATH: process.env.PATH, HOME: project.root } });
+    const listener = await listen(gateway.app.fetch, { host: '127.0.0.1', port: 0 });
+    const opened = gateway;
+    return {
+      url: listener.url,
+      async close() {
+        await listener.close(1000);
+        await opened.close();
+        await project.remove();
+      },
+    };
+  } catch (error) {
+    await gateway?.close();
+    await project.remove();
+    throw error;
   }
 }
 

@@ -4,7 +4,7 @@ import type { Tool } from './registry/types.js';
 import { createLlmArgumentFiller } from './resolver/llm-argument-filler.js';
 import { loadResolverConfig, type ArgumentModelConfig } from './resolver/resolver-config.js';
 import { loadResolverModel } from './resolver/learned-model.js';
-import { createResolver, resolvableTools, type ResolverSettings, type ToolSearch } from './resolver/resolver.js';
+import { createResolver, resolvableTools, type ResolverSettings } from './resolver/resolver.js';
 import type { StagedResolver } from './resolver/types.js';
 import { openToolIndex, type SyncReport } from './store/tool-index.js';
 
@@ -29,8 +29,6 @@ export interface ResolverRuntime {
   /** The tools intents resolve to (`resolvableTools`), and its settings: what a second index over the same tools needs (prefetch). */
   tools: ReadonlyMap<string, Tool>;
   settings: Partial<ResolverSettings>;
-  /** BM25 over the indexed tool documents; it does not depend on the embedder. */
-  searchText: ToolSearch['searchText'];
   /** Brings the index in line with the tools (incremental); call before resolving. */
   sync(options?: { onProgress?: (done: number, total: number) => void; signal?: AbortSignal }): Promise<SyncReport>;
   close(): Promise<void>;
@@ -54,7 +52,6 @@ export async function openResolverRuntime(options: ResolverRuntimeOptions): Prom
       toolCount: tools.size,
       tools,
       settings: options.settings ?? {},
-      searchText: (query, k) => index.searchText(query, k),
       sync: (syncOptions) => index.sync([...tools.values()], syncOptions),
       async close() {
         await llm?.close();

@@ -11,7 +11,7 @@ import { openProject, newSessionId } from '../../src/project.js';
 import { createToolProxy, type ToolProxy } from '../../src/proxy/tool-proxy.js';
 import type { Tool } from '../../src/registry/types.js';
 import { loadResolverConfig } from '../../src/resolver/resolver-config.js';
-import { createResolver, resolvableTools, type ResolverSettings, type ToolSearch } from '../../src/resolver/resolver.js';
+import { createResolver, resolvableTools, type ResolverSettings } from '../../src/resolver/resolver.js';
 import type { StagedResolver } from '../../src/resolver/types.js';
 import { openToolIndex } from '../../src/store/tool-index.js';
 import { importCatalog } from '../../src/datasets/catalog-file.js';
@@ -34,7 +34,6 @@ export interface BenchWorld {
   /** What a second index over the same tools needs (prefetch's static snapshot index). */
   resolvable: ReadonlyMap<string, Tool>;
   settings: Partial<ResolverSettings>;
-  searchText: ToolSearch['searchText'];
   embedderId: string;
   toolCount: number;
   indexBuildMs: number;
@@ -103,7 +102,7 @@ async function openResolvers(
   embedderConfig: EmbedderConfig,
   settings: Partial<ResolverSettings>,
   options: WorldOptions,
-): Promise<Pick<BenchWorld, 'resolvers' | 'resolvable' | 'settings' | 'searchText' | 'embedderId' | 'toolCount' | 'indexBuildMs'> & { close(): Promise<void> }> {
+): Promise<Pick<BenchWorld, 'resolvers' | 'resolvable' | 'settings' | 'embedderId' | 'toolCount' | 'indexBuildMs'> & { close(): Promise<void> }> {
   const tools = resolvableTools(allTools.values());
   const cleanup: Array<() => Promise<unknown>> = [];
   try {
@@ -121,7 +120,6 @@ async function openResolvers(
       resolvers: { on: make(), off: make() },
       resolvable: tools,
       settings,
-      searchText: (query, k) => index.searchText(query, k),
       embedderId: embedder.id, toolCount: tools.size, indexBuildMs,
       close: () => closeAll(cleanup),
     };

@@ -63,7 +63,6 @@ export async function runPrefetchBench(argv: string[]): Promise<void> {
       resolver: world.resolvers.on,
       resolverEmbedderId: world.embedderId,
       tools: world.resolvable,
-      searchText: world.searchText,
       settings: world.settings,
     });
     closeSnapshots = snapshots.close;

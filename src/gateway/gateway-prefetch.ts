@@ -51,7 +51,7 @@ export interface GatewayPrefetch {
 export interface GatewayPrefetchOptions {
   config: PrefetchConfig;
   project: Project;
-  runtime: Pick<ResolverRuntime, 'resolver' | 'embedderId' | 'tools' | 'settings' | 'searchText'>;
+  runtime: Pick<ResolverRuntime, 'resolver' | 'embedderId' | 'tools' | 'settings'>;
   log?: (line: string) => void;
   signal?: AbortSignal;
 }
@@ -75,7 +75,6 @@ export async function openGatewayPrefetch(options: GatewayPrefetchOptions): Prom
         resolver: runtime.resolver,
         resolverEmbedderId: runtime.embedderId,
         tools: runtime.tools,
-        searchText: runtime.searchText,
         settings: runtime.settings,
         ...(options.signal ? { signal: options.signal } : {}),
       })

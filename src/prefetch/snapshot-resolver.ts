@@ -2,8 +2,9 @@ import { createEmbedder } from '../embed/create-embedder.js';
 import type { Embedder } from '../embed/embedder.js';
 import type { Tool } from '../registry/types.js';
 import { createResolver, type ResolverSettings, type ToolSearch } from '../resolver/resolver.js';
-import { toolEmbeddingText } from '../resolver/tool-document.js';
+import { toolDocument, toolEmbeddingText } from '../resolver/tool-document.js';
 import type { StagedResolver } from '../resolver/types.js';
+import { createTextBm25 } from '../store/text-bm25.js';
 import { createVectorMatrix } from '../store/vector-matrix.js';
 import type { PrefetchEmbedder } from './types.js';
 
@@ -28,8 +29,6 @@ export interface SnapshotResolverOptions {
   resolverEmbedderId: string;
   /** The tools an intent may resolve to (see `resolvableTools`). */
   tools: ReadonlyMap<string, Tool>;
-  /** BM25 over the tool documents: the resolver index's full-text side, which no embedder touches. */
-  searchText: ToolSearch['searchText'];
   settings?: Partial<ResolverSettings>;
   /** Builds the static embedder (tests pass another); default the shipped model. */
   openStatic?: () => Promise<Embedder>;
@@ -40,9 +39,10 @@ export interface SnapshotResolverOptions {
  * What prefetch searches its snapshots with. A snapshot costs the resolver's embedder a full
  * query embedding (USE-lite: 11–25 ms here, on the same two cores the intents need); the static
  * model costs ~0.02 ms and an exact scan of its 256-d tool vectors ~1 ms at 4k tools. Its vectors
- * live in another space than the resolver's index, so it gets an in-memory index of its own,
- * fused with the same BM25 and the same settings, so that confidences and thresholds keep their
- * meaning. Such a retrieval only decides what to run ahead: it never answers an intent.
+ * live in another space than the resolver's index, so it gets an in-memory index of its own, and
+ * an in-memory BM25 over the same tool documents (a LanceDB full-text query per snapshot cost
+ * more than the rest of a request), fused with the same settings. Such a retrieval only decides
+ * what to run ahead: it never answers an intent.
  */
 export async function openSnapshotResolver(options: SnapshotResolverOptions): Promise<SnapshotResolver> {
   const { resolver, tools } = options;
@@ -56,8 +56,9 @@ export async function openSnapshotResolver(options: SnapshotResolverOptions): Pr
     const list = [...tools.values()];
     const vectors = await embedder.embed(list.map(toolEmbeddingText), options.signal);
     const matrix = createVectorMatrix(list.map((tool, i) => ({ id: tool.id, vector: vectors[i] as Float32Array })), embedder.dimensions);
+    const bm25 = createTextBm25(list.map((tool) => ({ id: tool.id, text: toolDocument(tool) })));
     const buildMs = performance.now() - t0;
-    const search: ToolSearch = { searchVector: async (vector, k) => matrix.search(vector, k), searchText: options.searchText };
+    const search: ToolSearch = { searchVector: async (vector, k) => matrix.search(vector, k), searchText: async (query, k) => bm25.search(query, k) };
     return {
       resolver: createResolver({ tools, search, embedder, ...(options.settings ? { settings: options.settings } : {}) }),
       embedderId: embedder.id,

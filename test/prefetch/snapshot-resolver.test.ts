@@ -45,7 +45,6 @@ beforeAll(async () => {
     resolver: world.resolver,
     resolverEmbedderId: world.embedder.id,
     tools: resolvableTools(world.tools.values()),
-    searchText: world.search.searchText,
     settings: { threshold: 0.3 },
     openStatic: async () => staticEmbedder,
   });
@@ -140,7 +139,7 @@ describe('prefetch snapshots on the static embedder', () => {
   });
 
   it('with embedder "resolver", or a resolver that is already static, shares the resolver and its index', async () => {
-    const base = { resolver: world.resolver, tools: resolvableTools(world.tools.values()), searchText: world.search.searchText, openStatic: () => Promise.reject(new Error('must not be opened')) };
+    const base = { resolver: world.resolver, tools: resolvableTools(world.tools.values()), openStatic: () => Promise.reject(new Error('must not be opened')) };
     const shared = await openSnapshotResolver({ ...base, embedder: 'resolver', resolverEmbedderId: world.embedder.id });
     expect(shared).toMatchObject({ resolver: world.resolver, sharesResolverIndex: true, embedderId: world.embedder.id, buildMs: 0 });
     const already = await openSnapshotResolver({ ...base, embedder: 'static', resolverEmbedderId: staticEmbedder.id });

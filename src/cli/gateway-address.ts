@@ -13,3 +13,21 @@ export function defaultGatewayBase(env: CliContext['env']): string {
   }
   return `http://127.0.0.1:${Number(port)}`;
 }
+
+/**
+ * A running gateway's address as --url gives it: http(s) only, no user name or password (a
+ * client key travels in a header), query and fragment dropped. `keyHint` says where the key goes.
+ */
+export function gatewayUrl(base: string, keyHint = ''): URL {
+  let url: URL;
+  try {
+    url = new URL(base);
+  } catch {
+    throw new UsageError(`--url ${JSON.stringify(base.slice(0, 200))} is not a URL; pass the gateway's address, e.g. http://127.0.0.1:${DEFAULT_PORT}`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`--url must be http:// or https://, got ${url.protocol}`);
+  if (url.username || url.password) throw new UsageError(`--url must not carry a user name or password${keyHint}`);
+  url.search = '';
+  url.hash = '';
+  return url;
+}

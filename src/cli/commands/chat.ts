@@ -1,9 +1,8 @@
 import { z } from 'zod';
 import { KiwiError, isKiwiError } from '../../errors.js';
-import { DEFAULT_PORT } from '../../gateway/gateway-config.js';
 import { createHttpClient } from '../../primitives/http-client.js';
 import { createChatTranscript, terminalSafe } from '../chat-transcript.js';
-import { defaultGatewayBase } from '../gateway-address.js';
+import { defaultGatewayBase, gatewayUrl } from '../gateway-address.js';
 import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
 
@@ -85,16 +84,7 @@ export async function chatCommand(ctx: CliContext): Promise<number> {
 
 /** `<base>/v1/chat/completions`; a base that already ends in /v1 or /v1/chat/completions is taken as it is. */
 function chatUrl(base: string): string {
-  let url: URL;
-  try {
-    url = new URL(base);
-  } catch {
-    throw new UsageError(`--url ${JSON.stringify(base.slice(0, 200))} is not a URL; pass the gateway's address, e.g. http://127.0.0.1:${DEFAULT_PORT}`);
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`--url must be http:// or https://, got ${url.protocol}`);
-  if (url.username || url.password) throw new UsageError('--url must not carry a user name or password; pass a client key with --key or KIWI_API_KEY');
-  url.search = '';
-  url.hash = '';
+  const url = gatewayUrl(base, '; pass a client key with --key or KIWI_API_KEY');
   const path = url.pathname.replace(/\/+$/, '');
   if (!path.endsWith('/chat/completions')) url.pathname = path.endsWith('/v1') ? `${path}/chat/completions` : `${path}/v1/chat/completions`;
   return url.toString();

@@ -1,8 +1,7 @@
 import { z } from 'zod';
 import { KiwiError, describeError, isKiwiError } from '../../errors.js';
-import { DEFAULT_PORT } from '../../gateway/gateway-config.js';
 import { createHttpClient } from '../../primitives/http-client.js';
-import { defaultGatewayBase } from '../gateway-address.js';
+import { defaultGatewayBase, gatewayUrl } from '../gateway-address.js';
 import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
 
@@ -61,16 +60,7 @@ export async function statsCommand(ctx: CliContext): Promise<number> {
 
 /** `<base>/metrics`; a URL that already ends in /metrics is taken as it is. */
 function metricsUrl(base: string): string {
-  let url: URL;
-  try {
-    url = new URL(base);
-  } catch {
-    throw new UsageError(`--url ${JSON.stringify(base.slice(0, 200))} is not a URL; pass the gateway's address, e.g. http://127.0.0.1:${DEFAULT_PORT}`);
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`--url must be http:// or https://, got ${url.protocol}`);
-  if (url.username || url.password) throw new UsageError('--url must not carry a user name or password');
-  url.search = '';
-  url.hash = '';
+  const url = gatewayUrl(base);
   if (!url.pathname.endsWith('/metrics')) url.pathname = `${url.pathname.replace(/\/+$/, '')}/metrics`;
   return url.toString();
 }

@@ -1,10 +1,9 @@
 import { rmSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/run-cli.js';
-import { openGateway, type Gateway } from '../../src/gateway/open-gateway.js';
-import { listen, type Listener } from '../../src/http/listen.js';
+import type { Listener } from '../../src/http/listen.js';
+import { serveGateway, type ServedGateway } from '../helpers/serve-gateway.js';
 import { copyDemoProject } from '../helpers/demo-project.js';
 
 /**
@@ -14,20 +13,18 @@ import { copyDemoProject } from '../helpers/demo-project.js';
  */
 
 let root: string;
-let gateway: Gateway;
 let server: Listener;
+let served: ServedGateway | undefined;
 let env: Record<string, string | undefined>;
 
 beforeAll(async () => {
   root = copyDemoProject('kiwi-chat-');
-  env = { PATH: process.env['PATH'], HOME: root, KIWI_USER_DIR: path.join(root, 'no-user-tier') };
-  gateway = await openGateway({ projectDir: root, env, userDir: path.join(root, 'no-user-tier') });
-  server = await listen((request) => gateway.app.fetch(request), { host: '127.0.0.1', port: 0 });
+  served = await serveGateway(root);
+  ({ server, env } = served);
 }, 120_000);
 
 afterAll(async () => {
-  await server?.close(1000);
-  await gateway?.close();
+  await served?.close();
   if (root) rmSync(root, { recursive: true, force: true });
 });
 

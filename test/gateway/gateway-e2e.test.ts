@@ -12,6 +12,7 @@ import { listen, type Listener } from '../../src/http/listen.js';
 import { openAiStream } from '../helpers/openai-sse.js';
 import { startReplayLlmServer, type ReplayLlmServer } from '../helpers/replay-llm-server.js';
 import { allowTools, copyDemoProject as copyDemoProjectBase } from '../helpers/demo-project.js';
+import { serveGateway, type ServedGateway } from '../helpers/serve-gateway.js';
 import { REPO_ROOT } from '../helpers/temp-project.js';
 
 /**
@@ -25,6 +26,7 @@ let root: string;
 let llm: ReplayLlmServer;
 let gateway: Gateway;
 let server: Listener;
+let served: ServedGateway | undefined;
 let env: Record<string, string | undefined>;
 
 function copyDemoProject(): string {
@@ -51,14 +53,12 @@ beforeAll(async () => {
       '',
     ].join('\n'),
   );
-  env = { PATH: process.env['PATH'], HOME: root, KIWI_USER_DIR: path.join(root, 'no-user-tier') };
-  gateway = await openGateway({ projectDir: root, env, userDir: path.join(root, 'no-user-tier') });
-  server = await listen((request) => gateway.app.fetch(request), { host: '127.0.0.1', port: 0 });
+  served = await serveGateway(root);
+  ({ gateway, server, env } = served);
 }, 120_000);
 
 afterAll(async () => {
-  await server?.close(1000);
-  await gateway?.close();
+  await served?.close();
   await llm?.close();
   if (root) rmSync(root, { recursive: true, force: true });
 });

@@ -4,8 +4,9 @@ import path from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readAuditTail } from '../../src/audit/audit-reader.js';
-import { openGateway, type Gateway } from '../../src/gateway/open-gateway.js';
-import { listen, type Listener } from '../../src/http/listen.js';
+import type { Gateway } from '../../src/gateway/open-gateway.js';
+import type { Listener } from '../../src/http/listen.js';
+import { serveGateway, type ServedGateway } from '../helpers/serve-gateway.js';
 import { openAiStream } from '../helpers/openai-sse.js';
 import { copyDemoProject } from '../helpers/demo-project.js';
 import { startReplayLlmServer, type ReplayLlmServer } from '../helpers/replay-llm-server.js';
@@ -21,6 +22,7 @@ let root: string;
 let llm: ReplayLlmServer;
 let gateway: Gateway;
 let server: Listener;
+let served: ServedGateway | undefined;
 
 beforeAll(async () => {
   llm = await startReplayLlmServer();
@@ -34,14 +36,12 @@ beforeAll(async () => {
       '',
     ].join('\n'),
   );
-  const env = { PATH: process.env['PATH'], HOME: root, KIWI_USER_DIR: path.join(root, 'no-user-tier'), TEST_ANTHROPIC_KEY: 'sk-ant-test' };
-  gateway = await openGateway({ projectDir: root, env, userDir: path.join(root, 'no-user-tier') });
-  server = await listen((request) => gateway.app.fetch(request), { host: '127.0.0.1', port: 0 });
+  served = await serveGateway(root, { TEST_ANTHROPIC_KEY: 'sk-ant-test' });
+  ({ gateway, server } = served);
 }, 120_000);
 
 afterAll(async () => {
-  await server?.close(1000);
-  await gateway?.close();
+  await served?.close();
   await llm?.close();
   if (root) rmSync(root, { recursive: true, force: true });
 });

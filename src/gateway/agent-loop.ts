@@ -169,7 +169,7 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
       for (;;) {
         const next = upstream.next();
         reading = next;
-        const r = yield* until(next);
+        const r = worker.busy ? yield* until(next) : yield* outbox.quietly(next);
         yield* start();
         if (r.done) break;
         const event = r.value;

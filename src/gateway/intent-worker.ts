@@ -38,6 +38,8 @@ export interface IntentWorker {
   enqueue(index: number, intent: string, context: string): void;
   /** Settles when every queued intent is done (never rejects: failures go to `onFailure`). */
   drained(): Promise<void>;
+  /** An intent is queued or being worked on: events may arrive at any time. */
+  readonly busy: boolean;
   /** Ends the turn: returns its report and starts an empty one. */
   endTurn(): TurnReport;
   /** Calls run (execute) or handed out (resolve-only) in the whole request. */
@@ -63,6 +65,7 @@ export function createIntentWorker(deps: IntentWorkerDeps): IntentWorker {
   const { limits, signal } = deps;
   const repeats = new Map<string, number>();
   let queue: Promise<void> = Promise.resolve();
+  let inFlight = 0;
   let handled = 0;
   let toolCalls = 0;
   let limit: LimitName | undefined;
@@ -147,11 +150,19 @@ export function createIntentWorker(deps: IntentWorkerDeps): IntentWorker {
 
   return {
     enqueue(index, intent, context) {
+      inFlight++;
       queue = queue.then(() =>
-        work(index, intent, context).catch((error: unknown) => {
-          if (!signal.aborted) deps.onFailure(error); // cancelled work ends quietly; the loop reports why it stopped
-        }),
+        work(index, intent, context)
+          .catch((error: unknown) => {
+            if (!signal.aborted) deps.onFailure(error); // cancelled work ends quietly; the loop reports why it stopped
+          })
+          .finally(() => {
+            inFlight--;
+          }),
       );
+    },
+    get busy() {
+      return inFlight > 0;
     },
     drained: () => queue,
     endTurn() {

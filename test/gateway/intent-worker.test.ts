@@ -48,6 +48,20 @@ function setup(overrides: { limits?: Partial<LoopLimits>; mode?: IntentWorkerDep
 }
 
 describe('intent worker', () => {
+  it('is busy from the moment an intent is queued until its work is done, a failed one included', async () => {
+    let release: () => void = () => undefined;
+    const { worker } = setup({ resolve: (intent) => (intent === 'slow' ? new Promise((resolve) => (release = () => resolve(scriptedResolve('echo slow')))) : Promise.reject(new Error('resolver down'))) });
+    expect(worker.busy).toBe(false);
+    worker.enqueue(0, 'slow', '');
+    worker.enqueue(1, 'fails', '');
+    expect(worker.busy).toBe(true);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(worker.busy).toBe(true);
+    release();
+    await worker.drained();
+    expect(worker.busy).toBe(false);
+  });
+
   it('counts every intent toward maxToolCalls, runs or not, and neither resolves nor feeds back any past it', async () => {
     const { worker, events, resolved, calls, run } = setup({ limits: { maxToolCalls: 3 } });
     await run('frobnicate', 'echo a', 'zebra', 'echo b', 'echo c');

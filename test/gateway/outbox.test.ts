@@ -52,4 +52,18 @@ describe('outbox', () => {
     expect(events).toEqual(['x']);
     expect(error).toEqual(new Error('upstream 500'));
   });
+
+  it('quietly: hands out the events already pushed, then awaits the promise itself and returns its value, or its rejection, or a recorded failure', async () => {
+    const outbox = createOutbox();
+    outbox.push(text('a'));
+    outbox.push(text('b'));
+    expect(await drain(outbox.quietly(Promise.resolve(5)))).toEqual({ events: ['a', 'b'], value: 5 });
+    outbox.push(text('c'));
+    const rejected = await drain(outbox.quietly(Promise.reject(new Error('upstream 500'))));
+    expect(rejected.events).toEqual(['c']);
+    expect(rejected.error).toEqual(new Error('upstream 500'));
+    outbox.fail(new Error('the worker broke'));
+    const failed = await drain(outbox.quietly(new Promise<never>(() => undefined)));
+    expect(failed.error).toEqual(new Error('the worker broke'));
+  });
 });

@@ -39,6 +39,8 @@ const diffOfPercentiles = (gateway: number[], direct: number[]): P50P99 => {
 export interface GatewayBenchInput {
   settings: { requests: number; warmup: number; nonStream: number; concurrency: number; seconds: number; chunks: number; intents: number; prefetch: boolean };
   passThrough: PairedSamples;
+  /** Pass-through with a new user message each round (fewer rounds): what a chat pays per message. */
+  newMessages: PairedSamples;
   nonStream: { direct: number[]; gateway: number[] };
   load: { direct: LoadResult; gateway: LoadResult; proxy?: LoadResult; gatewayNoPrefetch?: LoadResult };
   intents: IntentSample[];
@@ -81,6 +83,7 @@ export function gatewayReport(input: GatewayBenchInput) {
       ...(gatewayNoPrefetch === undefined ? {} : { via_gateway_without_prefetch: round(gatewayNoPrefetch.rps, 1) }),
     },
     ratios: { throughput_vs_bare_proxy: vsBareProxy, prefetch_throughput_cost: prefetchCost },
+    added_ms_new_message: { requests: input.newMessages.gateway.firstToken.length, first_token: pairedDiff(input.newMessages.gateway.firstToken, input.newMessages.direct.firstToken), full_response: pairedDiff(input.newMessages.gateway.total, input.newMessages.direct.total) },
     added_ms_method: 'percentiles of the paired differences (gateway_i - direct_i) between requests of the same round; the order within a round rotates',
     added_ms_percentile_difference: { first_token: diffOfPercentiles(pt.gateway.firstToken, pt.direct.firstToken), full_response: diffOfPercentiles(pt.gateway.total, pt.direct.total) },
     direct_ms: { headers: p5099(pt.direct.headers), first_token: p5099(pt.direct.firstToken), full_response: p5099(pt.direct.total) },
@@ -153,6 +156,9 @@ export function printGatewayReport(r: GatewayReport): void {
           row('first token, bare proxy added (paired)', r.bare_proxy_added_ms.first_token),
           row('full response, bare proxy added', r.bare_proxy_added_ms.full_response),
         ]),
+    `new user message each request: ${r.added_ms_new_message.requests} rounds (the tool menu is chosen afresh)`,
+    row('first token, added (paired)', r.added_ms_new_message.first_token),
+    row('full response, added (paired)', r.added_ms_new_message.full_response),
     `non-stream: ${r.non_stream.requests} pairs`,
     row('full response, direct', r.non_stream.direct_ms),
     row('full response, via gateway', r.non_stream.via_gateway_ms),

@@ -48,7 +48,7 @@ export interface IntentSample {
 const USER = 'Say a few words.';
 const INTENT_USER = 'What is in package.json?';
 
-export const plainBody = (stream: boolean): string => JSON.stringify({ model: PLAIN_MODEL, messages: [{ role: 'user', content: USER }], stream });
+export const plainBody = (stream: boolean, user: string = USER): string => JSON.stringify({ model: PLAIN_MODEL, messages: [{ role: 'user', content: user }], stream });
 const intentBody = JSON.stringify({ model: INTENT_MODEL, messages: [{ role: 'user', content: INTENT_USER }], stream: true });
 /** Turn 2 as the gateway sends it: turn 1 back as the assistant, then the results message. */
 const turn2Body = JSON.stringify({
@@ -72,12 +72,14 @@ export function createLoadClient(): { run(cmd: string, args: unknown): Promise<u
    * Alternating pairs (or triples with the reference proxy); the order rotates each time, so no
    * path always goes first.
    */
-  async function passThrough(t: Targets & { n: number; warmup: number }): Promise<PairedSamples> {
+  async function passThrough(t: Targets & { n: number; warmup: number; newMessages?: boolean }): Promise<PairedSamples> {
     const empty = (): StreamSamples => ({ headers: [], firstToken: [], total: [] });
     const out: PairedSamples = { direct: empty(), gateway: empty(), ...(t.proxy === undefined ? {} : { proxy: empty() }) };
     const paths = t.proxy === undefined ? (['direct', 'gateway'] as const) : (['direct', 'gateway', 'proxy'] as const);
-    const body = plainBody(true);
+    const same = plainBody(true);
     for (let i = 0; i < t.warmup + t.n; i++) {
+      // A new user message each round, as in a chat: nothing the gateway keeps per message (the tool menu) is reused.
+      const body = t.newMessages ? plainBody(true, `${USER} Round ${i} of this run.`) : same;
       for (let j = 0; j < paths.length; j++) {
         const which = paths[(i + j) % paths.length] as (typeof paths)[number];
         const r = await timeStream(agent, t[which] as string, body, 'fast');
@@ -149,7 +151,7 @@ export function createLoadClient(): { run(cmd: string, args: unknown): Promise<u
     async run(cmd, args) {
       switch (cmd) {
         case 'passThrough':
-          return passThrough(args as Targets & { n: number; warmup: number });
+          return passThrough(args as Targets & { n: number; warmup: number; newMessages?: boolean });
         case 'nonStream':
           return nonStream(args as Targets & { n: number; warmup: number });
         case 'load':

@@ -95,6 +95,9 @@ export async function runGatewayBench(argv: string[]): Promise<void> {
     const passThrough = await profiled('pass-through', settings.warmup + settings.requests, () =>
       helper.call<PairedSamples>('passThrough', { ...targets, proxy: proxyUrl, n: settings.requests, warmup: settings.warmup }),
     );
+    const fresh = Math.max(1, Math.round(settings.requests / 10));
+    console.error(`pass-through with a new user message each round: ${fresh} rounds…`);
+    const newMessages = await helper.call<PairedSamples>('passThrough', { ...targets, n: fresh, warmup: 5, newMessages: true });
     console.error(`non-stream: ${settings.nonStream} pairs…`);
     const nonStream = await helper.call<{ direct: number[]; gateway: number[] }>('nonStream', { ...targets, n: settings.nonStream, warmup: Math.min(settings.warmup, 50) });
     console.error(`load: ${settings.concurrency} clients × ${settings.seconds} s, direct, via the gateway, via the bare proxy${settings.prefetch ? ', via a gateway without prefetch' : ''}…`);
@@ -119,6 +122,7 @@ export async function runGatewayBench(argv: string[]): Promise<void> {
     const report = gatewayReport({
       settings,
       passThrough,
+      newMessages,
       nonStream,
       load: { direct: loadDirect, gateway: loadGateway, proxy: loadProxy, ...(loadNoPrefetch ? { gatewayNoPrefetch: loadNoPrefetch } : {}) },
       intents,

@@ -80,6 +80,14 @@ describe('a body that arrives too slowly', () => {
     expect(jsonBody(raw)).toEqual({ type: 'error', error: { type: 'invalid_request_error', message: expect.stringContaining('limits.body_timeout_ms') } });
   });
 
+  it('is answered 408 in OpenAI form on the Responses route too', async () => {
+    const { port } = await serve({ bodyTimeoutMs: 200 });
+    const { client } = slowPost(port, '/v1/responses');
+    const raw = await client.closed;
+    expect(raw).toMatch(/^HTTP\/1\.1 408 /);
+    expect(jsonBody(raw)).toMatchObject({ error: { message: expect.stringContaining('did not arrive in full within 0.2 s'), code: 'request_timeout' } });
+  });
+
   it('a body that arrives in time is served as usual', async () => {
     const { url } = await serve({ bodyTimeoutMs: 5_000 });
     const res = await fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }) });

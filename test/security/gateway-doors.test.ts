@@ -101,7 +101,7 @@ describe('open on loopback with no keys (the quick start)', () => {
   const CHAT = JSON.stringify({ model: 'kiwi-demo', messages: [{ role: 'user', content: 'read package.json' }] });
 
   it('attack 1: a page on another host name (DNS rebinding) cannot chat, and gets a reason', async () => {
-    for (const route of ['/v1/chat/completions', '/v1/messages']) {
+    for (const route of ['/v1/chat/completions', '/v1/messages', '/v1/responses']) {
       const res = await raw(server.url, route, { host: `attacker.example:${server.port}`, origin: `http://attacker.example:${server.port}`, 'content-type': 'application/json' }, CHAT);
       expect(res.status, route).toBe(403);
       expect(JSON.parse(res.body).error.message).toMatch(/Host "attacker.example:\d+" is not a name of this gateway \(DNS-rebinding protection\)/);
@@ -120,7 +120,7 @@ describe('open on loopback with no keys (the quick start)', () => {
   });
 
   it('attack 1: a browser page of another origin is refused on every endpoint, with no CORS headers', async () => {
-    for (const route of ['/v1/chat/completions', '/v1/messages', '/v1/models', '/metrics']) {
+    for (const route of ['/v1/chat/completions', '/v1/messages', '/v1/responses', '/v1/models', '/metrics']) {
       const res = await raw(server.url, route, { host: `localhost:${server.port}`, origin: 'https://evil.example', 'content-type': 'application/json' }, route.startsWith('/v1/m') && route !== '/v1/messages' ? undefined : CHAT);
       expect(res.status, route).toBe(403);
       expect(JSON.parse(res.body).error.message, route).toMatch(/Origin "https:\/\/evil.example" may not call this gateway/);
@@ -238,6 +238,19 @@ describe('with client keys', () => {
     const client = new Anthropic({ baseURL: server.url, apiKey: bob, maxRetries: 0 });
     const message = await client.messages.create({ model: 'kiwi-demo', max_tokens: 1024, messages: [{ role: 'user', content: 'read /etc/passwd' }] });
     expect(message.content.map((b) => (b.type === 'text' ? b.text : '')).join('')).toContain('(offline demo model)');
+  });
+
+  it('the Responses API and the model list: no key or a wrong key is a 401 the openai client raises, before any work; a key is served', async () => {
+    const bare = await raw(server.url, '/v1/responses', { host: `127.0.0.1:${server.port}`, 'content-type': 'application/json' }, JSON.stringify({ model: 'kiwi-demo', input: 'hi' }));
+    expect(bare.status).toBe(401);
+    expect(JSON.parse(bare.body).error.message).toMatch(/needs a client key.*kiwi keys create NAME/);
+    const models = await raw(server.url, '/v1/models', { host: `127.0.0.1:${server.port}` });
+    expect(models.status).toBe(401);
+    const wrong = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'kiwi_deadbeef_notarealkey', maxRetries: 0 });
+    const error = await wrong.responses.create({ model: 'kiwi-demo', input: 'hi' }).then(() => undefined, (e: unknown) => e);
+    expect(error).toBeInstanceOf(OpenAI.AuthenticationError);
+    const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: bob, maxRetries: 0 });
+    expect((await client.responses.create({ model: 'kiwi-demo', input: 'how many words are in the README?' })).output_text).toContain('(offline demo model)');
   });
 
   it('the MCP SDK client: no key cannot connect, a key can; /healthz tells details only with a key', async () => {

@@ -54,7 +54,8 @@ export function checkedClientTools(ct: ClientTools, paths: ToolPaths): ClientToo
   return ct.tools.length === 0 ? undefined : ct;
 }
 
-function tool(name: string, description: string | null | undefined, parameters: unknown, strict?: boolean | null): ClientTool {
+/** One tool in the shared shape; an absent schema is an empty object schema. */
+export function clientTool(name: string, description: string | null | undefined, parameters: unknown, strict?: boolean | null): ClientTool {
   return {
     name,
     ...(typeof description === 'string' ? { description } : {}),
@@ -71,7 +72,7 @@ export function readOpenAiTools(b: OpenAiFields): ClientTools | undefined {
   const choice = b.tool_choice;
   if ((b.tools === undefined || b.tools === null) && (choice === undefined || choice === null)) return undefined;
   const ct: ClientTools = {
-    tools: (b.tools ?? []).map((t) => tool(t.function.name, t.function.description, t.function.parameters, t.function.strict)),
+    tools: (b.tools ?? []).map((t) => clientTool(t.function.name, t.function.description, t.function.parameters, t.function.strict)),
     ...(choice === undefined || choice === null ? {} : { choice: typeof choice === 'string' ? { type: choice } : { type: 'tool', name: choice.function.name } }),
     ...(typeof b.parallel_tool_calls === 'boolean' ? { parallel: b.parallel_tool_calls } : {}),
   };
@@ -92,7 +93,7 @@ export function readAnthropicTools(b: AnthropicFields): ClientTools | undefined 
     // Server tools (web search, code execution…) run at Anthropic and answer in blocks the gateway does not read.
     if (typeof t.type === 'string' && t.type !== 'custom') throw badField(`tools[${i}].type`, `is "${t.type.slice(0, 80)}"; the gateway forwards custom tools only (name, description, input_schema)`);
     if (t.input_schema === undefined) throw badField(`tools[${i}].input_schema`, 'is required: the JSON Schema of the tool\'s input, e.g. {"type": "object", "properties": {…}}');
-    return tool(t.name, t.description, t.input_schema);
+    return clientTool(t.name, t.description, t.input_schema);
   });
   let picked: ClientToolChoice | undefined;
   if (choice?.type === 'tool') {

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { ClientTool, ClientToolChoice, ClientTools } from '../llm/types.js';
 import { badField, fieldPath } from './body-error.js';
-import { checkedClientTools } from './client-tools-body.js';
+import { checkedClientTools, clientTool } from './client-tools-body.js';
 
 /**
  * A Responses client's own `tools`, `tool_choice` and `parallel_tool_calls`, read into
@@ -13,14 +13,13 @@ import { checkedClientTools } from './client-tools-body.js';
 
 const functionTool = z.looseObject({
   type: z.literal('function'),
-  name: z.string().regex(/^[\w-]{1,64}$/, 'must be 1 to 64 letters, digits, underscores or dashes'),
+  name: z.string(),
   description: z.string().max(16_384).nullish(),
   parameters: z.record(z.string(), z.unknown()).nullish(),
   strict: z.boolean().nullish(),
 });
 
 const CHOICE_WORDS = new Set(['none', 'auto', 'required']);
-const EMPTY_SCHEMA = { type: 'object', properties: {} };
 
 function toolAt(value: unknown, i: number): ClientTool {
   const at = `tools[${i}]`;
@@ -35,12 +34,7 @@ function toolAt(value: unknown, i: number): ClientTool {
     throw badField(fieldPath([`tools`, i, ...(issue?.path ?? [])]), `is invalid: ${issue?.message ?? 'invalid'}`);
   }
   const t = parsed.data;
-  return {
-    name: t.name,
-    ...(typeof t.description === 'string' ? { description: t.description } : {}),
-    parameters: t.parameters ?? EMPTY_SCHEMA,
-    ...(typeof t.strict === 'boolean' ? { strict: t.strict } : {}),
-  };
+  return clientTool(t.name, t.description, t.parameters, t.strict);
 }
 
 function choiceOf(value: unknown, names: ReadonlySet<string>): ClientToolChoice {
@@ -58,7 +52,6 @@ export function responsesClientTools(body: Readonly<Record<string, unknown>>): C
   let tools: ClientTool[] = [];
   if (body.tools !== undefined && body.tools !== null) {
     if (!Array.isArray(body.tools)) throw badField('tools', 'must be an array of function tools');
-    if (body.tools.length > 128) throw badField('tools', `has ${body.tools.length} tools; give at most 128`);
     tools = body.tools.map(toolAt);
   }
   const choice = body.tool_choice === undefined || body.tool_choice === null ? undefined : choiceOf(body.tool_choice, new Set(tools.map((t) => t.name)));

@@ -2,6 +2,7 @@ import OpenAI from 'openai';
 import type { ResponseCreateParamsNonStreaming } from 'openai/resources/responses/responses';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { GatewayAppDeps } from '../../src/http/app.js';
+import { MAX_CLIENT_TOOLS } from '../../src/llm/client-tools.js';
 import { executeScript, scriptedLoop } from '../fixtures/http-edges/scripted-loop.js';
 import { serveGateway, type ServedGateway } from '../fixtures/http-edges/serve-gateway.js';
 
@@ -84,6 +85,13 @@ describe('Responses bodies the gateway refuses', () => {
     expect(choice.param).toBe('tool_choice.name');
     const tool = await refused({ model: 'm', input: 'hi', tools: [{ type: 'function', name: 'has spaces' }] });
     expect(tool.param).toBe('tools[0].name');
+  });
+
+  it('more tools than the gateway forwards, refused by the limits every edge shares', async () => {
+    const tools = Array.from({ length: MAX_CLIENT_TOOLS + 1 }, (_, i) => ({ type: 'function', name: `tool_${i}` }));
+    const error = await refused({ model: 'm', input: 'hi', tools });
+    expect(error.param).toBe('tools');
+    expect(error.message).toContain(`has ${MAX_CLIENT_TOOLS + 1} tools; the gateway forwards at most ${MAX_CLIENT_TOOLS}`);
   });
 });
 

@@ -29,8 +29,9 @@ export interface AuthHeaders {
 }
 
 export interface ClientAuthOptions {
-  /** The project root; the key file is `<root>/.ai/state/keys.json` unless `file` is given. */
+  /** The project root: client policies named in the key file are read relative to it. */
   root: string;
+  /** The key file, normally `<root>/.ai/state/keys.json` (key-store.ts KEY_FILE). */
   file: string;
   /** The project policy: a client's own policy can only narrow it. */
   policy: PermissionContext;

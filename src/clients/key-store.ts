@@ -6,10 +6,11 @@
  * reader never sees half a file.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, readFile, stat } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { KiwiError } from '../errors.js';
+import { readCappedFile } from '../read-capped-file.js';
 import { replaceFile } from '../replace-file.js';
 
 export interface KeyRecord {
@@ -52,9 +53,8 @@ export function hashKey(key: string): string {
 export async function readKeyFile(file: string): Promise<KeyFile> {
   let text: string;
   try {
-    const info = await stat(file);
-    if (info.size > MAX_FILE_BYTES) throw new KiwiError('INVALID_INPUT', `${file} is ${info.size} bytes, more than the ${MAX_FILE_BYTES} a key file may hold; it is not a Kiwi key file`);
-    text = await readFile(file, 'utf8');
+    const tooLarge = (size: number) => new KiwiError('INVALID_INPUT', `${file} is ${size} bytes, more than the ${MAX_FILE_BYTES} a key file may hold; it is not a Kiwi key file`);
+    text = (await readCappedFile(file, MAX_FILE_BYTES, tooLarge)).toString('utf8');
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { version: 1, keys: [] };
     if (error instanceof KiwiError) throw error;

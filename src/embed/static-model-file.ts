@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
-import { mkdir, open, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { KiwiError } from '../errors.js';
+import { readCappedFile } from '../read-capped-file.js';
 import { TOKENIZER_ID, tokenize } from './static-tokenizer.js';
 
 /**
@@ -70,22 +71,14 @@ function damaged(dir: string, what: string): KiwiError {
   return new KiwiError('INVALID_INPUT', `static embedder: ${what}; ${rebuildHint(dir)}`, { details: { modelDir: dir } });
 }
 
-/** Reads a whole file, refusing one over `max` bytes before reading it. */
-async function readCapped(dir: string, name: string, max: number): Promise<Buffer> {
+async function readModelFile(dir: string, name: string, max: number): Promise<Buffer> {
   const file = path.join(dir, name);
-  let handle;
   try {
-    handle = await open(file, 'r');
+    return await readCappedFile(file, max, (size) => damaged(dir, `${file} is ${size} bytes, more than the ${max} a model file may have`));
   } catch (error) {
+    if (error instanceof KiwiError) throw error;
     const code = (error as NodeJS.ErrnoException).code;
-    throw damaged(dir, code === 'ENOENT' ? `${file} does not exist` : `cannot open ${file} (${code ?? String(error)})`);
-  }
-  try {
-    const { size } = await handle.stat();
-    if (size > max) throw damaged(dir, `${file} is ${size} bytes, more than the ${max} a model file may have`);
-    return await handle.readFile();
-  } finally {
-    await handle.close();
+    throw damaged(dir, code === 'ENOENT' ? `${file} does not exist` : `cannot read ${file} (${code ?? String(error)})`);
   }
 }
 
@@ -124,9 +117,9 @@ function parseVocab(dir: string, bytes: Buffer, size: number): string[] {
 }
 
 export async function readStaticModel(dir: string): Promise<StaticModel> {
-  const header = parseHeader(dir, await readCapped(dir, STATIC_MODEL_FILES.header, MAX_HEADER_BYTES));
-  const vocab = parseVocab(dir, await readCapped(dir, STATIC_MODEL_FILES.vocab, MAX_VOCAB_BYTES), header.vocab_size);
-  const weights = await readCapped(dir, STATIC_MODEL_FILES.weights, MAX_WEIGHTS_BYTES);
+  const header = parseHeader(dir, await readModelFile(dir, STATIC_MODEL_FILES.header, MAX_HEADER_BYTES));
+  const vocab = parseVocab(dir, await readModelFile(dir, STATIC_MODEL_FILES.vocab, MAX_VOCAB_BYTES), header.vocab_size);
+  const weights = await readModelFile(dir, STATIC_MODEL_FILES.weights, MAX_WEIGHTS_BYTES);
   const v = header.vocab_size;
   const expected = v * 4 + v * header.dimensions;
   if (weights.length !== expected) throw damaged(dir, `${STATIC_MODEL_FILES.weights} is ${weights.length} bytes; ${v} words × (4 + ${header.dimensions}) needs ${expected}`);

@@ -6,12 +6,13 @@
  * `rate_limits.per_tool` keys are globs over tool ids; for each call the first key (in file
  * order) that matches the tool applies.
  */
-import { readFile, realpath } from 'node:fs/promises';
+import { realpath } from 'node:fs/promises';
 import { isAbsolute, relative, sep } from 'node:path';
 import { parseDocument } from 'yaml';
 import { z } from 'zod';
 import { throwIfAborted } from '../abort.js';
 import { KiwiError } from '../errors.js';
+import { readCappedFile } from '../read-capped-file.js';
 import { createPermissionContext, emptyRules, type PermissionContext, type PermissionRules, type RateLimit } from './permission-context.js';
 
 const MAX_POLICY_BYTES = 256 * 1024;
@@ -66,16 +67,15 @@ export async function loadPolicyFile(file: string, root: string, signal?: AbortS
   const shown = displayName(file, realRoot, root);
   let buffer: Buffer;
   try {
-    buffer = await readFile(file, signal ? { signal } : {});
+    const tooLarge = (size: number) => new KiwiError('INVALID_POLICY', `${shown}: is ${size} bytes, more than the ${MAX_POLICY_BYTES} allowed; a policy should be short`);
+    buffer = await readCappedFile(file, MAX_POLICY_BYTES, tooLarge, signal);
   } catch (error) {
+    if (error instanceof KiwiError) throw error;
     if ((error as { code?: unknown }).code === 'ENOENT') {
       return createPermissionContext(realRoot, emptyRules(), `policy ${shown} (file missing, so nothing is allowed)`);
     }
     if ((error as { name?: unknown }).name === 'AbortError') throw new KiwiError('TOOL_CANCELLED', 'loading the policy file was cancelled', { cause: error });
     throw new KiwiError('INVALID_POLICY', `${shown}: cannot be read (${(error as Error).message}); check the file's permissions`, { cause: error });
-  }
-  if (buffer.length > MAX_POLICY_BYTES) {
-    throw new KiwiError('INVALID_POLICY', `${shown}: is ${buffer.length} bytes, more than the ${MAX_POLICY_BYTES} allowed; a policy should be short`);
   }
   return parsePolicy(buffer.toString('utf8'), shown, realRoot);
 }

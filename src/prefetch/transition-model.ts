@@ -1,6 +1,6 @@
-import { open } from 'node:fs/promises';
 import { z } from 'zod';
 import { throwIfAborted } from '../abort.js';
+import { readCappedFile } from '../read-capped-file.js';
 import { replaceFile } from '../replace-file.js';
 import { KiwiError, describeError } from '../errors.js';
 import type { TransitionModel } from './types.js';
@@ -280,14 +280,8 @@ export async function loadTransitionModel(file: string, options: { signal?: Abor
   throwIfAborted(options.signal, 'loading the predictor model');
   let text: string;
   try {
-    const handle = await open(file, 'r');
-    try {
-      const { size } = await handle.stat();
-      if (size > MAX_FILE_BYTES) throw new KiwiError('INVALID_INPUT', `the predictor model ${file} is ${size} bytes, over the ${MAX_FILE_BYTES}-byte limit: ${RETRAIN}`);
-      text = await handle.readFile({ encoding: 'utf8', ...(options.signal ? { signal: options.signal } : {}) });
-    } finally {
-      await handle.close();
-    }
+    const tooLarge = (size: number) => new KiwiError('INVALID_INPUT', `the predictor model ${file} is ${size} bytes, over the ${MAX_FILE_BYTES}-byte limit: ${RETRAIN}`);
+    text = (await readCappedFile(file, MAX_FILE_BYTES, tooLarge, options.signal)).toString('utf8');
   } catch (error) {
     const code = (error as { code?: unknown } | null)?.code;
     if (code === 'ENOENT') return undefined;

@@ -10,10 +10,10 @@
  * near-duplicate neighbours) were fitted the same way and lost to this, leave-one-dataset-out:
  * they learned habits of the catalogs they saw (`npm run bench -- learned-ranker` measures it).
  */
-import { open } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { KiwiError } from '../errors.js';
+import { readCappedFile } from '../read-capped-file.js';
 import { predict } from './logistic.js';
 
 export const DEFAULT_MODEL_FILE = fileURLToPath(new URL('../../models/resolver/model.json', import.meta.url));
@@ -61,14 +61,8 @@ export async function loadResolverModel(file: string = DEFAULT_MODEL_FILE): Prom
   const hint = `rebuild it with \`kiwi model train\` (or restore the shipped one: git checkout -- models/resolver)`;
   let text: string;
   try {
-    const handle = await open(file, 'r');
-    try {
-      const { size } = await handle.stat();
-      if (size > MAX_MODEL_BYTES) throw new KiwiError('INVALID_INPUT', `resolver model ${file} is ${size} bytes, over the ${MAX_MODEL_BYTES} a calibration and its card can be; ${hint}`);
-      text = await handle.readFile('utf8');
-    } finally {
-      await handle.close();
-    }
+    const tooLarge = (size: number) => new KiwiError('INVALID_INPUT', `resolver model ${file} is ${size} bytes, over the ${MAX_MODEL_BYTES} a calibration and its card can be; ${hint}`);
+    text = (await readCappedFile(file, MAX_MODEL_BYTES, tooLarge)).toString('utf8');
   } catch (error) {
     if (error instanceof KiwiError) throw error;
     throw new KiwiError('INVALID_INPUT', `cannot read the resolver model ${file} (${(error as NodeJS.ErrnoException).code ?? String(error)}); ${hint}`);

@@ -83,6 +83,16 @@ describe('loadPolicyFile', () => {
     });
   });
 
+  it('refuses a policy over 256 KiB, saying how large it is', async () => {
+    const file = join(root, '.ai', 'config', 'policy.yaml');
+    await writeFile(file, `version: 1\n${'#'.repeat(256 * 1024)}\n`);
+    await expect(loadPolicyFile(file, root)).rejects.toMatchObject({
+      code: 'INVALID_POLICY',
+      message: '.ai/config/policy.yaml: is 262156 bytes, more than the 262144 allowed; a policy should be short',
+    });
+    await rm(file);
+  });
+
   it('names the file and line for malformed YAML', async () => {
     await expect(loadPolicyFile(join(fixtures, 'malformed.yaml'), root)).rejects.toMatchObject({
       code: 'INVALID_POLICY',

@@ -24,12 +24,12 @@ export interface StdioStreams {
  */
 export async function mcpCommand(ctx: CliContext, streams: StdioStreams = { stdin: process.stdin, stdout: process.stdout }): Promise<number> {
   const { values } = parseFlags(ctx.argv, { project: { type: 'string' }, 'allow-empty': { type: 'boolean' } }, USAGE);
-  const { projectDir } = projectOptions(ctx, values);
+  const options = projectOptions(ctx, values);
   // MCP clients often spawn servers in / or the home folder: serving that by mistake would
   // quietly create .ai/ there and offer no project tools.
-  if (values['allow-empty'] !== true && !existsSync(path.join(projectDir, '.ai'))) {
+  if (values['allow-empty'] !== true && !existsSync(path.join(options.projectDir, '.ai'))) {
     throw new UsageError(
-      `${projectDir} has no .ai/ folder, so there are no project tools to serve; pass --project DIR (the folder that holds .ai/) or set KIWI_PROJECT, or add --allow-empty to serve it anyway (only your user tools; .ai/ is created there for the index)`,
+      `${options.projectDir} has no .ai/ folder, so there are no project tools to serve; pass --project DIR (the folder that holds .ai/) or set KIWI_PROJECT, or add --allow-empty to serve it anyway (only your user tools; .ai/ is created there for the index)`,
     );
   }
   let runtime: ResolverRuntime | undefined;
@@ -40,7 +40,7 @@ export async function mcpCommand(ctx: CliContext, streams: StdioStreams = { stdi
     if (report.added + report.updated + report.removed > 0) {
       ctx.io.err(`kiwi: index updated (${report.added} added, ${report.updated} updated, ${report.removed} removed)`);
     }
-    project = await openProject({ ...projectOptions(ctx, values), source: 'mcp' });
+    project = await openProject({ ...options, source: 'mcp' });
     if (ctx.signal?.aborted) return 0;
     const server = createMetaServer({ project, resolver: runtime.resolver });
     const transport = createStdioLineTransport(streams.stdin, streams.stdout);

@@ -49,14 +49,15 @@ export async function modelCommand(ctx: CliContext): Promise<number> {
     },
   });
   for (const why of report.skipped) ctx.io.err(`skipped ${why}`);
+  const card = describeModel(out, report.model);
   try {
     await replaceFile(out, `${JSON.stringify(report.model, null, 2)}\n`);
-    await replaceFile(cardFile(out), `${describeModel(out, report.model).join('\n')}\n`);
+    await replaceFile(cardFile(out), `${card.join('\n')}\n`);
   } catch (error) {
     ctx.io.err(`kiwi model: could not write ${out}: ${describeError(error)}; check that the folder is writable`);
     return 1;
   }
-  for (const line of describeModel(out, report.model)) ctx.io.out(line);
+  for (const line of card) ctx.io.out(line);
   ctx.io.out(`wrote ${out} and ${cardFile(out)}`);
   return 0;
 }

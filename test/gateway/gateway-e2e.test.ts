@@ -10,9 +10,9 @@ import { runCli } from '../../src/cli/run-cli.js';
 import { openGateway, type Gateway } from '../../src/gateway/open-gateway.js';
 import { listen, type Listener } from '../../src/http/listen.js';
 import { openAiStream } from '../helpers/openai-sse.js';
-import { startReplayLlmServer, type ReplayLlmServer } from '../helpers/replay-llm-server.js';
-import { allowTools, copyDemoProject as copyDemoProjectBase } from '../helpers/demo-project.js';
-import { serveGateway, type ServedGateway } from '../helpers/serve-gateway.js';
+import type { ReplayLlmServer } from '../helpers/replay-llm-server.js';
+import { allowTools } from '../helpers/demo-project.js';
+import { serveDemoGateway, type DemoGateway } from '../helpers/demo-gateway.js';
 import { REPO_ROOT } from '../helpers/temp-project.js';
 
 /**
@@ -26,11 +26,10 @@ let root: string;
 let llm: ReplayLlmServer;
 let gateway: Gateway;
 let server: Listener;
-let served: ServedGateway | undefined;
+let served: DemoGateway | undefined;
 let env: Record<string, string | undefined>;
 
-function copyDemoProject(): string {
-  const dir = copyDemoProjectBase();
+function addSlowTool(dir: string): void {
   // A tool that never finishes on its own, to see what shutdown does to a running call.
   cpSync(path.join(REPO_ROOT, 'test', 'fixtures', 'gateway-loop', 'slow.mjs'), path.join(dir, '.ai', 'tools', 'project', 'slow.mjs'));
   writeFileSync(
@@ -38,29 +37,21 @@ function copyDemoProject(): string {
     'tool_id: wait_for_batch\ntool_type: script\nexecutor: node_runtime\nversion: "1.0.0"\ndescription: "Wait until the nightly batch job has finished"\nconfig:\n  script: slow.mjs\nparameters: []\n',
   );
   allowTools(dir, ['wait_for_batch']);
-  return dir;
 }
 
 beforeAll(async () => {
-  llm = await startReplayLlmServer();
-  root = copyDemoProject();
-  writeFileSync(
-    path.join(root, '.ai', 'config', 'gateway.yaml'),
-    [
-      'upstreams:',
-      `  - { name: stalling, kind: openai, base_url: "${llm.url}/v1", models: ["stall-*"], timeout_ms: 1000 }`,
-      `  - { name: recorded, kind: openai, base_url: "${llm.url}/v1", models: ["gpt-*"] }`,
-      '',
-    ].join('\n'),
-  );
-  served = await serveGateway(root);
-  ({ gateway, server, env } = served);
+  served = await serveDemoGateway({
+    prepare: addSlowTool,
+    upstreams: (url) => [
+      `{ name: stalling, kind: openai, base_url: "${url}/v1", models: ["stall-*"], timeout_ms: 1000 }`,
+      `{ name: recorded, kind: openai, base_url: "${url}/v1", models: ["gpt-*"] }`,
+    ],
+  });
+  ({ gateway, server, env, llm, root } = served);
 }, 120_000);
 
 afterAll(async () => {
   await served?.close();
-  await llm?.close();
-  if (root) rmSync(root, { recursive: true, force: true });
 });
 
 const INTENT_TURN = ['I will count the words in the README now. [TO', 'OL: count the words in "READ', 'ME.md"]'];

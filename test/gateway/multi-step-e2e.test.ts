@@ -1,16 +1,13 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { rmSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readAuditTail } from '../../src/audit/audit-reader.js';
 import type { Gateway } from '../../src/gateway/open-gateway.js';
 import type { Listener } from '../../src/http/listen.js';
-import { serveGateway, type ServedGateway } from '../helpers/serve-gateway.js';
-import { copyDemoProject } from '../helpers/demo-project.js';
+import { serveDemoGateway, type DemoGateway } from '../helpers/demo-gateway.js';
 import { openAiStream } from '../helpers/openai-sse.js';
-import { startReplayLlmServer, type ReplayLlmServer } from '../helpers/replay-llm-server.js';
+import type { ReplayLlmServer } from '../helpers/replay-llm-server.js';
 
 /**
  * An intent written as ordered steps, through the whole gateway as `kiwi serve` wires it (real
@@ -18,24 +15,18 @@ import { startReplayLlmServer, type ReplayLlmServer } from '../helpers/replay-ll
  * step resolves and runs in order through the tool proxy, and the results go back in one message.
  */
 
-let root: string;
 let llm: ReplayLlmServer;
 let gateway: Gateway;
 let server: Listener;
-let served: ServedGateway | undefined;
+let served: DemoGateway | undefined;
 
 beforeAll(async () => {
-  llm = await startReplayLlmServer();
-  root = copyDemoProject('kiwi-steps-');
-  writeFileSync(path.join(root, '.ai', 'config', 'gateway.yaml'), `upstreams:\n  - { name: recorded, kind: openai, base_url: "${llm.url}/v1", models: ["gpt-*"] }\n`);
-  served = await serveGateway(root);
-  ({ gateway, server } = served);
+  served = await serveDemoGateway({ prefix: 'kiwi-steps-' });
+  ({ gateway, server, llm } = served);
 }, 120_000);
 
 afterAll(async () => {
   await served?.close();
-  await llm?.close();
-  if (root) rmSync(root, { recursive: true, force: true });
 });
 
 async function chat(turn: string): Promise<{ kiwi: Array<{ type: string; call?: { tool: string }; intent?: string; reason?: string }>; feedback: string }> {

@@ -1,15 +1,12 @@
 import Anthropic from '@anthropic-ai/sdk';
-import { rmSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readAuditTail } from '../../src/audit/audit-reader.js';
 import type { Gateway } from '../../src/gateway/open-gateway.js';
 import type { Listener } from '../../src/http/listen.js';
-import { serveGateway, type ServedGateway } from '../helpers/serve-gateway.js';
+import { serveDemoGateway, type DemoGateway } from '../helpers/demo-gateway.js';
 import { openAiStream } from '../helpers/openai-sse.js';
-import { copyDemoProject } from '../helpers/demo-project.js';
-import { startReplayLlmServer, type ReplayLlmServer } from '../helpers/replay-llm-server.js';
+import type { ReplayLlmServer } from '../helpers/replay-llm-server.js';
 
 /**
  * The client's own tools through the whole gateway, on a copy of the demo `.ai/`: the real
@@ -18,32 +15,25 @@ import { startReplayLlmServer, type ReplayLlmServer } from '../helpers/replay-ll
  * `[TOOL: …]` intents in the same turn are run by the gateway.
  */
 
-let root: string;
 let llm: ReplayLlmServer;
 let gateway: Gateway;
 let server: Listener;
-let served: ServedGateway | undefined;
+let served: DemoGateway | undefined;
 
 beforeAll(async () => {
-  llm = await startReplayLlmServer();
-  root = copyDemoProject('kiwi-native-');
-  writeFileSync(
-    path.join(root, '.ai', 'config', 'gateway.yaml'),
-    [
-      'upstreams:',
-      `  - { name: openai-up, kind: openai, base_url: "${llm.url}/v1", models: ["gpt-*"] }`,
-      `  - { name: anthropic-up, kind: anthropic, base_url: "${llm.url}", api_key_env: TEST_ANTHROPIC_KEY, models: ["claude-*"] }`,
-      '',
-    ].join('\n'),
-  );
-  served = await serveGateway(root, { TEST_ANTHROPIC_KEY: 'sk-ant-test' });
-  ({ gateway, server } = served);
+  served = await serveDemoGateway({
+    prefix: 'kiwi-native-',
+    upstreams: (url) => [
+      `{ name: openai-up, kind: openai, base_url: "${url}/v1", models: ["gpt-*"] }`,
+      `{ name: anthropic-up, kind: anthropic, base_url: "${url}", api_key_env: TEST_ANTHROPIC_KEY, models: ["claude-*"] }`,
+    ],
+    extraEnv: { TEST_ANTHROPIC_KEY: 'sk-ant-test' },
+  });
+  ({ gateway, server, llm } = served);
 }, 120_000);
 
 afterAll(async () => {
   await served?.close();
-  await llm?.close();
-  if (root) rmSync(root, { recursive: true, force: true });
 });
 
 const WEATHER_SCHEMA = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] };

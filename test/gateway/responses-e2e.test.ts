@@ -1,13 +1,10 @@
-import { rmSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
 import OpenAI from 'openai';
 import type { ResponseFunctionToolCall, ResponseInputItem, ResponseStreamEvent } from 'openai/resources/responses/responses';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Listener } from '../../src/http/listen.js';
-import { serveGateway, type ServedGateway } from '../helpers/serve-gateway.js';
-import { copyDemoProject } from '../helpers/demo-project.js';
+import { serveDemoGateway, type DemoGateway } from '../helpers/demo-gateway.js';
 import { openAiStream } from '../helpers/openai-sse.js';
-import { startReplayLlmServer, type ReplayLlmServer } from '../helpers/replay-llm-server.js';
+import type { ReplayLlmServer } from '../helpers/replay-llm-server.js';
 
 /**
  * `POST /v1/responses` through the whole gateway as `kiwi serve` wires it, on a copy of the demo
@@ -16,25 +13,19 @@ import { startReplayLlmServer, type ReplayLlmServer } from '../helpers/replay-ll
  * streams, which shows what the gateway sent upstream for a Responses request.
  */
 
-let root: string;
 let llm: ReplayLlmServer;
 let server: Listener;
-let served: ServedGateway | undefined;
+let served: DemoGateway | undefined;
 let openai: OpenAI;
 
 beforeAll(async () => {
-  llm = await startReplayLlmServer();
-  root = copyDemoProject();
-  writeFileSync(path.join(root, '.ai', 'config', 'gateway.yaml'), `upstreams:\n  - { name: recorded, kind: openai, base_url: "${llm.url}/v1", models: ["gpt-*"] }\n`);
-  served = await serveGateway(root);
-  ({ server } = served);
+  served = await serveDemoGateway();
+  ({ server, llm } = served);
   openai = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'not-used', maxRetries: 0 });
 }, 120_000);
 
 afterAll(async () => {
   await served?.close();
-  await llm?.close();
-  if (root) rmSync(root, { recursive: true, force: true });
 });
 
 const EXACT_TURN = ['Counting: [TOOL: word_co', 'unt {"path": "READ', 'ME.md"}]'];

@@ -1,9 +1,9 @@
 import Anthropic from '@anthropic-ai/sdk';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { KiwiError } from '../../src/errors.js';
 import type { LoopEvent } from '../../src/gateway/loop-types.js';
-import { EXECUTE_TEXT, executeScript, resolveScript, scriptedLoop, type Script } from '../fixtures/http-edges/scripted-loop.js';
-import { serveGateway, type ServedGateway } from '../fixtures/http-edges/serve-gateway.js';
+import { serveScriptPerTest } from '../fixtures/http-edges/scripted-gateway.js';
+import { EXECUTE_TEXT, executeScript, resolveScript, type Script } from '../fixtures/http-edges/scripted-loop.js';
 
 /**
  * The real `@anthropic-ai/sdk` client against the gateway app served by @hono/node-server. The
@@ -12,17 +12,11 @@ import { serveGateway, type ServedGateway } from '../fixtures/http-edges/serve-g
  * `event: kiwi` SSE events, which the SDK must pass by.
  */
 
-let gateway: ServedGateway | undefined;
-
-afterEach(async () => {
-  await gateway?.close();
-  gateway = undefined;
-});
+const serve = serveScriptPerTest({ models: () => [{ id: 'claude-local', ownedBy: 'anthropic' }] });
 
 async function client(script: Script) {
-  const loop = scriptedLoop(script);
-  gateway = await serveGateway({ runLoop: loop.runLoop, models: () => [{ id: 'claude-local', ownedBy: 'anthropic' }], health: () => ({}) });
-  return { anthropic: new Anthropic({ apiKey: 'sk-ant-test', baseURL: gateway.url, maxRetries: 0 }), loop };
+  const { url, loop } = await serve(script);
+  return { anthropic: new Anthropic({ apiKey: 'sk-ant-test', baseURL: url, maxRetries: 0 }), loop };
 }
 
 const ask = { model: 'claude-local', max_tokens: 512, messages: [{ role: 'user' as const, content: 'What is in the README?' }] };
@@ -180,16 +174,13 @@ describe('Anthropic SDK, errors', () => {
 
 describe('Anthropic SDK, model list', () => {
   it('lists the models in the Anthropic shape, demo ones marked', async () => {
-    const loop = scriptedLoop([]);
-    gateway = await serveGateway({
-      runLoop: loop.runLoop,
+    const { url } = await serve([], {
       models: () => [
         { id: 'claude-local', ownedBy: 'anthropic' },
         { id: 'kiwi-demo', ownedBy: 'kiwi', demo: true },
       ],
-      health: () => ({}),
     });
-    const anthropic = new Anthropic({ apiKey: 'sk-ant-test', baseURL: gateway.url, maxRetries: 0 });
+    const anthropic = new Anthropic({ apiKey: 'sk-ant-test', baseURL: url, maxRetries: 0 });
     const models = [];
     for await (const m of anthropic.models.list()) models.push(m);
     expect(models.map((m) => m.id)).toEqual(['claude-local', 'kiwi-demo']);

@@ -1,10 +1,10 @@
 import OpenAI from 'openai';
 import type { ResponseCreateParamsNonStreaming } from 'openai/resources/responses/responses';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { GatewayAppDeps } from '../../src/http/app.js';
 import { MAX_CLIENT_TOOLS } from '../../src/llm/client-tools.js';
-import { executeScript, scriptedLoop } from '../fixtures/http-edges/scripted-loop.js';
-import { serveGateway, type ServedGateway } from '../fixtures/http-edges/serve-gateway.js';
+import { serveScriptPerTest } from '../fixtures/http-edges/scripted-gateway.js';
+import { executeScript } from '../fixtures/http-edges/scripted-loop.js';
 
 /**
  * Every Responses body the gateway refuses, sent by the real `openai` client: each is a 4xx
@@ -12,17 +12,11 @@ import { serveGateway, type ServedGateway } from '../fixtures/http-edges/serve-g
  * instead, and the loop never starts.
  */
 
-let gateway: ServedGateway | undefined;
-
-afterEach(async () => {
-  await gateway?.close();
-  gateway = undefined;
-});
+const serve = serveScriptPerTest();
 
 async function client(extra: Partial<GatewayAppDeps> = {}, headers: Record<string, string> = {}) {
-  const loop = scriptedLoop(executeScript);
-  gateway = await serveGateway({ runLoop: loop.runLoop, models: () => [], health: () => ({}), ...extra });
-  return { openai: new OpenAI({ apiKey: 'sk-test', baseURL: `${gateway.url}/v1`, maxRetries: 0, defaultHeaders: headers }), loop };
+  const { url, loop } = await serve(executeScript, extra);
+  return { openai: new OpenAI({ apiKey: 'sk-test', baseURL: `${url}/v1`, maxRetries: 0, defaultHeaders: headers }), loop, url };
 }
 
 type ApiError = InstanceType<typeof OpenAI.APIError>;
@@ -105,8 +99,8 @@ describe('the request guard on /v1/responses', () => {
   });
 
   it('answers another method with a 405 that names POST', async () => {
-    await client();
-    const res = await fetch(`${gateway?.url}/v1/responses`);
+    const { url } = await client();
+    const res = await fetch(`${url}/v1/responses`);
     expect(res.status).toBe(405);
     expect(res.headers.get('allow')).toBe('POST');
   });

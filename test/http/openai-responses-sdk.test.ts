@@ -1,10 +1,10 @@
 import OpenAI from 'openai';
 import type { ResponseStreamEvent } from 'openai/resources/responses/responses';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { KiwiError } from '../../src/errors.js';
 import type { LoopEvent } from '../../src/gateway/loop-types.js';
-import { EXECUTE_TEXT, executeScript, resolveScript, scriptedLoop, usage, type Script } from '../fixtures/http-edges/scripted-loop.js';
-import { serveGateway, type ServedGateway } from '../fixtures/http-edges/serve-gateway.js';
+import { serveScriptPerTest } from '../fixtures/http-edges/scripted-gateway.js';
+import { EXECUTE_TEXT, executeScript, resolveScript, usage, type Script } from '../fixtures/http-edges/scripted-loop.js';
 
 /**
  * The real `openai` client's `responses` API against the gateway app. The RunLoop is a script
@@ -13,17 +13,11 @@ import { serveGateway, type ServedGateway } from '../fixtures/http-edges/serve-g
  * which refuses events out of order) accepts.
  */
 
-let gateway: ServedGateway | undefined;
-
-afterEach(async () => {
-  await gateway?.close();
-  gateway = undefined;
-});
+const serve = serveScriptPerTest({ models: () => [{ id: 'gpt-4o-mini', ownedBy: 'openai' }] });
 
 async function client(script: Script) {
-  const loop = scriptedLoop(script);
-  gateway = await serveGateway({ runLoop: loop.runLoop, models: () => [{ id: 'gpt-4o-mini', ownedBy: 'openai' }], health: () => ({}) });
-  return { openai: new OpenAI({ apiKey: 'sk-test', baseURL: `${gateway.url}/v1`, maxRetries: 0 }), loop };
+  const { url, loop } = await serve(script);
+  return { openai: new OpenAI({ apiKey: 'sk-test', baseURL: `${url}/v1`, maxRetries: 0 }), loop };
 }
 
 const ask = { model: 'gpt-4o-mini', input: 'What is in the README?' };

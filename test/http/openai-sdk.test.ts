@@ -1,9 +1,9 @@
 import OpenAI from 'openai';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { KiwiError } from '../../src/errors.js';
 import type { LoopEvent } from '../../src/gateway/loop-types.js';
-import { EXECUTE_TEXT, executeScript, resolveScript, scriptedLoop, type Script } from '../fixtures/http-edges/scripted-loop.js';
-import { serveGateway, type ServedGateway } from '../fixtures/http-edges/serve-gateway.js';
+import { serveScriptPerTest } from '../fixtures/http-edges/scripted-gateway.js';
+import { EXECUTE_TEXT, executeScript, resolveScript, type Script } from '../fixtures/http-edges/scripted-loop.js';
 
 /**
  * The real `openai` client against the gateway app served by @hono/node-server. The RunLoop is
@@ -11,17 +11,11 @@ import { serveGateway, type ServedGateway } from '../fixtures/http-edges/serve-g
  * renders its events as OpenAI Chat Completions a real client accepts.
  */
 
-let gateway: ServedGateway | undefined;
-
-afterEach(async () => {
-  await gateway?.close();
-  gateway = undefined;
-});
+const serve = serveScriptPerTest({ models: () => [{ id: 'gpt-4o-mini', ownedBy: 'openai' }] });
 
 async function client(script: Script) {
-  const loop = scriptedLoop(script);
-  gateway = await serveGateway({ runLoop: loop.runLoop, models: () => [{ id: 'gpt-4o-mini', ownedBy: 'openai' }], health: () => ({}) });
-  return { openai: new OpenAI({ apiKey: 'sk-test', baseURL: `${gateway.url}/v1`, maxRetries: 0 }), loop };
+  const { url, loop } = await serve(script);
+  return { openai: new OpenAI({ apiKey: 'sk-test', baseURL: `${url}/v1`, maxRetries: 0 }), loop };
 }
 
 const ask = { model: 'gpt-4o-mini', messages: [{ role: 'user' as const, content: 'What is in the README?' }] };
@@ -162,16 +156,13 @@ describe('OpenAI SDK, errors', () => {
 
 describe('OpenAI SDK, model list', () => {
   it('lists the models, demo ones marked', async () => {
-    const loop = scriptedLoop([]);
-    gateway = await serveGateway({
-      runLoop: loop.runLoop,
+    const { url } = await serve([], {
       models: () => [
         { id: 'gpt-4o-mini', ownedBy: 'openai' },
         { id: 'kiwi-demo', ownedBy: 'kiwi', demo: true },
       ],
-      health: () => ({}),
     });
-    const openai = new OpenAI({ apiKey: 'sk-test', baseURL: `${gateway.url}/v1`, maxRetries: 0 });
+    const openai = new OpenAI({ apiKey: 'sk-test', baseURL: `${url}/v1`, maxRetries: 0 });
     const models = [];
     for await (const m of openai.models.list()) models.push(m);
     expect(models).toEqual([

@@ -1,15 +1,12 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { readAuditTail } from '../../src/audit/audit-reader.js';
 import { dot } from '../../src/embed/vector-math.js';
-import { createCounters } from '../../src/prefetch/counters.js';
-import { createPrefetchDispatcher } from '../../src/prefetch/dispatcher.js';
-import { createPrefetchCache } from '../../src/prefetch/prefetch-cache.js';
-import { createPrefetchingResolver, sameAnswer, type Disagreement, type PrefetchingResolverDeps } from '../../src/prefetch/prefetching-resolver.js';
-import { createPredictor } from '../../src/prefetch/predictor.js';
+import { sameAnswer, type Disagreement } from '../../src/prefetch/prefetching-resolver.js';
 import type { Resolution } from '../../src/resolver/types.js';
 import { hashVector } from '../helpers/hash-embedder.js';
 import { expectKiwiError } from '../fixtures/prefetch/expect-kiwi.js';
 import { openWorld, type World } from '../fixtures/prefetch/prefetch-world.js';
+import { wirePrefetch, type WirePrefetchOptions } from '../fixtures/prefetch/wire-prefetch.js';
 
 let world: World;
 
@@ -29,27 +26,8 @@ afterAll(async () => {
 
 const SESSION = 'prefetch-test';
 
-function setup(options: Partial<Omit<PrefetchingResolverDeps, 'resolver' | 'cache' | 'counters' | 'tools'>> = {}) {
-  const counters = createCounters();
-  const cache = createPrefetchCache({ counters });
-  const resolver = createPrefetchingResolver({ resolver: world.resolver, cache, counters, tools: world.tools, ...options });
-  const dispatcher = createPrefetchDispatcher({
-    predictor: createPredictor({ resolver: world.resolver }),
-    resolver: world.resolver,
-    cache,
-    tools: world.tools,
-    call: world.call,
-    session: SESSION,
-    caller: { client: SESSION },
-    counters,
-  });
-  /** Prefetches `query` as a snapshot would, speculation included. */
-  const prefetch = async (query: string) => {
-    dispatcher.onSnapshot({ text: query, query, at: query.length }, null);
-    await dispatcher.idle();
-    return cache.get(query);
-  };
-  return { counters, cache, resolver, dispatcher, prefetch };
+function setup(resolverOptions: WirePrefetchOptions['resolverOptions'] = {}) {
+  return wirePrefetch(world, { session: SESSION, resolverOptions });
 }
 
 const cosine = (a: string, b: string) => dot(hashVector(a, 128), hashVector(b, 128));

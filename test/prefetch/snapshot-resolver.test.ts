@@ -3,15 +3,14 @@ import type { Embedder } from '../../src/embed/embedder.js';
 import { createStaticEmbedder } from '../../src/embed/static-embedder.js';
 import { dot } from '../../src/embed/vector-math.js';
 import { createCounters } from '../../src/prefetch/counters.js';
-import { createPrefetchDispatcher } from '../../src/prefetch/dispatcher.js';
 import { createPrefetchCache } from '../../src/prefetch/prefetch-cache.js';
 import { createPrefetchingResolver, sameAnswer } from '../../src/prefetch/prefetching-resolver.js';
-import { createPredictor } from '../../src/prefetch/predictor.js';
 import { openSnapshotResolver, type SnapshotResolver } from '../../src/prefetch/snapshot-resolver.js';
 import { resolvableTools } from '../../src/resolver/resolver.js';
 import { toolEmbeddingText } from '../../src/resolver/tool-document.js';
 import { expectKiwiError } from '../fixtures/prefetch/expect-kiwi.js';
 import { openWorld, type World } from '../fixtures/prefetch/prefetch-world.js';
+import { wirePrefetch } from '../fixtures/prefetch/wire-prefetch.js';
 
 /** The shipped static model, recording what it was asked to embed. */
 interface RecordingEmbedder extends Embedder {
@@ -64,25 +63,8 @@ const SESSION = 'snapshot-test';
 
 /** Prefetch wired as the gateway wires it with `prefetch.embedder: static`. */
 function setup() {
-  const counters = createCounters();
-  const cache = createPrefetchCache({ counters });
-  const prefetching = createPrefetchingResolver({ resolver: world.resolver, cache, counters, tools: world.tools, reuseSearches: snapshots.sharesResolverIndex });
-  const dispatcher = createPrefetchDispatcher({
-    predictor: createPredictor({ resolver: snapshots.resolver }),
-    resolver: world.resolver,
-    cache,
-    tools: world.tools,
-    call: world.call,
-    session: SESSION,
-    caller: { client: SESSION },
-    counters,
-  });
-  const prefetch = async (query: string) => {
-    dispatcher.onSnapshot({ text: query, query, at: query.length }, null);
-    await dispatcher.idle();
-    return cache.get(query);
-  };
-  return { counters, cache, prefetching, prefetch };
+  const { resolver: prefetching, ...rest } = wirePrefetch(world, { session: SESSION, predictorResolver: snapshots.resolver, resolverOptions: { reuseSearches: snapshots.sharesResolverIndex } });
+  return { prefetching, ...rest };
 }
 
 describe('prefetch snapshots on the static embedder', () => {

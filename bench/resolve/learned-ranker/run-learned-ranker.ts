@@ -16,16 +16,17 @@ import { findDatasets } from '../../../src/datasets/find-datasets.js';
 import { openResolverRuntime } from '../../../src/resolver-runtime.js';
 import { fillArguments } from '../../../src/resolver/fill-args.js';
 import { fitLogistic, predict, type LogisticModel } from '../../../src/resolver/logistic.js';
-import { DEFAULT_RESOLVER_SETTINGS, resolvableTools, retrievalConfidence } from '../../../src/resolver/resolver.js';
+import { DEFAULT_RESOLVER_SETTINGS, resolvableTools } from '../../../src/resolver/resolver.js';
 import { callMatches } from '../../../src/resolver/score-call.js';
+import { GOLD_REMOVED_EVERY, trainingRetrievals } from '../../../src/resolver/train/collect-rows.js';
 import type { Tool } from '../../../src/registry/types.js';
 import { createProgress } from '../../progress.js';
 import { round } from '../../stats.js';
+import { catalogSchemas, parseCount } from '../resolve-catalog.js';
 import { candidateRows, catalogTerms } from './candidate-features.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const K = 10;
-const GOLD_REMOVED_EVERY = 4;
 
 interface Row {
   features: number[];
@@ -45,8 +46,7 @@ interface Case {
 
 export async function runLearnedRankerBench(argv: string[]): Promise<void> {
   const { values } = parseArgs({ args: argv, options: { datasets: { type: 'string' }, out: { type: 'string' }, limit: { type: 'string' } }, strict: true });
-  const limit = values.limit === undefined ? undefined : Number(values.limit);
-  if (limit !== undefined && !(Number.isInteger(limit) && limit >= 1)) throw new Error(`--limit ${values.limit}: write a whole number of 1 or more`);
+  const limit = parseCount('limit', values.limit);
   const datasets = await findDatasets(path.resolve(values.datasets ?? path.join(REPO_ROOT, '..', 'shared', 'datasets')));
   const cases: Case[] = [];
   for (const dataset of datasets) {
@@ -54,7 +54,7 @@ export async function runLearnedRankerBench(argv: string[]): Promise<void> {
     const tools = resolvableTools(catalog.tools);
     const terms = catalogTerms(tools);
     const nameOf = (id: string): string => catalog.names.get(id) ?? id;
-    const schemas = new Map(catalog.tools.map((t) => [nameOf(t.id), t.parameters.map((p) => p.name)]));
+    const schemas = catalogSchemas(catalog);
     const dir = await mkdtemp(path.join(tmpdir(), 'kiwi-bench-ranker-'));
     const runtime = await openResolverRuntime({ tools: catalog.tools, indexDir: dir, model: null, settings: { targetPrecision: 0 } });
     try {
@@ -70,14 +70,12 @@ export async function runLearnedRankerBench(argv: string[]): Promise<void> {
           const fills = new Map<string, ReturnType<typeof fillArguments>>();
           const fill = (tool: Tool) => fills.get(tool.id) ?? fills.set(tool.id, fillArguments(retrieval.intent, tool)).get(tool.id) as ReturnType<typeof fillArguments>;
           const right = (tool: string, args: Record<string, unknown>) => callMatches(gold, { tool: nameOf(tool), arguments: args }, { schema: schemas.get(gold.name) ?? [] });
-          for (const goldRemoved of i % GOLD_REMOVED_EVERY === 0 ? [false, true] : [false]) {
-            const candidates = goldRemoved ? retrieval.candidates.filter((x) => nameOf(x.tool) !== gold.name) : retrieval.candidates;
-            const rows = candidateRows(retrieval.intent, candidates, { tools, terms, fill }, K).map((r) => {
+          for (const { goldRemoved, retrieval: seen } of trainingRetrievals(retrieval, i, (tool) => nameOf(tool) === gold.name, DEFAULT_RESOLVER_SETTINGS)) {
+            const rows = candidateRows(retrieval.intent, seen.candidates, { tools, terms, fill }, K).map((r) => {
               const toolRight = !goldRemoved && nameOf(r.tool.id) === gold.name;
               return { features: r.features, toolRight, callRight: toolRight && r.filled.missing.length === 0 && right(r.tool.id, r.filled.arguments) };
             });
-            const confidence = goldRemoved ? retrievalConfidence(candidates, DEFAULT_RESOLVER_SETTINGS) : retrieval.confidence;
-            const own = await runtime.resolver.complete(c.intent, { ...retrieval, candidates, confidence }, { rulesOnly: true });
+            const own = await runtime.resolver.complete(c.intent, seen, { rulesOnly: true });
             const raw = own.status === 'resolved' ? own.confidence : -1;
             cases.push({ dataset: dataset.name, split: split.name, goldRemoved, rows, raw, rawRight: !goldRemoved && own.status === 'resolved' && right(own.call.tool, own.call.arguments) });
           }

@@ -11,7 +11,7 @@ import type { BenchCase } from '../../datasets/case-file.js';
 import type { ImportedCatalog } from '../../datasets/catalog-file.js';
 import { retrievalConfidence, type ResolverSettings } from '../resolver.js';
 import { callMatches } from '../score-call.js';
-import type { StagedResolver } from '../types.js';
+import type { Retrieval, StagedResolver } from '../types.js';
 
 export interface TrainingRow {
   dataset: string;
@@ -26,7 +26,26 @@ export interface TrainingRow {
   callRight: boolean;
 }
 
-const GOLD_REMOVED_EVERY = 4;
+export const GOLD_REMOVED_EVERY = 4;
+
+/**
+ * What a case is completed against: its retrieval, and for every GOLD_REMOVED_EVERY-th case
+ * (`index` in the list of cases) the same retrieval again without the gold tool, its confidence
+ * recomputed from the pool that is left.
+ */
+export function trainingRetrievals(
+  retrieval: Retrieval,
+  index: number,
+  isGold: (tool: string) => boolean,
+  settings: Pick<ResolverSettings, 'marginWeight'>,
+): Array<{ goldRemoved: boolean; retrieval: Retrieval }> {
+  const out = [{ goldRemoved: false, retrieval }];
+  if (index % GOLD_REMOVED_EVERY === 0) {
+    const candidates = retrieval.candidates.filter((c) => !isGold(c.tool));
+    out.push({ goldRemoved: true, retrieval: { ...retrieval, candidates, confidence: retrievalConfidence(candidates, settings) } });
+  }
+  return out;
+}
 
 export async function collectRows(
   resolver: StagedResolver,
@@ -42,17 +61,13 @@ export async function collectRows(
   for (const [i, c] of usable.entries()) {
     const gold = c.calls[0] as BenchCase['calls'][number];
     const retrieval = await resolver.retrieve(c.intent);
-    const row = async (goldRemoved: boolean): Promise<TrainingRow> => {
-      const candidates = goldRemoved ? retrieval.candidates.filter((x) => nameOf(x.tool) !== gold.name) : retrieval.candidates;
-      const confidence = goldRemoved ? retrievalConfidence(candidates, where.settings) : retrieval.confidence;
-      const r = await resolver.complete(c.intent, { ...retrieval, candidates, confidence }, { rulesOnly: true });
-      const callRight = !goldRemoved && r.status === 'resolved' && callMatches(gold, { tool: nameOf(r.call.tool), arguments: r.call.arguments }, { schema: schemas.get(gold.name) ?? [] });
-      return { dataset: where.dataset, split: where.split, id: c.id, goldRemoved, resolved: r.status === 'resolved', raw: r.confidence, callRight };
-    };
     // A tool the intent names is not a guess: it never meets the gate, so it teaches the gate nothing.
     if (!retrieval.named) {
-      out.push(await row(false));
-      if (i % GOLD_REMOVED_EVERY === 0) out.push(await row(true));
+      for (const seen of trainingRetrievals(retrieval, i, (tool) => nameOf(tool) === gold.name, where.settings)) {
+        const r = await resolver.complete(c.intent, seen.retrieval, { rulesOnly: true });
+        const callRight = !seen.goldRemoved && r.status === 'resolved' && callMatches(gold, { tool: nameOf(r.call.tool), arguments: r.call.arguments }, { schema: schemas.get(gold.name) ?? [] });
+        out.push({ dataset: where.dataset, split: where.split, id: c.id, goldRemoved: seen.goldRemoved, resolved: r.status === 'resolved', raw: r.confidence, callRight });
+      }
     }
     onProgress?.(i + 1, usable.length);
   }

@@ -297,6 +297,21 @@ describe('meta-server: resolve', () => {
     expect(output).toBe('hello world');
   });
 
+  it('runs an intent written as steps in order, and stops at the first that does not succeed', async () => {
+    const done = await call('resolve', { intent: 'echo_text {"text": "one"}, then echo_text {"text": "two"}' });
+    expect(done.isError, text(done)).toBeFalsy();
+    expect(structured(done)).toMatchObject({ status: 'done', steps: [{ step: 1, intent: 'echo_text {"text": "one"}', status: 'resolved' }, { step: 2, status: 'resolved' }] });
+    expect(text(done)).toMatch(/^this intent has 2 steps, taken in order\n\nstep 1 of 2: echo_text \{"text": "one"\}\nresolved to echo_text/);
+
+    const stopped = await call('resolve', { intent: 'echo_text {"text": "one"}, then no_such_tool {"x": 1}, then echo_text {"text": "three"}' });
+    expect(structured(stopped)).toMatchObject({
+      status: 'stopped',
+      steps: [{ step: 1, status: 'resolved' }, { step: 2, status: 'unresolved' }, { step: 3, intent: 'echo_text {"text": "three"}', status: 'not_run' }],
+    });
+    expect(text(stopped)).toMatch(/^this intent has 3 steps, taken in order; it stopped at a step that did not succeed/);
+    expect(text(stopped)).toMatch(/\n\nstep 3 of 3: echo_text \{"text": "three"\}\nnot run: it comes after a step that did not succeed$/);
+  });
+
   it('only shows the call with execute: false', async () => {
     await project.audit.flush();
     const before = (await readAuditTail({ dir: project.auditDir, limit: 1000 })).length;

@@ -1,7 +1,7 @@
 import { canonicalJson } from '../canonical-json.js';
 import type { CallOutcome } from '../proxy/tool-proxy.js';
 import type { SplitOptions } from '../resolver/split-steps.js';
-import { planSteps, type PlannedStep } from '../resolver/step-plan.js';
+import { planSteps, runPlannedSteps, type PlannedStep } from '../resolver/step-plan.js';
 import type { Resolution } from '../resolver/types.js';
 import { notRunReason, repeatReason, shownResult, toolCallLimitReason, type FeedbackItem, type StepPlace } from './agent-feedback.js';
 import { GATEWAY_CALL_PREFIX, type LimitName, type LoopCall, type LoopEvent, type LoopLimits, type LoopMode } from './loop-types.js';
@@ -122,15 +122,13 @@ export function createIntentWorker(deps: IntentWorkerDeps): IntentWorker {
   }
 
   async function runSteps(index: number, steps: readonly PlannedStep[], context: string): Promise<void> {
-    for (const [i, step] of steps.entries()) {
-      const later = steps.slice(i + 1).map((s) => s.text);
-      const place: StepPlace = { n: i + 1, of: steps.length, notRun: later };
-      if (signal.aborted) return;
-      if (await runOne(index, step.text, context, step.resolution, place)) continue;
+    const place = (i: number): StepPlace => ({ n: i + 1, of: steps.length, notRun: steps.slice(i + 1).map((s) => s.text) });
+    await runPlannedSteps(steps, {
+      run: (step, i) => runOne(index, step.text, context, step.resolution, place(i)),
       // The agent reads why in the failed step's item; the client sees each step that did not run.
-      for (const text of later) deps.push({ type: 'unresolved', index, intent: text, reason: notRunReason(place), missing: [], candidates: [] });
-      return;
-    }
+      notRun: (step, _i, failed) => deps.push({ type: 'unresolved', index, intent: step.text, reason: notRunReason(place(failed)), missing: [], candidates: [] }),
+      cancelled: () => signal.aborted,
+    });
   }
 
   async function work(index: number, intent: string, context: string): Promise<void> {

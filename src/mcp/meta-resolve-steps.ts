@@ -5,7 +5,7 @@
  * as an error) stops the rest. The answer lists every step: what ran, with its result, and what
  * did not, and why.
  */
-import type { PlannedStep } from '../resolver/step-plan.js';
+import { runPlannedSteps, type PlannedStep } from '../resolver/step-plan.js';
 import type { Resolution } from '../resolver/types.js';
 import type { MetaResult } from './meta-common.js';
 
@@ -18,22 +18,23 @@ export interface StepRunDeps {
 export async function runSteps(steps: readonly PlannedStep[], deps: StepRunDeps): Promise<MetaResult> {
   const texts: string[] = [];
   const views: Array<Record<string, unknown>> = [];
-  let stopped = false;
+  const head = (step: PlannedStep, i: number): string => `step ${i + 1} of ${steps.length}: ${step.text}`;
   let callFailed = false;
-  for (const [i, step] of steps.entries()) {
-    const head = `step ${i + 1} of ${steps.length}: ${step.text}`;
-    if (stopped) {
-      texts.push(`${head}\nnot run: it comes after a step that did not succeed`);
+  const done = await runPlannedSteps(steps, {
+    async run(step, i) {
+      const resolution = step.resolution ?? (await deps.resolve(step.text));
+      const result = await deps.run(resolution);
+      callFailed = resolution.status === 'resolved' && result.isError === true;
+      texts.push(`${head(step, i)}\n${result.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n')}`);
+      views.push({ step: i + 1, intent: step.text, ...(result.structuredContent ?? {}) });
+      return resolution.status === 'resolved' && !callFailed;
+    },
+    notRun(step, i) {
+      texts.push(`${head(step, i)}\nnot run: it comes after a step that did not succeed`);
       views.push({ step: i + 1, intent: step.text, status: 'not_run' });
-      continue;
-    }
-    const resolution = step.resolution ?? (await deps.resolve(step.text));
-    const result = await deps.run(resolution);
-    callFailed = resolution.status === 'resolved' && result.isError === true;
-    stopped = resolution.status === 'unresolved' || callFailed;
-    texts.push(`${head}\n${result.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n')}`);
-    views.push({ step: i + 1, intent: step.text, ...(result.structuredContent ?? {}) });
-  }
+    },
+  });
+  const stopped = !done;
   const lead = stopped
     ? `this intent has ${steps.length} steps, taken in order; it stopped at a step that did not succeed, and the later ones did not run: sort that step out, then send the rest again`
     : `this intent has ${steps.length} steps, taken in order`;

@@ -39,6 +39,29 @@ export async function planSteps(intent: string, resolve: (text: string) => Promi
   return steps.length < 2 ? { kind: 'single' } : { kind: 'steps', steps };
 }
 
+export interface StepRunner {
+  /** Resolves the step (unless the plan did) and runs it: true when it succeeded. */
+  run(step: PlannedStep, i: number): Promise<boolean>;
+  /** Told of each step `i` after step `failed` (0-based), which did not succeed: it does not run. */
+  notRun(step: PlannedStep, i: number, failed: number): void;
+  /** Asked before each step: true ends the steps there, telling no one (the request was cancelled). */
+  cancelled?: () => boolean;
+}
+
+/**
+ * The steps of a plan, in order: the first that does not succeed stops the rest. The agent loop
+ * and the MCP `resolve` tool both take steps this way; true when every step succeeded.
+ */
+export async function runPlannedSteps(steps: readonly PlannedStep[], runner: StepRunner): Promise<boolean> {
+  for (const [i, step] of steps.entries()) {
+    if (runner.cancelled?.()) return false;
+    if (await runner.run(step, i)) continue;
+    for (let later = i + 1; later < steps.length; later++) runner.notRun(steps[later] as PlannedStep, later, i);
+    return false;
+  }
+  return true;
+}
+
 /** The steps grouped by the clause they were cut from. */
 function clauses(steps: readonly Step[]): Step[][] {
   const groups: Step[][] = [];

@@ -68,25 +68,23 @@ export async function openGatewayPrefetch(options: GatewayPrefetchOptions): Prom
   const transitions = stored.model;
   const counters = createCounters();
   const cache = createPrefetchCache({ ttlMs: config.ttlMs, counters });
-  // Built only when prefetch runs: the static index costs ~0.5 s and ~4 MB at 4k tools.
-  const snapshots = config.enabled
-    ? await openSnapshotResolver({
-        embedder: config.embedder,
-        resolver: runtime.resolver,
-        resolverEmbedderId: runtime.embedderId,
-        tools: runtime.tools,
-        settings: runtime.settings,
-        ...(options.signal ? { signal: options.signal } : {}),
-      })
-    : undefined;
-  const predictor = createPredictor({ resolver: snapshots?.resolver ?? runtime.resolver, transitions });
+  // The static index is built only when prefetch runs (~0.5 s and ~4 MB at 4k tools); sharing the resolver's costs nothing.
+  const snapshots = await openSnapshotResolver({
+    embedder: config.enabled ? config.embedder : 'resolver',
+    resolver: runtime.resolver,
+    resolverEmbedderId: runtime.embedderId,
+    tools: runtime.tools,
+    settings: runtime.settings,
+    ...(options.signal ? { signal: options.signal } : {}),
+  });
+  const predictor = createPredictor({ resolver: snapshots.resolver, transitions });
   const prefetching = createPrefetchingResolver({
     resolver: runtime.resolver,
     cache,
     counters,
     tools: project.registry.tools,
     minCosine: config.minCosine,
-    reuseSearches: snapshots?.sharesResolverIndex ?? true,
+    reuseSearches: snapshots.sharesResolverIndex,
   });
   const proxy = project.proxy;
 
@@ -123,11 +121,11 @@ export async function openGatewayPrefetch(options: GatewayPrefetchOptions): Prom
 
   return {
     counters,
-    snapshots: snapshots ?? { embedderId: runtime.embedderId, sharesResolverIndex: true, buildMs: 0 },
+    snapshots,
     transitions,
     forRequest,
     async close() {
-      await snapshots?.close();
+      await snapshots.close();
       try {
         if ((await stored.save()) === 'file-changed') {
           options.log?.(`${file} changed while the gateway ran (kiwi predictor train?): kept it; what the gateway learned is in the audit log, which the next train reads`);

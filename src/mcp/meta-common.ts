@@ -2,6 +2,7 @@
  * What the meta-tools share: the zod pieces of their arguments (names as Kiwi MCP wrote them, so
  * its users' prompts keep working), the item lookup across tiers, and how results are shaped.
  */
+import type { SplitOptions } from '../resolver/split-steps.js';
 import { realpath } from 'node:fs/promises';
 import path from 'node:path';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -21,6 +22,8 @@ export interface MetaContext {
   session: string;
   /** Who the session belongs to: calls are checked, rate-limited and loop-checked as this client's. */
   caller: Caller;
+  /** How `resolve` splits an intent into ordered steps. */
+  steps: SplitOptions;
 }
 
 export type ItemType = 'directive' | 'tool' | 'knowledge';

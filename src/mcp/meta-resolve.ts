@@ -1,8 +1,6 @@
 /** The `resolve` meta-tool: an intent in words becomes one call (tool + arguments), run through the tool proxy. */
 import { z } from 'zod';
 import { compactSchema } from '../resolver/compact-schema.js';
-import { resolvableTools } from '../resolver/resolver.js';
-import { catalogActionWords } from '../resolver/split-steps.js';
 import { planSteps } from '../resolver/step-plan.js';
 import type { Candidate, Resolution } from '../resolver/types.js';
 import { callerFields, outcomeResult, textResult, type MetaContext, type MetaResult } from './meta-common.js';
@@ -31,7 +29,7 @@ type ResolveArgs = z.output<z.ZodObject<typeof resolveShape>>;
 export async function resolve(ctx: MetaContext, args: ResolveArgs, signal?: AbortSignal): Promise<MetaResult> {
   const resolveText = (text: string): Promise<Resolution> =>
     ctx.resolver.resolve(text, { limit: CANDIDATES, ...(args.context !== undefined ? { context: args.context } : {}), ...(signal ? { signal } : {}) });
-  const plan = await planSteps(args.intent, resolveText, { actionWords: catalogActionWords(resolvableTools(ctx.project.registry.tools.values()).values()) });
+  const plan = await planSteps(args.intent, resolveText, ctx.steps);
   if (plan.kind === 'refused') return textResult(`not run: ${plan.reason}`, { status: 'refused', reason: plan.reason });
   if (plan.kind === 'steps') return runSteps(plan.steps, { resolve: resolveText, run: (resolution) => resolveOne(ctx, resolution, args, signal) });
   return resolveOne(ctx, await resolveText(args.intent), args, signal);

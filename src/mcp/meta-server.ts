@@ -3,6 +3,8 @@
  * for every tool schema of the project, with the argument names Kiwi MCP used. Transport-free:
  * the stdio command and the /mcp route connect a fresh server per client session.
  */
+import { resolvableTools } from '../resolver/resolver.js';
+import { catalogActionWords, type SplitOptions } from '../resolver/split-steps.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { LOCAL_CALLER } from '../clients/client-auth.js';
 import type { Project } from '../project.js';
@@ -23,6 +25,8 @@ export interface MetaServerDeps {
   session?: string;
   /** Whose session this is (default: the local client). */
   caller?: Caller;
+  /** How `resolve` splits ordered steps (catalogActionWords of the project's tools); computed once here when absent. */
+  steps?: SplitOptions;
 }
 
 const DEFAULT_INFO = { name: 'kiwi-gateway', version: '0.1.0' };
@@ -37,7 +41,13 @@ const INSTRUCTIONS =
 
 /** A fresh server per session: McpServer holds one transport at a time. */
 export function createMetaServer(deps: MetaServerDeps): McpServer {
-  const ctx: MetaContext = { project: deps.project, resolver: deps.resolver, session: deps.session ?? deps.project.session, caller: deps.caller ?? LOCAL_CALLER };
+  const ctx: MetaContext = {
+    project: deps.project,
+    resolver: deps.resolver,
+    session: deps.session ?? deps.project.session,
+    caller: deps.caller ?? LOCAL_CALLER,
+    steps: deps.steps ?? { actionWords: catalogActionWords(resolvableTools(deps.project.registry.tools.values()).values()) },
+  };
   const server = new McpServer(deps.serverInfo ?? DEFAULT_INFO, { instructions: INSTRUCTIONS, maxToolInputElements: MAX_INPUT_ELEMENTS });
 
   server.registerTool(

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { KiwiError, describeError } from '../errors.js';
 import { isSecretName, redactSecrets } from './redact-secrets.js';
+import { textHead } from '../text-cut.js';
 
 /** The key of the object that stands in for a value the audit log cut short. */
 export const TRUNCATED_KEY = '$truncated';
@@ -29,7 +30,7 @@ export function capText(value: unknown, max: number): string {
   const text = redactSecrets(typeof value === 'string' ? value : String(value));
   if (text.length <= max) return text;
   const tail = `…[truncated: ${Buffer.byteLength(text)} bytes, sha256 ${sha256(text)}]`;
-  return `${cut(text, Math.max(0, max - tail.length))}${tail}`;
+  return `${textHead(text, Math.max(0, max - tail.length))}${tail}`;
 }
 
 /** A JSON value as a marker of at most `budget` bytes (once `budget` is over ~200) that keeps a prefix of it. */
@@ -38,7 +39,7 @@ export function truncationMarker(json: string, budget: number): string {
   const hash = sha256(json);
   let take = Math.max(0, Math.min(json.length, budget - 160));
   for (;;) {
-    const marker = JSON.stringify({ [TRUNCATED_KEY]: true, bytes, sha256: hash, preview: cut(json, take) });
+    const marker = JSON.stringify({ [TRUNCATED_KEY]: true, bytes, sha256: hash, preview: textHead(json, take) });
     const over = Buffer.byteLength(marker) - budget;
     if (over <= 0 || take === 0) return marker;
     take = Math.max(0, take - over);
@@ -81,15 +82,10 @@ function walk(value: unknown, maxStringChars: number, secret: boolean, ancestors
 function capString(value: string, max: number): unknown {
   const text = redactSecrets(value);
   if (text.length <= max) return text;
-  return { [TRUNCATED_KEY]: true, bytes: Buffer.byteLength(text), sha256: sha256(text), preview: cut(text, Math.floor(max / 2)) };
+  return { [TRUNCATED_KEY]: true, bytes: Buffer.byteLength(text), sha256: sha256(text), preview: textHead(text, Math.floor(max / 2)) };
 }
 
 /** The first `chars` UTF-16 units, without splitting a surrogate pair. */
-function cut(text: string, chars: number): string {
-  const code = text.charCodeAt(chars - 1);
-  return text.slice(0, code >= 0xd800 && code <= 0xdbff ? chars - 1 : chars);
-}
-
 function sha256(text: string): string {
   return createHash('sha256').update(text).digest('hex');
 }

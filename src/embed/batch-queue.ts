@@ -1,6 +1,7 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { throwIfAborted } from '../abort.js';
 import { KiwiError } from '../errors.js';
+import { textHead } from '../text-cut.js';
 
 /**
  * The request queue every embedder shares: callers' texts are cut to a length cap, split into
@@ -52,13 +53,6 @@ interface Part {
 }
 
 export const DEFAULT_MAX_QUEUED_TEXTS = 100_000;
-
-function cut(text: string, max: number): string {
-  if (text.length <= max) return text;
-  const code = text.charCodeAt(max - 1);
-  // Never leave half of a surrogate pair at the end.
-  return text.slice(0, code >= 0xd800 && code <= 0xdbff ? max - 1 : max);
-}
 
 export function createBatchQueue(options: BatchQueueOptions): BatchQueue {
   const waiting: Pending[] = [];
@@ -159,7 +153,7 @@ export function createBatchQueue(options: BatchQueueOptions): BatchQueue {
     return new Promise<Float32Array[]>((resolve, reject) => {
       const onAbort = () => settle(req, { error: new KiwiError('TOOL_CANCELLED', `embedding with ${options.name} was cancelled`) });
       const req: Pending = {
-        texts: texts.map((t) => cut(t, options.maxTextChars)),
+        texts: texts.map((t) => textHead(t, options.maxTextChars)),
         next: 0,
         done: 0,
         results: new Array<Float32Array>(texts.length),

@@ -3,6 +3,7 @@ import { DEFAULT_MARKER } from '../intent/intent-marker.js';
 import type { CallOutcome } from '../proxy/tool-proxy.js';
 import type { ToolCallSpec } from '../resolver/types.js';
 import type { LimitName, LoopLimits } from './loop-types.js';
+import { textHead } from '../text-cut.js';
 
 /**
  * Everything the agent loop says in words: the one user message that carries a turn's results
@@ -47,10 +48,8 @@ export interface ShownResult {
 /** The first `max` UTF-16 units (never half a surrogate pair) and a note saying how much was cut. */
 export function capText(text: string, max: number): string {
   if (text.length <= max) return text;
-  let end = max;
-  const last = text.charCodeAt(end - 1);
-  if (last >= 0xd800 && last <= 0xdbff) end--;
-  return `${text.slice(0, end)}\n… [cut: ${text.length - end} of ${text.length} characters not shown]`;
+  const head = textHead(text, max);
+  return `${head}\n… [cut: ${text.length - head.length} of ${text.length} characters not shown]`;
 }
 
 /** The text a result shows the client and the agent: output, the denial, or the error. */

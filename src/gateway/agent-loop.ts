@@ -11,7 +11,7 @@ import { createIntentWorker } from './intent-worker.js';
 import { createOutbox } from './outbox.js';
 import { menuText } from './tool-menu.js';
 import { DEFAULT_LOOP_LIMITS, GATEWAY_CALL_PREFIX, type LimitName, type LoopCall, type LoopEvent, type LoopLimits, type LoopMode, type LoopRunOptions } from './loop-types.js';
-import { textTail } from '../text-tail.js';
+import { textTail } from '../text-cut.js';
 
 export interface AgentLoopDeps {
   provider: ChatProvider;

@@ -16,7 +16,7 @@ import {
 } from './provider-options.js';
 import { jsonPost, requestJson } from './request-json.js';
 import type { ChatCompletion, ChatEvent, ChatProvider, ChatRequest } from './types.js';
-import { createRedactor, type UpstreamContext } from './upstream-error.js';
+import { createRedactor, malformedAnswer, type UpstreamContext } from './upstream-error.js';
 
 /**
  * The adapter for Anthropic's Messages API: POST {baseUrl}/v1/messages with `x-api-key` and
@@ -85,7 +85,9 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Chat
     const ctx = context(r.model);
     const m = await requestJson(handle.http, httpRequest(body, false, signal), messageSchema, 'an Anthropic message', ctx);
     const usage = anthropicUsage(m.usage, undefined);
-    const toolCalls = anthropicToolCalls(m.content);
+    const read = anthropicToolCalls(m.content);
+    if ('problem' in read) throw malformedAnswer(ctx, read.problem);
+    const toolCalls = read.calls;
     return {
       id: m.id,
       model: m.model || r.model,

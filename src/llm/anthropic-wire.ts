@@ -63,13 +63,15 @@ export const messageSchema = z.looseObject({
 });
 
 /** The native calls (tool_use blocks) of a non-streamed message. */
-export function anthropicToolCalls(content: z.output<typeof messageSchema>['content']): NativeToolCall[] {
+/** The answer's native calls, or what is wrong with them (a call without a name, too many calls). */
+export function anthropicToolCalls(content: z.output<typeof messageSchema>['content']): { calls: NativeToolCall[] } | { problem: string } {
   const assembler = createNativeCallAssembler();
-  content.forEach((b, i) => {
-    if (b.type === 'tool_use') assembler.add(i, { id: b.id, name: b.name, arguments: JSON.stringify(b.input ?? {}) });
-  });
-  const done = assembler.done();
-  return 'calls' in done ? done.calls : [];
+  for (const [i, b] of content.entries()) {
+    if (b.type !== 'tool_use') continue;
+    const problem = assembler.add(i, { id: b.id, name: b.name, arguments: JSON.stringify(b.input ?? {}) });
+    if (problem !== undefined) return { problem };
+  }
+  return assembler.done();
 }
 
 export function anthropicFinishReason(reason: string): FinishReason {

@@ -16,7 +16,7 @@ import {
 } from './provider-options.js';
 import type { ChatCompletion, ChatEvent, ChatProvider, ChatRequest } from './types.js';
 import { jsonPost, requestJson } from './request-json.js';
-import { createRedactor, type UpstreamContext } from './upstream-error.js';
+import { createRedactor, malformedAnswer, type UpstreamContext } from './upstream-error.js';
 
 /**
  * The adapter for OpenAI's Chat Completions API and the servers that copy it (llama.cpp,
@@ -74,7 +74,9 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
     const choice = c.choices.find((x) => (x.index ?? 0) === 0) ?? c.choices[0];
     const usage = openAiUsage(c.usage);
     const reason = typeof choice?.finish_reason === 'string' ? openAiFinishReason(choice.finish_reason) : 'other';
-    const toolCalls = choice === undefined ? [] : openAiToolCalls(choice.message);
+    const read = choice === undefined ? { calls: [] } : openAiToolCalls(choice.message);
+    if ('problem' in read) throw malformedAnswer(ctx, read.problem);
+    const toolCalls = read.calls;
     return {
       id: c.id ?? `chatcmpl-${randomUUID()}`,
       model: c.model ?? r.model,

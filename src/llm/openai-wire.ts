@@ -79,11 +79,14 @@ export function openAiFinishReason(reason: string): FinishReason {
 }
 
 /** The native calls of a non-streamed answer's message. */
-export function openAiToolCalls(message: z.output<typeof completionSchema>['choices'][number]['message']): NativeToolCall[] {
+/** The answer's native calls, or what is wrong with them (a call without a name, too many calls). */
+export function openAiToolCalls(message: z.output<typeof completionSchema>['choices'][number]['message']): { calls: NativeToolCall[] } | { problem: string } {
   const assembler = createNativeCallAssembler();
-  (message.tool_calls ?? []).forEach((c, i) => assembler.add(i, { id: c.id, name: c.function.name, arguments: c.function.arguments }));
-  const done = assembler.done();
-  return 'calls' in done ? done.calls : [];
+  for (const [i, c] of (message.tool_calls ?? []).entries()) {
+    const problem = assembler.add(i, { id: c.id, name: c.function.name, arguments: c.function.arguments });
+    if (problem !== undefined) return { problem };
+  }
+  return assembler.done();
 }
 
 export function openAiUsage(usage: z.output<typeof usageSchema> | null | undefined): ChatUsage | undefined {

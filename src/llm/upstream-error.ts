@@ -139,6 +139,15 @@ export function midStreamError(ctx: UpstreamContext, error: ProviderError, chunk
   });
 }
 
+/** The error for a non-streamed answer whose tool calls do not hold together: refused, never half handed on. */
+export function malformedAnswer(ctx: UpstreamContext, problem: string): KiwiError {
+  return new KiwiError(
+    'UPSTREAM_HTTP',
+    `${ctx.label}: the answer ${problem}; the upstream sent a broken answer: retry, or check that baseUrl points at ${ctx.provider === 'openai' ? 'an OpenAI-compatible' : 'the Anthropic Messages'} API`,
+    { details: { status: 502, malformed: true, provider: ctx.provider, url: ctx.url, model: ctx.model } },
+  );
+}
+
 /** The error for a chunk that is not JSON or does not have the shape the provider documents. */
 export function malformedChunk(ctx: UpstreamContext, chunk: number, problem: string, data: string): KiwiError {
   const shown = excerpt(data, ctx.redact, 200);

@@ -114,6 +114,39 @@ describe('OpenAI adapter', () => {
   });
 });
 
+describe('non-streamed answers whose calls do not hold together', () => {
+  const json = (body: unknown) => ({ status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+
+  it('OpenAI: a call with no name, or more calls than one answer may hold, is refused like the streamed ones, never dropped', async () => {
+    const answer = (calls: unknown[]) => json({ id: 'c', model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: null, tool_calls: calls }, finish_reason: 'tool_calls' }] });
+    const many = Array.from({ length: MAX_NATIVE_CALLS + 1 }, (_, i) => ({ id: `call_${i}`, type: 'function', function: { name: 'get_time', arguments: '{}' } }));
+    llm.replyOnce({ recording: answer([{ id: 'call_1', type: 'function', function: { name: '', arguments: '{}' } }]) }, { recording: answer(many) });
+    const nameless = await failure(openai.complete({ model: 'm', messages: HISTORY, clientTools: TOOLS }), 'UPSTREAM_HTTP');
+    expect(nameless.message).toMatch(/not a chat\.completion \(choices\.0\.message\.tool_calls\.0\.function\.name/);
+    const tooMany = await failure(openai.complete({ model: 'm', messages: HISTORY, clientTools: TOOLS }), 'UPSTREAM_HTTP');
+    expect(tooMany.message).toContain(`the answer opens more than ${MAX_NATIVE_CALLS} tool calls`);
+  });
+
+  it('Anthropic: a tool_use block with no name is refused, never dropped with the others', async () => {
+    llm.replyOnce({
+      recording: json({
+        id: 'msg_1',
+        type: 'message',
+        role: 'assistant',
+        model: 'c',
+        content: [
+          { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Paris' } },
+          { type: 'tool_use', id: 'toolu_2', name: '', input: {} },
+        ],
+        stop_reason: 'tool_use',
+        usage: { input_tokens: 1, output_tokens: 1 },
+      }),
+    });
+    const error = await failure(anthropic.complete({ model: 'c', messages: HISTORY, clientTools: TOOLS }), 'UPSTREAM_HTTP');
+    expect(error.message).toMatch(/the answer sent tool call 1 without a function name/);
+  });
+});
+
 describe('Anthropic adapter', () => {
   it('sends tools with input_schema and tool_choice (parallel off on it); tool_result blocks first in the next user message', async () => {
     llm.reply('anthropic-plain');

@@ -30,26 +30,37 @@ export async function* streamChat(
   const signal = req.signal;
   const cancelled = (): KiwiError => new KiwiError('TOOL_CANCELLED', `${ctx.label}: the stream was cancelled`, { details: { url: ctx.url, model: ctx.model } });
   let started = false;
-  function* ordered(events: ChatEvent[]): Generator<ChatEvent> {
+  /** `events` in the guaranteed order, adjacent text joined: one read's deltas travel the loop as one event. */
+  function ordered(events: ChatEvent[]): ChatEvent[] {
+    const out: ChatEvent[] = [];
     for (const e of events) {
       if (e.type === 'start') {
         if (started) continue;
       } else if (!started) {
-        yield fallbackStart();
+        out.push(fallbackStart());
       }
       started = true;
-      yield e;
+      const last = out[out.length - 1];
+      if (e.type === 'text' && last?.type === 'text') out[out.length - 1] = { type: 'text', text: last.text + e.text };
+      else out.push(e);
     }
+    return out;
   }
   let chunk = 0;
   try {
-    for await (const event of http.stream(req)) {
+    for await (const batch of http.stream(req)) {
       // Events parsed from one socket read would otherwise still flow after an abort.
       if (signal?.aborted) throw cancelled();
-      chunk += 1;
-      const out = decoder.push(event, chunk);
-      yield* ordered(out.events);
-      if (out.done) break;
+      const decoded: ChatEvent[] = [];
+      let done = false;
+      for (const event of batch) {
+        chunk += 1;
+        const out = decoder.push(event, chunk);
+        decoded.push(...out.events);
+        if ((done = out.done)) break;
+      }
+      yield* ordered(decoded);
+      if (done) break;
     }
   } catch (error) {
     throw fromHttpError(ctx, error);

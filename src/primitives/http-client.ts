@@ -46,8 +46,12 @@ export interface HttpResponse {
 export interface HttpClient {
   /** Any status is a normal response; the caller decides what a 4xx/5xx means. */
   request(req: HttpRequest): Promise<HttpResponse>;
-  /** Events of a `text/event-stream` response; throws UPSTREAM_HTTP (status + body excerpt) on non-2xx. */
-  stream(req: HttpRequest): AsyncIterable<SseEvent>;
+  /**
+   * Events of a `text/event-stream` response, in batches: the events one socket read completed,
+   * so a consumer pays its per-step costs per read rather than per event. Throws UPSTREAM_HTTP
+   * (status + body excerpt) on non-2xx.
+   */
+  stream(req: HttpRequest): AsyncIterable<SseEvent[]>;
   /** Closes the client's own connection pools (not an injected dispatcher). */
   close(): Promise<void>;
 }
@@ -343,7 +347,7 @@ export function createHttpClient(options: { dispatcher?: Dispatcher } = {}): Htt
     return { status: res.statusCode, headers, body: decoderFor(headers['content-type']).decode(read.data), url: url.href };
   }
 
-  async function* stream(req: HttpRequest): AsyncGenerator<SseEvent> {
+  async function* stream(req: HttpRequest): AsyncGenerator<SseEvent[]> {
     const p = plan(req, true);
     const { res, url } = await open(p);
     const contentType = String(res.headers['content-type'] ?? '');
@@ -371,7 +375,7 @@ export function createHttpClient(options: { dispatcher?: Dispatcher } = {}): Htt
           overflow = error;
         }
         // Yielding pauses this loop, so a slow consumer applies backpressure to the socket.
-        yield* batch;
+        if (batch.length > 0) yield batch;
         if (overflow !== undefined) throw overflow;
       }
     } catch (error) {

@@ -20,9 +20,9 @@ afterEach(async () => {
 });
 
 
-async function collect(events: AsyncIterable<SseEvent>): Promise<SseEvent[]> {
+async function collect(batches: AsyncIterable<SseEvent[]>): Promise<SseEvent[]> {
   const out: SseEvent[] = [];
-  for await (const event of events) out.push(event);
+  for await (const batch of batches) out.push(...batch);
   return out;
 }
 
@@ -315,7 +315,7 @@ describe('http client: SSE streams', () => {
     });
     const seenEvents: SseEvent[] = [];
     const run = async () => {
-      for await (const event of client.stream({ method: 'GET', url, maxEventBytes: 1024 })) seenEvents.push(event);
+      for await (const batch of client.stream({ method: 'GET', url, maxEventBytes: 1024 })) seenEvents.push(...batch);
     };
     const error = await failure(run(), 'OUTPUT_TOO_LARGE');
     expect(error.message).toContain('1024-byte cap (maxEventBytes)');
@@ -353,8 +353,8 @@ describe('http client: SSE streams', () => {
       res.write('data: first\n\n');
     });
     const run = async () => {
-      for await (const event of client.stream({ method: 'GET', url, signal: controller.signal })) {
-        expect(event.data).toBe('first');
+      for await (const batch of client.stream({ method: 'GET', url, signal: controller.signal })) {
+        expect(batch.map((e) => e.data)).toEqual(['first']);
         controller.abort();
       }
     };
@@ -369,8 +369,8 @@ describe('http client: SSE streams', () => {
       res.writeHead(200, SSE);
       res.write('data: one\n\ndata: two\n\n');
     });
-    for await (const event of client.stream({ method: 'GET', url })) {
-      expect(event.data).toBe('one');
+    for await (const batch of client.stream({ method: 'GET', url })) {
+      expect(batch.map((e) => e.data)).toEqual(['one', 'two']);
       break;
     }
     await gone;

@@ -56,20 +56,22 @@ export async function chatCommand(ctx: CliContext): Promise<number> {
       maxRedirects: 0,
       ...(ctx.signal ? { signal: ctx.signal } : {}),
     });
-    for await (const sse of events) {
-      received = true;
-      if (sse.data === '[DONE]') break;
-      const chunk = parseChunk(sse.data, url);
-      if (chunk.error) throw new KiwiError('UPSTREAM_HTTP', `the gateway stopped the answer: ${oneLine(chunk.error.message)}`);
-      const content = chunk.choices?.[0]?.delta?.content ?? '';
-      if (chunk.kiwi?.type === 'finish') finished = true;
-      if (values.json) {
-        // A chunk with a `kiwi` event carries that step rendered as text; the event says it all.
-        if (chunk.kiwi) ctx.io.out(JSON.stringify(chunk.kiwi));
-        else if (content !== '') ctx.io.out(JSON.stringify({ type: 'text', text: content }));
-      } else if (transcript) {
-        if (chunk.kiwi) transcript.event(chunk.kiwi);
-        else transcript.text(content);
+    read: for await (const batch of events) {
+      for (const sse of batch) {
+        received = true;
+        if (sse.data === '[DONE]') break read;
+        const chunk = parseChunk(sse.data, url);
+        if (chunk.error) throw new KiwiError('UPSTREAM_HTTP', `the gateway stopped the answer: ${oneLine(chunk.error.message)}`);
+        const content = chunk.choices?.[0]?.delta?.content ?? '';
+        if (chunk.kiwi?.type === 'finish') finished = true;
+        if (values.json) {
+          // A chunk with a `kiwi` event carries that step rendered as text; the event says it all.
+          if (chunk.kiwi) ctx.io.out(JSON.stringify(chunk.kiwi));
+          else if (content !== '') ctx.io.out(JSON.stringify({ type: 'text', text: content }));
+        } else if (transcript) {
+          if (chunk.kiwi) transcript.event(chunk.kiwi);
+          else transcript.text(content);
+        }
       }
     }
   } catch (error) {

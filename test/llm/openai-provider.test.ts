@@ -1,3 +1,6 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { once } from 'node:events';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createOpenAiProvider } from '../../src/llm/openai-provider.js';
 import type { ChatProvider, ChatRequest } from '../../src/llm/types.js';
@@ -38,6 +41,27 @@ describe('OpenAI provider: streaming', () => {
     expect(textOf(events)).toBe('The capital of France is Paris.');
     expect(events.at(-1)).toEqual({ type: 'finish', reason: 'stop', usage: { inputTokens: 24, outputTokens: 7 } });
     expect(events.filter((e) => e.type !== 'text').map((e) => e.type)).toEqual(['start', 'finish']);
+  });
+
+  it('joins the text deltas that arrive in one read into one text event, the order kept', async () => {
+    const chunk = (delta: object, finish: string | null = null) => `data: ${JSON.stringify({ id: 'c1', model: 'm', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+    const burst = [chunk({ role: 'assistant', content: '' }), chunk({ content: 'Par' }), chunk({ content: 'is ' }), chunk({ content: '[TOOL: x]' }), chunk({}, 'stop'), 'data: [DONE]\n\n'].join('');
+    // One write: a fast server's burst, which the gateway reads at once (the replay server writes event by event).
+    const server = http.createServer((req, res) => {
+      req.resume();
+      req.on('end', () => res.writeHead(200, { 'content-type': 'text/event-stream' }).end(burst));
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const fast = createOpenAiProvider({ baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1` });
+    try {
+      const { events, error } = await drain(fast.stream(ask));
+      expect(error).toBeUndefined();
+      expect(events).toEqual([{ type: 'start', id: 'c1', model: 'm' }, { type: 'text', text: 'Paris [TOOL: x]' }, { type: 'finish', reason: 'stop' }]);
+    } finally {
+      await fast.close();
+      server.close();
+    }
   });
 
   it('sends the request in the OpenAI format: path, headers, roles, limits, stream flags', async () => {

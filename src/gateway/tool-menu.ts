@@ -8,12 +8,15 @@ import type { Retrieval } from '../resolver/types.js';
  * first for the user's latest message, by id with one line each, so the agent can name the tool
  * it means (an intent that names an id resolves to it deterministically) instead of hoping its
  * words retrieve it. Only tools the caller may run are listed. Menus are remembered by caller and
- * text: a retried or repeated message costs no second search and no second policy check. The menu
- * is a hint, not a right: a remembered one that outlives a policy change can only offer a tool
- * the tool proxy then refuses.
+ * text: a retried or repeated message costs no second search and no second policy check. A
+ * catalog no larger than the menu is listed whole, with no search: the search could only reorder
+ * it, and it would cost every new message an embedding before the upstream call. The menu is a
+ * hint, not a right: a remembered one that outlives a policy change can only offer a tool the
+ * tool proxy then refuses.
  */
 export interface ToolMenuDeps {
   retrieve(text: string, options: { signal?: AbortSignal }): Promise<Retrieval>;
+  /** The catalog, fixed for the menu's life. */
   tools: ReadonlyMap<string, Tool>;
 }
 
@@ -44,10 +47,12 @@ export function createToolMenu(deps: ToolMenuDeps, options: ToolMenuOptions = {}
   return async (userText, caller, signal) => {
     const text = userText.trim().slice(0, MAX_TEXT);
     if (size === 0 || text === '') return [];
-    const key = `${caller.scope}\u0000${text}`;
+    const whole = deps.tools.size <= size;
+    // The whole catalog's menu depends on the caller only.
+    const key = whole ? caller.scope : `${caller.scope}\u0000${text}`;
     const remembered = menus.get(key);
     if (remembered !== undefined) return remembered;
-    let ids = ranked.get(text);
+    let ids = whole ? [...deps.tools.keys()] : ranked.get(text);
     if (ids === undefined) {
       const retrieval = await deps.retrieve(text, signal ? { signal } : {});
       ids = retrieval.candidates.slice(0, size * 2).map((c) => c.tool);

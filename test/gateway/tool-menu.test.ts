@@ -30,6 +30,17 @@ describe('tool menu', () => {
     expect(await menu('anything', { scope: 'c', allowed: () => false })).toEqual([]);
   });
 
+  it('lists a catalog no larger than the menu whole, without a search, for any message', async () => {
+    const { retrieve, asked } = fakeRetrieve(['git_push']);
+    const menu = createToolMenu({ retrieve, tools: TOOLS }, { size: 4 });
+    const caller = { scope: 'a', allowed: (id: string) => id !== 'git_push' };
+    const all = ['read_file — read file in the project', 'write_file — write file in the project', 'git_log — git log in the project'];
+    expect(await menu('show the recent commits', caller)).toEqual(all);
+    expect(await menu('write a note', caller)).toEqual(all);
+    expect(await menu('write a note', { scope: 'b', allowed: () => false })).toEqual([]);
+    expect(asked).toEqual([]);
+  });
+
   it('is off at size 0 and for an empty message, and renders as an instruction block', async () => {
     const { retrieve, asked } = fakeRetrieve(['read_file']);
     const anyone = { scope: 'x', allowed: () => true };

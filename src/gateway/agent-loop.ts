@@ -83,6 +83,8 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
   const controller = new AbortController();
   const signal = controller.signal;
   let stop: Stop | undefined;
+  // Set once the finish is out: nothing is in flight any more, so there is nothing to cancel.
+  let finished = false;
   const halt = (why: Stop): void => {
     if (signal.aborted) return;
     stop = why;
@@ -211,6 +213,7 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
     yield* start();
     const stopped = stoppedBy();
     if (stopped) yield { type: 'text', text: limitNotice(stopped, limits) };
+    finished = true;
     yield finish();
   } catch (error) {
     if (outbox.failure) throw outbox.failure.error;
@@ -222,11 +225,12 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
     limit = 'duration';
     reason = 'other';
     yield { type: 'text', text: limitNotice(limit, limits) };
+    finished = true;
     yield finish();
   } finally {
     clearTimeout(timer);
     options.signal?.removeEventListener('abort', onClientAbort);
-    halt('consumer'); // a no-op unless the consumer stopped early: then it cancels what is in flight
+    if (!finished) halt('consumer'); // the consumer stopped early: cancel what is in flight
     deps.observer?.end();
     await reading?.then(noop, noop);
     await upstream?.return?.().then(noop, noop);

@@ -182,8 +182,11 @@ export function createPrefetchDispatcher(deps: PrefetchDispatcherDeps): Prefetch
       }
     },
     cancel(options = {}) {
-      controller.abort(new KiwiError('TOOL_CANCELLED', 'prefetch was cancelled: the stream moved on or ended'));
-      controller = new AbortController();
+      // Only running tasks hold the signal (queued ones take it when they start).
+      if (running > 0) {
+        controller.abort(new KiwiError('TOOL_CANCELLED', 'prefetch was cancelled: the stream moved on or ended'));
+        controller = new AbortController();
+      }
       for (const task of queue) pending.delete(task.key);
       queue = [];
       if (options.speculations ?? true) {

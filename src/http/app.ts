@@ -6,6 +6,7 @@ import { createChatHandler } from './chat-handler.js';
 import { anthropicModelList, openAiModelList, type ModelInfo } from './models-list.js';
 import { openAiChatProtocol } from './openai-chat.js';
 import { openAiResponsesProtocol } from './openai-responses.js';
+import { sentDirectly } from './node-bindings.js';
 import { DEFAULT_MAX_BODY_BYTES } from './read-json-body.js';
 import { pickRequestId, REQUEST_ID_HEADER } from './request-id.js';
 import { createRequestGuard, DEFAULT_ALLOWED_HOSTS, type RequestGuard } from './request-guard.js';
@@ -76,6 +77,8 @@ export function createGatewayApp(deps: GatewayAppDeps): Hono {
     ids.set(c, id);
     c.header(REQUEST_ID_HEADER, id);
     await next();
+    // A response written to Node directly carries the id already (and has no headers here to set).
+    if (sentDirectly(c.res)) return;
     // A Response a handler built itself (the MCP transport's) may not have it, and may be immutable.
     if (c.res.headers.get(REQUEST_ID_HEADER) !== id) {
       try {

@@ -6,10 +6,11 @@ import { LOCAL_CALLER } from '../clients/client-auth.js';
 import type { Caller } from '../proxy/caller.js';
 import type { ChatProtocol } from './chat-protocol.js';
 import { toErrorOut, type ErrorOut } from './errors-out.js';
-import { loopSseStream } from './loop-sse-stream.js';
+import { loopSseStream, writeLoopSse } from './loop-sse-stream.js';
 import { MODE_HEADER, pickMode } from './mode.js';
+import { nodeBindings, SENT_DIRECTLY } from './node-bindings.js';
 import { readJsonBody } from './read-json-body.js';
-import { CONVERSATION_HEADER, pickConversationId } from './request-id.js';
+import { CONVERSATION_HEADER, pickConversationId, REQUEST_ID_HEADER } from './request-id.js';
 
 /**
  * One chat request, for either protocol: read and check the body, pick the mode, start the
@@ -53,7 +54,7 @@ export function createChatHandler(protocol: ChatProtocol, deps: ChatHandlerDeps)
     let parsed;
     let mode;
     try {
-      parsed = protocol.parse(await readJsonBody(c.req.raw, deps.maxBodyBytes, clientSignal));
+      parsed = protocol.parse(await readJsonBody(c, deps.maxBodyBytes));
       const picked = pickMode(c.req.header(MODE_HEADER), parsed.request.model);
       mode = picked.mode;
       parsed.request.model = picked.model;
@@ -77,8 +78,11 @@ export function createChatHandler(protocol: ChatProtocol, deps: ChatHandlerDeps)
 
     const ctx = { mode, model: parsed.request.model, requestId, includeUsage: parsed.includeUsage };
     if (parsed.stream) {
-      const body = loopSseStream({ first, iterator, encoder: protocol.streamEncoder(ctx), abort, keepAliveMs: deps.keepAliveMs, describe });
-      return c.body(body, 200, SSE_HEADERS);
+      const sse = { first, iterator, encoder: protocol.streamEncoder(ctx), abort, keepAliveMs: deps.keepAliveMs, describe };
+      const outgoing = nodeBindings(c)?.outgoing;
+      if (outgoing === undefined) return c.body(loopSseStream(sse), 200, SSE_HEADERS);
+      await writeLoopSse(outgoing, { ...SSE_HEADERS, [REQUEST_ID_HEADER]: requestId }, sse);
+      return SENT_DIRECTLY;
     }
 
     const collector = protocol.collector(ctx);

@@ -1,9 +1,9 @@
 import { createAdaptorServer } from '@hono/node-server';
-import type { IncomingMessage, Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { KiwiError } from '../errors.js';
-import { bodyWithDeadline } from './body-deadline.js';
 import { LISTEN_DEFAULTS, type ListenLimits } from './listen-limits.js';
+import type { BodyDeadline, NodeBindings } from './node-bindings.js';
 import { overloadedResponse } from './overloaded-response.js';
 
 export interface ListenOptions extends Partial<ListenLimits> {
@@ -22,7 +22,7 @@ export interface Listener {
   close(graceMs: number): Promise<void>;
 }
 
-/** `env` is @hono/node-server's: the Node request and response, passed on unchanged. */
+/** `env` is @hono/node-server's (the Node request and response) with the body deadline added: NodeBindings. */
 type Fetch = (request: Request, env?: unknown) => Response | Promise<Response>;
 
 function positiveInt(value: number | undefined, fallback: number, name: string): number {
@@ -44,10 +44,11 @@ export async function listen(fetch: Fetch, options: ListenOptions): Promise<List
 
   const overCap = new WeakSet<Socket>();
   const guarded: Fetch = (request, env) => {
-    const socket = (env as { incoming?: IncomingMessage } | undefined)?.incoming?.socket;
-    if (socket !== undefined && overCap.has(socket)) return overloadedResponse(request, maxConnections);
-    if (request.body === null) return fetch(request, env);
-    return fetch(new Request(request, { body: bodyWithDeadline(request.body, bodyTimeoutMs), duplex: 'half' } as RequestInit), env);
+    const bindings = env as NodeBindings;
+    if (overCap.has(bindings.incoming.socket)) return overloadedResponse(request, maxConnections);
+    // The app reads the body (read-json-body.ts) and holds it to this.
+    const bodyDeadline: BodyDeadline = { at: performance.now() + bodyTimeoutMs, timeoutMs: bodyTimeoutMs };
+    return fetch(request, { ...bindings, bodyDeadline });
   };
   const server = createAdaptorServer({
     fetch: guarded,
@@ -58,8 +59,8 @@ export async function listen(fetch: Fetch, options: ListenOptions): Promise<List
   }) as Server;
   server.headersTimeout = headersTimeoutMs;
   // Node's requestTimeout bounds receiving the request (headers and body), never the response.
-  // The body deadline above answers first, in the client's protocol; this is the backstop for a
-  // body nobody reads, and Node answers it with a bare 408.
+  // The body deadline (read-json-body.ts) answers first, in the client's protocol; this is the
+  // backstop for a body nobody reads, and Node answers it with a bare 408.
   server.requestTimeout = headersTimeoutMs + bodyTimeoutMs + 1_000;
   server.keepAliveTimeout = keepAliveTimeoutMs;
   // Past the cap, a connection is still accepted so that its request can be told why (503) —

@@ -147,7 +147,7 @@ export function createMcpRoute(deps: MetaServerDeps, options: McpRouteOptions = 
     let parsedBody: unknown;
     if (request.method === 'POST') {
       try {
-        parsedBody = await readJsonBody(request, maxBodyBytes, request.signal);
+        parsedBody = await readJsonBody(c, maxBodyBytes);
       } catch (error) {
         return bodyError(error);
       }

@@ -9,6 +9,7 @@ import type { Context, MiddlewareHandler } from 'hono';
 import type { ClientAuth } from '../clients/client-auth.js';
 import { LOCAL_CALLER } from '../clients/client-auth.js';
 import type { Caller } from '../proxy/caller.js';
+import { sentDirectly } from './node-bindings.js';
 import { trackBody } from './track-body.js';
 
 export interface RequestGuardOptions {
@@ -87,7 +88,9 @@ export function createRequestGuard(options: RequestGuardOptions): RequestGuard {
       end();
       throw error;
     }
-    c.res = trackBody(c.res, end);
+    // A response the handler wrote to Node itself has ended by now: its handler awaited it.
+    if (sentDirectly(c.res)) end();
+    else c.res = trackBody(c.res, end);
   };
 
   return { middleware, callerOf: (request) => callers.get(request), running: () => Object.fromEntries(running) };

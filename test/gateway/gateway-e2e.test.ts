@@ -147,7 +147,7 @@ describe('failures on the way', () => {
 
   it('on shutdown aborts a request whose tool is still running, and the tool process ends', async () => {
     const second = await openGateway({ projectDir: root, env, userDir: path.join(root, 'no-user-tier') });
-    const listener = await listen((request) => second.app.fetch(request), { host: '127.0.0.1', port: 0 });
+    const listener = await listen((request, env) => second.app.fetch(request, env), { host: '127.0.0.1', port: 0 });
     const pidFile = path.join(root, '.ai', 'tools', 'project', 'slow.pid');
     rmSync(pidFile, { force: true });
     llm.replyOnce(openAiStream(['Waiting. [TOOL: `wait_for_batch` until the nightly batch job has finished]']));

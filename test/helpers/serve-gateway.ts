@@ -20,7 +20,7 @@ export async function serveGateway(root: string, extraEnv: Record<string, string
   const env = { PATH: process.env['PATH'], HOME: root, KIWI_USER_DIR: userDir, ...extraEnv };
   const gateway = await openGateway({ projectDir: root, env, userDir });
   try {
-    const server = await listen((request) => gateway.app.fetch(request), { host: '127.0.0.1', port: 0 });
+    const server = await listen((request, env) => gateway.app.fetch(request, env), { host: '127.0.0.1', port: 0 });
     return {
       gateway,
       server,

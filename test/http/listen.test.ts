@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { LoopEvent } from '../../src/gateway/loop-types.js';
 import { createGatewayApp } from '../../src/http/app.js';
 import { listen, type ListenOptions, type Listener } from '../../src/http/listen.js';
+import { createRequestGuard, DEFAULT_ALLOWED_HOSTS } from '../../src/http/request-guard.js';
 import { executeScript, scriptedLoop, type Script } from '../fixtures/http-edges/scripted-loop.js';
 import { failure } from '../helpers/expect-failure.js';
 
@@ -17,8 +18,8 @@ afterEach(async () => {
   await Promise.all(listeners.splice(0).map((l) => l.close(0)));
 });
 
-async function serve(options: Partial<ListenOptions>, script: Script = executeScript): Promise<Listener> {
-  const app = createGatewayApp({ runLoop: scriptedLoop(script).runLoop, models: () => [], health: () => ({}) });
+async function serve(options: Partial<ListenOptions>, script: Script = executeScript, maxBodyBytes?: number): Promise<Listener> {
+  const app = createGatewayApp({ runLoop: scriptedLoop(script).runLoop, models: () => [], health: () => ({}), ...(maxBodyBytes ? { limits: { maxBodyBytes } } : {}) });
   const listener = await listen((request, env) => app.fetch(request, env), { host: '127.0.0.1', port: 0, ...options });
   listeners.push(listener);
   return listener;
@@ -92,6 +93,56 @@ describe('a body that arrives too slowly', () => {
     const { url } = await serve({ bodyTimeoutMs: 5_000 });
     const res = await fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }) });
     expect(res.status).toBe(200);
+  });
+});
+
+describe('a body past the cap, sent in chunks with no length', () => {
+  it('is answered 413 while it is still being sent, and reading stops', async () => {
+    const { port } = await serve({}, executeScript, 1024);
+    const client = rawClient(port);
+    client.socket.write('POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n');
+    const piece = `{"model":"m","messages":[${'{"role":"user","content":"x"},'.repeat(20)}`;
+    client.socket.write(`${piece.length.toString(16)}\r\n${piece}\r\n`);
+    client.socket.write(`${piece.length.toString(16)}\r\n${piece}\r\n`);
+    const raw = await client.received('}}');
+    expect(raw).toMatch(/^HTTP\/1\.1 413 /);
+    expect(jsonBody(raw)).toMatchObject({ error: { message: expect.stringContaining("limit of 1024 bytes") } });
+    client.socket.destroy();
+  });
+});
+
+describe('a streamed answer written to the socket directly', () => {
+  it('carries the SSE headers and the request id, and holds its client\'s slot until it ends', async () => {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let calls = 0;
+    const script: Script = async function* () {
+      calls += 1;
+      yield { type: 'start', id: 'r', model: 'm' };
+      yield { type: 'text', text: 'working' };
+      if (calls === 1) await held;
+      yield { type: 'finish', reason: 'stop', usage: {}, turns: 1, toolCalls: 0 };
+    };
+    const guard = createRequestGuard({ allowedHosts: DEFAULT_ALLOWED_HOSTS, allowedOrigins: [], maxConcurrentPerClient: 1 });
+    const app = createGatewayApp({ runLoop: scriptedLoop(script).runLoop, models: () => [], health: () => ({}), guard });
+    const listener = await listen((request, env) => app.fetch(request, env), { host: '127.0.0.1', port: 0 });
+    listeners.push(listener);
+    const ask = (id: string) =>
+      fetch(`${listener.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-request-id': id }, body: JSON.stringify({ model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] }) });
+    const first = await ask('first-1');
+    expect(first.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
+    expect(first.headers.get('x-request-id')).toBe('first-1');
+    const reader = first.body!.getReader();
+    expect(new TextDecoder().decode((await reader.read()).value)).toContain('working');
+    expect((await ask('second-1')).status).toBe(429);
+    release();
+    let rest = '';
+    for (let r = await reader.read(); !r.done; r = await reader.read()) rest += new TextDecoder().decode(r.value);
+    expect(rest).toContain('data: [DONE]');
+    const third = await ask('third-1');
+    expect(third.status).toBe(200);
+    expect(await third.text()).toContain('data: [DONE]');
+    expect(guard.running()).toEqual({});
   });
 });
 
@@ -171,7 +222,7 @@ describe('a long streamed answer', () => {
 });
 
 describe('the request handed on', () => {
-  it('still aborts its signal when the client goes away (the body wrapper keeps the request signal)', async () => {
+  it('still aborts its signal when the client goes away (the request is handed on with its signal)', async () => {
     let aborted!: () => void;
     const sawAbort = new Promise<void>((resolve) => (aborted = resolve));
     let started!: () => void;

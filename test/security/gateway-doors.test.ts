@@ -90,7 +90,7 @@ describe('open on loopback with no keys (the quick start)', () => {
 
   beforeAll(async () => {
     gateway = await openGateway({ projectDir: root, env, userDir: path.join(root, 'no-user-tier') });
-    server = await listen((request) => gateway.app.fetch(request), { host: '127.0.0.1', port: 0 });
+    server = await listen((request, env) => gateway.app.fetch(request, env), { host: '127.0.0.1', port: 0 });
   }, 120_000);
 
   afterAll(async () => {
@@ -195,7 +195,7 @@ describe('with client keys', () => {
     carol = c.out.trim();
     writeFileSync(path.join(root, 'package.json'), '{ "name": "doors-demo" }\n');
     gateway = await openGateway({ projectDir: root, env, userDir: path.join(root, 'no-user-tier'), host: '0.0.0.0' });
-    server = await listen((request) => gateway.app.fetch(request), { host: '127.0.0.1', port: 0 });
+    server = await listen((request, env) => gateway.app.fetch(request, env), { host: '127.0.0.1', port: 0 });
   }, 120_000);
 
   afterAll(async () => {

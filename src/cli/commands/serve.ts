@@ -28,7 +28,7 @@ export async function serveCommand(ctx: CliContext): Promise<number> {
     if (access.mode === 'closed' && !isLoopbackHost(host)) {
       throw new KiwiError('INVALID_INPUT', `refusing to listen on ${host} without client keys: anyone who can reach that address could run this project's tools. Create a key with \`kiwi keys create NAME\` (clients send it as \`Authorization: Bearer KEY\` or \`x-api-key: KEY\`), or listen on 127.0.0.1`);
     }
-    const listener = await listen((request) => gateway.app.fetch(request), { host, port: port ?? config.port, ...config.listen });
+    const listener = await listen((request, env) => gateway.app.fetch(request, env), { host, port: port ?? config.port, ...config.listen });
     const { registry } = project;
     ctx.io.out(`Kiwi Gateway listening on ${listener.url}`);
     ctx.io.out(`project ${project.root}: ${runtime.toolCount} resolvable tools (${registry.tools.size} in all, ${registry.errors.length} invalid${registry.warnings.length > 0 ? `, ${registry.warnings.length} warnings: run \`kiwi tools validate\`` : ''}), ${registry.directives.size} directives, ${registry.knowledge.size} knowledge entries; ${project.policy.label}`);

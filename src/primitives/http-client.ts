@@ -57,6 +57,9 @@ export interface HttpClient {
 }
 
 const MiB = 1024 * 1024;
+/** How long, and how much, a stream whose consumer stopped may still be read to keep its connection (release()). */
+const TRAILING_MS = 500;
+const TRAILING_BYTES = 16 * 1024;
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 const FORBIDDEN_METHODS = new Set(['CONNECT', 'TRACE', 'TRACK']);
 // Credentials must not follow a redirect to another origin (the fetch standard's rule).
@@ -203,6 +206,21 @@ function tooLarge(p: Plan, url: URL, detail: string): KiwiError {
 function discard(res: Response): void {
   res.body.on('error', () => undefined);
   res.body.destroy();
+}
+
+/**
+ * The consumer of a stream stopped reading without cancelling: typically at the stream's own
+ * end event, with the end of the response a packet behind. The rest may arrive, briefly and up
+ * to a few KiB, so that the connection goes back to the pool instead of being cut (a new
+ * connection per request costs an LLM API a TLS handshake each); then it is cut.
+ */
+function release(res: Response): void {
+  const cut = setTimeout(() => discard(res), TRAILING_MS);
+  cut.unref();
+  void res.body
+    .dump({ limit: TRAILING_BYTES })
+    .catch(() => undefined)
+    .finally(() => clearTimeout(cut));
 }
 
 /** Reads at most `cap` bytes; past that the transfer is aborted and `over` is set. */
@@ -363,8 +381,11 @@ export function createHttpClient(options: { dispatcher?: Dispatcher } = {}): Htt
     const parser = createSseDecoder({ maxEventBytes: p.maxEventBytes });
     const text = new TextDecoder();
     let total = 0;
+    let failed = false;
+    // Not destroyed when the consumer stops: see the finally.
+    const chunks = res.body.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>;
     try {
-      for await (const chunk of res.body as AsyncIterable<Buffer>) {
+      for await (const chunk of chunks) {
         total += chunk.length;
         if (total > cap) throw tooLarge(p, url, `stream passed ${cap} bytes`);
         const batch: SseEvent[] = [];
@@ -379,9 +400,13 @@ export function createHttpClient(options: { dispatcher?: Dispatcher } = {}): Htt
         if (overflow !== undefined) throw overflow;
       }
     } catch (error) {
+      failed = true;
       throw toKiwiError(error, p, url, 'body');
     } finally {
-      discard(res);
+      if (!res.body.readableEnded) {
+        if (failed || p.signal?.aborted) discard(res);
+        else release(res);
+      }
     }
   }
 

@@ -362,7 +362,24 @@ describe('http client: SSE streams', () => {
     await gone;
   });
 
-  it('closes the connection when the consumer stops reading early', async () => {
+  it("keeps the connection for the next request when the consumer stops at the stream's end event and the response ends a moment later", async () => {
+    const sockets = new Set<unknown>();
+    const { url } = await serve((req, res) => {
+      sockets.add(req.socket);
+      res.writeHead(200, SSE);
+      res.write('data: answer\n\ndata: [DONE]\n\n');
+      setTimeout(() => res.end(), 20); // the end of the response a packet behind, as over a network
+    });
+    for (let i = 0; i < 3; i++) {
+      for await (const batch of client.stream({ method: 'GET', url })) {
+        if (batch.some((e) => e.data === '[DONE]')) break;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100)); // the next request comes once the response has ended
+    }
+    expect(sockets.size).toBe(1);
+  });
+
+  it('closes the connection when the consumer stops reading early and the response goes on', async () => {
     let gone: Promise<unknown> = new Promise(() => undefined);
     const { url } = await serve((_req, res) => {
       gone = closed(res);

@@ -3,6 +3,7 @@ import type { SseEvent } from '../primitives/sse-parser.js';
 import type { WireDecoder } from './chat-stream.js';
 import { TOOL_FIELDS } from './client-tools.js';
 import { createNativeCallAssembler } from './native-call-assembler.js';
+import { learnTextTemplate, type TextTemplate } from './text-template.js';
 import { openAiMessages, openAiToolFields } from './openai-tool-wire.js';
 import { firstIssue, passThrough, type CheckedRequest } from './provider-options.js';
 import type { ChatEvent, ChatUsage, FinishEvent, FinishReason, NativeToolCall } from './types.js';
@@ -126,10 +127,13 @@ export function createOpenAiDecoder(ctx: UpstreamContext): WireDecoder {
   let usage: ChatUsage | undefined;
   const calls = createNativeCallAssembler();
   let lastChunk = 0;
+  let template: TextTemplate | undefined;
 
   return {
     push(event: SseEvent, chunk: number) {
       lastChunk = chunk;
+      const known = event.event === 'error' ? undefined : template?.textOf(event.data);
+      if (known !== undefined) return { events: known === '' ? [] : [{ type: 'text', text: known }], done: false };
       if (event.data.trim() === '[DONE]') return { events: [], done: true };
       let json: unknown;
       try {
@@ -143,6 +147,7 @@ export function createOpenAiDecoder(ctx: UpstreamContext): WireDecoder {
         throw midStreamError(ctx, error ?? { type: undefined, code: undefined, message: event.data, requestId: undefined }, chunk);
       }
       let c = plainChunk(json);
+      const plain = c !== undefined;
       if (c === undefined) {
         const parsed = chunkSchema.safeParse(json);
         if (!parsed.success) throw malformedChunk(ctx, chunk, `does not have the shape of a chat.completion.chunk (${firstIssue(parsed.error)})`, event.data);
@@ -154,6 +159,8 @@ export function createOpenAiDecoder(ctx: UpstreamContext): WireDecoder {
       const choice = c.choices.find((x) => (x.index ?? 0) === 0);
       const text = choice?.delta?.content;
       if (typeof text === 'string' && text !== '') events.push({ type: 'text', text });
+      // A plain chunk whose only news is its text teaches the shape of the ones to come.
+      if (plain && typeof text === 'string' && choice?.finish_reason == null) template = learnTextTemplate(event.data, text) ?? template;
       for (const [i, part] of (choice?.delta?.tool_calls ?? []).entries()) {
         const problem = calls.add(part.index ?? i, { id: part.id, name: part.function?.name, arguments: part.function?.arguments });
         if (problem !== undefined) throw malformedChunk(ctx, chunk, problem, event.data);

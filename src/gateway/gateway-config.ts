@@ -1,8 +1,7 @@
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { inspect } from 'node:util';
 import { z } from 'zod';
-import { KiwiError } from '../errors.js';
+import { isKiwiError, KiwiError } from '../errors.js';
 import { LISTEN_DEFAULTS, type ListenLimits } from '../http/listen-limits.js';
 import { DEMO_MODEL_ID } from '../llm/demo-provider.js';
 import { didYouMeanSuffix, formatFieldPath } from '../registry/validation-error.js';
@@ -13,6 +12,7 @@ import { openAiBaseUrl, urlProblem } from './upstream-url.js';
 import { PREFETCH_EMBEDDERS, type PrefetchEmbedder } from '../prefetch/types.js';
 import { DEFAULT_LOOP_LIMITS, type LoopLimits } from './loop-types.js';
 import { DEFAULT_MENU_SIZE } from './tool-menu.js';
+import { readCappedFile } from '../read-capped-file.js';
 
 /**
  * `.ai/config/gateway.yaml` — optional; without it the gateway listens on 127.0.0.1:8787 and
@@ -165,13 +165,14 @@ const FIELDS = ['host', 'allowed_hosts', 'tool_menu', 'max_concurrent_requests_p
 export async function loadGatewayConfig(file: string, ctx: GatewayConfigContext): Promise<GatewayConfig> {
   const rel = path.relative(ctx.root, file);
   const shown = rel !== '' && !rel.startsWith('..') && !path.isAbsolute(rel) ? rel : file;
+  const tooLarge = (): Error => new KiwiError('INVALID_INPUT', `${shown}: larger than ${MAX_FILE_BYTES} bytes; it should be a few lines`);
   let text: string | undefined;
   try {
-    text = await readFile(file, 'utf8');
+    text = (await readCappedFile(file, MAX_FILE_BYTES, tooLarge)).toString('utf8');
   } catch (error) {
+    if (isKiwiError(error)) throw error;
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw new KiwiError('INVALID_INPUT', `${shown}: cannot read the gateway config (${(error as Error).message})`);
   }
-  if (text !== undefined && text.length > MAX_FILE_BYTES) throw new KiwiError('INVALID_INPUT', `${shown}: larger than ${MAX_FILE_BYTES} bytes; it should be a few lines`);
   let source: YamlSource | undefined;
   if (text !== undefined) {
     const parsed = parseYamlSource(text);

@@ -1,4 +1,3 @@
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parse } from 'yaml';
 import { z } from 'zod';
@@ -6,6 +5,7 @@ import type { EmbedderConfig } from '../embed/create-embedder.js';
 import { KiwiError } from '../errors.js';
 import { substitute } from '../executor/substitute.js';
 import type { ResolverSettings } from './resolver.js';
+import { readCappedFile } from '../read-capped-file.js';
 
 /**
  * `.ai/config/resolver.yaml` — optional; without it the offline defaults apply (USE-lite).
@@ -63,12 +63,11 @@ const MAX_BYTES = 64 * 1024;
 export async function loadResolverConfig(file: string, ctx: { env: Readonly<Record<string, string | undefined>>; root: string }): Promise<ResolverConfig> {
   let text: string;
   try {
-    text = await readFile(file, 'utf8');
+    text = (await readCappedFile(file, MAX_BYTES, () => new KiwiError('INVALID_INPUT', `${file}: larger than ${MAX_BYTES} bytes; it should be a few lines`))).toString('utf8');
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { embedder: { kind: 'use-lite' }, settings: {}, argumentModel: null };
     throw error;
   }
-  if (text.length > MAX_BYTES) throw new KiwiError('INVALID_INPUT', `${file}: larger than ${MAX_BYTES} bytes; it should be a few lines`);
   let data: unknown;
   try {
     data = parse(text) ?? {};

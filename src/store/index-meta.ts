@@ -1,6 +1,6 @@
-import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { replaceFile } from '../replace-file.js';
+import { readCappedFile } from '../read-capped-file.js';
 
 /**
  * Bump when the table layout (columns, index options, distance metric) changes: an index
@@ -26,15 +26,20 @@ const indexMetaSchema = z.object({
 
 const MAX_META_BYTES = 64 * 1024;
 
+class TooLarge extends Error {
+  constructor(readonly size: number) {
+    super(`${size} bytes`);
+  }
+}
+
 export type MetaReadResult = { kind: 'missing' } | { kind: 'ok'; meta: IndexMeta } | { kind: 'unreadable'; error: string };
 
 export async function readIndexMeta(file: string): Promise<MetaReadResult> {
   let text: string;
   try {
-    const bytes = await readFile(file);
-    if (bytes.length > MAX_META_BYTES) return { kind: 'unreadable', error: `${bytes.length} bytes, more than a metadata file can be` };
-    text = bytes.toString('utf8');
+    text = (await readCappedFile(file, MAX_META_BYTES, (size) => new TooLarge(size))).toString('utf8');
   } catch (error) {
+    if (error instanceof TooLarge) return { kind: 'unreadable', error: `${error.size} bytes, more than a metadata file can be` };
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { kind: 'missing' };
     return { kind: 'unreadable', error: (error as Error).message };
   }

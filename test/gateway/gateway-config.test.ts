@@ -179,6 +179,10 @@ describe('gateway config: environment overrides', () => {
 });
 
 describe('gateway config: bad values name file:line, the field and what to write', () => {
+  it('refuses a file past the size cap without reading it', async () => {
+    expect(await refused(`# ${'x'.repeat(300 * 1024)}\n`)).toMatch(/^FILE: larger than \d+ bytes; it should be a few lines$/);
+  });
+
   it.each([
     ['port: "8787x"\n', /^FILE:1:7: port: .*; see the comments in \.ai\/config\/gateway\.yaml$/],
     ['port: 70000\n', /^FILE:1:7: port: must be 0 to 65535/],

@@ -16,6 +16,11 @@ function write(text: string): string {
 const ctx = { env: { EMBED_KEY: 'k1', LLM_URL: 'http://127.0.0.1:9' }, root: '/project' };
 
 describe('resolver.yaml', () => {
+  it('refuses a file past the size cap without reading it', async () => {
+    const file = write(`# ${'x'.repeat(70 * 1024)}\n`);
+    await expect(loadResolverConfig(file, ctx)).rejects.toThrow(/larger than 65536 bytes; it should be a few lines/);
+  });
+
   it('defaults to USE-lite and rules-only arguments when the file is missing', async () => {
     expect(await loadResolverConfig(path.join(dir, 'absent.yaml'), ctx)).toEqual({ embedder: { kind: 'use-lite' }, settings: {}, argumentModel: null });
   });

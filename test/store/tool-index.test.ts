@@ -308,7 +308,7 @@ describe('tool index: stale and broken tables are rebuilt', () => {
     expect(ids(await index.searchText('water quality', 1))).toEqual(['getWaterQuality']);
   });
 
-  it('rebuilds when the metadata file is garbage or missing', async () => {
+  it('rebuilds when the metadata file is garbage, too large or missing', async () => {
     const tools = catalog(20);
     const index = await openIndex(createHashEmbedder());
     await index.sync(tools);
@@ -320,6 +320,11 @@ describe('tool index: stale and broken tables are rebuilt', () => {
     expect(logs.at(-1)).toMatch(/its metadata file .*tools\.meta\.json is unreadable \(not JSON: .+\); rebuilding — it is a cache/);
     expect(await a.sync(tools)).toMatchObject({ added: 20, rebuilt: true });
     await closeIndex(a);
+
+    await writeFile(metaFile, ' '.repeat(65 * 1024));
+    const huge = await openIndex(createHashEmbedder());
+    expect(logs.at(-1)).toMatch(/its metadata file .*tools\.meta\.json is unreadable \(66560 bytes, more than a metadata file can be\); rebuilding/);
+    await closeIndex(huge);
 
     await rm(metaFile);
     const b = await openIndex(createHashEmbedder());

@@ -4,6 +4,7 @@
  * `^(a+)+$` cannot stall the gateway the way a backtracking engine would. The price is that RE2
  * refuses lookaround and backreferences; such a pattern is reported and not enforced.
  */
+import { LRUCache } from 'lru-cache';
 import { RE2JS } from 're2js';
 
 /** Longer patterns are not compiled: RE2's program grows with the pattern, and real ones are short. */
@@ -16,7 +17,19 @@ export type PatternTest = (value: string) => boolean;
 
 export type CompiledPattern = { ok: true; test: PatternTest } | { ok: false; reason: string };
 
+/** Compiled once per pattern: argument checks run on every call and every resolution. */
+const compiled = new LRUCache<string, CompiledPattern>({ max: 1024 });
+
 export function compilePattern(source: string): CompiledPattern {
+  let pattern = compiled.get(source);
+  if (pattern === undefined) {
+    pattern = compile(source);
+    compiled.set(source, pattern);
+  }
+  return pattern;
+}
+
+function compile(source: string): CompiledPattern {
   if (source.length > MAX_PATTERN_CHARS) return { ok: false, reason: `it is longer than ${MAX_PATTERN_CHARS} characters` };
   let re: RE2JS;
   try {

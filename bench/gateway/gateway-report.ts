@@ -45,7 +45,9 @@ export interface GatewayBenchInput {
   load: { direct: LoadResult; gateway: LoadResult; proxy?: LoadResult; gatewayNoPrefetch?: LoadResult };
   intents: IntentSample[];
   resolveMs: number[];
-  project: { tools: number; embedder: string; indexSyncMs: number };
+  /** The tool menu's search for a new message (the search a catalog larger than the menu pays), timed in the gateway process. */
+  menuSearchMs: number[];
+  project: { tools: number; embedder: string; indexSyncMs: number; toolMenu: number };
   machine: Record<string, unknown>;
 }
 
@@ -83,7 +85,12 @@ export function gatewayReport(input: GatewayBenchInput) {
       ...(gatewayNoPrefetch === undefined ? {} : { via_gateway_without_prefetch: round(gatewayNoPrefetch.rps, 1) }),
     },
     ratios: { throughput_vs_bare_proxy: vsBareProxy, prefetch_throughput_cost: prefetchCost },
-    added_ms_new_message: { requests: input.newMessages.gateway.firstToken.length, first_token: pairedDiff(input.newMessages.gateway.firstToken, input.newMessages.direct.firstToken), full_response: pairedDiff(input.newMessages.gateway.total, input.newMessages.direct.total) },
+    added_ms_new_message: {
+      requests: input.newMessages.gateway.firstToken.length,
+      menu: input.project.tools <= input.project.toolMenu ? 'the whole catalog, no search (it fits the menu)' : 'searched for each new message',
+      first_token: pairedDiff(input.newMessages.gateway.firstToken, input.newMessages.direct.firstToken), full_response: pairedDiff(input.newMessages.gateway.total, input.newMessages.direct.total),
+    },
+    menu_search_ms: { what: 'one tool-menu search for a new message, in the gateway process: what a catalog larger than the menu adds before the upstream call', ...p5099(input.menuSearchMs) },
     added_ms_method: 'percentiles of the paired differences (gateway_i - direct_i) between requests of the same round; the order within a round rotates',
     added_ms_percentile_difference: { first_token: diffOfPercentiles(pt.gateway.firstToken, pt.direct.firstToken), full_response: diffOfPercentiles(pt.gateway.total, pt.direct.total) },
     direct_ms: { headers: p5099(pt.direct.headers), first_token: p5099(pt.direct.firstToken), full_response: p5099(pt.direct.total) },
@@ -156,9 +163,10 @@ export function printGatewayReport(r: GatewayReport): void {
           row('first token, bare proxy added (paired)', r.bare_proxy_added_ms.first_token),
           row('full response, bare proxy added', r.bare_proxy_added_ms.full_response),
         ]),
-    `new user message each request: ${r.added_ms_new_message.requests} rounds (the tool menu is chosen afresh)`,
+    `new user message each request: ${r.added_ms_new_message.requests} rounds (tool menu: ${r.added_ms_new_message.menu})`,
     row('first token, added (paired)', r.added_ms_new_message.first_token),
     row('full response, added (paired)', r.added_ms_new_message.full_response),
+    row('menu search, one new message', r.menu_search_ms),
     `non-stream: ${r.non_stream.requests} pairs`,
     row('full response, direct', r.non_stream.direct_ms),
     row('full response, via gateway', r.non_stream.via_gateway_ms),

@@ -118,6 +118,7 @@ export async function runGatewayBench(argv: string[]): Promise<void> {
     console.error(`intent loop: ${settings.intents} requests…`);
     const intents = await profiled('intents', settings.intents + 3, () => helper.call<IntentSample[]>('intents', { ...targets, n: settings.intents, warmup: 3 }));
     const resolveMs = await timeResolution(gateway, settings.intents);
+    const menuSearchMs = await timeMenuSearch(gateway, settings.intents);
 
     const report = gatewayReport({
       settings,
@@ -127,7 +128,8 @@ export async function runGatewayBench(argv: string[]): Promise<void> {
       load: { direct: loadDirect, gateway: loadGateway, proxy: loadProxy, ...(loadNoPrefetch ? { gatewayNoPrefetch: loadNoPrefetch } : {}) },
       intents,
       resolveMs,
-      project: { tools: gateway.runtime.toolCount, embedder: gateway.runtime.embedderId, indexSyncMs },
+      menuSearchMs,
+      project: { tools: gateway.runtime.toolCount, embedder: gateway.runtime.embedderId, indexSyncMs, toolMenu: gateway.config.toolMenu },
       machine: {
         node: process.version,
         platform: `${process.platform} ${process.arch}`,
@@ -186,6 +188,17 @@ async function checkIntentResolves(gateway: Gateway): Promise<void> {
     throw new Error(`the bench intent "${INTENT_TEXT}" should resolve to read_file but got ${got}; check the demo tools in .ai/tools/project`);
   }
   console.error(`intent "${INTENT_TEXT}" → ${r.call.tool} ${JSON.stringify(r.call.arguments)}`);
+}
+
+/** The search the tool menu makes for a message it has not seen: each text new, so nothing is cached. */
+async function timeMenuSearch(gateway: Gateway, n: number): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    await gateway.runtime.resolver.retrieve(`please look into question ${i} about the project files, round ${Date.now()}`, {});
+    out.push(performance.now() - t0);
+  }
+  return out;
 }
 
 /** The resolver as the loop calls it, same intent and context, after the loop has warmed it. */

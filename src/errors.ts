@@ -27,6 +27,9 @@ export type ErrorCode =
   | 'REQUEST_TIMEOUT'
   | 'MCP_ERROR'
   | 'MCP_TIMEOUT'
+  | 'NOT_FOUND'
+  | 'CONFLICT'
+  | 'UNAUTHORIZED'
   | 'INTERNAL';
 
 export class KiwiError extends Error {
@@ -69,6 +72,9 @@ const HTTP_STATUS: Record<ErrorCode, number> = {
   REQUEST_TIMEOUT: 408,
   MCP_ERROR: 502,
   MCP_TIMEOUT: 504,
+  NOT_FOUND: 404,
+  CONFLICT: 409,
+  UNAUTHORIZED: 401,
   INTERNAL: 500,
 };
 

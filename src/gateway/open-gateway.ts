@@ -14,6 +14,7 @@ import { catalogActionWords } from '../resolver/split-steps.js';
 import { checkTool } from '../policy/permission-context.js';
 import { callContext } from '../proxy/authorize.js';
 import { runAgentLoop } from './agent-loop.js';
+import { openKernel, type Kernel } from '../kernel/open-kernel.js';
 import { createToolMenu } from './tool-menu.js';
 import { loadGatewayConfig, type GatewayConfig } from './gateway-config.js';
 import { openGatewayPrefetch, type GatewayPrefetch } from './gateway-prefetch.js';
@@ -110,8 +111,24 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     const metaDeps = { project, resolver: runtime.resolver, steps };
     const mcp = createMcpRoute(metaDeps, { allowedOrigins: config.mcp.allowedOrigins, maxBodyBytes: config.maxBodyBytes, callerOf: guard.callerOf });
     opened.unshift(mcp);
+    // The kernel's database opens on the first /v0 request: PGlite takes a few seconds to create.
+    let kernel: Promise<Kernel> | undefined;
+    const openedKernel = (): Promise<Kernel> => {
+      kernel ??= openKernel({ root: project.root, ...(options.env['DATABASE_URL'] ? { databaseUrl: options.env['DATABASE_URL'] } : {}) }).catch((error: unknown) => {
+        kernel = undefined; // the next request tries again
+        throw error;
+      });
+      return kernel;
+    };
+    opened.unshift({
+      async close() {
+        const open = await kernel?.catch(() => undefined);
+        await open?.close();
+      },
+    });
     const app = createGatewayApp({
       runLoop,
+      kernel: openedKernel,
       models: () => upstreams.models(),
       health: () => ({ session: project.session, tools: runtime.toolCount, embedder: runtime.embedderId, upstreams: config.upstreams.map((u) => u.name) }),
       metrics: () => ({ uptime_s: Math.round((Date.now() - startedAt) / 1000), prefetch: prefetch.counters.snapshot(), transitions: prefetch.transitions.stats() }),

@@ -1,8 +1,10 @@
 import { Hono, type Context } from 'hono';
 import { KiwiError } from '../errors.js';
 import type { RunLoop } from '../gateway/loop-types.js';
+import type { Kernel } from '../kernel/open-kernel.js';
 import { anthropicMessagesProtocol } from './anthropic-messages.js';
 import { createChatHandler } from './chat-handler.js';
+import { mountKernelRoutes } from './kernel-routes.js';
 import { anthropicModelList, openAiModelList, type ModelInfo } from './models-list.js';
 import { openAiChatProtocol } from './openai-chat.js';
 import { openAiResponsesProtocol } from './openai-responses.js';
@@ -28,6 +30,8 @@ export interface GatewayAppDeps {
   metrics?: () => Record<string, unknown>;
   /** Mounted on /mcp (all methods) when given. */
   mcp?: (c: Context) => Promise<Response>;
+  /** The kernel's v0 API (kernel-routes.ts) when given: it opens on first use. */
+  kernel?: () => Promise<Kernel>;
   /** Host, Origin, client keys and per-client concurrency, checked before every route; default: local host names, no browser origins, no keys. */
   guard?: RequestGuard;
   limits?: {
@@ -67,6 +71,16 @@ export function createGatewayApp(deps: GatewayAppDeps): Hono {
     ['GET', '/healthz'],
     ...(deps.metrics === undefined ? [] : ([['GET', '/metrics']] as [string, string][])),
     ...(deps.mcp === undefined ? [] : ([['GET, POST, DELETE', '/mcp']] as [string, string][])),
+    ...(deps.kernel === undefined
+      ? []
+      : ([
+          ['GET, POST', '/v0/executions'],
+          ['GET', '/v0/executions/:id'],
+          ['POST', '/v0/executions/:id/cancel'],
+          ['GET', '/v0/executions/:id/events'],
+          ['GET', '/v0/health'],
+          ['GET', '/v0/ready'],
+        ] as [string, string][])),
   ];
   const listing = routes.map(([m, p]) => `${m} ${p}`).join(', ');
 
@@ -106,6 +120,7 @@ export function createGatewayApp(deps: GatewayAppDeps): Hono {
   if (metrics !== undefined) app.get('/metrics', (c) => c.json(metrics()));
   const mcp = deps.mcp;
   if (mcp !== undefined) app.all('/mcp', (c) => mcp(c));
+  if (deps.kernel !== undefined) mountKernelRoutes(app, { kernel: deps.kernel, requestId, ...(deps.onError === undefined ? {} : { onError: deps.onError }) });
 
   for (const [method, path] of routes.filter(([, p]) => p !== '/mcp')) {
     app.all(path, (c) => {

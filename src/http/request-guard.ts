@@ -35,8 +35,8 @@ export interface RequestGuard {
 
 export const DEFAULT_ALLOWED_HOSTS = ['localhost', '127.0.0.1', '[::1]'];
 export const DEFAULT_MAX_CONCURRENT_PER_CLIENT = 64;
-/** Liveness probes carry no key; unauthenticated, /healthz says only that the gateway is up. */
-const OPEN_PATHS = new Set(['/healthz']);
+/** Liveness probes carry no key; unauthenticated, /healthz says only that the gateway is up. The kernel's two are open by its spec. */
+const OPEN_PATHS = new Set(['/healthz', '/v0/health', '/v0/ready']);
 
 export function createRequestGuard(options: RequestGuardOptions): RequestGuard {
   const maxConcurrent = options.maxConcurrentPerClient ?? DEFAULT_MAX_CONCURRENT_PER_CLIENT;
@@ -96,6 +96,9 @@ export function createRequestGuard(options: RequestGuardOptions): RequestGuard {
   return { middleware, callerOf: (request) => callers.get(request), running: () => Object.fromEntries(running) };
 }
 
+/** The kernel's error codes (its §3) for the refusals here. */
+const KERNEL_CODES: Record<401 | 403 | 429 | 503, string> = { 401: 'UNAUTHORIZED', 403: 'FORBIDDEN', 429: 'RATE_LIMITED', 503: 'SERVICE_UNAVAILABLE' };
+
 /** A host name entry matches any port; `name:port` only that port. Case-insensitive. */
 export function hostAllowed(host: string, allowed: readonly string[]): boolean {
   const value = host.toLowerCase();
@@ -124,7 +127,9 @@ function refuse(c: Context, status: 401 | 403 | 429 | 503, type: string, message
   const body =
     c.req.path === '/mcp'
       ? { jsonrpc: '2.0', error: { code: -32001, message }, id: null }
-      : // Both SDKs read this: OpenAI's `error.message/type/code`, Anthropic's `type: "error"` + `error.type/message`.
-        { type: 'error', error: { type, message, param: null, code: type === 'authentication_error' ? 'invalid_api_key' : null } };
+      : c.req.path.startsWith('/v0/')
+        ? { error: message, code: KERNEL_CODES[status] }
+        : // Both SDKs read this: OpenAI's `error.message/type/code`, Anthropic's `type: "error"` + `error.type/message`.
+          { type: 'error', error: { type, message, param: null, code: type === 'authentication_error' ? 'invalid_api_key' : null } };
   return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', ...headers } });
 }

@@ -59,6 +59,21 @@ describe('request guard', () => {
   });
 });
 
+describe('the kernel API behind the guard', () => {
+  it("refuses a request without a key in the kernel's own error shape, and leaves /v0/health and /v0/ready open", async () => {
+    const guard = createRequestGuard({ allowedHosts: ['localhost'], allowedOrigins: [], auth });
+    const hono = new Hono();
+    hono.use('*', guard.middleware);
+    hono.all('*', (c) => c.json({ ok: true }));
+    const refused = await hono.request('/v0/executions', { method: 'POST' });
+    expect(refused.status).toBe(401);
+    expect(await refused.json()).toEqual({ error: 'needs a key', code: 'UNAUTHORIZED' });
+    expect((await hono.request('/v0/health')).status).toBe(200);
+    expect((await hono.request('/v0/ready')).status).toBe(200);
+    expect((await hono.request('/v0/executions', { headers: { authorization: 'Bearer a' } })).status).toBe(200);
+  });
+});
+
 describe('origins', () => {
   it('lets an origin listed for /mcp only call /mcp, and refuses it everywhere else', async () => {
     const guard = createRequestGuard({ allowedHosts: ['localhost'], allowedOrigins: ['https://app.example.com'], mcpOrigins: ['http://localhost:6274'] });

@@ -1,0 +1,146 @@
+import type { Context, Hono } from 'hono';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import { isKiwiError, KiwiError } from '../errors.js';
+import type { Kernel } from '../kernel/open-kernel.js';
+import { EXECUTION_STATUSES, type ExecutionStatus } from '../kernel/types.js';
+import { wireEvent, wireExecution, wireExecutionPage } from './kernel-wire.js';
+import { readJsonBody } from './read-json-body.js';
+
+/**
+ * The kernel's HTTP API, Rebuno's v0 (../shared/kernel/V0-API.md, whose section numbers the
+ * comments cite): executions, their event log, health and readiness. Errors are the spec's
+ * `{"error", "code"}`. Who may call is the request guard's business (client keys as bearer
+ * tokens, §2); /v0/health and /v0/ready are open.
+ */
+
+export interface KernelRouteDeps {
+  /** Opens the kernel on first use (its database), then the same one. */
+  kernel(): Promise<Kernel>;
+  /** Told about failures that are not KiwiErrors (bugs); the client sees "internal error". */
+  onError?: (error: unknown, info: { requestId: string; route: string }) => void;
+  requestId(c: Context): string;
+}
+
+/** §1: bodies over 1 MiB are refused. */
+const MAX_BODY_BYTES = 1024 * 1024;
+const MAX_ID_CHARS = 256;
+
+const SPEC_CODES: Partial<Record<string, [ContentfulStatusCode, string]>> = {
+  INVALID_INPUT: [400, 'VALIDATION_ERROR'],
+  PAYLOAD_TOO_LARGE: [400, 'VALIDATION_ERROR'],
+  REQUEST_TIMEOUT: [400, 'VALIDATION_ERROR'],
+  UNAUTHORIZED: [401, 'UNAUTHORIZED'],
+  NOT_FOUND: [404, 'NOT_FOUND'],
+  CONFLICT: [409, 'CONFLICT'],
+};
+
+export function mountKernelRoutes(app: Hono, deps: KernelRouteDeps): void {
+  const fail = (c: Context, error: unknown): Response => {
+    const mapped = isKiwiError(error) ? SPEC_CODES[error.code] : undefined;
+    if (mapped === undefined || !isKiwiError(error)) {
+      deps.onError?.(error, { requestId: deps.requestId(c), route: c.req.path });
+      return c.json({ error: 'internal error', code: 'INTERNAL_ERROR' }, 500);
+    }
+    return c.json({ error: error.message, code: mapped[1] }, mapped[0]);
+  };
+  const route =
+    (handler: (c: Context, kernel: Kernel) => Promise<Response>) =>
+    async (c: Context): Promise<Response> => {
+      try {
+        return await handler(c, await deps.kernel());
+      } catch (error) {
+        return fail(c, error);
+      }
+    };
+
+  app.get('/v0/health', (c) => c.json({ status: 'ok' }));
+  app.get('/v0/ready', async (c) => {
+    const ready = await deps
+      .kernel()
+      .then((k) => k.ready())
+      .catch(() => false);
+    return ready ? c.json({ status: 'ready' }) : c.json({ error: 'service unavailable: database not reachable', code: 'SERVICE_UNAVAILABLE' }, 503);
+  });
+
+  app.post(
+    '/v0/executions',
+    route(async (c, kernel) => {
+      const body = await readJsonBody(c, MAX_BODY_BYTES);
+      const { execution } = await kernel.executions.create(readCreate(body));
+      return c.json(wireExecution(execution), 201);
+    }),
+  );
+
+  app.get(
+    '/v0/executions',
+    route(async (c, kernel) => {
+      const status = c.req.query('status');
+      if (status !== undefined && !(EXECUTION_STATUSES as readonly string[]).includes(status)) {
+        throw new KiwiError('INVALID_INPUT', `invalid status ${JSON.stringify(status)}: use one of ${EXECUTION_STATUSES.join(', ')}`);
+      }
+      const agentId = c.req.query('agent_id');
+      const cursor = c.req.query('cursor');
+      const page = await kernel.executions.list({
+        ...(status === undefined ? {} : { status: status as ExecutionStatus }),
+        ...(agentId === undefined || agentId === '' ? {} : { agentId }),
+        labels: readLabelFilter(c.req.queries('label') ?? []),
+        ...(cursor === undefined || cursor === '' ? {} : { cursor }),
+        limit: intParam(c.req.query('limit'), 50, 1, 200),
+      });
+      return c.json(wireExecutionPage(page));
+    }),
+  );
+
+  app.get(
+    '/v0/executions/:id',
+    route(async (c, kernel) => c.json(wireExecution(await kernel.executions.get(c.req.param('id') as string)))),
+  );
+
+  app.post(
+    '/v0/executions/:id/cancel',
+    route(async (c, kernel) => c.json(wireExecution((await kernel.executions.cancel(c.req.param('id') as string)).execution))),
+  );
+
+  app.get(
+    '/v0/executions/:id/events',
+    route(async (c, kernel) => {
+      const after = intParam(c.req.query('after_sequence'), 0, 0, Number.MAX_SAFE_INTEGER);
+      const limit = intParam(c.req.query('limit'), 100, 1, 1000);
+      const events = await kernel.executions.events(c.req.param('id') as string, after, limit);
+      return c.json({ events: events.map(wireEvent), latest_sequence: events.at(-1)?.sequence ?? 0 });
+    }),
+  );
+}
+
+/** A whole number in [min, max]: over max is clamped, anything unreadable is the default (§5). */
+function intParam(value: string | undefined, fallback: number, min: number, max: number): number {
+  if (value === undefined || !/^\d+$/.test(value)) return fallback;
+  const n = Number(value);
+  if (n < min) return fallback;
+  return Math.min(n, max);
+}
+
+/** `key:value` pairs, split at the first colon (§5). */
+function readLabelFilter(pairs: string[]): Record<string, string> {
+  const labels: Record<string, string> = {};
+  for (const pair of pairs) {
+    const colon = pair.indexOf(':');
+    if (colon <= 0) throw new KiwiError('INVALID_INPUT', `invalid label filter ${JSON.stringify(pair.slice(0, 200))}: write key:value`);
+    labels[pair.slice(0, colon)] = pair.slice(colon + 1);
+  }
+  return labels;
+}
+
+function readCreate(body: unknown): { agentId: string; input: unknown; labels: Record<string, string> } {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new KiwiError('INVALID_INPUT', 'the body must be a JSON object: {"agent_id": …, "input"?: …, "labels"?: {…}}');
+  const b = body as Record<string, unknown>;
+  const agentId = b['agent_id'];
+  if (typeof agentId !== 'string' || agentId === '') throw new KiwiError('INVALID_INPUT', 'agent_id is required');
+  if (agentId.length > MAX_ID_CHARS) throw new KiwiError('INVALID_INPUT', `agent_id is longer than ${MAX_ID_CHARS} characters`);
+  const labels = b['labels'] ?? {};
+  if (typeof labels !== 'object' || labels === null || Array.isArray(labels)) throw new KiwiError('INVALID_INPUT', 'labels must be an object of strings');
+  for (const [key, value] of Object.entries(labels)) {
+    if (typeof value !== 'string') throw new KiwiError('INVALID_INPUT', `label ${JSON.stringify(key)} must be a string`);
+  }
+  return { agentId, input: b['input'] ?? null, labels: labels as Record<string, string> };
+}

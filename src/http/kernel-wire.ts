@@ -1,0 +1,43 @@
+import type { ExecutionPage } from '../kernel/executions.js';
+import type { Execution, KernelEvent } from '../kernel/types.js';
+
+/**
+ * The kernel's objects as the v0 API writes them (snake_case keys, §1). User JSON (input,
+ * output, labels, payload contents) is returned exactly as stored: never re-keyed.
+ */
+
+export function wireExecution(e: Execution): Record<string, unknown> {
+  return {
+    id: e.id,
+    status: e.status,
+    agent_id: e.agentId,
+    labels: e.labels,
+    input: e.input,
+    ...('output' in e ? { output: e.output } : {}),
+    created_at: e.createdAt,
+    updated_at: e.updatedAt,
+  };
+}
+
+export function wireExecutionPage(page: ExecutionPage): Record<string, unknown> {
+  return {
+    executions: page.executions.map((e) => ({ id: e.id, status: e.status, agent_id: e.agentId, labels: e.labels, created_at: e.createdAt, updated_at: e.updatedAt })),
+    next_cursor: page.nextCursor,
+  };
+}
+
+export function wireEvent(e: KernelEvent): Record<string, unknown> {
+  return {
+    id: e.id,
+    execution_id: e.executionId,
+    ...(e.stepId === undefined ? {} : { step_id: e.stepId }),
+    type: e.type,
+    schema_version: e.schemaVersion,
+    timestamp: e.timestamp,
+    payload: e.payload,
+    causation_id: e.causationId,
+    correlation_id: e.correlationId,
+    idempotency_key: e.idempotencyKey,
+    sequence: e.sequence,
+  };
+}

@@ -1,0 +1,163 @@
+import { KiwiError } from '../errors.js';
+import type { SqlDb, SqlQueryable, SqlValue } from '../store/sql/sql-db.js';
+import { appendEvents, readEvents } from './event-log.js';
+import { TERMINAL_STATUSES, type Execution, type ExecutionStatus, type KernelEvent } from './types.js';
+import { uuidv7 } from './uuidv7.js';
+
+/**
+ * Executions (§5): created, read, listed newest first by cursor, cancelled; each change written
+ * with its events in one transaction, under a lock on the execution's row, so that two gateways
+ * on one database see one order of events. Assignment to agents, intents and steps build on
+ * these (agents.ts, …).
+ */
+
+export interface ExecutionFilter {
+  status?: ExecutionStatus;
+  agentId?: string;
+  /** Every label must match. */
+  labels?: Record<string, string>;
+  cursor?: string;
+  limit: number;
+}
+
+export interface ExecutionPage {
+  executions: Omit<Execution, 'input' | 'output'>[];
+  /** "" on the last page. */
+  nextCursor: string;
+}
+
+export interface Executions {
+  create(input: { agentId: string; input: unknown; labels: Record<string, string> }): Promise<{ execution: Execution; events: KernelEvent[] }>;
+  /** Throws NOT_FOUND. */
+  get(id: string): Promise<Execution>;
+  list(filter: ExecutionFilter): Promise<ExecutionPage>;
+  /** Throws NOT_FOUND, or CONFLICT when it has ended. */
+  cancel(id: string): Promise<{ execution: Execution; events: KernelEvent[] }>;
+  /** Events after `afterSequence`, oldest first; none for an unknown id. */
+  events(id: string, afterSequence: number, limit: number): Promise<KernelEvent[]>;
+}
+
+interface ExecutionRow extends Record<string, unknown> {
+  id: string;
+  status: ExecutionStatus;
+  agent_id: string;
+  input: string;
+  labels: string;
+  output: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export function createExecutions(db: SqlDb, options: { now?: () => Date } = {}): Executions {
+  const now = options.now ?? (() => new Date());
+
+  async function lockRow(tx: SqlQueryable, id: string): Promise<ExecutionRow> {
+    const [row] = await tx.query<ExecutionRow>('select * from kernel_executions where id = $1 for update', [id]);
+    if (row === undefined) throw notFound(id);
+    return row;
+  }
+
+  return {
+    async create({ agentId, input, labels }) {
+      const at = now();
+      const id = uuidv7(at.getTime());
+      const stamp = at.toISOString();
+      return db.transaction(async (tx) => {
+        await tx.query('insert into kernel_executions (id, agent_id, status, input, labels, created_at, updated_at) values ($1, $2, $3, $4, $5, $6, $6)', [
+          id,
+          agentId,
+          'pending',
+          JSON.stringify(input ?? null),
+          JSON.stringify(labels),
+          stamp,
+        ]);
+        for (const [key, value] of Object.entries(labels)) await tx.query('insert into kernel_execution_labels (execution_id, key, value) values ($1, $2, $3)', [id, key, value]);
+        const events = await appendEvents(tx, id, [{ type: 'execution.created', payload: { agent_id: agentId, input: input ?? null, labels: Object.keys(labels).length === 0 ? null : labels } }], {}, at);
+        return { execution: fromRow((await tx.query<ExecutionRow>('select * from kernel_executions where id = $1', [id]))[0] as ExecutionRow), events };
+      });
+    },
+
+    async get(id) {
+      const [row] = await db.query<ExecutionRow>('select * from kernel_executions where id = $1', [id]);
+      if (row === undefined) throw notFound(id);
+      return fromRow(row);
+    },
+
+    async list(filter) {
+      const where: string[] = [];
+      const params: SqlValue[] = [];
+      const param = (value: SqlValue): string => {
+        params.push(value);
+        return `$${params.length}`;
+      };
+      if (filter.status !== undefined) where.push(`status = ${param(filter.status)}`);
+      if (filter.agentId !== undefined) where.push(`agent_id = ${param(filter.agentId)}`);
+      for (const [key, value] of Object.entries(filter.labels ?? {})) {
+        where.push(`exists (select 1 from kernel_execution_labels l where l.execution_id = e.id and l.key = ${param(key)} and l.value = ${param(value)})`);
+      }
+      if (filter.cursor !== undefined) {
+        const { createdAt, id } = decodeCursor(filter.cursor);
+        where.push(`(created_at, id) < (${param(createdAt)}, ${param(id)})`);
+      }
+      // One row past the page says whether there is a next one.
+      const rows = await db.query<ExecutionRow>(
+        `select * from kernel_executions e ${where.length === 0 ? '' : `where ${where.join(' and ')}`} order by created_at desc, id desc limit ${param(filter.limit + 1)}`,
+        params,
+      );
+      const page = rows.slice(0, filter.limit);
+      const last = page.at(-1);
+      return {
+        executions: page.map((r) => {
+          const { input: _input, output: _output, ...summary } = fromRow(r);
+          return summary;
+        }),
+        nextCursor: rows.length > filter.limit && last !== undefined ? encodeCursor(last.created_at, last.id) : '',
+      };
+    },
+
+    async cancel(id) {
+      const at = now();
+      return db.transaction(async (tx) => {
+        const row = await lockRow(tx, id);
+        if (TERMINAL_STATUSES.has(row.status)) throw new KiwiError('CONFLICT', `execution is in terminal state: execution ${id} is ${row.status}`);
+        await tx.query('update kernel_executions set status = $2, updated_at = $3 where id = $1', [id, 'cancelled', at.toISOString()]);
+        const events = await appendEvents(tx, id, [{ type: 'execution.cancelled', payload: { reason: 'cancelled by request' } }], {}, at);
+        return { execution: fromRow(await lockRow(tx, id)), events };
+      });
+    },
+
+    events: (id, afterSequence, limit) => readEvents(db, id, afterSequence, limit),
+  };
+}
+
+function notFound(id: string): KiwiError {
+  return new KiwiError('NOT_FOUND', `not found: execution ${id}`);
+}
+
+function fromRow(r: ExecutionRow): Execution {
+  const output = r.output === null ? null : (JSON.parse(r.output) as unknown);
+  return {
+    id: r.id,
+    status: r.status,
+    agentId: r.agent_id,
+    labels: JSON.parse(r.labels) as Record<string, string>,
+    input: JSON.parse(r.input) as unknown,
+    ...(output === null ? {} : { output }),
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  };
+}
+
+/** Opaque to clients: base64 of `<created_at>|<id>` of the last row of a page (§5). */
+function encodeCursor(createdAt: string, id: string): string {
+  return Buffer.from(`${createdAt}|${id}`, 'utf8').toString('base64url');
+}
+
+function decodeCursor(cursor: string): { createdAt: string; id: string } {
+  const text = Buffer.from(cursor, 'base64url').toString('utf8');
+  const bar = text.indexOf('|');
+  const createdAt = text.slice(0, bar);
+  const id = text.slice(bar + 1);
+  if (bar === -1 || Number.isNaN(Date.parse(createdAt)) || id === '') throw new KiwiError('INVALID_INPUT', 'invalid cursor: pass the next_cursor of a previous page unchanged');
+  return { createdAt, id };
+}

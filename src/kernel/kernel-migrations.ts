@@ -1,0 +1,48 @@
+import type { Migration } from '../store/sql/migrate.js';
+
+/**
+ * The kernel's tables. User JSON (input, labels, output, payloads) is kept as the text it was
+ * written as: `jsonb` would reorder its keys, and the v0 API returns it as received. Times are
+ * RFC 3339 text in UTC with milliseconds, which sorts as it reads.
+ */
+export const KERNEL_MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'executions and their event log',
+    statements: [
+      `create table kernel_executions (
+        id text primary key,
+        agent_id text not null,
+        status text not null check (status in ('pending', 'running', 'blocked', 'completed', 'failed', 'cancelled')),
+        input text not null,
+        labels text not null,
+        output text,
+        created_at text not null,
+        updated_at text not null,
+        last_sequence integer not null default 0
+      )`,
+      'create index kernel_executions_newest on kernel_executions (created_at desc, id desc)',
+      'create index kernel_executions_agent on kernel_executions (agent_id, status)',
+      // The labels again, one row each, for the list filter (§5).
+      `create table kernel_execution_labels (
+        execution_id text not null references kernel_executions (id) on delete cascade,
+        key text not null,
+        value text not null,
+        primary key (execution_id, key)
+      )`,
+      'create index kernel_execution_labels_pair on kernel_execution_labels (key, value)',
+      `create table kernel_events (
+        execution_id text not null references kernel_executions (id) on delete cascade,
+        sequence integer not null,
+        id text not null unique,
+        step_id text,
+        type text not null,
+        timestamp text not null,
+        payload text not null,
+        causation_id text not null,
+        correlation_id text not null,
+        primary key (execution_id, sequence)
+      )`,
+    ],
+  },
+];

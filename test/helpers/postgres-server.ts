@@ -1,0 +1,104 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+
+/**
+ * A real Postgres server for the tests, from Debian's `postgresql` package (.ci/run installs it):
+ * a fresh cluster in a temporary folder, on 127.0.0.1 and a free port, trust auth, no fsync. As
+ * root it runs as the `postgres` user, which Postgres requires. Stopped and removed by `stop()`.
+ */
+
+export interface PostgresServer {
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** The folder of initdb and postgres: on the PATH, or where Debian puts them. */
+export function postgresBinDir(): string | undefined {
+  for (const dir of (process.env['PATH'] ?? '').split(path.delimiter)) {
+    if (dir !== '' && existsSync(path.join(dir, 'initdb')) && existsSync(path.join(dir, 'postgres'))) return dir;
+  }
+  const debian = '/usr/lib/postgresql';
+  if (!existsSync(debian)) return undefined;
+  const versions = readdirSync(debian).sort((a, b) => Number(b) - Number(a));
+  for (const v of versions) {
+    const dir = path.join(debian, v, 'bin');
+    if (existsSync(path.join(dir, 'initdb'))) return dir;
+  }
+  return undefined;
+}
+
+/**
+ * Whether the tests can run against a Postgres server here. CI (.ci/run) installs one and sets
+ * KIWI_REQUIRE_POSTGRES=1, so that there a missing server fails instead of skipping.
+ */
+export function postgresAvailable(): boolean {
+  return postgresBinDir() !== undefined || process.env['KIWI_REQUIRE_POSTGRES'] === '1';
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export async function startPostgres(): Promise<PostgresServer> {
+  const bin = postgresBinDir();
+  if (bin === undefined) throw new Error('Postgres is not installed: `apt-get install postgresql` (.ci/run does), or put initdb and postgres on the PATH');
+  const asRoot = process.getuid?.() === 0;
+  const dir = mkdtempSync(path.join(tmpdir(), 'kiwi-postgres-'));
+  const data = path.join(dir, 'data');
+  if (asRoot) {
+    const uid = Number(spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).stdout.trim());
+    const gid = Number(spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).stdout.trim());
+    if (!Number.isInteger(uid) || uid <= 0) throw new Error('running as root, Postgres needs the `postgres` user, which Debian\'s postgresql package creates');
+    chownSync(dir, uid, gid);
+    chmodSync(dir, 0o700);
+  }
+  const command = (file: string, args: string[]): [string, string[]] => (asRoot ? ['runuser', ['-u', 'postgres', '--', path.join(bin, file), ...args]] : [path.join(bin, file), args]);
+
+  const [initCmd, initArgs] = command('initdb', ['-D', data, '-U', 'kiwi', '--auth=trust', '-E', 'UTF8', '--no-sync', '--no-instructions']);
+  const init = spawnSync(initCmd, initArgs, { encoding: 'utf8' });
+  if (init.status !== 0) {
+    rmSync(dir, { recursive: true, force: true });
+    throw new Error(`initdb failed (${init.status}): ${init.stderr || init.stdout}`);
+  }
+  const port = await freePort();
+  const [serverCmd, serverArgs] = command('postgres', ['-D', data, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1', '-c', 'fsync=off', '-c', 'full_page_writes=off']);
+  const server: ChildProcess = spawn(serverCmd, serverArgs, { stdio: ['ignore', 'ignore', 'pipe'] });
+  let log = '';
+  server.stderr?.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-4000)));
+  const exited = new Promise<void>((resolve) => server.once('exit', () => resolve()));
+  const url = `postgres://kiwi@127.0.0.1:${port}/postgres`;
+  const stop = async (): Promise<void> => {
+    if (server.exitCode === null) {
+      server.kill('SIGINT'); // fast shutdown
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
+      if (server.exitCode === null) server.kill('SIGKILL');
+    }
+    rmSync(dir, { recursive: true, force: true });
+  };
+  for (let attempt = 0; ; attempt++) {
+    const client = new pg.Client({ connectionString: url });
+    try {
+      await client.connect();
+      await client.end();
+      return { url, stop };
+    } catch (error) {
+      await client.end().catch(() => undefined);
+      if (server.exitCode !== null || attempt >= 100) {
+        await stop();
+        throw new Error(`Postgres did not start: ${(error as Error).message}\n${log}`);
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}

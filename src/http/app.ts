@@ -78,6 +78,8 @@ export function createGatewayApp(deps: GatewayAppDeps): Hono {
           ['GET', '/v0/executions/:id'],
           ['POST', '/v0/executions/:id/cancel'],
           ['GET', '/v0/executions/:id/events'],
+          ['GET', '/v0/agents/stream'],
+          ['POST', '/v0/agents/intent'],
           ['GET', '/v0/health'],
           ['GET', '/v0/ready'],
         ] as [string, string][])),

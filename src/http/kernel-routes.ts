@@ -5,6 +5,7 @@ import type { Kernel } from '../kernel/open-kernel.js';
 import { EXECUTION_STATUSES, type ExecutionStatus } from '../kernel/types.js';
 import { wireEvent, wireExecution, wireExecutionPage } from './kernel-wire.js';
 import { readJsonBody } from './read-json-body.js';
+import { openSseChannel } from './sse-channel.js';
 
 /**
  * The kernel's HTTP API, Rebuno's v0 (../shared/kernel/V0-API.md, whose section numbers the
@@ -67,7 +68,9 @@ export function mountKernelRoutes(app: Hono, deps: KernelRouteDeps): void {
     route(async (c, kernel) => {
       const body = await readJsonBody(c, MAX_BODY_BYTES);
       const { execution } = await kernel.executions.create(readCreate(body));
-      return c.json(wireExecution(execution), 201);
+      // Assigned at once when its agent is connected, so the answer may already say running (§5).
+      await kernel.agents.assign(execution.id);
+      return c.json(wireExecution(await kernel.executions.get(execution.id)), 201);
     }),
   );
 
@@ -99,6 +102,32 @@ export function mountKernelRoutes(app: Hono, deps: KernelRouteDeps): void {
   app.post(
     '/v0/executions/:id/cancel',
     route(async (c, kernel) => c.json(wireExecution((await kernel.executions.cancel(c.req.param('id') as string)).execution))),
+  );
+
+  app.get('/v0/agents/stream', async (c) => {
+    const agentId = c.req.query('agent_id') ?? '';
+    const consumerId = c.req.query('consumer_id') ?? '';
+    try {
+      if (agentId === '' || consumerId === '') throw new KiwiError('INVALID_INPUT', 'agent_id and consumer_id query params are required');
+      if (agentId.length > MAX_ID_CHARS || consumerId.length > MAX_ID_CHARS) throw new KiwiError('INVALID_INPUT', `agent_id and consumer_id must be at most ${MAX_ID_CHARS} characters`);
+      const kernel = await deps.kernel();
+      return openSseChannel(c, async (channel) => {
+        const connection = { agentId, consumerId, channel };
+        await kernel.agents.connect(connection);
+        void channel.closed.then(() => kernel.agents.disconnect(connection)).catch((error: unknown) => deps.onError?.(error, { requestId: deps.requestId(c), route: c.req.path }));
+      });
+    } catch (error) {
+      return fail(c, error);
+    }
+  });
+
+  app.post(
+    '/v0/agents/intent',
+    route(async (c, kernel) => {
+      const body = (await readJsonBody(c, MAX_BODY_BYTES)) as Record<string, unknown> | null;
+      const result = await kernel.agents.intent({ executionId: body?.['execution_id'], sessionId: body?.['session_id'], intent: body?.['intent'] });
+      return c.json({ accepted: result.accepted, ...(result.stepId === undefined ? {} : { step_id: result.stepId }), ...(result.error === undefined ? {} : { error: result.error }) });
+    }),
   );
 
   app.get(

@@ -45,4 +45,21 @@ export const KERNEL_MIGRATIONS: readonly Migration[] = [
       )`,
     ],
   },
+  {
+    version: 2,
+    name: 'sessions of agents',
+    statements: [
+      // One live session per execution, bound to the agent connection it was assigned to (§10);
+      // `owner` is the kernel instance holding that connection.
+      `create table kernel_sessions (
+        id text primary key,
+        execution_id text not null unique references kernel_executions (id) on delete cascade,
+        agent_id text not null,
+        consumer_id text not null,
+        owner text not null,
+        created_at text not null
+      )`,
+      'create index kernel_sessions_owner on kernel_sessions (owner, agent_id, consumer_id)',
+    ],
+  },
 ];

@@ -3,12 +3,16 @@ import { migrate } from '../store/sql/migrate.js';
 import { openPgliteDb } from '../store/sql/pglite-db.js';
 import { openPostgresDb } from '../store/sql/postgres-db.js';
 import type { SqlDb } from '../store/sql/sql-db.js';
+import { createAgentHub } from './agent-hub.js';
+import { createAgents, type Agents } from './agents.js';
+import { appendEvents } from './event-log.js';
 import { createExecutions, type Executions } from './executions.js';
 import { KERNEL_MIGRATIONS } from './kernel-migrations.js';
 
 /** The kernel's state: embedded PGlite under `.ai/state/kernel/` by default, a Postgres server when DATABASE_URL is set. */
 export interface Kernel {
   executions: Executions;
+  agents: Agents;
   /** Where its state lives, for messages: a folder, or the server's URL without password. */
   readonly store: string;
   /** True while the database answers (GET /v0/ready). */
@@ -36,8 +40,13 @@ export async function openKernel(options: OpenKernelOptions): Promise<Kernel> {
     await db.close();
     throw error;
   }
+  // Embedded, the database is this process's alone: sessions left by a previous run have lost
+  // their connections. (On a shared server, other gateways' sessions are alive; telling which
+  // are not needs the instances' heartbeats, which come with the reaper.)
+  if (db.kind === 'pglite') await recoverSessions(db);
   return {
     executions: createExecutions(db),
+    agents: createAgents(db, createAgentHub()),
     store: db.kind === 'pglite' ? (options.inMemory ? 'memory' : dir) : 'DATABASE_URL',
     async ready() {
       try {
@@ -49,4 +58,18 @@ export async function openKernel(options: OpenKernelOptions): Promise<Kernel> {
     },
     close: () => db.close(),
   };
+}
+
+/** §16: on restart, sessions are purged and executions that were running or blocked go back to pending, to be assigned again. */
+async function recoverSessions(db: SqlDb): Promise<void> {
+  const stale = await db.query<{ id: string; status: string }>("select id, status from kernel_executions where status in ('running', 'blocked')");
+  for (const { id, status } of stale) {
+    await db.transaction(async (tx) => {
+      const at = new Date();
+      await tx.query('delete from kernel_sessions where execution_id = $1', [id]);
+      await tx.query("update kernel_executions set status = 'pending', updated_at = $2 where id = $1", [id, at.toISOString()]);
+      await appendEvents(tx, id, [{ type: 'execution.reset', payload: { reason: 'recovery', from_status: status } }], {}, at);
+    });
+  }
+  await db.query('delete from kernel_sessions');
 }

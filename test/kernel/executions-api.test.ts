@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGatewayApp } from '../../src/http/app.js';
-import { openKernel, type Kernel } from '../../src/kernel/open-kernel.js';
+import type { Kernel } from '../../src/kernel/open-kernel.js';
 import { executeScript, scriptedLoop } from '../fixtures/http-edges/scripted-loop.js';
-import { postgresAvailable, startPostgres } from '../helpers/postgres-server.js';
+import { kernelBackends } from '../fixtures/kernel/backends.js';
 
 /**
  * The kernel's executions API (V0-API.md §5, §14, §16) through the gateway's HTTP app, on both
@@ -10,28 +10,7 @@ import { postgresAvailable, startPostgres } from '../helpers/postgres-server.js'
  * 3–6 and 29.
  */
 
-type Backend = [string, () => Promise<{ kernel: Kernel; stop(): Promise<void> }>];
-const BACKENDS: Backend[] = [
-  ['embedded PGlite', async () => ({ kernel: await openKernel({ root: '/nonexistent', inMemory: true }), stop: async () => undefined })],
-  [
-    'a Postgres server',
-    async () => {
-      const server = await startPostgres();
-      try {
-        return { kernel: await openKernel({ root: '/nonexistent', databaseUrl: server.url }), stop: server.stop };
-      } catch (error) {
-        await server.stop();
-        throw error;
-      }
-    },
-  ],
-];
-if (!postgresAvailable()) {
-  BACKENDS.pop();
-  it.skip('on a Postgres server: not installed here (apt-get install postgresql, as .ci/run does)', () => undefined);
-}
-
-describe.each(BACKENDS)('on %s', (_backend, open) => {
+describe.each(kernelBackends())('on %s', (_backend, open) => {
   let kernel: Kernel;
   let stop: () => Promise<void> = async () => undefined;
   let app: ReturnType<typeof createGatewayApp>;

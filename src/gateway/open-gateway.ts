@@ -14,7 +14,7 @@ import { catalogActionWords } from '../resolver/split-steps.js';
 import { checkTool } from '../policy/permission-context.js';
 import { callContext } from '../proxy/authorize.js';
 import { runAgentLoop } from './agent-loop.js';
-import { openKernel, type Kernel } from '../kernel/open-kernel.js';
+import { KERNEL_POLICY_FILE, openKernel, type Kernel } from '../kernel/open-kernel.js';
 import { createToolMenu } from './tool-menu.js';
 import { loadGatewayConfig, type GatewayConfig } from './gateway-config.js';
 import { openGatewayPrefetch, type GatewayPrefetch } from './gateway-prefetch.js';
@@ -114,7 +114,11 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     // The kernel's database opens on the first /v0 request: PGlite takes a few seconds to create.
     let kernel: Promise<Kernel> | undefined;
     const openedKernel = (): Promise<Kernel> => {
-      kernel ??= openKernel({ root: project.root, ...(options.env['DATABASE_URL'] ? { databaseUrl: options.env['DATABASE_URL'] } : {}) }).catch((error: unknown) => {
+      kernel ??= openKernel({
+        root: project.root,
+        policyFile: path.join(project.root, KERNEL_POLICY_FILE),
+        ...(options.env['DATABASE_URL'] ? { databaseUrl: options.env['DATABASE_URL'] } : {}),
+      }).catch((error: unknown) => {
         kernel = undefined; // the next request tries again
         throw error;
       });

@@ -80,6 +80,7 @@ export function createGatewayApp(deps: GatewayAppDeps): Hono {
           ['GET', '/v0/executions/:id/events'],
           ['GET', '/v0/agents/stream'],
           ['POST', '/v0/agents/intent'],
+          ['POST', '/v0/agents/step-result'],
           ['GET', '/v0/health'],
           ['GET', '/v0/ready'],
         ] as [string, string][])),

@@ -125,8 +125,20 @@ export function mountKernelRoutes(app: Hono, deps: KernelRouteDeps): void {
     '/v0/agents/intent',
     route(async (c, kernel) => {
       const body = (await readJsonBody(c, MAX_BODY_BYTES)) as Record<string, unknown> | null;
-      const result = await kernel.agents.intent({ executionId: body?.['execution_id'], sessionId: body?.['session_id'], intent: body?.['intent'] });
+      const result = await kernel.intents.submit({ executionId: body?.['execution_id'], sessionId: body?.['session_id'], intent: body?.['intent'] });
       return c.json({ accepted: result.accepted, ...(result.stepId === undefined ? {} : { step_id: result.stepId }), ...(result.error === undefined ? {} : { error: result.error }) });
+    }),
+  );
+
+  app.post(
+    '/v0/agents/step-result',
+    route(async (c, kernel) => {
+      const body = (await readJsonBody(c, MAX_BODY_BYTES)) as Record<string, unknown> | null;
+      if (typeof body?.['execution_id'] !== 'string' || typeof body['session_id'] !== 'string' || typeof body['step_id'] !== 'string') {
+        throw new KiwiError('INVALID_INPUT', 'execution_id, session_id, and step_id are required');
+      }
+      await kernel.intents.stepResult({ executionId: body['execution_id'], sessionId: body['session_id'], stepId: body['step_id'], success: body['success'], data: body['data'], error: body['error'] });
+      return c.json({ status: 'ok' });
     }),
   );
 

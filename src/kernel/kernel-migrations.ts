@@ -62,4 +62,28 @@ export const KERNEL_MIGRATIONS: readonly Migration[] = [
       'create index kernel_sessions_owner on kernel_sessions (owner, agent_id, consumer_id)',
     ],
   },
+  {
+    version: 3,
+    name: 'steps',
+    statements: [
+      // A tool call of an execution (§11): local ones the agent runs itself and reports,
+      // remote ones go to runners. Arguments and results are the JSON text as written.
+      `create table kernel_steps (
+        id text primary key,
+        execution_id text not null references kernel_executions (id) on delete cascade,
+        tool_id text not null,
+        arguments text not null,
+        remote boolean not null,
+        status text not null check (status in ('pending', 'dispatched', 'running', 'succeeded', 'failed', 'timed_out', 'cancelled')),
+        attempt integer not null,
+        max_attempts integer not null,
+        deadline text not null,
+        result text,
+        error text,
+        created_at text not null,
+        completed_at text
+      )`,
+      'create index kernel_steps_execution on kernel_steps (execution_id, created_at)',
+    ],
+  },
 ];

@@ -7,12 +7,17 @@ import { createAgentHub } from './agent-hub.js';
 import { createAgents, type Agents } from './agents.js';
 import { appendEvents } from './event-log.js';
 import { createExecutions, type Executions } from './executions.js';
+import { createIntents, type Intents } from './intents.js';
+import { createRateLimiter, NO_POLICY } from './kernel-policy.js';
+import { loadKernelPolicy } from './kernel-policy-file.js';
+import { uuidv7 } from './uuidv7.js';
 import { KERNEL_MIGRATIONS } from './kernel-migrations.js';
 
 /** The kernel's state: embedded PGlite under `.ai/state/kernel/` by default, a Postgres server when DATABASE_URL is set. */
 export interface Kernel {
   executions: Executions;
   agents: Agents;
+  intents: Intents;
   /** Where its state lives, for messages: a folder, or the server's URL without password. */
   readonly store: string;
   /** True while the database answers (GET /v0/ready). */
@@ -21,6 +26,8 @@ export interface Kernel {
 }
 
 export const KERNEL_STATE_DIR = path.join('.ai', 'state', 'kernel');
+/** Rebuno's policy rules for the kernel's invoke_tool; without the file, no tool call is allowed. */
+export const KERNEL_POLICY_FILE = path.join('.ai', 'config', 'kernel-policy.yaml');
 
 export interface OpenKernelOptions {
   /** The project root: PGlite's data goes under it. */
@@ -29,9 +36,12 @@ export interface OpenKernelOptions {
   databaseUrl?: string;
   /** In memory instead of on disk (tests). */
   inMemory?: boolean;
+  /** Rebuno's policy rules for invoke_tool (kernel-policy-file.ts); absent: nothing runs. */
+  policyFile?: string;
 }
 
 export async function openKernel(options: OpenKernelOptions): Promise<Kernel> {
+  const policy = options.policyFile === undefined ? NO_POLICY : await loadKernelPolicy(options.policyFile);
   const dir = path.join(options.root, KERNEL_STATE_DIR);
   const db: SqlDb = options.databaseUrl !== undefined ? await openPostgresDb(options.databaseUrl) : await openPgliteDb(options.inMemory ? undefined : dir);
   try {
@@ -44,9 +54,12 @@ export async function openKernel(options: OpenKernelOptions): Promise<Kernel> {
   // their connections. (On a shared server, other gateways' sessions are alive; telling which
   // are not needs the instances' heartbeats, which come with the reaper.)
   if (db.kind === 'pglite') await recoverSessions(db);
+  const now = (): Date => new Date();
+  const agents = createAgents({ db, hub: createAgentHub(), instanceId: uuidv7(), now });
   return {
     executions: createExecutions(db),
-    agents: createAgents(db, createAgentHub()),
+    agents,
+    intents: createIntents({ db, agents, policy: () => policy, limiter: createRateLimiter(), now }),
     store: db.kind === 'pglite' ? (options.inMemory ? 'memory' : dir) : 'DATABASE_URL',
     async ready() {
       try {

@@ -1,0 +1,199 @@
+import { KiwiError } from '../errors.js';
+import type { SqlDb, SqlQueryable } from '../store/sql/sql-db.js';
+import type { Agents } from './agents.js';
+import { appendEvents } from './event-log.js';
+import { lockExecution, setExecutionStatus, type ExecutionRow } from './execution-rows.js';
+import { evaluatePolicy, type KernelPolicy, type RateLimiter } from './kernel-policy.js';
+import { countSteps, isFinalStep, openSteps, type StepRow } from './steps.js';
+import { TERMINAL_STATUSES, type KernelEvent } from './types.js';
+import { uuidv7 } from './uuidv7.js';
+
+/**
+ * What an agent asks of the kernel (§6.2, §6.3, §9): run a tool, finish, fail; and the outcome
+ * of a tool it ran itself. Each request is checked (its session, the execution's state, the
+ * payload, the policy for tools) and applied in one transaction under the execution's lock;
+ * pushes to the agent follow the answer.
+ */
+
+export interface IntentInput {
+  executionId: unknown;
+  sessionId: unknown;
+  intent: unknown;
+}
+
+export interface IntentResult {
+  accepted: boolean;
+  stepId?: string;
+  error?: string;
+}
+
+export interface StepResultInput {
+  executionId: unknown;
+  sessionId: unknown;
+  stepId: unknown;
+  success: unknown;
+  data?: unknown;
+  error?: unknown;
+}
+
+export interface Intents {
+  submit(input: IntentInput): Promise<IntentResult>;
+  /** A local step's outcome; pushes `tool.result` to the agent once it is stored. */
+  stepResult(input: StepResultInput): Promise<void>;
+}
+
+export interface IntentsDeps {
+  db: SqlDb;
+  agents: Agents;
+  policy: () => KernelPolicy;
+  limiter: RateLimiter;
+  now: () => Date;
+  /** A step's deadline when its rule sets none (§11.3); default 5 min. */
+  stepTimeoutMs?: number;
+}
+
+const MAX_ID_CHARS = 256;
+const MAX_ERROR_CHARS = 4096;
+
+type Intent =
+  | { type: 'invoke_tool'; toolId: string; arguments: unknown; idempotencyKey?: string; remote: boolean }
+  | { type: 'complete'; output: unknown }
+  | { type: 'fail'; error: string };
+
+export function createIntents(deps: IntentsDeps): Intents {
+  const { db, now } = deps;
+  const stepTimeoutMs = deps.stepTimeoutMs ?? 5 * 60_000;
+
+  /** §9 steps 1–2: the session is this execution's, and the execution takes intents. */
+  async function admit(tx: SqlQueryable, executionId: string, sessionId: string): Promise<ExecutionRow> {
+    const [session] = await tx.query<{ execution_id: string }>('select execution_id from kernel_sessions where id = $1', [sessionId]);
+    if (session === undefined) throw new KiwiError('UNAUTHORIZED', `session not found: session ${sessionId}`);
+    if (session.execution_id !== executionId) throw new KiwiError('INVALID_INPUT', `session ${sessionId} belongs to another execution, not ${executionId}`);
+    const row = await lockExecution(tx, executionId);
+    if (row === undefined) throw new KiwiError('NOT_FOUND', `not found: execution ${executionId}`);
+    return row;
+  }
+
+  async function invoke(tx: SqlQueryable, row: ExecutionRow, intent: Extract<Intent, { type: 'invoke_tool' }>, at: Date): Promise<IntentResult> {
+    const details = { tool_id: intent.toolId, ...(intent.arguments === undefined ? {} : { arguments: intent.arguments }), ...(intent.idempotencyKey === undefined ? {} : { idempotency_key: intent.idempotencyKey }) };
+    const verdict = evaluatePolicy(deps.policy(), {
+      toolId: intent.toolId,
+      agentId: row.agent_id,
+      labels: JSON.parse(row.labels) as Record<string, string>,
+      arguments: intent.arguments ?? null,
+      stepCount: await countSteps(tx, row.id),
+      durationMs: at.getTime() - Date.parse(row.created_at),
+      at,
+    });
+    const deny = async (reason: string): Promise<IntentResult> => {
+      await appendEvents(tx, row.id, [{ type: 'intent.denied', payload: { intent_type: 'invoke_tool', ...details, reason, rule_id: verdict.ruleId } }], {}, at);
+      return { accepted: false, error: `${reason} (rule: ${verdict.ruleId})` };
+    };
+    if (verdict.decision === 'deny') return deny(`policy denied: ${verdict.reason}`);
+    if (verdict.decision === 'require_approval') throw new KiwiError('CONFLICT', `rule ${verdict.ruleId} requires approval for ${intent.toolId}, and approvals are not served by this kernel yet`);
+    if (verdict.rateLimit !== undefined && !deps.limiter.admit(`${row.agent_id}\u0000${intent.toolId}`, verdict.rateLimit, at.getTime())) {
+      return deny(`rate limit exceeded: max ${verdict.rateLimit.max} per ${verdict.rateLimit.window}`);
+    }
+    if (intent.remote) throw new KiwiError('CONFLICT', `${intent.toolId} was asked to run remotely, and runners are not served by this kernel yet; run it in the agent`);
+    const accepted = await appendEvents(tx, row.id, [{ type: 'intent.accepted', payload: { intent_type: 'invoke_tool', details } }], {}, at);
+    const stepId = uuidv7(at.getTime());
+    const deadline = new Date(at.getTime() + (verdict.timeoutMs ?? stepTimeoutMs)).toISOString();
+    await tx.query(
+      "insert into kernel_steps (id, execution_id, tool_id, arguments, remote, status, attempt, max_attempts, deadline, created_at) values ($1, $2, $3, $4, false, 'pending', 1, 1, $5, $6)",
+      [stepId, row.id, intent.toolId, JSON.stringify(intent.arguments ?? null), deadline, at.toISOString()],
+    );
+    await appendEvents(tx, row.id, [{ type: 'step.created', stepId, payload: { tool_id: intent.toolId, tool_version: 0, arguments: intent.arguments ?? null, max_attempts: 1, attempt: 1, deadline } }], linksOf(accepted), at);
+    return { accepted: true, stepId };
+  }
+
+  /** Complete or fail; with steps still open, the refusal to give after the commit. */
+  async function finish(tx: SqlQueryable, row: ExecutionRow, intent: Exclude<Intent, { type: 'invoke_tool' }>, at: Date): Promise<IntentResult | { conflict: string }> {
+    const details = intent.type === 'complete' ? (intent.output === null ? {} : { output: intent.output }) : { error: intent.error };
+    // Kept even when the open steps below refuse the intent (§9 step 5).
+    const accepted = await appendEvents(tx, row.id, [{ type: 'intent.accepted', payload: { intent_type: intent.type, details } }], {}, at);
+    if ((await openSteps(tx, row.id)).length > 0) return { conflict: `conflict: cannot ${intent.type} with active steps in progress` };
+    if (intent.type === 'complete') {
+      await setExecutionStatus(tx, row.id, 'completed', at, intent.output === null ? undefined : JSON.stringify(intent.output));
+      await appendEvents(tx, row.id, [{ type: 'execution.completed', payload: { output: intent.output } }], linksOf(accepted), at);
+    } else {
+      await setExecutionStatus(tx, row.id, 'failed', at);
+      await appendEvents(tx, row.id, [{ type: 'execution.failed', payload: { error: intent.error } }], linksOf(accepted), at);
+    }
+    return { accepted: true };
+  }
+
+  return {
+    async submit(input) {
+      const executionId = requiredString(input.executionId, 'execution_id');
+      const sessionId = requiredString(input.sessionId, 'session_id');
+      const at = now();
+      const result = await db.transaction(async (tx) => {
+        const row = await admit(tx, executionId, sessionId);
+        if (TERMINAL_STATUSES.has(row.status)) throw new KiwiError('CONFLICT', `execution is in terminal state: execution ${executionId} is ${row.status}`);
+        if (row.status === 'blocked') throw new KiwiError('CONFLICT', `execution is blocked: execution ${executionId} is blocked pending approval`);
+        const intent = readIntent(input.intent);
+        return intent.type === 'invoke_tool' ? invoke(tx, row, intent, at) : finish(tx, row, intent, at);
+      });
+      if ('conflict' in result) throw new KiwiError('CONFLICT', result.conflict);
+      return result;
+    },
+
+    async stepResult(input) {
+      const executionId = requiredString(input.executionId, 'execution_id');
+      const sessionId = requiredString(input.sessionId, 'session_id');
+      const stepId = requiredString(input.stepId, 'step_id');
+      const at = now();
+      const outcome = await db.transaction(async (tx) => {
+        await admit(tx, executionId, sessionId);
+        const [step] = await tx.query<StepRow>('select * from kernel_steps where id = $1 and execution_id = $2', [stepId, executionId]);
+        if (step === undefined) throw new KiwiError('NOT_FOUND', `not found: step ${stepId}`);
+        if (isFinalStep(step.status)) throw new KiwiError('CONFLICT', 'step already resolved');
+        if (input.success === true) {
+          const data = input.data ?? null;
+          await tx.query("update kernel_steps set status = 'succeeded', result = $2, completed_at = $3 where id = $1", [stepId, JSON.stringify(data), at.toISOString()]);
+          await appendEvents(tx, executionId, [{ type: 'step.completed', stepId, payload: { result: data } }], {}, at);
+          return { execution_id: executionId, step_id: stepId, status: 'succeeded', result: data };
+        }
+        const error = typeof input.error === 'string' && input.error !== '' ? input.error.slice(0, MAX_ERROR_CHARS) : 'the tool failed';
+        await tx.query("update kernel_steps set status = 'failed', error = $2, completed_at = $3 where id = $1", [stepId, error, at.toISOString()]);
+        await appendEvents(tx, executionId, [{ type: 'step.failed', stepId, payload: { error, retryable: false } }], {}, at);
+        return { execution_id: executionId, step_id: stepId, status: 'failed', error };
+      });
+      await deps.agents.push(sessionId, 'tool.result', outcome);
+    },
+  };
+}
+
+function linksOf(events: KernelEvent[]): { causationId: string; correlationId: string } {
+  const last = events.at(-1) as KernelEvent;
+  return { causationId: last.id, correlationId: last.correlationId };
+}
+
+/** §6.2. */
+function readIntent(value: unknown): Intent {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new KiwiError('INVALID_INPUT', 'intent is required: an object with a type');
+  const intent = value as Record<string, unknown>;
+  const type = intent['type'];
+  if (type === 'invoke_tool') {
+    const toolId = intent['tool_id'];
+    if (typeof toolId !== 'string' || toolId === '') throw new KiwiError('INVALID_INPUT', 'intent.tool_id is required for invoke_tool');
+    if (toolId.length > MAX_ID_CHARS) throw new KiwiError('INVALID_INPUT', `intent.tool_id is longer than ${MAX_ID_CHARS} characters`);
+    const key = intent['idempotency_key'];
+    if (key !== undefined && typeof key !== 'string') throw new KiwiError('INVALID_INPUT', 'intent.idempotency_key must be a string');
+    return { type, toolId, arguments: intent['arguments'], ...(key === undefined ? {} : { idempotencyKey: key }), remote: intent['remote'] === true };
+  }
+  if (type === 'complete') return { type, output: intent['output'] ?? null };
+  if (type === 'fail') {
+    const error = intent['error'];
+    if (typeof error !== 'string' || error === '') throw new KiwiError('INVALID_INPUT', 'intent.error is required for fail');
+    if (error.length > MAX_ERROR_CHARS) throw new KiwiError('INVALID_INPUT', `intent.error is longer than ${MAX_ERROR_CHARS} characters`);
+    return { type, error };
+  }
+  if (type === 'wait') throw new KiwiError('INVALID_INPUT', 'intent type wait is not served by this kernel yet: signals come with approvals');
+  throw new KiwiError('INVALID_INPUT', `unknown intent type ${typeof type === 'string' ? type.slice(0, 100) : String(type)}`);
+}
+
+function requiredString(value: unknown, name: string): string {
+  if (typeof value !== 'string' || value === '') throw new KiwiError('INVALID_INPUT', `${name} is required`);
+  return value;
+}

@@ -78,6 +78,7 @@ export function createGatewayApp(deps: GatewayAppDeps): Hono {
           ['GET', '/v0/executions/:id'],
           ['POST', '/v0/executions/:id/cancel'],
           ['GET', '/v0/executions/:id/events'],
+          ['GET', '/v0/executions/:id/stream'],
           ['GET', '/v0/agents/stream'],
           ['POST', '/v0/agents/intent'],
           ['POST', '/v0/agents/step-result'],

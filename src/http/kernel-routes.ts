@@ -3,6 +3,7 @@ import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { isKiwiError, KiwiError } from '../errors.js';
 import type { Kernel } from '../kernel/open-kernel.js';
 import { EXECUTION_STATUSES, type ExecutionStatus } from '../kernel/types.js';
+import { streamExecutionEvents } from './kernel-event-stream.js';
 import { wireEvent, wireExecution, wireExecutionPage } from './kernel-wire.js';
 import { readJsonBody } from './read-json-body.js';
 import { openSseChannel } from './sse-channel.js';
@@ -140,6 +141,11 @@ export function mountKernelRoutes(app: Hono, deps: KernelRouteDeps): void {
       await kernel.intents.stepResult({ executionId: body['execution_id'], sessionId: body['session_id'], stepId: body['step_id'], success: body['success'], data: body['data'], error: body['error'] });
       return c.json({ status: 'ok' });
     }),
+  );
+
+  app.get(
+    '/v0/executions/:id/stream',
+    route(async (c, kernel) => streamExecutionEvents(c, kernel, c.req.param('id') as string, intParam(c.req.query('after_sequence'), 0, 0, Number.MAX_SAFE_INTEGER))),
   );
 
   app.get(

@@ -113,6 +113,33 @@ describe.each(kernelBackends())('on %s', (_backend, open) => {
     expect((await intent(other['id'], otherSession, { type: 'complete' })).status).toBe(200);
   });
 
+  it("streams an execution's events: the stored ones, then new ones, ending after the last; from after_sequence; at once when it already ended", async () => {
+    const agent = `watched-${Date.now()}`;
+    const e = await create(agent, { q: 1 });
+    const id = e['id'] as string;
+    const watch = await openSse(`${server.url}/v0/executions/${id}/stream`);
+    streams.push(watch);
+    const created = await watch.next('execution.created');
+    expect(created).toMatchObject({ id: '1', data: { sequence: 1, type: 'execution.created', execution_id: id } });
+    const agentStream = await connect(agent, `${agent}-c`);
+    const { session_id: session } = (await agentStream.next('execution.assigned')).data as { session_id: string };
+    expect((await watch.next('execution.started')).id).toBe('2');
+    await intent(id, session, { type: 'complete', output: 'ok' });
+    expect((await watch.next('execution.completed')).data).toMatchObject({ sequence: 4, payload: { output: 'ok' } });
+    await watch.ended;
+
+    const late = await openSse(`${server.url}/v0/executions/${id}/stream?after_sequence=2`);
+    streams.push(late);
+    expect((await late.next('intent.accepted')).id).toBe('3');
+    await late.ended;
+    const past = await openSse(`${server.url}/v0/executions/${id}/stream?after_sequence=4`);
+    streams.push(past);
+    await past.ended;
+    const unknown = await fetch(`${server.url}/v0/executions/nope/stream`);
+    expect(unknown.status).toBe(404);
+    expect(await unknown.json()).toEqual({ error: 'not found: execution nope', code: 'NOT_FOUND' });
+  });
+
   it('sends retry and heartbeats on the stream', async () => {
     const s = await connect(`beat-${Date.now()}`, 'c');
     expect(s.status).toBe(200);

@@ -1,0 +1,44 @@
+import type { Context } from 'hono';
+import type { Kernel } from '../kernel/open-kernel.js';
+import { TERMINAL_STATUSES } from '../kernel/types.js';
+import { wireEvent } from './kernel-wire.js';
+import { openSseChannel } from './sse-channel.js';
+
+/**
+ * `GET /v0/executions/{id}/stream` (§5): the stored events after `after_sequence`, then new ones
+ * as they are written, each with `id:` = its sequence and `event:` = its type; the stream ends
+ * after the execution's last event (completed, failed or cancelled), at once if that was
+ * already sent. New events are found by reading the log every `pollMs`, which works the same
+ * whichever gateway process on the database wrote them.
+ */
+
+const ENDING = new Set(['execution.completed', 'execution.failed', 'execution.cancelled']);
+const PAGE = 1000;
+
+export async function streamExecutionEvents(c: Context, kernel: Kernel, id: string, afterSequence: number, options: { pollMs?: number } = {}): Promise<Response> {
+  await kernel.executions.get(id); // unknown: 404 before any SSE bytes
+  const pollMs = options.pollMs ?? 250;
+  return openSseChannel(c, (channel) => {
+    let after = afterSequence;
+    let open = true;
+    void channel.closed.then(() => (open = false));
+    void (async () => {
+      try {
+        while (open) {
+          const events = await kernel.executions.events(id, after, PAGE);
+          for (const event of events) {
+            if (!channel.send(event.type, wireEvent(event), event.sequence)) return;
+            after = event.sequence;
+            if (ENDING.has(event.type)) return channel.close();
+          }
+          if (events.length === PAGE) continue;
+          // Nothing new, and nothing more will come: the end was sent before after_sequence.
+          if (events.length === 0 && TERMINAL_STATUSES.has((await kernel.executions.get(id)).status)) return channel.close();
+          await Promise.race([channel.closed, new Promise((resolve) => setTimeout(resolve, pollMs))]);
+        }
+      } catch {
+        channel.close();
+      }
+    })();
+  });
+}

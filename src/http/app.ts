@@ -77,6 +77,7 @@ export function createGatewayApp(deps: GatewayAppDeps): Hono {
           ['GET, POST', '/v0/executions'],
           ['GET', '/v0/executions/:id'],
           ['POST', '/v0/executions/:id/cancel'],
+          ['POST', '/v0/executions/:id/signal'],
           ['GET', '/v0/executions/:id/events'],
           ['GET', '/v0/executions/:id/stream'],
           ['GET', '/v0/agents/stream'],

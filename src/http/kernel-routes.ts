@@ -127,7 +127,12 @@ export function mountKernelRoutes(app: Hono, deps: KernelRouteDeps): void {
     route(async (c, kernel) => {
       const body = (await readJsonBody(c, MAX_BODY_BYTES)) as Record<string, unknown> | null;
       const result = await kernel.intents.submit({ executionId: body?.['execution_id'], sessionId: body?.['session_id'], intent: body?.['intent'] });
-      return c.json({ accepted: result.accepted, ...(result.stepId === undefined ? {} : { step_id: result.stepId }), ...(result.error === undefined ? {} : { error: result.error }) });
+      return c.json({
+        accepted: result.accepted,
+        ...(result.stepId === undefined ? {} : { step_id: result.stepId }),
+        ...(result.error === undefined ? {} : { error: result.error }),
+        ...(result.pendingApproval ? { pending_approval: true } : {}),
+      });
     }),
   );
 
@@ -139,6 +144,15 @@ export function mountKernelRoutes(app: Hono, deps: KernelRouteDeps): void {
         throw new KiwiError('INVALID_INPUT', 'execution_id, session_id, and step_id are required');
       }
       await kernel.intents.stepResult({ executionId: body['execution_id'], sessionId: body['session_id'], stepId: body['step_id'], success: body['success'], data: body['data'], error: body['error'] });
+      return c.json({ status: 'ok' });
+    }),
+  );
+
+  app.post(
+    '/v0/executions/:id/signal',
+    route(async (c, kernel) => {
+      const body = (await readJsonBody(c, MAX_BODY_BYTES)) as Record<string, unknown> | null;
+      await kernel.signals.send(c.req.param('id') as string, { signalType: body?.['signal_type'], payload: body?.['payload'] });
       return c.json({ status: 'ok' });
     }),
   );

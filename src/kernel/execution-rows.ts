@@ -12,6 +12,10 @@ export interface ExecutionRow extends Record<string, unknown> {
   output: string | null;
   created_at: string;
   updated_at: string;
+  /** Why it is blocked (§12): 'signal' or 'approval'; null when it is not. */
+  block_reason: string | null;
+  /** The signal type, or the step awaiting approval. */
+  block_ref: string | null;
 }
 
 /** The row, locked until the transaction ends: all writes to one execution are serialised (§9). */
@@ -20,7 +24,16 @@ export async function lockExecution(tx: SqlQueryable, id: string): Promise<Execu
   return row;
 }
 
-export async function setExecutionStatus(tx: SqlQueryable, id: string, status: ExecutionStatus, at: Date, output?: string): Promise<void> {
-  if (output === undefined) await tx.query('update kernel_executions set status = $2, updated_at = $3 where id = $1', [id, status, at.toISOString()]);
-  else await tx.query('update kernel_executions set status = $2, updated_at = $3, output = $4 where id = $1', [id, status, at.toISOString(), output]);
+/**
+ * Any status but blocked (see blockExecution): the block is lifted, and a reset or an end clears
+ * the signals still pending (§12.1).
+ */
+export async function setExecutionStatus(tx: SqlQueryable, id: string, status: Exclude<ExecutionStatus, 'blocked'>, at: Date, output?: string): Promise<void> {
+  if (output === undefined) await tx.query('update kernel_executions set status = $2, updated_at = $3, block_reason = null, block_ref = null where id = $1', [id, status, at.toISOString()]);
+  else await tx.query('update kernel_executions set status = $2, updated_at = $3, output = $4, block_reason = null, block_ref = null where id = $1', [id, status, at.toISOString(), output]);
+  if (status !== 'running') await tx.query('delete from kernel_signals where execution_id = $1', [id]);
+}
+
+export async function blockExecution(tx: SqlQueryable, id: string, reason: 'signal' | 'approval', ref: string, at: Date): Promise<void> {
+  await tx.query("update kernel_executions set status = 'blocked', updated_at = $2, block_reason = $3, block_ref = $4 where id = $1", [id, at.toISOString(), reason, ref]);
 }

@@ -1,6 +1,8 @@
 import { KiwiError } from '../errors.js';
 import type { SqlDb, SqlQueryable, SqlValue } from '../store/sql/sql-db.js';
 import { appendEvents, readEvents } from './event-log.js';
+import { lockExecution, setExecutionStatus, type ExecutionRow } from './execution-rows.js';
+import { cancelOpenSteps } from './steps.js';
 import { TERMINAL_STATUSES, type Execution, type ExecutionStatus, type KernelEvent } from './types.js';
 import { uuidv7 } from './uuidv7.js';
 
@@ -37,22 +39,11 @@ export interface Executions {
   events(id: string, afterSequence: number, limit: number): Promise<KernelEvent[]>;
 }
 
-interface ExecutionRow extends Record<string, unknown> {
-  id: string;
-  status: ExecutionStatus;
-  agent_id: string;
-  input: string;
-  labels: string;
-  output: string | null;
-  created_at: string;
-  updated_at: string;
-}
-
 export function createExecutions(db: SqlDb, options: { now?: () => Date } = {}): Executions {
   const now = options.now ?? (() => new Date());
 
   async function lockRow(tx: SqlQueryable, id: string): Promise<ExecutionRow> {
-    const [row] = await tx.query<ExecutionRow>('select * from kernel_executions where id = $1 for update', [id]);
+    const row = await lockExecution(tx, id);
     if (row === undefined) throw notFound(id);
     return row;
   }
@@ -120,9 +111,10 @@ export function createExecutions(db: SqlDb, options: { now?: () => Date } = {}):
       return db.transaction(async (tx) => {
         const row = await lockRow(tx, id);
         if (TERMINAL_STATUSES.has(row.status)) throw new KiwiError('CONFLICT', `execution is in terminal state: execution ${id} is ${row.status}`);
-        await tx.query('update kernel_executions set status = $2, updated_at = $3 where id = $1', [id, 'cancelled', at.toISOString()]);
+        const stepEvents = await cancelOpenSteps(tx, id, 'execution cancelled', at);
+        await setExecutionStatus(tx, id, 'cancelled', at);
         const events = await appendEvents(tx, id, [{ type: 'execution.cancelled', payload: { reason: 'cancelled by request' } }], {}, at);
-        return { execution: fromRow(await lockRow(tx, id)), events };
+        return { execution: fromRow(await lockRow(tx, id)), events: [...stepEvents, ...events] };
       });
     },
 

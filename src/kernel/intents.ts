@@ -1,9 +1,10 @@
 import { KiwiError } from '../errors.js';
 import type { SqlDb, SqlQueryable } from '../store/sql/sql-db.js';
 import type { Agents } from './agents.js';
-import { appendEvents } from './event-log.js';
-import { lockExecution, setExecutionStatus, type ExecutionRow } from './execution-rows.js';
+import { appendEvents, type EventLinks } from './event-log.js';
+import { blockExecution, lockExecution, setExecutionStatus, type ExecutionRow } from './execution-rows.js';
 import { evaluatePolicy, type KernelPolicy, type RateLimiter } from './kernel-policy.js';
+import { repushSignal, type Signals } from './signals.js';
 import { countSteps, isFinalStep, openSteps, type StepRow } from './steps.js';
 import { TERMINAL_STATUSES, type KernelEvent } from './types.js';
 import { uuidv7 } from './uuidv7.js';
@@ -25,6 +26,7 @@ export interface IntentResult {
   accepted: boolean;
   stepId?: string;
   error?: string;
+  pendingApproval?: true;
 }
 
 export interface StepResultInput {
@@ -45,6 +47,7 @@ export interface Intents {
 export interface IntentsDeps {
   db: SqlDb;
   agents: Agents;
+  signals: Signals;
   policy: () => KernelPolicy;
   limiter: RateLimiter;
   now: () => Date;
@@ -55,10 +58,13 @@ export interface IntentsDeps {
 const MAX_ID_CHARS = 256;
 const MAX_ERROR_CHARS = 4096;
 
+type FinishIntent = Extract<Intent, { type: 'complete' | 'fail' }>;
+
 type Intent =
   | { type: 'invoke_tool'; toolId: string; arguments: unknown; idempotencyKey?: string; remote: boolean }
   | { type: 'complete'; output: unknown }
-  | { type: 'fail'; error: string };
+  | { type: 'fail'; error: string }
+  | { type: 'wait'; signalType: string };
 
 export function createIntents(deps: IntentsDeps): Intents {
   const { db, now } = deps;
@@ -90,24 +96,49 @@ export function createIntents(deps: IntentsDeps): Intents {
       return { accepted: false, error: `${reason} (rule: ${verdict.ruleId})` };
     };
     if (verdict.decision === 'deny') return deny(`policy denied: ${verdict.reason}`);
-    if (verdict.decision === 'require_approval') throw new KiwiError('CONFLICT', `rule ${verdict.ruleId} requires approval for ${intent.toolId}, and approvals are not served by this kernel yet`);
+    if (intent.remote) throw new KiwiError('CONFLICT', `${intent.toolId} was asked to run remotely, and runners are not served by this kernel yet; run it in the agent`);
+    const stepId = uuidv7(at.getTime());
+    const createStep = async (timeoutMs: number, links: EventLinks): Promise<KernelEvent[]> => {
+      const deadline = new Date(at.getTime() + timeoutMs).toISOString();
+      await tx.query(
+        "insert into kernel_steps (id, execution_id, tool_id, arguments, remote, status, attempt, max_attempts, deadline, created_at) values ($1, $2, $3, $4, false, 'pending', 1, 1, $5, $6)",
+        [stepId, row.id, intent.toolId, JSON.stringify(intent.arguments ?? null), deadline, at.toISOString()],
+      );
+      return appendEvents(tx, row.id, [{ type: 'step.created', stepId, payload: { tool_id: intent.toolId, tool_version: 0, arguments: intent.arguments ?? null, max_attempts: 1, attempt: 1, deadline } }], links, at);
+    };
+    if (verdict.decision === 'require_approval') {
+      // §12.2: no intent.accepted; the step waits, and the execution with it, for a person's answer.
+      const created = await createStep(stepTimeoutMs, {});
+      await blockExecution(tx, row.id, 'approval', stepId, at);
+      await appendEvents(
+        tx,
+        row.id,
+        [
+          { type: 'step.approval_required', stepId, payload: { tool_id: intent.toolId, arguments: intent.arguments ?? null, remote: false, reason: verdict.reason } },
+          { type: 'execution.blocked', payload: { reason: 'approval', ref: stepId, tool_id: intent.toolId, ...(intent.arguments === undefined || intent.arguments === null ? {} : { arguments: intent.arguments }) } },
+        ],
+        linksOf(created),
+        at,
+      );
+      return { accepted: true, stepId, pendingApproval: true };
+    }
     if (verdict.rateLimit !== undefined && !deps.limiter.admit(`${row.agent_id}\u0000${intent.toolId}`, verdict.rateLimit, at.getTime())) {
       return deny(`rate limit exceeded: max ${verdict.rateLimit.max} per ${verdict.rateLimit.window}`);
     }
-    if (intent.remote) throw new KiwiError('CONFLICT', `${intent.toolId} was asked to run remotely, and runners are not served by this kernel yet; run it in the agent`);
     const accepted = await appendEvents(tx, row.id, [{ type: 'intent.accepted', payload: { intent_type: 'invoke_tool', details } }], {}, at);
-    const stepId = uuidv7(at.getTime());
-    const deadline = new Date(at.getTime() + (verdict.timeoutMs ?? stepTimeoutMs)).toISOString();
-    await tx.query(
-      "insert into kernel_steps (id, execution_id, tool_id, arguments, remote, status, attempt, max_attempts, deadline, created_at) values ($1, $2, $3, $4, false, 'pending', 1, 1, $5, $6)",
-      [stepId, row.id, intent.toolId, JSON.stringify(intent.arguments ?? null), deadline, at.toISOString()],
-    );
-    await appendEvents(tx, row.id, [{ type: 'step.created', stepId, payload: { tool_id: intent.toolId, tool_version: 0, arguments: intent.arguments ?? null, max_attempts: 1, attempt: 1, deadline } }], linksOf(accepted), at);
+    await createStep(verdict.timeoutMs ?? stepTimeoutMs, linksOf(accepted));
     return { accepted: true, stepId };
   }
 
+  /** §9: a wait met by a pending signal goes on running, and that signal reaches the agent again after the answer. */
+  async function wait(tx: SqlQueryable, row: ExecutionRow, signalType: string, at: Date): Promise<IntentResult | { repush: Record<string, unknown> }> {
+    const accepted = await appendEvents(tx, row.id, [{ type: 'intent.accepted', payload: { intent_type: 'wait', details: { signal_type: signalType } } }], {}, at);
+    const { consumed } = await deps.signals.wait(tx, row, signalType, linksOf(accepted), at);
+    return consumed === undefined ? { accepted: true } : { repush: { execution_id: row.id, signal_type: signalType, payload: consumed.payload } };
+  }
+
   /** Complete or fail; with steps still open, the refusal to give after the commit. */
-  async function finish(tx: SqlQueryable, row: ExecutionRow, intent: Exclude<Intent, { type: 'invoke_tool' }>, at: Date): Promise<IntentResult | { conflict: string }> {
+  async function finish(tx: SqlQueryable, row: ExecutionRow, intent: FinishIntent, at: Date): Promise<IntentResult | { conflict: string }> {
     const details = intent.type === 'complete' ? (intent.output === null ? {} : { output: intent.output }) : { error: intent.error };
     // Kept even when the open steps below refuse the intent (§9 step 5).
     const accepted = await appendEvents(tx, row.id, [{ type: 'intent.accepted', payload: { intent_type: intent.type, details } }], {}, at);
@@ -132,9 +163,15 @@ export function createIntents(deps: IntentsDeps): Intents {
         if (TERMINAL_STATUSES.has(row.status)) throw new KiwiError('CONFLICT', `execution is in terminal state: execution ${executionId} is ${row.status}`);
         if (row.status === 'blocked') throw new KiwiError('CONFLICT', `execution is blocked: execution ${executionId} is blocked pending approval`);
         const intent = readIntent(input.intent);
-        return intent.type === 'invoke_tool' ? invoke(tx, row, intent, at) : finish(tx, row, intent, at);
+        if (intent.type === 'invoke_tool') return invoke(tx, row, intent, at);
+        if (intent.type === 'wait') return wait(tx, row, intent.signalType, at);
+        return finish(tx, row, intent, at);
       });
       if ('conflict' in result) throw new KiwiError('CONFLICT', result.conflict);
+      if ('repush' in result) {
+        repushSignal(deps.agents, sessionId, result.repush);
+        return { accepted: true };
+      }
       return result;
     },
 
@@ -189,7 +226,12 @@ function readIntent(value: unknown): Intent {
     if (error.length > MAX_ERROR_CHARS) throw new KiwiError('INVALID_INPUT', `intent.error is longer than ${MAX_ERROR_CHARS} characters`);
     return { type, error };
   }
-  if (type === 'wait') throw new KiwiError('INVALID_INPUT', 'intent type wait is not served by this kernel yet: signals come with approvals');
+  if (type === 'wait') {
+    const signalType = intent['signal_type'];
+    if (typeof signalType !== 'string' || signalType === '') throw new KiwiError('INVALID_INPUT', 'intent.signal_type is required for wait');
+    if (signalType.length > MAX_ID_CHARS) throw new KiwiError('INVALID_INPUT', `intent.signal_type is longer than ${MAX_ID_CHARS} characters`);
+    return { type, signalType };
+  }
   throw new KiwiError('INVALID_INPUT', `unknown intent type ${typeof type === 'string' ? type.slice(0, 100) : String(type)}`);
 }
 

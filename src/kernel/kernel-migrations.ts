@@ -86,4 +86,22 @@ export const KERNEL_MIGRATIONS: readonly Migration[] = [
       'create index kernel_steps_execution on kernel_steps (execution_id, created_at)',
     ],
   },
+  {
+    version: 4,
+    name: 'signals and blocks',
+    statements: [
+      // Why a blocked execution waits (§12): 'signal' with the signal type, or 'approval' with the step.
+      'alter table kernel_executions add column block_reason text',
+      'alter table kernel_executions add column block_ref text',
+      // A signal stays pending until a wait of its type consumes it, or the execution resets or ends.
+      `create table kernel_signals (
+        id text primary key,
+        execution_id text not null references kernel_executions (id) on delete cascade,
+        signal_type text not null,
+        payload text not null,
+        created_at text not null
+      )`,
+      'create index kernel_signals_pending on kernel_signals (execution_id, signal_type, created_at)',
+    ],
+  },
 ];

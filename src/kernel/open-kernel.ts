@@ -10,6 +10,7 @@ import { createExecutions, type Executions } from './executions.js';
 import { createIntents, type Intents } from './intents.js';
 import { createRateLimiter, NO_POLICY } from './kernel-policy.js';
 import { loadKernelPolicy } from './kernel-policy-file.js';
+import { createSignals, type Signals } from './signals.js';
 import { uuidv7 } from './uuidv7.js';
 import { KERNEL_MIGRATIONS } from './kernel-migrations.js';
 
@@ -18,12 +19,16 @@ export interface Kernel {
   executions: Executions;
   agents: Agents;
   intents: Intents;
+  signals: Signals;
   /** Where its state lives, for messages: a folder, or the server's URL without password. */
   readonly store: string;
   /** True while the database answers (GET /v0/ready). */
   ready(): Promise<boolean>;
   close(): Promise<void>;
 }
+
+/** A step's deadline when no rule sets one (§11.3). */
+const STEP_TIMEOUT_MS = 5 * 60_000;
 
 export const KERNEL_STATE_DIR = path.join('.ai', 'state', 'kernel');
 /** Rebuno's policy rules for the kernel's invoke_tool; without the file, no tool call is allowed. */
@@ -56,10 +61,12 @@ export async function openKernel(options: OpenKernelOptions): Promise<Kernel> {
   if (db.kind === 'pglite') await recoverSessions(db);
   const now = (): Date => new Date();
   const agents = createAgents({ db, hub: createAgentHub(), instanceId: uuidv7(), now });
+  const signals = createSignals({ db, agents, now, stepTimeoutMs: STEP_TIMEOUT_MS });
   return {
     executions: createExecutions(db),
     agents,
-    intents: createIntents({ db, agents, policy: () => policy, limiter: createRateLimiter(), now }),
+    intents: createIntents({ db, agents, signals, policy: () => policy, limiter: createRateLimiter(), now, stepTimeoutMs: STEP_TIMEOUT_MS }),
+    signals,
     store: db.kind === 'pglite' ? (options.inMemory ? 'memory' : dir) : 'DATABASE_URL',
     async ready() {
       try {

@@ -31,3 +31,11 @@ export function gatewayUrl(base: string, keyHint = ''): URL {
   url.hash = '';
   return url;
 }
+
+/** A client key as --key or KIWI_API_KEY gives it; undefined when none. */
+export function clientKey(raw: string | undefined): string | undefined {
+  const key = raw?.trim();
+  if (key === undefined || key === '') return undefined;
+  if (!/^[\x21-\x7e]{1,512}$/.test(key)) throw new UsageError('the client key (--key or KIWI_API_KEY) must be one word of visible ASCII characters, at most 512; copy it as `kiwi keys create` printed it');
+  return key;
+}

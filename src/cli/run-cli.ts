@@ -1,7 +1,9 @@
 import { describeError } from '../errors.js';
+import { approvalsCommand } from './commands/approvals.js';
 import { auditCommand } from './commands/audit.js';
 import { chatCommand } from './commands/chat.js';
 import { demoCommand } from './commands/demo.js';
+import { executionsCommand } from './commands/executions.js';
 import { indexCommand } from './commands/index-tools.js';
 import { keysCommand } from './commands/keys.js';
 import { mcpCommand } from './commands/mcp.js';
@@ -31,6 +33,8 @@ Usage:
   kiwi predictor train|show            learn which tool follows which from the audit log (models/predictor.json), or show it
   kiwi chat "MESSAGE" [--model M] [--url URL]   send one message to a running gateway; prints the reply and each step (intent, call, result)
   kiwi stats [--url URL]               prefetch counters (hits, misses, hit rate, time saved) of a running gateway
+  kiwi executions list|show ID|events ID|cancel ID   the kernel's executions on a running gateway (v0 API)
+  kiwi approvals list|grant STEP|deny STEP [--reason R]   tool calls that wait for a person, and the answer
   kiwi demo                            a guided tour of the permissioned tool proxy on the demo .ai/ (no server)
 
 Options: --project DIR (default: KIWI_PROJECT or the current folder), --json.
@@ -52,6 +56,8 @@ const COMMANDS: Record<string, Command> = {
   model: modelCommand,
   stats: statsCommand,
   chat: chatCommand,
+  executions: executionsCommand,
+  approvals: approvalsCommand,
   keys: keysCommand,
 };
 

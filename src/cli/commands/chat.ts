@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { KiwiError, isKiwiError } from '../../errors.js';
 import { createHttpClient } from '../../primitives/http-client.js';
 import { createChatTranscript, terminalSafe } from '../chat-transcript.js';
-import { defaultGatewayBase, gatewayUrl } from '../gateway-address.js';
+import { clientKey, defaultGatewayBase, gatewayUrl } from '../gateway-address.js';
 import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
 
@@ -37,7 +37,7 @@ export async function chatCommand(ctx: CliContext): Promise<number> {
   const model = (values.model ?? '').trim();
   if (model === '') throw new UsageError(`--model must name a model, e.g. kiwi-demo (the offline demo); usage: ${USAGE}`);
   const url = chatUrl(values.url ?? defaultGatewayBase(ctx.env));
-  const key = apiKey(values.key ?? ctx.env['KIWI_API_KEY']);
+  const key = clientKey(values.key ?? ctx.env['KIWI_API_KEY']);
 
   const http = createHttpClient();
   const transcript = values.json ? undefined : createChatTranscript(ctx.io);
@@ -90,13 +90,6 @@ function chatUrl(base: string): string {
   const path = url.pathname.replace(/\/+$/, '');
   if (!path.endsWith('/chat/completions')) url.pathname = path.endsWith('/v1') ? `${path}/chat/completions` : `${path}/v1/chat/completions`;
   return url.toString();
-}
-
-function apiKey(raw: string | undefined): string | undefined {
-  const key = raw?.trim();
-  if (key === undefined || key === '') return undefined;
-  if (!/^[\x21-\x7e]{1,512}$/.test(key)) throw new UsageError('the client key (--key or KIWI_API_KEY) must be one word of visible ASCII characters, at most 512; copy it as `kiwi keys create` printed it');
-  return key;
 }
 
 function parseChunk(data: string, url: string): z.infer<typeof chunkSchema> {

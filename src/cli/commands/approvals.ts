@@ -1,0 +1,66 @@
+import { KiwiError } from '../../errors.js';
+import { UsageError, type CliContext } from '../io.js';
+import { clientKey, defaultGatewayBase } from '../gateway-address.js';
+import { createKernelClient, type KernelClient } from '../kernel-client.js';
+import { parseFlags } from '../parse-flags.js';
+import { allEvents } from './executions.js';
+
+const USAGE = 'kiwi approvals list | grant STEP_ID | deny STEP_ID [--reason TEXT]   [--url URL] [--key KEY] [--json]';
+
+/** Blocked executions looked at for approvals; a kernel with more waiting than this says so. */
+const MAX_BLOCKED = 200;
+
+interface Waiting {
+  executionId: string;
+  agentId: string;
+  stepId: string;
+  toolId: string;
+  arguments: unknown;
+  since: string;
+}
+
+/**
+ * `kiwi approvals …`: the tool calls that wait for a person (§12.2), and the answer to one. An
+ * answer is the signal `step.approve` to the call's execution, as any client of the v0 API
+ * sends it.
+ */
+export async function approvalsCommand(ctx: CliContext): Promise<number> {
+  const { values, positionals } = parseFlags(ctx.argv, { reason: { type: 'string' }, url: { type: 'string' }, key: { type: 'string' }, json: { type: 'boolean' } }, USAGE);
+  const [action, stepId, ...rest] = positionals;
+  if (action === undefined || rest.length > 0) throw new UsageError(`usage: ${USAGE}`);
+  const kernel = createKernelClient(values.url ?? defaultGatewayBase(ctx.env), clientKey(values.key ?? ctx.env['KIWI_API_KEY']), ctx.signal);
+  try {
+    if (action === 'list') {
+      if (stepId !== undefined) throw new UsageError(`kiwi approvals list takes no step id; usage: ${USAGE}`);
+      const waiting = await waitingApprovals(kernel);
+      if (values.json) ctx.io.out(JSON.stringify(waiting));
+      else if (waiting.length === 0) ctx.io.out('nothing waits for approval');
+      else for (const w of waiting) ctx.io.out(`${w.stepId}  ${w.toolId} ${JSON.stringify(w.arguments)}  (agent ${w.agentId}, execution ${w.executionId}, since ${w.since})`);
+      return 0;
+    }
+    if (action !== 'grant' && action !== 'deny') throw new UsageError(`unknown action ${JSON.stringify(action)}; usage: ${USAGE}`);
+    if (stepId === undefined || stepId === '') throw new UsageError(`kiwi approvals ${action} needs the step id that \`kiwi approvals list\` prints; usage: ${USAGE}`);
+    if (values.reason !== undefined && action === 'grant') throw new UsageError('--reason goes with deny');
+    const target = (await waitingApprovals(kernel)).find((w) => w.stepId === stepId);
+    if (target === undefined) throw new KiwiError('NOT_FOUND', `no call waits for approval as step ${stepId}; \`kiwi approvals list\` shows the ones that do`);
+    const payload = { step_id: stepId, approved: action === 'grant', ...(values.reason === undefined ? {} : { reason: values.reason }) };
+    await kernel.post(`/v0/executions/${encodeURIComponent(target.executionId)}/signal`, { signal_type: 'step.approve', payload });
+    ctx.io.out(`${action === 'grant' ? 'granted' : 'denied'}: ${target.toolId} ${JSON.stringify(target.arguments)} (step ${stepId}, execution ${target.executionId})`);
+    return 0;
+  } finally {
+    await kernel.close();
+  }
+}
+
+/** Each blocked execution whose last block is an approval: the step, its tool and arguments, from its event log. */
+async function waitingApprovals(kernel: KernelClient): Promise<Waiting[]> {
+  const page = (await kernel.get(`/v0/executions?status=blocked&limit=${MAX_BLOCKED}`)) as { executions: { id: string; agent_id: string }[]; next_cursor: string };
+  if (page.next_cursor !== '') throw new KiwiError('INVALID_INPUT', `more than ${MAX_BLOCKED} executions are blocked; answer some through the v0 API (POST /v0/executions/{id}/signal) first`);
+  const out: Waiting[] = [];
+  for (const e of page.executions) {
+    const block = (await allEvents(kernel, encodeURIComponent(e.id))).filter((ev) => ev.type === 'execution.blocked').at(-1);
+    if (block?.payload['reason'] !== 'approval') continue;
+    out.push({ executionId: e.id, agentId: e.agent_id, stepId: String(block.payload['ref']), toolId: String(block.payload['tool_id'] ?? ''), arguments: block.payload['arguments'] ?? null, since: block.timestamp });
+  }
+  return out;
+}

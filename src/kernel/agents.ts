@@ -20,6 +20,8 @@ export interface Agents {
   assign(executionId: string): Promise<void>;
   /** Pushes an event to the connection holding `sessionId`, if this instance holds it; false otherwise. */
   push(sessionId: string, event: string, data: unknown): Promise<boolean>;
+  /** Whether this instance holds a connection of `agentId`. */
+  connected(agentId: string): boolean;
 }
 
 export interface AgentsDeps {
@@ -112,6 +114,8 @@ export function createAgents({ db, hub, instanceId, now }: AgentsDeps): Agents {
     },
 
     assign,
+
+    connected: (agentId) => hub.connected(agentId),
 
     async push(sessionId, event, data) {
       const [session] = await db.query<SessionRow>('select * from kernel_sessions where id = $1', [sessionId]);

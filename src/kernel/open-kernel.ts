@@ -6,10 +6,13 @@ import type { SqlDb } from '../store/sql/sql-db.js';
 import { createAgentHub } from './agent-hub.js';
 import { createAgents, type Agents } from './agents.js';
 import { appendEvents } from './event-log.js';
+import { setExecutionStatus } from './execution-rows.js';
+import { cancelOpenSteps } from './steps.js';
 import { createExecutions, type Executions } from './executions.js';
 import { createIntents, type Intents } from './intents.js';
 import { createRateLimiter, NO_POLICY } from './kernel-policy.js';
 import { loadKernelPolicy } from './kernel-policy-file.js';
+import { createReaper, type Reaper } from './reaper.js';
 import { createSignals, type Signals } from './signals.js';
 import { uuidv7 } from './uuidv7.js';
 import { KERNEL_MIGRATIONS } from './kernel-migrations.js';
@@ -20,6 +23,8 @@ export interface Kernel {
   agents: Agents;
   intents: Intents;
   signals: Signals;
+  /** The watcher of deadlines and lost agents; it runs on its own beat. */
+  reaper: Reaper;
   /** Where its state lives, for messages: a folder, or the server's URL without password. */
   readonly store: string;
   /** True while the database answers (GET /v0/ready). */
@@ -43,6 +48,12 @@ export interface OpenKernelOptions {
   inMemory?: boolean;
   /** Rebuno's policy rules for invoke_tool (kernel-policy-file.ts); absent: nothing runs. */
   policyFile?: string;
+  /** The clock (tests move it). */
+  now?: () => Date;
+  /** The watcher's beat (default 30 s); 0 for none (tests call `reaper.sweep()`). */
+  reaperIntervalMs?: number;
+  /** An execution's maximum duration (default 1 h). */
+  executionTimeoutMs?: number;
 }
 
 export async function openKernel(options: OpenKernelOptions): Promise<Kernel> {
@@ -55,15 +66,17 @@ export async function openKernel(options: OpenKernelOptions): Promise<Kernel> {
     await db.close();
     throw error;
   }
+  const now = options.now ?? ((): Date => new Date());
   // Embedded, the database is this process's alone: sessions left by a previous run have lost
   // their connections. (On a shared server, other gateways' sessions are alive; telling which
-  // are not needs the instances' heartbeats, which come with the reaper.)
-  if (db.kind === 'pglite') await recoverSessions(db);
-  const now = (): Date => new Date();
+  // are not would need the instances' heartbeats, not built yet.)
+  if (db.kind === 'pglite') await recoverSessions(db, now());
   const agents = createAgents({ db, hub: createAgentHub(), instanceId: uuidv7(), now });
   const signals = createSignals({ db, agents, now, stepTimeoutMs: STEP_TIMEOUT_MS });
+  const reaper = createReaper({ db, agents, now, ...(options.executionTimeoutMs === undefined ? {} : { executionTimeoutMs: options.executionTimeoutMs }), ...(options.reaperIntervalMs ? { intervalMs: options.reaperIntervalMs } : {}) });
+  if (options.reaperIntervalMs !== 0) reaper.start();
   return {
-    executions: createExecutions(db),
+    executions: createExecutions(db, { now }),
     agents,
     intents: createIntents({ db, agents, signals, policy: () => policy, limiter: createRateLimiter(), now, stepTimeoutMs: STEP_TIMEOUT_MS }),
     signals,
@@ -76,18 +89,24 @@ export async function openKernel(options: OpenKernelOptions): Promise<Kernel> {
         return false;
       }
     },
-    close: () => db.close(),
+    reaper,
+    async close() {
+      await reaper.stop();
+      await db.close();
+    },
   };
 }
 
-/** §16: on restart, sessions are purged and executions that were running or blocked go back to pending, to be assigned again. */
-async function recoverSessions(db: SqlDb): Promise<void> {
+/**
+ * §16: on restart, sessions are purged and executions that were running or blocked go back to
+ * pending, to be assigned again; the steps their agents held are cancelled with them.
+ */
+async function recoverSessions(db: SqlDb, at: Date): Promise<void> {
   const stale = await db.query<{ id: string; status: string }>("select id, status from kernel_executions where status in ('running', 'blocked')");
   for (const { id, status } of stale) {
     await db.transaction(async (tx) => {
-      const at = new Date();
-      await tx.query('delete from kernel_sessions where execution_id = $1', [id]);
-      await tx.query("update kernel_executions set status = 'pending', updated_at = $2 where id = $1", [id, at.toISOString()]);
+      await cancelOpenSteps(tx, id, 'agent disconnected', at);
+      await setExecutionStatus(tx, id, 'pending', at);
       await appendEvents(tx, id, [{ type: 'execution.reset', payload: { reason: 'recovery', from_status: status } }], {}, at);
     });
   }

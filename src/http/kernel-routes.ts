@@ -162,6 +162,56 @@ export function mountKernelRoutes(app: Hono, deps: KernelRouteDeps): void {
     route(async (c, kernel) => streamExecutionEvents(c, kernel, c.req.param('id') as string, intParam(c.req.query('after_sequence'), 0, 0, Number.MAX_SAFE_INTEGER))),
   );
 
+  app.get('/v0/runners/stream', async (c) => {
+    const runnerId = c.req.query('runner_id') ?? '';
+    const consumerId = c.req.query('consumer_id') ?? '';
+    try {
+      if (runnerId === '' || consumerId === '') throw new KiwiError('INVALID_INPUT', 'runner_id and consumer_id query params are required');
+      if (runnerId.length > MAX_ID_CHARS || consumerId.length > MAX_ID_CHARS) throw new KiwiError('INVALID_INPUT', `runner_id and consumer_id must be at most ${MAX_ID_CHARS} characters`);
+      const capabilities = new Set((c.req.query('capabilities') ?? '').split(',').map((t) => t.trim()).filter((t) => t !== ''));
+      const kernel = await deps.kernel();
+      return openSseChannel(c, async (channel) => {
+        const connection = { runnerId, consumerId, channel, capabilities };
+        void channel.closed.then(() => kernel.runners.disconnect(connection));
+        await kernel.runners.connect(connection);
+      });
+    } catch (error) {
+      return fail(c, error);
+    }
+  });
+
+  app.post(
+    '/v0/runners/steps/:stepId/started',
+    route(async (c, kernel) => {
+      const body = (await readJsonBody(c, MAX_BODY_BYTES)) as Record<string, unknown> | null;
+      await kernel.runners.started(c.req.param('stepId') as string, { executionId: body?.['execution_id'], runnerId: body?.['runner_id'] });
+      return c.json({ status: 'ok' });
+    }),
+  );
+
+  app.post(
+    '/v0/runners/:id/results',
+    route(async (c, kernel) => {
+      const body = (await readJsonBody(c, MAX_BODY_BYTES)) as Record<string, unknown> | null;
+      await kernel.runners.result(c.req.param('id') as string, body !== null && typeof body === 'object' ? body : {});
+      return c.json({ status: 'ok' });
+    }),
+  );
+
+  app.post(
+    '/v0/runners/:id/capabilities',
+    route(async (c, kernel) => {
+      const body = (await readJsonBody(c, MAX_BODY_BYTES)) as Record<string, unknown> | null;
+      const tools = body?.['tools'];
+      if (!Array.isArray(tools) || tools.some((t) => typeof t !== 'string')) throw new KiwiError('INVALID_INPUT', 'tools must be a list of tool ids');
+      await kernel.runners.setCapabilities(c.req.param('id') as string, tools as string[]);
+      return c.json({ status: 'ok' });
+    }),
+  );
+
+  // §7.6: Rebuno answers 204, which the TS SDK cannot parse; the spec asks for this.
+  app.delete('/v0/runners/:id', (c) => c.json({ status: 'ok' }));
+
   app.get(
     '/v0/executions/:id/events',
     route(async (c, kernel) => {

@@ -112,6 +112,8 @@ export function createExecutions(db: SqlDb, options: { now?: () => Date } = {}):
         const row = await lockRow(tx, id);
         if (TERMINAL_STATUSES.has(row.status)) throw new KiwiError('CONFLICT', `execution is in terminal state: execution ${id} is ${row.status}`);
         const stepEvents = await cancelOpenSteps(tx, id, 'execution cancelled', at);
+        // Jobs not yet sent are dropped; a runner that reports one already sent hears 409 (§5).
+        await tx.query("delete from kernel_jobs where execution_id = $1 and state = 'queued'", [id]);
         await setExecutionStatus(tx, id, 'cancelled', at);
         const events = await appendEvents(tx, id, [{ type: 'execution.cancelled', payload: { reason: 'cancelled by request' } }], {}, at);
         return { execution: fromRow(await lockRow(tx, id)), events: [...stepEvents, ...events] };

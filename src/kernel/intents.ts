@@ -4,6 +4,7 @@ import type { Agents } from './agents.js';
 import { appendEvents, type EventLinks } from './event-log.js';
 import { blockExecution, lockExecution, setExecutionStatus, type ExecutionRow } from './execution-rows.js';
 import { evaluatePolicy, type KernelPolicy, type RateLimiter } from './kernel-policy.js';
+import type { Runners } from './runners.js';
 import { repushSignal, type Signals } from './signals.js';
 import { countSteps, isFinalStep, openSteps, type StepRow } from './steps.js';
 import { TERMINAL_STATUSES, type KernelEvent } from './types.js';
@@ -47,6 +48,7 @@ export interface Intents {
 export interface IntentsDeps {
   db: SqlDb;
   agents: Agents;
+  runners: Runners;
   signals: Signals;
   policy: () => KernelPolicy;
   limiter: RateLimiter;
@@ -80,7 +82,7 @@ export function createIntents(deps: IntentsDeps): Intents {
     return row;
   }
 
-  async function invoke(tx: SqlQueryable, row: ExecutionRow, intent: Extract<Intent, { type: 'invoke_tool' }>, at: Date): Promise<IntentResult> {
+  async function invoke(tx: SqlQueryable, row: ExecutionRow, intent: Extract<Intent, { type: 'invoke_tool' }>, at: Date): Promise<IntentResult | { accepted: true; stepId: string; job: string }> {
     const details = { tool_id: intent.toolId, ...(intent.arguments === undefined ? {} : { arguments: intent.arguments }), ...(intent.idempotencyKey === undefined ? {} : { idempotency_key: intent.idempotencyKey }) };
     const verdict = evaluatePolicy(deps.policy(), {
       toolId: intent.toolId,
@@ -96,15 +98,17 @@ export function createIntents(deps: IntentsDeps): Intents {
       return { accepted: false, error: `${reason} (rule: ${verdict.ruleId})` };
     };
     if (verdict.decision === 'deny') return deny(`policy denied: ${verdict.reason}`);
-    if (intent.remote) throw new KiwiError('CONFLICT', `${intent.toolId} was asked to run remotely, and runners are not served by this kernel yet; run it in the agent`);
     const stepId = uuidv7(at.getTime());
+    // A remote step may be tried three times, a local one once (§11.2).
+    const maxAttempts = intent.remote ? 3 : 1;
+    let deadline = '';
     const createStep = async (timeoutMs: number, links: EventLinks): Promise<KernelEvent[]> => {
-      const deadline = new Date(at.getTime() + timeoutMs).toISOString();
+      deadline = new Date(at.getTime() + timeoutMs).toISOString();
       await tx.query(
-        "insert into kernel_steps (id, execution_id, tool_id, arguments, remote, status, attempt, max_attempts, deadline, created_at) values ($1, $2, $3, $4, false, 'pending', 1, 1, $5, $6)",
-        [stepId, row.id, intent.toolId, JSON.stringify(intent.arguments ?? null), deadline, at.toISOString()],
+        "insert into kernel_steps (id, execution_id, tool_id, arguments, remote, status, attempt, max_attempts, deadline, created_at) values ($1, $2, $3, $4, $5, 'pending', 1, $6, $7, $8)",
+        [stepId, row.id, intent.toolId, JSON.stringify(intent.arguments ?? null), intent.remote, maxAttempts, deadline, at.toISOString()],
       );
-      return appendEvents(tx, row.id, [{ type: 'step.created', stepId, payload: { tool_id: intent.toolId, tool_version: 0, arguments: intent.arguments ?? null, max_attempts: 1, attempt: 1, deadline } }], links, at);
+      return appendEvents(tx, row.id, [{ type: 'step.created', stepId, payload: { tool_id: intent.toolId, tool_version: 0, arguments: intent.arguments ?? null, max_attempts: maxAttempts, attempt: 1, deadline } }], links, at);
     };
     if (verdict.decision === 'require_approval') {
       // §12.2: no intent.accepted; the step waits, and the execution with it, for a person's answer.
@@ -114,8 +118,11 @@ export function createIntents(deps: IntentsDeps): Intents {
         tx,
         row.id,
         [
-          { type: 'step.approval_required', stepId, payload: { tool_id: intent.toolId, arguments: intent.arguments ?? null, remote: false, reason: verdict.reason } },
-          { type: 'execution.blocked', payload: { reason: 'approval', ref: stepId, tool_id: intent.toolId, ...(intent.arguments === undefined || intent.arguments === null ? {} : { arguments: intent.arguments }) } },
+          { type: 'step.approval_required', stepId, payload: { tool_id: intent.toolId, arguments: intent.arguments ?? null, remote: intent.remote, reason: verdict.reason } },
+          {
+            type: 'execution.blocked',
+            payload: { reason: 'approval', ref: stepId, tool_id: intent.toolId, ...(intent.arguments === undefined || intent.arguments === null ? {} : { arguments: intent.arguments }), ...(intent.remote ? { remote: true } : {}) },
+          },
         ],
         linksOf(created),
         at,
@@ -126,8 +133,12 @@ export function createIntents(deps: IntentsDeps): Intents {
       return deny(`rate limit exceeded: max ${verdict.rateLimit.max} per ${verdict.rateLimit.window}`);
     }
     const accepted = await appendEvents(tx, row.id, [{ type: 'intent.accepted', payload: { intent_type: 'invoke_tool', details } }], {}, at);
-    await createStep(verdict.timeoutMs ?? stepTimeoutMs, linksOf(accepted));
-    return { accepted: true, stepId };
+    const created = await createStep(verdict.timeoutMs ?? stepTimeoutMs, linksOf(accepted));
+    if (!intent.remote) return { accepted: true, stepId };
+    const jobId = await deps.runners.enqueue(tx, { id: stepId, executionId: row.id, toolId: intent.toolId, arguments: intent.arguments ?? null, attempt: 1, deadline }, at);
+    await tx.query("update kernel_steps set status = 'dispatched' where id = $1", [stepId]);
+    await appendEvents(tx, row.id, [{ type: 'step.dispatched', stepId, payload: { runner_id: '', job_id: jobId, deadline } }], linksOf(created), at);
+    return { accepted: true, stepId, job: jobId };
   }
 
   /** §9: a wait met by a pending signal goes on running, and that signal reaches the agent again after the answer. */
@@ -171,6 +182,11 @@ export function createIntents(deps: IntentsDeps): Intents {
       if ('repush' in result) {
         repushSignal(deps.agents, sessionId, result.repush);
         return { accepted: true };
+      }
+      if ('job' in result) {
+        // The answer goes out before the job does (§9): the agent waits for tool.result only once it has its step id.
+        setImmediate(() => void deps.runners.dispatchQueued(result.job).catch(() => undefined));
+        return { accepted: true, stepId: result.stepId };
       }
       return result;
     },

@@ -104,4 +104,28 @@ export const KERNEL_MIGRATIONS: readonly Migration[] = [
       'create index kernel_signals_pending on kernel_signals (execution_id, signal_type, created_at)',
     ],
   },
+  {
+    version: 5,
+    name: 'jobs for runners',
+    statements: [
+      // One attempt of a remote step (§13): queued until an idle runner connection that can run
+      // its tool takes it (skipping rows other gateways hold locked), then sent.
+      `create table kernel_jobs (
+        id text primary key,
+        execution_id text not null references kernel_executions (id) on delete cascade,
+        step_id text not null references kernel_steps (id) on delete cascade,
+        attempt integer not null,
+        tool_id text not null,
+        arguments text not null,
+        deadline text not null,
+        not_before text not null,
+        state text not null check (state in ('queued', 'sent')),
+        runner_id text,
+        consumer_id text,
+        owner text,
+        created_at text not null
+      )`,
+      "create index kernel_jobs_queue on kernel_jobs (state, not_before, created_at) where state = 'queued'",
+    ],
+  },
 ];

@@ -13,6 +13,8 @@ import { createIntents, type Intents } from './intents.js';
 import { createRateLimiter, NO_POLICY } from './kernel-policy.js';
 import { loadKernelPolicy } from './kernel-policy-file.js';
 import { createReaper, type Reaper } from './reaper.js';
+import { createRunnerHub } from './runner-hub.js';
+import { createRunners, type Runners } from './runners.js';
 import { createSignals, type Signals } from './signals.js';
 import { uuidv7 } from './uuidv7.js';
 import { KERNEL_MIGRATIONS } from './kernel-migrations.js';
@@ -21,6 +23,7 @@ import { KERNEL_MIGRATIONS } from './kernel-migrations.js';
 export interface Kernel {
   executions: Executions;
   agents: Agents;
+  runners: Runners;
   intents: Intents;
   signals: Signals;
   /** The watcher of deadlines and lost agents; it runs on its own beat. */
@@ -54,6 +57,8 @@ export interface OpenKernelOptions {
   reaperIntervalMs?: number;
   /** An execution's maximum duration (default 1 h). */
   executionTimeoutMs?: number;
+  /** How often queued jobs are looked at (default 1 s); 0 for never (tests call `runners.dispatchQueued()`). */
+  queueIntervalMs?: number;
 }
 
 export async function openKernel(options: OpenKernelOptions): Promise<Kernel> {
@@ -71,14 +76,18 @@ export async function openKernel(options: OpenKernelOptions): Promise<Kernel> {
   // their connections. (On a shared server, other gateways' sessions are alive; telling which
   // are not would need the instances' heartbeats, not built yet.)
   if (db.kind === 'pglite') await recoverSessions(db, now());
-  const agents = createAgents({ db, hub: createAgentHub(), instanceId: uuidv7(), now });
-  const signals = createSignals({ db, agents, now, stepTimeoutMs: STEP_TIMEOUT_MS });
+  const instanceId = uuidv7();
+  const agents = createAgents({ db, hub: createAgentHub(), instanceId, now });
+  const runners = createRunners({ db, hub: createRunnerHub(), agents, instanceId, now, stepTimeoutMs: STEP_TIMEOUT_MS });
+  const signals = createSignals({ db, agents, runners, now, stepTimeoutMs: STEP_TIMEOUT_MS });
   const reaper = createReaper({ db, agents, now, ...(options.executionTimeoutMs === undefined ? {} : { executionTimeoutMs: options.executionTimeoutMs }), ...(options.reaperIntervalMs ? { intervalMs: options.reaperIntervalMs } : {}) });
   if (options.reaperIntervalMs !== 0) reaper.start();
+  if (options.queueIntervalMs !== 0) runners.start(options.queueIntervalMs ?? 1000);
   return {
     executions: createExecutions(db, { now }),
     agents,
-    intents: createIntents({ db, agents, signals, policy: () => policy, limiter: createRateLimiter(), now, stepTimeoutMs: STEP_TIMEOUT_MS }),
+    runners,
+    intents: createIntents({ db, agents, runners, signals, policy: () => policy, limiter: createRateLimiter(), now, stepTimeoutMs: STEP_TIMEOUT_MS }),
     signals,
     store: db.kind === 'pglite' ? (options.inMemory ? 'memory' : dir) : 'DATABASE_URL',
     async ready() {
@@ -92,6 +101,7 @@ export async function openKernel(options: OpenKernelOptions): Promise<Kernel> {
     reaper,
     async close() {
       await reaper.stop();
+      await runners.stop();
       await db.close();
     },
   };

@@ -3,6 +3,7 @@ import type { SqlDb, SqlQueryable } from '../store/sql/sql-db.js';
 import type { Agents } from './agents.js';
 import { appendEvents, type EventLinks } from './event-log.js';
 import { blockExecution, lockExecution, setExecutionStatus, type ExecutionRow } from './execution-rows.js';
+import type { Runners } from './runners.js';
 import type { StepRow } from './steps.js';
 import { TERMINAL_STATUSES, type KernelEvent } from './types.js';
 
@@ -22,6 +23,7 @@ export interface Signals {
 export interface SignalsDeps {
   db: SqlDb;
   agents: Agents;
+  runners: Runners;
   now: () => Date;
   stepTimeoutMs: number;
 }
@@ -39,7 +41,7 @@ export function createSignals(deps: SignalsDeps): Signals {
   }
 
   /** §12.2: the answer to the step that waits for approval. */
-  async function approve(tx: SqlQueryable, row: ExecutionRow, payload: unknown, links: EventLinks, at: Date): Promise<{ stepId: string; approved: boolean }> {
+  async function approve(tx: SqlQueryable, row: ExecutionRow, payload: unknown, links: EventLinks, at: Date): Promise<{ stepId: string; approved: boolean; job?: string }> {
     if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) throw new KiwiError('INVALID_INPUT', 'a step.approve signal needs a payload {"step_id", "approved", "reason"?}');
     const p = payload as Record<string, unknown>;
     const stepId = p['step_id'];
@@ -49,9 +51,12 @@ export function createSignals(deps: SignalsDeps): Signals {
     if (step === undefined) throw new KiwiError('NOT_FOUND', `not found: step ${stepId}`);
     if (approved) {
       const deadline = new Date(at.getTime() + deps.stepTimeoutMs).toISOString();
-      await tx.query('update kernel_steps set deadline = $2 where id = $1', [stepId, deadline]);
-      await appendEvents(tx, row.id, [{ type: 'step.dispatched', stepId, payload: { runner_id: '', job_id: '', deadline } }], links, at);
+      // A remote step becomes a job for a runner; a local one only gets its deadline renewed.
+      const job = step.remote ? await deps.runners.enqueue(tx, { id: stepId, executionId: row.id, toolId: step.tool_id, arguments: JSON.parse(step.arguments) as unknown, attempt: step.attempt, deadline }, at) : undefined;
+      await tx.query(`update kernel_steps set deadline = $2${step.remote ? ", status = 'dispatched'" : ''} where id = $1`, [stepId, deadline]);
+      await appendEvents(tx, row.id, [{ type: 'step.dispatched', stepId, payload: { runner_id: '', job_id: job ?? '', deadline } }], links, at);
       await resume(tx, row.id, 'approval granted', links, at);
+      return { stepId, approved, ...(job === undefined ? {} : { job }) };
     } else {
       const reason = typeof p['reason'] === 'string' && p['reason'] !== '' ? p['reason'] : 'approval denied by human';
       await tx.query("update kernel_steps set status = 'failed', error = $2, completed_at = $3 where id = $1", [stepId, reason, at.toISOString()]);
@@ -75,7 +80,7 @@ export function createSignals(deps: SignalsDeps): Signals {
         if (TERMINAL_STATUSES.has(row.status)) throw new KiwiError('CONFLICT', `execution is in terminal state: execution ${executionId} is ${row.status}`);
         const [received] = await appendEvents(tx, executionId, [{ type: 'signal.received', payload: { signal_type: signalType, payload } }], {}, at);
         const links = { causationId: (received as KernelEvent).id, correlationId: (received as KernelEvent).correlationId };
-        let approval: { stepId: string; approved: boolean } | undefined;
+        let approval: { stepId: string; approved: boolean; job?: string } | undefined;
         let refused: unknown;
         if (row.status === 'blocked' && row.block_reason === 'signal' && row.block_ref === signalType) {
           await resume(tx, executionId, `signal received: ${signalType}`, links, at);
@@ -94,6 +99,7 @@ export function createSignals(deps: SignalsDeps): Signals {
         return { session: session?.id, approval, refused };
       });
       if (outcome.refused !== undefined) throw outcome.refused;
+      if (outcome.approval?.job !== undefined) await deps.runners.dispatchQueued(outcome.approval.job);
       if (outcome.session === undefined) return;
       if (outcome.approval !== undefined) {
         await agents.push(outcome.session, 'approval.resolved', { execution_id: executionId, step_id: outcome.approval.stepId, approved: outcome.approval.approved, session_id: outcome.session });

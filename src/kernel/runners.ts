@@ -1,0 +1,236 @@
+import { KiwiError } from '../errors.js';
+import type { SqlDb, SqlQueryable } from '../store/sql/sql-db.js';
+import type { Agents } from './agents.js';
+import { appendEvents } from './event-log.js';
+import type { RunnerConnection, RunnerHub } from './runner-hub.js';
+import { isFinalStep, type StepRow } from './steps.js';
+import { uuidv7 } from './uuidv7.js';
+
+/**
+ * Runners (§7, §11.2, §13): remote steps become jobs, queued until an idle runner connection
+ * with the tool takes one. A job is taken under `FOR UPDATE SKIP LOCKED`, so gateways sharing a
+ * database never send one job twice. A runner's result settles the step (or retries it, with a
+ * backoff, when it says the failure may pass) and frees its connection for the next job.
+ */
+
+export interface Runners {
+  /** A stream opened: registered (replacing one of the same runner and consumer), then queued jobs go out. */
+  connect(connection: RunnerConnection): Promise<void>;
+  /** A stream ended: the jobs it was sent are not queued again (their steps wait for their deadlines, §7.1). */
+  disconnect(connection: RunnerConnection): void;
+  /** Replaces the tools of every connection of `runnerId`. */
+  setCapabilities(runnerId: string, tools: string[]): Promise<void>;
+  /** Inside an intent's transaction: the first job of a remote step, queued. */
+  enqueue(tx: SqlQueryable, step: { id: string; executionId: string; toolId: string; arguments: unknown; attempt: number; deadline: string }, at: Date, notBefore?: Date): Promise<string>;
+  /**
+   * Hands out every queued job that is due and has an idle runner. A job handed out from the
+   * queue gets a step.dispatched naming its runner (§13), except `fresh`: the one an intent just
+   * queued, whose step.dispatched the intent wrote.
+   */
+  dispatchQueued(fresh?: string): Promise<void>;
+  started(stepId: string, input: { executionId: unknown; runnerId: unknown }): Promise<void>;
+  result(runnerId: string, input: Record<string, unknown>): Promise<void>;
+  /** Scans the queue every `intervalMs` (1 s, as Rebuno's): retries whose backoff has passed go out. */
+  start(intervalMs: number): void;
+  stop(): Promise<void>;
+}
+
+export interface RunnersDeps {
+  db: SqlDb;
+  hub: RunnerHub;
+  agents: Agents;
+  instanceId: string;
+  now: () => Date;
+  /** A retried job's deadline (§11.2); default 5 min. */
+  stepTimeoutMs: number;
+}
+
+interface JobRow extends Record<string, unknown> {
+  id: string;
+  execution_id: string;
+  step_id: string;
+  attempt: number;
+  tool_id: string;
+  arguments: string;
+  deadline: string;
+  not_before: string;
+  created_at: string;
+}
+
+const MAX_ERROR_CHARS = 4096;
+/** Go's zero time, which Rebuno's runners receive as `not_before` (§7.1). */
+const ZERO_TIME = '0001-01-01T00:00:00Z';
+
+export function createRunners(deps: RunnersDeps): Runners {
+  const { db, hub, agents, now } = deps;
+  let dispatching: Promise<void> | undefined;
+  let again = false;
+  let timer: NodeJS.Timeout | undefined;
+
+  /** Takes one due queued job for one of `tools`, locking it against other gateways. */
+  async function take(tools: string[], at: Date, fresh: string | undefined): Promise<{ job: JobRow; connection: RunnerConnection } | undefined> {
+    return db.transaction(async (tx) => {
+      const [job] = await tx.query<JobRow>(
+        `select * from kernel_jobs where state = 'queued' and not_before <= $1 and tool_id = any($2::text[]) order by created_at, id limit 1 for update skip locked`,
+        [at.toISOString(), `{${tools.map((t) => JSON.stringify(t)).join(',')}}`],
+      );
+      if (job === undefined) return undefined;
+      const connection = hub.idleFor(job.tool_id);
+      if (connection === undefined) return undefined;
+      const [step] = await tx.query<StepRow>('select * from kernel_steps where id = $1 for update', [job.step_id]);
+      if (step === undefined || isFinalStep(step.status)) {
+        await tx.query('delete from kernel_jobs where id = $1', [job.id]);
+        return undefined;
+      }
+      await tx.query("update kernel_jobs set state = 'sent', runner_id = $2, consumer_id = $3, owner = $4 where id = $1", [job.id, connection.runnerId, connection.consumerId, deps.instanceId]);
+      await tx.query("update kernel_steps set status = 'dispatched' where id = $1", [job.step_id]);
+      if (job.id !== fresh) {
+        await appendEvents(tx, job.execution_id, [{ type: 'step.dispatched', stepId: job.step_id, payload: { runner_id: connection.runnerId, job_id: job.id, deadline: job.deadline } }], {}, at);
+      }
+      connection.job = job.id;
+      return { job, connection };
+    });
+  }
+
+  async function dispatchOnce(fresh: string | undefined): Promise<void> {
+    for (;;) {
+      const tools = [...hub.idleTools()];
+      if (tools.length === 0) return;
+      const taken = await take(tools, now(), fresh);
+      if (taken === undefined) return;
+      const { job, connection } = taken;
+      const sent = connection.channel.send('job.assigned', {
+        id: job.id,
+        execution_id: job.execution_id,
+        step_id: job.step_id,
+        attempt: job.attempt,
+        tool_id: job.tool_id,
+        tool_version: 0,
+        arguments: JSON.parse(job.arguments) as unknown,
+        deadline: job.deadline,
+        not_before: ZERO_TIME,
+      });
+      if (!sent) connection.job = undefined;
+    }
+  }
+
+  async function dispatchQueued(fresh?: string): Promise<void> {
+    // One pass at a time; a call during a pass asks for one more after it.
+    if (dispatching !== undefined) {
+      again = true;
+      return dispatching;
+    }
+    dispatching = (async () => {
+      let first = fresh;
+      do {
+        again = false;
+        await dispatchOnce(first);
+        first = undefined;
+      } while (again);
+    })().finally(() => (dispatching = undefined));
+    return dispatching;
+  }
+
+  async function enqueue(tx: SqlQueryable, step: Parameters<Runners['enqueue']>[1], at: Date, notBefore?: Date): Promise<string> {
+    const id = uuidv7(at.getTime());
+    await tx.query(
+      "insert into kernel_jobs (id, execution_id, step_id, attempt, tool_id, arguments, deadline, not_before, state, created_at) values ($1, $2, $3, $4, $5, $6, $7, $8, 'queued', $9)",
+      [id, step.executionId, step.id, step.attempt, step.toolId, JSON.stringify(step.arguments ?? null), step.deadline, (notBefore ?? at).toISOString(), at.toISOString()],
+    );
+    return id;
+  }
+
+  return {
+    async connect(connection) {
+      const replaced = hub.add(connection);
+      replaced?.channel.close();
+      await dispatchQueued();
+    },
+
+    disconnect(connection) {
+      hub.remove(connection);
+    },
+
+    async setCapabilities(runnerId, tools) {
+      for (const c of hub.of(runnerId)) c.capabilities = new Set(tools);
+      await dispatchQueued();
+    },
+
+    enqueue,
+
+    dispatchQueued,
+
+    start(intervalMs) {
+      timer ??= setInterval(() => void dispatchQueued().catch(() => undefined), intervalMs);
+      timer.unref();
+    },
+
+    async stop() {
+      clearInterval(timer);
+      timer = undefined;
+      await dispatching?.catch(() => undefined);
+    },
+
+    async started(stepId, input) {
+      if (typeof input.executionId !== 'string' || input.executionId === '' || typeof input.runnerId !== 'string' || input.runnerId === '') {
+        throw new KiwiError('INVALID_INPUT', 'execution_id and runner_id are required');
+      }
+      const { runnerId, executionId } = input;
+      const at = now();
+      await db.transaction(async (tx) => {
+        const [step] = await tx.query<StepRow>('select * from kernel_steps where id = $1 and execution_id = $2 for update', [stepId, executionId]);
+        if (step === undefined) throw new KiwiError('NOT_FOUND', `not found: step ${stepId}`);
+        if (step.status === 'running' || isFinalStep(step.status)) return;
+        await tx.query("update kernel_steps set status = 'running' where id = $1", [stepId]);
+        await appendEvents(tx, step.execution_id, [{ type: 'step.started', stepId, payload: { runner_id: runnerId } }], {}, at);
+      });
+    },
+
+    async result(runnerId, input) {
+      const jobId = input['job_id'];
+      const executionId = input['execution_id'];
+      const stepId = input['step_id'];
+      if (typeof jobId !== 'string' || jobId === '' || typeof executionId !== 'string' || executionId === '' || typeof stepId !== 'string' || stepId === '') {
+        throw new KiwiError('INVALID_INPUT', 'job_id, execution_id, and step_id are required');
+      }
+      const at = now();
+      // The connection that ran the job takes the next one, whatever the outcome (§7.2).
+      const holder = hub.holding(jobId);
+      if (holder !== undefined) holder.job = undefined;
+      try {
+        const push = await db.transaction(async (tx) => {
+          const [step] = await tx.query<StepRow>('select * from kernel_steps where id = $1 and execution_id = $2 for update', [stepId, executionId]);
+          if (step === undefined) throw new KiwiError('NOT_FOUND', `not found: step ${stepId}`);
+          if (isFinalStep(step.status)) throw new KiwiError('CONFLICT', 'step already resolved');
+          await tx.query('delete from kernel_jobs where id = $1', [jobId]);
+          if (input['success'] === true) {
+            const data = input['data'] ?? null;
+            await tx.query("update kernel_steps set status = 'succeeded', result = $2, completed_at = $3 where id = $1", [stepId, JSON.stringify(data), at.toISOString()]);
+            await appendEvents(tx, executionId, [{ type: 'step.completed', stepId, payload: { result: data } }], {}, at);
+            return { execution_id: executionId, step_id: stepId, status: 'succeeded', result: data };
+          }
+          const error = typeof input['error'] === 'string' && input['error'] !== '' ? input['error'].slice(0, MAX_ERROR_CHARS) : `runner ${runnerId} reported a failure`;
+          if (input['retryable'] === true && step.attempt < step.max_attempts) {
+            const next = step.attempt + 1;
+            await appendEvents(tx, executionId, [{ type: 'step.failed', stepId, payload: { error, retryable: true } }, { type: 'step.retried', stepId, payload: { next_attempt: next } }], {}, at);
+            const deadline = new Date(at.getTime() + deps.stepTimeoutMs).toISOString();
+            await tx.query("update kernel_steps set status = 'pending', attempt = $2, deadline = $3 where id = $1", [stepId, next, deadline]);
+            // 2 s before attempt 2, 4 s before 3, at most 30 s (§11.2).
+            const backoffMs = Math.min(1000 * 2 ** (next - 1), 30_000);
+            await enqueue(tx, { id: stepId, executionId, toolId: step.tool_id, arguments: JSON.parse(step.arguments) as unknown, attempt: next, deadline }, at, new Date(at.getTime() + backoffMs));
+            return undefined;
+          }
+          await tx.query("update kernel_steps set status = 'failed', error = $2, completed_at = $3 where id = $1", [stepId, error, at.toISOString()]);
+          await appendEvents(tx, executionId, [{ type: 'step.failed', stepId, payload: { error, retryable: false } }], {}, at);
+          return { execution_id: executionId, step_id: stepId, status: 'failed', error, ...(input['data'] === undefined ? {} : { result: input['data'] }) };
+        });
+        if (push !== undefined) {
+          const [session] = await db.query<{ id: string }>('select id from kernel_sessions where execution_id = $1', [executionId]);
+          if (session !== undefined) await agents.push(session.id, 'tool.result', push);
+        }
+      } finally {
+        await dispatchQueued();
+      }
+    },
+  };
+}

@@ -1,5 +1,6 @@
 import { runRiskCoveragePlot } from './resolve/plot-risk-coverage.js';
 import { runGatewayBench } from './gateway/run-gateway.js';
+import { runKernelBench } from './kernel/run-kernel.js';
 import { runBuildTraces } from './prefetch/build-traces.js';
 import { runPrefetchBench } from './prefetch/run-prefetch.js';
 import { runLearnedRankerBench } from './resolve/learned-ranker/run-learned-ranker.js';
@@ -16,6 +17,7 @@ const BENCHES: Record<string, (argv: string[]) => Promise<void>> = {
   'learned-ranker': runLearnedRankerBench,
   'resolve-scale': runScaleBench,
   gateway: runGatewayBench,
+  kernel: runKernelBench,
   prefetch: runPrefetchBench,
   'prefetch-traces': runBuildTraces,
 };

@@ -30,15 +30,15 @@ interface EventRow extends Record<string, unknown> {
 
 export async function appendEvents(tx: SqlQueryable, executionId: string, drafts: readonly EventDraft[], links: EventLinks = {}, now: Date = new Date()): Promise<KernelEvent[]> {
   if (drafts.length === 0) return [];
-  const [row] = await tx.query<{ last_sequence: number }>('select last_sequence from kernel_executions where id = $1 for update', [executionId]);
+  // Taking the numbers locks the execution's row until the transaction ends (if it was not locked already).
+  const [row] = await tx.query<{ last_sequence: number }>('update kernel_executions set last_sequence = last_sequence + $2 where id = $1 returning last_sequence', [executionId, drafts.length]);
   if (row === undefined) throw new KiwiError('NOT_FOUND', `not found: execution ${executionId}`);
+  const first = row.last_sequence - drafts.length + 1;
   const timestamp = now.toISOString();
   const events: KernelEvent[] = [];
   let previous: string | undefined;
   for (const [i, draft] of drafts.entries()) {
     const id = uuidv7(now.getTime());
-    const causationId = previous ?? links.causationId ?? id;
-    const correlationId = links.correlationId ?? events[0]?.id ?? id;
     events.push({
       id,
       executionId,
@@ -47,18 +47,21 @@ export async function appendEvents(tx: SqlQueryable, executionId: string, drafts
       schemaVersion: 1,
       timestamp,
       payload: draft.payload,
-      causationId,
-      correlationId,
+      causationId: previous ?? links.causationId ?? id,
+      correlationId: links.correlationId ?? events[0]?.id ?? id,
       idempotencyKey: '',
-      sequence: row.last_sequence + i + 1,
+      sequence: first + i,
     });
     previous = id;
   }
-  for (const e of events) {
-    const values: SqlValue[] = [e.executionId, e.sequence, e.id, e.stepId ?? null, e.type, e.timestamp, JSON.stringify(e.payload), e.causationId, e.correlationId];
-    await tx.query('insert into kernel_events (execution_id, sequence, id, step_id, type, timestamp, payload, causation_id, correlation_id) values ($1, $2, $3, $4, $5, $6, $7, $8, $9)', values);
-  }
-  await tx.query('update kernel_executions set last_sequence = $2 where id = $1', [executionId, row.last_sequence + events.length]);
+  // One statement for the whole batch.
+  const values: SqlValue[] = [];
+  const rows = events.map((e) => {
+    const at = values.length;
+    values.push(e.executionId, e.sequence, e.id, e.stepId ?? null, e.type, e.timestamp, JSON.stringify(e.payload), e.causationId, e.correlationId);
+    return `(${Array.from({ length: 9 }, (_, k) => `$${at + k + 1}`).join(', ')})`;
+  });
+  await tx.query(`insert into kernel_events (execution_id, sequence, id, step_id, type, timestamp, payload, causation_id, correlation_id) values ${rows.join(', ')}`, values);
   return events;
 }
 

@@ -1,13 +1,13 @@
 import { KiwiError } from '../errors.js';
 import type { SqlDb, SqlQueryable } from '../store/sql/sql-db.js';
 import type { Agents } from './agents.js';
-import { appendEvents, type EventLinks } from './event-log.js';
-import { blockExecution, lockExecution, setExecutionStatus, type ExecutionRow } from './execution-rows.js';
+import { appendEvents } from './event-log.js';
+import { blockExecution, setExecutionStatus, type ExecutionRow } from './execution-rows.js';
 import { evaluatePolicy, type KernelPolicy, type RateLimiter } from './kernel-policy.js';
 import type { Runners } from './runners.js';
 import { repushSignal, type Signals } from './signals.js';
 import { countSteps, isFinalStep, openSteps, type StepRow } from './steps.js';
-import { TERMINAL_STATUSES, type KernelEvent } from './types.js';
+import { TERMINAL_STATUSES, type EventDraft, type KernelEvent } from './types.js';
 import { uuidv7 } from './uuidv7.js';
 
 /**
@@ -74,22 +74,28 @@ export function createIntents(deps: IntentsDeps): Intents {
 
   /** §9 steps 1–2: the session is this execution's, and the execution takes intents. */
   async function admit(tx: SqlQueryable, executionId: string, sessionId: string): Promise<ExecutionRow> {
-    const [session] = await tx.query<{ execution_id: string }>('select execution_id from kernel_sessions where id = $1', [sessionId]);
-    if (session === undefined) throw new KiwiError('UNAUTHORIZED', `session not found: session ${sessionId}`);
-    if (session.execution_id !== executionId) throw new KiwiError('INVALID_INPUT', `session ${sessionId} belongs to another execution, not ${executionId}`);
-    const row = await lockExecution(tx, executionId);
+    // One round trip on the path every intent takes: the execution, locked, and whose the session is.
+    const [row] = await tx.query<ExecutionRow & { session_execution: string | null }>(
+      'select e.*, (select s.execution_id from kernel_sessions s where s.id = $2) as session_execution from kernel_executions e where e.id = $1 for update',
+      [executionId, sessionId],
+    );
+    const owner = row === undefined ? (await tx.query<{ execution_id: string }>('select execution_id from kernel_sessions where id = $1', [sessionId]))[0]?.execution_id : row.session_execution;
+    if (owner === undefined || owner === null) throw new KiwiError('UNAUTHORIZED', `session not found: session ${sessionId}`);
+    if (owner !== executionId) throw new KiwiError('INVALID_INPUT', `session ${sessionId} belongs to another execution, not ${executionId}`);
     if (row === undefined) throw new KiwiError('NOT_FOUND', `not found: execution ${executionId}`);
     return row;
   }
 
   async function invoke(tx: SqlQueryable, row: ExecutionRow, intent: Extract<Intent, { type: 'invoke_tool' }>, at: Date): Promise<IntentResult | { accepted: true; stepId: string; job: string }> {
     const details = { tool_id: intent.toolId, ...(intent.arguments === undefined ? {} : { arguments: intent.arguments }), ...(intent.idempotencyKey === undefined ? {} : { idempotency_key: intent.idempotencyKey }) };
-    const verdict = evaluatePolicy(deps.policy(), {
+    const policy = deps.policy();
+    const verdict = evaluatePolicy(policy, {
       toolId: intent.toolId,
       agentId: row.agent_id,
       labels: JSON.parse(row.labels) as Record<string, string>,
       arguments: intent.arguments ?? null,
-      stepCount: await countSteps(tx, row.id),
+      // Counted only for a policy that asks (min_step_count): it costs a query per call.
+      stepCount: policy.rules.some((r) => r.when.minStepCount !== undefined) ? await countSteps(tx, row.id) : 0,
       durationMs: at.getTime() - Date.parse(row.created_at),
       at,
     });
@@ -101,30 +107,28 @@ export function createIntents(deps: IntentsDeps): Intents {
     const stepId = uuidv7(at.getTime());
     // A remote step may be tried three times, a local one once (§11.2).
     const maxAttempts = intent.remote ? 3 : 1;
-    let deadline = '';
-    const createStep = async (timeoutMs: number, links: EventLinks): Promise<KernelEvent[]> => {
-      deadline = new Date(at.getTime() + timeoutMs).toISOString();
+    const insertStep = async (timeoutMs: number): Promise<{ deadline: string; created: EventDraft }> => {
+      const deadline = new Date(at.getTime() + timeoutMs).toISOString();
       await tx.query(
         "insert into kernel_steps (id, execution_id, tool_id, arguments, remote, status, attempt, max_attempts, deadline, created_at) values ($1, $2, $3, $4, $5, 'pending', 1, $6, $7, $8)",
         [stepId, row.id, intent.toolId, JSON.stringify(intent.arguments ?? null), intent.remote, maxAttempts, deadline, at.toISOString()],
       );
-      return appendEvents(tx, row.id, [{ type: 'step.created', stepId, payload: { tool_id: intent.toolId, tool_version: 0, arguments: intent.arguments ?? null, max_attempts: maxAttempts, attempt: 1, deadline } }], links, at);
+      return { deadline, created: { type: 'step.created', stepId, payload: { tool_id: intent.toolId, tool_version: 0, arguments: intent.arguments ?? null, max_attempts: maxAttempts, attempt: 1, deadline } } };
     };
     if (verdict.decision === 'require_approval') {
       // §12.2: no intent.accepted; the step waits, and the execution with it, for a person's answer.
-      const created = await createStep(stepTimeoutMs, {});
+      const { created } = await insertStep(stepTimeoutMs);
       await blockExecution(tx, row.id, 'approval', stepId, at);
+      const blocked = { reason: 'approval', ref: stepId, tool_id: intent.toolId, ...(intent.arguments === undefined || intent.arguments === null ? {} : { arguments: intent.arguments }), ...(intent.remote ? { remote: true } : {}) };
       await appendEvents(
         tx,
         row.id,
         [
+          created,
           { type: 'step.approval_required', stepId, payload: { tool_id: intent.toolId, arguments: intent.arguments ?? null, remote: intent.remote, reason: verdict.reason } },
-          {
-            type: 'execution.blocked',
-            payload: { reason: 'approval', ref: stepId, tool_id: intent.toolId, ...(intent.arguments === undefined || intent.arguments === null ? {} : { arguments: intent.arguments }), ...(intent.remote ? { remote: true } : {}) },
-          },
+          { type: 'execution.blocked', payload: blocked },
         ],
-        linksOf(created),
+        {},
         at,
       );
       return { accepted: true, stepId, pendingApproval: true };
@@ -132,13 +136,16 @@ export function createIntents(deps: IntentsDeps): Intents {
     if (verdict.rateLimit !== undefined && !deps.limiter.admit(`${row.agent_id}\u0000${intent.toolId}`, verdict.rateLimit, at.getTime())) {
       return deny(`rate limit exceeded: max ${verdict.rateLimit.max} per ${verdict.rateLimit.window}`);
     }
-    const accepted = await appendEvents(tx, row.id, [{ type: 'intent.accepted', payload: { intent_type: 'invoke_tool', details } }], {}, at);
-    const created = await createStep(verdict.timeoutMs ?? stepTimeoutMs, linksOf(accepted));
-    if (!intent.remote) return { accepted: true, stepId };
-    const jobId = await deps.runners.enqueue(tx, { id: stepId, executionId: row.id, toolId: intent.toolId, arguments: intent.arguments ?? null, attempt: 1, deadline }, at);
+    const { deadline, created } = await insertStep(verdict.timeoutMs ?? stepTimeoutMs);
+    const accepted: EventDraft = { type: 'intent.accepted', payload: { intent_type: 'invoke_tool', details } };
+    if (!intent.remote) {
+      await appendEvents(tx, row.id, [accepted, created], {}, at);
+      return { accepted: true, stepId };
+    }
+    const job = await deps.runners.enqueue(tx, { id: stepId, executionId: row.id, toolId: intent.toolId, arguments: intent.arguments ?? null, attempt: 1, deadline }, at);
     await tx.query("update kernel_steps set status = 'dispatched' where id = $1", [stepId]);
-    await appendEvents(tx, row.id, [{ type: 'step.dispatched', stepId, payload: { runner_id: '', job_id: jobId, deadline } }], linksOf(created), at);
-    return { accepted: true, stepId, job: jobId };
+    await appendEvents(tx, row.id, [accepted, created, { type: 'step.dispatched', stepId, payload: { runner_id: '', job_id: job, deadline } }], {}, at);
+    return { accepted: true, stepId, job };
   }
 
   /** §9: a wait met by a pending signal goes on running, and that signal reaches the agent again after the answer. */

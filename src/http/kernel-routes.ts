@@ -159,7 +159,11 @@ export function mountKernelRoutes(app: Hono, deps: KernelRouteDeps): void {
 
   app.get(
     '/v0/executions/:id/stream',
-    route(async (c, kernel) => streamExecutionEvents(c, kernel, c.req.param('id') as string, intParam(c.req.query('after_sequence'), 0, 0, Number.MAX_SAFE_INTEGER))),
+    route(async (c, kernel) => {
+      // A browser's EventSource reconnects with Last-Event-ID (the last sequence it saw): the stream goes on from there.
+      const after = c.req.query('after_sequence') ?? c.req.header('last-event-id');
+      return streamExecutionEvents(c, kernel, c.req.param('id') as string, intParam(after, 0, 0, Number.MAX_SAFE_INTEGER));
+    }),
   );
 
   app.get('/v0/runners/stream', async (c) => {

@@ -135,6 +135,9 @@ describe.each(kernelBackends())('on %s', (_backend, open) => {
     const past = await openSse(`${server.url}/v0/executions/${id}/stream?after_sequence=4`);
     streams.push(past);
     await past.ended;
+    const resumed = await openSse(`${server.url}/v0/executions/${id}/stream`, { 'last-event-id': '3' });
+    streams.push(resumed);
+    expect((await resumed.next('execution.completed')).id).toBe('4');
     const unknown = await fetch(`${server.url}/v0/executions/nope/stream`);
     expect(unknown.status).toBe(404);
     expect(await unknown.json()).toEqual({ error: 'not found: execution nope', code: 'NOT_FOUND' });

@@ -162,6 +162,24 @@ describe.each(kernelBackends({ policyFile, now, reaperIntervalMs: 0, queueInterv
     expect((await (await fetch(`${server.url}/v0/runners/${runnerId}`, { method: 'DELETE' })).json())).toEqual({ status: 'ok' });
   });
 
+  it("does not send a dropped runner's job again: its step waits for its deadline and fails the execution", async () => {
+    const tool = `gone_${tag()}`;
+    const first = await sse(`/v0/runners/stream?runner_id=r8&consumer_id=r8-${tag()}&capabilities=${tool}`);
+    const a = await started();
+    const stepId = (await a.invoke(tool)).body['step_id'] as string;
+    await first.next('job.assigned');
+    first.close();
+    const second = await sse(`/v0/runners/stream?runner_id=r9&consumer_id=r9-${tag()}&capabilities=${tool}`);
+    await kernel.runners.dispatchQueued();
+    await expect(second.next('job.assigned', 300)).rejects.toThrow(/no job.assigned/);
+    clock += 5 * 60_000 + 1;
+    await kernel.reaper.sweep();
+    expect((await log(a.id)).slice(-2).map((e) => [e.type, e.step_id])).toEqual([
+      ['step.timed_out', stepId],
+      ['execution.failed', undefined],
+    ]);
+  });
+
   it('sends an approved remote call to a runner', async () => {
     const runner = await sse(`/v0/runners/stream?runner_id=r7&consumer_id=r7-${tag()}&capabilities=deploy`);
     const a = await started();

@@ -9,10 +9,11 @@ import { readJsonBody } from './read-json-body.js';
 import { openSseChannel } from './sse-channel.js';
 
 /**
- * The kernel's HTTP API, Rebuno's v0 (../shared/kernel/V0-API.md, whose section numbers the
- * comments cite): executions, their event log, health and readiness. Errors are the spec's
- * `{"error", "code"}`. Who may call is the request guard's business (client keys as bearer
- * tokens, §2); /v0/health and /v0/ready are open.
+ * The kernel's HTTP API, Rebuno's v0 (the spec in ../shared/kernel/V0-API.md, whose section
+ * numbers the comments cite): executions and their event log, the agents' and the runners'
+ * streams and calls, signals, health and readiness. Errors are the spec's `{"error", "code"}`.
+ * Who may call is the request guard's business (client keys as bearer tokens, §2); /v0/health
+ * and /v0/ready are open.
  */
 
 export interface KernelRouteDeps {
@@ -67,8 +68,7 @@ export function mountKernelRoutes(app: Hono, deps: KernelRouteDeps): void {
   app.post(
     '/v0/executions',
     route(async (c, kernel) => {
-      const body = await readJsonBody(c, MAX_BODY_BYTES);
-      const { execution } = await kernel.executions.create(readCreate(body));
+      const { execution } = await kernel.executions.create(readCreate(await readObject(c)));
       // Assigned at once when its agent is connected, so the answer may already say running (§5).
       await kernel.agents.assign(execution.id);
       return c.json(wireExecution(await kernel.executions.get(execution.id)), 201);
@@ -105,28 +105,33 @@ export function mountKernelRoutes(app: Hono, deps: KernelRouteDeps): void {
     route(async (c, kernel) => c.json(wireExecution((await kernel.executions.cancel(c.req.param('id') as string)).execution))),
   );
 
-  app.get('/v0/agents/stream', async (c) => {
-    const agentId = c.req.query('agent_id') ?? '';
-    const consumerId = c.req.query('consumer_id') ?? '';
-    try {
-      if (agentId === '' || consumerId === '') throw new KiwiError('INVALID_INPUT', 'agent_id and consumer_id query params are required');
-      if (agentId.length > MAX_ID_CHARS || consumerId.length > MAX_ID_CHARS) throw new KiwiError('INVALID_INPUT', `agent_id and consumer_id must be at most ${MAX_ID_CHARS} characters`);
-      const kernel = await deps.kernel();
+  app.get(
+    '/v0/executions/:id/events',
+    route(async (c, kernel) => {
+      const after = intParam(c.req.query('after_sequence'), 0, 0, Number.MAX_SAFE_INTEGER);
+      const limit = intParam(c.req.query('limit'), 100, 1, 1000);
+      const events = await kernel.executions.events(c.req.param('id') as string, after, limit);
+      return c.json({ events: events.map(wireEvent), latest_sequence: events.at(-1)?.sequence ?? 0 });
+    }),
+  );
+
+  app.get(
+    '/v0/agents/stream',
+    route(async (c, kernel) => {
+      const [agentId, consumerId] = streamIds(c, 'agent');
       return openSseChannel(c, async (channel) => {
         const connection = { agentId, consumerId, channel };
         await kernel.agents.connect(connection);
         void channel.closed.then(() => kernel.agents.disconnect(connection)).catch((error: unknown) => deps.onError?.(error, { requestId: deps.requestId(c), route: c.req.path }));
       });
-    } catch (error) {
-      return fail(c, error);
-    }
-  });
+    }),
+  );
 
   app.post(
     '/v0/agents/intent',
     route(async (c, kernel) => {
-      const body = (await readJsonBody(c, MAX_BODY_BYTES)) as Record<string, unknown> | null;
-      const result = await kernel.intents.submit({ executionId: body?.['execution_id'], sessionId: body?.['session_id'], intent: body?.['intent'] });
+      const body = await readObject(c);
+      const result = await kernel.intents.submit({ executionId: body['execution_id'], sessionId: body['session_id'], intent: body['intent'] });
       return c.json({
         accepted: result.accepted,
         ...(result.stepId === undefined ? {} : { step_id: result.stepId }),
@@ -139,10 +144,7 @@ export function mountKernelRoutes(app: Hono, deps: KernelRouteDeps): void {
   app.post(
     '/v0/agents/step-result',
     route(async (c, kernel) => {
-      const body = (await readJsonBody(c, MAX_BODY_BYTES)) as Record<string, unknown> | null;
-      if (typeof body?.['execution_id'] !== 'string' || typeof body['session_id'] !== 'string' || typeof body['step_id'] !== 'string') {
-        throw new KiwiError('INVALID_INPUT', 'execution_id, session_id, and step_id are required');
-      }
+      const body = await readObject(c);
       await kernel.intents.stepResult({ executionId: body['execution_id'], sessionId: body['session_id'], stepId: body['step_id'], success: body['success'], data: body['data'], error: body['error'] });
       return c.json({ status: 'ok' });
     }),
@@ -151,8 +153,8 @@ export function mountKernelRoutes(app: Hono, deps: KernelRouteDeps): void {
   app.post(
     '/v0/executions/:id/signal',
     route(async (c, kernel) => {
-      const body = (await readJsonBody(c, MAX_BODY_BYTES)) as Record<string, unknown> | null;
-      await kernel.signals.send(c.req.param('id') as string, { signalType: body?.['signal_type'], payload: body?.['payload'] });
+      const body = await readObject(c);
+      await kernel.signals.send(c.req.param('id') as string, { signalType: body['signal_type'], payload: body['payload'] });
       return c.json({ status: 'ok' });
     }),
   );
@@ -166,29 +168,24 @@ export function mountKernelRoutes(app: Hono, deps: KernelRouteDeps): void {
     }),
   );
 
-  app.get('/v0/runners/stream', async (c) => {
-    const runnerId = c.req.query('runner_id') ?? '';
-    const consumerId = c.req.query('consumer_id') ?? '';
-    try {
-      if (runnerId === '' || consumerId === '') throw new KiwiError('INVALID_INPUT', 'runner_id and consumer_id query params are required');
-      if (runnerId.length > MAX_ID_CHARS || consumerId.length > MAX_ID_CHARS) throw new KiwiError('INVALID_INPUT', `runner_id and consumer_id must be at most ${MAX_ID_CHARS} characters`);
+  app.get(
+    '/v0/runners/stream',
+    route(async (c, kernel) => {
+      const [runnerId, consumerId] = streamIds(c, 'runner');
       const capabilities = new Set((c.req.query('capabilities') ?? '').split(',').map((t) => t.trim()).filter((t) => t !== ''));
-      const kernel = await deps.kernel();
       return openSseChannel(c, async (channel) => {
         const connection = { runnerId, consumerId, channel, capabilities };
         void channel.closed.then(() => kernel.runners.disconnect(connection));
         await kernel.runners.connect(connection);
       });
-    } catch (error) {
-      return fail(c, error);
-    }
-  });
+    }),
+  );
 
   app.post(
     '/v0/runners/steps/:stepId/started',
     route(async (c, kernel) => {
-      const body = (await readJsonBody(c, MAX_BODY_BYTES)) as Record<string, unknown> | null;
-      await kernel.runners.started(c.req.param('stepId') as string, { executionId: body?.['execution_id'], runnerId: body?.['runner_id'] });
+      const body = await readObject(c);
+      await kernel.runners.started(c.req.param('stepId') as string, { executionId: body['execution_id'], runnerId: body['runner_id'] });
       return c.json({ status: 'ok' });
     }),
   );
@@ -196,8 +193,8 @@ export function mountKernelRoutes(app: Hono, deps: KernelRouteDeps): void {
   app.post(
     '/v0/runners/:id/results',
     route(async (c, kernel) => {
-      const body = (await readJsonBody(c, MAX_BODY_BYTES)) as Record<string, unknown> | null;
-      await kernel.runners.result(c.req.param('id') as string, body !== null && typeof body === 'object' ? body : {});
+      const body = await readObject(c);
+      await kernel.runners.result(c.req.param('id') as string, body);
       return c.json({ status: 'ok' });
     }),
   );
@@ -205,8 +202,8 @@ export function mountKernelRoutes(app: Hono, deps: KernelRouteDeps): void {
   app.post(
     '/v0/runners/:id/capabilities',
     route(async (c, kernel) => {
-      const body = (await readJsonBody(c, MAX_BODY_BYTES)) as Record<string, unknown> | null;
-      const tools = body?.['tools'];
+      const body = await readObject(c);
+      const tools = body['tools'];
       if (!Array.isArray(tools) || tools.some((t) => typeof t !== 'string')) throw new KiwiError('INVALID_INPUT', 'tools must be a list of tool ids');
       await kernel.runners.setCapabilities(c.req.param('id') as string, tools as string[]);
       return c.json({ status: 'ok' });
@@ -216,15 +213,6 @@ export function mountKernelRoutes(app: Hono, deps: KernelRouteDeps): void {
   // §7.6: Rebuno answers 204, which the TS SDK cannot parse; the spec asks for this.
   app.delete('/v0/runners/:id', (c) => c.json({ status: 'ok' }));
 
-  app.get(
-    '/v0/executions/:id/events',
-    route(async (c, kernel) => {
-      const after = intParam(c.req.query('after_sequence'), 0, 0, Number.MAX_SAFE_INTEGER);
-      const limit = intParam(c.req.query('limit'), 100, 1, 1000);
-      const events = await kernel.executions.events(c.req.param('id') as string, after, limit);
-      return c.json({ events: events.map(wireEvent), latest_sequence: events.at(-1)?.sequence ?? 0 });
-    }),
-  );
 }
 
 /** A whole number in [min, max]: over max is clamped, anything unreadable is the default (§5). */
@@ -246,9 +234,7 @@ function readLabelFilter(pairs: string[]): Record<string, string> {
   return labels;
 }
 
-function readCreate(body: unknown): { agentId: string; input: unknown; labels: Record<string, string> } {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new KiwiError('INVALID_INPUT', 'the body must be a JSON object: {"agent_id": …, "input"?: …, "labels"?: {…}}');
-  const b = body as Record<string, unknown>;
+function readCreate(b: Record<string, unknown>): { agentId: string; input: unknown; labels: Record<string, string> } {
   const agentId = b['agent_id'];
   if (typeof agentId !== 'string' || agentId === '') throw new KiwiError('INVALID_INPUT', 'agent_id is required');
   if (agentId.length > MAX_ID_CHARS) throw new KiwiError('INVALID_INPUT', `agent_id is longer than ${MAX_ID_CHARS} characters`);
@@ -258,4 +244,20 @@ function readCreate(body: unknown): { agentId: string; input: unknown; labels: R
     if (typeof value !== 'string') throw new KiwiError('INVALID_INPUT', `label ${JSON.stringify(key)} must be a string`);
   }
   return { agentId, input: b['input'] ?? null, labels: labels as Record<string, string> };
+}
+
+/** A request body that is a JSON object (§1), capped at 1 MiB. */
+async function readObject(c: Context): Promise<Record<string, unknown>> {
+  const body = await readJsonBody(c, MAX_BODY_BYTES);
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new KiwiError('INVALID_INPUT', 'the body must be a JSON object');
+  return body as Record<string, unknown>;
+}
+
+/** The `<kind>_id` and `consumer_id` of an agent or runner stream (§6.1, §7.1). */
+function streamIds(c: Context, kind: 'agent' | 'runner'): [string, string] {
+  const id = c.req.query(`${kind}_id`) ?? '';
+  const consumerId = c.req.query('consumer_id') ?? '';
+  if (id === '' || consumerId === '') throw new KiwiError('INVALID_INPUT', `${kind}_id and consumer_id query params are required`);
+  if (id.length > MAX_ID_CHARS || consumerId.length > MAX_ID_CHARS) throw new KiwiError('INVALID_INPUT', `${kind}_id and consumer_id must be at most ${MAX_ID_CHARS} characters`);
+  return [id, consumerId];
 }

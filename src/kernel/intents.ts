@@ -199,9 +199,10 @@ export function createIntents(deps: IntentsDeps): Intents {
     },
 
     async stepResult(input) {
-      const executionId = requiredString(input.executionId, 'execution_id');
-      const sessionId = requiredString(input.sessionId, 'session_id');
-      const stepId = requiredString(input.stepId, 'step_id');
+      const { executionId, sessionId, stepId } = input;
+      if (typeof executionId !== 'string' || executionId === '' || typeof sessionId !== 'string' || sessionId === '' || typeof stepId !== 'string' || stepId === '') {
+        throw new KiwiError('INVALID_INPUT', 'execution_id, session_id, and step_id are required');
+      }
       const at = now();
       const outcome = await db.transaction(async (tx) => {
         await admit(tx, executionId, sessionId);

@@ -71,8 +71,8 @@ export function createRunners(deps: RunnersDeps): Runners {
   async function take(tools: string[], at: Date, fresh: string | undefined): Promise<{ job: JobRow; connection: RunnerConnection } | undefined> {
     return db.transaction(async (tx) => {
       const [job] = await tx.query<JobRow>(
-        `select * from kernel_jobs where state = 'queued' and not_before <= $1 and tool_id = any($2::text[]) order by created_at, id limit 1 for update skip locked`,
-        [at.toISOString(), `{${tools.map((t) => JSON.stringify(t)).join(',')}}`],
+        `select * from kernel_jobs where state = 'queued' and not_before <= $1 and tool_id in (${tools.map((_, i) => `$${i + 2}`).join(', ')}) order by created_at, id limit 1 for update skip locked`,
+        [at.toISOString(), ...tools],
       );
       if (job === undefined) return undefined;
       const connection = hub.idleFor(job.tool_id);

@@ -28,8 +28,6 @@ export interface Kernel {
   signals: Signals;
   /** The watcher of deadlines and lost agents; it runs on its own beat. */
   reaper: Reaper;
-  /** Where its state lives, for messages: a folder, or the server's URL without password. */
-  readonly store: string;
   /** True while the database answers (GET /v0/ready). */
   ready(): Promise<boolean>;
   close(): Promise<void>;
@@ -89,7 +87,6 @@ export async function openKernel(options: OpenKernelOptions): Promise<Kernel> {
     runners,
     intents: createIntents({ db, agents, runners, signals, policy: () => policy, limiter: createRateLimiter(), now, stepTimeoutMs: STEP_TIMEOUT_MS }),
     signals,
-    store: db.kind === 'pglite' ? (options.inMemory ? 'memory' : dir) : 'DATABASE_URL',
     async ready() {
       try {
         await db.query('select 1');

@@ -128,4 +128,13 @@ export const KERNEL_MIGRATIONS: readonly Migration[] = [
       "create index kernel_jobs_queue on kernel_jobs (state, not_before, created_at) where state = 'queued'",
     ],
   },
+  {
+    version: 6,
+    name: 'chats of the gateway as executions',
+    statements: [
+      // 'chat': a chat request the gateway itself runs (chat-journal.ts). No agent is ever
+      // assigned one, and a restart ends it instead of handing it to an agent.
+      "alter table kernel_executions add column origin text not null default 'api' check (origin in ('api', 'chat'))",
+    ],
+  },
 ];

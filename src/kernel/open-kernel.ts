@@ -18,6 +18,8 @@ import { createRunners, type Runners } from './runners.js';
 import { createSignals, type Signals } from './signals.js';
 import { uuidv7 } from './uuidv7.js';
 import { KERNEL_MIGRATIONS } from './kernel-migrations.js';
+import type { ChatJournal } from './chat-journal.js';
+import { writeChats, type ChatWrite } from './chat-rows.js';
 
 /** The kernel's state: embedded PGlite under `.ai/state/kernel/` by default, a Postgres server when DATABASE_URL is set. */
 export interface Kernel {
@@ -28,6 +30,8 @@ export interface Kernel {
   signals: Signals;
   /** The watcher of deadlines and lost agents; it runs on its own beat. */
   reaper: Reaper;
+  /** The gateway's chats, written as executions in one transaction (chat-journal.ts); returns the ids found cancelled. */
+  writeChats(writes: ChatWrite[]): Promise<string[]>;
   /** True while the database answers (GET /v0/ready). */
   ready(): Promise<boolean>;
   close(): Promise<void>;
@@ -57,6 +61,8 @@ export interface OpenKernelOptions {
   executionTimeoutMs?: number;
   /** How often queued jobs are looked at (default 1 s); 0 for never (tests call `runners.dispatchQueued()`). */
   queueIntervalMs?: number;
+  /** The chats this process runs as executions: a cancel lets them write what they queued, and stops them. */
+  chats?: Pick<ChatJournal, 'detach'>;
 }
 
 export async function openKernel(options: OpenKernelOptions): Promise<Kernel> {
@@ -81,12 +87,20 @@ export async function openKernel(options: OpenKernelOptions): Promise<Kernel> {
   const reaper = createReaper({ db, agents, now, ...(options.executionTimeoutMs === undefined ? {} : { executionTimeoutMs: options.executionTimeoutMs }), ...(options.reaperIntervalMs ? { intervalMs: options.reaperIntervalMs } : {}) });
   if (options.reaperIntervalMs !== 0) reaper.start();
   if (options.queueIntervalMs !== 0) runners.start(options.queueIntervalMs ?? 1000);
+  const executions = createExecutions(db, { now });
   return {
-    executions: createExecutions(db, { now }),
+    executions: {
+      ...executions,
+      async cancel(id) {
+        await options.chats?.detach(id);
+        return executions.cancel(id);
+      },
+    },
     agents,
     runners,
     intents: createIntents({ db, agents, runners, signals, policy: () => policy, limiter: createRateLimiter(), now, stepTimeoutMs: STEP_TIMEOUT_MS }),
     signals,
+    writeChats: (writes) => db.transaction((tx) => writeChats(tx, writes)),
     async ready() {
       try {
         await db.query('select 1');
@@ -106,12 +120,19 @@ export async function openKernel(options: OpenKernelOptions): Promise<Kernel> {
 
 /**
  * §16: on restart, sessions are purged and executions that were running or blocked go back to
- * pending, to be assigned again; the steps their agents held are cancelled with them.
+ * pending, to be assigned again; the steps their agents held are cancelled with them. A chat of
+ * the gateway cannot go on (its client's connection went with the process): it fails.
  */
 async function recoverSessions(db: SqlDb, at: Date): Promise<void> {
-  const stale = await db.query<{ id: string; status: string }>("select id, status from kernel_executions where status in ('running', 'blocked')");
-  for (const { id, status } of stale) {
+  const stale = await db.query<{ id: string; status: string; origin: string }>("select id, status, origin from kernel_executions where status in ('running', 'blocked')");
+  for (const { id, status, origin } of stale) {
     await db.transaction(async (tx) => {
+      if (origin === 'chat') {
+        await cancelOpenSteps(tx, id, 'gateway stopped', at);
+        await setExecutionStatus(tx, id, 'failed', at);
+        await appendEvents(tx, id, [{ type: 'execution.failed', payload: { error: 'the gateway stopped before the chat ended' } }], {}, at);
+        return;
+      }
       await cancelOpenSteps(tx, id, 'agent disconnected', at);
       await setExecutionStatus(tx, id, 'pending', at);
       await appendEvents(tx, id, [{ type: 'execution.reset', payload: { reason: 'recovery', from_status: status } }], {}, at);

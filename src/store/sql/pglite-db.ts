@@ -1,5 +1,6 @@
 import { mkdir } from 'node:fs/promises';
 import { PGlite } from '@electric-sql/pglite';
+import { lockDir } from './dir-lock.js';
 import type { SqlDb, SqlQueryable, SqlValue } from './sql-db.js';
 
 /**
@@ -8,8 +9,18 @@ import type { SqlDb, SqlQueryable, SqlValue } from './sql-db.js';
  * row locks that keep several gateways apart on a server cost nothing here.
  */
 export async function openPgliteDb(dir: string | undefined): Promise<SqlDb> {
-  if (dir !== undefined) await mkdir(dir, { recursive: true });
-  const db = await PGlite.create(dir === undefined ? {} : { dataDir: dir });
+  let unlock = async (): Promise<void> => undefined;
+  if (dir !== undefined) {
+    await mkdir(dir, { recursive: true });
+    unlock = await lockDir(`${dir}.lock`, `the embedded kernel database ${dir}`);
+  }
+  let db: PGlite;
+  try {
+    db = await PGlite.create(dir === undefined ? {} : { dataDir: dir });
+  } catch (error) {
+    await unlock();
+    throw error;
+  }
   const queryable = (q: Pick<PGlite, 'query'>): SqlQueryable => ({
     async query<Row extends Record<string, unknown>>(sql: string, params: readonly SqlValue[] = []) {
       return (await q.query<Row>(sql, [...params])).rows;
@@ -22,6 +33,9 @@ export async function openPgliteDb(dir: string | undefined): Promise<SqlDb> {
     async exec(sql) {
       await db.exec(sql);
     },
-    close: () => db.close(),
+    async close() {
+      await db.close();
+      await unlock();
+    },
   };
 }

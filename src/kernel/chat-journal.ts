@@ -1,0 +1,190 @@
+import type { ChatStepWrite, ChatWrite } from './chat-rows.js';
+import type { EventDraft } from './types.js';
+import { uuidv7 } from './uuidv7.js';
+
+/**
+ * The gateway's chat requests as kernel executions, written behind: a chat never waits for the
+ * database. What chats do is queued in memory and written every `intervalMs`, all chats in one
+ * transaction, so the cost per chat stays a few rows in a batch. A crash loses at most the last
+ * interval of the story; a cancel first writes everything queued for its chat (so its open steps
+ * are cancelled with it), then stops the chat.
+ */
+
+export interface ChatStart {
+  agentId: string;
+  input: unknown;
+  labels: Record<string, string>;
+  /** Called once when the execution is cancelled (here or, seen at the next write, elsewhere). */
+  onCancel(): void;
+}
+
+export interface ChatExecution {
+  readonly id: string;
+  /** Events written together, in order after those before; nothing once it has ended. */
+  record(drafts: EventDraft[], step?: Omit<ChatStepWrite, 'createdAt'>): void;
+  /** Its last events and its end; later calls do nothing. */
+  end(status: 'completed' | 'failed' | 'cancelled', drafts: EventDraft[], output?: unknown): void;
+}
+
+export interface ChatJournal {
+  begin(start: ChatStart): ChatExecution;
+  /** Writes what is queued for this chat (before a cancel), then writes nothing more for it. */
+  detach(id: string): Promise<boolean>;
+  /** Everything queued so far written. */
+  flush(): Promise<void>;
+  /** Writes what is left and stops. */
+  close(): Promise<void>;
+}
+
+export interface ChatJournalDeps {
+  /** Writes a batch in one transaction (the kernel's writeChats); resolves to the chats found cancelled. */
+  write: (writes: ChatWrite[]) => Promise<string[]>;
+  now?: () => Date;
+  /** How long a change may wait before it is written (default 25 ms). */
+  intervalMs?: number;
+  /** Told when a write fails; what it held is kept and tried again with the next one. */
+  onError?: (error: unknown) => void;
+}
+
+/** Chats queued past this are not recorded (a database that stopped answering must not take the gateway's memory). */
+const MAX_QUEUED = 10_000;
+/** After a failed write, the next try. */
+const RETRY_MS = 1000;
+
+interface Entry {
+  write: ChatWrite;
+  start: ChatStart;
+  ended: boolean;
+}
+
+export function createChatJournal(deps: ChatJournalDeps): ChatJournal {
+  const now = deps.now ?? ((): Date => new Date());
+  const intervalMs = deps.intervalMs ?? 25;
+  /** Chats not yet ended, by id. */
+  const live = new Map<string, Entry>();
+  /** Chats with changes not yet written. */
+  let dirty = new Map<string, Entry>();
+  let timer: NodeJS.Timeout | undefined;
+  let writing: Promise<void> = Promise.resolve();
+  let closed = false;
+
+  const schedule = (delayMs = intervalMs): void => {
+    if (timer === undefined && !closed) timer = setTimeout(() => void flush().catch(() => undefined), delayMs);
+  };
+
+  const touch = (entry: Entry): void => {
+    dirty.set(entry.write.id, entry);
+    schedule();
+  };
+
+  /** One batch at a time, in order; a failed batch is merged back in front of what came since. */
+  function flush(): Promise<void> {
+    clearTimeout(timer);
+    timer = undefined;
+    writing = writing.then(async () => {
+      if (dirty.size === 0) return;
+      const batch = dirty;
+      dirty = new Map();
+      const writes = [...batch.values()].map((e) => e.write);
+      for (const entry of batch.values()) entry.write = { id: entry.write.id, events: [], steps: [] };
+      try {
+        const gone = await deps.write(writes);
+        for (const id of gone) cancelled(id);
+      } catch (error) {
+        deps.onError?.(error);
+        for (const [i, entry] of [...batch.values()].entries()) entry.write = merge(writes[i] as ChatWrite, entry.write);
+        dirty = new Map([...batch, ...dirty]);
+        schedule(RETRY_MS);
+      }
+    });
+    return writing;
+  }
+
+  function cancelled(id: string): void {
+    const entry = live.get(id);
+    if (entry === undefined) return;
+    live.delete(id);
+    dirty.delete(id);
+    entry.ended = true;
+    entry.start.onCancel();
+  }
+
+  return {
+    begin(start) {
+      const at = now();
+      const id = uuidv7(at.getTime());
+      const stamp = at.toISOString();
+      const entry: Entry = { write: { id, create: { agentId: start.agentId, input: JSON.stringify(start.input ?? null), labels: start.labels, createdAt: stamp }, events: [], steps: [] }, start, ended: false };
+      if (live.size + dirty.size >= MAX_QUEUED) entry.ended = true;
+      else live.set(id, entry);
+      const execution: ChatExecution = {
+        id,
+        record(drafts, step) {
+          if (entry.ended) return;
+          const when = now().toISOString();
+          append(entry.write, drafts, when);
+          if (step !== undefined) upsertStep(entry.write, { ...step, createdAt: when });
+          touch(entry);
+        },
+        end(status, drafts, output) {
+          if (entry.ended) return;
+          entry.ended = true;
+          live.delete(id);
+          const when = now().toISOString();
+          append(entry.write, drafts, when);
+          entry.write.end = { status, at: when, ...(output === undefined ? {} : { output: JSON.stringify(output) }) };
+          touch(entry);
+        },
+      };
+      execution.record([
+        { type: 'execution.created', payload: { agent_id: start.agentId, input: start.input ?? null, labels: Object.keys(start.labels).length === 0 ? null : start.labels } },
+        { type: 'execution.started', payload: { session_id: '', consumer_id: start.agentId } },
+      ]);
+      return execution;
+    },
+
+    async detach(id) {
+      const entry = live.get(id);
+      if (entry === undefined) return false;
+      await flush();
+      cancelled(id);
+      return true;
+    },
+
+    flush,
+
+    async close() {
+      await flush();
+      closed = true;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** Drafts appended as one batch (§14.1): one time, causation chained, one correlation. */
+function append(write: ChatWrite, drafts: readonly EventDraft[], timestamp: string): void {
+  let previous: string | undefined;
+  let correlation: string | undefined;
+  for (const draft of drafts) {
+    const id = uuidv7(Date.parse(timestamp));
+    correlation ??= id;
+    write.events.push({ id, ...(draft.stepId === undefined ? {} : { stepId: draft.stepId }), type: draft.type, timestamp, payload: JSON.stringify(draft.payload), causationId: previous ?? id, correlationId: correlation });
+    previous = id;
+  }
+}
+
+/** A step's latest state replaces the one not yet written, keeping when it was created. */
+function upsertStep(write: ChatWrite, step: ChatStepWrite): void {
+  const i = write.steps.findIndex((s) => s.id === step.id);
+  if (i === -1) write.steps.push(step);
+  else write.steps[i] = { ...step, createdAt: (write.steps[i] as ChatStepWrite).createdAt };
+}
+
+/** A batch that failed, with what was queued for the same chat since. */
+function merge(failed: ChatWrite, since: ChatWrite): ChatWrite {
+  const merged: ChatWrite = { ...failed, events: [...failed.events, ...since.events], steps: [...failed.steps] };
+  for (const step of since.steps) upsertStep(merged, step);
+  const end = since.end ?? failed.end;
+  if (end !== undefined) merged.end = end;
+  return merged;
+}

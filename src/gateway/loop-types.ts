@@ -47,8 +47,11 @@ export const DEFAULT_LOOP_LIMITS: LoopLimits = {
 export const GATEWAY_CALL_PREFIX = 'call_kiwi_';
 
 export type LoopEvent =
-  /** Exactly once, first. `id` is the gateway's response id; `model` what the client asked for. */
-  | { type: 'start'; id: string; model: string }
+  /**
+   * Exactly once, first. `id` is the gateway's response id; `model` what the client asked for;
+   * `executionId` the kernel execution that tells the request's story, when it is recorded.
+   */
+  | { type: 'start'; id: string; model: string; executionId?: string }
   /** A new upstream turn begins (not sent for the first). */
   | { type: 'turn'; turn: number }
   /** Agent text outside intents, as it streams. */
@@ -103,6 +106,8 @@ export interface LoopRunOptions {
 export type RunLoop = (request: ChatRequest, options: RunLoopOptions) => AsyncIterable<LoopEvent>;
 
 export interface RunLoopOptions extends LoopRunOptions {
+  /** The route the request came in on (`/v1/messages`…), for the kernel's record. */
+  endpoint?: string;
   /** Who asked: the request's tool calls are checked, rate-limited and audited as this client's. */
   caller: Caller;
   /** The conversation the audit files the request's calls under. */

@@ -14,7 +14,8 @@ import { catalogActionWords } from '../resolver/split-steps.js';
 import { checkTool } from '../policy/permission-context.js';
 import { callContext } from '../proxy/authorize.js';
 import { runAgentLoop } from './agent-loop.js';
-import { KERNEL_POLICY_FILE, openKernel, type Kernel } from '../kernel/open-kernel.js';
+import { CHAT_AGENT_ID, chatInput, chatLabels, recordChat } from './chat-execution.js';
+import { openGatewayKernel } from './gateway-kernel.js';
 import { createToolMenu } from './tool-menu.js';
 import { loadGatewayConfig, type GatewayConfig } from './gateway-config.js';
 import { openGatewayPrefetch, type GatewayPrefetch } from './gateway-prefetch.js';
@@ -73,6 +74,8 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     // one long-lived shutdown signal: on Node 20 every request would stay linked to it (a leak).
     const inFlight = new Set<AbortController>();
     let shuttingDown = false;
+    const kernel = openGatewayKernel({ root: project.root, env: options.env, ...(options.log ? { log: options.log } : {}) });
+    opened.unshift(kernel);
     const runLoop: RunLoop = (request, run) => {
       const route = upstreams.route(request.model);
       const controller = new AbortController();
@@ -80,6 +83,17 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
       if (shuttingDown || run.signal?.aborted) controller.abort(run.signal?.reason);
       else run.signal?.addEventListener('abort', onClientAbort, { once: true });
       inFlight.add(controller);
+      let cancelled = false;
+      const summary = { request, mode: run.mode, client: run.caller.client, ...(run.endpoint === undefined ? {} : { endpoint: run.endpoint }) };
+      const execution = kernel.journal.begin({
+        agentId: CHAT_AGENT_ID,
+        input: chatInput(summary),
+        labels: chatLabels(summary),
+        onCancel() {
+          cancelled = true;
+          controller.abort();
+        },
+      });
       const loop = runAgentLoop(
         {
           provider: route.provider,
@@ -97,7 +111,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
       );
       return (async function* tracked() {
         try {
-          yield* loop;
+          yield* recordChat(loop, execution, { mode: run.mode, cancelled: () => cancelled, stepDeadlineMs: config.limits.maxDurationMs });
         } finally {
           inFlight.delete(controller);
           run.signal?.removeEventListener('abort', onClientAbort);
@@ -111,28 +125,9 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     const metaDeps = { project, resolver: runtime.resolver, steps };
     const mcp = createMcpRoute(metaDeps, { allowedOrigins: config.mcp.allowedOrigins, maxBodyBytes: config.maxBodyBytes, callerOf: guard.callerOf });
     opened.unshift(mcp);
-    // The kernel's database opens on the first /v0 request: PGlite takes a few seconds to create.
-    let kernel: Promise<Kernel> | undefined;
-    const openedKernel = (): Promise<Kernel> => {
-      kernel ??= openKernel({
-        root: project.root,
-        policyFile: path.join(project.root, KERNEL_POLICY_FILE),
-        ...(options.env['DATABASE_URL'] ? { databaseUrl: options.env['DATABASE_URL'] } : {}),
-      }).catch((error: unknown) => {
-        kernel = undefined; // the next request tries again
-        throw error;
-      });
-      return kernel;
-    };
-    opened.unshift({
-      async close() {
-        const open = await kernel?.catch(() => undefined);
-        await open?.close();
-      },
-    });
     const app = createGatewayApp({
       runLoop,
-      kernel: openedKernel,
+      kernel: kernel.kernel,
       models: () => upstreams.models(),
       health: () => ({ session: project.session, tools: runtime.toolCount, embedder: runtime.embedderId, upstreams: config.upstreams.map((u) => u.name) }),
       metrics: () => ({ uptime_s: Math.round((Date.now() - startedAt) / 1000), prefetch: prefetch.counters.snapshot(), transitions: prefetch.transitions.stats() }),

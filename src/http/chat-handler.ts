@@ -30,6 +30,9 @@ export interface ChatHandlerDeps {
   onError?: (error: unknown, info: { requestId: string; route: string }) => void;
 }
 
+/** The kernel execution that records the request (GET /v0/executions/{id}/events, POST …/cancel). */
+export const EXECUTION_ID_HEADER = 'x-kiwi-execution-id';
+
 const SSE_HEADERS = {
   'content-type': 'text/event-stream; charset=utf-8',
   'cache-control': 'no-cache',
@@ -69,7 +72,7 @@ export function createChatHandler(protocol: ChatProtocol, deps: ChatHandlerDeps)
     try {
       const caller = deps.callerOf(c.req.raw) ?? LOCAL_CALLER;
       const conversation = pickConversationId(c.req.header(CONVERSATION_HEADER), requestId);
-      iterator = deps.runLoop(parsed.request, { mode, signal, caller, conversation })[Symbol.asyncIterator]();
+      iterator = deps.runLoop(parsed.request, { mode, signal, caller, conversation, endpoint: c.req.path })[Symbol.asyncIterator]();
       first = await iterator.next();
     } catch (error) {
       abort.abort();
@@ -77,18 +80,20 @@ export function createChatHandler(protocol: ChatProtocol, deps: ChatHandlerDeps)
     }
 
     const ctx = { mode, model: parsed.request.model, requestId, includeUsage: parsed.includeUsage };
+    const executionId = !first.done && first.value.type === 'start' ? first.value.executionId : undefined;
+    const executionHeader: Record<string, string> = executionId === undefined ? {} : { [EXECUTION_ID_HEADER]: executionId };
     if (parsed.stream) {
       const sse = { first, iterator, encoder: protocol.streamEncoder(ctx), abort, keepAliveMs: deps.keepAliveMs, describe };
       const outgoing = nodeBindings(c)?.outgoing;
-      if (outgoing === undefined) return c.body(loopSseStream(sse), 200, SSE_HEADERS);
-      await writeLoopSse(outgoing, { ...SSE_HEADERS, [REQUEST_ID_HEADER]: requestId }, sse);
+      if (outgoing === undefined) return c.body(loopSseStream(sse), 200, { ...SSE_HEADERS, ...executionHeader });
+      await writeLoopSse(outgoing, { ...SSE_HEADERS, ...executionHeader, [REQUEST_ID_HEADER]: requestId }, sse);
       return SENT_DIRECTLY;
     }
 
     const collector = protocol.collector(ctx);
     try {
       for (let step = first; !step.done; step = await iterator.next()) collector.push(step.value);
-      return c.json(collector.body() as object);
+      return c.json(collector.body() as object, 200, executionHeader);
     } catch (error) {
       abort.abort();
       void Promise.resolve(iterator.return?.()).catch(() => undefined);

@@ -1,0 +1,137 @@
+import { isKiwiError, KiwiError } from '../errors.js';
+import type { ChatExecution } from '../kernel/chat-journal.js';
+import type { EventDraft } from '../kernel/types.js';
+import { uuidv7 } from '../kernel/uuidv7.js';
+import type { ChatRequest } from '../llm/types.js';
+import type { LoopEvent, LoopMode } from './loop-types.js';
+
+/**
+ * A chat request told as a kernel execution (GET /v0/executions/{id}/events): created and
+ * started when it arrives; per intent `intent.accepted` with the call it resolved to and a step
+ * that completes or fails with the tool's result (a denial is a failed step saying so), or
+ * `intent.unresolved`; calls handed to the client; then `execution.completed` with the answer's
+ * start, or `execution.failed`. The events go to the journal, which writes them behind.
+ */
+
+/** The agent id of every chat the gateway runs itself. */
+export const CHAT_AGENT_ID = 'gateway';
+
+/** Text kept of the last user message and of the answer. */
+const KEPT_CHARS = 2000;
+
+export interface ChatSummary {
+  request: ChatRequest;
+  mode: LoopMode;
+  /** The route it came in on: `/v1/chat/completions`, `/v1/messages`, `/v1/responses`. */
+  endpoint?: string;
+  /** The client key's name. */
+  client: string;
+}
+
+export function chatInput(chat: ChatSummary): Record<string, unknown> {
+  const lastUser = chat.request.messages.findLast((m) => m.role === 'user');
+  return {
+    model: chat.request.model,
+    mode: chat.mode,
+    messages: chat.request.messages.length,
+    ...(lastUser === undefined ? {} : { last_user_message: keep(lastUser.content) }),
+  };
+}
+
+export function chatLabels(chat: ChatSummary): Record<string, string> {
+  return { kind: 'chat', client: chat.client, ...(chat.endpoint === undefined ? {} : { endpoint: chat.endpoint }) };
+}
+
+/**
+ * The loop's events passed on unchanged (the first with the execution's id), each also told to
+ * the execution. `cancelled()` says whether the execution was cancelled: the loop's stop is then
+ * reported to the client as that.
+ */
+export async function* recordChat(events: AsyncIterable<LoopEvent>, execution: ChatExecution, options: { mode: LoopMode; cancelled(): boolean; stepDeadlineMs: number }): AsyncGenerator<LoopEvent> {
+  const intents = new Map<number, string>();
+  /** Steps running, by the loop's call id. */
+  const open = new Map<string, { id: string; toolId: string; arguments: string; deadline: string }>();
+  /** Events that end the chat, after a step.cancelled for each step still running. */
+  const ending = (drafts: EventDraft[]): EventDraft[] => [...[...open.values()].map((s) => ({ type: 'step.cancelled', stepId: s.id, payload: { reason: 'execution cancelled' } })), ...drafts];
+  let answer = '';
+  let ended = false;
+  try {
+    for await (const event of events) {
+      switch (event.type) {
+        case 'start':
+          yield { ...event, executionId: execution.id };
+          continue;
+        case 'text':
+          if (answer.length < KEPT_CHARS) answer += event.text;
+          break;
+        case 'intent':
+          intents.set(event.index, event.text);
+          break;
+        case 'call': {
+          const details = { tool_id: event.call.tool, arguments: event.call.arguments, intent: intents.get(event.index) ?? '', confidence: event.confidence };
+          if (options.mode === 'resolve-only') {
+            execution.record([{ type: 'intent.accepted', payload: { intent_type: 'invoke_tool', details: { ...details, handed_to_client: true } } }]);
+            break;
+          }
+          const step = { id: uuidv7(), toolId: event.call.tool, arguments: JSON.stringify(event.call.arguments), deadline: new Date(Date.now() + options.stepDeadlineMs).toISOString() };
+          open.set(event.callId, step);
+          execution.record(
+            [
+              { type: 'intent.accepted', payload: { intent_type: 'invoke_tool', details } },
+              { type: 'step.created', stepId: step.id, payload: { tool_id: step.toolId, tool_version: 0, arguments: event.call.arguments, max_attempts: 1, attempt: 1, deadline: step.deadline } },
+            ],
+            { ...step, status: 'running' },
+          );
+          break;
+        }
+        case 'result': {
+          const step = open.get(event.callId);
+          if (step === undefined) break;
+          open.delete(event.callId);
+          const at = new Date().toISOString();
+          if (event.status === 'ok') {
+            execution.record([{ type: 'step.completed', stepId: step.id, payload: { result: event.text } }], { ...step, status: 'succeeded', result: JSON.stringify(event.text), completedAt: at });
+          } else {
+            const payload = { error: event.text, retryable: false, ...(event.status === 'denied' ? { denied: true } : {}) };
+            execution.record([{ type: 'step.failed', stepId: step.id, payload }], { ...step, status: 'failed', error: event.text, completedAt: at });
+          }
+          break;
+        }
+        case 'unresolved':
+          execution.record([{ type: 'intent.unresolved', payload: { intent: event.intent, reason: event.reason, missing: event.missing, candidates: event.candidates } }]);
+          break;
+        case 'native_call':
+          execution.record([{ type: 'intent.accepted', payload: { intent_type: 'client_tool_call', details: { tool_id: event.call.name, arguments: event.call.arguments } } }]);
+          break;
+        case 'finish':
+          ended = true;
+          execution.end('completed', [
+            {
+              type: 'execution.completed',
+              payload: {
+                output: { finish_reason: event.reason, turns: event.turns, tool_calls: event.toolCalls, usage: event.usage, ...(event.limit === undefined ? {} : { limit: event.limit }), text: keep(answer) },
+              },
+            },
+          ]);
+          break;
+        case 'turn':
+          break;
+      }
+      yield event;
+    }
+  } catch (error) {
+    if (options.cancelled()) throw new KiwiError('TOOL_CANCELLED', `The execution ${execution.id} was cancelled; the upstream model call and any running tool were stopped.`, { cause: error });
+    if (!(isKiwiError(error) && error.code === 'TOOL_CANCELLED')) {
+      ended = true;
+      execution.end('failed', ending([{ type: 'execution.failed', payload: { error: error instanceof Error ? error.message : String(error) } }]));
+    }
+    throw error;
+  } finally {
+    // Left early, or stopped: the client went away.
+    if (!ended) execution.end('cancelled', ending([{ type: 'execution.cancelled', payload: { reason: 'client disconnected' } }]));
+  }
+}
+
+function keep(text: string): string {
+  return text.length <= KEPT_CHARS ? text : `${text.slice(0, KEPT_CHARS)}…`;
+}

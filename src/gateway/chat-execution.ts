@@ -1,8 +1,8 @@
 import { isKiwiError, KiwiError } from '../errors.js';
 import type { ChatExecution } from '../kernel/chat-journal.js';
 import type { EventDraft } from '../kernel/types.js';
-import { uuidv7 } from '../kernel/uuidv7.js';
 import type { ChatRequest } from '../llm/types.js';
+import { executionSteps } from './execution-steps.js';
 import type { LoopEvent, LoopMode } from './loop-types.js';
 
 /**
@@ -49,10 +49,11 @@ export function chatLabels(chat: ChatSummary): Record<string, string> {
  */
 export async function* recordChat(events: AsyncIterable<LoopEvent>, execution: ChatExecution, options: { mode: LoopMode; cancelled(): boolean; stepDeadlineMs: number }): AsyncGenerator<LoopEvent> {
   const intents = new Map<number, string>();
-  /** Steps running, by the loop's call id. */
-  const open = new Map<string, { id: string; toolId: string; arguments: string; deadline: string }>();
+  const steps = executionSteps(execution, options.stepDeadlineMs);
+  /** The step of each call the loop runs, by its call id. */
+  const stepOf = new Map<string, string>();
   /** Events that end the chat, after a step.cancelled for each step still running. */
-  const ending = (drafts: EventDraft[]): EventDraft[] => [...[...open.values()].map((s) => ({ type: 'step.cancelled', stepId: s.id, payload: { reason: 'execution cancelled' } })), ...drafts];
+  const ending = (drafts: EventDraft[]): EventDraft[] => [...steps.cancelOpen(), ...drafts];
   let answer = '';
   let ended = false;
   try {
@@ -68,33 +69,19 @@ export async function* recordChat(events: AsyncIterable<LoopEvent>, execution: C
           intents.set(event.index, event.text);
           break;
         case 'call': {
-          const details = { tool_id: event.call.tool, arguments: event.call.arguments, intent: intents.get(event.index) ?? '', confidence: event.confidence };
+          const details = { intent: intents.get(event.index) ?? '', confidence: event.confidence };
           if (options.mode === 'resolve-only') {
-            execution.record([{ type: 'intent.accepted', payload: { intent_type: 'invoke_tool', details: { ...details, handed_to_client: true } } }]);
-            break;
+            const handed = { tool_id: event.call.tool, arguments: event.call.arguments, ...details, handed_to_client: true };
+            execution.record([{ type: 'intent.accepted', payload: { intent_type: 'invoke_tool', details: handed } }]);
+          } else {
+            stepOf.set(event.callId, steps.open(event.call, details));
           }
-          const step = { id: uuidv7(), toolId: event.call.tool, arguments: JSON.stringify(event.call.arguments), deadline: new Date(Date.now() + options.stepDeadlineMs).toISOString() };
-          open.set(event.callId, step);
-          execution.record(
-            [
-              { type: 'intent.accepted', payload: { intent_type: 'invoke_tool', details } },
-              { type: 'step.created', stepId: step.id, payload: { tool_id: step.toolId, tool_version: 0, arguments: event.call.arguments, max_attempts: 1, attempt: 1, deadline: step.deadline } },
-            ],
-            { ...step, status: 'running' },
-          );
           break;
         }
         case 'result': {
-          const step = open.get(event.callId);
-          if (step === undefined) break;
-          open.delete(event.callId);
-          const at = new Date().toISOString();
-          if (event.status === 'ok') {
-            execution.record([{ type: 'step.completed', stepId: step.id, payload: { result: event.text } }], { ...step, status: 'succeeded', result: JSON.stringify(event.text), completedAt: at });
-          } else {
-            const payload = { error: event.text, retryable: false, ...(event.status === 'denied' ? { denied: true } : {}) };
-            execution.record([{ type: 'step.failed', stepId: step.id, payload }], { ...step, status: 'failed', error: event.text, completedAt: at });
-          }
+          const step = stepOf.get(event.callId);
+          stepOf.delete(event.callId);
+          if (step !== undefined) steps.settle(step, event.status, event.text);
           break;
         }
         case 'unresolved':
@@ -132,6 +119,6 @@ export async function* recordChat(events: AsyncIterable<LoopEvent>, execution: C
   }
 }
 
-function keep(text: string): string {
+export function keep(text: string): string {
   return text.length <= KEPT_CHARS ? text : `${text.slice(0, KEPT_CHARS)}…`;
 }

@@ -16,6 +16,7 @@ import { callContext } from '../proxy/authorize.js';
 import { runAgentLoop } from './agent-loop.js';
 import { CHAT_AGENT_ID, chatInput, chatLabels, recordChat } from './chat-execution.js';
 import { openGatewayKernel } from './gateway-kernel.js';
+import { mcpRecorder } from './mcp-execution.js';
 import { createToolMenu } from './tool-menu.js';
 import { loadGatewayConfig, type GatewayConfig } from './gateway-config.js';
 import { openGatewayPrefetch, type GatewayPrefetch } from './gateway-prefetch.js';
@@ -122,7 +123,8 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     const host = options.host ?? config.host;
     const auth = createClientAuth({ root: project.root, file: path.join(project.root, KEY_FILE), policy: project.policy, openWithoutKeys: isLoopbackHost(host) });
     const guard = createRequestGuard({ allowedHosts: config.allowedHosts, allowedOrigins: config.allowedOrigins, mcpOrigins: config.mcp.allowedOrigins, auth, maxConcurrentPerClient: config.maxConcurrentPerClient });
-    const metaDeps = { project, resolver: runtime.resolver, steps };
+    const record = mcpRecorder(kernel.journal, { call: (call) => project.proxy.call(call), stepDeadlineMs: config.limits.maxDurationMs });
+    const metaDeps = { project, resolver: runtime.resolver, steps, record };
     const mcp = createMcpRoute(metaDeps, { allowedOrigins: config.mcp.allowedOrigins, maxBodyBytes: config.maxBodyBytes, callerOf: guard.callerOf });
     opened.unshift(mcp);
     const app = createGatewayApp({

@@ -24,6 +24,13 @@ export interface MetaContext {
   caller: Caller;
   /** How `resolve` splits an intent into ordered steps. */
   steps: SplitOptions;
+  /** Runs a call instead of the tool proxy directly: the gateway's recorder, which also writes it as a step (`details`: what asked for it). */
+  runCall?: (call: ToolCall, details: Record<string, unknown>) => Promise<CallOutcome>;
+}
+
+/** A meta-tool's call, through the tool proxy (and the recorder, where there is one). */
+export function proxyCall(ctx: MetaContext, call: ToolCall, details: Record<string, unknown> = {}): Promise<CallOutcome> {
+  return ctx.runCall ? ctx.runCall(call, details) : ctx.project.proxy.call(call);
 }
 
 export type ItemType = 'directive' | 'tool' | 'knowledge';

@@ -8,6 +8,7 @@ import type { Directive, Knowledge } from '../registry/types.js';
 import {
   callerFields,
   checkProjectPath,
+  proxyCall,
   errorResult,
   findItem,
   itemIdSchema,
@@ -50,7 +51,7 @@ export async function execute(ctx: MetaContext, args: ExecuteArgs, signal?: Abor
   await checkProjectPath(ctx.project, args.project_path);
   const parameters = args.parameters ?? {};
   if (type === 'tool') {
-    const outcome = await ctx.project.proxy.call({
+    const outcome = await proxyCall(ctx, {
       tool: args.item_id,
       args: parameters,
       ...callerFields(ctx),

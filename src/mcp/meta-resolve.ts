@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { compactSchema } from '../resolver/compact-schema.js';
 import { planSteps } from '../resolver/step-plan.js';
 import type { Candidate, Resolution } from '../resolver/types.js';
-import { callerFields, outcomeResult, textResult, type MetaContext, type MetaResult } from './meta-common.js';
+import { callerFields, outcomeResult, proxyCall, textResult, type MetaContext, type MetaResult } from './meta-common.js';
 import { runSteps } from './meta-resolve-steps.js';
 
 const CANDIDATES = 5;
@@ -53,7 +53,7 @@ async function resolveOne(ctx: MetaContext, resolution: Resolution, args: Resolv
   if (args.execute === false) {
     return textResult(`${lead}; not run (execute: false). Run it with execute(item_type="tool", action="run", item_id="${call.tool}", parameters=${JSON.stringify(call.arguments)}).`, summary);
   }
-  const outcome = await ctx.project.proxy.call({ tool: call.tool, args: call.arguments, ...callerFields(ctx), source: 'mcp', ...(signal ? { signal } : {}) });
+  const outcome = await proxyCall(ctx, { tool: call.tool, args: call.arguments, ...callerFields(ctx), source: 'mcp', ...(signal ? { signal } : {}) }, { intent: args.intent, confidence });
   const result = outcomeResult(outcome, lead);
   return { ...result, structuredContent: { ...summary, result: result.structuredContent } };
 }

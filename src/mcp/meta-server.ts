@@ -10,7 +10,7 @@ import { LOCAL_CALLER } from '../clients/client-auth.js';
 import type { Project } from '../project.js';
 import type { Caller } from '../proxy/caller.js';
 import type { Resolver } from '../resolver/types.js';
-import { guard, type MetaContext } from './meta-common.js';
+import { guard, type MetaContext, type MetaResult } from './meta-common.js';
 import { execute, executeShape } from './meta-execute.js';
 import { help, helpShape } from './meta-help.js';
 import { load, loadShape } from './meta-load.js';
@@ -27,7 +27,18 @@ export interface MetaServerDeps {
   caller?: Caller;
   /** How `resolve` splits ordered steps (catalogActionWords of the project's tools); computed once here when absent. */
   steps?: SplitOptions;
+  /** Runs each execute and resolve as a recorded execution (the gateway's kernel); absent: not recorded. */
+  record?: MetaRecorder;
 }
+
+/**
+ * Records one execute/resolve: `run` does the meta-tool's work with the recorder's `runCall` (its
+ * tool calls become steps) and a signal that also fires when the execution is cancelled.
+ */
+export type MetaRecorder = (
+  request: { tool: 'execute' | 'resolve'; arguments: unknown; caller: Caller; signal: AbortSignal },
+  run: (runCall: NonNullable<MetaContext['runCall']>, signal: AbortSignal) => Promise<MetaResult>,
+) => Promise<MetaResult>;
 
 const DEFAULT_INFO = { name: 'kiwi-gateway', version: '0.1.0' };
 
@@ -49,6 +60,9 @@ export function createMetaServer(deps: MetaServerDeps): McpServer {
     steps: deps.steps ?? { actionWords: catalogActionWords(resolvableTools(deps.project.registry.tools.values()).values()) },
   };
   const server = new McpServer(deps.serverInfo ?? DEFAULT_INFO, { instructions: INSTRUCTIONS, maxToolInputElements: MAX_INPUT_ELEMENTS });
+  const record = deps.record;
+  const recorded = (tool: 'execute' | 'resolve', args: unknown, signal: AbortSignal, run: (ctx: MetaContext, signal: AbortSignal) => Promise<MetaResult>): Promise<MetaResult> =>
+    guard(() => (record === undefined ? run(ctx, signal) : record({ tool, arguments: args, caller: ctx.caller, signal }, (runCall, s) => run({ ...ctx, runCall }, s))));
 
   server.registerTool(
     'search',
@@ -86,7 +100,7 @@ export function createMetaServer(deps: MetaServerDeps): McpServer {
       inputSchema: executeShape,
       annotations: { destructiveHint: true, openWorldHint: true },
     },
-    (args, extra) => guard(() => execute(ctx, args, extra.signal)),
+    (args, extra) => recorded('execute', args, extra.signal, (c, signal) => execute(c, args, signal)),
   );
 
   server.registerTool(
@@ -110,7 +124,7 @@ export function createMetaServer(deps: MetaServerDeps): McpServer {
       inputSchema: resolveShape,
       annotations: { destructiveHint: true, openWorldHint: true },
     },
-    (args, extra) => guard(() => resolve(ctx, args, extra.signal)),
+    (args, extra) => recorded('resolve', args, extra.signal, (c, signal) => resolve(c, args, signal)),
   );
 
   return server;

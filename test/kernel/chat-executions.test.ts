@@ -1,5 +1,7 @@
 import { cpSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allowTools } from '../helpers/demo-project.js';
@@ -150,5 +152,33 @@ describe('a chat through the gateway', () => {
     controller.abort();
     const log = await story(id);
     expect(log.at(-1)).toMatchObject({ type: 'execution.cancelled', payload: { reason: 'client disconnected' } });
+  }, 30_000);
+});
+
+describe('an MCP call on the gateway', () => {
+  it('is an execution too: execute and resolve, each tool call they make a step, the execution named in the result', async () => {
+    const client = new Client({ name: 'kernel-test', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp`)));
+    try {
+      const ran = await client.callTool({ name: 'execute', arguments: { item_type: 'tool', action: 'run', item_id: 'word_count', parameters: { path: 'README.md' } } });
+      const id = (ran._meta as Record<string, string>)['kiwi.gateway/execution_id'] as string;
+      const log = await story(id);
+      expect(log.map((e) => e.type)).toEqual(['execution.created', 'execution.started', 'intent.accepted', 'step.created', 'step.completed', 'execution.completed']);
+      expect(log[0]?.payload).toMatchObject({ agent_id: 'gateway', input: { tool: 'execute', arguments: { item_id: 'word_count' } }, labels: { kind: 'mcp', tool: 'execute', client: 'local' } });
+      expect(log[3]?.payload).toMatchObject({ tool_id: 'word_count', arguments: { path: 'README.md' } });
+      expect(String(log[4]?.payload['result'])).toMatch(/"words": 4/);
+      expect(log[5]?.payload).toMatchObject({ output: { is_error: false } });
+
+      const shown = await client.callTool({ name: 'resolve', arguments: { intent: 'word_count "README.md"', execute: false } });
+      const shownLog = await story((shown._meta as Record<string, string>)['kiwi.gateway/execution_id'] as string);
+      expect(shownLog.map((e) => e.type)).toEqual(['execution.created', 'execution.started', 'execution.completed']);
+
+      const resolved = await client.callTool({ name: 'resolve', arguments: { intent: 'word_count "README.md"' } });
+      const resolvedLog = await story((resolved._meta as Record<string, string>)['kiwi.gateway/execution_id'] as string);
+      expect(resolvedLog.map((e) => e.type)).toEqual(['execution.created', 'execution.started', 'intent.accepted', 'step.created', 'step.completed', 'execution.completed']);
+      expect(resolvedLog[2]?.payload).toMatchObject({ details: { tool_id: 'word_count', intent: 'word_count "README.md"' } });
+    } finally {
+      await client.close();
+    }
   }, 30_000);
 });

@@ -1,0 +1,59 @@
+import type { ChatExecution } from '../kernel/chat-journal.js';
+import type { EventDraft } from '../kernel/types.js';
+import { uuidv7 } from '../kernel/uuidv7.js';
+
+/**
+ * The steps of an execution the gateway runs itself (a chat, an MCP call): each call it makes is
+ * `intent.accepted` with what was asked and `step.created`, then `step.completed` with the
+ * result or `step.failed` (a policy denial says `denied: true`).
+ */
+export interface ExecutionSteps {
+  /** Returns the step's id. */
+  open(call: { tool: string; arguments: unknown }, details: Record<string, unknown>): string;
+  settle(stepId: string, status: 'ok' | 'denied' | 'error', text: string): void;
+  /** A `step.cancelled` for each step still open, to go before the execution's end. */
+  cancelOpen(): EventDraft[];
+}
+
+interface OpenStep {
+  id: string;
+  toolId: string;
+  arguments: string;
+  deadline: string;
+}
+
+export function executionSteps(execution: ChatExecution, stepDeadlineMs: number): ExecutionSteps {
+  const open = new Map<string, OpenStep>();
+  return {
+    open(call, details) {
+      const args = call.arguments ?? {};
+      const step = { id: uuidv7(), toolId: call.tool, arguments: JSON.stringify(args), deadline: new Date(Date.now() + stepDeadlineMs).toISOString() };
+      open.set(step.id, step);
+      execution.record(
+        [
+          { type: 'intent.accepted', payload: { intent_type: 'invoke_tool', details: { tool_id: call.tool, arguments: args, ...details } } },
+          { type: 'step.created', stepId: step.id, payload: { tool_id: call.tool, tool_version: 0, arguments: args, max_attempts: 1, attempt: 1, deadline: step.deadline } },
+        ],
+        { ...step, status: 'running' },
+      );
+      return step.id;
+    },
+    settle(stepId, status, text) {
+      const step = open.get(stepId);
+      if (step === undefined) return;
+      open.delete(stepId);
+      const completedAt = new Date().toISOString();
+      if (status === 'ok') {
+        execution.record([{ type: 'step.completed', stepId, payload: { result: text } }], { ...step, status: 'succeeded', result: JSON.stringify(text), completedAt });
+        return;
+      }
+      const payload = { error: text, retryable: false, ...(status === 'denied' ? { denied: true } : {}) };
+      execution.record([{ type: 'step.failed', stepId, payload }], { ...step, status: 'failed', error: text, completedAt });
+    },
+    cancelOpen() {
+      const drafts = [...open.values()].map((s) => ({ type: 'step.cancelled', stepId: s.id, payload: { reason: 'execution cancelled' } }));
+      open.clear();
+      return drafts;
+    },
+  };
+}

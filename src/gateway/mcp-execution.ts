@@ -1,0 +1,61 @@
+import { KiwiError } from '../errors.js';
+import type { ChatJournal } from '../kernel/chat-journal.js';
+import type { MetaRecorder } from '../mcp/meta-server.js';
+import type { CallOutcome, ToolCall } from '../proxy/tool-proxy.js';
+import { CHAT_AGENT_ID, keep } from './chat-execution.js';
+import { executionSteps } from './execution-steps.js';
+
+/**
+ * Each MCP `execute` and `resolve` on the gateway's /mcp as a kernel execution, like a chat: its
+ * arguments as the input, each tool call it makes as a step, the result's text as the output.
+ * The result's `_meta` names the execution; cancelling it stops the call (the meta-tool then
+ * answers with an error saying so).
+ */
+/** Where a recorded result names its execution (GET /v0/executions/{id}/events). */
+export const EXECUTION_ID_META = 'kiwi.gateway/execution_id';
+
+export function mcpRecorder(journal: ChatJournal, options: { call: (call: ToolCall) => Promise<CallOutcome>; stepDeadlineMs: number }): MetaRecorder {
+  return async (request, run) => {
+    const controller = new AbortController();
+    const onAbort = (): void => controller.abort(request.signal.reason);
+    request.signal.addEventListener('abort', onAbort, { once: true });
+    let cancelled = false;
+    const execution = journal.begin({
+      agentId: CHAT_AGENT_ID,
+      input: { tool: request.tool, arguments: request.arguments },
+      labels: { kind: 'mcp', client: request.caller.client, tool: request.tool },
+      onCancel() {
+        cancelled = true;
+        controller.abort();
+      },
+    });
+    const steps = executionSteps(execution, options.stepDeadlineMs);
+    try {
+      const result = await run(async (call, details) => {
+        const step = steps.open({ tool: call.tool, arguments: call.args }, details);
+        const outcome = await options.call({ ...call, signal: controller.signal });
+        steps.settle(step, outcome.status === 'ok' && outcome.result.isError ? 'error' : outcome.status, outcomeText(outcome));
+        return outcome;
+      }, controller.signal);
+      if (cancelled) throw new KiwiError('TOOL_CANCELLED', `The execution ${execution.id} was cancelled; its running tool was stopped.`);
+      const text = result.content.map((c) => (c.type === 'text' ? c.text : '')).join('');
+      execution.end('completed', [...steps.cancelOpen(), { type: 'execution.completed', payload: { output: { is_error: result.isError === true, text: keep(text) } } }]);
+      return { ...result, _meta: { ...result._meta, [EXECUTION_ID_META]: execution.id } };
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      execution.end(request.signal.aborted ? 'cancelled' : 'failed', [
+        ...steps.cancelOpen(),
+        request.signal.aborted ? { type: 'execution.cancelled', payload: { reason: 'client disconnected' } } : { type: 'execution.failed', payload: { error: message } },
+      ]);
+      throw error;
+    } finally {
+      request.signal.removeEventListener('abort', onAbort);
+    }
+  };
+}
+
+function outcomeText(outcome: CallOutcome): string {
+  if (outcome.status === 'ok') return outcome.result.text;
+  if (outcome.status === 'denied') return `denied: ${outcome.reason}`;
+  return `${outcome.error.code}: ${outcome.error.message}`;
+}

@@ -1,11 +1,15 @@
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { createChatJournal, type ChatJournal } from '../kernel/chat-journal.js';
-import { KERNEL_POLICY_FILE, openKernel, type Kernel } from '../kernel/open-kernel.js';
+import { KERNEL_POLICY_FILE, KERNEL_STATE_DIR, openKernel, type Kernel } from '../kernel/open-kernel.js';
 
 /**
- * The gateway's kernel: opened in the background when the gateway starts (PGlite takes seconds
- * to create its database the first time), serving /v0 and recording every chat as an
- * execution through the journal, which holds the chats' story until the database is there.
+ * The gateway's kernel: opened when the gateway starts (PGlite takes seconds to create its
+ * database the first time, with the event loop mostly blocked: better before the gateway
+ * serves than in the middle of its first chats), serving /v0 and recording every chat as an
+ * execution through the journal. If it cannot open (another gateway holds the embedded
+ * database, the server is down) the gateway still serves chats, says why, and tries again on
+ * the next /v0 request and the journal's next write.
  */
 export interface GatewayKernel {
   kernel(): Promise<Kernel>;
@@ -14,7 +18,7 @@ export interface GatewayKernel {
   close(): Promise<void>;
 }
 
-export function openGatewayKernel(options: { root: string; env: Record<string, string | undefined>; log?: (line: string) => void }): GatewayKernel {
+export async function openGatewayKernel(options: { root: string; env: Record<string, string | undefined>; log?: (line: string) => void }): Promise<GatewayKernel> {
   let opening: Promise<Kernel> | undefined;
   const kernel = (): Promise<Kernel> => {
     opening ??= openKernel({
@@ -38,7 +42,10 @@ export function openGatewayKernel(options: { root: string; env: Record<string, s
       options.log?.(`kernel: could not record chats as executions (retrying): ${error instanceof Error ? error.message : String(error)}`);
     },
   });
-  void kernel().catch((error: unknown) => options.log?.(`kernel: could not open its database: ${error instanceof Error ? error.message : String(error)}`));
+  if (!options.env['DATABASE_URL'] && !existsSync(path.join(options.root, KERNEL_STATE_DIR))) {
+    options.log?.(`kernel: creating its embedded database under ${KERNEL_STATE_DIR} (a few seconds, the first time only)`);
+  }
+  await kernel().catch((error: unknown) => options.log?.(`kernel: could not open its database (chats are not recorded until it opens): ${error instanceof Error ? error.message : String(error)}`));
   return {
     kernel,
     journal,

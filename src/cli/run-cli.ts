@@ -11,6 +11,7 @@ import { modelCommand } from './commands/model.js';
 import { predictorCommand } from './commands/predictor.js';
 import { resolveCommand } from './commands/resolve.js';
 import { runCommand } from './commands/run.js';
+import { runnerCommand } from './commands/runner.js';
 import { serveCommand } from './commands/serve.js';
 import { signCommand, verifyCommand } from './commands/sign.js';
 import { statsCommand } from './commands/stats.js';
@@ -35,6 +36,7 @@ Usage:
   kiwi stats [--url URL]               prefetch counters (hits, misses, hit rate, time saved) of a running gateway
   kiwi executions list|show ID|events ID|cancel ID   the kernel's executions on a running gateway (v0 API)
   kiwi approvals list|grant STEP|deny STEP [--reason R]   tool calls that wait for a person, and the answer
+  kiwi runner --kernel URL [--key K] [--runner-id ID] [--tools GLOB,…] [--concurrency N]   run a kernel's remote tool calls here, through this project's tool proxy
   kiwi demo                            a guided tour of the permissioned tool proxy on the demo .ai/ (no server)
 
 Options: --project DIR (default: KIWI_PROJECT or the current folder), --json.
@@ -58,6 +60,7 @@ const COMMANDS: Record<string, Command> = {
   chat: chatCommand,
   executions: executionsCommand,
   approvals: approvalsCommand,
+  runner: runnerCommand,
   keys: keysCommand,
 };
 

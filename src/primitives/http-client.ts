@@ -30,6 +30,12 @@ export interface HttpRequest {
   checkUrl?: (url: URL) => string | null;
   /** stream() only: cap on one SSE event, default 1 MiB. */
   maxEventBytes?: number;
+  /**
+   * stream() only: called once the answer is a 2xx event stream, before any event arrives. A
+   * stream that is quiet until something happens (a job queue's) is connected long before its
+   * first event, and its consumer may need to know.
+   */
+  onOpen?: () => void;
   signal?: AbortSignal;
 }
 
@@ -377,6 +383,7 @@ export function createHttpClient(options: { dispatcher?: Dispatcher } = {}): Htt
         details: { status: res.statusCode, body, url: shown(url), ...retryHeaders(flattenHeaders(res.headers)) },
       });
     }
+    p.onOpen?.();
     const cap = p.maxResponseBytes ?? Number.POSITIVE_INFINITY;
     const parser = createSseDecoder({ maxEventBytes: p.maxEventBytes });
     const text = new TextDecoder();

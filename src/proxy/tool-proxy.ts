@@ -14,7 +14,7 @@ import { authorize, authorizeServer, callContext } from './authorize.js';
 import { checkMcpTool } from '../policy/permission-context.js';
 import type { McpToolInfo } from '../mcp/client-pool.js';
 
-export type CallSource = 'cli' | 'gateway' | 'mcp' | 'prefetch';
+export type CallSource = 'cli' | 'gateway' | 'mcp' | 'prefetch' | 'runner';
 
 export interface ToolCall {
   tool: string;

@@ -335,6 +335,23 @@ describe('http client: SSE streams', () => {
     expect(String(error.details?.body).length).toBeLessThanOrEqual(2048);
   });
 
+  it('says when a quiet stream is open, before its first event, and not for a refused one', async () => {
+    let send: (() => void) | undefined;
+    const { url } = await serve((req, res) => {
+      if (req.url === '/refused') return void res.writeHead(401, { 'Content-Type': 'application/json' }).end('{"error":"unauthorized"}');
+      res.writeHead(200, SSE);
+      res.write(': quiet\n\n');
+      send = () => res.end('data: later\n\n');
+    });
+    const order: string[] = [];
+    const run = collect(client.stream({ method: 'GET', url, onOpen: () => (order.push('open'), send?.()) }));
+    expect((await run).map((e) => e.data)).toEqual(['later']);
+    expect(order).toEqual(['open']);
+    let opened = false;
+    await failure(collect(client.stream({ method: 'GET', url: `${url}/refused`, onOpen: () => (opened = true) })), 'UPSTREAM_HTTP');
+    expect(opened).toBe(false);
+  });
+
   it('throws UPSTREAM_HTTP when a 200 answer is not an event stream', async () => {
     const { url } = await serve((_req, res) => {
       res.writeHead(200, { 'Content-Type': 'application/json' });

@@ -52,13 +52,17 @@ export function openSseChannel(c: Context, onOpen: (channel: SseChannel) => void
       close: finish,
       closed,
     };
+    // Opened before the first byte goes out: a client that has read it is registered (its
+    // connection takes the next execution or job), even if the rest of onOpen is still running.
+    const opening = (async () => onOpen(channel))();
+    opening.catch(() => undefined); // awaited below; not unhandled while the first write waits
     await stream.write('retry: 5000\n\n');
     const heartbeat = setInterval(() => {
       if (queue.length === 0) queue.push(':heartbeat\n\n');
       wake?.();
     }, heartbeatMs);
     try {
-      await onOpen(channel);
+      await opening;
       while (!done || queue.length > 0) {
         if (queue.length === 0) {
           await new Promise<void>((resolve) => (wake = resolve));

@@ -65,6 +65,8 @@ export interface GatewayConfig {
   listen: Pick<ListenLimits, 'bodyTimeoutMs' | 'maxConnections'>;
   mcp: { allowedOrigins: string[] };
   prefetch: PrefetchConfig;
+  /** Each chat and MCP execute/resolve recorded as a kernel execution (default on). */
+  recordChats: boolean;
   /** Problems that do not stop the gateway (an upstream that can never be reached…), for the banner. */
   warnings: string[];
 }
@@ -157,10 +159,11 @@ const schema = z.strictObject({
       embedder: z.enum(PREFETCH_EMBEDDERS, 'must be static or resolver').optional(),
     })
     .optional(),
+  kernel: z.strictObject({ record_chats: z.boolean('must be true or false').optional() }).optional(),
 });
 
 type Raw = z.output<typeof schema>;
-const FIELDS = ['host', 'allowed_hosts', 'tool_menu', 'max_concurrent_requests_per_client', 'port', 'upstreams', 'limits', 'mcp', 'name', 'kind', 'base_url', 'api_key_env', 'models', 'timeout_ms', 'max_turns', 'max_tool_calls', 'max_duration_ms', 'max_result_chars', 'max_repeats', 'max_body_bytes', 'body_timeout_ms', 'max_connections', 'allowed_origins', 'prefetch', 'enabled', 'ttl_ms', 'speculate', 'concurrency', 'min_cosine', 'embedder'];
+const FIELDS = ['host', 'allowed_hosts', 'tool_menu', 'max_concurrent_requests_per_client', 'port', 'upstreams', 'limits', 'mcp', 'name', 'kind', 'base_url', 'api_key_env', 'models', 'timeout_ms', 'max_turns', 'max_tool_calls', 'max_duration_ms', 'max_result_chars', 'max_repeats', 'max_body_bytes', 'body_timeout_ms', 'max_connections', 'allowed_origins', 'prefetch', 'enabled', 'ttl_ms', 'speculate', 'concurrency', 'min_cosine', 'embedder', 'kernel', 'record_chats'];
 
 export async function loadGatewayConfig(file: string, ctx: GatewayConfigContext): Promise<GatewayConfig> {
   const rel = path.relative(ctx.root, file);
@@ -278,6 +281,7 @@ export async function loadGatewayConfig(file: string, ctx: GatewayConfigContext)
       minCosine,
       embedder: prefetchEmbedder,
     },
+    recordChats: raw.kernel?.record_chats ?? true,
     warnings,
   };
 }

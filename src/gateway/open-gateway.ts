@@ -86,15 +86,17 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
       inFlight.add(controller);
       let cancelled = false;
       const summary = { request, mode: run.mode, client: run.caller.client, ...(run.endpoint === undefined ? {} : { endpoint: run.endpoint }) };
-      const execution = kernel.journal.begin({
-        agentId: CHAT_AGENT_ID,
-        input: chatInput(summary),
-        labels: chatLabels(summary),
-        onCancel() {
-          cancelled = true;
-          controller.abort();
-        },
-      });
+      const execution = config.recordChats
+        ? kernel.journal.begin({
+            agentId: CHAT_AGENT_ID,
+            input: chatInput(summary),
+            labels: chatLabels(summary),
+            onCancel() {
+              cancelled = true;
+              controller.abort();
+            },
+          })
+        : undefined;
       const loop = runAgentLoop(
         {
           provider: route.provider,
@@ -112,7 +114,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
       );
       return (async function* tracked() {
         try {
-          yield* recordChat(loop, execution, { mode: run.mode, cancelled: () => cancelled, stepDeadlineMs: config.limits.maxDurationMs });
+          yield* execution === undefined ? loop : recordChat(loop, execution, { mode: run.mode, cancelled: () => cancelled, stepDeadlineMs: config.limits.maxDurationMs });
         } finally {
           inFlight.delete(controller);
           run.signal?.removeEventListener('abort', onClientAbort);
@@ -123,8 +125,8 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     const host = options.host ?? config.host;
     const auth = createClientAuth({ root: project.root, file: path.join(project.root, KEY_FILE), policy: project.policy, openWithoutKeys: isLoopbackHost(host) });
     const guard = createRequestGuard({ allowedHosts: config.allowedHosts, allowedOrigins: config.allowedOrigins, mcpOrigins: config.mcp.allowedOrigins, auth, maxConcurrentPerClient: config.maxConcurrentPerClient });
-    const record = mcpRecorder(kernel.journal, { call: (call) => project.proxy.call(call), stepDeadlineMs: config.limits.maxDurationMs });
-    const metaDeps = { project, resolver: runtime.resolver, steps, record };
+    const record = config.recordChats ? { record: mcpRecorder(kernel.journal, { call: (call) => project.proxy.call(call), stepDeadlineMs: config.limits.maxDurationMs }) } : {};
+    const metaDeps = { project, resolver: runtime.resolver, steps, ...record };
     const mcp = createMcpRoute(metaDeps, { allowedOrigins: config.mcp.allowedOrigins, maxBodyBytes: config.maxBodyBytes, callerOf: guard.callerOf });
     opened.unshift(mcp);
     const app = createGatewayApp({

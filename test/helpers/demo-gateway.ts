@@ -18,6 +18,8 @@ export interface DemoGatewayOptions {
   upstreams?: (llmUrl: string) => string[];
   /** Passed to serveGateway (an upstream's API key variable). */
   extraEnv?: Record<string, string>;
+  /** More of gateway.yaml, after the upstreams (YAML lines). */
+  config?: string;
   /** Changes to the copy before the gateway opens it (a tool added, the policy widened). */
   prepare?: (root: string) => void;
 }
@@ -38,7 +40,7 @@ export async function serveDemoGateway(options: DemoGatewayOptions = {}): Promis
   try {
     options.prepare?.(root);
     const entries = (options.upstreams ?? recordedOpenAi)(llm.url);
-    writeFileSync(path.join(root, '.ai', 'config', 'gateway.yaml'), ['upstreams:', ...entries.map((e) => `  - ${e}`), ''].join('\n'));
+    writeFileSync(path.join(root, '.ai', 'config', 'gateway.yaml'), ['upstreams:', ...entries.map((e) => `  - ${e}`), options.config ?? ''].join('\n'));
     const served = await serveGateway(root, options.extraEnv);
     return {
       ...served,

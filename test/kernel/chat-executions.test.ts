@@ -182,3 +182,19 @@ describe('an MCP call on the gateway', () => {
     }
   }, 30_000);
 });
+
+describe('with record_chats off', () => {
+  it('records nothing and sends no execution id', async () => {
+    const off = await serveDemoGateway({ config: 'kernel: { record_chats: false }\n' });
+    try {
+      const res = await fetch(`${off.server.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'kiwi-demo', messages: [{ role: 'user', content: 'hello' }] }) });
+      expect(res.status).toBe(200);
+      expect(res.headers.get('x-kiwi-execution-id')).toBeNull();
+      await res.json();
+      const listed = (await (await fetch(`${off.server.url}/v0/executions?label=kind:chat`)).json()) as { executions: unknown[] };
+      expect(listed.executions).toEqual([]);
+    } finally {
+      await off.close();
+    }
+  }, 60_000);
+});

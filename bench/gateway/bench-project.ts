@@ -19,8 +19,11 @@ export interface BenchProject {
   remove(): Promise<void>;
 }
 
-/** `prefetch: false` measures the proxy and the loop alone (prefetch embeds snapshots of every answer). */
-export async function createBenchProject(upstreamUrl: string, options: { prefetch: boolean } = { prefetch: true }): Promise<BenchProject> {
+/**
+ * `prefetch: false` measures the proxy and the loop alone (prefetch embeds snapshots of every
+ * answer); `recordChats: false` without the kernel's record of each chat.
+ */
+export async function createBenchProject(upstreamUrl: string, options: { prefetch: boolean; recordChats?: boolean } = { prefetch: true }): Promise<BenchProject> {
   const root = await realpath(await mkdtemp(path.join(tmpdir(), 'kiwi-bench-gateway-')));
   try {
     const source = path.join(REPO_ROOT, '.ai');
@@ -29,7 +32,7 @@ export async function createBenchProject(upstreamUrl: string, options: { prefetc
     await writeFile(path.join(root, 'package.json'), `${JSON.stringify({ name: 'kiwi-bench-project', version: '1.0.0', private: true }, null, 2)}\n`);
     await writeFile(
       path.join(root, '.ai', 'config', 'gateway.yaml'),
-      stringify({ host: '127.0.0.1', port: 0, upstreams: [{ name: 'bench', kind: 'openai', base_url: `${upstreamUrl}/v1`, models: ['bench-*'] }], prefetch: { enabled: options.prefetch } }),
+      stringify({ host: '127.0.0.1', port: 0, upstreams: [{ name: 'bench', kind: 'openai', base_url: `${upstreamUrl}/v1`, models: ['bench-*'] }], prefetch: { enabled: options.prefetch }, kernel: { record_chats: options.recordChats ?? true } }),
     );
     // The demo policy allows 60 calls a minute per tool; the intent phase makes more than that.
     const policyFile = path.join(root, '.ai', 'config', 'policy.yaml');

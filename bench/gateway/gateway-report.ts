@@ -42,7 +42,7 @@ export interface GatewayBenchInput {
   /** Pass-through with a new user message each round (fewer rounds): what a chat pays per message. */
   newMessages: PairedSamples;
   nonStream: { direct: number[]; gateway: number[] };
-  load: { direct: LoadResult; gateway: LoadResult; proxy?: LoadResult; gatewayNoPrefetch?: LoadResult };
+  load: { direct: LoadResult; gateway: LoadResult; proxy?: LoadResult; gatewayNoPrefetch?: LoadResult; gatewayNoRecording?: LoadResult };
   intents: IntentSample[];
   resolveMs: number[];
   /** The tool menu's search for a new message (the search a catalog larger than the menu pays), timed in the gateway process. */
@@ -61,9 +61,11 @@ export function gatewayReport(input: GatewayBenchInput) {
   const fullResponse = pairedDiff(pt.gateway.total, pt.direct.total);
   const nsAdded = pairedDiff(ns.gateway, ns.direct);
   const met = (p: P50P99) => p.p50 <= GOAL.p50Ms && p.p99 <= GOAL.p99Ms;
-  const { proxy, gatewayNoPrefetch } = input.load;
+  const { proxy, gatewayNoPrefetch, gatewayNoRecording } = input.load;
   const vsBareProxy = proxy === undefined || proxy.rps === 0 ? null : round(input.load.gateway.rps / proxy.rps, 3);
   const prefetchCost = gatewayNoPrefetch === undefined || gatewayNoPrefetch.rps === 0 ? null : round(1 - input.load.gateway.rps / gatewayNoPrefetch.rps, 3);
+  // What recording each chat as a kernel execution costs (kernel.record_chats).
+  const recordingCost = gatewayNoRecording === undefined || gatewayNoRecording.rps === 0 ? null : round(1 - input.load.gateway.rps / gatewayNoRecording.rps, 3);
   // Loop overhead per request: what is left of the total after the parts measured on their own.
   // Resolution is timed separately in the gateway process; its i-th sample is paired with the i-th request.
   const overhead = intents.map((s, i) => s.totalMs - s.turn1Ms - s.turn2Ms - s.toolMs - (input.resolveMs[i] ?? 0));
@@ -83,8 +85,9 @@ export function gatewayReport(input: GatewayBenchInput) {
       via_gateway: round(input.load.gateway.rps, 1),
       ...(proxy === undefined ? {} : { bare_proxy: round(proxy.rps, 1) }),
       ...(gatewayNoPrefetch === undefined ? {} : { via_gateway_without_prefetch: round(gatewayNoPrefetch.rps, 1) }),
+      ...(gatewayNoRecording === undefined ? {} : { via_gateway_without_recording: round(gatewayNoRecording.rps, 1) }),
     },
-    ratios: { throughput_vs_bare_proxy: vsBareProxy, prefetch_throughput_cost: prefetchCost },
+    ratios: { throughput_vs_bare_proxy: vsBareProxy, prefetch_throughput_cost: prefetchCost, recording_throughput_cost: recordingCost },
     added_ms_new_message: {
       requests: input.newMessages.gateway.firstToken.length,
       menu: input.project.tools <= input.project.toolMenu ? 'the whole catalog, no search (it fits the menu)' : 'searched for each new message',
@@ -117,6 +120,7 @@ export function gatewayReport(input: GatewayBenchInput) {
       via_gateway: loadSummary(input.load.gateway),
       ...(proxy === undefined ? {} : { bare_proxy: loadSummary(proxy) }),
       ...(gatewayNoPrefetch === undefined ? {} : { via_gateway_without_prefetch: loadSummary(gatewayNoPrefetch) }),
+      ...(gatewayNoRecording === undefined ? {} : { via_gateway_without_recording: loadSummary(gatewayNoRecording) }),
     },
     intent: {
       requests: intents.length,
@@ -172,7 +176,7 @@ export function printGatewayReport(r: GatewayReport): void {
     row('full response, via gateway', r.non_stream.via_gateway_ms),
     row('full response, added (paired)', r.non_stream.added_ms),
     `requests per second: ${r.load.concurrency} concurrent clients, ${r.load.seconds} s each (streaming)`,
-    ...(['direct', 'via_gateway', 'via_gateway_without_prefetch', 'bare_proxy'] as const).flatMap((k) => {
+    ...(['direct', 'via_gateway', 'via_gateway_without_prefetch', 'via_gateway_without_recording', 'bare_proxy'] as const).flatMap((k) => {
       const l = r.load[k];
       if (l === undefined) return [];
       return `  ${k.replaceAll('_', ' ').padEnd(30)}${l.rps.toFixed(1).padStart(9)} req/s  (${l.requests} requests, ${l.errors} errors; latency p50 ${l.latency_ms.p50.toFixed(2)} ms, p99 ${l.latency_ms.p99.toFixed(2)} ms)`;
@@ -188,6 +192,7 @@ export function printGatewayReport(r: GatewayReport): void {
     `goal: added p50 ≤ ${GOAL.p50Ms} ms and p99 ≤ ${GOAL.p99Ms} ms for pass-through — first token ${yes(r.goal.first_token_met)} (p50 ${r.added_ms.first_token.p50.toFixed(3)}, p99 ${r.added_ms.first_token.p99.toFixed(3)}), full response ${yes(r.goal.full_response_met)} (p50 ${r.added_ms.full_response.p50.toFixed(3)}, p99 ${r.added_ms.full_response.p99.toFixed(3)})`,
     `goal: throughput ≥ ${GOAL.throughputVsBareProxy} of the bare proxy's — ${r.ratios.throughput_vs_bare_proxy ?? '-'}: ${yes(r.goal.throughput_met)}`,
     `goal: prefetch costs ≤ ${GOAL.prefetchThroughputCost} of throughput — ${r.ratios.prefetch_throughput_cost ?? '- (run without --no-prefetch to measure)'}${r.goal.prefetch_cost_met === null ? '' : `: ${yes(r.goal.prefetch_cost_met)}`}`,
+    `recording chats as kernel executions costs ${r.ratios.recording_throughput_cost ?? '-'} of throughput`,
   ];
   console.log(lines.join('\n'));
 }

@@ -100,7 +100,7 @@ export async function runGatewayBench(argv: string[]): Promise<void> {
     const newMessages = await helper.call<PairedSamples>('passThrough', { ...targets, n: fresh, warmup: 5, newMessages: true });
     console.error(`non-stream: ${settings.nonStream} pairs…`);
     const nonStream = await helper.call<{ direct: number[]; gateway: number[] }>('nonStream', { ...targets, n: settings.nonStream, warmup: Math.min(settings.warmup, 50) });
-    console.error(`load: ${settings.concurrency} clients × ${settings.seconds} s, direct, via the gateway, via the bare proxy${settings.prefetch ? ', via a gateway without prefetch' : ''}…`);
+    console.error(`load: ${settings.concurrency} clients × ${settings.seconds} s, direct, via the gateway, via the bare proxy${settings.prefetch ? ', via a gateway without prefetch' : ''}, via a gateway without recording…`);
     const loadArgs = { concurrency: settings.concurrency, seconds: settings.seconds };
     const loadDirect = await helper.call<LoadResult>('load', { ...loadArgs, url: targets.direct });
     const loadGateway = await helper.call<LoadResult>('load', { ...loadArgs, url: targets.gateway });
@@ -108,12 +108,20 @@ export async function runGatewayBench(argv: string[]): Promise<void> {
     // What prefetch costs: the same load through a second gateway with prefetch off.
     let loadNoPrefetch: LoadResult | undefined;
     if (settings.prefetch) {
-      const bare = await openComparisonGateway(upstream.ready.url);
+      const bare = await openComparisonGateway(upstream.ready.url, { prefetch: false });
       try {
         loadNoPrefetch = await helper.call<LoadResult>('load', { ...loadArgs, url: `${bare.url}/v1/chat/completions` });
       } finally {
         await bare.close();
       }
+    }
+    // What recording costs: the same load through a gateway that does not record chats.
+    const unrecorded = await openComparisonGateway(upstream.ready.url, { prefetch: settings.prefetch, recordChats: false });
+    let loadNoRecording: LoadResult;
+    try {
+      loadNoRecording = await helper.call<LoadResult>('load', { ...loadArgs, url: `${unrecorded.url}/v1/chat/completions` });
+    } finally {
+      await unrecorded.close();
     }
     console.error(`intent loop: ${settings.intents} requests…`);
     const intents = await profiled('intents', settings.intents + 3, () => helper.call<IntentSample[]>('intents', { ...targets, n: settings.intents, warmup: 3 }));
@@ -125,7 +133,7 @@ export async function runGatewayBench(argv: string[]): Promise<void> {
       passThrough,
       newMessages,
       nonStream,
-      load: { direct: loadDirect, gateway: loadGateway, proxy: loadProxy, ...(loadNoPrefetch ? { gatewayNoPrefetch: loadNoPrefetch } : {}) },
+      load: { direct: loadDirect, gateway: loadGateway, proxy: loadProxy, ...(loadNoPrefetch ? { gatewayNoPrefetch: loadNoPrefetch } : {}), gatewayNoRecording: loadNoRecording },
       intents,
       resolveMs,
       menuSearchMs,
@@ -157,9 +165,9 @@ export async function runGatewayBench(argv: string[]): Promise<void> {
   }
 }
 
-/** A second gateway on its own copy of the project with prefetch off, listening: the baseline of prefetch's cost. */
-async function openComparisonGateway(upstreamUrl: string): Promise<{ url: string; close(): Promise<void> }> {
-  const project = await createBenchProject(upstreamUrl, { prefetch: false });
+/** A second gateway on its own copy of the project, listening: with prefetch or recording off, the baseline of what it costs. */
+async function openComparisonGateway(upstreamUrl: string, options: { prefetch: boolean; recordChats?: boolean }): Promise<{ url: string; close(): Promise<void> }> {
+  const project = await createBenchProject(upstreamUrl, options);
   let gateway: Gateway | undefined;
   try {
     gateway = await openGateway({ projectDir: project.root, userDir: project.userDir, env: { PATH: process.env.PATH, HOME: project.root } });

@@ -45,51 +45,54 @@ export interface ChatWrite {
   end?: { status: Extract<ExecutionStatus, 'completed' | 'failed' | 'cancelled'>; at: string; output?: string };
 }
 
-// Postgres takes at most 65,535 parameters in one statement.
-const ROWS_PER_STATEMENT = 1000;
-
 /** Returns the ids of chats that had ended in the database (cancelled) and were not written to. */
 export async function writeChats(tx: SqlQueryable, writes: readonly ChatWrite[]): Promise<string[]> {
-  const gone: string[] = [];
   const firstSequence = new Map<string, number>();
   const fresh = writes.filter((w) => w.create !== undefined);
-  await insertRows(
+  for (const w of fresh) firstSequence.set(w.id, 1);
+  await insertJson(
     tx,
-    'insert into kernel_executions (id, agent_id, status, input, labels, output, created_at, updated_at, last_sequence, origin) values',
+    'kernel_executions',
+    ['id', 'agent_id', 'status', 'input', 'labels', 'output', 'created_at', 'updated_at', 'last_sequence', 'origin'],
     fresh.map((w) => {
       const c = w.create as NonNullable<ChatWrite['create']>;
-      firstSequence.set(w.id, 1);
       return [w.id, c.agentId, w.end?.status ?? 'running', c.input, JSON.stringify(c.labels), w.end?.output ?? null, c.createdAt, w.end?.at ?? c.createdAt, w.events.length, 'chat'];
     }),
   );
-  await insertRows(
+  await insertJson(
     tx,
-    'insert into kernel_execution_labels (execution_id, key, value) values',
+    'kernel_execution_labels',
+    ['execution_id', 'key', 'value'],
     fresh.flatMap((w) => Object.entries(w.create?.labels ?? {}).map(([key, value]) => [w.id, key, value])),
   );
-  for (const w of writes) {
-    if (w.create !== undefined || (w.events.length === 0 && w.steps.length === 0 && w.end === undefined)) continue;
-    // Only a running chat is written to: the lock this takes orders it after a cancel under way.
-    const [row] = await tx.query<{ last_sequence: number }>(
-      "update kernel_executions set last_sequence = last_sequence + $2, status = coalesce($3, status), output = coalesce($4, output), updated_at = coalesce($5, updated_at) where id = $1 and status = 'running' returning last_sequence",
-      [w.id, w.events.length, w.end?.status ?? null, w.end?.output ?? null, w.end?.at ?? null],
+  const known = writes.filter((w) => w.create === undefined && (w.events.length > 0 || w.steps.length > 0 || w.end !== undefined));
+  if (known.length > 0) {
+    // Only a running chat is written to: the row locks this takes order it after a cancel under way.
+    const rows = await tx.query<{ id: string; last_sequence: number }>(
+      `update kernel_executions e set last_sequence = e.last_sequence + x.n, status = coalesce(x.status, e.status), output = coalesce(x.output, e.output), updated_at = coalesce(x.updated_at, e.updated_at)
+       from json_to_recordset($1::json) as x(id text, n integer, status text, output text, updated_at text)
+       where e.id = x.id and e.status = 'running' returning e.id, e.last_sequence`,
+      [JSON.stringify(known.map((w) => ({ id: w.id, n: w.events.length, status: w.end?.status ?? null, output: w.end?.output ?? null, updated_at: w.end?.at ?? null })))],
     );
-    if (row === undefined) gone.push(w.id);
-    else firstSequence.set(w.id, row.last_sequence - w.events.length + 1);
+    const counts = new Map(known.map((w) => [w.id, w.events.length]));
+    for (const row of rows) firstSequence.set(row.id, row.last_sequence - (counts.get(row.id) ?? 0) + 1);
   }
+  const gone = known.filter((w) => !firstSequence.has(w.id)).map((w) => w.id);
   const live = writes.filter((w) => firstSequence.has(w.id));
   const ended = live.filter((w) => w.end !== undefined).map((w) => w.id);
-  if (ended.length > 0) await tx.query(`delete from kernel_signals where execution_id in (${ended.map((_, k) => `$${k + 1}`).join(', ')})`, ended);
-  await insertRows(
+  if (ended.length > 0) await tx.query('delete from kernel_signals where execution_id in (select value from json_array_elements_text($1::json))', [JSON.stringify(ended)]);
+  await insertJson(
     tx,
-    `insert into kernel_steps (id, execution_id, tool_id, arguments, remote, status, attempt, max_attempts, deadline, result, error, created_at, completed_at) values`,
+    'kernel_steps',
+    ['id', 'execution_id', 'tool_id', 'arguments', 'remote', 'status', 'attempt', 'max_attempts', 'deadline', 'result', 'error', 'created_at', 'completed_at'],
     live.flatMap((w) => w.steps.map((s) => [s.id, w.id, s.toolId, s.arguments, false, s.status, 1, 1, s.deadline, s.result ?? null, s.error ?? null, s.createdAt, s.completedAt ?? null])),
     // A step settles once: a cancel that got there first stays.
     "on conflict (id) do update set status = excluded.status, result = excluded.result, error = excluded.error, completed_at = excluded.completed_at where kernel_steps.status = 'running'",
   );
-  await insertRows(
+  await insertJson(
     tx,
-    'insert into kernel_events (execution_id, sequence, id, step_id, type, timestamp, payload, causation_id, correlation_id) values',
+    'kernel_events',
+    ['execution_id', 'sequence', 'id', 'step_id', 'type', 'timestamp', 'payload', 'causation_id', 'correlation_id'],
     live.flatMap((w) => {
       const first = firstSequence.get(w.id) as number;
       return w.events.map((e, i) => [w.id, first + i, e.id, e.stepId ?? null, e.type, e.timestamp, e.payload, e.causationId, e.correlationId]);
@@ -98,14 +101,13 @@ export async function writeChats(tx: SqlQueryable, writes: readonly ChatWrite[])
   return gone;
 }
 
-async function insertRows(tx: SqlQueryable, head: string, rows: SqlValue[][], tail = ''): Promise<void> {
-  for (let start = 0; start < rows.length; start += ROWS_PER_STATEMENT) {
-    const values: SqlValue[] = [];
-    const tuples = rows.slice(start, start + ROWS_PER_STATEMENT).map((row) => {
-      const at = values.length;
-      values.push(...row);
-      return `(${row.map((_, k) => `$${at + k + 1}`).join(', ')})`;
-    });
-    await tx.query(`${head} ${tuples.join(', ')} ${tail}`, values);
-  }
+/**
+ * Rows given as one JSON parameter, read back with the table's own row type: one statement and
+ * one parameter however many rows (binding each value costs far more, in PGlite most of all).
+ */
+async function insertJson(tx: SqlQueryable, table: string, columns: readonly string[], rows: readonly SqlValue[][], tail = ''): Promise<void> {
+  if (rows.length === 0) return;
+  const records = rows.map((row) => Object.fromEntries(columns.map((c, i) => [c, row[i] ?? null])));
+  const list = columns.join(', ');
+  await tx.query(`insert into ${table} (${list}) select ${list} from json_populate_recordset(null::${table}, $1::json) ${tail}`, [JSON.stringify(records)]);
 }

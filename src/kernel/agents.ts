@@ -43,8 +43,7 @@ interface SessionRow extends Record<string, unknown> {
 export function createAgents({ db, hub, instanceId, now }: AgentsDeps): Agents {
   async function assign(executionId: string): Promise<void> {
     const [target] = await db.query<{ agent_id: string }>('select agent_id from kernel_executions where id = $1', [executionId]);
-    const connection = target === undefined ? undefined : hub.next(target.agent_id);
-    if (connection === undefined) return;
+    if (target === undefined || !hub.connected(target.agent_id)) return;
     const at = now();
     const sessionId = uuidv7(at.getTime());
     const assigned = await db.transaction(async (tx) => {
@@ -52,14 +51,18 @@ export function createAgents({ db, hub, instanceId, now }: AgentsDeps): Agents {
       if (row === undefined || row.status !== 'pending') return undefined;
       const [existing] = await tx.query('select id from kernel_sessions where execution_id = $1', [executionId]);
       if (existing !== undefined) return undefined;
+      // The turn goes only to an assignment that happens: a connect and a create that race to
+      // assign one execution must not use up two turns between them (§8.2, round-robin).
+      const connection = hub.next(row.agent_id);
+      if (connection === undefined) return undefined;
       await tx.query('insert into kernel_sessions (id, execution_id, agent_id, consumer_id, owner, created_at) values ($1, $2, $3, $4, $5, $6)', [sessionId, executionId, row.agent_id, connection.consumerId, instanceId, at.toISOString()]);
       await setExecutionStatus(tx, executionId, 'running', at);
       await appendEvents(tx, executionId, [{ type: 'execution.started', payload: { session_id: sessionId, consumer_id: connection.consumerId } }], {}, at);
-      return { row, history: await stepHistory(tx, executionId) };
+      return { row, connection, history: await stepHistory(tx, executionId) };
     });
     if (assigned === undefined) return;
     const labels = JSON.parse(assigned.row.labels) as Record<string, string>;
-    const sent = connection.channel.send('execution.assigned', {
+    const sent = assigned.connection.channel.send('execution.assigned', {
       execution_id: executionId,
       session_id: sessionId,
       agent_id: assigned.row.agent_id,

@@ -20,14 +20,17 @@ export interface Runners {
   disconnect(connection: RunnerConnection): void;
   /** Replaces the tools of every connection of `runnerId`. */
   setCapabilities(runnerId: string, tools: string[]): Promise<void>;
-  /** Inside an intent's transaction: the first job of a remote step, queued. */
-  enqueue(tx: SqlQueryable, step: { id: string; executionId: string; toolId: string; arguments: unknown; attempt: number; deadline: string }, at: Date, notBefore?: Date): Promise<string>;
+  /**
+   * Inside an intent's (or an approval's) transaction, which writes its step.dispatched: the job
+   * of a remote step, queued. Once committed, pass it to `dispatchQueued`.
+   */
+  enqueue(tx: SqlQueryable, step: { id: string; executionId: string; toolId: string; arguments: unknown; attempt: number; deadline: string }, at: Date): Promise<string>;
   /**
    * Hands out every queued job that is due and has an idle runner. A job handed out from the
-   * queue gets a step.dispatched naming its runner (§13), except `fresh`: the one an intent just
-   * queued, whose step.dispatched the intent wrote.
+   * queue gets a step.dispatched naming its runner (§13), except `justQueued` (what `enqueue`
+   * returned) if it goes out now or went out already: its step.dispatched is the intent's.
    */
-  dispatchQueued(fresh?: string): Promise<void>;
+  dispatchQueued(justQueued?: string): Promise<void>;
   started(stepId: string, input: { executionId: unknown; runnerId: unknown }): Promise<void>;
   result(runnerId: string, input: Record<string, unknown>): Promise<void>;
   /** Scans the queue every `intervalMs` (1 s, as Rebuno's): retries whose backoff has passed go out. */
@@ -58,6 +61,8 @@ interface JobRow extends Record<string, unknown> {
 }
 
 const MAX_ERROR_CHARS = 4096;
+/** Far more jobs than are ever queued at one instant. */
+const MAX_FRESH = 10_000;
 /** Go's zero time, which Rebuno's runners receive as `not_before` (§7.1). */
 const ZERO_TIME = '0001-01-01T00:00:00Z';
 
@@ -66,9 +71,16 @@ export function createRunners(deps: RunnersDeps): Runners {
   let dispatching: Promise<void> | undefined;
   let again = false;
   let timer: NodeJS.Timeout | undefined;
+  /**
+   * Jobs `enqueue` queued, until the attempt to send them that follows their commit: a scan of
+   * the queue that gets to one first (the beat, another runner's result) sends it at once, as
+   * that attempt would have, so without a second step.dispatched. In insertion order, capped: an
+   * id whose transaction failed is never sent, nor forgotten otherwise.
+   */
+  const fresh = new Set<string>();
 
   /** Takes one due queued job for one of `tools`, locking it against other gateways. */
-  async function take(tools: string[], at: Date, fresh: string | undefined): Promise<{ job: JobRow; connection: RunnerConnection } | undefined> {
+  async function take(tools: string[], at: Date): Promise<{ job: JobRow; connection: RunnerConnection } | undefined> {
     return db.transaction(async (tx) => {
       const [job] = await tx.query<JobRow>(
         `select * from kernel_jobs where state = 'queued' and not_before <= $1 and tool_id in (${tools.map((_, i) => `$${i + 2}`).join(', ')}) order by created_at, id limit 1 for update skip locked`,
@@ -84,7 +96,7 @@ export function createRunners(deps: RunnersDeps): Runners {
       }
       await tx.query("update kernel_jobs set state = 'sent', runner_id = $2, consumer_id = $3, owner = $4 where id = $1", [job.id, connection.runnerId, connection.consumerId, deps.instanceId]);
       await tx.query("update kernel_steps set status = 'dispatched' where id = $1", [job.step_id]);
-      if (job.id !== fresh) {
+      if (!fresh.delete(job.id)) {
         await appendEvents(tx, job.execution_id, [{ type: 'step.dispatched', stepId: job.step_id, payload: { runner_id: connection.runnerId, job_id: job.id, deadline: job.deadline } }], {}, at);
       }
       connection.job = job.id;
@@ -92,11 +104,11 @@ export function createRunners(deps: RunnersDeps): Runners {
     });
   }
 
-  async function dispatchOnce(fresh: string | undefined): Promise<void> {
+  async function dispatchOnce(): Promise<void> {
     for (;;) {
       const tools = [...hub.idleTools()];
       if (tools.length === 0) return;
-      const taken = await take(tools, now(), fresh);
+      const taken = await take(tools, now());
       if (taken === undefined) return;
       const { job, connection } = taken;
       const sent = connection.channel.send('job.assigned', {
@@ -114,24 +126,31 @@ export function createRunners(deps: RunnersDeps): Runners {
     }
   }
 
-  async function dispatchQueued(fresh?: string): Promise<void> {
+  async function dispatchQueued(justQueued?: string): Promise<void> {
+    try {
+      await dispatchPass();
+    } finally {
+      // Sent by now, or it waits in the queue like any other job.
+      if (justQueued !== undefined) fresh.delete(justQueued);
+    }
+  }
+
+  async function dispatchPass(): Promise<void> {
     // One pass at a time; a call during a pass asks for one more after it.
     if (dispatching !== undefined) {
       again = true;
       return dispatching;
     }
     dispatching = (async () => {
-      let first = fresh;
       do {
         again = false;
-        await dispatchOnce(first);
-        first = undefined;
+        await dispatchOnce();
       } while (again);
     })().finally(() => (dispatching = undefined));
     return dispatching;
   }
 
-  async function enqueue(tx: SqlQueryable, step: Parameters<Runners['enqueue']>[1], at: Date, notBefore?: Date): Promise<string> {
+  async function insertJob(tx: SqlQueryable, step: Parameters<Runners['enqueue']>[1], at: Date, notBefore?: Date): Promise<string> {
     const id = uuidv7(at.getTime());
     await tx.query(
       "insert into kernel_jobs (id, execution_id, step_id, attempt, tool_id, arguments, deadline, not_before, state, created_at) values ($1, $2, $3, $4, $5, $6, $7, $8, 'queued', $9)",
@@ -156,7 +175,12 @@ export function createRunners(deps: RunnersDeps): Runners {
       await dispatchQueued();
     },
 
-    enqueue,
+    async enqueue(tx, step, at) {
+      const id = await insertJob(tx, step, at);
+      fresh.add(id);
+      if (fresh.size > MAX_FRESH) fresh.delete(fresh.values().next().value as string);
+      return id;
+    },
 
     dispatchQueued,
 
@@ -217,7 +241,7 @@ export function createRunners(deps: RunnersDeps): Runners {
             await tx.query("update kernel_steps set status = 'pending', attempt = $2, deadline = $3 where id = $1", [stepId, next, deadline]);
             // 2 s before attempt 2, 4 s before 3, at most 30 s (§11.2).
             const backoffMs = Math.min(1000 * 2 ** (next - 1), 30_000);
-            await enqueue(tx, { id: stepId, executionId, toolId: step.tool_id, arguments: JSON.parse(step.arguments) as unknown, attempt: next, deadline }, at, new Date(at.getTime() + backoffMs));
+            await insertJob(tx, { id: stepId, executionId, toolId: step.tool_id, arguments: JSON.parse(step.arguments) as unknown, attempt: next, deadline }, at, new Date(at.getTime() + backoffMs));
             return undefined;
           }
           await tx.query("update kernel_steps set status = 'failed', error = $2, completed_at = $3 where id = $1", [stepId, error, at.toISOString()]);

@@ -8,8 +8,8 @@ import { executeScript, scriptedLoop } from '../fixtures/http-edges/scripted-loo
 
 /**
  * Agents on the kernel (V0-API.md §6, §8, §9, §10), as an agent written against the spec sees
- * it: HTTP and SSE on 127.0.0.1 only. The conformance checklist's items 7–11, 23 and 24, on both
- * backends.
+ * it: HTTP and SSE on 127.0.0.1 only, on both backends. The conformance checklist (§18) is
+ * conformance.test.ts; these are the edges around its items 7–11, 23, 24 and 30.
  */
 
 describe.each(kernelBackends())('on %s', (_backend, open) => {
@@ -79,19 +79,6 @@ describe.each(kernelBackends())('on %s', (_backend, open) => {
     expect(await get(e['id'] as string)).toMatchObject({ status: 'failed' });
     const log = (await (await fetch(`${server.url}/v0/executions/${e['id'] as string}/events`)).json()) as { events: { type: string; payload: unknown }[] };
     expect(log.events.at(-1)).toMatchObject({ type: 'execution.failed', payload: { error: 'boom' } });
-  });
-
-  it('shares executions round-robin between two consumers of one agent, and refuses a stream without ids', async () => {
-    const agent = `pool-${Date.now()}`;
-    const a = await connect(agent, `${agent}-a`);
-    const b = await connect(agent, `${agent}-b`);
-    const one = await create(agent);
-    const two = await create(agent);
-    const got = [(await a.next('execution.assigned')).data, (await b.next('execution.assigned')).data].map((d) => (d as { execution_id: string }).execution_id).sort();
-    expect(got).toEqual([one['id'], two['id']].sort());
-    const refused = await fetch(`${server.url}/v0/agents/stream?agent_id=${agent}`);
-    expect(refused.status).toBe(400);
-    expect(await refused.json()).toEqual({ error: 'agent_id and consumer_id query params are required', code: 'VALIDATION_ERROR' });
   });
 
   it('puts a running execution back to pending when its agent goes, and assigns it again with a new session', async () => {

@@ -6,8 +6,8 @@ import { kernelBackends } from '../fixtures/kernel/backends.js';
 
 /**
  * The kernel's executions API (V0-API.md §5, §14, §16) through the gateway's HTTP app, on both
- * backends: PGlite in memory, and a real Postgres server: the conformance checklist's items 1,
- * 3–6 and 29.
+ * backends: PGlite in memory, and a real Postgres server. The conformance checklist (§18) is
+ * conformance.test.ts; these are the edges around its items 3–6 and 29.
  */
 
 describe.each(kernelBackends())('on %s', (_backend, open) => {
@@ -40,13 +40,6 @@ describe.each(kernelBackends())('on %s', (_backend, open) => {
     expect(Object.keys(body).sort()).toEqual(['code', 'error']);
     return body.error;
   }
-
-  describe('health and readiness', () => {
-    it('answer without a key', async () => {
-      expect(await (await app.request('/v0/health')).json()).toEqual({ status: 'ok' });
-      expect(await (await app.request('/v0/ready')).json()).toEqual({ status: 'ready' });
-    });
-  });
 
   describe('creating and reading executions', () => {
     it('creates a pending execution that echoes its input and labels, as the client sent them', async () => {

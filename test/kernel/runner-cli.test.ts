@@ -7,11 +7,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/run-cli.js';
-import { createClientAuth } from '../../src/clients/client-auth.js';
-import { createKey } from '../../src/clients/key-store.js';
-import { createRequestGuard, DEFAULT_ALLOWED_HOSTS } from '../../src/http/request-guard.js';
 import { openKernel } from '../../src/kernel/open-kernel.js';
-import { createPermissionContext, emptyRules } from '../../src/policy/permission-context.js';
 import { useKernelServer, type WireEvent } from '../fixtures/kernel/kernel-server.js';
 import { createTempProject, REPO_ROOT } from '../helpers/temp-project.js';
 
@@ -24,11 +20,8 @@ import { createTempProject, REPO_ROOT } from '../helpers/temp-project.js';
  */
 
 const gatewayDir = mkdtempSync(path.join(tmpdir(), 'kiwi-runner-kernel-'));
-const keyFile = path.join(gatewayDir, 'keys.json');
 const policyFile = path.join(gatewayDir, 'kernel-policy.yaml');
 writeFileSync(policyFile, 'rules:\n  - { id: all, priority: 1, then: { decision: allow } }\n');
-const { key } = await createKey(keyFile, 'ops');
-const auth = { authorization: `Bearer ${key}` };
 
 const project = createTempProject();
 project.write('.ai/tools/test/shout.yaml', 'tool_id: shout\ntool_type: script\nexecutor: subprocess\nversion: "1.0.0"\ndescription: upper-cases a text\nmutates_state: false\nconfig: { command: node, script: shout.mjs, args: ["{script}", "{text}"] }\nparameters:\n  - { name: text, type: string, required: true }\n');
@@ -47,10 +40,9 @@ afterAll(() => {
   rmSync(gatewayDir, { recursive: true, force: true });
 });
 
-const server = useKernelServer(async () => ({ kernel: await openKernel({ root: '/nonexistent', inMemory: true, policyFile, reaperIntervalMs: 0 }), stop: async () => undefined }), {
-  guard: createRequestGuard({ allowedHosts: DEFAULT_ALLOWED_HOSTS, allowedOrigins: [], auth: createClientAuth({ root: gatewayDir, file: keyFile, policy: createPermissionContext(gatewayDir, emptyRules(), 'test policy'), openWithoutKeys: true }) }),
-  headers: auth,
-});
+const server = useKernelServer(async () => ({ kernel: await openKernel({ root: '/nonexistent', inMemory: true, policyFile, reaperIntervalMs: 0 }), stop: async () => undefined }), { bearerToken: true });
+/** The client key the kernel requires (made when the server opens). */
+const key = (): string => server.token as string;
 
 interface RunnerProcess {
   child: ChildProcessWithoutNullStreams;
@@ -65,7 +57,7 @@ afterEach(() => {
   for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
 });
 
-function spawnRunner(args: string[], env: Record<string, string> = { KIWI_KERNEL_KEY: key }): RunnerProcess {
+function spawnRunner(args: string[], env: Record<string, string> = { KIWI_KERNEL_KEY: key() }): RunnerProcess {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'runner', '--project', project.root, ...args], {
     cwd: REPO_ROOT,
     env: { PATH: process.env['PATH'] ?? '', HOME: project.root, KIWI_USER_DIR: path.join(project.root, 'no-user-tier'), ...env },
@@ -147,7 +139,7 @@ describe('kiwi runner', () => {
 
     // Nobody runs shout now: the call waits in the queue, and the next runner gets it.
     const queued = (await agent.invoke('shout', { text: 'later' }, { remote: true })).body['step_id'] as string;
-    const next = spawnRunner(['--kernel', server.url, '--runner-id', 'box-1', '--json', '--key', key], {});
+    const next = spawnRunner(['--kernel', server.url, '--runner-id', 'box-1', '--json', '--key', key()], {});
     expect((await agent.stream.next('tool.result', 30_000)).data).toMatchObject({ step_id: queued, status: 'succeeded', result: { text: 'LATER' } });
     expect((await stepEvents(agent.id, queued)).filter((e) => e.type === 'step.dispatched').map((e) => e.payload['runner_id'])).toEqual(['', 'box-1']);
     next.child.kill('SIGINT');

@@ -11,8 +11,9 @@ import { executeScript, scriptedLoop } from '../fixtures/http-edges/scripted-loo
 
 /**
  * Remote tools on runners (V0-API.md §7, §11.2, §13) as spec-only HTTP/SSE agents and runners see
- * them: the conformance checklist's items 18–22 and 32, on both backends. The queue is scanned
- * by the test (`runners.dispatchQueued()`) on a clock it moves, instead of every second.
+ * them, on both backends. The conformance checklist (§18) is conformance.test.ts; these are the
+ * edges around its items 18, 22 and 32. The queue is scanned by the test
+ * (`runners.dispatchQueued()`) on a clock it moves, instead of every second.
  */
 
 const dir = mkdtempSync(path.join(tmpdir(), 'kiwi-kernel-runners-'));
@@ -82,66 +83,6 @@ describe.each(kernelBackends({ policyFile, now, reaperIntervalMs: 0, queueInterv
     expect((await report('r1', job, { success: true })).body).toEqual({ error: 'step already resolved', code: 'CONFLICT' });
     expect((await report('r1', { ...job, step_id: 'nope' }, { success: true })).status).toBe(404);
     expect((await post('/v0/runners/r1/results', { job_id: job.id })).body).toEqual({ error: 'job_id, execution_id, and step_id are required', code: 'VALIDATION_ERROR' });
-  });
-
-  it('queues a call no runner can take, and delivers it when a capable runner connects, naming it', async () => {
-    const tool = `late_${tag()}`;
-    const a = await started();
-    const stepId = (await a.invoke(tool)).body['step_id'] as string;
-    await kernel.runners.dispatchQueued();
-    const runner = await sse(`/v0/runners/stream?runner_id=r2&consumer_id=r2-${tag()}&capabilities=${tool}`);
-    const job = (await runner.next('job.assigned')).data as Job;
-    expect(job.step_id).toBe(stepId);
-    expect((await log(a.id)).filter((e) => e.type === 'step.dispatched').map((e) => e.payload['runner_id'])).toEqual(['', 'r2']);
-  });
-
-  it('gives one connection one job at a time, the next once it reports', async () => {
-    const tool = `one_${tag()}`;
-    const runner = await sse(`/v0/runners/stream?runner_id=r3&consumer_id=r3-${tag()}&capabilities=${tool}`);
-    const a = await started();
-    await a.invoke(tool, { n: 1 });
-    await a.invoke(tool, { n: 2 });
-    const first = (await runner.next('job.assigned')).data as Job;
-    await kernel.runners.dispatchQueued();
-    await expect(runner.next('job.assigned', 300)).rejects.toThrow(/no job.assigned/);
-    await report('r3', first, { success: true });
-    const second = (await runner.next('job.assigned')).data as Job;
-    expect([first.arguments, second.arguments]).toEqual([{ n: 1 }, { n: 2 }]);
-  });
-
-  it('retries a retryable failure after a backoff, up to three attempts, then fails it to the agent', async () => {
-    const tool = `flaky_${tag()}`;
-    const runner = await sse(`/v0/runners/stream?runner_id=r4&consumer_id=r4-${tag()}&capabilities=${tool}`);
-    const a = await started();
-    const stepId = (await a.invoke(tool)).body['step_id'] as string;
-    const first = (await runner.next('job.assigned')).data as Job;
-    await report('r4', first, { success: false, error: 'busy', retryable: true });
-    clock += 1000;
-    await kernel.runners.dispatchQueued();
-    await expect(runner.next('job.assigned', 300)).rejects.toThrow(/no job.assigned/); // 2 s before attempt 2
-    clock += 1000;
-    await kernel.runners.dispatchQueued();
-    const second = (await runner.next('job.assigned')).data as Job;
-    expect(second).toMatchObject({ step_id: stepId, attempt: 2 });
-    expect(second.id).not.toBe(first.id);
-    await report('r4', second, { success: false, error: 'busy', retryable: true });
-    clock += 4000;
-    await kernel.runners.dispatchQueued();
-    const third = (await runner.next('job.assigned')).data as Job;
-    expect(third.attempt).toBe(3);
-    await report('r4', third, { success: false, error: 'still busy', retryable: true });
-    expect((await a.stream.next('tool.result')).data).toEqual({ execution_id: a.id, step_id: stepId, status: 'failed', error: 'still busy' });
-    const types = (await log(a.id)).filter((e) => e.step_id === stepId).map((e) => `${e.type}${e.type === 'step.retried' ? ` ${String(e.payload['next_attempt'])}` : ''}`);
-    expect(types).toEqual(['step.created', 'step.dispatched', 'step.failed', 'step.retried 2', 'step.dispatched', 'step.failed', 'step.retried 3', 'step.dispatched', 'step.failed']);
-  });
-
-  it('fails a failure that is not retryable at once', async () => {
-    const tool = `hard_${tag()}`;
-    const runner = await sse(`/v0/runners/stream?runner_id=r5&consumer_id=r5-${tag()}&capabilities=${tool}`);
-    const a = await started();
-    await a.invoke(tool);
-    await report('r5', (await runner.next('job.assigned')).data as Job, { success: false, error: 'bad input' });
-    expect((await a.stream.next('tool.result')).data).toMatchObject({ status: 'failed', error: 'bad input' });
   });
 
   it("routes by the capabilities a runner updates, and drops a cancelled execution's queued job", async () => {

@@ -10,8 +10,9 @@ import { openSse, type SseClient } from '../fixtures/kernel/sse-client.js';
 import { executeScript, scriptedLoop } from '../fixtures/http-edges/scripted-loop.js';
 
 /**
- * Signals, waits and approvals (V0-API.md §9, §12) as a spec-only HTTP/SSE agent sees them: the
- * conformance checklist's items 16, 17, 26, 27 and 28, on both backends.
+ * Signals, waits and approvals (V0-API.md §9, §12) as a spec-only HTTP/SSE agent sees them, on
+ * both backends. The conformance checklist (§18) is conformance.test.ts; these are the edges
+ * around its items 16, 17 and 26–28.
  */
 
 const dir = mkdtempSync(path.join(tmpdir(), 'kiwi-kernel-signals-'));

@@ -45,18 +45,18 @@ export interface ChatWrite {
   end?: { status: Extract<ExecutionStatus, 'completed' | 'failed' | 'cancelled'>; at: string; output?: string };
 }
 
-/** Returns the ids of chats that had ended in the database (cancelled) and were not written to. */
-export async function writeChats(tx: SqlQueryable, writes: readonly ChatWrite[]): Promise<string[]> {
+/** `owner`: the kernel instance running them. Returns the ids of chats that had ended in the database (cancelled) and were not written to. */
+export async function writeChats(tx: SqlQueryable, writes: readonly ChatWrite[], owner: string): Promise<string[]> {
   const firstSequence = new Map<string, number>();
   const fresh = writes.filter((w) => w.create !== undefined);
   for (const w of fresh) firstSequence.set(w.id, 1);
   await insertJson(
     tx,
     'kernel_executions',
-    ['id', 'agent_id', 'status', 'input', 'labels', 'output', 'created_at', 'updated_at', 'last_sequence', 'origin'],
+    ['id', 'agent_id', 'status', 'input', 'labels', 'output', 'created_at', 'updated_at', 'last_sequence', 'origin', 'owner'],
     fresh.map((w) => {
       const c = w.create as NonNullable<ChatWrite['create']>;
-      return [w.id, c.agentId, w.end?.status ?? 'running', c.input, JSON.stringify(c.labels), w.end?.output ?? null, c.createdAt, w.end?.at ?? c.createdAt, w.events.length, 'chat'];
+      return [w.id, c.agentId, w.end?.status ?? 'running', c.input, JSON.stringify(c.labels), w.end?.output ?? null, c.createdAt, w.end?.at ?? c.createdAt, w.events.length, 'chat', owner];
     }),
   );
   await insertJson(

@@ -16,6 +16,10 @@ export interface ExecutionRow extends Record<string, unknown> {
   block_reason: string | null;
   /** The signal type, or the step awaiting approval. */
   block_ref: string | null;
+  /** 'api': created through /v0; 'chat': a request the gateway runs itself. */
+  origin: 'api' | 'chat';
+  /** For a chat: the kernel instance running it. */
+  owner: string | null;
 }
 
 /** The row, locked until the transaction ends: all writes to one execution are serialised (§9). */

@@ -137,4 +137,18 @@ export const KERNEL_MIGRATIONS: readonly Migration[] = [
       "alter table kernel_executions add column origin text not null default 'api' check (origin in ('api', 'chat'))",
     ],
   },
+  {
+    version: 7,
+    name: 'kernel instances',
+    statements: [
+      // Each instance on the database, with its last sign of life (instances.ts).
+      `create table kernel_instances (
+        id text primary key,
+        started_at text not null,
+        heartbeat_at text not null
+      )`,
+      // The instance running a chat: if it goes silent, another fails the chat.
+      'alter table kernel_executions add column owner text',
+    ],
+  },
 ];

@@ -5,9 +5,6 @@ import { openPostgresDb } from '../store/sql/postgres-db.js';
 import type { SqlDb } from '../store/sql/sql-db.js';
 import { createAgentHub } from './agent-hub.js';
 import { createAgents, type Agents } from './agents.js';
-import { appendEvents } from './event-log.js';
-import { setExecutionStatus } from './execution-rows.js';
-import { cancelOpenSteps } from './steps.js';
 import { createExecutions, type Executions } from './executions.js';
 import { createIntents, type Intents } from './intents.js';
 import { createRateLimiter, NO_POLICY } from './kernel-policy.js';
@@ -15,6 +12,7 @@ import { loadKernelPolicy } from './kernel-policy-file.js';
 import { createReaper, type Reaper } from './reaper.js';
 import { createRunnerHub } from './runner-hub.js';
 import { createRunners, type Runners } from './runners.js';
+import { createInstances, HEARTBEAT_MS, recoverExecutions } from './instances.js';
 import { createSignals, type Signals } from './signals.js';
 import { uuidv7 } from './uuidv7.js';
 import { KERNEL_MIGRATIONS } from './kernel-migrations.js';
@@ -61,6 +59,8 @@ export interface OpenKernelOptions {
   executionTimeoutMs?: number;
   /** How often queued jobs are looked at (default 1 s); 0 for never (tests call `runners.dispatchQueued()`). */
   queueIntervalMs?: number;
+  /** How often this instance tells the others on the database it is alive (default 10 s); 0 for once (tests). */
+  heartbeatIntervalMs?: number;
   /** The chats this process runs as executions: a cancel lets them write what they queued, and stops them. */
   chats?: Pick<ChatJournal, 'detach'>;
 }
@@ -76,15 +76,19 @@ export async function openKernel(options: OpenKernelOptions): Promise<Kernel> {
     throw error;
   }
   const now = options.now ?? ((): Date => new Date());
-  // Embedded, the database is this process's alone: sessions left by a previous run have lost
-  // their connections. (On a shared server, other gateways' sessions are alive; telling which
-  // are not would need the instances' heartbeats, not built yet.)
-  if (db.kind === 'pglite') await recoverSessions(db, now());
+  // Embedded, the database is this process's alone: what a previous run held has lost its
+  // connections. On a shared server, other gateways' are alive; the heartbeats tell which are not.
+  if (db.kind === 'pglite') {
+    await recoverExecutions(db, now());
+    await db.query('delete from kernel_instances');
+  }
   const instanceId = uuidv7();
+  const instances = createInstances(db, instanceId, now);
+  await instances.start(options.heartbeatIntervalMs ?? HEARTBEAT_MS);
   const agents = createAgents({ db, hub: createAgentHub(), instanceId, now });
   const runners = createRunners({ db, hub: createRunnerHub(), agents, instanceId, now, stepTimeoutMs: STEP_TIMEOUT_MS });
   const signals = createSignals({ db, agents, runners, now, stepTimeoutMs: STEP_TIMEOUT_MS });
-  const reaper = createReaper({ db, agents, now, ...(options.executionTimeoutMs === undefined ? {} : { executionTimeoutMs: options.executionTimeoutMs }), ...(options.reaperIntervalMs ? { intervalMs: options.reaperIntervalMs } : {}) });
+  const reaper = createReaper({ db, agents, now, recoverDead: (at) => instances.recoverDead(at), ...(options.executionTimeoutMs === undefined ? {} : { executionTimeoutMs: options.executionTimeoutMs }), ...(options.reaperIntervalMs ? { intervalMs: options.reaperIntervalMs } : {}) });
   if (options.reaperIntervalMs !== 0) reaper.start();
   if (options.queueIntervalMs !== 0) runners.start(options.queueIntervalMs ?? 1000);
   const executions = createExecutions(db, { now });
@@ -100,7 +104,7 @@ export async function openKernel(options: OpenKernelOptions): Promise<Kernel> {
     runners,
     intents: createIntents({ db, agents, runners, signals, policy: () => policy, limiter: createRateLimiter(), now, stepTimeoutMs: STEP_TIMEOUT_MS }),
     signals,
-    writeChats: (writes) => db.transaction((tx) => writeChats(tx, writes)),
+    writeChats: (writes) => db.transaction((tx) => writeChats(tx, writes, instanceId)),
     async ready() {
       try {
         await db.query('select 1');
@@ -113,30 +117,8 @@ export async function openKernel(options: OpenKernelOptions): Promise<Kernel> {
     async close() {
       await reaper.stop();
       await runners.stop();
+      await instances.stop().catch(() => undefined);
       await db.close();
     },
   };
-}
-
-/**
- * §16: on restart, sessions are purged and executions that were running or blocked go back to
- * pending, to be assigned again; the steps their agents held are cancelled with them. A chat of
- * the gateway cannot go on (its client's connection went with the process): it fails.
- */
-async function recoverSessions(db: SqlDb, at: Date): Promise<void> {
-  const stale = await db.query<{ id: string; status: string; origin: string }>("select id, status, origin from kernel_executions where status in ('running', 'blocked')");
-  for (const { id, status, origin } of stale) {
-    await db.transaction(async (tx) => {
-      if (origin === 'chat') {
-        await cancelOpenSteps(tx, id, 'gateway stopped', at);
-        await setExecutionStatus(tx, id, 'failed', at);
-        await appendEvents(tx, id, [{ type: 'execution.failed', payload: { error: 'the gateway stopped before the chat ended' } }], {}, at);
-        return;
-      }
-      await cancelOpenSteps(tx, id, 'agent disconnected', at);
-      await setExecutionStatus(tx, id, 'pending', at);
-      await appendEvents(tx, id, [{ type: 'execution.reset', payload: { reason: 'recovery', from_status: status } }], {}, at);
-    });
-  }
-  await db.query('delete from kernel_sessions');
 }

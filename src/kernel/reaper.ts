@@ -27,6 +27,8 @@ export interface ReaperDeps {
   intervalMs?: number;
   /** Default 1 h. */
   executionTimeoutMs?: number;
+  /** What instances gone silent held, recovered first (instances.ts). */
+  recoverDead?: (at: Date) => Promise<void>;
   /** Told when a pass fails (the next one tries again). */
   onError?: (error: unknown) => void;
 }
@@ -99,6 +101,7 @@ export function createReaper(deps: ReaperDeps): Reaper {
 
   async function sweep(): Promise<void> {
     const at = now();
+    await deps.recoverDead?.(at);
     await timeOutSteps(at);
     await timeOutExecutions(at);
     await recoverBlocked(at);

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGatewayApp } from '../../src/http/app.js';
 import { listen, type Listener } from '../../src/http/listen.js';
+import { createChatJournal } from '../../src/kernel/chat-journal.js';
 import { openKernel, type Kernel } from '../../src/kernel/open-kernel.js';
 import { executeScript, scriptedLoop } from '../fixtures/http-edges/scripted-loop.js';
 import { openSse, type SseClient, type SseEventIn } from '../fixtures/kernel/sse-client.js';
@@ -27,12 +28,14 @@ interface Gateway {
 
 describe.runIf(postgresAvailable() || process.env['KIWI_REQUIRE_POSTGRES'] === '1')('two gateways on one Postgres server', () => {
   let stopPostgres: () => Promise<void> = async () => undefined;
+  let databaseUrl = '';
   const gateways: Gateway[] = [];
   const streams: SseClient[] = [];
 
   beforeAll(async () => {
     const server = await startPostgres();
     stopPostgres = server.stop;
+    databaseUrl = server.url;
     for (let i = 0; i < 2; i++) {
       const kernel = await openKernel({ root: '/nonexistent', databaseUrl: server.url, policyFile, reaperIntervalMs: 0, queueIntervalMs: 0 });
       const app = createGatewayApp({ runLoop: scriptedLoop(executeScript).runLoop, models: () => [], health: () => ({}), kernel: async () => kernel });
@@ -119,5 +122,46 @@ describe.runIf(postgresAvailable() || process.env['KIWI_REQUIRE_POSTGRES'] === '
     // Nothing more comes: no job went out twice.
     await Promise.all([a().kernel.runners.dispatchQueued(), b().kernel.runners.dispatchQueued()]);
     for (const r of runners) expect(await drain(r, 'job.assigned')).toEqual([]);
+  }, 60_000);
+
+  it("recovers what a gateway gone silent held: its agents' executions back to pending and handed to another, its chats failed", async () => {
+    // A third gateway whose clock is a minute behind: its one heartbeat is already too old.
+    const silent = await openKernel({ root: '/nonexistent', databaseUrl, policyFile, reaperIntervalMs: 0, queueIntervalMs: 0, heartbeatIntervalMs: 0, now: () => new Date(Date.now() - 60_000) });
+    const app = createGatewayApp({ runLoop: scriptedLoop(executeScript).runLoop, models: () => [], health: () => ({}), kernel: async () => silent });
+    const listener = await listen((request, env) => app.fetch(request, env), { host: '127.0.0.1', port: 0 });
+    const c: Gateway = { kernel: silent, server: listener };
+    try {
+      const agent = `orphan-${Math.random().toString(36).slice(2, 8)}`;
+      const stream = await sse(c, `/v0/agents/stream?agent_id=${agent}&consumer_id=c-1`);
+      const id = (await post(c, '/v0/executions', { agent_id: agent }))['id'] as string;
+      const session = ((await stream.next('execution.assigned')).data as { session_id: string }).session_id;
+      const step = (await post(c, '/v0/agents/intent', { execution_id: id, session_id: session, intent: { type: 'invoke_tool', tool_id: 'lookup', arguments: {} } }))['step_id'] as string;
+      const journal = createChatJournal({ write: (w) => silent.writeChats(w), intervalMs: 60_000 });
+      const chat = journal.begin({ agentId: 'gateway', input: {}, labels: { kind: 'chat' }, onCancel: () => undefined });
+      chat.record([{ type: 'step.created', stepId: `s-${chat.id}`, payload: {} }], { id: `s-${chat.id}`, toolId: 't', arguments: '{}', status: 'running', deadline: '2099-01-01T00:00:00.000Z' });
+      await journal.flush();
+
+      // Another gateway's watcher, with the same agent connected to it.
+      const heir = await sse(b(), `/v0/agents/stream?agent_id=${agent}&consumer_id=b-1`);
+      await b().kernel.reaper.sweep();
+      const again = (await heir.next('execution.assigned')).data as { execution_id: string; history: { step_id: string; status: string }[] };
+      expect(again.execution_id).toBe(id);
+      expect(again.history).toMatchObject([{ step_id: step, status: 'cancelled' }]);
+      const log = await b().kernel.executions.events(id, 0, 100);
+      expect(log.map((e) => e.type)).toEqual(['execution.created', 'execution.started', 'intent.accepted', 'step.created', 'step.cancelled', 'execution.reset', 'execution.started']);
+      expect(log.slice(-3).map((e) => e.payload)).toEqual([{ reason: 'agent disconnected' }, { reason: 'recovery', from_status: 'running' }, expect.objectContaining({ consumer_id: 'b-1' })]);
+      const chatLog = (await b().kernel.executions.events(chat.id, 0, 100)).map((e) => [e.type, e.payload]);
+      expect(chatLog.slice(-2)).toEqual([
+        ['step.cancelled', { reason: 'gateway stopped' }],
+        ['execution.failed', { error: 'the gateway stopped before the chat ended' }],
+      ]);
+      // The live gateways were not taken for dead: the sessions they hold are still there.
+      const live = await a().kernel.executions.list({ status: 'running', limit: 100 });
+      expect(live.executions.length).toBeGreaterThan(1);
+      await journal.close();
+    } finally {
+      await listener.close(100);
+      await silent.close();
+    }
   }, 60_000);
 });

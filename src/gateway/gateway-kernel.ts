@@ -33,8 +33,11 @@ export async function openGatewayKernel(options: { root: string; env: Record<str
     return opening;
   };
   let warned = false;
+  const shared = Boolean(options.env['DATABASE_URL']);
   const journal = createChatJournal({
     write: async (writes) => (await kernel()).writeChats(writes),
+    // On a shared server another gateway may cancel our chats: look every second.
+    ...(shared ? { cancelledAmong: async (ids: string[]) => (await kernel()).cancelledAmong(ids) } : {}),
     onError(error) {
       // Once per failing spell: a database that stays down would otherwise fill the log.
       if (warned) return;

@@ -44,6 +44,13 @@ export interface ChatJournalDeps {
   intervalMs?: number;
   /** Told when a write fails; what it held is kept and tried again with the next one. */
   onError?: (error: unknown) => void;
+  /**
+   * Which of these chats were cancelled (by another gateway on a shared database), asked every
+   * `watchMs` while chats run; absent: only writes find out.
+   */
+  cancelledAmong?: (ids: string[]) => Promise<string[]>;
+  /** Default 1 s. */
+  watchMs?: number;
 }
 
 /** Chats queued past this are not recorded (a database that stopped answering must not take the gateway's memory). */
@@ -67,6 +74,21 @@ export function createChatJournal(deps: ChatJournalDeps): ChatJournal {
   let timer: NodeJS.Timeout | undefined;
   let writing: Promise<void> = Promise.resolve();
   let closed = false;
+  let watcher: NodeJS.Timeout | undefined;
+  const cancelledAmong = deps.cancelledAmong;
+  if (cancelledAmong !== undefined) {
+    let looking = false;
+    watcher = setInterval(() => {
+      // Only chats already written can have been cancelled elsewhere.
+      const ids = [...live.keys()].filter((id) => live.get(id)?.write.create === undefined);
+      if (looking || ids.length === 0) return;
+      looking = true;
+      void cancelledAmong(ids)
+        .then((gone) => gone.forEach(cancelled), deps.onError)
+        .finally(() => (looking = false));
+    }, deps.watchMs ?? 1000);
+    watcher.unref();
+  }
 
   const schedule = (delayMs = intervalMs): void => {
     if (timer === undefined && !closed) timer = setTimeout(() => void flush().catch(() => undefined), delayMs);
@@ -154,6 +176,7 @@ export function createChatJournal(deps: ChatJournalDeps): ChatJournal {
     flush,
 
     async close() {
+      clearInterval(watcher);
       await flush();
       closed = true;
       clearTimeout(timer);

@@ -30,6 +30,8 @@ export interface Kernel {
   reaper: Reaper;
   /** The gateway's chats, written as executions in one transaction (chat-journal.ts); returns the ids found cancelled. */
   writeChats(writes: ChatWrite[]): Promise<string[]>;
+  /** Which of these executions are cancelled. */
+  cancelledAmong(ids: string[]): Promise<string[]>;
   /** True while the database answers (GET /v0/ready). */
   ready(): Promise<boolean>;
   close(): Promise<void>;
@@ -105,6 +107,10 @@ export async function openKernel(options: OpenKernelOptions): Promise<Kernel> {
     intents: createIntents({ db, agents, runners, signals, policy: () => policy, limiter: createRateLimiter(), now, stepTimeoutMs: STEP_TIMEOUT_MS }),
     signals,
     writeChats: (writes) => db.transaction((tx) => writeChats(tx, writes, instanceId)),
+    async cancelledAmong(ids) {
+      const rows = await db.query<{ id: string }>("select id from kernel_executions where status = 'cancelled' and id in (select value from json_array_elements_text($1::json))", [JSON.stringify(ids)]);
+      return rows.map((r) => r.id);
+    },
     async ready() {
       try {
         await db.query('select 1');

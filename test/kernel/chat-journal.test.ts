@@ -92,7 +92,7 @@ describe.each(kernelBackends({ reaperIntervalMs: 0, queueIntervalMs: 0 }))('the 
 });
 
 describe.runIf(postgresAvailable() || process.env['KIWI_REQUIRE_POSTGRES'] === '1')('two gateways on one Postgres server', () => {
-  it('a chat cancelled through the other gateway stops at its next write', async () => {
+  it('a chat cancelled through the other gateway stops at its next write, or within the watch interval', async () => {
     const server = await startPostgres();
     const options = { root: '/nonexistent', databaseUrl: server.url, reaperIntervalMs: 0, queueIntervalMs: 0 };
     const mine = await openKernel(options);
@@ -108,6 +108,15 @@ describe.runIf(postgresAvailable() || process.env['KIWI_REQUIRE_POSTGRES'] === '
       expect(stopped).toBe(1);
       await journal.close();
       expect((await other.executions.events(c.id, 0, 100)).map((e) => e.type)).toEqual(['execution.created', 'execution.started', 'execution.cancelled']);
+
+      // A chat with nothing more to write (a long tool call) hears of it within the watch interval.
+      let heard = 0;
+      const watching = createChatJournal({ write: (w) => mine.writeChats(w), intervalMs: 60_000, cancelledAmong: (ids) => mine.cancelledAmong(ids), watchMs: 50 });
+      const quiet = watching.begin({ ...chat, onCancel: () => (heard += 1) });
+      await watching.flush();
+      await other.executions.cancel(quiet.id);
+      await expect.poll(() => heard, { timeout: 5_000 }).toBe(1);
+      await watching.close();
     } finally {
       await mine.close();
       await other.close();

@@ -30,14 +30,10 @@ interface EventRow extends Record<string, unknown> {
 
 export async function appendEvents(tx: SqlQueryable, executionId: string, drafts: readonly EventDraft[], links: EventLinks = {}, now: Date = new Date()): Promise<KernelEvent[]> {
   if (drafts.length === 0) return [];
-  // Taking the numbers locks the execution's row until the transaction ends (if it was not locked already).
-  const [row] = await tx.query<{ last_sequence: number }>('update kernel_executions set last_sequence = last_sequence + $2 where id = $1 returning last_sequence', [executionId, drafts.length]);
-  if (row === undefined) throw new KiwiError('NOT_FOUND', `not found: execution ${executionId}`);
-  const first = row.last_sequence - drafts.length + 1;
   const timestamp = now.toISOString();
-  const events: KernelEvent[] = [];
+  const events: Omit<KernelEvent, 'sequence'>[] = [];
   let previous: string | undefined;
-  for (const [i, draft] of drafts.entries()) {
+  for (const draft of drafts) {
     const id = uuidv7(now.getTime());
     events.push({
       id,
@@ -50,19 +46,28 @@ export async function appendEvents(tx: SqlQueryable, executionId: string, drafts
       causationId: previous ?? links.causationId ?? id,
       correlationId: links.correlationId ?? events[0]?.id ?? id,
       idempotencyKey: '',
-      sequence: first + i,
     });
     previous = id;
   }
-  // One statement for the whole batch.
-  const values: SqlValue[] = [];
-  const rows = events.map((e) => {
+  // One statement takes the numbers and writes the batch: the update locks the execution's row
+  // until the transaction ends (if it was not locked already), and numbers the rows from it.
+  const values: SqlValue[] = [executionId, drafts.length, timestamp];
+  const rows = events.map((e, i) => {
     const at = values.length;
-    values.push(e.executionId, e.sequence, e.id, e.stepId ?? null, e.type, e.timestamp, JSON.stringify(e.payload), e.causationId, e.correlationId);
-    return `(${Array.from({ length: 9 }, (_, k) => `$${at + k + 1}`).join(', ')})`;
+    values.push(i + 1, e.id, e.stepId ?? null, e.type, JSON.stringify(e.payload), e.causationId, e.correlationId);
+    return `($${at + 1}::integer, ${Array.from({ length: 6 }, (_, k) => `$${at + k + 2}`).join(', ')})`;
   });
-  await tx.query(`insert into kernel_events (execution_id, sequence, id, step_id, type, timestamp, payload, causation_id, correlation_id) values ${rows.join(', ')}`, values);
-  return events;
+  const written = await tx.query<{ sequence: number }>(
+    `with numbered as (update kernel_executions set last_sequence = last_sequence + $2 where id = $1 returning last_sequence)
+     insert into kernel_events (execution_id, sequence, id, step_id, type, timestamp, payload, causation_id, correlation_id)
+     select $1, numbered.last_sequence - $2 + v.i, v.id, v.step_id, v.type, $3, v.payload, v.causation_id, v.correlation_id
+     from numbered, (values ${rows.join(', ')}) as v(i, id, step_id, type, payload, causation_id, correlation_id)
+     returning sequence`,
+    values,
+  );
+  if (written.length !== events.length) throw new KiwiError('NOT_FOUND', `not found: execution ${executionId}`);
+  const first = Math.min(...written.map((r) => r.sequence));
+  return events.map((e, i) => ({ ...e, sequence: first + i }));
 }
 
 /** Events with a sequence above `afterSequence`, oldest first, at most `limit`. */

@@ -28,6 +28,7 @@ export interface GatewayAppDeps {
   health(): Record<string, unknown>;
   /** The counters served as JSON on GET /metrics (`kiwi stats` reads them). */
   metrics?: () => Record<string, unknown>;
+
   /** Mounted on /mcp (all methods) when given. */
   mcp?: (c: Context) => Promise<Response>;
   /** The kernel's v0 API (kernel-routes.ts) when given: it opens on first use. */
@@ -87,7 +88,9 @@ export function createGatewayApp(deps: GatewayAppDeps): Hono {
           ['POST', '/v0/runners/steps/:stepId/started'],
           ['POST', '/v0/runners/:id/results'],
           ['POST', '/v0/runners/:id/capabilities'],
+          ['POST', '/v0/runners/:id/tools'],
           ['DELETE', '/v0/runners/:id'],
+          ['GET', '/v0/tools'],
           ['GET', '/v0/health'],
           ['GET', '/v0/ready'],
         ] as [string, string][])),

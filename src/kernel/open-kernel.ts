@@ -16,6 +16,7 @@ import { createReaper, type Reaper } from './reaper.js';
 import { createRunnerHub } from './runner-hub.js';
 import { createRunners, type Runners } from './runners.js';
 import { createSignals, type Signals } from './signals.js';
+import { createToolSchemas, type PublishedTool } from './tool-schemas.js';
 import { uuidv7 } from './uuidv7.js';
 import { KERNEL_MIGRATIONS } from './kernel-migrations.js';
 import type { ChatJournal } from './chat-journal.js';
@@ -28,6 +29,8 @@ export interface Kernel {
   runners: Runners;
   intents: Intents;
   signals: Signals;
+  /** The tool schemas runners published (§7.5). */
+  tools: { list(prefix?: string): Promise<PublishedTool[]> };
   /** The watcher of deadlines and lost agents; it runs on its own beat. */
   reaper: Reaper;
   /** The gateway's chats, written as executions in one transaction (chat-journal.ts); returns the ids found cancelled. */
@@ -77,12 +80,17 @@ export async function openKernel(options: OpenKernelOptions): Promise<Kernel> {
   }
   const now = options.now ?? ((): Date => new Date());
   // Embedded, the database is this process's alone: sessions left by a previous run have lost
-  // their connections. (On a shared server, other gateways' sessions are alive; telling which
-  // are not would need the instances' heartbeats, not built yet.)
-  if (db.kind === 'pglite') await recoverSessions(db, now());
+  // their connections, and the schemas of its runners went with their streams. (On a shared
+  // server, other gateways' sessions are alive; telling which are not would need the
+  // instances' heartbeats, not built yet.)
+  if (db.kind === 'pglite') {
+    await recoverSessions(db, now());
+    await db.query('delete from kernel_runner_tools');
+  }
   const instanceId = uuidv7();
+  const schemas = createToolSchemas(db, now);
   const agents = createAgents({ db, hub: createAgentHub(), instanceId, now });
-  const runners = createRunners({ db, hub: createRunnerHub(), agents, instanceId, now, stepTimeoutMs: STEP_TIMEOUT_MS });
+  const runners = createRunners({ db, hub: createRunnerHub(), agents, schemas, instanceId, now, stepTimeoutMs: STEP_TIMEOUT_MS });
   const signals = createSignals({ db, agents, runners, now, stepTimeoutMs: STEP_TIMEOUT_MS });
   const reaper = createReaper({ db, agents, now, ...(options.executionTimeoutMs === undefined ? {} : { executionTimeoutMs: options.executionTimeoutMs }), ...(options.reaperIntervalMs ? { intervalMs: options.reaperIntervalMs } : {}) });
   if (options.reaperIntervalMs !== 0) reaper.start();
@@ -100,6 +108,7 @@ export async function openKernel(options: OpenKernelOptions): Promise<Kernel> {
     runners,
     intents: createIntents({ db, agents, runners, signals, policy: () => policy, limiter: createRateLimiter(), now, stepTimeoutMs: STEP_TIMEOUT_MS }),
     signals,
+    tools: { list: (prefix) => schemas.list(prefix) },
     writeChats: (writes) => db.transaction((tx) => writeChats(tx, writes)),
     async ready() {
       try {

@@ -12,7 +12,8 @@ import { openSseChannel } from './sse-channel.js';
 /**
  * The kernel's HTTP API, Rebuno's v0 (the spec in ../shared/kernel/V0-API.md, whose section
  * numbers the comments cite): executions and their event log, the agents' and the runners'
- * streams and calls, the tools runners publish, signals, health and readiness. Errors are the spec's `{"error", "code"}`.
+ * streams and calls, the tools runners publish, signals, health and readiness (GET /metrics is
+ * the app's, metrics-route.ts). Errors are the spec's `{"error", "code"}`.
  * Who may call is the request guard's business (client keys as bearer tokens, §2); /v0/health
  * and /v0/ready are open.
  */

@@ -1,4 +1,5 @@
 import { KiwiError } from '../errors.js';
+import { noteEvents } from './committed-events.js';
 import type { SqlQueryable, SqlValue } from '../store/sql/sql-db.js';
 import type { EventDraft, KernelEvent } from './types.js';
 import { uuidv7 } from './uuidv7.js';
@@ -62,6 +63,7 @@ export async function appendEvents(tx: SqlQueryable, executionId: string, drafts
     return `(${Array.from({ length: 9 }, (_, k) => `$${at + k + 1}`).join(', ')})`;
   });
   await tx.query(`insert into kernel_events (execution_id, sequence, id, step_id, type, timestamp, payload, causation_id, correlation_id) values ${rows.join(', ')}`, values);
+  noteEvents(tx, drafts.map((d) => d.type));
   return events;
 }
 

@@ -2,6 +2,7 @@ import { KiwiError } from '../errors.js';
 import type { SqlDb, SqlQueryable } from '../store/sql/sql-db.js';
 import type { Agents } from './agents.js';
 import { appendEvents } from './event-log.js';
+import type { KernelMetrics } from './kernel-metrics.js';
 import type { RunnerConnection, RunnerHub } from './runner-hub.js';
 import { isFinalStep, type StepRow } from './steps.js';
 import type { ToolSchemaInput, ToolSchemas } from './tool-schemas.js';
@@ -53,6 +54,7 @@ export interface RunnersDeps {
   hub: RunnerHub;
   agents: Agents;
   schemas: ToolSchemas;
+  metrics?: Pick<KernelMetrics, 'stepFinished'>;
   instanceId: string;
   now: () => Date;
   /** A retried job's deadline (§11.2); default 5 min. */
@@ -227,7 +229,7 @@ export function createRunners(deps: RunnersDeps): Runners {
       const holder = hub.holding(jobId);
       if (holder !== undefined) holder.job = undefined;
       try {
-        const push = await db.transaction(async (tx) => {
+        const final = await db.transaction(async (tx) => {
           const [step] = await tx.query<StepRow>('select * from kernel_steps where id = $1 and execution_id = $2 for update', [stepId, executionId]);
           if (step === undefined) throw new KiwiError('NOT_FOUND', `not found: step ${stepId}`);
           if (isFinalStep(step.status)) throw new KiwiError('CONFLICT', 'step already resolved');
@@ -236,7 +238,7 @@ export function createRunners(deps: RunnersDeps): Runners {
             const data = input['data'] ?? null;
             await tx.query("update kernel_steps set status = 'succeeded', result = $2, completed_at = $3 where id = $1", [stepId, JSON.stringify(data), at.toISOString()]);
             await appendEvents(tx, executionId, [{ type: 'step.completed', stepId, payload: { result: data } }], {}, at);
-            return { execution_id: executionId, step_id: stepId, status: 'succeeded', result: data };
+            return { push: { execution_id: executionId, step_id: stepId, status: 'succeeded', result: data }, step };
           }
           const error = typeof input['error'] === 'string' && input['error'] !== '' ? input['error'].slice(0, MAX_ERROR_CHARS) : `runner ${runnerId} reported a failure`;
           if (input['retryable'] === true && step.attempt < step.max_attempts) {
@@ -251,11 +253,12 @@ export function createRunners(deps: RunnersDeps): Runners {
           }
           await tx.query("update kernel_steps set status = 'failed', error = $2, completed_at = $3 where id = $1", [stepId, error, at.toISOString()]);
           await appendEvents(tx, executionId, [{ type: 'step.failed', stepId, payload: { error, retryable: false } }], {}, at);
-          return { execution_id: executionId, step_id: stepId, status: 'failed', error, ...(input['data'] === undefined ? {} : { result: input['data'] }) };
+          return { push: { execution_id: executionId, step_id: stepId, status: 'failed', error, ...(input['data'] === undefined ? {} : { result: input['data'] }) }, step };
         });
-        if (push !== undefined) {
+        if (final !== undefined) {
+          deps.metrics?.stepFinished(final.step.tool_id, (at.getTime() - Date.parse(final.step.created_at)) / 1000);
           const [session] = await db.query<{ id: string }>('select id from kernel_sessions where execution_id = $1', [executionId]);
-          if (session !== undefined) await agents.push(session.id, 'tool.result', push);
+          if (session !== undefined) await agents.push(session.id, 'tool.result', final.push);
         }
       } finally {
         await dispatchQueued();

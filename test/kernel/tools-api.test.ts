@@ -142,12 +142,13 @@ describe.each(kernelBackends({ policyFile, reaperIntervalMs: 0, queueIntervalMs:
     expect((await list(kept)).map((t) => t.runner_id)).toEqual([runner]);
   });
 
-  it('answers 401 without the client key on the tools routes', async () => {
+  it('answers 401 without the client key on the tools routes and /metrics', async () => {
     const runner = `ra-${tag()}`;
     const attempts: [string, RequestInit][] = [
       [`/v0/runners/${runner}/tools`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ tools: [{ id: 'sneaky' }] }) }],
       ['/v0/tools', {}],
       [`/v0/runners/${runner}`, { method: 'DELETE' }],
+      ['/metrics', { headers: { accept: 'text/plain' } }],
     ];
     for (const [route, init] of attempts) {
       const res = await fetch(`${server.url}${route}`, init);
@@ -156,6 +157,9 @@ describe.each(kernelBackends({ policyFile, reaperIntervalMs: 0, queueIntervalMs:
       expect(wrong.status, route).toBe(401);
     }
     expect((await list('sneaky')).length).toBe(0);
+    const res = await fetch(`${server.url}/metrics`, { headers: { accept: 'text/plain', ...auth } });
+    expect(res.status).toBe(200);
+    expect(await res.text()).toContain('# TYPE rebuno_active_executions gauge');
   });
 
   it("makes the published tools the runner's capabilities: an agent's remote call of one reaches it", async () => {

@@ -16,6 +16,7 @@ import { callContext } from '../proxy/authorize.js';
 import { runAgentLoop } from './agent-loop.js';
 import { CHAT_AGENT_ID, chatInput, chatLabels, recordChat } from './chat-execution.js';
 import { openGatewayKernel } from './gateway-kernel.js';
+import { gatewayMetricFamilies, type GatewayMetrics } from './gateway-metrics.js';
 import { mcpRecorder } from './mcp-execution.js';
 import { createToolMenu } from './tool-menu.js';
 import { loadGatewayConfig, type GatewayConfig } from './gateway-config.js';
@@ -129,12 +130,14 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     const metaDeps = { project, resolver: runtime.resolver, steps, ...record };
     const mcp = createMcpRoute(metaDeps, { allowedOrigins: config.mcp.allowedOrigins, maxBodyBytes: config.maxBodyBytes, callerOf: guard.callerOf });
     opened.unshift(mcp);
+    const metrics = (): GatewayMetrics => ({ uptime_s: Math.round((Date.now() - startedAt) / 1000), prefetch: prefetch.counters.snapshot(), transitions: prefetch.transitions.stats() });
     const app = createGatewayApp({
       runLoop,
       kernel: kernel.kernel,
       models: () => upstreams.models(),
       health: () => ({ session: project.session, tools: runtime.toolCount, embedder: runtime.embedderId, upstreams: config.upstreams.map((u) => u.name) }),
-      metrics: () => ({ uptime_s: Math.round((Date.now() - startedAt) / 1000), prefetch: prefetch.counters.snapshot(), transitions: prefetch.transitions.stats() }),
+      metrics: () => ({ ...metrics() }),
+      metricFamilies: () => gatewayMetricFamilies(metrics()),
       mcp: (c) => mcp.handle(c),
       guard,
       ...(options.log ? { onError: logInternalError(options.log) } : {}),

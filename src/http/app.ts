@@ -2,9 +2,11 @@ import { Hono, type Context } from 'hono';
 import { KiwiError } from '../errors.js';
 import type { RunLoop } from '../gateway/loop-types.js';
 import type { Kernel } from '../kernel/open-kernel.js';
+import type { MetricFamily } from '../metric-family.js';
 import { anthropicMessagesProtocol } from './anthropic-messages.js';
 import { createChatHandler } from './chat-handler.js';
 import { mountKernelRoutes } from './kernel-routes.js';
+import { createMetricsHandler } from './metrics-route.js';
 import { anthropicModelList, openAiModelList, type ModelInfo } from './models-list.js';
 import { openAiChatProtocol } from './openai-chat.js';
 import { openAiResponsesProtocol } from './openai-responses.js';
@@ -28,6 +30,8 @@ export interface GatewayAppDeps {
   health(): Record<string, unknown>;
   /** The counters served as JSON on GET /metrics (`kiwi stats` reads them). */
   metrics?: () => Record<string, unknown>;
+  /** The same counters for Prometheus (GET /metrics with `Accept: text/plain`), after the kernel's. */
+  metricFamilies?: () => MetricFamily[];
   /** Mounted on /mcp (all methods) when given. */
   mcp?: (c: Context) => Promise<Response>;
   /** The kernel's v0 API (kernel-routes.ts) when given: it opens on first use. */
@@ -69,7 +73,7 @@ export function createGatewayApp(deps: GatewayAppDeps): Hono {
     ['POST', '/v1/responses'],
     ['GET', '/v1/models'],
     ['GET', '/healthz'],
-    ...(deps.metrics === undefined ? [] : ([['GET', '/metrics']] as [string, string][])),
+    ...(deps.metrics === undefined && deps.kernel === undefined ? [] : ([['GET', '/metrics']] as [string, string][])),
     ...(deps.mcp === undefined ? [] : ([['GET, POST, DELETE', '/mcp']] as [string, string][])),
     ...(deps.kernel === undefined
       ? []
@@ -87,7 +91,9 @@ export function createGatewayApp(deps: GatewayAppDeps): Hono {
           ['POST', '/v0/runners/steps/:stepId/started'],
           ['POST', '/v0/runners/:id/results'],
           ['POST', '/v0/runners/:id/capabilities'],
+          ['POST', '/v0/runners/:id/tools'],
           ['DELETE', '/v0/runners/:id'],
+          ['GET', '/v0/tools'],
           ['GET', '/v0/health'],
           ['GET', '/v0/ready'],
         ] as [string, string][])),
@@ -126,8 +132,9 @@ export function createGatewayApp(deps: GatewayAppDeps): Hono {
   });
   // Without a key only liveness is told: the rest names tools and upstreams.
   app.get('/healthz', (c) => c.json(guard.callerOf(c.req.raw) === undefined ? { status: 'ok' } : { status: 'ok', ...deps.health() }));
-  const metrics = deps.metrics;
-  if (metrics !== undefined) app.get('/metrics', (c) => c.json(metrics()));
+  if (deps.metrics !== undefined || deps.kernel !== undefined) {
+    app.get('/metrics', createMetricsHandler({ ...(deps.metrics ? { json: deps.metrics } : {}), ...(deps.metricFamilies ? { families: deps.metricFamilies } : {}), ...(deps.kernel ? { kernel: deps.kernel } : {}) }));
+  }
   const mcp = deps.mcp;
   if (mcp !== undefined) app.all('/mcp', (c) => mcp(c));
   if (deps.kernel !== undefined) mountKernelRoutes(app, { kernel: deps.kernel, requestId, ...(deps.onError === undefined ? {} : { onError: deps.onError }) });

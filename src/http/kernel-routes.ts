@@ -2,16 +2,18 @@ import type { Context, Hono } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { isKiwiError, KiwiError } from '../errors.js';
 import type { Kernel } from '../kernel/open-kernel.js';
+import { readToolSchemas } from '../kernel/tool-schemas.js';
 import { EXECUTION_STATUSES, type ExecutionStatus } from '../kernel/types.js';
 import { streamExecutionEvents } from './kernel-event-stream.js';
-import { wireEvent, wireExecution, wireExecutionPage } from './kernel-wire.js';
+import { wireEvent, wireExecution, wireExecutionPage, wireTool } from './kernel-wire.js';
 import { readJsonBody } from './read-json-body.js';
 import { openSseChannel } from './sse-channel.js';
 
 /**
  * The kernel's HTTP API, Rebuno's v0 (the spec in ../shared/kernel/V0-API.md, whose section
  * numbers the comments cite): executions and their event log, the agents' and the runners'
- * streams and calls, signals, health and readiness. Errors are the spec's `{"error", "code"}`.
+ * streams and calls, the tools runners publish, signals, health and readiness (GET /metrics is
+ * the app's, metrics-route.ts). Errors are the spec's `{"error", "code"}`.
  * Who may call is the request guard's business (client keys as bearer tokens, §2); /v0/health
  * and /v0/ready are open.
  */
@@ -175,7 +177,7 @@ export function mountKernelRoutes(app: Hono, deps: KernelRouteDeps): void {
       const capabilities = new Set((c.req.query('capabilities') ?? '').split(',').map((t) => t.trim()).filter((t) => t !== ''));
       return openSseChannel(c, async (channel) => {
         const connection = { runnerId, consumerId, channel, capabilities };
-        void channel.closed.then(() => kernel.runners.disconnect(connection));
+        void channel.closed.then(() => kernel.runners.disconnect(connection)).catch((error: unknown) => deps.onError?.(error, { requestId: deps.requestId(c), route: c.req.path }));
         await kernel.runners.connect(connection);
       });
     }),
@@ -210,8 +212,30 @@ export function mountKernelRoutes(app: Hono, deps: KernelRouteDeps): void {
     }),
   );
 
-  // §7.6: Rebuno answers 204, which the TS SDK cannot parse; the spec asks for this.
-  app.delete('/v0/runners/:id', (c) => c.json({ status: 'ok' }));
+  app.post(
+    '/v0/runners/:id/tools',
+    route(async (c, kernel) => {
+      const runnerId = c.req.param('id') as string;
+      if (runnerId.length > MAX_ID_CHARS) throw new KiwiError('INVALID_INPUT', `the runner id is longer than ${MAX_ID_CHARS} characters`);
+      await kernel.runners.publishTools(runnerId, readToolSchemas(await readObject(c)));
+      return c.body(null, 204);
+    }),
+  );
+
+  app.get(
+    '/v0/tools',
+    route(async (c, kernel) => c.json((await kernel.tools.list(c.req.query('prefix'))).map(wireTool))),
+  );
+
+  // §7.6: Rebuno answers 204, which the TS SDK cannot parse; the spec asks for this. Both of
+  // our stores are Postgres, so an unknown runner is a 404 on both.
+  app.delete(
+    '/v0/runners/:id',
+    route(async (c, kernel) => {
+      await kernel.runners.unregister(c.req.param('id') as string);
+      return c.json({ status: 'ok' });
+    }),
+  );
 
 }
 

@@ -1,4 +1,5 @@
 import type { ExecutionPage } from '../kernel/executions.js';
+import type { PublishedTool } from '../kernel/tool-schemas.js';
 import type { Execution, KernelEvent } from '../kernel/types.js';
 
 /**
@@ -40,4 +41,9 @@ export function wireEvent(e: KernelEvent): Record<string, unknown> {
     idempotency_key: e.idempotencyKey,
     sequence: e.sequence,
   };
+}
+
+/** §7.5: an entry of GET /v0/tools. */
+export function wireTool(t: PublishedTool): Record<string, unknown> {
+  return { id: t.id, description: t.description, input_schema: t.inputSchema, runner_id: t.runnerId, registered_at: t.registeredAt };
 }

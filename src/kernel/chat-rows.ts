@@ -1,4 +1,5 @@
 import type { SqlQueryable, SqlValue } from '../store/sql/sql-db.js';
+import { noteEvents } from './committed-events.js';
 import type { ExecutionStatus } from './types.js';
 
 /**
@@ -98,6 +99,7 @@ export async function writeChats(tx: SqlQueryable, writes: readonly ChatWrite[],
       return w.events.map((e, i) => [w.id, first + i, e.id, e.stepId ?? null, e.type, e.timestamp, e.payload, e.causationId, e.correlationId]);
     }),
   );
+  noteEvents(tx, live.flatMap((w) => w.events.map((e) => e.type)));
   return gone;
 }
 

@@ -1,4 +1,5 @@
 import { KiwiError } from '../errors.js';
+import { noteEvents } from './committed-events.js';
 import type { SqlQueryable, SqlValue } from '../store/sql/sql-db.js';
 import type { EventDraft, KernelEvent } from './types.js';
 import { uuidv7 } from './uuidv7.js';
@@ -67,6 +68,7 @@ export async function appendEvents(tx: SqlQueryable, executionId: string, drafts
   );
   if (written.length !== events.length) throw new KiwiError('NOT_FOUND', `not found: execution ${executionId}`);
   const first = Math.min(...written.map((r) => r.sequence));
+  noteEvents(tx, drafts.map((d) => d.type));
   return events.map((e, i) => ({ ...e, sequence: first + i }));
 }
 

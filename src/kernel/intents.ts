@@ -3,6 +3,7 @@ import type { SqlDb, SqlQueryable } from '../store/sql/sql-db.js';
 import type { Agents } from './agents.js';
 import { appendEvents } from './event-log.js';
 import { blockExecution, setExecutionStatus, type ExecutionRow } from './execution-rows.js';
+import type { IntentDecision, KernelMetrics } from './kernel-metrics.js';
 import { evaluatePolicy, type KernelPolicy, type RateLimiter } from './kernel-policy.js';
 import type { Runners } from './runners.js';
 import { repushSignal, type Signals } from './signals.js';
@@ -52,6 +53,7 @@ export interface IntentsDeps {
   signals: Signals;
   policy: () => KernelPolicy;
   limiter: RateLimiter;
+  metrics?: Pick<KernelMetrics, 'intent' | 'policyEvaluated' | 'stepFinished'>;
   now: () => Date;
   /** A step's deadline when its rule sets none (§11.3); default 5 min. */
   stepTimeoutMs?: number;
@@ -61,6 +63,12 @@ const MAX_ID_CHARS = 256;
 const MAX_ERROR_CHARS = 4096;
 
 type FinishIntent = Extract<Intent, { type: 'complete' | 'fail' }>;
+
+/** An intent's outcome with what the metrics call its decision. */
+interface Decided<T> {
+  decision: IntentDecision;
+  result: T;
+}
 
 type Intent =
   | { type: 'invoke_tool'; toolId: string; arguments: unknown; idempotencyKey?: string; remote: boolean }
@@ -86,10 +94,10 @@ export function createIntents(deps: IntentsDeps): Intents {
     return row;
   }
 
-  async function invoke(tx: SqlQueryable, row: ExecutionRow, intent: Extract<Intent, { type: 'invoke_tool' }>, at: Date): Promise<IntentResult | { accepted: true; stepId: string; job: string }> {
+  async function invoke(tx: SqlQueryable, row: ExecutionRow, intent: Extract<Intent, { type: 'invoke_tool' }>, at: Date): Promise<Decided<IntentResult | { accepted: true; stepId: string; job: string }>> {
     const details = { tool_id: intent.toolId, ...(intent.arguments === undefined ? {} : { arguments: intent.arguments }), ...(intent.idempotencyKey === undefined ? {} : { idempotency_key: intent.idempotencyKey }) };
     const policy = deps.policy();
-    const verdict = evaluatePolicy(policy, {
+    const policyInput = {
       toolId: intent.toolId,
       agentId: row.agent_id,
       labels: JSON.parse(row.labels) as Record<string, string>,
@@ -98,12 +106,15 @@ export function createIntents(deps: IntentsDeps): Intents {
       stepCount: policy.rules.some((r) => r.when.minStepCount !== undefined) ? await countSteps(tx, row.id) : 0,
       durationMs: at.getTime() - Date.parse(row.created_at),
       at,
-    });
-    const deny = async (reason: string): Promise<IntentResult> => {
-      await appendEvents(tx, row.id, [{ type: 'intent.denied', payload: { intent_type: 'invoke_tool', ...details, reason, rule_id: verdict.ruleId } }], {}, at);
-      return { accepted: false, error: `${reason} (rule: ${verdict.ruleId})` };
     };
-    if (verdict.decision === 'deny') return deny(`policy denied: ${verdict.reason}`);
+    const started = performance.now();
+    const verdict = evaluatePolicy(policy, policyInput);
+    deps.metrics?.policyEvaluated('tool.invoke', (performance.now() - started) / 1000);
+    const deny = async (decision: 'denied' | 'rate_limited', reason: string): Promise<Decided<IntentResult>> => {
+      await appendEvents(tx, row.id, [{ type: 'intent.denied', payload: { intent_type: 'invoke_tool', ...details, reason, rule_id: verdict.ruleId } }], {}, at);
+      return { decision, result: { accepted: false, error: `${reason} (rule: ${verdict.ruleId})` } };
+    };
+    if (verdict.decision === 'deny') return deny('denied', `policy denied: ${verdict.reason}`);
     const stepId = uuidv7(at.getTime());
     // A remote step may be tried three times, a local one once (§11.2).
     const maxAttempts = intent.remote ? 3 : 1;
@@ -131,21 +142,21 @@ export function createIntents(deps: IntentsDeps): Intents {
         {},
         at,
       );
-      return { accepted: true, stepId, pendingApproval: true };
+      return { decision: 'pending_approval', result: { accepted: true, stepId, pendingApproval: true } };
     }
     if (verdict.rateLimit !== undefined && !deps.limiter.admit(`${row.agent_id}\u0000${intent.toolId}`, verdict.rateLimit, at.getTime())) {
-      return deny(`rate limit exceeded: max ${verdict.rateLimit.max} per ${verdict.rateLimit.window}`);
+      return deny('rate_limited', `rate limit exceeded: max ${verdict.rateLimit.max} per ${verdict.rateLimit.window}`);
     }
     const { deadline, created } = await insertStep(verdict.timeoutMs ?? stepTimeoutMs);
     const accepted: EventDraft = { type: 'intent.accepted', payload: { intent_type: 'invoke_tool', details } };
     if (!intent.remote) {
       await appendEvents(tx, row.id, [accepted, created], {}, at);
-      return { accepted: true, stepId };
+      return { decision: 'accepted', result: { accepted: true, stepId } };
     }
     const job = await deps.runners.enqueue(tx, { id: stepId, executionId: row.id, toolId: intent.toolId, arguments: intent.arguments ?? null, attempt: 1, deadline }, at);
     await tx.query("update kernel_steps set status = 'dispatched' where id = $1", [stepId]);
     await appendEvents(tx, row.id, [accepted, created, { type: 'step.dispatched', stepId, payload: { runner_id: '', job_id: job, deadline } }], {}, at);
-    return { accepted: true, stepId, job };
+    return { decision: 'accepted', result: { accepted: true, stepId, job } };
   }
 
   /** §9: a wait met by a pending signal goes on running, and that signal reaches the agent again after the answer. */
@@ -176,15 +187,17 @@ export function createIntents(deps: IntentsDeps): Intents {
       const executionId = requiredString(input.executionId, 'execution_id');
       const sessionId = requiredString(input.sessionId, 'session_id');
       const at = now();
-      const result = await db.transaction(async (tx) => {
+      const { type, decision, result } = await db.transaction(async (tx) => {
         const row = await admit(tx, executionId, sessionId);
         if (TERMINAL_STATUSES.has(row.status)) throw new KiwiError('CONFLICT', `execution is in terminal state: execution ${executionId} is ${row.status}`);
         if (row.status === 'blocked') throw new KiwiError('CONFLICT', `execution is blocked: execution ${executionId} is blocked pending approval`);
         const intent = readIntent(input.intent);
-        if (intent.type === 'invoke_tool') return invoke(tx, row, intent, at);
-        if (intent.type === 'wait') return wait(tx, row, intent.signalType, at);
-        return finish(tx, row, intent, at);
+        // A wait or a finish is accepted once it got here (its intent.accepted is written, §9 step 5).
+        const decided: Decided<IntentResult | { accepted: true; stepId: string; job: string } | { repush: Record<string, unknown> } | { conflict: string }> =
+          intent.type === 'invoke_tool' ? await invoke(tx, row, intent, at) : { decision: 'accepted', result: intent.type === 'wait' ? await wait(tx, row, intent.signalType, at) : await finish(tx, row, intent, at) };
+        return { type: intent.type, ...decided };
       });
+      deps.metrics?.intent(type, decision);
       if ('conflict' in result) throw new KiwiError('CONFLICT', result.conflict);
       if ('repush' in result) {
         repushSignal(deps.agents, sessionId, result.repush);
@@ -213,14 +226,15 @@ export function createIntents(deps: IntentsDeps): Intents {
           const data = input.data ?? null;
           await tx.query("update kernel_steps set status = 'succeeded', result = $2, completed_at = $3 where id = $1", [stepId, JSON.stringify(data), at.toISOString()]);
           await appendEvents(tx, executionId, [{ type: 'step.completed', stepId, payload: { result: data } }], {}, at);
-          return { execution_id: executionId, step_id: stepId, status: 'succeeded', result: data };
+          return { push: { execution_id: executionId, step_id: stepId, status: 'succeeded', result: data }, step };
         }
         const error = typeof input.error === 'string' && input.error !== '' ? input.error.slice(0, MAX_ERROR_CHARS) : 'the tool failed';
         await tx.query("update kernel_steps set status = 'failed', error = $2, completed_at = $3 where id = $1", [stepId, error, at.toISOString()]);
         await appendEvents(tx, executionId, [{ type: 'step.failed', stepId, payload: { error, retryable: false } }], {}, at);
-        return { execution_id: executionId, step_id: stepId, status: 'failed', error };
+        return { push: { execution_id: executionId, step_id: stepId, status: 'failed', error }, step };
       });
-      await deps.agents.push(sessionId, 'tool.result', outcome);
+      deps.metrics?.stepFinished(outcome.step.tool_id, (at.getTime() - Date.parse(outcome.step.created_at)) / 1000);
+      await deps.agents.push(sessionId, 'tool.result', outcome.push);
     },
   };
 }

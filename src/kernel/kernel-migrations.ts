@@ -139,6 +139,31 @@ export const KERNEL_MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 7,
+    name: 'runners and their tool schemas',
+    statements: [
+      // A runner the kernel has heard from (a stream, a publish), until DELETE /v0/runners/{id} (§7.6).
+      `create table kernel_runners (
+        id text primary key,
+        registered_at text not null
+      )`,
+      // The tools a runner published (§7.5): JSON Schema as the JSON text it was sent as. `seq`
+      // orders publishes, so the newest publisher of a tool id wins even within one millisecond.
+      `create table kernel_runner_tools (
+        runner_id text not null references kernel_runners (id) on delete cascade,
+        tool_id text not null,
+        description text not null,
+        input_schema text,
+        registered_at text not null,
+        seq bigint generated always as identity,
+        primary key (runner_id, tool_id)
+      )`,
+      'create index kernel_runner_tools_newest on kernel_runner_tools (tool_id, seq desc)',
+      // GET /metrics counts the executions not yet ended on every scrape: over these rows only.
+      "create index kernel_executions_active on kernel_executions (status) where status in ('pending', 'running', 'blocked')",
+    ],
+  },
+  {
+    version: 8,
     name: 'kernel instances',
     statements: [
       // Each instance on the database, with its last sign of life (instances.ts).

@@ -1,12 +1,15 @@
 import path from 'node:path';
+import type { MetricFamily } from '../metric-family.js';
 import { migrate } from '../store/sql/migrate.js';
 import { openPgliteDb } from '../store/sql/pglite-db.js';
 import { openPostgresDb } from '../store/sql/postgres-db.js';
 import type { SqlDb } from '../store/sql/sql-db.js';
 import { createAgentHub } from './agent-hub.js';
 import { createAgents, type Agents } from './agents.js';
+import { watchCommittedEvents } from './committed-events.js';
 import { createExecutions, type Executions } from './executions.js';
 import { createIntents, type Intents } from './intents.js';
+import { createKernelMetrics } from './kernel-metrics.js';
 import { createRateLimiter, NO_POLICY } from './kernel-policy.js';
 import { loadKernelPolicy } from './kernel-policy-file.js';
 import { createReaper, type Reaper } from './reaper.js';
@@ -14,6 +17,7 @@ import { createRunnerHub } from './runner-hub.js';
 import { createRunners, type Runners } from './runners.js';
 import { createInstances, HEARTBEAT_MS, recoverExecutions } from './instances.js';
 import { createSignals, type Signals } from './signals.js';
+import { createToolSchemas, type PublishedTool } from './tool-schemas.js';
 import { uuidv7 } from './uuidv7.js';
 import { KERNEL_MIGRATIONS } from './kernel-migrations.js';
 import type { ChatJournal } from './chat-journal.js';
@@ -26,6 +30,10 @@ export interface Kernel {
   runners: Runners;
   intents: Intents;
   signals: Signals;
+  /** The tool schemas runners published (§7.5). */
+  tools: { list(prefix?: string): Promise<PublishedTool[]> };
+  /** §16's metrics: what this process counted, and the executions not ended in the database. */
+  metricFamilies(): Promise<MetricFamily[]>;
   /** The watcher of deadlines and lost agents; it runs on its own beat. */
   reaper: Reaper;
   /** The gateway's chats, written as executions in one transaction (chat-journal.ts); returns the ids found cancelled. */
@@ -70,25 +78,30 @@ export interface OpenKernelOptions {
 export async function openKernel(options: OpenKernelOptions): Promise<Kernel> {
   const policy = options.policyFile === undefined ? NO_POLICY : await loadKernelPolicy(options.policyFile);
   const dir = path.join(options.root, KERNEL_STATE_DIR);
-  const db: SqlDb = options.databaseUrl !== undefined ? await openPostgresDb(options.databaseUrl) : await openPgliteDb(options.inMemory ? undefined : dir);
+  const opened: SqlDb = options.databaseUrl !== undefined ? await openPostgresDb(options.databaseUrl) : await openPgliteDb(options.inMemory ? undefined : dir);
   try {
-    await migrate(db, KERNEL_MIGRATIONS);
+    await migrate(opened, KERNEL_MIGRATIONS);
   } catch (error) {
-    await db.close();
+    await opened.close();
     throw error;
   }
+  const metrics = createKernelMetrics();
+  const db = watchCommittedEvents(opened, (types) => metrics.committed(types));
   const now = options.now ?? ((): Date => new Date());
   // Embedded, the database is this process's alone: what a previous run held has lost its
-  // connections. On a shared server, other gateways' are alive; the heartbeats tell which are not.
+  // connections, and the schemas of its runners went with their streams. On a shared server,
+  // other gateways' are alive; the heartbeats tell which are not.
   if (db.kind === 'pglite') {
     await recoverExecutions(db, now());
     await db.query('delete from kernel_instances');
+    await db.query('delete from kernel_runner_tools');
   }
   const instanceId = uuidv7();
   const instances = createInstances(db, instanceId, now);
   await instances.start(options.heartbeatIntervalMs ?? HEARTBEAT_MS);
+  const schemas = createToolSchemas(db, now);
   const agents = createAgents({ db, hub: createAgentHub(), instanceId, now });
-  const runners = createRunners({ db, hub: createRunnerHub(), agents, instanceId, now, stepTimeoutMs: STEP_TIMEOUT_MS });
+  const runners = createRunners({ db, hub: createRunnerHub(), agents, schemas, metrics, instanceId, now, stepTimeoutMs: STEP_TIMEOUT_MS });
   const signals = createSignals({ db, agents, runners, now, stepTimeoutMs: STEP_TIMEOUT_MS });
   const reaper = createReaper({ db, agents, now, recoverDead: (at) => instances.recoverDead(at), ...(options.executionTimeoutMs === undefined ? {} : { executionTimeoutMs: options.executionTimeoutMs }), ...(options.reaperIntervalMs ? { intervalMs: options.reaperIntervalMs } : {}) });
   if (options.reaperIntervalMs !== 0) reaper.start();
@@ -104,9 +117,24 @@ export async function openKernel(options: OpenKernelOptions): Promise<Kernel> {
     },
     agents,
     runners,
-    intents: createIntents({ db, agents, runners, signals, policy: () => policy, limiter: createRateLimiter(), now, stepTimeoutMs: STEP_TIMEOUT_MS }),
+    intents: createIntents({ db, agents, runners, signals, policy: () => policy, limiter: createRateLimiter(), metrics, now, stepTimeoutMs: STEP_TIMEOUT_MS }),
     signals,
-    writeChats: (writes) => db.transaction((tx) => writeChats(tx, writes, instanceId)),
+    tools: { list: (prefix) => schemas.list(prefix) },
+    async metricFamilies() {
+      const [row] = await db.query<{ n: number }>("select count(*)::integer as n from kernel_executions where status in ('pending', 'running', 'blocked')");
+      return metrics.families(row?.n ?? 0);
+    },
+    async writeChats(writes) {
+      const gone = await db.transaction((tx) => writeChats(tx, writes, instanceId));
+      const stopped = new Set(gone);
+      for (const w of writes) {
+        if (stopped.has(w.id)) continue;
+        for (const s of w.steps) {
+          if ((s.status === 'succeeded' || s.status === 'failed') && s.completedAt !== undefined) metrics.stepFinished(s.toolId, (Date.parse(s.completedAt) - Date.parse(s.createdAt)) / 1000);
+        }
+      }
+      return gone;
+    },
     async cancelledAmong(ids) {
       const rows = await db.query<{ id: string }>("select id from kernel_executions where status = 'cancelled' and id in (select value from json_array_elements_text($1::json))", [JSON.stringify(ids)]);
       return rows.map((r) => r.id);

@@ -2,24 +2,38 @@ import { KiwiError } from '../errors.js';
 import type { SqlDb, SqlQueryable } from '../store/sql/sql-db.js';
 import type { Agents } from './agents.js';
 import { appendEvents } from './event-log.js';
+import type { KernelMetrics } from './kernel-metrics.js';
 import type { RunnerConnection, RunnerHub } from './runner-hub.js';
 import { isFinalStep, type StepRow } from './steps.js';
+import type { ToolSchemaInput, ToolSchemas } from './tool-schemas.js';
 import { uuidv7 } from './uuidv7.js';
 
 /**
  * Runners (§7, §11.2, §13): remote steps become jobs, queued until an idle runner connection
  * with the tool takes one. A job is taken under `FOR UPDATE SKIP LOCKED`, so gateways sharing a
  * database never send one job twice. A runner's result settles the step (or retries it, with a
- * backoff, when it says the failure may pass) and frees its connection for the next job.
+ * backoff, when it says the failure may pass) and frees its connection for the next job. A
+ * runner may publish its tools' schemas (§7.5): they are its capabilities from then on, and go
+ * when its last stream here closes.
  */
 
 export interface Runners {
-  /** A stream opened: registered (replacing one of the same runner and consumer), then queued jobs go out. */
+  /**
+   * A stream opened: the runner recorded, the stream registered (replacing one of the same runner
+   * and consumer) with the tools the runner published besides those it names, then queued jobs go out.
+   */
   connect(connection: RunnerConnection): Promise<void>;
-  /** A stream ended: the jobs it was sent are not queued again (their steps wait for their deadlines, §7.1). */
-  disconnect(connection: RunnerConnection): void;
+  /**
+   * A stream ended: the jobs it was sent are not queued again (their steps wait for their
+   * deadlines), and the runner's schemas go if it was its last stream here (§7.1).
+   */
+  disconnect(connection: RunnerConnection): Promise<void>;
   /** Replaces the tools of every connection of `runnerId`. */
   setCapabilities(runnerId: string, tools: string[]): Promise<void>;
+  /** Replaces the runner's schemas, and the tools of every connection of it (§7.5). */
+  publishTools(runnerId: string, tools: readonly ToolSchemaInput[]): Promise<void>;
+  /** Drops the runner's record and schemas; its streams stay open (§7.6). Throws NOT_FOUND for a runner never heard of. */
+  unregister(runnerId: string): Promise<void>;
   /**
    * Inside an intent's (or an approval's) transaction, which writes its step.dispatched: the job
    * of a remote step, queued. Once committed, pass it to `dispatchQueued`.
@@ -42,6 +56,8 @@ export interface RunnersDeps {
   db: SqlDb;
   hub: RunnerHub;
   agents: Agents;
+  schemas: ToolSchemas;
+  metrics?: Pick<KernelMetrics, 'stepFinished'>;
   instanceId: string;
   now: () => Date;
   /** A retried job's deadline (§11.2); default 5 min. */
@@ -67,7 +83,7 @@ const MAX_FRESH = 10_000;
 const ZERO_TIME = '0001-01-01T00:00:00Z';
 
 export function createRunners(deps: RunnersDeps): Runners {
-  const { db, hub, agents, now } = deps;
+  const { db, hub, agents, schemas, now } = deps;
   let dispatching: Promise<void> | undefined;
   let again = false;
   let timer: NodeJS.Timeout | undefined;
@@ -161,18 +177,33 @@ export function createRunners(deps: RunnersDeps): Runners {
 
   return {
     async connect(connection) {
+      // Registered at once: a capabilities update that follows the stream's opening finds it.
       const replaced = hub.add(connection);
       replaced?.channel.close();
+      await schemas.record(connection.runnerId);
+      for (const tool of await schemas.toolsOf(connection.runnerId)) connection.capabilities.add(tool);
       await dispatchQueued();
     },
 
-    disconnect(connection) {
-      hub.remove(connection);
+    async disconnect(connection) {
+      // Only this gateway's streams are known: on a shared server, another gateway may still
+      // hold one of the runner's, whose schemas go all the same until it publishes again.
+      if (hub.remove(connection) && hub.of(connection.runnerId).length === 0) await schemas.forget(connection.runnerId);
     },
 
     async setCapabilities(runnerId, tools) {
       for (const c of hub.of(runnerId)) c.capabilities = new Set(tools);
       await dispatchQueued();
+    },
+
+    async publishTools(runnerId, tools) {
+      await schemas.publish(runnerId, tools);
+      for (const c of hub.of(runnerId)) c.capabilities = new Set(tools.map((t) => t.id));
+      await dispatchQueued();
+    },
+
+    async unregister(runnerId) {
+      if (!(await schemas.unregister(runnerId))) throw new KiwiError('NOT_FOUND', `not found: runner ${runnerId}`);
     },
 
     async enqueue(tx, step, at) {
@@ -222,7 +253,7 @@ export function createRunners(deps: RunnersDeps): Runners {
       const holder = hub.holding(jobId);
       if (holder !== undefined) holder.job = undefined;
       try {
-        const push = await db.transaction(async (tx) => {
+        const final = await db.transaction(async (tx) => {
           const [step] = await tx.query<StepRow>('select * from kernel_steps where id = $1 and execution_id = $2 for update', [stepId, executionId]);
           if (step === undefined) throw new KiwiError('NOT_FOUND', `not found: step ${stepId}`);
           if (isFinalStep(step.status)) throw new KiwiError('CONFLICT', 'step already resolved');
@@ -231,7 +262,7 @@ export function createRunners(deps: RunnersDeps): Runners {
             const data = input['data'] ?? null;
             await tx.query("update kernel_steps set status = 'succeeded', result = $2, completed_at = $3 where id = $1", [stepId, JSON.stringify(data), at.toISOString()]);
             await appendEvents(tx, executionId, [{ type: 'step.completed', stepId, payload: { result: data } }], {}, at);
-            return { execution_id: executionId, step_id: stepId, status: 'succeeded', result: data };
+            return { push: { execution_id: executionId, step_id: stepId, status: 'succeeded', result: data }, step };
           }
           const error = typeof input['error'] === 'string' && input['error'] !== '' ? input['error'].slice(0, MAX_ERROR_CHARS) : `runner ${runnerId} reported a failure`;
           if (input['retryable'] === true && step.attempt < step.max_attempts) {
@@ -246,11 +277,12 @@ export function createRunners(deps: RunnersDeps): Runners {
           }
           await tx.query("update kernel_steps set status = 'failed', error = $2, completed_at = $3 where id = $1", [stepId, error, at.toISOString()]);
           await appendEvents(tx, executionId, [{ type: 'step.failed', stepId, payload: { error, retryable: false } }], {}, at);
-          return { execution_id: executionId, step_id: stepId, status: 'failed', error, ...(input['data'] === undefined ? {} : { result: input['data'] }) };
+          return { push: { execution_id: executionId, step_id: stepId, status: 'failed', error, ...(input['data'] === undefined ? {} : { result: input['data'] }) }, step };
         });
-        if (push !== undefined) {
+        if (final !== undefined) {
+          deps.metrics?.stepFinished(final.step.tool_id, (at.getTime() - Date.parse(final.step.created_at)) / 1000);
           const [session] = await db.query<{ id: string }>('select id from kernel_sessions where execution_id = $1', [executionId]);
-          if (session !== undefined) await agents.push(session.id, 'tool.result', push);
+          if (session !== undefined) await agents.push(session.id, 'tool.result', final.push);
         }
       } finally {
         await dispatchQueued();

@@ -124,7 +124,11 @@ describe('kiwi stats', () => {
 
   const metricsServer = (): Promise<number> =>
     serve((req, res) => {
-      if (req.method === 'GET' && req.url === '/metrics') {
+      // As the gateway does: JSON only to a caller that asks for it, Prometheus text to others.
+      if (req.method === 'GET' && req.url === '/metrics' && req.headers.accept !== 'application/json') {
+        res.setHeader('content-type', 'text/plain; version=0.0.4; charset=utf-8');
+        res.end('# TYPE kiwi_prefetch_hits_total counter\nkiwi_prefetch_hits_total 30\n');
+      } else if (req.method === 'GET' && req.url === '/metrics') {
         res.setHeader('content-type', 'application/json');
         res.end(METRICS);
       } else {

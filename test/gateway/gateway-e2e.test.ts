@@ -185,6 +185,21 @@ describe('prefetch counters', () => {
     expect(code).toBe(0);
     expect(out.join('\n')).toMatch(/hit rate/i);
   });
+
+  it("serves them to Prometheus as kiwi_* beside the kernel's metrics, in which the chats so far are executions", async () => {
+    const scrape = async (): Promise<string> => {
+      const res = await fetch(`${server.url}/metrics`, { headers: { accept: 'text/plain;version=0.0.4' } });
+      expect(res.headers.get('content-type')).toBe('text/plain; version=0.0.4; charset=utf-8');
+      return res.text();
+    };
+    const value = (text: string, sample: string): number => Number(text.split('\n').find((line) => line.startsWith(`${sample} `))?.slice(sample.length + 1));
+    const text = await scrape();
+    expect(value(text, 'kiwi_prefetch_snapshots_total')).toBeGreaterThan(0);
+    expect(text).toMatch(/^rebuno_active_executions \d+$/m);
+    // The chats' journal writes in batches: the first chat and its word_count call arrive with one.
+    await expect.poll(async () => value(await scrape(), 'rebuno_executions_total{status="completed"}')).toBeGreaterThan(0);
+    expect(value(await scrape(), 'rebuno_step_duration_seconds_count{tool_id="word_count"}')).toBeGreaterThan(0);
+  });
 });
 
 describe('the gateway with the real anthropic client and the offline demo model', () => {

@@ -41,7 +41,7 @@ export async function serveCommand(ctx: CliContext): Promise<number> {
         ? `prefetch: on (snapshots searched with ${gateway.prefetch.snapshots.embedderId}; cache ${p.ttlMs / 1000} s, speculative runs of read-only tools ${p.speculate ? 'on' : 'off'}; transitions learned from ${gateway.prefetch.transitions.stats().observations} calls) — \`kiwi stats\` shows hits`
         : 'prefetch: off (prefetch.enabled in .ai/config/gateway.yaml)',
     );
-    ctx.io.out(`endpoints: POST /v1/chat/completions, POST /v1/messages, POST /v1/responses, GET /v1/models, GET /healthz, GET /metrics, /mcp (MCP Streamable HTTP)`);
+    ctx.io.out(`endpoints: POST /v1/chat/completions, POST /v1/messages, POST /v1/responses, GET /v1/models, GET /healthz, GET /metrics (JSON; Prometheus text on Accept: text/plain), /mcp (MCP Streamable HTTP), /v0 (the kernel's API)`);
     const key = access.mode === 'open' ? '' : ' --key KEY';
     ctx.io.out(`try: npx kiwi chat --url ${listener.url}${key} "how many words are in the README?"`);
     ctx.io.out('Ctrl-C stops it (requests in flight get 10 s to finish).');

@@ -1,0 +1,46 @@
+import type { MetricFamily } from '../metric-family.js';
+import type { PrefetchCounters } from '../prefetch/types.js';
+
+/**
+ * The gateway's own counters, the ones GET /metrics serves as JSON (and `kiwi stats` prints),
+ * in Prometheus form: `kiwi_*`, times in seconds as Prometheus has them.
+ */
+
+export interface GatewayMetrics {
+  uptime_s: number;
+  prefetch: PrefetchCounters;
+  transitions: { tools: number; pairs: number; observations: number };
+}
+
+/** Each prefetch counter's name (without `kiwi_prefetch_` and `_total`) and help; `ms` ones are shown in seconds. */
+const PREFETCH: Record<keyof PrefetchCounters, [name: string, help: string, ms?: true]> = {
+  snapshots: ['snapshots', 'Snapshots of streamed text taken for prediction'],
+  predictions: ['predictions', 'Intents predicted from snapshots'],
+  prefetches: ['prefetches', 'Retrievals run ahead of an intent'],
+  hits: ['hits', 'Intents that reused a prefetched retrieval'],
+  misses: ['misses', 'Intents resolved the normal way although prefetch was on'],
+  wasted: ['wasted', 'Prefetched retrievals that expired or were evicted unused'],
+  speculativeStarted: ['speculative_started', 'Read-only tool runs started ahead of their intent'],
+  speculativeRefused: ['speculative_refused', 'Confident read-only predictions not run ahead'],
+  speculativeUsed: ['speculative_used', 'Speculative results used as the real call'],
+  speculativeDiscarded: ['speculative_discarded', 'Speculative results not used'],
+  savedMs: ['saved_seconds', 'Search and tool time the hits did not have to spend (estimated)', true],
+  predictorMs: ['predictor_seconds', 'Time spent predicting (embedding and search of snapshots)', true],
+  dropped: ['dropped', 'Snapshots dropped unpredicted because the queue was full'],
+  matchMs: ['match_seconds', 'Time spent scanning the prefetch cache for a match', true],
+  verified: ['verified', 'Hits checked against the normal path'],
+  disagreements: ['disagreements', 'Checked hits that answered differently from the normal path'],
+};
+
+export function gatewayMetricFamilies(m: GatewayMetrics): MetricFamily[] {
+  return [
+    { name: 'kiwi_uptime_seconds', help: 'Seconds since the gateway started', type: 'gauge', samples: [{ value: m.uptime_s }] },
+    ...Object.entries(PREFETCH).map(([key, [name, help, ms]]): MetricFamily => {
+      const value = m.prefetch[key as keyof PrefetchCounters];
+      return { name: `kiwi_prefetch_${name}_total`, help, type: 'counter', samples: [{ value: ms ? value / 1000 : value }] };
+    }),
+    { name: 'kiwi_transitions_tools', help: 'Tools the learned tool-to-tool transition model knows', type: 'gauge', samples: [{ value: m.transitions.tools }] },
+    { name: 'kiwi_transitions_pairs', help: 'Tool pairs in the transition model', type: 'gauge', samples: [{ value: m.transitions.pairs }] },
+    { name: 'kiwi_transitions_observations', help: 'Calls the transition model learned from', type: 'gauge', samples: [{ value: m.transitions.observations }] },
+  ];
+}

@@ -6,11 +6,12 @@ import type { PrefetchCounters } from '../prefetch/types.js';
  * in Prometheus form: `kiwi_*`, times in seconds as Prometheus has them.
  */
 
-export interface GatewayMetrics {
+// A type, not an interface: the JSON form of /metrics takes it as a plain record.
+export type GatewayMetrics = {
   uptime_s: number;
   prefetch: PrefetchCounters;
   transitions: { tools: number; pairs: number; observations: number };
-}
+};
 
 /** Each prefetch counter's name (without `kiwi_prefetch_` and `_total`) and help; `ms` ones are shown in seconds. */
 const PREFETCH: Record<keyof PrefetchCounters, [name: string, help: string, ms?: true]> = {

@@ -136,7 +136,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
       kernel: kernel.kernel,
       models: () => upstreams.models(),
       health: () => ({ session: project.session, tools: runtime.toolCount, embedder: runtime.embedderId, upstreams: config.upstreams.map((u) => u.name) }),
-      metrics: () => ({ ...metrics() }),
+      metrics,
       metricFamilies: () => gatewayMetricFamilies(metrics()),
       mcp: (c) => mcp.handle(c),
       guard,

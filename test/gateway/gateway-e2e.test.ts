@@ -1,7 +1,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { cpSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,9 +11,8 @@ import { openGateway, type Gateway } from '../../src/gateway/open-gateway.js';
 import { listen, type Listener } from '../../src/http/listen.js';
 import { openAiStream } from '../helpers/openai-sse.js';
 import type { ReplayLlmServer } from '../helpers/replay-llm-server.js';
-import { allowTools } from '../helpers/demo-project.js';
 import { serveDemoGateway, type DemoGateway } from '../helpers/demo-gateway.js';
-import { REPO_ROOT } from '../helpers/temp-project.js';
+import { addSlowTool, processAlive } from '../helpers/slow-tool.js';
 
 /**
  * The whole gateway as `kiwi serve` wires it, on a copy of the demo `.ai/`: real resolver
@@ -29,19 +28,9 @@ let server: Listener;
 let served: DemoGateway | undefined;
 let env: Record<string, string | undefined>;
 
-function addSlowTool(dir: string): void {
-  // A tool that never finishes on its own, to see what shutdown does to a running call.
-  cpSync(path.join(REPO_ROOT, 'test', 'fixtures', 'gateway-loop', 'slow.mjs'), path.join(dir, '.ai', 'tools', 'project', 'slow.mjs'));
-  writeFileSync(
-    path.join(dir, '.ai', 'tools', 'project', 'wait_for_batch.yaml'),
-    'tool_id: wait_for_batch\ntool_type: script\nexecutor: node_runtime\nversion: "1.0.0"\ndescription: "Wait until the nightly batch job has finished"\nconfig:\n  script: slow.mjs\nparameters: []\n',
-  );
-  allowTools(dir, ['wait_for_batch']);
-}
-
 beforeAll(async () => {
   served = await serveDemoGateway({
-    prepare: addSlowTool,
+    prepare: (dir) => void addSlowTool(dir),
     upstreams: (url) => [
       `{ name: stalling, kind: openai, base_url: "${url}/v1", models: ["stall-*"], timeout_ms: 1000 }`,
       `{ name: recorded, kind: openai, base_url: "${url}/v1", models: ["gpt-*"] }`,
@@ -162,15 +151,7 @@ describe('failures on the way', () => {
     await second.close();
     await reading;
     // The process tree is signalled on abort; its exit is the kernel's to report.
-    const alive = (): boolean => {
-      try {
-        process.kill(pid, 0);
-        return true;
-      } catch {
-        return false;
-      }
-    };
-    await expect.poll(alive, { timeout: 10_000 }).toBe(false);
+    await expect.poll(() => processAlive(pid), { timeout: 10_000 }).toBe(false);
   }, 60_000);
 });
 

@@ -1,13 +1,12 @@
-import { cpSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { allowTools } from '../helpers/demo-project.js';
 import { serveDemoGateway, type DemoGateway } from '../helpers/demo-gateway.js';
 import { openAiStream } from '../helpers/openai-sse.js';
-import { REPO_ROOT } from '../helpers/temp-project.js';
+import { addSlowTool, processAlive } from '../helpers/slow-tool.js';
 
 /**
  * Every chat through the gateway is a kernel execution: its id comes back in a header, its
@@ -28,14 +27,7 @@ interface WireEvent {
 
 beforeAll(async () => {
   served = await serveDemoGateway({
-    prepare(root) {
-      cpSync(path.join(REPO_ROOT, 'test', 'fixtures', 'gateway-loop', 'slow.mjs'), path.join(root, '.ai', 'tools', 'project', 'slow.mjs'));
-      writeFileSync(
-        path.join(root, '.ai', 'tools', 'project', 'wait_for_batch.yaml'),
-        'tool_id: wait_for_batch\ntool_type: script\nexecutor: node_runtime\nversion: "1.0.0"\ndescription: "Wait until the nightly batch job has finished"\nconfig:\n  script: slow.mjs\nparameters: []\n',
-      );
-      allowTools(root, ['wait_for_batch']);
-    },
+    prepare: (root) => void addSlowTool(root),
   });
   url = served.server.url;
 }, 120_000);
@@ -125,15 +117,7 @@ describe('a chat through the gateway', () => {
     expect(cancelled.status).toBe(200);
     expect(await cancelled.json()).toMatchObject({ id, status: 'cancelled' });
     expect(String(await reading)).toMatch(/execution .* was cancelled/);
-    const alive = (): boolean => {
-      try {
-        process.kill(pid, 0);
-        return true;
-      } catch {
-        return false;
-      }
-    };
-    await expect.poll(alive, { timeout: 10_000 }).toBe(false);
+    await expect.poll(() => processAlive(pid), { timeout: 10_000 }).toBe(false);
 
     const log = await story(id);
     expect(log.map((e) => e.type)).toEqual(['execution.created', 'execution.started', 'intent.accepted', 'step.created', 'step.cancelled', 'execution.cancelled']);

@@ -1,8 +1,9 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { cpSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { allowTools, copyDemoProject } from '../helpers/demo-project.js';
+import { copyDemoProject } from '../helpers/demo-project.js';
+import { addSlowTool } from '../helpers/slow-tool.js';
 import { openAiStream } from '../helpers/openai-sse.js';
 import { startReplayLlmServer, type ReplayLlmServer } from '../helpers/replay-llm-server.js';
 import { REPO_ROOT } from '../helpers/temp-project.js';
@@ -21,18 +22,14 @@ let llm: ReplayLlmServer;
 const children: ChildProcessWithoutNullStreams[] = [];
 const streams: SseClient[] = [];
 let toolPid: number | undefined;
+let pidFile: string;
 
 beforeAll(async () => {
   llm = await startReplayLlmServer();
   root = copyDemoProject('kiwi-crash-');
   writeFileSync(path.join(root, '.ai', 'config', 'gateway.yaml'), `upstreams:\n  - { name: recorded, kind: openai, base_url: "${llm.url}/v1", models: ["gpt-*"] }\n`);
   writeFileSync(path.join(root, '.ai', 'config', 'kernel-policy.yaml'), 'rules:\n  - { id: all, priority: 1, then: { decision: allow } }\n');
-  cpSync(path.join(REPO_ROOT, 'test', 'fixtures', 'gateway-loop', 'slow.mjs'), path.join(root, '.ai', 'tools', 'project', 'slow.mjs'));
-  writeFileSync(
-    path.join(root, '.ai', 'tools', 'project', 'wait_for_batch.yaml'),
-    'tool_id: wait_for_batch\ntool_type: script\nexecutor: node_runtime\nversion: "1.0.0"\ndescription: "Wait until the nightly batch job has finished"\nconfig:\n  script: slow.mjs\nparameters: []\n',
-  );
-  allowTools(root, ['wait_for_batch']);
+  pidFile = addSlowTool(root);
 });
 
 afterAll(async () => {
@@ -98,7 +95,6 @@ describe('a gateway killed with SIGKILL', () => {
     const open = (await intent({ type: 'invoke_tool', tool_id: 'lookup', arguments: { n: 2 } }))['step_id'] as string;
 
     // A chat whose tool is running.
-    const pidFile = path.join(root, '.ai', 'tools', 'project', 'slow.pid');
     llm.replyOnce(openAiStream(['Waiting. [TOOL: wait_for_batch {}]']));
     const controller = new AbortController();
     const chat = await fetch(`${first.url}/v1/chat/completions`, { method: 'POST', signal: controller.signal, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'is the batch done?' }] }) });

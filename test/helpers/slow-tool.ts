@@ -1,0 +1,29 @@
+import { cpSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { allowTools } from './demo-project.js';
+import { REPO_ROOT } from './temp-project.js';
+
+/**
+ * `wait_for_batch`, a tool that never finishes on its own, added to a copy of the demo project
+ * (and to its policy): to see what a cancel, a shutdown or a crash does to a running call.
+ * Returns the file where the tool writes its pid once it runs.
+ */
+export function addSlowTool(root: string): string {
+  const dir = path.join(root, '.ai', 'tools', 'project');
+  cpSync(path.join(REPO_ROOT, 'test', 'fixtures', 'gateway-loop', 'slow.mjs'), path.join(dir, 'slow.mjs'));
+  writeFileSync(
+    path.join(dir, 'wait_for_batch.yaml'),
+    'tool_id: wait_for_batch\ntool_type: script\nexecutor: node_runtime\nversion: "1.0.0"\ndescription: "Wait until the nightly batch job has finished"\nconfig:\n  script: slow.mjs\nparameters: []\n',
+  );
+  allowTools(root, ['wait_for_batch']);
+  return path.join(dir, 'slow.pid');
+}
+
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,16 +1,12 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/run-cli.js';
 import { gatewayMetricFamilies, type GatewayMetrics } from '../../src/gateway/gateway-metrics.js';
-import { createGatewayApp } from '../../src/http/app.js';
-import { listen, type Listener } from '../../src/http/listen.js';
-import type { Kernel } from '../../src/kernel/open-kernel.js';
 import { createCounters } from '../../src/prefetch/counters.js';
 import { kernelBackends } from '../fixtures/kernel/backends.js';
-import { executeScript, scriptedLoop } from '../fixtures/http-edges/scripted-loop.js';
-import { openSse, type SseClient } from '../fixtures/kernel/sse-client.js';
+import { useKernelServer } from '../fixtures/kernel/kernel-server.js';
 
 /**
  * GET /metrics (V0-API.md §16) on both backends: after a known run of calls over HTTP, the
@@ -73,36 +69,14 @@ function parseScrape(text: string): Scrape {
 }
 
 describe.each(kernelBackends({ policyFile, now, reaperIntervalMs: 0, queueIntervalMs: 0 }))('on %s', (_backend, open) => {
-  let kernel: Kernel;
-  let stop: () => Promise<void> = async () => undefined;
-  let server: Listener;
-  const streams: SseClient[] = [];
   const counters = createCounters();
   const gateway = (): GatewayMetrics => ({ uptime_s: 42, prefetch: counters.snapshot(), transitions: { tools: 3, pairs: 2, observations: 9 } });
-
-  beforeAll(async () => {
-    ({ kernel, stop } = await open());
-    const app = createGatewayApp({
-      runLoop: scriptedLoop(executeScript).runLoop,
-      models: () => [],
-      health: () => ({}),
-      kernel: async () => kernel,
-      metrics: () => ({ ...gateway() }),
-      metricFamilies: () => gatewayMetricFamilies(gateway()),
-    });
-    server = await listen((request, env) => app.fetch(request, env), { host: '127.0.0.1', port: 0 });
-  }, 60_000);
-  afterAll(async () => {
-    for (const s of streams) s.close();
-    await server?.close(100);
-    await kernel?.close();
-    await stop();
-  });
+  const server = useKernelServer(open, { gatewayMetrics: { metrics: gateway, metricFamilies: () => gatewayMetricFamilies(gateway()) } });
 
   const post = async (p: string, body: unknown): Promise<Record<string, unknown>> => {
-    const res = await fetch(`${server.url}${p}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-    expect(res.status, p).toBeLessThan(300);
-    return (await res.json()) as Record<string, unknown>;
+    const answer = await server.post(p, body);
+    expect(answer.status, p).toBeLessThan(300);
+    return answer.body;
   };
   const scrape = async (accept = PROMETHEUS_ACCEPT): Promise<Scrape> => {
     const res = await fetch(`${server.url}/metrics`, { headers: { accept } });
@@ -113,8 +87,7 @@ describe.each(kernelBackends({ policyFile, now, reaperIntervalMs: 0, queueInterv
 
   it('counts executions, intents, policy time and step time after a known run, and the executions not ended', async () => {
     const agent = 'metered';
-    const stream = await openSse(`${server.url}/v0/agents/stream?agent_id=${agent}&consumer_id=${agent}-c`);
-    streams.push(stream);
+    const stream = await server.connectAgent(agent);
     const first = (await post('/v0/executions', { agent_id: agent }))['id'] as string;
     const second = (await post('/v0/executions', { agent_id: agent }))['id'] as string;
     const sessions = new Map<string, string>();

@@ -1,12 +1,11 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/run-cli.js';
 import { gatewayMetricFamilies, type GatewayMetrics } from '../../src/gateway/gateway-metrics.js';
 import { createCounters } from '../../src/prefetch/counters.js';
 import { kernelBackends } from '../fixtures/kernel/backends.js';
 import { useKernelServer } from '../fixtures/kernel/kernel-server.js';
+import { tempPolicyFile } from '../fixtures/kernel/policy-file.js';
 
 /**
  * GET /metrics (V0-API.md §16) on both backends: after a known run of calls over HTTP, the
@@ -15,10 +14,8 @@ import { useKernelServer } from '../fixtures/kernel/kernel-server.js';
  * `kiwi stats`) still gets the JSON counters.
  */
 
-const dir = mkdtempSync(path.join(tmpdir(), 'kiwi-kernel-metrics-'));
-const policyFile = path.join(dir, 'kernel-policy.yaml');
-writeFileSync(
-  policyFile,
+const policyFile = tempPolicyFile(
+  'metrics',
   [
     'rules:',
     '  - { id: no-shell, priority: 1, when: { tool_id: shell }, then: { decision: deny, reason: no shell } }',
@@ -27,7 +24,6 @@ writeFileSync(
     '',
   ].join('\n'),
 );
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 let clock = Date.parse('2026-11-23T10:00:00.000Z');
 const now = (): Date => new Date(clock);
@@ -176,7 +172,7 @@ describe.each(kernelBackends({ policyFile, now, reaperIntervalMs: 0, queueInterv
       expect(((await res.json()) as GatewayMetrics).prefetch.hits, accept).toBe(counters.hits);
     }
     const out: string[] = [];
-    const code = await runCli(['stats', '--url', server.url], { env: {}, cwd: dir, io: { out: (l) => out.push(l), err: (l) => out.push(l) } });
+    const code = await runCli(['stats', '--url', server.url], { env: {}, cwd: path.dirname(policyFile), io: { out: (l) => out.push(l), err: (l) => out.push(l) } });
     expect(out.join('\n')).toMatch(/hit rate\s+75\.0%/);
     expect(code).toBe(0);
   });

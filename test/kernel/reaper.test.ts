@@ -1,9 +1,7 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { kernelBackends } from '../fixtures/kernel/backends.js';
 import { useKernelServer } from '../fixtures/kernel/kernel-server.js';
+import { tempPolicyFile } from '../fixtures/kernel/policy-file.js';
 
 /**
  * The kernel's watcher (V0-API.md §8.3, §11.3, §16) on a clock the test moves: a missed step
@@ -11,10 +9,8 @@ import { useKernelServer } from '../fixtures/kernel/kernel-server.js';
  * whose agent is gone. Each pass is run by the test (`reaper.sweep()`), not on the 30 s beat.
  */
 
-const dir = mkdtempSync(path.join(tmpdir(), 'kiwi-kernel-reaper-'));
-const policyFile = path.join(dir, 'kernel-policy.yaml');
-writeFileSync(
-  policyFile,
+const policyFile = tempPolicyFile(
+  'reaper',
   [
     'rules:',
     '  - { id: quick, priority: 1, when: { tool_id: slow }, then: { decision: allow, timeout_ms: 1000 } }',
@@ -23,7 +19,6 @@ writeFileSync(
     '',
   ].join('\n'),
 );
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 let clock = Date.parse('2026-11-23T10:00:00.000Z');
 const now = (): Date => new Date(clock);

@@ -1,9 +1,7 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { kernelBackends } from '../fixtures/kernel/backends.js';
 import { useKernelServer, type StartedAgent } from '../fixtures/kernel/kernel-server.js';
+import { tempPolicyFile } from '../fixtures/kernel/policy-file.js';
 
 /**
  * Remote tools on runners (V0-API.md §7, §11.2, §13) as spec-only HTTP/SSE agents and runners see
@@ -12,10 +10,7 @@ import { useKernelServer, type StartedAgent } from '../fixtures/kernel/kernel-se
  * (`runners.dispatchQueued()`) on a clock it moves, instead of every second.
  */
 
-const dir = mkdtempSync(path.join(tmpdir(), 'kiwi-kernel-runners-'));
-const policyFile = path.join(dir, 'kernel-policy.yaml');
-writeFileSync(policyFile, 'rules:\n  - { id: ask, priority: 1, when: { tool_id: deploy }, then: { decision: require_approval } }\n  - { id: all, priority: 2, then: { decision: allow } }\n');
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const policyFile = tempPolicyFile('runners', 'rules:\n  - { id: ask, priority: 1, when: { tool_id: deploy }, then: { decision: require_approval } }\n  - { id: all, priority: 2, then: { decision: allow } }\n');
 
 let clock = Date.parse('2026-11-23T10:00:00.000Z');
 const now = (): Date => new Date(clock);

@@ -1,9 +1,7 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { kernelBackends } from '../fixtures/kernel/backends.js';
 import { useKernelServer } from '../fixtures/kernel/kernel-server.js';
+import { tempPolicyFile } from '../fixtures/kernel/policy-file.js';
 
 /**
  * Signals, waits and approvals (V0-API.md §9, §12) as a spec-only HTTP/SSE agent sees them, on
@@ -11,16 +9,13 @@ import { useKernelServer } from '../fixtures/kernel/kernel-server.js';
  * around its items 16, 17 and 26–28.
  */
 
-const dir = mkdtempSync(path.join(tmpdir(), 'kiwi-kernel-signals-'));
-const policyFile = path.join(dir, 'kernel-policy.yaml');
-writeFileSync(
-  policyFile,
+const policyFile = tempPolicyFile(
+  'signals',
   `rules:
   - { id: ask-first, priority: 10, when: { tool_id: deploy }, then: { decision: require_approval, reason: "deploys need a person" } }
   - { id: reads, priority: 20, when: { tool_id: read_file }, then: { decision: allow } }
 `,
 );
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe.each(kernelBackends({ policyFile }))('on %s', (_backend, open) => {
   const server = useKernelServer(open);

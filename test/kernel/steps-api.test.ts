@@ -1,9 +1,7 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { kernelBackends } from '../fixtures/kernel/backends.js';
 import { useKernelServer } from '../fixtures/kernel/kernel-server.js';
+import { tempPolicyFile } from '../fixtures/kernel/policy-file.js';
 
 /**
  * Tool calls an agent runs itself (V0-API.md §6.2, §6.3, §9, §11) as a spec-only HTTP/SSE agent
@@ -11,10 +9,8 @@ import { useKernelServer } from '../fixtures/kernel/kernel-server.js';
  * the edges around its items 12, 22, 23 and 28.
  */
 
-const dir = mkdtempSync(path.join(tmpdir(), 'kiwi-kernel-policy-'));
-const policyFile = path.join(dir, 'kernel-policy.yaml');
-writeFileSync(
-  policyFile,
+const policyFile = tempPolicyFile(
+  'steps',
   `rules:
   - id: read-ok
     priority: 10
@@ -22,7 +18,6 @@ writeFileSync(
     then: { decision: allow }
 `,
 );
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe.each(kernelBackends({ policyFile }))('on %s', (_backend, open) => {
   const server = useKernelServer(open);

@@ -1,5 +1,6 @@
 import { runRiskCoveragePlot } from './resolve/plot-risk-coverage.js';
 import { runGatewayBench } from './gateway/run-gateway.js';
+import { runHooksBench } from './hooks/run-hooks.js';
 import { runKernelBench } from './kernel/run-kernel.js';
 import { runBuildTraces } from './prefetch/build-traces.js';
 import { runPrefetchBench } from './prefetch/run-prefetch.js';
@@ -18,6 +19,7 @@ const BENCHES: Record<string, (argv: string[]) => Promise<void>> = {
   'resolve-scale': runScaleBench,
   gateway: runGatewayBench,
   kernel: runKernelBench,
+  hooks: runHooksBench,
   prefetch: runPrefetchBench,
   'prefetch-traces': runBuildTraces,
 };

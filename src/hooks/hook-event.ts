@@ -1,0 +1,23 @@
+/**
+ * What a hook's condition and input templates see: one JSON-like object per tool call or
+ * directive event. Numbers are CEL doubles (as CEL reads JSON), so `cost.turns > limits.turns * 0.9`
+ * works and arithmetic with a literal needs a double (`cost.turns + 1.0`); comparisons mix
+ * freely (`cost.turns > 18`).
+ */
+
+/** The variables a condition may name, in the order the design lists them. */
+export const HOOK_EVENT_FIELDS = ['event', 'tool', 'arguments', 'client', 'directive', 'cost', 'limits', 'permissions'] as const;
+
+export type HookEventField = (typeof HOOK_EVENT_FIELDS)[number];
+
+export interface HookEvent {
+  /** What happened: `name` (`error`, `tool_call`, …), a `code` (`timeout`, `permission_denied`, …), `detail`. */
+  event: { name: string; code?: string; detail?: unknown; [key: string]: unknown };
+  tool: Record<string, unknown>;
+  arguments: Record<string, unknown>;
+  client: Record<string, unknown>;
+  directive: Record<string, unknown>;
+  cost: Record<string, unknown>;
+  limits: Record<string, unknown>;
+  permissions: Record<string, unknown>;
+}

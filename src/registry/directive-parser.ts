@@ -2,11 +2,12 @@
  * Directives: Markdown with one `<directive name version>` XML block. Only the block has to be
  * well-formed XML; the Markdown around it may hold anything.
  */
+import { parseHooks } from './directive-hooks.js';
 import { parseLimits, parsePermissions, type ElementProblem } from './directive-permissions.js';
 import { extractDirectiveBlock, findSignature, lineColumn, stripSignatureLine } from './markdown-parts.js';
 import { verifySignature } from './signature.js';
 import { checkToolName } from './tool-name.js';
-import type { Directive, DirectiveInput, DirectiveLimits, PermissionTag, Tier } from './types.js';
+import type { Directive, DirectiveHook, DirectiveInput, DirectiveLimits, PermissionTag, Tier } from './types.js';
 import { fail, makeIssue, type FileLabel, type IssueInput, type ParseResult } from './validation-error.js';
 import { child, parseXmlTree, type XmlElement } from './xml-tree.js';
 
@@ -70,6 +71,7 @@ export function parseDirective(text: string, label: FileLabel, tier: Tier): Pars
   let modelTier: string | undefined;
   let limits: DirectiveLimits = {};
   let permissions: PermissionTag[] = [];
+  let hooks: DirectiveHook[] = [];
   const metadata = child(root, 'metadata');
   if (metadata === undefined) {
     problem(root, 'metadata', 'missing; add <metadata><description>What this directive does</description></metadata>');
@@ -85,6 +87,13 @@ export function parseDirective(text: string, label: FileLabel, tier: Tier): Pars
     if (limitsElement !== undefined) limits = parseLimits(limitsElement, problems);
     const permissionsElement = child(metadata, 'permissions');
     if (permissionsElement !== undefined) permissions = parsePermissions(permissionsElement, problems);
+    const hooksElement = child(metadata, 'hooks');
+    // A condition starts right after its `<when>` tag.
+    const siteOf = (element: XmlElement) => {
+      const pos = at(element.offset);
+      return { file: label.display, line: pos.line, column: pos.column + '<when>'.length };
+    };
+    if (hooksElement !== undefined) hooks = parseHooks(hooksElement, problems, siteOf);
   }
   const inputs = readInputs(child(root, 'inputs'), problem);
 
@@ -108,6 +117,7 @@ export function parseDirective(text: string, label: FileLabel, tier: Tier): Pars
     limits,
     permissions,
     inputs,
+    ...(hooks.length === 0 ? {} : { hooks }),
     xml: block.xml,
     body: content,
     signature: findSignature('directive', text),

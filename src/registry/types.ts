@@ -80,6 +80,21 @@ export interface DirectiveInput {
   description: string;
 }
 
+/** What a hook does when its condition holds. */
+export type HookAction =
+  | { kind: 'directive'; name: string; inputs: Record<string, string> }
+  | { kind: 'deny'; reason: string }
+  | { kind: 'require_approval' }
+  | { kind: 'annotate'; text: string };
+
+export interface DirectiveHook {
+  /** The condition as written (CEL, or with Kiwi's and/or/not). */
+  when: string;
+  /** Where it was written, for the hook's own errors. */
+  line: number;
+  action: HookAction;
+}
+
 export interface Directive {
   name: string;
   version: string;
@@ -90,6 +105,8 @@ export interface Directive {
   permissions: PermissionTag[];
   /** The `<inputs>` the directive declares, in order. */
   inputs?: DirectiveInput[];
+  /** Its `<hooks>`, their conditions checked when the file loaded (directive-hooks.ts). */
+  hooks?: DirectiveHook[];
   /** The XML block as written, from the first `<directive` to the last `</directive>`. */
   xml: string;
   body: string;

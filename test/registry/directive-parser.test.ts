@@ -188,6 +188,64 @@ describe('invalid directives', () => {
     );
   });
 
+  it("reads Kiwi's child-element limits (deploy_staging.md's block), the same as attributes", () => {
+    const block = '<limits>\n<turns>20</turns>\n<tokens>50000</tokens>\n<spawns>3</spawns>\n<duration>600</duration>\n<spend currency="USD">5.00</spend>\n</limits>';
+    expect(parse(wrap(block)).limits).toEqual({ turns: 20, tokens: 50000, spawns: 3, duration: 600, spend: 5 });
+    expect(parse(wrap('<limits turns="4"><duration>2m</duration></limits>')).limits).toEqual({ turns: 4, duration: 120 });
+  });
+
+  it('rejects bad child-element limits, saying which form to write', () => {
+    const found = issues(wrap('<limits turns="3"><turns>4</turns><spend currency="EUR">5</spend><tokens>many</tokens><budget>1</budget></limits>')).map((i) => i.message);
+    expect(found).toHaveLength(4);
+    expect(found.join('\n')).toContain('metadata.limits.turns: turns is given twice; keep one');
+    expect(found.join('\n')).toContain('spend is counted in US dollars; write currency="USD" (or leave it out), not "EUR"');
+    expect(found.join('\n')).toContain('metadata.limits.tokens: "many" is not a whole number; write e.g. <tokens>10</tokens>');
+    expect(found.join('\n')).toContain('<limits> has no element <budget>');
+  });
+
+  it("reads <hooks>: each condition checked (CEL or Kiwi's and/or/not), one action, inputs kept as templates", () => {
+    const hooks = [
+      '<hooks>',
+      '<hook><when>event.code == "permission_denied"</when><directive>request_elevated_permissions</directive>',
+      '<inputs><missing_cap>${event.detail.missing}</missing_cap></inputs></hook>',
+      '<hook><when>event.name == "error" and not (event.code == "timeout")</when><deny>errors stop the deploy</deny></hook>',
+      '<hook><when>tool.id == "bash"</when><require_approval/></hook>',
+      '<hook><when>cost.turns > limits.turns * 0.9</when><annotate>near the turn limit</annotate></hook>',
+      '</hooks>',
+    ].join('\n');
+    expect(parse(wrap(hooks)).hooks).toEqual([
+      { when: 'event.code == "permission_denied"', line: 7, action: { kind: 'directive', name: 'request_elevated_permissions', inputs: { missing_cap: '${event.detail.missing}' } } },
+      { when: 'event.name == "error" and not (event.code == "timeout")', line: 9, action: { kind: 'deny', reason: 'errors stop the deploy' } },
+      { when: 'tool.id == "bash"', line: 10, action: { kind: 'require_approval' } },
+      { when: 'cost.turns > limits.turns * 0.9', line: 11, action: { kind: 'annotate', text: 'near the turn limit' } },
+    ]);
+    expect(parse(wrap('<limits turns="3"/>')).hooks).toBeUndefined();
+  });
+
+  it('rejects bad hooks at load, naming the line and what to fix', () => {
+    const found = issues(
+      wrap(
+        [
+          '<hooks>',
+          '<hook><when>evnt.code == "x"</when><deny/></hook>',
+          '<hook><deny/></hook>',
+          '<hook><when>event.code == "x"</when><deny/><annotate>a</annotate></hook>',
+          '<hook><when>event.code == "x"</when><annotate>a</annotate><inputs><a>1</a></inputs></hook>',
+          '<hook><when>event.code == "x"</when><webhook/></hook>',
+          '<rule/>',
+          '</hooks>',
+        ].join('\n'),
+      ),
+    ).map((i) => i.message);
+    const text = found.join('\n');
+    expect(text).toContain('.ai/directives/demo.md:7:7: metadata.hooks[0].when: column 13: hook condition "evnt.code == \\"x\\"": Unknown variable: evnt (did you mean "event"?)');
+    expect(text).toContain('metadata.hooks[1].when: the hook has no condition; add <when>event.name == "error"</when>');
+    expect(text).toContain('metadata.hooks[2]: a hook has exactly one action (<directive>, <deny>, <require_approval>, <annotate>); this one has 2');
+    expect(text).toContain('metadata.hooks[3].inputs: <inputs> go with a <directive> action only');
+    expect(text).toContain('metadata.hooks[4].webhook: a hook has no <webhook>');
+    expect(text).toContain('metadata.hooks[5]: <hooks> holds <hook> elements, not <rule>');
+  });
+
   it('rejects bad limits', () => {
     const found = issues(wrap('<limits turns="ten" duration="soon" spend="lots" budget="1"/>')).map((i) => i.message);
     expect(found).toHaveLength(4);

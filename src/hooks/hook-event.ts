@@ -21,3 +21,13 @@ export interface HookEvent {
   limits: Record<string, unknown>;
   permissions: Record<string, unknown>;
 }
+
+/**
+ * The event with the fields every event has, even when empty (`event.code` "", `event.detail`
+ * {}): CEL makes a missing key an error, and a hook that errs fails closed, so
+ * `event.code == "timeout"` must be able to read a call that has no code.
+ */
+export function withEventDefaults(event: HookEvent): HookEvent {
+  if (event.event.code !== undefined && event.event.detail !== undefined) return event;
+  return { ...event, event: { ...event.event, code: event.event.code ?? '', detail: event.event.detail ?? {} } };
+}

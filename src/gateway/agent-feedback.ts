@@ -176,6 +176,7 @@ const LIMIT_WORDS: Record<LimitName, { key: string; what: (l: LoopLimits) => str
   tool_calls: { key: 'max_tool_calls', what: (l) => `the agent wrote more than the ${l.maxToolCalls} tool intents one request may have (each counts, run or not)` },
   duration: { key: 'max_duration_ms', what: (l) => `the request ran longer than its time limit of ${formatMs(l.maxDurationMs)}` },
   repeats: { key: 'max_repeats', what: (l) => `the agent asked for the same tool call ${l.maxRepeats} times, which looks like a loop` },
+  tokens: { key: 'max_tokens', what: (l) => `the request used its budget of ${l.maxTokens} tokens (input and output of every model turn, as the upstream reported them)` },
 };
 
 /** The readable text sent before `finish` when a limit stopped the request. */

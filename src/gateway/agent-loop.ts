@@ -96,7 +96,7 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
 
   const outbox = createOutbox();
   const { push, until } = outbox;
-  let limit: LimitName | undefined; // turns or duration; the worker holds the intent limits
+  let limit: LimitName | undefined; // turns, tokens or duration; the worker holds the intent limits
   const worker = createIntentWorker({
     resolve: deps.resolve,
     call: deps.call,
@@ -207,6 +207,10 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
         limit = 'turns';
         break;
       }
+      if (limits.maxTokens > 0 && (usage.inputTokens ?? 0) + (usage.outputTokens ?? 0) >= limits.maxTokens) {
+        limit = 'tokens';
+        break;
+      }
       const feedback = feedbackMessage(report.items, { maxResultChars: limits.maxResultChars, ...markerOption });
       messages.push({ role: 'assistant', content: turnText }, { role: 'user', content: feedback });
     }
@@ -254,6 +258,7 @@ const LIMIT_RANGES: Record<keyof LoopLimits, [min: number, max: number]> = {
   maxResultChars: [64, 100_000_000],
   // 1 would refuse every call: a call is refused the maxRepeats-th time it is asked for.
   maxRepeats: [2, 1000],
+  maxTokens: [0, 1_000_000_000],
 };
 
 function checkLimits(partial: Partial<LoopLimits> | undefined): LoopLimits {

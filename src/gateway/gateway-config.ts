@@ -138,6 +138,7 @@ const schema = z.strictObject({
   limits: z
     .strictObject({
       max_turns: z.number().int().min(1).max(100).optional(),
+      max_tokens: z.number().int().min(0, 'must be 0 (no limit) or more').max(1_000_000_000).optional(),
       max_tool_calls: z.number().int().min(1).max(1000).optional(),
       max_duration_ms: z.number().int().min(1000).max(3_600_000).optional(),
       max_result_chars: z.number().int().min(100).max(10_000_000).optional(),
@@ -163,7 +164,7 @@ const schema = z.strictObject({
 });
 
 type Raw = z.output<typeof schema>;
-const FIELDS = ['host', 'allowed_hosts', 'tool_menu', 'max_concurrent_requests_per_client', 'port', 'upstreams', 'limits', 'mcp', 'name', 'kind', 'base_url', 'api_key_env', 'models', 'timeout_ms', 'max_turns', 'max_tool_calls', 'max_duration_ms', 'max_result_chars', 'max_repeats', 'max_body_bytes', 'body_timeout_ms', 'max_connections', 'allowed_origins', 'prefetch', 'enabled', 'ttl_ms', 'speculate', 'concurrency', 'min_cosine', 'embedder', 'kernel', 'record_chats'];
+const FIELDS = ['host', 'allowed_hosts', 'tool_menu', 'max_concurrent_requests_per_client', 'port', 'upstreams', 'limits', 'mcp', 'name', 'kind', 'base_url', 'api_key_env', 'models', 'timeout_ms', 'max_turns', 'max_tool_calls', 'max_duration_ms', 'max_result_chars', 'max_repeats', 'max_tokens', 'max_body_bytes', 'body_timeout_ms', 'max_connections', 'allowed_origins', 'prefetch', 'enabled', 'ttl_ms', 'speculate', 'concurrency', 'min_cosine', 'embedder', 'kernel', 'record_chats'];
 
 export async function loadGatewayConfig(file: string, ctx: GatewayConfigContext): Promise<GatewayConfig> {
   const rel = path.relative(ctx.root, file);
@@ -265,6 +266,7 @@ export async function loadGatewayConfig(file: string, ctx: GatewayConfigContext)
       maxDurationMs: l.max_duration_ms ?? DEFAULT_LOOP_LIMITS.maxDurationMs,
       maxResultChars: l.max_result_chars ?? DEFAULT_LOOP_LIMITS.maxResultChars,
       maxRepeats: l.max_repeats ?? DEFAULT_LOOP_LIMITS.maxRepeats,
+      maxTokens: l.max_tokens ?? DEFAULT_LOOP_LIMITS.maxTokens,
     },
     maxBodyBytes: l.max_body_bytes ?? DEFAULT_MAX_BODY_BYTES,
     allowedHosts: raw.allowed_hosts ?? [...DEFAULT_ALLOWED_HOSTS],

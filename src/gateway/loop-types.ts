@@ -29,6 +29,11 @@ export interface LoopLimits {
   maxResultChars: number;
   /** The same resolved call (tool and canonical arguments) this many times ends the request. */
   maxRepeats: number;
+  /**
+   * Tokens one client request may use, input and output of all its upstream turns as the
+   * upstream reports them; past it no further turn starts (0: no limit).
+   */
+  maxTokens: number;
 }
 
 export const DEFAULT_LOOP_LIMITS: LoopLimits = {
@@ -37,6 +42,7 @@ export const DEFAULT_LOOP_LIMITS: LoopLimits = {
   maxDurationMs: 300_000,
   maxResultChars: 16_000,
   maxRepeats: 3,
+  maxTokens: 0,
 };
 
 /**
@@ -88,7 +94,7 @@ export type LoopEvent =
    */
   | { type: 'finish'; reason: FinishReason; usage: ChatUsage; turns: number; toolCalls: number; limit?: LimitName };
 
-export type LimitName = 'turns' | 'tool_calls' | 'duration' | 'repeats';
+export type LimitName = 'turns' | 'tool_calls' | 'duration' | 'repeats' | 'tokens';
 
 export type LoopEventOf<T extends LoopEvent['type']> = Extract<LoopEvent, { type: T }>;
 

@@ -390,6 +390,17 @@ describe('agent loop: limits', () => {
     expect(finishOf(events)).toMatchObject({ reason: 'stop', turns: 2, toolCalls: 2, limit: 'turns' });
   });
 
+  it('starts no turn past maxTokens (input and output as the upstream reports them) and says so, finish.limit "tokens"', async () => {
+    llm.replyOnce({ recording: sse(['[TOOL: echo the text "one"]']) }, { recording: sse(['[TOOL: echo the text "two"]']) }, { recording: sse(['[TOOL: echo the text "three"]']) });
+    // Each recorded turn reports 10 input and 5 output tokens: the second turn reaches 30.
+    const { events } = await collect(loopDeps({ limits: { maxTokens: 30 } }), ask('Go.'));
+    expect(ofType(events, 'result').map((e) => e.text)).toEqual(['echo: one', 'echo: two']);
+    expect(llm.requests).toHaveLength(2);
+    expect(events.at(-2)).toEqual({ type: 'text', text: limitNotice('tokens', { ...DEFAULT_LOOP_LIMITS, maxTokens: 30 }) });
+    expect(textOf(events)).toMatch(/budget of 30 tokens.*limits\.max_tokens/s);
+    expect(finishOf(events)).toMatchObject({ turns: 2, usage: { inputTokens: 20, outputTokens: 10 }, limit: 'tokens' });
+  });
+
   it('runs no intent over maxToolCalls and stops after that turn with finish.limit "tool_calls"', async () => {
     llm.replyOnce({ recording: sse(['[TOOL: echo the text "one"] [TOOL: reverse the letters of the word "two"] rest of the turn']) });
     const deps = loopDeps({ limits: { maxToolCalls: 1 } });

@@ -74,7 +74,7 @@ prefetch: { enabled: false, ttl_ms: 5000, speculate: false, concurrency: 3, min_
       listen: { bodyTimeoutMs: 5000, maxConnections: 16 },
       mcp: { allowedOrigins: ['https://tools.example.com', 'http://localhost:3000', 'https://app.example.com'] },
     });
-    expect(c.limits).toEqual({ maxTurns: 3, maxToolCalls: 4, maxDurationMs: 5000, maxResultChars: 600, maxRepeats: 2 });
+    expect(c.limits).toEqual({ maxTurns: 3, maxToolCalls: 4, maxDurationMs: 5000, maxResultChars: 600, maxRepeats: 2, maxTokens: 0 });
     expect(c.upstreams).toEqual([
       { name: 'demo', kind: 'demo', models: ['kiwi-demo'], source: 'built-in' },
       { name: 'llama', kind: 'openai', baseUrl: 'http://127.0.0.1:8080/v1', models: ['llama-*'], timeoutMs: 300000, source: `${path.basename(file)}:7` },

@@ -25,10 +25,12 @@ export interface WorkTree {
   gitDir: string;
   ref: string;
   /**
-   * Pathspecs every checkpoint leaves out: the gateway's own generated state (audit logs, kernel
-   * state, vectors, threads). Snapshotting them would make every call look like a change, and a
-   * restore must never rewrite the audit trail or a database in use.
+   * What every checkpoint leaves out, relative to `top`: the gateway's own generated state (audit
+   * logs, kernel state, vectors, threads) of this project. Snapshotting them would make every call
+   * look like a change, and a restore must never rewrite the audit trail or a database in use.
    */
+  generated: string[];
+  /** `generated` as exclude pathspecs, for commands that compare trees. */
   excludes: string[];
   git: Git;
 }
@@ -62,17 +64,22 @@ export async function findWorkTree(root: string, options: Omit<GitOptions, 'cwd'
   const realTop = await realpath(top);
   const main = (await realpath(path.resolve(root, commonDir))) === (await realpath(gitDir));
   const prefix = path.relative(realTop, root).split(path.sep).join('/');
-  const inProject = (p: string): string => (prefix === '' ? p : `${prefix}/${p}`);
+  const generated = GENERATED.map((p) => (prefix === '' ? p : `${prefix}/${p}`));
   return {
     found: true,
     tree: {
       top: realTop,
       gitDir,
       ref: `${CHECKPOINT_REF_PREFIX}/${main ? 'main' : `worktrees/${refSafe(path.basename(gitDir))}`}`,
-      excludes: GENERATED.map((p) => `:(exclude,literal)${inProject(p)}`),
+      generated,
+      excludes: excludePathspecs(generated),
       git: createGit({ ...options, cwd: realTop }),
     },
   };
+}
+
+export function excludePathspecs(paths: readonly string[]): string[] {
+  return paths.map((p) => `:(exclude,literal)${p}`);
 }
 
 async function hasDotGitAbove(start: string): Promise<boolean> {

@@ -3,7 +3,7 @@ import { copyFile, lstat, rename, rm, stat, utimes } from 'node:fs/promises';
 import path from 'node:path';
 import { describeError, isKiwiError } from '../errors.js';
 import type { GitRun } from './git-command.js';
-import type { WorkTree } from './git-work-tree.js';
+import { excludePathspecs, type WorkTree } from './git-work-tree.js';
 
 /**
  * A git tree of the work tree as it is now: the tracked files and the untracked files that are not
@@ -49,7 +49,12 @@ export async function snapshotTree(wt: WorkTree, limits: SnapshotLimits, deadlin
     const pathspec = ['--', ':/', ...wt.excludes];
     const changed = await run(['ls-files', '-z', '--modified', '--others', '--exclude-standard', ...pathspec], { maxOutputBytes: MAX_LIST_BYTES });
     await checkSizes(wt.top, changed.stdout, limits);
-    await run(['add', '-A', ...pathspec]);
+    // `git add` refuses an exclude pathspec that names an ignored folder, so those are left to
+    // .gitignore. Asked as folders (trailing "/"), so the answer does not depend on whether the
+    // folder exists yet: the audit log may create it while this runs.
+    const asked = await run(['check-ignore', '-z', '--stdin'], { stdin: wt.generated.map((p) => `${p}/\0`).join(''), okCodes: [1] });
+    const ignored = new Set(asked.stdout.split('\0').map((p) => p.replace(/\/$/, '')));
+    await run(['add', '-A', '--', ':/', ...excludePathspecs(wt.generated.filter((p) => !ignored.has(p)))]);
     const tree = (await run(['write-tree'])).stdout.trim();
     await rename(index, cache).catch(() => undefined);
     return { ok: true, tree };

@@ -102,6 +102,18 @@ describe('takeCheckpoint', () => {
     expect(readFileSync(index).equals(bytes)).toBe(true);
   });
 
+  it('leaves out generated state that .gitignore already ignores (git add refuses to be told to exclude it)', async () => {
+    repo = createGitRepo({ '.gitignore': '.ai/logs/\n' });
+    const wt = await workTree(repo);
+    expect((await takeCheckpoint(wt, META, LIMITS)).status).toBe('created');
+    repo.write('.ai/logs/audit/day/s.jsonl', '{}\n');
+    repo.write('.ai/state/db', 'x\n');
+    repo.write('work.txt', 'w\n');
+    const out = await takeCheckpoint(wt, META, LIMITS);
+    expect(out.status).toBe('created');
+    if (out.status === 'created') expect(repo.git('ls-tree', '-r', '--name-only', out.id).trim().split('\n').sort()).toEqual(['.gitignore', 'work.txt']);
+  });
+
   it('works on a branch with no commit yet', async () => {
     const base = realpathSync(mkdtempSync(path.join(tmpdir(), 'kiwi-git-empty-')));
     try {

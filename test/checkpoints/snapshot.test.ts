@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readCheckpointSettings } from '../../src/checkpoints/checkpoint-config.js';
+import { loadGatewayConfig } from '../../src/gateway/gateway-config.js';
 import { listCheckpoints, takeCheckpoint } from '../../src/checkpoints/checkpoint-store.js';
 import { createCheckpointer } from '../../src/checkpoints/checkpointer.js';
 import { findWorkTree, type WorkTree } from '../../src/checkpoints/git-work-tree.js';
@@ -206,6 +207,9 @@ describe('readCheckpointSettings', () => {
       await expect(readCheckpointSettings(file, dir)).rejects.toThrow(/^gateway\.yaml:3:3: checkpoints\.max_file_mb: unknown field/);
       writeFileSync(file, 'checkpoints:\n  enabled: "no"\n');
       await expect(readCheckpointSettings(file, dir)).rejects.toThrow('gateway.yaml:2:12: checkpoints.enabled: must be true or false');
+      // `kiwi serve` checks the section with the rest of the file.
+      writeFileSync(file, 'checkpoints:\n  enable: false\n');
+      await expect(loadGatewayConfig(file, { env: {}, root: dir })).rejects.toThrow('gateway.yaml:2:3: checkpoints.enable: unknown field (did you mean "enabled"?)');
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -52,13 +52,14 @@ export async function readTip(wt: WorkTree): Promise<{ id: string; tree: string 
  */
 export async function takeCheckpoint(wt: WorkTree, meta: CheckpointMeta, limits: SnapshotLimits): Promise<CheckpointOutcome> {
   const deadline = Date.now() + limits.timeoutMs;
-  const snap = await snapshotTree(wt, limits, deadline);
+  // The tip is read while the snapshot is made; the compare-and-swap below catches a tip that moved meanwhile.
+  const [snap, firstTip] = await Promise.all([snapshotTree(wt, limits, deadline), readTip(wt).catch(() => null)]);
   if (!snap.ok) return { status: 'skipped', reason: snap.reason };
   const time = meta.time ?? new Date();
   const left = (): number => Math.max(1, deadline - Date.now());
   try {
     for (let attempt = 0; attempt < MAX_RACES; attempt += 1) {
-      const tip = await readTip(wt);
+      const tip = attempt === 0 && firstTip !== null ? firstTip : await readTip(wt);
       if (tip?.tree === snap.tree) return { status: 'unchanged', id: tip.id, tree: snap.tree };
       const seconds = Math.floor(time.getTime() / 1000);
       const identity = {

@@ -47,12 +47,14 @@ export async function snapshotTree(wt: WorkTree, limits: SnapshotLimits, deadlin
     // An unborn branch (no commit yet): start from nothing.
     if (seeded.code !== 0) await run(['read-tree', '--empty']);
     const pathspec = ['--', ':/', ...wt.excludes];
-    const changed = await run(['ls-files', '-z', '--modified', '--others', '--exclude-standard', ...pathspec], { maxOutputBytes: MAX_LIST_BYTES });
-    await checkSizes(wt.top, changed.stdout, limits);
     // `git add` refuses an exclude pathspec that names an ignored folder, so those are left to
     // .gitignore. Asked as folders (trailing "/"), so the answer does not depend on whether the
-    // folder exists yet: the audit log may create it while this runs.
-    const asked = await run(['check-ignore', '-z', '--stdin'], { stdin: wt.generated.map((p) => `${p}/\0`).join(''), okCodes: [1] });
+    // folder exists yet: the audit log may create it while this runs. Both only read.
+    const [changed, asked] = await Promise.all([
+      run(['ls-files', '-z', '--modified', '--others', '--exclude-standard', ...pathspec], { maxOutputBytes: MAX_LIST_BYTES }),
+      run(['check-ignore', '-z', '--stdin'], { stdin: wt.generated.map((p) => `${p}/\0`).join(''), okCodes: [1] }),
+    ]);
+    await checkSizes(wt.top, changed.stdout, limits);
     const ignored = new Set(asked.stdout.split('\0').map((p) => p.replace(/\/$/, '')));
     await run(['add', '-A', '--', ':/', ...excludePathspecs(wt.generated.filter((p) => !ignored.has(p)))]);
     const tree = (await run(['write-tree'])).stdout.trim();

@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { createAuditLog, type AuditLog } from './audit/audit-log.js';
+import { readCheckpointSettings } from './checkpoints/checkpoint-config.js';
+import { createCheckpointer, type Checkpointer } from './checkpoints/checkpointer.js';
 import { createLoopDetector } from './audit/loop-detector.js';
 import { createMcpClientPool, type McpClientPool } from './mcp/client-pool.js';
 import { loadPolicyFile } from './policy/policy-file.js';
@@ -33,6 +35,8 @@ export interface Project {
   audit: AuditLog;
   mcp: McpClientPool;
   http: HttpClient;
+  /** Git checkpoints before state-changing calls (`checkpoints:` in gateway.yaml). */
+  checkpoints: Checkpointer;
   close(): Promise<void>;
 }
 
@@ -45,6 +49,7 @@ export async function openProject(options: ProjectOptions): Promise<Project> {
   const root = await realpath(path.resolve(options.projectDir));
   const registry = await loadRegistry({ projectDir: root, ...(options.userDir ? { userDir: options.userDir } : {}) });
   const policy = await loadPolicyFile(path.join(root, '.ai', 'config', 'policy.yaml'), root);
+  const checkpoints = createCheckpointer({ root, env: options.env, settings: await readCheckpointSettings(path.join(root, '.ai', 'config', 'gateway.yaml'), root) });
   const session = options.session ?? newSessionId(options.source ?? 'cli');
   const auditDir = path.join(root, '.ai', 'logs', 'audit');
   const audit = createAuditLog({ dir: auditDir, sessionId: session });
@@ -58,6 +63,7 @@ export async function openProject(options: ProjectOptions): Promise<Project> {
     loops: createLoopDetector(),
     rateLimiter: createRateLimiter(),
     plan: { root, env: options.env },
+    checkpoints,
   });
   return {
     root,
@@ -69,6 +75,7 @@ export async function openProject(options: ProjectOptions): Promise<Project> {
     audit,
     mcp,
     http,
+    checkpoints,
     async close() {
       await Promise.allSettled([mcp.close(), http.close()]);
       await audit.close();

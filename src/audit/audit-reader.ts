@@ -24,6 +24,7 @@ export const auditRecordSchema = z.object({
   stuck: z.boolean().optional(),
   source: z.string().optional(),
   reused: z.string().optional(),
+  checkpoint: z.string().optional(),
 });
 
 export interface ReadAuditTailOptions {
@@ -233,6 +234,7 @@ export function formatAuditRecord(record: AuditRecord): string {
   if (record.stuck) parts.push('STUCK');
   if (record.source) parts.push(`[${clean(record.source, 20)}]`);
   if (record.reused) parts.push(`reused prefetched ${clean(record.reused, 60)}`);
+  if (record.checkpoint) parts.push(`checkpoint ${clean(record.checkpoint.slice(0, 12), 12)}`);
   if (record.error) parts.push(`error ${clean(record.error.code, 40)}: ${clean(record.error.message, 200)}`);
   if (record.reason) parts.push(`— ${clean(record.reason, 200)}`);
   return parts.join('  ');

@@ -24,6 +24,8 @@ export interface AuditRecord {
   source?: string;
   /** The call id of the speculative (prefetch) call whose result this call reused instead of running again. */
   reused?: string;
+  /** The git checkpoint that holds the work tree as it was before this call ran (`kiwi checkpoints restore ID`). */
+  checkpoint?: string;
 }
 
 export interface RecordCaps {
@@ -69,6 +71,7 @@ export function serializeAuditRecord(record: AuditRecord, caps: RecordCaps): str
     ['stuck', record.stuck === undefined ? undefined : String(record.stuck === true)],
     ['source', record.source === undefined ? undefined : str(record.source, STRING_CAPS.source)],
     ['reused', record.reused === undefined ? undefined : str(record.reused, STRING_CAPS.call_id)],
+    ['checkpoint', record.checkpoint === undefined ? undefined : str(record.checkpoint, STRING_CAPS.call_id)],
   ];
   const args = auditValueJson(record.args, caps.maxStringChars);
   const result = auditValueJson(record.result, caps.maxStringChars);

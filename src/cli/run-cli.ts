@@ -2,6 +2,7 @@ import { describeError } from '../errors.js';
 import { approvalsCommand } from './commands/approvals.js';
 import { auditCommand } from './commands/audit.js';
 import { chatCommand } from './commands/chat.js';
+import { checkpointsCommand } from './commands/checkpoints.js';
 import { demoCommand } from './commands/demo.js';
 import { executionsCommand } from './commands/executions.js';
 import { indexCommand } from './commands/index-tools.js';
@@ -27,6 +28,7 @@ Usage:
   kiwi run TOOL --args JSON            run one tool through the permissioned tool proxy
   kiwi sign FILE... | kiwi verify FILE...   write / check the kiwi-mcp:validated signature line
   kiwi audit tail [-n N] [--session ID]     the latest audited calls, allowed and denied
+  kiwi checkpoints list|diff ID [--stat] [--parent]|restore ID [--dry-run]   git checkpoints taken before state-changing calls; restore puts files back (and can be undone)
   kiwi index                           embed every valid tool into .ai/vectors (LanceDB; incremental)
   kiwi resolve "INTENT"                the call an intent resolves to, with candidates and timings (runs nothing)
   kiwi mcp [--allow-empty]             serve the meta-tools (search, load, execute, help, resolve) as an MCP server on stdio (needs .ai/ in the project)
@@ -49,6 +51,7 @@ const COMMANDS: Record<string, Command> = {
   sign: signCommand,
   verify: verifyCommand,
   audit: auditCommand,
+  checkpoints: checkpointsCommand,
   demo: demoCommand,
   index: indexCommand,
   resolve: resolveCommand,

@@ -13,6 +13,7 @@ import { PREFETCH_EMBEDDERS, type PrefetchEmbedder } from '../prefetch/types.js'
 import { DEFAULT_LOOP_LIMITS, type LoopLimits } from './loop-types.js';
 import { DEFAULT_MENU_SIZE } from './tool-menu.js';
 import { readCappedFile } from '../read-capped-file.js';
+import { checkpointsSchema } from '../checkpoints/checkpoint-config.js';
 
 /**
  * `.ai/config/gateway.yaml` — optional; without it the gateway listens on 127.0.0.1:8787 and
@@ -161,10 +162,12 @@ const schema = z.strictObject({
     })
     .optional(),
   kernel: z.strictObject({ record_chats: z.boolean('must be true or false').optional() }).optional(),
+  // Read by every process that runs tools (src/checkpoints/checkpoint-config.ts); checked here with the rest.
+  checkpoints: checkpointsSchema.optional(),
 });
 
 type Raw = z.output<typeof schema>;
-const FIELDS = ['host', 'allowed_hosts', 'tool_menu', 'max_concurrent_requests_per_client', 'port', 'upstreams', 'limits', 'mcp', 'name', 'kind', 'base_url', 'api_key_env', 'models', 'timeout_ms', 'max_turns', 'max_tool_calls', 'max_duration_ms', 'max_result_chars', 'max_repeats', 'max_tokens', 'max_body_bytes', 'body_timeout_ms', 'max_connections', 'allowed_origins', 'prefetch', 'enabled', 'ttl_ms', 'speculate', 'concurrency', 'min_cosine', 'embedder', 'kernel', 'record_chats'];
+const FIELDS = ['host', 'allowed_hosts', 'tool_menu', 'max_concurrent_requests_per_client', 'port', 'upstreams', 'limits', 'mcp', 'name', 'kind', 'base_url', 'api_key_env', 'models', 'timeout_ms', 'max_turns', 'max_tool_calls', 'max_duration_ms', 'max_result_chars', 'max_repeats', 'max_tokens', 'max_body_bytes', 'body_timeout_ms', 'max_connections', 'allowed_origins', 'prefetch', 'enabled', 'ttl_ms', 'speculate', 'concurrency', 'min_cosine', 'embedder', 'kernel', 'record_chats', 'checkpoints', 'max_file_bytes', 'max_total_bytes'];
 
 export async function loadGatewayConfig(file: string, ctx: GatewayConfigContext): Promise<GatewayConfig> {
   const rel = path.relative(ctx.root, file);

@@ -13,6 +13,7 @@ import type { Tool } from '../registry/types.js';
 import { authorize, authorizeServer, callContext } from './authorize.js';
 import { checkMcpTool } from '../policy/permission-context.js';
 import type { McpToolInfo } from '../mcp/client-pool.js';
+import type { Checkpointer } from '../checkpoints/checkpointer.js';
 
 export type CallSource = 'cli' | 'gateway' | 'mcp' | 'prefetch' | 'runner';
 
@@ -49,6 +50,8 @@ export interface ToolProxyDeps {
   loops: LoopDetector;
   rateLimiter: RateLimiter;
   plan: PlanContext;
+  /** Takes a git checkpoint before each allowed call of a tool that may change state; absent: none. */
+  checkpoints?: Pick<Checkpointer, 'before'>;
   now?: () => number;
 }
 
@@ -100,6 +103,7 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
 
     let stuck = false;
     let authorized = false;
+    let checkpoint: string | undefined;
     try {
       const decision = await authorize(request, deps);
       if (!decision.allowed) {
@@ -108,8 +112,12 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
       }
       authorized = true;
       stuck = deps.loops.observe(request.client, request.tool, decision.args).stuck;
+      // Unknown counts as mutating, as for prefetch: only a tool that says it is read-only goes without.
+      if (deps.checkpoints && deps.tools.get(request.tool)?.mutatesState !== false) {
+        checkpoint = await deps.checkpoints.before({ tool: request.tool, callId, session: request.session }, request.signal);
+      }
       const result = await executePlan(decision.plan, deps.primitives, request.signal);
-      record({ decision: 'allow', reason: decision.reason, result: preview(result), ...(stuck ? { stuck } : {}) });
+      record({ decision: 'allow', reason: decision.reason, result: preview(result), ...(stuck ? { stuck } : {}), ...(checkpoint ? { checkpoint } : {}) });
       return { ...base(stuck), status: 'ok', result };
     } catch (error) {
       const code = isKiwiError(error) ? error.code : 'INTERNAL';
@@ -119,7 +127,7 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
         return { ...base(false), status: 'denied', reason: message };
       }
       // A call that failed before it was authorized (unknown tool, bad arguments, broken chain) never ran.
-      record({ decision: authorized ? 'allow' : 'deny', ...(authorized ? {} : { reason: message }), error: { code, message }, ...(stuck ? { stuck } : {}) });
+      record({ decision: authorized ? 'allow' : 'deny', ...(authorized ? {} : { reason: message }), error: { code, message }, ...(stuck ? { stuck } : {}), ...(checkpoint ? { checkpoint } : {}) });
       return { ...base(stuck), status: 'error', error: { code, message } };
     }
   }

@@ -41,6 +41,12 @@ export async function serveCommand(ctx: CliContext): Promise<number> {
         ? `prefetch: on (snapshots searched with ${gateway.prefetch.snapshots.embedderId}; cache ${p.ttlMs / 1000} s, speculative runs of read-only tools ${p.speculate ? 'on' : 'off'}; transitions learned from ${gateway.prefetch.transitions.stats().observations} calls) — \`kiwi stats\` shows hits`
         : 'prefetch: off (prefetch.enabled in .ai/config/gateway.yaml)',
     );
+    const checkpoints = await project.checkpoints.status();
+    ctx.io.out(
+      checkpoints.on
+        ? `checkpoints: on (before each state-changing call, ${checkpoints.top} is committed to ${checkpoints.ref}; \`kiwi checkpoints list\`)`
+        : `checkpoints: off (${checkpoints.reason})`,
+    );
     ctx.io.out(`endpoints: POST /v1/chat/completions, POST /v1/messages, POST /v1/responses, GET /v1/models, GET /healthz, GET /metrics (JSON; Prometheus text on Accept: text/plain), /mcp (MCP Streamable HTTP), /v0 (the kernel's API)`);
     const key = access.mode === 'open' ? '' : ' --key KEY';
     ctx.io.out(`try: npx kiwi chat --url ${listener.url}${key} "how many words are in the README?"`);

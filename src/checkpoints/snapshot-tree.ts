@@ -1,0 +1,112 @@
+import { randomBytes } from 'node:crypto';
+import { copyFile, lstat, rename, rm, stat, utimes } from 'node:fs/promises';
+import path from 'node:path';
+import { describeError, isKiwiError } from '../errors.js';
+import type { GitRun } from './git-command.js';
+import { excludePathspecs, type WorkTree } from './git-work-tree.js';
+
+/**
+ * A git tree of the work tree as it is now: the tracked files and the untracked files that are not
+ * ignored, as `git add -A` sees them, written without touching the user's index, HEAD or branches.
+ *
+ * The index used is the checkpoints' own: a copy of `<git dir>/kiwi-checkpoint-index`, reset to
+ * HEAD with `git read-tree -m HEAD` (which keeps the cached file stats of entries whose content
+ * matches), then `git add -A`. The result is exactly "HEAD, then add -A", and because the stats are
+ * kept, an unchanged work tree is not read again: git compares stats, not contents. Each snapshot
+ * works on its own copy and renames it back, so two processes never share an index file.
+ */
+
+export interface SnapshotLimits {
+  /** A changed or untracked file larger than this skips the snapshot (it would be copied into .git). */
+  maxFileBytes: number;
+  /** Changed and untracked files together larger than this skip it too. */
+  maxTotalBytes: number;
+  /** What the whole checkpoint may take; named in the message when it runs over. */
+  timeoutMs: number;
+}
+
+export type TreeSnapshot = { ok: true; tree: string } | { ok: false; reason: string };
+
+export const INDEX_CACHE = 'kiwi-checkpoint-index';
+/** `git ls-files` of every changed path; past this the snapshot is skipped as too large. */
+const MAX_LIST_BYTES = 16 * 1024 * 1024;
+
+/** `deadline` (epoch ms) is when the whole checkpoint must be done; each git command gets what is left. */
+export async function snapshotTree(wt: WorkTree, limits: SnapshotLimits, deadline: number): Promise<TreeSnapshot> {
+  const tooLong = `it took over ${limits.timeoutMs} ms (checkpoints.timeout_ms)`;
+  const cache = path.join(wt.gitDir, INDEX_CACHE);
+  const index = `${cache}.${randomBytes(6).toString('hex')}.tmp`;
+  const run = (args: string[], extra: GitRun = {}) => {
+    const left = deadline - Date.now();
+    if (left <= 0) throw new SnapshotSkipped(tooLong);
+    return wt.git(args, { ...extra, extraEnv: { GIT_INDEX_FILE: index }, timeoutMs: left });
+  };
+  try {
+    await seedFromCache(cache, index);
+    const seeded = await run(['read-tree', '-m', 'HEAD'], { okCodes: [128] });
+    // An unborn branch (no commit yet): start from nothing.
+    if (seeded.code !== 0) await run(['read-tree', '--empty']);
+    const pathspec = ['--', ':/', ...wt.excludes];
+    // `git add` refuses an exclude pathspec that names an ignored folder, so those are left to
+    // .gitignore. Asked as folders (trailing "/"), so the answer does not depend on whether the
+    // folder exists yet: the audit log may create it while this runs. Both only read.
+    const [changed, asked] = await Promise.all([
+      run(['ls-files', '-z', '--modified', '--others', '--exclude-standard', ...pathspec], { maxOutputBytes: MAX_LIST_BYTES }),
+      run(['check-ignore', '-z', '--stdin'], { stdin: wt.generated.map((p) => `${p}/\0`).join(''), okCodes: [1] }),
+    ]);
+    await checkSizes(wt.top, changed.stdout, limits);
+    const ignored = new Set(asked.stdout.split('\0').map((p) => p.replace(/\/$/, '')));
+    await run(['add', '-A', '--', ':/', ...excludePathspecs(wt.generated.filter((p) => !ignored.has(p)))]);
+    const tree = (await run(['write-tree'])).stdout.trim();
+    await rename(index, cache).catch(() => undefined);
+    return { ok: true, tree };
+  } catch (error) {
+    if (error instanceof SnapshotSkipped) return { ok: false, reason: error.message };
+    if (isKiwiError(error, 'TOOL_TIMEOUT')) return { ok: false, reason: tooLong };
+    if (isKiwiError(error, 'OUTPUT_TOO_LARGE')) return { ok: false, reason: 'too many files changed' };
+    if (isKiwiError(error, 'TOOL_CANCELLED')) throw error;
+    return { ok: false, reason: describeError(error).split('\n')[0] ?? 'git failed' };
+  } finally {
+    await rm(index, { force: true }).catch(() => undefined);
+    await rm(`${index}.lock`, { force: true }).catch(() => undefined);
+  }
+}
+
+/** A reason not to snapshot that is a limit, not a failure. */
+class SnapshotSkipped extends Error {}
+
+/**
+ * The copy keeps the cache's mtime: git trusts a cached stat only for files older than the index
+ * file, and a copy stamped "now" would make a file changed just before it look clean.
+ */
+async function seedFromCache(cache: string, index: string): Promise<void> {
+  const info = await stat(cache).catch(() => undefined);
+  if (!info?.isFile()) return;
+  try {
+    await copyFile(cache, index);
+    await utimes(index, info.atime, info.mtime);
+  } catch {
+    await rm(index, { force: true }).catch(() => undefined);
+  }
+}
+
+async function checkSizes(top: string, list: string, limits: SnapshotLimits): Promise<void> {
+  let total = 0;
+  for (const name of new Set(list.split('\0'))) {
+    if (name === '') continue;
+    const info = await lstat(path.join(top, name)).catch(() => undefined);
+    // Deleted files, symlinks and nested repositories cost nothing to record.
+    if (!info?.isFile()) continue;
+    if (info.size > limits.maxFileBytes) {
+      throw new SnapshotSkipped(`${name} is ${mib(info.size)}, over the ${mib(limits.maxFileBytes)} a checkpoint copies per file (checkpoints.max_file_bytes); add it to .gitignore or raise the limit`);
+    }
+    total += info.size;
+    if (total > limits.maxTotalBytes) {
+      throw new SnapshotSkipped(`the changed and untracked files add up to over ${mib(limits.maxTotalBytes)} (checkpoints.max_total_bytes); add large outputs to .gitignore or raise the limit`);
+    }
+  }
+}
+
+function mib(bytes: number): string {
+  return bytes >= 1024 * 1024 ? `${(bytes / 1024 / 1024).toFixed(1)} MiB` : `${bytes} bytes`;
+}

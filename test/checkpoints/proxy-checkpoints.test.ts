@@ -1,0 +1,110 @@
+import { cpSync, existsSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { readAuditTail } from '../../src/audit/audit-reader.js';
+import { LOCAL_CLIENT } from '../../src/clients/client-auth.js';
+import { openProject, type Project } from '../../src/project.js';
+import { createGitRepo, type GitRepo } from '../helpers/git-repo.js';
+import { REPO_ROOT } from '../helpers/temp-project.js';
+
+const TOOLS: Record<string, string> = {
+  // No mutates_state: unknown counts as "may change state".
+  '.ai/tools/write_note.yaml': `tool_id: write_note
+tool_type: script
+executor: subprocess
+version: "1.0.0"
+description: writes note.txt
+config: { command: node, args: ["-e", "require('fs').appendFileSync('note.txt', process.argv[1] + '\\\\n')", "{text}"] }
+parameters:
+  - { name: text, type: string, required: true }
+`,
+  '.ai/tools/peek.yaml': `tool_id: peek
+tool_type: script
+executor: subprocess
+version: "1.0.0"
+description: reads nothing, changes nothing
+mutates_state: false
+config: { command: node, args: ["-e", "console.log('looked')"] }
+`,
+  '.ai/tools/forbidden.yaml': `tool_id: forbidden
+tool_type: script
+executor: subprocess
+version: "1.0.0"
+description: not in the policy
+config: { command: node, args: ["-e", "require('fs').writeFileSync('forbidden.txt', 'x')"] }
+`,
+  '.ai/config/policy.yaml': `version: 1
+tools: [write_note, peek]
+commands: [{ executable: node }]
+`,
+  '.gitignore': '.ai/logs/\n',
+};
+
+let repo: GitRepo;
+let project: Project | undefined;
+
+beforeEach(() => {
+  repo = createGitRepo({ 'README.md': 'hello\n', ...TOOLS });
+  cpSync(path.join(REPO_ROOT, '.ai', 'tools', 'primitives'), path.join(repo.root, '.ai', 'tools', 'primitives'), { recursive: true });
+});
+
+afterEach(async () => {
+  await project?.close();
+  project = undefined;
+  repo.remove();
+});
+
+async function call(p: Project, tool: string, args: Record<string, unknown> = {}) {
+  return p.proxy.call({ tool, args, session: p.session, client: LOCAL_CLIENT, source: 'cli' });
+}
+
+async function auditRecords(p: Project) {
+  await p.audit.flush();
+  return readAuditTail({ dir: p.auditDir, limit: 100 });
+}
+
+function checkpoints(): string[] {
+  return repo.git('log', '--format=%H', 'refs/kiwi/checkpoints/main').trim().split('\n');
+}
+
+describe('the tool proxy takes a checkpoint before a state-changing call', () => {
+  it('checkpoints before write_note (twice, chained), never before a read-only or denied call, and files the id in the audit record', async () => {
+    project = await openProject({ projectDir: repo.root, env: repo.env, session: 'ckpt-proxy' });
+    expect(await project.checkpoints.status()).toEqual({ on: true, top: repo.root, ref: 'refs/kiwi/checkpoints/main' });
+
+    expect((await call(project, 'peek')).status).toBe('ok');
+    expect(repo.git('for-each-ref', 'refs/kiwi').trim()).toBe('');
+
+    expect((await call(project, 'write_note', { text: 'first' })).status).toBe('ok');
+    const [first] = checkpoints();
+    // The checkpoint is the state before the call: note.txt did not exist yet.
+    expect(repo.git('ls-tree', '--name-only', first as string)).not.toContain('note.txt');
+
+    expect((await call(project, 'forbidden')).status).toBe('denied');
+    expect(existsSync(path.join(repo.root, 'forbidden.txt'))).toBe(false);
+
+    expect((await call(project, 'write_note', { text: 'second' })).status).toBe('ok');
+    const [second, parent] = checkpoints();
+    expect(parent).toBe(first);
+    expect(repo.git('show', `${second}:note.txt`)).toBe('first\n');
+    expect(repo.git('status', '--porcelain')).toContain('?? note.txt');
+    expect(repo.git('rev-parse', 'HEAD').trim()).toBe(repo.git('rev-parse', 'main').trim());
+
+    const records = await auditRecords(project);
+    expect(records.map((r) => [r.tool, r.decision, r.checkpoint])).toEqual([
+      ['peek', 'allow', undefined],
+      ['write_note', 'allow', first],
+      ['forbidden', 'deny', undefined],
+      ['write_note', 'allow', second],
+    ]);
+  });
+
+  it('takes none when checkpoints.enabled is false in gateway.yaml', async () => {
+    repo.write('.ai/config/gateway.yaml', 'checkpoints:\n  enabled: false\n');
+    project = await openProject({ projectDir: repo.root, env: repo.env, session: 'ckpt-off' });
+    expect(await project.checkpoints.status()).toEqual({ on: false, reason: 'checkpoints.enabled is false in .ai/config/gateway.yaml' });
+    expect((await call(project, 'write_note', { text: 'x' })).status).toBe('ok');
+    expect(repo.git('for-each-ref', 'refs/kiwi').trim()).toBe('');
+    expect((await auditRecords(project))[0]?.checkpoint).toBeUndefined();
+  });
+});

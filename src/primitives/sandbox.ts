@@ -1,0 +1,156 @@
+import { execFile } from 'node:child_process';
+import { existsSync, realpathSync } from 'node:fs';
+import path from 'node:path';
+import { KiwiError } from '../errors.js';
+
+/**
+ * The sandbox for subprocess tools: bubblewrap (`bwrap`) around the command, `prlimit` inside.
+ *
+ * The filesystem is `--ro-bind / /` (everything the tool needs to run — /usr, the node and
+ * python installs, the project's .git — stays readable without a list of system folders to keep
+ * in step with each distribution), then a writable `--bind` for each granted folder, a private
+ * `/tmp`, a fresh `/dev` and `/proc`. The tool gets its own user, pid, ipc, uts and cgroup
+ * namespaces and, unless granted, its own empty network namespace (no loopback either).
+ * Limits: processes, address space and CPU time through `prlimit` (util-linux).
+ *
+ * RLIMIT_NPROC alone does not stop a fork bomb when the gateway runs as root: the kernel exempts
+ * processes whose real user is root, and the user namespace maps the sandbox user back to the
+ * gateway's user. So the sandbox starts as root of its own user namespace, sets the pid
+ * namespace's `kernel.pid_max` (per pid namespace since Linux 6.14; on older kernels the write
+ * fails and RLIMIT_NPROC is the limit, which binds for a non-root gateway), opens a nested pid
+ * namespace (`unshare`) and drops every capability with `setpriv --no-new-privs` before running
+ * the tool. Without capabilities the tool cannot remount the read-only binds, and what it writes
+ * to pid_max only touches its own nested namespace, which the outer one still caps.
+ */
+
+export type SandboxMode = 'auto' | 'require' | 'off';
+
+export interface SandboxLimits {
+  /** RLIMIT_NPROC inside the sandbox. */
+  processes: number;
+  /** RLIMIT_AS, bytes. */
+  memoryBytes: number;
+  /** RLIMIT_CPU, seconds; when absent, derived from the call's timeout. */
+  cpuSeconds?: number;
+}
+
+export interface SandboxSettings {
+  mode: SandboxMode;
+  /** Path of the bwrap executable; default `bwrap` on PATH. */
+  bwrap?: string;
+  limits?: Partial<SandboxLimits>;
+  /** Where "unsandboxed" warnings go; default console.warn. */
+  warn?: (message: string) => void;
+}
+
+/** What one call may do inside the sandbox. */
+export interface SandboxGrant {
+  /** Absolute folders the tool may write (each must exist; it is realpath'd). */
+  writePaths: string[];
+  network: boolean;
+}
+
+/** A resolved sandbox: `wrap` turns a call's argv into the sandboxed argv, or returns it unchanged when running unsandboxed. */
+export interface Sandbox {
+  readonly active: boolean;
+  wrap(argv: string[], cwd: string, grant: SandboxGrant, timeoutMs: number): string[];
+}
+
+export const DEFAULT_SANDBOX_LIMITS: SandboxLimits = { processes: 256, memoryBytes: 8 * 1024 ** 3 };
+export const UNSANDBOXED_WARNING = 'subprocess tools run unsandboxed: install bubblewrap (apt-get install bubblewrap) or set sandbox: off to silence this';
+/** The kernel refuses a pid_max below 301 (RESERVED_PIDS + 1). */
+const MIN_PID_MAX = 301;
+/** A fixed script: the limit and the command come in as positional parameters, never spliced into the text. */
+const SET_PID_MAX = 'echo "$1" 2>/dev/null >/proc/sys/kernel/pid_max; shift; exec "$@"';
+
+const detected = new Map<string, Promise<boolean>>();
+
+/** Whether `bwrap` runs here; asked once per path (`bwrap --version`) and cached. */
+export function detectBwrap(bwrap = 'bwrap'): Promise<boolean> {
+  let found = detected.get(bwrap);
+  if (found === undefined) {
+    found = new Promise<boolean>((resolve) => execFile(bwrap, ['--version'], { timeout: 5000 }, (error, stdout) => resolve(error === null && stdout.startsWith('bubblewrap'))));
+    detected.set(bwrap, found);
+  }
+  return found;
+}
+
+/** Resolves the settings into a sandbox: detects bwrap, refuses under `require` without it, warns once under `auto` without it. */
+export async function openSandbox(settings: SandboxSettings): Promise<Sandbox> {
+  const bwrap = settings.bwrap ?? 'bwrap';
+  const limits = checkLimits({ ...DEFAULT_SANDBOX_LIMITS, ...settings.limits });
+  if (settings.mode === 'off') return UNSANDBOXED;
+  if (await detectBwrap(bwrap)) return { active: true, wrap: (argv, cwd, grant, timeoutMs) => sandboxArgv(bwrap, limits, argv, cwd, grant, timeoutMs) };
+  if (settings.mode === 'require') return refusing(bwrap);
+  (settings.warn ?? console.warn)(UNSANDBOXED_WARNING);
+  return UNSANDBOXED;
+}
+
+const UNSANDBOXED: Sandbox = { active: false, wrap: (argv) => argv };
+
+function refusing(bwrap: string): Sandbox {
+  return {
+    active: false,
+    wrap: () => {
+      throw new KiwiError('SANDBOX_UNAVAILABLE', `sandbox: require is set but bubblewrap (${bwrap}) does not run here, so subprocess tools are refused; install it (apt-get install bubblewrap) or change the sandbox setting`);
+    },
+  };
+}
+
+function checkLimits(limits: SandboxLimits): SandboxLimits {
+  const positiveInt = (v: unknown) => typeof v === 'number' && Number.isInteger(v) && v > 0;
+  if (!positiveInt(limits.processes)) throw new KiwiError('INVALID_INPUT', `sandbox limit processes must be a positive integer, got ${String(limits.processes)}`);
+  if (!positiveInt(limits.memoryBytes)) throw new KiwiError('INVALID_INPUT', `sandbox limit memory must be a positive integer of bytes, got ${String(limits.memoryBytes)}`);
+  if (limits.cpuSeconds !== undefined && !positiveInt(limits.cpuSeconds)) throw new KiwiError('INVALID_INPUT', `sandbox limit cpu_seconds must be a positive integer, got ${String(limits.cpuSeconds)}`);
+  return limits;
+}
+
+/** The bwrap + prlimit argv for one call; `argv` is the tool's own argv, run as is inside. */
+export function sandboxArgv(bwrap: string, limits: SandboxLimits, argv: string[], cwd: string, grant: SandboxGrant, timeoutMs: number): string[] {
+  const out = [bwrap, '--die-with-parent', '--new-session', '--unshare-user', '--uid', '0', '--gid', '0', '--cap-add', 'ALL'];
+  out.push('--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try');
+  if (!grant.network) out.push('--unshare-net');
+  out.push('--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp');
+  // The private /tmp hides a project that lives under /tmp; show the call's folder again, read-only.
+  const realCwd = realpathSync(cwd);
+  if (realCwd === '/tmp' || realCwd.startsWith('/tmp/')) out.push('--ro-bind', realCwd, realCwd);
+  for (const dir of grant.writePaths) {
+    if (!path.isAbsolute(dir)) throw new KiwiError('INVALID_INPUT', `sandbox write path ${JSON.stringify(dir)} must be absolute`);
+    const real = realpathSync(dir);
+    out.push('--bind', real, real);
+  }
+  // The cpu limit is a backstop for busy loops; the wall-clock timeout stays the primary limit.
+  const cpu = limits.cpuSeconds ?? Math.max(1, Math.ceil(timeoutMs / 1000));
+  const pidMax = Math.max(MIN_PID_MAX, limits.processes + 1);
+  out.push('--chdir', cwd, '--', 'sh', '-c', SET_PID_MAX, 'kiwi-sandbox', String(pidMax));
+  // The tool runs in a nested pid namespace: it could write its own pid_max (it is root of the
+  // user namespace, if without capabilities), but every ancestor's pid_max still caps it.
+  out.push('unshare', '--pid', '--fork', '--kill-child', '--mount-proc');
+  out.push('setpriv', '--inh-caps=-all', '--bounding-set=-all', '--no-new-privs', '--');
+  out.push('prlimit', `--nproc=${limits.processes}`, `--as=${limits.memoryBytes}`, `--cpu=${cpu}`, '--', ...argv);
+  return out;
+}
+
+/**
+ * The folders a set of write globs (relative to `root`) can touch: the literal folder prefix of
+ * each glob, when it exists. Binds are per folder, so the sandbox is as wide as the policy's
+ * widest glob folder (`src/**` → `src/`; `**\/*.md` → the whole project); the policy's own path
+ * check stays the precise one.
+ */
+export function writeFoldersOf(root: string, globs: string[]): string[] {
+  const folders = new Set<string>();
+  for (const glob of globs) {
+    const parts = glob.split('/');
+    const literal: string[] = [];
+    for (const part of parts.slice(0, -1)) {
+      if (/[*?[\]{}()!+@]/u.test(part)) break;
+      literal.push(part);
+    }
+    const last = parts.at(-1) ?? '';
+    if (literal.length === parts.length - 1 && !/[*?[\]{}()!+@]/u.test(last)) literal.push(last);
+    let dir = path.join(root, ...literal);
+    while (!existsSync(dir) && dir !== root) dir = path.dirname(dir);
+    folders.add(dir);
+  }
+  return [...folders];
+}

@@ -92,7 +92,7 @@ function refusing(bwrap: string): Sandbox {
   return {
     active: false,
     wrap: () => {
-      throw new KiwiError('SANDBOX_UNAVAILABLE', `sandbox: require is set but bubblewrap (${bwrap}) does not run here, so subprocess tools are refused; install it (apt-get install bubblewrap) or change the sandbox setting`);
+      throw new KiwiError('SPAWN_FAILED', `sandbox: require is set but bubblewrap (${bwrap}) does not run here, so subprocess tools are refused; install it (apt-get install bubblewrap) or change the sandbox setting`, { details: { sandbox: 'unavailable', bwrap } });
     },
   };
 }

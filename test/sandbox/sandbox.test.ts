@@ -149,7 +149,7 @@ describe('without bwrap', () => {
   it('require refuses subprocess tools with a clear error', async () => {
     const open = await openSandbox({ mode: 'require', bwrap: missing });
     const error = await runSubprocess({ argv: [node, '-e', ''], cwd: dir, env, timeoutMs: 10_000, maxOutputBytes: 1024, sandbox: { sandbox: open, grant: noGrant } }).catch((e: unknown) => e);
-    expect(isKiwiError(error) && error.code).toBe('SANDBOX_UNAVAILABLE');
+    expect(isKiwiError(error) && error.code).toBe('SPAWN_FAILED');
     expect((error as Error).message).toMatch(/apt-get install bubblewrap/u);
   });
 

@@ -108,7 +108,7 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
       }
       authorized = true;
       stuck = deps.loops.observe(request.client, request.tool, decision.args).stuck;
-      const result = await executePlan(decision.plan, deps.primitives, request.signal);
+      const result = await executePlan(decision.plan, deps.primitives, request.signal, request.tool);
       record({ decision: 'allow', reason: decision.reason, result: preview(result), ...(stuck ? { stuck } : {}) });
       return { ...base(stuck), status: 'ok', result };
     } catch (error) {

@@ -123,6 +123,20 @@ describe.runIf(hasBwrap)('subprocess sandbox (bwrap)', () => {
     expect(r.stderr).toMatch(/fork/iu);
   });
 
+  it('holds the memory limit', async () => {
+    const small = await openSandbox({ mode: 'require', limits: { memoryBytes: 256 * 1024 * 1024 } });
+    const r = await runSubprocess({
+      argv: ['python3', '-c', 'b = bytearray(512 * 1024 * 1024); print(len(b))'],
+      cwd: dir,
+      env,
+      timeoutMs: 10_000,
+      maxOutputBytes: 64 * 1024,
+      sandbox: { sandbox: small, grant: noGrant },
+    });
+    expect(r.exitCode).not.toBe(0);
+    expect(r.stderr).toMatch(/MemoryError/u);
+  });
+
   it('contains a fork bomb: the call ends and nothing it started is left on the host', async () => {
     const before = markedProcesses();
     const bomb = ['sh', '-c', 'while :; do sleep 30 & done'];

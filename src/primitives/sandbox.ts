@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { existsSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import { KiwiError } from '../errors.js';
+import { DEFAULT_CHILD_PATH } from './subprocess.js';
 
 /**
  * The sandbox for subprocess tools: bubblewrap (`bwrap`) around the command, `prlimit` inside.
@@ -63,36 +64,71 @@ const MIN_PID_MAX = 301;
 /** A fixed script: the limit and the command come in as positional parameters, never spliced into the text. */
 const SET_PID_MAX = 'echo "$1" 2>/dev/null >/proc/sys/kernel/pid_max; shift; exec "$@"';
 
-const detected = new Map<string, Promise<boolean>>();
-
-/** Whether `bwrap` runs here; asked once per path (`bwrap --version`) and cached. */
-export function detectBwrap(bwrap = 'bwrap'): Promise<boolean> {
-  let found = detected.get(bwrap);
-  if (found === undefined) {
-    found = new Promise<boolean>((resolve) => execFile(bwrap, ['--version'], { timeout: 5000 }, (error, stdout) => resolve(error === null && stdout.startsWith('bubblewrap'))));
-    detected.set(bwrap, found);
-  }
-  return found;
+/** The util-linux and shell programs the sandbox runs before the tool, by absolute path so the tool's PATH cannot change them. */
+interface Helpers {
+  sh: string;
+  unshare: string;
+  setpriv: string;
+  prlimit: string;
 }
 
-/** Resolves the settings into a sandbox: detects bwrap, refuses under `require` without it, warns once under `auto` without it. */
+type Probe = { ok: true; helpers: Helpers } | { ok: false; reason: string };
+
+const probes = new Map<string, Promise<Probe>>();
+
+/** Whether the sandbox runs here with this bwrap; asked once per path and cached. */
+export async function detectBwrap(bwrap = 'bwrap'): Promise<boolean> {
+  return (await probeSandbox(bwrap)).ok;
+}
+
+/**
+ * Finds the helpers, then runs `sh -c 'exit 0'` through the whole sandbox once: `bwrap --version`
+ * alone would pass where user namespaces are disabled (a sysctl, or AppArmor on Ubuntu 24.04).
+ */
+function probeSandbox(bwrap: string): Promise<Probe> {
+  let probe = probes.get(bwrap);
+  if (probe === undefined) {
+    probe = new Promise<Probe>((resolve) => {
+      const found: Partial<Helpers> = {};
+      for (const name of ['sh', 'unshare', 'setpriv', 'prlimit'] as const) {
+        const file = DEFAULT_CHILD_PATH.split(':').map((dir) => path.join(dir, name)).find((f) => existsSync(f));
+        if (file === undefined) return resolve({ ok: false, reason: `${name} was not found in ${DEFAULT_CHILD_PATH} (install util-linux)` });
+        found[name] = file;
+      }
+      const helpers = found as Helpers;
+      const argv = sandboxArgv(bwrap, helpers, DEFAULT_SANDBOX_LIMITS, [helpers.sh, '-c', 'exit 0'], '/', { writePaths: [], network: false }, 5000);
+      execFile(argv[0] as string, argv.slice(1), { timeout: 5000 }, (error, _stdout, stderr) => {
+        if (error === null) return resolve({ ok: true, helpers });
+        const code = (error as NodeJS.ErrnoException).code;
+        resolve({ ok: false, reason: code === 'ENOENT' ? `${bwrap} was not found` : `${bwrap} failed: ${stderr.trim().split('\n')[0] || error.message}` });
+      });
+    });
+    probes.set(bwrap, probe);
+  }
+  return probe;
+}
+
+/** Resolves the settings into a sandbox: probes bwrap, refuses under `require` without it, warns under `auto` without it. */
 export async function openSandbox(settings: SandboxSettings): Promise<Sandbox> {
   const bwrap = settings.bwrap ?? 'bwrap';
   const limits = checkLimits({ ...DEFAULT_SANDBOX_LIMITS, ...settings.limits });
   if (settings.mode === 'off') return UNSANDBOXED;
-  if (await detectBwrap(bwrap)) return { active: true, wrap: (argv, cwd, grant, timeoutMs) => sandboxArgv(bwrap, limits, argv, cwd, grant, timeoutMs) };
-  if (settings.mode === 'require') return refusing(bwrap);
-  (settings.warn ?? console.warn)(UNSANDBOXED_WARNING);
+  const probe = await probeSandbox(bwrap);
+  if (probe.ok) return { active: true, wrap: (argv, cwd, grant, timeoutMs) => sandboxArgv(bwrap, probe.helpers, limits, argv, cwd, grant, timeoutMs) };
+  if (settings.mode === 'require') return refusing(bwrap, probe.reason);
+  (settings.warn ?? console.warn)(`${UNSANDBOXED_WARNING} (${probe.reason})`);
   return UNSANDBOXED;
 }
 
 const UNSANDBOXED: Sandbox = { active: false, wrap: (argv) => argv };
 
-function refusing(bwrap: string): Sandbox {
+function refusing(bwrap: string, reason: string): Sandbox {
   return {
     active: false,
     wrap: () => {
-      throw new KiwiError('SPAWN_FAILED', `sandbox: require is set but bubblewrap (${bwrap}) does not run here, so subprocess tools are refused; install it (apt-get install bubblewrap) or change the sandbox setting`, { details: { sandbox: 'unavailable', bwrap } });
+      throw new KiwiError('SPAWN_FAILED', `sandbox: require is set but the sandbox does not run here (${reason}), so subprocess tools are refused; install bubblewrap (apt-get install bubblewrap) or change the sandbox setting`, {
+        details: { sandbox: 'unavailable', bwrap, reason },
+      });
     },
   };
 }
@@ -106,7 +142,7 @@ function checkLimits(limits: SandboxLimits): SandboxLimits {
 }
 
 /** The bwrap + prlimit argv for one call; `argv` is the tool's own argv, run as is inside. */
-export function sandboxArgv(bwrap: string, limits: SandboxLimits, argv: string[], cwd: string, grant: SandboxGrant, timeoutMs: number): string[] {
+function sandboxArgv(bwrap: string, helpers: Helpers, limits: SandboxLimits, argv: string[], cwd: string, grant: SandboxGrant, timeoutMs: number): string[] {
   const out = [bwrap, '--die-with-parent', '--new-session', '--unshare-user', '--uid', '0', '--gid', '0', '--cap-add', 'ALL'];
   out.push('--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try');
   if (!grant.network) out.push('--unshare-net');
@@ -122,12 +158,12 @@ export function sandboxArgv(bwrap: string, limits: SandboxLimits, argv: string[]
   // The cpu limit is a backstop for busy loops; the wall-clock timeout stays the primary limit.
   const cpu = limits.cpuSeconds ?? Math.max(1, Math.ceil(timeoutMs / 1000));
   const pidMax = Math.max(MIN_PID_MAX, limits.processes + 1);
-  out.push('--chdir', cwd, '--', 'sh', '-c', SET_PID_MAX, 'kiwi-sandbox', String(pidMax));
+  out.push('--chdir', cwd, '--', helpers.sh, '-c', SET_PID_MAX, 'kiwi-sandbox', String(pidMax));
   // The tool runs in a nested pid namespace: it could write its own pid_max (it is root of the
   // user namespace, if without capabilities), but every ancestor's pid_max still caps it.
-  out.push('unshare', '--pid', '--fork', '--kill-child', '--mount-proc');
-  out.push('setpriv', '--inh-caps=-all', '--bounding-set=-all', '--no-new-privs', '--');
-  out.push('prlimit', `--nproc=${limits.processes}`, `--as=${limits.memoryBytes}`, `--cpu=${cpu}`, '--', ...argv);
+  out.push(helpers.unshare, '--pid', '--fork', '--kill-child', '--mount-proc');
+  out.push(helpers.setpriv, '--inh-caps=-all', '--bounding-set=-all', '--no-new-privs', '--');
+  out.push(helpers.prlimit, `--nproc=${limits.processes}`, `--as=${limits.memoryBytes}`, `--cpu=${cpu}`, '--', ...argv);
   return out;
 }
 

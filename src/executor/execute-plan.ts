@@ -50,7 +50,7 @@ export async function executePlan(plan: ExecutionPlan, deps: PrimitiveDeps, sign
 
 function grantFor(s: SubprocessSandbox, toolId: string | undefined): SandboxGrant {
   if (!s.sandbox.active) return { writePaths: [], network: true };
-  return { writePaths: writeFoldersOf(s.root, s.writeGlobs), network: toolId !== undefined && matchesAny(s.networkTools, toolId) };
+  return { writePaths: writeFoldersOf(s.root, s.writeGlobs), network: toolId !== undefined && matchesAny(s.networkTools, toolId), readPaths: [s.root] };
 }
 
 function parseJson(text: string): unknown {

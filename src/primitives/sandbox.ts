@@ -49,6 +49,8 @@ export interface SandboxGrant {
   /** Absolute folders the tool may write (each must exist; it is realpath'd). */
   writePaths: string[];
   network: boolean;
+  /** Folders to keep readable even under the private /tmp (the project root, when it lives there); the cwd always is. */
+  readPaths?: string[];
 }
 
 /** A resolved sandbox: `wrap` turns a call's argv into the sandboxed argv, or returns it unchanged when running unsandboxed. */
@@ -147,9 +149,10 @@ function sandboxArgv(bwrap: string, helpers: Helpers, limits: SandboxLimits, arg
   out.push('--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try');
   if (!grant.network) out.push('--unshare-net');
   out.push('--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp');
-  // The private /tmp hides a project that lives under /tmp; show the call's folder again, read-only.
-  const realCwd = realpathSync(cwd);
-  if (realCwd === '/tmp' || realCwd.startsWith('/tmp/')) out.push('--ro-bind', realCwd, realCwd);
+  // The private /tmp hides a project that lives under /tmp; show it and the call's folder again, read-only.
+  for (const dir of [...(grant.readPaths ?? []), cwd].map((d) => realpathSync(d))) {
+    if (dir === '/tmp' || dir.startsWith('/tmp/')) out.push('--ro-bind', dir, dir);
+  }
   for (const dir of grant.writePaths) {
     if (!path.isAbsolute(dir)) throw new KiwiError('INVALID_INPUT', `sandbox write path ${JSON.stringify(dir)} must be absolute`);
     const real = realpathSync(dir);
@@ -171,9 +174,10 @@ function sandboxArgv(bwrap: string, helpers: Helpers, limits: SandboxLimits, arg
  * The folders a set of write globs (relative to `root`) can touch: the literal folder prefix of
  * each glob, when it exists. Binds are per folder, so the sandbox is as wide as the policy's
  * widest glob folder (`src/**` → `src/`; `**\/*.md` → the whole project); the policy's own path
- * check stays the precise one.
+ * check stays the precise one. Folders whose real path leaves the project are dropped.
  */
 export function writeFoldersOf(root: string, globs: string[]): string[] {
+  const realRoot = realpathSync(root);
   const folders = new Set<string>();
   for (const glob of globs) {
     const parts = glob.split('/');
@@ -186,7 +190,9 @@ export function writeFoldersOf(root: string, globs: string[]): string[] {
     if (literal.length === parts.length - 1 && !/[*?[\]{}()!+@]/u.test(last)) literal.push(last);
     let dir = path.join(root, ...literal);
     while (!existsSync(dir) && dir !== root) dir = path.dirname(dir);
-    folders.add(dir);
+    // A symlinked folder must not carry the grant out of the project.
+    const real = realpathSync(dir);
+    if (real === realRoot || real.startsWith(`${realRoot}${path.sep}`)) folders.add(real);
   }
   return [...folders];
 }

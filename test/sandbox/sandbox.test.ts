@@ -1,5 +1,5 @@
-import { readdirSync, readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { readdirSync, readFileSync, realpathSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm, symlink } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,7 +23,7 @@ beforeAll(async () => {
 });
 
 beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'kiwi-sandbox-'));
+  dir = realpathSync(await mkdtemp(join(tmpdir(), 'kiwi-sandbox-')));
 });
 
 afterEach(async () => {
@@ -180,5 +180,15 @@ describe('writeFoldersOf', () => {
   it('binds the literal folder of each write glob', async () => {
     await mkdir(join(dir, 'src', 'gen'), { recursive: true });
     expect(writeFoldersOf(dir, ['src/gen/**', 'src/*.ts', 'missing/x.txt', '**/*.md'])).toEqual([join(dir, 'src', 'gen'), join(dir, 'src'), dir]);
+  });
+
+  it('drops a folder that is a symlink out of the project', async () => {
+    const outside = await mkdtemp(join(tmpdir(), 'kiwi-outside-'));
+    try {
+      await symlink(outside, join(dir, 'link'));
+      expect(writeFoldersOf(dir, ['link/**'])).toEqual([]);
+    } finally {
+      await rm(outside, { recursive: true, force: true });
+    }
   });
 });

@@ -8,6 +8,7 @@ import { runLearnedRankerBench } from './resolve/learned-ranker/run-learned-rank
 import { runMultiStepBench } from './resolve/multi-step.js';
 import { runResolveBench } from './resolve/run-resolve.js';
 import { runSuiteBench } from './resolve/run-suite.js';
+import { runSandboxBench } from './sandbox/run-sandbox.js';
 import { runScaleBench } from './scale/run-scale.js';
 
 const BENCHES: Record<string, (argv: string[]) => Promise<void>> = {
@@ -20,6 +21,7 @@ const BENCHES: Record<string, (argv: string[]) => Promise<void>> = {
   gateway: runGatewayBench,
   kernel: runKernelBench,
   hooks: runHooksBench,
+  sandbox: runSandboxBench,
   prefetch: runPrefetchBench,
   'prefetch-traces': runBuildTraces,
 };

@@ -10,6 +10,7 @@ import { loadPolicyFile } from './policy/policy-file.js';
 import type { PermissionContext } from './policy/permission-context.js';
 import { createRateLimiter } from './policy/rate-limiter.js';
 import { createHttpClient, type HttpClient } from './primitives/http-client.js';
+import { openSandbox } from './primitives/sandbox.js';
 import { createToolProxy, type CallSource, type ToolProxy } from './proxy/tool-proxy.js';
 import { loadRegistry, type Registry } from './registry/load-registry.js';
 
@@ -55,10 +56,12 @@ export async function openProject(options: ProjectOptions): Promise<Project> {
   const audit = createAuditLog({ dir: auditDir, sessionId: session });
   const mcp = createMcpClientPool({ baseEnv: pickDefined(options.env, ['PATH', 'HOME']) });
   const http = createHttpClient();
+  const { network = [], ...sandboxSettings } = policy.sandbox ?? { mode: 'auto' as const };
+  const sandbox = { sandbox: await openSandbox(sandboxSettings), root, writeGlobs: policy.rules.fsWrite, networkTools: network };
   const proxy = createToolProxy({
     tools: registry.tools,
     context: policy,
-    primitives: { http, mcp },
+    primitives: { http, mcp, sandbox },
     audit,
     loops: createLoopDetector(),
     rateLimiter: createRateLimiter(),

@@ -1,5 +1,7 @@
 import type { McpClientPool } from '../mcp/client-pool.js';
+import { matchesAny } from '../policy/permission-context.js';
 import type { HttpClient } from '../primitives/http-client.js';
+import { writeFoldersOf, type Sandbox, type SandboxGrant } from '../primitives/sandbox.js';
 import { runSubprocess } from '../primitives/subprocess.js';
 import type { ExecutionPlan, ToolResult } from './plan-types.js';
 import { applyTransform } from './response-transform.js';
@@ -7,14 +9,27 @@ import { applyTransform } from './response-transform.js';
 export interface PrimitiveDeps {
   http: HttpClient;
   mcp: McpClientPool;
+  /** When set, subprocess plans run in this sandbox; without it they run unsandboxed. */
+  sandbox?: SubprocessSandbox;
+}
+
+export interface SubprocessSandbox {
+  sandbox: Sandbox;
+  /** The project root, which the write globs are relative to. */
+  root: string;
+  /** The policy's `filesystem.write` globs: their folders are the writable binds. */
+  writeGlobs: string[];
+  /** Globs over tool ids that keep the network. */
+  networkTools: string[];
 }
 
 /** Runs a plan on its primitive. Only the tool proxy calls this, after every check has passed. */
-export async function executePlan(plan: ExecutionPlan, deps: PrimitiveDeps, signal?: AbortSignal): Promise<ToolResult> {
+export async function executePlan(plan: ExecutionPlan, deps: PrimitiveDeps, signal?: AbortSignal, toolId?: string): Promise<ToolResult> {
   switch (plan.kind) {
     case 'subprocess': {
       const { kind: _kind, fromParams: _from, paths: _paths, ...request } = plan;
-      const r = await runSubprocess({ ...request, ...(signal ? { signal } : {}) });
+      const sandbox = deps.sandbox ? { sandbox: deps.sandbox.sandbox, grant: grantFor(deps.sandbox, toolId) } : undefined;
+      const r = await runSubprocess({ ...request, ...(signal ? { signal } : {}), ...(sandbox ? { sandbox } : {}) });
       const failed = r.exitCode !== 0;
       const text = failed && r.stderr ? `${r.stdout}${r.stdout ? '\n' : ''}${r.stderr}` : r.stdout;
       return { text, data: parseJson(r.stdout), exitCode: r.exitCode, isError: failed };
@@ -31,6 +46,11 @@ export async function executePlan(plan: ExecutionPlan, deps: PrimitiveDeps, sign
       return { text: r.text, data: r.structuredContent ?? r.content, isError: r.isError };
     }
   }
+}
+
+function grantFor(s: SubprocessSandbox, toolId: string | undefined): SandboxGrant {
+  if (!s.sandbox.active) return { writePaths: [], network: true };
+  return { writePaths: writeFoldersOf(s.root, s.writeGlobs), network: toolId !== undefined && matchesAny(s.networkTools, toolId), readPaths: [s.root] };
 }
 
 function parseJson(text: string): unknown {

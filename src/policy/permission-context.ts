@@ -10,6 +10,7 @@
 import { isAbsolute, resolve } from 'node:path';
 import picomatch from 'picomatch';
 import { KiwiError } from '../errors.js';
+import type { SandboxSettings } from '../primitives/sandbox.js';
 
 export type Decision = { allowed: true } | { allowed: false; reason: string };
 
@@ -53,6 +54,13 @@ export interface PermissionContext {
   parent?: PermissionContext;
   /** Who set these rules, e.g. "policy .ai/config/policy.yaml" or "directive foo"; reasons start with it. */
   label: string;
+  /** The policy file's `sandbox` setting; only the root context (the policy file) carries it. */
+  sandbox?: SandboxPolicy;
+}
+
+/** How subprocess tools are sandboxed (see primitives/sandbox.ts); `network` holds globs over the tool ids that keep the network. */
+export interface SandboxPolicy extends Omit<SandboxSettings, 'warn'> {
+  network: string[];
 }
 
 /** Rules that allow nothing. */

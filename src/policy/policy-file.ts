@@ -13,7 +13,7 @@ import { z } from 'zod';
 import { throwIfAborted } from '../abort.js';
 import { KiwiError } from '../errors.js';
 import { readCappedFile } from '../read-capped-file.js';
-import { createPermissionContext, emptyRules, type PermissionContext, type PermissionRules, type RateLimit } from './permission-context.js';
+import { createPermissionContext, emptyRules, type PermissionContext, type PermissionRules, type RateLimit, type SandboxPolicy } from './permission-context.js';
 
 const MAX_POLICY_BYTES = 256 * 1024;
 
@@ -37,6 +37,20 @@ const policySchema = z.strictObject({
   filesystem: z.strictObject({ read: z.array(pathGlob).optional(), write: z.array(pathGlob).optional(), allow_secret_paths: z.array(pathGlob).optional() }).optional(),
   commands: z.array(commandRule).optional(),
   mcp: z.strictObject({ tools: z.array(name).optional(), path_args: z.record(name, z.array(name.regex(/^[A-Za-z0-9_.-]{1,128}$/, 'must be an argument name'))).optional() }).optional(),
+  sandbox: z
+    .strictObject({
+      mode: z.enum(['auto', 'require', 'off'], 'must be auto, require or off').optional(),
+      bwrap: name.refine((b) => b.startsWith('/') && !b.includes('\0'), { message: 'must be an absolute path to the bwrap executable' }).optional(),
+      network: z.array(name).optional(),
+      limits: z
+        .strictObject({
+          processes: z.number().int().min(1, 'must be at least 1').optional(),
+          memory_mb: z.number().int().min(16, 'must be at least 16').optional(),
+          cpu_seconds: z.number().int().min(1, 'must be at least 1').optional(),
+        })
+        .optional(),
+    })
+    .optional(),
   rate_limits: z
     .strictObject({ per_tool: z.record(name, limit).optional(), per_client: limit.optional(), per_session: limit.optional() })
     .refine((r) => r.per_client === undefined || r.per_session === undefined, { message: 'sets both per_client and per_session (its older name); keep per_client' })
@@ -46,7 +60,9 @@ type PolicyYaml = z.infer<typeof policySchema>;
 
 /** Fields each mapping may hold, for "unknown field" messages; keys are paths with list indexes as `[]` and per_tool keys as `*`. */
 const FIELDS: Record<string, string[]> = {
-  '': ['version', 'tools', 'filesystem', 'commands', 'mcp', 'rate_limits'],
+  '': ['version', 'tools', 'filesystem', 'commands', 'mcp', 'sandbox', 'rate_limits'],
+  sandbox: ['mode', 'bwrap', 'network', 'limits'],
+  'sandbox.limits': ['processes', 'memory_mb', 'cpu_seconds'],
   filesystem: ['read', 'write', 'allow_secret_paths'],
   'commands[]': ['executable', 'subcommands', 'deny_args', 'allow_flags'],
   mcp: ['tools', 'path_args'],
@@ -100,7 +116,22 @@ export function parsePolicy(text: string, file: string, root: string): Permissio
     const problems = parsed.error.issues.slice(0, 5).map(describeIssue);
     throw new KiwiError('INVALID_POLICY', `${file}: ${problems.join('; ')}`, { details: { file, issues: parsed.error.issues } });
   }
-  return createPermissionContext(root, toRules(parsed.data), `policy ${file}`);
+  const context = createPermissionContext(root, toRules(parsed.data), `policy ${file}`);
+  return Object.freeze({ ...context, sandbox: toSandboxPolicy(parsed.data.sandbox) });
+}
+
+function toSandboxPolicy(s: PolicyYaml['sandbox']): SandboxPolicy {
+  const limits = s?.limits;
+  return {
+    mode: s?.mode ?? 'auto',
+    ...(s?.bwrap ? { bwrap: s.bwrap } : {}),
+    network: s?.network ?? [],
+    limits: {
+      ...(limits?.processes ? { processes: limits.processes } : {}),
+      ...(limits?.memory_mb ? { memoryBytes: limits.memory_mb * 1024 * 1024 } : {}),
+      ...(limits?.cpu_seconds ? { cpuSeconds: limits.cpu_seconds } : {}),
+    },
+  };
 }
 
 function toRules(p: PolicyYaml): PermissionRules {

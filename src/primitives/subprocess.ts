@@ -6,6 +6,7 @@ import type { Readable, Writable } from 'node:stream';
 import { throwIfAborted } from '../abort.js';
 import { KiwiError } from '../errors.js';
 import { endProcessTree, PROCESS_TREE_MARKER_ENV, readStartTime, type ProcessTreeRoot } from './process-tree.js';
+import type { Sandbox, SandboxGrant } from './sandbox.js';
 
 /**
  * The `subprocess` primitive: runs one executable with an argv array (never a shell), an
@@ -32,6 +33,8 @@ export interface SubprocessRequest {
   /** Delay between SIGTERM and SIGKILL when the tree is ended; default 2000. */
   killGraceMs?: number;
   signal?: AbortSignal;
+  /** When set, the command runs inside this sandbox with this grant (see sandbox.ts). */
+  sandbox?: { sandbox: Sandbox; grant: SandboxGrant };
 }
 
 export interface SubprocessResult {
@@ -159,10 +162,10 @@ function collect(stream: Readable, cap: number, onOverflow: () => void) {
   return { text: () => Buffer.concat(chunks).toString('utf8') };
 }
 
-async function start(exe: string, req: SubprocessRequest, marker: string): Promise<Child> {
+async function start(exe: string, argv: string[], req: SubprocessRequest, marker: string): Promise<Child> {
   let child: Child;
   try {
-    child = spawn(exe, req.argv.slice(1), {
+    child = spawn(argv[0] as string, argv.slice(1), {
       cwd: req.cwd,
       env: { ...req.env, [PROCESS_TREE_MARKER_ENV]: marker },
       shell: false,
@@ -204,9 +207,11 @@ export async function runSubprocess(req: SubprocessRequest): Promise<SubprocessR
   await assertDirectory(req.cwd);
   throwIfAborted(req.signal, exe);
 
+  const argv = req.sandbox ? req.sandbox.sandbox.wrap(req.argv, req.cwd, req.sandbox.grant, req.timeoutMs) : req.argv;
+
   const startedAt = performance.now();
   const marker = randomUUID();
-  const child = await start(exe, req, marker);
+  const child = await start(exe, argv, req, marker);
   const pid = child.pid as number;
   let exit: { code: number | null; signal: string | null } | undefined;
   const exited = new Promise<void>((resolve) =>

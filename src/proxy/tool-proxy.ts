@@ -116,7 +116,7 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
       if (deps.checkpoints && deps.tools.get(request.tool)?.mutatesState !== false) {
         checkpoint = await deps.checkpoints.before({ tool: request.tool, callId, session: request.session }, request.signal);
       }
-      const result = await executePlan(decision.plan, deps.primitives, request.signal);
+      const result = await executePlan(decision.plan, deps.primitives, request.signal, request.tool);
       record({ decision: 'allow', reason: decision.reason, result: preview(result), ...(stuck ? { stuck } : {}), ...(checkpoint ? { checkpoint } : {}) });
       return { ...base(stuck), status: 'ok', result };
     } catch (error) {

@@ -46,6 +46,8 @@ tools: [echo_text, reverse_letters, print_report, nightly_job, send_chat, print_
 filesystem: { read: [], write: [] }
 commands:
   - { executable: node }
+# slow.mjs writes its host pid beside itself for the cancel tests; a sandbox would hide both.
+sandbox: { mode: off }
 `;
 
 let temp: TempProject;

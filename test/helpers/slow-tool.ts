@@ -1,4 +1,4 @@
-import { cpSync, writeFileSync } from 'node:fs';
+import { appendFileSync, cpSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { allowTools } from './demo-project.js';
 import { REPO_ROOT } from './temp-project.js';
@@ -16,6 +16,9 @@ export function addSlowTool(root: string): string {
     'tool_id: wait_for_batch\ntool_type: script\nexecutor: node_runtime\nversion: "1.0.0"\ndescription: "Wait until the nightly batch job has finished"\nconfig:\n  script: slow.mjs\nparameters: []\n',
   );
   allowTools(root, ['wait_for_batch']);
+  // The tests watch the tool's host pid, which it writes next to itself: both a sandbox's pid
+  // namespace and its read-only project would hide that, so these projects opt out of it.
+  appendFileSync(path.join(root, '.ai', 'config', 'policy.yaml'), 'sandbox: { mode: off }\n');
   return path.join(dir, 'slow.pid');
 }
 

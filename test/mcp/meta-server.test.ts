@@ -256,7 +256,7 @@ describe('meta-server: execute', () => {
   });
 
   it('cancels the running tool when the client cancels the request', async () => {
-    const marker = path.join(meta.temp.root, 'hang-started.txt');
+    const marker = path.join(meta.temp.root, 'markers', 'hang-started.txt');
     const controller = new AbortController();
     const pending = call('execute', { item_type: 'tool', action: 'run', item_id: 'hang_forever', parameters: { marker } }, { signal: controller.signal });
     await waitFor(() => (existsSync(marker) ? true : undefined), 'the tool to start');

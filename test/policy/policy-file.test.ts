@@ -132,7 +132,7 @@ describe('parsePolicy: clear errors', () => {
 
   it('an unknown top-level field', () => {
     expect(policyError('version: 1\ntool: [a]\n')).toBe(
-      '.ai/config/policy.yaml: unknown field `tool` at top level; allowed fields are version, tools, filesystem, commands, mcp, rate_limits (check the spelling)',
+      '.ai/config/policy.yaml: unknown field `tool` at top level; allowed fields are version, tools, filesystem, commands, mcp, sandbox, rate_limits (check the spelling)',
     );
   });
 
@@ -182,5 +182,27 @@ describe('parsePolicy: clear errors', () => {
   it('fields left out allow nothing', () => {
     const ctx = parsePolicy('version: 1\n', 'p.yaml', root);
     expect(ctx.rules).toEqual({ tools: [], fsRead: [], fsWrite: [], fsSecrets: [], commands: [], mcpTools: [], mcpPathArgs: {}, rateLimits: { perTool: {} } });
+  });
+});
+
+describe('parsePolicy: sandbox', () => {
+  it('defaults to auto with no network and default limits', () => {
+    expect(parsePolicy('version: 1\n', 'p.yaml', root).sandbox).toEqual({ mode: 'auto', network: [], limits: {} });
+  });
+
+  it('reads mode, bwrap, network globs and limits', () => {
+    const text = 'version: 1\nsandbox:\n  mode: require\n  bwrap: /usr/bin/bwrap\n  network: [fetch_*]\n  limits: { processes: 64, memory_mb: 512, cpu_seconds: 5 }\n';
+    expect(parsePolicy(text, 'p.yaml', root).sandbox).toEqual({
+      mode: 'require',
+      bwrap: '/usr/bin/bwrap',
+      network: ['fetch_*'],
+      limits: { processes: 64, memoryBytes: 512 * 1024 * 1024, cpuSeconds: 5 },
+    });
+  });
+
+  it('names a bad mode, a relative bwrap path and an unknown limit', () => {
+    expect(policyError('version: 1\nsandbox: { mode: maybe }\n')).toBe('.ai/config/policy.yaml: field `sandbox.mode` must be auto, require or off');
+    expect(policyError('version: 1\nsandbox: { bwrap: bwrap }\n')).toBe('.ai/config/policy.yaml: field `sandbox.bwrap` must be an absolute path to the bwrap executable');
+    expect(policyError('version: 1\nsandbox: { limits: { procs: 3 } }\n')).toMatch(/unknown field `procs` at field `sandbox.limits`; allowed fields are processes, memory_mb, cpu_seconds/u);
   });
 });

@@ -1,0 +1,194 @@
+import { readdirSync, readFileSync, realpathSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm, symlink } from 'node:fs/promises';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { isKiwiError } from '../../src/errors.js';
+import { PROCESS_TREE_MARKER_ENV } from '../../src/primitives/process-tree.js';
+import { detectBwrap, openSandbox, UNSANDBOXED_WARNING, writeFoldersOf, type Sandbox, type SandboxGrant } from '../../src/primitives/sandbox.js';
+import { buildChildEnv, runSubprocess, type SubprocessRequest } from '../../src/primitives/subprocess.js';
+
+const hasBwrap = await detectBwrap();
+if (!hasBwrap && process.env.KIWI_REQUIRE_SANDBOX === '1') throw new Error('KIWI_REQUIRE_SANDBOX=1 but bwrap does not run here; install bubblewrap');
+const node = process.execPath;
+const env = buildChildEnv({ PATH: process.env.PATH, HOME: process.env.HOME, SECRET_TOKEN: 'hunter2', KIWI_OK: 'yes' }, ['KIWI_OK'], {});
+
+let dir: string;
+let sandbox: Sandbox;
+const noGrant: SandboxGrant = { writePaths: [], network: false };
+
+beforeAll(async () => {
+  sandbox = await openSandbox({ mode: 'require', limits: { processes: 64 } });
+});
+
+beforeEach(async () => {
+  dir = realpathSync(await mkdtemp(join(tmpdir(), 'kiwi-sandbox-')));
+});
+
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+function run(argv: string[], grant: SandboxGrant = noGrant, extra: Partial<SubprocessRequest> = {}) {
+  return runSubprocess({ argv, cwd: dir, env, timeoutMs: 10_000, maxOutputBytes: 1024 * 1024, killGraceMs: 200, sandbox: { sandbox, grant }, ...extra });
+}
+
+/** Processes on the host that carry a marker env var (ours: every tree the primitive started). */
+function markedProcesses(): number {
+  let count = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/u.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/environ`, 'latin1').includes(`${PROCESS_TREE_MARKER_ENV}=`)) count += 1;
+    } catch {
+      // gone, or not ours to read
+    }
+  }
+  return count;
+}
+
+describe.runIf(hasBwrap)('subprocess sandbox (bwrap)', () => {
+  it('runs node and python3 inside, without capabilities, in its own pid namespace', async () => {
+    const r = await run([node, '-e', "console.log(JSON.stringify({ pid: process.pid, caps: require('fs').readFileSync('/proc/self/status', 'utf8').match(/^CapEff:\\s*(\\w+)/m)[1] }))"]);
+    expect(r.exitCode).toBe(0);
+    const seen = JSON.parse(r.stdout) as { pid: number; caps: string };
+    expect(seen.pid).toBeLessThan(10);
+    expect(seen.caps).toMatch(/^0+$/u);
+    const py = await run(['python3', '-c', 'import os; print(os.getpid())']);
+    expect(py.exitCode).toBe(0);
+    expect(Number(py.stdout.trim())).toBeLessThan(10);
+  });
+
+  it('cannot see the gateway among its processes', async () => {
+    const r = await run([node, '-e', "console.log(require('fs').readdirSync('/proc').filter((e) => /^\\d+$/.test(e)).join(' '))"]);
+    expect(r.stdout.trim().split(' ')).not.toContain(String(process.pid));
+  });
+
+  it('keeps the env allowlist: only allowlisted and default variables reach the tool', async () => {
+    const r = await run([node, '-e', 'console.log(JSON.stringify(process.env))']);
+    const seen = JSON.parse(r.stdout) as Record<string, string>;
+    expect(seen.KIWI_OK).toBe('yes');
+    expect(seen.SECRET_TOKEN).toBeUndefined();
+  });
+
+  it('writes inside a granted folder, and fails with a read-only file system outside it', async () => {
+    const granted = join(dir, 'out');
+    await mkdir(granted);
+    const write = (file: string) => run([node, '-e', `require('fs').writeFileSync(${JSON.stringify(file)}, 'x'); console.log('wrote')`], { writePaths: [granted], network: false });
+    const inside = await write(join(granted, 'ok.txt'));
+    expect(inside.exitCode).toBe(0);
+    expect(await readFile(join(granted, 'ok.txt'), 'utf8')).toBe('x');
+    const outside = await write(join(dir, 'escape.txt'));
+    expect(outside.exitCode).not.toBe(0);
+    expect(outside.stderr).toMatch(/EROFS|EACCES/u);
+    const home = await write(join(process.cwd(), 'escape.txt'));
+    expect(home.stderr).toMatch(/EROFS|EACCES/u);
+  });
+
+  describe('network', () => {
+    let server: Server;
+    let port: number;
+    beforeAll(async () => {
+      server = createServer((socket) => socket.end('hello\n'));
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      port = (server.address() as { port: number }).port;
+    });
+    afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+    const connect = (grant: SandboxGrant) =>
+      run([node, '-e', `const s = require('net').connect(${port}, '127.0.0.1'); s.on('data', (d) => { console.log('got', String(d).trim()); s.end(); }); s.on('error', (e) => { console.log('error', e.code); process.exitCode = 3; });`], grant);
+
+    it('cannot reach a host, not even loopback, without a network grant', async () => {
+      const r = await connect(noGrant);
+      expect(r.exitCode).toBe(3);
+      expect(r.stdout).toMatch(/^error E(CONNREFUSED|NETUNREACH)/u);
+    });
+
+    it('reaches it with the grant', async () => {
+      const r = await connect({ writePaths: [], network: true });
+      expect(r.stdout.trim()).toBe('got hello');
+    });
+  });
+
+  it('stops forking at the process limit', async () => {
+    const r = await run(['sh', '-c', 'i=0; while [ $i -lt 2000 ]; do sleep 30 & i=$((i+1)); done; echo spawned $i']);
+    expect(r.stdout).not.toContain('spawned 2000');
+    expect(r.stderr).toMatch(/fork/iu);
+  });
+
+  it('stops forking at the process limit even after raising the pid_max it can see', async () => {
+    const r = await run(['sh', '-c', 'echo 100000 > /proc/sys/kernel/pid_max; i=0; while [ $i -lt 2000 ]; do sleep 30 & i=$((i+1)); done; echo spawned $i']);
+    expect(r.stdout).not.toContain('spawned 2000');
+    expect(r.stderr).toMatch(/fork/iu);
+  });
+
+  it('holds the memory limit', async () => {
+    const small = await openSandbox({ mode: 'require', limits: { memoryBytes: 256 * 1024 * 1024 } });
+    const r = await runSubprocess({
+      argv: ['python3', '-c', 'b = bytearray(512 * 1024 * 1024); print(len(b))'],
+      cwd: dir,
+      env,
+      timeoutMs: 10_000,
+      maxOutputBytes: 64 * 1024,
+      sandbox: { sandbox: small, grant: noGrant },
+    });
+    expect(r.exitCode).not.toBe(0);
+    expect(r.stderr).toMatch(/MemoryError/u);
+  });
+
+  it('contains a fork bomb: the call ends and nothing it started is left on the host', async () => {
+    const before = markedProcesses();
+    const bomb = ['sh', '-c', 'while :; do sleep 30 & done'];
+    // Either the shell gives up when fork fails (a result) or the call runs out of time (an error).
+    const outcome = await run(bomb, noGrant, { timeoutMs: 3000 }).catch((e: unknown) => e);
+    if (isKiwiError(outcome)) expect(outcome.code).toBe('TOOL_TIMEOUT');
+    else expect((outcome as { stderr: string }).stderr).toMatch(/fork/iu);
+    expect(markedProcesses()).toBeLessThanOrEqual(before);
+  });
+});
+
+describe('without bwrap', () => {
+  const missing = join(tmpdir(), 'kiwi-no-such-bwrap');
+
+  it('auto runs unsandboxed and warns once at start', async () => {
+    const warnings: string[] = [];
+    const open = await openSandbox({ mode: 'auto', bwrap: missing, warn: (m) => warnings.push(m) });
+    expect(open.active).toBe(false);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toBe(`${UNSANDBOXED_WARNING} (${missing} was not found)`);
+    const r = await runSubprocess({ argv: [node, '-e', 'console.log(process.pid)'], cwd: dir, env, timeoutMs: 10_000, maxOutputBytes: 1024, sandbox: { sandbox: open, grant: noGrant } });
+    expect(Number(r.stdout)).toBeGreaterThan(0);
+  });
+
+  it('require refuses subprocess tools with a clear error', async () => {
+    const open = await openSandbox({ mode: 'require', bwrap: missing });
+    const error = await runSubprocess({ argv: [node, '-e', ''], cwd: dir, env, timeoutMs: 10_000, maxOutputBytes: 1024, sandbox: { sandbox: open, grant: noGrant } }).catch((e: unknown) => e);
+    expect(isKiwiError(error) && error.code).toBe('SPAWN_FAILED');
+    expect((error as Error).message).toMatch(/apt-get install bubblewrap/u);
+  });
+
+  it('off runs unsandboxed without a warning', async () => {
+    const warnings: string[] = [];
+    const open = await openSandbox({ mode: 'off', warn: (m) => warnings.push(m) });
+    expect(open.active).toBe(false);
+    expect(warnings).toEqual([]);
+  });
+});
+
+describe('writeFoldersOf', () => {
+  it('binds the literal folder of each write glob', async () => {
+    await mkdir(join(dir, 'src', 'gen'), { recursive: true });
+    expect(writeFoldersOf(dir, ['src/gen/**', 'src/*.ts', 'missing/x.txt', '**/*.md'])).toEqual([join(dir, 'src', 'gen'), join(dir, 'src'), dir]);
+  });
+
+  it('drops a folder that is a symlink out of the project', async () => {
+    const outside = await mkdtemp(join(tmpdir(), 'kiwi-outside-'));
+    try {
+      await symlink(outside, join(dir, 'link'));
+      expect(writeFoldersOf(dir, ['link/**'])).toEqual([]);
+    } finally {
+      await rm(outside, { recursive: true, force: true });
+    }
+  });
+});

@@ -33,9 +33,11 @@ version: "1.0.0"
 description: not in the policy
 config: { command: node, args: ["-e", "require('fs').writeFileSync('forbidden.txt', 'x')"] }
 `,
+  // The project writable (inside the sandbox too): write_note writes note.txt at its root.
   '.ai/config/policy.yaml': `version: 1
 tools: [write_note, peek]
 commands: [{ executable: node }]
+filesystem: { write: ["**"] }
 `,
   '.gitignore': '.ai/logs/\n',
 };

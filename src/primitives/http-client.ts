@@ -2,6 +2,7 @@ import { Agent, type Dispatcher } from 'undici';
 import { z } from 'zod';
 import { throwIfAborted } from '../abort.js';
 import { KiwiError } from '../errors.js';
+import { decoderFor, discard, excerpt, flattenHeaders, readUpTo, release } from './http-response-body.js';
 import { retryHeaders } from './retry-headers.js';
 import { createSseDecoder, DEFAULT_MAX_EVENT_BYTES, type SseEvent } from './sse-parser.js';
 
@@ -64,14 +65,11 @@ export interface HttpClient {
 
 const MiB = 1024 * 1024;
 /** How long, and how much, a stream whose consumer stopped may still be read to keep its connection (release()). */
-const TRAILING_MS = 500;
-const TRAILING_BYTES = 16 * 1024;
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 const FORBIDDEN_METHODS = new Set(['CONNECT', 'TRACE', 'TRACK']);
 // Credentials must not follow a redirect to another origin (the fetch standard's rule).
 const CROSS_ORIGIN_STRIPPED = ['authorization', 'cookie', 'proxy-authorization'];
 const BODY_HEADERS = ['content-type', 'content-length', 'content-encoding', 'content-language', 'content-location'];
-const ERROR_EXCERPT_BYTES = 2048;
 const REDIRECT_BODY_DRAIN_BYTES = 64 * 1024;
 
 const timeoutMs = z.number().int().positive().max(2 ** 31 - 1);
@@ -191,74 +189,12 @@ function toKiwiError(error: unknown, p: Plan, url: URL, phase: Phase): KiwiError
   return new KiwiError('UPSTREAM_HTTP', `${what}: ${message}`, { cause: error, details });
 }
 
-function flattenHeaders(raw: Response['headers']): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(raw)) {
-    if (value === undefined) continue;
-    out[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : value;
-  }
-  return out;
-}
-
 function tooLarge(p: Plan, url: URL, detail: string): KiwiError {
   return new KiwiError(
     'OUTPUT_TOO_LARGE',
     `${p.method} ${shown(url)}: the response ${detail}, over the ${String(p.maxResponseBytes)}-byte cap (maxResponseBytes); raise maxResponseBytes or ask for less (a page or range)`,
     { details: { url: shown(url), maxResponseBytes: p.maxResponseBytes } },
   );
-}
-
-/** Ends an unfinished transfer; the abort error undici then emits has nobody else to hear it. */
-function discard(res: Response): void {
-  res.body.on('error', () => undefined);
-  res.body.destroy();
-}
-
-/**
- * The consumer of a stream stopped reading without cancelling: typically at the stream's own
- * end event, with the end of the response a packet behind. The rest may arrive, briefly and up
- * to a few KiB, so that the connection goes back to the pool instead of being cut (a new
- * connection per request costs an LLM API a TLS handshake each); then it is cut.
- */
-function release(res: Response): void {
-  const cut = setTimeout(() => discard(res), TRAILING_MS);
-  cut.unref();
-  void res.body
-    .dump({ limit: TRAILING_BYTES })
-    .catch(() => undefined)
-    .finally(() => clearTimeout(cut));
-}
-
-/** Reads at most `cap` bytes; past that the transfer is aborted and `over` is set. */
-async function readUpTo(res: Response, cap: number): Promise<{ data: Buffer; over: boolean }> {
-  const chunks: Buffer[] = [];
-  let total = 0;
-  try {
-    for await (const chunk of res.body as AsyncIterable<Buffer>) {
-      chunks.push(chunk);
-      total += chunk.length;
-      if (total > cap) return { data: Buffer.concat(chunks).subarray(0, cap), over: true };
-    }
-    return { data: Buffer.concat(chunks, total), over: false };
-  } finally {
-    // Destroying a body that was read to the end would still cost the keep-alive connection.
-    if (!res.body.readableEnded) discard(res);
-  }
-}
-
-function decoderFor(contentType: string | undefined) {
-  const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(contentType ?? '')?.[1];
-  try {
-    return new TextDecoder(charset ?? 'utf-8');
-  } catch {
-    return new TextDecoder('utf-8');
-  }
-}
-
-/** A short, printable start of an error body, for messages; never throws. */
-async function excerpt(res: Response): Promise<string> {
-  const { data } = await readUpTo(res, ERROR_EXCERPT_BYTES).catch(() => ({ data: Buffer.alloc(0) }));
-  return new TextDecoder().decode(data).replace(/\s+/g, ' ').trim() || '(empty body)';
 }
 
 export function createHttpClient(options: { dispatcher?: Dispatcher } = {}): HttpClient {

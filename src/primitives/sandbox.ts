@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync, realpathSync } from 'node:fs';
+import { existsSync, readdirSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import { KiwiError } from '../errors.js';
 import { DEFAULT_CHILD_PATH } from './subprocess.js';
@@ -153,10 +153,19 @@ function sandboxArgv(bwrap: string, helpers: Helpers, limits: SandboxLimits, arg
   for (const dir of [...(grant.readPaths ?? []), cwd].map((d) => realpathSync(d))) {
     if (dir === '/tmp' || dir.startsWith('/tmp/')) out.push('--ro-bind', dir, dir);
   }
-  for (const dir of grant.writePaths) {
+  const writable = grant.writePaths.map((dir) => {
     if (!path.isAbsolute(dir)) throw new KiwiError('INVALID_INPUT', `sandbox write path ${JSON.stringify(dir)} must be absolute`);
-    const real = realpathSync(dir);
-    out.push('--bind', real, real);
+    return realpathSync(dir);
+  });
+  for (const real of writable) out.push('--bind', real, real);
+  // A grant is a whole folder, but the policy's globs never match dot entries unless they name
+  // them: `.git`, `.env`, `.ai` (the policy itself) inside a granted folder stay read-only.
+  for (const real of writable) {
+    // A symlink is skipped: what it points to outside the grants is read-only already.
+    for (const entry of readdirSync(real, { withFileTypes: true })) {
+      const inside = path.join(real, entry.name);
+      if (entry.name.startsWith('.') && !entry.isSymbolicLink() && !writable.includes(inside)) out.push('--ro-bind', inside, inside);
+    }
   }
   // The cpu limit is a backstop for busy loops; the wall-clock timeout stays the primary limit.
   const cpu = limits.cpuSeconds ?? Math.max(1, Math.ceil(timeoutMs / 1000));

@@ -1,5 +1,5 @@
 import { readdirSync, readFileSync, realpathSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, symlink } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -84,6 +84,22 @@ describe.runIf(hasBwrap)('subprocess sandbox (bwrap)', () => {
     expect(outside.stderr).toMatch(/EROFS|EACCES/u);
     const home = await write(join(process.cwd(), 'escape.txt'));
     expect(home.stderr).toMatch(/EROFS|EACCES/u);
+  });
+
+  it("keeps a granted folder's .git, .env and .ai read-only, as the policy's globs never match them", async () => {
+    await mkdir(join(dir, '.git'));
+    await mkdir(join(dir, '.ai', 'config'), { recursive: true });
+    await writeFile(join(dir, '.env'), 'TOKEN=1\n');
+    const write = (file: string) => run([node, '-e', `require('fs').writeFileSync(${JSON.stringify(file)}, 'x'); console.log('wrote')`], { writePaths: [dir], network: false });
+    expect((await write(join(dir, 'out.txt'))).exitCode).toBe(0);
+    for (const file of [join(dir, '.git', 'config'), join(dir, '.env'), join(dir, '.ai', 'config', 'policy.yaml')]) {
+      const refused = await write(file);
+      expect(refused.exitCode, file).not.toBe(0);
+      expect(refused.stderr).toMatch(/EROFS|EACCES/u);
+    }
+    expect(await readFile(join(dir, '.env'), 'utf8')).toBe('TOKEN=1\n');
+    // A dot folder the policy names is a grant of its own.
+    expect((await run([node, '-e', `require('fs').writeFileSync(${JSON.stringify(join(dir, '.ai', 'config', 'x'))}, 'x')`], { writePaths: [dir, join(dir, '.ai')], network: false })).exitCode).toBe(0);
   });
 
   describe('network', () => {

@@ -60,7 +60,7 @@ export async function* recordChat(events: AsyncIterable<LoopEvent>, execution: C
     for await (const event of events) {
       switch (event.type) {
         case 'start':
-          yield { ...event, executionId: execution.id };
+          yield execution.recorded ? { ...event, executionId: execution.id } : event;
           continue;
         case 'text':
           if (answer.length < KEPT_CHARS) answer += event.text;

@@ -19,13 +19,16 @@ export interface GatewayKernel {
 }
 
 export async function openGatewayKernel(options: { root: string; env: Record<string, string | undefined>; log?: (line: string) => void }): Promise<GatewayKernel> {
+  // A server shared with other gateways, or the embedded database.
+  const databaseUrl = options.env['DATABASE_URL'] === '' ? undefined : options.env['DATABASE_URL'];
+  const shared = databaseUrl !== undefined;
   let opening: Promise<Kernel> | undefined;
   const kernel = (): Promise<Kernel> => {
     opening ??= openKernel({
       root: options.root,
       policyFile: path.join(options.root, KERNEL_POLICY_FILE),
       chats: journal,
-      ...(options.env['DATABASE_URL'] ? { databaseUrl: options.env['DATABASE_URL'] } : {}),
+      ...(databaseUrl === undefined ? {} : { databaseUrl }),
     }).catch((error: unknown) => {
       opening = undefined; // the next use tries again
       throw error;
@@ -33,7 +36,6 @@ export async function openGatewayKernel(options: { root: string; env: Record<str
     return opening;
   };
   let warned = false;
-  const shared = Boolean(options.env['DATABASE_URL']);
   const journal = createChatJournal({
     write: async (writes) => (await kernel()).writeChats(writes),
     // On a shared server another gateway may cancel our chats: look every second.
@@ -45,7 +47,7 @@ export async function openGatewayKernel(options: { root: string; env: Record<str
       options.log?.(`kernel: could not record chats as executions (retrying): ${error instanceof Error ? error.message : String(error)}`);
     },
   });
-  if (!options.env['DATABASE_URL'] && !existsSync(path.join(options.root, KERNEL_STATE_DIR))) {
+  if (!shared && !existsSync(path.join(options.root, KERNEL_STATE_DIR))) {
     options.log?.(`kernel: creating its embedded database under ${KERNEL_STATE_DIR} (a few seconds, the first time only)`);
   }
   await kernel().catch((error: unknown) => options.log?.(`kernel: could not open its database (chats are not recorded until it opens): ${error instanceof Error ? error.message : String(error)}`));

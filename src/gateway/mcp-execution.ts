@@ -40,7 +40,7 @@ export function mcpRecorder(journal: ChatJournal, options: { call: (call: ToolCa
       if (cancelled) throw new KiwiError('TOOL_CANCELLED', `The execution ${execution.id} was cancelled; its running tool was stopped.`);
       const text = result.content.map((c) => (c.type === 'text' ? c.text : '')).join('');
       execution.end('completed', [...steps.cancelOpen(), { type: 'execution.completed', payload: { output: { is_error: result.isError === true, text: keep(text) } } }]);
-      return { ...result, _meta: { ...result._meta, [EXECUTION_ID_META]: execution.id } };
+      return execution.recorded ? { ...result, _meta: { ...result._meta, [EXECUTION_ID_META]: execution.id } } : result;
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       execution.end(request.signal.aborted ? 'cancelled' : 'failed', [

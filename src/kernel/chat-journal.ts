@@ -20,6 +20,8 @@ export interface ChatStart {
 
 export interface ChatExecution {
   readonly id: string;
+  /** False when the journal was too full to take it: nothing of it is written, so its id is not shown. */
+  readonly recorded: boolean;
   /** Events written together, in order after those before; nothing once it has ended. */
   record(drafts: EventDraft[], step?: Omit<ChatStepWrite, 'createdAt'>): void;
   /** Its last events and its end; later calls do nothing. */
@@ -53,7 +55,7 @@ export interface ChatJournalDeps {
   watchMs?: number;
 }
 
-/** Chats queued past this are not recorded (a database that stopped answering must not take the gateway's memory). */
+/** Chats waiting to be written past this are not recorded (a database that stopped answering must not take the gateway's memory). */
 const MAX_QUEUED = 10_000;
 /** After a failed write, the next try. */
 const RETRY_MS = 1000;
@@ -137,10 +139,11 @@ export function createChatJournal(deps: ChatJournalDeps): ChatJournal {
       const id = uuidv7(at.getTime());
       const stamp = at.toISOString();
       const entry: Entry = { write: { id, create: { agentId: start.agentId, input: JSON.stringify(start.input ?? null), labels: start.labels, createdAt: stamp }, events: [], steps: [] }, start, ended: false };
-      if (live.size + dirty.size >= MAX_QUEUED) entry.ended = true;
+      if (dirty.size >= MAX_QUEUED) entry.ended = true;
       else live.set(id, entry);
       const execution: ChatExecution = {
         id,
+        recorded: !entry.ended,
         record(drafts, step) {
           if (entry.ended) return;
           const when = now().toISOString();

@@ -98,7 +98,8 @@ export async function openKernel(options: OpenKernelOptions): Promise<Kernel> {
   }
   const instanceId = uuidv7();
   const instances = createInstances(db, instanceId, now);
-  await instances.start(options.heartbeatIntervalMs ?? HEARTBEAT_MS);
+  // Embedded, no other instance shares the database: one sign of life is enough.
+  await instances.start(db.kind === 'pglite' ? 0 : (options.heartbeatIntervalMs ?? HEARTBEAT_MS));
   const schemas = createToolSchemas(db, now);
   const agents = createAgents({ db, hub: createAgentHub(), instanceId, now });
   const runners = createRunners({ db, hub: createRunnerHub(), agents, schemas, metrics, instanceId, now, stepTimeoutMs: STEP_TIMEOUT_MS });

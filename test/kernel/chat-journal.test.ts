@@ -91,6 +91,21 @@ describe.each(kernelBackends({ reaperIntervalMs: 0, queueIntervalMs: 0 }))('the 
   });
 });
 
+describe('the chat journal when the database stops answering', () => {
+  it('records no more than 10,000 chats waiting to be written, and says so of the next', async () => {
+    const gone = await openKernel({ root: '/nonexistent', inMemory: true, reaperIntervalMs: 0, queueIntervalMs: 0 });
+    await gone.close();
+    const errors: unknown[] = [];
+    const journal = createChatJournal({ write: (w) => gone.writeChats(w), intervalMs: 60_000, onError: (e) => errors.push(e) });
+    const first = Array.from({ length: 10_000 }, () => journal.begin({ ...chat, onCancel: () => undefined }));
+    expect(first.every((c) => c.recorded)).toBe(true);
+    const over = journal.begin({ ...chat, onCancel: () => undefined });
+    expect(over.recorded).toBe(false);
+    await journal.close();
+    expect(errors.length).toBeGreaterThan(0);
+  });
+});
+
 describe.runIf(postgresAvailable() || process.env['KIWI_REQUIRE_POSTGRES'] === '1')('two gateways on one Postgres server', () => {
   it('a chat cancelled through the other gateway stops at its next write, or within the watch interval', async () => {
     const server = await startPostgres();

@@ -25,6 +25,8 @@ export const auditRecordSchema = z.object({
   source: z.string().optional(),
   reused: z.string().optional(),
   checkpoint: z.string().optional(),
+  notes: z.array(z.string()).optional(),
+  approval: z.object({ approved: z.boolean(), decided_by: z.string(), reason: z.string().optional(), waited_ms: z.number().nonnegative() }).optional(),
 });
 
 export interface ReadAuditTailOptions {
@@ -235,8 +237,10 @@ export function formatAuditRecord(record: AuditRecord): string {
   if (record.source) parts.push(`[${clean(record.source, 20)}]`);
   if (record.reused) parts.push(`reused prefetched ${clean(record.reused, 60)}`);
   if (record.checkpoint) parts.push(`checkpoint ${clean(record.checkpoint.slice(0, 12), 12)}`);
+  if (record.approval) parts.push(`${record.approval.approved ? 'approved' : 'not approved'} by ${clean(record.approval.decided_by, 60)}`);
   if (record.error) parts.push(`error ${clean(record.error.code, 40)}: ${clean(record.error.message, 200)}`);
   if (record.reason) parts.push(`— ${clean(record.reason, 200)}`);
+  for (const note of record.notes ?? []) parts.push(`· ${clean(note, 160)}`);
   return parts.join('  ');
 }
 

@@ -26,6 +26,10 @@ export interface AuditRecord {
   reused?: string;
   /** The git checkpoint that holds the work tree as it was before this call ran (`kiwi checkpoints restore ID`). */
   checkpoint?: string;
+  /** What the hooks that fired on this call added: annotations, directives they asked for, webhooks sent or failed. */
+  notes?: string[];
+  /** A person's answer to a call that waited for one (`decided_by` is `timeout` when none came). */
+  approval?: { approved: boolean; decided_by: string; reason?: string; waited_ms: number };
 }
 
 export interface RecordCaps {
@@ -44,7 +48,8 @@ export const MIN_LINE_BYTES = 32 * 1024;
 
 // Per-field caps on strings keep the fixed part of a record well under MIN_LINE_BYTES even if
 // every character needs a six-byte JSON escape, so only args/result ever need the budget split.
-const STRING_CAPS = { ts: 64, session: 128, call_id: 128, tool: 256, reason: 1024, code: 64, message: 1024, source: 32 };
+const STRING_CAPS = { ts: 64, session: 128, call_id: 128, tool: 256, reason: 1024, code: 64, message: 1024, source: 32, note: 160, approvalReason: 512 };
+const MAX_NOTES = 8;
 
 /**
  * One JSON line (without the newline) of at most `caps.maxLineBytes` bytes, with secrets redacted
@@ -72,6 +77,8 @@ export function serializeAuditRecord(record: AuditRecord, caps: RecordCaps): str
     ['source', record.source === undefined ? undefined : str(record.source, STRING_CAPS.source)],
     ['reused', record.reused === undefined ? undefined : str(record.reused, STRING_CAPS.call_id)],
     ['checkpoint', record.checkpoint === undefined ? undefined : str(record.checkpoint, STRING_CAPS.call_id)],
+    ['notes', record.notes === undefined || record.notes.length === 0 ? undefined : `[${notesOf(record.notes).map((n) => text(n, STRING_CAPS.note)).join(',')}]`],
+    ['approval', record.approval === undefined ? undefined : approvalJson(record.approval, str, text)],
   ];
   const args = auditValueJson(record.args, caps.maxStringChars);
   const result = auditValueJson(record.result, caps.maxStringChars);
@@ -98,6 +105,17 @@ export function serializeAuditRecord(record: AuditRecord, caps: RecordCaps): str
   const parts: string[] = [];
   for (const [key, json] of byKey) if (json !== undefined) parts.push(`"${key}":${json}`);
   return `{${parts.join(',')}}`;
+}
+
+/** At most MAX_NOTES, the last saying how many more there were. */
+function notesOf(notes: readonly string[]): string[] {
+  return notes.length <= MAX_NOTES ? [...notes] : [...notes.slice(0, MAX_NOTES - 1), `… and ${notes.length - MAX_NOTES + 1} more notes`];
+}
+
+function approvalJson(a: NonNullable<AuditRecord['approval']>, str: (v: unknown, max: number) => string, text: (v: unknown, max: number) => string): string {
+  const waited = Number.isFinite(a.waited_ms) ? Math.max(0, Math.round(a.waited_ms)) : 0;
+  const reason = a.reason === undefined ? '' : `,"reason":${text(a.reason, STRING_CAPS.approvalReason)}`;
+  return `{"approved":${a.approved === true},"decided_by":${str(a.decided_by, STRING_CAPS.session)}${reason},"waited_ms":${waited}}`;
 }
 
 /** An id or name cut to `max` characters; these are ours or checked, so a plain cut is enough. */

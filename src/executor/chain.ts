@@ -21,6 +21,7 @@ export function builtinPrimitive(id: PrimitiveId): Tool {
     version: '1.0.0',
     description: `built-in ${id} primitive`,
     mutatesState: true,
+    requiresApproval: false,
     config: {},
     parameters: [],
     tags: [],

@@ -23,12 +23,16 @@ export interface LoadedHook {
 export interface HookVerdict {
   /** Why the call must not run (a deny action, or a hook that failed). */
   deny?: string;
+  /** Hooks that failed (their condition or inputs), each saying which and why. */
+  failures: string[];
   /** Why a person must approve it first. */
   approval?: string;
   /** Notes for the audit record. */
   annotations: string[];
   /** Directives to run, their inputs filled from the event. */
   directives: { name: string; inputs: Record<string, string> }[];
+  /** Addresses to POST the event to, with the hook that asked (`file:line`). */
+  webhooks: { url: string; hook: string }[];
 }
 
 /** A directive's hooks compiled (their conditions were checked when the directive loaded). */
@@ -38,9 +42,11 @@ export function loadDirectiveHooks(file: string, hooks: readonly DirectiveHook[]
 
 export function runHooks(hooks: readonly LoadedHook[], given: HookEvent): HookVerdict {
   const event = withEventDefaults(given);
-  const verdict: HookVerdict = { annotations: [], directives: [] };
+  const verdict: HookVerdict = { failures: [], annotations: [], directives: [], webhooks: [] };
   const failClosed = (hook: LoadedHook, reason: string): void => {
-    verdict.deny ??= `hook at ${hook.file}:${hook.line} failed, so the call is refused: ${reason}`;
+    const failure = `hook at ${hook.file}:${hook.line} failed, so the call is refused: ${reason}`;
+    verdict.failures.push(failure);
+    verdict.deny ??= failure;
   };
   for (const hook of hooks) {
     const result = hook.condition.evaluate(event);
@@ -59,6 +65,9 @@ export function runHooks(hooks: readonly LoadedHook[], given: HookEvent): HookVe
         break;
       case 'annotate':
         verdict.annotations.push(action.text);
+        break;
+      case 'webhook':
+        verdict.webhooks.push({ url: action.url, hook: `${hook.file}:${hook.line}` });
         break;
       case 'directive': {
         const inputs: Record<string, string> = {};

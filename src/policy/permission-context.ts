@@ -10,7 +10,9 @@
 import { isAbsolute, resolve } from 'node:path';
 import picomatch from 'picomatch';
 import { KiwiError } from '../errors.js';
+import type { LoadedHook } from '../hooks/hook-runner.js';
 import type { SandboxSettings } from '../primitives/sandbox.js';
+import type { ApprovalRules } from './policy-hooks.js';
 
 export type Decision = { allowed: true } | { allowed: false; reason: string };
 
@@ -56,6 +58,10 @@ export interface PermissionContext {
   label: string;
   /** The policy file's `sandbox` setting; only the root context (the policy file) carries it. */
   sandbox?: SandboxPolicy;
+  /** The policy file's `hooks`, compiled; only the root context carries them. */
+  hooks?: readonly LoadedHook[];
+  /** The policy file's `approvals`; only the root context carries them. */
+  approvals?: ApprovalRules;
 }
 
 /** How subprocess tools are sandboxed (see primitives/sandbox.ts); `network` holds globs over the tool ids that keep the network. */

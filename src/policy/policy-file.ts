@@ -13,6 +13,7 @@ import { z } from 'zod';
 import { throwIfAborted } from '../abort.js';
 import { KiwiError } from '../errors.js';
 import { readCappedFile } from '../read-capped-file.js';
+import { APPROVAL_FIELDS, approvalsSchema, HOOK_FIELDS, loadPolicyHooks, policyHooksSchema, toApprovalRules } from './policy-hooks.js';
 import { createPermissionContext, emptyRules, type PermissionContext, type PermissionRules, type RateLimit, type SandboxPolicy } from './permission-context.js';
 
 const MAX_POLICY_BYTES = 256 * 1024;
@@ -51,6 +52,8 @@ const policySchema = z.strictObject({
         .optional(),
     })
     .optional(),
+  hooks: policyHooksSchema.optional(),
+  approvals: approvalsSchema.optional(),
   rate_limits: z
     .strictObject({ per_tool: z.record(name, limit).optional(), per_client: limit.optional(), per_session: limit.optional() })
     .refine((r) => r.per_client === undefined || r.per_session === undefined, { message: 'sets both per_client and per_session (its older name); keep per_client' })
@@ -60,7 +63,10 @@ type PolicyYaml = z.infer<typeof policySchema>;
 
 /** Fields each mapping may hold, for "unknown field" messages; keys are paths with list indexes as `[]` and per_tool keys as `*`. */
 const FIELDS: Record<string, string[]> = {
-  '': ['version', 'tools', 'filesystem', 'commands', 'mcp', 'sandbox', 'rate_limits'],
+  '': ['version', 'tools', 'filesystem', 'commands', 'mcp', 'sandbox', 'hooks', 'approvals', 'rate_limits'],
+  'hooks[]': HOOK_FIELDS,
+  'hooks[].directive': ['name', 'inputs'],
+  approvals: APPROVAL_FIELDS,
   sandbox: ['mode', 'bwrap', 'network', 'limits'],
   'sandbox.limits': ['processes', 'memory_mb', 'cpu_seconds'],
   filesystem: ['read', 'write', 'allow_secret_paths'],
@@ -117,7 +123,8 @@ export function parsePolicy(text: string, file: string, root: string): Permissio
     throw new KiwiError('INVALID_POLICY', `${file}: ${problems.join('; ')}`, { details: { file, issues: parsed.error.issues } });
   }
   const context = createPermissionContext(root, toRules(parsed.data), `policy ${file}`);
-  return Object.freeze({ ...context, sandbox: toSandboxPolicy(parsed.data.sandbox) });
+  const hooks = loadPolicyHooks(parsed.data.hooks ?? [], doc, text, file);
+  return Object.freeze({ ...context, sandbox: toSandboxPolicy(parsed.data.sandbox), hooks, approvals: toApprovalRules(parsed.data.approvals) });
 }
 
 function toSandboxPolicy(s: PolicyYaml['sandbox']): SandboxPolicy {

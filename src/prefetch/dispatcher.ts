@@ -121,7 +121,8 @@ export function createPrefetchDispatcher(deps: PrefetchDispatcherDeps): Prefetch
     for (const prediction of predictions) {
       if (prediction.confidence < threshold) break; // best first
       const tool = deps.tools.get(prediction.tool);
-      if (tool?.mutatesState !== false) continue; // unknown counts as mutating
+      // Unknown counts as mutating; a call that waits for a person never runs before it is asked.
+      if (tool?.mutatesState !== false || tool.requiresApproval) continue;
       if (!cache.canSpeculate()) return;
       if (started >= maxSpeculations) {
         counters.speculativeRefused++;
@@ -141,7 +142,8 @@ export function createPrefetchDispatcher(deps: PrefetchDispatcherDeps): Prefetch
   /** Starts `call` speculatively when it is read-only and not already running; false when no more may start. */
   function startSpeculation(entry: PrefetchEntry, call: ToolCallSpec): boolean {
     const { tool, arguments: args } = call;
-    if (deps.tools.get(tool)?.mutatesState !== false) return true; // unknown counts as mutating
+    const known = deps.tools.get(tool);
+    if (known?.mutatesState !== false || known.requiresApproval) return true; // unknown counts as mutating
     if (!cache.canSpeculate()) return false;
     const argsKey = canonicalJson(args);
     if (cache.findSpeculation(tool, argsKey, deps.session)) return true; // an earlier snapshot already runs it

@@ -12,7 +12,7 @@ import type { ToolCall, ToolProxyDeps } from './tool-proxy.js';
 
 export type Authorization =
   | { allowed: true; plan: ExecutionPlan; args: Record<string, unknown>; reason: string }
-  | { allowed: false; reason: string };
+  | { allowed: false; reason: string; code?: 'rate_limited' };
 
 /**
  * Every check a call must pass before it may run, in order: the name, the tool grant, the
@@ -48,7 +48,7 @@ export async function authorize(call: ToolCall, deps: ToolProxyDeps): Promise<Au
   }
 
   const rate = deps.rateLimiter.take(ctx, call.tool, call.client);
-  if (!rate.allowed) return rate;
+  if (!rate.allowed) return { ...rate, code: 'rate_limited' };
 
   const planCheck = checkPlan(ctx, plan, target.tool);
   if (!planCheck.allowed) return planCheck;

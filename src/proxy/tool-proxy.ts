@@ -11,9 +11,13 @@ import type { PermissionContext } from '../policy/permission-context.js';
 import type { RateLimiter } from '../policy/rate-limiter.js';
 import type { Tool } from '../registry/types.js';
 import { authorize, authorizeServer, callContext } from './authorize.js';
+import { DEFAULT_APPROVAL_TIMEOUT_MS } from '../policy/policy-hooks.js';
 import { checkMcpTool } from '../policy/permission-context.js';
 import type { McpToolInfo } from '../mcp/client-pool.js';
 import type { Checkpointer } from '../checkpoints/checkpointer.js';
+import type { LoadedHook } from '../hooks/hook-runner.js';
+import { approvalReason, waitForApproval, type AskApproval } from './approval.js';
+import { eventCode, fireCallHooks, type CallEventName, type CallEventFields } from './call-hooks.js';
 
 export type CallSource = 'cli' | 'gateway' | 'mcp' | 'prefetch' | 'runner';
 
@@ -28,6 +32,13 @@ export interface ToolCall {
   /** A narrower context for this call (a directive's); it is intersected with the proxy's, never wider. */
   context?: PermissionContext;
   signal?: AbortSignal;
+  /** The directive the call runs under: its hooks fire after the policy's, and conditions read its name and limits. */
+  directive?: { name: string; hooks: readonly LoadedHook[]; limits?: Record<string, number> };
+  /** What the request has used so far (`turns`, `tool_calls`, `tokens`) and may use, for hook conditions (`cost.turns > limits.turns * 0.9`). */
+  cost?: Record<string, number>;
+  limits?: Record<string, number>;
+  /** Asks a person whether the call may run; absent, a call that needs approval is denied. */
+  approve?: AskApproval;
 }
 
 interface OutcomeBase {
@@ -36,6 +47,8 @@ interface OutcomeBase {
   durationMs: number;
   /** The same call was made again and again in this session: the caller is probably looping. */
   stuck: boolean;
+  /** Directives the call's hooks asked to run next, their inputs filled. */
+  directives?: { name: string; inputs: Record<string, string> }[];
 }
 export type CallOutcome =
   | (OutcomeBase & { status: 'ok'; result: ToolResult })
@@ -82,11 +95,16 @@ export interface ToolProxy {
 export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
   const now = deps.now ?? (() => performance.now());
 
+  const hookDeps = { hooks: deps.context.hooks ?? [], http: deps.primitives.http };
+
   async function call(request: ToolCall): Promise<CallOutcome> {
     const callId = randomUUID();
     const startedAt = new Date();
     const t0 = now();
-    const base = (stuck: boolean): OutcomeBase => ({ callId, tool: request.tool, durationMs: now() - t0, stuck });
+    const notes: string[] = [];
+    const directives: NonNullable<OutcomeBase['directives']> = [];
+    const tool = deps.tools.get(request.tool);
+    const base = (stuck: boolean): OutcomeBase => ({ callId, tool: request.tool, durationMs: now() - t0, stuck, ...(directives.length > 0 ? { directives } : {}) });
     const record = (fields: Partial<AuditRecord> & Pick<AuditRecord, 'decision'>): void => {
       deps.audit.append({
         ts: startedAt.toISOString(),
@@ -98,36 +116,63 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
         duration_ms: Math.round((now() - t0) * 1000) / 1000,
         source: request.source,
         ...fields,
+        ...(notes.length > 0 ? { notes } : {}),
       });
+    };
+    const fire = async (name: CallEventName, fields: Omit<CallEventFields, 'tool'>) => {
+      const fired = await fireCallHooks(hookDeps, request, name, { ...fields, tool });
+      notes.push(...fired.notes);
+      directives.push(...fired.directives);
+      return fired;
+    };
+    const denied = async (reason: string, code: string, args: unknown, extra: Partial<AuditRecord> = {}): Promise<CallOutcome> => {
+      await fire(code === 'rate_limited' ? 'limit' : 'denied', { code, detail: { reason, missing: request.tool }, args });
+      record({ decision: 'deny', reason, ...extra });
+      return { ...base(false), status: 'denied', reason };
     };
 
     let stuck = false;
     let authorized = false;
     let checkpoint: string | undefined;
+    let args: unknown = request.args ?? {};
+    let granted: AuditRecord['approval'];
     try {
       const decision = await authorize(request, deps);
-      if (!decision.allowed) {
-        record({ decision: 'deny', reason: decision.reason });
-        return { ...base(false), status: 'denied', reason: decision.reason };
+      if (!decision.allowed) return await denied(decision.reason, decision.code ?? 'permission_denied', args);
+      args = decision.args;
+      const before = await fire('before_call', { args });
+      if (before.deny !== undefined) return await denied(before.deny, 'hook_denied', args);
+      const needs = approvalReason(tool, request.tool, deps.context.approvals, before.approval);
+      if (needs !== undefined) {
+        const asked = now();
+        const timeoutMs = deps.context.approvals?.timeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS;
+        const answer = await waitForApproval(request.approve, { callId, tool: request.tool, arguments: decision.args, reason: needs, timeoutMs }, request.signal);
+        const approval = { approved: answer.approved, decided_by: answer.decidedBy, ...(answer.reason === undefined ? {} : { reason: answer.reason }), waited_ms: now() - asked };
+        const code = answer.approved ? 'granted' : answer.decidedBy === 'timeout' ? 'timeout' : 'denied';
+        await fire('approval', { code, detail: { decided_by: answer.decidedBy, reason: answer.reason ?? '' }, args });
+        if (!answer.approved) {
+          const reason = answer.reason ?? `${answer.decidedBy} did not approve the call`;
+          return await denied(reason, 'approval_denied', args, { approval });
+        }
+        granted = approval;
       }
       authorized = true;
       stuck = deps.loops.observe(request.client, request.tool, decision.args).stuck;
       // Unknown counts as mutating, as for prefetch: only a tool that says it is read-only goes without.
-      if (deps.checkpoints && deps.tools.get(request.tool)?.mutatesState !== false) {
+      if (deps.checkpoints && tool?.mutatesState !== false) {
         checkpoint = await deps.checkpoints.before({ tool: request.tool, callId, session: request.session }, request.signal);
       }
       const result = await executePlan(decision.plan, deps.primitives, request.signal, request.tool);
-      record({ decision: 'allow', reason: decision.reason, result: preview(result), ...(stuck ? { stuck } : {}), ...(checkpoint ? { checkpoint } : {}) });
+      await fire('after_call', { detail: { result: preview(result) }, args });
+      record({ decision: 'allow', reason: decision.reason, result: preview(result), ...(stuck ? { stuck } : {}), ...(checkpoint ? { checkpoint } : {}), ...(granted ? { approval: granted } : {}) });
       return { ...base(stuck), status: 'ok', result };
     } catch (error) {
       const code = isKiwiError(error) ? error.code : 'INTERNAL';
       const message = isKiwiError(error) ? error.message : describeError(error);
-      if (code === 'POLICY_DENIED') {
-        record({ decision: 'deny', reason: message });
-        return { ...base(false), status: 'denied', reason: message };
-      }
+      if (code === 'POLICY_DENIED') return denied(message, 'permission_denied', args);
+      await fire('error', { code: eventCode(code), detail: { message }, args }).catch(() => undefined);
       // A call that failed before it was authorized (unknown tool, bad arguments, broken chain) never ran.
-      record({ decision: authorized ? 'allow' : 'deny', ...(authorized ? {} : { reason: message }), error: { code, message }, ...(stuck ? { stuck } : {}), ...(checkpoint ? { checkpoint } : {}) });
+      record({ decision: authorized ? 'allow' : 'deny', ...(authorized ? {} : { reason: message }), error: { code, message }, ...(stuck ? { stuck } : {}), ...(checkpoint ? { checkpoint } : {}), ...(granted ? { approval: granted } : {}) });
       return { ...base(stuck), status: 'error', error: { code, message } };
     }
   }
@@ -144,8 +189,17 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
         record({ decision: 'deny', reason: decision.reason });
         return { callId, tool: request.tool, durationMs: now() - t0, stuck: false, status: 'denied', reason: decision.reason };
       }
+      const tool = deps.tools.get(request.tool);
+      const before = await fireCallHooks(hookDeps, request, 'before_call', { args: decision.args, tool });
+      const notes = before.notes.length > 0 ? { notes: before.notes } : {};
+      if (before.deny !== undefined) {
+        record({ decision: 'deny', reason: before.deny, ...notes });
+        return { callId, tool: request.tool, durationMs: now() - t0, stuck: false, status: 'denied', reason: before.deny };
+      }
+      // A person is asked before the call, never after it ran: this one runs again once they answer.
+      if (approvalReason(tool, request.tool, deps.context.approvals, before.approval) !== undefined) return call(request);
       const stuck = deps.loops.observe(request.client, request.tool, decision.args).stuck;
-      record({ decision: 'allow', reason: decision.reason, result: preview(earlier.result), ...(stuck ? { stuck } : {}) });
+      record({ decision: 'allow', reason: decision.reason, result: preview(earlier.result), ...(stuck ? { stuck } : {}), ...notes });
       return { callId, tool: request.tool, durationMs: now() - t0, stuck, status: 'ok', result: earlier.result };
     } catch (error) {
       const code = isKiwiError(error) ? error.code : 'INTERNAL';

@@ -26,6 +26,7 @@ export const toolManifestSchema = z.strictObject({
   version: z.string().min(1).optional(),
   description: z.string().optional(),
   mutates_state: z.boolean().optional(),
+  requires_approval: z.boolean().optional(),
   config: z.record(z.string(), z.unknown()).optional(),
   // Checked by parseParameters, which accepts two shapes.
   parameters: z.unknown().optional(),
@@ -45,6 +46,7 @@ const HINTS: FieldHints = {
   version: 'a quoted string like "1.0.0"',
   description: 'a string that says what the tool does',
   mutates_state: 'true or false (no quotes)',
+  requires_approval: 'true or false (no quotes)',
   config: 'a mapping of settings, e.g. { method: GET }',
   tags: 'a list of strings, e.g. [weather, forecast]',
   examples: 'a list of strings',
@@ -86,6 +88,7 @@ export function parseToolManifest(text: string, label: FileLabel, tier: Tier): P
     description: manifest.description ?? '',
     // Unknown is unsafe: a tool is mutating until it says otherwise.
     mutatesState: manifest.mutates_state ?? true,
+    requiresApproval: manifest.requires_approval ?? false,
     config: manifest.config ?? {},
     parameters: params.parameters,
     tags: manifest.tags ?? [],

@@ -47,6 +47,8 @@ export interface Tool {
   description: string;
   /** Read-only tools (false) may be prefetched and run speculatively. Unknown means mutating. */
   mutatesState: boolean;
+  /** Every call waits for a person's answer first (`requires_approval: true` in the manifest). */
+  requiresApproval: boolean;
   config: Record<string, unknown>;
   parameters: ToolParameter[];
   tags: string[];
@@ -85,7 +87,9 @@ export type HookAction =
   | { kind: 'directive'; name: string; inputs: Record<string, string> }
   | { kind: 'deny'; reason: string }
   | { kind: 'require_approval' }
-  | { kind: 'annotate'; text: string };
+  | { kind: 'annotate'; text: string }
+  /** POSTs the event as JSON to `url` (written by the policy's author, so trusted as an address). */
+  | { kind: 'webhook'; url: string };
 
 export interface DirectiveHook {
   /** The condition as written (CEL, or with Kiwi's and/or/not). */

@@ -8,6 +8,7 @@ export function makeTool(partial: Partial<Tool> & Pick<Tool, 'id'>): Tool {
     version: '1.0.0',
     description: `${partial.id} for tests`,
     mutatesState: true,
+    requiresApproval: false,
     config: {},
     parameters: [],
     tags: [],

@@ -53,8 +53,10 @@ describe('hooks run on events', () => {
   it('runs the directive a matching hook names, its inputs filled from the event (a missing one left as written)', () => {
     const verdict = runHooks(loaded, event({ event: { name: 'denied', code: 'permission_denied', detail: { missing: 'write dist/**' } } }));
     expect(verdict).toEqual({
+      failures: [],
       annotations: [],
       directives: [{ name: 'request_elevated_permissions', inputs: { original_directive: 'deploy_staging', missing_cap: 'write dist/**', not_there: '${event.detail.nothing}' } }],
+      webhooks: [],
     });
   });
 
@@ -73,7 +75,7 @@ describe('hooks run on events', () => {
     expect(ls.deny).toBeUndefined();
     expect(ls.approval).toBeDefined();
     expect(runHooks(loaded, event({ event: { name: 'after_call' }, tool: { id: 'bash' } })).annotations).toEqual(['bash ran on staging']);
-    expect(runHooks(loaded, event({ event: { name: 'before_call' } }))).toEqual({ annotations: [], directives: [] });
+    expect(runHooks(loaded, event({ event: { name: 'before_call' } }))).toEqual({ failures: [], annotations: [], directives: [], webhooks: [] });
   });
 
   it('fails closed: a condition that cannot be evaluated on the event denies the call, saying which hook and why', () => {

@@ -1,0 +1,102 @@
+/**
+ * `hooks:` and `approvals:` of `.ai/config/policy.yaml`. A hook is a `when` condition (CEL, or
+ * Kiwi's `and`/`or`/`not`) and exactly one action: `deny: why`, `require_approval: true`,
+ * `annotate: text`, `directive: name` (or `{name, inputs}`), or `webhook: https://…`. Conditions
+ * are compiled here, so a mistake is reported with the file's line and column. Webhooks are
+ * allowed here and not in directives: the policy's author is the one who may send the gateway's
+ * events to another machine.
+ */
+import { Scalar, type Document } from 'yaml';
+import { z } from 'zod';
+import { KiwiError } from '../errors.js';
+import { createConditionCompiler, type ConditionSite } from '../hooks/condition.js';
+import type { LoadedHook } from '../hooks/hook-runner.js';
+import type { HookAction } from '../registry/types.js';
+
+const MAX_HOOKS = 100;
+/** An answer that does not come within this is a denial. */
+export const DEFAULT_APPROVAL_TIMEOUT_MS = 5 * 60_000;
+
+const text = z.string().min(1, 'must not be empty');
+const webhookUrl = text.refine(isWebhookUrl, { message: 'must be an http:// or https:// address without credentials (e.g. "https://hooks.example.com/kiwi")' });
+
+export const policyHookSchema = z
+  .strictObject({
+    when: text,
+    deny: text.optional(),
+    require_approval: z.literal(true, 'must be true (leave it out otherwise)').optional(),
+    annotate: text.optional(),
+    directive: z.union([text, z.strictObject({ name: text, inputs: z.record(text, z.string()).optional() })]).optional(),
+    webhook: webhookUrl.optional(),
+  })
+  .refine((h) => ACTIONS.filter((a) => h[a] !== undefined).length === 1, { message: 'must have exactly one action: deny, require_approval, annotate, directive or webhook' });
+
+export const policyHooksSchema = z.array(policyHookSchema).max(MAX_HOOKS, `holds more than the ${MAX_HOOKS} hooks allowed`);
+
+export const approvalsSchema = z.strictObject({
+  tools: z.array(text).optional(),
+  timeout_s: z.number().int().min(1, 'must be at least 1').max(86_400, 'must be at most 86400 (a day)').optional(),
+});
+
+export const HOOK_FIELDS = ['when', 'deny', 'require_approval', 'annotate', 'directive', 'webhook'];
+export const APPROVAL_FIELDS = ['tools', 'timeout_s'];
+
+const ACTIONS = ['deny', 'require_approval', 'annotate', 'directive', 'webhook'] as const;
+
+type PolicyHookYaml = z.infer<typeof policyHookSchema>;
+
+/** Which calls wait for a person, and for how long. */
+export interface ApprovalRules {
+  /** Globs over tool ids. */
+  tools: string[];
+  timeoutMs: number;
+}
+
+export function toApprovalRules(raw: z.infer<typeof approvalsSchema> | undefined): ApprovalRules {
+  return { tools: raw?.tools ?? [], timeoutMs: (raw?.timeout_s ?? DEFAULT_APPROVAL_TIMEOUT_MS / 1000) * 1000 };
+}
+
+/** Compiles each hook's condition. Throws INVALID_POLICY naming the file, line and column. */
+export function loadPolicyHooks(hooks: readonly PolicyHookYaml[], doc: Document, text: string, file: string): LoadedHook[] {
+  const compiler = createConditionCompiler();
+  return hooks.map((hook, i) => {
+    const site = siteOf(doc, text, ['hooks', i, 'when'], file);
+    let condition;
+    try {
+      condition = compiler.compileCondition(hook.when, site);
+    } catch (error) {
+      if (error instanceof KiwiError) throw new KiwiError('INVALID_POLICY', `${error.message} (field \`hooks[${i}].when\`)`, { cause: error });
+      throw error;
+    }
+    return { file, line: site.line, condition, action: toAction(hook) };
+  });
+}
+
+function toAction(hook: PolicyHookYaml): HookAction {
+  if (hook.deny !== undefined) return { kind: 'deny', reason: hook.deny };
+  if (hook.require_approval !== undefined) return { kind: 'require_approval' };
+  if (hook.annotate !== undefined) return { kind: 'annotate', text: hook.annotate };
+  if (hook.webhook !== undefined) return { kind: 'webhook', url: hook.webhook };
+  const d = hook.directive as NonNullable<PolicyHookYaml['directive']>;
+  return typeof d === 'string' ? { kind: 'directive', name: d, inputs: {} } : { kind: 'directive', name: d.name, inputs: d.inputs ?? {} };
+}
+
+/** Where a value starts in the file (inside its quotes, for a quoted one). */
+function siteOf(doc: Document, text: string, path: (string | number)[], file: string): ConditionSite {
+  const node = doc.getIn(path, true);
+  if (!(node instanceof Scalar) || node.range === undefined || node.range === null) return { file, line: 1 };
+  const quoted = node.type === Scalar.QUOTE_DOUBLE || node.type === Scalar.QUOTE_SINGLE;
+  const offset = node.range[0] + (quoted ? 1 : 0);
+  const before = text.slice(0, offset);
+  return { file, line: before.split('\n').length, column: offset - before.lastIndexOf('\n') };
+}
+
+function isWebhookUrl(value: string): boolean {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return false;
+  }
+  return (url.protocol === 'http:' || url.protocol === 'https:') && url.username === '' && url.password === '';
+}

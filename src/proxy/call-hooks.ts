@@ -1,0 +1,115 @@
+import { describeError } from '../errors.js';
+import type { HookEvent } from '../hooks/hook-event.js';
+import { runHooks, type LoadedHook } from '../hooks/hook-runner.js';
+import type { HttpClient } from '../primitives/http-client.js';
+import type { Tool } from '../registry/types.js';
+import { textHead } from '../text-cut.js';
+import type { ToolCall } from './tool-proxy.js';
+
+/**
+ * The hooks of one call (the policy's, then its directive's) on the call's events, and what their
+ * actions do beyond the verdict: webhooks are sent (the event as JSON), and every annotation,
+ * webhook and directive asked for becomes a note in the call's audit record. On `before_call` a
+ * webhook that fails denies the call (hooks fail closed); on the other events it is only noted.
+ */
+
+export type CallEventName = 'before_call' | 'after_call' | 'denied' | 'error' | 'limit' | 'approval';
+
+export interface Fired {
+  /** Why the call must not run (`before_call` only). */
+  deny?: string;
+  /** Why a person must approve it (`before_call` only). */
+  approval?: string;
+  notes: string[];
+  directives: { name: string; inputs: Record<string, string> }[];
+}
+
+export interface CallHookDeps {
+  /** The policy's hooks. */
+  hooks: readonly LoadedHook[];
+  http: HttpClient;
+}
+
+const NOTHING: Fired = Object.freeze({ notes: [], directives: [] }) as Fired;
+const WEBHOOK_TIMEOUT_MS = 5000;
+const WEBHOOK_MAX_RESPONSE_BYTES = 64 * 1024;
+
+export interface CallEventFields {
+  code?: string;
+  detail?: Record<string, unknown>;
+  /** The arguments as checked, or as asked when the call never got that far. */
+  args: unknown;
+  tool: Tool | undefined;
+}
+
+export async function fireCallHooks(deps: CallHookDeps, request: ToolCall, name: CallEventName, fields: CallEventFields): Promise<Fired> {
+  const directiveHooks = request.directive?.hooks ?? [];
+  if (deps.hooks.length === 0 && directiveHooks.length === 0) return NOTHING;
+  const hooks = directiveHooks.length === 0 ? deps.hooks : [...deps.hooks, ...directiveHooks];
+  const event = callEvent(request, name, fields);
+  const verdict = runHooks(hooks, event);
+  const gate = name === 'before_call';
+  const fired: Fired = { notes: [...verdict.annotations], directives: verdict.directives };
+  if (gate && verdict.deny !== undefined) fired.deny = verdict.deny;
+  // After the fact nothing can be refused any more: a deny or an approval asked for is moot, a hook that failed is noted.
+  if (!gate) fired.notes.push(...verdict.failures);
+  if (gate && verdict.approval !== undefined) fired.approval = verdict.approval;
+  for (const d of verdict.directives) fired.notes.push(`a hook asks to run directive ${d.name}${Object.keys(d.inputs).length === 0 ? '' : ` with ${JSON.stringify(d.inputs)}`}`);
+  for (const w of verdict.webhooks) {
+    const failure = await sendWebhook(deps.http, w.url, event, request.signal);
+    fired.notes.push(failure === undefined ? `webhook sent to ${new URL(w.url).host} (hook at ${w.hook})` : `webhook to ${new URL(w.url).host} failed (hook at ${w.hook}): ${failure}`);
+    if (failure !== undefined && gate) fired.deny ??= `the webhook of the hook at ${w.hook} failed, so the call is refused: ${failure}`;
+  }
+  return fired;
+}
+
+function callEvent(request: ToolCall, name: CallEventName, fields: CallEventFields): HookEvent {
+  const tool = fields.tool;
+  return {
+    event: { name, code: fields.code ?? '', detail: fields.detail ?? {} },
+    tool: {
+      id: request.tool,
+      ...(tool === undefined ? {} : { type: tool.type, mutates_state: tool.mutatesState, requires_approval: tool.requiresApproval, tags: tool.tags }),
+    },
+    arguments: isRecord(fields.args) ? fields.args : {},
+    client: { name: request.client, source: request.source, session: request.session },
+    directive: request.directive === undefined ? {} : { name: request.directive.name },
+    cost: request.cost ?? {},
+    limits: { ...request.limits, ...request.directive?.limits },
+    permissions: request.context === undefined ? {} : { label: request.context.label },
+  };
+}
+
+/** The error codes as hooks read them (`event.code == "timeout"`). */
+export function eventCode(code: string): string {
+  if (code === 'TOOL_TIMEOUT' || code === 'HTTP_TIMEOUT' || code === 'MCP_TIMEOUT' || code === 'REQUEST_TIMEOUT') return 'timeout';
+  if (code === 'POLICY_DENIED') return 'permission_denied';
+  if (code === 'TOOL_CANCELLED') return 'cancelled';
+  return code.toLowerCase();
+}
+
+/** Undefined when the webhook answered 2xx; otherwise what went wrong. */
+async function sendWebhook(http: HttpClient, url: string, event: HookEvent, signal: AbortSignal | undefined): Promise<string | undefined> {
+  try {
+    const response = await http.request({
+      method: 'POST',
+      url,
+      headers: { 'content-type': 'application/json', 'user-agent': 'kiwi-gateway-hooks' },
+      body: JSON.stringify(event),
+      connectTimeoutMs: WEBHOOK_TIMEOUT_MS,
+      headersTimeoutMs: WEBHOOK_TIMEOUT_MS,
+      bodyTimeoutMs: WEBHOOK_TIMEOUT_MS,
+      maxResponseBytes: WEBHOOK_MAX_RESPONSE_BYTES,
+      maxRedirects: 0,
+      ...(signal ? { signal } : {}),
+    });
+    if (response.status >= 200 && response.status < 300) return undefined;
+    return `it answered ${response.status}${response.body === '' ? '' : `: ${textHead(response.body, 200)}`}`;
+  } catch (error) {
+    return describeError(error);
+  }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

@@ -10,7 +10,7 @@ import { feedbackMessage, limitNotice } from './agent-feedback.js';
 import { createIntentWorker } from './intent-worker.js';
 import { createOutbox } from './outbox.js';
 import { menuText } from './tool-menu.js';
-import { DEFAULT_LOOP_LIMITS, GATEWAY_CALL_PREFIX, type LimitName, type LoopCall, type LoopEvent, type LoopLimits, type LoopMode, type LoopRunOptions } from './loop-types.js';
+import { DEFAULT_LOOP_LIMITS, GATEWAY_CALL_PREFIX, type LimitName, type LoopApprover, type LoopCall, type LoopEvent, type LoopLimits, type LoopMode, type LoopRunOptions } from './loop-types.js';
 import { textTail } from '../text-cut.js';
 
 export interface AgentLoopDeps {
@@ -18,6 +18,8 @@ export interface AgentLoopDeps {
   resolve(intent: string, options: { context: string; signal?: AbortSignal }): Promise<Resolution>;
   /** The tool proxy's call, bound to the request's caller and conversation; the loop sends source 'gateway'. */
   call(call: LoopCall): Promise<CallOutcome>;
+  /** Asks a person about a call that needs one (the chat's recorder does, through the kernel); absent, such calls are denied. */
+  approve?: LoopApprover;
   limits?: Partial<LoopLimits>;
   marker?: string;
   /** Raw ids; the loop prefixes them: `kiwi-…` for the response, GATEWAY_CALL_PREFIX for calls (default randomUUID). */
@@ -100,6 +102,7 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
   const worker = createIntentWorker({
     resolve: deps.resolve,
     call: deps.call,
+    ...(deps.approve ? { approve: deps.approve } : {}),
     ...(deps.describeTool ? { describeTool: deps.describeTool } : {}),
     ...(deps.steps ? { steps: deps.steps } : {}),
     limits,

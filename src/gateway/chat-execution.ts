@@ -2,7 +2,8 @@ import { isKiwiError, KiwiError } from '../errors.js';
 import type { ChatExecution } from '../kernel/chat-journal.js';
 import type { EventDraft } from '../kernel/types.js';
 import type { ChatRequest } from '../llm/types.js';
-import { executionSteps } from './execution-steps.js';
+import type { ChatApprovals } from './chat-approvals.js';
+import type { ExecutionSteps } from './execution-steps.js';
 import type { LoopEvent, LoopMode } from './loop-types.js';
 
 /**
@@ -47,9 +48,13 @@ export function chatLabels(chat: ChatSummary): Record<string, string> {
  * the execution. `cancelled()` says whether the execution was cancelled: the loop's stop is then
  * reported to the client as that.
  */
-export async function* recordChat(events: AsyncIterable<LoopEvent>, execution: ChatExecution, options: { mode: LoopMode; cancelled(): boolean; stepDeadlineMs: number }): AsyncGenerator<LoopEvent> {
+export async function* recordChat(
+  events: AsyncIterable<LoopEvent>,
+  execution: ChatExecution,
+  options: { mode: LoopMode; cancelled(): boolean; steps: ExecutionSteps; approvals?: Pick<ChatApprovals, 'stepOpened'> },
+): AsyncGenerator<LoopEvent> {
   const intents = new Map<number, string>();
-  const steps = executionSteps(execution, options.stepDeadlineMs);
+  const { steps } = options;
   /** The step of each call the loop runs, by its call id. */
   const stepOf = new Map<string, string>();
   /** Events that end the chat, after a step.cancelled for each step still running. */
@@ -74,7 +79,9 @@ export async function* recordChat(events: AsyncIterable<LoopEvent>, execution: C
             const handed = { tool_id: event.call.tool, arguments: event.call.arguments, ...details, handed_to_client: true };
             execution.record([{ type: 'intent.accepted', payload: { intent_type: 'invoke_tool', details: handed } }]);
           } else {
-            stepOf.set(event.callId, steps.open(event.call, details));
+            const stepId = steps.open(event.call, details);
+            stepOf.set(event.callId, stepId);
+            options.approvals?.stepOpened(event.callId, stepId);
           }
           break;
         }
@@ -102,6 +109,7 @@ export async function* recordChat(events: AsyncIterable<LoopEvent>, execution: C
           ]);
           break;
         case 'turn':
+        case 'approval':
           break;
       }
       yield event;

@@ -11,6 +11,8 @@ export interface ExecutionSteps {
   /** Returns the step's id. */
   open(call: { tool: string; arguments: unknown }, details: Record<string, unknown>): string;
   settle(stepId: string, status: 'ok' | 'denied' | 'error', text: string): void;
+  /** The kernel itself wrote how this step ended (an approval denied): nothing more is written for it. */
+  settledElsewhere(stepId: string): void;
   /** A `step.cancelled` for each step still open, to go before the execution's end. */
   cancelOpen(): EventDraft[];
 }
@@ -49,6 +51,9 @@ export function executionSteps(execution: ChatExecution, stepDeadlineMs: number)
       }
       const payload = { error: text, retryable: false, ...(status === 'denied' ? { denied: true } : {}) };
       execution.record([{ type: 'step.failed', stepId, payload }], { ...step, status: 'failed', error: text, completedAt });
+    },
+    settledElsewhere(stepId) {
+      open.delete(stepId);
     },
     cancelOpen() {
       const drafts = [...open.values()].map((s) => ({ type: 'step.cancelled', stepId: s.id, payload: { reason: 'execution cancelled' } }));

@@ -1,14 +1,17 @@
 import { canonicalJson } from '../canonical-json.js';
+import type { ApprovalAsk } from '../proxy/approval.js';
 import type { CallOutcome } from '../proxy/tool-proxy.js';
 import type { SplitOptions } from '../resolver/split-steps.js';
 import { planSteps, runPlannedSteps, type PlannedStep } from '../resolver/step-plan.js';
 import type { Resolution } from '../resolver/types.js';
 import { notRunReason, repeatReason, shownResult, toolCallLimitReason, type FeedbackItem, type StepPlace } from './agent-feedback.js';
-import { GATEWAY_CALL_PREFIX, type LimitName, type LoopCall, type LoopEvent, type LoopLimits, type LoopMode } from './loop-types.js';
+import { GATEWAY_CALL_PREFIX, type LimitName, type LoopApprover, type LoopCall, type LoopEvent, type LoopLimits, type LoopMode } from './loop-types.js';
 
 export interface IntentWorkerDeps {
   resolve(intent: string, options: { context: string; signal?: AbortSignal }): Promise<Resolution>;
   call(call: LoopCall): Promise<CallOutcome>;
+  /** Asks a person about a call that needs one; absent, such calls are denied. */
+  approve?: LoopApprover;
   /** A tool's one-line schema, for the closest tools of an unresolved intent (absent: ids only). */
   describeTool?: (id: string) => string | undefined;
   /** How an intent is split into ordered steps (split-steps.ts); give `actionWords` to let a plain "and" split. */
@@ -113,7 +116,9 @@ export function createIntentWorker(deps: IntentWorkerDeps): IntentWorker {
       return true;
     }
     const t0 = deps.now();
-    const outcome = await deps.call({ tool: call.tool, args: call.arguments, source: 'gateway', signal });
+    const approver = deps.approve;
+    const approve = approver && ((ask: ApprovalAsk) => approver(callId, ask, (where) => deps.push({ type: 'approval', index, callId, tool: call.tool, reason: ask.reason, timeoutMs: ask.timeoutMs, ...where })));
+    const outcome = await deps.call({ tool: call.tool, args: call.arguments, source: 'gateway', signal, ...(approve ? { approve } : {}) });
     const shown = shownResult(outcome, limits.maxResultChars);
     deps.push({ type: 'result', index, callId, tool: call.tool, ...shown, durationMs: Math.max(0, deps.now() - t0) });
     const ok = !shown.isError;

@@ -1,5 +1,6 @@
 import type { ChatRequest, ChatUsage, FinishReason, NativeToolCall } from '../llm/types.js';
 import type { Caller } from '../proxy/caller.js';
+import type { ApprovalAnswer, ApprovalAsk } from '../proxy/approval.js';
 import type { ToolCall } from '../proxy/tool-proxy.js';
 import type { ToolCallSpec } from '../resolver/types.js';
 
@@ -9,7 +10,13 @@ import type { ToolCallSpec } from '../resolver/types.js';
  */
 
 /** A call as the loop makes it: who it is for is bound by whoever runs the loop. */
-export type LoopCall = Pick<ToolCall, 'tool' | 'args' | 'source' | 'signal'>;
+export type LoopCall = Pick<ToolCall, 'tool' | 'args' | 'source' | 'signal' | 'approve'>;
+
+/**
+ * Asks a person about one of the loop's calls (by its `call` event's id). `announce` tells the
+ * client that the call waits, with the ids a person answers to, once they can answer.
+ */
+export type LoopApprover = (callId: string, ask: ApprovalAsk, announce: (where: { stepId: string; executionId: string }) => void) => Promise<ApprovalAnswer>;
 
 /** `execute`: the gateway runs each intent. `resolve-only`: intents become native tool calls for the client to run. */
 export type LoopMode = 'execute' | 'resolve-only';
@@ -74,6 +81,12 @@ export type LoopEvent =
    * runs it. Sent when the turn's intents are done; the request then finishes with `tool_calls`.
    */
   | { type: 'native_call'; call: NativeToolCall }
+  /**
+   * The call waits for a person (execute mode): `kiwi approvals grant|deny STEP_ID`, or the
+   * signal `step.approve` to the execution. Its `result` follows once they answer, or the
+   * timeout (a denial) passes.
+   */
+  | { type: 'approval'; index: number; callId: string; tool: string; reason: string; timeoutMs: number; stepId: string; executionId: string }
   /** No call was made; `reason` is what the agent was told. */
   | { type: 'unresolved'; index: number; intent: string; reason: string; missing: string[]; candidates: string[] }
   /** What the call returned (execute mode). `text` is already capped to `maxResultChars`. */

@@ -14,7 +14,9 @@ import { catalogActionWords } from '../resolver/split-steps.js';
 import { checkTool } from '../policy/permission-context.js';
 import { callContext } from '../proxy/authorize.js';
 import { runAgentLoop } from './agent-loop.js';
+import { createChatApprovals } from './chat-approvals.js';
 import { CHAT_AGENT_ID, chatInput, chatLabels, recordChat } from './chat-execution.js';
+import { executionSteps } from './execution-steps.js';
 import { openGatewayKernel } from './gateway-kernel.js';
 import { gatewayMetricFamilies, type GatewayMetrics } from './gateway-metrics.js';
 import { mcpRecorder } from './mcp-execution.js';
@@ -98,6 +100,8 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
             },
           })
         : undefined;
+      const chatSteps = execution && executionSteps(execution, config.limits.maxDurationMs);
+      const approvals = execution && chatSteps && createChatApprovals({ execution, steps: chatSteps, kernel: kernel.kernel });
       const loop = runAgentLoop(
         {
           provider: route.provider,
@@ -109,13 +113,14 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
             return menu(text, { scope: run.caller.client, allowed: (id) => checkTool(rights, id).allowed }, signal);
           },
           limits: config.limits,
+          ...(approvals ? { approve: approvals.approve } : {}),
         },
         { ...request, model: route.model },
         { mode: run.mode, signal: controller.signal },
       );
       return (async function* tracked() {
         try {
-          yield* execution === undefined ? loop : recordChat(loop, execution, { mode: run.mode, cancelled: () => cancelled, stepDeadlineMs: config.limits.maxDurationMs });
+          yield* execution === undefined || chatSteps === undefined ? loop : recordChat(loop, execution, { mode: run.mode, cancelled: () => cancelled, steps: chatSteps, ...(approvals ? { approvals } : {}) });
         } finally {
           inFlight.delete(controller);
           run.signal?.removeEventListener('abort', onClientAbort);

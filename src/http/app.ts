@@ -137,7 +137,7 @@ export function createGatewayApp(deps: GatewayAppDeps): Hono {
   }
   const mcp = deps.mcp;
   if (mcp !== undefined) app.all('/mcp', (c) => mcp(c));
-  if (deps.kernel !== undefined) mountKernelRoutes(app, { kernel: deps.kernel, requestId, ...(deps.onError === undefined ? {} : { onError: deps.onError }) });
+  if (deps.kernel !== undefined) mountKernelRoutes(app, { kernel: deps.kernel, requestId, callerOf: guard.callerOf, ...(deps.onError === undefined ? {} : { onError: deps.onError }) });
 
   for (const [method, path] of routes.filter(([, p]) => p !== '/mcp')) {
     app.all(path, (c) => {

@@ -1,4 +1,5 @@
 import type { Context, Hono } from 'hono';
+import type { Caller } from '../proxy/caller.js';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { isKiwiError, KiwiError } from '../errors.js';
 import type { Kernel } from '../kernel/open-kernel.js';
@@ -24,6 +25,8 @@ export interface KernelRouteDeps {
   /** Told about failures that are not KiwiErrors (bugs); the client sees "internal error". */
   onError?: (error: unknown, info: { requestId: string; route: string }) => void;
   requestId(c: Context): string;
+  /** The client key that sent a request; an approval is recorded as decided by it. */
+  callerOf?: (request: Request) => Caller | undefined;
 }
 
 /** §1: bodies over 1 MiB are refused. */
@@ -156,7 +159,7 @@ export function mountKernelRoutes(app: Hono, deps: KernelRouteDeps): void {
     '/v0/executions/:id/signal',
     route(async (c, kernel) => {
       const body = await readObject(c);
-      await kernel.signals.send(c.req.param('id') as string, { signalType: body['signal_type'], payload: body['payload'] });
+      await kernel.signals.send(c.req.param('id') as string, { signalType: body['signal_type'], payload: body['payload'], sender: deps.callerOf?.(c.req.raw)?.client ?? 'local' });
       return c.json({ status: 'ok' });
     }),
   );
@@ -285,3 +288,4 @@ function streamIds(c: Context, kind: 'agent' | 'runner'): [string, string] {
   if (id.length > MAX_ID_CHARS || consumerId.length > MAX_ID_CHARS) throw new KiwiError('INVALID_INPUT', `${kind}_id and consumer_id must be at most ${MAX_ID_CHARS} characters`);
   return [id, consumerId];
 }
+

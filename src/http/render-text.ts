@@ -43,6 +43,8 @@ export function renderEventText(event: LoopEvent, mode: LoopMode, options: Rende
       return mode === 'execute' ? `\n→ ${event.call.tool} ${JSON.stringify(event.call.arguments)}\n` : '';
     case 'unresolved':
       return `\nunresolved: ${oneLine(event.reason, max)}\n`;
+    case 'approval':
+      return `waiting for approval (${oneLine(event.reason, max)}): a person answers with \`kiwi approvals grant ${event.stepId}\` or \`kiwi approvals deny ${event.stepId}\` within ${Math.round(event.timeoutMs / 1000)} s\n`;
     case 'result': {
       if (event.status === 'denied') return `denied: ${oneLine(event.text, max)}\n`;
       const shown = shorten(event.text, max);

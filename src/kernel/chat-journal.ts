@@ -24,6 +24,12 @@ export interface ChatExecution {
   readonly recorded: boolean;
   /** Events written together, in order after those before; nothing once it has ended. */
   record(drafts: EventDraft[], step?: Omit<ChatStepWrite, 'createdAt'>): void;
+  /**
+   * The chat waits on `stepId` for a person (§12.2): `step.approval_required` and
+   * `execution.blocked` are written, and the row blocked, before this settles, so that the
+   * approvals API can answer it. Resolves to false when nothing is written for it (not recorded, ended).
+   */
+  block(stepId: string, payload: { tool_id: string; arguments: unknown; reason: string }): Promise<boolean>;
   /** Its last events and its end; later calls do nothing. */
   end(status: 'completed' | 'failed' | 'cancelled', drafts: EventDraft[], output?: unknown): void;
 }
@@ -151,6 +157,22 @@ export function createChatJournal(deps: ChatJournalDeps): ChatJournal {
           if (step !== undefined) upsertStep(entry.write, { ...step, createdAt: when });
           touch(entry);
         },
+        async block(stepId, payload) {
+          if (entry.ended) return false;
+          const when = now().toISOString();
+          append(
+            entry.write,
+            [
+              { type: 'step.approval_required', stepId, payload: { ...payload, remote: false } },
+              { type: 'execution.blocked', payload: { reason: 'approval', ref: stepId, tool_id: payload.tool_id, arguments: payload.arguments } },
+            ],
+            when,
+          );
+          entry.write.block = stepId;
+          touch(entry);
+          await flush();
+          return !entry.ended;
+        },
         end(status, drafts, output) {
           if (entry.ended) return;
           entry.ended = true;
@@ -212,5 +234,7 @@ function merge(failed: ChatWrite, since: ChatWrite): ChatWrite {
   for (const step of since.steps) upsertStep(merged, step);
   const end = since.end ?? failed.end;
   if (end !== undefined) merged.end = end;
+  const block = since.block ?? failed.block;
+  if (block !== undefined) merged.block = block;
   return merged;
 }

@@ -42,6 +42,8 @@ export interface ChatWrite {
   create?: { agentId: string; input: string; labels: Record<string, string>; createdAt: string };
   events: ChatEventWrite[];
   steps: ChatStepWrite[];
+  /** The step it now waits on for a person's approval (§12.2): the row is blocked on it. */
+  block?: string;
   /** Its end, once it has one. */
   end?: { status: Extract<ExecutionStatus, 'completed' | 'failed' | 'cancelled'>; at: string; output?: string };
 }
@@ -54,10 +56,11 @@ export async function writeChats(tx: SqlQueryable, writes: readonly ChatWrite[],
   await insertJson(
     tx,
     'kernel_executions',
-    ['id', 'agent_id', 'status', 'input', 'labels', 'output', 'created_at', 'updated_at', 'last_sequence', 'origin', 'owner'],
+    ['id', 'agent_id', 'status', 'input', 'labels', 'output', 'created_at', 'updated_at', 'last_sequence', 'origin', 'owner', 'block_reason', 'block_ref'],
     fresh.map((w) => {
       const c = w.create as NonNullable<ChatWrite['create']>;
-      return [w.id, c.agentId, w.end?.status ?? 'running', c.input, JSON.stringify(c.labels), w.end?.output ?? null, c.createdAt, w.end?.at ?? c.createdAt, w.events.length, 'chat', owner];
+      const blocked = w.end === undefined && w.block !== undefined;
+      return [w.id, c.agentId, w.end?.status ?? (blocked ? 'blocked' : 'running'), c.input, JSON.stringify(c.labels), w.end?.output ?? null, c.createdAt, w.end?.at ?? c.createdAt, w.events.length, 'chat', owner, blocked ? 'approval' : null, blocked ? (w.block as string) : null];
     }),
   );
   await insertJson(
@@ -66,14 +69,19 @@ export async function writeChats(tx: SqlQueryable, writes: readonly ChatWrite[],
     ['execution_id', 'key', 'value'],
     fresh.flatMap((w) => Object.entries(w.create?.labels ?? {}).map(([key, value]) => [w.id, key, value])),
   );
-  const known = writes.filter((w) => w.create === undefined && (w.events.length > 0 || w.steps.length > 0 || w.end !== undefined));
+  const known = writes.filter((w) => w.create === undefined && (w.events.length > 0 || w.steps.length > 0 || w.end !== undefined || w.block !== undefined));
   if (known.length > 0) {
-    // Only a running chat is written to: the row locks this takes order it after a cancel under way.
+    // Only a chat not ended is written to: the row locks this takes order it after a cancel under
+    // way. An end lifts a block; a block waits for the approval signal, which lifts it (signals.ts).
     const rows = await tx.query<{ id: string; last_sequence: number }>(
-      `update kernel_executions e set last_sequence = e.last_sequence + x.n, status = coalesce(x.status, e.status), output = coalesce(x.output, e.output), updated_at = coalesce(x.updated_at, e.updated_at)
-       from json_to_recordset($1::json) as x(id text, n integer, status text, output text, updated_at text)
-       where e.id = x.id and e.status = 'running' returning e.id, e.last_sequence`,
-      [JSON.stringify(known.map((w) => ({ id: w.id, n: w.events.length, status: w.end?.status ?? null, output: w.end?.output ?? null, updated_at: w.end?.at ?? null })))],
+      `update kernel_executions e set last_sequence = e.last_sequence + x.n,
+         status = coalesce(x.status, case when x.block_ref is not null then 'blocked' else e.status end),
+         block_reason = case when x.status is not null then null when x.block_ref is not null then 'approval' else e.block_reason end,
+         block_ref = case when x.status is not null then null else coalesce(x.block_ref, e.block_ref) end,
+         output = coalesce(x.output, e.output), updated_at = coalesce(x.updated_at, e.updated_at)
+       from json_to_recordset($1::json) as x(id text, n integer, status text, output text, updated_at text, block_ref text)
+       where e.id = x.id and e.status in ('running', 'blocked') returning e.id, e.last_sequence`,
+      [JSON.stringify(known.map((w) => ({ id: w.id, n: w.events.length, status: w.end?.status ?? null, output: w.end?.output ?? null, updated_at: w.end?.at ?? null, block_ref: w.end === undefined ? (w.block ?? null) : null })))],
     );
     const counts = new Map(known.map((w) => [w.id, w.events.length]));
     for (const row of rows) firstSequence.set(row.id, row.last_sequence - (counts.get(row.id) ?? 0) + 1);

@@ -21,6 +21,7 @@ import { createToolSchemas, type PublishedTool } from './tool-schemas.js';
 import { uuidv7 } from './uuidv7.js';
 import { KERNEL_MIGRATIONS } from './kernel-migrations.js';
 import type { ChatJournal } from './chat-journal.js';
+import { approvalDecision, type ApprovalDecision } from './approval-decision.js';
 import { writeChats, type ChatWrite } from './chat-rows.js';
 
 /** The kernel's state: embedded PGlite under `.ai/state/kernel/` by default, a Postgres server when DATABASE_URL is set. */
@@ -40,6 +41,8 @@ export interface Kernel {
   writeChats(writes: ChatWrite[]): Promise<string[]>;
   /** Which of these executions are cancelled. */
   cancelledAmong(ids: string[]): Promise<string[]>;
+  /** How a step that waited for approval was answered; undefined while it waits. */
+  approvalOf(executionId: string, stepId: string): Promise<ApprovalDecision | undefined>;
   /** True while the database answers (GET /v0/ready). */
   ready(): Promise<boolean>;
   close(): Promise<void>;
@@ -140,6 +143,7 @@ export async function openKernel(options: OpenKernelOptions): Promise<Kernel> {
       const rows = await db.query<{ id: string }>("select id from kernel_executions where status = 'cancelled' and id in (select value from json_array_elements_text($1::json))", [JSON.stringify(ids)]);
       return rows.map((r) => r.id);
     },
+    approvalOf: (executionId, stepId) => approvalDecision(db, executionId, stepId),
     async ready() {
       try {
         await db.query('select 1');

@@ -78,7 +78,7 @@ export function createReaper(deps: ReaperDeps): Reaper {
   /** §8.3: a blocked execution whose session went with its agent, and no connection of that agent is left here. */
   async function recoverBlocked(at: Date): Promise<void> {
     const orphans = await db.query<{ id: string; agent_id: string }>(
-      "select e.id, e.agent_id from kernel_executions e where e.status = 'blocked' and not exists (select 1 from kernel_sessions s where s.execution_id = e.id)",
+      "select e.id, e.agent_id from kernel_executions e where e.status = 'blocked' and e.origin = 'api' and not exists (select 1 from kernel_sessions s where s.execution_id = e.id)",
     );
     for (const { id, agent_id: agentId } of orphans) {
       if (agents.connected(agentId)) continue;

@@ -14,8 +14,11 @@ import { TERMINAL_STATUSES, type KernelEvent } from './types.js';
  */
 
 export interface Signals {
-  /** Throws NOT_FOUND, CONFLICT (ended), INVALID_INPUT (no type; an approval for another step). */
-  send(executionId: string, input: { signalType: unknown; payload: unknown }): Promise<void>;
+  /**
+   * Throws NOT_FOUND, CONFLICT (ended), INVALID_INPUT (no type; an approval for another step).
+   * `sender`: the client key that sent it; an approval of a gateway chat's call records it.
+   */
+  send(executionId: string, input: { signalType: unknown; payload: unknown; sender?: string }): Promise<void>;
   /** Inside a `wait` intent's transaction: consumes a pending signal of `signalType` (and returns its payload), or blocks on it. */
   wait(tx: SqlQueryable, row: ExecutionRow, signalType: string, links: EventLinks, at: Date): Promise<{ consumed?: { payload: unknown } }>;
 }
@@ -71,13 +74,15 @@ export function createSignals(deps: SignalsDeps): Signals {
       const signalType = input.signalType;
       if (typeof signalType !== 'string' || signalType === '') throw new KiwiError('INVALID_INPUT', 'signal_type is required');
       if (signalType.length > MAX_TYPE_CHARS) throw new KiwiError('INVALID_INPUT', `signal_type is longer than ${MAX_TYPE_CHARS} characters`);
-      const payload = input.payload ?? null;
+      const given = input.payload ?? null;
       const at = now();
       // The signal is recorded even when the approval it carries is refused (§12.2): that refusal is raised after the commit.
       const outcome = await db.transaction(async (tx) => {
         const row = await lockExecution(tx, executionId);
         if (row === undefined) throw new KiwiError('NOT_FOUND', `not found: execution ${executionId}`);
         if (TERMINAL_STATUSES.has(row.status)) throw new KiwiError('CONFLICT', `execution is in terminal state: execution ${executionId} is ${row.status}`);
+        // Agents' signals are recorded as sent (§12.1); a chat's approval also says who answered, for its audit.
+        const payload = row.origin === 'chat' && signalType === 'step.approve' && input.sender !== undefined ? withDecider(given, input.sender) : given;
         const [received] = await appendEvents(tx, executionId, [{ type: 'signal.received', payload: { signal_type: signalType, payload } }], {}, at);
         const links = { causationId: (received as KernelEvent).id, correlationId: (received as KernelEvent).correlationId };
         let approval: { stepId: string; approved: boolean; job?: string } | undefined;
@@ -104,7 +109,7 @@ export function createSignals(deps: SignalsDeps): Signals {
       if (outcome.approval !== undefined) {
         await agents.push(outcome.session, 'approval.resolved', { execution_id: executionId, step_id: outcome.approval.stepId, approved: outcome.approval.approved, session_id: outcome.session });
       }
-      await agents.push(outcome.session, 'signal.received', { execution_id: executionId, signal_type: signalType, payload });
+      await agents.push(outcome.session, 'signal.received', { execution_id: executionId, signal_type: signalType, payload: given });
     },
 
     async wait(tx, row, signalType, links, at) {
@@ -124,4 +129,15 @@ export function createSignals(deps: SignalsDeps): Signals {
 /** After the `wait` answer has gone out, the signal that satisfied it goes to the agent again (§12.1, §17.2). */
 export function repushSignal(agents: Agents, sessionId: string, data: Record<string, unknown>): void {
   setTimeout(() => void agents.push(sessionId, 'signal.received', data).catch(() => undefined), REPUSH_DELAY_MS).unref();
+}
+
+/**
+ * `decided_by` [diff]: the client key that sent the answer, with the name the sender gave
+ * (`kiwi approvals grant --as NAME`) beside it, so the record never rests on a claim alone.
+ */
+function withDecider(payload: unknown, sender: string): unknown {
+  if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) return payload;
+  const given = (payload as Record<string, unknown>)['decided_by'];
+  const named = typeof given === 'string' && given !== '' && given !== sender ? `${given.slice(0, 64)} (key ${sender})` : sender;
+  return { ...payload, decided_by: named };
 }

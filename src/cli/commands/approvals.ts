@@ -1,3 +1,4 @@
+import { userInfo } from 'node:os';
 import { KiwiError } from '../../errors.js';
 import { UsageError, type CliContext } from '../io.js';
 import { clientKey, defaultGatewayBase } from '../gateway-address.js';
@@ -5,7 +6,7 @@ import { createKernelClient, type KernelClient } from '../kernel-client.js';
 import { parseFlags } from '../parse-flags.js';
 import { allEvents } from './executions.js';
 
-const USAGE = 'kiwi approvals list | grant STEP_ID | deny STEP_ID [--reason TEXT]   [--url URL] [--key KEY] [--json]';
+const USAGE = 'kiwi approvals list | grant STEP_ID | deny STEP_ID [--reason TEXT]   [--as NAME] [--url URL] [--key KEY] [--json]';
 
 /** Blocked executions looked at for approvals; a kernel with more waiting than this says so. */
 const MAX_BLOCKED = 200;
@@ -20,12 +21,13 @@ interface Waiting {
 }
 
 /**
- * `kiwi approvals …`: the tool calls that wait for a person (§12.2), and the answer to one. An
- * answer is the signal `step.approve` to the call's execution, as any client of the v0 API
- * sends it.
+ * `kiwi approvals …`: the tool calls that wait for a person (§12.2): agents' calls and the
+ * gateway's own chats' (agent `gateway`), and the answer to one. An answer is the signal
+ * `step.approve` to the call's execution, as any client of the v0 API sends it, with who
+ * answers (`--as`, by default the user's login name).
  */
 export async function approvalsCommand(ctx: CliContext): Promise<number> {
-  const { values, positionals } = parseFlags(ctx.argv, { reason: { type: 'string' }, url: { type: 'string' }, key: { type: 'string' }, json: { type: 'boolean' } }, USAGE);
+  const { values, positionals } = parseFlags(ctx.argv, { reason: { type: 'string' }, as: { type: 'string' }, url: { type: 'string' }, key: { type: 'string' }, json: { type: 'boolean' } }, USAGE);
   const [action, stepId, ...rest] = positionals;
   if (action === undefined || rest.length > 0) throw new UsageError(`usage: ${USAGE}`);
   const kernel = createKernelClient(values.url ?? defaultGatewayBase(ctx.env), clientKey(values.key ?? ctx.env['KIWI_API_KEY']), ctx.signal);
@@ -43,7 +45,9 @@ export async function approvalsCommand(ctx: CliContext): Promise<number> {
     if (values.reason !== undefined && action === 'grant') throw new UsageError('--reason goes with deny');
     const target = (await waitingApprovals(kernel)).find((w) => w.stepId === stepId);
     if (target === undefined) throw new KiwiError('NOT_FOUND', `no call waits for approval as step ${stepId}; \`kiwi approvals list\` shows the ones that do`);
-    const payload = { step_id: stepId, approved: action === 'grant', ...(values.reason === undefined ? {} : { reason: values.reason }) };
+    // Who answers, as the audit shows it beside the client key that sent it (the gateway adds the key).
+    const decidedBy = values.as ?? ctx.env['USER'] ?? userInfo().username;
+    const payload = { step_id: stepId, approved: action === 'grant', decided_by: decidedBy, ...(values.reason === undefined ? {} : { reason: values.reason }) };
     await kernel.post(`/v0/executions/${encodeURIComponent(target.executionId)}/signal`, { signal_type: 'step.approve', payload });
     ctx.io.out(`${action === 'grant' ? 'granted' : 'denied'}: ${target.toolId} ${JSON.stringify(target.arguments)} (step ${stepId}, execution ${target.executionId})`);
     return 0;

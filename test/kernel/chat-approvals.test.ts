@@ -1,0 +1,147 @@
+import { appendFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readAuditTail } from '../../src/audit/audit-reader.js';
+import { runCli } from '../../src/cli/run-cli.js';
+import { allowTools } from '../helpers/demo-project.js';
+import { serveDemoGateway, type DemoGateway } from '../helpers/demo-gateway.js';
+import { openAiStream } from '../helpers/openai-sse.js';
+
+/**
+ * A chat's call that needs a person: the client's stream says it waits (with the step to answer),
+ * the chat's execution is blocked on that step, `kiwi approvals` lists and answers it, and the
+ * answer (or the timeout) decides whether the tool runs. `kiwi serve`'s gateway on a copy of the
+ * demo `.ai/`; the upstream is a local server replaying recorded streams.
+ */
+
+let served: DemoGateway;
+let url: string;
+
+interface WireEvent {
+  type: string;
+  step_id?: string;
+  payload: Record<string, unknown>;
+}
+
+beforeAll(async () => {
+  served = await serveDemoGateway({
+    prepare(root) {
+      const dir = path.join(root, '.ai', 'tools', 'project');
+      writeFileSync(path.join(dir, 'ship.mjs'), "let s = ''; process.stdin.on('data', (c) => (s += c)); process.stdin.on('end', () => process.stdout.write(`shipped ${JSON.parse(s).version}`));\n");
+      writeFileSync(
+        path.join(dir, 'ship_release.yaml'),
+        'tool_id: ship_release\ntool_type: script\nexecutor: node_runtime\nversion: "1.0.0"\ndescription: "Ship a release to production"\nrequires_approval: true\nconfig:\n  script: ship.mjs\nparameters:\n  - { name: version, type: string, required: true }\n',
+      );
+      allowTools(root, ['ship_release']);
+      appendFileSync(path.join(root, '.ai', 'config', 'policy.yaml'), 'approvals: { timeout_s: 4 }\n');
+    },
+  });
+  url = served.server.url;
+}, 120_000);
+
+afterAll(async () => {
+  await served?.close();
+});
+
+async function events(id: string): Promise<WireEvent[]> {
+  return ((await (await fetch(`${url}/v0/executions/${id}/events`)).json()) as { events: WireEvent[] }).events;
+}
+
+async function story(id: string): Promise<WireEvent[]> {
+  await expect.poll(async () => (await events(id)).at(-1)?.type, { timeout: 10_000 }).toMatch(/^execution\.(completed|failed|cancelled)$/);
+  return events(id);
+}
+
+/** A streamed chat whose first turn asks for `ship_release`; resolves once the stream says the call waits. */
+async function chatThatWaits(version: string) {
+  served.llm.replyOnce(openAiStream([`Shipping. [TOOL: ship_release {"version": "${version}"}]`]), openAiStream(['Done.']));
+  const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'not-used', maxRetries: 0 });
+  const { data: stream, response } = await client.chat.completions.create({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: `ship ${version}` }] }).withResponse();
+  const executionId = response.headers.get('x-kiwi-execution-id') as string;
+  const iterator = stream[Symbol.asyncIterator]();
+  let text = '';
+  let waiting: Record<string, unknown> | undefined;
+  while (waiting === undefined) {
+    const next = await iterator.next();
+    if (next.done) throw new Error(`the stream ended before the call waited: ${text}`);
+    text += next.value.choices[0]?.delta.content ?? '';
+    const kiwi = (next.value as unknown as { kiwi?: Record<string, unknown> }).kiwi;
+    if (kiwi?.['type'] === 'approval') waiting = kiwi;
+  }
+  const rest = (async () => {
+    let more = '';
+    for (let next = await iterator.next(); !next.done; next = await iterator.next()) more += next.value.choices[0]?.delta.content ?? '';
+    return more;
+  })();
+  return { executionId, stepId: String(waiting['stepId']), waiting, text, rest };
+}
+
+/** The audit as written so far (the log writes behind the calls). */
+const audit = () => readAuditTail({ dir: path.join(served.root, '.ai', 'logs', 'audit'), limit: 50 });
+
+async function cli(args: string[]): Promise<{ code: number; out: string[] }> {
+  const out: string[] = [];
+  const code = await runCli(args, { env: { PATH: process.env['PATH'], USER: 'alice' }, cwd: served.root, io: { out: (l) => out.push(l), err: (l) => out.push(l) } });
+  return { code, out };
+}
+
+describe("a chat's call that needs a person", () => {
+  it('waits: the stream says so, the execution is blocked, `kiwi approvals grant` lets it run, and the audit says who granted it', async () => {
+    const chat = await chatThatWaits('v2.1');
+    expect(chat.waiting).toMatchObject({ tool: 'ship_release', executionId: chat.executionId, reason: expect.stringMatching(/requires_approval/) });
+    expect(chat.text).toMatch(/waiting for approval .*kiwi approvals grant [0-9a-f-]{36}/);
+    const execution = (await (await fetch(`${url}/v0/executions/${chat.executionId}`)).json()) as Record<string, unknown>;
+    expect(execution['status']).toBe('blocked');
+
+    const listed = await cli(['approvals', 'list', '--url', url, '--json']);
+    expect(listed.code).toBe(0);
+    expect(JSON.parse(listed.out[0] ?? '[]')).toContainEqual(expect.objectContaining({ executionId: chat.executionId, stepId: chat.stepId, toolId: 'ship_release', arguments: { version: 'v2.1' }, agentId: 'gateway' }));
+    const granted = await cli(['approvals', 'grant', chat.stepId, '--url', url]);
+    expect(granted.out.join('\n')).toMatch(/^granted: ship_release/);
+
+    expect(await chat.rest).toMatch(/shipped v2\.1[\s\S]*Done\./);
+    const log = await story(chat.executionId);
+    expect(log.map((e) => e.type)).toEqual([
+      'execution.created',
+      'execution.started',
+      'intent.accepted',
+      'step.created',
+      'step.approval_required',
+      'execution.blocked',
+      'signal.received',
+      'step.dispatched',
+      'execution.resumed',
+      'step.completed',
+      'execution.completed',
+    ]);
+    expect(log[6]?.payload).toMatchObject({ signal_type: 'step.approve', payload: { step_id: chat.stepId, approved: true, decided_by: 'alice (key local)' } });
+    await expect.poll(async () => (await audit()).find((r) => r.tool === 'ship_release' && r.decision === 'allow')?.approval).toMatchObject({ approved: true, decided_by: 'alice (key local)' });
+  }, 60_000);
+
+  it('does not run when a person denies it through the v0 API; the step fails once, saying why', async () => {
+    const chat = await chatThatWaits('v2.2');
+    const signal = await fetch(`${url}/v0/executions/${chat.executionId}/signal`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ signal_type: 'step.approve', payload: { step_id: chat.stepId, approved: false, reason: 'freeze until Monday' } }),
+    });
+    expect(signal.status).toBe(200);
+    const rest = await chat.rest;
+    expect(rest).toMatch(/denied: freeze until Monday/);
+    expect(rest).not.toMatch(/shipped/);
+    const log = await story(chat.executionId);
+    expect(log.filter((e) => e.type === 'step.failed')).toEqual([expect.objectContaining({ step_id: chat.stepId, payload: { error: 'freeze until Monday', retryable: false } })]);
+    expect(log.at(-1)?.type).toBe('execution.completed');
+  }, 60_000);
+
+  it('is denied when no one answers within the timeout, and the denial is recorded as the timeout’s', async () => {
+    const chat = await chatThatWaits('v2.3');
+    const rest = await chat.rest;
+    expect(rest).toMatch(/denied: no one answered within 4 s/);
+    const log = await story(chat.executionId);
+    expect(log.filter((e) => e.type === 'step.failed')).toHaveLength(1);
+    expect(log.find((e) => e.type === 'signal.received')?.payload).toMatchObject({ payload: { approved: false, decided_by: 'timeout' } });
+    await expect.poll(async () => (await audit()).find((r) => r.tool === 'ship_release' && (r.args as { version?: string }).version === 'v2.3')?.approval).toMatchObject({ approved: false, decided_by: 'timeout' });
+  }, 60_000);
+});

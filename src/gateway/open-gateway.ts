@@ -19,6 +19,7 @@ import { openGatewayKernel } from './gateway-kernel.js';
 import { gatewayMetricFamilies, type GatewayMetrics } from './gateway-metrics.js';
 import { mcpRecorder } from './mcp-execution.js';
 import { createToolMenu } from './tool-menu.js';
+import { openGatewayBudgets } from './gateway-budgets.js';
 import { loadGatewayConfig, type GatewayConfig } from './gateway-config.js';
 import { openGatewayPrefetch, type GatewayPrefetch } from './gateway-prefetch.js';
 import type { RunLoop } from './loop-types.js';
@@ -78,6 +79,8 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     let shuttingDown = false;
     const kernel = await openGatewayKernel({ root: project.root, env: options.env, ...(options.log ? { log: options.log } : {}) });
     opened.unshift(kernel);
+    const budgets = await openGatewayBudgets({ root: project.root, config, ...(options.log ? { log: options.log } : {}) });
+    if (budgets !== undefined) opened.unshift(budgets);
     const runLoop: RunLoop = (request, run) => {
       const route = upstreams.route(request.model);
       const controller = new AbortController();
@@ -87,34 +90,46 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
       inFlight.add(controller);
       let cancelled = false;
       const summary = { request, mode: run.mode, client: run.caller.client, ...(run.endpoint === undefined ? {} : { endpoint: run.endpoint }) };
-      const execution = config.recordChats
-        ? kernel.journal.begin({
-            agentId: CHAT_AGENT_ID,
-            input: chatInput(summary),
-            labels: chatLabels(summary),
-            onCancel() {
-              cancelled = true;
-              controller.abort();
-            },
-          })
-        : undefined;
-      const loop = runAgentLoop(
-        {
-          provider: route.provider,
-          ...prefetch.forRequest({ mode: run.mode, caller: run.caller, conversation: run.conversation, maxToolCalls: config.limits.maxToolCalls }),
-          describeTool,
-          steps,
-          menu: (text, signal) => {
-            const rights = callContext(project.policy, run.caller.context);
-            return menu(text, { scope: run.caller.client, allowed: (id) => checkTool(rights, id).allowed }, signal);
-          },
-          limits: config.limits,
-        },
-        { ...request, model: route.model },
-        { mode: run.mode, signal: controller.signal },
-      );
       return (async function* tracked() {
         try {
+          // Over budget: refused (429) before the request is recorded or anything goes upstream.
+          const meter = await budgets?.admit({ client: run.caller.client, model: route.model, free: budgets.isFree(route.upstream) });
+          const execution = config.recordChats
+            ? kernel.journal.begin({
+                agentId: CHAT_AGENT_ID,
+                input: chatInput(summary),
+                labels: chatLabels(summary),
+                onCancel() {
+                  cancelled = true;
+                  controller.abort();
+                },
+              })
+            : undefined;
+          const forRequest = prefetch.forRequest({ mode: run.mode, caller: run.caller, conversation: run.conversation, maxToolCalls: config.limits.maxToolCalls });
+          const loop = runAgentLoop(
+            {
+              provider: route.provider,
+              ...forRequest,
+              ...(meter === undefined
+                ? {}
+                : {
+                    budget: meter,
+                    call: (call) => {
+                      meter.countToolCall();
+                      return forRequest.call(call);
+                    },
+                  }),
+              describeTool,
+              steps,
+              menu: (text, signal) => {
+                const rights = callContext(project.policy, run.caller.context);
+                return menu(text, { scope: run.caller.client, allowed: (id) => checkTool(rights, id).allowed }, signal);
+              },
+              limits: config.limits,
+            },
+            { ...request, model: route.model },
+            { mode: run.mode, signal: controller.signal },
+          );
           yield* execution === undefined ? loop : recordChat(loop, execution, { mode: run.mode, cancelled: () => cancelled, stepDeadlineMs: config.limits.maxDurationMs });
         } finally {
           inFlight.delete(controller);

@@ -53,7 +53,15 @@ const clientBudgetSchema = z.strictObject(
 
 export const budgetsSchema = z.strictObject({
   default: clientBudgetSchema.optional(),
-  clients: z.record(z.string().regex(CLIENT_NAME, 'must be a client name as `kiwi keys create NAME` takes it (letters, digits, "_", "." or "-")'), clientBudgetSchema).optional(),
+  clients: z
+    .record(z.string(), clientBudgetSchema)
+    // Checked here rather than in the key schema, whose own message zod replaces with "Invalid key in record".
+    .superRefine((clients, ctx) => {
+      for (const name of Object.keys(clients)) {
+        if (!CLIENT_NAME.test(name)) ctx.addIssue({ code: 'custom', path: [name], message: 'must be a client name as `kiwi keys create NAME` takes it (1 to 64 letters, digits, "_", "." or "-")' });
+      }
+    })
+    .optional(),
 });
 
 /** Field names for the config's did-you-mean suggestions. */

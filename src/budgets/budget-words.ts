@@ -15,10 +15,10 @@ export function formatAmount(resource: BudgetResource, n: number): string {
       return `$${n < 0.01 && n > 0 ? n.toPrecision(2) : n.toFixed(n >= 100 ? 2 : 4).replace(/(\.\d\d\d*?)0+$/, '$1')}`;
     case 'duration':
       return `${Math.round(n / 100) / 10} s`;
-    case 'tool_calls':
-      return `${n} calls`;
-    default:
-      return `${n} ${resource}`;
+    default: {
+      const unit = resource === 'tool_calls' ? 'call' : resource.slice(0, -1);
+      return `${n} ${unit}${n === 1 ? '' : 's'}`;
+    }
   }
 }
 

@@ -116,7 +116,7 @@ describe('budgets', () => {
     ledger = await openBudgetLedger({ dir, retainMs: 24 * HOUR, now: () => now });
     const budgets = createBudgets({ config, ledger, now: () => now });
     const error = await refusal(budgets.admit({ client: 'ci', model: 'gpt-4o-mini', directive: run }));
-    expect(error.message).toBe('Directive deploy_staging is over its spawn budget: 1 spawns of 1 spawns. To allow more, raise spawns in the <limits> of directive deploy_staging.');
+    expect(error.message).toBe('Directive deploy_staging is over its spawn budget: 1 spawn of 1 spawn. To allow more, raise spawns in the <limits> of directive deploy_staging.');
     const late = await refusal(budgets.admit({ client: 'ci', model: 'gpt-4o-mini', directive: { ...run, run: 'run-8', startedAt: T0 - 61_000 } }));
     expect(late.details).toMatchObject({ budget: { resource: 'duration', limit: 60_000 } });
     expect(late.details?.['retryAfter']).toBeUndefined();

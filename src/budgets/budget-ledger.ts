@@ -37,7 +37,7 @@ export interface LedgerEntry {
 export type LedgerKey = { client: string } | { run: string };
 
 export interface BudgetLedger {
-  /** Counted at once; written in order in the background (`flush` waits for it). */
+  /** Counted at once; written in order in the background, what piles up meanwhile in one write (`flush` waits for it). */
   record(entry: LedgerEntry): void;
   /** What `key` used from `since` (rounded down to the hour) on. */
   totals(key: LedgerKey, since: number): BudgetTotals;
@@ -80,7 +80,8 @@ export async function openBudgetLedger(options: BudgetLedgerOptions): Promise<Bu
   /** Bytes of each day file already read (through its last whole line). */
   const offsets = new Map<string, number>();
   let lastDay = '';
-  let writing: Promise<void> = Promise.resolve();
+  const pending: LedgerEntry[] = [];
+  let writing: Promise<void> | undefined;
   const checked = new Set<string>();
 
   const add = (key: string, at: number, e: { in: number; out: number; usd?: number | undefined; calls: number; spawns: number; turns: number }): void => {
@@ -141,10 +142,11 @@ export async function openBudgetLedger(options: BudgetLedgerOptions): Promise<Bu
     }
   }
 
-  async function append(entry: LedgerEntry): Promise<void> {
-    const name = dayFile(entry.at);
-    const file = path.join(options.dir, name);
-    const handle = await open(file, 'a+');
+  const lineOf = (entry: LedgerEntry): string =>
+    JSON.stringify({ w: writer, at: entry.at, client: entry.client, ...(entry.model === undefined ? {} : { model: entry.model }), in: entry.input, out: entry.output, ...(entry.usd === undefined ? {} : { usd: entry.usd }), calls: entry.toolCalls, spawns: entry.spawns, turns: entry.turns, ...(entry.directive === undefined ? {} : { directive: entry.directive }), ...(entry.run === undefined ? {} : { run: entry.run }) });
+
+  async function append(name: string, lines: string[]): Promise<void> {
+    const handle = await open(path.join(options.dir, name), 'a+');
     try {
       // After a crash mid-line, start on a line of our own so that only the torn one is lost.
       let lead = '';
@@ -154,11 +156,33 @@ export async function openBudgetLedger(options: BudgetLedgerOptions): Promise<Bu
         const last = Buffer.alloc(1);
         if (size > 0 && (await handle.read(last, 0, 1, size - 1)).bytesRead === 1 && last[0] !== 0x0a) lead = '\n';
       }
-      const line = { w: writer, at: entry.at, client: entry.client, ...(entry.model === undefined ? {} : { model: entry.model }), in: entry.input, out: entry.output, ...(entry.usd === undefined ? {} : { usd: entry.usd }), calls: entry.toolCalls, spawns: entry.spawns, turns: entry.turns, ...(entry.directive === undefined ? {} : { directive: entry.directive }), ...(entry.run === undefined ? {} : { run: entry.run }) };
-      await handle.write(`${lead}${JSON.stringify(line)}\n`);
+      await handle.write(`${lead}${lines.join('\n')}\n`);
       await handle.datasync();
     } finally {
       await handle.close();
+    }
+  }
+
+  function kick(): void {
+    if (writing !== undefined) return;
+    writing = drain().finally(() => {
+      writing = undefined;
+      if (pending.length > 0) kick(); // recorded after the drain's last look
+    });
+  }
+
+  /** Writes what is pending, all of a day's lines in one synced write, until nothing is. */
+  async function drain(): Promise<void> {
+    while (pending.length > 0) {
+      const batch = pending.splice(0);
+      const byDay = new Map<string, string[]>();
+      for (const entry of batch) {
+        const name = dayFile(entry.at);
+        byDay.set(name, [...(byDay.get(name) ?? []), lineOf(entry)]);
+      }
+      for (const [name, lines] of byDay) {
+        await append(name, lines).catch((error: unknown) => options.onError?.(`budget ledger: could not write ${lines.length} record(s) (${describeError(error)}); they count until the gateway restarts`));
+      }
     }
   }
 
@@ -174,7 +198,8 @@ export async function openBudgetLedger(options: BudgetLedgerOptions): Promise<Bu
   return {
     record(entry) {
       count({ w: writer, at: entry.at, client: entry.client, in: entry.input, out: entry.output, ...(entry.usd === undefined ? {} : { usd: entry.usd }), calls: entry.toolCalls, spawns: entry.spawns, turns: entry.turns, ...(entry.run === undefined ? {} : { run: entry.run }) });
-      writing = writing.then(() => append(entry)).catch((error: unknown) => options.onError?.(`budget ledger: could not write a record (${describeError(error)}); it counts until the gateway restarts`));
+      pending.push(entry);
+      kick();
     },
     totals(key, since) {
       const byHour = buckets.get('client' in key ? `client:${key.client}` : `run:${key.run}`);
@@ -198,9 +223,11 @@ export async function openBudgetLedger(options: BudgetLedgerOptions): Promise<Bu
       lastDay = today;
       prune();
     },
-    flush: () => writing,
+    async flush() {
+      while (writing !== undefined) await writing;
+    },
     async close() {
-      await writing;
+      while (writing !== undefined) await writing;
     },
   };
 }

@@ -34,6 +34,18 @@ describe('the budget ledger', () => {
     expect(readdirSync(dir)).toEqual(['2026-03-10.jsonl']);
   });
 
+  it('writes every record, those made while a write is under way in the next one, in order', async () => {
+    const ledger = await openBudgetLedger({ dir, retainMs: DAY, now: () => T0 });
+    for (let i = 0; i < 300; i++) {
+      ledger.record(turn('ci', T0, i, 0, 0));
+      if (i % 7 === 0) await Promise.resolve();
+      if (i % 50 === 0) await new Promise((resolve) => setImmediate(resolve));
+    }
+    await ledger.close();
+    const ins = readFileSync(path.join(dir, '2026-03-10.jsonl'), 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as { in: number }).in);
+    expect(ins).toEqual(Array.from({ length: 300 }, (_, i) => i));
+  });
+
   it('catches up on lines another process appended, and never counts its own twice', async () => {
     const a = await openBudgetLedger({ dir, retainMs: DAY, now: () => T0 });
     const b = await openBudgetLedger({ dir, retainMs: DAY, now: () => T0 });

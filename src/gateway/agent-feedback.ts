@@ -171,7 +171,7 @@ export function repeatReason(call: ToolCallSpec, times: number): string {
 }
 
 /** The `limits` key in .ai/config/gateway.yaml for each limit, and what reaching it means. */
-const LIMIT_WORDS: Record<LimitName, { key: string; what: (l: LoopLimits) => string }> = {
+const LIMIT_WORDS: Record<Exclude<LimitName, 'budget'>, { key: string; what: (l: LoopLimits) => string }> = {
   turns: { key: 'max_turns', what: (l) => `the agent used all ${l.maxTurns} model turns one request may take` },
   tool_calls: { key: 'max_tool_calls', what: (l) => `the agent wrote more than the ${l.maxToolCalls} tool intents one request may have (each counts, run or not)` },
   duration: { key: 'max_duration_ms', what: (l) => `the request ran longer than its time limit of ${formatMs(l.maxDurationMs)}` },
@@ -180,7 +180,7 @@ const LIMIT_WORDS: Record<LimitName, { key: string; what: (l: LoopLimits) => str
 };
 
 /** The readable text sent before `finish` when a limit stopped the request. */
-export function limitNotice(limit: LimitName, limits: LoopLimits): string {
+export function limitNotice(limit: Exclude<LimitName, 'budget'>, limits: LoopLimits): string {
   const words = LIMIT_WORDS[limit];
   return `\n\n[Kiwi gateway: stopped because ${words.what(limits)}. To allow more, raise \`limits.${words.key}\` in .ai/config/gateway.yaml.]`;
 }

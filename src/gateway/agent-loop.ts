@@ -10,8 +10,10 @@ import { feedbackMessage, limitNotice } from './agent-feedback.js';
 import { createIntentWorker } from './intent-worker.js';
 import { createOutbox } from './outbox.js';
 import { menuText } from './tool-menu.js';
-import { DEFAULT_LOOP_LIMITS, GATEWAY_CALL_PREFIX, type LimitName, type LoopApprover, type LoopCall, type LoopEvent, type LoopLimits, type LoopMode, type LoopRunOptions } from './loop-types.js';
+import { DEFAULT_LOOP_LIMITS, GATEWAY_CALL_PREFIX, type LimitName, type LoopApprover, type LoopBudget, type LoopCall, type LoopEvent, type LoopLimits, type LoopMode, type LoopRunOptions } from './loop-types.js';
 import { textTail } from '../text-cut.js';
+import type { BudgetStop } from '../budgets/budget-types.js';
+import { budgetNotice } from '../budgets/budget-words.js';
 
 export interface AgentLoopDeps {
   provider: ChatProvider;
@@ -36,6 +38,8 @@ export interface AgentLoopDeps {
   describeTool?: (id: string) => string | undefined;
   /** How an intent written as ordered steps is split (split-steps.ts); absent: on sequencing words only. */
   steps?: SplitOptions;
+  /** Charged with each turn's usage; a budget that ran out ends the request after that turn. */
+  budget?: LoopBudget;
 }
 
 export interface LoopObserver {
@@ -98,7 +102,8 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
 
   const outbox = createOutbox();
   const { push, until } = outbox;
-  let limit: LimitName | undefined; // turns, tokens or duration; the worker holds the intent limits
+  let limit: LimitName | undefined; // turns, tokens, budget or duration; the worker holds the intent limits
+  let budgetStop: BudgetStop | undefined;
   const worker = createIntentWorker({
     resolve: deps.resolve,
     call: deps.call,
@@ -128,7 +133,7 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
   const stoppedBy = (): LimitName | undefined => limit ?? worker.limit;
   const finish = (): LoopEvent => {
     const stopped = stoppedBy();
-    return { type: 'finish', reason, usage: { ...usage }, turns, toolCalls: worker.toolCalls, ...(stopped ? { limit: stopped } : {}) };
+    return { type: 'finish', reason, usage: { ...usage }, turns, toolCalls: worker.toolCalls, ...(stopped ? { limit: stopped } : {}), ...(stopped === 'budget' && budgetStop ? { budget: budgetStop } : {}) };
   };
 
   // `start` waits for the upstream's first event: a refused upstream request (401, 429, an
@@ -190,6 +195,7 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
         } else if (event.type === 'finish') {
           reason = event.reason;
           addUsage(usage, event.usage);
+          deps.budget?.charge(event.usage);
         }
       }
       scanned(scanner.end());
@@ -214,12 +220,18 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
         limit = 'tokens';
         break;
       }
+      budgetStop = deps.budget?.exhausted();
+      if (budgetStop) {
+        limit = 'budget';
+        break;
+      }
       const feedback = feedbackMessage(report.items, { maxResultChars: limits.maxResultChars, ...markerOption });
       messages.push({ role: 'assistant', content: turnText }, { role: 'user', content: feedback });
     }
     yield* start();
     const stopped = stoppedBy();
-    if (stopped) yield { type: 'text', text: limitNotice(stopped, limits) };
+    if (stopped === 'budget') yield { type: 'text', text: budgetStop ? budgetNotice(budgetStop, Date.now()) : '' };
+    else if (stopped) yield { type: 'text', text: limitNotice(stopped, limits) };
     finished = true;
     yield finish();
   } catch (error) {

@@ -14,6 +14,8 @@ import { DEFAULT_LOOP_LIMITS, type LoopLimits } from './loop-types.js';
 import { DEFAULT_MENU_SIZE } from './tool-menu.js';
 import { readCappedFile } from '../read-capped-file.js';
 import { checkpointsSchema } from '../checkpoints/checkpoint-config.js';
+import { BUDGET_FIELDS, budgetsSchema, pricesSchema, toBudgetConfig, type BudgetConfig } from '../budgets/budget-config.js';
+import { unpricedWarnings } from '../budgets/unpriced-warnings.js';
 
 /**
  * `.ai/config/gateway.yaml` — optional; without it the gateway listens on 127.0.0.1:8787 and
@@ -68,6 +70,8 @@ export interface GatewayConfig {
   prefetch: PrefetchConfig;
   /** Each chat and MCP execute/resolve recorded as a kernel execution (default on). */
   recordChats: boolean;
+  /** Prices per model, budgets per client, one request's spend (budgets/budget-config.ts). */
+  budgets: BudgetConfig;
   /** Problems that do not stop the gateway (an upstream that can never be reached…), for the banner. */
   warnings: string[];
 }
@@ -140,6 +144,7 @@ const schema = z.strictObject({
     .strictObject({
       max_turns: z.number().int().min(1).max(100).optional(),
       max_tokens: z.number().int().min(0, 'must be 0 (no limit) or more').max(1_000_000_000).optional(),
+      max_spend_usd: z.number('must be a number of US dollars').min(0, 'must be 0 (no limit) or more').max(1_000_000).optional(),
       max_tool_calls: z.number().int().min(1).max(1000).optional(),
       max_duration_ms: z.number().int().min(1000).max(3_600_000).optional(),
       max_result_chars: z.number().int().min(100).max(10_000_000).optional(),
@@ -164,10 +169,12 @@ const schema = z.strictObject({
   kernel: z.strictObject({ record_chats: z.boolean('must be true or false').optional() }).optional(),
   // Read by every process that runs tools (src/checkpoints/checkpoint-config.ts); checked here with the rest.
   checkpoints: checkpointsSchema.optional(),
+  prices: pricesSchema.optional(),
+  budgets: budgetsSchema.optional(),
 });
 
 type Raw = z.output<typeof schema>;
-const FIELDS = ['host', 'allowed_hosts', 'tool_menu', 'max_concurrent_requests_per_client', 'port', 'upstreams', 'limits', 'mcp', 'name', 'kind', 'base_url', 'api_key_env', 'models', 'timeout_ms', 'max_turns', 'max_tool_calls', 'max_duration_ms', 'max_result_chars', 'max_repeats', 'max_tokens', 'max_body_bytes', 'body_timeout_ms', 'max_connections', 'allowed_origins', 'prefetch', 'enabled', 'ttl_ms', 'speculate', 'concurrency', 'min_cosine', 'embedder', 'kernel', 'record_chats', 'checkpoints', 'max_file_bytes', 'max_total_bytes'];
+const FIELDS = ['host', 'allowed_hosts', 'tool_menu', 'max_concurrent_requests_per_client', 'port', 'upstreams', 'limits', 'mcp', 'name', 'kind', 'base_url', 'api_key_env', 'models', 'timeout_ms', 'max_turns', 'max_tool_calls', 'max_duration_ms', 'max_result_chars', 'max_repeats', 'max_tokens', 'max_body_bytes', 'body_timeout_ms', 'max_connections', 'allowed_origins', 'prefetch', 'enabled', 'ttl_ms', 'speculate', 'concurrency', 'min_cosine', 'embedder', 'kernel', 'record_chats', 'checkpoints', 'max_file_bytes', 'max_total_bytes', ...BUDGET_FIELDS];
 
 export async function loadGatewayConfig(file: string, ctx: GatewayConfigContext): Promise<GatewayConfig> {
   const rel = path.relative(ctx.root, file);
@@ -257,6 +264,8 @@ export async function loadGatewayConfig(file: string, ctx: GatewayConfigContext)
     fail(['prefetch', 'min_cosine'], `below 1 a search prefetched for a paraphrase answers the intent, which needs it made in the resolver's own index: add embedder: resolver under prefetch, or set min_cosine: 1`);
   }
   const l = raw.limits ?? {};
+  const budgets = toBudgetConfig(raw.prices, raw.budgets, l.max_spend_usd || undefined);
+  warnings.push(...unpricedWarnings(budgets, upstreams, shown));
   return {
     file: shown,
     fromFile: text !== undefined,
@@ -287,6 +296,7 @@ export async function loadGatewayConfig(file: string, ctx: GatewayConfigContext)
       embedder: prefetchEmbedder,
     },
     recordChats: raw.kernel?.record_chats ?? true,
+    budgets,
     warnings,
   };
 }

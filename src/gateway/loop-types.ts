@@ -1,3 +1,4 @@
+import type { BudgetStop } from '../budgets/budget-types.js';
 import type { ChatRequest, ChatUsage, FinishReason, NativeToolCall } from '../llm/types.js';
 import type { Caller } from '../proxy/caller.js';
 import type { ApprovalAnswer, ApprovalAsk } from '../proxy/approval.js';
@@ -103,11 +104,18 @@ export type LoopEvent =
   /**
    * Exactly once, last, unless the iterator throws. `reason` is the last turn's; `tool_calls` when
    * calls were handed to the client (native ones, or intents in resolve-only mode); `limit` names
-   * the limit that stopped it.
+   * the limit that stopped it, and `budget` which budget, when it is `budget`.
    */
-  | { type: 'finish'; reason: FinishReason; usage: ChatUsage; turns: number; toolCalls: number; limit?: LimitName };
+  | { type: 'finish'; reason: FinishReason; usage: ChatUsage; turns: number; toolCalls: number; limit?: LimitName; budget?: BudgetStop };
 
-export type LimitName = 'turns' | 'tool_calls' | 'duration' | 'repeats' | 'tokens';
+/** `budget`: a budget of the client, the request's spend or a directive run ran out (budgets/). */
+export type LimitName = 'turns' | 'tool_calls' | 'duration' | 'repeats' | 'tokens' | 'budget';
+
+/** What the loop asks of the budgets: each turn's usage is charged; after a turn, whether one ran out. */
+export interface LoopBudget {
+  charge(usage: ChatUsage | undefined): void;
+  exhausted(): BudgetStop | undefined;
+}
 
 export type LoopEventOf<T extends LoopEvent['type']> = Extract<LoopEvent, { type: T }>;
 

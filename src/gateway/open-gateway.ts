@@ -21,6 +21,7 @@ import { openGatewayKernel } from './gateway-kernel.js';
 import { gatewayMetricFamilies, type GatewayMetrics } from './gateway-metrics.js';
 import { mcpRecorder } from './mcp-execution.js';
 import { createToolMenu } from './tool-menu.js';
+import { openGatewayBudgets } from './gateway-budgets.js';
 import { loadGatewayConfig, type GatewayConfig } from './gateway-config.js';
 import { openGatewayPrefetch, type GatewayPrefetch } from './gateway-prefetch.js';
 import type { RunLoop } from './loop-types.js';
@@ -80,6 +81,8 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     let shuttingDown = false;
     const kernel = await openGatewayKernel({ root: project.root, env: options.env, ...(options.log ? { log: options.log } : {}) });
     opened.unshift(kernel);
+    const budgets = await openGatewayBudgets({ root: project.root, config, ...(options.log ? { log: options.log } : {}) });
+    if (budgets !== undefined) opened.unshift(budgets);
     const runLoop: RunLoop = (request, run) => {
       const route = upstreams.route(request.model);
       const controller = new AbortController();
@@ -89,37 +92,49 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
       inFlight.add(controller);
       let cancelled = false;
       const summary = { request, mode: run.mode, client: run.caller.client, ...(run.endpoint === undefined ? {} : { endpoint: run.endpoint }) };
-      const execution = config.recordChats
-        ? kernel.journal.begin({
-            agentId: CHAT_AGENT_ID,
-            input: chatInput(summary),
-            labels: chatLabels(summary),
-            onCancel() {
-              cancelled = true;
-              controller.abort();
-            },
-          })
-        : undefined;
-      const chatSteps = execution && executionSteps(execution, config.limits.maxDurationMs);
-      const approvals = execution && chatSteps && createChatApprovals({ execution, steps: chatSteps, kernel: kernel.kernel });
-      const loop = runAgentLoop(
-        {
-          provider: route.provider,
-          ...prefetch.forRequest({ mode: run.mode, caller: run.caller, conversation: run.conversation, maxToolCalls: config.limits.maxToolCalls }),
-          describeTool,
-          steps,
-          menu: (text, signal) => {
-            const rights = callContext(project.policy, run.caller.context);
-            return menu(text, { scope: run.caller.client, allowed: (id) => checkTool(rights, id).allowed }, signal);
-          },
-          limits: config.limits,
-          ...(approvals ? { approve: approvals.approve } : {}),
-        },
-        { ...request, model: route.model },
-        { mode: run.mode, signal: controller.signal },
-      );
       return (async function* tracked() {
         try {
+          // Over budget: refused (429) before the request is recorded or anything goes upstream.
+          const meter = await budgets?.admit({ client: run.caller.client, model: route.model, free: budgets.isFree(route.upstream) });
+          const execution = config.recordChats
+            ? kernel.journal.begin({
+                agentId: CHAT_AGENT_ID,
+                input: chatInput(summary),
+                labels: chatLabels(summary),
+                onCancel() {
+                  cancelled = true;
+                  controller.abort();
+                },
+              })
+            : undefined;
+          const chatSteps = execution && executionSteps(execution, config.limits.maxDurationMs);
+          const approvals = execution && chatSteps && createChatApprovals({ execution, steps: chatSteps, kernel: kernel.kernel });
+          const forRequest = prefetch.forRequest({ mode: run.mode, caller: run.caller, conversation: run.conversation, maxToolCalls: config.limits.maxToolCalls });
+          const loop = runAgentLoop(
+            {
+              provider: route.provider,
+              ...forRequest,
+              ...(meter === undefined
+                ? {}
+                : {
+                    budget: meter,
+                    call: (call) => {
+                      meter.countToolCall();
+                      return forRequest.call(call);
+                    },
+                  }),
+              describeTool,
+              steps,
+              menu: (text, signal) => {
+                const rights = callContext(project.policy, run.caller.context);
+                return menu(text, { scope: run.caller.client, allowed: (id) => checkTool(rights, id).allowed }, signal);
+              },
+              limits: config.limits,
+              ...(approvals ? { approve: approvals.approve } : {}),
+            },
+            { ...request, model: route.model },
+            { mode: run.mode, signal: controller.signal },
+          );
           yield* execution === undefined || chatSteps === undefined ? loop : recordChat(loop, execution, { mode: run.mode, cancelled: () => cancelled, steps: chatSteps, ...(approvals ? { approvals } : {}) });
         } finally {
           inFlight.delete(controller);

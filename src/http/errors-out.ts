@@ -48,7 +48,7 @@ const ANTHROPIC_TYPES: Record<number, string> = {
   529: 'overloaded_error',
 };
 
-const CODES: Record<string, string> = { UNKNOWN_MODEL: 'model_not_found', PAYLOAD_TOO_LARGE: 'payload_too_large', REQUEST_TIMEOUT: 'request_timeout' };
+const CODES: Record<string, string> = { UNKNOWN_MODEL: 'model_not_found', BUDGET_EXCEEDED: 'budget_exceeded', PAYLOAD_TOO_LARGE: 'payload_too_large', REQUEST_TIMEOUT: 'request_timeout' };
 
 const text = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
 
@@ -75,7 +75,9 @@ export function toErrorOut(error: unknown, protocol: Protocol, requestId: string
   // 415 has no error code of its own: it is an INVALID_INPUT the body reader marks.
   const status = error.code === 'INVALID_INPUT' && details.status === 415 ? 415 : toHttpStatus(error);
   const code = CODES[error.code];
-  return { status, message: error.message, ...(param === undefined ? {} : { param }), ...(code === undefined ? {} : { code }) };
+  // A budget starts afresh only when its window does: the SDKs must not retry in a few seconds.
+  const headers = error.code === 'BUDGET_EXCEEDED' ? { ...retryAfterHeaders(details), 'x-should-retry': 'false' } : undefined;
+  return { status, message: error.message, ...(param === undefined ? {} : { param }), ...(code === undefined ? {} : { code }), ...(headers === undefined ? {} : { headers }) };
 }
 
 export function openAiErrorType(status: number): string {

@@ -1,0 +1,124 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { toBudgetConfig } from '../../src/budgets/budget-config.js';
+import { openBudgetLedger, type BudgetLedger } from '../../src/budgets/budget-ledger.js';
+import { createBudgets } from '../../src/budgets/budget-meter.js';
+import { directiveBudgetLimits } from '../../src/budgets/directive-limits.js';
+import { isKiwiError, KiwiError } from '../../src/errors.js';
+import { parseDirective } from '../../src/registry/directive-parser.js';
+
+let dir: string;
+let ledger: BudgetLedger;
+let now: number;
+const T0 = Date.parse('2026-03-10T10:15:00Z');
+const HOUR = 3_600_000;
+
+beforeEach(async () => {
+  dir = mkdtempSync(path.join(os.tmpdir(), 'kiwi-meter-'));
+  now = T0;
+  ledger = await openBudgetLedger({ dir, retainMs: 24 * HOUR, now: () => now });
+});
+afterEach(async () => {
+  await ledger.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const PRICES = { 'gpt-4o-mini': { input_per_mtok: 0.15, output_per_mtok: 0.6 }, 'gpt-*': { input_per_mtok: 2.5, output_per_mtok: 10 } };
+
+async function refusal(promise: Promise<unknown>): Promise<KiwiError> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  if (!isKiwiError(error)) throw new Error(`expected a KiwiError, got ${String(error)}`);
+  return error;
+}
+
+describe('budgets', () => {
+  it('prices each turn from the table (an exact id before a glob) and ends the client at its spend budget, 429 until its window starts afresh', async () => {
+    const budgets = createBudgets({ config: toBudgetConfig(PRICES, { clients: { ci: { spend_usd: 1, window: '1h' } } }, undefined), ledger, now: () => now });
+    const meter = await budgets.admit({ client: 'ci', model: 'gpt-4o-mini' });
+    meter.charge({ inputTokens: 1_000_000, outputTokens: 1_000_000 });
+    expect(ledger.totals({ client: 'ci' }, T0).spendUsd).toBeCloseTo(0.75, 10);
+    expect(meter.exhausted()).toBeUndefined();
+    const glob = await budgets.admit({ client: 'ci', model: 'gpt-4o' });
+    glob.charge({ inputTokens: 100_000, outputTokens: 0 }); // $0.25 at gpt-*'s price
+    expect(meter.exhausted()).toMatchObject({ scope: 'client', name: 'ci', resource: 'spend', limit: 1, window: '1h', resetsAt: Date.parse('2026-03-10T11:00:00Z'), field: 'budgets.clients.ci' });
+
+    const error = await refusal(budgets.admit({ client: 'ci', model: 'gpt-4o-mini' }));
+    expect(error.code).toBe('BUDGET_EXCEEDED');
+    expect(error.message).toBe('Client "ci" is over its spend budget: $1.00 of $1.00 in its 1h window; it starts afresh at 2026-03-10T11:00:00.000Z (in 2700 s). To allow more, raise `budgets.clients.ci.spend_usd` in .ai/config/gateway.yaml.');
+    expect(error.details).toMatchObject({ retryAfter: '2700', budget: { resource: 'spend', used: 1 } });
+    // Another client has its own budget (here none); the next window starts at zero.
+    await expect(budgets.admit({ client: 'other', model: 'gpt-4o-mini' })).resolves.toBeDefined();
+    now = Date.parse('2026-03-10T11:00:00Z');
+    await expect(budgets.admit({ client: 'ci', model: 'gpt-4o-mini' })).resolves.toBeDefined();
+  });
+
+  it('counts tokens and tool calls against the default budget of clients without their own', async () => {
+    const budgets = createBudgets({ config: toBudgetConfig(undefined, { default: { tokens: 100, tool_calls: 2 }, clients: { free: {} } }, undefined), ledger, now: () => now });
+    const meter = await budgets.admit({ client: 'a', model: 'local-model' });
+    meter.countToolCall();
+    meter.countToolCall();
+    expect(meter.exhausted()).toMatchObject({ scope: 'client', resource: 'tool_calls', used: 2, limit: 2, window: '1d', field: 'budgets.default' });
+    const b = await budgets.admit({ client: 'b', model: 'local-model' });
+    b.charge({ inputTokens: 60, outputTokens: 40 });
+    expect((await refusal(budgets.admit({ client: 'b', model: 'local-model' }))).message).toMatch(/^Client "b" is over its token budget: 100 tokens of 100 tokens in its 1d window; .*raise `budgets\.default\.tokens`/);
+    // An entry of its own with no limits: no budget at all.
+    const free = await budgets.admit({ client: 'free', model: 'local-model' });
+    free.charge({ inputTokens: 10_000 });
+    expect(free.exhausted()).toBeUndefined();
+  });
+
+  it('refuses a model with no price while a spend budget counts it, and counts its tokens when none does', async () => {
+    const budgets = createBudgets({ config: toBudgetConfig(PRICES, { clients: { ci: { spend_usd: 5 }, tokens_only: { tokens: 1000 } } }, undefined), ledger, now: () => now });
+    const error = await refusal(budgets.admit({ client: 'ci', model: 'claude-sonnet-4' }));
+    expect(error.code).toBe('POLICY_DENIED');
+    expect(error.message).toContain('Model "claude-sonnet-4" has no price in `prices` of .ai/config/gateway.yaml, and client "ci" has a spend budget');
+    await expect(budgets.admit({ client: 'ci', model: 'kiwi-demo', free: true })).resolves.toBeDefined();
+    const meter = await budgets.admit({ client: 'tokens_only', model: 'claude-sonnet-4' });
+    meter.charge({ inputTokens: 300, outputTokens: 200 });
+    expect(ledger.totals({ client: 'tokens_only' }, T0)).toMatchObject({ tokens: 500, spendUsd: 0, unpricedTokens: 500 });
+  });
+
+  it("ends one request at limits.max_spend_usd, without touching the client's next one", async () => {
+    const budgets = createBudgets({ config: toBudgetConfig(PRICES, undefined, 0.01), ledger, now: () => now });
+    const meter = await budgets.admit({ client: 'local', model: 'gpt-4o-mini' });
+    meter.charge({ inputTokens: 50_000, outputTokens: 0 }); // $0.0075
+    expect(meter.exhausted()).toBeUndefined();
+    meter.charge({ inputTokens: 50_000, outputTokens: 0 });
+    expect(meter.exhausted()).toEqual({ scope: 'request', name: 'request', resource: 'spend', used: 0.015, limit: 0.01 });
+    const next = await budgets.admit({ client: 'local', model: 'gpt-4o-mini' });
+    expect(next.exhausted()).toBeUndefined();
+    expect((await refusal(budgets.admit({ client: 'local', model: 'unpriced' }))).message).toContain('every request has (limits.max_spend_usd) a spend budget');
+  });
+
+  it("keeps a directive run to its <limits> (Kiwi's child elements or attributes) through the same ledger, across a restart", async () => {
+    const text = (limits: string) => `<directive name="deploy_staging" version="1.0.0">\n<metadata>\n<description>Deploy</description>\n${limits}\n</metadata>\n</directive>\n`;
+    const parsed = parseDirective(text('<limits>\n<turns>3</turns>\n<tokens>1000</tokens>\n<spawns>1</spawns>\n<duration>60</duration>\n<spend currency="USD">0.50</spend>\n</limits>'), { file: '/p/d.md', display: 'd.md' }, 'project');
+    if (!parsed.ok) throw new Error(parsed.issues.map((i) => i.message).join('\n'));
+    const limits = directiveBudgetLimits(parsed.value.limits);
+    expect(limits).toEqual({ turns: 3, tokens: 1000, spawns: 1, durationMs: 60_000, spendUsd: 0.5 });
+    const attrs = parseDirective(text('<limits turns="3" tokens="1000" spawns="1" duration="1m" spend="0.50"/>'), { file: '/p/d.md', display: 'd.md' }, 'project');
+    expect(attrs.ok && directiveBudgetLimits(attrs.value.limits)).toEqual(limits);
+
+    const config = toBudgetConfig(PRICES, undefined, undefined);
+    const run = { directive: 'deploy_staging', run: 'run-7', limits, startedAt: T0 };
+    const meter = await createBudgets({ config, ledger, now: () => now }).admit({ client: 'ci', model: 'gpt-4o-mini', directive: run });
+    meter.charge({ inputTokens: 400, outputTokens: 100 });
+    meter.countSpawn();
+    expect(meter.exhausted()).toMatchObject({ scope: 'directive', name: 'deploy_staging', resource: 'spawns', used: 1, limit: 1 });
+    await ledger.close();
+
+    // A restarted gateway sees the run's use; a spend or time past its limits refuses its next request.
+    ledger = await openBudgetLedger({ dir, retainMs: 24 * HOUR, now: () => now });
+    const budgets = createBudgets({ config, ledger, now: () => now });
+    const error = await refusal(budgets.admit({ client: 'ci', model: 'gpt-4o-mini', directive: run }));
+    expect(error.message).toBe('Directive deploy_staging is over its spawn budget: 1 spawn of 1 spawn. To allow more, raise spawns in the <limits> of directive deploy_staging.');
+    const late = await refusal(budgets.admit({ client: 'ci', model: 'gpt-4o-mini', directive: { ...run, run: 'run-8', startedAt: T0 - 61_000 } }));
+    expect(late.details).toMatchObject({ budget: { resource: 'duration', limit: 60_000 } });
+    expect(late.details?.['retryAfter']).toBeUndefined();
+  });
+});

@@ -56,8 +56,8 @@ export async function openProject(options: ProjectOptions): Promise<Project> {
   const audit = createAuditLog({ dir: auditDir, sessionId: session });
   const mcp = createMcpClientPool({ baseEnv: pickDefined(options.env, ['PATH', 'HOME']) });
   const http = createHttpClient();
-  const { network = [], ...sandboxSettings } = policy.sandbox ?? { mode: 'auto' as const };
-  const sandbox = { sandbox: await openSandbox(sandboxSettings), root, writeGlobs: policy.rules.fsWrite, networkTools: network };
+  const { network = [], secrets = {}, ...sandboxSettings } = policy.sandbox ?? { mode: 'auto' as const };
+  const sandbox = { sandbox: await openSandbox(sandboxSettings), root, writeGlobs: policy.rules.fsWrite, networkTools: network, toolSecrets: secrets };
   const proxy = createToolProxy({
     tools: registry.tools,
     context: policy,

@@ -21,14 +21,16 @@ export interface SubprocessSandbox {
   writeGlobs: string[];
   /** Globs over tool ids that keep the network. */
   networkTools: string[];
+  /** Globs over tool ids → secret globs those tools may read inside the sandbox (the policy's `sandbox.secrets`). */
+  toolSecrets?: Record<string, string[]>;
 }
 
 /** Runs a plan on its primitive. Only the tool proxy calls this, after every check has passed. */
 export async function executePlan(plan: ExecutionPlan, deps: PrimitiveDeps, signal?: AbortSignal, toolId?: string): Promise<ToolResult> {
   switch (plan.kind) {
     case 'subprocess': {
-      const { kind: _kind, fromParams: _from, paths: _paths, ...request } = plan;
-      const sandbox = deps.sandbox ? { sandbox: deps.sandbox.sandbox, grant: grantFor(deps.sandbox, toolId) } : undefined;
+      const { kind: _kind, fromParams: _from, paths: _paths, allowSecrets, ...request } = plan;
+      const sandbox = deps.sandbox ? { sandbox: deps.sandbox.sandbox, grant: grantFor(deps.sandbox, toolId, allowSecrets) } : undefined;
       const r = await runSubprocess({ ...request, ...(signal ? { signal } : {}), ...(sandbox ? { sandbox } : {}) });
       const failed = r.exitCode !== 0;
       const text = failed && r.stderr ? `${r.stdout}${r.stdout ? '\n' : ''}${r.stderr}` : r.stdout;
@@ -48,9 +50,18 @@ export async function executePlan(plan: ExecutionPlan, deps: PrimitiveDeps, sign
   }
 }
 
-function grantFor(s: SubprocessSandbox, toolId: string | undefined): SandboxGrant {
+/** A plan that did not pass the proxy's checks carries no secret grants: every secret is masked. */
+function grantFor(s: SubprocessSandbox, toolId: string | undefined, allowSecrets: string[][] = [[]]): SandboxGrant {
   if (!s.sandbox.active) return { writePaths: [], network: true };
-  return { writePaths: writeFoldersOf(s.root, s.writeGlobs), network: toolId !== undefined && matchesAny(s.networkTools, toolId), readPaths: [s.root] };
+  // Like `network`, a per-tool grant of the policy itself: it joins every context's list.
+  const extra = Object.entries(s.toolSecrets ?? {}).flatMap(([glob, paths]) => (toolId !== undefined && matchesAny([glob], toolId) ? paths : []));
+  const allow = extra.length === 0 ? allowSecrets : allowSecrets.map((globs) => [...globs, ...extra]);
+  return {
+    writePaths: writeFoldersOf(s.root, s.writeGlobs),
+    network: toolId !== undefined && matchesAny(s.networkTools, toolId),
+    readPaths: [s.root],
+    secrets: { root: s.root, allow },
+  };
 }
 
 function parseJson(text: string): unknown {

@@ -11,6 +11,8 @@ export interface SubprocessPlan extends Omit<SubprocessRequest, 'signal' | 'kill
   fromParams: Array<{ index: number; param: string }>;
   /** Values of `format: path` parameters, checked against the filesystem globs before running. */
   paths: Array<{ param: string; value: string; access: 'read' | 'write' }>;
+  /** The `filesystem.allow_secret_paths` of each context the call was checked in; the sandbox masks every other secret. */
+  allowSecrets?: string[][];
 }
 
 export interface HttpPlan {

@@ -64,9 +64,14 @@ export interface PermissionContext {
   approvals?: ApprovalRules;
 }
 
-/** How subprocess tools are sandboxed (see primitives/sandbox.ts); `network` holds globs over the tool ids that keep the network. */
+/**
+ * How subprocess tools are sandboxed (see primitives/sandbox.ts); `network` holds globs over the
+ * tool ids that keep the network; `secrets` maps tool id globs to secret globs those tools may
+ * read inside the sandbox only (git tools need `.git`), not through their path arguments.
+ */
 export interface SandboxPolicy extends Omit<SandboxSettings, 'warn'> {
   network: string[];
+  secrets: Record<string, string[]>;
 }
 
 /** Rules that allow nothing. */

@@ -43,6 +43,7 @@ const policySchema = z.strictObject({
       mode: z.enum(['auto', 'require', 'off'], 'must be auto, require or off').optional(),
       bwrap: name.refine((b) => b.startsWith('/') && !b.includes('\0'), { message: 'must be an absolute path to the bwrap executable' }).optional(),
       network: z.array(name).optional(),
+      secrets: z.record(name, z.array(pathGlob)).optional(),
       limits: z
         .strictObject({
           processes: z.number().int().min(1, 'must be at least 1').optional(),
@@ -67,7 +68,7 @@ const FIELDS: Record<string, string[]> = {
   'hooks[]': HOOK_FIELDS,
   'hooks[].directive': ['name', 'inputs'],
   approvals: APPROVAL_FIELDS,
-  sandbox: ['mode', 'bwrap', 'network', 'limits'],
+  sandbox: ['mode', 'bwrap', 'network', 'secrets', 'limits'],
   'sandbox.limits': ['processes', 'memory_mb', 'cpu_seconds'],
   filesystem: ['read', 'write', 'allow_secret_paths'],
   'commands[]': ['executable', 'subcommands', 'deny_args', 'allow_flags'],
@@ -133,6 +134,7 @@ function toSandboxPolicy(s: PolicyYaml['sandbox']): SandboxPolicy {
     mode: s?.mode ?? 'auto',
     ...(s?.bwrap ? { bwrap: s.bwrap } : {}),
     network: s?.network ?? [],
+    secrets: s?.secrets ?? {},
     limits: {
       ...(limits?.processes ? { processes: limits.processes } : {}),
       ...(limits?.memory_mb ? { memoryBytes: limits.memory_mb * 1024 * 1024 } : {}),

@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import { KiwiError } from '../errors.js';
+import { createSecretMasks } from './sandbox-masks.js';
 import { DEFAULT_CHILD_PATH } from './subprocess.js';
 
 /**
@@ -10,7 +11,9 @@ import { DEFAULT_CHILD_PATH } from './subprocess.js';
  * The filesystem is `--ro-bind / /` (everything the tool needs to run — /usr, the node and
  * python installs, the project's .git — stays readable without a list of system folders to keep
  * in step with each distribution), then a writable `--bind` for each granted folder, a private
- * `/tmp`, a fresh `/dev` and `/proc`. The tool gets its own user, pid, ipc, uts and cgroup
+ * `/tmp`, a fresh `/dev` and `/proc`; over all of it, secrets are masked (sandbox-masks.ts: the
+ * project's secret locations unless the call's policy allows them, the secrets in home folders,
+ * other users' homes). The tool gets its own user, pid, ipc, uts and cgroup
  * namespaces and, unless granted, its own empty network namespace (no loopback either).
  * Limits: processes, address space and CPU time through `prlimit` (util-linux).
  *
@@ -51,12 +54,19 @@ export interface SandboxGrant {
   network: boolean;
   /** Folders to keep readable even under the private /tmp (the project root, when it lives there); the cwd always is. */
   readPaths?: string[];
+  /**
+   * The project whose secret locations (secret-paths.ts) are masked, and the call's
+   * `allow_secret_paths` lists, one per context of its chain: a secret stays readable only where
+   * every list names it. Home and system secrets are masked with or without it.
+   */
+  secrets?: { root: string; allow: readonly (readonly string[])[] };
 }
 
 /** A resolved sandbox: `wrap` turns a call's argv into the sandboxed argv, or returns it unchanged when running unsandboxed. */
 export interface Sandbox {
   readonly active: boolean;
-  wrap(argv: string[], cwd: string, grant: SandboxGrant, timeoutMs: number): string[];
+  /** `env` is the tool's complete environment: its HOME's secrets are masked, its PATH kept visible. */
+  wrap(argv: string[], cwd: string, grant: SandboxGrant, timeoutMs: number, env: Readonly<Record<string, string>>): string[];
 }
 
 export const DEFAULT_SANDBOX_LIMITS: SandboxLimits = { processes: 256, memoryBytes: 8 * 1024 ** 3 };
@@ -98,7 +108,9 @@ function probeSandbox(bwrap: string): Promise<Probe> {
         found[name] = file;
       }
       const helpers = found as Helpers;
-      const argv = sandboxArgv(bwrap, helpers, DEFAULT_SANDBOX_LIMITS, [helpers.sh, '-c', 'exit 0'], '/', { writePaths: [], network: false }, 5000);
+      // With the home and system masks, so a kernel that refuses them fails here and not on every call.
+      const masks = createSecretMasks().args({ keep: [] });
+      const argv = sandboxArgv(bwrap, helpers, DEFAULT_SANDBOX_LIMITS, [helpers.sh, '-c', 'exit 0'], '/', { writePaths: [], network: false }, 5000, masks);
       execFile(argv[0] as string, argv.slice(1), { timeout: 5000 }, (error, _stdout, stderr) => {
         if (error === null) return resolve({ ok: true, helpers });
         const code = (error as NodeJS.ErrnoException).code;
@@ -116,7 +128,17 @@ export async function openSandbox(settings: SandboxSettings): Promise<Sandbox> {
   const limits = checkLimits({ ...DEFAULT_SANDBOX_LIMITS, ...settings.limits });
   if (settings.mode === 'off') return UNSANDBOXED;
   const probe = await probeSandbox(bwrap);
-  if (probe.ok) return { active: true, wrap: (argv, cwd, grant, timeoutMs) => sandboxArgv(bwrap, probe.helpers, limits, argv, cwd, grant, timeoutMs) };
+  if (probe.ok) {
+    const masks = createSecretMasks(settings.warn ? { warn: settings.warn } : {});
+    return {
+      active: true,
+      wrap: (argv, cwd, grant, timeoutMs, env) => {
+        const keep = [cwd, ...(grant.readPaths ?? []), ...(argv[0]?.startsWith('/') ? [argv[0]] : []), ...(env.PATH ?? '').split(':').filter((d) => d.startsWith('/'))];
+        const hidden = masks.args({ keep, ...(env.HOME ? { home: env.HOME } : {}), ...(grant.secrets ? { project: grant.secrets } : {}) });
+        return sandboxArgv(bwrap, probe.helpers, limits, argv, cwd, grant, timeoutMs, hidden);
+      },
+    };
+  }
   if (settings.mode === 'require') return refusing(bwrap, probe.reason);
   (settings.warn ?? console.warn)(`${UNSANDBOXED_WARNING} (${probe.reason})`);
   return UNSANDBOXED;
@@ -144,7 +166,7 @@ function checkLimits(limits: SandboxLimits): SandboxLimits {
 }
 
 /** The bwrap + prlimit argv for one call; `argv` is the tool's own argv, run as is inside. */
-function sandboxArgv(bwrap: string, helpers: Helpers, limits: SandboxLimits, argv: string[], cwd: string, grant: SandboxGrant, timeoutMs: number): string[] {
+function sandboxArgv(bwrap: string, helpers: Helpers, limits: SandboxLimits, argv: string[], cwd: string, grant: SandboxGrant, timeoutMs: number, masks: string[]): string[] {
   const out = [bwrap, '--die-with-parent', '--new-session', '--unshare-user', '--uid', '0', '--gid', '0', '--cap-add', 'ALL'];
   out.push('--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try');
   if (!grant.network) out.push('--unshare-net');
@@ -167,6 +189,8 @@ function sandboxArgv(bwrap: string, helpers: Helpers, limits: SandboxLimits, arg
       if (entry.name.startsWith('.') && !entry.isSymbolicLink() && !writable.includes(inside)) out.push('--ro-bind', inside, inside);
     }
   }
+  // Last, so a mask lies over the binds above it (a `.env` in a granted folder is hidden, not writable).
+  out.push(...masks);
   // The cpu limit is a backstop for busy loops; the wall-clock timeout stays the primary limit.
   const cpu = limits.cpuSeconds ?? Math.max(1, Math.ceil(timeoutMs / 1000));
   const pidMax = Math.max(MIN_PID_MAX, limits.processes + 1);

@@ -207,7 +207,7 @@ export async function runSubprocess(req: SubprocessRequest): Promise<SubprocessR
   await assertDirectory(req.cwd);
   throwIfAborted(req.signal, exe);
 
-  const argv = req.sandbox ? req.sandbox.sandbox.wrap(req.argv, req.cwd, req.sandbox.grant, req.timeoutMs) : req.argv;
+  const argv = req.sandbox ? req.sandbox.sandbox.wrap(req.argv, req.cwd, req.sandbox.grant, req.timeoutMs, req.env) : req.argv;
 
   const startedAt = performance.now();
   const marker = randomUUID();

@@ -3,7 +3,7 @@ import { lookupLink, resolveChain } from '../executor/chain.js';
 import type { ExecutionPlan } from '../executor/plan-types.js';
 import { planCall, planDynamicMcp } from '../executor/plan.js';
 import { validateArgs } from '../executor/validate-args.js';
-import { checkCommand, checkMcpTool, checkPath, checkTool, childContext, type Decision, type PermissionContext } from '../policy/permission-context.js';
+import { checkCommand, checkMcpTool, checkPath, checkTool, childContext, contextChain, type Decision, type PermissionContext } from '../policy/permission-context.js';
 import { checkMcpPathArgs } from '../policy/mcp-path-args.js';
 import { checkToolName } from '../registry/tool-name.js';
 import type { Tool } from '../registry/types.js';
@@ -52,6 +52,8 @@ export async function authorize(call: ToolCall, deps: ToolProxyDeps): Promise<Au
 
   const planCheck = checkPlan(ctx, plan, target.tool);
   if (!planCheck.allowed) return planCheck;
+  // The sandbox hides the secrets this call may not read, as the path check does for its arguments.
+  if (plan.kind === 'subprocess') plan = { ...plan, allowSecrets: contextChain(ctx).map((c) => c.rules.fsSecrets) };
   return { allowed: true, plan, args, reason: `allowed by ${ctx.label}` };
 }
 

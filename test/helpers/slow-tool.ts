@@ -1,4 +1,4 @@
-import { appendFileSync, cpSync, writeFileSync } from 'node:fs';
+import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { allowTools } from './demo-project.js';
 import { REPO_ROOT } from './temp-project.js';
@@ -18,7 +18,9 @@ export function addSlowTool(root: string): string {
   allowTools(root, ['wait_for_batch']);
   // The tests watch the tool's host pid, which it writes next to itself: both a sandbox's pid
   // namespace and its read-only project would hide that, so these projects opt out of it.
-  appendFileSync(path.join(root, '.ai', 'config', 'policy.yaml'), 'sandbox: { mode: off }\n');
+  const policy = path.join(root, '.ai', 'config', 'policy.yaml');
+  const text = readFileSync(policy, 'utf8');
+  writeFileSync(policy, /^sandbox:$/mu.test(text) ? text.replace(/^sandbox:$/mu, 'sandbox:\n  mode: off') : `${text}sandbox: { mode: off }\n`);
   return path.join(dir, 'slow.pid');
 }
 

@@ -187,15 +187,16 @@ describe('parsePolicy: clear errors', () => {
 
 describe('parsePolicy: sandbox', () => {
   it('defaults to auto with no network and default limits', () => {
-    expect(parsePolicy('version: 1\n', 'p.yaml', root).sandbox).toEqual({ mode: 'auto', network: [], limits: {} });
+    expect(parsePolicy('version: 1\n', 'p.yaml', root).sandbox).toEqual({ mode: 'auto', network: [], secrets: {}, limits: {} });
   });
 
-  it('reads mode, bwrap, network globs and limits', () => {
-    const text = 'version: 1\nsandbox:\n  mode: require\n  bwrap: /usr/bin/bwrap\n  network: [fetch_*]\n  limits: { processes: 64, memory_mb: 512, cpu_seconds: 5 }\n';
+  it('reads mode, bwrap, network globs, per-tool secrets and limits', () => {
+    const text = 'version: 1\nsandbox:\n  mode: require\n  bwrap: /usr/bin/bwrap\n  network: [fetch_*]\n  secrets: { "git_*": [".git/**"] }\n  limits: { processes: 64, memory_mb: 512, cpu_seconds: 5 }\n';
     expect(parsePolicy(text, 'p.yaml', root).sandbox).toEqual({
       mode: 'require',
       bwrap: '/usr/bin/bwrap',
       network: ['fetch_*'],
+      secrets: { 'git_*': ['.git/**'] },
       limits: { processes: 64, memoryBytes: 512 * 1024 * 1024, cpuSeconds: 5 },
     });
   });

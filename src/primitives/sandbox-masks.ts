@@ -1,0 +1,223 @@
+import { lstatSync, mkdtempSync, readdirSync, readFileSync, realpathSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir, userInfo } from 'node:os';
+import path from 'node:path';
+import { matchesAny } from '../policy/permission-context.js';
+import { DEFAULT_WALK_LIMITS, walkIsStale, walkSecrets, type SecretWalk, type WalkLimits } from './secret-walk.js';
+
+/**
+ * What the sandbox hides from a tool that `--ro-bind / /` would otherwise show: the project's
+ * secret locations (secret-walk.ts), the well-known secrets in home folders, other users' homes
+ * and a few system files. Folders are masked with an empty read-only tmpfs, files with an empty
+ * read-only file, so a tool that reads them gets an empty folder or an empty file instead of an
+ * error it might not expect (`/dev/null` would not do: bwrap's binds are `nodev`, so opening it
+ * there fails with EACCES).
+ *
+ * Why secret entries in the gateway's and the tool's home, not the whole home: tools run
+ * interpreters from there (python is /root/.pyenv on our machines; nvm, ~/.local/bin, cargo and
+ * rustup too) and the user tier's tools live in ~/.ai/tools, so an empty home breaks them, and
+ * re-binding "the interpreter's folder" would have to guess which folders a runtime reads.
+ * Other users' homes hold nothing a tool of this user runs, so they are masked whole — unless the
+ * project, the call's folder, the command or a PATH folder lies in one.
+ */
+
+/** Relative to a home folder. Files and folders alike; only those present are masked. */
+export const HOME_SECRETS: readonly string[] = [
+  '.ssh', '.gnupg', '.aws', '.azure', '.kube', '.config/gcloud', '.config/gh', '.config/hub', '.config/git/credentials',
+  '.docker/config.json', '.config/containers/auth.json', '.netrc', '.npmrc', '.yarnrc', '.yarnrc.yml', '.pypirc', '.pgpass',
+  '.git-credentials', '.cargo/credentials', '.cargo/credentials.toml', '.m2/settings.xml', '.gradle/gradle.properties',
+  '.terraform.d/credentials.tfrc.json', '.vault-token', '.password-store', '.local/share/keyrings', '.claude/.credentials.json',
+  '.env', '.ai/logs', '.ai/state', '.ai/vectors',
+  '.bash_history', '.zsh_history', '.sh_history', '.history', '.python_history', '.node_repl_history', '.psql_history',
+  '.mysql_history', '.sqlite_history', '.rediscli_history', '.lesshst', '.viminfo', '.local/share/fish/fish_history',
+];
+
+/** Outside homes; root-owned, so a gateway run as root would otherwise show them to its tools. */
+const SYSTEM_SECRETS: readonly string[] = ['/etc/shadow', '/etc/shadow-', '/etc/gshadow', '/etc/gshadow-', '/run/secrets'];
+const SSH_HOST_KEYS = '/etc/ssh';
+const HOME_ROOTS = ['/home'];
+/** More homes than this under /home are not enumerated one by one. */
+const MAX_HOMES = 256;
+
+export interface MaskRequest {
+  /** The project whose secret locations are masked, and the allow lists of the call's contexts. */
+  project?: { root: string; allow: readonly (readonly string[])[] };
+  /** The tool's HOME, besides the gateway user's. */
+  home?: string;
+  /** Paths that must stay visible: the cwd, the project, the command, the PATH folders. */
+  keep: readonly string[];
+}
+
+export interface SecretMasks {
+  /** The bwrap arguments that mask everything `request` asks to hide; to be placed after the binds. */
+  args(request: MaskRequest): string[];
+}
+
+export interface SecretMasksOptions {
+  limits?: WalkLimits;
+  /** Told once per project when its walk hit a bound. */
+  warn?: (message: string) => void;
+}
+
+/**
+ * Masks with a cache of each project's walk, kept while no folder it read has changed (one lstat
+ * per folder instead of a readdir per folder on every spawn).
+ */
+export function createSecretMasks(options: SecretMasksOptions = {}): SecretMasks {
+  const limits = options.limits ?? DEFAULT_WALK_LIMITS;
+  const walks = new Map<string, SecretWalk>();
+  let empty: string | undefined;
+  const warned = new Set<string>();
+
+  function projectEntries(root: string, allow: readonly (readonly string[])[]) {
+    const key = JSON.stringify([root, allow]);
+    let walk = walks.get(key);
+    if (walk === undefined || walkIsStale(walk)) {
+      walk = walkSecrets(root, allow, limits);
+      walks.set(key, walk);
+      if (walk.truncated && !warned.has(root)) {
+        warned.add(root);
+        (options.warn ?? console.warn)(`sandbox: the search for secret files in ${root} stopped at ${limits.maxEntries} entries or ${limits.maxDepth} folders deep; secrets beyond that are not masked from subprocess tools`);
+      }
+    }
+    return walk.entries;
+  }
+
+  return {
+    args(request) {
+      const wanted: string[] = [];
+      if (request.project) wanted.push(...projectEntries(request.project.root, request.project.allow).map((e) => e.path));
+      wanted.push(...gitDirsOf(request.project));
+      const own = new Set([userInfo().homedir, ...(request.home ? [request.home] : [])].filter((h) => path.isAbsolute(h)));
+      for (const home of own) wanted.push(...HOME_SECRETS.map((entry) => path.join(home, entry)));
+      const others = [...otherHomes(own)];
+      const keep = request.keep.map(real).filter((k): k is string => k !== undefined);
+      for (const home of others) {
+        const realHome = real(home);
+        if (realHome === undefined) continue;
+        if (keep.some((k) => isWithin(k, realHome) || isWithin(realHome, k))) wanted.push(...HOME_SECRETS.map((entry) => path.join(home, entry)));
+        else wanted.push(home);
+      }
+      wanted.push(...SYSTEM_SECRETS, ...sshHostKeys());
+      empty ??= emptyFile();
+      return maskArgs(wanted, empty);
+    },
+  };
+}
+
+/**
+ * Turns paths into bwrap mounts: each one that exists, by its real path (a mount follows symlinks,
+ * and the type of what it masks decides the mount), parents before children, and none inside
+ * another masked folder (its mount point would be gone).
+ */
+function maskArgs(paths: readonly string[], empty: string): string[] {
+  const found = new Map<string, boolean>();
+  for (const p of paths) {
+    const target = real(p);
+    if (target === undefined || target === '/' || found.has(target)) continue;
+    try {
+      const st = statSync(target);
+      if (st.isDirectory()) found.set(target, true);
+      else if (st.isFile()) found.set(target, false);
+      // Sockets, fifos and devices are not mountable as files; none of the secret names are one.
+    } catch {
+      // vanished between the walk and now
+    }
+  }
+  const sorted = [...found].sort(([a], [b]) => a.length - b.length);
+  const dirs: string[] = [];
+  const out: string[] = [];
+  for (const [target, dir] of sorted) {
+    if (dirs.some((d) => isWithin(target, d))) continue;
+    if (dir) {
+      dirs.push(target);
+      out.push('--tmpfs', target, '--remount-ro', target);
+    } else {
+      out.push('--ro-bind', empty, target);
+    }
+  }
+  return out;
+}
+
+/** A `.git` file (a worktree, a submodule) points at the real git folder, outside the project: mask that one too. */
+function gitDirsOf(project: MaskRequest['project']): string[] {
+  if (project === undefined) return [];
+  const dotGit = path.join(project.root, '.git');
+  try {
+    if (!lstatSync(dotGit).isFile()) return [];
+    // The folder it names follows the grant of `.git` itself.
+    if (project.allow.length > 0 && project.allow.every((globs) => matchesAny(globs, '.git'))) return [];
+    const line = /^gitdir:\s*(.+)$/mu.exec(readFileSync(dotGit, 'utf8').slice(0, 4096));
+    if (!line?.[1]) return [];
+    const gitDir = path.resolve(project.root, line[1].trim());
+    const out = [gitDir];
+    try {
+      out.push(path.resolve(gitDir, readFileSync(path.join(gitDir, 'commondir'), 'utf8').trim()));
+    } catch {
+      // a plain `git init --separate-git-dir` has no commondir
+    }
+    return out;
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * An empty file of ours, read-only, to bind over secret files: one per user in the temp folder,
+ * reused across runs. One that is not what we made (not a plain empty file of ours, or writable by
+ * others) is not used; a fresh private one is made instead.
+ */
+function emptyFile(): string {
+  const { uid } = userInfo();
+  const shared = path.join(tmpdir(), `kiwi-sandbox-empty-${uid}`);
+  try {
+    writeFileSync(shared, '', { flag: 'wx', mode: 0o444 });
+  } catch {
+    // there already, or the temp folder is not writable: checked below
+  }
+  try {
+    const st = lstatSync(shared);
+    if (st.isFile() && st.size === 0 && st.uid === uid && (st.mode & 0o222) === 0) return shared;
+  } catch {
+    // fall through to a private one
+  }
+  const file = path.join(mkdtempSync(path.join(tmpdir(), 'kiwi-sandbox-')), 'empty');
+  writeFileSync(file, '', { mode: 0o444 });
+  return file;
+}
+
+function* otherHomes(own: ReadonlySet<string>): Iterable<string> {
+  const ownReal = new Set([...own].map(real));
+  if (!ownReal.has('/root')) yield '/root';
+  for (const dir of HOME_ROOTS) {
+    let names: string[];
+    try {
+      names = readdirSync(dir).slice(0, MAX_HOMES);
+    } catch {
+      continue;
+    }
+    for (const name of names) {
+      const home = path.join(dir, name);
+      if (!ownReal.has(real(home))) yield home;
+    }
+  }
+}
+
+function sshHostKeys(): string[] {
+  try {
+    return readdirSync(SSH_HOST_KEYS).filter((n) => /^ssh_host_.*_key$/u.test(n)).map((n) => path.join(SSH_HOST_KEYS, n));
+  } catch {
+    return [];
+  }
+}
+
+function real(p: string): string | undefined {
+  try {
+    return realpathSync(p);
+  } catch {
+    return undefined;
+  }
+}
+
+function isWithin(child: string, dir: string): boolean {
+  return child === dir || child.startsWith(dir.endsWith('/') ? dir : `${dir}/`);
+}

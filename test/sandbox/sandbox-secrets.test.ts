@@ -1,0 +1,175 @@
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { childContext } from '../../src/policy/permission-context.js';
+import { detectBwrap } from '../../src/primitives/sandbox.js';
+import { openProject, type Project } from '../../src/project.js';
+import { createTempProject, REPO_ROOT, type TempProject } from '../helpers/temp-project.js';
+
+const hasBwrap = await detectBwrap();
+if (!hasBwrap && process.env.KIWI_REQUIRE_SANDBOX === '1') throw new Error('KIWI_REQUIRE_SANDBOX=1 but bwrap does not run here; install bubblewrap');
+
+/**
+ * The attack: a subprocess tool ignores the policy's path checks (they only see its arguments)
+ * and reads secrets itself. The tool below reads every path it is given (relative ones from its
+ * cwd, the project root; `~/` from its HOME) and reports the text or the error code.
+ */
+const PEEK = `import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+const { paths } = JSON.parse(readFileSync(0, 'utf8'));
+const seen = {};
+for (const p of paths.split(',')) {
+  const file = p.startsWith('~/') ? join(process.env.HOME, p.slice(2)) : p;
+  try {
+    seen[p] = statSync(file).isDirectory() ? readdirSync(file).join(' ') : readFileSync(file, 'utf8');
+  } catch (e) { seen[p] = e.code; }
+}
+console.log(JSON.stringify({ seen, env: process.env }));
+`;
+const TOOL = `tool_id: peek
+tool_type: script
+executor: node_runtime
+version: "1.0.0"
+description: "Read the files it is given"
+config:
+  script: peek.mjs
+parameters:
+  - { name: paths, type: string, required: true }
+`;
+const SECRET = 'sk-live-do-not-leak';
+const PROJECT_SECRETS = ['.env', '.env.local', '.git/config', '.ai/state/keys.json', '.ai/logs/audit/today.jsonl', 'deep/er/.env', 'certs/server.key'];
+
+let temp: TempProject;
+let home: string;
+let project: Project | undefined;
+
+beforeAll(() => {
+  // Not under /tmp: the sandbox's private /tmp would hide it anyway, and the point is the masks.
+  home = realpathSync(mkdtempSync('/var/tmp/kiwi-home-'));
+  for (const file of ['.ssh/id_rsa', '.aws/credentials', '.netrc', '.bash_history', '.config/gh/hosts.yml']) write(home, file, `${SECRET} ${file}`);
+  write(home, 'notes.txt', 'not a secret');
+});
+
+afterAll(() => rmSync(home, { recursive: true, force: true }));
+
+afterEach(async () => {
+  await project?.close();
+  project = undefined;
+  temp?.remove();
+});
+
+function write(root: string, rel: string, text: string): void {
+  mkdirSync(path.dirname(path.join(root, rel)), { recursive: true });
+  writeFileSync(path.join(root, rel), text);
+}
+
+async function openPeek(policyExtra = ''): Promise<void> {
+  temp = createTempProject();
+  temp.write('.ai/tools/project/peek.yaml', TOOL);
+  temp.write('.ai/tools/project/peek.mjs', PEEK);
+  temp.write('.ai/tools/project/git_status.yaml', readFileSync(path.join(REPO_ROOT, '.ai/tools/project/git_status.yaml'), 'utf8'));
+  for (const file of PROJECT_SECRETS) temp.write(file, `${SECRET} ${file}`);
+  temp.write('docs/readme.txt', 'plain docs');
+  temp.write('.ai/config/policy.yaml', `version: 1\ntools: [peek, git_status]\nfilesystem: { read: ["**"], write: ["docs/**"]${policyExtra} }\ncommands: [{ executable: node }, { executable: git }]\nsandbox: { mode: require, secrets: { "git_*": [".git", ".git/**"] } }\n`);
+  const env = { PATH: process.env.PATH, HOME: home, OPENAI_API_KEY: SECRET, DATABASE_URL: `postgres://u:${SECRET}@h/db` };
+  project = await openProject({ projectDir: temp.root, env, session: 'secrets-test' });
+}
+
+async function peek(paths: string[], context?: Project['policy']): Promise<{ seen: Record<string, string>; env: Record<string, string> }> {
+  if (!project) throw new Error('open the project first');
+  const outcome = await project.proxy.call({ tool: 'peek', args: { paths: paths.join(',') }, session: 'secrets-test', client: 'test', source: 'cli', ...(context ? { context } : {}) });
+  if (outcome.status !== 'ok') throw new Error(`peek failed: ${JSON.stringify(outcome)}`);
+  return JSON.parse(outcome.result.text) as { seen: Record<string, string>; env: Record<string, string> };
+}
+
+/** Nothing of the secret came through: an empty file, an empty folder, or no such file. */
+function expectHidden(seen: Record<string, string>, paths: string[]): void {
+  for (const p of paths) {
+    expect(seen[p], p).not.toContain(SECRET);
+    expect(['', 'ENOENT'], `${p}: ${seen[p]}`).toContain(seen[p]);
+  }
+}
+
+describe.runIf(hasBwrap)('a sandboxed tool reading secrets on its own', () => {
+  it("gets empty files and folders for the project's secrets, and still reads the rest of the project", async () => {
+    await openPeek();
+    const { seen } = await peek([...PROJECT_SECRETS, '.ai/state', '.git', 'docs/readme.txt', '.ai/tools/project/peek.yaml']);
+    expectHidden(seen, [...PROJECT_SECRETS, '.ai/state', '.git']);
+    expect(seen['docs/readme.txt']).toBe('plain docs');
+    expect(seen['.ai/tools/project/peek.yaml']).toBe(TOOL);
+    // Outside the sandbox nothing changed.
+    expect(readFileSync(path.join(temp.root, '.env'), 'utf8')).toContain(SECRET);
+  });
+
+  it("gets nothing from its home's keys, credentials and history, but its other files stay", async () => {
+    await openPeek();
+    const secrets = ['~/.ssh/id_rsa', '~/.aws/credentials', '~/.netrc', '~/.bash_history', '~/.config/gh/hosts.yml', '~/.ssh'];
+    const { seen } = await peek([...secrets, '~/notes.txt']);
+    expectHidden(seen, secrets);
+    expect(seen['~/notes.txt']).toBe('not a secret');
+  });
+
+  it('reads a secret again where allow_secret_paths names it, and only that one', async () => {
+    await openPeek(', allow_secret_paths: [".env", ".git/config"]');
+    const { seen } = await peek(PROJECT_SECRETS);
+    expect(seen['.env']).toBe(`${SECRET} .env`);
+    expect(seen['.git/config']).toBe(`${SECRET} .git/config`);
+    expectHidden(seen, PROJECT_SECRETS.filter((p) => p !== '.env' && p !== '.git/config'));
+  });
+
+  it("follows the call's context: a narrower one (a directive's) masks what the policy allowed", async () => {
+    await openPeek(', allow_secret_paths: [".env"]');
+    if (!project) throw new Error('no project');
+    const narrow = childContext(project.policy, { ...project.policy.rules, fsSecrets: [] }, 'directive narrow');
+    expectHidden((await peek(['.env'], narrow)).seen, ['.env']);
+    expect((await peek(['.env'])).seen['.env']).toBe(`${SECRET} .env`);
+  });
+
+  it('masks a secret created after an earlier call (the cached walk notices the change)', async () => {
+    await openPeek();
+    expect((await peek(['docs/readme.txt'])).seen['docs/readme.txt']).toBe('plain docs');
+    temp.write('docs/new/.env.production', SECRET);
+    temp.write('id_ed25519', SECRET);
+    expectHidden((await peek(['docs/new/.env.production', 'id_ed25519'])).seen, ['docs/new/.env.production', 'id_ed25519']);
+  });
+
+  it('lets the tools that sandbox.secrets names read .git: git runs for git_status', async () => {
+    await openPeek();
+    rmSync(path.join(temp.root, '.git'), { recursive: true });
+    execFileSync('git', ['init', '-q', temp.root]);
+    const outcome = await project?.proxy.call({ tool: 'git_status', args: {}, session: 'secrets-test', client: 'test', source: 'cli' });
+    if (outcome?.status !== 'ok') throw new Error(`git_status failed: ${JSON.stringify(outcome)}`);
+    expect(outcome.result.exitCode).toBe(0);
+    expect(outcome.result.text).toMatch(/^## No commits yet on /mu);
+    // And the peek tool still does not see it.
+    expectHidden((await peek(['.git/HEAD'])).seen, ['.git/HEAD']);
+  });
+
+  it('sees no secret in its environment and cannot read the environ of processes outside', async () => {
+    await openPeek();
+    const holder: ChildProcess = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { env: { ...process.env, KIWI_HOLDER_SECRET: SECRET }, stdio: 'ignore' });
+    try {
+      const { seen, env } = await peek([`/proc/${holder.pid}/environ`, `/proc/${process.pid}/environ`, '/proc/1/environ']);
+      expect(JSON.stringify(env)).not.toContain(SECRET);
+      expect(env.OPENAI_API_KEY).toBeUndefined();
+      // Pid 1 is the sandbox's own; the holder's and the gateway's pids are not in its /proc (or are other, sandboxed processes).
+      for (const text of Object.values(seen)) expect(text).not.toContain(SECRET);
+      expect(seen['/proc/1/environ']).not.toContain('OPENAI_API_KEY');
+    } finally {
+      holder.kill();
+    }
+  });
+
+  it('cannot read /etc/shadow when the gateway could', async () => {
+    await openPeek();
+    let outside: string;
+    try {
+      outside = readFileSync('/etc/shadow', 'utf8');
+    } catch {
+      return; // a gateway that cannot read it itself has nothing there to hide
+    }
+    expect(outside.length).toBeGreaterThan(0);
+    expectHidden((await peek(['/etc/shadow'])).seen, ['/etc/shadow']);
+  });
+});

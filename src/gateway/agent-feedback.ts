@@ -130,6 +130,11 @@ function outcomeLines(item: Extract<FeedbackItem, { kind: 'outcome' }>, body: st
   if (outcome.stuck) {
     lines.push('Note: this exact call repeats one you have already made several times. Do not make it again: use the result you have, change your approach, or answer.');
   }
+  // A hook's directive action: the agent is the one who runs a directive today (it follows its steps).
+  for (const d of outcome.directives ?? []) {
+    const inputs = Object.keys(d.inputs).length === 0 ? '' : ` with inputs ${JSON.stringify(d.inputs)}`;
+    lines.push(`A hook of the policy asks you to run the directive ${d.name}${inputs} next: load it (its steps tell you what to do) before you go on.`);
+  }
   return lines;
 }
 

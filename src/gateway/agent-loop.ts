@@ -108,6 +108,7 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
     resolve: deps.resolve,
     call: deps.call,
     ...(deps.approve ? { approve: deps.approve } : {}),
+    cost: () => ({ turns, tokens: (usage.inputTokens ?? 0) + (usage.outputTokens ?? 0) }),
     ...(deps.describeTool ? { describeTool: deps.describeTool } : {}),
     ...(deps.steps ? { steps: deps.steps } : {}),
     limits,

@@ -12,6 +12,8 @@ export interface IntentWorkerDeps {
   call(call: LoopCall): Promise<CallOutcome>;
   /** Asks a person about a call that needs one; absent, such calls are denied. */
   approve?: LoopApprover;
+  /** What the request has used so far (`turns`, `tokens`; the worker adds `tool_calls`), for hook conditions. */
+  cost?: () => Record<string, number>;
   /** A tool's one-line schema, for the closest tools of an unresolved intent (absent: ids only). */
   describeTool?: (id: string) => string | undefined;
   /** How an intent is split into ordered steps (split-steps.ts); give `actionWords` to let a plain "and" split. */
@@ -73,6 +75,7 @@ export function createIntentWorker(deps: IntentWorkerDeps): IntentWorker {
   let toolCalls = 0;
   let limit: LimitName | undefined;
   let turn: TurnReport = emptyTurn();
+  const hookLimits = { turns: limits.maxTurns, tool_calls: limits.maxToolCalls, tokens: limits.maxTokens, duration_ms: limits.maxDurationMs };
 
   const unresolved = (index: number, intent: string, reason: string, missing: string[], candidates: string[], found?: Record<string, unknown>, step?: StepPlace): void => {
     deps.push({ type: 'unresolved', index, intent, reason, missing, candidates });
@@ -118,7 +121,8 @@ export function createIntentWorker(deps: IntentWorkerDeps): IntentWorker {
     const t0 = deps.now();
     const approver = deps.approve;
     const approve = approver && ((ask: ApprovalAsk) => approver(callId, ask, (where) => deps.push({ type: 'approval', index, callId, tool: call.tool, reason: ask.reason, timeoutMs: ask.timeoutMs, ...where })));
-    const outcome = await deps.call({ tool: call.tool, args: call.arguments, source: 'gateway', signal, ...(approve ? { approve } : {}) });
+    const cost = { ...deps.cost?.(), tool_calls: toolCalls };
+    const outcome = await deps.call({ tool: call.tool, args: call.arguments, source: 'gateway', signal, cost, limits: hookLimits, ...(approve ? { approve } : {}) });
     const shown = shownResult(outcome, limits.maxResultChars);
     deps.push({ type: 'result', index, callId, tool: call.tool, ...shown, durationMs: Math.max(0, deps.now() - t0) });
     const ok = !shown.isError;

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync, readdirSync, realpathSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import { KiwiError } from '../errors.js';
 import { createSecretMasks } from './sandbox-masks.js';
@@ -205,12 +205,16 @@ function sandboxArgv(bwrap: string, helpers: Helpers, limits: SandboxLimits, arg
 
 /**
  * The folders a set of write globs (relative to `root`) can touch: the literal folder prefix of
- * each glob, when it exists. Binds are per folder, so the sandbox is as wide as the policy's
- * widest glob folder (`src/**` → `src/`; `**\/*.md` → the whole project); the policy's own path
- * check stays the precise one. Folders whose real path leaves the project are dropped.
+ * each glob (`src/**` → `src/`; `**\/*.md` → the whole project), or the file itself when a glob
+ * names one that exists. Binds are per folder, so the sandbox is as wide as the policy's widest
+ * glob folder; the policy's own path check stays the precise one. A folder that does not exist
+ * yet is created (the policy grants writing in it), never replaced by its parent: `.ai/notes/**`
+ * must not make `.ai`, the policy's own folder, writable. Folders whose real path leaves the
+ * project are dropped, and nothing is created through them.
  */
 export function writeFoldersOf(root: string, globs: string[]): string[] {
   const realRoot = realpathSync(root);
+  const inside = (real: string): boolean => real === realRoot || real.startsWith(`${realRoot}${path.sep}`);
   const folders = new Set<string>();
   for (const glob of globs) {
     const parts = glob.split('/');
@@ -220,12 +224,16 @@ export function writeFoldersOf(root: string, globs: string[]): string[] {
       literal.push(part);
     }
     const last = parts.at(-1) ?? '';
-    if (literal.length === parts.length - 1 && !/[*?[\]{}()!+@]/u.test(last)) literal.push(last);
-    let dir = path.join(root, ...literal);
-    while (!existsSync(dir) && dir !== root) dir = path.dirname(dir);
-    // A symlinked folder must not carry the grant out of the project.
+    const named = literal.length === parts.length - 1 && !/[*?[\]{}()!+@]/u.test(last) ? path.join(root, ...literal, last) : undefined;
+    // A glob that names an existing file or folder binds it; one that names a file to be made binds its folder.
+    const dir = named !== undefined && existsSync(named) ? named : path.join(root, ...literal);
+    let existing = dir;
+    while (!existsSync(existing)) existing = path.dirname(existing);
+    // A symlinked folder must not carry the grant out of the project, nor be created through.
+    if (!inside(realpathSync(existing))) continue;
+    if (existing !== dir) mkdirSync(dir, { recursive: true });
     const real = realpathSync(dir);
-    if (real === realRoot || real.startsWith(`${realRoot}${path.sep}`)) folders.add(real);
+    if (inside(real)) folders.add(real);
   }
   return [...folders];
 }

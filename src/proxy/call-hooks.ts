@@ -67,9 +67,14 @@ function callEvent(request: ToolCall, name: CallEventName, fields: CallEventFiel
   const tool = fields.tool;
   return {
     event: { name, code: fields.code ?? '', detail: fields.detail ?? {} },
+    // The same keys for every tool, so a condition that reads one never fails on an MCP server's
+    // own tool (not in the registry: counted as changing state, as prefetch counts it).
     tool: {
       id: request.tool,
-      ...(tool === undefined ? {} : { type: tool.type, mutates_state: tool.mutatesState, requires_approval: tool.requiresApproval, tags: tool.tags }),
+      type: tool?.type ?? 'mcp',
+      mutates_state: tool?.mutatesState ?? true,
+      requires_approval: tool?.requiresApproval ?? false,
+      tags: tool?.tags ?? [],
     },
     arguments: isRecord(fields.args) ? fields.args : {},
     client: { name: request.client, source: request.source, session: request.session },

@@ -596,6 +596,12 @@ describe('agent feedback', () => {
     expect(text).toMatch(/\[4\] Intent: zebra\nNot run: no tool fits\nNo tool fits this intent/);
   });
 
+  it("passes on the directives a hook asked for, with their inputs, after the call's result", () => {
+    const directives = [{ name: 'handle_timeout', inputs: { tool: 'echo_text' } }];
+    const text = feedbackMessage([{ kind: 'outcome', intent: 'echo x', call, outcome: { ...base, stuck: false, status: 'error', error: { code: 'TOOL_TIMEOUT', message: 'too slow' }, directives } }], { maxResultChars: 1000, marker: 'DO' });
+    expect(text).toMatch(/TOOL_TIMEOUT: too slow\nDATA \w+>>>\nA hook of the policy asks you to run the directive handle_timeout with inputs \{"tool":"echo_text"\} next/);
+  });
+
   it('keeps the results of one message within maxChars: a result past it is cut, then left out with a note', () => {
     const ok = (text: string) => ({ kind: 'outcome' as const, intent: 'print', call, outcome: { ...base, stuck: false, status: 'ok' as const, result: { text, isError: false } } });
     const text = feedbackMessage([ok('a'.repeat(300)), ok('b'.repeat(300)), ok('c'.repeat(300))], { maxResultChars: 1000, maxChars: 400 });

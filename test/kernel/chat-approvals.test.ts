@@ -1,4 +1,4 @@
-import { appendFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -34,7 +34,8 @@ beforeAll(async () => {
         'tool_id: ship_release\ntool_type: script\nexecutor: node_runtime\nversion: "1.0.0"\ndescription: "Ship a release to production"\nrequires_approval: true\nconfig:\n  script: ship.mjs\nparameters:\n  - { name: version, type: string, required: true }\n',
       );
       allowTools(root, ['ship_release']);
-      appendFileSync(path.join(root, '.ai', 'config', 'policy.yaml'), 'approvals: { timeout_s: 4 }\n');
+      const policy = path.join(root, '.ai', 'config', 'policy.yaml');
+      writeFileSync(policy, readFileSync(policy, 'utf8').replace(/^ {2}timeout_s: \d+$/m, '  timeout_s: 4'));
     },
   });
   url = served.server.url;

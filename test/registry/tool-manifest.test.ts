@@ -53,6 +53,7 @@ examples: ["weather in Paris"]
       version: '1.0.0',
       description: 'Get the weather forecast for coordinates',
       mutatesState: false,
+      requiresApproval: false,
       config: {
         method: 'GET',
         url_template: 'https://api.example.com/v1/forecast?lat={lat}&lon={lon}',

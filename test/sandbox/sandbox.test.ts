@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, realpathSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, realpathSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -195,14 +195,22 @@ describe('without bwrap', () => {
 describe('writeFoldersOf', () => {
   it('binds the literal folder of each write glob', async () => {
     await mkdir(join(dir, 'src', 'gen'), { recursive: true });
-    expect(writeFoldersOf(dir, ['src/gen/**', 'src/*.ts', 'missing/x.txt', '**/*.md'])).toEqual([join(dir, 'src', 'gen'), join(dir, 'src'), dir]);
+    expect(writeFoldersOf(dir, ['src/gen/**', 'src/*.ts', '**/*.md'])).toEqual([join(dir, 'src', 'gen'), join(dir, 'src'), dir]);
+  });
+
+  it('creates a granted folder that does not exist yet rather than granting its parent (never .ai, the policy\'s folder)', async () => {
+    await mkdir(join(dir, '.ai', 'config'), { recursive: true });
+    expect(writeFoldersOf(dir, ['.ai/notes/**', 'out/reports/today.txt'])).toEqual([join(dir, '.ai', 'notes'), join(dir, 'out', 'reports')]);
+    expect(existsSync(join(dir, '.ai', 'notes'))).toBe(true);
+    expect(existsSync(join(dir, 'out', 'reports', 'today.txt'))).toBe(false);
   });
 
   it('drops a folder that is a symlink out of the project', async () => {
     const outside = await mkdtemp(join(tmpdir(), 'kiwi-outside-'));
     try {
       await symlink(outside, join(dir, 'link'));
-      expect(writeFoldersOf(dir, ['link/**'])).toEqual([]);
+      expect(writeFoldersOf(dir, ['link/**', 'link/made/**'])).toEqual([]);
+      expect(existsSync(join(outside, 'made'))).toBe(false);
     } finally {
       await rm(outside, { recursive: true, force: true });
     }

@@ -1,3 +1,4 @@
+import { LOCAL_CLIENT } from '../clients/client-auth.js';
 import { KiwiError } from '../errors.js';
 import type { SqlDb, SqlQueryable } from '../store/sql/sql-db.js';
 import type { Agents } from './agents.js';
@@ -81,8 +82,14 @@ export function createSignals(deps: SignalsDeps): Signals {
         const row = await lockExecution(tx, executionId);
         if (row === undefined) throw new KiwiError('NOT_FOUND', `not found: execution ${executionId}`);
         if (TERMINAL_STATUSES.has(row.status)) throw new KiwiError('CONFLICT', `execution is in terminal state: execution ${executionId} is ${row.status}`);
+        const chatApproval = row.origin === 'chat' && signalType === 'step.approve' && input.sender !== undefined;
+        // The client whose chat waits must not answer for the person: an agent holding a key could
+        // approve itself. Without keys (loopback: one person's machine) they answer their own chats.
+        if (chatApproval && input.sender !== LOCAL_CLIENT && chatClient(row) === input.sender) {
+          throw new KiwiError('POLICY_DENIED', `client ${input.sender} made this chat, so it cannot answer its approvals; answer with another client key (kiwi keys create NAME)`);
+        }
         // Agents' signals are recorded as sent (§12.1); a chat's approval also says who answered, for its audit.
-        const payload = row.origin === 'chat' && signalType === 'step.approve' && input.sender !== undefined ? withDecider(given, input.sender) : given;
+        const payload = chatApproval ? withDecider(given, input.sender as string) : given;
         const [received] = await appendEvents(tx, executionId, [{ type: 'signal.received', payload: { signal_type: signalType, payload } }], {}, at);
         const links = { causationId: (received as KernelEvent).id, correlationId: (received as KernelEvent).correlationId };
         let approval: { stepId: string; approved: boolean; job?: string } | undefined;
@@ -140,4 +147,15 @@ function withDecider(payload: unknown, sender: string): unknown {
   const given = (payload as Record<string, unknown>)['decided_by'];
   const named = typeof given === 'string' && given !== '' && given !== sender ? `${given.slice(0, 64)} (key ${sender})` : sender;
   return { ...payload, decided_by: named };
+}
+
+function chatClient(row: ExecutionRow): string | undefined {
+  let labels: unknown = row.labels;
+  try {
+    if (typeof labels === 'string') labels = JSON.parse(labels);
+  } catch {
+    return undefined;
+  }
+  const client = (labels as Record<string, unknown> | null)?.['client'];
+  return typeof client === 'string' ? client : undefined;
 }

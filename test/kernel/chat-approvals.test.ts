@@ -4,6 +4,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readAuditTail } from '../../src/audit/audit-reader.js';
 import { runCli } from '../../src/cli/run-cli.js';
+import { createKey, KEY_FILE } from '../../src/clients/key-store.js';
 import { allowTools } from '../helpers/demo-project.js';
 import { serveDemoGateway, type DemoGateway } from '../helpers/demo-gateway.js';
 import { openAiStream } from '../helpers/openai-sse.js';
@@ -55,9 +56,9 @@ async function story(id: string): Promise<WireEvent[]> {
 }
 
 /** A streamed chat whose first turn asks for `ship_release`; resolves once the stream says the call waits. */
-async function chatThatWaits(version: string) {
+async function chatThatWaits(version: string, apiKey = 'not-used') {
   served.llm.replyOnce(openAiStream([`Shipping. [TOOL: ship_release {"version": "${version}"}]`]), openAiStream(['Done.']));
-  const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'not-used', maxRetries: 0 });
+  const client = new OpenAI({ baseURL: `${url}/v1`, apiKey, maxRetries: 0 });
   const { data: stream, response } = await client.chat.completions.create({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: `ship ${version}` }] }).withResponse();
   const executionId = response.headers.get('x-kiwi-execution-id') as string;
   const iterator = stream[Symbol.asyncIterator]();
@@ -144,5 +145,28 @@ describe("a chat's call that needs a person", () => {
     expect(log.filter((e) => e.type === 'step.failed')).toHaveLength(1);
     expect(log.find((e) => e.type === 'signal.received')?.payload).toMatchObject({ payload: { approved: false, decided_by: 'timeout' } });
     await expect.poll(async () => (await audit()).find((r) => r.tool === 'ship_release' && (r.args as { version?: string }).version === 'v2.3')?.approval).toMatchObject({ approved: false, decided_by: 'timeout' });
+  }, 60_000);
+});
+
+describe('with client keys', () => {
+  it('the client whose chat waits cannot approve its own call; another key can, and is recorded', async () => {
+    const agent = (await createKey(path.join(served.root, KEY_FILE), 'agent')).key;
+    const ops = (await createKey(path.join(served.root, KEY_FILE), 'ops')).key;
+    // The gateway reads its key file again within a second or two: from then on every request needs a key.
+    await expect.poll(async () => (await fetch(`${url}/v0/executions`)).status, { timeout: 10_000 }).toBe(401);
+    const chat = await chatThatWaits('v2.4', agent);
+    const self = await fetch(`${url}/v0/executions/${chat.executionId}/signal`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${agent}` },
+      body: JSON.stringify({ signal_type: 'step.approve', payload: { step_id: chat.stepId, approved: true, decided_by: 'a human, honest' } }),
+    });
+    expect(self.status).toBe(403);
+    expect(await self.json()).toMatchObject({ code: 'FORBIDDEN', error: expect.stringMatching(/client agent made this chat, so it cannot answer its approvals/) });
+    expect(((await (await fetch(`${url}/v0/executions/${chat.executionId}`, { headers: { authorization: `Bearer ${ops}` } })).json()) as { status: string }).status).toBe('blocked');
+
+    const granted = await cli(['approvals', 'grant', chat.stepId, '--url', url, '--key', ops, '--as', 'bob']);
+    expect(granted.out.join('\n')).toMatch(/^granted: ship_release/);
+    expect(await chat.rest).toMatch(/shipped v2\.4/);
+    await expect.poll(async () => (await audit()).find((r) => r.tool === 'ship_release' && (r.args as { version?: string }).version === 'v2.4')?.approval).toMatchObject({ approved: true, decided_by: 'bob (key ops)' });
   }, 60_000);
 });

@@ -17,6 +17,7 @@ import { runAgentLoop } from './agent-loop.js';
 import { createChatApprovals } from './chat-approvals.js';
 import { CHAT_AGENT_ID, chatInput, chatLabels, recordChat } from './chat-execution.js';
 import { executionSteps } from './execution-steps.js';
+import { withLimitHooks } from './limit-hooks.js';
 import { openGatewayKernel } from './gateway-kernel.js';
 import { gatewayMetricFamilies, type GatewayMetrics } from './gateway-metrics.js';
 import { mcpRecorder } from './mcp-execution.js';
@@ -135,7 +136,9 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
             { ...request, model: route.model },
             { mode: run.mode, signal: controller.signal },
           );
-          yield* execution === undefined || chatSteps === undefined ? loop : recordChat(loop, execution, { mode: run.mode, cancelled: () => cancelled, steps: chatSteps, ...(approvals ? { approvals } : {}) });
+          const caller = { session: run.conversation, client: run.caller.client, source: 'gateway' as const, ...(run.caller.context ? { context: run.caller.context } : {}) };
+          const hooked = withLimitHooks(loop, (code, detail) => project.proxy.limitReached(caller, code, detail), options.log);
+          yield* execution === undefined || chatSteps === undefined ? hooked : recordChat(hooked, execution, { mode: run.mode, cancelled: () => cancelled, steps: chatSteps, ...(approvals ? { approvals } : {}) });
         } finally {
           inFlight.delete(controller);
           run.signal?.removeEventListener('abort', onClientAbort);

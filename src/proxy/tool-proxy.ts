@@ -17,7 +17,7 @@ import type { McpToolInfo } from '../mcp/client-pool.js';
 import type { Checkpointer } from '../checkpoints/checkpointer.js';
 import type { LoadedHook } from '../hooks/hook-runner.js';
 import { approvalReason, waitForApproval, type AskApproval } from './approval.js';
-import { eventCode, fireCallHooks, type CallEventName, type CallEventFields } from './call-hooks.js';
+import { eventCode, fireCallHooks, type CallEventName, type CallEventFields, type Fired } from './call-hooks.js';
 
 export type CallSource = 'cli' | 'gateway' | 'mcp' | 'prefetch' | 'runner';
 
@@ -86,6 +86,12 @@ export interface ToolProxy {
    * (`kiwi audit tail` and `kiwi predictor train` read every record as one).
    */
   listMcpTools(server: string, caller?: Pick<ToolCall, 'context' | 'signal'>): Promise<ListOutcome>;
+  /**
+   * The hooks' `limit` event for a limit that stopped a request (`code`: `turns`, `tokens`,
+   * `budget`, …), outside any one call: webhooks are sent; the notes and directives asked for
+   * come back for the caller to report.
+   */
+  limitReached(caller: Omit<ToolCall, 'tool' | 'args' | 'approve'>, code: string, detail: Record<string, unknown>): Promise<Fired>;
 }
 
 /**
@@ -219,5 +225,7 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
     return { status: 'ok', tools: tools.filter((t) => checkMcpTool(ctx, t.qualifiedName).allowed) };
   }
 
-  return { call, reuse, listMcpTools };
+  const limitReached: ToolProxy['limitReached'] = (caller, code, detail) => fireCallHooks(hookDeps, { ...caller, tool: '' }, 'limit', { code, detail, args: {}, tool: undefined });
+
+  return { call, reuse, listMcpTools, limitReached };
 }

@@ -138,6 +138,13 @@ describe('hooks on calls', () => {
     expect(received[0]?.body).toMatchObject({ event: { name: 'limit', code: 'rate_limited' }, tool: { id: 'rate_me' } });
   });
 
+  it('a limit that stops a chat request fires the limit event outside any call', async () => {
+    received.length = 0;
+    const fired = await project.proxy.limitReached({ session: 'hooks-test', client: 'tester', source: 'gateway', cost: { turns: 8 }, limits: { turns: 8 } }, 'turns', { turns: 8 });
+    expect(fired.notes).toEqual([expect.stringMatching(/^webhook sent to /)]);
+    expect(received[0]?.body).toMatchObject({ event: { name: 'limit', code: 'turns', detail: { turns: 8 } }, tool: { id: '' }, client: { name: 'tester' }, cost: { turns: 8 } });
+  });
+
   it('a webhook that fails on before_call refuses the call (hooks fail closed)', async () => {
     const outcome = await call('echo_args', { text: 'tell the closed port' });
     expect(outcome.status).toBe('denied');

@@ -97,6 +97,11 @@ export function createChatApprovals(deps: ChatApprovalDeps): ChatApprovals {
   };
 }
 
+/** What a client is told while its call waits (a chat's stream, an MCP client's progress or log). */
+export function waitingText(reason: string, stepId: string, timeoutMs: number): string {
+  return `waiting for approval (${reason}): a person answers with \`kiwi approvals grant ${stepId}\` or \`kiwi approvals deny ${stepId}\` within ${Math.round(timeoutMs / 1000)} s`;
+}
+
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     const done = (): void => {

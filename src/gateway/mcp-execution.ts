@@ -3,18 +3,21 @@ import type { ChatJournal } from '../kernel/chat-journal.js';
 import type { MetaRecorder } from '../mcp/meta-server.js';
 import type { CallOutcome, ToolCall } from '../proxy/tool-proxy.js';
 import { CHAT_AGENT_ID, keep } from './chat-execution.js';
+import type { ApprovalAnswer, ApprovalAsk } from '../proxy/approval.js';
+import { createChatApprovals, waitingText, type ChatApprovalDeps } from './chat-approvals.js';
 import { executionSteps } from './execution-steps.js';
 
 /**
  * Each MCP `execute` and `resolve` on the gateway's /mcp as a kernel execution, like a chat: its
  * arguments as the input, each tool call it makes as a step, the result's text as the output.
  * The result's `_meta` names the execution; cancelling it stops the call (the meta-tool then
- * answers with an error saying so).
+ * answers with an error saying so). A call that needs a person's approval waits on its step
+ * (chat-approvals.ts), the client told how to answer.
  */
 /** Where a recorded result names its execution (GET /v0/executions/{id}/events). */
 export const EXECUTION_ID_META = 'kiwi.gateway/execution_id';
 
-export function mcpRecorder(journal: ChatJournal, options: { call: (call: ToolCall) => Promise<CallOutcome>; stepDeadlineMs: number }): MetaRecorder {
+export function mcpRecorder(journal: ChatJournal, options: { call: (call: ToolCall) => Promise<CallOutcome>; stepDeadlineMs: number; kernel: ChatApprovalDeps['kernel'] }): MetaRecorder {
   return async (request, run) => {
     const controller = new AbortController();
     const onAbort = (): void => controller.abort(request.signal.reason);
@@ -30,10 +33,14 @@ export function mcpRecorder(journal: ChatJournal, options: { call: (call: ToolCa
       },
     });
     const steps = executionSteps(execution, options.stepDeadlineMs);
+    // A call that needs a person waits as a chat's does; the client is told while its tool call is open.
+    const approvals = createChatApprovals({ execution, steps, kernel: options.kernel });
     try {
       const result = await run(async (call, details) => {
         const step = steps.open({ tool: call.tool, arguments: call.args }, details);
-        const outcome = await options.call({ ...call, signal: controller.signal });
+        approvals.stepOpened(step, step);
+        const approve = (ask: ApprovalAsk): Promise<ApprovalAnswer> => approvals.approve(step, ask, (where) => request.notify(waitingText(ask.reason, where.stepId, ask.timeoutMs)));
+        const outcome = await options.call({ ...call, signal: controller.signal, approve });
         steps.settle(step, outcome.status === 'ok' && outcome.result.isError ? 'error' : outcome.status, outcomeText(outcome));
         return outcome;
       }, controller.signal);

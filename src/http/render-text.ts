@@ -1,3 +1,4 @@
+import { waitingText } from '../gateway/chat-approvals.js';
 import type { LoopEvent, LoopMode } from '../gateway/loop-types.js';
 
 /**
@@ -44,7 +45,7 @@ export function renderEventText(event: LoopEvent, mode: LoopMode, options: Rende
     case 'unresolved':
       return `\nunresolved: ${oneLine(event.reason, max)}\n`;
     case 'approval':
-      return `waiting for approval (${oneLine(event.reason, max)}): a person answers with \`kiwi approvals grant ${event.stepId}\` or \`kiwi approvals deny ${event.stepId}\` within ${Math.round(event.timeoutMs / 1000)} s\n`;
+      return `${waitingText(oneLine(event.reason, max), event.stepId, event.timeoutMs)}\n`;
     case 'result': {
       if (event.status === 'denied') return `denied: ${oneLine(event.text, max)}\n`;
       const shown = shorten(event.text, max);

@@ -6,6 +6,8 @@
 import { resolvableTools } from '../resolver/resolver.js';
 import { catalogActionWords, type SplitOptions } from '../resolver/split-steps.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import type { ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import { LOCAL_CALLER } from '../clients/client-auth.js';
 import type { Project } from '../project.js';
 import type { Caller } from '../proxy/caller.js';
@@ -36,7 +38,7 @@ export interface MetaServerDeps {
  * tool calls become steps) and a signal that also fires when the execution is cancelled.
  */
 export type MetaRecorder = (
-  request: { tool: 'execute' | 'resolve'; arguments: unknown; caller: Caller; signal: AbortSignal },
+  request: { tool: 'execute' | 'resolve'; arguments: unknown; caller: Caller; signal: AbortSignal; notify(message: string): void },
   run: (runCall: NonNullable<MetaContext['runCall']>, signal: AbortSignal) => Promise<MetaResult>,
 ) => Promise<MetaResult>;
 
@@ -59,10 +61,11 @@ export function createMetaServer(deps: MetaServerDeps): McpServer {
     caller: deps.caller ?? LOCAL_CALLER,
     steps: deps.steps ?? { actionWords: catalogActionWords(resolvableTools(deps.project.registry.tools.values()).values()) },
   };
-  const server = new McpServer(deps.serverInfo ?? DEFAULT_INFO, { instructions: INSTRUCTIONS, maxToolInputElements: MAX_INPUT_ELEMENTS });
+  // Logging: a call that waits for a person says so to the client while the tool call is open.
+  const server = new McpServer(deps.serverInfo ?? DEFAULT_INFO, { instructions: INSTRUCTIONS, maxToolInputElements: MAX_INPUT_ELEMENTS, capabilities: { logging: {} } });
   const record = deps.record;
-  const recorded = (tool: 'execute' | 'resolve', args: unknown, signal: AbortSignal, run: (ctx: MetaContext, signal: AbortSignal) => Promise<MetaResult>): Promise<MetaResult> =>
-    guard(() => (record === undefined ? run(ctx, signal) : record({ tool, arguments: args, caller: ctx.caller, signal }, (runCall, s) => run({ ...ctx, runCall }, s))));
+  const recorded = (tool: 'execute' | 'resolve', args: unknown, extra: ToolExtra, run: (ctx: MetaContext, signal: AbortSignal) => Promise<MetaResult>): Promise<MetaResult> =>
+    guard(() => (record === undefined ? run(ctx, extra.signal) : record({ tool, arguments: args, caller: ctx.caller, signal: extra.signal, notify: notifier(extra) }, (runCall, s) => run({ ...ctx, runCall }, s))));
 
   server.registerTool(
     'search',
@@ -100,7 +103,7 @@ export function createMetaServer(deps: MetaServerDeps): McpServer {
       inputSchema: executeShape,
       annotations: { destructiveHint: true, openWorldHint: true },
     },
-    (args, extra) => recorded('execute', args, extra.signal, (c, signal) => execute(c, args, signal)),
+    (args, extra) => recorded('execute', args, extra, (c, signal) => execute(c, args, signal)),
   );
 
   server.registerTool(
@@ -124,8 +127,25 @@ export function createMetaServer(deps: MetaServerDeps): McpServer {
       inputSchema: resolveShape,
       annotations: { destructiveHint: true, openWorldHint: true },
     },
-    (args, extra) => recorded('resolve', args, extra.signal, (c, signal) => resolve(c, args, signal)),
+    (args, extra) => recorded('resolve', args, extra, (c, signal) => resolve(c, args, signal)),
   );
 
   return server;
+}
+
+type ToolExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+
+/**
+ * Tells the client something while its tool call runs: as progress when it asked for progress
+ * (which also keeps an SDK client's request timeout from running out), else as a log message.
+ */
+function notifier(extra: ToolExtra): (message: string) => void {
+  return (message) => {
+    const token = extra._meta?.progressToken;
+    const notification: ServerNotification =
+      token === undefined
+        ? { method: 'notifications/message', params: { level: 'warning', logger: 'kiwi-gateway', data: message } }
+        : { method: 'notifications/progress', params: { progressToken: token, progress: 0, message } };
+    void extra.sendNotification(notification).catch(() => undefined);
+  };
 }

@@ -1,5 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readAuditTail } from '../../src/audit/audit-reader.js';
@@ -145,6 +147,29 @@ describe("a chat's call that needs a person", () => {
     expect(log.filter((e) => e.type === 'step.failed')).toHaveLength(1);
     expect(log.find((e) => e.type === 'signal.received')?.payload).toMatchObject({ payload: { approved: false, decided_by: 'timeout' } });
     await expect.poll(async () => (await audit()).find((r) => r.tool === 'ship_release' && (r.args as { version?: string }).version === 'v2.3')?.approval).toMatchObject({ approved: false, decided_by: 'timeout' });
+  }, 60_000);
+});
+
+describe("an MCP client's call that needs a person", () => {
+  it('waits on its step: the client is told how to answer through progress, and the call runs once granted', async () => {
+    const client = new Client({ name: 'approvals-test', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp`)));
+    try {
+      const told: string[] = [];
+      const running = client.callTool({ name: 'execute', arguments: { item_type: 'tool', action: 'run', item_id: 'ship_release', parameters: { version: 'v3.0' } } }, undefined, {
+        onprogress: (p) => void told.push(p.message ?? ''),
+        resetTimeoutOnProgress: true,
+      });
+      await expect.poll(() => told.join('\n'), { timeout: 15_000 }).toMatch(/waiting for approval .*kiwi approvals grant [0-9a-f-]{36}/);
+      const stepId = /kiwi approvals grant ([0-9a-f-]{36})/.exec(told.join('\n'))?.[1] as string;
+      const granted = await cli(['approvals', 'grant', stepId, '--url', url]);
+      expect(granted.out.join('\n')).toMatch(/^granted: ship_release \{"version":"v3\.0"\}/);
+      const result = (await running) as { content: { type: string; text: string }[]; isError?: boolean };
+      expect(result.isError).not.toBe(true);
+      expect(result.content.map((c) => c.text).join('')).toContain('shipped v3.0');
+    } finally {
+      await client.close();
+    }
   }, 60_000);
 });
 

@@ -3,6 +3,7 @@ import type { ChatJournal } from '../kernel/chat-journal.js';
 import type { MetaRecorder } from '../mcp/meta-server.js';
 import type { CallOutcome, ToolCall } from '../proxy/tool-proxy.js';
 import { CHAT_AGENT_ID, keep } from './chat-execution.js';
+import type { Budgets } from '../budgets/budget-meter.js';
 import type { ApprovalAnswer, ApprovalAsk } from '../proxy/approval.js';
 import { createChatApprovals, waitingText, type ChatApprovalDeps } from './chat-approvals.js';
 import { executionSteps } from './execution-steps.js';
@@ -17,8 +18,13 @@ import { executionSteps } from './execution-steps.js';
 /** Where a recorded result names its execution (GET /v0/executions/{id}/events). */
 export const EXECUTION_ID_META = 'kiwi.gateway/execution_id';
 
-export function mcpRecorder(journal: ChatJournal, options: { call: (call: ToolCall) => Promise<CallOutcome>; stepDeadlineMs: number; kernel: ChatApprovalDeps['kernel'] }): MetaRecorder {
+export function mcpRecorder(
+  journal: ChatJournal,
+  options: { call: (call: ToolCall) => Promise<CallOutcome>; stepDeadlineMs: number; kernel: ChatApprovalDeps['kernel']; budgets?: Pick<Budgets, 'admit'> },
+): MetaRecorder {
   return async (request, run) => {
+    // The client's budget counts its MCP tool calls too; one that is spent is refused before anything runs.
+    const meter = await options.budgets?.admit({ client: request.caller.client, model: 'mcp', free: true });
     const controller = new AbortController();
     const onAbort = (): void => controller.abort(request.signal.reason);
     request.signal.addEventListener('abort', onAbort, { once: true });
@@ -37,6 +43,7 @@ export function mcpRecorder(journal: ChatJournal, options: { call: (call: ToolCa
     const approvals = createChatApprovals({ execution, steps, kernel: options.kernel });
     try {
       const result = await run(async (call, details) => {
+        meter?.countToolCall();
         const step = steps.open({ tool: call.tool, arguments: call.args }, details);
         approvals.stepOpened(step, step);
         const approve = (ask: ApprovalAsk): Promise<ApprovalAnswer> => approvals.approve(step, ask, (where) => request.notify(waitingText(ask.reason, where.stepId, ask.timeoutMs)));

@@ -149,7 +149,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     const host = options.host ?? config.host;
     const auth = createClientAuth({ root: project.root, file: path.join(project.root, KEY_FILE), policy: project.policy, openWithoutKeys: isLoopbackHost(host) });
     const guard = createRequestGuard({ allowedHosts: config.allowedHosts, allowedOrigins: config.allowedOrigins, mcpOrigins: config.mcp.allowedOrigins, auth, maxConcurrentPerClient: config.maxConcurrentPerClient });
-    const record = config.recordChats ? { record: mcpRecorder(kernel.journal, { call: (call) => project.proxy.call(call), stepDeadlineMs: config.limits.maxDurationMs, kernel: kernel.kernel }) } : {};
+    const record = config.recordChats ? { record: mcpRecorder(kernel.journal, { call: (call) => project.proxy.call(call), stepDeadlineMs: config.limits.maxDurationMs, kernel: kernel.kernel, ...(budgets ? { budgets } : {}) }) } : {};
     const metaDeps = { project, resolver: runtime.resolver, steps, ...record };
     const mcp = createMcpRoute(metaDeps, { allowedOrigins: config.mcp.allowedOrigins, maxBodyBytes: config.maxBodyBytes, callerOf: guard.callerOf });
     opened.unshift(mcp);

@@ -1,6 +1,8 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKey, KEY_FILE } from '../../src/clients/key-store.js';
@@ -17,7 +19,7 @@ import { serveGateway, type ServedGateway } from '../helpers/serve-gateway.js';
 
 let demo: DemoGateway;
 let served: ServedGateway;
-let keys: Record<'capped' | 'tokens' | 'free' | 'spender' | 'calls', string>;
+let keys: Record<'capped' | 'tokens' | 'free' | 'spender' | 'calls' | 'mcpcalls', string>;
 
 beforeAll(async () => {
   demo = await serveDemoGateway({
@@ -33,11 +35,12 @@ beforeAll(async () => {
       '    tokens: { tokens: 20 }',
       '    free: {}',
       '    calls: { tool_calls: 1 }',
+      '    mcpcalls: { tool_calls: 1 }',
     ].join('\n'),
   });
   served = demo;
   const file = path.join(demo.root, KEY_FILE);
-  keys = { capped: (await createKey(file, 'capped')).key, tokens: (await createKey(file, 'tokens')).key, free: (await createKey(file, 'free')).key, spender: (await createKey(file, 'spender')).key, calls: (await createKey(file, 'calls')).key };
+  keys = { capped: (await createKey(file, 'capped')).key, tokens: (await createKey(file, 'tokens')).key, free: (await createKey(file, 'free')).key, spender: (await createKey(file, 'spender')).key, calls: (await createKey(file, 'calls')).key, mcpcalls: (await createKey(file, 'mcpcalls')).key };
 }, 120_000);
 
 afterAll(async () => {
@@ -113,6 +116,21 @@ describe('budgets per client key', () => {
     expect(response.output_text).toMatch(/stopped because client "calls" used its tool-call budget \(1 call of 1 call in its 1d window\).*raise `budgets\.clients\.calls\.tool_calls`/s);
     const again = await openai(keys.calls).responses.create({ model: 'gpt-4o-mini', input: 'hi' }).catch((e: unknown) => e);
     expect((again as InstanceType<typeof OpenAI.RateLimitError>).error).toMatchObject({ code: 'budget_exceeded', message: expect.stringContaining('over its tool-call budget') });
+  });
+
+  it("counts a client's MCP tool calls on /mcp too, and refuses the next once its tool-call budget is spent", async () => {
+    const client = new Client({ name: 'budgets-test', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${served.server.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${keys.mcpcalls}` } } }));
+    try {
+      const run = () => client.callTool({ name: 'execute', arguments: { item_type: 'tool', action: 'run', item_id: 'word_count', parameters: { path: 'README.md' } } }) as Promise<{ content: { text: string }[]; isError?: boolean }>;
+      const first = await run();
+      expect(first.isError).not.toBe(true);
+      const second = await run();
+      expect(second.isError).toBe(true);
+      expect(second.content[0]?.text).toMatch(/Client "mcpcalls" is over its tool-call budget: 1 call of 1 call in its 1d window/);
+    } finally {
+      await client.close();
+    }
   });
 
   it('refuses a model with no price while the client has a spend budget (403), and lets a client without a budget use it', async () => {

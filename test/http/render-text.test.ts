@@ -15,6 +15,11 @@ describe('renderEventText', () => {
     expect(renderEventText(result({ text: 'line 1\nline 2\n' }), 'execute')).toBe('```\nline 1\nline 2\n```\n');
   });
 
+  it('a call that waits for a person says why, how to answer and for how long, on one line', () => {
+    const waiting: LoopEvent = { type: 'approval', index: 0, callId: 'c1', tool: 'deploy', reason: 'the policy\'s approvals.tools\nnames deploy', timeoutMs: 120_000, stepId: 's-1', executionId: 'e-1' };
+    expect(renderEventText(waiting, 'execute')).toBe("waiting for approval (the policy's approvals.tools names deploy): a person answers with `kiwi approvals grant s-1` or `kiwi approvals deny s-1` within 120 s\n");
+  });
+
   it('a result holding backticks gets a longer fence, so it cannot close the block early', () => {
     expect(renderEventText(result({ text: 'see ```js\nx\n```' }), 'execute')).toBe('````\nsee ```js\nx\n```\n````\n');
   });

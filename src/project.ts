@@ -59,7 +59,8 @@ export async function openProject(options: ProjectOptions): Promise<Project> {
   const sandbox = { sandbox: await openSandbox(sandboxSettings), root, writeGlobs: policy.rules.fsWrite, networkTools: network, toolSecrets: secrets };
   const mcp = createMcpClientPool({
     baseEnv: pickDefined(options.env, ['PATH', 'HOME']),
-    sandbox: { sandbox: sandbox.sandbox, grantFor: (server) => grantFor(sandbox, server) },
+    // A server outlives the call that starts it, so it gets the policy's own secret grants, not a call's.
+    sandbox: { sandbox: sandbox.sandbox, grantFor: (server) => grantFor(sandbox, server, [policy.rules.fsSecrets]) },
   });
   const http = createHttpClient();
   const proxy = createToolProxy({

@@ -52,8 +52,7 @@ export async function executePlan(plan: ExecutionPlan, deps: PrimitiveDeps, sign
 
 /**
  * What a tool may do in the sandbox. A plan that did not pass the proxy's checks carries no secret
- * grants: every secret is masked. A stdio MCP server gets the grant of its own tool id, with no
- * call's lists: it outlives the call that started it.
+ * grants: every secret is masked. A stdio MCP server gets the grant of its own tool id.
  */
 export function grantFor(s: SubprocessSandbox, toolId: string | undefined, allowSecrets: string[][] = [[]]): SandboxGrant {
   if (!s.sandbox.active) return { writePaths: [], network: true };

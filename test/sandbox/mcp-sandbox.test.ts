@@ -108,6 +108,13 @@ describe.runIf(hasBwrap)('stdio MCP servers in the sandbox', () => {
     expect(Number(await call('probe.pid'))).toBeLessThan(10);
   });
 
+  it('see a secret that sandbox.secrets grants to their own tool id', async () => {
+    await open('sandbox: { secrets: { probe_net: [".env"] } }\n');
+    const env = { name: path.join(temp?.root ?? '', '.env') };
+    expect(await call('probe.read', env)).toBe('content:');
+    expect(await call('probe_net.read', env)).toBe('content:TOKEN=must-not-leak\n');
+  });
+
   it('reach 127.0.0.1 only when sandbox.network names the server', async () => {
     await open('sandbox: { network: [probe_net] }\n');
     expect(await call('probe.connect', { port })).toMatch(/^E(CONNREFUSED|NETUNREACH)$/u);

@@ -5,6 +5,7 @@ import { createAuditLog, type AuditLog } from './audit/audit-log.js';
 import { readCheckpointSettings } from './checkpoints/checkpoint-config.js';
 import { createCheckpointer, type Checkpointer } from './checkpoints/checkpointer.js';
 import { createLoopDetector } from './audit/loop-detector.js';
+import { grantFor } from './executor/execute-plan.js';
 import { createMcpClientPool, type McpClientPool } from './mcp/client-pool.js';
 import { loadPolicyFile } from './policy/policy-file.js';
 import type { PermissionContext } from './policy/permission-context.js';
@@ -54,10 +55,14 @@ export async function openProject(options: ProjectOptions): Promise<Project> {
   const session = options.session ?? newSessionId(options.source ?? 'cli');
   const auditDir = path.join(root, '.ai', 'logs', 'audit');
   const audit = createAuditLog({ dir: auditDir, sessionId: session });
-  const mcp = createMcpClientPool({ baseEnv: pickDefined(options.env, ['PATH', 'HOME']) });
-  const http = createHttpClient();
   const { network = [], secrets = {}, ...sandboxSettings } = policy.sandbox ?? { mode: 'auto' as const };
   const sandbox = { sandbox: await openSandbox(sandboxSettings), root, writeGlobs: policy.rules.fsWrite, networkTools: network, toolSecrets: secrets };
+  const mcp = createMcpClientPool({
+    baseEnv: pickDefined(options.env, ['PATH', 'HOME']),
+    // A server outlives the call that starts it, so it gets the policy's own secret grants, not a call's.
+    sandbox: { sandbox: sandbox.sandbox, grantFor: (server) => grantFor(sandbox, server, [policy.rules.fsSecrets]) },
+  });
+  const http = createHttpClient();
   const proxy = createToolProxy({
     tools: registry.tools,
     context: policy,

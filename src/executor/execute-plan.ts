@@ -50,8 +50,11 @@ export async function executePlan(plan: ExecutionPlan, deps: PrimitiveDeps, sign
   }
 }
 
-/** A plan that did not pass the proxy's checks carries no secret grants: every secret is masked. */
-function grantFor(s: SubprocessSandbox, toolId: string | undefined, allowSecrets: string[][] = [[]]): SandboxGrant {
+/**
+ * What a tool may do in the sandbox. A plan that did not pass the proxy's checks carries no secret
+ * grants: every secret is masked. A stdio MCP server gets the grant of its own tool id.
+ */
+export function grantFor(s: SubprocessSandbox, toolId: string | undefined, allowSecrets: string[][] = [[]]): SandboxGrant {
   if (!s.sandbox.active) return { writePaths: [], network: true };
   // Like `network`, a per-tool grant of the policy itself: it joins every context's list.
   const extra = Object.entries(s.toolSecrets ?? {}).flatMap(([glob, paths]) => (toolId !== undefined && matchesAny([glob], toolId) ? paths : []));

@@ -2,13 +2,14 @@ import { z } from 'zod';
 import { throwIfAborted } from '../abort.js';
 import { KiwiError } from '../errors.js';
 import { toCallResult, type McpCallResult } from './call-result.js';
-import { openMcpConnection, type McpConnection } from './connection.js';
+import { openMcpConnection, type McpConnection, type McpServerSandbox } from './connection.js';
 import { classifyCallError } from './mcp-errors.js';
 import { parseMcpServerSpec, specKey, type McpServerSpec } from './server-spec.js';
 import { linkSignal, untilAborted } from './signals.js';
 import { fetchToolCatalog, findTool, unknownToolError, type McpToolInfo } from './tool-catalog.js';
 
 export type { McpCallResult } from './call-result.js';
+export type { McpServerSandbox } from './connection.js';
 export type { McpServerSpec } from './server-spec.js';
 export type { McpToolInfo } from './tool-catalog.js';
 
@@ -26,6 +27,8 @@ export interface McpClientPoolOptions {
   now?: () => number;
   /** What stdio children start from before spec.env (default PATH and HOME of this process; never the whole env). */
   baseEnv?: Record<string, string>;
+  /** When set, stdio servers are spawned inside this sandbox (bwrap), each with the grant for its name. */
+  sandbox?: McpServerSandbox;
   /** Called when a server announces `tools/list_changed`, e.g. to re-index its tools. */
   onToolsChanged?: (server: string) => void;
 }
@@ -48,6 +51,7 @@ const optionsSchema = z.strictObject({
   maxMessageBytes: z.number().int().min(4096).optional(),
   now: z.custom<() => number>((value) => typeof value === 'function', 'must be a function').optional(),
   baseEnv: z.record(z.string(), z.string()).optional(),
+  sandbox: z.custom<McpServerSandbox>((value) => typeof value === 'object' && value !== null && 'sandbox' in value && typeof (value as McpServerSandbox).grantFor === 'function', 'must be { sandbox, grantFor }').optional(),
   onToolsChanged: z.custom<(server: string) => void>((value) => typeof value === 'function', 'must be a function').optional(),
 });
 
@@ -105,6 +109,7 @@ export function createMcpClientPool(options: McpClientPoolOptions = {}): McpClie
         connectTimeoutMs,
         maxMessageBytes,
         baseEnv,
+        ...(options.sandbox ? { sandbox: options.sandbox } : {}),
         signal: AbortSignal.any([poolAbort.signal, abort.signal]),
         onSpawn(pid) {
           spawned += 1;

@@ -2,6 +2,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { KiwiError } from '../errors.js';
+import type { Sandbox, SandboxGrant } from '../primitives/sandbox.js';
 import { createCappedFetch, isMessageTooLarge } from './capped-fetch.js';
 import { connectError } from './mcp-errors.js';
 import type { McpServerSpec } from './server-spec.js';
@@ -28,11 +30,19 @@ export interface ConnectionOptions {
   maxMessageBytes: number;
   /** The environment a stdio child starts from, before spec.env. */
   baseEnv: Record<string, string>;
+  /** When set, a stdio child is spawned inside this sandbox. */
+  sandbox?: McpServerSandbox;
   onSpawn(pid: number): void;
   /** Called once, when the connection ends for any reason (crash included). */
   onClose(connection: McpConnection): void;
   onToolsChanged(connection: McpConnection): void;
   signal?: AbortSignal;
+}
+
+/** The sandbox stdio servers run in, and what each one may do there, by server name (its tool id). */
+export interface McpServerSandbox {
+  sandbox: Sandbox;
+  grantFor(server: string): SandboxGrant;
 }
 
 const STDERR_TAIL_CHARS = 8192;
@@ -54,17 +64,7 @@ export async function openMcpConnection(spec: McpServerSpec, options: Connection
   let markEnded!: () => void;
   const ended = new Promise<void>((resolve) => (markEnded = resolve));
 
-  const stdio =
-    spec.transport === 'stdio'
-      ? new StdioClientTransport({
-          command: spec.command,
-          args: spec.args,
-          env: { ...options.baseEnv, ...spec.env },
-          ...(spec.cwd === undefined ? {} : { cwd: spec.cwd }),
-          stderr: 'pipe',
-          maxBufferSize: options.maxMessageBytes,
-        })
-      : undefined;
+  const stdio = spec.transport === 'stdio' ? stdioTransport(spec, options) : undefined;
   const http =
     spec.transport === 'http'
       ? new StreamableHTTPClientTransport(new URL(spec.url), {
@@ -142,6 +142,29 @@ export async function openMcpConnection(spec: McpServerSpec, options: Connection
     });
   }
   return connection;
+}
+
+function stdioTransport(spec: Extract<McpServerSpec, { transport: 'stdio' }>, options: ConnectionOptions): StdioClientTransport {
+  const env = { ...options.baseEnv, ...spec.env };
+  const cwd = spec.cwd ?? process.cwd();
+  let argv = [spec.command, ...spec.args];
+  if (options.sandbox) {
+    try {
+      // No call timeout bounds a server's life (the pool keeps it), hence no CPU-time limit: null.
+      argv = options.sandbox.sandbox.wrap(argv, cwd, options.sandbox.grantFor(spec.name), null, env);
+    } catch (error) {
+      if (!(error instanceof KiwiError)) throw connectError(spec, error, { exited: false, stderr: '', pid: null, signal: options.signal, connectTimeoutMs: options.connectTimeoutMs });
+      throw new KiwiError(error.code, `MCP server "${spec.name}" was not started: ${error.message}`, { cause: error, details: { server: spec.name, ...error.details } });
+    }
+  }
+  return new StdioClientTransport({
+    command: argv[0] as string,
+    args: argv.slice(1),
+    env,
+    cwd,
+    stderr: 'pipe',
+    maxBufferSize: options.maxMessageBytes,
+  });
 }
 
 function withDeadline(promise: Promise<unknown>, ms: number): Promise<void> {

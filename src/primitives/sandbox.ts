@@ -6,7 +6,8 @@ import { createSecretMasks } from './sandbox-masks.js';
 import { DEFAULT_CHILD_PATH } from './subprocess.js';
 
 /**
- * The sandbox for subprocess tools: bubblewrap (`bwrap`) around the command, `prlimit` inside.
+ * The sandbox for subprocess tools and stdio MCP servers: bubblewrap (`bwrap`) around the command,
+ * `prlimit` inside.
  *
  * The filesystem is `--ro-bind / /` (everything the tool needs to run — /usr, the node and
  * python installs, the project's .git — stays readable without a list of system folders to keep
@@ -34,7 +35,7 @@ export interface SandboxLimits {
   processes: number;
   /** RLIMIT_AS, bytes. */
   memoryBytes: number;
-  /** RLIMIT_CPU, seconds; when absent, derived from the call's timeout. */
+  /** RLIMIT_CPU, seconds, for each call of a subprocess tool (never a long-lived MCP server); when absent, derived from the call's timeout. */
   cpuSeconds?: number;
 }
 
@@ -65,12 +66,17 @@ export interface SandboxGrant {
 /** A resolved sandbox: `wrap` turns a call's argv into the sandboxed argv, or returns it unchanged when running unsandboxed. */
 export interface Sandbox {
   readonly active: boolean;
-  /** `env` is the tool's complete environment: its HOME's secrets are masked, its PATH kept visible. */
-  wrap(argv: string[], cwd: string, grant: SandboxGrant, timeoutMs: number, env: Readonly<Record<string, string>>): string[];
+  /**
+   * `env` is the tool's complete environment: its HOME's secrets are masked, its PATH kept visible.
+   * `timeoutMs` is the call's time limit, which the CPU-time limit defaults to; null for a process
+   * that lives as long as its owner keeps it (a stdio MCP server): it gets no CPU-time limit, which
+   * would end it after its share of work however idle it is between calls.
+   */
+  wrap(argv: string[], cwd: string, grant: SandboxGrant, timeoutMs: number | null, env: Readonly<Record<string, string>>): string[];
 }
 
 export const DEFAULT_SANDBOX_LIMITS: SandboxLimits = { processes: 256, memoryBytes: 8 * 1024 ** 3 };
-export const UNSANDBOXED_WARNING = 'subprocess tools run unsandboxed: install bubblewrap (apt-get install bubblewrap) or set sandbox: off to silence this';
+export const UNSANDBOXED_WARNING = 'subprocess tools and stdio MCP servers run unsandboxed: install bubblewrap (apt-get install bubblewrap) or set sandbox: off to silence this';
 /** The kernel refuses a pid_max below 301 (RESERVED_PIDS + 1). */
 const MIN_PID_MAX = 301;
 /** A fixed script: the limit and the command come in as positional parameters, never spliced into the text. */
@@ -150,7 +156,7 @@ function refusing(bwrap: string, reason: string): Sandbox {
   return {
     active: false,
     wrap: () => {
-      throw new KiwiError('SPAWN_FAILED', `sandbox: require is set but the sandbox does not run here (${reason}), so subprocess tools are refused; install bubblewrap (apt-get install bubblewrap) or change the sandbox setting`, {
+      throw new KiwiError('SPAWN_FAILED', `sandbox: require is set but the sandbox does not run here (${reason}), so subprocess tools and stdio MCP servers are refused; install bubblewrap (apt-get install bubblewrap) or change the sandbox setting`, {
         details: { sandbox: 'unavailable', bwrap, reason },
       });
     },
@@ -166,7 +172,7 @@ function checkLimits(limits: SandboxLimits): SandboxLimits {
 }
 
 /** The bwrap + prlimit argv for one call; `argv` is the tool's own argv, run as is inside. */
-function sandboxArgv(bwrap: string, helpers: Helpers, limits: SandboxLimits, argv: string[], cwd: string, grant: SandboxGrant, timeoutMs: number, masks: string[]): string[] {
+function sandboxArgv(bwrap: string, helpers: Helpers, limits: SandboxLimits, argv: string[], cwd: string, grant: SandboxGrant, timeoutMs: number | null, masks: string[]): string[] {
   const out = [bwrap, '--die-with-parent', '--new-session', '--unshare-user', '--uid', '0', '--gid', '0', '--cap-add', 'ALL'];
   out.push('--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try');
   if (!grant.network) out.push('--unshare-net');
@@ -191,15 +197,15 @@ function sandboxArgv(bwrap: string, helpers: Helpers, limits: SandboxLimits, arg
   }
   // Last, so a mask lies over the binds above it (a `.env` in a granted folder is hidden, not writable).
   out.push(...masks);
-  // The cpu limit is a backstop for busy loops; the wall-clock timeout stays the primary limit.
-  const cpu = limits.cpuSeconds ?? Math.max(1, Math.ceil(timeoutMs / 1000));
+  // The cpu limit is a backstop for busy loops in a call; the wall-clock timeout stays the primary limit.
+  const cpu = timeoutMs === null ? [] : [`--cpu=${limits.cpuSeconds ?? Math.max(1, Math.ceil(timeoutMs / 1000))}`];
   const pidMax = Math.max(MIN_PID_MAX, limits.processes + 1);
   out.push('--chdir', cwd, '--', helpers.sh, '-c', SET_PID_MAX, 'kiwi-sandbox', String(pidMax));
   // The tool runs in a nested pid namespace: it could write its own pid_max (it is root of the
   // user namespace, if without capabilities), but every ancestor's pid_max still caps it.
   out.push(helpers.unshare, '--pid', '--fork', '--kill-child', '--mount-proc');
   out.push(helpers.setpriv, '--inh-caps=-all', '--bounding-set=-all', '--no-new-privs', '--');
-  out.push(helpers.prlimit, `--nproc=${limits.processes}`, `--as=${limits.memoryBytes}`, `--cpu=${cpu}`, '--', ...argv);
+  out.push(helpers.prlimit, `--nproc=${limits.processes}`, `--as=${limits.memoryBytes}`, ...cpu, '--', ...argv);
   return out;
 }
 

@@ -20,7 +20,7 @@ export interface AuditRecord {
   error?: { code: string; message: string };
   duration_ms: number;
   stuck?: boolean;
-  /** cli | gateway | mcp | prefetch | runner */
+  /** cli | gateway | mcp | prefetch | runner | thread */
   source?: string;
   /** The call id of the speculative (prefetch) call whose result this call reused instead of running again. */
   reused?: string;

@@ -1,8 +1,8 @@
 import { parseArgs } from 'node:util';
 import { UsageError } from './io.js';
 
-export type FlagSpec = Record<string, { type: 'string' | 'boolean'; short?: string; default?: string | boolean }>;
-export type FlagValues<S extends FlagSpec> = { [K in keyof S]?: S[K]['type'] extends 'string' ? string : boolean };
+export type FlagSpec = Record<string, { type: 'string' | 'boolean'; short?: string; default?: string | boolean; multiple?: boolean }>;
+export type FlagValues<S extends FlagSpec> = { [K in keyof S]?: S[K]['multiple'] extends true ? string[] : S[K]['type'] extends 'string' ? string : boolean };
 
 /** node:util parseArgs with errors turned into one usage line. */
 export function parseFlags<S extends FlagSpec>(args: string[], options: S, usage: string): { values: FlagValues<S>; positionals: string[] } {

@@ -4,6 +4,7 @@ import { auditCommand } from './commands/audit.js';
 import { chatCommand } from './commands/chat.js';
 import { checkpointsCommand } from './commands/checkpoints.js';
 import { demoCommand } from './commands/demo.js';
+import { directivesCommand } from './commands/directives.js';
 import { executionsCommand } from './commands/executions.js';
 import { indexCommand } from './commands/index-tools.js';
 import { keysCommand } from './commands/keys.js';
@@ -16,6 +17,7 @@ import { runnerCommand } from './commands/runner.js';
 import { serveCommand } from './commands/serve.js';
 import { signCommand, verifyCommand } from './commands/sign.js';
 import { statsCommand } from './commands/stats.js';
+import { threadsCommand } from './commands/threads.js';
 import { toolsCommand } from './commands/tools.js';
 import { UsageError, type CliContext } from './io.js';
 
@@ -26,6 +28,8 @@ Usage:
   kiwi keys create NAME|list|revoke ID   client API keys (stored hashed); once one exists, every request needs a key
   kiwi tools list|show TOOL|validate   the .ai/ registry (project tier, then ~/.ai)
   kiwi run TOOL --args JSON            run one tool through the permissioned tool proxy
+  kiwi directives run NAME [--input K=V]... [--model M]   run a directive as a thread here: its tools only, its limits, the model its tier maps to
+  kiwi threads list|show ID            the directive threads (.ai/threads/) and their transcripts
   kiwi sign FILE... | kiwi verify FILE...   write / check the kiwi-mcp:validated signature line
   kiwi audit tail [-n N] [--session ID]     the latest audited calls, allowed and denied
   kiwi checkpoints list|diff ID [--stat] [--parent]|restore ID [--dry-run]   git checkpoints taken before state-changing calls; restore puts files back (and can be undone)
@@ -48,6 +52,8 @@ type Command = (ctx: CliContext) => Promise<number>;
 const COMMANDS: Record<string, Command> = {
   tools: toolsCommand,
   run: runCommand,
+  directives: directivesCommand,
+  threads: threadsCommand,
   sign: signCommand,
   verify: verifyCommand,
   audit: auditCommand,

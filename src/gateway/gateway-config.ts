@@ -70,6 +70,8 @@ export interface GatewayConfig {
   prefetch: PrefetchConfig;
   /** Each chat and MCP execute/resolve recorded as a kernel execution (default on). */
   recordChats: boolean;
+  /** A directive's model tier → the model its thread runs on. */
+  modelTiers: Record<string, string>;
   /** Prices per model, budgets per client, one request's spend (budgets/budget-config.ts). */
   budgets: BudgetConfig;
   /** Problems that do not stop the gateway (an upstream that can never be reached…), for the banner. */
@@ -171,10 +173,12 @@ const schema = z.strictObject({
   checkpoints: checkpointsSchema.optional(),
   prices: pricesSchema.optional(),
   budgets: budgetsSchema.optional(),
+  // A directive's `<model tier="…">` → the model its thread runs on (src/threads/).
+  model_tiers: z.record(z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must be a tier name like fast, balanced or powerful'), modelPattern).optional(),
 });
 
 type Raw = z.output<typeof schema>;
-const FIELDS = ['host', 'allowed_hosts', 'tool_menu', 'max_concurrent_requests_per_client', 'port', 'upstreams', 'limits', 'mcp', 'name', 'kind', 'base_url', 'api_key_env', 'models', 'timeout_ms', 'max_turns', 'max_tool_calls', 'max_duration_ms', 'max_result_chars', 'max_repeats', 'max_tokens', 'max_body_bytes', 'body_timeout_ms', 'max_connections', 'allowed_origins', 'prefetch', 'enabled', 'ttl_ms', 'speculate', 'concurrency', 'min_cosine', 'embedder', 'kernel', 'record_chats', 'checkpoints', 'max_file_bytes', 'max_total_bytes', ...BUDGET_FIELDS];
+const FIELDS = ['host', 'allowed_hosts', 'tool_menu', 'max_concurrent_requests_per_client', 'port', 'upstreams', 'limits', 'mcp', 'name', 'kind', 'base_url', 'api_key_env', 'models', 'timeout_ms', 'max_turns', 'max_tool_calls', 'max_duration_ms', 'max_result_chars', 'max_repeats', 'max_tokens', 'max_body_bytes', 'body_timeout_ms', 'max_connections', 'allowed_origins', 'prefetch', 'enabled', 'ttl_ms', 'speculate', 'concurrency', 'min_cosine', 'embedder', 'kernel', 'record_chats', 'model_tiers', 'checkpoints', 'max_file_bytes', 'max_total_bytes', ...BUDGET_FIELDS];
 
 export async function loadGatewayConfig(file: string, ctx: GatewayConfigContext): Promise<GatewayConfig> {
   const rel = path.relative(ctx.root, file);
@@ -296,6 +300,7 @@ export async function loadGatewayConfig(file: string, ctx: GatewayConfigContext)
       embedder: prefetchEmbedder,
     },
     recordChats: raw.kernel?.record_chats ?? true,
+    modelTiers: raw.model_tiers ?? {},
     budgets,
     warnings,
   };

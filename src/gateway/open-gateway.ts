@@ -18,6 +18,7 @@ import { createChatApprovals } from './chat-approvals.js';
 import { CHAT_AGENT_ID, chatInput, chatLabels, recordChat } from './chat-execution.js';
 import { executionSteps } from './execution-steps.js';
 import { withLimitHooks } from './limit-hooks.js';
+import { createGatewayThreads, type GatewayThreads } from './gateway-threads.js';
 import { openGatewayKernel } from './gateway-kernel.js';
 import { gatewayMetricFamilies, type GatewayMetrics } from './gateway-metrics.js';
 import { mcpRecorder } from './mcp-execution.js';
@@ -46,6 +47,8 @@ export interface Gateway {
   upstreams: Upstreams;
   prefetch: GatewayPrefetch;
   runLoop: RunLoop;
+  /** Directives run as threads. */
+  threads: GatewayThreads;
   /** Who may call: client keys, or the open local mode. */
   auth: ClientAuth;
   /** Aborts every request still running (their upstream calls and tools), then closes the rest. */
@@ -174,6 +177,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
       upstreams,
       prefetch,
       runLoop,
+      threads: createGatewayThreads({ project, runtime, upstreams, config, describeTool, steps }),
       auth,
       async close() {
         shuttingDown = true;

@@ -19,7 +19,7 @@ import type { LoadedHook } from '../hooks/hook-runner.js';
 import { approvalReason, waitForApproval, type AskApproval } from './approval.js';
 import { eventCode, fireCallHooks, type CallEventName, type CallEventFields, type Fired } from './call-hooks.js';
 
-export type CallSource = 'cli' | 'gateway' | 'mcp' | 'prefetch' | 'runner';
+export type CallSource = 'cli' | 'gateway' | 'mcp' | 'prefetch' | 'runner' | 'thread';
 
 export interface ToolCall {
   tool: string;

@@ -1,0 +1,76 @@
+import { LOCAL_CLIENT } from '../../clients/client-auth.js';
+import { openGateway } from '../../gateway/open-gateway.js';
+import type { ThreadRecord } from '../../threads/thread-store.js';
+import { UsageError, type CliContext } from '../io.js';
+import { parseFlags } from '../parse-flags.js';
+import { projectOptions } from '../project-options.js';
+import { progressLine } from './index-tools.js';
+
+const USAGE = 'kiwi directives run NAME [--input KEY=VALUE]... [--model M] [--json] [--project DIR]';
+
+/**
+ * `kiwi directives run`: a directive as a thread on this project, here (no server needed): the
+ * gateway's agent loop with the directive's tools and limits, on the model its tier maps to (the
+ * offline demo model when no upstream is configured). Prints each step as it happens, then the
+ * outcome. Exit codes: 0 completed, 1 failed or cancelled.
+ */
+export async function directivesCommand(ctx: CliContext): Promise<number> {
+  const { values, positionals } = parseFlags(ctx.argv, { input: { type: 'string', multiple: true as const }, model: { type: 'string' }, json: { type: 'boolean' }, project: { type: 'string' } }, USAGE);
+  const [action, name, ...rest] = positionals;
+  if (action !== 'run' || name === undefined || rest.length > 0) throw new UsageError(`usage: ${USAGE}`);
+  const inputs = parseInputs(values.input ?? []);
+  const log = (line: string): void => ctx.io.err(`kiwi: ${line}`);
+  const gateway = await openGateway({ ...projectOptions(ctx, values), log, onIndexProgress: progressLine(ctx), ...(ctx.signal ? { signal: ctx.signal } : {}) });
+  try {
+    const outcome = await gateway.threads.run({
+      directive: name,
+      inputs,
+      client: LOCAL_CLIENT,
+      ...(values.model ? { model: values.model } : {}),
+      ...(ctx.signal ? { signal: ctx.signal } : {}),
+      ...(values.json ? {} : { onRecord: (r: ThreadRecord) => printRecord(ctx, r) }),
+    });
+    if (values.json) ctx.io.out(JSON.stringify(outcome, null, 2));
+    else ctx.io.out(`thread ${outcome.id}: ${outcome.status}${outcome.limit ? ` (stopped by the ${outcome.limit} limit)` : ''}, ${outcome.steps_taken} step(s); \`kiwi threads show ${outcome.id}\` has its transcript`);
+    return outcome.status === 'completed' ? 0 : 1;
+  } finally {
+    await gateway.close();
+  }
+}
+
+function parseInputs(pairs: string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const pair of pairs) {
+    const eq = pair.indexOf('=');
+    if (eq <= 0) throw new UsageError(`--input ${JSON.stringify(pair)} is not KEY=VALUE; write e.g. --input focus=src/auth`);
+    out[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
+  return out;
+}
+
+export function printRecord(ctx: CliContext, r: ThreadRecord): void {
+  switch (r.type) {
+    case 'turn':
+      ctx.io.out(`[turn ${r.turn}] ${r.text.trim()}`);
+      break;
+    case 'call':
+      ctx.io.out(`→ ${r.tool} ${JSON.stringify(r.arguments)}`);
+      break;
+    case 'result':
+      ctx.io.out(`${r.status === 'ok' ? '✓' : r.status === 'denied' ? '✗ denied:' : '✗ error:'} ${r.tool}: ${oneLine(r.text)}`);
+      break;
+    case 'unresolved':
+      ctx.io.out(`? not run: ${oneLine(r.reason)}`);
+      break;
+    case 'approval':
+      ctx.io.out(`… ${r.tool} waits for approval (step ${r.step_id})`);
+      break;
+    case 'end':
+      break;
+  }
+}
+
+function oneLine(text: string, max = 200): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length <= max ? flat : `${flat.slice(0, max)}…`;
+}

@@ -1,0 +1,117 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readAuditTail } from '../../src/audit/audit-reader.js';
+import { runCli } from '../../src/cli/run-cli.js';
+import { isKiwiError } from '../../src/errors.js';
+import { checkInputs } from '../../src/threads/thread-inputs.js';
+import { listThreads, readThread, THREADS_DIR, type ThreadLine } from '../../src/threads/thread-store.js';
+import type { Directive } from '../../src/registry/types.js';
+import { serveDemoGateway, type DemoGateway } from '../helpers/demo-gateway.js';
+import { openAiStream } from '../helpers/openai-sse.js';
+
+/**
+ * The demo's review_changes directive run as a thread through the gateway (`kiwi serve`'s wiring
+ * on a copy of the demo `.ai/`): on a recorded-stream upstream its tier maps to, and on the
+ * offline demo model. Only its declared tools run; a call outside them is denied and shown; the
+ * transcript is on disk and the calls are audited under the thread.
+ */
+
+let served: DemoGateway;
+
+beforeAll(async () => {
+  served = await serveDemoGateway({ prefix: 'kiwi-threads-', config: 'model_tiers: { balanced: gpt-4o-mini }\n' });
+}, 120_000);
+
+afterAll(async () => {
+  await served?.close();
+});
+
+const types = (lines: ThreadLine[]): string[] => lines.map((l) => (l.type === 'call' || l.type === 'result' ? `${l.type}:${l.tool}` : l.type));
+
+describe('a directive run as a thread', () => {
+  it('runs on the model its tier maps to, with only its declared tools: a call outside them is denied, and the agent reads why', async () => {
+    served.llm.replyOnce(
+      openAiStream(['Reading the README first. [TOOL: read_file {"path": "README.md"}]']),
+      openAiStream(['And its word count. [TOOL: word_count {"path": "README.md"}]']),
+      openAiStream(['Review: nothing risky.']),
+    );
+    const before = served.llm.requests.length;
+    const outcome = await served.gateway.threads.run({ directive: 'review_changes', inputs: { focus: 'docs' }, client: 'local' });
+    expect(outcome).toMatchObject({ status: 'completed', steps_taken: 2, result: 'Review: nothing risky.', audit: { session: outcome.id } });
+
+    const requests = served.llm.requests.slice(before);
+    expect(requests).toHaveLength(3);
+    const first = requests[0]?.body as { model: string; messages: { role: string; content: string }[] };
+    expect(first.model).toBe('gpt-4o-mini');
+    expect(first.messages[0]?.content).toMatch(/You are running the directive "review_changes"[\s\S]*only these tools are allowed here[^\n]*\n(read_file, git_diff, git_status|git_diff, git_status, read_file)/);
+    expect(first.messages.at(-1)?.content).toBe('Run the directive review_changes with the inputs {"focus":"docs"}.');
+    expect(JSON.stringify(requests[2]?.body)).toMatch(/denied by directive review_changes: tool `word_count` is not in `tools`/);
+
+    const lines = await readThread(served.root, outcome.id);
+    expect(types(lines)).toEqual(['thread', 'turn', 'call:read_file', 'result:read_file', 'turn', 'call:word_count', 'result:word_count', 'turn', 'end']);
+    expect(lines[0]).toMatchObject({ type: 'thread', directive: 'review_changes', inputs: { focus: 'docs' }, model: 'gpt-4o-mini', client: 'local', depth: 1 });
+    expect(lines[3]).toMatchObject({ status: 'ok', text: expect.stringContaining('one two three') });
+    expect(lines[6]).toMatchObject({ status: 'denied' });
+    // The audit is written behind the calls.
+    const audited = async () => (await readAuditTail({ dir: path.join(served.root, '.ai', 'logs', 'audit'), limit: 100 })).filter((r) => r.session === outcome.id).map((r) => [r.tool, r.decision, r.source]);
+    await expect.poll(audited).toEqual([
+      ['read_file', 'allow', 'thread'],
+      ['word_count', 'deny', 'thread'],
+    ]);
+  }, 60_000);
+
+  it('runs on the offline demo model with --model, from the CLI, and `kiwi threads` lists and shows it', async () => {
+    const out: string[] = [];
+    const io = { out: (l: string) => out.push(l), err: () => undefined };
+    const env = { ...served.env, PATH: process.env['PATH'] };
+    const code = await runCli(['directives', 'run', 'review_changes', '--model', 'kiwi-demo', '--project', served.root], { env, cwd: served.root, io });
+    expect(code).toBe(0);
+    const text = out.join('\n');
+    expect(text).toMatch(/→ git_status \{\}/);
+    expect(text).toMatch(/✗ denied: word_count: denied by directive review_changes/);
+    const id = /thread ([0-9a-f-]{36}): completed, 3 step\(s\)/.exec(text)?.[1] as string;
+    expect(id).toBeDefined();
+
+    const listed: string[] = [];
+    expect(await runCli(['threads', 'list', '--project', served.root], { env, cwd: served.root, io: { out: (l) => listed.push(l), err: () => undefined } })).toBe(0);
+    expect(listed[0]).toMatch(new RegExp(`^${id}  \\S+  review_changes  completed, 3 step\\(s\\)  \\(kiwi-demo, client local\\)$`));
+    const shown: string[] = [];
+    expect(await runCli(['threads', 'show', id, '--project', served.root], { env, cwd: served.root, io: { out: (l) => shown.push(l), err: () => undefined } })).toBe(0);
+    expect(shown[0]).toMatch(/^thread .*: directive review_changes \{\} on kiwi-demo/);
+    expect(shown.at(-1)).toMatch(/^ended .*: completed, 3 step\(s\)$/);
+    expect((await listThreads(served.root)).map((t) => t.header.id)).toContain(id);
+    expect(readFileSync(path.join(served.root, THREADS_DIR, `${id}.jsonl`), 'utf8').split('\n').filter(Boolean).length).toBe(shown.length);
+  }, 60_000);
+
+  it('refuses what it cannot run, saying how to fix it', async () => {
+    const refused = async (start: Parameters<DemoGateway['gateway']['threads']['run']>[0]): Promise<string> => {
+      try {
+        await served.gateway.threads.run(start);
+      } catch (error) {
+        if (isKiwiError(error)) return error.message;
+        throw error;
+      }
+      return 'ran';
+    };
+    expect(await refused({ directive: 'nope', client: 'local' })).toMatch(/^no directive "nope"; the directives are review_changes/);
+    expect(await refused({ directive: 'review_changes', inputs: { fokus: 'x' }, client: 'local' })).toMatch(/has no input "fokus"; its inputs are focus/);
+    expect(await refused({ directive: 'review_changes', client: 'local', parent: { id: 'p', depth: 3 } })).toMatch(/threads nest at most 3 deep/);
+    expect(await refused({ directive: 'review_changes', client: 'local', model: 'claude-9' })).toMatch(/claude-9/);
+  });
+});
+
+describe('inputs', () => {
+  const directive = { name: 'd', inputs: [{ name: 'n', type: 'integer', required: true, description: '' }, { name: 'flags', type: 'object', required: false, description: '' }, { name: 'on', type: 'boolean', required: false, description: '' }] } as Directive;
+
+  it('reads command-line text as the declared type', () => {
+    expect(checkInputs(directive, { n: '3', flags: '{"a": 1}', on: 'true' })).toEqual({ n: 3, flags: { a: 1 }, on: true });
+  });
+
+  it('names the input and the type it must be', () => {
+    expect(() => checkInputs(directive, {})).toThrow('directive d needs --input n=…');
+    expect(() => checkInputs(directive, { n: '3.5' })).toThrow('input n of directive d must be an integer, not "3.5"');
+    expect(() => checkInputs(directive, { n: '1', flags: '[1]' })).toThrow('input flags of directive d must be an object');
+    expect(() => checkInputs(directive, { n: '1', on: 'yes' })).toThrow('must be true or false');
+  });
+});

@@ -53,6 +53,10 @@ export function firstReached(totals: BudgetTotals, limits: BudgetLimits, elapsed
     ['turns', totals.turns, limits.turns],
     ['duration', elapsedMs, limits.durationMs],
   ];
-  for (const [resource, used, limit] of checks) if (limit !== undefined && used >= limit) return { resource, used, limit };
+  for (const [resource, used, limit] of checks) {
+    if (limit === undefined) continue;
+    // A spawn limit is how many a run may start: reaching it stops the next spawn, not the run.
+    if (resource === 'spawns' ? used > limit : used >= limit) return { resource, used, limit };
+  }
   return undefined;
 }

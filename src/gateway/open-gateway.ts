@@ -177,7 +177,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
       upstreams,
       prefetch,
       runLoop,
-      threads: createGatewayThreads({ project, runtime, upstreams, config, describeTool, steps }),
+      threads: createGatewayThreads({ project, runtime, upstreams, config, describeTool, steps, budgets }),
       auth,
       async close() {
         shuttingDown = true;

@@ -3,6 +3,8 @@ import { isKiwiError, KiwiError } from '../errors.js';
 import { runAgentLoop, type AgentLoopDeps } from '../gateway/agent-loop.js';
 import type { LoopLimits } from '../gateway/loop-types.js';
 import { loadDirectiveHooks } from '../hooks/hook-runner.js';
+import type { BudgetMeter, DirectiveRun } from '../budgets/budget-meter.js';
+import { directiveBudgetLimits } from '../budgets/directive-limits.js';
 import type { ChatProvider } from '../llm/types.js';
 import { directiveContext } from '../policy/directive-permissions.js';
 import { checkTool, type PermissionContext } from '../policy/permission-context.js';
@@ -28,8 +30,13 @@ export interface ThreadDeps {
   policy: PermissionContext;
   call(call: ToolCall): Promise<CallOutcome>;
   resolve: AgentLoopDeps['resolve'];
-  /** The provider and upstream model id for a model name (throws UNKNOWN_MODEL). */
-  route(model: string): { provider: ChatProvider; model: string };
+  /** The provider, upstream and upstream model id for a model name (throws UNKNOWN_MODEL). */
+  route(model: string): { provider: ChatProvider; model: string; upstream: string };
+  /**
+   * The run's budget (the gateway's budgets, when it has any): the directive's `<limits>` and the
+   * client's, charged per turn and tool call. Throws BUDGET_EXCEEDED when one is already spent.
+   */
+  admit?: (run: { client: string; route: { model: string; upstream: string }; directive: DirectiveRun }) => Promise<BudgetMeter>;
   /** The model a directive's tier maps to; undefined: the tier is not mapped. */
   tierModel(tier: string | undefined): string | undefined;
   /** The gateway's limits; a directive's `<limits>` replace the ones it sets. */
@@ -92,6 +99,8 @@ export async function runThread(deps: ThreadDeps, start: ThreadStart): Promise<T
   const directiveScope = { name: directive.name, hooks, limits: { ...(directive.limits.turns === undefined ? {} : { turns: directive.limits.turns }), ...(directive.limits.tokens === undefined ? {} : { tokens: directive.limits.tokens }) } };
 
   const id = randomUUID();
+  // Refused before anything is written when a budget is already spent.
+  const meter = await deps.admit?.({ client: start.client, route, directive: { directive: directive.name, run: id, limits: directiveBudgetLimits(directive.limits), startedAt: Date.now() } });
   const header: ThreadHeader = { type: 'thread', id, directive: directive.name, inputs, model, client: start.client, ...(start.parent ? { parent: start.parent.id } : {}), depth, started_at: new Date().toISOString() };
   const writer = createThreadWriter(deps.root, header);
   const record = (r: ThreadRecord): void => {
@@ -121,8 +130,12 @@ export async function runThread(deps: ThreadDeps, start: ThreadStart): Promise<T
       {
         provider: route.provider,
         resolve: deps.resolve,
-        call: (c) => deps.call({ ...c, session: id, client: start.client, source: 'thread', context, directive: directiveScope }),
+        call: (c) => {
+          meter?.countToolCall();
+          return deps.call({ ...c, session: id, client: start.client, source: 'thread', context, directive: directiveScope });
+        },
         limits,
+        ...(meter ? { budget: meter } : {}),
         ...(deps.describeTool ? { describeTool: deps.describeTool } : {}),
         ...(deps.steps ? { steps: deps.steps } : {}),
       },

@@ -109,14 +109,17 @@ describe('budgets', () => {
     const meter = await createBudgets({ config, ledger, now: () => now }).admit({ client: 'ci', model: 'gpt-4o-mini', directive: run });
     meter.charge({ inputTokens: 400, outputTokens: 100 });
     meter.countSpawn();
-    expect(meter.exhausted()).toMatchObject({ scope: 'directive', name: 'deploy_staging', resource: 'spawns', used: 1, limit: 1 });
+    // One spawn of one allowed: the run goes on (the limit stops the next spawn); a second is over it.
+    expect(meter.exhausted()).toBeUndefined();
+    meter.countSpawn();
+    expect(meter.exhausted()).toMatchObject({ scope: 'directive', name: 'deploy_staging', resource: 'spawns', used: 2, limit: 1 });
     await ledger.close();
 
     // A restarted gateway sees the run's use; a spend or time past its limits refuses its next request.
     ledger = await openBudgetLedger({ dir, retainMs: 24 * HOUR, now: () => now });
     const budgets = createBudgets({ config, ledger, now: () => now });
     const error = await refusal(budgets.admit({ client: 'ci', model: 'gpt-4o-mini', directive: run }));
-    expect(error.message).toBe('Directive deploy_staging is over its spawn budget: 1 spawn of 1 spawn. To allow more, raise spawns in the <limits> of directive deploy_staging.');
+    expect(error.message).toBe('Directive deploy_staging is over its spawn budget: 2 spawns of 1 spawn. To allow more, raise spawns in the <limits> of directive deploy_staging.');
     const late = await refusal(budgets.admit({ client: 'ci', model: 'gpt-4o-mini', directive: { ...run, run: 'run-8', startedAt: T0 - 61_000 } }));
     expect(late.details).toMatchObject({ budget: { resource: 'duration', limit: 60_000 } });
     expect(late.details?.['retryAfter']).toBeUndefined();

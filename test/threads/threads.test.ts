@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readAuditTail } from '../../src/audit/audit-reader.js';
@@ -19,8 +19,31 @@ import { openAiStream } from '../helpers/openai-sse.js';
 
 let served: DemoGateway;
 
+const TIGHT = `# Tight
+
+\`\`\`xml
+<directive name="tight" version="1.0.0">
+  <metadata>
+    <description>Read files on a small budget</description>
+    <model tier="balanced"/>
+    <limits spend="0.02"/>
+    <permissions>
+      <read resource="filesystem" path="**"/>
+      <execute resource="tool" id="read_file"/>
+    </permissions>
+  </metadata>
+  <process><step name="read"><description>Read the README</description></step></process>
+</directive>
+\`\`\`
+`;
+
 beforeAll(async () => {
-  served = await serveDemoGateway({ prefix: 'kiwi-threads-', config: 'model_tiers: { balanced: gpt-4o-mini }\n' });
+  served = await serveDemoGateway({
+    prefix: 'kiwi-threads-',
+    // Each recorded turn reports 15 tokens: $0.015 at these prices, so the tight directive's $0.02 lasts two turns.
+    config: ['model_tiers: { balanced: gpt-4o-mini }', 'prices:', '  "gpt-*": { input_per_mtok: 1000, output_per_mtok: 1000 }'].join('\n'),
+    prepare: (root) => void writeFileSync(path.join(root, '.ai', 'directives', 'tight.md'), TIGHT),
+  });
 }, 120_000);
 
 afterAll(async () => {
@@ -82,6 +105,16 @@ describe('a directive run as a thread', () => {
     expect(shown.at(-1)).toMatch(/^ended .*: completed, 3 step\(s\)$/);
     expect((await listThreads(served.root)).map((t) => t.header.id)).toContain(id);
     expect(readFileSync(path.join(served.root, THREADS_DIR, `${id}.jsonl`), 'utf8').split('\n').filter(Boolean).length).toBe(shown.length);
+  }, 60_000);
+
+  it("stops at the directive's spend limit, counted from the price table, and says so", async () => {
+    const read = openAiStream(['[TOOL: read_file {"path": "README.md"}]']);
+    served.llm.replyOnce(read, read, read);
+    const before = served.llm.requests.length;
+    const outcome = await served.gateway.threads.run({ directive: 'tight', client: 'local' });
+    expect(outcome).toMatchObject({ status: 'completed', limit: 'budget', steps_taken: 2 });
+    expect(served.llm.requests.length - before).toBe(2);
+    expect(outcome.result).toMatch(/directive tight used its spend budget \(\$0\.03 of \$0\.02\)/);
   }, 60_000);
 
   it('refuses what it cannot run, saying how to fix it', async () => {

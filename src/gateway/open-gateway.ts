@@ -153,7 +153,8 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     const auth = createClientAuth({ root: project.root, file: path.join(project.root, KEY_FILE), policy: project.policy, openWithoutKeys: isLoopbackHost(host) });
     const guard = createRequestGuard({ allowedHosts: config.allowedHosts, allowedOrigins: config.allowedOrigins, mcpOrigins: config.mcp.allowedOrigins, auth, maxConcurrentPerClient: config.maxConcurrentPerClient });
     const record = config.recordChats ? { record: mcpRecorder(kernel.journal, { call: (call) => project.proxy.call(call), stepDeadlineMs: config.limits.maxDurationMs, kernel: kernel.kernel, ...(budgets ? { budgets } : {}) }) } : {};
-    const metaDeps = { project, resolver: runtime.resolver, steps, ...record };
+    const threads = createGatewayThreads({ project, runtime, upstreams, config, describeTool, steps, budgets });
+    const metaDeps = { project, resolver: runtime.resolver, steps, runThread: threads.run, ...record };
     const mcp = createMcpRoute(metaDeps, { allowedOrigins: config.mcp.allowedOrigins, maxBodyBytes: config.maxBodyBytes, callerOf: guard.callerOf });
     opened.unshift(mcp);
     const metrics = (): GatewayMetrics => ({ uptime_s: Math.round((Date.now() - startedAt) / 1000), prefetch: prefetch.counters.snapshot(), transitions: prefetch.transitions.stats() });
@@ -177,7 +178,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
       upstreams,
       prefetch,
       runLoop,
-      threads: createGatewayThreads({ project, runtime, upstreams, config, describeTool, steps, budgets }),
+      threads,
       auth,
       async close() {
         shuttingDown = true;

@@ -21,6 +21,7 @@ import {
   type MetaContext,
   type MetaResult,
 } from './meta-common.js';
+import { runDirectiveThread } from './meta-thread.js';
 import { directiveSteps, directiveView, knowledgeText, knowledgeView } from './meta-views.js';
 
 const UNSUPPORTED =
@@ -61,7 +62,7 @@ export async function execute(ctx: MetaContext, args: ExecuteArgs, signal?: Abor
     return outcomeResult(outcome);
   }
   const found = findItem(ctx.project, type, args.item_id);
-  if (found.kind === 'directive') return runDirective(ctx, found.item, parameters);
+  if (found.kind === 'directive') return ctx.runThread ? runDirectiveThread(ctx, ctx.runThread, found.item, parameters, signal) : runDirective(ctx, found.item, parameters);
   if (found.kind === 'knowledge') return runKnowledge(ctx, found.item);
   // findItem returns the kind it was asked for; a tool was handled above.
   return errorResult('INTERNAL', `unexpected ${found.kind} for item_type ${type}`);

@@ -13,6 +13,7 @@ import type { Project } from '../project.js';
 import type { Caller } from '../proxy/caller.js';
 import type { Resolver } from '../resolver/types.js';
 import { guard, type MetaContext, type MetaResult } from './meta-common.js';
+import type { ThreadRunner } from './meta-thread.js';
 import { execute, executeShape } from './meta-execute.js';
 import { help, helpShape } from './meta-help.js';
 import { load, loadShape } from './meta-load.js';
@@ -31,6 +32,8 @@ export interface MetaServerDeps {
   steps?: SplitOptions;
   /** Runs each execute and resolve as a recorded execution (the gateway's kernel); absent: not recorded. */
   record?: MetaRecorder;
+  /** Runs an executed directive as a thread (the gateway); absent: `execute` returns its steps. */
+  runThread?: ThreadRunner;
 }
 
 /**
@@ -60,6 +63,7 @@ export function createMetaServer(deps: MetaServerDeps): McpServer {
     session: deps.session ?? deps.project.session,
     caller: deps.caller ?? LOCAL_CALLER,
     steps: deps.steps ?? { actionWords: catalogActionWords(resolvableTools(deps.project.registry.tools.values()).values()) },
+    ...(deps.runThread ? { runThread: deps.runThread } : {}),
   };
   // Logging: a call that waits for a person says so to the client while the tool call is open.
   const server = new McpServer(deps.serverInfo ?? DEFAULT_INFO, { instructions: INSTRUCTIONS, maxToolInputElements: MAX_INPUT_ELEMENTS, capabilities: { logging: {} } });

@@ -1,5 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readAuditTail } from '../../src/audit/audit-reader.js';
 import { runCli } from '../../src/cli/run-cli.js';
@@ -109,12 +111,28 @@ describe('a directive run as a thread', () => {
 
   it("stops at the directive's spend limit, counted from the price table, and says so", async () => {
     const read = openAiStream(['[TOOL: read_file {"path": "README.md"}]']);
-    served.llm.replyOnce(read, read, read);
+    // Two answers only: a third request (the budget not stopping it) would find none and fail the thread.
+    served.llm.replyOnce(read, read);
     const before = served.llm.requests.length;
     const outcome = await served.gateway.threads.run({ directive: 'tight', client: 'local' });
     expect(outcome).toMatchObject({ status: 'completed', limit: 'budget', steps_taken: 2 });
     expect(served.llm.requests.length - before).toBe(2);
     expect(outcome.result).toMatch(/directive tight used its spend budget \(\$0\.03 of \$0\.02\)/);
+  }, 60_000);
+
+  it("runs as a thread when an MCP client executes the directive on the gateway's /mcp, and answers with the outcome", async () => {
+    const client = new Client({ name: 'threads-test', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${served.server.url}/mcp`)));
+    try {
+      served.llm.replyOnce(openAiStream(['[TOOL: read_file {"path": "README.md"}]']), openAiStream(['Reviewed.']));
+      const result = (await client.callTool({ name: 'execute', arguments: { item_type: 'directive', action: 'run', item_id: 'review_changes', parameters: { focus: 'mcp' } } })) as { structuredContent?: Record<string, unknown>; isError?: boolean };
+      expect(result.isError).not.toBe(true);
+      expect(result.structuredContent).toMatchObject({ status: 'completed', steps_taken: 1, result: 'Reviewed.', thread: expect.stringMatching(/^[0-9a-f-]{36}$/) });
+      const lines = await readThread(served.root, String(result.structuredContent?.['thread']));
+      expect(lines[0]).toMatchObject({ directive: 'review_changes', inputs: { focus: 'mcp' }, client: 'local' });
+    } finally {
+      await client.close();
+    }
   }, 60_000);
 
   it('refuses what it cannot run, saying how to fix it', async () => {

@@ -3,7 +3,8 @@
  * well-formed XML; the Markdown around it may hold anything.
  */
 import { parseHooks } from './directive-hooks.js';
-import { parseLimits, parsePermissions, type ElementProblem } from './directive-permissions.js';
+import { parseLimits } from './directive-limits.js';
+import { parsePermissions, type ElementProblem } from './directive-permissions.js';
 import { extractDirectiveBlock, findSignature, lineColumn, stripSignatureLine } from './markdown-parts.js';
 import { verifySignature } from './signature.js';
 import { checkToolName } from './tool-name.js';

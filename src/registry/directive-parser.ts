@@ -3,11 +3,13 @@
  * well-formed XML; the Markdown around it may hold anything.
  */
 import { parseHooks } from './directive-hooks.js';
-import { parseLimits, parsePermissions, type ElementProblem } from './directive-permissions.js';
+import { parseInputs } from './directive-inputs.js';
+import { parseLimits } from './directive-limits.js';
+import { parsePermissions, type ElementProblem } from './directive-permissions.js';
 import { extractDirectiveBlock, findSignature, lineColumn, stripSignatureLine } from './markdown-parts.js';
 import { verifySignature } from './signature.js';
 import { checkToolName } from './tool-name.js';
-import type { Directive, DirectiveHook, DirectiveInput, DirectiveLimits, PermissionTag, Tier } from './types.js';
+import type { Directive, DirectiveHook, DirectiveLimits, PermissionTag, Tier } from './types.js';
 import { fail, makeIssue, type FileLabel, type IssueInput, type ParseResult } from './validation-error.js';
 import { child, parseXmlTree, type XmlElement } from './xml-tree.js';
 
@@ -95,7 +97,8 @@ export function parseDirective(text: string, label: FileLabel, tier: Tier): Pars
     };
     if (hooksElement !== undefined) hooks = parseHooks(hooksElement, problems, siteOf);
   }
-  const inputs = readInputs(child(root, 'inputs'), problem);
+  const inputsElement = child(root, 'inputs');
+  const inputs = inputsElement === undefined ? [] : parseInputs(inputsElement, problems);
 
   const issues = problems.map((p) => {
     const input: IssueInput = { ...at(p.element.offset), text: p.text };
@@ -147,32 +150,4 @@ function readModelTier(metadata: XmlElement, problem: Report): string | undefine
     return tier;
   }
   return undefined;
-}
-
-function readInputs(element: XmlElement | undefined, problem: Report): DirectiveInput[] {
-  if (element === undefined) return [];
-  const inputs: DirectiveInput[] = [];
-  element.children.forEach((input, index) => {
-    const field = `inputs[${index}]`;
-    if (input.name !== 'input') {
-      problem(input, field, `<${input.name}> is not allowed in <inputs>; write <input name="topic" type="string" required="true">...</input>`);
-      return;
-    }
-    const name = input.attrs['name'];
-    if (name === undefined || name === '') {
-      problem(input, `${field}.name`, 'the input has no name; write <input name="topic" type="string" required="true">');
-      return;
-    }
-    const required = input.attrs['required'];
-    if (required !== undefined && required !== 'true' && required !== 'false') {
-      problem(input, `${field}.required`, `${JSON.stringify(required)} is not a boolean; write required="true" or required="false"`);
-    }
-    inputs.push({
-      name,
-      type: input.attrs['type'] ?? 'string',
-      required: required === 'true',
-      description: input.text,
-    });
-  });
-  return inputs;
 }

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { checkCommand } from '../../src/policy/command-check.js';
 import { capabilities, directiveContext, intersectCapabilities, rulesFromTags } from '../../src/policy/directive-permissions.js';
 import { checkMcpTool, checkTool, createPermissionContext, emptyRules } from '../../src/policy/permission-context.js';
+import { parseDirective } from '../../src/registry/directive-parser.js';
 import type { PermissionTag } from '../../src/registry/types.js';
 
 const tags: PermissionTag[] = [
@@ -42,11 +43,11 @@ describe('rulesFromTags', () => {
     const { rules, ignored } = rulesFromTags(bad);
     expect(rules).toEqual(emptyRules());
     expect(ignored.map((i) => i.reason)).toEqual([
-      '<read> is understood only for resource="filesystem"',
-      '<read resource="filesystem"> needs a non-empty path',
-      'path "../outside/**" must be a glob relative to the project root without `..`',
-      'resource "rocket" is not known; use filesystem, tool, shell, kiwi-mcp, mcp or spawn',
-      '<execute resource="tool"> needs a non-empty id or action',
+      'resource "database" is not known for <read>; write <read resource="filesystem" path="src/**"/>',
+      'needs path="..."; write <read resource="filesystem" path="src/**"/>',
+      'path "../outside/**" must be a glob relative to the project root, without `..`, e.g. "src/**"; write <write resource="filesystem" path="dist/**"/>',
+      expect.stringMatching(/^resource "rocket" is not known for <execute>; write <execute resource="tool" id="bash"\/> or /u),
+      'needs id="..."; write <execute resource="tool" id="bash"/>',
     ]);
   });
 });
@@ -97,5 +98,44 @@ describe('capabilities', () => {
 
   it('a child’s capabilities are the intersection with its parent’s', () => {
     expect(intersectCapabilities(['fs.read', 'tool.bash'], ['fs.read', 'fs.write', 'tool.bash', 'spawn.thread'])).toEqual(['fs.read', 'tool.bash']);
+  });
+});
+
+describe('a loaded <execute resource="mcp"> tag', () => {
+  const everything = createPermissionContext('/proj', { ...emptyRules(), tools: ['*'], mcpTools: ['*'], fsRead: ['**'], commands: [{ executable: 'git' }] }, 'policy p');
+
+  function loadedTags(permissions: string): PermissionTag[] {
+    const text = `<directive name="reader" version="1.0.0"><metadata><description>Reads</description><permissions>${permissions}</permissions></metadata></directive>`;
+    const result = parseDirective(text, { file: '/proj/.ai/directives/reader.md', display: '.ai/directives/reader.md' }, 'project');
+    if (!result.ok) throw new Error(result.issues.map((i) => i.message).join('\n'));
+    return result.value.permissions;
+  }
+
+  it('grants exactly that MCP tool and nothing else, even under a policy that allows everything', () => {
+    const tags = loadedTags('<execute resource="mcp" id="files.read_file"/>');
+    expect(rulesFromTags(tags)).toEqual({ rules: { ...emptyRules(), mcpTools: ['files.read_file'] }, ignored: [] });
+    expect(capabilities(tags)).toEqual(['mcp.files.read_file']);
+    const { context } = directiveContext(everything, 'reader', tags);
+    expect(checkMcpTool(context, 'files.read_file')).toEqual({ allowed: true });
+    for (const other of ['files.write_file', 'files.read_file2', 'files.read', 'other.read_file', 'files.read_file.x']) {
+      expect(checkMcpTool(context, other)).toEqual({ allowed: false, reason: `denied by directive reader: MCP tool \`${other}\` is not in \`mcp.tools\`` });
+    }
+    expect(checkTool(context, 'files.read_file')).toMatchObject({ allowed: false });
+    expect(checkTool(context, 'bash')).toMatchObject({ allowed: false });
+    expect(checkCommand(context, ['git', 'status'])).toMatchObject({ allowed: false });
+  });
+
+  it('with a server alone grants that server’s tools only', () => {
+    const { context } = directiveContext(everything, 'reader', loadedTags('<execute resource="mcp" action="files"/>'));
+    expect(checkMcpTool(context, 'files.read_file')).toEqual({ allowed: true });
+    expect(checkMcpTool(context, 'files.write_file')).toEqual({ allowed: true });
+    expect(checkMcpTool(context, 'web.fetch')).toMatchObject({ allowed: false });
+    expect(checkMcpTool(context, 'filesystem.read_file')).toMatchObject({ allowed: false });
+  });
+
+  it('still cannot reach past the policy', () => {
+    const narrow = createPermissionContext('/proj', { ...emptyRules(), mcpTools: ['web.*'] }, 'policy p');
+    const { context } = directiveContext(narrow, 'reader', loadedTags('<execute resource="mcp" id="files.read_file"/>'));
+    expect(checkMcpTool(context, 'files.read_file')).toMatchObject({ allowed: false, reason: expect.stringMatching(/^denied by policy p: /u) });
   });
 });

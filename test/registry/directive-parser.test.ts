@@ -172,7 +172,7 @@ describe('invalid directives', () => {
       'metadata.permissions[0].path: needs path="..."; write <read resource="filesystem" path="src/**"/>',
     );
     expect(only(wrap('<permissions><execute resource="tool" tool="x" id="y"/></permissions>')).message).toContain(
-      '<execute> has no attribute "tool"',
+      'metadata.permissions[0].tool: <execute resource="tool"> has no attribute "tool"; it takes resource and id or action: write <execute resource="tool" id="bash"/>',
     );
     expect(only(wrap('<permissions><execute resource="tool"/></permissions>')).message).toContain('needs id="..."');
   });

@@ -1,0 +1,54 @@
+/**
+ * A directive's `<inputs>`, in either form, into the same `DirectiveInput[]`:
+ * - Kiwi MCP's `<input name="topic" type="string" required="true">What to research</input>`;
+ * - Kiwi's child elements named after the input: `<topic type="string" required="true">What to research</topic>`.
+ * An element named `input` is always the first form, so an input called "input" is written
+ * `<input name="input" ...>`.
+ */
+import type { ElementProblem } from './directive-permissions.js';
+import type { DirectiveInput } from './types.js';
+import { didYouMeanSuffix } from './validation-error.js';
+import type { XmlElement } from './xml-tree.js';
+
+/** JSON Schema's types: the call's arguments are JSON. */
+export const INPUT_TYPES = ['string', 'number', 'integer', 'boolean', 'object', 'array'] as const;
+
+const INPUT_NAME = /^[A-Za-z_][A-Za-z0-9_-]*$/u;
+
+export function parseInputs(element: XmlElement, problems: ElementProblem[]): DirectiveInput[] {
+  const inputs: DirectiveInput[] = [];
+  const seen = new Set<string>();
+  element.children.forEach((input, index) => {
+    const field = `inputs[${index}]`;
+    const report = (suffix: string, text: string) => problems.push({ element: input, field: suffix === '' ? field : `${field}.${suffix}`, text });
+    const attributeForm = input.name === 'input';
+    const name = attributeForm ? input.attrs['name'] : input.name;
+    const example = attributeForm ? '<input name="topic" type="string" required="true">What to research</input>' : `<${input.name} type="string" required="true">What it is</${input.name}>`;
+    if (name === undefined || name.trim() === '') {
+      report('name', `the input has no name; write ${example} (or <topic type="string" required="true">What to research</topic>)`);
+      return;
+    }
+    if (!INPUT_NAME.test(name)) {
+      report('name', `${JSON.stringify(name)} is not an input name; use letters, digits, _ and -, starting with a letter or _`);
+      return;
+    }
+    if (seen.has(name)) {
+      report('name', `input "${name}" is declared twice; keep one`);
+      return;
+    }
+    seen.add(name);
+    if (input.children.length > 0) {
+      report('', `input "${name}" holds <${input.children[0]?.name}>; its description is plain text: write ${example}`);
+    }
+    const type = input.attrs['type']?.trim() ?? 'string';
+    if (!(INPUT_TYPES as readonly string[]).includes(type)) {
+      report('type', `input "${name}": ${JSON.stringify(type)} is not a type; use ${INPUT_TYPES.join(', ')}${didYouMeanSuffix(type, INPUT_TYPES)}`);
+    }
+    const required = input.attrs['required']?.trim();
+    if (required !== undefined && required !== 'true' && required !== 'false') {
+      report('required', `input "${name}": ${JSON.stringify(required)} is not a boolean; write required="true" or required="false"`);
+    }
+    inputs.push({ name, type, required: required === 'true', description: input.text });
+  });
+  return inputs;
+}

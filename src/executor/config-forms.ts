@@ -52,11 +52,10 @@ function looksLikeShell(command: string): boolean {
 
 function refuseShell(tool: Tool, field: string, text: string): never {
   const [exe = 'ls', ...rest] = text.trim().split(/\s+/);
-  refuse(
-    tool,
-    field,
-    `\`${text.slice(0, 80)}\` is a shell string, which the gateway does not run (no sh -c: quoting and metacharacters would become an injection point); write the executable and each argument separately, e.g. command: ${exe} and args: ${JSON.stringify(rest.slice(0, 4))} (an argv array)`,
-  );
+  const form = /[|&;<>`$()"'\\]/.test(text)
+    ? `write the executable and each argument separately (command: ${exe}, args: [...] — an argv array); pipes, redirection and quoting need a script file run by a runtime (config.entrypoint)`
+    : `write the executable and each argument separately: command: ${exe} and args: ${JSON.stringify(rest)} (an argv array)`;
+  refuse(tool, field, `\`${text.slice(0, 80)}\` is a shell string, which the gateway does not run (no sh -c: quoting and metacharacters would become an injection point); ${form}`);
 }
 
 function refuse(tool: Tool, field: string, why: string): never {

@@ -54,7 +54,9 @@ function refuseShell(tool: Tool, field: string, text: string): never {
   const [exe = 'ls', ...rest] = text.trim().split(/\s+/);
   const form = /[|&;<>`$()"'\\]/.test(text)
     ? `write the executable and each argument separately (command: ${exe}, args: [...] — an argv array); pipes, redirection and quoting need a script file run by a runtime (config.entrypoint)`
-    : `write the executable and each argument separately: command: ${exe} and args: ${JSON.stringify(rest)} (an argv array)`;
+    : field === 'config.args'
+      ? `write each argument as its own list element: args: ${JSON.stringify([exe, ...rest])} (an argv array)`
+      : `write the executable and each argument separately: command: ${exe} and args: ${JSON.stringify(rest)} (an argv array)`;
   refuse(tool, field, `\`${text.slice(0, 80)}\` is a shell string, which the gateway does not run (no sh -c: quoting and metacharacters would become an injection point); ${form}`);
 }
 

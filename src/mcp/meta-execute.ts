@@ -115,7 +115,7 @@ function runKnowledge(ctx: MetaContext, entry: Knowledge): MetaResult {
  */
 function readableTool(ctx: MetaContext, id: string, parameters: Record<string, unknown>): MetaResult | undefined {
   const tool = ctx.project.registry.tools.get(id);
-  if (tool?.type === 'knowledge') {
+  if (tool?.type === 'knowledge' && tool.executor === null) {
     const view = toolView(ctx.project, tool);
     const source = typeof tool.config['source_url'] === 'string' ? `\nsource: ${tool.config['source_url']}` : '';
     return textResult(`knowledge ${tool.id} ${tool.version}: ${tool.description}${source}`, { status: 'ready', ...view });

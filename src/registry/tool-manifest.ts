@@ -50,6 +50,8 @@ export const toolManifestSchema = z.strictObject({
   requires: z.union([z.array(z.string()), z.record(z.string(), z.unknown())]).nullable().optional(),
   outputs: z.record(z.string(), z.unknown()).optional(),
   capabilities: z.array(z.string()).optional(),
+  // Kiwi's script manifests (`tool.yaml` beside the script) write it at the top level; it joins config.
+  entrypoint: z.string().min(1).optional(),
 });
 
 export type ToolManifest = z.infer<typeof toolManifestSchema>;
@@ -71,6 +73,7 @@ const HINTS: FieldHints = {
   requires: 'a list of what the tool needs, e.g. [spawn.thread], or a mapping like { commands: [kubectl] }',
   outputs: 'a JSON Schema of the result, e.g. { type: object, properties: {...} }',
   capabilities: 'a list of strings, e.g. [spawn, stdio]',
+  entrypoint: 'the script file beside the manifest, e.g. main.py',
 };
 
 /** Parses and validates one manifest. Never throws for bad input: every problem is an issue. */
@@ -106,6 +109,13 @@ export function parseToolManifest(text: string, label: FileLabel, tier: Tier): P
   }
   const manifest = parsed.data;
   const executor = resolveExecutor(manifest, source, inputs);
+  const config = { ...manifest.config };
+  if (manifest.entrypoint !== undefined) {
+    if (config['entrypoint'] !== undefined && config['entrypoint'] !== manifest.entrypoint) {
+      inputs.push({ field: 'entrypoint', text: `says "${manifest.entrypoint}" but config.entrypoint says "${String(config['entrypoint'])}"; keep one`, ...source.locate(['entrypoint']) });
+    }
+    config['entrypoint'] = manifest.entrypoint;
+  }
   inputs.push(...checkSignature(text));
   if (inputs.length > 0) return fail(inputs.map(toIssue));
 
@@ -118,7 +128,7 @@ export function parseToolManifest(text: string, label: FileLabel, tier: Tier): P
     // Unknown is unsafe: a tool is mutating until it says otherwise.
     mutatesState: manifest.mutates_state ?? true,
     requiresApproval: manifest.requires_approval ?? false,
-    config: manifest.config ?? {},
+    config,
     parameters: params.parameters,
     tags: manifest.tags ?? [],
     examples: manifest.examples ?? [],
@@ -138,11 +148,8 @@ function resolveExecutor(manifest: ToolManifest, source: YamlSource, issues: Iss
     issues.push(located('executor_id', `says "${legacy}" but executor says "${executor}"; keep only executor`));
   }
   const chosen = executor ?? legacy ?? undefined;
-  if (manifest.tool_type === 'knowledge') {
-    // Knowledge is read, never run: an executor would make it look callable.
-    if (chosen !== undefined) issues.push(located(executor != null ? 'executor' : 'executor_id', 'knowledge runs nothing; remove the executor (or write executor: null)'));
-    return null;
-  }
+  // Kiwi's knowledge entries are read, not run (`executor: null`); one that names an executor keeps its chain.
+  if (manifest.tool_type === 'knowledge' && chosen === undefined) return null;
   if (manifest.tool_type === 'primitive') {
     if (!(PRIMITIVES as readonly string[]).includes(manifest.tool_id)) {
       issues.push(

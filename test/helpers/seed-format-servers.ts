@@ -25,7 +25,7 @@ export async function startJsonServer(answer: unknown): Promise<LocalServer> {
   return listen(server, requests);
 }
 
-/** An MCP server over the older HTTP+SSE transport (GET /sse, POST /messages) with an `echo` tool. */
+/** An MCP server over the older HTTP+SSE transport (GET /mcp/sse, POST /mcp/messages) with tools `echo` and `big` (that many bytes of text). */
 export async function startSseMcpServer(): Promise<LocalServer> {
   const requests: LocalServer['requests'] = [];
   const transports = new Map<string, SSEServerTransport>();
@@ -42,6 +42,7 @@ export async function startSseMcpServer(): Promise<LocalServer> {
       transports.set(transport.sessionId, transport);
       const mcp = new McpServer({ name: 'sse-standin', version: '1.0.0' });
       mcp.registerTool('echo', { description: 'Echo the text back', inputSchema: { text: z.string() } }, ({ text }) => ({ content: [{ type: 'text', text: `echo: ${text}` }] }));
+      mcp.registerTool('big', { description: 'Return this many bytes', inputSchema: { bytes: z.number() } }, ({ bytes }) => ({ content: [{ type: 'text', text: 'x'.repeat(bytes) }] }));
       await mcp.connect(transport);
       return;
     }

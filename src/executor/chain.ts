@@ -41,6 +41,9 @@ export function lookupLink(tools: ReadonlyMap<string, Tool>, id: string): Tool |
 export function resolveChain(tools: ReadonlyMap<string, Tool>, toolId: string): ResolvedChain {
   const first = lookupLink(tools, toolId);
   if (!first) throw new KiwiError('TOOL_NOT_FOUND', `no tool \`${toolId}\` in the registry; run \`kiwi tools list\` to see what there is`);
+  if (first.type === 'knowledge' && first.executor === null) {
+    throw new KiwiError('CHAIN_INVALID', `\`${toolId}\` (${first.source.path}) is knowledge: it is read, not run; \`load\` it (or execute it through the MCP server's execute) to get its content`);
+  }
   const links: Tool[] = [first];
   const seen = new Set([first.id]);
   let current = first;
@@ -89,6 +92,8 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 export function validateChains(tools: ReadonlyMap<string, Tool>): Array<{ tool: Tool; message: string }> {
   const problems: Array<{ tool: Tool; message: string }> = [];
   for (const tool of tools.values()) {
+    // Knowledge without an executor has no chain by design.
+    if (tool.type === 'knowledge' && tool.executor === null) continue;
     try {
       resolveChain(tools, tool.id);
     } catch (error) {

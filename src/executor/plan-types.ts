@@ -32,6 +32,8 @@ export interface McpPlan {
 
 export interface ResponseTransform {
   pick?: string;
+  /** A JSONPath (json-path.ts subset), applied before pick. */
+  path?: string;
   fields?: string[];
   maxItems?: number;
 }

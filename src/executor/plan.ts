@@ -6,6 +6,8 @@ import type { McpServerSpec } from '../mcp/client-pool.js';
 import { buildChildEnv } from '../primitives/subprocess.js';
 import type { Tool } from '../registry/types.js';
 import type { ResolvedChain } from './chain.js';
+import { httpConfigForm, mcpServerConfigForm, subprocessConfigForm } from './config-forms.js';
+import { parseJsonPath } from './json-path.js';
 import type { ExecutionPlan, HttpPlan, McpPlan, SubprocessPlan } from './plan-types.js';
 import { substitute, substituteDeep, wholeParam, type SubstitutionScope } from './substitute.js';
 
@@ -31,6 +33,8 @@ const SubprocessConfig = z.looseObject({
   timeout_ms: z.number().int().positive().max(3_600_000).default(DEFAULT_TIMEOUT_MS),
   max_output_bytes: z.number().int().positive().max(64 * 1024 * 1024).default(DEFAULT_MAX_OUTPUT),
   script: z.string().optional(),
+  /** Kiwi's bash tools read their arguments from the environment: true gives KIWI_PARAM_<NAME>, a string is the prefix. */
+  params_as_env: z.union([z.boolean(), z.string().regex(/^[A-Z_][A-Z0-9_]*$/, 'must be a prefix of capitals, digits and _')]).default(false),
 });
 
 const HttpConfig = z.looseObject({
@@ -41,7 +45,13 @@ const HttpConfig = z.looseObject({
   timeout_ms: z.number().int().positive().max(600_000).default(DEFAULT_TIMEOUT_MS),
   max_response_bytes: z.number().int().positive().max(64 * 1024 * 1024).default(4 * 1024 * 1024),
   response_transform: z
-    .strictObject({ pick: z.string().optional(), fields: z.array(z.string()).optional(), max_items: z.number().int().positive().optional() })
+    .strictObject({
+      pick: z.string().optional(),
+      // Kiwi's JSONPath string, moved here by httpConfigForm.
+      path: z.string().optional(),
+      fields: z.array(z.string()).optional(),
+      max_items: z.number().int().positive().optional(),
+    })
     .optional(),
 });
 
@@ -55,11 +65,16 @@ const McpServerConfig = z.discriminatedUnion('transport', [
     cwd: z.string().default('.'),
   }),
   z.looseObject({ transport: z.literal('http'), url: z.string().url(), headers: z.record(z.string(), z.string()).default({}) }),
+  z.looseObject({ transport: z.literal('sse'), url: z.string().url(), headers: z.record(z.string(), z.string()).default({}) }),
 ]);
+
+/** Ids of the runtimes that would run a directive or a thread; none exists in the gateway yet. */
+const THREAD_RUNTIME = 'llm_runtime';
 
 /** Turns a call into an execution plan: which primitive, with what argv, URL or MCP request. Runs nothing. */
 export function planCall(chain: ResolvedChain, args: Record<string, unknown>, ctx: PlanContext): ExecutionPlan {
   const tool = chain.links[0] as Tool;
+  refuseThreads(tool, chain);
   const serverLink = chain.links.find((l) => l.type === 'mcp_server');
   const paths = pathArgs(tool, args);
   if (serverLink) return planMcp(tool, serverLink, chain, args, ctx, paths);
@@ -72,7 +87,12 @@ export function planDynamicMcp(server: Tool, chain: ResolvedChain, remoteTool: s
 }
 
 function planSubprocess(tool: Tool, chain: ResolvedChain, args: Record<string, unknown>, ctx: PlanContext, paths: SubprocessPlan['paths']): SubprocessPlan {
-  const config = parseConfig(SubprocessConfig, chain.config, tool, 'subprocess');
+  const config = parseConfig(SubprocessConfig, subprocessConfigForm(chain.config, tool), tool, 'subprocess');
+  // A script the runtime's args do not place (Kiwi's `entrypoint`) goes after them, its arguments as JSON on stdin.
+  if (config.script !== undefined && !config.args.some((a) => a.includes('{script}'))) {
+    config.args = [...config.args, '{script}'];
+    config.stdin ??= '{args_json}';
+  }
   const params = { ...args, args_json: JSON.stringify(args), ...(config.script ? { script: scriptPath(tool, config.script) } : {}) };
   const scope: SubstitutionScope = { params, env: ctx.env, where: `tool ${tool.id}: config.args` };
   const argv = [substitute(config.command, { ...scope, where: `tool ${tool.id}: config.command` })];
@@ -97,7 +117,7 @@ function planSubprocess(tool: Tool, chain: ResolvedChain, args: Record<string, u
     kind: 'subprocess',
     argv,
     cwd: resolveInside(ctx.root, substitute(config.cwd, scope), `tool ${tool.id}: config.cwd`),
-    env: childEnv(config.env, config.env_allowlist, scope, ctx.env),
+    env: childEnv(config.env, config.env_allowlist, scope, ctx.env, paramsEnv(args, config.params_as_env)),
     ...(config.stdin !== undefined ? { stdin: substitute(config.stdin, { ...scope, where: `tool ${tool.id}: config.stdin` }) } : {}),
     timeoutMs: config.timeout_ms,
     maxOutputBytes: config.max_output_bytes,
@@ -107,7 +127,7 @@ function planSubprocess(tool: Tool, chain: ResolvedChain, args: Record<string, u
 }
 
 function planHttp(tool: Tool, chain: ResolvedChain, args: Record<string, unknown>, ctx: PlanContext, paths: HttpPlan['paths']): HttpPlan {
-  const config = parseConfig(HttpConfig, chain.config, tool, 'http_client');
+  const config = parseConfig(HttpConfig, httpConfigForm(chain.config, tool), tool, 'http_client');
   const scope: SubstitutionScope = { params: args, env: ctx.env, where: `tool ${tool.id}: config.url_template` };
   const url = substitute(config.url_template, scope, encodeURIComponent);
   const headers: Record<string, string> = {};
@@ -119,6 +139,8 @@ function planHttp(tool: Tool, chain: ResolvedChain, args: Record<string, unknown
     if (typeof filled !== 'string' && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = 'application/json';
   }
   const t = config.response_transform;
+  // Parsed now so a bad path fails before the request is sent.
+  if (t?.path !== undefined) parseJsonPath(t.path);
   return {
     kind: 'http',
     request: {
@@ -130,7 +152,7 @@ function planHttp(tool: Tool, chain: ResolvedChain, args: Record<string, unknown
       bodyTimeoutMs: config.timeout_ms,
       maxResponseBytes: config.max_response_bytes,
     },
-    ...(t ? { transform: { ...(t.pick ? { pick: t.pick } : {}), ...(t.fields ? { fields: t.fields } : {}), ...(t.max_items ? { maxItems: t.max_items } : {}) } } : {}),
+    ...(t ? { transform: { ...(t.pick ? { pick: t.pick } : {}), ...(t.path ? { path: t.path } : {}), ...(t.fields ? { fields: t.fields } : {}), ...(t.max_items ? { maxItems: t.max_items } : {}) } } : {}),
     paths,
   };
 }
@@ -139,17 +161,54 @@ function planMcp(tool: Tool, server: Tool, chain: ResolvedChain, args: Record<st
   if (tool.type === 'mcp_server') {
     throw new KiwiError('INVALID_INPUT', `\`${tool.id}\` is an MCP server, not a tool; call one of its tools as \`${tool.id}.<tool>\` (see \`kiwi tools list\`)`);
   }
-  const remote = typeof chain.config['tool'] === 'string' ? chain.config['tool'] : tool.id.slice(tool.id.lastIndexOf('.') + 1);
-  return { kind: 'mcp', server: serverSpec(server, chain.config, ctx), tool: remote, args, paths };
+  return { kind: 'mcp', server: serverSpec(server, chain.config, ctx), tool: remoteToolName(tool, chain.config), args, paths };
+}
+
+/** Kiwi's `mcp_tool_name` or our `tool`; without either, the part of the id after the last dot. */
+function remoteToolName(tool: Tool, config: Record<string, unknown>): string {
+  const kiwi = config['mcp_tool_name'];
+  const ours = config['tool'];
+  if (kiwi !== undefined && ours !== undefined && kiwi !== ours) {
+    throw new KiwiError('CHAIN_INVALID', `tool ${tool.id} (${tool.source.path}): config.mcp_tool_name "${String(kiwi)}" and config.tool "${String(ours)}" differ; keep one`);
+  }
+  const named = kiwi ?? ours;
+  if (named === undefined) return tool.id.slice(tool.id.lastIndexOf('.') + 1);
+  if (typeof named !== 'string' || named.length === 0) {
+    throw new KiwiError('CHAIN_INVALID', `tool ${tool.id} (${tool.source.path}): config.mcp_tool_name must be the remote tool's name, a non-empty string`);
+  }
+  return named;
+}
+
+function refuseThreads(tool: Tool, chain: ResolvedChain): void {
+  const runtime = chain.links.find((l) => l.id === THREAD_RUNTIME);
+  if (tool.type !== 'directive' && tool.type !== 'thread' && runtime === undefined) return;
+  const hint =
+    tool.type === 'directive'
+      ? `; execute the directive itself (item_type directive, id ${tool.id}) to get its steps`
+      : typeof tool.config['directive'] === 'string'
+        ? `; execute the directive ${tool.config['directive']} (item_type directive) to get its steps`
+        : '';
+  throw new KiwiError('CHAIN_INVALID', `tool ${tool.id} (${tool.source.path}) is a ${tool.type === 'thread' || tool.type === 'directive' ? tool.type : 'tool'} run by ${runtime?.id ?? tool.executor ?? THREAD_RUNTIME}, which runs directives as LLM threads — not available in the gateway yet${hint}`);
+}
+
+function paramsEnv(args: Record<string, unknown>, setting: boolean | string): Record<string, string> {
+  if (setting === false) return {};
+  const prefix = setting === true ? 'KIWI_PARAM_' : setting;
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(args)) {
+    if (value === undefined) continue;
+    out[`${prefix}${name.toUpperCase().replace(/[^A-Z0-9_]/g, '_')}`] = typeof value === 'string' ? value : JSON.stringify(value);
+  }
+  return out;
 }
 
 function serverSpec(server: Tool, merged: Record<string, unknown>, ctx: PlanContext): McpServerSpec {
-  const config = parseConfig(McpServerConfig, merged, server, 'mcp_server');
+  const config = parseConfig(McpServerConfig, mcpServerConfigForm(merged, server), server, 'mcp_server');
   const scope: SubstitutionScope = { params: {}, env: ctx.env, where: `mcp server ${server.id}: config` };
-  if (config.transport === 'http') {
+  if (config.transport === 'http' || config.transport === 'sse') {
     const headers: Record<string, string> = {};
     for (const [k, v] of Object.entries(config.headers)) headers[k] = substitute(v, scope);
-    return { name: server.id, transport: 'http', url: substitute(config.url, scope), headers };
+    return { name: server.id, transport: config.transport, url: substitute(config.url, scope), headers };
   }
   return {
     name: server.id,
@@ -169,8 +228,9 @@ function parseConfig<T>(schema: z.ZodType<T>, config: Record<string, unknown>, t
   throw new KiwiError('CHAIN_INVALID', `tool ${tool.id} (${tool.source.path}): config${field ? `.${field}` : ''} for ${primitive}: ${issue?.message ?? 'invalid'}; fix the manifest or the runtime it uses`);
 }
 
-function childEnv(extra: Record<string, string>, allowlist: string[], scope: SubstitutionScope, env: PlanContext['env']): Record<string, string> {
-  const filled: Record<string, string> = {};
+/** `literal`: values set as they are (call arguments), never read as templates; the config's `env` wins over them. */
+function childEnv(extra: Record<string, string>, allowlist: string[], scope: SubstitutionScope, env: PlanContext['env'], literal: Record<string, string> = {}): Record<string, string> {
+  const filled: Record<string, string> = { ...literal };
   for (const [k, v] of Object.entries(extra)) filled[k] = substitute(v, { ...scope, where: `${scope.where} env.${k}` });
   return buildChildEnv(env, [...PASS_THROUGH_ENV, ...allowlist], filled);
 }

@@ -1,12 +1,15 @@
 import { KiwiError } from '../errors.js';
+import { parseJsonPath, queryJsonPath } from './json-path.js';
 import type { ResponseTransform } from './plan-types.js';
 
 /**
  * The small `response_transform` of `api` tools: pick a sub-value by dotted path (`data.items[0].name`),
- * keep only some fields of each object, and cap list length. Deliberately no expressions.
+ * or by Kiwi's JSONPath (json-path.ts), keep only some fields of each object, and cap list length.
+ * Deliberately no expressions.
  */
 export function applyTransform(value: unknown, transform: ResponseTransform): unknown {
-  let out = transform.pick ? pick(value, transform.pick) : value;
+  let out = transform.path ? queryJsonPath(value, parseJsonPath(transform.path)) : value;
+  if (transform.pick) out = pick(out, transform.pick);
   if (transform.fields) out = keepFields(out, transform.fields);
   if (transform.maxItems !== undefined && Array.isArray(out)) out = out.slice(0, transform.maxItems);
   return out;

@@ -40,3 +40,32 @@ export function createCappedFetch(maxBytes: number, baseFetch: FetchLike = fetch
     });
   };
 }
+
+/**
+ * A fetch for the SSE transport, whose tool results arrive as events on the long-lived GET stream:
+ * each event (the bytes between blank lines) is capped, not the stream.
+ */
+export function createEventCappedFetch(maxBytes: number, baseFetch: FetchLike = fetch): FetchLike {
+  return async (url, init) => {
+    const response = await baseFetch(url, init);
+    if ((init?.method ?? 'GET') !== 'GET' || !response.ok || response.body === null) return response;
+    let inEvent = 0;
+    let lastWasNewline = false;
+    const cap = new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        for (const byte of chunk) {
+          if (byte === 13) continue;
+          const newline = byte === 10;
+          inEvent = newline && lastWasNewline ? 0 : inEvent + 1;
+          lastWasNewline = newline;
+          if (inEvent > maxBytes) {
+            controller.error(new Error(`${MESSAGE_TOO_LARGE_MARK}: an event from the server exceeded ${maxBytes} bytes`));
+            return;
+          }
+        }
+        controller.enqueue(chunk);
+      },
+    });
+    return new Response(response.body.pipeThrough(cap), { status: response.status, statusText: response.statusText, headers: response.headers });
+  };
+}

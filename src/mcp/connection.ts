@@ -1,10 +1,11 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { KiwiError } from '../errors.js';
 import type { Sandbox, SandboxGrant } from '../primitives/sandbox.js';
-import { createCappedFetch, isMessageTooLarge } from './capped-fetch.js';
+import { createCappedFetch, createEventCappedFetch, isMessageTooLarge } from './capped-fetch.js';
 import { connectError } from './mcp-errors.js';
 import type { McpServerSpec } from './server-spec.js';
 
@@ -72,7 +73,15 @@ export async function openMcpConnection(spec: McpServerSpec, options: Connection
           fetch: createCappedFetch(options.maxMessageBytes),
         })
       : undefined;
-  const transport = stdio ?? http;
+  // The older HTTP+SSE transport (Kiwi's `transport: sse`): answers arrive on the GET stream, so each event is capped there.
+  const sse =
+    spec.transport === 'sse'
+      ? new SSEClientTransport(new URL(spec.url), {
+          requestInit: { headers: { ...spec.headers } },
+          fetch: createEventCappedFetch(options.maxMessageBytes),
+        })
+      : undefined;
+  const transport = stdio ?? http ?? sse;
   if (transport === undefined) throw new Error('unreachable: spec has no transport');
 
   if (stdio) {

@@ -71,7 +71,7 @@ export function classifyCallError(error: unknown, ctx: CallContext): CallFailure
   if (error instanceof McpError) {
     return fail('MCP_ERROR', `${server} answered ${ctx.activity} with JSON-RPC error ${error.code}: ${error.message}`, false, { rpcCode: error.code });
   }
-  if (ctx.spec.transport === 'http') {
+  if (ctx.spec.transport !== 'stdio') {
     return fail(
       'MCP_ERROR',
       `${server} could not be reached during ${ctx.activity} (${describeCause(error)}); the connection was dropped and will be ` +
@@ -119,7 +119,7 @@ export function connectError(spec: McpServerSpec, error: unknown, ctx: ConnectCo
     );
   }
   if (isMessageTooLarge(error)) return make('OUTPUT_TOO_LARGE', `${server} sent a handshake message over the size cap; raise maxMessageBytes.`);
-  if (spec.transport === 'http') {
+  if (spec.transport !== 'stdio') {
     return make(
       'MCP_ERROR',
       `Could not connect to ${server}: ${describeCause(error)}. Check the URL and headers, and that the server is running.`,

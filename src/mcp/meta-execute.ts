@@ -22,7 +22,7 @@ import {
   type MetaResult,
 } from './meta-common.js';
 import { runDirectiveThread } from './meta-thread.js';
-import { directiveSteps, directiveView, knowledgeText, knowledgeView } from './meta-views.js';
+import { directiveSteps, directiveView, knowledgeText, knowledgeView, toolView } from './meta-views.js';
 
 const UNSUPPORTED =
   'publish, delete, create, update, sign and link are not supported yet (edit files under .ai/ and run `kiwi sign FILE` instead)';
@@ -52,6 +52,8 @@ export async function execute(ctx: MetaContext, args: ExecuteArgs, signal?: Abor
   await checkProjectPath(ctx.project, args.project_path);
   const parameters = args.parameters ?? {};
   if (type === 'tool') {
+    const readable = readableTool(ctx, args.item_id, parameters);
+    if (readable !== undefined) return readable;
     const outcome = await proxyCall(ctx, {
       tool: args.item_id,
       args: parameters,
@@ -104,6 +106,23 @@ function runDirective(ctx: MetaContext, directive: Directive, provided: Record<s
 
 function runKnowledge(ctx: MetaContext, entry: Knowledge): MetaResult {
   return textResult(knowledgeText(entry), { status: 'ready', ...knowledgeView(ctx.project, entry) });
+}
+
+/**
+ * Kiwi's knowledge and directives written as tool manifests: knowledge comes back as what the
+ * manifest says about it (it runs nothing), a directive as the steps of the loaded directive of that
+ * name, like the items themselves. Anything else (a directive tool without its directive) goes to
+ * the proxy, which says why it cannot run.
+ */
+function readableTool(ctx: MetaContext, id: string, parameters: Record<string, unknown>): MetaResult | undefined {
+  const tool = ctx.project.registry.tools.get(id);
+  if (tool?.type === 'knowledge' && tool.executor === null) {
+    const view = toolView(ctx.project, tool);
+    const source = typeof tool.config['source_url'] === 'string' ? `\nsource: ${tool.config['source_url']}` : '';
+    return textResult(`knowledge ${tool.id} ${tool.version}: ${tool.description}${source}`, { status: 'ready', ...view });
+  }
+  const directive = tool?.type === 'directive' ? ctx.project.registry.directives.get(id) : undefined;
+  return directive === undefined ? undefined : runDirective(ctx, directive, parameters);
 }
 
 function isBlank(value: unknown): boolean {

@@ -25,6 +25,9 @@ export function toolView(project: Project, tool: Tool): Record<string, unknown> 
     parameters: parametersSchema(tool.parameters),
     // As written in the manifest: `${ENV}` placeholders stay placeholders, nothing is resolved here.
     config: tool.config,
+    ...(tool.requires !== undefined ? { requires: tool.requires } : {}),
+    ...(tool.outputs !== undefined ? { outputs: tool.outputs } : {}),
+    ...(tool.capabilities !== undefined ? { capabilities: tool.capabilities } : {}),
     source: { tier: tool.source.tier, path: displayPath(project, tool.source.path, tool.source.tier) },
   };
 }

@@ -3,10 +3,10 @@ import { z } from 'zod';
 import { canonicalJson } from '../canonical-json.js';
 import { KiwiError } from '../errors.js';
 
-/** How to reach one external MCP server: a child process on stdio, or a Streamable HTTP endpoint. */
+/** How to reach one external MCP server: a child process on stdio, a Streamable HTTP endpoint, or an (older) SSE endpoint. */
 export type McpServerSpec =
   | { name: string; transport: 'stdio'; command: string; args: string[]; env?: Record<string, string>; cwd?: string }
-  | { name: string; transport: 'http'; url: string; headers?: Record<string, string> };
+  | { name: string; transport: 'http' | 'sse'; url: string; headers?: Record<string, string> };
 
 // Server names share the registry's tool-id alphabet, because they become the prefix of `server.tool`.
 const serverName = z.string().regex(/^[A-Za-z0-9_.-]{1,128}$/, 'use 1-128 characters from A-Z a-z 0-9 _ . -');
@@ -24,7 +24,7 @@ const stdioSpecSchema = z.strictObject({
 
 const httpSpecSchema = z.strictObject({
   name: serverName,
-  transport: z.literal('http'),
+  transport: z.enum(['http', 'sse']),
   url: z
     .string()
     .max(8192)
@@ -47,7 +47,7 @@ export function parseMcpServerSpec(input: unknown): McpServerSpec {
   throw new KiwiError(
     'INVALID_INPUT',
     `MCP server spec "${name}" is invalid: ${problems.join('; ')}. ` +
-      `Give { name, transport: 'stdio', command, args[] } or { name, transport: 'http', url }.`,
+      `Give { name, transport: 'stdio', command, args[] } or { name, transport: 'http' (or 'sse'), url }.`,
     { details: { server: name, problems } },
   );
 }
@@ -59,7 +59,7 @@ export function specKey(spec: McpServerSpec): string {
 
 /** How the spec is named in messages: the command line, or the URL without credentials, query or headers (they may hold secrets). */
 export function describeSpec(spec: McpServerSpec): string {
-  if (spec.transport === 'http') {
+  if (spec.transport !== 'stdio') {
     const url = new URL(spec.url);
     url.username = url.password = url.search = url.hash = '';
     return url.href;

@@ -15,14 +15,29 @@ const toolId = z.string().superRefine((value, ctx) => {
 });
 
 /**
+ * Kiwi's shorthand tool types: a script and the runtime that runs it. The runtime is the default
+ * executor; a manifest that names one keeps its own.
+ */
+const TYPE_ALIASES: Readonly<Record<string, { type: ToolType; executor: string }>> = {
+  python: { type: 'script', executor: 'python_runtime' },
+  bash: { type: 'script', executor: 'bash_runtime' },
+  node: { type: 'script', executor: 'node_runtime' },
+};
+
+/** Folded into `requires` by a mis-indented manifest (deploy_staging.yaml); named so the message can say how to fix it. */
+const REQUIRES_CHILDREN = ['commands', 'environment'];
+
+/**
  * The manifest as written. Strict: an unknown key is an error. `executor_id` is the name Kiwi MCP
- * used for `executor` (shared/compat/kiwi-mcp/README.md); that is the only legacy key accepted.
+ * used for `executor` (shared/compat/kiwi-mcp/README.md). `requires`, `outputs` and `capabilities`
+ * are Kiwi's descriptive keys: kept on the Tool and shown by `load`, never acted on.
  */
 export const toolManifestSchema = z.strictObject({
   tool_id: toolId,
   tool_type: oneOf('tool type', TOOL_TYPES),
-  executor: toolId.optional(),
-  executor_id: toolId.optional(),
+  // null: Kiwi writes `executor: null` for knowledge, which runs nothing.
+  executor: toolId.nullable().optional(),
+  executor_id: toolId.nullable().optional(),
   version: z.string().min(1).optional(),
   description: z.string().optional(),
   mutates_state: z.boolean().optional(),
@@ -32,6 +47,11 @@ export const toolManifestSchema = z.strictObject({
   parameters: z.unknown().optional(),
   tags: z.array(z.string()).optional(),
   examples: z.array(z.string()).optional(),
+  requires: z.union([z.array(z.string()), z.record(z.string(), z.unknown())]).nullable().optional(),
+  outputs: z.record(z.string(), z.unknown()).optional(),
+  capabilities: z.array(z.string()).optional(),
+  // Kiwi's script manifests (`tool.yaml` beside the script) write it at the top level; it joins config.
+  entrypoint: z.string().min(1).optional(),
 });
 
 export type ToolManifest = z.infer<typeof toolManifestSchema>;
@@ -40,7 +60,7 @@ export const TOOL_MANIFEST_KEYS = Object.keys(toolManifestSchema.shape);
 
 const HINTS: FieldHints = {
   tool_id: 'a name like weather_forecast (A-Z, a-z, 0-9, "_", "." and "-")',
-  tool_type: `one of ${TOOL_TYPES.join(', ')}`,
+  tool_type: `one of ${TOOL_TYPES.join(', ')} (or Kiwi's ${Object.keys(TYPE_ALIASES).join(', ')})`,
   executor: 'the id of the tool that runs this one, e.g. http_client or python_runtime',
   executor_id: 'the id of the tool that runs this one, e.g. http_client or python_runtime',
   version: 'a quoted string like "1.0.0"',
@@ -50,6 +70,10 @@ const HINTS: FieldHints = {
   config: 'a mapping of settings, e.g. { method: GET }',
   tags: 'a list of strings, e.g. [weather, forecast]',
   examples: 'a list of strings',
+  requires: 'a list of what the tool needs, e.g. [spawn.thread], or a mapping like { commands: [kubectl] }',
+  outputs: 'a JSON Schema of the result, e.g. { type: object, properties: {...} }',
+  capabilities: 'a list of strings, e.g. [spawn, stdio]',
+  entrypoint: 'the script file beside the manifest, e.g. main.py',
 };
 
 /** Parses and validates one manifest. Never throws for bad input: every problem is an issue. */
@@ -67,16 +91,31 @@ export function parseToolManifest(text: string, label: FileLabel, tier: Tier): P
   }
   const raw: Record<string, unknown> = { ...(data as Record<string, unknown>) };
   if (typeof raw['version'] === 'number') raw['version'] = source.scalarSource(['version']) ?? String(raw['version']);
+  const alias = typeof raw['tool_type'] === 'string' ? TYPE_ALIASES[raw['tool_type']] : undefined;
+  if (alias !== undefined) {
+    raw['tool_type'] = alias.type;
+    if ((raw['executor'] ?? null) === null && (raw['executor_id'] ?? null) === null) {
+      delete raw['executor_id'];
+      raw['executor'] = alias.executor;
+    }
+  }
 
   const parsed = toolManifestSchema.safeParse(raw, { reportInput: true });
   const params = parseParameters(raw['parameters'], source);
   const inputs: IssueInput[] = [...params.issues];
   if (!parsed.success) {
-    inputs.unshift(...zodIssuesToInputs(parsed.error.issues, { source, hints: HINTS, allowedKeys: () => TOOL_MANIFEST_KEYS }));
+    inputs.unshift(...zodIssuesToInputs(parsed.error.issues, { source, hints: HINTS, allowedKeys: () => TOOL_MANIFEST_KEYS }).map(explainStrayKey));
     return fail(inputs.map(toIssue));
   }
   const manifest = parsed.data;
   const executor = resolveExecutor(manifest, source, inputs);
+  const config = { ...manifest.config };
+  if (manifest.entrypoint !== undefined) {
+    if (config['entrypoint'] !== undefined && config['entrypoint'] !== manifest.entrypoint) {
+      inputs.push({ field: 'entrypoint', text: `says "${manifest.entrypoint}" but config.entrypoint says "${String(config['entrypoint'])}"; keep one`, ...source.locate(['entrypoint']) });
+    }
+    config['entrypoint'] = manifest.entrypoint;
+  }
   inputs.push(...checkSignature(text));
   if (inputs.length > 0) return fail(inputs.map(toIssue));
 
@@ -89,12 +128,15 @@ export function parseToolManifest(text: string, label: FileLabel, tier: Tier): P
     // Unknown is unsafe: a tool is mutating until it says otherwise.
     mutatesState: manifest.mutates_state ?? true,
     requiresApproval: manifest.requires_approval ?? false,
-    config: manifest.config ?? {},
+    config,
     parameters: params.parameters,
     tags: manifest.tags ?? [],
     examples: manifest.examples ?? [],
     source: { path: label.file, tier },
     signature: findSignature('tool', text),
+    ...(manifest.requires != null ? { requires: manifest.requires } : {}),
+    ...(manifest.outputs !== undefined ? { outputs: manifest.outputs } : {}),
+    ...(manifest.capabilities !== undefined ? { capabilities: manifest.capabilities } : {}),
   };
   return params.warnings.length > 0 ? { ok: true, value: tool, warnings: params.warnings.map(toIssue) } : { ok: true, value: tool };
 }
@@ -105,7 +147,9 @@ function resolveExecutor(manifest: ToolManifest, source: YamlSource, issues: Iss
   if (executor !== undefined && legacy !== undefined && executor !== legacy) {
     issues.push(located('executor_id', `says "${legacy}" but executor says "${executor}"; keep only executor`));
   }
-  const chosen = executor ?? legacy;
+  const chosen = executor ?? legacy ?? undefined;
+  // Kiwi's knowledge entries are read, not run (`executor: null`); one that names an executor keeps its chain.
+  if (manifest.tool_type === 'knowledge' && chosen === undefined) return null;
   if (manifest.tool_type === 'primitive') {
     if (!(PRIMITIVES as readonly string[]).includes(manifest.tool_id)) {
       issues.push(
@@ -116,7 +160,7 @@ function resolveExecutor(manifest: ToolManifest, source: YamlSource, issues: Iss
       );
     }
     if (chosen !== undefined) {
-      issues.push(located(executor !== undefined ? 'executor' : 'executor_id', 'a primitive runs itself; remove the executor'));
+      issues.push(located(executor != null ? 'executor' : 'executor_id', 'a primitive runs itself; remove the executor'));
     }
     return null;
   }
@@ -129,7 +173,7 @@ function resolveExecutor(manifest: ToolManifest, source: YamlSource, issues: Iss
     return null;
   }
   if (chosen === manifest.tool_id) {
-    issues.push(located(executor !== undefined ? 'executor' : 'executor_id', 'a tool cannot execute itself; name the runtime or primitive that runs it'));
+    issues.push(located(executor != null ? 'executor' : 'executor_id', 'a tool cannot execute itself; name the runtime or primitive that runs it'));
   }
   return chosen;
 }
@@ -139,8 +183,13 @@ function exampleExecutor(type: string): string {
   if (type === 'script') return 'python_runtime';
   if (type === 'runtime') return 'subprocess';
   if (type === 'mcp_tool') return 'my_mcp_server';
-  if (type === 'directive') return 'llm_runtime';
+  if (type === 'directive' || type === 'thread') return 'llm_runtime';
   return 'subprocess';
+}
+
+function explainStrayKey(input: IssueInput): IssueInput {
+  if (input.field === undefined || !REQUIRES_CHILDREN.includes(input.field)) return input;
+  return { ...input, text: `${input.text}; if it belongs to requires, indent it under requires: (requires: { commands: [...], environment: [...] })` };
 }
 
 function checkSignature(text: string): IssueInput[] {

@@ -1,7 +1,7 @@
 /** Plain types of what the registry loads. Parsing and validation live beside them; the core works on these. */
 import type { StringFormat } from './string-formats.js';
 
-export const TOOL_TYPES = ['primitive', 'runtime', 'mcp_server', 'mcp_tool', 'script', 'api', 'directive', 'knowledge'] as const;
+export const TOOL_TYPES = ['primitive', 'runtime', 'mcp_server', 'mcp_tool', 'script', 'api', 'directive', 'knowledge', 'thread'] as const;
 export type ToolType = (typeof TOOL_TYPES)[number];
 
 export const PRIMITIVES = ['subprocess', 'http_client'] as const;
@@ -41,7 +41,7 @@ export interface ToolParameter {
 export interface Tool {
   id: string;
   type: ToolType;
-  /** The tool that executes this one; null only for primitives. */
+  /** The tool that executes this one; null only for primitives and knowledge. */
   executor: string | null;
   version: string;
   description: string;
@@ -56,6 +56,12 @@ export interface Tool {
   source: SourceRef;
   /** The `# kiwi-mcp:validated:…` line, when the manifest carries one (it has then been verified). */
   signature?: Signature | null;
+  /** Kiwi's `requires` (what the tool needs: packages, commands, capabilities), shown by `load`, not acted on. */
+  requires?: string[] | Record<string, unknown>;
+  /** Kiwi's `outputs`: a JSON Schema of the result, shown by `load`. */
+  outputs?: Record<string, unknown>;
+  /** Kiwi's `capabilities` of a primitive or runtime, shown by `load`. */
+  capabilities?: string[];
 }
 
 /** One `<read|write|execute resource=…/>` tag of a directive's `<permissions>`. */

@@ -48,7 +48,9 @@ export function parseYamlSource(text: string, startLine = 1): YamlParse {
         const reason =
           error.code === 'MULTIPLE_DOCS'
             ? 'a second document starts here ("---"); keep one document per file'
-            : firstLine(error.message);
+            : error.code === 'DUPLICATE_KEY'
+              ? duplicateKey(text, error.pos[0])
+              : firstLine(error.message);
         return { line: pos.line, column: pos.column, text: `invalid YAML: ${reason}` };
       }),
     };
@@ -87,4 +89,12 @@ function locateNode(doc: Document, path: ReadonlyArray<PropertyKey>, position: (
     if (isNode(node) && node.range) return position(node.range[0]);
   }
   return undefined;
+}
+
+/** Names the repeated key; a repeated id usually means two items were pasted into one file. */
+function duplicateKey(text: string, offset: number): string {
+  const key = /^[^:\n]*/.exec(text.slice(offset))?.[0].trim() ?? '';
+  const named = key === '' || key.length > 60 ? 'this key' : `"${key}"`;
+  const second = /^(tool_id|id|name)$/.test(key) ? '; a second item starts here — put it in its own file' : '';
+  return `Map keys must be unique: ${named} is already set above in the same mapping${second}`;
 }

@@ -53,7 +53,8 @@ const MAX_INTENT = 4096;
 /** Tools an agent can call: primitives, runtimes and MCP servers only execute other tools. */
 export function resolvableTools(tools: Iterable<Tool>): Map<string, Tool> {
   const out = new Map<string, Tool>();
-  for (const t of tools) if (t.type !== 'primitive' && t.type !== 'runtime' && t.type !== 'mcp_server') out.set(t.id, t);
+  // Knowledge written as a tool manifest without an executor is read, never called.
+  for (const t of tools) if (t.type !== 'primitive' && t.type !== 'runtime' && t.type !== 'mcp_server' && !(t.type === 'knowledge' && t.executor === null)) out.set(t.id, t);
   return out;
 }
 

@@ -157,7 +157,7 @@ describe('invalid manifests', () => {
     const issue = only('tool_id: a\ntool_type: scrpt\nexecutor: x\n');
     expect(issue.field).toBe('tool_type');
     expect(issue.message).toBe(
-      '.ai/tools/x.yaml:2:12: tool_type: "scrpt" is not a tool type; write one of primitive, runtime, mcp_server, mcp_tool, script, api, directive, knowledge (did you mean "script"?)',
+      '.ai/tools/x.yaml:2:12: tool_type: "scrpt" is not a tool type; write one of primitive, runtime, mcp_server, mcp_tool, script, api, directive, knowledge, thread (did you mean "script"?)',
     );
   });
 

@@ -1,5 +1,6 @@
 import type { McpClientPool } from '../mcp/client-pool.js';
 import { matchesAny } from '../policy/permission-context.js';
+import { KiwiError } from '../errors.js';
 import type { HttpClient } from '../primitives/http-client.js';
 import { writeFoldersOf, type Sandbox, type SandboxGrant } from '../primitives/sandbox.js';
 import { runSubprocess } from '../primitives/subprocess.js';
@@ -47,6 +48,9 @@ export async function executePlan(plan: ExecutionPlan, deps: PrimitiveDeps, sign
       const r = await deps.mcp.callTool(plan.server, plan.tool, plan.args, signal);
       return { text: r.text, data: r.structuredContent ?? r.content, isError: r.isError };
     }
+    case 'thread':
+      // The tool proxy hands thread plans to the gateway's thread runtime before they get here.
+      throw new KiwiError('CHAIN_INVALID', `${toolId ?? 'this tool'} runs directive ${plan.directive} as a thread, which only the gateway runs (kiwi serve, kiwi directives run ${plan.directive})`);
   }
 }
 

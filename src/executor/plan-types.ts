@@ -3,7 +3,17 @@ import type { HttpRequest } from '../primitives/http-client.js';
 import type { SubprocessRequest } from '../primitives/subprocess.js';
 
 /** What a call turns into once its chain is resolved and its templates are filled: data, nothing run yet. */
-export type ExecutionPlan = SubprocessPlan | HttpPlan | McpPlan;
+export type ExecutionPlan = SubprocessPlan | HttpPlan | McpPlan | ThreadPlan;
+
+/** A directive run as a thread (a `thread` tool, a directive tool, or anything on `llm_runtime`): the gateway's thread runtime runs it. */
+export interface ThreadPlan {
+  kind: 'thread';
+  directive: string;
+  /** The call's arguments: the directive's inputs. */
+  inputs: Record<string, unknown>;
+  /** The tool's `config.model_tier`, over the directive's own. */
+  tier?: string;
+}
 
 export interface SubprocessPlan extends Omit<SubprocessRequest, 'signal' | 'killGraceMs'> {
   kind: 'subprocess';

@@ -8,7 +8,7 @@ import type { Tool } from '../registry/types.js';
 import type { ResolvedChain } from './chain.js';
 import { httpConfigForm, mcpServerConfigForm, subprocessConfigForm } from './config-forms.js';
 import { parseJsonPath } from './json-path.js';
-import type { ExecutionPlan, HttpPlan, McpPlan, SubprocessPlan } from './plan-types.js';
+import type { ExecutionPlan, HttpPlan, McpPlan, SubprocessPlan, ThreadPlan } from './plan-types.js';
 import { substitute, substituteDeep, wholeParam, type SubstitutionScope } from './substitute.js';
 
 export interface PlanContext {
@@ -68,13 +68,14 @@ const McpServerConfig = z.discriminatedUnion('transport', [
   z.looseObject({ transport: z.literal('sse'), url: z.string().url(), headers: z.record(z.string(), z.string()).default({}) }),
 ]);
 
-/** Ids of the runtimes that would run a directive or a thread; none exists in the gateway yet. */
+/** The runtime that runs directives as threads (Kiwi's name for it). */
 const THREAD_RUNTIME = 'llm_runtime';
 
 /** Turns a call into an execution plan: which primitive, with what argv, URL or MCP request. Runs nothing. */
 export function planCall(chain: ResolvedChain, args: Record<string, unknown>, ctx: PlanContext): ExecutionPlan {
   const tool = chain.links[0] as Tool;
-  refuseThreads(tool, chain);
+  const thread = threadPlan(tool, chain, args);
+  if (thread !== undefined) return thread;
   const serverLink = chain.links.find((l) => l.type === 'mcp_server');
   const paths = pathArgs(tool, args);
   if (serverLink) return planMcp(tool, serverLink, chain, args, ctx, paths);
@@ -179,16 +180,17 @@ function remoteToolName(tool: Tool, config: Record<string, unknown>): string {
   return named;
 }
 
-function refuseThreads(tool: Tool, chain: ResolvedChain): void {
+/** A thread tool, a directive tool, or a tool on llm_runtime runs its directive as a thread; undefined for any other tool. */
+function threadPlan(tool: Tool, chain: ResolvedChain, args: Record<string, unknown>): ThreadPlan | undefined {
   const runtime = chain.links.find((l) => l.id === THREAD_RUNTIME);
-  if (tool.type !== 'directive' && tool.type !== 'thread' && runtime === undefined) return;
-  const hint =
-    tool.type === 'directive'
-      ? `; execute the directive itself (item_type directive, id ${tool.id}) to get its steps`
-      : typeof tool.config['directive'] === 'string'
-        ? `; execute the directive ${tool.config['directive']} (item_type directive) to get its steps`
-        : '';
-  throw new KiwiError('CHAIN_INVALID', `tool ${tool.id} (${tool.source.path}) is a ${tool.type === 'thread' || tool.type === 'directive' ? tool.type : 'tool'} run by ${runtime?.id ?? tool.executor ?? THREAD_RUNTIME}, which runs directives as LLM threads — not available in the gateway yet${hint}`);
+  if (tool.type !== 'directive' && tool.type !== 'thread' && runtime === undefined) return undefined;
+  const named = tool.config['directive'];
+  const directive = typeof named === 'string' && named !== '' ? named : tool.type === 'directive' ? tool.id : undefined;
+  if (directive === undefined) {
+    throw new KiwiError('CHAIN_INVALID', `tool ${tool.id} (${tool.source.path}) runs on ${runtime?.id ?? THREAD_RUNTIME} but names no directive; add config.directive: NAME`);
+  }
+  const tier = tool.config['model_tier'];
+  return { kind: 'thread', directive, inputs: args, ...(typeof tier === 'string' && tier !== '' ? { tier } : {}) };
 }
 
 function paramsEnv(args: Record<string, unknown>, setting: boolean | string): Record<string, string> {

@@ -24,24 +24,37 @@ export function createGatewayThreads(deps: {
   const { project, runtime, upstreams, config, budgets } = deps;
   // With no real upstream, every tier runs on the offline demo model, as every chat does.
   const unmapped = config.upstreams.every((u) => u.kind === 'demo') ? DEMO_MODEL_ID : undefined;
-  return {
-    run: (start) =>
-      runThread(
-        {
-          root: project.root,
-          directives: project.registry.directives,
-          tools: project.registry.tools,
-          policy: project.policy,
-          call: (call) => project.proxy.call(call),
-          resolve: (intent, o) => runtime.resolver.resolve(intent, o),
-          route: (model) => upstreams.route(model),
-          tierModel: (tier) => (tier === undefined ? undefined : config.modelTiers[tier]) ?? config.modelTiers['default'] ?? unmapped,
-          limits: config.limits,
-          ...(budgets ? { admit: ({ client, route, directive }) => budgets.admit({ client, model: route.model, free: budgets.isFree(route.upstream), directive }) } : {}),
-          describeTool: deps.describeTool,
-          steps: deps.steps,
-        },
-        start,
-      ),
-  };
+  const run = (start: ThreadStart): Promise<ThreadOutcome> =>
+    runThread(
+      {
+        root: project.root,
+        directives: project.registry.directives,
+        tools: project.registry.tools,
+        policy: project.policy,
+        call: (call) => project.proxy.call(call),
+        resolve: (intent, o) => runtime.resolver.resolve(intent, o),
+        route: (model) => upstreams.route(model),
+        tierModel: (tier) => (tier === undefined ? undefined : config.modelTiers[tier]) ?? config.modelTiers['default'] ?? unmapped,
+        limits: config.limits,
+        ...(budgets ? { admit: ({ client, route, directive }) => budgets.admit({ client, model: route.model, free: budgets.isFree(route.upstream), directive }) } : {}),
+        describeTool: deps.describeTool,
+        steps: deps.steps,
+      },
+      start,
+    );
+  // Thread tools (`tool_type: thread`, a directive tool, anything on llm_runtime) spawn through the proxy, as the caller.
+  project.proxy.useThreads(async (plan, call) => {
+    const outcome = await run({
+      directive: plan.directive,
+      inputs: plan.inputs,
+      client: call.client,
+      ...(call.context ? { context: call.context } : {}),
+      ...(call.thread ? { parent: { id: call.thread.id, depth: call.thread.depth } } : {}),
+      ...(plan.tier ? { tier: plan.tier } : {}),
+      ...(call.signal ? { signal: call.signal } : {}),
+    });
+    const body = { thread: outcome.id, status: outcome.status, steps_taken: outcome.steps_taken, result: outcome.result, ...(outcome.limit ? { limit: outcome.limit } : {}) };
+    return { text: JSON.stringify(body, null, 2), data: body, isError: outcome.status !== 'completed' };
+  });
+  return { run };
 }

@@ -5,7 +5,7 @@ import { resultPreview as preview } from '../audit/result-preview.js';
 import type { LoopDetector } from '../audit/loop-detector.js';
 import { describeError, isKiwiError } from '../errors.js';
 import { executePlan, type PrimitiveDeps } from '../executor/execute-plan.js';
-import type { ToolResult } from '../executor/plan-types.js';
+import type { ThreadPlan, ToolResult } from '../executor/plan-types.js';
 import type { PlanContext } from '../executor/plan.js';
 import type { PermissionContext } from '../policy/permission-context.js';
 import type { RateLimiter } from '../policy/rate-limiter.js';
@@ -39,7 +39,12 @@ export interface ToolCall {
   limits?: Record<string, number>;
   /** Asks a person whether the call may run; absent, a call that needs approval is denied. */
   approve?: AskApproval;
+  /** The thread making the call: a thread it spawns is its child (narrower rights, one level deeper), and counts as its spawn. */
+  thread?: { id: string; depth: number; onSpawn?: () => void };
 }
+
+/** Runs a thread plan (the gateway's thread runtime), as the caller: its client, rights and thread. */
+export type ThreadSpawner = (plan: ThreadPlan, call: ToolCall) => Promise<ToolResult>;
 
 interface OutcomeBase {
   callId: string;
@@ -86,6 +91,8 @@ export interface ToolProxy {
    * (`kiwi audit tail` and `kiwi predictor train` read every record as one).
    */
   listMcpTools(server: string, caller?: Pick<ToolCall, 'context' | 'signal'>): Promise<ListOutcome>;
+  /** Where thread plans run (the gateway sets it once its thread runtime exists); unset, they are refused. */
+  useThreads(spawn: ThreadSpawner): void;
   /**
    * The hooks' `limit` event for a limit that stopped a request (`code`: `turns`, `tokens`,
    * `budget`, …), outside any one call: webhooks are sent; the notes and directives asked for
@@ -102,6 +109,7 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
   const now = deps.now ?? (() => performance.now());
 
   const hookDeps = { hooks: deps.context.hooks ?? [], http: deps.primitives.http };
+  let spawner: ThreadSpawner | undefined;
 
   async function call(request: ToolCall): Promise<CallOutcome> {
     const callId = randomUUID();
@@ -168,7 +176,8 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
       if (deps.checkpoints && tool?.mutatesState !== false) {
         checkpoint = await deps.checkpoints.before({ tool: request.tool, callId, session: request.session }, request.signal);
       }
-      const result = await executePlan(decision.plan, deps.primitives, request.signal, request.tool);
+      const plan = decision.plan;
+      const result = plan.kind === 'thread' && spawner !== undefined ? await spawnThread(spawner, plan, request) : await executePlan(plan, deps.primitives, request.signal, request.tool);
       await fire('after_call', { detail: { result: preview(result) }, args });
       record({ decision: 'allow', reason: decision.reason, result: preview(result), ...(stuck ? { stuck } : {}), ...(checkpoint ? { checkpoint } : {}), ...(granted ? { approval: granted } : {}) });
       return { ...base(stuck), status: 'ok', result };
@@ -227,5 +236,18 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
 
   const limitReached: ToolProxy['limitReached'] = (caller, code, detail) => fireCallHooks(hookDeps, { ...caller, tool: '' }, 'limit', { code, detail, args: {}, tool: undefined });
 
-  return { call, reuse, listMcpTools, limitReached };
+  return {
+    call,
+    reuse,
+    listMcpTools,
+    limitReached,
+    useThreads(spawn) {
+      spawner = spawn;
+    },
+  };
+}
+
+function spawnThread(spawn: ThreadSpawner, plan: ThreadPlan, request: ToolCall): Promise<ToolResult> {
+  request.thread?.onSpawn?.();
+  return spawn(plan, request);
 }

@@ -58,6 +58,8 @@ export interface ThreadStart {
   parent?: { id: string; depth: number };
   /** Overrides the tier's model. */
   model?: string;
+  /** Overrides the directive's `<model tier>` (a thread tool's `config.model_tier`). */
+  tier?: string;
   signal?: AbortSignal;
   /** Each record as it is written (`kiwi directives run` prints them). */
   onRecord?: (record: ThreadRecord) => void;
@@ -87,9 +89,10 @@ export async function runThread(deps: ThreadDeps, start: ThreadStart): Promise<T
   const maxDepth = deps.maxDepth ?? DEFAULT_MAX_DEPTH;
   if (depth > maxDepth) throw new KiwiError('POLICY_DENIED', `thread ${start.parent?.id} may not spawn ${directive.name}: threads nest at most ${maxDepth} deep`);
   const inputs = checkInputs(directive, start.inputs ?? {});
-  const model = start.model ?? deps.tierModel(directive.modelTier);
+  const tier = start.tier ?? directive.modelTier;
+  const model = start.model ?? deps.tierModel(tier);
   if (model === undefined) {
-    throw new KiwiError('INVALID_INPUT', `directive ${directive.name} asks for the model tier ${JSON.stringify(directive.modelTier)}, which .ai/config/gateway.yaml does not map; add model_tiers: { ${directive.modelTier ?? 'balanced'}: MODEL }, or pass --model`);
+    throw new KiwiError('INVALID_INPUT', `directive ${directive.name} asks for the model tier ${JSON.stringify(tier)}, which .ai/config/gateway.yaml does not map; add model_tiers: { ${tier ?? 'balanced'}: MODEL }, or pass --model`);
   }
   const route = deps.route(model);
   const { context } = directiveContext(start.context ?? deps.policy, directive.name, directive.permissions);
@@ -108,6 +111,14 @@ export async function runThread(deps: ThreadDeps, start: ThreadStart): Promise<T
     start.onRecord?.(r);
   };
 
+  let spawned = 0;
+  // Called by the tool proxy just before this thread spawns one: past `<limits spawns>` the spawn is refused.
+  const onSpawn = (): void => {
+    const allowed = directive.limits.spawns;
+    if (allowed !== undefined && spawned >= allowed) throw new KiwiError('POLICY_DENIED', `directive ${directive.name} may spawn at most ${allowed} thread(s) (<limits spawns>); this one would be number ${spawned + 1}`);
+    spawned++;
+    meter?.countSpawn();
+  };
   let steps = 0;
   let turn = 1;
   let text = '';
@@ -132,7 +143,7 @@ export async function runThread(deps: ThreadDeps, start: ThreadStart): Promise<T
         resolve: deps.resolve,
         call: (c) => {
           meter?.countToolCall();
-          return deps.call({ ...c, session: id, client: start.client, source: 'thread', context, directive: directiveScope });
+          return deps.call({ ...c, session: id, client: start.client, source: 'thread', context, directive: directiveScope, thread: { id, depth, onSpawn } });
         },
         limits,
         ...(meter ? { budget: meter } : {}),

@@ -153,14 +153,14 @@ describe('seed formats: Kiwi manifests run against local stand-ins', () => {
     expect(result.data).toEqual({ ok: 1 });
   });
 
-  it('llm_runtime.yaml + research_thread.yaml: a thread call is refused as not available yet, naming the directive to execute', () => {
+  it('llm_runtime.yaml + research_thread.yaml: a thread call plans its directive as a thread on the tool\'s tier (the gateway runs it; test/threads)', () => {
     const registry = tools(seed('research_thread.yaml'), seed('llm_runtime.yaml'));
-    expect(() => planCall(resolveChain(registry, 'research_thread'), { topic: 't' }, ctx())).toThrow(/llm_runtime, which runs directives as LLM threads — not available in the gateway yet; execute the directive research_topic/);
+    expect(planCall(resolveChain(registry, 'research_thread'), { topic: 't' }, ctx())).toEqual({ kind: 'thread', directive: 'research_topic', inputs: { topic: 't' }, tier: 'fast' });
   });
 
-  it('research_topic.yaml: its directive half, called as a tool, is refused the same way, pointing at the directive', () => {
+  it('research_topic.yaml: its directive half, called as a tool, plans the directive as a thread too', () => {
     const text = readFileSync(path.join(SEEDS, 'research_topic.yaml'), 'utf8');
     const directive = seed('research_topic.yaml', {}, text.slice(0, text.indexOf('# A thread')));
-    expect(() => planCall(resolveChain(tools(directive, seed('llm_runtime.yaml')), 'research_topic'), {}, ctx())).toThrow(/is a directive run by llm_runtime.*item_type directive, id research_topic/);
+    expect(planCall(resolveChain(tools(directive, seed('llm_runtime.yaml')), 'research_topic'), {}, ctx())).toMatchObject({ kind: 'thread', directive: 'research_topic', inputs: {} });
   });
 });

@@ -10,6 +10,7 @@ import { checkInputs } from '../../src/threads/thread-inputs.js';
 import { listThreads, readThread, THREADS_DIR, type ThreadLine } from '../../src/threads/thread-store.js';
 import type { Directive } from '../../src/registry/types.js';
 import { serveDemoGateway, type DemoGateway } from '../helpers/demo-gateway.js';
+import { allowTools } from '../helpers/demo-project.js';
 import { openAiStream } from '../helpers/openai-sse.js';
 
 /**
@@ -20,6 +21,24 @@ import { openAiStream } from '../helpers/openai-sse.js';
  */
 
 let served: DemoGateway;
+
+const DELEGATE = `# Delegate
+
+\`\`\`xml
+<directive name="delegate" version="1.0.0">
+  <metadata>
+    <description>Hand the reading to a sub-thread</description>
+    <model tier="balanced"/>
+    <limits spawns="1"/>
+    <permissions>
+      <execute resource="tool" id="read_on_a_budget"/>
+      <execute resource="spawn" action="thread"/>
+    </permissions>
+  </metadata>
+  <process><step name="delegate"><description>Spawn a reader</description></step></process>
+</directive>
+\`\`\`
+`;
 
 const TIGHT = `# Tight
 
@@ -44,7 +63,14 @@ beforeAll(async () => {
     prefix: 'kiwi-threads-',
     // Each recorded turn reports 15 tokens: $0.015 at these prices, so the tight directive's $0.02 lasts two turns.
     config: ['model_tiers: { balanced: gpt-4o-mini }', 'prices:', '  "gpt-*": { input_per_mtok: 1000, output_per_mtok: 1000 }'].join('\n'),
-    prepare: (root) => void writeFileSync(path.join(root, '.ai', 'directives', 'tight.md'), TIGHT),
+    prepare(root) {
+      writeFileSync(path.join(root, '.ai', 'directives', 'tight.md'), TIGHT);
+      writeFileSync(path.join(root, '.ai', 'directives', 'delegate.md'), DELEGATE);
+      // Kiwi's thread runtime and a thread tool on it, as Kiwi's own manifests write them.
+      writeFileSync(path.join(root, '.ai', 'tools', 'project', 'llm_runtime.yaml'), 'tool_id: llm_runtime\ntool_type: runtime\nexecutor: http_client\nversion: "1.0.0"\ndescription: "Runtime for spawning LLM threads"\n');
+      writeFileSync(path.join(root, '.ai', 'tools', 'project', 'read_on_a_budget.yaml'), 'tool_id: read_on_a_budget\ntool_type: thread\nexecutor: llm_runtime\nversion: "1.0.0"\ndescription: "Spawn a thread that reads files on a small budget"\nconfig:\n  directive: tight\n  model_tier: balanced\n');
+      allowTools(root, ['read_on_a_budget']);
+    },
   });
 }, 120_000);
 
@@ -145,11 +171,39 @@ describe('a directive run as a thread', () => {
       }
       return 'ran';
     };
-    expect(await refused({ directive: 'nope', client: 'local' })).toMatch(/^no directive "nope"; the directives are review_changes/);
+    expect(await refused({ directive: 'nope', client: 'local' })).toMatch(/^no directive "nope"; the directives are .*review_changes/);
     expect(await refused({ directive: 'review_changes', inputs: { fokus: 'x' }, client: 'local' })).toMatch(/has no input "fokus"; its inputs are focus/);
     expect(await refused({ directive: 'review_changes', client: 'local', parent: { id: 'p', depth: 3 } })).toMatch(/threads nest at most 3 deep/);
     expect(await refused({ directive: 'review_changes', client: 'local', model: 'claude-9' })).toMatch(/claude-9/);
   });
+});
+
+describe('nested threads', () => {
+  it('a thread tool spawns a child thread one level deeper, with rights narrowed to the parent\'s; past <limits spawns> a spawn is denied', async () => {
+    served.llm.replyOnce(
+      openAiStream(['Delegating. [TOOL: read_on_a_budget {}]']),
+      openAiStream(['Child reading. [TOOL: read_file {"path": "README.md"}]']),
+      openAiStream(['Child done.']),
+      openAiStream(['Once more. [TOOL: read_on_a_budget {}]']),
+      openAiStream(['Parent done.']),
+    );
+    const parent = await served.gateway.threads.run({ directive: 'delegate', client: 'local' });
+    expect(parent).toMatchObject({ status: 'completed', steps_taken: 2, result: 'Parent done.' });
+    const lines = await readThread(served.root, parent.id);
+    const results = lines.filter((l): l is Extract<ThreadLine, { type: 'result' }> => l.type === 'result');
+    expect(results.map((r) => [r.tool, r.status])).toEqual([
+      ['read_on_a_budget', 'ok'],
+      ['read_on_a_budget', 'denied'],
+    ]);
+    expect(results[1]?.text).toMatch(/directive delegate may spawn at most 1 thread/);
+    const child = JSON.parse(results[0]?.text ?? '{}') as { thread: string; status: string };
+    expect(child.status).toBe('completed');
+    const childLines = await readThread(served.root, child.thread);
+    expect(childLines[0]).toMatchObject({ directive: 'tight', parent: parent.id, depth: 2 });
+    // tight may read files, but the parent may not: the child gets the intersection.
+    const read = childLines.find((l): l is Extract<ThreadLine, { type: 'result' }> => l.type === 'result');
+    expect(read).toMatchObject({ tool: 'read_file', status: 'denied', text: expect.stringMatching(/directive delegate/) });
+  }, 60_000);
 });
 
 describe('inputs', () => {

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import path from 'node:path';
 import { isKiwiError, KiwiError } from '../errors.js';
 import { runAgentLoop, type AgentLoopDeps } from '../gateway/agent-loop.js';
 import type { LoopLimits } from '../gateway/loop-types.js';
@@ -97,7 +98,9 @@ export async function runThread(deps: ThreadDeps, start: ThreadStart): Promise<T
   const route = deps.route(model);
   const { context } = directiveContext(start.context ?? deps.policy, directive.name, directive.permissions);
   const allowed = [...deps.tools.keys()].filter((id) => checkTool(context, id).allowed).sort();
-  const hooks = loadDirectiveHooks(directive.source.path, directive.hooks ?? []);
+  // Hooks name their file as people read it: relative to the project when it is in it.
+  const relative = path.relative(deps.root, directive.source.path);
+  const hooks = loadDirectiveHooks(relative === '' || relative.startsWith('..') ? directive.source.path : relative, directive.hooks ?? []);
   const limits = threadLimits(deps.limits, directive);
   const directiveScope = { name: directive.name, hooks, limits: { ...(directive.limits.turns === undefined ? {} : { turns: directive.limits.turns }), ...(directive.limits.tokens === undefined ? {} : { tokens: directive.limits.tokens }) } };
 
@@ -114,8 +117,8 @@ export async function runThread(deps: ThreadDeps, start: ThreadStart): Promise<T
   let spawned = 0;
   // Called by the tool proxy just before this thread spawns one: past `<limits spawns>` the spawn is refused.
   const onSpawn = (): void => {
-    const allowed = directive.limits.spawns;
-    if (allowed !== undefined && spawned >= allowed) throw new KiwiError('POLICY_DENIED', `directive ${directive.name} may spawn at most ${allowed} thread(s) (<limits spawns>); this one would be number ${spawned + 1}`);
+    const most = directive.limits.spawns;
+    if (most !== undefined && spawned >= most) throw new KiwiError('POLICY_DENIED', `directive ${directive.name} may spawn at most ${most} thread(s) (<limits spawns>); this one would be number ${spawned + 1}`);
     spawned++;
     meter?.countSpawn();
   };

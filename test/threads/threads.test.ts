@@ -7,7 +7,7 @@ import { readAuditTail } from '../../src/audit/audit-reader.js';
 import { runCli } from '../../src/cli/run-cli.js';
 import { isKiwiError } from '../../src/errors.js';
 import { checkInputs } from '../../src/threads/thread-inputs.js';
-import { listThreads, readThread, THREADS_DIR, type ThreadLine } from '../../src/threads/thread-store.js';
+import { createThreadWriter, listThreads, readThread, THREADS_DIR, type ThreadLine } from '../../src/threads/thread-store.js';
 import type { Directive } from '../../src/registry/types.js';
 import { serveDemoGateway, type DemoGateway } from '../helpers/demo-gateway.js';
 import { allowTools } from '../helpers/demo-project.js';
@@ -175,6 +175,31 @@ describe('a directive run as a thread', () => {
     expect(await refused({ directive: 'review_changes', inputs: { fokus: 'x' }, client: 'local' })).toMatch(/has no input "fokus"; its inputs are focus/);
     expect(await refused({ directive: 'review_changes', client: 'local', parent: { id: 'p', depth: 3 } })).toMatch(/threads nest at most 3 deep/);
     expect(await refused({ directive: 'review_changes', client: 'local', model: 'claude-9' })).toMatch(/claude-9/);
+  });
+});
+
+describe('kiwi threads follow', () => {
+  it("prints a thread's lines as they are written, until its end", async () => {
+    const id = '0195aaaa-bbbb-4ccc-8ddd-eeeeffff0000';
+    const writer = createThreadWriter(served.root, { type: 'thread', id, directive: 'review_changes', inputs: {}, model: 'kiwi-demo', client: 'local', depth: 1, started_at: new Date().toISOString() });
+    const out: string[] = [];
+    const following = runCli(['threads', 'follow', id, '--project', served.root], { env: { ...served.env, PATH: process.env['PATH'] }, cwd: served.root, io: { out: (l) => out.push(l), err: () => undefined } });
+    await expect.poll(() => out.length).toBe(1);
+    writer.append({ type: 'call', call_id: 'c1', tool: 'git_status', arguments: {} });
+    await expect.poll(() => out.at(-1)).toBe('→ git_status {}');
+    writer.append({ type: 'end', status: 'completed', result: 'done', steps_taken: 1, ended_at: new Date().toISOString() });
+    writer.close();
+    expect(await following).toBe(0);
+    expect(out.at(-1)).toMatch(/^ended .*: completed, 1 step\(s\)$/);
+  });
+
+  it('stops on Ctrl-C while a thread runs on', async () => {
+    const id = '0195aaaa-bbbb-4ccc-8ddd-eeeeffff0001';
+    createThreadWriter(served.root, { type: 'thread', id, directive: 'review_changes', inputs: {}, model: 'kiwi-demo', client: 'local', depth: 1, started_at: new Date().toISOString() }).close();
+    const stop = new AbortController();
+    const following = runCli(['threads', 'follow', id, '--project', served.root], { env: { ...served.env, PATH: process.env['PATH'] }, cwd: served.root, io: { out: () => undefined, err: () => undefined }, signal: stop.signal });
+    setTimeout(() => stop.abort(), 300);
+    expect(await following).toBe(130);
   });
 });
 

@@ -5,6 +5,7 @@
  * written, so the receiving directive sees what was not there. Strings go in as they are,
  * anything else as JSON.
  */
+import { isPlainObject } from '../plain-object.js';
 import type { HookEvent } from './hook-event.js';
 
 export const DEFAULT_TEMPLATE_MAX_CHARS = 32 * 1024;
@@ -47,11 +48,6 @@ function lookup(event: HookEvent, path: string): unknown {
   return value;
 }
 
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
-  const proto = Object.getPrototypeOf(value);
-  return proto === Object.prototype || proto === null;
-}
 
 /** undefined where the value has no JSON form (a function, a cycle): left as written, like a missing one. */
 function stringify(value: unknown): string | undefined {

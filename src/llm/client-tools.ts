@@ -1,3 +1,4 @@
+import { isPlainObject } from '../plain-object.js';
 import type { ClientTools } from './types.js';
 
 /**
@@ -56,9 +57,6 @@ export function clientToolsProblem(ct: ClientTools, paths: ToolPaths): ToolProbl
   return undefined;
 }
 
-export function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v) && [Object.prototype, null].includes(Object.getPrototypeOf(v));
-}
 
 /**
  * A call's JSON arguments as the object Anthropic's `input` must be. Models served over the

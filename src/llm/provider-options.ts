@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { KiwiError } from '../errors.js';
 import { createHttpClient, type HttpClient } from '../primitives/http-client.js';
-import { clientToolsProblem, isPlainObject, MAX_NATIVE_CALLS } from './client-tools.js';
+import { isPlainObject } from '../plain-object.js';
+import { clientToolsProblem, MAX_NATIVE_CALLS } from './client-tools.js';
 import type { ChatMessage, ChatRequest, ClientTools } from './types.js';
 
 /** Option and request checks shared by the provider adapters: strict, because these are our own inputs. */

@@ -1,6 +1,7 @@
 import { describeError } from '../errors.js';
 import type { HookEvent } from '../hooks/hook-event.js';
 import { runHooks, type LoadedHook } from '../hooks/hook-runner.js';
+import { isPlainObject } from '../plain-object.js';
 import type { HttpClient } from '../primitives/http-client.js';
 import type { Tool } from '../registry/types.js';
 import { textHead } from '../text-cut.js';
@@ -76,7 +77,7 @@ function callEvent(request: ToolCall, name: CallEventName, fields: CallEventFiel
       requires_approval: tool?.requiresApproval ?? false,
       tags: tool?.tags ?? [],
     },
-    arguments: isRecord(fields.args) ? fields.args : {},
+    arguments: isPlainObject(fields.args) ? fields.args : {},
     client: { name: request.client, source: request.source, session: request.session },
     directive: request.directive === undefined ? {} : { name: request.directive.name },
     cost: request.cost ?? {},
@@ -113,8 +114,4 @@ async function sendWebhook(http: HttpClient, url: string, event: HookEvent, sign
   } catch (error) {
     return describeError(error);
   }
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -1,0 +1,6 @@
+/** A JSON-like object: not null, not an array, not a class instance (so not a Date, Map or Buffer). */
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
+  const proto = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}

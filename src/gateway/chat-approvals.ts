@@ -1,3 +1,4 @@
+import { abortableDelay } from '../abort.js';
 import { KiwiError } from '../errors.js';
 import type { ChatExecution } from '../kernel/chat-journal.js';
 import type { Kernel } from '../kernel/open-kernel.js';
@@ -57,7 +58,7 @@ export function createChatApprovals(deps: ChatApprovalDeps): ChatApprovals {
       if (signal.aborted) throw signal.reason;
       const decision = await (await deps.kernel()).approvalOf(deps.execution.id, stepId);
       if (decision !== undefined) return decision;
-      await sleep(pollMs, signal);
+      await abortableDelay(pollMs, signal);
     }
   }
 
@@ -100,16 +101,4 @@ export function createChatApprovals(deps: ChatApprovalDeps): ChatApprovals {
 /** What a client is told while its call waits (a chat's stream, an MCP client's progress or log). */
 export function waitingText(reason: string, stepId: string, timeoutMs: number): string {
   return `waiting for approval (${reason}): a person answers with \`kiwi approvals grant ${stepId}\` or \`kiwi approvals deny ${stepId}\` within ${Math.round(timeoutMs / 1000)} s`;
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = (): void => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
 }

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { abortableDelay } from '../abort.js';
 import { z } from 'zod';
 import { throwIfAborted } from '../abort.js';
 import { KiwiError } from '../errors.js';
@@ -281,16 +282,7 @@ function chunk(text: string, size: number): string[] {
   return out;
 }
 
-function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+async function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
   if (ms === 0) return new Promise((resolve) => setImmediate(resolve));
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-  });
+  await abortableDelay(ms, signal);
 }

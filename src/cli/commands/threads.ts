@@ -1,3 +1,4 @@
+import { abortableDelay } from '../../abort.js';
 import { listThreads, readThread, type ThreadLine } from '../../threads/thread-store.js';
 import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
@@ -32,7 +33,7 @@ export async function threadsCommand(ctx: CliContext): Promise<number> {
   if (action === 'show') return 0;
   let shown = lines.length;
   while (lines.at(-1)?.type !== 'end') {
-    if (!(await pause(FOLLOW_MS, ctx.signal))) return 130;
+    if (!(await abortableDelay(FOLLOW_MS, ctx.signal))) return 130;
     lines = await readThread(root, id);
     lines.slice(shown).forEach(print);
     shown = lines.length;
@@ -46,17 +47,3 @@ function printLine(ctx: CliContext, line: ThreadLine): void {
   else printRecord(ctx, line);
 }
 
-/** False when `signal` fired (Ctrl-C) instead. */
-function pause(ms: number, signal: AbortSignal | undefined): Promise<boolean> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve(false);
-    const done = (ok: boolean): void => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', stop);
-      resolve(ok);
-    };
-    const stop = (): void => done(false);
-    const timer = setTimeout(() => done(true), ms);
-    signal?.addEventListener('abort', stop, { once: true });
-  });
-}

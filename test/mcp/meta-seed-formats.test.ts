@@ -1,39 +1,28 @@
 import { copyFileSync } from 'node:fs';
 import path from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMetaServer } from '../../src/mcp/meta-server.js';
 import type { Project } from '../../src/project.js';
-import { createMetaProject, openHashResolver, openMetaProject, type MetaProject } from '../fixtures/mcp-meta/meta-project.js';
+import { connectMetaClient, createMetaProject, type MetaProject } from '../fixtures/mcp-meta/meta-project.js';
 
 /** Kiwi's knowledge and directives written as tool manifests, and its descriptive keys, through the MCP meta-tools. */
 const SEEDS = path.resolve(import.meta.dirname, '../fixtures/seed-formats');
 let meta: MetaProject;
 let project: Project;
-let resolver: Awaited<ReturnType<typeof openHashResolver>>;
-let server: McpServer;
 let client: Client;
+let session: Awaited<ReturnType<typeof connectMetaClient>>;
 
 beforeAll(async () => {
   meta = createMetaProject();
   for (const name of ['api_design_patterns.yaml', 'email_enricher.yaml']) copyFileSync(path.join(SEEDS, name), path.join(meta.temp.root, '.ai', 'tools', name));
   meta.temp.write('.ai/tools/summarize_docs.yaml', 'tool_id: summarize_docs\ntool_type: directive\nexecutor: llm_runtime\ndescription: "the directive as a tool"\n');
-  project = await openMetaProject(meta);
-  resolver = await openHashResolver(project);
-  server = createMetaServer({ project, resolver: resolver.resolver, serverInfo: { name: 'kiwi-test', version: '9.9.9' } });
-  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
-  client = new Client({ name: 'seed-test', version: '1.0.0' });
-  await Promise.all([server.connect(serverSide), client.connect(clientSide)]);
+  session = await connectMetaClient(meta, 'seed-test');
+  ({ project, client } = session);
 });
 
 afterAll(async () => {
-  await client?.close();
-  await server?.close();
-  await resolver?.close();
-  await project?.close();
+  await session?.close();
   meta?.remove();
 });
 

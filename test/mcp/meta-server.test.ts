@@ -1,36 +1,25 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readAuditTail } from '../../src/audit/audit-reader.js';
-import { createMetaServer } from '../../src/mcp/meta-server.js';
 import type { Project } from '../../src/project.js';
-import { createMetaProject, openHashResolver, openMetaProject, type MetaProject } from '../fixtures/mcp-meta/meta-project.js';
+import { connectMetaClient, createMetaProject, type MetaProject } from '../fixtures/mcp-meta/meta-project.js';
 
 let meta: MetaProject;
 let project: Project;
-let resolver: Awaited<ReturnType<typeof openHashResolver>>;
-let server: McpServer;
 let client: Client;
+let session: Awaited<ReturnType<typeof connectMetaClient>>;
 
 beforeAll(async () => {
   meta = createMetaProject();
-  project = await openMetaProject(meta);
-  resolver = await openHashResolver(project);
-  server = createMetaServer({ project, resolver: resolver.resolver, serverInfo: { name: 'kiwi-test', version: '9.9.9' } });
-  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
-  client = new Client({ name: 'meta-test', version: '1.0.0' });
-  await Promise.all([server.connect(serverSide), client.connect(clientSide)]);
+  session = await connectMetaClient(meta, 'meta-test');
+  ({ project, client } = session);
 });
 
 afterAll(async () => {
-  await client?.close();
-  await server?.close();
-  await resolver?.close();
-  await project?.close();
+  await session?.close();
   meta?.remove();
 });
 

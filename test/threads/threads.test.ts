@@ -22,41 +22,26 @@ import { openAiStream } from '../helpers/openai-sse.js';
 
 let served: DemoGateway;
 
-const DELEGATE = `# Delegate
+/** A directive file on the balanced tier, in the demo's form. */
+const directiveFile = (name: string, description: string, limits: string, permissions: string[], step: string): string => `# ${name}
 
 \`\`\`xml
-<directive name="delegate" version="1.0.0">
+<directive name="${name}" version="1.0.0">
   <metadata>
-    <description>Hand the reading to a sub-thread</description>
+    <description>${description}</description>
     <model tier="balanced"/>
-    <limits spawns="1"/>
+    <limits ${limits}/>
     <permissions>
-      <execute resource="tool" id="read_on_a_budget"/>
-      <execute resource="spawn" action="thread"/>
+${permissions.map((p) => `      ${p}`).join('\n')}
     </permissions>
   </metadata>
-  <process><step name="delegate"><description>Spawn a reader</description></step></process>
+  <process><step name="${name}"><description>${step}</description></step></process>
 </directive>
 \`\`\`
 `;
 
-const TIGHT = `# Tight
-
-\`\`\`xml
-<directive name="tight" version="1.0.0">
-  <metadata>
-    <description>Read files on a small budget</description>
-    <model tier="balanced"/>
-    <limits spend="0.02"/>
-    <permissions>
-      <read resource="filesystem" path="**"/>
-      <execute resource="tool" id="read_file"/>
-    </permissions>
-  </metadata>
-  <process><step name="read"><description>Read the README</description></step></process>
-</directive>
-\`\`\`
-`;
+const DELEGATE = directiveFile('delegate', 'Hand the reading to a sub-thread', 'spawns="1"', ['<execute resource="tool" id="read_on_a_budget"/>', '<execute resource="spawn" action="thread"/>'], 'Spawn a reader');
+const TIGHT = directiveFile('tight', 'Read files on a small budget', 'spend="0.02"', ['<read resource="filesystem" path="**"/>', '<execute resource="tool" id="read_file"/>'], 'Read the README');
 
 beforeAll(async () => {
   served = await serveDemoGateway({

@@ -45,6 +45,8 @@ function send(method: string, target: string, headers: Record<string, string>, b
 const ROUTES: [method: string, target: string][] = [
   ['GET', '/v0/executions'],
   ['POST', '/v0/executions/00000000-0000-7000-8000-000000000000/cancel'],
+  // The approval answer of a chat's call (step.approve): no web page or keyless caller may send it.
+  ['POST', '/v0/executions/00000000-0000-7000-8000-000000000000/signal'],
   ['POST', '/v0/runners/r1/tools'],
   ['DELETE', '/v0/runners/r1'],
   ['GET', '/v0/tools'],
@@ -83,6 +85,13 @@ describe("the kernel's doors on a served gateway with client keys", () => {
     expect(JSON.parse(res.text)).toMatchObject({ code: 'VALIDATION_ERROR' });
     const listed = await send('GET', '/v0/tools', { authorization: `Bearer ${key}` });
     expect(JSON.parse(listed.text)).toEqual([]);
+  });
+
+  it('refuses an approval signal body over the 1 MiB cap before the kernel reads it', async () => {
+    const huge = JSON.stringify({ signal_type: 'step.approve', payload: { step_id: 's', approved: true, decided_by: 'x'.repeat(2 * 1024 * 1024) } });
+    const res = await send('POST', '/v0/executions/00000000-0000-7000-8000-000000000000/signal', { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, huge);
+    expect(res.status).toBe(400);
+    expect(JSON.parse(res.text)).toMatchObject({ code: 'VALIDATION_ERROR' });
   });
 
   it('leaves only /v0/health and /v0/ready open', async () => {

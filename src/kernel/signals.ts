@@ -150,12 +150,5 @@ function withDecider(payload: unknown, sender: string): unknown {
 }
 
 function chatClient(row: ExecutionRow): string | undefined {
-  let labels: unknown = row.labels;
-  try {
-    if (typeof labels === 'string') labels = JSON.parse(labels);
-  } catch {
-    return undefined;
-  }
-  const client = (labels as Record<string, unknown> | null)?.['client'];
-  return typeof client === 'string' ? client : undefined;
+  return (JSON.parse(row.labels) as Record<string, string>)['client'];
 }

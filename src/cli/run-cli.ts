@@ -29,7 +29,7 @@ Usage:
   kiwi tools list|show TOOL|validate   the .ai/ registry (project tier, then ~/.ai)
   kiwi run TOOL --args JSON            run one tool through the permissioned tool proxy
   kiwi directives run NAME [--input K=V]... [--model M]   run a directive as a thread here: its tools only, its limits, the model its tier maps to
-  kiwi threads list|show ID|follow ID  the directive threads (.ai/threads/) and their transcripts, or one followed live
+  kiwi threads list|show ID|follow ID|resume ID  the directive threads (.ai/threads/) and their transcripts, one followed live, or one that stopped resumed
   kiwi sign FILE... | kiwi verify FILE...   write / check the kiwi-mcp:validated signature line
   kiwi audit tail [-n N] [--session ID]     the latest audited calls, allowed and denied
   kiwi checkpoints list|diff ID [--stat] [--parent]|restore ID [--dry-run]   git checkpoints taken before state-changing calls; restore puts files back (and can be undone)

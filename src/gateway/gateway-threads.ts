@@ -1,7 +1,10 @@
 import { DEMO_MODEL_ID } from '../llm/demo-provider.js';
+import type { ThreadPlan } from '../executor/plan-types.js';
 import type { Project } from '../project.js';
+import type { ToolCall } from '../proxy/tool-proxy.js';
 import type { ResolverRuntime } from '../resolver-runtime.js';
-import { runThread, type ThreadOutcome, type ThreadStart } from '../threads/run-thread.js';
+import { KiwiError } from '../errors.js';
+import { resumeThread, runThread, type ThreadDeps, type ThreadOutcome, type ThreadResume, type ThreadStart } from '../threads/run-thread.js';
 import type { AgentLoopDeps } from './agent-loop.js';
 import type { GatewayBudgets } from './gateway-budgets.js';
 import type { GatewayConfig } from './gateway-config.js';
@@ -10,7 +13,21 @@ import type { Upstreams } from './upstreams.js';
 /** Directives run as threads on the gateway's own pieces: its tool proxy, resolver, upstreams and limits. */
 export interface GatewayThreads {
   run(start: ThreadStart): Promise<ThreadOutcome>;
+  resume(resume: ThreadResume): Promise<ThreadOutcome>;
+  /**
+   * Starts one that runs on after the caller is answered (MCP's async mode, hooks): answers its
+   * id once its first line is written, or throws why it could not start. It ends on its own, when
+   * `cancel`led, or when the gateway closes.
+   */
+  background(job: { start: ThreadStart } | { resume: ThreadResume }): Promise<string>;
+  /** Cancels a thread this gateway runs in the background; false when it runs none of that id. */
+  cancel(id: string): boolean;
+  /** Cancels every background thread and waits for their ends to be written. */
+  close(): Promise<void>;
 }
+
+/** Background threads at once: more are refused, so a hook that fires on every call cannot start threads without bound. */
+const MAX_BACKGROUND = 16;
 
 export function createGatewayThreads(deps: {
   project: Project;
@@ -24,37 +41,72 @@ export function createGatewayThreads(deps: {
   const { project, runtime, upstreams, config, budgets } = deps;
   // With no real upstream, every tier runs on the offline demo model, as every chat does.
   const unmapped = config.upstreams.every((u) => u.kind === 'demo') ? DEMO_MODEL_ID : undefined;
-  const run = (start: ThreadStart): Promise<ThreadOutcome> =>
-    runThread(
-      {
-        root: project.root,
-        directives: project.registry.directives,
-        tools: project.registry.tools,
-        policy: project.policy,
-        call: (call) => project.proxy.call(call),
-        resolve: (intent, o) => runtime.resolver.resolve(intent, o),
-        route: (model) => upstreams.route(model),
-        tierModel: (tier) => (tier === undefined ? undefined : config.modelTiers[tier]) ?? config.modelTiers['default'] ?? unmapped,
-        limits: config.limits,
-        ...(budgets ? { admit: ({ client, route, directive }) => budgets.admit({ client, model: route.model, free: budgets.isFree(route.upstream), directive }) } : {}),
-        describeTool: deps.describeTool,
-        steps: deps.steps,
-      },
-      start,
-    );
-  // Thread tools (`tool_type: thread`, a directive tool, anything on llm_runtime) spawn through the proxy, as the caller.
-  project.proxy.useThreads(async (plan, call) => {
-    const outcome = await run({
-      directive: plan.directive,
-      inputs: plan.inputs,
-      client: call.client,
-      ...(call.context ? { context: call.context } : {}),
-      ...(call.thread ? { parent: { id: call.thread.id, depth: call.thread.depth } } : {}),
-      ...(plan.tier ? { tier: plan.tier } : {}),
-      ...(call.signal ? { signal: call.signal } : {}),
+  const threadDeps: ThreadDeps = {
+    root: project.root,
+    directives: project.registry.directives,
+    tools: project.registry.tools,
+    policy: project.policy,
+    call: (call) => project.proxy.call(call),
+    resolve: (intent, o) => runtime.resolver.resolve(intent, o),
+    route: (model) => upstreams.route(model),
+    tierModel: (tier) => (tier === undefined ? undefined : config.modelTiers[tier]) ?? config.modelTiers['default'] ?? unmapped,
+    limits: config.limits,
+    ...(budgets ? { admit: ({ client, route, directive }) => budgets.admit({ client, model: route.model, free: budgets.isFree(route.upstream), directive }) } : {}),
+    describeTool: deps.describeTool,
+    steps: deps.steps,
+  };
+  const run = (start: ThreadStart): Promise<ThreadOutcome> => runThread(threadDeps, start);
+  const resume = (r: ThreadResume): Promise<ThreadOutcome> => resumeThread(threadDeps, r);
+
+  const running = new Map<string, { controller: AbortController; done: Promise<unknown> }>();
+  const background: GatewayThreads['background'] = (job) => {
+    if (running.size >= MAX_BACKGROUND) return Promise.reject(new KiwiError('RATE_LIMITED', `${MAX_BACKGROUND} threads already run in the background; wait for one to end (\`kiwi threads list\`)`));
+    const entry = { controller: new AbortController(), done: Promise.resolve() as Promise<unknown> };
+    return new Promise<string>((started, refused) => {
+      const onStart = (id: string): void => {
+        running.set(id, entry);
+        started(id);
+      };
+      // Not the caller's signal: the thread outlives the request that started it.
+      const signal = entry.controller.signal;
+      entry.done = ('start' in job ? run({ ...job.start, signal, onStart }) : resume({ ...job.resume, signal, onStart })).then(
+        (outcome) => running.delete(outcome.id),
+        refused, // thrown before onStart: it never began
+      );
     });
-    const body = { thread: outcome.id, status: outcome.status, steps_taken: outcome.steps_taken, result: outcome.result, ...(outcome.limit ? { limit: outcome.limit } : {}) };
-    return { text: JSON.stringify(body, null, 2), data: body, isError: outcome.status !== 'completed' };
+  };
+
+  // Thread tools (`tool_type: thread`, a directive tool, anything on llm_runtime) spawn through
+  // the proxy, as the caller; a hook's directive starts in the background, as the call's caller.
+  const asCaller = (plan: ThreadPlan, call: ToolCall): ThreadStart => ({
+    directive: plan.directive,
+    inputs: plan.inputs,
+    client: call.client,
+    ...(call.context ? { context: call.context } : {}),
+    ...(call.thread ? { parent: { id: call.thread.id, depth: call.thread.depth } } : {}),
+    ...(plan.tier ? { tier: plan.tier } : {}),
   });
-  return { run };
+  project.proxy.useThreads(
+    async (plan, call) => {
+      const outcome = await run({ ...asCaller(plan, call), ...(call.signal ? { signal: call.signal } : {}) });
+      const body = { thread: outcome.id, status: outcome.status, steps_taken: outcome.steps_taken, result: outcome.result, ...(outcome.limit ? { limit: outcome.limit } : {}) };
+      return { text: JSON.stringify(body, null, 2), data: body, isError: outcome.status !== 'completed' };
+    },
+    (plan, call) => background({ start: asCaller(plan, call) }),
+  );
+  return {
+    run,
+    resume,
+    background,
+    cancel(id) {
+      const thread = running.get(id);
+      thread?.controller.abort(new KiwiError('TOOL_CANCELLED', `thread ${id} was cancelled`));
+      return thread !== undefined;
+    },
+    async close() {
+      const all = [...running.values()];
+      for (const t of all) t.controller.abort(new KiwiError('TOOL_CANCELLED', 'the gateway is shutting down'));
+      await Promise.allSettled(all.map((t) => t.done));
+    },
+  };
 }

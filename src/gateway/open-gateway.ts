@@ -154,7 +154,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     const guard = createRequestGuard({ allowedHosts: config.allowedHosts, allowedOrigins: config.allowedOrigins, mcpOrigins: config.mcp.allowedOrigins, auth, maxConcurrentPerClient: config.maxConcurrentPerClient });
     const record = config.recordChats ? { record: mcpRecorder(kernel.journal, { call: (call) => project.proxy.call(call), stepDeadlineMs: config.limits.maxDurationMs, kernel: kernel.kernel, ...(budgets ? { budgets } : {}) }) } : {};
     const threads = createGatewayThreads({ project, runtime, upstreams, config, describeTool, steps, budgets });
-    const metaDeps = { project, resolver: runtime.resolver, steps, runThread: threads.run, ...record };
+    const metaDeps = { project, resolver: runtime.resolver, steps, threads, ...record };
     const mcp = createMcpRoute(metaDeps, { allowedOrigins: config.mcp.allowedOrigins, maxBodyBytes: config.maxBodyBytes, callerOf: guard.callerOf });
     opened.unshift(mcp);
     const metrics = (): GatewayMetrics => ({ uptime_s: Math.round((Date.now() - startedAt) / 1000), prefetch: prefetch.counters.snapshot(), transitions: prefetch.transitions.stats() });
@@ -183,6 +183,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
       async close() {
         shuttingDown = true;
         for (const controller of inFlight) controller.abort();
+        await threads.close(); // their ends are written while the proxy still runs
         await closeAll(opened);
       },
     };

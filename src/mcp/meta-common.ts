@@ -11,7 +11,7 @@ import { createDataFence } from '../data-fence.js';
 import { describeError, isKiwiError, KiwiError } from '../errors.js';
 import type { Project } from '../project.js';
 import type { Caller } from '../proxy/caller.js';
-import type { ThreadRunner } from './meta-thread.js';
+import type { MetaThreads } from './meta-thread.js';
 import type { CallOutcome, ToolCall } from '../proxy/tool-proxy.js';
 import type { Directive, Knowledge, Tier, Tool } from '../registry/types.js';
 import type { Resolver } from '../resolver/types.js';
@@ -27,8 +27,10 @@ export interface MetaContext {
   steps: SplitOptions;
   /** Runs a call instead of the tool proxy directly: the gateway's recorder, which also writes it as a step (`details`: what asked for it). */
   runCall?: (call: ToolCall, details: Record<string, unknown>) => Promise<CallOutcome>;
-  /** Runs a directive as a thread (the gateway can; `kiwi mcp` on stdio returns its steps instead). */
-  runThread?: ThreadRunner;
+  /** Runs directives as threads (the gateway can; `kiwi mcp` on stdio returns their steps instead). */
+  threads?: MetaThreads;
+  /** Tells the client something while its tool call runs (progress, or a log message). */
+  notify?: (message: string) => void;
 }
 
 /** A meta-tool's call, through the tool proxy (and the recorder, where there is one). */

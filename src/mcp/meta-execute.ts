@@ -1,7 +1,8 @@
 /**
- * The `execute` meta-tool. Kiwi MCP's `run` is the one action here: a tool runs through the tool
- * proxy (policy, audit, executor chain: never around it); a directive comes back as steps for
- * the calling agent to follow, as Kiwi MCP did; knowledge comes back as its content.
+ * The `execute` meta-tool. `run`: a tool runs through the tool proxy (policy, audit, executor
+ * chain: never around it); a directive runs as a thread where the gateway serves it, and comes
+ * back as steps for the calling agent to follow elsewhere, as Kiwi MCP did; knowledge comes back
+ * as its content. A thread's `status`, `stream`, `cancel` and `resume` take its id (meta-thread.ts).
  */
 import { z } from 'zod';
 import type { Directive, Knowledge } from '../registry/types.js';
@@ -21,7 +22,7 @@ import {
   type MetaContext,
   type MetaResult,
 } from './meta-common.js';
-import { runDirectiveThread } from './meta-thread.js';
+import { runDirectiveThread, threadAction, THREAD_ACTIONS } from './meta-thread.js';
 import { directiveSteps, directiveView, knowledgeText, knowledgeView, toolView } from './meta-views.js';
 
 const UNSUPPORTED =
@@ -30,18 +31,22 @@ const UNSUPPORTED =
 export const executeShape = {
   item_type: itemTypeSchema,
   action: z
-    .enum(['run'], {
+    .enum(['run', ...THREAD_ACTIONS], {
       error: (issue) =>
         issue.input === undefined
-          ? 'action is required: "run" is the supported action'
-          : `action ${preview(issue.input)} is not supported: only "run" is; ${UNSUPPORTED}`,
+          ? 'action is required: "run" runs an item; "status", "stream", "cancel" and "resume" act on a directive\'s thread'
+          : `action ${preview(issue.input)} is not supported: "run" is, and ${THREAD_ACTIONS.map((a) => `"${a}"`).join(', ')} for a directive's thread; ${UNSUPPORTED}`,
     })
-    .describe('"run": a tool runs, a directive returns its steps to follow, knowledge returns its content'),
+    .describe('"run": a tool runs, a directive runs as a thread (or returns its steps to follow), knowledge returns its content. "status" | "stream" | "cancel" | "resume": item_id is a thread id'),
   item_id: itemIdSchema,
   parameters: z
     .record(z.string(), z.unknown(), { error: 'parameters must be an object of named values, e.g. {"path": "README.md"}' })
     .optional()
     .describe("A tool's arguments, or a directive's inputs, as an object"),
+  async: z
+    .boolean({ error: 'async must be true or false' })
+    .optional()
+    .describe('With a directive\'s "run" or "resume": answer the thread id at once and let it run; follow it with "stream" or "status"'),
   project_path: projectPathSchema,
 };
 
@@ -51,6 +56,13 @@ export async function execute(ctx: MetaContext, args: ExecuteArgs, signal?: Abor
   const type = normalizeItemType(args.item_type);
   await checkProjectPath(ctx.project, args.project_path);
   const parameters = args.parameters ?? {};
+  const options = { ...(args.async ? { async: true } : {}), ...(signal ? { signal } : {}) };
+  if (args.action !== 'run') {
+    if (type !== 'directive') return errorResult('INVALID_INPUT', `action "${args.action}" acts on a directive's thread: call it with item_type "directive" and the thread id as item_id`);
+    if (ctx.threads === undefined) return errorResult('INVALID_INPUT', `action "${args.action}" needs the gateway (\`kiwi serve\`'s /mcp), which runs directives as threads; here a directive's run returns its steps`);
+    return threadAction(ctx, ctx.threads, args.action, args.item_id, parameters, options);
+  }
+  if (args.async && type !== 'directive') return errorResult('INVALID_INPUT', 'async is for a directive\'s run: a tool or knowledge entry answers when it is done');
   if (type === 'tool') {
     const readable = readableTool(ctx, args.item_id, parameters);
     if (readable !== undefined) return readable;
@@ -64,7 +76,11 @@ export async function execute(ctx: MetaContext, args: ExecuteArgs, signal?: Abor
     return outcomeResult(outcome);
   }
   const found = findItem(ctx.project, type, args.item_id);
-  if (found.kind === 'directive') return ctx.runThread ? runDirectiveThread(ctx, ctx.runThread, found.item, parameters, signal) : runDirective(ctx, found.item, parameters);
+  if (found.kind === 'directive') {
+    if (ctx.threads !== undefined) return runDirectiveThread(ctx, ctx.threads, found.item, parameters, options);
+    if (args.async) return errorResult('INVALID_INPUT', 'async needs the gateway (`kiwi serve`\'s /mcp), which runs directives as threads; here a directive\'s run returns its steps');
+    return runDirective(ctx, found.item, parameters);
+  }
   if (found.kind === 'knowledge') return runKnowledge(ctx, found.item);
   // findItem returns the kind it was asked for; a tool was handled above.
   return errorResult('INTERNAL', `unexpected ${found.kind} for item_type ${type}`);

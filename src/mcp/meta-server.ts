@@ -13,7 +13,7 @@ import type { Project } from '../project.js';
 import type { Caller } from '../proxy/caller.js';
 import type { Resolver } from '../resolver/types.js';
 import { guard, type MetaContext, type MetaResult } from './meta-common.js';
-import type { ThreadRunner } from './meta-thread.js';
+import type { MetaThreads } from './meta-thread.js';
 import { execute, executeShape } from './meta-execute.js';
 import { help, helpShape } from './meta-help.js';
 import { load, loadShape } from './meta-load.js';
@@ -32,8 +32,8 @@ export interface MetaServerDeps {
   steps?: SplitOptions;
   /** Runs each execute and resolve as a recorded execution (the gateway's kernel); absent: not recorded. */
   record?: MetaRecorder;
-  /** Runs an executed directive as a thread (the gateway); absent: `execute` returns its steps. */
-  runThread?: ThreadRunner;
+  /** Runs executed directives as threads (the gateway); absent: `execute` returns their steps. */
+  threads?: MetaThreads;
 }
 
 /**
@@ -63,13 +63,18 @@ export function createMetaServer(deps: MetaServerDeps): McpServer {
     session: deps.session ?? deps.project.session,
     caller: deps.caller ?? LOCAL_CALLER,
     steps: deps.steps ?? { actionWords: catalogActionWords(resolvableTools(deps.project.registry.tools.values()).values()) },
-    ...(deps.runThread ? { runThread: deps.runThread } : {}),
+    ...(deps.threads ? { threads: deps.threads } : {}),
   };
   // Logging: a call that waits for a person says so to the client while the tool call is open.
   const server = new McpServer(deps.serverInfo ?? DEFAULT_INFO, { instructions: INSTRUCTIONS, maxToolInputElements: MAX_INPUT_ELEMENTS, capabilities: { logging: {} } });
   const record = deps.record;
-  const recorded = (tool: 'execute' | 'resolve', args: unknown, extra: ToolExtra, run: (ctx: MetaContext, signal: AbortSignal) => Promise<MetaResult>): Promise<MetaResult> =>
-    guard(() => (record === undefined ? run(ctx, extra.signal) : record({ tool, arguments: args, caller: ctx.caller, signal: extra.signal, notify: notifier(extra) }, (runCall, s) => run({ ...ctx, runCall }, s))));
+  const recorded = (tool: 'execute' | 'resolve', args: unknown, extra: ToolExtra, run: (ctx: MetaContext, signal: AbortSignal) => Promise<MetaResult>): Promise<MetaResult> => {
+    const notify = notifier(extra);
+    const told = { ...ctx, notify: (message: string) => notify(message, 'info') };
+    // A call waiting for a person is worth a warning in a client's log.
+    const waiting = (message: string): void => notify(message, 'warning');
+    return guard(() => (record === undefined ? run(told, extra.signal) : record({ tool, arguments: args, caller: ctx.caller, signal: extra.signal, notify: waiting }, (runCall, s) => run({ ...told, runCall }, s))));
+  };
 
   server.registerTool(
     'search',
@@ -143,13 +148,14 @@ type ToolExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
  * Tells the client something while its tool call runs: as progress when it asked for progress
  * (which also keeps an SDK client's request timeout from running out), else as a log message.
  */
-function notifier(extra: ToolExtra): (message: string) => void {
-  return (message) => {
+function notifier(extra: ToolExtra): (message: string, level: 'info' | 'warning') => void {
+  let progress = 0; // MCP asks for progress that grows with each notification
+  return (message, level) => {
     const token = extra._meta?.progressToken;
     const notification: ServerNotification =
       token === undefined
-        ? { method: 'notifications/message', params: { level: 'warning', logger: 'kiwi-gateway', data: message } }
-        : { method: 'notifications/progress', params: { progressToken: token, progress: 0, message } };
+        ? { method: 'notifications/message', params: { level, logger: 'kiwi-gateway', data: message } }
+        : { method: 'notifications/progress', params: { progressToken: token, progress: ++progress, message } };
     void extra.sendNotification(notification).catch(() => undefined);
   };
 }

@@ -1,24 +1,142 @@
-import { isKiwiError } from '../errors.js';
+import { z } from 'zod';
+import { abortableDelay } from '../abort.js';
+import { isKiwiError, KiwiError } from '../errors.js';
 import type { Directive } from '../registry/types.js';
-import type { ThreadOutcome, ThreadStart } from '../threads/run-thread.js';
+import type { ThreadOutcome, ThreadResume, ThreadStart } from '../threads/run-thread.js';
+import { isThreadRunning, readThread, type ThreadLine, type ThreadRecord } from '../threads/thread-store.js';
+import { threadLineText } from '../threads/thread-text.js';
 import { errorResult, type MetaContext, type MetaResult } from './meta-common.js';
 
-/** Runs a directive as a thread (the gateway's `runThread`). */
-export type ThreadRunner = (start: ThreadStart) => Promise<ThreadOutcome>;
-
 /**
- * `execute` of a directive where the gateway can run threads: the directive runs as one, with the
- * session's client and rights, and the answer is the thread's outcome (`status`, `steps_taken`,
- * `result`, `audit`, and the thread's id for `kiwi threads show`).
+ * Directives as threads over MCP, where the gateway runs them. `execute(action="run")` runs one
+ * and answers its outcome, each line it writes sent as a progress notification meanwhile; with
+ * `async: true` it answers the thread's id at once. `status`, `stream` (its lines from a cursor,
+ * waiting up to `wait_s` for the next), `cancel` and `resume` then take the thread's id as `item_id`.
+ * A client sees only its own threads.
  */
-export async function runDirectiveThread(ctx: MetaContext, run: ThreadRunner, directive: Directive, inputs: Record<string, unknown>, signal?: AbortSignal): Promise<MetaResult> {
-  let outcome: ThreadOutcome;
+export interface MetaThreads {
+  run(start: ThreadStart): Promise<ThreadOutcome>;
+  resume(resume: ThreadResume): Promise<ThreadOutcome>;
+  background(job: { start: ThreadStart } | { resume: ThreadResume }): Promise<string>;
+  cancel(id: string): boolean;
+}
+
+export const THREAD_ACTIONS = ['status', 'stream', 'cancel', 'resume'] as const;
+export type ThreadAction = (typeof THREAD_ACTIONS)[number];
+
+/** Notifications carry a line each, cut to this; `stream` answers at most this many lines at once. */
+const NOTIFY = { turn: 2000, item: 500 };
+const MAX_STREAM_LINES = 500;
+const POLL_MS = 250;
+
+const streamParameters = z.strictObject({
+  after: z.number().int().min(0).optional(),
+  wait_s: z.number().min(0).max(300).optional(),
+});
+const resumeParameters = z.strictObject({ message: z.string().max(4000).optional() });
+
+export async function runDirectiveThread(ctx: MetaContext, threads: MetaThreads, directive: Directive, inputs: Record<string, unknown>, options: { async?: boolean; signal?: AbortSignal }): Promise<MetaResult> {
+  const start: ThreadStart = { directive: directive.name, inputs, client: ctx.caller.client, ...(ctx.caller.context ? { context: ctx.caller.context } : {}) };
+  return refusals(async () => {
+    if (options.async) return started(await threads.background({ start }));
+    return outcomeResult(await threads.run({ ...start, ...(options.signal ? { signal: options.signal } : {}), ...notifying(ctx) }));
+  });
+}
+
+export async function threadAction(ctx: MetaContext, threads: MetaThreads, action: ThreadAction, id: string, parameters: Record<string, unknown>, options: { async?: boolean; signal?: AbortSignal }): Promise<MetaResult> {
+  return refusals(async () => {
+    const lines = await ownLines(ctx, id);
+    switch (action) {
+      case 'status':
+        return statusResult(ctx, id, lines);
+      case 'stream':
+        return stream(ctx, id, lines, parse(streamParameters, parameters, 'stream takes parameters {"after": LINE, "wait_s": SECONDS}'), options.signal);
+      case 'cancel':
+        if (threads.cancel(id)) return statusResult(ctx, id, lines, 'cancelling');
+        throw new KiwiError('CONFLICT', isThreadRunning(ctx.project.root, id) ? `thread ${id} runs in another process, which alone can cancel it` : `thread ${id} is not running`);
+      case 'resume': {
+        const { message } = parse(resumeParameters, parameters, 'resume takes parameters {"message": TEXT} (optional)');
+        const resume: ThreadResume = { id, client: ctx.caller.client, ...(ctx.caller.context ? { context: ctx.caller.context } : {}), ...(message !== undefined ? { message } : {}) };
+        if (options.async) return started(await threads.background({ resume }));
+        return outcomeResult(await threads.resume({ ...resume, ...(options.signal ? { signal: options.signal } : {}), ...notifying(ctx) }));
+      }
+    }
+  });
+}
+
+async function refusals(run: () => Promise<MetaResult>): Promise<MetaResult> {
   try {
-    outcome = await run({ directive: directive.name, inputs, client: ctx.caller.client, ...(ctx.caller.context ? { context: ctx.caller.context } : {}), ...(signal ? { signal } : {}) });
+    return await run();
   } catch (error) {
     if (isKiwiError(error)) return errorResult(error.code, error.message);
     throw error;
   }
+}
+
+/** Another client's thread is answered as no thread at all: its id tells nothing. */
+async function ownLines(ctx: MetaContext, id: string): Promise<ThreadLine[]> {
+  const lines = await readThread(ctx.project.root, id);
+  const header = lines[0];
+  if (header?.type !== 'thread' || header.client !== ctx.caller.client) throw new KiwiError('NOT_FOUND', `no thread ${id} of client ${ctx.caller.client}`);
+  return lines;
+}
+
+function parse<T>(schema: z.ZodType<T>, parameters: Record<string, unknown>, usage: string): T {
+  const parsed = schema.safeParse(parameters);
+  if (!parsed.success) throw new KiwiError('INVALID_INPUT', `${parsed.error.issues.map((i) => `${i.path.join('.') || 'parameters'}: ${i.message}`).join('; ')}; ${usage}`);
+  return parsed.data;
+}
+
+/** Each line the thread writes goes to the client as it is written (as progress when it asked for progress). */
+function notifying(ctx: MetaContext): Pick<ThreadStart, 'onRecord'> {
+  const notify = ctx.notify;
+  return notify === undefined ? {} : { onRecord: (r: ThreadRecord) => notify(threadLineText(r, NOTIFY)) };
+}
+
+function started(id: string): MetaResult {
+  const body = { thread: id, status: 'running' };
+  const next = `execute(item_type="directive", action="stream", item_id="${id}") follows it; action "status" says where it stands, "cancel" stops it.`;
+  return { content: [{ type: 'text', text: `${JSON.stringify(body, null, 2)}\n${next}` }], structuredContent: body };
+}
+
+function outcomeResult(outcome: ThreadOutcome): MetaResult {
   const body = { thread: outcome.id, status: outcome.status, steps_taken: outcome.steps_taken, result: outcome.result, ...(outcome.limit ? { limit: outcome.limit } : {}), audit: outcome.audit };
   return { content: [{ type: 'text', text: JSON.stringify(body, null, 2) }], structuredContent: body, ...(outcome.status === 'completed' ? {} : { isError: true }) };
+}
+
+/** Where a thread stands: its end when its last line is one, else running (a live process writes it) or cut short. */
+function statusResult(ctx: MetaContext, id: string, lines: readonly ThreadLine[], status?: string): MetaResult {
+  const last = lines.at(-1);
+  const header = lines[0] as Extract<ThreadLine, { type: 'thread' }>;
+  const turns = lines.filter((l): l is Extract<ThreadLine, { type: 'turn' }> => l.type === 'turn');
+  const body = {
+    thread: id,
+    directive: header.directive,
+    status: status ?? (last?.type === 'end' ? last.status : isThreadRunning(ctx.project.root, id) ? 'running' : 'cut_short'),
+    steps_taken: lines.filter((l) => l.type === 'result').length,
+    result: last?.type === 'end' ? last.result : (turns.at(-1)?.text ?? ''),
+    ...(last?.type === 'end' && last.limit ? { limit: last.limit } : {}),
+    ...(last?.type === 'end' && last.error ? { error: last.error } : {}),
+    lines: lines.length,
+  };
+  return { content: [{ type: 'text', text: JSON.stringify(body, null, 2) }], structuredContent: body };
+}
+
+/**
+ * The thread's lines from `after` on (at most 500); when there are none yet and it still runs,
+ * it waits up to `wait_s` (default 30) for the next. `next` is the cursor for the next call.
+ */
+async function stream(ctx: MetaContext, id: string, first: ThreadLine[], p: { after?: number; wait_s?: number }, signal: AbortSignal | undefined): Promise<MetaResult> {
+  const after = p.after ?? 0;
+  const deadline = Date.now() + (p.wait_s ?? 30) * 1000;
+  let lines = first;
+  const ended = (): boolean => lines.at(-1)?.type === 'end' || !isThreadRunning(ctx.project.root, id);
+  while (lines.length <= after && !ended() && Date.now() < deadline && (await abortableDelay(POLL_MS, signal))) {
+    lines = await readThread(ctx.project.root, id);
+  }
+  const shown = lines.slice(after, after + MAX_STREAM_LINES);
+  const next = after + shown.length;
+  const body = { thread: id, lines: shown, next, ended: next >= lines.length && ended() };
+  const text = [...shown.map((l) => threadLineText(l, NOTIFY)), body.ended ? '(the thread has ended)' : `(more may come: stream again with parameters {"after": ${next}})`].join('\n');
+  return { content: [{ type: 'text', text }], structuredContent: body };
 }

@@ -12,6 +12,8 @@ import type { ToolCall } from './tool-proxy.js';
  * actions do beyond the verdict: webhooks are sent (the event as JSON), and every annotation,
  * webhook and directive asked for becomes a note in the call's audit record. On `before_call` a
  * webhook that fails denies the call (hooks fail closed); on the other events it is only noted.
+ * Where threads can run (the gateway), a directive asked for starts as a thread in the
+ * background, as the call's caller and a child of its thread; elsewhere it is handed to the agent.
  */
 
 export type CallEventName = 'before_call' | 'after_call' | 'denied' | 'error' | 'limit' | 'approval';
@@ -29,7 +31,11 @@ export interface CallHookDeps {
   /** The policy's hooks. */
   hooks: readonly LoadedHook[];
   http: HttpClient;
+  /** Starts a directive as a background thread for the call (answers its id); absent, directives go to the agent. */
+  startThread?: (directive: HookDirective, request: ToolCall) => Promise<string>;
 }
+
+export type HookDirective = Fired['directives'][number];
 
 const NOTHING: Fired = Object.freeze({ notes: [], directives: [] }) as Fired;
 const WEBHOOK_TIMEOUT_MS = 5000;
@@ -50,12 +56,12 @@ export async function fireCallHooks(deps: CallHookDeps, request: ToolCall, name:
   const event = callEvent(request, name, fields);
   const verdict = runHooks(hooks, event);
   const gate = name === 'before_call';
-  const fired: Fired = { notes: [...verdict.annotations], directives: verdict.directives };
+  const fired: Fired = { notes: [...verdict.annotations], directives: deps.startThread ? [] : verdict.directives };
   if (gate && verdict.deny !== undefined) fired.deny = verdict.deny;
   // After the fact nothing can be refused any more: a deny or an approval asked for is moot, a hook that failed is noted.
   if (!gate) fired.notes.push(...verdict.failures);
   if (gate && verdict.approval !== undefined) fired.approval = verdict.approval;
-  for (const d of verdict.directives) fired.notes.push(`a hook asks to run directive ${d.name}${Object.keys(d.inputs).length === 0 ? '' : ` with ${JSON.stringify(d.inputs)}`}`);
+  for (const d of verdict.directives) fired.notes.push(await directiveNote(deps, d, request));
   for (const w of verdict.webhooks) {
     const failure = await sendWebhook(deps.http, w.url, event, request.signal);
     fired.notes.push(failure === undefined ? `webhook sent to ${new URL(w.url).host} (hook at ${w.hook})` : `webhook to ${new URL(w.url).host} failed (hook at ${w.hook}): ${failure}`);
@@ -84,6 +90,16 @@ function callEvent(request: ToolCall, name: CallEventName, fields: CallEventFiel
     limits: { ...request.limits, ...request.directive?.limits },
     permissions: request.context === undefined ? {} : { label: request.context.label },
   };
+}
+
+async function directiveNote(deps: CallHookDeps, d: HookDirective, request: ToolCall): Promise<string> {
+  const asked = `directive ${d.name}${Object.keys(d.inputs).length === 0 ? '' : ` with ${JSON.stringify(d.inputs)}`}`;
+  if (deps.startThread === undefined) return `a hook asks to run ${asked}`;
+  try {
+    return `a hook started thread ${await deps.startThread(d, request)} running ${asked}`;
+  } catch (error) {
+    return `a hook's ${asked} could not start: ${describeError(error)}`;
+  }
 }
 
 /** The error codes as hooks read them (`event.code == "timeout"`). */

@@ -17,7 +17,7 @@ import type { McpToolInfo } from '../mcp/client-pool.js';
 import type { Checkpointer } from '../checkpoints/checkpointer.js';
 import type { LoadedHook } from '../hooks/hook-runner.js';
 import { approvalReason, waitForApproval, type AskApproval } from './approval.js';
-import { eventCode, fireCallHooks, type CallEventName, type CallEventFields, type Fired } from './call-hooks.js';
+import { eventCode, fireCallHooks, type CallEventName, type CallEventFields, type CallHookDeps, type Fired } from './call-hooks.js';
 
 export type CallSource = 'cli' | 'gateway' | 'mcp' | 'prefetch' | 'runner' | 'thread';
 
@@ -45,6 +45,8 @@ export interface ToolCall {
 
 /** Runs a thread plan (the gateway's thread runtime), as the caller: its client, rights and thread. */
 export type ThreadSpawner = (plan: ThreadPlan, call: ToolCall) => Promise<ToolResult>;
+/** Starts a thread in the background for a call (a hook's directive), as the caller; answers its id. */
+export type BackgroundSpawner = (plan: ThreadPlan, call: ToolCall) => Promise<string>;
 
 interface OutcomeBase {
   callId: string;
@@ -92,7 +94,7 @@ export interface ToolProxy {
    */
   listMcpTools(server: string, caller?: Pick<ToolCall, 'context' | 'signal'>): Promise<ListOutcome>;
   /** Where thread plans run (the gateway sets it once its thread runtime exists); unset, they are refused. */
-  useThreads(spawn: ThreadSpawner): void;
+  useThreads(spawn: ThreadSpawner, background: BackgroundSpawner): void;
   /**
    * The hooks' `limit` event for a limit that stopped a request (`code`: `turns`, `tokens`,
    * `budget`, …), outside any one call: webhooks are sent; the notes and directives asked for
@@ -108,7 +110,7 @@ export interface ToolProxy {
 export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
   const now = deps.now ?? (() => performance.now());
 
-  const hookDeps = { hooks: deps.context.hooks ?? [], http: deps.primitives.http };
+  const hookDeps: CallHookDeps = { hooks: deps.context.hooks ?? [], http: deps.primitives.http };
   let spawner: ThreadSpawner | undefined;
 
   async function call(request: ToolCall): Promise<CallOutcome> {
@@ -241,8 +243,12 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
     reuse,
     listMcpTools,
     limitReached,
-    useThreads(spawn) {
+    useThreads(spawn, background) {
       spawner = spawn;
+      hookDeps.startThread = (d, request) => {
+        request.thread?.onSpawn?.();
+        return background({ kind: 'thread', directive: d.name, inputs: d.inputs }, request);
+      };
     },
   };
 }

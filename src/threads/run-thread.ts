@@ -11,8 +11,10 @@ import { directiveContext } from '../policy/directive-permissions.js';
 import { checkTool, type PermissionContext } from '../policy/permission-context.js';
 import type { CallOutcome, ToolCall } from '../proxy/tool-proxy.js';
 import type { Directive, Tool } from '../registry/types.js';
+import type { ChatMessage } from '../llm/types.js';
 import { checkInputs, threadMessages } from './thread-inputs.js';
-import { createThreadWriter, type ThreadHeader, type ThreadRecord, type ThreadStatus } from './thread-store.js';
+import { resumePoint } from './thread-resume.js';
+import { createThreadWriter, readThread, reopenThreadWriter, type ThreadHeader, type ThreadRecord, type ThreadStatus, type ThreadWriter } from './thread-store.js';
 
 /**
  * A directive run as a thread: the gateway's own agent loop with the directive as the system
@@ -64,6 +66,15 @@ export interface ThreadStart {
   signal?: AbortSignal;
   /** Each record as it is written (`kiwi directives run` prints them). */
   onRecord?: (record: ThreadRecord) => void;
+  /** The thread exists (its first line is on disk): its id, before it runs. */
+  onStart?: (id: string) => void;
+}
+
+/** A thread that stopped (failed, cancelled, cut short by a crash) goes on where it stopped. */
+export interface ThreadResume extends Pick<ThreadStart, 'client' | 'context' | 'model' | 'signal' | 'onRecord' | 'onStart'> {
+  id: string;
+  /** A person's word to the agent, e.g. the answer it escalated for. */
+  message?: string;
 }
 
 export interface ThreadOutcome {
@@ -81,15 +92,62 @@ export interface ThreadOutcome {
 const DEFAULT_MAX_DEPTH = 3;
 
 export async function runThread(deps: ThreadDeps, start: ThreadStart): Promise<ThreadOutcome> {
-  const directive = deps.directives.get(start.directive);
-  if (directive === undefined) {
-    const known = [...deps.directives.keys()];
-    throw new KiwiError('NOT_FOUND', `no directive ${JSON.stringify(start.directive)}; the directives are ${known.length === 0 ? '(none)' : known.join(', ')}`);
-  }
+  const directive = findDirective(deps, start.directive);
   const depth = (start.parent?.depth ?? 0) + 1;
   const maxDepth = deps.maxDepth ?? DEFAULT_MAX_DEPTH;
   if (depth > maxDepth) throw new KiwiError('POLICY_DENIED', `thread ${start.parent?.id} may not spawn ${directive.name}: threads nest at most ${maxDepth} deep`);
   const inputs = checkInputs(directive, start.inputs ?? {});
+  const setup = prepare(deps, directive, start);
+  const id = randomUUID();
+  // Refused before anything is written when a budget is already spent.
+  const meter = await admit(deps, start.client, setup, id);
+  const header: ThreadHeader = { type: 'thread', id, directive: directive.name, inputs, model: setup.model, client: start.client, ...(start.parent ? { parent: start.parent.id } : {}), depth, started_at: new Date().toISOString() };
+  const writer = createThreadWriter(deps.root, header);
+  start.onStart?.(id);
+  return drive(deps, setup, { id, depth, client: start.client, writer, meter, messages: threadMessages(directive, inputs, setup.allowed), done: { turns: 0, calls: 0, steps: 0 } }, start);
+}
+
+/**
+ * Goes on with a thread that stopped: the same id and file, the directive as it is now, what
+ * the thread did before given to the agent as a record, and its `<limits>` counting what it
+ * already used (a thread that used up its turns or calls is not resumed).
+ */
+export async function resumeThread(deps: ThreadDeps, resume: ThreadResume): Promise<ThreadOutcome> {
+  const lines = await readThread(deps.root, resume.id);
+  const header = lines[0];
+  if (header?.type !== 'thread') throw new KiwiError('INVALID_INPUT', `thread ${resume.id} has no header line; it cannot be resumed`);
+  const directive = findDirective(deps, header.directive);
+  const inputs = checkInputs(directive, header.inputs);
+  const setup = prepare(deps, directive, resume);
+  const point = resumePoint(lines, directive, setup.limits, resume.message);
+  const meter = await admit(deps, resume.client, setup, header.id);
+  const writer = reopenThreadWriter(deps.root, header.id, { type: 'resume', client: resume.client, model: setup.model, ...(resume.message === undefined ? {} : { message: resume.message }), at: new Date().toISOString() });
+  resume.onStart?.(header.id);
+  const [system, user] = threadMessages(directive, inputs, setup.allowed) as [ChatMessage, ChatMessage];
+  const messages: ChatMessage[] = [system, { role: 'user', content: `${user.content}\n\n${point.recap}` }];
+  const limits = { ...setup.limits, maxTurns: setup.limits.maxTurns - point.done.turns, maxToolCalls: setup.limits.maxToolCalls - point.done.calls };
+  return drive(deps, { ...setup, limits }, { id: header.id, depth: header.depth, client: resume.client, writer, meter, messages, done: point.done }, resume);
+}
+
+function findDirective(deps: ThreadDeps, name: string): Directive {
+  const directive = deps.directives.get(name);
+  if (directive !== undefined) return directive;
+  const known = [...deps.directives.keys()];
+  throw new KiwiError('NOT_FOUND', `no directive ${JSON.stringify(name)}; the directives are ${known.length === 0 ? '(none)' : known.join(', ')}`);
+}
+
+/** What a thread of this directive runs with: its model, its rights, its hooks and its limits. */
+interface Setup {
+  directive: Directive;
+  model: string;
+  route: ReturnType<ThreadDeps['route']>;
+  context: PermissionContext;
+  allowed: string[];
+  limits: LoopLimits;
+  scope: NonNullable<ToolCall['directive']>;
+}
+
+function prepare(deps: ThreadDeps, directive: Directive, start: Pick<ThreadStart, 'context' | 'model' | 'tier'>): Setup {
   const tier = start.tier ?? directive.modelTier;
   const model = start.model ?? deps.tierModel(tier);
   if (model === undefined) {
@@ -101,14 +159,31 @@ export async function runThread(deps: ThreadDeps, start: ThreadStart): Promise<T
   // Hooks name their file as people read it: relative to the project when it is in it.
   const relative = path.relative(deps.root, directive.source.path);
   const hooks = loadDirectiveHooks(relative === '' || relative.startsWith('..') ? directive.source.path : relative, directive.hooks ?? []);
-  const limits = threadLimits(deps.limits, directive);
-  const directiveScope = { name: directive.name, hooks, limits: { ...(directive.limits.turns === undefined ? {} : { turns: directive.limits.turns }), ...(directive.limits.tokens === undefined ? {} : { tokens: directive.limits.tokens }) } };
+  const l = directive.limits;
+  const scope = { name: directive.name, hooks, limits: { ...(l.turns === undefined ? {} : { turns: l.turns }), ...(l.tokens === undefined ? {} : { tokens: l.tokens }) } };
+  return { directive, model, route, context, allowed, limits: threadLimits(deps.limits, directive), scope };
+}
 
-  const id = randomUUID();
-  // Refused before anything is written when a budget is already spent.
-  const meter = await deps.admit?.({ client: start.client, route, directive: { directive: directive.name, run: id, limits: directiveBudgetLimits(directive.limits), startedAt: Date.now() } });
-  const header: ThreadHeader = { type: 'thread', id, directive: directive.name, inputs, model, client: start.client, ...(start.parent ? { parent: start.parent.id } : {}), depth, started_at: new Date().toISOString() };
-  const writer = createThreadWriter(deps.root, header);
+/** The run is the thread: its usage is totalled under the thread's id, across resumes. */
+function admit(deps: ThreadDeps, client: string, setup: Setup, id: string): Promise<BudgetMeter | undefined> {
+  const { directive, route } = setup;
+  return deps.admit?.({ client, route, directive: { directive: directive.name, run: id, limits: directiveBudgetLimits(directive.limits), startedAt: Date.now() } }) ?? Promise.resolve(undefined);
+}
+
+interface Run {
+  id: string;
+  depth: number;
+  client: string;
+  writer: ThreadWriter;
+  meter: BudgetMeter | undefined;
+  messages: ChatMessage[];
+  /** What the thread did before this run (a resume): turns are numbered on from there. */
+  done: { turns: number; calls: number; steps: number };
+}
+
+async function drive(deps: ThreadDeps, setup: Setup, run: Run, start: Pick<ThreadStart, 'signal' | 'onRecord'>): Promise<ThreadOutcome> {
+  const { directive, context } = setup;
+  const { id, depth, writer, meter } = run;
   const record = (r: ThreadRecord): void => {
     writer.append(r);
     start.onRecord?.(r);
@@ -122,8 +197,8 @@ export async function runThread(deps: ThreadDeps, start: ThreadStart): Promise<T
     spawned++;
     meter?.countSpawn();
   };
-  let steps = 0;
-  let turn = 1;
+  let steps = run.done.steps;
+  let turn = run.done.turns + 1;
   let text = '';
   let last = '';
   const endTurn = (): void => {
@@ -142,18 +217,18 @@ export async function runThread(deps: ThreadDeps, start: ThreadStart): Promise<T
   try {
     const loop = runAgentLoop(
       {
-        provider: route.provider,
+        provider: setup.route.provider,
         resolve: deps.resolve,
         call: (c) => {
           meter?.countToolCall();
-          return deps.call({ ...c, session: id, client: start.client, source: 'thread', context, directive: directiveScope, thread: { id, depth, onSpawn } });
+          return deps.call({ ...c, session: id, client: run.client, source: 'thread', context, directive: setup.scope, thread: { id, depth, onSpawn } });
         },
-        limits,
+        limits: setup.limits,
         ...(meter ? { budget: meter } : {}),
         ...(deps.describeTool ? { describeTool: deps.describeTool } : {}),
         ...(deps.steps ? { steps: deps.steps } : {}),
       },
-      { model: route.model, messages: threadMessages(directive, inputs, allowed) },
+      { model: setup.route.model, messages: run.messages },
       { mode: 'execute', ...(start.signal ? { signal: start.signal } : {}) },
     );
     for await (const event of loop) {
@@ -163,7 +238,7 @@ export async function runThread(deps: ThreadDeps, start: ThreadStart): Promise<T
           break;
         case 'turn':
           endTurn();
-          turn = event.turn;
+          turn = run.done.turns + event.turn;
           break;
         case 'call':
           endTurn(); // the text that led to the call comes before it

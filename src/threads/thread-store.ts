@@ -1,4 +1,6 @@
-import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, statSync, writeSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import { hostname } from 'node:os';
 import path from 'node:path';
 import { KiwiError } from '../errors.js';
 import { readCappedFile } from '../read-capped-file.js';
@@ -8,7 +10,8 @@ import { readCappedFile } from '../read-capped-file.js';
  * (directive, inputs, model, who started it), then what happened in order (each turn's text,
  * each call and its result, each intent not run), and last its end. Every line is written and
  * synced as it happens, so a crash loses nothing written before it; a thread without an end
- * line was cut short.
+ * line is running or was cut short. While a process writes a thread it holds `<id>.lock` (its
+ * pid and host), so a thread is never resumed while it still runs.
  */
 
 export const THREADS_DIR = path.join('.ai', 'threads');
@@ -32,16 +35,20 @@ export type ThreadRecord =
   | { type: 'result'; call_id: string; tool: string; status: 'ok' | 'denied' | 'error'; text: string }
   | { type: 'unresolved'; intent: string; reason: string }
   | { type: 'approval'; tool: string; step_id: string; reason: string }
+  /** The thread goes on after an end (or after a crash), in the same file. */
+  | { type: 'resume'; client: string; model: string; message?: string; at: string }
   | { type: 'end'; status: ThreadStatus; result: string; steps_taken: number; limit?: string; error?: string; ended_at: string };
 
 export type ThreadStatus = 'completed' | 'failed' | 'cancelled';
 
 export type ThreadLine = ThreadHeader | ThreadRecord;
 
-/** A thread as `list` shows it: its header and its end, when it has one. */
+/** A thread as `list` shows it: its header and its end, when its last line is one. */
 export interface ThreadSummary {
   header: ThreadHeader;
   end?: Extract<ThreadRecord, { type: 'end' }>;
+  /** Not ended, and a live process writes it (else it was cut short). */
+  running: boolean;
 }
 
 const ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -61,27 +68,136 @@ export function threadFile(root: string, id: string): string {
 
 export function createThreadWriter(root: string, header: ThreadHeader): ThreadWriter {
   mkdirSync(path.join(root, THREADS_DIR), { recursive: true });
-  const fd = openSync(threadFile(root, header.id), 'wx', 0o600);
+  const unlock = lockThread(root, header.id);
+  try {
+    const writer = openWriter(root, header.id, 'wx');
+    writer.write(header);
+    return { append: writer.append, close: () => writer.close(unlock) };
+  } catch (error) {
+    unlock();
+    throw error;
+  }
+}
+
+/**
+ * Writes on after a thread's last line: the `resume` record first. Refused with CONFLICT while
+ * another process (or this one) still writes the thread.
+ */
+export function reopenThreadWriter(root: string, id: string, resume: Extract<ThreadRecord, { type: 'resume' }>): ThreadWriter {
+  const unlock = lockThread(root, id);
+  try {
+    const writer = openWriter(root, id, 'a');
+    writer.write(resume);
+    return { append: writer.append, close: () => writer.close(unlock) };
+  } catch (error) {
+    unlock();
+    throw error;
+  }
+}
+
+interface OpenWriter {
+  write(line: ThreadLine): void;
+  append(record: ThreadRecord): void;
+  close(unlock: () => void): void;
+}
+
+function openWriter(root: string, id: string, flags: 'wx' | 'a'): OpenWriter {
+  const fd = openSync(threadFile(root, id), flags, 0o600);
   let open = true;
+  // A crash mid-write leaves a torn last line: the next line starts on a line of its own.
+  if (flags === 'a' && !endsWithNewline(threadFile(root, id))) writeSync(fd, '\n');
   const write = (line: ThreadLine): void => {
     if (!open) return;
     writeSync(fd, `${JSON.stringify(line)}\n`);
     fsyncSync(fd);
   };
-  write(header);
   return {
+    write,
     append(record) {
       write(capped(record));
     },
-    close() {
+    close(unlock: () => void) {
       if (!open) return;
       open = false;
       closeSync(fd);
+      unlock();
     },
   };
 }
 
-/** Every line of a thread, in order; a torn last line (a crash mid-write) is left out. */
+function endsWithNewline(file: string): boolean {
+  const size = statSync(file).size;
+  if (size === 0) return true;
+  const fd = openSync(file, 'r');
+  try {
+    const last = Buffer.alloc(1);
+    readSync(fd, last, 0, 1, size - 1);
+    return last[0] === 0x0a;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Takes `<id>.lock`: its holder's pid and host. A lock whose process is gone (a crash) is taken
+ * over; one held by a live process is a CONFLICT naming it.
+ */
+function lockThread(root: string, id: string): () => void {
+  const file = lockFile(root, id);
+  // Written whole before it is linked into place: a lock is never seen half written.
+  const draft = `${file}.${process.pid}.${randomUUID()}`;
+  writeFileSync(draft, JSON.stringify({ pid: process.pid, host: hostname() }), { mode: 0o600 });
+  try {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        linkSync(draft, file);
+        return () => rmSync(file, { force: true });
+      } catch (error) {
+        if ((error as { code?: unknown }).code !== 'EEXIST' || attempt > 0) throw error;
+        const holder = lockHolder(file);
+        if (holder !== undefined && isAlive(holder)) {
+          throw new KiwiError('CONFLICT', `thread ${id} is still running (process ${holder.pid}${holder.host === hostname() ? '' : ` on ${holder.host}`}); wait for it to end, or stop that process`);
+        }
+        rmSync(file, { force: true });
+      }
+    }
+  } finally {
+    rmSync(draft, { force: true });
+  }
+}
+
+/** A process (this one or another, alive) writes the thread now. */
+export function isThreadRunning(root: string, id: string): boolean {
+  const holder = lockHolder(lockFile(root, id));
+  return holder !== undefined && isAlive(holder);
+}
+
+function lockFile(root: string, id: string): string {
+  return `${threadFile(root, id).slice(0, -'.jsonl'.length)}.lock`;
+}
+
+function lockHolder(file: string): { pid: number; host: string } | undefined {
+  try {
+    const held = JSON.parse(readFileSync(file, 'utf8')) as { pid?: unknown; host?: unknown };
+    return typeof held.pid === 'number' && typeof held.host === 'string' ? { pid: held.pid, host: held.host } : undefined;
+  } catch {
+    return undefined; // gone, or not a lock this code wrote
+  }
+}
+
+/** On another host nothing can be checked: its lock is taken as held. */
+function isAlive(holder: { pid: number; host: string }): boolean {
+  if (holder.host !== hostname()) return true;
+  if (holder.pid === process.pid) return true;
+  try {
+    process.kill(holder.pid, 0);
+    return true;
+  } catch (error) {
+    return (error as { code?: unknown }).code === 'EPERM';
+  }
+}
+
+/** Every line of a thread, in order; a torn line (a crash mid-write) is left out. */
 export async function readThread(root: string, id: string): Promise<ThreadLine[]> {
   let text: string;
   try {
@@ -97,7 +213,7 @@ export async function readThread(root: string, id: string): Promise<ThreadLine[]
     try {
       lines.push(JSON.parse(line) as ThreadLine);
     } catch {
-      break;
+      continue; // torn by a crash; a resumed thread writes on after it
     }
   }
   return lines;
@@ -122,7 +238,7 @@ export async function listThreads(root: string, limit = 50): Promise<ThreadSumma
     const header = lines[0];
     if (header?.type !== 'thread') continue;
     const last = lines.at(-1);
-    out.push({ header, ...(last?.type === 'end' ? { end: last } : {}) });
+    out.push(last?.type === 'end' ? { header, end: last, running: false } : { header, running: isThreadRunning(root, id) });
   }
   return out;
 }
@@ -131,5 +247,6 @@ function capped(record: ThreadRecord): ThreadRecord {
   const cut = (text: string): string => (text.length <= MAX_TEXT_CHARS ? text : `${text.slice(0, MAX_TEXT_CHARS)}… (${text.length - MAX_TEXT_CHARS} more characters)`);
   if (record.type === 'turn' || record.type === 'result') return { ...record, text: cut(record.text) };
   if (record.type === 'end') return { ...record, result: cut(record.result) };
+  if (record.type === 'resume' && record.message !== undefined) return { ...record, message: cut(record.message) };
   return record;
 }

@@ -219,8 +219,13 @@ describe('meta-server: execute', () => {
   });
 
   it('refuses actions other than run, and bad arguments, with clear errors', async () => {
-    await expectError(call('execute', { item_type: 'tool', action: 'publish', item_id: 'echo_text' }), /action "publish" is not supported: only "run" is/);
-    await expectError(call('execute', { item_type: 'directive', action: 'delete', item_id: 'summarize_docs' }), /only "run" is/);
+    await expectError(call('execute', { item_type: 'tool', action: 'publish', item_id: 'echo_text' }), /action "publish" is not supported: "run" is, and "status", "stream", "cancel", "resume" for a directive's thread/);
+    await expectError(call('execute', { item_type: 'directive', action: 'delete', item_id: 'summarize_docs' }), /action "delete" is not supported/);
+    // A thread's actions are the gateway's: kiwi mcp on stdio runs no threads.
+    await expectError(call('execute', { item_type: 'tool', action: 'status', item_id: 'echo_text' }), /action "status" acts on a directive's thread: call it with item_type "directive"/);
+    await expectError(call('execute', { item_type: 'directive', action: 'stream', item_id: 'summarize_docs' }), /action "stream" needs the gateway/);
+    await expectError(call('execute', { item_type: 'directive', action: 'run', item_id: 'summarize_docs', async: true }), /async needs the gateway/);
+    await expectError(call('execute', { item_type: 'tool', action: 'run', item_id: 'echo_text', async: true }), /async is for a directive's run/);
     await expectError(call('execute', { item_type: 'tool', item_id: 'echo_text' }), /action is required/);
     await expectError(call('execute', { item_type: 'tool', action: 'run' }), /item_id is required/);
     await expectError(call('execute', { item_type: 'widget', action: 'run', item_id: 'x' }), /item_type must be/);

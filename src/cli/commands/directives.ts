@@ -1,10 +1,15 @@
 import { LOCAL_CLIENT } from '../../clients/client-auth.js';
 import { openGateway } from '../../gateway/open-gateway.js';
+import type { ThreadOutcome } from '../../threads/run-thread.js';
 import type { ThreadRecord } from '../../threads/thread-store.js';
+import { threadLineText } from '../../threads/thread-text.js';
 import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
 import { projectOptions } from '../project-options.js';
 import { progressLine } from './index-tools.js';
+
+/** A turn's text is printed whole; arguments, results and reasons as one line of at most 200 characters. */
+export const SHOWN = { turn: Number.POSITIVE_INFINITY, item: 200 };
 
 const USAGE = 'kiwi directives run NAME [--input KEY=VALUE]... [--model M] [--json] [--project DIR]';
 
@@ -30,9 +35,7 @@ export async function directivesCommand(ctx: CliContext): Promise<number> {
       ...(ctx.signal ? { signal: ctx.signal } : {}),
       ...(values.json ? {} : { onRecord: (r: ThreadRecord) => printRecord(ctx, r) }),
     });
-    if (values.json) ctx.io.out(JSON.stringify(outcome, null, 2));
-    else ctx.io.out(`thread ${outcome.id}: ${outcome.status}${outcome.limit ? ` (stopped by the ${outcome.limit} limit)` : ''}, ${outcome.steps_taken} step(s); \`kiwi threads show ${outcome.id}\` has its transcript`);
-    return outcome.status === 'completed' ? 0 : 1;
+    return printOutcome(ctx, outcome, values.json === true);
   } finally {
     await gateway.close();
   }
@@ -48,29 +51,13 @@ function parseInputs(pairs: string[]): Record<string, string> {
   return out;
 }
 
-export function printRecord(ctx: CliContext, r: ThreadRecord): void {
-  switch (r.type) {
-    case 'turn':
-      ctx.io.out(`[turn ${r.turn}] ${r.text.trim()}`);
-      break;
-    case 'call':
-      ctx.io.out(`→ ${r.tool} ${JSON.stringify(r.arguments)}`);
-      break;
-    case 'result':
-      ctx.io.out(`${r.status === 'ok' ? '✓' : r.status === 'denied' ? '✗ denied:' : '✗ error:'} ${r.tool}: ${oneLine(r.text)}`);
-      break;
-    case 'unresolved':
-      ctx.io.out(`? not run: ${oneLine(r.reason)}`);
-      break;
-    case 'approval':
-      ctx.io.out(`… ${r.tool} waits for approval (step ${r.step_id})`);
-      break;
-    case 'end':
-      break;
-  }
+/** Prints how a thread ended; the exit code: 0 completed, 1 otherwise. */
+export function printOutcome(ctx: CliContext, outcome: ThreadOutcome, json: boolean): number {
+  if (json) ctx.io.out(JSON.stringify(outcome, null, 2));
+  else ctx.io.out(`thread ${outcome.id}: ${outcome.status}${outcome.limit ? ` (stopped by the ${outcome.limit} limit)` : ''}, ${outcome.steps_taken} step(s); \`kiwi threads show ${outcome.id}\` has its transcript`);
+  return outcome.status === 'completed' ? 0 : 1;
 }
 
-function oneLine(text: string, max = 200): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length <= max ? flat : `${flat.slice(0, max)}…`;
+export function printRecord(ctx: CliContext, r: ThreadRecord): void {
+  if (r.type !== 'end') ctx.io.out(threadLineText(r, SHOWN));
 }

@@ -1,11 +1,15 @@
 import { abortableDelay } from '../../abort.js';
-import { listThreads, readThread, type ThreadLine } from '../../threads/thread-store.js';
+import { LOCAL_CLIENT } from '../../clients/client-auth.js';
+import { openGateway } from '../../gateway/open-gateway.js';
+import { listThreads, readThread, type ThreadLine, type ThreadRecord } from '../../threads/thread-store.js';
 import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
 import { projectOptions } from '../project-options.js';
-import { printRecord } from './directives.js';
+import { threadLineText } from '../../threads/thread-text.js';
+import { printOutcome, printRecord, SHOWN } from './directives.js';
+import { progressLine } from './index-tools.js';
 
-const USAGE = 'kiwi threads list | show ID | follow ID   [--json] [--project DIR]';
+const USAGE = 'kiwi threads list | show ID | follow ID | resume ID [--message TEXT] [--model M]   [--json] [--project DIR]';
 
 /** How often `follow` looks at the transcript again. */
 const FOLLOW_MS = 250;
@@ -13,21 +17,25 @@ const FOLLOW_MS = 250;
 /**
  * `kiwi threads …`: the directive threads of this project (`.ai/threads/`), newest first, one's
  * transcript, or one followed live: what it writes is printed as it is written, until its end
- * (or Ctrl-C; a thread cut short by a crash never ends).
+ * (or Ctrl-C; a thread cut short by a crash never ends). `resume` goes on with one that stopped,
+ * here, as `kiwi directives run` runs one.
  */
 export async function threadsCommand(ctx: CliContext): Promise<number> {
-  const { values, positionals } = parseFlags(ctx.argv, { json: { type: 'boolean' }, project: { type: 'string' } }, USAGE);
+  const flags = { json: { type: 'boolean' }, project: { type: 'string' }, message: { type: 'string' }, model: { type: 'string' } } as const;
+  const { values, positionals } = parseFlags(ctx.argv, flags, USAGE);
   const [action, id, ...rest] = positionals;
   const root = projectOptions(ctx, values).projectDir;
+  if ((values.message !== undefined || values.model !== undefined) && action !== 'resume') throw new UsageError(`--message and --model are for resume; usage: ${USAGE}`);
   if (action === 'list' && id === undefined) {
     const threads = await listThreads(root);
     if (values.json) ctx.io.out(JSON.stringify(threads));
     else if (threads.length === 0) ctx.io.out('no threads yet; `kiwi directives run NAME` starts one');
-    else for (const t of threads) ctx.io.out(`${t.header.id}  ${t.header.started_at}  ${t.header.directive}  ${t.end ? `${t.end.status}, ${t.end.steps_taken} step(s)` : 'not ended (running, or cut short)'}  (${t.header.model}, client ${t.header.client})`);
+    else for (const t of threads) ctx.io.out(`${t.header.id}  ${t.header.started_at}  ${t.header.directive}  ${t.end ? `${t.end.status}, ${t.end.steps_taken} step(s)` : t.running ? 'running' : 'cut short (`kiwi threads resume ID` goes on)'}  (${t.header.model}, client ${t.header.client})`);
     return 0;
   }
+  if (action === 'resume' && id !== undefined && rest.length === 0) return resume(ctx, id, values);
   if ((action !== 'show' && action !== 'follow') || id === undefined || rest.length > 0) throw new UsageError(`usage: ${USAGE}`);
-  const print = (line: ThreadLine): void => (values.json ? ctx.io.out(JSON.stringify(line)) : printLine(ctx, line));
+  const print = (line: ThreadLine): void => ctx.io.out(values.json ? JSON.stringify(line) : threadLineText(line, SHOWN));
   let lines = await readThread(root, id);
   lines.forEach(print);
   if (action === 'show') return 0;
@@ -41,9 +49,20 @@ export async function threadsCommand(ctx: CliContext): Promise<number> {
   return 0;
 }
 
-function printLine(ctx: CliContext, line: ThreadLine): void {
-  if (line.type === 'thread') ctx.io.out(`thread ${line.id}: directive ${line.directive} ${JSON.stringify(line.inputs)} on ${line.model}, started ${line.started_at} by ${line.client}`);
-  else if (line.type === 'end') ctx.io.out(`ended ${line.ended_at}: ${line.status}${line.limit ? ` (the ${line.limit} limit)` : ''}, ${line.steps_taken} step(s)${line.error ? `: ${line.error}` : ''}`);
-  else printRecord(ctx, line);
+async function resume(ctx: CliContext, id: string, values: { message?: string; model?: string; json?: boolean; project?: string }): Promise<number> {
+  const log = (line: string): void => ctx.io.err(`kiwi: ${line}`);
+  const gateway = await openGateway({ ...projectOptions(ctx, values), log, onIndexProgress: progressLine(ctx), ...(ctx.signal ? { signal: ctx.signal } : {}) });
+  try {
+    const outcome = await gateway.threads.resume({
+      id,
+      client: LOCAL_CLIENT,
+      ...(values.message !== undefined ? { message: values.message } : {}),
+      ...(values.model !== undefined ? { model: values.model } : {}),
+      ...(ctx.signal ? { signal: ctx.signal } : {}),
+      ...(values.json ? {} : { onRecord: (r: ThreadRecord) => printRecord(ctx, r) }),
+    });
+    return printOutcome(ctx, outcome, values.json === true);
+  } finally {
+    await gateway.close();
+  }
 }
-

@@ -1,0 +1,30 @@
+import { textHead } from '../text-cut.js';
+import type { ThreadLine } from './thread-store.js';
+
+/**
+ * One line of a thread as people and agents read it: `kiwi threads show|follow`, MCP progress
+ * notifications, and the record a resumed thread's agent reads. A turn's text is cut at
+ * `max.turn` characters; arguments, results and reasons, made one line, at `max.item`.
+ */
+export function threadLineText(line: ThreadLine, max: { turn: number; item: number }): string {
+  const cut = (text: string, most = max.item): string => (text.length <= most ? text : `${textHead(text, most)}…`);
+  const flat = (text: string): string => cut(text.replace(/\s+/g, ' ').trim());
+  switch (line.type) {
+    case 'thread':
+      return `thread ${line.id}: directive ${line.directive} ${JSON.stringify(line.inputs)} on ${line.model}, started ${line.started_at} by ${line.client}`;
+    case 'turn':
+      return `[turn ${line.turn}] ${cut(line.text.trim(), max.turn)}`;
+    case 'call':
+      return `→ ${line.tool} ${cut(JSON.stringify(line.arguments))}`;
+    case 'result':
+      return `${line.status === 'ok' ? '✓' : line.status === 'denied' ? '✗ denied:' : '✗ error:'} ${line.tool}: ${flat(line.text)}`;
+    case 'unresolved':
+      return `? not run: ${flat(line.intent)}: ${flat(line.reason)}`;
+    case 'approval':
+      return `… ${line.tool} waits for approval (step ${line.step_id})`;
+    case 'resume':
+      return `resumed ${line.at} by ${line.client} on ${line.model}${line.message === undefined ? '' : `: ${flat(line.message)}`}`;
+    case 'end':
+      return `ended ${line.ended_at}: ${line.status}${line.limit ? ` (the ${line.limit} limit)` : ''}, ${line.steps_taken} step(s)${line.error ? `: ${flat(line.error)}` : ''}`;
+  }
+}

@@ -31,18 +31,19 @@ Example: search(item_type="tool", query="read a file")`,
 Returns the item in full: a tool's manifest with its parameter schema, a directive's metadata, inputs, steps and Markdown, a knowledge entry's front matter and body.
 source picks the tier ("project" | "user"); copying between tiers (a destination other than where the item lives) is not supported yet.
 Example: load(item_type="tool", item_id="read_file")`,
-  execute: `execute(item_type, action="run", item_id, parameters?)
+  execute: `execute(item_type, action="run", item_id, parameters?, async?)
 - tool: runs it through the policy-checked tool proxy with parameters as its arguments
-- directive: returns its steps for you to follow (parameters are its inputs; required ones must be given)
+- directive: on the gateway, runs as a thread (only its tools, its limits, its model; parameters are its inputs) and answers {thread, status, steps_taken, result}; each line the thread writes comes as a progress notification. With async=true it answers the thread id at once. Elsewhere (kiwi mcp on stdio) it returns its steps for you to follow
 - knowledge: returns its content
-Only "run" is supported; publish, delete, create, update and sign are not yet.
+A thread's id as item_id (item_type="directive"): action="status" says where it stands; "stream" returns its lines from parameters.after (waiting up to parameters.wait_s, default 30, for new ones); "cancel" stops it; "resume" goes on with one that stopped (parameters.message: a word for it).
+publish, delete, create, update and sign are not supported yet.
 Example: execute(item_type="tool", action="run", item_id="read_file", parameters={"path": "README.md"})`,
   resolve: `resolve(intent, execute?, context?)
 Say what you want in plain words with the values it needs; the gateway picks the tool, fills its arguments and (unless execute=false) runs it through the policy.
 When it cannot tell, the answer is "unresolved" with candidates and the missing arguments: say it again more precisely, or call execute with an explicit tool.
 Example: resolve(intent="read the file docs/setup.md")`,
   directives: `Directives are Markdown files under .ai/directives/ with one <directive name version> XML block: metadata (description, category, model tier, limits, permissions), inputs, and process steps.
-execute(item_type="directive", action="run", item_id=NAME, parameters={inputs}) returns the steps; you follow them, calling tools with execute or resolve.`,
+execute(item_type="directive", action="run", item_id=NAME, parameters={inputs}) runs it as a thread on the gateway (see help("execute")); on stdio it returns the steps, and you follow them, calling tools with execute or resolve.`,
   tools: `Tools are YAML manifests under .ai/tools/: tool_id, tool_type, executor, description, parameters, config. Each runs through a chain down to a subprocess or an HTTP request, and only if the project policy lists it.
 search(item_type="tool", ...) finds them; load shows their parameters; execute or resolve runs them.`,
   knowledge: `Knowledge entries are Markdown files under .ai/knowledge/ with YAML front matter (id, title, entry_type, version, category, tags).

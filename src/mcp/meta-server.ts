@@ -107,7 +107,8 @@ export function createMetaServer(deps: MetaServerDeps): McpServer {
     {
       title: 'Run a tool, directive or knowledge entry',
       description:
-        'action "run": a tool runs (through the project policy) with parameters as its arguments; a directive returns its steps for you to follow; ' +
+        'action "run": a tool runs (through the project policy) with parameters as its arguments; a directive runs as a thread where the gateway can ' +
+        '(async: true answers its id at once; "status", "stream", "cancel", "resume" then take that id), else returns its steps for you to follow; ' +
         'knowledge returns its content. Example: {"item_type": "tool", "action": "run", "item_id": "read_file", "parameters": {"path": "README.md"}}',
       inputSchema: executeShape,
       annotations: { destructiveHint: true, openWorldHint: true },

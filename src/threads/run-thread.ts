@@ -264,7 +264,9 @@ async function drive(deps: ThreadDeps, setup: Setup, run: Run, start: Pick<Threa
     return end('failed', { error: 'the agent loop ended without finishing' });
   } catch (error) {
     const cancelled = start.signal?.aborted === true || (isKiwiError(error) && error.code === 'TOOL_CANCELLED');
-    return end(cancelled ? 'cancelled' : 'failed', { error: error instanceof Error ? error.message : String(error) });
+    // Whoever cancelled says why (`cancel`, a shutdown) better than the loop's words for it.
+    const why = start.signal?.aborted === true && start.signal.reason instanceof Error ? start.signal.reason : error;
+    return end(cancelled ? 'cancelled' : 'failed', { error: why instanceof Error ? why.message : String(why) });
   }
 }
 

@@ -24,9 +24,10 @@ export interface MetaThreads {
 export const THREAD_ACTIONS = ['status', 'stream', 'cancel', 'resume'] as const;
 export type ThreadAction = (typeof THREAD_ACTIONS)[number];
 
-/** Notifications carry a line each, cut to this; `stream` answers at most this many lines at once. */
+/** Notifications carry a line each, cut to this; `stream` answers at most this many lines, and this much JSON, at once. */
 const NOTIFY = { turn: 2000, item: 500 };
 const MAX_STREAM_LINES = 500;
+const MAX_STREAM_CHARS = 1_000_000;
 const POLL_MS = 250;
 
 const streamParameters = z.strictObject({
@@ -123,7 +124,7 @@ function statusResult(ctx: MetaContext, id: string, lines: readonly ThreadLine[]
 }
 
 /**
- * The thread's lines from `after` on (at most 500); when there are none yet and it still runs,
+ * The thread's lines from `after` on (at most 500, and 1 MB of JSON, but always one); when there are none yet and it still runs,
  * it waits up to `wait_s` (default 30) for the next. `next` is the cursor for the next call.
  */
 async function stream(ctx: MetaContext, id: string, first: ThreadLine[], p: { after?: number; wait_s?: number }, signal: AbortSignal | undefined): Promise<MetaResult> {
@@ -134,9 +135,20 @@ async function stream(ctx: MetaContext, id: string, first: ThreadLine[], p: { af
   while (lines.length <= after && !ended() && Date.now() < deadline && (await abortableDelay(POLL_MS, signal))) {
     lines = await readThread(ctx.project.root, id);
   }
-  const shown = lines.slice(after, after + MAX_STREAM_LINES);
+  const shown = capped(lines.slice(after, after + MAX_STREAM_LINES));
   const next = after + shown.length;
   const body = { thread: id, lines: shown, next, ended: next >= lines.length && ended() };
   const text = [...shown.map((l) => threadLineText(l, NOTIFY)), body.ended ? '(the thread has ended)' : `(more may come: stream again with parameters {"after": ${next}})`].join('\n');
   return { content: [{ type: 'text', text }], structuredContent: body };
+}
+
+function capped(lines: ThreadLine[]): ThreadLine[] {
+  let chars = 0;
+  const kept: ThreadLine[] = [];
+  for (const line of lines) {
+    chars += JSON.stringify(line).length;
+    if (kept.length > 0 && chars > MAX_STREAM_CHARS) break;
+    kept.push(line);
+  }
+  return kept;
 }

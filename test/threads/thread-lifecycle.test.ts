@@ -166,6 +166,20 @@ describe('threads over MCP', () => {
     await expect.poll(async () => (await execute({ action: 'status', item_id: id })).structuredContent?.['status'], { timeout: 10_000 }).toBe('completed');
   }, 60_000);
 
+  it('streams a long thread in pieces of at most 1 MB', async () => {
+    const id = '0195aaaa-bbbb-4ccc-8ddd-eeeeffff3000';
+    const w = createThreadWriter(served.root, { type: 'thread', id, directive: 'review_changes', inputs: {}, model: 'gpt-4o-mini', client: 'local', depth: 1, started_at: new Date().toISOString() });
+    for (let turn = 1; turn <= 40; turn++) w.append({ type: 'turn', turn, text: 'x'.repeat(60_000) });
+    w.close();
+    const first = (await execute({ action: 'stream', item_id: id, parameters: { wait_s: 0 } })).structuredContent as { next: number; ended: boolean };
+    expect(first.next).toBeGreaterThan(1);
+    expect(first.next).toBeLessThan(41);
+    expect(first.ended).toBe(false);
+    let next = first.next;
+    for (let i = 0; i < 5 && next < 41; i++) next = ((await execute({ action: 'stream', item_id: id, parameters: { after: next, wait_s: 0 } })).structuredContent as { next: number }).next;
+    expect(next).toBe(41);
+  }, 60_000);
+
   it("answers another client's thread as no thread, and refuses bad parameters with the form to use", async () => {
     const id = '0195aaaa-bbbb-4ccc-8ddd-eeeeffff2000';
     createThreadWriter(served.root, { type: 'thread', id, directive: 'review_changes', inputs: {}, model: 'gpt-4o-mini', client: 'ops', depth: 1, started_at: new Date().toISOString() }).close();

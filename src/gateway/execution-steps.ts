@@ -1,4 +1,5 @@
 import type { ChatExecution } from '../kernel/chat-journal.js';
+import type { CallOutcome } from '../proxy/tool-proxy.js';
 import type { EventDraft } from '../kernel/types.js';
 import { uuidv7 } from '../kernel/uuidv7.js';
 
@@ -61,4 +62,11 @@ export function executionSteps(execution: ChatExecution, stepDeadlineMs: number)
       return drafts;
     },
   };
+}
+
+/** A call's outcome as its step's result or error. */
+export function outcomeText(outcome: CallOutcome): string {
+  if (outcome.status === 'ok') return outcome.result.text;
+  if (outcome.status === 'denied') return `denied: ${outcome.reason}`;
+  return `${outcome.error.code}: ${outcome.error.message}`;
 }

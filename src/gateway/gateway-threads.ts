@@ -37,6 +37,8 @@ export function createGatewayThreads(deps: {
   describeTool: NonNullable<AgentLoopDeps['describeTool']>;
   steps: NonNullable<AgentLoopDeps['steps']>;
   budgets: GatewayBudgets | undefined;
+  /** Each run as a kernel execution (when the gateway records chats): its calls can wait for a person. */
+  journal?: ThreadDeps['journal'];
 }): GatewayThreads {
   const { project, runtime, upstreams, config, budgets } = deps;
   // With no real upstream, every tier runs on the offline demo model, as every chat does.
@@ -54,6 +56,7 @@ export function createGatewayThreads(deps: {
     ...(budgets ? { admit: ({ client, route, directive }) => budgets.admit({ client, model: route.model, free: budgets.isFree(route.upstream), directive }) } : {}),
     describeTool: deps.describeTool,
     steps: deps.steps,
+    ...(deps.journal ? { journal: deps.journal } : {}),
   };
   const run = (start: ThreadStart): Promise<ThreadOutcome> => runThread(threadDeps, start);
   const resume = (r: ThreadResume): Promise<ThreadOutcome> => resumeThread(threadDeps, r);
@@ -89,7 +92,7 @@ export function createGatewayThreads(deps: {
   project.proxy.useThreads(
     async (plan, call) => {
       const outcome = await run({ ...asCaller(plan, call), ...(call.signal ? { signal: call.signal } : {}) });
-      const body = { thread: outcome.id, status: outcome.status, steps_taken: outcome.steps_taken, result: outcome.result, ...(outcome.limit ? { limit: outcome.limit } : {}) };
+      const body = { thread: outcome.id, status: outcome.status, steps_taken: outcome.steps_taken, result: outcome.result, ...(outcome.limit ? { limit: outcome.limit } : {}), ...(outcome.error ? { error: outcome.error } : {}) };
       return { text: JSON.stringify(body, null, 2), data: body, isError: outcome.status !== 'completed' };
     },
     (plan, call) => background({ start: asCaller(plan, call) }),

@@ -6,7 +6,7 @@ import { CHAT_AGENT_ID, keep } from './chat-execution.js';
 import type { Budgets } from '../budgets/budget-meter.js';
 import type { ApprovalAnswer, ApprovalAsk } from '../proxy/approval.js';
 import { createChatApprovals, waitingText, type ChatApprovalDeps } from './chat-approvals.js';
-import { executionSteps } from './execution-steps.js';
+import { executionSteps, outcomeText } from './execution-steps.js';
 
 /**
  * Each MCP `execute` and `resolve` on the gateway's /mcp as a kernel execution, like a chat: its
@@ -66,10 +66,4 @@ export function mcpRecorder(
       request.signal.removeEventListener('abort', onAbort);
     }
   };
-}
-
-function outcomeText(outcome: CallOutcome): string {
-  if (outcome.status === 'ok') return outcome.result.text;
-  if (outcome.status === 'denied') return `denied: ${outcome.reason}`;
-  return `${outcome.error.code}: ${outcome.error.message}`;
 }

@@ -19,6 +19,7 @@ import { CHAT_AGENT_ID, chatInput, chatLabels, recordChat } from './chat-executi
 import { executionSteps } from './execution-steps.js';
 import { withLimitHooks } from './limit-hooks.js';
 import { createGatewayThreads, type GatewayThreads } from './gateway-threads.js';
+import { threadJournal } from './thread-execution.js';
 import { openGatewayKernel } from './gateway-kernel.js';
 import { gatewayMetricFamilies, type GatewayMetrics } from './gateway-metrics.js';
 import { mcpRecorder } from './mcp-execution.js';
@@ -36,6 +37,11 @@ export interface GatewayOptions extends Omit<ProjectOptions, 'source'> {
   log?: (line: string) => void;
   onIndexProgress?: (done: number, total: number) => void;
   signal?: AbortSignal;
+  /**
+   * Nothing serves its /v0 (a CLI command runs it in-process), so no person can answer an
+   * approval: a thread's call that needs one is refused at once instead of waiting for nobody.
+   */
+  unattended?: boolean;
 }
 
 /** Everything `kiwi serve` runs, wired once: the HTTP app and what it needs, closed together. */
@@ -153,7 +159,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     const auth = createClientAuth({ root: project.root, file: path.join(project.root, KEY_FILE), policy: project.policy, openWithoutKeys: isLoopbackHost(host) });
     const guard = createRequestGuard({ allowedHosts: config.allowedHosts, allowedOrigins: config.allowedOrigins, mcpOrigins: config.mcp.allowedOrigins, auth, maxConcurrentPerClient: config.maxConcurrentPerClient });
     const record = config.recordChats ? { record: mcpRecorder(kernel.journal, { call: (call) => project.proxy.call(call), stepDeadlineMs: config.limits.maxDurationMs, kernel: kernel.kernel, ...(budgets ? { budgets } : {}) }) } : {};
-    const threads = createGatewayThreads({ project, runtime, upstreams, config, describeTool, steps, budgets });
+    const threads = createGatewayThreads({ project, runtime, upstreams, config, describeTool, steps, budgets, ...(config.recordChats && options.unattended !== true ? { journal: threadJournal(kernel.journal, { kernel: kernel.kernel }) } : {}) });
     const metaDeps = { project, resolver: runtime.resolver, steps, threads, ...record };
     const mcp = createMcpRoute(metaDeps, { allowedOrigins: config.mcp.allowedOrigins, maxBodyBytes: config.maxBodyBytes, callerOf: guard.callerOf });
     opened.unshift(mcp);

@@ -42,7 +42,7 @@ export function approvalReason(tool: Tool | undefined, toolId: string, rules: Ap
  */
 export async function waitForApproval(ask: AskApproval | undefined, question: Omit<ApprovalAsk, 'signal'>, signal: AbortSignal | undefined): Promise<ApprovalAnswer> {
   if (ask === undefined) {
-    return { approved: false, decidedBy: 'gateway', reason: `${question.reason}, and this caller cannot ask a person (only a chat through the gateway can); the call was not run` };
+    return { approved: false, decidedBy: 'gateway', reason: `${question.reason}, and this caller cannot ask a person (only a chat, an MCP call or a thread on a running gateway can); the call was not run` };
   }
   const controller = new AbortController();
   const onAbort = (): void => controller.abort(signal?.reason);

@@ -48,6 +48,26 @@ export interface ThreadDeps {
   steps?: AgentLoopDeps['steps'];
   /** How deep spawned threads may nest (default 3). */
   maxDepth?: number;
+  /** Records each run as a kernel execution (the gateway's, when it records chats): its calls can then wait for a person. */
+  journal?: (run: ThreadRun) => ThreadJournal;
+}
+
+export interface ThreadRun {
+  id: string;
+  directive: string;
+  inputs: Record<string, unknown>;
+  client: string;
+  /** The run's duration limit: no step of it outlives that. */
+  maxDurationMs: number;
+}
+
+/** One run of a thread as the kernel keeps it (gateway/thread-execution.ts). */
+export interface ThreadJournal {
+  /** Fires when the run's execution is cancelled through the kernel. */
+  signal: AbortSignal;
+  /** A call as a step: `through` makes it, able to ask a person; `onWaiting` when one is asked. */
+  call(call: ToolCall, through: (call: ToolCall) => Promise<CallOutcome>, onWaiting: (waiting: { stepId: string; reason: string; timeoutMs: number }) => void): Promise<CallOutcome>;
+  end(outcome: ThreadOutcome): void;
 }
 
 export interface ThreadStart {
@@ -85,6 +105,8 @@ export interface ThreadOutcome {
   result: string;
   /** The limit that ended it, when one did. */
   limit?: string;
+  /** Why it failed or was cancelled. */
+  error?: string;
   /** Its calls are in the audit log under this session. */
   audit: { session: string };
 }
@@ -104,7 +126,7 @@ export async function runThread(deps: ThreadDeps, start: ThreadStart): Promise<T
   const header: ThreadHeader = { type: 'thread', id, directive: directive.name, inputs, model: setup.model, client: start.client, ...(start.parent ? { parent: start.parent.id } : {}), depth, started_at: new Date().toISOString() };
   const writer = createThreadWriter(deps.root, header);
   start.onStart?.(id);
-  return drive(deps, setup, { id, depth, client: start.client, writer, meter, messages: threadMessages(directive, inputs, setup.allowed), done: { turns: 0, calls: 0, steps: 0 } }, start);
+  return drive(deps, setup, { id, depth, client: start.client, writer, meter, inputs, messages: threadMessages(directive, inputs, setup.allowed), done: { turns: 0, calls: 0, steps: 0 } }, start);
 }
 
 /**
@@ -126,7 +148,7 @@ export async function resumeThread(deps: ThreadDeps, resume: ThreadResume): Prom
   const [system, user] = threadMessages(directive, inputs, setup.allowed) as [ChatMessage, ChatMessage];
   const messages: ChatMessage[] = [system, { role: 'user', content: `${user.content}\n\n${point.recap}` }];
   const limits = { ...setup.limits, maxTurns: setup.limits.maxTurns - point.done.turns, maxToolCalls: setup.limits.maxToolCalls - point.done.calls };
-  return drive(deps, { ...setup, limits }, { id: header.id, depth: header.depth, client: resume.client, writer, meter, messages, done: point.done }, resume);
+  return drive(deps, { ...setup, limits }, { id: header.id, depth: header.depth, client: resume.client, writer, meter, inputs, messages, done: point.done }, resume);
 }
 
 function findDirective(deps: ThreadDeps, name: string): Directive {
@@ -177,6 +199,7 @@ interface Run {
   writer: ThreadWriter;
   meter: BudgetMeter | undefined;
   messages: ChatMessage[];
+  inputs: Record<string, unknown>;
   /** What the thread did before this run (a resume): turns are numbered on from there. */
   done: { turns: number; calls: number; steps: number };
 }
@@ -184,6 +207,9 @@ interface Run {
 async function drive(deps: ThreadDeps, setup: Setup, run: Run, start: Pick<ThreadStart, 'signal' | 'onRecord'>): Promise<ThreadOutcome> {
   const { directive, context } = setup;
   const { id, depth, writer, meter } = run;
+  const journal = deps.journal?.({ id, directive: directive.name, inputs: run.inputs, client: run.client, maxDurationMs: setup.limits.maxDurationMs });
+  const signals = [start.signal, journal?.signal].filter((s): s is AbortSignal => s !== undefined);
+  const signal = signals.length === 0 ? undefined : AbortSignal.any(signals);
   const record = (r: ThreadRecord): void => {
     writer.append(r);
     start.onRecord?.(r);
@@ -211,7 +237,17 @@ async function drive(deps: ThreadDeps, setup: Setup, run: Run, start: Pick<Threa
     endTurn();
     record({ type: 'end', status, result: last, steps_taken: steps, ...extra, ended_at: new Date().toISOString() });
     writer.close();
-    return { id, status, steps_taken: steps, result: last, ...(extra.limit ? { limit: extra.limit } : {}), audit: { session: id } };
+    const outcome = { id, status, steps_taken: steps, result: last, ...extra, audit: { session: id } };
+    journal?.end(outcome);
+    return outcome;
+  };
+  const call = (c: ToolCall): Promise<CallOutcome> => {
+    if (journal === undefined) return deps.call(c);
+    const waiting = (w: { stepId: string; reason: string }): void => {
+      endTurn();
+      record({ type: 'approval', tool: c.tool, step_id: w.stepId, reason: w.reason });
+    };
+    return journal.call(c, deps.call, waiting);
   };
 
   try {
@@ -221,7 +257,7 @@ async function drive(deps: ThreadDeps, setup: Setup, run: Run, start: Pick<Threa
         resolve: deps.resolve,
         call: (c) => {
           meter?.countToolCall();
-          return deps.call({ ...c, session: id, client: run.client, source: 'thread', context, directive: setup.scope, thread: { id, depth, onSpawn } });
+          return call({ ...c, session: id, client: run.client, source: 'thread', context, directive: setup.scope, thread: { id, depth, onSpawn } });
         },
         limits: setup.limits,
         ...(meter ? { budget: meter } : {}),
@@ -229,7 +265,7 @@ async function drive(deps: ThreadDeps, setup: Setup, run: Run, start: Pick<Threa
         ...(deps.steps ? { steps: deps.steps } : {}),
       },
       { model: setup.route.model, messages: run.messages },
-      { mode: 'execute', ...(start.signal ? { signal: start.signal } : {}) },
+      { mode: 'execute', ...(signal ? { signal } : {}) },
     );
     for await (const event of loop) {
       switch (event.type) {
@@ -263,9 +299,9 @@ async function drive(deps: ThreadDeps, setup: Setup, run: Run, start: Pick<Threa
     }
     return end('failed', { error: 'the agent loop ended without finishing' });
   } catch (error) {
-    const cancelled = start.signal?.aborted === true || (isKiwiError(error) && error.code === 'TOOL_CANCELLED');
-    // Whoever cancelled says why (`cancel`, a shutdown) better than the loop's words for it.
-    const why = start.signal?.aborted === true && start.signal.reason instanceof Error ? start.signal.reason : error;
+    const cancelled = signal?.aborted === true || (isKiwiError(error) && error.code === 'TOOL_CANCELLED');
+    // Whoever cancelled says why (`cancel`, a shutdown, the kernel) better than the loop's words for it.
+    const why = signal?.aborted === true && signal.reason instanceof Error ? signal.reason : error;
     return end(cancelled ? 'cancelled' : 'failed', { error: why instanceof Error ? why.message : String(why) });
   }
 }

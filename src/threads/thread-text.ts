@@ -21,7 +21,7 @@ export function threadLineText(line: ThreadLine, max: { turn: number; item: numb
     case 'unresolved':
       return `? not run: ${flat(line.intent)}: ${flat(line.reason)}`;
     case 'approval':
-      return `… ${line.tool} waits for approval (step ${line.step_id})`;
+      return `… ${line.tool} waits for a person (${flat(line.reason)}): kiwi approvals grant ${line.step_id} (or deny)`;
     case 'resume':
       return `resumed ${line.at} by ${line.client} on ${line.model}${line.message === undefined ? '' : `: ${flat(line.message)}`}`;
     case 'end':

@@ -10,6 +10,7 @@ import { runCli } from '../../src/cli/run-cli.js';
 import { isKiwiError } from '../../src/errors.js';
 import { createThreadWriter, readThread, THREADS_DIR, type ThreadLine } from '../../src/threads/thread-store.js';
 import { serveDemoGateway, type DemoGateway } from '../helpers/demo-gateway.js';
+import { allowTools } from '../helpers/demo-project.js';
 import { openAiStream } from '../helpers/openai-sse.js';
 
 /**
@@ -21,6 +22,20 @@ import { openAiStream } from '../helpers/openai-sse.js';
 
 let served: DemoGateway;
 
+const SHIP = `# ship
+
+\`\`\`xml
+<directive name="ship" version="1.0.0">
+  <metadata>
+    <description>Ship a release</description>
+    <model tier="balanced"/>
+    <permissions><execute resource="tool" id="ship_release"/><execute resource="shell" action="node"/></permissions>
+  </metadata>
+  <process><step name="ship"><description>Ship it</description></step></process>
+</directive>
+\`\`\`
+`;
+
 beforeAll(async () => {
   served = await serveDemoGateway({
     prefix: 'kiwi-thread-life-',
@@ -30,6 +45,12 @@ beforeAll(async () => {
       const policy = path.join(root, '.ai', 'config', 'policy.yaml');
       const hook = '  - when: event.name == "after_call" and tool.id == "word_count"\n    directive: { name: review_changes, inputs: { focus: "${arguments.path}" } }\n';
       writeFileSync(policy, readFileSync(policy, 'utf8').replace(/^hooks:\n/m, `hooks:\n${hook}`));
+      // A tool that needs a person, and a directive that may call it.
+      const tools = path.join(root, '.ai', 'tools', 'project');
+      writeFileSync(path.join(tools, 'ship.mjs'), "let s = ''; process.stdin.on('data', (c) => (s += c)); process.stdin.on('end', () => process.stdout.write(`shipped ${JSON.parse(s).version}`));\n");
+      writeFileSync(path.join(tools, 'ship_release.yaml'), 'tool_id: ship_release\ntool_type: script\nexecutor: node_runtime\nversion: "1.0.0"\ndescription: "Ship a release"\nrequires_approval: true\nconfig:\n  script: ship.mjs\nparameters:\n  - { name: version, type: string, required: true }\n');
+      allowTools(root, ['ship_release']);
+      writeFileSync(path.join(root, '.ai', 'directives', 'ship.md'), SHIP);
     },
   });
 }, 120_000);
@@ -192,6 +213,48 @@ describe('threads over MCP', () => {
     expect((await execute({ action: 'resume', item_id: mine, parameters: { message: 'x'.repeat(5000) } })).content?.[0]?.text).toMatch(/message: .*4000/);
     expect((await execute({ action: 'status', item_id: 'not-a-thread' })).content?.[0]?.text).toMatch(/"not-a-thread" is not a thread id/);
   });
+});
+
+describe("a thread's call that needs a person", () => {
+  const cli = async (argv: string[]): Promise<{ code: number; out: string }> => {
+    const out: string[] = [];
+    const code = await runCli(argv, { env: { ...served.env, PATH: process.env['PATH'] }, cwd: served.root, io: { out: (l) => out.push(l), err: (l) => out.push(l) } });
+    return { code, out: out.join('\n') };
+  };
+  const waitingStep = async (id: string): Promise<string> => {
+    await expect.poll(async () => (await readThread(served.root, id)).some((l) => l.type === 'approval'), { timeout: 10_000 }).toBe(true);
+    const line = (await readThread(served.root, id)).find((l): l is Extract<ThreadLine, { type: 'approval' }> => l.type === 'approval');
+    return line?.step_id as string;
+  };
+
+  it('waits on its step in the kernel, as a chat does: kiwi approvals lists and grants it, and the thread goes on', async () => {
+    served.llm.replyOnce(openAiStream(['Shipping. [TOOL: ship_release {"version": "1.2.3"}]']), openAiStream(['Shipped.']));
+    const id = await served.gateway.threads.background({ start: { directive: 'ship', client: 'local' } });
+    const step = await waitingStep(id);
+    const listed = await cli(['approvals', 'list', '--url', served.server.url]);
+    expect(listed.out).toMatch(new RegExp(`${step}  ship_release \\{"version":"1.2.3"\\}  \\(agent gateway, execution `));
+    expect((await cli(['approvals', 'grant', step, '--url', served.server.url, '--as', 'alice'])).code).toBe(0);
+    await expect.poll(async () => (await readThread(served.root, id)).at(-1)?.type, { timeout: 10_000 }).toBe('end');
+    const lines = await readThread(served.root, id);
+    expect(lines.find((l) => l.type === 'result')).toMatchObject({ tool: 'ship_release', status: 'ok', text: 'shipped 1.2.3' });
+    expect(lines.at(-1)).toMatchObject({ status: 'completed', result: 'Shipped.' });
+  }, 60_000);
+
+  it('is cancelled with the thread when its execution is cancelled through the kernel', async () => {
+    served.llm.replyOnce(openAiStream(['Shipping. [TOOL: ship_release {"version": "2.0.0"}]']));
+    const id = await served.gateway.threads.background({ start: { directive: 'ship', client: 'local' } });
+    const step = await waitingStep(id);
+    const waiting = JSON.parse((await cli(['approvals', 'list', '--url', served.server.url, '--json'])).out) as { stepId: string; executionId: string }[];
+    const execution = waiting.find((w) => w.stepId === step)?.executionId as string;
+    expect((await fetch(`${served.server.url}/v0/executions/${execution}/cancel`, { method: 'POST' })).status).toBe(200);
+    await expect.poll(async () => (await readThread(served.root, id)).at(-1), { timeout: 10_000 }).toMatchObject({ type: 'end', status: 'cancelled', error: `thread ${id} was cancelled through its execution ${execution}` });
+  }, 60_000);
+
+  it('is refused at once where no one can answer (kiwi directives run, in-process)', async () => {
+    served.llm.replyOnce(openAiStream(['Shipping. [TOOL: ship_release {"version": "3.0.0"}]']), openAiStream(['Could not ship.']));
+    const run = await cli(['directives', 'run', 'ship', '--project', served.root]);
+    expect(run.out).toMatch(/✗ denied: ship_release: .*this caller cannot ask a person \(only a chat, an MCP call or a thread on a running gateway can\)/);
+  }, 60_000);
 });
 
 describe('background threads at shutdown', () => {

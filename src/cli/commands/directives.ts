@@ -25,7 +25,7 @@ export async function directivesCommand(ctx: CliContext): Promise<number> {
   if (action !== 'run' || name === undefined || rest.length > 0) throw new UsageError(`usage: ${USAGE}`);
   const inputs = parseInputs(values.input ?? []);
   const log = (line: string): void => ctx.io.err(`kiwi: ${line}`);
-  const gateway = await openGateway({ ...projectOptions(ctx, values), log, onIndexProgress: progressLine(ctx), ...(ctx.signal ? { signal: ctx.signal } : {}) });
+  const gateway = await openGateway({ ...projectOptions(ctx, values), log, onIndexProgress: progressLine(ctx), unattended: true, ...(ctx.signal ? { signal: ctx.signal } : {}) });
   try {
     const outcome = await gateway.threads.run({
       directive: name,

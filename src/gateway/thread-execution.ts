@@ -1,0 +1,50 @@
+import { KiwiError } from '../errors.js';
+import type { ChatJournal } from '../kernel/chat-journal.js';
+import type { ApprovalAnswer, ApprovalAsk } from '../proxy/approval.js';
+import type { ThreadJournal, ThreadRun } from '../threads/run-thread.js';
+import { createChatApprovals, type ChatApprovalDeps } from './chat-approvals.js';
+import { CHAT_AGENT_ID, keep } from './chat-execution.js';
+import { executionSteps, outcomeText } from './execution-steps.js';
+
+/**
+ * Each run of a thread as a kernel execution, like a chat: the directive and its inputs as the
+ * input, each call as a step, the result as the output. So a call that needs a person waits on
+ * its step (`kiwi approvals grant|deny STEP`) as a chat's does, and cancelling the execution
+ * through the kernel cancels the thread.
+ */
+export function threadJournal(journal: ChatJournal, options: { kernel: ChatApprovalDeps['kernel'] }): (run: ThreadRun) => ThreadJournal {
+  return (run) => {
+    const controller = new AbortController();
+    const execution = journal.begin({
+      agentId: CHAT_AGENT_ID,
+      input: { directive: run.directive, inputs: run.inputs },
+      labels: { kind: 'thread', client: run.client, directive: run.directive, thread: run.id },
+      onCancel() {
+        controller.abort(new KiwiError('TOOL_CANCELLED', `thread ${run.id} was cancelled through its execution ${execution.id}`));
+      },
+    });
+    const steps = executionSteps(execution, run.maxDurationMs);
+    const approvals = createChatApprovals({ execution, steps, kernel: options.kernel });
+    return {
+      signal: controller.signal,
+      async call(call, through, onWaiting) {
+        const step = steps.open({ tool: call.tool, arguments: call.args }, { thread: run.id });
+        approvals.stepOpened(step, step);
+        const approve = (ask: ApprovalAsk): Promise<ApprovalAnswer> => approvals.approve(step, ask, (where) => onWaiting({ stepId: where.stepId, reason: ask.reason, timeoutMs: ask.timeoutMs }));
+        const outcome = await through({ ...call, approve });
+        steps.settle(step, outcome.status === 'ok' && outcome.result.isError ? 'error' : outcome.status, outcomeText(outcome));
+        return outcome;
+      },
+      end(outcome) {
+        const output = { thread: outcome.id, status: outcome.status, result: keep(outcome.result) };
+        const last =
+          outcome.status === 'completed'
+            ? { type: 'execution.completed', payload: { output } }
+            : outcome.status === 'cancelled'
+              ? { type: 'execution.cancelled', payload: { reason: outcome.error ?? 'cancelled' } }
+              : { type: 'execution.failed', payload: { error: outcome.error ?? outcome.status } };
+        execution.end(outcome.status === 'completed' ? 'completed' : outcome.status === 'cancelled' ? 'cancelled' : 'failed', [...steps.cancelOpen(), last]);
+      },
+    };
+  };
+}

@@ -65,6 +65,7 @@ export async function openProject(options: ProjectOptions): Promise<Project> {
   const http = createHttpClient();
   const proxy = createToolProxy({
     tools: registry.tools,
+    items: { directives: registry.directives, knowledge: registry.knowledge },
     context: policy,
     primitives: { http, mcp, sandbox },
     audit,

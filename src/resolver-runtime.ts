@@ -1,16 +1,21 @@
 import path from 'node:path';
 import { createEmbedder, type EmbedderConfig } from './embed/create-embedder.js';
-import type { Tool } from './registry/types.js';
+import { callableItems } from './registry/item-tools.js';
+import type { Directive, Knowledge, Tool } from './registry/types.js';
+import { directiveDocument, knowledgeDocument } from './resolver/item-document.js';
 import { createLlmArgumentFiller } from './resolver/llm-argument-filler.js';
 import { loadResolverConfig, type ArgumentModelConfig } from './resolver/resolver-config.js';
 import { loadResolverModel } from './resolver/learned-model.js';
 import { createResolver, resolvableTools, type ResolverSettings } from './resolver/resolver.js';
 import type { StagedResolver } from './resolver/types.js';
-import { openToolIndex, type SyncReport } from './store/tool-index.js';
+import { openToolIndex, type SyncOptions, type SyncReport, type ToolIndex } from './store/tool-index.js';
 
 export interface ResolverRuntimeOptions {
   /** Every valid tool; those an agent cannot call (primitives, runtimes, MCP servers) are left out. */
   tools: Iterable<Tool>;
+  /** Directives and knowledge entries intents may resolve to besides tools (indexed in their own table, `items`). */
+  directives?: Iterable<Directive>;
+  knowledge?: Iterable<Knowledge>;
   /** Where the LanceDB table lives (a project's `.ai/vectors`, or a temporary folder). */
   indexDir: string;
   embedder?: EmbedderConfig;
@@ -22,59 +27,115 @@ export interface ResolverRuntimeOptions {
   log?: (message: string) => void;
 }
 
+/** A sync of the tools and of the directives and knowledge: the counts are of both, `items` of the second alone. */
+export interface RuntimeSyncReport extends SyncReport {
+  items?: SyncReport;
+}
+
 export interface ResolverRuntime {
   resolver: StagedResolver;
   embedderId: string;
   toolCount: number;
+  /** Directives and knowledge entries intents may resolve to. */
+  itemCount: number;
   /** The tools intents resolve to (`resolvableTools`), and its settings: what a second index over the same tools needs (prefetch). */
   tools: ReadonlyMap<string, Tool>;
   settings: Partial<ResolverSettings>;
-  /** Brings the index in line with the tools (incremental); call before resolving. */
-  sync(options?: { onProgress?: (done: number, total: number) => void; signal?: AbortSignal }): Promise<SyncReport>;
+  /** Brings the index in line with the tools, directives and knowledge (incremental); call before resolving. */
+  sync(options?: SyncOptions): Promise<RuntimeSyncReport>;
   close(): Promise<void>;
 }
 
 /** Wires embedder, LanceDB index and resolver for one set of tools. */
 export async function openResolverRuntime(options: ResolverRuntimeOptions): Promise<ResolverRuntime> {
-  const tools = resolvableTools(options.tools);
+  // Read once: the caller may pass an iterator (`registry.tools.values()`).
+  const allTools = [...options.tools];
+  const tools = resolvableTools(allTools);
   const model = options.model === null ? undefined : await loadResolverModel(options.model);
   const embedder = await createEmbedder(options.embedder ?? { kind: 'use-lite' });
+  const directives = [...(options.directives ?? [])];
+  const knowledge = [...(options.knowledge ?? [])];
+  const targets = callableItems(directives, knowledge, new Map(allTools.map((t) => [t.id, t])));
+  let index: ToolIndex | undefined;
+  let itemIndex: ToolIndex | undefined;
   try {
-    const index = await openToolIndex({ dir: options.indexDir, embedder, ...(options.log ? { log: options.log } : {}) });
+    index = await openToolIndex({ dir: options.indexDir, embedder, ...(options.log ? { log: options.log } : {}) });
+    // Only a project that has directives or knowledge opens their table: the others resolve as tools alone.
+    itemIndex = targets.size > 0 ? await openToolIndex({ dir: options.indexDir, embedder, table: 'items', ...(options.log ? { log: options.log } : {}) }) : undefined;
+    const toolIndex = index;
+    const items = itemIndex;
     if (model && model.embedder !== embedder.id) {
       options.log?.(`the resolver's confidence was calibrated with the ${model.embedder} embedder, not ${embedder.id}: its gates may not hold; retrain it with \`kiwi model train --embedder …\``);
     }
     const llm = options.argumentModel ? createLlmArgumentFiller(options.argumentModel) : undefined;
-    const resolver = createResolver({ tools, search: index, embedder, ...(options.settings ? { settings: options.settings } : {}), ...(llm ? { llm } : {}), ...(model ? { model } : {}) });
+    const resolver = createResolver({
+      tools,
+      search: toolIndex,
+      embedder,
+      ...(items ? { items: { targets, search: items } } : {}),
+      ...(options.settings ? { settings: options.settings } : {}),
+      ...(llm ? { llm } : {}),
+      ...(model ? { model } : {}),
+    });
+    const documents = () => [
+      ...directives.filter((d) => targets.get(d.name)?.kind === 'directive').map((d) => directiveDocument(d, embedder.id)),
+      ...knowledge.filter((k) => targets.get(k.id)?.kind === 'knowledge').map((k) => knowledgeDocument(k, embedder.id)),
+    ].map((d) => ({ id: d.rowId, doc: d.doc, embedText: d.embedText, hash: d.hash }));
     return {
       resolver,
       embedderId: embedder.id,
       toolCount: tools.size,
+      itemCount: targets.size,
       tools,
       settings: options.settings ?? {},
-      sync: (syncOptions) => index.sync([...tools.values()], syncOptions),
+      async sync(syncOptions) {
+        const report = await toolIndex.sync([...tools.values()], syncOptions);
+        if (!items) return report;
+        return combine(report, await items.syncDocuments(documents(), syncOptions));
+      },
       async close() {
         await llm?.close();
-        await index.close();
+        await items?.close();
+        await toolIndex.close();
         await embedder.close();
       },
     };
   } catch (error) {
+    await itemIndex?.close();
+    await index?.close();
     await embedder.close();
     throw error;
   }
+}
+
+function combine(tools: SyncReport, items: SyncReport): RuntimeSyncReport {
+  const reason = [tools.reason, items.reason && `items: ${items.reason}`].filter(Boolean).join('; ');
+  return {
+    added: tools.added + items.added,
+    updated: tools.updated + items.updated,
+    removed: tools.removed + items.removed,
+    unchanged: tools.unchanged + items.unchanged,
+    rebuilt: tools.rebuilt || items.rebuilt,
+    ...(reason ? { reason } : {}),
+    ms: tools.ms + items.ms,
+    items,
+  };
 }
 
 /** A project's resolver as configured by its `.ai/config/resolver.yaml`, indexed in `.ai/vectors`. */
 export async function openProjectResolverRuntime(options: {
   root: string;
   tools: Iterable<Tool>;
+  directives?: Iterable<Directive>;
+  knowledge?: Iterable<Knowledge>;
   env: Readonly<Record<string, string | undefined>>;
   log?: (message: string) => void;
 }): Promise<ResolverRuntime> {
   const config = await loadResolverConfig(path.join(options.root, '.ai', 'config', 'resolver.yaml'), { env: options.env, root: options.root });
   return openResolverRuntime({
     tools: options.tools,
+    ...(options.directives ? { directives: options.directives } : {}),
+    ...(options.knowledge ? { knowledge: options.knowledge } : {}),
     indexDir: path.join(options.root, '.ai', 'vectors'),
     embedder: config.embedder,
     settings: config.settings,

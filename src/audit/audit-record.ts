@@ -9,7 +9,10 @@ export interface AuditRecord {
   /** The client that asked (its key's name, or `local`). */
   client?: string;
   call_id: string;
+  /** The tool's id; a directive's name or a knowledge entry's id when `item` says so. */
   tool: string;
+  /** Set when the call ran a directive (as a thread) or read a knowledge entry. */
+  item?: 'directive' | 'knowledge';
   /** As requested; redacted and capped by the writer with truncation markers. */
   args: unknown;
   decision: 'allow' | 'deny';
@@ -67,6 +70,7 @@ export function serializeAuditRecord(record: AuditRecord, caps: RecordCaps): str
     ['client', record.client === undefined ? undefined : str(record.client, STRING_CAPS.session)],
     ['call_id', str(record.call_id, STRING_CAPS.call_id)],
     ['tool', str(record.tool, STRING_CAPS.tool)],
+    ['item', record.item === 'directive' || record.item === 'knowledge' ? `"${record.item}"` : undefined],
     ['args', undefined],
     ['decision', record.decision === 'allow' ? '"allow"' : '"deny"'],
     ['reason', record.reason === undefined ? undefined : text(record.reason, STRING_CAPS.reason)],

@@ -122,7 +122,7 @@ export function createIntentWorker(deps: IntentWorkerDeps): IntentWorker {
     const approver = deps.approve;
     const approve = approver && ((ask: ApprovalAsk) => approver(callId, ask, (where) => deps.push({ type: 'approval', index, callId, tool: call.tool, reason: ask.reason, timeoutMs: ask.timeoutMs, ...where })));
     const cost = { ...deps.cost?.(), tool_calls: toolCalls };
-    const outcome = await deps.call({ tool: call.tool, args: call.arguments, source: 'gateway', signal, cost, limits: hookLimits, ...(approve ? { approve } : {}) });
+    const outcome = await deps.call({ tool: call.tool, ...(call.item ? { item: call.item } : {}), args: call.arguments, source: 'gateway', signal, cost, limits: hookLimits, ...(approve ? { approve } : {}) });
     const shown = shownResult(outcome, limits.maxResultChars);
     deps.push({ type: 'result', index, callId, tool: call.tool, ...shown, durationMs: Math.max(0, deps.now() - t0) });
     const ok = !shown.isError;

@@ -11,7 +11,7 @@ import type { ToolCallSpec } from '../resolver/types.js';
  */
 
 /** A call as the loop makes it: who it is for is bound by whoever runs the loop. */
-export type LoopCall = Pick<ToolCall, 'tool' | 'args' | 'source' | 'signal' | 'approve' | 'cost' | 'limits'>;
+export type LoopCall = Pick<ToolCall, 'tool' | 'item' | 'args' | 'source' | 'signal' | 'approve' | 'cost' | 'limits'>;
 
 /**
  * Asks a person about one of the loop's calls (by its `call` event's id). `announce` tells the

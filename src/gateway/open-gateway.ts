@@ -70,7 +70,14 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
   const opened: { close(): Promise<void> }[] = [project];
   try {
     const config = await loadGatewayConfig(path.join(project.root, '.ai', 'config', 'gateway.yaml'), { env: options.env, root: project.root });
-    const runtime = await openProjectResolverRuntime({ root: project.root, tools: project.registry.tools.values(), env: options.env, ...(options.log ? { log: options.log } : {}) });
+    const runtime = await openProjectResolverRuntime({
+      root: project.root,
+      tools: project.registry.tools.values(),
+      directives: project.registry.directives.values(),
+      knowledge: project.registry.knowledge.values(),
+      env: options.env,
+      ...(options.log ? { log: options.log } : {}),
+    });
     opened.unshift(runtime);
     await runtime.sync({ ...(options.onIndexProgress ? { onProgress: options.onIndexProgress } : {}), ...(options.signal ? { signal: options.signal } : {}) });
     const upstreams = createUpstreams(config, { http: project.http, demoTurnsFile: path.join(project.root, '.ai', 'demo', 'agent-turns.yaml'), ...(options.log ? { log: options.log } : {}) });

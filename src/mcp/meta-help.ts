@@ -17,7 +17,7 @@ const TEXT: Record<HelpTopic, string> = {
 - search: find items by what they do
 - load: read one item in full (a tool's parameters, a directive's steps, a knowledge entry)
 - execute: run a tool, or get a directive's steps / a knowledge entry's content
-- resolve: say what you want in words; the gateway picks the tool and its arguments, and runs it
+- resolve: say what you want in words; the gateway picks the tool (or directive, or knowledge entry) and its arguments, and runs it
 - help: this text; topics: ${HELP_TOPICS.join(', ')}
 Every tool call passes the project's policy (.ai/config/policy.yaml, default deny) and is audited; a denial comes back as an error result with the reason.`,
   search: `search(item_type, query, limit?, source?)
@@ -25,7 +25,7 @@ Every tool call passes the project's policy (.ai/config/policy.yaml, default den
 - query: words describing what you look for
 - limit: 1-50, default 10
 - source: "local" (default: project and user tiers) | "project" | "user" | "all" (same as local; there is no remote registry yet)
-Tools are ranked by the resolver (meaning and keywords); directives and knowledge by shared words.
+Tools, directives and knowledge are ranked the way resolve picks them: meaning (embeddings) and keywords (BM25), fused on one scale.
 Example: search(item_type="tool", query="read a file")`,
   load: `load(item_type, item_id, source?, destination?, version?)
 Returns the item in full: a tool's manifest with its parameter schema, a directive's metadata, inputs, steps and Markdown, a knowledge entry's front matter and body.
@@ -40,6 +40,7 @@ publish, delete, create, update and sign are not supported yet.
 Example: execute(item_type="tool", action="run", item_id="read_file", parameters={"path": "README.md"})`,
   resolve: `resolve(intent, execute?, context?)
 Say what you want in plain words with the values it needs; the gateway picks the tool, fills its arguments and (unless execute=false) runs it through the policy.
+An intent may also name a directive ("run the review checklist", with its inputs as the values) or a knowledge entry ("load knowledge about rate limits"): the words "directive", "checklist", "knowledge" pick that kind. Where the gateway runs threads, a directive runs as one (the policy must list its name in tools); a knowledge entry's content is the result.
 When it cannot tell, the answer is "unresolved" with candidates and the missing arguments: say it again more precisely, or call execute with an explicit tool.
 Example: resolve(intent="read the file docs/setup.md")`,
   directives: `Directives are Markdown files under .ai/directives/ with one <directive name version> XML block: metadata (description, category, model tier, limits, permissions), inputs, and process steps.

@@ -48,12 +48,12 @@ async function resolveOne(ctx: MetaContext, resolution: Resolution, args: Resolv
 
   const call = resolution.call;
   const confidence = round(resolution.confidence);
-  const lead = `resolved to ${call.tool} ${JSON.stringify(call.arguments)} (confidence ${confidence})`;
-  const summary = { status: 'resolved', call: { tool: call.tool, arguments: call.arguments }, confidence, candidates, notes: resolution.notes };
+  const lead = `resolved to ${call.item ? `${call.item} ` : ''}${call.tool} ${JSON.stringify(call.arguments)} (confidence ${confidence})`;
+  const summary = { status: 'resolved', call: { tool: call.tool, ...(call.item ? { item: call.item } : {}), arguments: call.arguments }, confidence, candidates, notes: resolution.notes };
   if (args.execute === false) {
-    return textResult(`${lead}; not run (execute: false). Run it with execute(item_type="tool", action="run", item_id="${call.tool}", parameters=${JSON.stringify(call.arguments)}).`, summary);
+    return textResult(`${lead}; not run (execute: false). Run it with execute(item_type="${call.item ?? 'tool'}", action="run", item_id="${call.tool}", parameters=${JSON.stringify(call.arguments)}).`, summary);
   }
-  const outcome = await proxyCall(ctx, { tool: call.tool, args: call.arguments, ...callerFields(ctx), source: 'mcp', ...(signal ? { signal } : {}) }, { intent: args.intent, confidence });
+  const outcome = await proxyCall(ctx, { tool: call.tool, ...(call.item ? { item: call.item } : {}), args: call.arguments, ...callerFields(ctx), source: 'mcp', ...(signal ? { signal } : {}) }, { intent: args.intent, confidence });
   const result = outcomeResult(outcome, lead);
   return { ...result, structuredContent: { ...summary, result: result.structuredContent } };
 }
@@ -83,7 +83,7 @@ function unresolved(resolution: Extract<Resolution, { status: 'unresolved' }>, c
 }
 
 function candidateView(c: Candidate): Record<string, unknown> {
-  return { tool: c.tool, score: round(c.score) };
+  return { tool: c.tool, ...(c.item ? { item: c.item } : {}), score: round(c.score) };
 }
 
 function round(n: number): number {

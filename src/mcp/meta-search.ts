@@ -1,4 +1,8 @@
-/** The `search` meta-tool: tools through the resolver's ranking, directives and knowledge by word overlap. */
+/**
+ * The `search` meta-tool: tools, directives and knowledge through the resolver's ranking (the same
+ * fused vector and full-text scores that resolve intents); directives and knowledge by word overlap
+ * only when the resolver has no index of them.
+ */
 import { z } from 'zod';
 import { KiwiError } from '../errors.js';
 import type { Directive, Knowledge, Tier, Tool } from '../registry/types.js';
@@ -58,10 +62,7 @@ export async function search(ctx: MetaContext, args: SearchArgs, signal?: AbortS
   await checkProjectPath(ctx.project, args.project_path);
   const limit = args.limit ?? DEFAULT_SEARCH_LIMIT;
   const tiers: Tier[] = args.source === 'project' ? ['project'] : args.source === 'user' ? ['user'] : ['project', 'user'];
-  const hits =
-    type === 'tool'
-      ? await searchTools(ctx, args.query, limit, tiers, signal)
-      : rankByWords(args.query, type === 'directive' ? directiveFields(ctx) : knowledgeFields(ctx), tiers).slice(0, limit);
+  const hits = type === 'tool' ? await searchTools(ctx, args.query, limit, tiers, signal) : await searchItems(ctx, type, args.query, limit, tiers, signal);
   return textResult(formatHits(type, args.query, hits), {
     item_type: type,
     query: args.query,
@@ -82,6 +83,26 @@ async function searchTools(ctx: MetaContext, query: string, limit: number, tiers
     // A score of 0 shares nothing with the query: listing it would only pad the answer.
     if (!tool || candidate.score <= 0 || !tiers.includes(tool.source.tier)) continue;
     hits.push({ id: tool.id, score: candidate.score, description: tool.description, tier: tool.source.tier, extra: toolExtra(tool) });
+    if (hits.length === limit) break;
+  }
+  return hits;
+}
+
+/** Every candidate the resolver ranks: items come after the tool pool, and a tier filter drops some after ranking. */
+const ALL_CANDIDATES = 1_000;
+
+async function searchItems(ctx: MetaContext, type: 'directive' | 'knowledge', query: string, limit: number, tiers: Tier[], signal?: AbortSignal): Promise<Hit[]> {
+  const fields = new Map((type === 'directive' ? directiveFields(ctx) : knowledgeFields(ctx)).map((f) => [f.id, f]));
+  if (fields.size === 0) return [];
+  const resolution = await ctx.resolver.resolve(query, { limit: ALL_CANDIDATES, ...(signal ? { signal } : {}) });
+  const ranked = resolution.candidates.filter((c) => c.item === type);
+  // A resolver without an index of directives and knowledge ranks none of them: their words still can.
+  if (ranked.length === 0 && !resolution.candidates.some((c) => c.item !== undefined)) return rankByWords(query, [...fields.values()], tiers).slice(0, limit);
+  const hits: Hit[] = [];
+  for (const candidate of ranked) {
+    const item = fields.get(candidate.tool);
+    if (!item || candidate.score <= 0 || !tiers.includes(item.tier)) continue;
+    hits.push({ id: item.id, score: candidate.score, description: item.description, tier: item.tier, extra: item.extra });
     if (hits.length === limit) break;
   }
   return hits;
@@ -131,10 +152,9 @@ function knowledgeFields(ctx: MetaContext): Fields[] {
 }
 
 /**
- * Directives and knowledge are not vector-indexed yet (only tools are), so they are ranked by
- * word overlap: each query word earns the weight of the best field it occurs in, and the score is
- * the share of the words' possible weight that was earned. A handful of items per project makes
- * this good enough until they get an index of their own.
+ * Directives and knowledge by word overlap, for a resolver that has not indexed them: each query
+ * word earns the weight of the best field it occurs in, and the score is the share of the words'
+ * possible weight that was earned.
  */
 export function rankByWords(query: string, items: Fields[], tiers: Tier[]): Hit[] {
   const terms = queryWords(query);
@@ -167,7 +187,7 @@ function tokenize(text: string): string[] {
 
 function formatHits(type: ItemType, query: string, hits: Hit[]): string {
   if (hits.length === 0) {
-    return `No ${type} matches ${JSON.stringify(query)}. Try other words, or fewer of them${type === 'tool' ? '' : ` (${type === 'directive' ? 'directives' : 'knowledge entries'} are matched by the words of their name, description, tags and category)`}.`;
+    return `No ${type === 'knowledge' ? 'knowledge entry' : type} matches ${JSON.stringify(query)}. Try other words, or fewer of them.`;
   }
   const noun = type === 'knowledge' ? 'knowledge entr' : type;
   const plural = type === 'knowledge' ? (hits.length === 1 ? 'y' : 'ies') : hits.length === 1 ? '' : 's';

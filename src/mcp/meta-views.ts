@@ -1,16 +1,13 @@
 /** What `load` and `execute` hand an agent for each kind of item: plain JSON-able views and their readable text. */
 import { stringify } from 'yaml';
 import type { Project } from '../project.js';
-import { child, parseXmlTree, type XmlElement } from '../registry/xml-tree.js';
 import type { Directive, Knowledge, Tool } from '../registry/types.js';
 import { parametersSchema } from '../resolver/llm-argument-filler.js';
+import { directiveSteps } from '../registry/directive-steps.js';
 import { displayPath } from './meta-common.js';
 
-export interface DirectiveStep {
-  name: string;
-  description: string;
-  action?: string;
-}
+// `execute` reads the steps from here, as it reads the other views.
+export { directiveSteps };
 
 export function toolView(project: Project, tool: Tool): Record<string, unknown> {
   return {
@@ -69,29 +66,4 @@ export function knowledgeText(entry: Knowledge): string {
   if (entry.category !== undefined) front['category'] = entry.category;
   if (entry.tags.length > 0) front['tags'] = entry.tags;
   return `---\n${stringify(front)}---\n\n${entry.body.replace(/^\n+/, '')}`;
-}
-
-/**
- * The `<process><step>` elements of the block. The parser validated the block when the registry
- * loaded, so a parse failure here cannot happen for a loaded directive; it yields no steps.
- */
-export function directiveSteps(directive: Directive): DirectiveStep[] {
-  const tree = parseXmlTree(directive.xml);
-  if (!tree.ok) return [];
-  const process = child(tree.root, 'process');
-  if (process === undefined) return [];
-  return process.children
-    .filter((element) => element.name === 'step')
-    .map((step, index) => {
-      const action = textOf(child(step, 'action'));
-      return {
-        name: step.attrs['name'] ?? `step_${index + 1}`,
-        description: textOf(child(step, 'description')) ?? step.text,
-        ...(action !== undefined ? { action } : {}),
-      };
-    });
-}
-
-function textOf(element: XmlElement | undefined): string | undefined {
-  return element === undefined || element.text === '' ? undefined : element.text;
 }

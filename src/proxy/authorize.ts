@@ -1,6 +1,6 @@
 import { KiwiError } from '../errors.js';
 import { lookupLink, resolveChain } from '../executor/chain.js';
-import type { ExecutionPlan } from '../executor/plan-types.js';
+import type { ExecutionPlan, ToolResult } from '../executor/plan-types.js';
 import { planCall, planDynamicMcp } from '../executor/plan.js';
 import { validateArgs } from '../executor/validate-args.js';
 import { checkCommand, checkMcpTool, checkPath, checkTool, childContext, contextChain, type Decision, type PermissionContext } from '../policy/permission-context.js';
@@ -8,10 +8,17 @@ import { checkMcpPathArgs } from '../policy/mcp-path-args.js';
 import { checkToolName } from '../registry/tool-name.js';
 import type { Tool } from '../registry/types.js';
 import type { McpServerSpec } from '../mcp/client-pool.js';
+import { authorizeItem } from './authorize-item.js';
 import type { ToolCall, ToolProxyDeps } from './tool-proxy.js';
 
+/** A call whose answer is known once it is allowed (a knowledge entry's content): nothing runs. */
+export interface ReadPlan {
+  kind: 'read';
+  result: ToolResult;
+}
+
 export type Authorization =
-  | { allowed: true; plan: ExecutionPlan; args: Record<string, unknown>; reason: string }
+  | { allowed: true; plan: ExecutionPlan | ReadPlan; args: Record<string, unknown>; reason: string }
   | { allowed: false; reason: string; code?: 'rate_limited' };
 
 /**
@@ -20,6 +27,7 @@ export type Authorization =
  * Throws KiwiError for malformed calls; returns a denial for calls the policy refuses.
  */
 export async function authorize(call: ToolCall, deps: ToolProxyDeps): Promise<Authorization> {
+  if (call.item !== undefined) return authorizeItem({ ...call, item: call.item }, deps);
   const ctx = callContext(deps.context, call.context);
   const name = checkToolName(call.tool);
   if (!name.ok) return deny(`tool name \`${call.tool}\` is not valid: ${name.reason}`);

@@ -9,8 +9,9 @@ import type { ThreadPlan, ToolResult } from '../executor/plan-types.js';
 import type { PlanContext } from '../executor/plan.js';
 import type { PermissionContext } from '../policy/permission-context.js';
 import type { RateLimiter } from '../policy/rate-limiter.js';
-import type { Tool } from '../registry/types.js';
+import type { Directive, Knowledge, Tool } from '../registry/types.js';
 import { authorize, authorizeServer, callContext } from './authorize.js';
+import { itemTool } from './authorize-item.js';
 import { DEFAULT_APPROVAL_TIMEOUT_MS } from '../policy/policy-hooks.js';
 import { checkMcpTool } from '../policy/permission-context.js';
 import type { McpToolInfo } from '../mcp/client-pool.js';
@@ -22,7 +23,10 @@ import { eventCode, fireCallHooks, type CallEventName, type CallEventFields, typ
 export type CallSource = 'cli' | 'gateway' | 'mcp' | 'prefetch' | 'runner' | 'thread';
 
 export interface ToolCall {
+  /** The tool's id; a directive's name or a knowledge entry's id when `item` says so. */
   tool: string;
+  /** A directive (run as a thread, as a thread tool is) or a knowledge entry (its content is the result); absent, a tool. */
+  item?: 'directive' | 'knowledge';
   args?: unknown;
   /** The conversation the call belongs to; the audit files it under this id. */
   session: string;
@@ -64,6 +68,8 @@ export type CallOutcome =
 
 export interface ToolProxyDeps {
   tools: ReadonlyMap<string, Tool>;
+  /** The directives and knowledge entries a call may name with `item`; without them, such calls find nothing. */
+  items?: { directives: ReadonlyMap<string, Directive>; knowledge: ReadonlyMap<string, Knowledge> };
   context: PermissionContext;
   primitives: PrimitiveDeps;
   audit: AuditLog;
@@ -119,7 +125,7 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
     const t0 = now();
     const notes: string[] = [];
     const directives: NonNullable<OutcomeBase['directives']> = [];
-    const tool = deps.tools.get(request.tool);
+    const tool = request.item ? itemTool(request, deps) : deps.tools.get(request.tool);
     const base = (stuck: boolean): OutcomeBase => ({ callId, tool: request.tool, durationMs: now() - t0, stuck, ...(directives.length > 0 ? { directives } : {}) });
     const record = (fields: Partial<AuditRecord> & Pick<AuditRecord, 'decision'>): void => {
       deps.audit.append({
@@ -128,6 +134,7 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
         client: request.client,
         call_id: callId,
         tool: request.tool,
+        ...(request.item ? { item: request.item } : {}),
         args: request.args ?? {},
         duration_ms: Math.round((now() - t0) * 1000) / 1000,
         source: request.source,
@@ -179,7 +186,8 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
         checkpoint = await deps.checkpoints.before({ tool: request.tool, callId, session: request.session }, request.signal);
       }
       const plan = decision.plan;
-      const result = plan.kind === 'thread' && spawner !== undefined ? await spawnThread(spawner, plan, request) : await executePlan(plan, deps.primitives, request.signal, request.tool);
+      const result =
+        plan.kind === 'read' ? plan.result : plan.kind === 'thread' && spawner !== undefined ? await spawnThread(spawner, plan, request) : await executePlan(plan, deps.primitives, request.signal, request.tool);
       await fire('after_call', { detail: { result: preview(result) }, args });
       record({ decision: 'allow', reason: decision.reason, result: preview(result), ...(stuck ? { stuck } : {}), ...(checkpoint ? { checkpoint } : {}), ...(granted ? { approval: granted } : {}) });
       return { ...base(stuck), status: 'ok', result };
@@ -199,14 +207,14 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
     const startedAt = new Date().toISOString();
     const t0 = now();
     const record = (fields: Partial<AuditRecord> & Pick<AuditRecord, 'decision'>): void =>
-      deps.audit.append({ ts: startedAt, session: request.session, client: request.client, call_id: callId, tool: request.tool, args: request.args ?? {}, duration_ms: now() - t0, source: request.source, reused: earlier.callId, ...fields });
+      deps.audit.append({ ts: startedAt, session: request.session, client: request.client, call_id: callId, tool: request.tool, ...(request.item ? { item: request.item } : {}), args: request.args ?? {}, duration_ms: now() - t0, source: request.source, reused: earlier.callId, ...fields });
     try {
       const decision = await authorize(request, deps);
       if (!decision.allowed) {
         record({ decision: 'deny', reason: decision.reason });
         return { callId, tool: request.tool, durationMs: now() - t0, stuck: false, status: 'denied', reason: decision.reason };
       }
-      const tool = deps.tools.get(request.tool);
+      const tool = request.item ? itemTool(request, deps) : deps.tools.get(request.tool);
       const before = await fireCallHooks(hookDeps, request, 'before_call', { args: decision.args, tool });
       const notes = before.notes.length > 0 ? { notes: before.notes } : {};
       if (before.deny !== undefined) {

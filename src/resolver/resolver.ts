@@ -1,14 +1,17 @@
 import { LRUCache } from 'lru-cache';
 import type { Embedder } from '../embed/embedder.js';
+import type { CallableItem } from '../registry/item-tools.js';
 import type { Tool } from '../registry/types.js';
 import { throwIfAborted } from '../abort.js';
 import { describeError } from '../errors.js';
 import { readExactCall } from './exact-call.js';
 import { fillArguments, type FilledArguments } from './fill-args.js';
 import type { LlmArgumentFiller } from './llm-argument-filler.js';
-import { fuse, type Hit } from './fuse.js';
+import { fuse, fuseSources, type Hit } from './fuse.js';
+import { parseItemRowId } from './item-document.js';
+import { preferCuedKind } from './item-cues.js';
 import { calibrate, gateFor, type ResolverModel } from './learned-model.js';
-import type { Candidate, CompleteOptions, Resolution, ResolveOptions, Retrieval, RetrieveOptions, StagedResolver } from './types.js';
+import type { Candidate, CompleteOptions, ItemKind, Resolution, ResolveOptions, Retrieval, RetrieveOptions, StagedResolver } from './types.js';
 
 /** What the resolver needs of an index; `ToolIndex` (LanceDB) is one. */
 export interface ToolSearch {
@@ -39,6 +42,12 @@ export interface ResolverDeps {
   /** The tools an intent may resolve to (see `resolvableTools`). */
   tools: ReadonlyMap<string, Tool>;
   search: ToolSearch;
+  /**
+   * The directives and knowledge entries an intent may resolve to (`callableItems`), and the index
+   * of their documents (rows `directive:NAME` and `knowledge:ID`, see item-document.ts). Without
+   * any, resolution is the tools' alone, exactly as if this were not there.
+   */
+  items?: { targets: ReadonlyMap<string, CallableItem>; search: ToolSearch };
   embedder: Embedder;
   settings?: Partial<ResolverSettings>;
   /** The optional generative argument filler (off unless configured). */
@@ -62,6 +71,21 @@ export function createResolver(deps: ResolverDeps): StagedResolver {
   const settings = { ...DEFAULT_RESOLVER_SETTINGS, ...deps.settings };
   const gate = deps.model ? gateFor(deps.model, settings.targetPrecision) : 0;
   const now = deps.now ?? (() => performance.now());
+  const items = deps.items && deps.items.targets.size > 0 ? deps.items : undefined;
+  /** Everything a call may name, by id: exact calls and named ids reach items as they reach tools. */
+  const targets: ReadonlyMap<string, Tool> = items ? withItems(deps.tools, items.targets) : deps.tools;
+  /** The kind of a named id: undefined for a tool. */
+  const kindOf = (id: string): ItemKind | undefined => (deps.tools.has(id) ? undefined : items?.targets.get(id)?.kind);
+  const itemField = (id: string): { item?: ItemKind } => {
+    const kind = kindOf(id);
+    return kind ? { item: kind } : {};
+  };
+  /** The tool, directive or entry a candidate names, as a tool; undefined when it is not (or no longer) there. */
+  const targetOf = (candidate: Candidate): Tool | undefined => {
+    if (candidate.item === undefined) return deps.tools.get(candidate.tool);
+    const item = items?.targets.get(candidate.tool);
+    return item?.kind === candidate.item ? item.tool : undefined;
+  };
 
   // Agents repeat intents (retries, loops) and the prefetcher asks ahead: the model is the cost, so remember its answers.
   const vectors = new LRUCache<string, Float32Array>({ max: 2048 });
@@ -109,9 +133,9 @@ export function createResolver(deps: ResolverDeps): StagedResolver {
     if (!intent) return done({ candidates: [], confidence: 0 });
     throwIfAborted(options.signal, 'resolution');
 
-    const exact = readExactCall(intent, deps.tools);
-    const named = exact.kind === 'none' ? namedTool(intent, deps.tools) : exact.tool?.id;
-    if (named) return done({ candidates: [{ tool: named, score: 1 }], confidence: 1, named: true });
+    const exact = readExactCall(intent, targets);
+    const named = exact.kind === 'none' ? namedTool(intent, targets) : exact.tool?.id;
+    if (named) return done({ candidates: [{ tool: named, score: 1, ...itemField(named) }], confidence: 1, named: true });
     // Embedding first, alone: on two cores, a full-text query running beside it slows the model down more than it saves.
     const tEmbed = now();
     const vector = await embedQuery(intent, options.signal);
@@ -119,10 +143,31 @@ export function createResolver(deps: ResolverDeps): StagedResolver {
     const tSearch = now();
     // The full-text query is started first: it runs in LanceDB's threads while the vector search computes here.
     const textPromise = deps.search.searchText(intent, settings.pool);
-    const [vectorHits, textHits] = await Promise.all([deps.search.searchVector(vector, settings.pool), textPromise]);
+    if (!items) {
+      const [vectorHits, textHits] = await Promise.all([deps.search.searchVector(vector, settings.pool), textPromise]);
+      timings.searchMs = now() - tSearch;
+      const candidates = fuse(vectorHits, textHits, settings).filter((c) => deps.tools.has(c.tool));
+      return done({ vector, candidates, confidence: retrievalConfidence(candidates, settings) });
+    }
+    const itemTextPromise = items.search.searchText(intent, settings.pool);
+    const [vectorHits, textHits, itemVectorHits, itemTextHits] = await Promise.all([
+      deps.search.searchVector(vector, settings.pool),
+      textPromise,
+      items.search.searchVector(vector, settings.pool),
+      itemTextPromise,
+    ]);
     timings.searchMs = now() - tSearch;
-    const candidates = fuse(vectorHits, textHits, settings).filter((c) => deps.tools.has(c.tool));
+    const fused = fuseSources([{ vector: vectorHits, text: textHits }, { vector: itemVectorHits, text: itemTextHits, k: settings.pool }], settings);
+    const candidates = preferCuedKind(intent, fused.flatMap((c) => asCandidate(c)));
     return done({ vector, candidates, confidence: retrievalConfidence(candidates, settings) });
+  }
+
+  /** A fused hit as a candidate: an item row becomes its item; a row of neither index's targets is dropped. */
+  function asCandidate(hit: Candidate): Candidate[] {
+    if (deps.tools.has(hit.tool)) return [hit];
+    const row = parseItemRowId(hit.tool);
+    if (row === undefined || items?.targets.get(row.id)?.kind !== row.kind) return [];
+    return [{ ...hit, tool: row.id, item: row.kind }];
   }
 
   async function complete(rawIntent: string, retrieval: Retrieval, options: CompleteOptions = {}): Promise<Resolution> {
@@ -136,23 +181,24 @@ export function createResolver(deps: ResolverDeps): StagedResolver {
       return { status: 'unresolved', reason: 'the intent is empty; say what should be done', missing: [], confidence: 0, candidates: [], timings: finish(), notes };
     }
     // Recomputed from this intent, not taken from the retrieval: an exact call, or a tool the real intent names, wins whatever was prefetched.
-    const exact = readExactCall(intent, deps.tools);
+    const exact = readExactCall(intent, targets);
     if (exact.kind === 'call') {
       notes.push('an exact call: checked against the schema and run as written');
-      return { status: 'resolved', call: { tool: exact.tool.id, arguments: exact.args }, confidence: 1, candidates: [{ tool: exact.tool.id, score: 1 }], timings: finish(), notes };
+      const item = itemField(exact.tool.id);
+      return { status: 'resolved', call: { tool: exact.tool.id, arguments: exact.args, ...item }, confidence: 1, candidates: [{ tool: exact.tool.id, score: 1, ...item }], timings: finish(), notes };
     }
     if (exact.kind === 'invalid') {
-      const candidates = exact.tool ? [{ tool: exact.tool.id, score: 1 }] : retrieval.candidates.slice(0, 3);
+      const candidates = exact.tool ? [{ tool: exact.tool.id, score: 1, ...itemField(exact.tool.id) }] : retrieval.candidates.slice(0, 3);
       return { status: 'unresolved', reason: exact.reason, missing: exact.missing, confidence: 0, candidates, timings: finish(), notes };
     }
-    const named = namedTool(intent, deps.tools);
-    if (named) notes.push(`the intent names the tool \`${named}\``);
-    let candidates = named ? [{ tool: named, score: 1 }] : retrieval.candidates;
+    const named = namedTool(intent, targets);
+    if (named) notes.push(`the intent names the ${kindOf(named) ?? 'tool'} \`${named}\``);
+    let candidates: Candidate[] = named ? [{ tool: named, score: 1, ...itemField(named) }] : retrieval.candidates;
     const confidence = named ? 1 : retrieval.confidence;
     candidates = candidates.slice(0, Math.max(limit, 1));
 
     const best = candidates[0];
-    const tool = best ? deps.tools.get(best.tool) : undefined;
+    const tool = best ? targetOf(best) : undefined;
     if (!best || !tool) {
       return { status: 'unresolved', reason: 'no tool in the catalog matches this intent', missing: [], confidence: 0, candidates, timings: finish(), notes };
     }
@@ -201,7 +247,8 @@ export function createResolver(deps: ResolverDeps): StagedResolver {
         notes,
       };
     }
-    return { status: 'resolved', call: { tool: tool.id, arguments: filled.arguments }, confidence: callConfidence, candidates, timings: finish(), notes };
+    const call = { tool: tool.id, arguments: filled.arguments, ...(best.item ? { item: best.item } : {}) };
+    return { status: 'resolved', call, confidence: callConfidence, candidates, timings: finish(), notes };
   }
 
   async function resolve(intent: string, options: ResolveOptions = {}): Promise<Resolution> {
@@ -212,6 +259,13 @@ export function createResolver(deps: ResolverDeps): StagedResolver {
   }
 
   return { resolve, retrieve, complete, embedQuery };
+}
+
+/** Tools first: an item whose id a tool has is reached through that tool (`callableItems` leaves it out). */
+function withItems(tools: ReadonlyMap<string, Tool>, items: ReadonlyMap<string, CallableItem>): Map<string, Tool> {
+  const out = new Map(tools);
+  for (const [id, item] of items) if (!out.has(id)) out.set(id, item.tool);
+  return out;
 }
 
 /** The text an intent is resolved as: NULs removed, trimmed, capped. `retrieve` and `complete` apply it themselves. */

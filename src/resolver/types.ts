@@ -1,7 +1,15 @@
 /** Plain types of intent resolution, shared by the resolver, the CLI, the benchmark and (later) the gateway. */
 
+import type { ItemKind } from '../registry/item-tools.js';
+
+/** What a call names besides a tool: a directive (run as a thread) or a knowledge entry (read). */
+export type { ItemKind };
+
 export interface Candidate {
+  /** The tool's id; for a directive its name, for a knowledge entry its id. */
   tool: string;
+  /** Set when the candidate is a directive or a knowledge entry; absent, a tool. */
+  item?: ItemKind;
   /** The fused score the resolver ranks by, in [0, 1]. */
   score: number;
   /** Cosine similarity of intent and tool document, if the vector side found it. */
@@ -11,8 +19,12 @@ export interface Candidate {
 }
 
 export interface ToolCallSpec {
+  /** The tool's id; for a directive its name, for a knowledge entry its id. */
   tool: string;
+  /** A directive's inputs; `{}` for a knowledge entry. */
   arguments: Record<string, unknown>;
+  /** Set when the call runs a directive or reads a knowledge entry; absent, a tool. */
+  item?: ItemKind;
 }
 
 export interface ResolutionTimings {

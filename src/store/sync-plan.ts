@@ -2,7 +2,7 @@ import { KiwiError } from '../errors.js';
 import type { Tool } from '../registry/types.js';
 import { toolContentHash, toolDocument, toolEmbeddingText } from '../resolver/tool-document.js';
 
-/** A tool as the index stores it. */
+/** A tool (or another indexed document) as the index stores it. */
 export interface SyncItem {
   id: string;
   /** The full-text document. */
@@ -31,6 +31,16 @@ export function wantedItems(tools: Tool[], embedderId: string): Map<string, Sync
       });
     }
     wanted.set(tool.id, { id: tool.id, doc: toolDocument(tool), embedText: toolEmbeddingText(tool), hash: toolContentHash(tool, embedderId) });
+  }
+  return wanted;
+}
+
+/** Documents made elsewhere, by id; a repeated id is the caller's bug, as for tools. */
+export function documentItems(documents: SyncItem[]): Map<string, SyncItem> {
+  const wanted = new Map<string, SyncItem>();
+  for (const item of documents) {
+    if (wanted.has(item.id)) throw new KiwiError('INVALID_INPUT', `document id "${item.id}" was given to the index twice; pass each once`, { details: { id: item.id } });
+    wanted.set(item.id, item);
   }
   return wanted;
 }

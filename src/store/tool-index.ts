@@ -6,7 +6,7 @@ import { KiwiError } from '../errors.js';
 import type { Tool } from '../registry/types.js';
 import { INDEX_SCHEMA_VERSION, readIndexMeta, staleReason, writeIndexMeta, type IndexMeta } from './index-meta.js';
 import { connectStore, createFreshTable, openAndProbe, tableFolder, type Hit, type LanceToolTable } from './lance-table.js';
-import { planSync, wantedItems } from './sync-plan.js';
+import { documentItems, planSync, wantedItems, type SyncItem } from './sync-plan.js';
 import { textQueryTerms } from './text-query.js';
 import { createVectorMatrix, type VectorMatrix } from './vector-matrix.js';
 
@@ -31,6 +31,8 @@ export interface SyncOptions {
 export interface ToolIndex {
   /** Brings the table in line with `tools` (valid tools only), embedding only new or changed ones. */
   sync(tools: Tool[], options?: SyncOptions): Promise<SyncReport>;
+  /** The same for documents made elsewhere (directives and knowledge, see item-document.ts): each its own id, text and hash. */
+  syncDocuments(documents: SyncItem[], options?: SyncOptions): Promise<SyncReport>;
   /** Nearest tools by cosine similarity (score in [-1, 1], higher is closer). */
   searchVector(vector: Float32Array, k: number): Promise<Hit[]>;
   /** Best tools by BM25 over the tool documents (score ≥ 0, unbounded). Any text is safe here. */
@@ -163,13 +165,12 @@ export async function openToolIndex(options: ToolIndexOptions): Promise<ToolInde
     return matrix;
   }
 
-  async function sync(tools: Tool[], syncOptions: SyncOptions = {}): Promise<SyncReport> {
+  async function sync(wanted: Map<string, SyncItem>, syncOptions: SyncOptions = {}): Promise<SyncReport> {
     matrix = null;
     const { signal, onProgress } = syncOptions;
     const started = performance.now();
     let table = current();
     throwIfAborted(signal, 'tool index sync');
-    const wanted = wantedItems(tools, embedder.id);
 
     if (suspect) {
       suspect = false;
@@ -272,7 +273,8 @@ export async function openToolIndex(options: ToolIndexOptions): Promise<ToolInde
   }
 
   return {
-    sync: (tools, syncOptions) => serialize(() => sync(tools, syncOptions)),
+    sync: (tools, syncOptions) => serialize(() => sync(wantedItems(tools, embedder.id), syncOptions)),
+    syncDocuments: (documents, syncOptions) => serialize(() => sync(documentItems(documents), syncOptions)),
 
     searchVector(vector, k) {
       if (!(vector instanceof Float32Array) || vector.length !== dimensions || !vector.every(Number.isFinite)) {

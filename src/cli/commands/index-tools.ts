@@ -6,14 +6,14 @@ import { projectOptions } from '../project-options.js';
 
 const USAGE = 'kiwi index [--project DIR]';
 
-/** `kiwi index`: embeds every valid tool into `.ai/vectors/` (incremental by content hash). */
+/** `kiwi index`: embeds every valid tool, directive and knowledge entry into `.ai/vectors/` (incremental by content hash). */
 export async function indexCommand(ctx: CliContext): Promise<number> {
   const { values } = parseFlags(ctx.argv, { project: { type: 'string' } }, USAGE);
   const runtime = await openProjectResolver(ctx, values.project);
   try {
     const report = await runtime.sync({ onProgress: progressLine(ctx), ...(ctx.signal ? { signal: ctx.signal } : {}) });
     ctx.io.out(
-      `indexed ${runtime.toolCount} tools with ${runtime.embedderId} in ${(report.ms / 1000).toFixed(1)} s: ${report.added} added, ${report.updated} updated, ${report.removed} removed, ${report.unchanged} unchanged${report.rebuilt ? ` (rebuilt: ${report.reason})` : ''}`,
+      `indexed ${runtime.toolCount} tools${runtime.itemCount > 0 ? ` and ${runtime.itemCount} directives and knowledge entries` : ''} with ${runtime.embedderId} in ${(report.ms / 1000).toFixed(1)} s: ${report.added} added, ${report.updated} updated, ${report.removed} removed, ${report.unchanged} unchanged${report.rebuilt ? ` (rebuilt: ${report.reason})` : ''}`,
     );
     return 0;
   } finally {
@@ -26,7 +26,14 @@ export async function openProjectResolver(ctx: CliContext, projectFlag: string |
   const options = projectOptions(ctx, { project: projectFlag });
   const registry = await loadRegistry({ projectDir: options.projectDir, ...(options.userDir ? { userDir: options.userDir } : {}) });
   if (registry.errors.length > 0) ctx.io.err(`kiwi: ${registry.errors.length} invalid items are not indexed (run \`kiwi tools validate\`)`);
-  return openProjectResolverRuntime({ root: options.projectDir, tools: registry.tools.values(), env: ctx.env, log: (m) => ctx.io.err(`kiwi: ${m}`) });
+  return openProjectResolverRuntime({
+    root: options.projectDir,
+    tools: registry.tools.values(),
+    directives: registry.directives.values(),
+    knowledge: registry.knowledge.values(),
+    env: ctx.env,
+    log: (m) => ctx.io.err(`kiwi: ${m}`),
+  });
 }
 
 export function progressLine(ctx: CliContext): (done: number, total: number) => void {

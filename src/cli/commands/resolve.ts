@@ -57,7 +57,7 @@ export async function resolveCommand(ctx: CliContext): Promise<number> {
 }
 
 function print(ctx: CliContext, r: Resolution): void {
-  if (r.status === 'resolved') ctx.io.out(`call: ${r.call.tool} ${JSON.stringify(r.call.arguments)}   (confidence ${r.confidence.toFixed(2)})`);
+  if (r.status === 'resolved') ctx.io.out(`call: ${named(r.call)} ${JSON.stringify(r.call.arguments)}   (confidence ${r.confidence.toFixed(2)})`);
   else {
     ctx.io.out(`unresolved: ${r.reason}`);
     const top = r.candidates[0]?.tool;
@@ -66,9 +66,14 @@ function print(ctx: CliContext, r: Resolution): void {
   ctx.io.out('candidates:');
   for (const c of r.candidates) {
     const parts = [c.vectorScore !== undefined ? `cosine ${c.vectorScore.toFixed(3)}` : 'cosine -', c.textScore !== undefined ? `bm25 ${c.textScore.toFixed(3)}` : 'bm25 -'];
-    ctx.io.out(`  ${c.score.toFixed(3)}  ${c.tool.padEnd(28)}  ${parts.join(', ')}`);
+    ctx.io.out(`  ${c.score.toFixed(3)}  ${named(c).padEnd(28)}  ${parts.join(', ')}`);
   }
   for (const n of r.notes) ctx.io.out(`note: ${n}`);
   const t = r.timings;
   ctx.io.out(`time: ${t.totalMs.toFixed(1)} ms (embed ${t.embedMs.toFixed(1)}, search ${t.searchMs.toFixed(1)}, arguments ${t.fillMs.toFixed(2)})`);
+}
+
+/** A tool by its id; a directive or knowledge entry with its kind in front. */
+function named(target: { tool: string; item?: string }): string {
+  return target.item ? `${target.item} ${target.tool}` : target.tool;
 }

@@ -1,0 +1,74 @@
+/**
+ * Calls that name a directive or a knowledge entry instead of a tool (`item` on the call, as the
+ * resolver sets it). A directive becomes a thread plan, granted like a thread tool (its name in the
+ * policy's `tools`) and run by the gateway's thread runtime with the caller's rights narrowed by
+ * its own; a knowledge entry is read: it runs nothing, so it needs no grant, but its reads are
+ * rate-limited, seen by the hooks and audited like any call.
+ */
+import { KiwiError } from '../errors.js';
+import type { ToolResult } from '../executor/plan-types.js';
+import { checkTool } from '../policy/permission-context.js';
+import { directiveTool, knowledgeTool } from '../registry/item-tools.js';
+import { checkToolName } from '../registry/tool-name.js';
+import type { Knowledge, Tool } from '../registry/types.js';
+import { checkInputs } from '../threads/thread-inputs.js';
+import { isPlainObject } from '../plain-object.js';
+import { callContext, type Authorization } from './authorize.js';
+import type { ToolCall, ToolProxyDeps } from './tool-proxy.js';
+
+/** The item a call names, seen as a tool (for hooks, approvals and checkpoints); undefined when there is none. */
+export function itemTool(call: Pick<ToolCall, 'tool' | 'item'>, deps: Pick<ToolProxyDeps, 'items'>): Tool | undefined {
+  if (call.item === 'directive') {
+    const directive = deps.items?.directives.get(call.tool);
+    return directive && directiveTool(directive);
+  }
+  const entry = call.item === 'knowledge' ? deps.items?.knowledge.get(call.tool) : undefined;
+  return entry && knowledgeTool(entry);
+}
+
+export async function authorizeItem(call: ToolCall & { item: 'directive' | 'knowledge' }, deps: ToolProxyDeps): Promise<Authorization> {
+  const ctx = callContext(deps.context, call.context);
+  const name = checkToolName(call.tool);
+  if (!name.ok) return { allowed: false, reason: `${call.item} name \`${call.tool}\` is not valid: ${name.reason}` };
+  if (call.args !== undefined && call.args !== null && !isPlainObject(call.args)) {
+    throw new KiwiError('INVALID_INPUT', `the inputs of ${call.item} ${call.tool} must be a JSON object like {"name": value}`);
+  }
+  const given = (call.args ?? {}) as Record<string, unknown>;
+
+  if (call.item === 'directive') {
+    const directive = deps.items?.directives.get(call.tool);
+    if (directive === undefined) throw new KiwiError('TOOL_NOT_FOUND', `no directive \`${call.tool}\`${known(deps.items?.directives)}`);
+    const grant = checkTool(ctx, directive.name);
+    if (!grant.allowed) return grant;
+    const inputs = checkInputs(directive, given);
+    const rate = deps.rateLimiter.take(ctx, call.tool, call.client);
+    if (!rate.allowed) return { ...rate, code: 'rate_limited' };
+    return { allowed: true, plan: { kind: 'thread', directive: directive.name, inputs }, args: inputs, reason: `allowed by ${ctx.label}` };
+  }
+
+  const entry = deps.items?.knowledge.get(call.tool);
+  if (entry === undefined) throw new KiwiError('TOOL_NOT_FOUND', `no knowledge entry \`${call.tool}\`${known(deps.items?.knowledge)}`);
+  if (Object.keys(given).length > 0) throw new KiwiError('INVALID_INPUT', `knowledge entry ${entry.id} takes no arguments; call it with {}`);
+  const rate = deps.rateLimiter.take(ctx, call.tool, call.client);
+  if (!rate.allowed) return { ...rate, code: 'rate_limited' };
+  return { allowed: true, plan: { kind: 'read', result: knowledgeResult(entry) }, args: {}, reason: `a knowledge entry: read-only, allowed to every caller (${ctx.label})` };
+}
+
+/** The entry as an agent reads it: its title, then its body; the fields as data. */
+function knowledgeResult(entry: Knowledge): ToolResult {
+  const data = {
+    id: entry.id,
+    title: entry.title,
+    entry_type: entry.entryType,
+    version: entry.version,
+    ...(entry.category !== undefined ? { category: entry.category } : {}),
+    tags: entry.tags,
+    content: entry.body,
+  };
+  return { text: `# ${entry.title}\n\n${entry.body.replace(/^\n+/, '')}`, data, isError: false };
+}
+
+function known(items: ReadonlyMap<string, unknown> | undefined): string {
+  const ids = [...(items?.keys() ?? [])].slice(0, 10);
+  return ids.length === 0 ? ' (there are none)' : `; there are ${ids.map((id) => `\`${id}\``).join(', ')}`;
+}

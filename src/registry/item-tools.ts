@@ -1,0 +1,76 @@
+/**
+ * Directives and knowledge entries seen as callable items: a directive takes its `<inputs>` as
+ * parameters (it runs as a thread, so it may change state), a knowledge entry takes nothing and
+ * only reads. The resolver fills and checks their arguments as it does a tool's, and hooks and
+ * approvals read `tool.*` of them as of a tool.
+ */
+import type { Directive, Knowledge, ParameterType, Tool, ToolParameter } from './types.js';
+
+/** What an intent or a call may name besides a tool. */
+export type ItemKind = 'directive' | 'knowledge';
+
+export interface CallableItem {
+  kind: ItemKind;
+  /** The directive's name or the entry's id, as a call names it. */
+  id: string;
+  tool: Tool;
+}
+
+const PARAMETER_TYPES: readonly string[] = ['string', 'number', 'integer', 'boolean', 'array', 'object'] satisfies ParameterType[];
+
+export function directiveTool(directive: Directive): Tool {
+  const parameters: ToolParameter[] = (directive.inputs ?? []).map((input) => ({
+    name: input.name,
+    // The loader reports any other type; such an input is read as text, as `kiwi directives run` reads it.
+    type: PARAMETER_TYPES.includes(input.type) ? (input.type as ParameterType) : 'string',
+    required: input.required,
+    ...(input.description ? { description: input.description } : {}),
+  }));
+  return {
+    id: directive.name,
+    type: 'directive',
+    executor: null,
+    version: directive.version,
+    description: directive.description,
+    mutatesState: true,
+    requiresApproval: false,
+    config: {},
+    parameters,
+    tags: directive.category ? [directive.category] : [],
+    examples: [],
+    source: directive.source,
+  };
+}
+
+export function knowledgeTool(entry: Knowledge): Tool {
+  return {
+    id: entry.id,
+    type: 'knowledge',
+    executor: null,
+    version: entry.version,
+    description: entry.title,
+    mutatesState: false,
+    requiresApproval: false,
+    config: {},
+    parameters: [],
+    tags: entry.tags,
+    examples: [],
+    source: entry.source,
+  };
+}
+
+/**
+ * The directives and knowledge entries a call may name, by id. A tool of the same id wins (the
+ * item is reached through that tool, as a directive tool reaches its directive), and a directive
+ * wins over an entry of the same id, so every id means one thing.
+ */
+export function callableItems(
+  directives: Iterable<Directive>,
+  knowledge: Iterable<Knowledge>,
+  tools: ReadonlyMap<string, unknown>,
+): Map<string, CallableItem> {
+  const out = new Map<string, CallableItem>();
+  for (const d of directives) if (!tools.has(d.name)) out.set(d.name, { kind: 'directive', id: d.name, tool: directiveTool(d) });
+  for (const k of knowledge) if (!tools.has(k.id) && !out.has(k.id)) out.set(k.id, { kind: 'knowledge', id: k.id, tool: knowledgeTool(k) });
+  return out;
+}

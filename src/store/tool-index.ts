@@ -120,7 +120,7 @@ export async function openToolIndex(options: ToolIndexOptions): Promise<ToolInde
     const read = await readIndexMeta(metaFile);
     const tableExists = await exists(folder);
     if (read.kind === 'missing') {
-      if (!tableExists) return rebuild(`no index at ${folder}`, `no tool index at ${folder} yet; building it`);
+      if (!tableExists) return rebuild(`no index at ${folder}`, `no index at ${folder} yet; building it`);
       const reason = `has no metadata file ${metaFile}`;
       return rebuild(reason, `tool index at ${folder} ${reason}; rebuilding — it is a cache`);
     }

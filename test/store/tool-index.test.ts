@@ -70,7 +70,7 @@ describe('tool index: building and incremental sync', () => {
     const embedder = createHashEmbedder();
     const index = await openIndex(embedder);
     expect((await stat(path.join(dir, 'vectors'))).isDirectory()).toBe(true);
-    expect(logs.join('\n')).toMatch(/no tool index at .* yet; building it/);
+    expect(logs.join('\n')).toMatch(/no index at .* yet; building it/);
 
     const tools = [...catalog(150), waterQuality];
     const report = await index.sync(tools);

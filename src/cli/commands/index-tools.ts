@@ -42,7 +42,7 @@ export function progressLine(ctx: CliContext): (done: number, total: number) => 
     const now = Date.now();
     if (done === total || now - last > 1000) {
       last = now;
-      ctx.io.err(`embedding tools: ${done}/${total}`);
+      ctx.io.err(`embedding: ${done}/${total}`);
     }
   };
 }

@@ -14,7 +14,8 @@ import type { ToolCall } from './tool-proxy.js';
  * webhook that fails denies the call (hooks fail closed); on the other events it is only noted.
  */
 
-export type CallEventName = 'before_call' | 'after_call' | 'denied' | 'error' | 'limit' | 'approval';
+/** `help`: an agent's help signal (help-signal.ts), with `event.action` and `event.message`. */
+export type CallEventName = 'before_call' | 'after_call' | 'denied' | 'error' | 'limit' | 'approval' | 'help';
 
 export interface Fired {
   /** Why the call must not run (`before_call` only). */
@@ -41,6 +42,8 @@ export interface CallEventFields {
   /** The arguments as checked, or as asked when the call never got that far. */
   args: unknown;
   tool: Tool | undefined;
+  /** More fields of `event` for this event's conditions (`event.action` of a help signal). */
+  event?: Record<string, string>;
 }
 
 export async function fireCallHooks(deps: CallHookDeps, request: ToolCall, name: CallEventName, fields: CallEventFields): Promise<Fired> {
@@ -67,7 +70,7 @@ export async function fireCallHooks(deps: CallHookDeps, request: ToolCall, name:
 function callEvent(request: ToolCall, name: CallEventName, fields: CallEventFields): HookEvent {
   const tool = fields.tool;
   return {
-    event: { name, code: fields.code ?? '', detail: fields.detail ?? {} },
+    event: { ...fields.event, name, code: fields.code ?? '', detail: fields.detail ?? {} },
     // The same keys for every tool, so a condition that reads one never fails on an MCP server's
     // own tool (not in the registry: counted as changing state, as prefetch counts it).
     tool: {

@@ -32,6 +32,7 @@ export function createGatewayThreads(deps: {
         tools: project.registry.tools,
         policy: project.policy,
         call: (call) => project.proxy.call(call),
+        help: (caller, signal) => project.proxy.help(caller, signal),
         resolve: (intent, o) => runtime.resolver.resolve(intent, o),
         route: (model) => upstreams.route(model),
         tierModel: (tier) => (tier === undefined ? undefined : config.modelTiers[tier]) ?? config.modelTiers['default'] ?? unmapped,

@@ -9,7 +9,8 @@ import { directiveBudgetLimits } from '../budgets/directive-limits.js';
 import type { ChatProvider } from '../llm/types.js';
 import { directiveContext } from '../policy/directive-permissions.js';
 import { checkTool, type PermissionContext } from '../policy/permission-context.js';
-import type { CallOutcome, ToolCall } from '../proxy/tool-proxy.js';
+import { helpReplyText } from '../proxy/help-signal.js';
+import type { CallOutcome, ToolCall, ToolProxy } from '../proxy/tool-proxy.js';
 import type { Directive, Tool } from '../registry/types.js';
 import { checkInputs, threadMessages } from './thread-inputs.js';
 import { createThreadWriter, type ThreadHeader, type ThreadRecord, type ThreadStatus } from './thread-store.js';
@@ -30,6 +31,8 @@ export interface ThreadDeps {
   /** The project's policy: a thread's rights are the directive's within it (and within the caller's). */
   policy: PermissionContext;
   call(call: ToolCall): Promise<CallOutcome>;
+  /** The tool proxy's help signals (audited, hooks fired); absent, `help stuck: …` resolves like any intent. */
+  help?: ToolProxy['help'];
   resolve: AgentLoopDeps['resolve'];
   /** The provider, upstream and upstream model id for a model name (throws UNKNOWN_MODEL). */
   route(model: string): { provider: ChatProvider; model: string; upstream: string };
@@ -132,12 +135,15 @@ export async function runThread(deps: ThreadDeps, start: ThreadStart): Promise<T
     last = text;
     text = '';
   };
-  const end = (status: ThreadStatus, extra: { limit?: string; error?: string } = {}): ThreadOutcome => {
+  const end = (status: ThreadStatus, extra: { limit?: string; error?: string } = {}, given?: string): ThreadOutcome => {
     endTurn();
-    record({ type: 'end', status, result: last, steps_taken: steps, ...extra, ended_at: new Date().toISOString() });
+    const result = given ?? last;
+    record({ type: 'end', status, result, steps_taken: steps, ...extra, ended_at: new Date().toISOString() });
     writer.close();
-    return { id, status, steps_taken: steps, result: last, ...(extra.limit ? { limit: extra.limit } : {}), audit: { session: id } };
+    return { id, status, steps_taken: steps, result, ...(extra.limit ? { limit: extra.limit } : {}), audit: { session: id } };
   };
+  const caller = { session: id, client: start.client, source: 'thread' as const, context, directive: directiveScope, thread: { id, depth, onSpawn } };
+  const signalHelp = deps.help;
 
   try {
     const loop = runAgentLoop(
@@ -146,8 +152,17 @@ export async function runThread(deps: ThreadDeps, start: ThreadStart): Promise<T
         resolve: deps.resolve,
         call: (c) => {
           meter?.countToolCall();
-          return deps.call({ ...c, session: id, client: start.client, source: 'thread', context, directive: directiveScope, thread: { id, depth, onSpawn } });
+          return deps.call({ ...c, ...caller });
         },
+        // Audited and hooked like a call; an escalation ends the thread with its message (below).
+        ...(signalHelp
+          ? {
+              help: async (given, signal) => {
+                const outcome = await signalHelp({ ...caller, signal }, given);
+                return { text: helpReplyText(given.action, outcome, 'thread'), ...(outcome.checkpoint ? { checkpoint: outcome.checkpoint } : {}), ...(given.action === 'escalate' ? { stop: 'not run: the agent escalated (help escalate) before this intent, so the thread ended' } : {}) };
+              },
+            }
+          : {}),
         limits,
         ...(meter ? { budget: meter } : {}),
         ...(deps.describeTool ? { describeTool: deps.describeTool } : {}),
@@ -179,6 +194,11 @@ export async function runThread(deps: ThreadDeps, start: ThreadStart): Promise<T
           break;
         case 'approval':
           record({ type: 'approval', tool: event.tool, step_id: event.stepId, reason: event.reason });
+          break;
+        case 'help':
+          endTurn();
+          record({ type: 'help', action: event.action, message: event.message, ...(event.checkpoint ? { checkpoint: event.checkpoint } : {}) });
+          if (event.action === 'escalate') return end('escalated', {}, event.message);
           break;
         case 'finish':
           return end('completed', event.limit ? { limit: event.limit } : {});

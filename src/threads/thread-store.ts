@@ -1,6 +1,7 @@
 import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, statSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { KiwiError } from '../errors.js';
+import type { HelpAction } from '../proxy/help-signal.js';
 import { readCappedFile } from '../read-capped-file.js';
 
 /**
@@ -32,9 +33,12 @@ export type ThreadRecord =
   | { type: 'result'; call_id: string; tool: string; status: 'ok' | 'denied' | 'error'; text: string }
   | { type: 'unresolved'; intent: string; reason: string }
   | { type: 'approval'; tool: string; step_id: string; reason: string }
+  /** The agent's help signal (`[TOOL: help stuck: …]`); `checkpoint` is the git checkpoint a checkpoint signal took. */
+  | { type: 'help'; action: HelpAction; message: string; checkpoint?: string }
   | { type: 'end'; status: ThreadStatus; result: string; steps_taken: number; limit?: string; error?: string; ended_at: string };
 
-export type ThreadStatus = 'completed' | 'failed' | 'cancelled';
+/** `escalated`: the agent asked for a person (`help escalate`), and its message is the result. */
+export type ThreadStatus = 'completed' | 'failed' | 'cancelled' | 'escalated';
 
 export type ThreadLine = ThreadHeader | ThreadRecord;
 

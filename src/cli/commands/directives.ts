@@ -65,6 +65,9 @@ export function printRecord(ctx: CliContext, r: ThreadRecord): void {
     case 'approval':
       ctx.io.out(`… ${r.tool} waits for approval (step ${r.step_id})`);
       break;
+    case 'help':
+      ctx.io.out(`! help ${r.action}: ${oneLine(r.message)}${r.checkpoint ? ` (checkpoint ${r.checkpoint.slice(0, 12)})` : ''}`);
+      break;
     case 'end':
       break;
   }

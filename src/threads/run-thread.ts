@@ -12,6 +12,7 @@ import { checkTool, type PermissionContext } from '../policy/permission-context.
 import { helpReplyText } from '../proxy/help-signal.js';
 import type { CallOutcome, ToolCall, ToolProxy } from '../proxy/tool-proxy.js';
 import type { Directive, Tool } from '../registry/types.js';
+import { createFailureTally } from './failure-class.js';
 import { checkInputs, threadMessages } from './thread-inputs.js';
 import { createThreadWriter, type ThreadHeader, type ThreadRecord, type ThreadStatus } from './thread-store.js';
 
@@ -77,6 +78,8 @@ export interface ThreadOutcome {
   result: string;
   /** The limit that ended it, when one did. */
   limit?: string;
+  /** Why it failed (failure-class.ts): absent when it succeeded. */
+  failure?: string;
   /** Its calls are in the audit log under this session. */
   audit: { session: string };
 }
@@ -112,8 +115,10 @@ export async function runThread(deps: ThreadDeps, start: ThreadStart): Promise<T
   const meter = await deps.admit?.({ client: start.client, route, directive: { directive: directive.name, run: id, limits: directiveBudgetLimits(directive.limits), startedAt: Date.now() } });
   const header: ThreadHeader = { type: 'thread', id, directive: directive.name, inputs, model, client: start.client, ...(start.parent ? { parent: start.parent.id } : {}), depth, started_at: new Date().toISOString() };
   const writer = createThreadWriter(deps.root, header);
+  const tally = createFailureTally();
   const record = (r: ThreadRecord): void => {
     writer.append(r);
+    tally.observe(r);
     start.onRecord?.(r);
   };
 
@@ -135,12 +140,13 @@ export async function runThread(deps: ThreadDeps, start: ThreadStart): Promise<T
     last = text;
     text = '';
   };
-  const end = (status: ThreadStatus, extra: { limit?: string; error?: string } = {}, given?: string): ThreadOutcome => {
+  const end = (status: ThreadStatus, extra: { limit?: string; error?: string; code?: string } = {}, given?: string): ThreadOutcome => {
     endTurn();
     const result = given ?? last;
-    record({ type: 'end', status, result, steps_taken: steps, ...extra, ended_at: new Date().toISOString() });
+    const failure = tally.classify({ status, ...extra });
+    record({ type: 'end', status, result, steps_taken: steps, ...extra, ...(failure ? { failure } : {}), ended_at: new Date().toISOString() });
     writer.close();
-    return { id, status, steps_taken: steps, result, ...(extra.limit ? { limit: extra.limit } : {}), audit: { session: id } };
+    return { id, status, steps_taken: steps, result, ...(extra.limit ? { limit: extra.limit } : {}), ...(failure ? { failure } : {}), audit: { session: id } };
   };
   const caller = { session: id, client: start.client, source: 'thread' as const, context, directive: directiveScope, thread: { id, depth, onSpawn } };
   const signalHelp = deps.help;
@@ -186,7 +192,7 @@ export async function runThread(deps: ThreadDeps, start: ThreadStart): Promise<T
           break;
         case 'result':
           steps++;
-          record({ type: 'result', call_id: event.callId, tool: event.tool, status: event.status, text: event.text });
+          record({ type: 'result', call_id: event.callId, tool: event.tool, status: event.status, ...(event.isError && event.status === 'ok' ? { is_error: true } : {}), text: event.text });
           break;
         case 'unresolved':
           endTurn();
@@ -209,7 +215,7 @@ export async function runThread(deps: ThreadDeps, start: ThreadStart): Promise<T
     return end('failed', { error: 'the agent loop ended without finishing' });
   } catch (error) {
     const cancelled = start.signal?.aborted === true || (isKiwiError(error) && error.code === 'TOOL_CANCELLED');
-    return end(cancelled ? 'cancelled' : 'failed', { error: error instanceof Error ? error.message : String(error) });
+    return end(cancelled ? 'cancelled' : 'failed', { error: error instanceof Error ? error.message : String(error), ...(isKiwiError(error) ? { code: error.code } : {}) });
   }
 }
 

@@ -30,12 +30,14 @@ export interface ThreadHeader {
 export type ThreadRecord =
   | { type: 'turn'; turn: number; text: string }
   | { type: 'call'; call_id: string; tool: string; arguments: unknown }
-  | { type: 'result'; call_id: string; tool: string; status: 'ok' | 'denied' | 'error'; text: string }
+  /** `is_error`: the tool ran and reported an error (its exit code, an HTTP error status). */
+  | { type: 'result'; call_id: string; tool: string; status: 'ok' | 'denied' | 'error'; is_error?: boolean; text: string }
   | { type: 'unresolved'; intent: string; reason: string }
   | { type: 'approval'; tool: string; step_id: string; reason: string }
   /** The agent's help signal (`[TOOL: help stuck: …]`); `checkpoint` is the git checkpoint a checkpoint signal took. */
   | { type: 'help'; action: HelpAction; message: string; checkpoint?: string }
-  | { type: 'end'; status: ThreadStatus; result: string; steps_taken: number; limit?: string; error?: string; ended_at: string };
+  /** `code`: the error code of a run that broke; `failure`: why it failed (failure-class.ts), absent when it succeeded. */
+  | { type: 'end'; status: ThreadStatus; result: string; steps_taken: number; limit?: string; error?: string; code?: string; failure?: string; ended_at: string };
 
 /** `escalated`: the agent asked for a person (`help escalate`), and its message is the result. */
 export type ThreadStatus = 'completed' | 'failed' | 'cancelled' | 'escalated';

@@ -31,7 +31,7 @@ export async function directivesCommand(ctx: CliContext): Promise<number> {
       ...(values.json ? {} : { onRecord: (r: ThreadRecord) => printRecord(ctx, r) }),
     });
     if (values.json) ctx.io.out(JSON.stringify(outcome, null, 2));
-    else ctx.io.out(`thread ${outcome.id}: ${outcome.status}${outcome.limit ? ` (stopped by the ${outcome.limit} limit)` : ''}, ${outcome.steps_taken} step(s); \`kiwi threads show ${outcome.id}\` has its transcript`);
+    else ctx.io.out(`thread ${outcome.id}: ${outcome.status}${outcome.limit ? ` (stopped by the ${outcome.limit} limit)` : ''}, ${outcome.steps_taken} step(s)${outcome.failure ? `, failure: ${outcome.failure}` : ''}; \`kiwi threads show ${outcome.id}\` has its transcript`);
     return outcome.status === 'completed' ? 0 : 1;
   } finally {
     await gateway.close();

@@ -23,7 +23,7 @@ export async function threadsCommand(ctx: CliContext): Promise<number> {
     const threads = await listThreads(root);
     if (values.json) ctx.io.out(JSON.stringify(threads));
     else if (threads.length === 0) ctx.io.out('no threads yet; `kiwi directives run NAME` starts one');
-    else for (const t of threads) ctx.io.out(`${t.header.id}  ${t.header.started_at}  ${t.header.directive}  ${t.end ? `${t.end.status}, ${t.end.steps_taken} step(s)` : 'not ended (running, or cut short)'}  (${t.header.model}, client ${t.header.client})`);
+    else for (const t of threads) ctx.io.out(`${t.header.id}  ${t.header.started_at}  ${t.header.directive}  ${t.end ? `${t.end.status}, ${t.end.steps_taken} step(s)${t.end.failure ? `, failure: ${t.end.failure}` : ''}` : 'not ended (running, or cut short)'}  (${t.header.model}, client ${t.header.client})`);
     return 0;
   }
   if ((action !== 'show' && action !== 'follow') || id === undefined || rest.length > 0) throw new UsageError(`usage: ${USAGE}`);
@@ -43,7 +43,7 @@ export async function threadsCommand(ctx: CliContext): Promise<number> {
 
 function printLine(ctx: CliContext, line: ThreadLine): void {
   if (line.type === 'thread') ctx.io.out(`thread ${line.id}: directive ${line.directive} ${JSON.stringify(line.inputs)} on ${line.model}, started ${line.started_at} by ${line.client}`);
-  else if (line.type === 'end') ctx.io.out(`ended ${line.ended_at}: ${line.status}${line.limit ? ` (the ${line.limit} limit)` : ''}, ${line.steps_taken} step(s)${line.error ? `: ${line.error}` : ''}`);
+  else if (line.type === 'end') ctx.io.out(`ended ${line.ended_at}: ${line.status}${line.limit ? ` (the ${line.limit} limit)` : ''}, ${line.steps_taken} step(s)${line.failure ? `, failure: ${line.failure}` : ''}${line.error ? `: ${line.error}` : ''}`);
   else printRecord(ctx, line);
 }
 

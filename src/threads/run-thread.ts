@@ -113,7 +113,7 @@ export async function runThread(deps: ThreadDeps, start: ThreadStart): Promise<T
   const id = randomUUID();
   // Refused before anything is written when a budget is already spent.
   const meter = await deps.admit?.({ client: start.client, route, directive: { directive: directive.name, run: id, limits: directiveBudgetLimits(directive.limits), startedAt: Date.now() } });
-  const header: ThreadHeader = { type: 'thread', id, directive: directive.name, inputs, model, client: start.client, ...(start.parent ? { parent: start.parent.id } : {}), depth, started_at: new Date().toISOString() };
+  const header: ThreadHeader = { type: 'thread', id, directive: directive.name, version: directive.version, inputs, model, client: start.client, ...(start.parent ? { parent: start.parent.id } : {}), depth, started_at: new Date().toISOString() };
   const writer = createThreadWriter(deps.root, header);
   const tally = createFailureTally();
   const record = (r: ThreadRecord): void => {

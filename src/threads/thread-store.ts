@@ -18,6 +18,8 @@ export interface ThreadHeader {
   type: 'thread';
   id: string;
   directive: string;
+  /** The directive's version that ran (absent in transcripts written before it was recorded). */
+  version?: string;
   inputs: Record<string, unknown>;
   model: string;
   client: string;

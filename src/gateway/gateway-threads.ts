@@ -1,10 +1,10 @@
-import { DEMO_MODEL_ID } from '../llm/demo-provider.js';
 import type { Project } from '../project.js';
 import type { ResolverRuntime } from '../resolver-runtime.js';
 import { runThread, type ThreadOutcome, type ThreadStart } from '../threads/run-thread.js';
 import type { AgentLoopDeps } from './agent-loop.js';
 import type { GatewayBudgets } from './gateway-budgets.js';
 import type { GatewayConfig } from './gateway-config.js';
+import { tierModelOf } from './tier-model.js';
 import type { Upstreams } from './upstreams.js';
 
 /** Directives run as threads on the gateway's own pieces: its tool proxy, resolver, upstreams and limits. */
@@ -22,8 +22,7 @@ export function createGatewayThreads(deps: {
   budgets: GatewayBudgets | undefined;
 }): GatewayThreads {
   const { project, runtime, upstreams, config, budgets } = deps;
-  // With no real upstream, every tier runs on the offline demo model, as every chat does.
-  const unmapped = config.upstreams.every((u) => u.kind === 'demo') ? DEMO_MODEL_ID : undefined;
+  const tierModel = tierModelOf(config);
   const run = (start: ThreadStart): Promise<ThreadOutcome> =>
     runThread(
       {
@@ -35,7 +34,7 @@ export function createGatewayThreads(deps: {
         help: (caller, signal) => project.proxy.help(caller, signal),
         resolve: (intent, o) => runtime.resolver.resolve(intent, o),
         route: (model) => upstreams.route(model),
-        tierModel: (tier) => (tier === undefined ? undefined : config.modelTiers[tier]) ?? config.modelTiers['default'] ?? unmapped,
+        tierModel,
         limits: config.limits,
         ...(budgets ? { admit: ({ client, route, directive }) => budgets.admit({ client, model: route.model, free: budgets.isFree(route.upstream), directive }) } : {}),
         describeTool: deps.describeTool,

@@ -28,6 +28,7 @@ export const auditRecordSchema = z.object({
   checkpoint: z.string().optional(),
   notes: z.array(z.string()).optional(),
   approval: z.object({ approved: z.boolean(), decided_by: z.string(), reason: z.string().optional(), waited_ms: z.number().nonnegative() }).optional(),
+  help: z.string().optional(),
 });
 
 export interface ReadAuditTailOptions {
@@ -223,8 +224,9 @@ function readError(path: string, error: unknown): KiwiError {
   return new KiwiError('INTERNAL', `could not read the audit log at ${path}: ${describeError(error)}; check that it exists and is readable`, { cause: error });
 }
 
-/** One line for `kiwi audit tail`: time, session, ALLOW/DENY, tool, short args, duration, reason or error. */
+/** One line for `kiwi audit tail`: time, session, ALLOW/DENY, tool, short args, duration, reason or error; a help signal as HELP, its action and message. */
 export function formatAuditRecord(record: AuditRecord): string {
+  if (record.help !== undefined) return formatHelpRecord(record);
   const parts = [
     clean(record.ts, 40),
     clean(record.session, 40),
@@ -241,6 +243,15 @@ export function formatAuditRecord(record: AuditRecord): string {
   if (record.approval) parts.push(`${record.approval.approved ? 'approved' : 'not approved'} by ${clean(record.approval.decided_by, 60)}`);
   if (record.error) parts.push(`error ${clean(record.error.code, 40)}: ${clean(record.error.message, 200)}`);
   if (record.reason) parts.push(`— ${clean(record.reason, 200)}`);
+  for (const note of record.notes ?? []) parts.push(`· ${clean(note, 160)}`);
+  return parts.join('  ');
+}
+
+function formatHelpRecord(record: AuditRecord): string {
+  const message = (record.args as { message?: unknown } | undefined)?.message;
+  const parts = [clean(record.ts, 40), clean(record.session, 40), ...(record.client ? [clean(record.client, 40)] : []), 'HELP ', `${clean(record.help, 20)}:`, clean(typeof message === 'string' ? message : '', 200)];
+  if (record.source) parts.push(`[${clean(record.source, 20)}]`);
+  if (record.checkpoint) parts.push(`checkpoint ${clean(record.checkpoint.slice(0, 12), 12)}`);
   for (const note of record.notes ?? []) parts.push(`· ${clean(note, 160)}`);
   return parts.join('  ');
 }

@@ -1,6 +1,9 @@
 import { auditValueJson, capText, truncationMarker } from './cap-audit-value.js';
 
-/** One line of `.ai/logs/audit/<YYYY-MM-DD>/<session>.jsonl`: one tool call, allowed or denied. */
+/**
+ * One line of `.ai/logs/audit/<YYYY-MM-DD>/<session>.jsonl`: one tool call, allowed or denied, or
+ * one help signal of an agent (`help` set, tool `help`, args its action and message).
+ */
 export interface AuditRecord {
   /** ISO time the call started. */
   ts: string;
@@ -33,6 +36,8 @@ export interface AuditRecord {
   notes?: string[];
   /** A person's answer to a call that waited for one (`decided_by` is `timeout` when none came). */
   approval?: { approved: boolean; decided_by: string; reason?: string; waited_ms: number };
+  /** A help signal, not a call (`stuck`, `escalate` or `checkpoint`): nothing ran, and `decision` is allow since nothing was refused. */
+  help?: string;
 }
 
 export interface RecordCaps {
@@ -83,6 +88,7 @@ export function serializeAuditRecord(record: AuditRecord, caps: RecordCaps): str
     ['checkpoint', record.checkpoint === undefined ? undefined : str(record.checkpoint, STRING_CAPS.call_id)],
     ['notes', record.notes === undefined || record.notes.length === 0 ? undefined : `[${notesOf(record.notes).map((n) => text(n, STRING_CAPS.note)).join(',')}]`],
     ['approval', record.approval === undefined ? undefined : approvalJson(record.approval, str, text)],
+    ['help', record.help === undefined ? undefined : str(record.help, STRING_CAPS.source)],
   ];
   const args = auditValueJson(record.args, caps.maxStringChars);
   const result = auditValueJson(record.result, caps.maxStringChars);

@@ -25,6 +25,8 @@ export type FeedbackItem =
   | { kind: 'outcome'; intent: string; call: ToolCallSpec; outcome: CallOutcome; step?: StepPlace }
   /** Nothing was resolved or run, for a reason that is not about tools (too many steps). */
   | { kind: 'refused'; intent: string; reason: string }
+  /** The gateway answered the intent itself (a help signal): `text` is its answer. */
+  | { kind: 'note'; intent: string; text: string }
   | {
       kind: 'unresolved';
       step?: StepPlace;
@@ -91,11 +93,12 @@ export function feedbackMessage(items: readonly FeedbackItem[], options: Feedbac
   const maxChars = options.maxChars ?? 4 * options.maxResultChars;
   const shown = items.map((item) => (item.kind === 'outcome' ? shownResult(item.outcome, options.maxResultChars) : undefined));
   // Drawn against everything in the message, the agent's own intents included, not only what goes inside.
-  const own = items.flatMap((item) => [item.intent, ...(item.kind === 'refused' ? [] : (item.step?.notRun ?? []))]);
+  const own = items.flatMap((item) => [item.intent, ...(item.kind === 'refused' || item.kind === 'note' ? [] : (item.step?.notRun ?? []))]);
   const fence = createDataFence([...own, ...shown.map((r) => r?.text ?? '')], options.fence);
   let room = maxChars;
   const parts = items.map((item, i) => {
     if (item.kind === 'refused') return [`[${i + 1}] Intent: ${item.intent}`, `Not run: ${item.reason}`].join('\n');
+    if (item.kind === 'note') return [`[${i + 1}] Intent: ${item.intent}`, item.text].join('\n');
     const head = item.step ? `[${i + 1}] Intent, step ${item.step.n} of ${item.step.of} of one intent: ${item.intent}` : `[${i + 1}] Intent: ${item.intent}`;
     const later = item.step?.notRun ?? [];
     const skipped = later.length > 0 ? [`Not run, because they come after this step and it did not succeed: ${later.map((t) => JSON.stringify(t)).join(', ')}. Write them again as intents once this step is sorted out.`] : [];

@@ -10,7 +10,7 @@ import { feedbackMessage, limitNotice } from './agent-feedback.js';
 import { createIntentWorker } from './intent-worker.js';
 import { createOutbox } from './outbox.js';
 import { menuText } from './tool-menu.js';
-import { DEFAULT_LOOP_LIMITS, GATEWAY_CALL_PREFIX, type LimitName, type LoopApprover, type LoopBudget, type LoopCall, type LoopEvent, type LoopLimits, type LoopMode, type LoopRunOptions } from './loop-types.js';
+import { DEFAULT_LOOP_LIMITS, GATEWAY_CALL_PREFIX, type LimitName, type LoopApprover, type LoopBudget, type LoopCall, type LoopEvent, type LoopHelp, type LoopLimits, type LoopMode, type LoopRunOptions } from './loop-types.js';
 import { textTail } from '../text-cut.js';
 import type { BudgetStop } from '../budgets/budget-types.js';
 import { budgetNotice } from '../budgets/budget-words.js';
@@ -22,6 +22,8 @@ export interface AgentLoopDeps {
   call(call: LoopCall): Promise<CallOutcome>;
   /** Asks a person about a call that needs one (the chat's recorder does, through the kernel); absent, such calls are denied. */
   approve?: LoopApprover;
+  /** Answers help signals (`[TOOL: help stuck: …]`) before resolution; absent (a chat), they are intents like any other. */
+  help?: LoopHelp;
   limits?: Partial<LoopLimits>;
   marker?: string;
   /** Raw ids; the loop prefixes them: `kiwi-…` for the response, GATEWAY_CALL_PREFIX for calls (default randomUUID). */
@@ -108,6 +110,7 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
     resolve: deps.resolve,
     call: deps.call,
     ...(deps.approve ? { approve: deps.approve } : {}),
+    ...(deps.help ? { help: deps.help } : {}),
     cost: () => ({ turns, tokens: (usage.inputTokens ?? 0) + (usage.outputTokens ?? 0) }),
     ...(deps.describeTool ? { describeTool: deps.describeTool } : {}),
     ...(deps.steps ? { steps: deps.steps } : {}),
@@ -212,7 +215,7 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
         reason = 'tool_calls';
         break;
       }
-      if (worker.limit) break;
+      if (worker.limit || worker.stopped !== undefined) break;
       if (turns >= limits.maxTurns) {
         limit = 'turns';
         break;

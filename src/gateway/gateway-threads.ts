@@ -1,4 +1,3 @@
-import { DEMO_MODEL_ID } from '../llm/demo-provider.js';
 import type { ThreadPlan } from '../executor/plan-types.js';
 import type { Project } from '../project.js';
 import type { ToolCall } from '../proxy/tool-proxy.js';
@@ -8,6 +7,7 @@ import { resumeThread, runThread, type ThreadDeps, type ThreadOutcome, type Thre
 import type { AgentLoopDeps } from './agent-loop.js';
 import type { GatewayBudgets } from './gateway-budgets.js';
 import type { GatewayConfig } from './gateway-config.js';
+import { tierModelOf } from './tier-model.js';
 import type { Upstreams } from './upstreams.js';
 
 /** Directives run as threads on the gateway's own pieces: its tool proxy, resolver, upstreams and limits. */
@@ -41,17 +41,16 @@ export function createGatewayThreads(deps: {
   journal?: ThreadDeps['journal'];
 }): GatewayThreads {
   const { project, runtime, upstreams, config, budgets } = deps;
-  // With no real upstream, every tier runs on the offline demo model, as every chat does.
-  const unmapped = config.upstreams.every((u) => u.kind === 'demo') ? DEMO_MODEL_ID : undefined;
   const threadDeps: ThreadDeps = {
     root: project.root,
     directives: project.registry.directives,
     tools: project.registry.tools,
     policy: project.policy,
     call: (call) => project.proxy.call(call),
+    help: (caller, signal) => project.proxy.help(caller, signal),
     resolve: (intent, o) => runtime.resolver.resolve(intent, o),
     route: (model) => upstreams.route(model),
-    tierModel: (tier) => (tier === undefined ? undefined : config.modelTiers[tier]) ?? config.modelTiers['default'] ?? unmapped,
+    tierModel: tierModelOf(config),
     limits: config.limits,
     ...(budgets ? { admit: ({ client, route, directive }) => budgets.admit({ client, model: route.model, free: budgets.isFree(route.upstream), directive }) } : {}),
     describeTool: deps.describeTool,

@@ -5,13 +5,16 @@ import type { SplitOptions } from '../resolver/split-steps.js';
 import { planSteps, runPlannedSteps, type PlannedStep } from '../resolver/step-plan.js';
 import type { Resolution } from '../resolver/types.js';
 import { notRunReason, repeatReason, shownResult, toolCallLimitReason, type FeedbackItem, type StepPlace } from './agent-feedback.js';
-import { GATEWAY_CALL_PREFIX, type LimitName, type LoopApprover, type LoopCall, type LoopEvent, type LoopLimits, type LoopMode } from './loop-types.js';
+import { parseHelpIntent } from '../intent/help-intent.js';
+import { GATEWAY_CALL_PREFIX, type LimitName, type LoopApprover, type LoopCall, type LoopEvent, type LoopHelp, type LoopLimits, type LoopMode } from './loop-types.js';
 
 export interface IntentWorkerDeps {
   resolve(intent: string, options: { context: string; signal?: AbortSignal }): Promise<Resolution>;
   call(call: LoopCall): Promise<CallOutcome>;
   /** Asks a person about a call that needs one; absent, such calls are denied. */
   approve?: LoopApprover;
+  /** Answers help signals (a thread's); absent, `help stuck: …` is an intent like any other. */
+  help?: LoopHelp;
   /** What the request has used so far (`turns`, `tokens`; the worker adds `tool_calls`), for hook conditions. */
   cost?: () => Record<string, number>;
   /** A tool's one-line schema, for the closest tools of an unresolved intent (absent: ids only). */
@@ -51,6 +54,8 @@ export interface IntentWorker {
   readonly toolCalls: number;
   /** The limit an intent reached (`tool_calls` or `repeats`): the request ends after this turn. */
   readonly limit: LimitName | undefined;
+  /** Why a help signal stopped the request (LoopHelp's `stop`): later intents are not run, and the request ends after this turn. */
+  readonly stopped: string | undefined;
 }
 
 /**
@@ -74,6 +79,7 @@ export function createIntentWorker(deps: IntentWorkerDeps): IntentWorker {
   let handled = 0;
   let toolCalls = 0;
   let limit: LimitName | undefined;
+  let stopped: string | undefined;
   let turn: TurnReport = emptyTurn();
   const hookLimits = { turns: limits.maxTurns, tool_calls: limits.maxToolCalls, tokens: limits.maxTokens, duration_ms: limits.maxDurationMs };
 
@@ -140,9 +146,27 @@ export function createIntentWorker(deps: IntentWorkerDeps): IntentWorker {
     });
   }
 
+  /** A help signal: answered by `deps.help`, never resolved; it counts toward maxToolCalls like any intent. */
+  async function signalHelp(index: number, intent: string, help: LoopHelp): Promise<boolean> {
+    const given = parseHelpIntent(intent);
+    if (given === undefined) return false;
+    handled++;
+    const reply = await help(given, signal);
+    if (signal.aborted) return true;
+    deps.push({ type: 'help', index, intent, action: given.action, message: given.message, text: reply.text, ...(reply.checkpoint ? { checkpoint: reply.checkpoint } : {}) });
+    turn.items.push({ kind: 'note', intent, text: reply.text });
+    stopped ??= reply.stop;
+    return true;
+  }
+
   async function work(index: number, intent: string, context: string): Promise<void> {
     if (signal.aborted) return;
+    if (stopped !== undefined) {
+      deps.push({ type: 'unresolved', index, intent, reason: stopped, missing: [], candidates: [] });
+      return;
+    }
     if (handled >= limits.maxToolCalls) return overLimit(index, intent);
+    if (deps.help && (await signalHelp(index, intent, deps.help))) return;
     const plan = await planSteps(intent, (text) => deps.resolve(text, { context, signal }), deps.steps);
     if (signal.aborted) return;
     if (plan.kind === 'steps') return runSteps(index, plan.steps, context);
@@ -182,6 +206,9 @@ export function createIntentWorker(deps: IntentWorkerDeps): IntentWorker {
     },
     get limit() {
       return limit;
+    },
+    get stopped() {
+      return stopped;
     },
   };
 }

@@ -2,6 +2,7 @@ import type { BudgetStop } from '../budgets/budget-types.js';
 import type { ChatRequest, ChatUsage, FinishReason, NativeToolCall } from '../llm/types.js';
 import type { Caller } from '../proxy/caller.js';
 import type { ApprovalAnswer, ApprovalAsk } from '../proxy/approval.js';
+import type { HelpAction, HelpSignal } from '../proxy/help-signal.js';
 import type { ToolCall } from '../proxy/tool-proxy.js';
 import type { ToolCallSpec } from '../resolver/types.js';
 
@@ -18,6 +19,19 @@ export type LoopCall = Pick<ToolCall, 'tool' | 'item' | 'args' | 'source' | 'sig
  * client that the call waits, with the ids a person answers to, once they can answer.
  */
 export type LoopApprover = (callId: string, ask: ApprovalAsk, announce: (where: { stepId: string; executionId: string }) => void) => Promise<ApprovalAnswer>;
+
+/**
+ * Answers an agent's help signal (`[TOOL: help stuck: …]`, help-intent.ts), which the loop reads
+ * before resolution: `text` is what the agent is told; with `stop`, the intents after it are not
+ * run (`stop` says why) and the request ends after the turn.
+ */
+export type LoopHelp = (help: HelpSignal, signal: AbortSignal) => Promise<HelpReply>;
+
+export interface HelpReply {
+  text: string;
+  checkpoint?: string;
+  stop?: string;
+}
 
 /** `execute`: the gateway runs each intent. `resolve-only`: intents become native tool calls for the client to run. */
 export type LoopMode = 'execute' | 'resolve-only';
@@ -88,6 +102,8 @@ export type LoopEvent =
    * timeout (a denial) passes.
    */
   | { type: 'approval'; index: number; callId: string; tool: string; reason: string; timeoutMs: number; stepId: string; executionId: string }
+  /** A help signal the loop answered itself (LoopHelp): nothing was resolved or run; `text` is what the agent was told. */
+  | { type: 'help'; index: number; intent: string; action: HelpAction; message: string; text: string; checkpoint?: string }
   /** No call was made; `reason` is what the agent was told. */
   | { type: 'unresolved'; index: number; intent: string; reason: string; missing: string[]; candidates: string[] }
   /** What the call returned (execute mode). `text` is already capped to `maxResultChars`. */

@@ -44,6 +44,8 @@ export function renderEventText(event: LoopEvent, mode: LoopMode, options: Rende
       return mode === 'execute' ? `\n→ ${event.call.tool} ${JSON.stringify(event.call.arguments)}\n` : '';
     case 'unresolved':
       return `\nunresolved: ${oneLine(event.reason, max)}\n`;
+    case 'help':
+      return `\nhelp ${event.action}: ${oneLine(event.message, max)}\n`;
     case 'approval':
       return `${waitingText(oneLine(event.reason, max), event.stepId, event.timeoutMs)}\n`;
     case 'result': {

@@ -1,6 +1,11 @@
-/** The `help` meta-tool: short guidance an agent reads once, per topic. */
+/**
+ * The `help` meta-tool: short guidance an agent reads once, per topic; or, with an `action`, the
+ * agent's help signal (stuck, escalate, checkpoint), audited and seen by the hooks.
+ */
 import { z } from 'zod';
-import { textResult, type MetaResult } from './meta-common.js';
+import { KiwiError } from '../errors.js';
+import { HELP_ACTIONS, helpReplyText, helpSignal, type HelpAction } from '../proxy/help-signal.js';
+import { textResult, type MetaContext, type MetaResult } from './meta-common.js';
 
 export const HELP_TOPICS = ['overview', 'search', 'load', 'execute', 'resolve', 'directives', 'tools', 'knowledge'] as const;
 export type HelpTopic = (typeof HELP_TOPICS)[number];
@@ -10,6 +15,16 @@ export const helpShape = {
     .enum(HELP_TOPICS, { error: `topic must be one of ${HELP_TOPICS.join(', ')}` })
     .optional()
     .describe(`One of ${HELP_TOPICS.join(', ')} (default overview)`),
+  action: z
+    .enum(HELP_ACTIONS, { error: `action must be one of ${HELP_ACTIONS.join(', ')}` })
+    .optional()
+    .describe('Signal instead of reading guidance: "stuck" (you cannot go on this way), "escalate" (a person must decide), "checkpoint" (progress worth recording). Give a message.'),
+  message: z
+    .string({ error: 'message must be a string' })
+    // Bounded before it is cut to MAX_HELP_MESSAGE_CHARS: a megabyte of message is a mistake, not a signal.
+    .max(64 * 1024, 'message is longer than 65536 characters; say it in a paragraph')
+    .optional()
+    .describe('With action: what is wrong, what a person must decide, or what is done (cut to 2000 characters)'),
 };
 
 const TEXT: Record<HelpTopic, string> = {
@@ -18,7 +33,7 @@ const TEXT: Record<HelpTopic, string> = {
 - load: read one item in full (a tool's parameters, a directive's steps, a knowledge entry)
 - execute: run a tool, or get a directive's steps / a knowledge entry's content
 - resolve: say what you want in words; the gateway picks the tool (or directive, or knowledge entry) and its arguments, and runs it
-- help: this text; topics: ${HELP_TOPICS.join(', ')}
+- help: this text; topics: ${HELP_TOPICS.join(', ')}; or help(action="stuck"|"escalate"|"checkpoint", message=...) to signal the people running this project
 Every tool call passes the project's policy (.ai/config/policy.yaml, default deny) and is audited; a denial comes back as an error result with the reason.`,
   search: `search(item_type, query, limit?, source?)
 - item_type: "tool" | "directive" | "knowledge" ("script" = tool)
@@ -51,7 +66,15 @@ search(item_type="tool", ...) finds them; load shows their parameters; execute o
 search(item_type="knowledge", query=...) finds them; load or execute(action="run") returns the content.`,
 };
 
-export function help(topic: HelpTopic | undefined): MetaResult {
-  const chosen = topic ?? 'overview';
-  return textResult(TEXT[chosen], { topic: chosen, topics: [...HELP_TOPICS] });
+export async function help(ctx: MetaContext, args: { topic?: HelpTopic | undefined; action?: HelpAction | undefined; message?: string | undefined }, signal?: AbortSignal): Promise<MetaResult> {
+  if (args.action === undefined) {
+    if (args.message !== undefined) throw new KiwiError('INVALID_INPUT', 'message is only read with an action: add action="stuck", "escalate" or "checkpoint", or leave message out to read guidance');
+    const chosen = args.topic ?? 'overview';
+    return textResult(TEXT[chosen], { topic: chosen, topics: [...HELP_TOPICS] });
+  }
+  if (args.topic !== undefined) throw new KiwiError('INVALID_INPUT', 'topic and action do not go together: a topic reads guidance, an action signals');
+  const given = helpSignal(args.action, args.message ?? '');
+  if (given.message === '') throw new KiwiError('INVALID_INPUT', `action "${args.action}" needs a message: say what is wrong, what a person must decide, or what is done`);
+  const outcome = await ctx.project.proxy.help({ session: ctx.session, client: ctx.caller.client, source: 'mcp', ...(ctx.caller.context ? { context: ctx.caller.context } : {}), ...(signal ? { signal } : {}) }, given);
+  return textResult(helpReplyText(given.action, outcome, 'mcp'), { action: given.action, message: given.message, call_id: outcome.callId, ...(outcome.checkpoint ? { checkpoint: outcome.checkpoint } : {}), ...(outcome.notes.length > 0 ? { notes: outcome.notes } : {}) });
 }

@@ -1,6 +1,7 @@
 /** The `load` meta-tool: one item of the local registry, in full. */
 import { z } from 'zod';
 import { KiwiError } from '../errors.js';
+import { compareVersions } from '../registry/directive-version.js';
 import {
   checkProjectPath,
   findItem,
@@ -28,7 +29,7 @@ export const loadShape = {
     .enum(['project', 'user'], { error: 'destination must be "project" or "user"' })
     .optional()
     .describe('Kiwi MCP copied items between tiers; here it may only name the tier the item is already in'),
-  version: z.string({ error: 'version must be a string like "1.0.0"' }).max(64).optional().describe('The version you expect; only the local one exists'),
+  version: z.string({ error: 'version must be a string like "1.0.0"' }).max(64).optional().describe('The version to load: a directive may have older versions beside the one that runs (default: the one that runs)'),
   project_path: projectPathSchema,
 };
 
@@ -56,6 +57,12 @@ export async function load(ctx: MetaContext, args: LoadArgs): Promise<MetaResult
     );
   }
   if (args.version !== undefined && args.version !== found.item.version) {
+    const older = found.kind === 'directive' ? (ctx.project.registry.olderDirectives?.get(found.item.name) ?? []) : [];
+    const wanted = older.find((d) => d.version === args.version || compareVersions(d.version, args.version as string) === 0);
+    if (wanted !== undefined) return render(ctx, { kind: 'directive', item: wanted });
+    if (older.length > 0) {
+      throw new KiwiError('INVALID_INPUT', `directive ${JSON.stringify(args.item_id)} has no version ${args.version}; its versions are ${found.item.version} (the one that runs), ${older.map((d) => d.version).join(', ')}`);
+    }
     throw new KiwiError(
       'INVALID_INPUT',
       `only version ${found.item.version} of ${type} ${JSON.stringify(args.item_id)} is available (older versions live in a remote registry, which does not exist yet); leave version out to load it.`,
@@ -72,7 +79,15 @@ function render(ctx: MetaContext, found: Item): MetaResult {
   }
   if (found.kind === 'directive') {
     const view = directiveView(project, found.item);
-    const header = `directive ${found.item.name} ${found.item.version} (${found.item.source.tier} tier): ${found.item.description}`;
+    const running = project.registry.directives.get(found.item.name);
+    const older = project.registry.olderDirectives?.get(found.item.name) ?? [];
+    const versions =
+      running !== undefined && running !== found.item
+        ? `; an older version: ${running.version} is the one that runs`
+        : older.length > 0
+          ? `; older versions beside it: ${older.map((d) => d.version).join(', ')} (load one with version)`
+          : '';
+    const header = `directive ${found.item.name} ${found.item.version} (${found.item.source.tier} tier${versions}): ${found.item.description}`;
     return textResult(`${header}\n\n${found.item.body}`, { item_type: 'directive', item: view });
   }
   const view = knowledgeView(project, found.item);

@@ -120,11 +120,14 @@ export function createMetaServer(deps: MetaServerDeps): McpServer {
     'help',
     {
       title: 'Help',
-      description: 'Short usage guidance for the meta-tools and item kinds. Topics: overview, search, load, execute, resolve, directives, tools, knowledge.',
+      description:
+        'Short usage guidance for the meta-tools and item kinds. Topics: overview, search, load, execute, resolve, directives, tools, knowledge. ' +
+        'With action "stuck", "escalate" or "checkpoint" and a message, it signals the people running this project instead (audited; their hooks see it). ' +
+        'Example: {"action": "escalate", "message": "the migration would drop a table; a person must decide"}',
       inputSchema: helpShape,
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
-    async (args) => help(args.topic),
+    (args, extra) => guard(() => help(ctx, args, extra.signal)),
   );
 
   server.registerTool(

@@ -119,8 +119,8 @@ function classify(text: string, report: TrainReport): { name: string; time: numb
   }
   const record = parsed.data;
   if (record.source === 'prefetch') report.ignored.speculative += 1;
-  // Listing an MCP server's tools is audited as `<server>.*`: not a call anyone predicts.
-  else if (record.source === undefined || !LEARNED_SOURCES.has(record.source) || record.tool.endsWith('.*') || record.tool.length === 0 || record.tool.length > MAX_TOOL_NAME) report.ignored.other += 1;
+  // Listing an MCP server's tools is audited as `<server>.*`, an agent's help signal as `help`: not calls anyone predicts.
+  else if (record.help !== undefined || record.source === undefined || !LEARNED_SOURCES.has(record.source) || record.tool.endsWith('.*') || record.tool.length === 0 || record.tool.length > MAX_TOOL_NAME) report.ignored.other += 1;
   else if (record.decision !== 'allow') report.ignored.denied += 1;
   else if (record.error !== undefined) report.ignored.failed += 1;
   else return { name: record.tool, time: Date.parse(record.ts) };

@@ -16,7 +16,8 @@ import type { ToolCall } from './tool-proxy.js';
  * background, as the call's caller and a child of its thread; elsewhere it is handed to the agent.
  */
 
-export type CallEventName = 'before_call' | 'after_call' | 'denied' | 'error' | 'limit' | 'approval';
+/** `help`: an agent's help signal (help-signal.ts), with `event.action` and `event.message`. */
+export type CallEventName = 'before_call' | 'after_call' | 'denied' | 'error' | 'limit' | 'approval' | 'help';
 
 export interface Fired {
   /** Why the call must not run (`before_call` only). */
@@ -47,6 +48,8 @@ export interface CallEventFields {
   /** The arguments as checked, or as asked when the call never got that far. */
   args: unknown;
   tool: Tool | undefined;
+  /** More fields of `event` for this event's conditions (`event.action` of a help signal). */
+  event?: Record<string, string>;
 }
 
 export async function fireCallHooks(deps: CallHookDeps, request: ToolCall, name: CallEventName, fields: CallEventFields): Promise<Fired> {
@@ -73,7 +76,7 @@ export async function fireCallHooks(deps: CallHookDeps, request: ToolCall, name:
 function callEvent(request: ToolCall, name: CallEventName, fields: CallEventFields): HookEvent {
   const tool = fields.tool;
   return {
-    event: { name, code: fields.code ?? '', detail: fields.detail ?? {} },
+    event: { ...fields.event, name, code: fields.code ?? '', detail: fields.detail ?? {} },
     // The same keys for every tool, so a condition that reads one never fails on an MCP server's
     // own tool (not in the registry: counted as changing state, as prefetch counts it).
     tool: {

@@ -19,6 +19,7 @@ import type { Checkpointer } from '../checkpoints/checkpointer.js';
 import type { LoadedHook } from '../hooks/hook-runner.js';
 import { approvalReason, waitForApproval, type AskApproval } from './approval.js';
 import { eventCode, fireCallHooks, type CallEventName, type CallEventFields, type CallHookDeps, type Fired } from './call-hooks.js';
+import { HELP_TOOL, type HelpOutcome, type HelpSignal } from './help-signal.js';
 
 export type CallSource = 'cli' | 'gateway' | 'mcp' | 'prefetch' | 'runner' | 'thread';
 
@@ -107,6 +108,12 @@ export interface ToolProxy {
    * come back for the caller to report.
    */
   limitReached(caller: Omit<ToolCall, 'tool' | 'args' | 'approve'>, code: string, detail: Record<string, unknown>): Promise<Fired>;
+  /**
+   * An agent's help signal (help-signal.ts): nothing runs, but it is audited as tool `help` (the
+   * record's `help` names the action) and fires the hooks' `help` event; a `checkpoint` takes a
+   * git checkpoint when checkpoints are on.
+   */
+  help(caller: Omit<ToolCall, 'tool' | 'args' | 'approve'>, signal: HelpSignal): Promise<HelpOutcome>;
 }
 
 /**
@@ -246,11 +253,38 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
 
   const limitReached: ToolProxy['limitReached'] = (caller, code, detail) => fireCallHooks(hookDeps, { ...caller, tool: '' }, 'limit', { code, detail, args: {}, tool: undefined });
 
+  async function help(caller: Omit<ToolCall, 'tool' | 'args' | 'approve'>, signal: HelpSignal): Promise<HelpOutcome> {
+    const callId = randomUUID();
+    const startedAt = new Date().toISOString();
+    const t0 = now();
+    const request: ToolCall = { ...caller, tool: HELP_TOOL };
+    const args = { action: signal.action, message: signal.message };
+    const checkpoint = signal.action === 'checkpoint' && deps.checkpoints ? await deps.checkpoints.before({ tool: HELP_TOOL, callId, session: caller.session }, caller.signal) : undefined;
+    const fired = await fireCallHooks(hookDeps, request, 'help', { code: signal.action, detail: { message: signal.message }, args, tool: undefined, event: args });
+    deps.audit.append({
+      ts: startedAt,
+      session: caller.session,
+      client: caller.client,
+      call_id: callId,
+      tool: HELP_TOOL,
+      args,
+      // Nothing was asked for, so nothing was refused.
+      decision: 'allow',
+      duration_ms: Math.round((now() - t0) * 1000) / 1000,
+      source: caller.source,
+      help: signal.action,
+      ...(checkpoint ? { checkpoint } : {}),
+      ...(fired.notes.length > 0 ? { notes: fired.notes } : {}),
+    });
+    return { callId, notes: fired.notes, directives: fired.directives, ...(checkpoint ? { checkpoint } : {}) };
+  }
+
   return {
     call,
     reuse,
     listMcpTools,
     limitReached,
+    help,
     useThreads(spawn, background) {
       spawner = spawn;
       hookDeps.startThread = (d, request) => {

@@ -6,6 +6,7 @@ import { homedir } from 'node:os';
 import path from 'node:path';
 import { KiwiError } from '../errors.js';
 import { parseDirective } from './directive-parser.js';
+import { compareVersions, parseVersion } from './directive-version.js';
 import { parseKnowledge } from './knowledge-parser.js';
 import { realpathOrNull, walkTier, type FoundFile, type SectionKind } from './registry-files.js';
 import { parseToolManifest } from './tool-manifest.js';
@@ -35,6 +36,8 @@ interface TierItems {
   items: Map<string, Item>;
   /** Ids defined by more than one file of the tier: not loaded from any tier. */
   conflicted: Set<string>;
+  /** A directive's older versions beside its newest (in `items`), newest first. */
+  older: Map<string, Directive[]>;
 }
 
 const KINDS: SectionKind[] = ['tool', 'directive', 'knowledge'];
@@ -88,9 +91,9 @@ function collect(
     groups.set(key, group);
   }
   const out: Record<SectionKind, TierItems> = {
-    tool: { items: new Map(), conflicted: new Set() },
-    directive: { items: new Map(), conflicted: new Set() },
-    knowledge: { items: new Map(), conflicted: new Set() },
+    tool: { items: new Map(), conflicted: new Set(), older: new Map() },
+    directive: { items: new Map(), conflicted: new Set(), older: new Map() },
+    knowledge: { items: new Map(), conflicted: new Set(), older: new Map() },
   };
   for (const group of groups.values()) {
     const first = group[0];
@@ -100,18 +103,36 @@ function collect(
       bucket.items.set(first.id, first.item);
       continue;
     }
+    const versions = first.file.kind === 'directive' ? byVersion(group.map((g) => g.item as Directive)) : undefined;
+    if (versions !== undefined) {
+      const [newest, ...older] = versions;
+      bucket.items.set(first.id, newest as Directive);
+      bucket.older.set(first.id, older);
+      continue;
+    }
     bucket.conflicted.add(first.id);
     for (const { file } of group) {
       const others = group.filter((g) => g.file !== file).map((g) => g.file.label.display);
       errors.push(
         makeIssue(file.kind, file.label, {
           field: idField(file.kind),
-          text: `${file.kind} "${first.id}" is also defined in ${others.join(', ')}; ids must be unique within the ${tier} tier — rename or delete one (none of them is loaded until then)`,
+          text:
+            file.kind === 'directive'
+              ? `directive "${first.id}" is also defined in ${others.join(', ')} with the same version, or a version that is not numbers; versions of one directive in the ${tier} tier must be distinct numbers like 1.0.1, so the highest runs — change one (none of them is loaded until then)`
+              : `${file.kind} "${first.id}" is also defined in ${others.join(', ')}; ids must be unique within the ${tier} tier — rename or delete one (none of them is loaded until then)`,
         }),
       );
     }
   }
   return out;
+}
+
+/** Newest first, when every version is a number and no two are equal; otherwise undefined (a conflict). */
+function byVersion(directives: Directive[]): Directive[] | undefined {
+  if (directives.some((d) => parseVersion(d.version) === undefined)) return undefined;
+  const sorted = [...directives].sort((a, b) => compareVersions(b.version, a.version) ?? 0);
+  const distinct = sorted.every((d, i) => i === 0 || compareVersions((sorted[i - 1] as Directive).version, d.version) !== 0);
+  return distinct ? sorted : undefined;
 }
 
 function parseFile(file: FoundFile, tier: Tier): ParseResult<Item> {
@@ -148,6 +169,8 @@ function merge(kind: SectionKind, tiers: Array<[Tier, Record<SectionKind, TierIt
       }
       claimed.set(id, item.source);
       target.set(id, item);
+      const older = byKind[kind].older.get(id);
+      if (older !== undefined) (registry.olderDirectives ??= new Map()).set(id, older);
     }
   }
 }

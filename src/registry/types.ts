@@ -169,4 +169,10 @@ export interface Registry {
   /** Items that loaded with a part the gateway cannot honour (a pattern RE2 cannot compile). */
   warnings: RegistryIssue[];
   shadowed: ShadowedItem[];
+  /**
+   * Older versions of a directive whose tier holds several files of it (an annealed directive
+   * beside the one it improved), newest first; `directives` has the newest, which is what runs.
+   * Absent when no directive has more than one.
+   */
+  olderDirectives?: Map<string, Directive[]>;
 }

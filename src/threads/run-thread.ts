@@ -9,9 +9,11 @@ import { directiveBudgetLimits } from '../budgets/directive-limits.js';
 import type { ChatProvider } from '../llm/types.js';
 import { directiveContext } from '../policy/directive-permissions.js';
 import { checkTool, type PermissionContext } from '../policy/permission-context.js';
-import type { CallOutcome, ToolCall } from '../proxy/tool-proxy.js';
+import { helpReplyText } from '../proxy/help-signal.js';
+import type { CallOutcome, ToolCall, ToolProxy } from '../proxy/tool-proxy.js';
 import type { Directive, Tool } from '../registry/types.js';
 import type { ChatMessage } from '../llm/types.js';
+import { createFailureTally } from './failure-class.js';
 import { checkInputs, threadMessages } from './thread-inputs.js';
 import { resumePoint } from './thread-resume.js';
 import { createThreadWriter, readThread, reopenThreadWriter, type ThreadHeader, type ThreadRecord, type ThreadStatus, type ThreadWriter } from './thread-store.js';
@@ -32,6 +34,8 @@ export interface ThreadDeps {
   /** The project's policy: a thread's rights are the directive's within it (and within the caller's). */
   policy: PermissionContext;
   call(call: ToolCall): Promise<CallOutcome>;
+  /** The tool proxy's help signals (audited, hooks fired); absent, `help stuck: …` resolves like any intent. */
+  help?: ToolProxy['help'];
   resolve: AgentLoopDeps['resolve'];
   /** The provider, upstream and upstream model id for a model name (throws UNKNOWN_MODEL). */
   route(model: string): { provider: ChatProvider; model: string; upstream: string };
@@ -107,6 +111,8 @@ export interface ThreadOutcome {
   limit?: string;
   /** Why it failed or was cancelled. */
   error?: string;
+  /** Why it failed (failure-class.ts): absent when it succeeded. */
+  failure?: string;
   /** Its calls are in the audit log under this session. */
   audit: { session: string };
 }
@@ -123,7 +129,7 @@ export async function runThread(deps: ThreadDeps, start: ThreadStart): Promise<T
   const id = randomUUID();
   // Refused before anything is written when a budget is already spent.
   const meter = await admit(deps, start.client, setup, id);
-  const header: ThreadHeader = { type: 'thread', id, directive: directive.name, inputs, model: setup.model, client: start.client, ...(start.parent ? { parent: start.parent.id } : {}), depth, started_at: new Date().toISOString() };
+  const header: ThreadHeader = { type: 'thread', id, directive: directive.name, version: directive.version, inputs, model: setup.model, client: start.client, ...(start.parent ? { parent: start.parent.id } : {}), depth, started_at: new Date().toISOString() };
   const writer = createThreadWriter(deps.root, header);
   start.onStart?.(id);
   return drive(deps, setup, { id, depth, client: start.client, writer, meter, inputs, messages: threadMessages(directive, inputs, setup.allowed), done: { turns: 0, calls: 0, steps: 0 } }, start);
@@ -210,8 +216,10 @@ async function drive(deps: ThreadDeps, setup: Setup, run: Run, start: Pick<Threa
   const journal = deps.journal?.({ id, directive: directive.name, inputs: run.inputs, client: run.client, maxDurationMs: setup.limits.maxDurationMs });
   const signals = [start.signal, journal?.signal].filter((s): s is AbortSignal => s !== undefined);
   const signal = signals.length === 0 ? undefined : AbortSignal.any(signals);
+  const tally = createFailureTally();
   const record = (r: ThreadRecord): void => {
     writer.append(r);
+    tally.observe(r);
     start.onRecord?.(r);
   };
 
@@ -233,14 +241,18 @@ async function drive(deps: ThreadDeps, setup: Setup, run: Run, start: Pick<Threa
     last = text;
     text = '';
   };
-  const end = (status: ThreadStatus, extra: { limit?: string; error?: string } = {}): ThreadOutcome => {
+  const end = (status: ThreadStatus, extra: { limit?: string; error?: string; code?: string } = {}, given?: string): ThreadOutcome => {
     endTurn();
-    record({ type: 'end', status, result: last, steps_taken: steps, ...extra, ended_at: new Date().toISOString() });
+    const result = given ?? last;
+    const failure = tally.classify({ status, ...extra });
+    record({ type: 'end', status, result, steps_taken: steps, ...extra, ...(failure ? { failure } : {}), ended_at: new Date().toISOString() });
     writer.close();
-    const outcome = { id, status, steps_taken: steps, result: last, ...extra, audit: { session: id } };
+    const outcome = { id, status, steps_taken: steps, result, ...(extra.limit ? { limit: extra.limit } : {}), ...(extra.error ? { error: extra.error } : {}), ...(failure ? { failure } : {}), audit: { session: id } };
     journal?.end(outcome);
     return outcome;
   };
+  const caller = { session: id, client: run.client, source: 'thread' as const, context, directive: setup.scope, thread: { id, depth, onSpawn } };
+  const signalHelp = deps.help;
   const call = (c: ToolCall): Promise<CallOutcome> => {
     if (journal === undefined) return deps.call(c);
     const waiting = (w: { stepId: string; reason: string }): void => {
@@ -257,8 +269,17 @@ async function drive(deps: ThreadDeps, setup: Setup, run: Run, start: Pick<Threa
         resolve: deps.resolve,
         call: (c) => {
           meter?.countToolCall();
-          return call({ ...c, session: id, client: run.client, source: 'thread', context, directive: setup.scope, thread: { id, depth, onSpawn } });
+          return call({ ...c, ...caller });
         },
+        // Audited and hooked like a call; an escalation ends the thread with its message (below).
+        ...(signalHelp
+          ? {
+              help: async (given, signal) => {
+                const outcome = await signalHelp({ ...caller, signal }, given);
+                return { text: helpReplyText(given.action, outcome, 'thread'), ...(outcome.checkpoint ? { checkpoint: outcome.checkpoint } : {}), ...(given.action === 'escalate' ? { stop: 'not run: the agent escalated (help escalate) before this intent, so the thread ended' } : {}) };
+              },
+            }
+          : {}),
         limits: setup.limits,
         ...(meter ? { budget: meter } : {}),
         ...(deps.describeTool ? { describeTool: deps.describeTool } : {}),
@@ -282,7 +303,7 @@ async function drive(deps: ThreadDeps, setup: Setup, run: Run, start: Pick<Threa
           break;
         case 'result':
           steps++;
-          record({ type: 'result', call_id: event.callId, tool: event.tool, status: event.status, text: event.text });
+          record({ type: 'result', call_id: event.callId, tool: event.tool, status: event.status, ...(event.isError && event.status === 'ok' ? { is_error: true } : {}), text: event.text });
           break;
         case 'unresolved':
           endTurn();
@@ -290,6 +311,11 @@ async function drive(deps: ThreadDeps, setup: Setup, run: Run, start: Pick<Threa
           break;
         case 'approval':
           record({ type: 'approval', tool: event.tool, step_id: event.stepId, reason: event.reason });
+          break;
+        case 'help':
+          endTurn();
+          record({ type: 'help', action: event.action, message: event.message, ...(event.checkpoint ? { checkpoint: event.checkpoint } : {}) });
+          if (event.action === 'escalate') return end('escalated', {}, event.message);
           break;
         case 'finish':
           return end('completed', event.limit ? { limit: event.limit } : {});
@@ -302,7 +328,7 @@ async function drive(deps: ThreadDeps, setup: Setup, run: Run, start: Pick<Threa
     const cancelled = signal?.aborted === true || (isKiwiError(error) && error.code === 'TOOL_CANCELLED');
     // Whoever cancelled says why (`cancel`, a shutdown, the kernel) better than the loop's words for it.
     const why = signal?.aborted === true && signal.reason instanceof Error ? signal.reason : error;
-    return end(cancelled ? 'cancelled' : 'failed', { error: why instanceof Error ? why.message : String(why) });
+    return end(cancelled ? 'cancelled' : 'failed', { error: why instanceof Error ? why.message : String(why), ...(isKiwiError(error) ? { code: error.code } : {}) });
   }
 }
 

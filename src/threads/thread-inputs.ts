@@ -1,4 +1,6 @@
 import { KiwiError } from '../errors.js';
+import { helpIntentInstructions } from '../intent/help-intent.js';
+import { DEFAULT_MARKER } from '../intent/intent-marker.js';
 import type { ChatMessage } from '../llm/types.js';
 import type { Directive } from '../registry/types.js';
 
@@ -67,6 +69,7 @@ export function threadMessages(directive: Directive, inputs: Record<string, unkn
     'Follow its process step by step. Call tools only as the gateway instructions say; only these tools are allowed here, and any other call is denied:',
     tools.length === 0 ? '(none)' : tools.join(', '),
     'When the process is done, answer with its outcome as its <outputs> describe it.',
+    helpIntentInstructions(DEFAULT_MARKER),
     '',
     directive.xml,
   ].join('\n');

@@ -3,6 +3,7 @@ import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readdirSync, readF
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { KiwiError } from '../errors.js';
+import type { HelpAction } from '../proxy/help-signal.js';
 import { readCappedFile } from '../read-capped-file.js';
 
 /**
@@ -20,6 +21,8 @@ export interface ThreadHeader {
   type: 'thread';
   id: string;
   directive: string;
+  /** The directive's version that ran (absent in transcripts written before it was recorded). */
+  version?: string;
   inputs: Record<string, unknown>;
   model: string;
   client: string;
@@ -32,14 +35,19 @@ export interface ThreadHeader {
 export type ThreadRecord =
   | { type: 'turn'; turn: number; text: string }
   | { type: 'call'; call_id: string; tool: string; arguments: unknown }
-  | { type: 'result'; call_id: string; tool: string; status: 'ok' | 'denied' | 'error'; text: string }
+  /** `is_error`: the tool ran and reported an error (its exit code, an HTTP error status). */
+  | { type: 'result'; call_id: string; tool: string; status: 'ok' | 'denied' | 'error'; is_error?: boolean; text: string }
   | { type: 'unresolved'; intent: string; reason: string }
   | { type: 'approval'; tool: string; step_id: string; reason: string }
   /** The thread goes on after an end (or after a crash), in the same file. */
   | { type: 'resume'; client: string; model: string; message?: string; at: string }
-  | { type: 'end'; status: ThreadStatus; result: string; steps_taken: number; limit?: string; error?: string; ended_at: string };
+  /** The agent's help signal (`[TOOL: help stuck: …]`); `checkpoint` is the git checkpoint a checkpoint signal took. */
+  | { type: 'help'; action: HelpAction; message: string; checkpoint?: string }
+  /** `code`: the error code of a run that broke; `failure`: why it failed (failure-class.ts), absent when it succeeded. */
+  | { type: 'end'; status: ThreadStatus; result: string; steps_taken: number; limit?: string; error?: string; code?: string; failure?: string; ended_at: string };
 
-export type ThreadStatus = 'completed' | 'failed' | 'cancelled';
+/** `escalated`: the agent asked for a person (`help escalate`), and its message is the result. */
+export type ThreadStatus = 'completed' | 'failed' | 'cancelled' | 'escalated';
 
 export type ThreadLine = ThreadHeader | ThreadRecord;
 

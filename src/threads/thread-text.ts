@@ -17,14 +17,16 @@ export function threadLineText(line: ThreadLine, max: { turn: number; item: numb
     case 'call':
       return `→ ${line.tool} ${cut(JSON.stringify(line.arguments))}`;
     case 'result':
-      return `${line.status === 'ok' ? '✓' : line.status === 'denied' ? '✗ denied:' : '✗ error:'} ${line.tool}: ${flat(line.text)}`;
+      return `${line.status === 'ok' && line.is_error !== true ? '✓' : line.status === 'ok' ? '✗ failed:' : line.status === 'denied' ? '✗ denied:' : '✗ error:'} ${line.tool}: ${flat(line.text)}`;
     case 'unresolved':
       return `? not run: ${flat(line.intent)}: ${flat(line.reason)}`;
     case 'approval':
       return `… ${line.tool} waits for a person (${flat(line.reason)}): kiwi approvals grant ${line.step_id} (or deny)`;
+    case 'help':
+      return `! help ${line.action}: ${flat(line.message)}${line.checkpoint ? ` (checkpoint ${line.checkpoint.slice(0, 12)})` : ''}`;
     case 'resume':
       return `resumed ${line.at} by ${line.client} on ${line.model}${line.message === undefined ? '' : `: ${flat(line.message)}`}`;
     case 'end':
-      return `ended ${line.ended_at}: ${line.status}${line.limit ? ` (the ${line.limit} limit)` : ''}, ${line.steps_taken} step(s)${line.error ? `: ${flat(line.error)}` : ''}`;
+      return `ended ${line.ended_at}: ${line.status}${line.limit ? ` (the ${line.limit} limit)` : ''}, ${line.steps_taken} step(s)${line.failure ? `, failure: ${line.failure}` : ''}${line.error ? `: ${flat(line.error)}` : ''}`;
   }
 }

@@ -114,7 +114,7 @@ describe('intent worker', () => {
     expect(events.map((e) => e.type)).toEqual(['call', 'result', 'call', 'result']);
     expect(events.every((e) => 'index' in e && e.index === 0)).toBe(true);
     const { items } = worker.endTurn();
-    expect(items.map((item) => [item.intent, item.kind === 'refused' ? undefined : item.step])).toEqual([
+    expect(items.map((item) => [item.intent, item.kind === 'refused' || item.kind === 'note' ? undefined : item.step])).toEqual([
       ['echo a', { n: 1, of: 2, notRun: [] }],
       ['echo b', { n: 2, of: 2, notRun: [] }],
     ]);

@@ -73,7 +73,7 @@ async function refusal(run: Promise<unknown>): Promise<string> {
 
 describe('resuming a thread', () => {
   it('goes on after a failure in the same file: the agent reads what it did (fenced), turns number on, and a completed thread is not resumed', async () => {
-    served.llm.replyOnce(openAiStream(['Status first. [TOOL: git_status {}]']), { status: 500 });
+    served.llm.replyOnce(openAiStream(['README first. [TOOL: read_file {"path": "README.md"}]']), { status: 500 });
     const failed = await served.gateway.threads.run({ directive: 'review_changes', inputs: { focus: 'docs' }, client: 'local' });
     expect(failed).toMatchObject({ status: 'failed', steps_taken: 1 });
 
@@ -85,11 +85,11 @@ describe('resuming a thread', () => {
     const sent = served.llm.requests[before]?.body as { messages: { role: string; content: string }[] };
     const user = sent.messages.at(-1)?.content ?? '';
     expect(user).toMatch(/^Run the directive review_changes with the inputs \{"focus":"docs"\}\.\n\nThis thread ran before and stopped: it ended failed: /);
-    expect(user).toMatch(/<<<DATA [0-9a-f]{24}\n\[turn 1\] Status first\.\n→ git_status \{\}\n✓ git_status: .*\nended .*: failed, 1 step\(s\): .*answered 500.*\nDATA [0-9a-f]{24}>>>/);
+    expect(user).toMatch(/<<<DATA [0-9a-f]{24}\n\[turn 1\] README first\.\n→ read_file \{"path":"README\.md"\}\n✓ read_file: .*\nended .*: failed, 1 step\(s\), failure: model_error: .*answered 500.*\nDATA [0-9a-f]{24}>>>/);
     expect(user).toMatch(/do not repeat calls that already succeeded\.\nThe person resuming it says: the upstream is back$/);
 
     const lines = await readThread(served.root, failed.id);
-    expect(types(lines)).toEqual(['thread', 'turn', 'call:git_status', 'result:git_status', 'end', 'resume', 'turn', 'end']);
+    expect(types(lines)).toEqual(['thread', 'turn', 'call:read_file', 'result:read_file', 'end', 'resume', 'turn', 'end']);
     expect(lines[5]).toMatchObject({ type: 'resume', client: 'local', model: 'gpt-4o-mini', message: 'the upstream is back' });
     expect(lines[6]).toMatchObject({ type: 'turn', turn: 2 });
     expect(existsSync(path.join(served.root, THREADS_DIR, `${failed.id}.lock`))).toBe(false);
@@ -151,11 +151,11 @@ describe('threads over MCP', () => {
     (await client.callTool({ name: 'execute', arguments: { item_type: 'directive', ...args } }, undefined, onprogress ? { onprogress } : {})) as Result;
 
   it('sends each line of a run as progress while it runs', async () => {
-    served.llm.replyOnce(openAiStream(['[TOOL: git_status {}]']), openAiStream(['Reviewed.']));
+    served.llm.replyOnce(openAiStream(['[TOOL: read_file {"path": "README.md"}]']), openAiStream(['Reviewed.']));
     const progress: string[] = [];
     const result = await execute({ action: 'run', item_id: 'review_changes' }, (p) => progress.push(p.message ?? ''));
     expect(result.structuredContent).toMatchObject({ status: 'completed', result: 'Reviewed.' });
-    expect(progress).toEqual(['→ git_status {}', expect.stringMatching(/^✓ git_status: /), '[turn 2] Reviewed.', expect.stringMatching(/^ended .*: completed, 1 step\(s\)$/)]);
+    expect(progress).toEqual(['→ read_file {"path":"README.md"}', expect.stringMatching(/^✓ read_file: /), '[turn 2] Reviewed.', expect.stringMatching(/^ended .*: completed, 1 step\(s\)$/)]);
   }, 60_000);
 
   it('runs in the background with async, followed with stream and status; cancel stops it', async () => {

@@ -111,11 +111,12 @@ describe('a directive run as a thread', () => {
 
     const listed: string[] = [];
     expect(await runCli(['threads', 'list', '--project', served.root], { env, cwd: served.root, io: { out: (l) => listed.push(l), err: () => undefined } })).toBe(0);
-    expect(listed[0]).toMatch(new RegExp(`^${id}  \\S+  review_changes  completed, 3 step\\(s\\)  \\(kiwi-demo, client local\\)$`));
+    expect(listed[0]).toMatch(new RegExp(`^${id}  \\S+  review_changes  completed, 3 step\\(s\\), failure: denied  \\(kiwi-demo, client local\\)$`));
     const shown: string[] = [];
     expect(await runCli(['threads', 'show', id, '--project', served.root], { env, cwd: served.root, io: { out: (l) => shown.push(l), err: () => undefined } })).toBe(0);
     expect(shown[0]).toMatch(/^thread .*: directive review_changes \{\} on kiwi-demo/);
-    expect(shown.at(-1)).toMatch(/^ended .*: completed, 3 step\(s\)$/);
+    // The demo's last call was denied before its answer: the run counts as ended on that failure.
+    expect(shown.at(-1)).toMatch(/^ended .*: completed, 3 step\(s\), failure: denied$/);
     expect((await listThreads(served.root)).map((t) => t.header.id)).toContain(id);
     expect(readFileSync(path.join(served.root, THREADS_DIR, `${id}.jsonl`), 'utf8').split('\n').filter(Boolean).length).toBe(shown.length);
   }, 60_000);

@@ -6,12 +6,14 @@ import { threadLineText } from '../../threads/thread-text.js';
 import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
 import { projectOptions } from '../project-options.js';
+import { annealCommand } from './directives-anneal.js';
+import { listDirectives } from './directives-list.js';
 import { progressLine } from './index-tools.js';
 
 /** A turn's text is printed whole; arguments, results and reasons as one line of at most 200 characters. */
 export const SHOWN = { turn: Number.POSITIVE_INFINITY, item: 200 };
 
-const USAGE = 'kiwi directives run NAME [--input KEY=VALUE]... [--model M] [--json] [--project DIR]';
+const USAGE = 'kiwi directives run NAME [--input KEY=VALUE]... [--model M] [--json]  |  list [--json]  |  anneal NAME [--thread ID] [--model M] [--json]   [--project DIR]';
 
 /**
  * `kiwi directives run`: a directive as a thread on this project, here (no server needed): the
@@ -20,9 +22,19 @@ const USAGE = 'kiwi directives run NAME [--input KEY=VALUE]... [--model M] [--js
  * outcome. Exit codes: 0 completed, 1 failed or cancelled.
  */
 export async function directivesCommand(ctx: CliContext): Promise<number> {
-  const { values, positionals } = parseFlags(ctx.argv, { input: { type: 'string', multiple: true as const }, model: { type: 'string' }, json: { type: 'boolean' }, project: { type: 'string' } }, USAGE);
+  const { values, positionals } = parseFlags(
+    ctx.argv,
+    { input: { type: 'string', multiple: true as const }, model: { type: 'string' }, thread: { type: 'string' }, json: { type: 'boolean' }, project: { type: 'string' } },
+    USAGE,
+  );
   const [action, name, ...rest] = positionals;
-  if (action !== 'run' || name === undefined || rest.length > 0) throw new UsageError(`usage: ${USAGE}`);
+  if (action === 'list' && name === undefined) return listDirectives(ctx, values);
+  if ((action !== 'run' && action !== 'anneal') || name === undefined || rest.length > 0) throw new UsageError(`usage: ${USAGE}`);
+  if (action === 'anneal') {
+    if (values.input !== undefined) throw new UsageError('--input is for run: annealing learns from the failed threads, which have their inputs');
+    return annealCommand(ctx, name, values);
+  }
+  if (values.thread !== undefined) throw new UsageError('--thread is for anneal');
   const inputs = parseInputs(values.input ?? []);
   const log = (line: string): void => ctx.io.err(`kiwi: ${line}`);
   const gateway = await openGateway({ ...projectOptions(ctx, values), log, onIndexProgress: progressLine(ctx), unattended: true, ...(ctx.signal ? { signal: ctx.signal } : {}) });
@@ -54,7 +66,7 @@ function parseInputs(pairs: string[]): Record<string, string> {
 /** Prints how a thread ended; the exit code: 0 completed, 1 otherwise. */
 export function printOutcome(ctx: CliContext, outcome: ThreadOutcome, json: boolean): number {
   if (json) ctx.io.out(JSON.stringify(outcome, null, 2));
-  else ctx.io.out(`thread ${outcome.id}: ${outcome.status}${outcome.limit ? ` (stopped by the ${outcome.limit} limit)` : ''}, ${outcome.steps_taken} step(s); \`kiwi threads show ${outcome.id}\` has its transcript`);
+  else ctx.io.out(`thread ${outcome.id}: ${outcome.status}${outcome.limit ? ` (stopped by the ${outcome.limit} limit)` : ''}, ${outcome.steps_taken} step(s)${outcome.failure ? `, failure: ${outcome.failure}` : ''}; \`kiwi threads show ${outcome.id}\` has its transcript`);
   return outcome.status === 'completed' ? 0 : 1;
 }
 

@@ -30,7 +30,7 @@ export async function threadsCommand(ctx: CliContext): Promise<number> {
     const threads = await listThreads(root);
     if (values.json) ctx.io.out(JSON.stringify(threads));
     else if (threads.length === 0) ctx.io.out('no threads yet; `kiwi directives run NAME` starts one');
-    else for (const t of threads) ctx.io.out(`${t.header.id}  ${t.header.started_at}  ${t.header.directive}  ${t.end ? `${t.end.status}, ${t.end.steps_taken} step(s)` : t.running ? 'running' : 'cut short (`kiwi threads resume ID` goes on)'}  (${t.header.model}, client ${t.header.client})`);
+    else for (const t of threads) ctx.io.out(`${t.header.id}  ${t.header.started_at}  ${t.header.directive}  ${t.end ? `${t.end.status}, ${t.end.steps_taken} step(s)${t.end.failure ? `, failure: ${t.end.failure}` : ''}` : t.running ? 'running' : 'cut short (`kiwi threads resume ID` goes on)'}  (${t.header.model}, client ${t.header.client})`);
     return 0;
   }
   if (action === 'resume' && id !== undefined && rest.length === 0) return resume(ctx, id, values);

@@ -2,7 +2,8 @@ import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
 import { Agent, buildConnector } from 'undici';
 import { KiwiError } from '../errors.js';
-import { inCidr, parseCidr, parseIp, type Cidr } from './ip-address.js';
+import { inCidr, parseIp, type Cidr } from './ip-address.js';
+import { normalHostName, parseAllowEntry } from './private-allowance.js';
 import { embeddedIpv4, specialRange } from './special-addresses.js';
 
 /**
@@ -32,20 +33,6 @@ export interface AddressGuard {
 }
 
 const POLICY_FILE = '.ai/config/policy.yaml';
-
-/** A host name as the policy and the URL parser may both write it: lower case, no trailing dot. */
-export function normalHostName(name: string): string {
-  return name.toLowerCase().replace(/\.$/, '');
-}
-
-/** Whether an `allow_private` entry is an address, a CIDR range or a host name; null when it is none. */
-export function parseAllowEntry(entry: string): { cidr: Cidr } | { name: string } | null {
-  const cidr = parseCidr(entry);
-  if (cidr !== null) return { cidr };
-  if (entry.includes('/') || isIP(entry) !== 0) return null;
-  const name = normalHostName(entry);
-  return /^(?=.{1,253}$)([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*$/.test(name) ? { name } : null;
-}
 
 export function createAddressGuard(options: AddressGuardOptions = {}): AddressGuard {
   const names = new Set<string>();

@@ -63,11 +63,17 @@ export function createAddressGuard(options: AddressGuardOptions = {}): AddressGu
       const found = isIP(host) === 0 ? `${host} resolves to ${address}, ${what}` : `${address} is ${what}`;
       const entry = isIP(host) === 0 ? normalHostName(host) : address;
       return (
-        `${found}; a host that neither the tool's manifest nor the policy names may only be a public address. ` +
+        `${found}; a host that a call's arguments or a redirect chose may only be a public address. ` +
         `If tools may reach it, add "${entry}" (or the range "${special.range}") to network.allow_private in ${POLICY_FILE}`
       );
     }
     return null;
+  }
+
+  /** The refusal for an IP-literal host (with or without brackets); null for a name, which is checked as it resolves. */
+  function literalRefusal(hostname: string): string | null {
+    const host = hostname.replace(/^\[(.*)\]$/, '$1');
+    return isIP(host) === 0 ? null : refusal(host, [host]);
   }
 
   function denied(host: string, reason: string, address?: string): KiwiError {
@@ -91,10 +97,9 @@ export function createAddressGuard(options: AddressGuardOptions = {}): AddressGu
   function connector(timeout: number): buildConnector.connector {
     const connect = buildConnector({ timeout, lookup: checkedLookup });
     return (opts, callback) => {
-      const host = opts.hostname.replace(/^\[(.*)\]$/, '$1');
-      const reason = isIP(host) === 0 ? null : refusal(host, [host]);
+      const reason = literalRefusal(opts.hostname);
       if (reason !== null) {
-        queueMicrotask(() => callback(denied(host, reason, host), null));
+        queueMicrotask(() => callback(denied(opts.hostname, reason, opts.hostname), null));
         return;
       }
       connect(opts, callback);
@@ -102,10 +107,7 @@ export function createAddressGuard(options: AddressGuardOptions = {}): AddressGu
   }
 
   return {
-    checkLiteral(url) {
-      const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
-      return isIP(host) === 0 ? null : refusal(host, [host]);
-    },
+    checkLiteral: (url) => literalRefusal(url.hostname),
     agent(connectTimeoutMs) {
       let agent = agents.get(connectTimeoutMs);
       if (agent === undefined) {

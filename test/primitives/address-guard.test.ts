@@ -30,7 +30,7 @@ describe('address guard: hosts chosen by someone other than the author', () => {
     const { url, port, seen } = await ok();
     const error = await failure(client().request({ method: 'GET', url: `${url}/x`, guard: {} }), 'POLICY_DENIED');
     expect(error.message).toBe(
-      `GET http://127.0.0.1:${port}/x was refused: 127.0.0.1 is a loopback address (127.0.0.0/8); a host that neither the tool's manifest nor the policy names may only be a public address. ` +
+      `GET http://127.0.0.1:${port}/x was refused: 127.0.0.1 is a loopback address (127.0.0.0/8); a host that a call's arguments or a redirect chose may only be a public address. ` +
         'If tools may reach it, add "127.0.0.1" (or the range "127.0.0.0/8") to network.allow_private in .ai/config/policy.yaml',
     );
     expect(seen).toEqual([]);

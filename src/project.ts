@@ -10,6 +10,7 @@ import { createMcpClientPool, type McpClientPool } from './mcp/client-pool.js';
 import { loadPolicyFile } from './policy/policy-file.js';
 import type { PermissionContext } from './policy/permission-context.js';
 import { createRateLimiter } from './policy/rate-limiter.js';
+import { createAddressGuard } from './primitives/address-guard.js';
 import { createHttpClient, type HttpClient } from './primitives/http-client.js';
 import { openSandbox } from './primitives/sandbox.js';
 import { createToolProxy, type CallSource, type ToolProxy } from './proxy/tool-proxy.js';
@@ -57,12 +58,15 @@ export async function openProject(options: ProjectOptions): Promise<Project> {
   const audit = createAuditLog({ dir: auditDir, sessionId: session });
   const { network = [], secrets = {}, ...sandboxSettings } = policy.sandbox ?? { mode: 'auto' as const };
   const sandbox = { sandbox: await openSandbox(sandboxSettings), root, writeGlobs: policy.rules.fsWrite, networkTools: network, toolSecrets: secrets };
+  // Where agent-steered requests and redirects may go: public addresses, and the private ones the policy allows.
+  const addressGuard = createAddressGuard({ allowPrivate: policy.network?.allowPrivate ?? [] });
   const mcp = createMcpClientPool({
+    addressGuard,
     baseEnv: pickDefined(options.env, ['PATH', 'HOME']),
     // A server outlives the call that starts it, so it gets the policy's own secret grants, not a call's.
     sandbox: { sandbox: sandbox.sandbox, grantFor: (server) => grantFor(sandbox, server, [policy.rules.fsSecrets]) },
   });
-  const http = createHttpClient();
+  const http = createHttpClient({ addressGuard });
   const proxy = createToolProxy({
     tools: registry.tools,
     items: { directives: registry.directives, knowledge: registry.knowledge },
@@ -87,6 +91,7 @@ export async function openProject(options: ProjectOptions): Promise<Project> {
     checkpoints,
     async close() {
       await Promise.allSettled([mcp.close(), http.close()]);
+      await addressGuard.close();
       await audit.close();
     },
   };

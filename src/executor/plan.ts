@@ -6,6 +6,7 @@ import type { McpServerSpec } from '../mcp/client-pool.js';
 import { buildChildEnv } from '../primitives/subprocess.js';
 import type { Tool } from '../registry/types.js';
 import type { ResolvedChain } from './chain.js';
+import { authorHost } from './author-host.js';
 import { httpConfigForm, mcpServerConfigForm, subprocessConfigForm } from './config-forms.js';
 import { parseJsonPath } from './json-path.js';
 import type { ExecutionPlan, HttpPlan, McpPlan, SubprocessPlan, ThreadPlan } from './plan-types.js';
@@ -131,6 +132,7 @@ function planHttp(tool: Tool, chain: ResolvedChain, args: Record<string, unknown
   const config = parseConfig(HttpConfig, httpConfigForm(chain.config, tool), tool, 'http_client');
   const scope: SubstitutionScope = { params: args, env: ctx.env, where: `tool ${tool.id}: config.url_template` };
   const url = substitute(config.url_template, scope, encodeURIComponent);
+  const author = authorHost(config.url_template, scope, url);
   const headers: Record<string, string> = {};
   for (const [k, v] of Object.entries(config.headers)) headers[k] = substitute(v, { ...scope, where: `tool ${tool.id}: config.headers.${k}` });
   let body: string | undefined;
@@ -152,6 +154,8 @@ function planHttp(tool: Tool, chain: ResolvedChain, args: Record<string, unknown
       headersTimeoutMs: config.timeout_ms,
       bodyTimeoutMs: config.timeout_ms,
       maxResponseBytes: config.max_response_bytes,
+      // The manifest's own host is reached as written; any other host, an argument's or a redirect's, only at a public address.
+      guard: author === undefined ? {} : { authorHost: author },
     },
     ...(t ? { transform: { ...(t.pick ? { pick: t.pick } : {}), ...(t.path ? { path: t.path } : {}), ...(t.fields ? { fields: t.fields } : {}), ...(t.max_items ? { maxItems: t.max_items } : {}) } } : {}),
     paths,

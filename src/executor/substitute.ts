@@ -27,6 +27,11 @@ export function substitute(template: string, scope: SubstitutionScope, encode: (
   });
 }
 
+/** Fills only the `${ENV}` placeholders, leaving every `{param}` as written: the template as its author and the operator made it. */
+export function substituteEnv(template: string, scope: Omit<SubstitutionScope, 'params'>): string {
+  return template.replace(TOKEN, (match, envName?: string, envDefault?: string) => (envName === undefined ? match : envValue(envName, envDefault, { ...scope, params: {} })));
+}
+
 /** The names of `{param}` placeholders a template uses. */
 export function placeholders(template: string): string[] {
   const names: string[] = [];

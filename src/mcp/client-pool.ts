@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { throwIfAborted } from '../abort.js';
 import { KiwiError } from '../errors.js';
+import { createAddressGuard, type AddressGuard } from '../primitives/address-guard.js';
 import { toCallResult, type McpCallResult } from './call-result.js';
 import { openMcpConnection, type McpConnection, type McpServerSandbox } from './connection.js';
 import { classifyCallError } from './mcp-errors.js';
@@ -31,6 +32,8 @@ export interface McpClientPoolOptions {
   sandbox?: McpServerSandbox;
   /** Called when a server announces `tools/list_changed`, e.g. to re-index its tools. */
   onToolsChanged?: (server: string) => void;
+  /** Checks where HTTP servers redirect to (default: a guard that allows no private address); the caller closes the one it gives. */
+  addressGuard?: AddressGuard;
 }
 
 export interface McpClientPool {
@@ -53,6 +56,7 @@ const optionsSchema = z.strictObject({
   baseEnv: z.record(z.string(), z.string()).optional(),
   sandbox: z.custom<McpServerSandbox>((value) => typeof value === 'object' && value !== null && 'sandbox' in value && typeof (value as McpServerSandbox).grantFor === 'function', 'must be { sandbox, grantFor }').optional(),
   onToolsChanged: z.custom<(server: string) => void>((value) => typeof value === 'function', 'must be a function').optional(),
+  addressGuard: z.custom<AddressGuard>((value) => typeof value === 'object' && value !== null && typeof (value as AddressGuard).agent === 'function', 'must be an AddressGuard from createAddressGuard()').optional(),
 });
 
 const argsSchema = z.record(z.string(), z.unknown());
@@ -85,6 +89,8 @@ export function createMcpClientPool(options: McpClientPoolOptions = {}): McpClie
   const maxMessageBytes = options.maxMessageBytes ?? Math.max(4 * maxResultBytes, 4 * MIB);
   const now = options.now ?? Date.now;
   const baseEnv = options.baseEnv ?? pickEnv(['PATH', 'HOME']);
+  const ownGuard = options.addressGuard === undefined ? createAddressGuard() : undefined;
+  const addressGuard = options.addressGuard ?? (ownGuard as AddressGuard);
 
   const entries = new Map<string, Entry>();
   const closing = new Set<{ name: string; done: Promise<void> }>();
@@ -109,6 +115,7 @@ export function createMcpClientPool(options: McpClientPoolOptions = {}): McpClie
         connectTimeoutMs,
         maxMessageBytes,
         baseEnv,
+        addressGuard,
         ...(options.sandbox ? { sandbox: options.sandbox } : {}),
         signal: AbortSignal.any([poolAbort.signal, abort.signal]),
         onSpawn(pid) {
@@ -274,6 +281,7 @@ export function createMcpClientPool(options: McpClientPoolOptions = {}): McpClie
       poolAbort.abort();
       for (const entry of [...entries.values()]) void retire(entry);
       await Promise.all([...closing].map((record) => record.done));
+      await ownGuard?.close();
     },
 
     stats() {

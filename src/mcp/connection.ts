@@ -4,6 +4,8 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { KiwiError } from '../errors.js';
+import type { AddressGuard } from '../primitives/address-guard.js';
+import { createGuardedFetch } from '../primitives/guarded-fetch.js';
 import type { Sandbox, SandboxGrant } from '../primitives/sandbox.js';
 import { createCappedFetch, createEventCappedFetch, isMessageTooLarge } from './capped-fetch.js';
 import { connectError } from './mcp-errors.js';
@@ -33,6 +35,8 @@ export interface ConnectionOptions {
   baseEnv: Record<string, string>;
   /** When set, a stdio child is spawned inside this sandbox. */
   sandbox?: McpServerSandbox;
+  /** Checks the hosts an HTTP server redirects to (its own host is reached as written). */
+  addressGuard: AddressGuard;
   onSpawn(pid: number): void;
   /** Called once, when the connection ends for any reason (crash included). */
   onClose(connection: McpConnection): void;
@@ -66,11 +70,16 @@ export async function openMcpConnection(spec: McpServerSpec, options: Connection
   const ended = new Promise<void>((resolve) => (markEnded = resolve));
 
   const stdio = spec.transport === 'stdio' ? stdioTransport(spec, options) : undefined;
+  // The server's URL is the author's (a manifest, the gateway's config; never a call's arguments), so its
+  // own host is reached as written. The SDK follows redirects only within that origin (its default
+  // redirectPolicy 'same-origin'); should a hop ever leave it (an option, an upgrade, OAuth discovery),
+  // the guard lets it reach public addresses only.
+  const baseFetch = spec.transport === 'stdio' ? undefined : createGuardedFetch(options.addressGuard, new URL(spec.url).host);
   const http =
     spec.transport === 'http'
       ? new StreamableHTTPClientTransport(new URL(spec.url), {
           requestInit: { headers: { ...spec.headers } },
-          fetch: createCappedFetch(options.maxMessageBytes),
+          fetch: createCappedFetch(options.maxMessageBytes, baseFetch),
         })
       : undefined;
   // The older HTTP+SSE transport (Kiwi's `transport: sse`): answers arrive on the GET stream, so each event is capped there.
@@ -78,7 +87,7 @@ export async function openMcpConnection(spec: McpServerSpec, options: Connection
     spec.transport === 'sse'
       ? new SSEClientTransport(new URL(spec.url), {
           requestInit: { headers: { ...spec.headers } },
-          fetch: createEventCappedFetch(options.maxMessageBytes),
+          fetch: createEventCappedFetch(options.maxMessageBytes, baseFetch),
         })
       : undefined;
   const transport = stdio ?? http ?? sse;

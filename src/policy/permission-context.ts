@@ -58,6 +58,8 @@ export interface PermissionContext {
   label: string;
   /** The policy file's `sandbox` setting; only the root context (the policy file) carries it. */
   sandbox?: SandboxPolicy;
+  /** The policy file's `network`; only the root context carries it. */
+  network?: NetworkPolicy;
   /** The policy file's `hooks`, compiled; only the root context carries them. */
   hooks?: readonly LoadedHook[];
   /** The policy file's `approvals`; only the root context carries them. */
@@ -72,6 +74,15 @@ export interface PermissionContext {
 export interface SandboxPolicy extends Omit<SandboxSettings, 'warn'> {
   network: string[];
   secrets: Record<string, string[]>;
+}
+
+/**
+ * Where outbound requests may go. A host the project's author wrote (a manifest's URL, an MCP
+ * server's, a webhook's) is reached as written; any other (an agent's argument, a redirect) only
+ * at public addresses, unless `allowPrivate` (host names, addresses, CIDR ranges) names it.
+ */
+export interface NetworkPolicy {
+  allowPrivate: string[];
 }
 
 /** Rules that allow nothing. */

@@ -12,6 +12,7 @@ import { parseDocument } from 'yaml';
 import { z } from 'zod';
 import { throwIfAborted } from '../abort.js';
 import { KiwiError } from '../errors.js';
+import { parseAllowEntry } from '../primitives/private-allowance.js';
 import { readCappedFile } from '../read-capped-file.js';
 import { APPROVAL_FIELDS, approvalsSchema, HOOK_FIELDS, loadPolicyHooks, policyHooksSchema, toApprovalRules } from './policy-hooks.js';
 import { createPermissionContext, emptyRules, type PermissionContext, type PermissionRules, type RateLimit, type SandboxPolicy } from './permission-context.js';
@@ -31,6 +32,9 @@ const commandRule = z.strictObject({
   subcommands: z.array(name).optional(),
   deny_args: z.array(name.refine(isRegExp, { message: 'must be a valid regular expression (JavaScript syntax, `u` flag)' })).optional(),
   allow_flags: z.array(name.refine((f) => f.startsWith('-'), { message: 'must start with `-` (e.g. "--oneline" or "--format=*")' })).optional(),
+});
+const privateHost = name.refine((entry) => parseAllowEntry(entry) !== null, {
+  message: 'must be a host name ("db.internal"), an IP address ("10.0.0.5") or a CIDR range ("10.0.0.0/8", "fd00::/8"); no wildcards, URLs or ports',
 });
 const policySchema = z.strictObject({
   version: z.literal(1, 'must be 1 (write `version: 1`)'),
@@ -53,6 +57,7 @@ const policySchema = z.strictObject({
         .optional(),
     })
     .optional(),
+  network: z.strictObject({ allow_private: z.array(privateHost).optional() }).optional(),
   hooks: policyHooksSchema.optional(),
   approvals: approvalsSchema.optional(),
   rate_limits: z
@@ -64,7 +69,8 @@ type PolicyYaml = z.infer<typeof policySchema>;
 
 /** Fields each mapping may hold, for "unknown field" messages; keys are paths with list indexes as `[]` and per_tool keys as `*`. */
 const FIELDS: Record<string, string[]> = {
-  '': ['version', 'tools', 'filesystem', 'commands', 'mcp', 'sandbox', 'hooks', 'approvals', 'rate_limits'],
+  '': ['version', 'tools', 'filesystem', 'commands', 'mcp', 'sandbox', 'network', 'hooks', 'approvals', 'rate_limits'],
+  network: ['allow_private'],
   'hooks[]': HOOK_FIELDS,
   'hooks[].directive': ['name', 'inputs'],
   approvals: APPROVAL_FIELDS,
@@ -125,7 +131,8 @@ export function parsePolicy(text: string, file: string, root: string): Permissio
   }
   const context = createPermissionContext(root, toRules(parsed.data), `policy ${file}`);
   const hooks = loadPolicyHooks(parsed.data.hooks ?? [], doc, text, file);
-  return Object.freeze({ ...context, sandbox: toSandboxPolicy(parsed.data.sandbox), hooks, approvals: toApprovalRules(parsed.data.approvals) });
+  const network = { allowPrivate: parsed.data.network?.allow_private ?? [] };
+  return Object.freeze({ ...context, sandbox: toSandboxPolicy(parsed.data.sandbox), network, hooks, approvals: toApprovalRules(parsed.data.approvals) });
 }
 
 function toSandboxPolicy(s: PolicyYaml['sandbox']): SandboxPolicy {

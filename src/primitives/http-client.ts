@@ -2,6 +2,7 @@ import { Agent, type Dispatcher } from 'undici';
 import { z } from 'zod';
 import { throwIfAborted } from '../abort.js';
 import { KiwiError } from '../errors.js';
+import { createAddressGuard, type AddressGuard } from './address-guard.js';
 import { decoderFor, discard, excerpt, flattenHeaders, readUpTo, release } from './http-response-body.js';
 import { retryHeaders } from './retry-headers.js';
 import { createSseDecoder, DEFAULT_MAX_EVENT_BYTES, type SseEvent } from './sse-parser.js';
@@ -9,7 +10,8 @@ import { createSseDecoder, DEFAULT_MAX_EVENT_BYTES, type SseEvent } from './sse-
 /**
  * The `http_client` primitive: one HTTP request over undici with per-phase timeouts, a response
  * size cap enforced while the body streams, cancellation, and redirects followed by hand so that
- * every hop passes the scheme check and the caller's `checkUrl` (an SSRF guard) again.
+ * every hop passes the scheme check, the caller's `checkUrl` and, for a request that asks for it,
+ * the address guard (address-guard.ts) again.
  */
 
 export interface HttpRequest {
@@ -29,6 +31,12 @@ export interface HttpRequest {
   maxRedirects?: number;
   /** Called for the first URL and again for every redirect target; return a reason string to refuse. */
   checkUrl?: (url: URL) => string | null;
+  /**
+   * Set when someone other than the project's author may choose where the request goes (an
+   * agent's arguments, a server's redirect): every hop whose host (with its port) is not
+   * `authorHost` goes only to addresses the client's address guard accepts.
+   */
+  guard?: { authorHost?: string };
   /** stream() only: cap on one SSE event, default 1 MiB. */
   maxEventBytes?: number;
   /**
@@ -83,6 +91,7 @@ const requestSchema = z.object({
   maxResponseBytes: z.number().int().positive().optional(),
   maxRedirects: z.number().int().min(0).max(20).optional(),
   maxEventBytes: z.number().int().positive().optional(),
+  guard: z.strictObject({ authorHost: z.string().min(1).optional() }).optional(),
 });
 
 type Plan = Omit<HttpRequest, 'url' | 'headers' | 'maxResponseBytes'> &
@@ -197,13 +206,29 @@ function tooLarge(p: Plan, url: URL, detail: string): KiwiError {
   );
 }
 
-export function createHttpClient(options: { dispatcher?: Dispatcher } = {}): HttpClient {
+export interface HttpClientOptions {
+  /** Serves every hop the address guard does not (see HttpRequest.guard). */
+  dispatcher?: Dispatcher;
+  /** Checks the hops of guarded requests; default a guard that allows no private address. The caller closes the one it gives. */
+  addressGuard?: AddressGuard;
+}
+
+export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
   // undici sets the connect timeout per pool, so each distinct value gets its own Agent; in
   // practice that is one Agent per client, and connections are reused across requests.
   const agents = new Map<number, Agent>();
+  let ownGuard: AddressGuard | undefined;
   let closed = false;
 
-  function dispatcherFor(p: Plan): Dispatcher {
+  function guardFor(p: Plan, url: URL): AddressGuard | undefined {
+    if (p.guard === undefined || url.host === p.guard.authorHost) return undefined;
+    return options.addressGuard ?? (ownGuard ??= createAddressGuard());
+  }
+
+  function dispatcherFor(p: Plan, url: URL): Dispatcher {
+    // A guarded hop never uses a connection opened without the guard, nor an injected dispatcher.
+    const guard = guardFor(p, url);
+    if (guard !== undefined) return guard.agent(p.connectTimeoutMs);
     if (options.dispatcher !== undefined) return options.dispatcher;
     let agent = agents.get(p.connectTimeoutMs);
     if (agent === undefined) {
@@ -213,13 +238,17 @@ export function createHttpClient(options: { dispatcher?: Dispatcher } = {}): Htt
     return agent;
   }
 
-  function refuse(p: Plan, url: URL, chain: URL[]): void {
-    const reason = p.checkUrl?.(url) ?? null;
-    if (reason === null) return;
+  /** `chain`: the hops before `url`. */
+  function refused(p: Plan, url: URL, chain: URL[], reason: string, details?: Record<string, unknown>): KiwiError {
     const via = chain.length > 0 ? ` (redirected from ${chain.map(shown).join(' → ')})` : '';
-    throw new KiwiError('POLICY_DENIED', `${p.method} ${shown(url)} was refused${via}: ${reason}`, {
-      details: { url: shown(url), reason, chain: chain.map(shown) },
+    return new KiwiError('POLICY_DENIED', `${p.method} ${shown(url)} was refused${via}: ${reason}`, {
+      details: { ...details, url: shown(url), reason, chain: chain.map(shown) },
     });
+  }
+
+  function refuse(p: Plan, url: URL, chain: URL[]): void {
+    const reason = p.checkUrl?.(url) ?? guardFor(p, url)?.checkLiteral(url) ?? null;
+    if (reason !== null) throw refused(p, url, chain, reason);
   }
 
   /** Sends the request, following redirects; returns the final response with its body unread. */
@@ -234,7 +263,7 @@ export function createHttpClient(options: { dispatcher?: Dispatcher } = {}): Htt
     for (;;) {
       let res: Response;
       try {
-        res = await dispatcherFor(p).request({
+        res = await dispatcherFor(p, url).request({
           origin: url.origin,
           path: `${url.pathname}${url.search}`,
           method,
@@ -245,6 +274,8 @@ export function createHttpClient(options: { dispatcher?: Dispatcher } = {}): Htt
           bodyTimeout: p.bodyTimeoutMs,
         });
       } catch (error) {
+        // The guard refused the address a name resolved to, as the connection was opened.
+        if (error instanceof KiwiError && error.code === 'POLICY_DENIED') throw refused(p, url, chain.slice(0, -1), error.message, error.details);
         throw toKiwiError(error, p, url, 'request');
       }
       const location = res.headers.location;
@@ -360,7 +391,7 @@ export function createHttpClient(options: { dispatcher?: Dispatcher } = {}): Htt
       closed = true;
       const all = [...agents.values()];
       agents.clear();
-      await Promise.all(all.map((agent) => agent.close()));
+      await Promise.all([...all.map((agent) => agent.close()), ownGuard?.close()]);
     },
   };
 }

@@ -125,7 +125,11 @@ async function sendWebhook(http: HttpClient, url: string, event: HookEvent, sign
       headersTimeoutMs: WEBHOOK_TIMEOUT_MS,
       bodyTimeoutMs: WEBHOOK_TIMEOUT_MS,
       maxResponseBytes: WEBHOOK_MAX_RESPONSE_BYTES,
+      // The URL is the policy author's (policy.yaml only; directives cannot name webhooks), so its host
+      // is reached as written, private or not. Redirects are not followed; were they, any other host
+      // would be checked by the address guard like an agent's.
       maxRedirects: 0,
+      guard: { authorHost: new URL(url).host },
       ...(signal ? { signal } : {}),
     });
     if (response.status >= 200 && response.status < 300) return undefined;

@@ -132,7 +132,7 @@ describe('parsePolicy: clear errors', () => {
 
   it('an unknown top-level field', () => {
     expect(policyError('version: 1\ntool: [a]\n')).toBe(
-      '.ai/config/policy.yaml: unknown field `tool` at top level; allowed fields are version, tools, filesystem, commands, mcp, sandbox, hooks, approvals, rate_limits (check the spelling)',
+      '.ai/config/policy.yaml: unknown field `tool` at top level; allowed fields are version, tools, filesystem, commands, mcp, sandbox, network, hooks, approvals, rate_limits (check the spelling)',
     );
   });
 
@@ -182,6 +182,25 @@ describe('parsePolicy: clear errors', () => {
   it('fields left out allow nothing', () => {
     const ctx = parsePolicy('version: 1\n', 'p.yaml', root);
     expect(ctx.rules).toEqual({ tools: [], fsRead: [], fsWrite: [], fsSecrets: [], commands: [], mcpTools: [], mcpPathArgs: {}, rateLimits: { perTool: {} } });
+  });
+});
+
+describe('parsePolicy: network', () => {
+  it('allows no private host by default, and reads names, addresses and ranges', () => {
+    expect(parsePolicy('version: 1\n', 'p.yaml', root).network).toEqual({ allowPrivate: [] });
+    const text = 'version: 1\nnetwork:\n  allow_private: ["10.0.0.0/8", "internal.example", "fd00::/8", "127.0.0.1"]\n';
+    expect(parsePolicy(text, 'p.yaml', root).network).toEqual({ allowPrivate: ['10.0.0.0/8', 'internal.example', 'fd00::/8', '127.0.0.1'] });
+  });
+
+  it('refuses an unknown field and an entry that is not a host, an address or a range, saying what is allowed', () => {
+    expect(policyError('version: 1\nnetwork: { allow_privat: [x] }\n')).toBe(
+      '.ai/config/policy.yaml: unknown field `allow_privat` at field `network`; allowed fields are allow_private (check the spelling)',
+    );
+    for (const bad of ['10.0.0.0/40', 'http://db.internal', '*.internal', 'db.internal:5432', '2130706433']) {
+      expect(policyError(`version: 1\nnetwork: { allow_private: ["${bad}"] }\n`), bad).toBe(
+        '.ai/config/policy.yaml: field `network.allow_private[0]` must be a host name ("db.internal"), an IP address ("10.0.0.5") or a CIDR range ("10.0.0.0/8", "fd00::/8"); no wildcards, URLs or ports',
+      );
+    }
   });
 });
 

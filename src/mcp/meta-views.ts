@@ -4,6 +4,7 @@ import type { Project } from '../project.js';
 import type { Directive, Knowledge, Tool } from '../registry/types.js';
 import { parametersSchema } from '../resolver/llm-argument-filler.js';
 import { directiveSteps } from '../registry/directive-steps.js';
+import { knowledgeFields } from '../registry/item-tools.js';
 import { displayPath } from './meta-common.js';
 
 // `execute` reads the steps from here, as it reads the other views.
@@ -47,17 +48,9 @@ export function directiveView(project: Project, directive: Directive): Record<st
 }
 
 export function knowledgeView(project: Project, entry: Knowledge): Record<string, unknown> {
-  return {
-    id: entry.id,
-    title: entry.title,
-    entry_type: entry.entryType,
-    version: entry.version,
-    ...(entry.category !== undefined ? { category: entry.category } : {}),
-    tags: entry.tags,
-    signed: entry.signature !== null,
-    source: { tier: entry.source.tier, path: displayPath(project, entry.source.path, entry.source.tier) },
-    content: entry.body,
-  };
+  const { content, ...fields } = knowledgeFields(entry);
+  // The content last: a client reads the fields before the long part.
+  return { ...fields, signed: entry.signature !== null, source: { tier: entry.source.tier, path: displayPath(project, entry.source.path, entry.source.tier) }, content };
 }
 
 /** Front matter and body, as the entry reads in its file (without the signature line). */

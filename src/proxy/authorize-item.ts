@@ -8,7 +8,7 @@
 import { KiwiError } from '../errors.js';
 import type { ToolResult } from '../executor/plan-types.js';
 import { checkTool } from '../policy/permission-context.js';
-import { directiveTool, knowledgeTool } from '../registry/item-tools.js';
+import { directiveTool, knowledgeFields, knowledgeTool } from '../registry/item-tools.js';
 import { checkToolName } from '../registry/tool-name.js';
 import type { Knowledge, Tool } from '../registry/types.js';
 import { checkInputs } from '../threads/thread-inputs.js';
@@ -56,16 +56,7 @@ export async function authorizeItem(call: ToolCall & { item: 'directive' | 'know
 
 /** The entry as an agent reads it: its title, then its body; the fields as data. */
 function knowledgeResult(entry: Knowledge): ToolResult {
-  const data = {
-    id: entry.id,
-    title: entry.title,
-    entry_type: entry.entryType,
-    version: entry.version,
-    ...(entry.category !== undefined ? { category: entry.category } : {}),
-    tags: entry.tags,
-    content: entry.body,
-  };
-  return { text: `# ${entry.title}\n\n${entry.body.replace(/^\n+/, '')}`, data, isError: false };
+  return { text: `# ${entry.title}\n\n${entry.body.replace(/^\n+/, '')}`, data: knowledgeFields(entry), isError: false };
 }
 
 function known(items: ReadonlyMap<string, unknown> | undefined): string {

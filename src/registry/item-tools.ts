@@ -74,3 +74,16 @@ export function callableItems(
   for (const k of knowledge) if (!tools.has(k.id) && !out.has(k.id)) out.set(k.id, { kind: 'knowledge', id: k.id, tool: knowledgeTool(k) });
   return out;
 }
+
+/** A knowledge entry's fields as data (its content included), as MCP `load` and a knowledge call answer them. */
+export function knowledgeFields(entry: Knowledge): Record<string, unknown> {
+  return {
+    id: entry.id,
+    title: entry.title,
+    entry_type: entry.entryType,
+    version: entry.version,
+    ...(entry.category !== undefined ? { category: entry.category } : {}),
+    tags: entry.tags,
+    content: entry.body,
+  };
+}

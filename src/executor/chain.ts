@@ -1,5 +1,6 @@
 import { KiwiError } from '../errors.js';
 import { PRIMITIVES, type PrimitiveId, type Tool } from '../registry/types.js';
+import { isPlainObject } from '../plain-object.js';
 
 /** A tool's executor chain, from the tool itself down to the primitive that runs it. */
 export interface ResolvedChain {
@@ -82,10 +83,6 @@ export function mergeConfig(base: Record<string, unknown>, over: Record<string, 
     out[key] = isPlainObject(prior) && isPlainObject(value) ? mergeConfig(prior, value) : value;
   }
   return out;
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 /** Checks every tool's chain; returns one message per broken tool. */

@@ -7,6 +7,7 @@ import { namedTool, normalizeIntent } from '../resolver/resolver.js';
 import type { Resolution, StagedResolver, ToolCallSpec } from '../resolver/types.js';
 import type { PrefetchCache, PrefetchEntry, Speculation } from './prefetch-cache.js';
 import type { PrefetchCounters } from './types.js';
+import { isPlainObject } from '../plain-object.js';
 
 export interface PrefetchingResolverDeps {
   resolver: StagedResolver;
@@ -246,8 +247,4 @@ export function sameAnswer(a: Resolution, b: Resolution): boolean {
   if (a.status === 'resolved' && b.status === 'resolved') return a.call.tool === b.call.tool && canonicalJson(a.call.arguments) === canonicalJson(b.call.arguments);
   if (a.status === 'unresolved' && b.status === 'unresolved') return a.candidates[0]?.tool === b.candidates[0]?.tool && canonicalJson(a.missing) === canonicalJson(b.missing);
   return false;
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }

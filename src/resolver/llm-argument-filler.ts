@@ -5,6 +5,7 @@ import { validateArgs } from '../executor/validate-args.js';
 import { createHttpClient, type HttpClient } from '../primitives/http-client.js';
 import type { Tool, ToolParameter } from '../registry/types.js';
 import { MAX_INTENT_CHARS, type FilledArguments } from './fill-args.js';
+import { isPlainObject } from '../plain-object.js';
 
 /**
  * The optional generative backend for argument filling: asks an OpenAI-compatible chat server
@@ -127,10 +128,6 @@ function jsonInText(text: string): unknown {
   } catch {
     return undefined;
   }
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 export function createLlmArgumentFiller(options: LlmArgumentFillerOptions): LlmArgumentFiller {

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { KiwiError } from '../errors.js';
@@ -242,13 +243,41 @@ export async function listThreads(root: string, limit = 50): Promise<ThreadSumma
     .slice(0, limit);
   const out: ThreadSummary[] = [];
   for (const { id } of newest) {
-    const lines = await readThread(root, id);
-    const header = lines[0];
+    const { header, last } = await readEdges(threadFile(root, id));
     if (header?.type !== 'thread') continue;
-    const last = lines.at(-1);
     out.push(last?.type === 'end' ? { header, end: last, running: false } : { header, running: isThreadRunning(root, id) });
   }
   return out;
+}
+
+/** A line is at most this long (its text is capped when written), so the edges of a file hold its first and last lines. */
+const EDGE_BYTES = 1024 * 1024;
+
+/** A thread's first and last lines, read from the ends of its file: `list` never reads a long transcript whole. */
+async function readEdges(file: string): Promise<{ header?: ThreadLine; last?: ThreadLine }> {
+  const handle = await open(file, 'r').catch(() => undefined);
+  if (handle === undefined) return {};
+  try {
+    const { size } = await handle.stat();
+    const read = async (at: number, length: number): Promise<string> => {
+      const buffer = Buffer.alloc(length);
+      const { bytesRead } = await handle.read(buffer, 0, length, at);
+      return buffer.subarray(0, bytesRead).toString('utf8');
+    };
+    const head = (await read(0, Math.min(size, EDGE_BYTES))).split('\n');
+    const tail = size <= EDGE_BYTES ? head : (await read(size - EDGE_BYTES, EDGE_BYTES)).split('\n').slice(1); // its first piece may be a line cut in two
+    const parse = (line: string | undefined): ThreadLine | undefined => {
+      try {
+        return line === undefined || line === '' ? undefined : (JSON.parse(line) as ThreadLine);
+      } catch {
+        return undefined; // torn by a crash
+      }
+    };
+    const last = tail.filter((l) => l !== '').at(-1);
+    return { header: parse(head[0]), last: parse(last) };
+  } finally {
+    await handle.close();
+  }
 }
 
 function capped(record: ThreadRecord): ThreadRecord {

@@ -1,0 +1,43 @@
+import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createThreadWriter, listThreads, THREADS_DIR, type ThreadHeader } from '../../src/threads/thread-store.js';
+
+/** `kiwi threads list` reads a thread's first and last lines from the ends of its file, however long it is. */
+
+let root: string;
+beforeEach(() => {
+  root = mkdtempSync(path.join(tmpdir(), 'kiwi-thread-store-'));
+});
+afterEach(() => {
+  rmSync(root, { recursive: true, force: true });
+});
+
+const header = (id: string): ThreadHeader => ({ type: 'thread', id, directive: 'd', inputs: {}, model: 'm', client: 'local', depth: 1, started_at: new Date().toISOString() });
+
+describe('listThreads', () => {
+  it("finds a long transcript's end, and tells a thread cut short (a torn last line, no lock) from a running one", async () => {
+    const long = '0195aaaa-bbbb-4ccc-8ddd-eeeeffff4000';
+    const w = createThreadWriter(root, header(long));
+    for (let turn = 1; turn <= 40; turn++) w.append({ type: 'turn', turn, text: `é${'x'.repeat(60_000)}` });
+    w.append({ type: 'end', status: 'completed', result: 'done', steps_taken: 0, ended_at: new Date().toISOString() });
+    w.close();
+
+    const torn = '0195aaaa-bbbb-4ccc-8ddd-eeeeffff4001';
+    createThreadWriter(root, header(torn)).close();
+    appendFileSync(path.join(root, THREADS_DIR, `${torn}.jsonl`), '{"type":"turn","turn":1,"te');
+
+    const running = '0195aaaa-bbbb-4ccc-8ddd-eeeeffff4002';
+    const open = createThreadWriter(root, header(running));
+    try {
+      const byId = new Map((await listThreads(root)).map((t) => [t.header.id, t]));
+      expect(byId.get(long)).toMatchObject({ end: { status: 'completed', result: 'done' }, running: false });
+      expect(byId.get(torn)).toMatchObject({ running: false });
+      expect(byId.get(torn)?.end).toBeUndefined();
+      expect(byId.get(running)).toMatchObject({ running: true });
+    } finally {
+      open.close();
+    }
+  });
+});

@@ -146,7 +146,7 @@ async function collectText(provider: ChatProvider, request: Parameters<ChatProvi
 /** `review.md` 1.0.1 → `review.v1.0.1.md`, in the same folder; a `.vX` already in the name is replaced, not repeated. */
 export function besideFile(old: string, version: string): string {
   const base = path.basename(old, '.md').replace(/\.v\d+(?:\.\d+)*$/, '');
-  return path.join(path.dirname(old), `${base}.v${version.replace(/^v/, '')}.md`);
+  return path.join(path.dirname(old), `${base}.v${version.trim().replace(/^v/, '')}.md`);
 }
 
 function changeSummary(old: Directive, next: Directive, oldText: string, newText: string): string[] {

@@ -76,5 +76,6 @@ export async function help(ctx: MetaContext, args: { topic?: HelpTopic | undefin
   const given = helpSignal(args.action, args.message ?? '');
   if (given.message === '') throw new KiwiError('INVALID_INPUT', `action "${args.action}" needs a message: say what is wrong, what a person must decide, or what is done`);
   const outcome = await ctx.project.proxy.help({ session: ctx.session, client: ctx.caller.client, source: 'mcp', ...(ctx.caller.context ? { context: ctx.caller.context } : {}), ...(signal ? { signal } : {}) }, given);
+  if (outcome.refused !== undefined) throw new KiwiError('RATE_LIMITED', `the ${given.action} signal was not recorded: ${outcome.refused}`);
   return textResult(helpReplyText(given.action, outcome, 'mcp'), { action: given.action, message: given.message, call_id: outcome.callId, ...(outcome.checkpoint ? { checkpoint: outcome.checkpoint } : {}), ...(outcome.notes.length > 0 ? { notes: outcome.notes } : {}) });
 }

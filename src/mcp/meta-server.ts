@@ -125,7 +125,8 @@ export function createMetaServer(deps: MetaServerDeps): McpServer {
         'With action "stuck", "escalate" or "checkpoint" and a message, it signals the people running this project instead (audited; their hooks see it). ' +
         'Example: {"action": "escalate", "message": "the migration would drop a table; a person must decide"}',
       inputSchema: helpShape,
-      annotations: { readOnlyHint: true, openWorldHint: false },
+      // A signal writes an audit record, may take a checkpoint and fires hooks (webhooks): not read-only, never destructive.
+      annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: false },
     },
     (args, extra) => guard(() => help(ctx, args, extra.signal)),
   );

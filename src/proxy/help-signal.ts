@@ -27,6 +27,8 @@ export interface HelpOutcome {
   directives: { name: string; inputs: Record<string, string> }[];
   /** A `checkpoint` signal's git checkpoint, when checkpoints are on. */
   checkpoint?: string;
+  /** Why the signal was not taken (the rate limit): nothing but its denial was recorded. */
+  refused?: string;
 }
 
 export function isHelpAction(value: string): value is HelpAction {
@@ -45,6 +47,7 @@ export function helpSignal(action: HelpAction, message: string): HelpSignal {
  * the thread (its message is the thread's result); over MCP the caller's own client decides.
  */
 export function helpReplyText(action: HelpAction, outcome: HelpOutcome, where: 'thread' | 'mcp'): string {
+  if (outcome.refused !== undefined) return `Your "${action}" signal was not recorded: ${outcome.refused}. Go on without it, or finish with what you have.`;
   const asked = outcome.directives.map((d) => `A hook of the policy asks you to run the directive ${d.name}${Object.keys(d.inputs).length === 0 ? '' : ` with inputs ${JSON.stringify(d.inputs)}`} next.`);
   const saved = outcome.checkpoint ? `, and the work tree is saved as git checkpoint ${outcome.checkpoint.slice(0, 12)} (\`kiwi checkpoints restore\` brings it back)` : '';
   const what =

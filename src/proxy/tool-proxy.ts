@@ -259,6 +259,12 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
     const t0 = now();
     const request: ToolCall = { ...caller, tool: HELP_TOOL };
     const args = { action: signal.action, message: signal.message };
+    // Each signal writes a record and may take a checkpoint and send webhooks: signals are rate-limited as calls are.
+    const rate = deps.rateLimiter.take(callContext(deps.context, caller.context), HELP_TOOL, caller.client);
+    if (!rate.allowed) {
+      deps.audit.append({ ts: startedAt, session: caller.session, client: caller.client, call_id: callId, tool: HELP_TOOL, args, decision: 'deny', reason: rate.reason, duration_ms: 0, source: caller.source, help: signal.action });
+      return { callId, notes: [], directives: [], refused: rate.reason };
+    }
     const checkpoint = signal.action === 'checkpoint' && deps.checkpoints ? await deps.checkpoints.before({ tool: HELP_TOOL, callId, session: caller.session }, caller.signal) : undefined;
     const fired = await fireCallHooks(hookDeps, request, 'help', { code: signal.action, detail: { message: signal.message }, args, tool: undefined, event: args });
     deps.audit.append({

@@ -37,6 +37,8 @@ hooks:
     directive: { name: unstick, inputs: { why: "\${event.message}" } }
   - when: event.name == "help"
     annotate: an agent signalled
+rate_limits:
+  per_client: { max: 20, per_ms: 60000 }
 `;
 
 beforeAll(async () => {
@@ -79,6 +81,7 @@ async function records(session: string) {
 }
 
 const caller = { session: 'help-test', client: 'tester', source: 'thread' as const };
+
 
 describe('a help signal on the tool proxy', () => {
   it('is audited as tool help with its action and message, and fires the hooks: an escalation sends the webhook the event', async () => {
@@ -159,5 +162,18 @@ describe('a help intent', () => {
     expect(parseHelpIntent('help me find the config file')).toBeUndefined();
     expect(parseHelpIntent('help stuckness: x')).toBeUndefined();
     expect(parseHelpIntent('read_file {"path": "help stuck: x"}')).toBeUndefined();
+  });
+});
+
+describe('help signals and the rate limit', () => {
+  it('are counted as calls: past the client\'s limit a signal is refused, its denial audited, and the agent told', async () => {
+    const spammer = { session: 'help-spam', client: 'spammer', source: 'thread' as const };
+    for (let i = 0; i < 20; i++) expect((await project.proxy.help(spammer, { action: 'stuck', message: `try ${i}` })).refused).toBeUndefined();
+    const refused = await project.proxy.help(spammer, { action: 'checkpoint', message: 'one too many' });
+    expect(refused.refused).toMatch(/spammer/);
+    expect(refused.checkpoint).toBeUndefined();
+    await project.audit.flush();
+    const last = (await readAuditTail({ dir: project.auditDir, limit: 200 })).filter((r) => r.session === 'help-spam').at(-1);
+    expect(last).toMatchObject({ tool: 'help', help: 'checkpoint', decision: 'deny', reason: refused.refused });
   });
 });

@@ -142,6 +142,8 @@ export function createPrefetchDispatcher(deps: PrefetchDispatcherDeps): Prefetch
   /** Starts `call` speculatively when it is read-only and not already running; false when no more may start. */
   function startSpeculation(entry: PrefetchEntry, call: ToolCallSpec): boolean {
     const { tool, arguments: args } = call;
+    // A directive runs a thread and a knowledge read costs nothing: neither is worth running ahead, even when a tool shares its name.
+    if (call.item !== undefined) return true;
     const known = deps.tools.get(tool);
     if (known?.mutatesState !== false || known.requiresApproval) return true; // unknown counts as mutating
     if (!cache.canSpeculate()) return false;

@@ -218,7 +218,7 @@ export function createPrefetchingResolver(deps: PrefetchingResolverDeps): Prefet
   }
 
   async function runReal(request: ToolCall, proxy: CallingProxy): Promise<CallOutcome> {
-    if (deps.tools.get(request.tool)?.mutatesState === false) return proxy.call(request);
+    if (request.item === undefined && deps.tools.get(request.tool)?.mutatesState === false) return proxy.call(request);
     cache.mutationStarted();
     try {
       return await proxy.call(request);
@@ -229,7 +229,8 @@ export function createPrefetchingResolver(deps: PrefetchingResolverDeps): Prefet
 
   async function callThrough(request: ToolCall, proxy: CallingProxy): Promise<CallOutcome> {
     const args = request.args ?? {};
-    const claimed = isPlainObject(args) ? claim({ tool: request.tool, arguments: args }, { session: request.session, ...(request.signal ? { signal: request.signal } : {}) }, true) : undefined;
+    // Only tools are run ahead: a directive or knowledge call that shares a tool's name never takes that tool's result.
+    const claimed = request.item === undefined && isPlainObject(args) ? claim({ tool: request.tool, arguments: args }, { session: request.session, ...(request.signal ? { signal: request.signal } : {}) }, true) : undefined;
     if (claimed) {
       const c = await claimed;
       // Checked (the request's own permission context included) and audited as this call, marked as reusing the speculation.

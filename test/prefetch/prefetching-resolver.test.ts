@@ -193,6 +193,19 @@ describe('prefetching resolver: speculative calls', () => {
     expect(counters.speculativeUsed).toBe(1);
   });
 
+  it('never hands a tool\'s speculative result to a directive or knowledge call of the same name', async () => {
+    const { counters, resolver, prefetch } = setup();
+    const entry = await prefetch('I will look up the web domain of "Oscorp".');
+    const speculation = entry!.speculations[0]!;
+    await speculation.outcome;
+    const asDirective = { ...gatewayCall('lookup_company_domain', { company: 'Oscorp' }), item: 'directive' as const };
+    const outcome = await resolver.callThrough(asDirective, world.project.proxy);
+    // Run for real as what it names: this project has no such directive.
+    expect(outcome).toMatchObject({ status: 'error', error: { code: 'TOOL_NOT_FOUND' } });
+    expect(counters.speculativeUsed).toBe(0);
+    expect(speculation.state).not.toBe('used');
+  });
+
   it('takeSpeculation gives a result only for exactly the same tool and canonical arguments', async () => {
     const { counters, resolver, prefetch } = setup();
     const entry = await prefetch('I will look up the web domain of "Wayne Enterprises".');

@@ -31,7 +31,7 @@ Usage:
   kiwi directives run NAME [--input K=V]... [--model M]   run a directive as a thread here: its tools only, its limits, the model its tier maps to
   kiwi directives list                  the directives, each version that runs and the older ones beside it
   kiwi directives anneal NAME [--thread ID] [--model M]   a new signed version beside the old, written by the model from its failed threads
-  kiwi threads list|show ID|follow ID|resume ID  the directive threads (.ai/threads/) and their transcripts, one followed live, or one that stopped resumed
+  kiwi threads list|show ID|follow ID|resume ID|cancel ID  the directive threads (.ai/threads/): their transcripts, one followed live, one that stopped resumed, one a gateway runs cancelled
   kiwi sign FILE... | kiwi verify FILE...   write / check the kiwi-mcp:validated signature line
   kiwi audit tail [-n N] [--session ID]     the latest audited calls, allowed and denied
   kiwi checkpoints list|diff ID [--stat] [--parent]|restore ID [--dry-run]   git checkpoints taken before state-changing calls; restore puts files back (and can be undone)

@@ -250,6 +250,21 @@ describe("a thread's call that needs a person", () => {
     await expect.poll(async () => (await readThread(served.root, id)).at(-1), { timeout: 10_000 }).toMatchObject({ type: 'end', status: 'cancelled', error: `thread ${id} was cancelled through its execution ${execution}` });
   }, 60_000);
 
+  it('`kiwi threads cancel` stops it through the gateway it runs on', async () => {
+    served.llm.replyOnce(openAiStream(['Shipping. [TOOL: ship_release {"version": "2.5.0"}]']));
+    const id = await served.gateway.threads.background({ start: { directive: 'ship', client: 'local' } });
+    await waitingStep(id);
+    const cancelled = await cli(['threads', 'cancel', id, '--url', served.server.url]);
+    expect(cancelled.code).toBe(0);
+    expect(cancelled.out).toMatch(new RegExp(`^cancelled: thread ${id} \\(execution [0-9a-f-]{36}\\)`));
+    await expect.poll(async () => (await readThread(served.root, id)).at(-1), { timeout: 10_000 }).toMatchObject({ type: 'end', status: 'cancelled' });
+    // Ended now: nothing runs under its id any more.
+    const again = await cli(['threads', 'cancel', id, '--url', served.server.url]);
+    expect(again.code).not.toBe(0);
+    expect(again.out).toMatch(`the gateway runs no thread ${id} now`);
+    expect((await cli(['threads', 'cancel', '../x', '--url', served.server.url])).out).toMatch(/"..\/x" is not a thread id/);
+  }, 60_000);
+
   it('is refused at once where no one can answer (kiwi directives run, in-process)', async () => {
     served.llm.replyOnce(openAiStream(['Shipping. [TOOL: ship_release {"version": "3.0.0"}]']), openAiStream(['Could not ship.']));
     const run = await cli(['directives', 'run', 'ship', '--project', served.root]);

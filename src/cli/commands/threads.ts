@@ -1,7 +1,11 @@
 import { abortableDelay } from '../../abort.js';
 import { LOCAL_CLIENT } from '../../clients/client-auth.js';
 import { openGateway } from '../../gateway/open-gateway.js';
-import { listThreads, readThread, type ThreadLine, type ThreadRecord } from '../../threads/thread-store.js';
+import { KiwiError } from '../../errors.js';
+import { TERMINAL_STATUSES, type ExecutionStatus } from '../../kernel/types.js';
+import { listThreads, readThread, threadFile, type ThreadLine, type ThreadRecord } from '../../threads/thread-store.js';
+import { clientKey, defaultGatewayBase } from '../gateway-address.js';
+import { createKernelClient } from '../kernel-client.js';
 import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
 import { projectOptions } from '../project-options.js';
@@ -9,7 +13,7 @@ import { threadLineText } from '../../threads/thread-text.js';
 import { printOutcome, printRecord, SHOWN } from './directives.js';
 import { progressLine } from './index-tools.js';
 
-const USAGE = 'kiwi threads list | show ID | follow ID | resume ID [--message TEXT] [--model M]   [--json] [--project DIR]';
+const USAGE = 'kiwi threads list | show ID | follow ID | resume ID [--message TEXT] [--model M] | cancel ID [--url URL] [--key KEY]   [--json] [--project DIR]';
 
 /** How often `follow` looks at the transcript again. */
 const FOLLOW_MS = 250;
@@ -18,14 +22,17 @@ const FOLLOW_MS = 250;
  * `kiwi threads …`: the directive threads of this project (`.ai/threads/`), newest first, one's
  * transcript, or one followed live: what it writes is printed as it is written, until its end
  * (or Ctrl-C; a thread cut short by a crash never ends). `resume` goes on with one that stopped,
- * here, as `kiwi directives run` runs one.
+ * here, as `kiwi directives run` runs one. `cancel` stops one a running gateway runs, through the
+ * kernel: each run of a thread there is an execution labelled with the thread's id.
  */
 export async function threadsCommand(ctx: CliContext): Promise<number> {
-  const flags = { json: { type: 'boolean' }, project: { type: 'string' }, message: { type: 'string' }, model: { type: 'string' } } as const;
+  const flags = { json: { type: 'boolean' }, project: { type: 'string' }, message: { type: 'string' }, model: { type: 'string' }, url: { type: 'string' }, key: { type: 'string' } } as const;
   const { values, positionals } = parseFlags(ctx.argv, flags, USAGE);
   const [action, id, ...rest] = positionals;
   const root = projectOptions(ctx, values).projectDir;
   if ((values.message !== undefined || values.model !== undefined) && action !== 'resume') throw new UsageError(`--message and --model are for resume; usage: ${USAGE}`);
+  if ((values.url !== undefined || values.key !== undefined) && action !== 'cancel') throw new UsageError(`--url and --key are for cancel; usage: ${USAGE}`);
+  if (action === 'cancel' && id !== undefined && rest.length === 0) return cancel(ctx, id, values);
   if (action === 'list' && id === undefined) {
     const threads = await listThreads(root);
     if (values.json) ctx.io.out(JSON.stringify(threads));
@@ -64,5 +71,21 @@ async function resume(ctx: CliContext, id: string, values: { message?: string; m
     return printOutcome(ctx, outcome, values.json === true);
   } finally {
     await gateway.close();
+  }
+}
+
+/** The running execution labelled with the thread's id, cancelled through the gateway's /v0. */
+async function cancel(ctx: CliContext, id: string, values: { url?: string; key?: string }): Promise<number> {
+  threadFile('.', id); // refuses what is not a thread id before anything is sent
+  const kernel = createKernelClient(values.url ?? defaultGatewayBase(ctx.env), clientKey(values.key ?? ctx.env['KIWI_API_KEY']), ctx.signal);
+  try {
+    const page = (await kernel.get(`/v0/executions?label=${encodeURIComponent(`thread:${id}`)}&limit=50`)) as { executions: { id: string; status: string }[] };
+    const live = page.executions.find((e) => !TERMINAL_STATUSES.has(e.status as ExecutionStatus));
+    if (live === undefined) throw new KiwiError('NOT_FOUND', `the gateway runs no thread ${id} now (\`kiwi threads show ${id}\` says how it ended; a thread run by \`kiwi directives run\` stops with Ctrl-C)`);
+    await kernel.post(`/v0/executions/${encodeURIComponent(live.id)}/cancel`, {});
+    ctx.io.out(`cancelled: thread ${id} (execution ${live.id}); its transcript ends once it has stopped`);
+    return 0;
+  } finally {
+    await kernel.close();
   }
 }

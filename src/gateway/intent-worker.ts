@@ -153,7 +153,7 @@ export function createIntentWorker(deps: IntentWorkerDeps): IntentWorker {
     handled++;
     const reply = await help(given, signal);
     if (signal.aborted) return true;
-    deps.push({ type: 'help', index, intent, action: given.action, message: given.message, text: reply.text, ...(reply.checkpoint ? { checkpoint: reply.checkpoint } : {}) });
+    deps.push({ type: 'help', index, intent, action: given.action, message: given.message, text: reply.text, ...(reply.checkpoint ? { checkpoint: reply.checkpoint } : {}), ...(reply.stop !== undefined ? { stop: reply.stop } : {}) });
     turn.items.push({ kind: 'note', intent, text: reply.text });
     stopped ??= reply.stop;
     return true;

@@ -103,7 +103,7 @@ export type LoopEvent =
    */
   | { type: 'approval'; index: number; callId: string; tool: string; reason: string; timeoutMs: number; stepId: string; executionId: string }
   /** A help signal the loop answered itself (LoopHelp): nothing was resolved or run; `text` is what the agent was told. */
-  | { type: 'help'; index: number; intent: string; action: HelpAction; message: string; text: string; checkpoint?: string }
+  | { type: 'help'; index: number; intent: string; action: HelpAction; message: string; text: string; checkpoint?: string; stop?: string }
   /** No call was made; `reason` is what the agent was told. */
   | { type: 'unresolved'; index: number; intent: string; reason: string; missing: string[]; candidates: string[] }
   /** What the call returned (execute mode). `text` is already capped to `maxResultChars`. */

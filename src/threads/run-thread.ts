@@ -276,7 +276,7 @@ async function drive(deps: ThreadDeps, setup: Setup, run: Run, start: Pick<Threa
           ? {
               help: async (given, signal) => {
                 const outcome = await signalHelp({ ...caller, signal }, given);
-                return { text: helpReplyText(given.action, outcome, 'thread'), ...(outcome.checkpoint ? { checkpoint: outcome.checkpoint } : {}), ...(given.action === 'escalate' ? { stop: 'not run: the agent escalated (help escalate) before this intent, so the thread ended' } : {}) };
+                return { text: helpReplyText(given.action, outcome, 'thread'), ...(outcome.checkpoint ? { checkpoint: outcome.checkpoint } : {}), ...(given.action === 'escalate' && outcome.refused === undefined ? { stop: 'not run: the agent escalated (help escalate) before this intent, so the thread ended' } : {}) };
               },
             }
           : {}),
@@ -315,7 +315,8 @@ async function drive(deps: ThreadDeps, setup: Setup, run: Run, start: Pick<Threa
         case 'help':
           endTurn();
           record({ type: 'help', action: event.action, message: event.message, ...(event.checkpoint ? { checkpoint: event.checkpoint } : {}) });
-          if (event.action === 'escalate') return end('escalated', {}, event.message);
+          // Only an escalation that was taken ends the thread; one refused (the rate limit) leaves the agent to go on.
+          if (event.stop !== undefined) return end('escalated', {}, event.message);
           break;
         case 'finish':
           return end('completed', event.limit ? { limit: event.limit } : {});

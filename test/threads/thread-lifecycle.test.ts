@@ -44,7 +44,9 @@ beforeAll(async () => {
       // A hook that starts review_changes whenever word_count ran, with an input from the event.
       const policy = path.join(root, '.ai', 'config', 'policy.yaml');
       const hook = '  - when: event.name == "after_call" and tool.id == "word_count"\n    directive: { name: review_changes, inputs: { focus: "${arguments.path}" } }\n';
-      writeFileSync(policy, readFileSync(policy, 'utf8').replace(/^hooks:\n/m, `hooks:\n${hook}`));
+      // One help signal a minute per client: the second is refused.
+      const limited = readFileSync(policy, 'utf8').replace('per_tool: { "*": { max: 60, per_ms: 60000 } }', 'per_tool: { help: { max: 1, per_ms: 60000 }, "*": { max: 60, per_ms: 60000 } }');
+      writeFileSync(policy, limited.replace(/^hooks:\n/m, `hooks:\n${hook}`));
       // A tool that needs a person, and a directive that may call it.
       const tools = path.join(root, '.ai', 'tools', 'project');
       writeFileSync(path.join(tools, 'ship.mjs'), "let s = ''; process.stdin.on('data', (c) => (s += c)); process.stdin.on('end', () => process.stdout.write(`shipped ${JSON.parse(s).version}`));\n");
@@ -269,6 +271,21 @@ describe("a thread's call that needs a person", () => {
     served.llm.replyOnce(openAiStream(['Shipping. [TOOL: ship_release {"version": "3.0.0"}]']), openAiStream(['Could not ship.']));
     const run = await cli(['directives', 'run', 'ship', '--project', served.root]);
     expect(run.out).toMatch(/✗ denied: ship_release: .*this caller cannot ask a person \(only a chat, an MCP call or a thread on a running gateway can\)/);
+  }, 60_000);
+});
+
+describe('a help signal refused by the rate limit', () => {
+  it('does not end the thread as escalated: the agent is told it was not recorded and goes on', async () => {
+    served.llm.replyOnce(
+      openAiStream(['[TOOL: help stuck: the config is missing]']),
+      openAiStream(['[TOOL: help escalate: a person must decide]']),
+      openAiStream(['Finished without a person.']),
+    );
+    const before = served.llm.requests.length;
+    const outcome = await served.gateway.threads.run({ directive: 'review_changes', client: 'limited-helper' });
+    expect(outcome).toMatchObject({ status: 'completed', result: 'Finished without a person.' });
+    const third = served.llm.requests[before + 2]?.body as { messages: { content: string }[] };
+    expect(third.messages.at(-1)?.content).toMatch(/Your "escalate" signal was not recorded: .*rate limit for tool `help`/);
   }, 60_000);
 });
 

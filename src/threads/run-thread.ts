@@ -309,9 +309,6 @@ async function drive(deps: ThreadDeps, setup: Setup, run: Run, start: Pick<Threa
           endTurn();
           record({ type: 'unresolved', intent: event.intent, reason: event.reason });
           break;
-        case 'approval':
-          record({ type: 'approval', tool: event.tool, step_id: event.stepId, reason: event.reason });
-          break;
         case 'help':
           endTurn();
           record({ type: 'help', action: event.action, message: event.message, ...(event.checkpoint ? { checkpoint: event.checkpoint } : {}) });

@@ -20,9 +20,9 @@ export interface GatewayThreads {
    * `cancel`led, or when the gateway closes.
    */
   background(job: { start: ThreadStart } | { resume: ThreadResume }): Promise<string>;
-  /** Cancels a thread this gateway runs in the background; false when it runs none of that id. */
+  /** Cancels a thread this gateway runs (in the background or for a caller that waits); false when it runs none of that id. */
   cancel(id: string): boolean;
-  /** Cancels every background thread and waits for their ends to be written. */
+  /** Cancels every thread this gateway runs and waits for their ends to be written. */
   close(): Promise<void>;
 }
 
@@ -57,24 +57,39 @@ export function createGatewayThreads(deps: {
     steps: deps.steps,
     ...(deps.journal ? { journal: deps.journal } : {}),
   };
-  const run = (start: ThreadStart): Promise<ThreadOutcome> => runThread(threadDeps, start);
-  const resume = (r: ThreadResume): Promise<ThreadOutcome> => resumeThread(threadDeps, r);
-
+  // Every thread this gateway runs, by id, from its first line to its end: `cancel` and `close` reach each.
   const running = new Map<string, { controller: AbortController; done: Promise<unknown> }>();
+  const tracked = (job: { start: ThreadStart } | { resume: ThreadResume }, signal: AbortSignal | undefined): Promise<ThreadOutcome> => {
+    const controller = new AbortController();
+    const both = signal === undefined ? controller.signal : AbortSignal.any([signal, controller.signal]);
+    const given = 'start' in job ? job.start.onStart : job.resume.onStart;
+    let id: string | undefined;
+    const entry = { controller, done: Promise.resolve() as Promise<unknown> };
+    const onStart = (started: string): void => {
+      id = started;
+      running.set(started, entry);
+      given?.(started);
+    };
+    const outcome = ('start' in job ? runThread(threadDeps, { ...job.start, signal: both, onStart }) : resumeThread(threadDeps, { ...job.resume, signal: both, onStart })).finally(() => {
+      if (id !== undefined) running.delete(id);
+    });
+    entry.done = outcome.catch(() => undefined);
+    return outcome;
+  };
+  const run = (start: ThreadStart): Promise<ThreadOutcome> => tracked({ start }, start.signal);
+  const resume = (r: ThreadResume): Promise<ThreadOutcome> => tracked({ resume: r }, r.signal);
+
+  // Counted from the request on, not from the first line: starts that are still being admitted count too.
+  let inBackground = 0;
   const background: GatewayThreads['background'] = (job) => {
-    if (running.size >= MAX_BACKGROUND) return Promise.reject(new KiwiError('RATE_LIMITED', `${MAX_BACKGROUND} threads already run in the background; wait for one to end (\`kiwi threads list\`)`));
-    const entry = { controller: new AbortController(), done: Promise.resolve() as Promise<unknown> };
+    if (inBackground >= MAX_BACKGROUND) return Promise.reject(new KiwiError('RATE_LIMITED', `${MAX_BACKGROUND} threads already run in the background; wait for one to end (\`kiwi threads list\`)`));
+    inBackground++;
     return new Promise<string>((started, refused) => {
-      const onStart = (id: string): void => {
-        running.set(id, entry);
-        started(id);
-      };
       // Not the caller's signal: the thread outlives the request that started it.
-      const signal = entry.controller.signal;
-      entry.done = ('start' in job ? run({ ...job.start, signal, onStart }) : resume({ ...job.resume, signal, onStart })).then(
-        (outcome) => running.delete(outcome.id),
-        refused, // thrown before onStart: it never began
-      );
+      const withStart = 'start' in job ? { start: { ...job.start, onStart: started } } : { resume: { ...job.resume, onStart: started } };
+      tracked(withStart, undefined)
+        .then(undefined, refused) // thrown before its first line: it never began (after it, a no-op)
+        .finally(() => inBackground--);
     });
   };
 

@@ -289,6 +289,38 @@ describe('a help signal refused by the rate limit', () => {
   }, 60_000);
 });
 
+describe('the threads a gateway runs', () => {
+  it('counts background starts from the request on: of 17 asked for at once, 16 start and one is refused', async () => {
+    const stall = { recording: openAiStream(['Waiting…', ' more']), stallAfterChunks: 2 };
+    served.llm.replyOnce(...Array.from({ length: 16 }, () => stall));
+    const asked = served.llm.requests.length;
+    const starts = await Promise.allSettled(Array.from({ length: 17 }, () => served.gateway.threads.background({ start: { directive: 'review_changes', client: 'local' } })));
+    const refused = starts.filter((s): s is PromiseRejectedResult => s.status === 'rejected');
+    expect(refused).toHaveLength(1);
+    expect(String(refused[0]?.reason)).toMatch(/16 threads already run in the background/);
+    await served.llm.request(asked + 15); // every one that started is waiting on its upstream
+    await served.gateway.threads.close();
+    for (const s of starts) if (s.status === 'fulfilled') expect((await readThread(served.root, s.value)).at(-1)).toMatchObject({ type: 'end', status: 'cancelled' });
+  }, 60_000);
+
+  it('cancels a thread whose caller waits for it, over MCP too', async () => {
+    served.llm.replyOnce({ recording: openAiStream(['Waiting…', ' more']), stallAfterChunks: 2 });
+    const asked = served.llm.requests.length;
+    let id = '';
+    const running = served.gateway.threads.run({ directive: 'review_changes', client: 'local', onStart: (started) => (id = started) });
+    await served.llm.request(asked);
+    const client = new Client({ name: 'thread-life-cancel', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${served.server.url}/mcp`)));
+    try {
+      const r = (await client.callTool({ name: 'execute', arguments: { item_type: 'directive', action: 'cancel', item_id: id } })) as { structuredContent?: Record<string, unknown> };
+      expect(r.structuredContent).toMatchObject({ status: 'cancelling' });
+    } finally {
+      await client.close();
+    }
+    expect(await running).toMatchObject({ id, status: 'cancelled', error: `thread ${id} was cancelled` });
+  }, 60_000);
+});
+
 describe('background threads at shutdown', () => {
   it('are cancelled, and their ends written, before the gateway closes', async () => {
     served.llm.replyOnce({ recording: openAiStream(['Still thinking…', ' more']), stallAfterChunks: 2 });

@@ -8,6 +8,7 @@ import { signText } from '../registry/signature.js';
 import type { Directive, Registry } from '../registry/types.js';
 import { classifyThread } from '../threads/failure-class.js';
 import { listThreads, readThread } from '../threads/thread-store.js';
+import { directiveModel, findDirective } from '../threads/run-thread.js';
 import { annealProblems, droppedPermissions } from './anneal-check.js';
 import { annealMessages, extractDirectiveFile, FILE_END, FILE_START, nextVersion, type FailedRun } from './anneal-prompt.js';
 
@@ -59,14 +60,9 @@ const MAX_THREADS_SCANNED = 500;
 const MAX_ANSWER_CHARS = 1024 * 1024;
 
 export async function annealDirective(deps: AnnealDeps, options: AnnealOptions): Promise<AnnealOutcome> {
-  const directive = deps.registry.directives.get(options.name);
-  if (directive === undefined) {
-    const known = [...deps.registry.directives.keys()];
-    throw new KiwiError('NOT_FOUND', `no directive ${JSON.stringify(options.name)}; the directives are ${known.length === 0 ? '(none)' : known.join(', ')}`);
-  }
+  const directive = findDirective(deps.registry.directives, options.name);
   const runs = options.thread === undefined ? await recentFailures(deps.root, directive) : [await namedFailure(deps.root, directive, options.thread)];
-  const model = options.model ?? deps.tierModel(directive.modelTier);
-  if (model === undefined) throw new KiwiError('INVALID_INPUT', `directive ${directive.name} asks for the model tier ${JSON.stringify(directive.modelTier ?? 'default')}, which .ai/config/gateway.yaml does not map; add it to model_tiers, or pass --model`);
+  const model = directiveModel(deps.tierModel, directive, { model: options.model });
   if (model === DEMO_MODEL_ID) throw new KiwiError('INVALID_INPUT', `annealing needs a real model, and ${directive.name}'s tier runs on the offline demo model, which cannot write directives; configure an upstream in .ai/config/gateway.yaml, or pass --model`);
   const route = deps.route(model);
 

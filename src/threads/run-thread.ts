@@ -120,7 +120,7 @@ export interface ThreadOutcome {
 const DEFAULT_MAX_DEPTH = 3;
 
 export async function runThread(deps: ThreadDeps, start: ThreadStart): Promise<ThreadOutcome> {
-  const directive = findDirective(deps, start.directive);
+  const directive = findDirective(deps.directives, start.directive);
   const depth = (start.parent?.depth ?? 0) + 1;
   const maxDepth = deps.maxDepth ?? DEFAULT_MAX_DEPTH;
   if (depth > maxDepth) throw new KiwiError('POLICY_DENIED', `thread ${start.parent?.id} may not spawn ${directive.name}: threads nest at most ${maxDepth} deep`);
@@ -144,7 +144,7 @@ export async function resumeThread(deps: ThreadDeps, resume: ThreadResume): Prom
   const lines = await readThread(deps.root, resume.id);
   const header = lines[0];
   if (header?.type !== 'thread') throw new KiwiError('INVALID_INPUT', `thread ${resume.id} has no header line; it cannot be resumed`);
-  const directive = findDirective(deps, header.directive);
+  const directive = findDirective(deps.directives, header.directive);
   const inputs = checkInputs(directive, header.inputs);
   const setup = prepare(deps, directive, resume);
   const point = resumePoint(lines, directive, setup.limits, resume.message);
@@ -157,11 +157,21 @@ export async function resumeThread(deps: ThreadDeps, resume: ThreadResume): Prom
   return drive(deps, { ...setup, limits }, { id: header.id, depth: header.depth, client: resume.client, writer, meter, inputs, messages, done: point.done }, resume);
 }
 
-function findDirective(deps: ThreadDeps, name: string): Directive {
-  const directive = deps.directives.get(name);
+/** The directive of that name, or NOT_FOUND naming the ones there are. */
+export function findDirective(directives: ReadonlyMap<string, Directive>, name: string): Directive {
+  const directive = directives.get(name);
   if (directive !== undefined) return directive;
-  const known = [...deps.directives.keys()];
+  const known = [...directives.keys()];
   throw new KiwiError('NOT_FOUND', `no directive ${JSON.stringify(name)}; the directives are ${known.length === 0 ? '(none)' : known.join(', ')}`);
+}
+
+/** The model a directive runs on: the one asked for, else its tier's (or `tier`'s); INVALID_INPUT saying how to map it when there is none. */
+export function directiveModel(tierModel: ThreadDeps['tierModel'], directive: Directive, asked: { model?: string | undefined; tier?: string | undefined }): string {
+  const tier = asked.tier ?? directive.modelTier;
+  const model = asked.model ?? tierModel(tier);
+  if (model !== undefined) return model;
+  const named = tier ?? 'default';
+  throw new KiwiError('INVALID_INPUT', `directive ${directive.name} asks for the model tier ${JSON.stringify(named)}, which .ai/config/gateway.yaml does not map; add model_tiers: { ${named}: MODEL }, or pass --model`);
 }
 
 /** What a thread of this directive runs with: its model, its rights, its hooks and its limits. */
@@ -176,11 +186,7 @@ interface Setup {
 }
 
 function prepare(deps: ThreadDeps, directive: Directive, start: Pick<ThreadStart, 'context' | 'model' | 'tier'>): Setup {
-  const tier = start.tier ?? directive.modelTier;
-  const model = start.model ?? deps.tierModel(tier);
-  if (model === undefined) {
-    throw new KiwiError('INVALID_INPUT', `directive ${directive.name} asks for the model tier ${JSON.stringify(tier)}, which .ai/config/gateway.yaml does not map; add model_tiers: { ${tier ?? 'balanced'}: MODEL }, or pass --model`);
-  }
+  const model = directiveModel(deps.tierModel, directive, start);
   const route = deps.route(model);
   const { context } = directiveContext(start.context ?? deps.policy, directive.name, directive.permissions);
   const allowed = [...deps.tools.keys()].filter((id) => checkTool(context, id).allowed).sort();

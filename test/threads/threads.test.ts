@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readAuditTail } from '../../src/audit/audit-reader.js';
 import { runCli } from '../../src/cli/run-cli.js';
 import { isKiwiError } from '../../src/errors.js';
+import { directiveModel } from '../../src/threads/run-thread.js';
 import { checkInputs } from '../../src/threads/thread-inputs.js';
 import { createThreadWriter, listThreads, readThread, THREADS_DIR, type ThreadLine } from '../../src/threads/thread-store.js';
 import type { Directive } from '../../src/registry/types.js';
@@ -215,6 +216,17 @@ describe('nested threads', () => {
     const read = childLines.find((l): l is Extract<ThreadLine, { type: 'result' }> => l.type === 'result');
     expect(read).toMatchObject({ tool: 'read_file', status: 'denied', text: expect.stringMatching(/directive delegate/) });
   }, 60_000);
+});
+
+describe('the model a directive runs on', () => {
+  it('names the tier to map, or default when the directive names none', () => {
+    const directive = { name: 'plain' } as Directive;
+    const unmapped = (): undefined => undefined;
+    expect(directiveModel(() => 'gpt-4o-mini', directive, {})).toBe('gpt-4o-mini');
+    expect(directiveModel(unmapped, directive, { model: 'claude-x' })).toBe('claude-x');
+    expect(() => directiveModel(unmapped, directive, {})).toThrow('directive plain asks for the model tier "default", which .ai/config/gateway.yaml does not map; add model_tiers: { default: MODEL }, or pass --model');
+    expect(() => directiveModel(unmapped, { ...directive, modelTier: 'fast' }, {})).toThrow('the model tier "fast"');
+  });
 });
 
 describe('inputs', () => {

@@ -3,7 +3,7 @@ import type { Project } from '../project.js';
 import type { ToolCall } from '../proxy/tool-proxy.js';
 import type { ResolverRuntime } from '../resolver-runtime.js';
 import { KiwiError } from '../errors.js';
-import { resumeThread, runThread, type ThreadDeps, type ThreadOutcome, type ThreadResume, type ThreadStart } from '../threads/run-thread.js';
+import { resumeThread, runThread, threadOutcomeBody, type ThreadDeps, type ThreadOutcome, type ThreadResume, type ThreadStart } from '../threads/run-thread.js';
 import type { AgentLoopDeps } from './agent-loop.js';
 import type { GatewayBudgets } from './gateway-budgets.js';
 import type { GatewayConfig } from './gateway-config.js';
@@ -106,7 +106,7 @@ export function createGatewayThreads(deps: {
   project.proxy.useThreads(
     async (plan, call) => {
       const outcome = await run({ ...asCaller(plan, call), ...(call.signal ? { signal: call.signal } : {}) });
-      const body = { thread: outcome.id, status: outcome.status, steps_taken: outcome.steps_taken, result: outcome.result, ...(outcome.limit ? { limit: outcome.limit } : {}), ...(outcome.error ? { error: outcome.error } : {}) };
+      const body = threadOutcomeBody(outcome);
       return { text: JSON.stringify(body, null, 2), data: body, isError: outcome.status !== 'completed' };
     },
     (plan, call) => background({ start: asCaller(plan, call) }),

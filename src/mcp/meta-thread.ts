@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { abortableDelay } from '../abort.js';
 import { isKiwiError, KiwiError } from '../errors.js';
 import type { Directive } from '../registry/types.js';
-import type { ThreadOutcome, ThreadResume, ThreadStart } from '../threads/run-thread.js';
+import { threadOutcomeBody, type ThreadOutcome, type ThreadResume, type ThreadStart } from '../threads/run-thread.js';
 import { isThreadRunning, readThread, type ThreadLine, type ThreadRecord } from '../threads/thread-store.js';
 import { threadLineText } from '../threads/thread-text.js';
 import { errorResult, type MetaContext, type MetaResult } from './meta-common.js';
@@ -101,7 +101,7 @@ function started(id: string): MetaResult {
 }
 
 function outcomeResult(outcome: ThreadOutcome): MetaResult {
-  const body = { thread: outcome.id, status: outcome.status, steps_taken: outcome.steps_taken, result: outcome.result, ...(outcome.limit ? { limit: outcome.limit } : {}), ...(outcome.error ? { error: outcome.error } : {}), audit: outcome.audit };
+  const body = { ...threadOutcomeBody(outcome), audit: outcome.audit };
   return { content: [{ type: 'text', text: JSON.stringify(body, null, 2) }], structuredContent: body, ...(outcome.status === 'completed' ? {} : { isError: true }) };
 }
 

@@ -117,6 +117,11 @@ export interface ThreadOutcome {
   audit: { session: string };
 }
 
+/** How a thread's outcome reads to whoever started it (a thread tool's result, an MCP answer). */
+export function threadOutcomeBody(outcome: ThreadOutcome): Record<string, unknown> {
+  return { thread: outcome.id, status: outcome.status, steps_taken: outcome.steps_taken, result: outcome.result, ...(outcome.limit ? { limit: outcome.limit } : {}), ...(outcome.error ? { error: outcome.error } : {}) };
+}
+
 const DEFAULT_MAX_DEPTH = 3;
 
 export async function runThread(deps: ThreadDeps, start: ThreadStart): Promise<ThreadOutcome> {

@@ -2,7 +2,7 @@ import { abortableDelay } from '../abort.js';
 import { KiwiError } from '../errors.js';
 import type { ChatExecution } from '../kernel/chat-journal.js';
 import type { Kernel } from '../kernel/open-kernel.js';
-import type { ApprovalAnswer } from '../proxy/approval.js';
+import type { ApprovalAnswer, ApprovalAsk } from '../proxy/approval.js';
 import type { ExecutionSteps } from './execution-steps.js';
 import type { LoopApprover } from './loop-types.js';
 
@@ -18,6 +18,8 @@ export interface ChatApprovals {
   approve: LoopApprover;
   /** recordChat opened the step of the loop's call `callId`. */
   stepOpened(callId: string, stepId: string): void;
+  /** The same for a call whose step is already open (an MCP call's, a thread's). */
+  approveStep(stepId: string, ask: ApprovalAsk, announce: (where: { stepId: string; executionId: string }) => void): Promise<ApprovalAnswer>;
 }
 
 export interface ChatApprovalDeps {
@@ -69,6 +71,27 @@ export function createChatApprovals(deps: ChatApprovalDeps): ChatApprovals {
     await kernel.signals.send(deps.execution.id, { signalType: 'step.approve', payload }).catch(() => undefined);
   }
 
+  const refused = (ask: ApprovalAsk, why: string): ApprovalAnswer => ({ approved: false, decidedBy: 'gateway', reason: `${ask.reason}, but ${why}; the call was not run` });
+  const NOT_RECORDED = 'this chat is not recorded as an execution (the kernel is too far behind), so no one can answer';
+
+  async function approveStep(stepId: string, ask: ApprovalAsk, announce: (where: { stepId: string; executionId: string }) => void): Promise<ApprovalAnswer> {
+    if (!deps.execution.recorded) return refused(ask, NOT_RECORDED);
+    if (!(await deps.execution.block(stepId, { tool_id: ask.tool, arguments: ask.arguments, reason: ask.reason }))) return refused(ask, 'this chat has ended');
+    announce({ stepId, executionId: deps.execution.id });
+    // The kernel writes how it ended (step.failed, or step.dispatched and then the chat's own result).
+    try {
+      const answer = await answerOf(stepId, ask.signal);
+      if (!answer.approved) deps.steps.settledElsewhere(stepId);
+      return answer;
+    } catch (error) {
+      if (ask.signal.reason === 'timeout') {
+        deps.steps.settledElsewhere(stepId);
+        void deniedByTimeout(stepId);
+      }
+      throw error;
+    }
+  }
+
   return {
     stepOpened(callId, stepId) {
       opened.set(callId, stepId);
@@ -77,24 +100,12 @@ export function createChatApprovals(deps: ChatApprovalDeps): ChatApprovals {
     },
 
     async approve(callId, ask, announce) {
-      const refused = (why: string): ApprovalAnswer => ({ approved: false, decidedBy: 'gateway', reason: `${ask.reason}, but ${why}; the call was not run` });
-      if (!deps.execution.recorded) return refused('this chat is not recorded as an execution (the kernel is too far behind), so no one can answer');
-      const stepId = await stepOf(callId, ask.signal);
-      if (!(await deps.execution.block(stepId, { tool_id: ask.tool, arguments: ask.arguments, reason: ask.reason }))) return refused('this chat has ended');
-      announce({ stepId, executionId: deps.execution.id });
-      // The kernel writes how it ended (step.failed, or step.dispatched and then the chat's own result).
-      try {
-        const answer = await answerOf(stepId, ask.signal);
-        if (!answer.approved) deps.steps.settledElsewhere(stepId);
-        return answer;
-      } catch (error) {
-        if (ask.signal.reason === 'timeout') {
-          deps.steps.settledElsewhere(stepId);
-          void deniedByTimeout(stepId);
-        }
-        throw error;
-      }
+      // Before waiting for a step that an unrecorded chat never opens.
+      if (!deps.execution.recorded) return refused(ask, NOT_RECORDED);
+      return approveStep(await stepOf(callId, ask.signal), ask, announce);
     },
+
+    approveStep,
   };
 }
 

@@ -4,9 +4,8 @@ import type { MetaRecorder } from '../mcp/meta-server.js';
 import type { CallOutcome, ToolCall } from '../proxy/tool-proxy.js';
 import { CHAT_AGENT_ID, keep } from './chat-execution.js';
 import type { Budgets } from '../budgets/budget-meter.js';
-import type { ApprovalAnswer, ApprovalAsk } from '../proxy/approval.js';
 import { createChatApprovals, waitingText, type ChatApprovalDeps } from './chat-approvals.js';
-import { executionSteps, outcomeText } from './execution-steps.js';
+import { executionSteps, recordedCall } from './execution-steps.js';
 
 /**
  * Each MCP `execute` and `resolve` on the gateway's /mcp as a kernel execution, like a chat: its
@@ -44,12 +43,7 @@ export function mcpRecorder(
     try {
       const result = await run(async (call, details) => {
         meter?.countToolCall();
-        const step = steps.open({ tool: call.tool, arguments: call.args }, details);
-        approvals.stepOpened(step, step);
-        const approve = (ask: ApprovalAsk): Promise<ApprovalAnswer> => approvals.approve(step, ask, (where) => request.notify(waitingText(ask.reason, where.stepId, ask.timeoutMs)));
-        const outcome = await options.call({ ...call, signal: controller.signal, approve });
-        steps.settle(step, outcome.status === 'ok' && outcome.result.isError ? 'error' : outcome.status, outcomeText(outcome));
-        return outcome;
+        return recordedCall({ steps, approvals }, { ...call, signal: controller.signal }, details, options.call, (ask, step) => request.notify(waitingText(ask.reason, step, ask.timeoutMs)));
       }, controller.signal);
       if (cancelled) throw new KiwiError('TOOL_CANCELLED', `The execution ${execution.id} was cancelled; its running tool was stopped.`);
       const text = result.content.map((c) => (c.type === 'text' ? c.text : '')).join('');

@@ -1,10 +1,9 @@
 import { KiwiError } from '../errors.js';
 import type { ChatJournal } from '../kernel/chat-journal.js';
-import type { ApprovalAnswer, ApprovalAsk } from '../proxy/approval.js';
 import type { ThreadJournal, ThreadRun } from '../threads/run-thread.js';
 import { createChatApprovals, type ChatApprovalDeps } from './chat-approvals.js';
 import { CHAT_AGENT_ID, keep } from './chat-execution.js';
-import { executionSteps, outcomeText } from './execution-steps.js';
+import { executionSteps, recordedCall } from './execution-steps.js';
 
 /**
  * Each run of a thread as a kernel execution, like a chat: the directive and its inputs as the
@@ -28,12 +27,7 @@ export function threadJournal(journal: ChatJournal, options: { kernel: ChatAppro
     return {
       signal: controller.signal,
       async call(call, through, onWaiting) {
-        const step = steps.open({ tool: call.tool, arguments: call.args }, { thread: run.id });
-        approvals.stepOpened(step, step);
-        const approve = (ask: ApprovalAsk): Promise<ApprovalAnswer> => approvals.approve(step, ask, (where) => onWaiting({ stepId: where.stepId, reason: ask.reason, timeoutMs: ask.timeoutMs }));
-        const outcome = await through({ ...call, approve });
-        steps.settle(step, outcome.status === 'ok' && outcome.result.isError ? 'error' : outcome.status, outcomeText(outcome));
-        return outcome;
+        return recordedCall({ steps, approvals }, call, { thread: run.id }, through, (ask, stepId) => onWaiting({ stepId, reason: ask.reason, timeoutMs: ask.timeoutMs }));
       },
       end(outcome) {
         const output = { thread: outcome.id, status: outcome.status, result: keep(outcome.result) };

@@ -40,7 +40,7 @@ export interface AgentLoopDeps {
   describeTool?: (id: string) => string | undefined;
   /** How an intent written as ordered steps is split (split-steps.ts); absent: on sequencing words only. */
   steps?: SplitOptions;
-  /** Charged with each turn's usage; a budget that ran out ends the request after that turn. */
+  /** Charged with each turn's usage and each call; a budget that ran out ends the request after that turn. */
   budget?: LoopBudget;
 }
 
@@ -106,9 +106,10 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
   const { push, until } = outbox;
   let limit: LimitName | undefined; // turns, tokens, budget or duration; the worker holds the intent limits
   let budgetStop: BudgetStop | undefined;
+  const budget = deps.budget;
   const worker = createIntentWorker({
     resolve: deps.resolve,
-    call: deps.call,
+    call: budget === undefined ? deps.call : (call) => (budget.countToolCall(), deps.call(call)),
     ...(deps.approve ? { approve: deps.approve } : {}),
     ...(deps.help ? { help: deps.help } : {}),
     cost: () => ({ turns, tokens: (usage.inputTokens ?? 0) + (usage.outputTokens ?? 0) }),

@@ -130,6 +130,8 @@ export type LimitName = 'turns' | 'tool_calls' | 'duration' | 'repeats' | 'token
 /** What the loop asks of the budgets: each turn's usage is charged; after a turn, whether one ran out. */
 export interface LoopBudget {
   charge(usage: ChatUsage | undefined): void;
+  /** Each call the loop makes counts toward a tool-call budget. */
+  countToolCall(): void;
   exhausted(): BudgetStop | undefined;
 }
 

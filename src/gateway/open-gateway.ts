@@ -131,15 +131,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
             {
               provider: route.provider,
               ...forRequest,
-              ...(meter === undefined
-                ? {}
-                : {
-                    budget: meter,
-                    call: (call) => {
-                      meter.countToolCall();
-                      return forRequest.call(call);
-                    },
-                  }),
+              ...(meter === undefined ? {} : { budget: meter }),
               describeTool,
               steps,
               menu: (text, signal) => {

@@ -278,10 +278,7 @@ async function drive(deps: ThreadDeps, setup: Setup, run: Run, start: Pick<Threa
       {
         provider: setup.route.provider,
         resolve: deps.resolve,
-        call: (c) => {
-          meter?.countToolCall();
-          return call({ ...c, ...caller });
-        },
+        call: (c) => call({ ...c, ...caller }),
         // Audited and hooked like a call; an escalation ends the thread with its message (below).
         ...(signalHelp
           ? {

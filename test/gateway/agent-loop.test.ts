@@ -403,13 +403,15 @@ describe('agent loop: limits', () => {
     expect(finishOf(events)).toMatchObject({ turns: 2, usage: { inputTokens: 20, outputTokens: 10 }, limit: 'tokens' });
   });
 
-  it('charges each turn to its budget and starts no turn once one ran out: the notice, then finish.limit "budget" with what ran out', async () => {
+  it('charges each turn and each call to its budget and starts no turn once one ran out: the notice, then finish.limit "budget" with what ran out', async () => {
     llm.replyOnce({ recording: sse(['[TOOL: echo the text "one"]']) }, { recording: sse(['[TOOL: echo the text "two"]']) }, { recording: sse(['[TOOL: echo the text "three"]']) });
     const charged: (number | undefined)[] = [];
     const stop = { scope: 'client' as const, name: 'ci', resource: 'tokens' as const, used: 30, limit: 25, field: 'budgets.clients.ci' };
-    const budget = { charge: (u: { inputTokens?: number } | undefined) => void charged.push(u?.inputTokens), exhausted: () => (charged.length >= 2 ? stop : undefined) };
+    let calls = 0;
+    const budget = { charge: (u: { inputTokens?: number } | undefined) => void charged.push(u?.inputTokens), countToolCall: () => void calls++, exhausted: () => (charged.length >= 2 ? stop : undefined) };
     const { events } = await collect(loopDeps({ budget }), ask('Go.'));
     expect(charged).toEqual([10, 10]);
+    expect(calls).toBe(2); // each call the loop made counted once
     expect(llm.requests).toHaveLength(2);
     expect(ofType(events, 'result').map((e) => e.text)).toEqual(['echo: one', 'echo: two']);
     expect(textOf(events)).toMatch(/\[Kiwi gateway: stopped because client "ci" used its token budget \(30 tokens of 25 tokens\)\. To allow more, raise `budgets\.clients\.ci\.tokens`/);

@@ -3,7 +3,7 @@ import { abortableDelay } from '../abort.js';
 import { isKiwiError, KiwiError } from '../errors.js';
 import type { Directive } from '../registry/types.js';
 import { threadOutcomeBody, type ThreadOutcome, type ThreadResume, type ThreadStart } from '../threads/run-thread.js';
-import { isThreadRunning, readThread, type ThreadLine, type ThreadRecord } from '../threads/thread-store.js';
+import { isThreadRunning, readThread, readThreadHeader, type ThreadLine, type ThreadRecord } from '../threads/thread-store.js';
 import { threadLineText } from '../threads/thread-text.js';
 import { errorResult, type MetaContext, type MetaResult } from './meta-common.js';
 
@@ -46,14 +46,15 @@ export async function runDirectiveThread(ctx: MetaContext, threads: MetaThreads,
 
 export async function threadAction(ctx: MetaContext, threads: MetaThreads, action: ThreadAction, id: string, parameters: Record<string, unknown>, options: { async?: boolean; signal?: AbortSignal }): Promise<MetaResult> {
   return refusals(async () => {
-    const lines = await ownLines(ctx, id);
+    await checkOwner(ctx, id);
+    const lines = (): Promise<ThreadLine[]> => readThread(ctx.project.root, id);
     switch (action) {
       case 'status':
-        return statusResult(ctx, id, lines);
+        return statusResult(ctx, id, await lines());
       case 'stream':
-        return stream(ctx, id, lines, parse(streamParameters, parameters, 'stream takes parameters {"after": LINE, "wait_s": SECONDS}'), options.signal);
+        return stream(ctx, id, await lines(), parse(streamParameters, parameters, 'stream takes parameters {"after": LINE, "wait_s": SECONDS}'), options.signal);
       case 'cancel':
-        if (threads.cancel(id)) return statusResult(ctx, id, lines, 'cancelling');
+        if (threads.cancel(id)) return statusResult(ctx, id, await lines(), 'cancelling');
         throw new KiwiError('CONFLICT', isThreadRunning(ctx.project.root, id) ? `thread ${id} runs in another process, which alone can cancel it` : `thread ${id} is not running`);
       case 'resume': {
         const { message } = parse(resumeParameters, parameters, 'resume takes parameters {"message": TEXT} (optional)');
@@ -74,12 +75,10 @@ async function refusals(run: () => Promise<MetaResult>): Promise<MetaResult> {
   }
 }
 
-/** Another client's thread is answered as no thread at all: its id tells nothing. */
-async function ownLines(ctx: MetaContext, id: string): Promise<ThreadLine[]> {
-  const lines = await readThread(ctx.project.root, id);
-  const header = lines[0];
-  if (header?.type !== 'thread' || header.client !== ctx.caller.client) throw new KiwiError('NOT_FOUND', `no thread ${id} of client ${ctx.caller.client}`);
-  return lines;
+/** Another client's thread is answered as no thread at all: its id tells nothing. Only the first line is read. */
+async function checkOwner(ctx: MetaContext, id: string): Promise<void> {
+  const header = await readThreadHeader(ctx.project.root, id);
+  if (header.client !== ctx.caller.client) throw new KiwiError('NOT_FOUND', `no thread ${id} of client ${ctx.caller.client}`);
 }
 
 function parse<T>(schema: z.ZodType<T>, parameters: Record<string, unknown>, usage: string): T {

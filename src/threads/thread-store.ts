@@ -253,6 +253,13 @@ export async function listThreads(root: string, limit = 50): Promise<ThreadSumma
 /** A line is at most this long (its text is capped when written), so the edges of a file hold its first and last lines. */
 const EDGE_BYTES = 1024 * 1024;
 
+/** A thread's first line, read from the start of its file; NOT_FOUND when there is no such thread. */
+export async function readThreadHeader(root: string, id: string): Promise<ThreadHeader> {
+  const { header } = await readEdges(threadFile(root, id));
+  if (header?.type !== 'thread') throw new KiwiError('NOT_FOUND', `no thread ${id}; \`kiwi threads list\` shows them`);
+  return header;
+}
+
 /** A thread's first and last lines, read from the ends of its file: `list` never reads a long transcript whole. */
 async function readEdges(file: string): Promise<{ header?: ThreadLine; last?: ThreadLine }> {
   const handle = await open(file, 'r').catch(() => undefined);

@@ -3,7 +3,7 @@ import { abortableDelay } from '../abort.js';
 import { isKiwiError, KiwiError } from '../errors.js';
 import type { Directive } from '../registry/types.js';
 import { threadOutcomeBody, type ThreadOutcome, type ThreadResume, type ThreadStart } from '../threads/run-thread.js';
-import { isThreadRunning, readThread, readThreadHeader, type ThreadLine, type ThreadRecord } from '../threads/thread-store.js';
+import { isThreadOver, isThreadRunning, readThread, readThreadHeader, type ThreadLine, type ThreadRecord } from '../threads/thread-store.js';
 import { threadLineText } from '../threads/thread-text.js';
 import { errorResult, type MetaContext, type MetaResult } from './meta-common.js';
 
@@ -130,7 +130,7 @@ async function stream(ctx: MetaContext, id: string, first: ThreadLine[], p: { af
   const after = p.after ?? 0;
   const deadline = Date.now() + (p.wait_s ?? 30) * 1000;
   let lines = first;
-  const ended = (): boolean => lines.at(-1)?.type === 'end' || !isThreadRunning(ctx.project.root, id);
+  const ended = (): boolean => isThreadOver(ctx.project.root, id, lines);
   while (lines.length <= after && !ended() && Date.now() < deadline && (await abortableDelay(POLL_MS, signal))) {
     lines = await readThread(ctx.project.root, id);
   }

@@ -181,6 +181,11 @@ export function isThreadRunning(root: string, id: string): boolean {
   return holder !== undefined && isAlive(holder);
 }
 
+/** Nothing more will be written to the thread: its last line is its end, or no live process holds it (cut short). */
+export function isThreadOver(root: string, id: string, lines: readonly ThreadLine[]): boolean {
+  return lines.at(-1)?.type === 'end' || !isThreadRunning(root, id);
+}
+
 function lockFile(root: string, id: string): string {
   return `${threadFile(root, id).slice(0, -'.jsonl'.length)}.lock`;
 }

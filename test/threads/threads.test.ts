@@ -182,11 +182,25 @@ describe('kiwi threads follow', () => {
 
   it('stops on Ctrl-C while a thread runs on', async () => {
     const id = '0195aaaa-bbbb-4ccc-8ddd-eeeeffff0001';
+    // Its writer stays open: the thread runs on (its lock is held) while follow waits.
+    const writer = createThreadWriter(served.root, { type: 'thread', id, directive: 'review_changes', inputs: {}, model: 'kiwi-demo', client: 'local', depth: 1, started_at: new Date().toISOString() });
+    try {
+      const stop = new AbortController();
+      const following = runCli(['threads', 'follow', id, '--project', served.root], { env: { ...served.env, PATH: process.env['PATH'] }, cwd: served.root, io: { out: () => undefined, err: () => undefined }, signal: stop.signal });
+      setTimeout(() => stop.abort(), 300);
+      expect(await following).toBe(130);
+    } finally {
+      writer.close();
+    }
+  });
+
+  it('stops at a thread cut short (no end, no live process), saying how to go on', async () => {
+    const id = '0195aaaa-bbbb-4ccc-8ddd-eeeeffff0002';
     createThreadWriter(served.root, { type: 'thread', id, directive: 'review_changes', inputs: {}, model: 'kiwi-demo', client: 'local', depth: 1, started_at: new Date().toISOString() }).close();
-    const stop = new AbortController();
-    const following = runCli(['threads', 'follow', id, '--project', served.root], { env: { ...served.env, PATH: process.env['PATH'] }, cwd: served.root, io: { out: () => undefined, err: () => undefined }, signal: stop.signal });
-    setTimeout(() => stop.abort(), 300);
-    expect(await following).toBe(130);
+    const err: string[] = [];
+    const code = await runCli(['threads', 'follow', id, '--project', served.root], { env: { ...served.env, PATH: process.env['PATH'] }, cwd: served.root, io: { out: () => undefined, err: (l) => err.push(l) } });
+    expect(code).toBe(1);
+    expect(err.join('\n')).toMatch(`thread ${id} was cut short: no process writes it any more; \`kiwi threads resume ${id}\` goes on with it`);
   });
 });
 

@@ -3,7 +3,7 @@ import { LOCAL_CLIENT } from '../../clients/client-auth.js';
 import { openGateway } from '../../gateway/open-gateway.js';
 import { KiwiError } from '../../errors.js';
 import { TERMINAL_STATUSES, type ExecutionStatus } from '../../kernel/types.js';
-import { listThreads, readThread, threadFile, type ThreadLine, type ThreadRecord } from '../../threads/thread-store.js';
+import { isThreadOver, listThreads, readThread, threadFile, type ThreadLine, type ThreadRecord } from '../../threads/thread-store.js';
 import { clientKey, defaultGatewayBase } from '../gateway-address.js';
 import { createKernelClient } from '../kernel-client.js';
 import { UsageError, type CliContext } from '../io.js';
@@ -21,7 +21,7 @@ const FOLLOW_MS = 250;
 /**
  * `kiwi threads …`: the directive threads of this project (`.ai/threads/`), newest first, one's
  * transcript, or one followed live: what it writes is printed as it is written, until its end
- * (or Ctrl-C; a thread cut short by a crash never ends). `resume` goes on with one that stopped,
+ * (or Ctrl-C, or until it shows as cut short: no live process holds it). `resume` goes on with one that stopped,
  * here, as `kiwi directives run` runs one. `cancel` stops one a running gateway runs, through the
  * kernel: each run of a thread there is an execution labelled with the thread's id.
  */
@@ -47,13 +47,16 @@ export async function threadsCommand(ctx: CliContext): Promise<number> {
   lines.forEach(print);
   if (action === 'show') return 0;
   let shown = lines.length;
-  while (lines.at(-1)?.type !== 'end') {
+  while (!isThreadOver(root, id, lines)) {
     if (!(await abortableDelay(FOLLOW_MS, ctx.signal))) return 130;
     lines = await readThread(root, id);
     lines.slice(shown).forEach(print);
     shown = lines.length;
   }
-  return 0;
+  if (lines.at(-1)?.type === 'end') return 0;
+  // Its process is gone without writing an end: waiting would never stop.
+  ctx.io.err(`thread ${id} was cut short: no process writes it any more; \`kiwi threads resume ${id}\` goes on with it`);
+  return 1;
 }
 
 async function resume(ctx: CliContext, id: string, values: { message?: string; model?: string; json?: boolean; project?: string }): Promise<number> {

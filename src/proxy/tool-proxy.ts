@@ -10,7 +10,7 @@ import type { PlanContext } from '../executor/plan.js';
 import type { PermissionContext } from '../policy/permission-context.js';
 import type { RateLimiter } from '../policy/rate-limiter.js';
 import type { Directive, Knowledge, Tool } from '../registry/types.js';
-import { authorize, authorizeServer, callContext } from './authorize.js';
+import { authorize, authorizeServer, callContext, type Authorization } from './authorize.js';
 import { itemTool } from './authorize-item.js';
 import { DEFAULT_APPROVAL_TIMEOUT_MS } from '../policy/policy-hooks.js';
 import { checkMcpTool } from '../policy/permission-context.js';
@@ -86,6 +86,12 @@ export type ListOutcome = { status: 'ok'; tools: McpToolInfo[] } | { status: 'de
 
 export type OkOutcome = CallOutcome & { status: 'ok' };
 
+/** What `reuse` already did before it hands a call over to `call`: the call is authorized once (one rate-limit token) and its before_call hooks fire once. */
+interface Checked {
+  decision: Authorization & { allowed: true };
+  before: Fired;
+}
+
 export interface ToolProxy {
   call(call: ToolCall): Promise<CallOutcome>;
   /**
@@ -126,7 +132,7 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
   const hookDeps: CallHookDeps = { hooks: deps.context.hooks ?? [], http: deps.primitives.http };
   let spawner: ThreadSpawner | undefined;
 
-  async function call(request: ToolCall): Promise<CallOutcome> {
+  async function call(request: ToolCall, checked?: Checked): Promise<CallOutcome> {
     const callId = randomUUID();
     const startedAt = new Date();
     const t0 = now();
@@ -149,12 +155,12 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
         ...(notes.length > 0 ? { notes } : {}),
       });
     };
-    const fire = async (name: CallEventName, fields: Omit<CallEventFields, 'tool'>) => {
-      const fired = await fireCallHooks(hookDeps, request, name, { ...fields, tool });
+    const keep = (fired: Fired): Fired => {
       notes.push(...fired.notes);
       directives.push(...fired.directives);
       return fired;
     };
+    const fire = async (name: CallEventName, fields: Omit<CallEventFields, 'tool'>) => keep(await fireCallHooks(hookDeps, request, name, { ...fields, tool }));
     const denied = async (reason: string, code: string, args: unknown, extra: Partial<AuditRecord> = {}): Promise<CallOutcome> => {
       await fire(code === 'rate_limited' ? 'limit' : 'denied', { code, detail: { reason, missing: request.tool }, args });
       record({ decision: 'deny', reason, ...extra });
@@ -167,10 +173,10 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
     let args: unknown = request.args ?? {};
     let granted: AuditRecord['approval'];
     try {
-      const decision = await authorize(request, deps);
+      const decision = checked?.decision ?? (await authorize(request, deps));
       if (!decision.allowed) return await denied(decision.reason, decision.code ?? 'permission_denied', args);
       args = decision.args;
-      const before = await fire('before_call', { args });
+      const before = checked ? keep(checked.before) : await fire('before_call', { args });
       if (before.deny !== undefined) return await denied(before.deny, 'hook_denied', args);
       const needs = approvalReason(tool, request.tool, deps.context.approvals, before.approval);
       if (needs !== undefined) {
@@ -229,7 +235,8 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
         return { callId, tool: request.tool, durationMs: now() - t0, stuck: false, status: 'denied', reason: before.deny };
       }
       // A person is asked before the call, never after it ran: this one runs again once they answer.
-      if (approvalReason(tool, request.tool, deps.context.approvals, before.approval) !== undefined) return call(request);
+      // Handed over as checked here, so the call is not authorized (a second rate-limit token) or hooked again.
+      if (approvalReason(tool, request.tool, deps.context.approvals, before.approval) !== undefined) return call(request, { decision, before });
       const stuck = deps.loops.observe(request.client, request.tool, decision.args).stuck;
       record({ decision: 'allow', reason: decision.reason, result: preview(earlier.result), ...(stuck ? { stuck } : {}), ...notes });
       return { callId, tool: request.tool, durationMs: now() - t0, stuck, status: 'ok', result: earlier.result };
@@ -286,7 +293,7 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
   }
 
   return {
-    call,
+    call: (request) => call(request),
     reuse,
     listMcpTools,
     limitReached,

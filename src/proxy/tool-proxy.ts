@@ -172,6 +172,8 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
     let checkpoint: string | undefined;
     let args: unknown = request.args ?? {};
     let granted: AuditRecord['approval'];
+    // What the call got to before it ended, filed in its record however it ends.
+    const reached = (): Partial<AuditRecord> => ({ ...(stuck ? { stuck } : {}), ...(checkpoint ? { checkpoint } : {}), ...(granted ? { approval: granted } : {}) });
     try {
       const decision = checked?.decision ?? (await authorize(request, deps));
       if (!decision.allowed) return await denied(decision.reason, decision.code ?? 'permission_denied', args);
@@ -202,15 +204,16 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
       const result =
         plan.kind === 'read' ? plan.result : plan.kind === 'thread' && spawner !== undefined ? await spawnThread(spawner, plan, request) : await executePlan(plan, deps.primitives, request.signal, request.tool);
       await fire('after_call', { detail: { result: preview(result) }, args });
-      record({ decision: 'allow', reason: decision.reason, result: preview(result), ...(stuck ? { stuck } : {}), ...(checkpoint ? { checkpoint } : {}), ...(granted ? { approval: granted } : {}) });
+      record({ decision: 'allow', reason: decision.reason, result: preview(result), ...reached() });
       return { ...base(stuck), status: 'ok', result };
     } catch (error) {
       const code = isKiwiError(error) ? error.code : 'INTERNAL';
       const message = isKiwiError(error) ? error.message : describeError(error);
-      if (code === 'POLICY_DENIED') return denied(message, 'permission_denied', args);
+      // Thrown while running (the address guard), so possibly after approval, loop detection and a checkpoint.
+      if (code === 'POLICY_DENIED') return denied(message, 'permission_denied', args, reached());
       await fire('error', { code: eventCode(code), detail: { message }, args }).catch(() => undefined);
       // A call that failed before it was authorized (unknown tool, bad arguments, broken chain) never ran.
-      record({ decision: authorized ? 'allow' : 'deny', ...(authorized ? {} : { reason: message }), error: { code, message }, ...(stuck ? { stuck } : {}), ...(checkpoint ? { checkpoint } : {}), ...(granted ? { approval: granted } : {}) });
+      record({ decision: authorized ? 'allow' : 'deny', ...(authorized ? {} : { reason: message }), error: { code, message }, ...reached() });
       return { ...base(stuck), status: 'error', error: { code, message } };
     }
   }

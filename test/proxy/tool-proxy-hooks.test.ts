@@ -52,6 +52,10 @@ hooks:
     require_approval: true
   - when: tool.id == "echo_args" and arguments.text == "tell the closed port"
     webhook: "http://127.0.0.1:1/closed"
+  - when: event.name == "before_call" and tool.id == "echo_args" and arguments.text == "tell both"
+    webhook: "http://127.0.0.1:1/closed"
+  - when: event.name == "before_call" and tool.id == "echo_args" and arguments.text == "tell both"
+    webhook: "http://127.0.0.1:${webhookPort}/both"
   - when: event.name == "before_call" and tool.id == "deploy_once"
     webhook: "http://127.0.0.1:${webhookPort}/before"
   - when: event.name == "before_call" and tool.id == "echo_args" and arguments.text == "bad" and arguments.nothere == "x"
@@ -152,6 +156,24 @@ describe('hooks on calls', () => {
     const outcome = await call('echo_args', { text: 'tell the closed port' });
     expect(outcome.status).toBe('denied');
     if (outcome.status === 'denied') expect(outcome.reason).toMatch(/^the webhook of the hook at .ai\/config\/policy.yaml:\d+ failed, so the call is refused/);
+  });
+
+  it("several webhooks of one event are all sent, and noted in the hooks' order; the first that fails is the reason", async () => {
+    received.length = 0;
+    const outcome = await call('echo_args', { text: 'tell both' });
+    expect(outcome.status).toBe('denied');
+    expect(received.map((r) => r.path).sort()).toEqual(['/both', '/denials']);
+    const notes = (await auditOf(outcome.callId)).notes ?? [];
+    expect(notes).toEqual([
+      // The audit cuts long strings, so only the head of the failure shows.
+      expect.stringMatching(/^webhook to 127\.0\.0\.1:1 failed \(hook at .ai\/config\/policy.yaml:\d+/),
+      expect.stringMatching(/^webhook sent to 127\.0\.0\.1:\d+ \(hook at .ai\/config\/policy.yaml:\d+\)$/),
+      // The denial's own webhook.
+      expect.stringMatching(/^webhook sent to /),
+    ]);
+    const [closedLine, bothLine] = notes.slice(0, 2).map((n) => Number(/policy\.yaml:(\d+)/.exec(n)?.[1]));
+    expect(closedLine).toBeLessThan(bothLine as number);
+    if (outcome.status === 'denied') expect(outcome.reason).toContain(`the webhook of the hook at .ai/config/policy.yaml:${closedLine} failed`);
   });
 
   it('a condition that fails at run time refuses the call, naming the hook', async () => {

@@ -142,8 +142,8 @@ export async function openBudgetLedger(options: BudgetLedgerOptions): Promise<Bu
     }
   }
 
-  const lineOf = (entry: LedgerEntry): string =>
-    JSON.stringify({ w: writer, at: entry.at, client: entry.client, ...(entry.model === undefined ? {} : { model: entry.model }), in: entry.input, out: entry.output, ...(entry.usd === undefined ? {} : { usd: entry.usd }), calls: entry.toolCalls, spawns: entry.spawns, turns: entry.turns, ...(entry.directive === undefined ? {} : { directive: entry.directive }), ...(entry.run === undefined ? {} : { run: entry.run }) });
+  /** An entry as its line in the file, and as `count` takes it. */
+  const toLine = (entry: LedgerEntry) => ({ w: writer, at: entry.at, client: entry.client, ...(entry.model === undefined ? {} : { model: entry.model }), in: entry.input, out: entry.output, ...(entry.usd === undefined ? {} : { usd: entry.usd }), calls: entry.toolCalls, spawns: entry.spawns, turns: entry.turns, ...(entry.directive === undefined ? {} : { directive: entry.directive }), ...(entry.run === undefined ? {} : { run: entry.run }) });
 
   async function append(name: string, lines: string[]): Promise<void> {
     const handle = await open(path.join(options.dir, name), 'a+');
@@ -178,13 +178,19 @@ export async function openBudgetLedger(options: BudgetLedgerOptions): Promise<Bu
       const byDay = new Map<string, string[]>();
       for (const entry of batch) {
         const name = dayFile(entry.at);
-        byDay.set(name, [...(byDay.get(name) ?? []), lineOf(entry)]);
+        let lines = byDay.get(name);
+        if (lines === undefined) byDay.set(name, (lines = []));
+        lines.push(JSON.stringify(toLine(entry)));
       }
       for (const [name, lines] of byDay) {
         await append(name, lines).catch((error: unknown) => options.onError?.(`budget ledger: could not write ${lines.length} record(s) (${describeError(error)}); they count until the gateway restarts`));
       }
     }
   }
+
+  const flush = async (): Promise<void> => {
+    while (writing !== undefined) await writing;
+  };
 
   await mkdir(options.dir, { recursive: true });
   try {
@@ -197,7 +203,7 @@ export async function openBudgetLedger(options: BudgetLedgerOptions): Promise<Bu
 
   return {
     record(entry) {
-      count({ w: writer, at: entry.at, client: entry.client, in: entry.input, out: entry.output, ...(entry.usd === undefined ? {} : { usd: entry.usd }), calls: entry.toolCalls, spawns: entry.spawns, turns: entry.turns, ...(entry.run === undefined ? {} : { run: entry.run }) });
+      count(toLine(entry));
       pending.push(entry);
       kick();
     },
@@ -223,11 +229,8 @@ export async function openBudgetLedger(options: BudgetLedgerOptions): Promise<Bu
       lastDay = today;
       prune();
     },
-    async flush() {
-      while (writing !== undefined) await writing;
-    },
-    async close() {
-      while (writing !== undefined) await writing;
-    },
+    flush,
+    // Nothing is held open between writes, so closing is waiting for the last one.
+    close: flush,
   };
 }

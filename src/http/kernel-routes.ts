@@ -1,4 +1,5 @@
 import type { Context, Hono } from 'hono';
+import { LOCAL_CLIENT } from '../clients/client-auth.js';
 import type { Caller } from '../proxy/caller.js';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { isKiwiError, KiwiError } from '../errors.js';
@@ -160,7 +161,7 @@ export function mountKernelRoutes(app: Hono, deps: KernelRouteDeps): void {
     '/v0/executions/:id/signal',
     route(async (c, kernel) => {
       const body = await readObject(c);
-      await kernel.signals.send(c.req.param('id') as string, { signalType: body['signal_type'], payload: body['payload'], sender: deps.callerOf?.(c.req.raw)?.client ?? 'local' });
+      await kernel.signals.send(c.req.param('id') as string, { signalType: body['signal_type'], payload: body['payload'], sender: deps.callerOf?.(c.req.raw)?.client ?? LOCAL_CLIENT });
       return c.json({ status: 'ok' });
     }),
   );

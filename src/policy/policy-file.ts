@@ -14,6 +14,7 @@ import { throwIfAborted } from '../abort.js';
 import { KiwiError } from '../errors.js';
 import { parseAllowEntry } from '../primitives/private-allowance.js';
 import { readCappedFile } from '../read-capped-file.js';
+import { textPosition } from '../text-position.js';
 import { APPROVAL_FIELDS, approvalsSchema, HOOK_FIELDS, loadPolicyHooks, policyHooksSchema, toApprovalRules } from './policy-hooks.js';
 import { createPermissionContext, emptyRules, type PermissionContext, type PermissionRules, type RateLimit, type SandboxPolicy } from './permission-context.js';
 
@@ -114,8 +115,8 @@ export function parsePolicy(text: string, file: string, root: string): Permissio
   const doc = parseDocument(text, { prettyErrors: false, uniqueKeys: true });
   const yamlError = doc.errors[0];
   if (yamlError) {
-    const where = lineAndColumn(text, yamlError.pos[0]);
-    throw new KiwiError('INVALID_POLICY', `${file}:${where} is not valid YAML (${firstLine(yamlError.message)}); fix the syntax`);
+    const { line, column } = textPosition(text, yamlError.pos[0]);
+    throw new KiwiError('INVALID_POLICY', `${file}: line ${line}, column ${column} is not valid YAML (${firstLine(yamlError.message)}); fix the syntax`);
   }
   const data: unknown = doc.toJS({ maxAliasCount: 50 });
   if (data === null || data === undefined) {
@@ -221,12 +222,6 @@ function displayName(file: string, realRoot: string, root: string): string {
     if (rel !== '' && rel !== '..' && !rel.startsWith(`..${sep}`) && !isAbsolute(rel)) return rel.split(sep).join('/');
   }
   return file;
-}
-
-function lineAndColumn(text: string, offset: number): string {
-  const before = text.slice(0, Math.max(0, offset));
-  const line = before.split('\n').length;
-  return ` line ${line}, column ${before.length - before.lastIndexOf('\n')}`;
 }
 
 function firstLine(message: string): string {

@@ -12,6 +12,7 @@ import { KiwiError } from '../errors.js';
 import { createConditionCompiler, type ConditionSite } from '../hooks/condition.js';
 import type { LoadedHook } from '../hooks/hook-runner.js';
 import type { HookAction } from '../registry/types.js';
+import { textPosition } from '../text-position.js';
 
 const MAX_HOOKS = 100;
 /** An answer that does not come within this is a denial. */
@@ -86,9 +87,7 @@ function siteOf(doc: Document, text: string, path: (string | number)[], file: st
   const node = doc.getIn(path, true);
   if (!(node instanceof Scalar) || node.range === undefined || node.range === null) return { file, line: 1 };
   const quoted = node.type === Scalar.QUOTE_DOUBLE || node.type === Scalar.QUOTE_SINGLE;
-  const offset = node.range[0] + (quoted ? 1 : 0);
-  const before = text.slice(0, offset);
-  return { file, line: before.split('\n').length, column: offset - before.lastIndexOf('\n') };
+  return { file, ...textPosition(text, node.range[0] + (quoted ? 1 : 0)) };
 }
 
 function isWebhookUrl(value: string): boolean {

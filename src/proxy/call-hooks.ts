@@ -65,8 +65,10 @@ export async function fireCallHooks(deps: CallHookDeps, request: ToolCall, name:
   if (!gate) fired.notes.push(...verdict.failures);
   if (gate && verdict.approval !== undefined) fired.approval = verdict.approval;
   for (const d of verdict.directives) fired.notes.push(await directiveNote(deps, d, request));
-  for (const w of verdict.webhooks) {
-    const failure = await sendWebhook(deps.http, w.url, event, request.signal);
+  // Sent together; read back in the hooks' order, so the notes and the first failure that denies are as if sent one by one.
+  const failures = await Promise.all(verdict.webhooks.map((w) => sendWebhook(deps.http, w.url, event, request.signal)));
+  for (const [i, w] of verdict.webhooks.entries()) {
+    const failure = failures[i];
     fired.notes.push(failure === undefined ? `webhook sent to ${new URL(w.url).host} (hook at ${w.hook})` : `webhook to ${new URL(w.url).host} failed (hook at ${w.hook}): ${failure}`);
     if (failure !== undefined && gate) fired.deny ??= `the webhook of the hook at ${w.hook} failed, so the call is refused: ${failure}`;
   }

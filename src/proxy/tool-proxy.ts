@@ -10,7 +10,7 @@ import type { PlanContext } from '../executor/plan.js';
 import type { PermissionContext } from '../policy/permission-context.js';
 import type { RateLimiter } from '../policy/rate-limiter.js';
 import type { Directive, Knowledge, Tool } from '../registry/types.js';
-import { authorize, authorizeServer, callContext } from './authorize.js';
+import { authorize, authorizeServer, callContext, type Authorization } from './authorize.js';
 import { itemTool } from './authorize-item.js';
 import { DEFAULT_APPROVAL_TIMEOUT_MS } from '../policy/policy-hooks.js';
 import { checkMcpTool } from '../policy/permission-context.js';
@@ -86,6 +86,12 @@ export type ListOutcome = { status: 'ok'; tools: McpToolInfo[] } | { status: 'de
 
 export type OkOutcome = CallOutcome & { status: 'ok' };
 
+/** What `reuse` already did before it hands a call over to `call`: the call is authorized once (one rate-limit token) and its before_call hooks fire once. */
+interface Checked {
+  decision: Authorization & { allowed: true };
+  before: Fired;
+}
+
 export interface ToolProxy {
   call(call: ToolCall): Promise<CallOutcome>;
   /**
@@ -126,35 +132,36 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
   const hookDeps: CallHookDeps = { hooks: deps.context.hooks ?? [], http: deps.primitives.http };
   let spawner: ThreadSpawner | undefined;
 
-  async function call(request: ToolCall): Promise<CallOutcome> {
+  /**
+   * Starts one call's audit: its id, the time since, and a writer of its records that fills the
+   * fields they all share (`duration_ms` to the microsecond); each site passes what differs.
+   */
+  function startAudit(request: Pick<ToolCall, 'session' | 'client' | 'tool' | 'item' | 'source'>, args: unknown) {
     const callId = randomUUID();
-    const startedAt = new Date();
+    const ts = new Date().toISOString();
     const t0 = now();
+    const elapsed = (): number => now() - t0;
+    const record = (fields: Partial<AuditRecord> & Pick<AuditRecord, 'decision'>): void =>
+      deps.audit.append({ ts, session: request.session, client: request.client, call_id: callId, tool: request.tool, ...(request.item ? { item: request.item } : {}), args, duration_ms: Math.round(elapsed() * 1000) / 1000, source: request.source, ...fields });
+    return { callId, elapsed, record };
+  }
+
+  const toolOf = (request: ToolCall): Tool | undefined => (request.item ? itemTool(request, deps) : deps.tools.get(request.tool));
+
+  async function call(request: ToolCall, checked?: Checked): Promise<CallOutcome> {
+    const audit = startAudit(request, request.args ?? {});
+    const callId = audit.callId;
     const notes: string[] = [];
     const directives: NonNullable<OutcomeBase['directives']> = [];
-    const tool = request.item ? itemTool(request, deps) : deps.tools.get(request.tool);
-    const base = (stuck: boolean): OutcomeBase => ({ callId, tool: request.tool, durationMs: now() - t0, stuck, ...(directives.length > 0 ? { directives } : {}) });
-    const record = (fields: Partial<AuditRecord> & Pick<AuditRecord, 'decision'>): void => {
-      deps.audit.append({
-        ts: startedAt.toISOString(),
-        session: request.session,
-        client: request.client,
-        call_id: callId,
-        tool: request.tool,
-        ...(request.item ? { item: request.item } : {}),
-        args: request.args ?? {},
-        duration_ms: Math.round((now() - t0) * 1000) / 1000,
-        source: request.source,
-        ...fields,
-        ...(notes.length > 0 ? { notes } : {}),
-      });
-    };
-    const fire = async (name: CallEventName, fields: Omit<CallEventFields, 'tool'>) => {
-      const fired = await fireCallHooks(hookDeps, request, name, { ...fields, tool });
+    const tool = toolOf(request);
+    const base = (stuck: boolean): OutcomeBase => ({ callId, tool: request.tool, durationMs: audit.elapsed(), stuck, ...(directives.length > 0 ? { directives } : {}) });
+    const record = (fields: Partial<AuditRecord> & Pick<AuditRecord, 'decision'>): void => audit.record({ ...fields, ...(notes.length > 0 ? { notes } : {}) });
+    const keep = (fired: Fired): Fired => {
       notes.push(...fired.notes);
       directives.push(...fired.directives);
       return fired;
     };
+    const fire = async (name: CallEventName, fields: Omit<CallEventFields, 'tool'>) => keep(await fireCallHooks(hookDeps, request, name, { ...fields, tool }));
     const denied = async (reason: string, code: string, args: unknown, extra: Partial<AuditRecord> = {}): Promise<CallOutcome> => {
       await fire(code === 'rate_limited' ? 'limit' : 'denied', { code, detail: { reason, missing: request.tool }, args });
       record({ decision: 'deny', reason, ...extra });
@@ -166,11 +173,13 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
     let checkpoint: string | undefined;
     let args: unknown = request.args ?? {};
     let granted: AuditRecord['approval'];
+    // What the call got to before it ended, filed in its record however it ends.
+    const reached = (): Partial<AuditRecord> => ({ ...(stuck ? { stuck } : {}), ...(checkpoint ? { checkpoint } : {}), ...(granted ? { approval: granted } : {}) });
     try {
-      const decision = await authorize(request, deps);
+      const decision = checked?.decision ?? (await authorize(request, deps));
       if (!decision.allowed) return await denied(decision.reason, decision.code ?? 'permission_denied', args);
       args = decision.args;
-      const before = await fire('before_call', { args });
+      const before = checked ? keep(checked.before) : await fire('before_call', { args });
       if (before.deny !== undefined) return await denied(before.deny, 'hook_denied', args);
       const needs = approvalReason(tool, request.tool, deps.context.approvals, before.approval);
       if (needs !== undefined) {
@@ -196,50 +205,50 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
       const result =
         plan.kind === 'read' ? plan.result : plan.kind === 'thread' && spawner !== undefined ? await spawnThread(spawner, plan, request) : await executePlan(plan, deps.primitives, request.signal, request.tool);
       await fire('after_call', { detail: { result: preview(result) }, args });
-      record({ decision: 'allow', reason: decision.reason, result: preview(result), ...(stuck ? { stuck } : {}), ...(checkpoint ? { checkpoint } : {}), ...(granted ? { approval: granted } : {}) });
+      record({ decision: 'allow', reason: decision.reason, result: preview(result), ...reached() });
       return { ...base(stuck), status: 'ok', result };
     } catch (error) {
       const code = isKiwiError(error) ? error.code : 'INTERNAL';
       const message = isKiwiError(error) ? error.message : describeError(error);
-      if (code === 'POLICY_DENIED') return denied(message, 'permission_denied', args);
+      // Thrown while running (the address guard), so possibly after approval, loop detection and a checkpoint.
+      if (code === 'POLICY_DENIED') return denied(message, 'permission_denied', args, reached());
       await fire('error', { code: eventCode(code), detail: { message }, args }).catch(() => undefined);
       // A call that failed before it was authorized (unknown tool, bad arguments, broken chain) never ran.
-      record({ decision: authorized ? 'allow' : 'deny', ...(authorized ? {} : { reason: message }), error: { code, message }, ...(stuck ? { stuck } : {}), ...(checkpoint ? { checkpoint } : {}), ...(granted ? { approval: granted } : {}) });
+      record({ decision: authorized ? 'allow' : 'deny', ...(authorized ? {} : { reason: message }), error: { code, message }, ...reached() });
       return { ...base(stuck), status: 'error', error: { code, message } };
     }
   }
 
   async function reuse(request: ToolCall, earlier: OkOutcome): Promise<CallOutcome> {
-    const callId = randomUUID();
-    const startedAt = new Date().toISOString();
-    const t0 = now();
-    const record = (fields: Partial<AuditRecord> & Pick<AuditRecord, 'decision'>): void =>
-      deps.audit.append({ ts: startedAt, session: request.session, client: request.client, call_id: callId, tool: request.tool, ...(request.item ? { item: request.item } : {}), args: request.args ?? {}, duration_ms: now() - t0, source: request.source, reused: earlier.callId, ...fields });
+    const audit = startAudit(request, request.args ?? {});
+    const { callId, elapsed } = audit;
+    const record = (fields: Partial<AuditRecord> & Pick<AuditRecord, 'decision'>): void => audit.record({ reused: earlier.callId, ...fields });
     try {
       const decision = await authorize(request, deps);
       if (!decision.allowed) {
         record({ decision: 'deny', reason: decision.reason });
-        return { callId, tool: request.tool, durationMs: now() - t0, stuck: false, status: 'denied', reason: decision.reason };
+        return { callId, tool: request.tool, durationMs: elapsed(), stuck: false, status: 'denied', reason: decision.reason };
       }
-      const tool = request.item ? itemTool(request, deps) : deps.tools.get(request.tool);
+      const tool = toolOf(request);
       const before = await fireCallHooks(hookDeps, request, 'before_call', { args: decision.args, tool });
       const notes = before.notes.length > 0 ? { notes: before.notes } : {};
       if (before.deny !== undefined) {
         record({ decision: 'deny', reason: before.deny, ...notes });
-        return { callId, tool: request.tool, durationMs: now() - t0, stuck: false, status: 'denied', reason: before.deny };
+        return { callId, tool: request.tool, durationMs: elapsed(), stuck: false, status: 'denied', reason: before.deny };
       }
       // A person is asked before the call, never after it ran: this one runs again once they answer.
-      if (approvalReason(tool, request.tool, deps.context.approvals, before.approval) !== undefined) return call(request);
+      // Handed over as checked here, so the call is not authorized (a second rate-limit token) or hooked again.
+      if (approvalReason(tool, request.tool, deps.context.approvals, before.approval) !== undefined) return call(request, { decision, before });
       const stuck = deps.loops.observe(request.client, request.tool, decision.args).stuck;
       record({ decision: 'allow', reason: decision.reason, result: preview(earlier.result), ...(stuck ? { stuck } : {}), ...notes });
-      return { callId, tool: request.tool, durationMs: now() - t0, stuck, status: 'ok', result: earlier.result };
+      return { callId, tool: request.tool, durationMs: elapsed(), stuck, status: 'ok', result: earlier.result };
     } catch (error) {
       const code = isKiwiError(error) ? error.code : 'INTERNAL';
       const message = isKiwiError(error) ? error.message : describeError(error);
       record({ decision: 'deny', reason: message, error: { code, message } });
       return code === 'POLICY_DENIED'
-        ? { callId, tool: request.tool, durationMs: now() - t0, stuck: false, status: 'denied', reason: message }
-        : { callId, tool: request.tool, durationMs: now() - t0, stuck: false, status: 'error', error: { code, message } };
+        ? { callId, tool: request.tool, durationMs: elapsed(), stuck: false, status: 'denied', reason: message }
+        : { callId, tool: request.tool, durationMs: elapsed(), stuck: false, status: 'error', error: { code, message } };
     }
   }
 
@@ -254,30 +263,21 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
   const limitReached: ToolProxy['limitReached'] = (caller, code, detail) => fireCallHooks(hookDeps, { ...caller, tool: '' }, 'limit', { code, detail, args: {}, tool: undefined });
 
   async function help(caller: Omit<ToolCall, 'tool' | 'args' | 'approve'>, signal: HelpSignal): Promise<HelpOutcome> {
-    const callId = randomUUID();
-    const startedAt = new Date().toISOString();
-    const t0 = now();
     const request: ToolCall = { ...caller, tool: HELP_TOOL };
     const args = { action: signal.action, message: signal.message };
+    // A signal names no item, whatever its caller carries.
+    const { callId, record } = startAudit({ session: caller.session, client: caller.client, tool: HELP_TOOL, source: caller.source }, args);
     // Each signal writes a record and may take a checkpoint and send webhooks: signals are rate-limited as calls are.
     const rate = deps.rateLimiter.take(callContext(deps.context, caller.context), HELP_TOOL, caller.client);
     if (!rate.allowed) {
-      deps.audit.append({ ts: startedAt, session: caller.session, client: caller.client, call_id: callId, tool: HELP_TOOL, args, decision: 'deny', reason: rate.reason, duration_ms: 0, source: caller.source, help: signal.action });
+      record({ decision: 'deny', reason: rate.reason, help: signal.action });
       return { callId, notes: [], directives: [], refused: rate.reason };
     }
     const checkpoint = signal.action === 'checkpoint' && deps.checkpoints ? await deps.checkpoints.before({ tool: HELP_TOOL, callId, session: caller.session }, caller.signal) : undefined;
     const fired = await fireCallHooks(hookDeps, request, 'help', { code: signal.action, detail: { message: signal.message }, args, tool: undefined, event: args });
-    deps.audit.append({
-      ts: startedAt,
-      session: caller.session,
-      client: caller.client,
-      call_id: callId,
-      tool: HELP_TOOL,
-      args,
+    record({
       // Nothing was asked for, so nothing was refused.
       decision: 'allow',
-      duration_ms: Math.round((now() - t0) * 1000) / 1000,
-      source: caller.source,
       help: signal.action,
       ...(checkpoint ? { checkpoint } : {}),
       ...(fired.notes.length > 0 ? { notes: fired.notes } : {}),
@@ -286,7 +286,7 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
   }
 
   return {
-    call,
+    call: (request) => call(request),
     reuse,
     listMcpTools,
     limitReached,

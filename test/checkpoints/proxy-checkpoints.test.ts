@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { readAuditTail } from '../../src/audit/audit-reader.js';
 import { LOCAL_CLIENT } from '../../src/clients/client-auth.js';
 import { openProject, type Project } from '../../src/project.js';
+import type { ToolCall } from '../../src/proxy/tool-proxy.js';
 import { createGitRepo, type GitRepo } from '../helpers/git-repo.js';
 import { REPO_ROOT } from '../helpers/temp-project.js';
 
@@ -33,9 +34,18 @@ version: "1.0.0"
 description: not in the policy
 config: { command: node, args: ["-e", "require('fs').writeFileSync('forbidden.txt', 'x')"] }
 `,
+  // Its host comes from the call: the address guard refuses a loopback one only once the call runs.
+  '.ai/tools/fetch_status.yaml': `tool_id: fetch_status
+tool_type: api
+executor: http_client
+requires_approval: true
+config: { method: GET, url: "http://{host}:1/status" }
+parameters:
+  - { name: host, type: string, required: true }
+`,
   // The project writable (inside the sandbox too): write_note writes note.txt at its root.
   '.ai/config/policy.yaml': `version: 1
-tools: [write_note, peek]
+tools: [write_note, peek, fetch_status]
 commands: [{ executable: node }]
 filesystem: { write: ["**"] }
 `,
@@ -56,8 +66,8 @@ afterEach(async () => {
   repo.remove();
 });
 
-async function call(p: Project, tool: string, args: Record<string, unknown> = {}) {
-  return p.proxy.call({ tool, args, session: p.session, client: LOCAL_CLIENT, source: 'cli' });
+async function call(p: Project, tool: string, args: Record<string, unknown> = {}, approve?: ToolCall['approve']) {
+  return p.proxy.call({ tool, args, session: p.session, client: LOCAL_CLIENT, source: 'cli', ...(approve ? { approve } : {}) });
 }
 
 async function auditRecords(p: Project) {
@@ -99,6 +109,28 @@ describe('the tool proxy takes a checkpoint before a state-changing call', () =>
       ['forbidden', 'deny', undefined],
       ['write_note', 'allow', second],
     ]);
+  });
+
+  it('files the checkpoint, approval and loop flag of a call the address guard refuses while it runs', async () => {
+    project = await openProject({ projectDir: repo.root, env: repo.env, session: 'ckpt-guard' });
+    const grant = async () => ({ approved: true, decidedBy: 'alice' });
+    const outcomes = [];
+    // The third identical call in the window is the one flagged as stuck.
+    for (let i = 0; i < 3; i++) outcomes.push(await call(project, 'fetch_status', { host: '127.0.0.1' }, grant));
+    for (const o of outcomes) expect(o.status, JSON.stringify(o)).toBe('denied');
+    // Nothing changed between the calls, so each files the one checkpoint taken before the first.
+    const [taken] = checkpoints();
+    expect(taken).toMatch(/^[0-9a-f]{40}$/);
+    const records = await auditRecords(project);
+    expect(records.map((r) => [r.call_id, r.decision, r.checkpoint, r.stuck])).toEqual([
+      [outcomes[0]?.callId, 'deny', taken, undefined],
+      [outcomes[1]?.callId, 'deny', taken, undefined],
+      [outcomes[2]?.callId, 'deny', taken, true],
+    ]);
+    for (const r of records) {
+      expect(r.reason).toMatch(/127\.0\.0\.1.*loopback/);
+      expect(r.approval).toMatchObject({ approved: true, decided_by: 'alice' });
+    }
   });
 
   it('takes none when checkpoints.enabled is false in gateway.yaml', async () => {

@@ -1,7 +1,9 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/run-cli.js';
 import { serveGateway, type ServedGateway } from '../helpers/serve-gateway.js';
-import { createTempProject } from '../helpers/temp-project.js';
+import { createTempProject, REPO_ROOT } from '../helpers/temp-project.js';
 import { openSse, type SseClient } from '../fixtures/kernel/sse-client.js';
 
 /**
@@ -55,6 +57,19 @@ describe('kiwi approvals', () => {
     expect(again.err).toMatch(/no call waits for approval as step/);
     expect((await kiwi('approvals', 'grant')).code).toBe(2);
     expect((await kiwi('approvals', 'grant', stepId, '--reason', 'x')).err).toMatch(/--reason goes with deny/);
+  });
+
+  // Only root can start a process as a uid that has no passwd entry, where os.userInfo() throws.
+  it.runIf(process.getuid?.() === 0)('answers as "unknown" for a uid with no passwd entry and no USER', async () => {
+    const id = (await post('/v0/executions', { agent_id: 'ops' }))['id'] as string;
+    const session = ((await agent.next('execution.assigned')).data as { session_id: string }).session_id;
+    const stepId = (await post('/v0/agents/intent', { execution_id: id, session_id: session, intent: { type: 'invoke_tool', tool_id: 'deploy', arguments: { env: 'prod' } } }))['step_id'] as string;
+    const env = { PATH: process.env['PATH'], HOME: project.root, KIWI_PORT: String(served.server.port) };
+    // Asynchronous: the gateway answering it runs in this process.
+    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'approvals', 'grant', stepId], { cwd: REPO_ROOT, uid: 4242, gid: 4242, env });
+    expect(stdout.trim()).toBe(`granted: deploy {"env":"prod"} (step ${stepId}, execution ${id})`);
+    const events = (await kiwi('executions', 'events', id, '--json')).out.split('\n').map((l) => JSON.parse(l) as { type: string; payload: Record<string, unknown> });
+    expect(events.find((e) => e.type === 'signal.received')?.payload).toMatchObject({ payload: { decided_by: 'unknown' } });
   });
 });
 

@@ -24,7 +24,7 @@ description: print argv
 config: { command: node, script: echo_args.mjs, args: ["{script}", "{text}"]${extra} }
 parameters:
   - { name: text, type: string, required: true }
-${id === 'deploy' ? 'requires_approval: true\n' : ''}`;
+${id.startsWith('deploy') ? 'requires_approval: true\n' : ''}`;
 
 let temp: TempProject;
 let project: Project;
@@ -34,10 +34,10 @@ const received: { path: string; body: Record<string, unknown> }[] = [];
 
 function policy(webhookPort: number): string {
   return `version: 1
-tools: [echo_args, deploy, publish_docs, hang, rate_me]
+tools: [echo_args, deploy, deploy_once, publish_docs, hang, rate_me]
 commands: [{ executable: node }]
 rate_limits:
-  per_tool: { rate_me: { max: 1, per_ms: 600000 } }
+  per_tool: { rate_me: { max: 1, per_ms: 600000 }, deploy_once: { max: 1, per_ms: 600000 } }
 approvals: { tools: ["publish_*"], timeout_s: 1 }
 hooks:
   - when: tool.id == "echo_args" and arguments.text.contains("rm -rf")
@@ -52,6 +52,12 @@ hooks:
     require_approval: true
   - when: tool.id == "echo_args" and arguments.text == "tell the closed port"
     webhook: "http://127.0.0.1:1/closed"
+  - when: event.name == "before_call" and tool.id == "echo_args" and arguments.text == "tell both"
+    webhook: "http://127.0.0.1:1/closed"
+  - when: event.name == "before_call" and tool.id == "echo_args" and arguments.text == "tell both"
+    webhook: "http://127.0.0.1:${webhookPort}/both"
+  - when: event.name == "before_call" and tool.id == "deploy_once"
+    webhook: "http://127.0.0.1:${webhookPort}/before"
   - when: event.name == "before_call" and tool.id == "echo_args" and arguments.text == "bad" and arguments.nothere == "x"
     annotate: never
 `;
@@ -73,6 +79,7 @@ beforeAll(async () => {
   temp.write('.ai/tools/test/hang.mjs', readFileSync(path.join(FIXTURES, 'proxy', 'hang.mjs'), 'utf8'));
   temp.write('.ai/tools/test/echo_args.yaml', ECHO('echo_args'));
   temp.write('.ai/tools/test/deploy.yaml', ECHO('deploy'));
+  temp.write('.ai/tools/test/deploy_once.yaml', ECHO('deploy_once'));
   temp.write('.ai/tools/test/publish_docs.yaml', ECHO('publish_docs'));
   temp.write('.ai/tools/test/rate_me.yaml', ECHO('rate_me'));
   temp.write('.ai/tools/test/hang.yaml', `tool_id: hang
@@ -151,6 +158,24 @@ describe('hooks on calls', () => {
     if (outcome.status === 'denied') expect(outcome.reason).toMatch(/^the webhook of the hook at .ai\/config\/policy.yaml:\d+ failed, so the call is refused/);
   });
 
+  it("several webhooks of one event are all sent, and noted in the hooks' order; the first that fails is the reason", async () => {
+    received.length = 0;
+    const outcome = await call('echo_args', { text: 'tell both' });
+    expect(outcome.status).toBe('denied');
+    expect(received.map((r) => r.path).sort()).toEqual(['/both', '/denials']);
+    const notes = (await auditOf(outcome.callId)).notes ?? [];
+    expect(notes).toEqual([
+      // The audit cuts long strings, so only the head of the failure shows.
+      expect.stringMatching(/^webhook to 127\.0\.0\.1:1 failed \(hook at .ai\/config\/policy.yaml:\d+/),
+      expect.stringMatching(/^webhook sent to 127\.0\.0\.1:\d+ \(hook at .ai\/config\/policy.yaml:\d+\)$/),
+      // The denial's own webhook.
+      expect.stringMatching(/^webhook sent to /),
+    ]);
+    const [closedLine, bothLine] = notes.slice(0, 2).map((n) => Number(/policy\.yaml:(\d+)/.exec(n)?.[1]));
+    expect(closedLine).toBeLessThan(bothLine as number);
+    if (outcome.status === 'denied') expect(outcome.reason).toContain(`the webhook of the hook at .ai/config/policy.yaml:${closedLine} failed`);
+  });
+
   it('a condition that fails at run time refuses the call, naming the hook', async () => {
     const outcome = await call('echo_args', { text: 'bad' });
     expect(outcome.status).toBe('denied');
@@ -182,6 +207,26 @@ describe('approvals on calls', () => {
     const record = await auditOf(outcome.callId);
     expect(record.approval).toMatchObject({ approved: true, decided_by: 'alice' });
     expect(record.decision).toBe('allow');
+  });
+
+  it('a reused result that needs approval is asked for and run once: one rate-limit token, one before_call', async () => {
+    const grant = async () => ({ approved: true, decidedBy: 'alice' });
+    // The speculation ran as another client, so the reuse starts with a full bucket of exactly one call.
+    const earlier = await call('deploy_once', { text: 'v4' }, { client: 'speculator', approve: grant });
+    expect(earlier.status, JSON.stringify(earlier)).toBe('ok');
+    if (earlier.status !== 'ok') return;
+    received.length = 0;
+    let asked = 0;
+    const outcome = await project.proxy.reuse({ tool: 'deploy_once', args: { text: 'v4' }, session: 'hooks-test', client: 'tester', source: 'gateway', approve: async () => (asked++, grant()) }, earlier);
+    expect(outcome.status, JSON.stringify(outcome)).toBe('ok');
+    expect(asked).toBe(1);
+    expect(received.map((r) => r.path)).toEqual(['/before']);
+    expect(received[0]?.body).toMatchObject({ event: { name: 'before_call' }, tool: { id: 'deploy_once' }, client: { name: 'tester' } });
+    const record = await auditOf(outcome.callId);
+    expect(record).toMatchObject({ decision: 'allow', approval: { approved: true, decided_by: 'alice' } });
+    expect(record.notes).toEqual([expect.stringMatching(/^webhook sent to 127\.0\.0\.1:\d+ \(hook at .ai\/config\/policy.yaml:\d+\)$/)]);
+    // The one token is spent: the next call of the tool by this client is over the limit.
+    expect((await call('deploy_once', { text: 'v5' }, { approve: grant })).status).toBe('denied');
   });
 
   it('does not run when the person denies it, and says why', async () => {

@@ -46,13 +46,22 @@ export async function approvalsCommand(ctx: CliContext): Promise<number> {
     const target = (await waitingApprovals(kernel)).find((w) => w.stepId === stepId);
     if (target === undefined) throw new KiwiError('NOT_FOUND', `no call waits for approval as step ${stepId}; \`kiwi approvals list\` shows the ones that do`);
     // Who answers, as the audit shows it beside the client key that sent it (the gateway adds the key).
-    const decidedBy = values.as ?? ctx.env['USER'] ?? userInfo().username;
+    const decidedBy = values.as ?? ctx.env['USER'] ?? loginName();
     const payload = { step_id: stepId, approved: action === 'grant', decided_by: decidedBy, ...(values.reason === undefined ? {} : { reason: values.reason }) };
     await kernel.post(`/v0/executions/${encodeURIComponent(target.executionId)}/signal`, { signal_type: 'step.approve', payload });
     ctx.io.out(`${action === 'grant' ? 'granted' : 'denied'}: ${target.toolId} ${JSON.stringify(target.arguments)} (step ${stepId}, execution ${target.executionId})`);
     return 0;
   } finally {
     await kernel.close();
+  }
+}
+
+/** The login name; 'unknown' for a uid with no passwd entry (a container's), where userInfo throws. */
+function loginName(): string {
+  try {
+    return userInfo().username;
+  } catch {
+    return 'unknown';
   }
 }
 

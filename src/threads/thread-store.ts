@@ -70,8 +70,13 @@ export interface ThreadWriter {
   close(): void;
 }
 
-export function threadFile(root: string, id: string): string {
+/** INVALID_INPUT unless `id` is a thread's id (a UUID): never a path. */
+export function checkThreadId(id: string): void {
   if (!ID.test(id)) throw new KiwiError('INVALID_INPUT', `${JSON.stringify(id)} is not a thread id; \`kiwi threads list\` shows them`);
+}
+
+export function threadFile(root: string, id: string): string {
+  checkThreadId(id);
   return path.join(root, THREADS_DIR, `${id}.jsonl`);
 }
 

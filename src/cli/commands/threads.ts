@@ -3,7 +3,7 @@ import { LOCAL_CLIENT } from '../../clients/client-auth.js';
 import { openGateway } from '../../gateway/open-gateway.js';
 import { KiwiError } from '../../errors.js';
 import { TERMINAL_STATUSES, type ExecutionStatus } from '../../kernel/types.js';
-import { isThreadOver, listThreads, readThread, threadFile, type ThreadLine, type ThreadRecord } from '../../threads/thread-store.js';
+import { checkThreadId, isThreadOver, listThreads, readThread, type ThreadLine, type ThreadRecord } from '../../threads/thread-store.js';
 import { clientKey, defaultGatewayBase } from '../gateway-address.js';
 import { createKernelClient } from '../kernel-client.js';
 import { UsageError, type CliContext } from '../io.js';
@@ -79,7 +79,7 @@ async function resume(ctx: CliContext, id: string, values: { message?: string; m
 
 /** The running execution labelled with the thread's id, cancelled through the gateway's /v0. */
 async function cancel(ctx: CliContext, id: string, values: { url?: string; key?: string }): Promise<number> {
-  threadFile('.', id); // refuses what is not a thread id before anything is sent
+  checkThreadId(id); // before anything is sent
   const kernel = createKernelClient(values.url ?? defaultGatewayBase(ctx.env), clientKey(values.key ?? ctx.env['KIWI_API_KEY']), ctx.signal);
   try {
     const page = (await kernel.get(`/v0/executions?label=${encodeURIComponent(`thread:${id}`)}&limit=50`)) as { executions: { id: string; status: string }[] };

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, realpathSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { KiwiError } from '../errors.js';
 import { createSecretMasks } from './sandbox-masks.js';
@@ -50,7 +50,7 @@ export interface SandboxSettings {
 
 /** What one call may do inside the sandbox. */
 export interface SandboxGrant {
-  /** Absolute folders the tool may write (each must exist; it is realpath'd). */
+  /** Absolute folders, or files a write glob names, the tool may write (each must exist; it is realpath'd). */
   writePaths: string[];
   network: boolean;
   /** Folders to keep readable even under the private /tmp (the project root, when it lives there); the cwd always is. */
@@ -189,6 +189,8 @@ function sandboxArgv(bwrap: string, helpers: Helpers, limits: SandboxLimits, arg
   // A grant is a whole folder, but the policy's globs never match dot entries unless they name
   // them: `.git`, `.env`, `.ai` (the policy itself) inside a granted folder stay read-only.
   for (const real of writable) {
+    // A glob that names an existing file grants that file alone: it has no entries to keep read-only.
+    if (!statSync(real).isDirectory()) continue;
     // A symlink is skipped: what it points to outside the grants is read-only already.
     for (const entry of readdirSync(real, { withFileTypes: true })) {
       const inside = path.join(real, entry.name);

@@ -102,6 +102,21 @@ describe.runIf(hasBwrap)('subprocess sandbox (bwrap)', () => {
     expect((await run([node, '-e', `require('fs').writeFileSync(${JSON.stringify(join(dir, '.ai', 'config', 'x'))}, 'x')`], { writePaths: [dir, join(dir, '.ai')], network: false })).exitCode).toBe(0);
   });
 
+  it('runs with a write glob that names an existing file, and writes that file', async () => {
+    await writeFile(join(dir, 'CHANGELOG.md'), 'old\n');
+    await mkdir(join(dir, '.git'));
+    const writePaths = writeFoldersOf(dir, ['CHANGELOG.md']);
+    expect(writePaths).toEqual([join(dir, 'CHANGELOG.md')]);
+    const write = (file: string) => run([node, '-e', `require('fs').writeFileSync(${JSON.stringify(file)}, 'new\\n'); console.log('wrote')`], { writePaths, network: false });
+    const r = await write(join(dir, 'CHANGELOG.md'));
+    expect(r.stderr).toBe('');
+    expect(r.exitCode).toBe(0);
+    expect(await readFile(join(dir, 'CHANGELOG.md'), 'utf8')).toBe('new\n');
+    const beside = await write(join(dir, 'README.md'));
+    expect(beside.exitCode).not.toBe(0);
+    expect(beside.stderr).toMatch(/EROFS|EACCES/u);
+  });
+
   describe('network', () => {
     let server: Server;
     let port: number;

@@ -185,10 +185,13 @@ function sandboxArgv(bwrap: string, helpers: Helpers, limits: SandboxLimits, arg
     if (!path.isAbsolute(dir)) throw new KiwiError('INVALID_INPUT', `sandbox write path ${JSON.stringify(dir)} must be absolute`);
     return realpathSync(dir);
   });
-  for (const real of writable) out.push('--bind', real, real);
   // A grant is a whole folder, but the policy's globs never match dot entries unless they name
   // them: `.git`, `.env`, `.ai` (the policy itself) inside a granted folder stay read-only.
-  for (const real of writable) {
+  // Each grant's dot entries are bound right after it, and a grant after every grant that holds
+  // it (shorter paths first), so `.ai/notes` granted under a granted root lies over the root's
+  // read-only `.ai` rather than under it.
+  for (const real of [...writable].sort((a, b) => a.length - b.length)) {
+    out.push('--bind', real, real);
     // A glob that names an existing file grants that file alone: it has no entries to keep read-only.
     if (!statSync(real).isDirectory()) continue;
     // A symlink is skipped: what it points to outside the grants is read-only already.

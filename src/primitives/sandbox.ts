@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { KiwiError } from '../errors.js';
+import { isInside } from '../policy/path-check.js';
 import { createSecretMasks } from './sandbox-masks.js';
 import { DEFAULT_CHILD_PATH } from './subprocess.js';
 
@@ -225,7 +226,6 @@ function sandboxArgv(bwrap: string, helpers: Helpers, limits: SandboxLimits, arg
  */
 export function writeFoldersOf(root: string, globs: string[]): string[] {
   const realRoot = realpathSync(root);
-  const inside = (real: string): boolean => real === realRoot || real.startsWith(`${realRoot}${path.sep}`);
   const folders = new Set<string>();
   for (const glob of globs) {
     const parts = glob.split('/');
@@ -241,10 +241,10 @@ export function writeFoldersOf(root: string, globs: string[]): string[] {
     let existing = dir;
     while (!existsSync(existing)) existing = path.dirname(existing);
     // A symlinked folder must not carry the grant out of the project, nor be created through.
-    if (!inside(realpathSync(existing))) continue;
+    if (!isInside(realpathSync(existing), realRoot)) continue;
     if (existing !== dir) mkdirSync(dir, { recursive: true });
     const real = realpathSync(dir);
-    if (inside(real)) folders.add(real);
+    if (isInside(real, realRoot)) folders.add(real);
   }
   return [...folders];
 }

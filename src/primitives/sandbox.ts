@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { KiwiError } from '../errors.js';
+import { literalParts } from '../policy/glob-literal.js';
 import { isInside } from '../policy/path-check.js';
 import { createSecretMasks } from './sandbox-masks.js';
 import { DEFAULT_CHILD_PATH } from './subprocess.js';
@@ -228,14 +229,10 @@ export function writeFoldersOf(root: string, globs: string[]): string[] {
   const realRoot = realpathSync(root);
   const folders = new Set<string>();
   for (const glob of globs) {
-    const parts = glob.split('/');
-    const literal: string[] = [];
-    for (const part of parts.slice(0, -1)) {
-      if (/[*?[\]{}()!+@]/u.test(part)) break;
-      literal.push(part);
-    }
-    const last = parts.at(-1) ?? '';
-    const named = literal.length === parts.length - 1 && !/[*?[\]{}()!+@]/u.test(last) ? path.join(root, ...literal, last) : undefined;
+    const segments = glob.split('/').length;
+    const prefix = literalParts(glob);
+    const literal = prefix.slice(0, segments - 1);
+    const named = prefix.length === segments ? path.join(root, ...prefix) : undefined;
     // A glob that names an existing file or folder binds it; one that names a file to be made binds its folder.
     const dir = named !== undefined && existsSync(named) ? named : path.join(root, ...literal);
     let existing = dir;

@@ -18,6 +18,11 @@ export interface CallableItem {
 
 const PARAMETER_TYPES: readonly string[] = ['string', 'number', 'integer', 'boolean', 'array', 'object'] satisfies ParameterType[];
 
+/** Knowledge written as a tool manifest without an executor: it is read, never run, and has no chain. */
+export function isReadOnlyKnowledge(tool: Tool): boolean {
+  return tool.type === 'knowledge' && tool.executor === null;
+}
+
 export function directiveTool(directive: Directive): Tool {
   const parameters: ToolParameter[] = (directive.inputs ?? []).map((input) => ({
     name: input.name,

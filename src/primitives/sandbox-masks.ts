@@ -22,7 +22,7 @@ import { DEFAULT_WALK_LIMITS, walkIsStale, walkSecrets, type SecretWalk, type Wa
  */
 
 /** Relative to a home folder. Files and folders alike; only those present are masked. */
-export const HOME_SECRETS: readonly string[] = [
+const HOME_SECRETS: readonly string[] = [
   '.ssh', '.gnupg', '.aws', '.azure', '.kube', '.config/gcloud', '.config/gh', '.config/hub', '.config/git/credentials',
   '.docker/config.json', '.config/containers/auth.json', '.netrc', '.npmrc', '.yarnrc', '.yarnrc.yml', '.pypirc', '.pgpass',
   '.git-credentials', '.cargo/credentials', '.cargo/credentials.toml', '.m2/settings.xml', '.gradle/gradle.properties',

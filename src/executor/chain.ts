@@ -1,4 +1,5 @@
 import { KiwiError } from '../errors.js';
+import { isReadOnlyKnowledge } from '../registry/item-tools.js';
 import { PRIMITIVES, type PrimitiveId, type Tool } from '../registry/types.js';
 import { isPlainObject } from '../plain-object.js';
 
@@ -42,7 +43,7 @@ export function lookupLink(tools: ReadonlyMap<string, Tool>, id: string): Tool |
 export function resolveChain(tools: ReadonlyMap<string, Tool>, toolId: string): ResolvedChain {
   const first = lookupLink(tools, toolId);
   if (!first) throw new KiwiError('TOOL_NOT_FOUND', `no tool \`${toolId}\` in the registry; run \`kiwi tools list\` to see what there is`);
-  if (first.type === 'knowledge' && first.executor === null) {
+  if (isReadOnlyKnowledge(first)) {
     throw new KiwiError('CHAIN_INVALID', `\`${toolId}\` (${first.source.path}) is knowledge: it is read, not run; \`load\` it (or execute it through the MCP server's execute) to get its content`);
   }
   const links: Tool[] = [first];
@@ -90,7 +91,7 @@ export function validateChains(tools: ReadonlyMap<string, Tool>): Array<{ tool: 
   const problems: Array<{ tool: Tool; message: string }> = [];
   for (const tool of tools.values()) {
     // Knowledge without an executor has no chain by design.
-    if (tool.type === 'knowledge' && tool.executor === null) continue;
+    if (isReadOnlyKnowledge(tool)) continue;
     try {
       resolveChain(tools, tool.id);
     } catch (error) {

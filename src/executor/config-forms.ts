@@ -1,4 +1,5 @@
 import { KiwiError } from '../errors.js';
+import { isPlainObject } from '../plain-object.js';
 import type { Tool } from '../registry/types.js';
 
 /**
@@ -86,9 +87,12 @@ function withAuth(config: Config, tool: Tool): Config {
   if (auth === undefined || auth === null) return rest;
   let value: string;
   if (typeof auth === 'string') value = auth;
-  else if (typeof auth === 'object' && (auth as Config)['type'] === 'bearer' && typeof (auth as Config)['token'] === 'string') value = `Bearer ${(auth as Config)['token'] as string}`;
+  else if (isPlainObject(auth) && auth['type'] === 'bearer' && typeof auth['token'] === 'string') value = `Bearer ${auth['token']}`;
   else refuse(tool, 'config.auth', 'must be "Bearer ${TOKEN}" or { type: bearer, token: "${TOKEN}" }; for other schemes write the header under config.headers');
-  const headers = typeof rest['headers'] === 'object' && rest['headers'] !== null ? { ...(rest['headers'] as Config) } : {};
+  const written = rest['headers'] ?? {};
+  // Spread into a map, a list would become headers named "0", "1"; refused, as the schema refuses it without auth.
+  if (!isPlainObject(written)) refuse(tool, 'config.headers', `must be a map of header names to values (X-Api-Key: "\${KEY}"), not ${Array.isArray(written) ? 'a list' : `a ${typeof written}`}`);
+  const headers: Config = { ...written };
   if (!Object.keys(headers).some((h) => h.toLowerCase() === 'authorization')) headers['Authorization'] = value;
   return { ...rest, headers };
 }

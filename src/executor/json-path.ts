@@ -1,4 +1,5 @@
 import { KiwiError } from '../errors.js';
+import { isPlainObject } from '../plain-object.js';
 
 /**
  * The JSONPath subset Kiwi's `response_transform: "$.a.b[0:7]"` needs, parsed by hand: names
@@ -79,12 +80,12 @@ export function queryJsonPath(value: unknown, steps: PathStep[]): unknown {
 
 function apply(node: unknown, step: PathStep): unknown[] {
   if (step.kind === 'name') {
-    if (node === null || typeof node !== 'object' || Array.isArray(node) || !Object.hasOwn(node, step.name)) return [];
-    return [(node as Record<string, unknown>)[step.name]];
+    if (!isPlainObject(node) || !Object.hasOwn(node, step.name)) return [];
+    return [node[step.name]];
   }
   if (step.kind === 'wildcard') {
     if (Array.isArray(node)) return node;
-    return node !== null && typeof node === 'object' ? Object.values(node) : [];
+    return isPlainObject(node) ? Object.values(node) : [];
   }
   if (!Array.isArray(node)) return [];
   if (step.kind === 'index') {

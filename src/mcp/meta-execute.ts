@@ -5,6 +5,7 @@
  * as its content. A thread's `status`, `stream`, `cancel` and `resume` take its id (meta-thread.ts).
  */
 import { z } from 'zod';
+import { isReadOnlyKnowledge } from '../registry/item-tools.js';
 import type { Directive, Knowledge } from '../registry/types.js';
 import {
   callerFields,
@@ -132,7 +133,7 @@ function runKnowledge(ctx: MetaContext, entry: Knowledge): MetaResult {
  */
 function readableTool(ctx: MetaContext, id: string, parameters: Record<string, unknown>): MetaResult | undefined {
   const tool = ctx.project.registry.tools.get(id);
-  if (tool?.type === 'knowledge' && tool.executor === null) {
+  if (tool !== undefined && isReadOnlyKnowledge(tool)) {
     const view = toolView(ctx.project, tool);
     const source = typeof tool.config['source_url'] === 'string' ? `\nsource: ${tool.config['source_url']}` : '';
     return textResult(`knowledge ${tool.id} ${tool.version}: ${tool.description}${source}`, { status: 'ready', ...view });

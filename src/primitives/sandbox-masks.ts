@@ -1,6 +1,7 @@
 import { lstatSync, mkdtempSync, readdirSync, readFileSync, realpathSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import path from 'node:path';
+import { isInside } from '../policy/path-check.js';
 import { matchesAny } from '../policy/permission-context.js';
 import { DEFAULT_WALK_LIMITS, walkIsStale, walkSecrets, type SecretWalk, type WalkLimits } from './secret-walk.js';
 
@@ -21,7 +22,7 @@ import { DEFAULT_WALK_LIMITS, walkIsStale, walkSecrets, type SecretWalk, type Wa
  */
 
 /** Relative to a home folder. Files and folders alike; only those present are masked. */
-export const HOME_SECRETS: readonly string[] = [
+const HOME_SECRETS: readonly string[] = [
   '.ssh', '.gnupg', '.aws', '.azure', '.kube', '.config/gcloud', '.config/gh', '.config/hub', '.config/git/credentials',
   '.docker/config.json', '.config/containers/auth.json', '.netrc', '.npmrc', '.yarnrc', '.yarnrc.yml', '.pypirc', '.pgpass',
   '.git-credentials', '.cargo/credentials', '.cargo/credentials.toml', '.m2/settings.xml', '.gradle/gradle.properties',
@@ -94,7 +95,7 @@ export function createSecretMasks(options: SecretMasksOptions = {}): SecretMasks
       for (const home of others) {
         const realHome = real(home);
         if (realHome === undefined) continue;
-        if (keep.some((k) => isWithin(k, realHome) || isWithin(realHome, k))) wanted.push(...HOME_SECRETS.map((entry) => path.join(home, entry)));
+        if (keep.some((k) => isInside(k, realHome) || isInside(realHome, k))) wanted.push(...HOME_SECRETS.map((entry) => path.join(home, entry)));
         else wanted.push(home);
       }
       wanted.push(...SYSTEM_SECRETS, ...sshHostKeys());
@@ -127,7 +128,7 @@ function maskArgs(paths: readonly string[], empty: string): string[] {
   const dirs: string[] = [];
   const out: string[] = [];
   for (const [target, dir] of sorted) {
-    if (dirs.some((d) => isWithin(target, d))) continue;
+    if (dirs.some((d) => isInside(target, d))) continue;
     if (dir) {
       dirs.push(target);
       out.push('--tmpfs', target, '--remount-ro', target);
@@ -216,8 +217,4 @@ function real(p: string): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-function isWithin(child: string, dir: string): boolean {
-  return child === dir || child.startsWith(dir.endsWith('/') ? dir : `${dir}/`);
 }

@@ -1,7 +1,9 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, realpathSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { KiwiError } from '../errors.js';
+import { literalParts } from '../policy/glob-literal.js';
+import { isInside } from '../policy/path-check.js';
 import { createSecretMasks } from './sandbox-masks.js';
 import { DEFAULT_CHILD_PATH } from './subprocess.js';
 
@@ -50,7 +52,7 @@ export interface SandboxSettings {
 
 /** What one call may do inside the sandbox. */
 export interface SandboxGrant {
-  /** Absolute folders the tool may write (each must exist; it is realpath'd). */
+  /** Absolute folders, or files a write glob names, the tool may write (each must exist; it is realpath'd). */
   writePaths: string[];
   network: boolean;
   /** Folders to keep readable even under the private /tmp (the project root, when it lives there); the cwd always is. */
@@ -185,10 +187,15 @@ function sandboxArgv(bwrap: string, helpers: Helpers, limits: SandboxLimits, arg
     if (!path.isAbsolute(dir)) throw new KiwiError('INVALID_INPUT', `sandbox write path ${JSON.stringify(dir)} must be absolute`);
     return realpathSync(dir);
   });
-  for (const real of writable) out.push('--bind', real, real);
   // A grant is a whole folder, but the policy's globs never match dot entries unless they name
   // them: `.git`, `.env`, `.ai` (the policy itself) inside a granted folder stay read-only.
-  for (const real of writable) {
+  // Each grant's dot entries are bound right after it, and a grant after every grant that holds
+  // it (shorter paths first), so `.ai/notes` granted under a granted root lies over the root's
+  // read-only `.ai` rather than under it.
+  for (const real of [...writable].sort((a, b) => a.length - b.length)) {
+    out.push('--bind', real, real);
+    // A glob that names an existing file grants that file alone: it has no entries to keep read-only.
+    if (!statSync(real).isDirectory()) continue;
     // A symlink is skipped: what it points to outside the grants is read-only already.
     for (const entry of readdirSync(real, { withFileTypes: true })) {
       const inside = path.join(real, entry.name);
@@ -220,26 +227,21 @@ function sandboxArgv(bwrap: string, helpers: Helpers, limits: SandboxLimits, arg
  */
 export function writeFoldersOf(root: string, globs: string[]): string[] {
   const realRoot = realpathSync(root);
-  const inside = (real: string): boolean => real === realRoot || real.startsWith(`${realRoot}${path.sep}`);
   const folders = new Set<string>();
   for (const glob of globs) {
-    const parts = glob.split('/');
-    const literal: string[] = [];
-    for (const part of parts.slice(0, -1)) {
-      if (/[*?[\]{}()!+@]/u.test(part)) break;
-      literal.push(part);
-    }
-    const last = parts.at(-1) ?? '';
-    const named = literal.length === parts.length - 1 && !/[*?[\]{}()!+@]/u.test(last) ? path.join(root, ...literal, last) : undefined;
+    const segments = glob.split('/').length;
+    const prefix = literalParts(glob);
+    const literal = prefix.slice(0, segments - 1);
+    const named = prefix.length === segments ? path.join(root, ...prefix) : undefined;
     // A glob that names an existing file or folder binds it; one that names a file to be made binds its folder.
     const dir = named !== undefined && existsSync(named) ? named : path.join(root, ...literal);
     let existing = dir;
     while (!existsSync(existing)) existing = path.dirname(existing);
     // A symlinked folder must not carry the grant out of the project, nor be created through.
-    if (!inside(realpathSync(existing))) continue;
+    if (!isInside(realpathSync(existing), realRoot)) continue;
     if (existing !== dir) mkdirSync(dir, { recursive: true });
     const real = realpathSync(dir);
-    if (inside(real)) folders.add(real);
+    if (isInside(real, realRoot)) folders.add(real);
   }
   return [...folders];
 }

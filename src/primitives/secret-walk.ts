@@ -1,5 +1,6 @@
 import { lstatSync, readdirSync, type Dirent } from 'node:fs';
 import path from 'node:path';
+import { literalParts } from '../policy/glob-literal.js';
 import { matchesAny } from '../policy/permission-context.js';
 import { secretKind } from '../policy/secret-paths.js';
 
@@ -52,7 +53,7 @@ export function walkSecrets(root: string, allow: readonly (readonly string[])[],
   let budget = limits.maxEntries;
   const allowed = (rel: string) => allow.length > 0 && allow.every((globs) => matchesAny(globs, rel));
   const covered = (rel: string) => PROBES.every((p) => allowed(`${rel}/${p}`));
-  const bases = allow.flatMap((globs) => globs.map(literalBase)).filter((b) => b !== '');
+  const bases = allow.flatMap((globs) => globs.map((g) => literalParts(g).join('/'))).filter((b) => b !== '');
   const leadsInto = (rel: string) => bases.some((b) => b.startsWith(`${rel}/`));
 
   /** Reads one folder; false when the entry budget ran out. */
@@ -109,14 +110,4 @@ export function walkIsStale(walk: SecretWalk): boolean {
     }
   }
   return false;
-}
-
-/** The folder part of a glob before its first wildcard (`.git/config` → `.git/config`, `**\/.env` → ``). */
-function literalBase(glob: string): string {
-  const parts: string[] = [];
-  for (const part of glob.split('/')) {
-    if (/[*?[\]{}()!+@]/u.test(part)) break;
-    parts.push(part);
-  }
-  return parts.join('/');
 }

@@ -6,12 +6,13 @@
  * `<input name="input" ...>`.
  */
 import type { ElementProblem } from './directive-permissions.js';
-import type { DirectiveInput } from './types.js';
+import { isParameterType, PARAMETER_TYPES } from './tool-parameters.js';
+import type { DirectiveInput, ParameterType } from './types.js';
 import { didYouMeanSuffix } from './validation-error.js';
 import type { XmlElement } from './xml-tree.js';
 
-/** JSON Schema's types: the call's arguments are JSON. */
-export const INPUT_TYPES = ['string', 'number', 'integer', 'boolean', 'object', 'array'] as const;
+/** A tool parameter's types (JSON Schema's: the call's arguments are JSON), listed in messages with object before array. */
+const LISTED_TYPES: readonly ParameterType[] = [...PARAMETER_TYPES.filter((t) => t !== 'array'), 'array'];
 
 const INPUT_NAME = /^[A-Za-z_][A-Za-z0-9_-]*$/u;
 
@@ -41,14 +42,15 @@ export function parseInputs(element: XmlElement, problems: ElementProblem[]): Di
       report('', `input "${name}" holds <${input.children[0]?.name}>; its description is plain text: write ${example}`);
     }
     const type = input.attrs['type']?.trim() ?? 'string';
-    if (!(INPUT_TYPES as readonly string[]).includes(type)) {
-      report('type', `input "${name}": ${JSON.stringify(type)} is not a type; use ${INPUT_TYPES.join(', ')}${didYouMeanSuffix(type, INPUT_TYPES)}`);
+    if (!isParameterType(type)) {
+      report('type', `input "${name}": ${JSON.stringify(type)} is not a type; use ${LISTED_TYPES.join(', ')}${didYouMeanSuffix(type, LISTED_TYPES)}`);
     }
     const required = input.attrs['required']?.trim();
     if (required !== undefined && required !== 'true' && required !== 'false') {
       report('required', `input "${name}": ${JSON.stringify(required)} is not a boolean; write required="true" or required="false"`);
     }
-    inputs.push({ name, type, required: required === 'true', description: input.text });
+    // An input of another type is reported above, and a reported problem refuses the whole directive.
+    if (isParameterType(type)) inputs.push({ name, type, required: required === 'true', description: input.text });
   });
   return inputs;
 }

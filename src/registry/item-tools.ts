@@ -4,7 +4,7 @@
  * only reads. The resolver fills and checks their arguments as it does a tool's, and hooks and
  * approvals read `tool.*` of them as of a tool.
  */
-import type { Directive, Knowledge, ParameterType, Tool, ToolParameter } from './types.js';
+import type { Directive, Knowledge, Tool, ToolParameter } from './types.js';
 
 /** What an intent or a call may name besides a tool. */
 export type ItemKind = 'directive' | 'knowledge';
@@ -16,13 +16,15 @@ export interface CallableItem {
   tool: Tool;
 }
 
-const PARAMETER_TYPES: readonly string[] = ['string', 'number', 'integer', 'boolean', 'array', 'object'] satisfies ParameterType[];
+/** Knowledge written as a tool manifest without an executor: it is read, never run, and has no chain. */
+export function isReadOnlyKnowledge(tool: Tool): boolean {
+  return tool.type === 'knowledge' && tool.executor === null;
+}
 
 export function directiveTool(directive: Directive): Tool {
   const parameters: ToolParameter[] = (directive.inputs ?? []).map((input) => ({
     name: input.name,
-    // The loader reports any other type; such an input is read as text, as `kiwi directives run` reads it.
-    type: PARAMETER_TYPES.includes(input.type) ? (input.type as ParameterType) : 'string',
+    type: input.type,
     required: input.required,
     ...(input.description ? { description: input.description } : {}),
   }));

@@ -44,7 +44,7 @@ export interface PermissionForm {
   capabilities(target: string): string[];
 }
 
-export const PERMISSION_KINDS: readonly PermissionKind[] = ['read', 'write', 'execute'];
+const PERMISSION_KINDS: readonly PermissionKind[] = ['read', 'write', 'execute'];
 
 const NAME = /^[A-Za-z0-9_.*-]+$/u;
 
@@ -71,7 +71,7 @@ function mcpGlob(target: string): string {
   return target.includes('.') ? target : `${target}.*`;
 }
 
-export const PERMISSION_FORMS: readonly PermissionForm[] = [
+const PERMISSION_FORMS: readonly PermissionForm[] = [
   {
     kind: 'read',
     resource: 'filesystem',

@@ -12,6 +12,10 @@ import type { YamlSource } from './yaml-source.js';
 import { oneOf, zodIssuesToInputs, type FieldHints } from './zod-issues.js';
 
 export const PARAMETER_TYPES = ['string', 'number', 'integer', 'boolean', 'array', 'object'] as const satisfies readonly ParameterType[];
+
+export function isParameterType(value: unknown): value is ParameterType {
+  return (PARAMETER_TYPES as readonly unknown[]).includes(value);
+}
 export const PARAMETER_FORMATS = STRING_FORMATS;
 /** Formats of the gateway's own, not JSON Schema's: on a non-string they are a mistake, not an annotation to ignore. */
 const OWN_FORMATS: readonly string[] = ['path', 'url'];
@@ -231,7 +235,7 @@ function toParameter(name: string, fields: Fields, required: boolean): ToolParam
   if (numeric && fields.maximum !== undefined) parameter.maximum = fields.maximum;
   if (parameter.type === 'string' && fields.pattern !== undefined) parameter.pattern = fields.pattern;
   const itemType = fields.items?.type;
-  if (typeof itemType === 'string' && (PARAMETER_TYPES as readonly string[]).includes(itemType)) parameter.items = { type: itemType as ParameterType };
+  if (isParameterType(itemType)) parameter.items = { type: itemType };
   return parameter;
 }
 

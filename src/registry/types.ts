@@ -83,7 +83,7 @@ export interface DirectiveLimits {
 
 export interface DirectiveInput {
   name: string;
-  type: string;
+  type: ParameterType;
   required: boolean;
   description: string;
 }

@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import { directiveSteps } from '../registry/directive-steps.js';
 import type { ItemKind } from '../registry/item-tools.js';
 import type { Directive, Knowledge } from '../registry/types.js';
-import { splitWords } from './tool-document.js';
+import { textHead } from '../text-cut.js';
+import { oneLine, splitWords } from './tool-document.js';
 
 /** Bump when the document text changes shape: every item then re-embeds on the next sync. */
 export const ITEM_DOCUMENT_VERSION = 1;
@@ -71,8 +72,8 @@ export function knowledgeDocument(entry: Knowledge, embedderId: string): ItemDoc
  * step and body prose would blur what the item is for, and cost more to embed.
  */
 function document(kind: ItemKind, id: string, head: string[], rest: string[], embedderId: string): ItemDocument {
-  const doc = cap([...head, ...rest].filter(Boolean).join('\n'), MAX_DOCUMENT_CHARS);
-  const embedText = cap(head.filter(Boolean).join('\n'), MAX_EMBED_CHARS);
+  const doc = textHead([...head, ...rest].filter(Boolean).join('\n'), MAX_DOCUMENT_CHARS);
+  const embedText = textHead(head.filter(Boolean).join('\n'), MAX_EMBED_CHARS);
   const hash = createHash('sha256').update(`kiwi-item-document/${ITEM_DOCUMENT_VERSION}\0${embedderId}\0`).update(doc).update('\0').update(embedText).digest('hex');
   return { rowId: itemRowId(kind, id), doc, embedText, hash };
 }
@@ -86,15 +87,7 @@ function bodyOpening(body: string): string {
       .replace(/[`*_#>|[\]()]/g, ' '),
   );
   if (text.length <= MAX_BODY_CHARS) return text;
-  const cut = text.slice(0, MAX_BODY_CHARS);
+  const cut = textHead(text, MAX_BODY_CHARS);
   const space = cut.lastIndexOf(' ');
   return space > MAX_BODY_CHARS / 2 ? cut.slice(0, space) : cut;
-}
-
-function cap(text: string, most: number): string {
-  return text.length > most ? text.slice(0, most) : text;
-}
-
-function oneLine(text: string): string {
-  return text.replace(/\s+/g, ' ').trim();
 }

@@ -1,6 +1,6 @@
 import { LRUCache } from 'lru-cache';
 import type { Embedder } from '../embed/embedder.js';
-import type { CallableItem } from '../registry/item-tools.js';
+import { isReadOnlyKnowledge, type CallableItem } from '../registry/item-tools.js';
 import type { Tool } from '../registry/types.js';
 import { throwIfAborted } from '../abort.js';
 import { describeError } from '../errors.js';
@@ -63,7 +63,7 @@ const MAX_INTENT = 4096;
 export function resolvableTools(tools: Iterable<Tool>): Map<string, Tool> {
   const out = new Map<string, Tool>();
   // Knowledge written as a tool manifest without an executor is read, never called.
-  for (const t of tools) if (t.type !== 'primitive' && t.type !== 'runtime' && t.type !== 'mcp_server' && !(t.type === 'knowledge' && t.executor === null)) out.set(t.id, t);
+  for (const t of tools) if (t.type !== 'primitive' && t.type !== 'runtime' && t.type !== 'mcp_server' && !isReadOnlyKnowledge(t)) out.set(t.id, t);
   return out;
 }
 

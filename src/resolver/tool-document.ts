@@ -82,7 +82,8 @@ export function toolContentHash(tool: Tool, embedderId: string): string {
     .digest('hex');
 }
 
-function oneLine(text: string): string {
+/** Whitespace runs, newlines included, as one space; trimmed. */
+export function oneLine(text: string): string {
   return text.replace(/\s+/g, ' ').trim();
 }
 

@@ -18,6 +18,16 @@ describe("Kiwi's config spellings", () => {
     expect(() => plan(api({ url: 'http://127.0.0.1/x', auth: { type: 'oauth2' } }))).toThrow(/config\.auth must be "Bearer \$\{TOKEN\}" or \{ type: bearer/);
   });
 
+  it('auth beside headers that are not a map is refused, as the headers alone are, not turned into a header named "0"', () => {
+    for (const headers of [['X-A: b'], 'X-A: b']) {
+      expect(() => plan(api({ url: 'http://127.0.0.1/x', headers }))).toThrow(/config\.headers for http_client: Invalid input: expected record/);
+      expect(() => plan(api({ url: 'http://127.0.0.1/x', auth: 'Bearer ${TOKEN}', headers }))).toThrow(/^tool api \(\/virtual\/\.ai\/tools\/api\.yaml\): config\.headers must be a map of header names to values/);
+    }
+    expect(() => plan(api({ url: 'http://127.0.0.1/x', auth: { 0: 'Bearer ${TOKEN}' } }))).toThrow(/config\.auth must be/);
+    const server = makeTool({ id: 'srv', type: 'mcp_server', executor: 'http_client', config: { transport: 'sse', url: 'http://127.0.0.1/sse', auth: 'Bearer ${TOKEN}', headers: ['X-A: b'] } });
+    expect(() => planDynamicMcp(server, resolveChain(toolMap(server), 'srv'), 'x', {}, ctx)).toThrow(/tool srv \(.*\): config\.headers must be a map of header names to values/);
+  });
+
   it('url and url_template that differ are refused; timeout in seconds becomes timeout_ms', () => {
     expect(() => plan(api({ url: 'http://a/', url_template: 'http://b/' }))).toThrow(/config\.url and config\.url_template are both set and differ/);
     const p = plan(api({ url: 'http://127.0.0.1/x', timeout: 5 }));

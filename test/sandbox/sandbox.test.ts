@@ -102,6 +102,40 @@ describe.runIf(hasBwrap)('subprocess sandbox (bwrap)', () => {
     expect((await run([node, '-e', `require('fs').writeFileSync(${JSON.stringify(join(dir, '.ai', 'config', 'x'))}, 'x')`], { writePaths: [dir, join(dir, '.ai')], network: false })).exitCode).toBe(0);
   });
 
+  it('runs with a write glob that names an existing file, and writes that file', async () => {
+    await writeFile(join(dir, 'CHANGELOG.md'), 'old\n');
+    await mkdir(join(dir, '.git'));
+    const writePaths = writeFoldersOf(dir, ['CHANGELOG.md']);
+    expect(writePaths).toEqual([join(dir, 'CHANGELOG.md')]);
+    const write = (file: string) => run([node, '-e', `require('fs').writeFileSync(${JSON.stringify(file)}, 'new\\n'); console.log('wrote')`], { writePaths, network: false });
+    const r = await write(join(dir, 'CHANGELOG.md'));
+    expect(r.stderr).toBe('');
+    expect(r.exitCode).toBe(0);
+    expect(await readFile(join(dir, 'CHANGELOG.md'), 'utf8')).toBe('new\n');
+    const beside = await write(join(dir, 'README.md'));
+    expect(beside.exitCode).not.toBe(0);
+    expect(beside.stderr).toMatch(/EROFS|EACCES/u);
+  });
+
+  it('writes a dot folder granted below a granted folder, while the dot folder above it stays read-only', async () => {
+    await mkdir(join(dir, '.ai', 'config'), { recursive: true });
+    const writePaths = writeFoldersOf(dir, ['**/*.md', '.ai/notes/**']);
+    expect(writePaths).toEqual([dir, join(dir, '.ai', 'notes')]);
+    const write = (file: string) => run([node, '-e', `require('fs').writeFileSync(${JSON.stringify(file)}, 'x'); console.log('wrote')`], { writePaths, network: false });
+    const notes = await write(join(dir, '.ai', 'notes', 'a.md'));
+    expect(notes.stderr).toBe('');
+    expect(notes.exitCode).toBe(0);
+    expect(await readFile(join(dir, '.ai', 'notes', 'a.md'), 'utf8')).toBe('x');
+    expect((await write(join(dir, 'top.md'))).exitCode).toBe(0);
+    for (const file of [join(dir, '.ai', 'a.md'), join(dir, '.ai', 'config', 'policy.yaml')]) {
+      const refused = await write(file);
+      expect(refused.exitCode, file).not.toBe(0);
+      expect(refused.stderr).toMatch(/EROFS|EACCES/u);
+    }
+    // The same grants listed deepest first bind the same way.
+    expect((await run([node, '-e', `require('fs').writeFileSync(${JSON.stringify(join(dir, '.ai', 'notes', 'b.md'))}, 'x')`], { writePaths: [...writePaths].reverse(), network: false })).exitCode).toBe(0);
+  });
+
   describe('network', () => {
     let server: Server;
     let port: number;

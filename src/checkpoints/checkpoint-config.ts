@@ -1,9 +1,9 @@
-import path from 'node:path';
 import { z } from 'zod';
 import { KiwiError } from '../errors.js';
 import { readCappedFile } from '../read-capped-file.js';
 import { formatFieldPath } from '../registry/validation-error.js';
 import { parseYamlSource } from '../registry/yaml-source.js';
+import { shownPath } from '../shown-path.js';
 
 /**
  * The `checkpoints:` section of `.ai/config/gateway.yaml`. Every process that runs tools for a
@@ -43,8 +43,7 @@ const MAX_FILE_BYTES = 64 * 1024;
 
 /** The settings in `file` (gateway.yaml); defaults when the file or the section is absent. */
 export async function readCheckpointSettings(file: string, root: string): Promise<CheckpointSettings> {
-  const rel = path.relative(root, file);
-  const shown = rel !== '' && !rel.startsWith('..') && !path.isAbsolute(rel) ? rel : file;
+  const shown = shownPath(root, file);
   let text: string;
   try {
     text = (await readCappedFile(file, MAX_FILE_BYTES, () => new KiwiError('INVALID_INPUT', `${shown}: larger than ${MAX_FILE_BYTES} bytes; it should be a few lines`))).toString('utf8');

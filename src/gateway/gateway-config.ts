@@ -16,6 +16,7 @@ import { readCappedFile } from '../read-capped-file.js';
 import { checkpointsSchema } from '../checkpoints/checkpoint-config.js';
 import { BUDGET_FIELDS, budgetsSchema, pricesSchema, toBudgetConfig, type BudgetConfig } from '../budgets/budget-config.js';
 import { unpricedWarnings } from '../budgets/unpriced-warnings.js';
+import { shownPath } from '../shown-path.js';
 
 /**
  * `.ai/config/gateway.yaml` — optional; without it the gateway listens on 127.0.0.1:8787 and
@@ -181,8 +182,7 @@ type Raw = z.output<typeof schema>;
 const FIELDS = ['host', 'allowed_hosts', 'tool_menu', 'max_concurrent_requests_per_client', 'port', 'upstreams', 'limits', 'mcp', 'name', 'kind', 'base_url', 'api_key_env', 'models', 'timeout_ms', 'max_turns', 'max_tool_calls', 'max_duration_ms', 'max_result_chars', 'max_repeats', 'max_tokens', 'max_body_bytes', 'body_timeout_ms', 'max_connections', 'allowed_origins', 'prefetch', 'enabled', 'ttl_ms', 'speculate', 'concurrency', 'min_cosine', 'embedder', 'kernel', 'record_chats', 'model_tiers', 'checkpoints', 'max_file_bytes', 'max_total_bytes', ...BUDGET_FIELDS];
 
 export async function loadGatewayConfig(file: string, ctx: GatewayConfigContext): Promise<GatewayConfig> {
-  const rel = path.relative(ctx.root, file);
-  const shown = rel !== '' && !rel.startsWith('..') && !path.isAbsolute(rel) ? rel : file;
+  const shown = shownPath(ctx.root, file);
   const tooLarge = (): Error => new KiwiError('INVALID_INPUT', `${shown}: larger than ${MAX_FILE_BYTES} bytes; it should be a few lines`);
   let text: string | undefined;
   try {

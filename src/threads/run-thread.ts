@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import path from 'node:path';
 import { isKiwiError, KiwiError } from '../errors.js';
 import { runAgentLoop, type AgentLoopDeps } from '../gateway/agent-loop.js';
 import type { LoopLimits } from '../gateway/loop-types.js';
@@ -17,6 +16,7 @@ import { createFailureTally } from './failure-class.js';
 import { checkInputs, threadMessages } from './thread-inputs.js';
 import { resumePoint } from './thread-resume.js';
 import { createThreadWriter, readThread, reopenThreadWriter, type ThreadHeader, type ThreadRecord, type ThreadStatus, type ThreadWriter } from './thread-store.js';
+import { shownPath } from '../shown-path.js';
 
 /**
  * A directive run as a thread: the gateway's own agent loop with the directive as the system
@@ -195,9 +195,8 @@ function prepare(deps: ThreadDeps, directive: Directive, start: Pick<ThreadStart
   const route = deps.route(model);
   const { context } = directiveContext(start.context ?? deps.policy, directive.name, directive.permissions);
   const allowed = [...deps.tools.keys()].filter((id) => checkTool(context, id).allowed).sort();
-  // Hooks name their file as people read it: relative to the project when it is in it.
-  const relative = path.relative(deps.root, directive.source.path);
-  const hooks = loadDirectiveHooks(relative === '' || relative.startsWith('..') ? directive.source.path : relative, directive.hooks ?? []);
+  // Hooks name their file as people read it.
+  const hooks = loadDirectiveHooks(shownPath(deps.root, directive.source.path), directive.hooks ?? []);
   const l = directive.limits;
   const scope = { name: directive.name, hooks, limits: { ...(l.turns === undefined ? {} : { turns: l.turns }), ...(l.tokens === undefined ? {} : { tokens: l.tokens }) } };
   return { directive, model, route, context, allowed, limits: threadLimits(deps.limits, directive), scope };

@@ -6,6 +6,7 @@ import { createUpstreams } from '../../gateway/upstreams.js';
 import { openProject } from '../../project.js';
 import type { CliContext } from '../io.js';
 import { projectOptions } from '../project-options.js';
+import { shownPath } from '../../shown-path.js';
 
 /**
  * `kiwi directives anneal NAME`: asks the model the directive's tier maps to (through the upstreams
@@ -27,10 +28,7 @@ export async function annealCommand(ctx: CliContext, name: string, values: { mod
         ctx.io.out(JSON.stringify(outcome, null, 2));
         return 0;
       }
-      const shown = (file: string): string => {
-        const rel = path.relative(project.root, file);
-        return rel.startsWith('..') ? file : rel;
-      };
+      const shown = (file: string): string => shownPath(project.root, file);
       ctx.io.out(`annealed ${name} on ${outcome.model} from ${outcome.threads.length} failed thread(s): ${outcome.threads.map((t) => `${t.id} (${t.failure})`).join(', ')}`);
       for (const line of outcome.summary) ctx.io.out(`  ${line}`);
       ctx.io.out(`wrote ${shown(outcome.file)} (signed), beside ${shown(outcome.previous.file)}, which is unchanged; version ${outcome.version} now runs, and load can still read ${outcome.previous.version} by its version`);

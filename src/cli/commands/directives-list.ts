@@ -3,6 +3,7 @@ import { loadRegistry } from '../../registry/load-registry.js';
 import type { Directive } from '../../registry/types.js';
 import type { CliContext } from '../io.js';
 import { projectOptions } from '../project-options.js';
+import { shownPath } from '../../shown-path.js';
 
 /**
  * `kiwi directives list`: every directive, the version that runs first and its older versions
@@ -12,10 +13,7 @@ export async function listDirectives(ctx: CliContext, values: { json?: boolean |
   const options = projectOptions(ctx, values);
   const registry = await loadRegistry({ projectDir: options.projectDir, ...(options.userDir ? { userDir: options.userDir } : {}) });
   const root = path.resolve(options.projectDir);
-  const shown = (d: Directive): string => {
-    const rel = path.relative(root, d.source.path);
-    return d.source.tier === 'project' && !rel.startsWith('..') ? rel : d.source.path;
-  };
+  const shown = (d: Directive): string => (d.source.tier === 'project' ? shownPath(root, d.source.path) : d.source.path);
   const names = [...registry.directives.keys()].sort();
   const rows = names.flatMap((name) => {
     const running = registry.directives.get(name) as Directive;

@@ -48,7 +48,7 @@ function tagKey(tag: PermissionTag): string {
   return `${tag.kind}\u0000${tag.resource}\u0000${tag.path ?? tag.id ?? tag.action ?? ''}`;
 }
 
-export function tagText(tag: PermissionTag): string {
+function tagText(tag: PermissionTag): string {
   const target = tag.path !== undefined ? ` path="${tag.path}"` : tag.id !== undefined ? ` id="${tag.id}"` : tag.action !== undefined ? ` action="${tag.action}"` : '';
   return `<${tag.kind} resource="${tag.resource}"${target}/>`;
 }

@@ -53,7 +53,7 @@ export interface AnnealOutcome {
 }
 
 /** The most recent failed runs it learns from: enough to see a pattern, few enough to fit a prompt. */
-export const MAX_ANNEAL_THREADS = 3;
+const MAX_ANNEAL_THREADS = 3;
 /** How many recent threads are looked through for failed ones. */
 const MAX_THREADS_SCANNED = 500;
 /** A directive file is small; an answer far larger is not one. */

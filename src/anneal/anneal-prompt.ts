@@ -65,7 +65,7 @@ export function nextVersion(version: string): string {
 }
 
 /** A transcript in the words `kiwi threads show` uses, each line capped, the whole capped. */
-export function transcriptText(lines: readonly ThreadLine[]): string {
+function transcriptText(lines: readonly ThreadLine[]): string {
   const out = lines.map((line) => threadLineText(line, { turn: MAX_LINE_CHARS, item: MAX_LINE_CHARS }));
   const text = out.join('\n');
   if (text.length <= MAX_TRANSCRIPT_CHARS) return text;

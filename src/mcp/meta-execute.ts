@@ -24,7 +24,8 @@ import {
   type MetaResult,
 } from './meta-common.js';
 import { runDirectiveThread, threadAction, THREAD_ACTIONS } from './meta-thread.js';
-import { directiveSteps, directiveView, knowledgeText, knowledgeView, toolView } from './meta-views.js';
+import { directiveSteps } from '../registry/directive-steps.js';
+import { directiveView, knowledgeText, knowledgeView, toolView } from './meta-views.js';
 
 const UNSUPPORTED =
   'publish, delete, create, update, sign and link are not supported yet (edit files under .ai/ and run `kiwi sign FILE` instead)';

@@ -7,9 +7,6 @@ import { directiveSteps } from '../registry/directive-steps.js';
 import { knowledgeFields } from '../registry/item-tools.js';
 import { displayPath } from './meta-common.js';
 
-// `execute` reads the steps from here, as it reads the other views.
-export { directiveSteps };
-
 export function toolView(project: Project, tool: Tool): Record<string, unknown> {
   return {
     tool_id: tool.id,

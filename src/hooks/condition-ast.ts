@@ -12,7 +12,7 @@ export interface TreeProblem {
 }
 
 /** The macros that loop over a list or map; one nested in another's body multiplies the work. */
-const COMPREHENSIONS = new Set(['all', 'exists', 'exists_one', 'map', 'filter']);
+export const COMPREHENSIONS: ReadonlySet<string> = new Set(['all', 'exists', 'exists_one', 'map', 'filter']);
 
 /**
  * `matches` runs the library's JavaScript RegExp, which backtracks: one pattern and a crafted
@@ -69,7 +69,7 @@ export function checkConditionTree(root: ASTNode, limits: TreeLimits, notOffsets
   return problems;
 }
 
-function childrenOf(node: ASTNode): ASTNode[] {
+export function childrenOf(node: ASTNode): ASTNode[] {
   switch (node.op) {
     case 'value':
     case 'id':

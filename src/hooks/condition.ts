@@ -4,17 +4,19 @@
  * times faster than @bufbuild/cel here, and it type-checks at load; see the hooks bench). Kiwi's
  * `and`/`or`/`not` are translated first (./kiwi-operators.ts).
  *
- * Bounded at load, since the library has no run-time cost budget: source size, tree size and
- * depth, literal sizes, and comprehension nesting, so a condition costs at most about
- * (tree nodes) × L^nesting steps for L the longest list in the event. Evaluation never throws:
- * an error or a result that is not a boolean comes back as `{ ok: false, reason }`, which the
- * caller treats as the hook failing (closed).
+ * Bounded at load: source size, tree size and depth, literal sizes, and comprehension nesting,
+ * so a condition costs at most about (tree nodes) × L^nesting steps for L the longest list in the
+ * event. The library has no run-time budget, and L is the caller's, so each evaluation is also
+ * priced before it runs (./condition-cost.ts) and refused over `maxEvaluationSteps`. Evaluation
+ * never throws: an error, a refusal or a result that is not a boolean comes back as
+ * `{ ok: false, reason }`, which the caller treats as the hook failing (closed).
  */
 import { Environment, type ParseResult } from '@marcbachmann/cel-js';
 import { KiwiError } from '../errors.js';
 import { didYouMeanSuffix } from '../registry/validation-error.js';
 import { textHead } from '../text-cut.js';
 import { checkConditionTree } from './condition-ast.js';
+import { conditionCost, conditionShape, type ConditionShape } from './condition-cost.js';
 import { HOOK_EVENT_FIELDS, type HookEvent } from './hook-event.js';
 import { sourceOffset, translateKiwiOperators, type OperatorTranslation } from './kiwi-operators.js';
 
@@ -28,6 +30,8 @@ export interface ConditionLimits {
   maxMapEntries: number;
   /** all/exists/exists_one/map/filter inside another's body. */
   maxComprehensionNesting: number;
+  /** The estimated steps one evaluation may take (./condition-cost.ts); about 10 ms here. */
+  maxEvaluationSteps: number;
 }
 
 export const DEFAULT_CONDITION_LIMITS: Readonly<ConditionLimits> = Object.freeze({
@@ -37,6 +41,7 @@ export const DEFAULT_CONDITION_LIMITS: Readonly<ConditionLimits> = Object.freeze
   maxListElements: 64,
   maxMapEntries: 64,
   maxComprehensionNesting: 2,
+  maxEvaluationSteps: 1_000_000,
 });
 
 /** Where a condition was written: `line` (1-based) and `column` (1-based, default 1) of its first character. */
@@ -106,12 +111,12 @@ export function createConditionCompiler(options: Partial<ConditionLimits> = {}):
       if (checked.type !== 'bool' && checked.type !== 'dyn') {
         throw invalid(0, `gives a ${checked.type}, not true or false; compare it with something (\`==\`, \`>\`, \`in\`, …)`);
       }
-      return compiled(source, translation, site, program);
+      return compiled(source, translation, site, program, conditionShape(program.ast), limits.maxEvaluationSteps);
     },
   };
 }
 
-function compiled(source: string, translation: OperatorTranslation, site: ConditionSite, program: ParseResult): CompiledCondition {
+function compiled(source: string, translation: OperatorTranslation, site: ConditionSite, program: ParseResult, shape: ConditionShape, maxSteps: number): CompiledCondition {
   const failed = (text: string, celOffset: number): ConditionResult => ({
     ok: false,
     reason: `${position(site, source, sourceOffset(translation, celOffset))}: hook condition ${quote(source)} failed: ${text}`,
@@ -121,6 +126,15 @@ function compiled(source: string, translation: OperatorTranslation, site: Condit
     cel: translation.cel,
     site,
     evaluate(event) {
+      const cost = conditionCost(shape, event);
+      if (cost.steps > maxSteps) {
+        const where = cost.at === undefined ? `ranges of up to ${cost.range} elements` : `\`${cost.at}\` (a ${cost.what} of ${cost.size} ${cost.what === 'string' ? 'characters' : cost.what === 'map' ? 'entries' : 'items'})`;
+        const loops = shape.nesting === 1 ? 'a comprehension' : `comprehensions nested ${shape.nesting} deep`;
+        return failed(
+          `not evaluated: with ${loops} over ${where}, it would take about ${Math.round(cost.steps).toLocaleString('en-US')} steps, more than the ${maxSteps.toLocaleString('en-US')} a condition may take`,
+          0,
+        );
+      }
       let value: unknown;
       try {
         value = program(event);

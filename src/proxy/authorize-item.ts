@@ -42,7 +42,7 @@ export async function authorizeItem(call: ToolCall & { item: 'directive' | 'know
     if (!grant.allowed) return grant;
     const inputs = checkInputs(directive, given);
     const rate = deps.rateLimiter.take(ctx, call.tool, call.client);
-    if (!rate.allowed) return { ...rate, code: 'rate_limited' };
+    if (!rate.allowed) return { ...rate, code: 'rate_limited', args: inputs };
     return { allowed: true, plan: { kind: 'thread', directive: directive.name, inputs }, args: inputs, reason: `allowed by ${ctx.label}` };
   }
 
@@ -50,7 +50,7 @@ export async function authorizeItem(call: ToolCall & { item: 'directive' | 'know
   if (entry === undefined) throw new KiwiError('TOOL_NOT_FOUND', `no knowledge entry \`${call.tool}\`${known(deps.items?.knowledge)}`);
   if (Object.keys(given).length > 0) throw new KiwiError('INVALID_INPUT', `knowledge entry ${entry.id} takes no arguments; call it with {}`);
   const rate = deps.rateLimiter.take(ctx, call.tool, call.client);
-  if (!rate.allowed) return { ...rate, code: 'rate_limited' };
+  if (!rate.allowed) return { ...rate, code: 'rate_limited', args: {} };
   return { allowed: true, plan: { kind: 'read', result: knowledgeResult(entry) }, args: {}, reason: `a knowledge entry: read-only, allowed to every caller (${ctx.label})` };
 }
 

@@ -19,7 +19,8 @@ export interface ReadPlan {
 
 export type Authorization =
   | { allowed: true; plan: ExecutionPlan | ReadPlan; args: Record<string, unknown>; reason: string }
-  | { allowed: false; reason: string; code?: 'rate_limited' };
+  /** `args`: the arguments as validated, when the call got that far before it was refused (hooks see no others). */
+  | { allowed: false; reason: string; code?: 'rate_limited'; args?: Record<string, unknown> };
 
 /**
  * Every check a call must pass before it may run, in order: the name, the tool grant, the
@@ -48,7 +49,7 @@ export async function authorize(call: ToolCall, deps: ToolProxyDeps): Promise<Au
     for (const p of target.tool.parameters) {
       if (p.format !== 'path' || typeof args[p.name] !== 'string') continue;
       const checked = await checkPath(ctx, args[p.name] as string, p.access ?? 'read');
-      if (!checked.allowed) return deny(`argument \`${p.name}\`: ${checked.reason}`);
+      if (!checked.allowed) return { ...deny(`argument \`${p.name}\`: ${checked.reason}`), args };
       // Run on the path that was checked, so a later symlink swap cannot redirect the call.
       args = { ...args, [p.name]: checked.resolved };
     }
@@ -56,10 +57,10 @@ export async function authorize(call: ToolCall, deps: ToolProxyDeps): Promise<Au
   }
 
   const rate = deps.rateLimiter.take(ctx, call.tool, call.client);
-  if (!rate.allowed) return { ...rate, code: 'rate_limited' };
+  if (!rate.allowed) return { ...rate, code: 'rate_limited', args };
 
   const planCheck = checkPlan(ctx, plan, target.tool);
-  if (!planCheck.allowed) return planCheck;
+  if (!planCheck.allowed) return { ...planCheck, args };
   // The sandbox hides the secrets this call may not read, as the path check does for its arguments.
   if (plan.kind === 'subprocess') plan = { ...plan, allowSecrets: contextChain(ctx).map((c) => c.rules.fsSecrets) };
   return { allowed: true, plan, args, reason: `allowed by ${ctx.label}` };

@@ -45,7 +45,7 @@ const WEBHOOK_MAX_RESPONSE_BYTES = 64 * 1024;
 export interface CallEventFields {
   code?: string;
   detail?: Record<string, unknown>;
-  /** The arguments as checked, or as asked when the call never got that far. */
+  /** The arguments as checked; `{}` when the call never got that far (unchecked arguments reach no hook). */
   args: unknown;
   tool: Tool | undefined;
   /** More fields of `event` for this event's conditions (`event.action` of a help signal). */

@@ -171,13 +171,15 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
     let stuck = false;
     let authorized = false;
     let checkpoint: string | undefined;
-    let args: unknown = request.args ?? {};
+    // What the hooks see: the arguments once they passed validation, and none before. A caller's
+    // unchecked arguments may be anything, of any size, and a condition walks what it is given.
+    let args: unknown = {};
     let granted: AuditRecord['approval'];
     // What the call got to before it ended, filed in its record however it ends.
     const reached = (): Partial<AuditRecord> => ({ ...(stuck ? { stuck } : {}), ...(checkpoint ? { checkpoint } : {}), ...(granted ? { approval: granted } : {}) });
     try {
       const decision = checked?.decision ?? (await authorize(request, deps));
-      if (!decision.allowed) return await denied(decision.reason, decision.code ?? 'permission_denied', args);
+      if (!decision.allowed) return await denied(decision.reason, decision.code ?? 'permission_denied', decision.args ?? args);
       args = decision.args;
       const before = checked ? keep(checked.before) : await fire('before_call', { args });
       if (before.deny !== undefined) return await denied(before.deny, 'hook_denied', args);

@@ -158,6 +158,51 @@ describe('hook conditions: checked when the file loads', () => {
   });
 });
 
+describe('hook conditions: a cost bound on every evaluation', () => {
+  // Issue 22: a comprehension in a comprehension over a 4,000-item argument list held /healthz for 6.4 s.
+  const nested = 'arguments.items.exists(a, arguments.items.exists(b, a == b + "x"))';
+  const items = (n: number) => Array.from({ length: n }, (_, i) => `i${i}`);
+
+  it('refuses, without running it, a nested comprehension over a list too long for the budget, naming the list', () => {
+    const result = compile(nested).evaluate(hookEvent({ arguments: { items: items(4000) } }));
+    expect(result).toEqual({
+      ok: false,
+      reason: expect.stringMatching(
+        /^\.ai\/directives\/deploy_staging\.md:24:7: hook condition .* failed: not evaluated: with comprehensions nested 2 deep over `arguments\.items` \(a list of 4000 items\), it would take about [\d,]+ steps, more than the 1,000,000 a condition may take$/,
+      ),
+    });
+  });
+
+  it('runs it on a list the budget allows, and a single comprehension on a far longer one', () => {
+    expect(matched(compile(nested).evaluate(hookEvent({ arguments: { items: items(50) } })))).toBe(false);
+    expect(matched(compile(nested).evaluate(hookEvent({ arguments: { items: ['ax', 'a'] } })))).toBe(true);
+    expect(matched(compile('arguments.items.exists(a, a == "i9999")').evaluate(hookEvent({ arguments: { items: items(10_000) } })))).toBe(true);
+  });
+
+  it('prices only the fields the condition reads, and a map by its entries', () => {
+    const perms = compile('permissions.read.exists(a, permissions.read.exists(b, a == b))');
+    // A long argument list the condition never reads costs it nothing.
+    expect(matched(perms.evaluate(hookEvent({ permissions: { read: ['x'] }, arguments: { items: items(4000) } })))).toBe(true);
+    const keys = compile('arguments.m.exists(k, arguments.m.exists(j, k == j + "x"))');
+    const big = Object.fromEntries(items(2000).map((k) => [k, 1]));
+    expect(keys.evaluate(hookEvent({ arguments: { m: big } }))).toEqual({ ok: false, reason: expect.stringMatching(/over `arguments\.m` \(a map of 2000 entries\)/) });
+  });
+
+  it('counts a string as a list when the condition splits it', () => {
+    const split = compile('arguments.s.split("").exists(a, arguments.s.split("").exists(b, a == b + "x"))');
+    expect(split.evaluate(hookEvent({ arguments: { s: 'y'.repeat(3000) } }))).toEqual({ ok: false, reason: expect.stringMatching(/over `arguments\.s` \(a string of 3001 characters\)/) });
+    // Without `split`, a long string is walked natively, once per step: no comprehension ranges over it.
+    expect(matched(compile('arguments.items.exists(a, a == arguments.s)').evaluate(hookEvent({ arguments: { items: ['z'], s: 'y'.repeat(3000) } })))).toBe(false);
+  });
+
+  it('takes a smaller budget', () => {
+    const tight = createConditionCompiler({ maxEvaluationSteps: 100 });
+    const when = tight.compileCondition('arguments.items.exists(a, a == "i1")', SITE);
+    expect(when.evaluate(hookEvent({ arguments: { items: items(5) } }))).toEqual({ ok: true, matched: true });
+    expect(when.evaluate(hookEvent({ arguments: { items: items(50) } }))).toEqual({ ok: false, reason: expect.stringMatching(/with a comprehension over `arguments\.items` \(a list of 50 items\).*more than the 100 a condition may take/) });
+  });
+});
+
 describe('hook conditions: failing closed at run time', () => {
   it('turns a missing field into a failure with the reason', () => {
     const when = compile('event.detail.missing == "write:dist/**"');

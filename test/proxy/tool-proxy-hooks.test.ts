@@ -60,6 +60,8 @@ hooks:
     webhook: "http://127.0.0.1:${webhookPort}/before"
   - when: event.name == "before_call" and tool.id == "echo_args" and arguments.text == "bad" and arguments.nothere == "x"
     annotate: never
+  - when: event.name == "error" and has(arguments.extra)
+    annotate: unchecked arguments reached a hook
 `;
 }
 
@@ -82,6 +84,7 @@ beforeAll(async () => {
   temp.write('.ai/tools/test/deploy_once.yaml', ECHO('deploy_once'));
   temp.write('.ai/tools/test/publish_docs.yaml', ECHO('publish_docs'));
   temp.write('.ai/tools/test/rate_me.yaml', ECHO('rate_me'));
+  temp.write('.ai/tools/test/not_granted.yaml', ECHO('not_granted'));
   temp.write('.ai/tools/test/hang.yaml', `tool_id: hang
 tool_type: script
 executor: subprocess
@@ -180,6 +183,21 @@ describe('hooks on calls', () => {
     const outcome = await call('echo_args', { text: 'bad' });
     expect(outcome.status).toBe('denied');
     if (outcome.status === 'denied') expect(outcome.reason).toMatch(/^hook at .ai\/config\/policy.yaml:\d+ failed, so the call is refused: .*nothere/);
+  });
+
+  it('a call refused for unknown arguments reaches its error hooks without them (issue 22)', async () => {
+    const outcome = await call('echo_args', { text: 'hi', extra: Array.from({ length: 4000 }, (_, i) => i) });
+    expect(outcome.status).toBe('error');
+    if (outcome.status === 'error') expect(outcome.error.code).toBe('INVALID_INPUT');
+    expect((await auditOf(outcome.callId)).notes ?? []).not.toContain('unchecked arguments reached a hook');
+  });
+
+  it('a call the policy refuses before its arguments are checked sends its denial webhook without them', async () => {
+    received.length = 0;
+    const outcome = await call('not_granted', { text: 'hi', extra: ['anything'] });
+    expect(outcome.status).toBe('denied');
+    expect(received[0]?.body).toMatchObject({ event: { name: 'denied', code: 'permission_denied' }, tool: { id: 'not_granted' } });
+    expect(received[0]?.body['arguments']).toEqual({});
   });
 
   it("a directive's hooks apply to calls made under it, after the policy's", async () => {

@@ -8,7 +8,8 @@ import { HOUR_MS, hourOf } from './budget-window.js';
 
 /**
  * What clients (and directive runs) used, as an append-only JSONL file per UTC day under
- * `.ai/state/budgets/`: one line per upstream turn, tool call or spawn, written (and synced)
+ * `.ai/state/budgets/`: one line per upstream turn (`estimated: true` when its tokens are the
+ * gateway's estimate, not the upstream's count), tool call or spawn, written (and synced)
  * as it happens, so a crash or restart loses at most the line being written. Totals are kept in
  * memory per hour, so any window of whole hours is a sum of buckets.
  *
@@ -32,6 +33,8 @@ export interface LedgerEntry {
   turns: number;
   directive?: string;
   run?: string;
+  /** The tokens (and their spend) are the gateway's estimate, not the upstream's count (token-estimate.ts). */
+  estimated?: boolean;
 }
 
 export type LedgerKey = { client: string } | { run: string };
@@ -68,6 +71,7 @@ const lineSchema = z.object({
   spawns: z.number().nonnegative(),
   turns: z.number().nonnegative(),
   run: z.string().optional(),
+  estimated: z.literal(true).optional(),
 });
 
 const DAY_MS = 24 * HOUR_MS;
@@ -84,7 +88,7 @@ export async function openBudgetLedger(options: BudgetLedgerOptions): Promise<Bu
   let writing: Promise<void> | undefined;
   const checked = new Set<string>();
 
-  const add = (key: string, at: number, e: { in: number; out: number; usd?: number | undefined; calls: number; spawns: number; turns: number }): void => {
+  const add = (key: string, at: number, e: { in: number; out: number; usd?: number | undefined; calls: number; spawns: number; turns: number; estimated?: true | undefined }): void => {
     let byHour = buckets.get(key);
     if (byHour === undefined) buckets.set(key, (byHour = new Map()));
     const hour = hourOf(at);
@@ -92,6 +96,10 @@ export async function openBudgetLedger(options: BudgetLedgerOptions): Promise<Bu
     t.tokens += e.in + e.out;
     if (e.usd === undefined) t.unpricedTokens += e.in + e.out;
     else t.spendUsd += e.usd;
+    if (e.estimated === true) {
+      t.estimatedTokens += e.in + e.out;
+      t.estimatedUsd += e.usd ?? 0;
+    }
     t.toolCalls += e.calls;
     t.spawns += e.spawns;
     t.turns += e.turns;
@@ -143,7 +151,7 @@ export async function openBudgetLedger(options: BudgetLedgerOptions): Promise<Bu
   }
 
   /** An entry as its line in the file, and as `count` takes it. */
-  const toLine = (entry: LedgerEntry) => ({ w: writer, at: entry.at, client: entry.client, ...(entry.model === undefined ? {} : { model: entry.model }), in: entry.input, out: entry.output, ...(entry.usd === undefined ? {} : { usd: entry.usd }), calls: entry.toolCalls, spawns: entry.spawns, turns: entry.turns, ...(entry.directive === undefined ? {} : { directive: entry.directive }), ...(entry.run === undefined ? {} : { run: entry.run }) });
+  const toLine = (entry: LedgerEntry) => ({ w: writer, at: entry.at, client: entry.client, ...(entry.model === undefined ? {} : { model: entry.model }), in: entry.input, out: entry.output, ...(entry.usd === undefined ? {} : { usd: entry.usd }), calls: entry.toolCalls, spawns: entry.spawns, turns: entry.turns, ...(entry.directive === undefined ? {} : { directive: entry.directive }), ...(entry.run === undefined ? {} : { run: entry.run }), ...(entry.estimated === true ? { estimated: true as const } : {}) });
 
   async function append(name: string, lines: string[]): Promise<void> {
     const handle = await open(path.join(options.dir, name), 'a+');
@@ -216,6 +224,8 @@ export async function openBudgetLedger(options: BudgetLedgerOptions): Promise<Bu
         sum.tokens += t.tokens;
         sum.spendUsd += t.spendUsd;
         sum.unpricedTokens += t.unpricedTokens;
+        sum.estimatedTokens += t.estimatedTokens;
+        sum.estimatedUsd += t.estimatedUsd;
         sum.toolCalls += t.toolCalls;
         sum.spawns += t.spawns;
         sum.turns += t.turns;

@@ -1,11 +1,12 @@
 import { KiwiError } from '../errors.js';
 import type { ChatUsage } from '../llm/types.js';
 import { budgetOf, type BudgetConfig } from './budget-config.js';
+import { createMemoryBudgetHolds, type BudgetHold, type BudgetHolds, type HeldAmount } from './budget-holds.js';
 import type { BudgetLedger } from './budget-ledger.js';
-import { emptyTotals, firstReached, type BudgetLimits, type BudgetStop } from './budget-types.js';
+import { emptyTotals, firstReached, type BudgetLimits, type BudgetStop, type BudgetTotals } from './budget-types.js';
 import { windowStart } from './budget-window.js';
 import { overBudgetMessage, retryAfterSeconds, unpricedMessage } from './budget-words.js';
-import { FREE, priceFor, spendUsd } from './prices.js';
+import { FREE, priceFor, spendUsd, type ModelPrice } from './prices.js';
 
 /**
  * Budgets at work: `admit` refuses a request whose client (or directive run) has already used a
@@ -13,6 +14,12 @@ import { FREE, priceFor, spendUsd } from './prices.js';
  * spawn of the request to the ledger, and tells the agent loop when a budget ran out (the loop
  * then starts no further turn). A turn, once started, runs to its end: the overshoot is at most
  * one turn and the tool intents one request may have.
+ *
+ * Requests of one client run in parallel, and each is charged only as its turns end; so admission
+ * also counts what the client's running requests hold (budget-holds.ts). A request that says what
+ * it may use at most (`cap`) holds that, less what it was already charged, until `end()`: a new
+ * one is admitted only while use plus holds is under the budget, so parallel requests overshoot
+ * it by at most one request (as far as each keeps to its cap).
  */
 
 /** A directive being run, whose `<limits>` bound the whole run (all its requests, restarts included). */
@@ -33,25 +40,39 @@ export interface AdmitOptions {
   free?: boolean;
   /** Set when the request runs under a directive. */
   directive?: DirectiveRun;
+  /**
+   * The most the request may use (request-cap.ts), held against the client's budget while it
+   * runs; absent, nothing is held (an MCP tool call uses no tokens).
+   */
+  cap?: ChatUsage;
 }
 
 export interface BudgetMeter {
-  /** One upstream turn's usage, as the upstream reported it. */
+  /** One upstream turn's usage (turn-usage.ts): the upstream's count, or `estimated`. */
   charge(usage: ChatUsage | undefined): void;
   countToolCall(): void;
   countSpawn(): void;
   /** The budget that ran out, if one did. */
   exhausted(): BudgetStop | undefined;
+  /** The request is over, whichever way: what it held is released (its charges stay). Again: nothing. */
+  end(): void;
 }
 
 export interface Budgets {
-  /** Throws BUDGET_EXCEEDED (429) or, for an unpriced model under a spend budget, POLICY_DENIED. */
+  /**
+   * Throws BUDGET_EXCEEDED (429) or, for an unpriced model under a spend budget, POLICY_DENIED.
+   * The meter's `end()` must be called when the request is over (in a `finally`).
+   */
   admit(options: AdmitOptions): Promise<BudgetMeter>;
 }
 
-export function createBudgets(deps: { config: BudgetConfig; ledger: BudgetLedger; now?: () => number }): Budgets {
+/** How long a hold lives when the caller does not say: the longest request the config allows, and a margin. */
+const DEFAULT_HOLD_TTL_MS = 3_600_000 + 60_000;
+
+export function createBudgets(deps: { config: BudgetConfig; ledger: BudgetLedger; holds?: BudgetHolds; now?: () => number }): Budgets {
   const { config, ledger } = deps;
   const now = deps.now ?? Date.now;
+  const holds = deps.holds ?? createMemoryBudgetHolds({ ttlMs: DEFAULT_HOLD_TTL_MS, now });
   return {
     async admit(options) {
       const budget = budgetOf(config, options.client);
@@ -64,30 +85,49 @@ export function createBudgets(deps: { config: BudgetConfig; ledger: BudgetLedger
         if (budgeted !== undefined) throw new KiwiError('POLICY_DENIED', unpricedMessage(options.model, budgeted), { details: { model: options.model } });
       }
       const request = emptyTotals();
+      const clientTotals = (start: number): BudgetTotals => ledger.totals({ client: options.client }, start);
       const exhausted = (): BudgetStop | undefined => {
         const at = now();
         if (config.requestSpendUsd !== undefined) {
           const hit = firstReached(request, { spendUsd: config.requestSpendUsd });
-          if (hit) return { scope: 'request', name: 'request', ...hit };
+          if (hit) return withEstimate({ scope: 'request', name: 'request', ...hit }, request);
         }
         if (budget !== undefined) {
           const start = windowStart(at, budget.windowMs);
-          const hit = firstReached(ledger.totals({ client: options.client }, start), budget.limits);
-          if (hit) return { scope: 'client', name: options.client, ...hit, resetsAt: start + budget.windowMs, window: budget.window, field: budget.field };
+          const totals = clientTotals(start);
+          const hit = firstReached(totals, budget.limits);
+          if (hit) return withEstimate({ scope: 'client', name: options.client, ...hit, resetsAt: start + budget.windowMs, window: budget.window, field: budget.field }, totals);
         }
         if (run !== undefined) {
-          const hit = firstReached(ledger.totals({ run: run.run }, 0), run.limits, at - run.startedAt);
-          if (hit) return { scope: 'directive', name: run.directive, ...hit };
+          const totals = ledger.totals({ run: run.run }, 0);
+          const hit = firstReached(totals, run.limits, at - run.startedAt);
+          if (hit) return withEstimate({ scope: 'directive', name: run.directive, ...hit }, totals);
         }
         return undefined;
       };
       if (budget !== undefined || run !== undefined) await ledger.refresh();
       const over = exhausted();
-      if (over !== undefined) {
-        const at = now();
-        throw new KiwiError('BUDGET_EXCEEDED', overBudgetMessage(over, at), { details: { budget: over, ...(over.resetsAt === undefined ? {} : { retryAfter: String(retryAfterSeconds(over, at)) }) } });
+      if (over !== undefined) throw overBudget(over, now());
+
+      // The request's cap, held against its client's budget while it runs.
+      const cap = options.cap === undefined || budget === undefined ? undefined : capAmount(options.cap, price, config.requestSpendUsd);
+      let hold: BudgetHold | undefined;
+      if (cap !== undefined && budget !== undefined) {
+        const start = windowStart(now(), budget.windowMs);
+        const reserved = await holds.reserve(`client:${options.client}`, cap, (held) => firstReached(plus(clientTotals(start), held), budget.limits) === undefined);
+        if (!reserved.ok) {
+          const totals = clientTotals(start);
+          const hit = firstReached(plus(totals, reserved.held), budget.limits);
+          // Unreachable (the ledger alone was under the budget, so the holds are what reached it); a refusal all the same.
+          const resource = hit?.resource ?? 'tokens';
+          const held = resource === 'spend' ? reserved.held.spendUsd : reserved.held.tokens;
+          const stop = withEstimate({ scope: 'client', name: options.client, resource, used: (hit?.used ?? 0) - held, limit: hit?.limit ?? 0, held, window: budget.window, field: budget.field }, totals);
+          throw overBudget(stop, now());
+        }
+        hold = reserved.hold;
       }
-      const record = (counts: { input?: number; output?: number; usd?: number; toolCalls?: number; spawns?: number; turns?: number }): void => {
+
+      const record = (counts: { input?: number; output?: number; usd?: number; toolCalls?: number; spawns?: number; turns?: number; estimated?: boolean }): void => {
         ledger.record({
           at: now(),
           client: options.client,
@@ -99,22 +139,51 @@ export function createBudgets(deps: { config: BudgetConfig; ledger: BudgetLedger
           spawns: counts.spawns ?? 0,
           turns: counts.turns ?? 0,
           ...(run === undefined ? {} : { directive: run.directive, run: run.run }),
+          ...(counts.estimated === true ? { estimated: true } : {}),
         });
       };
       return {
         charge(usage) {
           const input = usage?.inputTokens ?? 0;
           const output = usage?.outputTokens ?? 0;
+          const estimated = usage?.estimated === true;
           const usd = price === undefined ? undefined : spendUsd(price, { inputTokens: input, outputTokens: output });
           request.tokens += input + output;
           request.spendUsd += usd ?? 0;
+          if (estimated) {
+            request.estimatedTokens += input + output;
+            request.estimatedUsd += usd ?? 0;
+          }
           request.turns++;
-          record({ input, output, ...(usd === undefined ? {} : { usd }), turns: 1 });
+          record({ input, output, ...(usd === undefined ? {} : { usd }), turns: 1, estimated });
+          // What is in the ledger now no longer needs holding; a request past its cap holds nothing more.
+          if (cap !== undefined) hold?.set({ tokens: Math.max(0, cap.tokens - request.tokens), spendUsd: Math.max(0, cap.spendUsd - request.spendUsd) });
         },
         countToolCall: () => record({ toolCalls: 1 }),
         countSpawn: () => record({ spawns: 1 }),
         exhausted,
+        end: () => hold?.release(),
       };
     },
   };
+}
+
+function overBudget(stop: BudgetStop, at: number): KiwiError {
+  return new KiwiError('BUDGET_EXCEEDED', overBudgetMessage(stop, at), { details: { budget: stop, ...(stop.resetsAt === undefined ? {} : { retryAfter: String(retryAfterSeconds(stop, at)) }) } });
+}
+
+/** The cap in the budget's terms: tokens, and their price (at most `limits.max_spend_usd`, which ends the request). */
+function capAmount(cap: ChatUsage, price: ModelPrice | undefined, requestSpendUsd: number | undefined): HeldAmount {
+  const usd = price === undefined ? 0 : spendUsd(price, cap);
+  return { tokens: (cap.inputTokens ?? 0) + (cap.outputTokens ?? 0), spendUsd: requestSpendUsd === undefined ? usd : Math.min(usd, requestSpendUsd) };
+}
+
+function plus(totals: BudgetTotals, held: HeldAmount): BudgetTotals {
+  return { ...totals, tokens: totals.tokens + held.tokens, spendUsd: totals.spendUsd + held.spendUsd };
+}
+
+/** The stop, saying how much of what it counted was estimated (when some was). */
+function withEstimate(stop: BudgetStop, totals: BudgetTotals): BudgetStop {
+  const estimated = stop.resource === 'tokens' ? totals.estimatedTokens : stop.resource === 'spend' ? totals.estimatedUsd : 0;
+  return estimated > 0 ? { ...stop, estimated } : stop;
 }

@@ -29,19 +29,29 @@ export interface BudgetStop {
   window?: string;
   /** A client's budget in the config: `budgets.clients.ci` or `budgets.default`. */
   field?: string;
+  /** How much of `used` was estimated from the text (token-estimate.ts), when some was. */
+  estimated?: number;
+  /** A new request refused because requests still running hold this much of the budget (budget-holds.ts). */
+  held?: number;
 }
 
-/** What a ledger adds up for one key. `spendUsd` counts priced tokens only; `unpricedTokens` the rest. */
+/**
+ * What a ledger adds up for one key. `spendUsd` counts priced tokens only; `unpricedTokens` the
+ * rest. `estimatedTokens` and `estimatedUsd` are the parts of `tokens` and `spendUsd` that were
+ * estimated from the text, because the upstream never said (token-estimate.ts).
+ */
 export interface BudgetTotals {
   tokens: number;
   spendUsd: number;
   unpricedTokens: number;
+  estimatedTokens: number;
+  estimatedUsd: number;
   toolCalls: number;
   spawns: number;
   turns: number;
 }
 
-export const emptyTotals = (): BudgetTotals => ({ tokens: 0, spendUsd: 0, unpricedTokens: 0, toolCalls: 0, spawns: 0, turns: 0 });
+export const emptyTotals = (): BudgetTotals => ({ tokens: 0, spendUsd: 0, unpricedTokens: 0, estimatedTokens: 0, estimatedUsd: 0, toolCalls: 0, spawns: 0, turns: 0 });
 
 /** The first limit of `limits` that `totals` reached (the order is the one people read: money first). */
 export function firstReached(totals: BudgetTotals, limits: BudgetLimits, elapsedMs = 0): { resource: BudgetResource; used: number; limit: number } | undefined {

@@ -35,12 +35,16 @@ export function whereToRaise(stop: BudgetStop): string {
   return `raise \`${stop.field ?? `budgets.clients.${stop.name}`}.${CONFIG_KEY[stop.resource]}\` in .ai/config/gateway.yaml`;
 }
 
+/** How much of how much, saying what part is an estimate and what requests still running hold. */
 function used(stop: BudgetStop): string {
   const window = stop.window === undefined ? '' : ` in its ${stop.window} window`;
-  return `${formatAmount(stop.resource, stop.used)} of ${formatAmount(stop.resource, stop.limit)}${window}`;
+  const estimated = stop.estimated ? ` (${stop.resource === 'spend' ? `${formatAmount('spend', stop.estimated)} of it` : `${stop.estimated} of them`} estimated)` : '';
+  const held = stop.held ? `, and ${formatAmount(stop.resource, stop.held)} held by requests still running,` : '';
+  return `${formatAmount(stop.resource, stop.used)}${estimated}${held} of ${formatAmount(stop.resource, stop.limit)}${window}`;
 }
 
 function resets(stop: BudgetStop, now: number): string {
+  if (stop.held) return '; retry when they end';
   if (stop.resetsAt === undefined) return '';
   return `; it starts afresh at ${new Date(stop.resetsAt).toISOString()} (in ${retryAfterSeconds(stop, now)} s)`;
 }

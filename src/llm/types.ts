@@ -72,6 +72,11 @@ export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter' |
 export interface ChatUsage {
   inputTokens?: number;
   outputTokens?: number;
+  /**
+   * Some of the numbers are the gateway's estimate from the text (budgets/token-estimate.ts), not
+   * the upstream's count: it sent none, or the stream was cut before it did.
+   */
+  estimated?: boolean;
 }
 
 export type ChatEvent =

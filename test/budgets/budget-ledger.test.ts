@@ -22,7 +22,7 @@ describe('the budget ledger', () => {
     ledger.record(turn('ci', T0, 10, 5, 0.25));
     ledger.record({ ...turn('ci', T0, 0, 0), toolCalls: 1, turns: 0 });
     ledger.record(turn('other', T0, 1000, 0));
-    expect(ledger.totals({ client: 'ci' }, T0)).toEqual({ tokens: 15, spendUsd: 0.25, unpricedTokens: 0, toolCalls: 1, spawns: 0, turns: 1 });
+    expect(ledger.totals({ client: 'ci' }, T0)).toEqual({ tokens: 15, spendUsd: 0.25, unpricedTokens: 0, estimatedTokens: 0, estimatedUsd: 0, toolCalls: 1, spawns: 0, turns: 1 });
     expect(ledger.totals({ client: 'ci' }, T0 - DAY)).toMatchObject({ tokens: 165, spendUsd: 0.75 });
     expect(ledger.totals({ client: 'other' }, T0)).toMatchObject({ tokens: 1000, spendUsd: 0, unpricedTokens: 1000 });
     await ledger.close();

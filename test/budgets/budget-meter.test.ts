@@ -1,9 +1,10 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { toBudgetConfig } from '../../src/budgets/budget-config.js';
 import { openBudgetLedger, type BudgetLedger } from '../../src/budgets/budget-ledger.js';
+import { createMemoryBudgetHolds } from '../../src/budgets/budget-holds.js';
 import { createBudgets } from '../../src/budgets/budget-meter.js';
 import { directiveBudgetLimits } from '../../src/budgets/directive-limits.js';
 import { isKiwiError, KiwiError } from '../../src/errors.js';
@@ -123,5 +124,65 @@ describe('budgets', () => {
     const late = await refusal(budgets.admit({ client: 'ci', model: 'gpt-4o-mini', directive: { ...run, run: 'run-8', startedAt: T0 - 61_000 } }));
     expect(late.details).toMatchObject({ budget: { resource: 'duration', limit: 60_000 } });
     expect(late.details?.['retryAfter']).toBeUndefined();
+  });
+
+  it("holds each running request's cap: of requests sent in parallel at most one overshoots, and a hold ends with its request", async () => {
+    const budgets = createBudgets({ config: toBudgetConfig(PRICES, { clients: { ci: { tokens: 1000 } } }, undefined), ledger, now: () => now });
+    const cap = { inputTokens: 100, outputTokens: 200 };
+    // Nothing is charged yet: without holds all five would be admitted.
+    const running = [];
+    for (let i = 0; i < 4; i++) running.push(await budgets.admit({ client: 'ci', model: 'gpt-4o-mini', cap }));
+    const refused = await refusal(budgets.admit({ client: 'ci', model: 'gpt-4o-mini', cap }));
+    expect(refused.code).toBe('BUDGET_EXCEEDED');
+    expect(refused.message).toBe('Client "ci" is over its token budget: 0 tokens, and 1200 tokens held by requests still running, of 1000 tokens in its 1d window; retry when they end. To allow more, raise `budgets.clients.ci.tokens` in .ai/config/gateway.yaml.');
+    expect(refused.details?.['retryAfter']).toBeUndefined();
+    // A charge replaces that much of its hold; an end releases the rest (and a second end does nothing).
+    const [a, b, c, d] = running as [NonNullable<(typeof running)[0]>, NonNullable<(typeof running)[0]>, NonNullable<(typeof running)[0]>, NonNullable<(typeof running)[0]>];
+    a.charge({ inputTokens: 100, outputTokens: 150 });
+    a.end();
+    a.end();
+    await expect(budgets.admit({ client: 'ci', model: 'gpt-4o-mini', cap })).rejects.toThrow(/250 tokens, and 900 tokens held/);
+    b.end(); // failed before any turn: nothing charged, nothing held
+    const e = await budgets.admit({ client: 'ci', model: 'gpt-4o-mini', cap });
+    for (const m of [c, d, e]) {
+      m.charge({ inputTokens: 100, outputTokens: 200 });
+      m.end();
+    }
+    // 250 + 3 × 300: over the budget by less than one request's cap.
+    expect(ledger.totals({ client: 'ci' }, T0).tokens).toBe(1150);
+    expect((await refusal(budgets.admit({ client: 'ci', model: 'gpt-4o-mini', cap }))).message).toMatch(/^Client "ci" is over its token budget: 1150 tokens of 1000 tokens in its 1d window; it starts afresh/);
+  });
+
+  it('holds spend at the priced cap, at most limits.max_spend_usd, and lets a hold that was never ended lapse', async () => {
+    const holds = createMemoryBudgetHolds({ ttlMs: 60_000, now: () => now });
+    const budgets = createBudgets({ config: toBudgetConfig(PRICES, { clients: { ci: { spend_usd: 1 } } }, 0.4), ledger, holds, now: () => now });
+    // 1M tokens of gpt-4o-mini output would be $0.60; the request stops at $0.40, so that is held.
+    await budgets.admit({ client: 'ci', model: 'gpt-4o-mini', cap: { inputTokens: 0, outputTokens: 1_000_000 } });
+    expect(await holds.held('client:ci')).toEqual({ tokens: 1_000_000, spendUsd: 0.4 });
+    await budgets.admit({ client: 'ci', model: 'gpt-4o-mini', cap: { inputTokens: 0, outputTokens: 1_000_000 } });
+    await budgets.admit({ client: 'ci', model: 'gpt-4o-mini', cap: { inputTokens: 0, outputTokens: 1_000_000 } });
+    expect((await refusal(budgets.admit({ client: 'ci', model: 'gpt-4o-mini', cap: { outputTokens: 10 } }))).message).toContain('over its spend budget: $0.00, and $1.20 held by requests still running, of $1.00 in its 1d window; retry when they end.');
+    // Neither ever ended (a handler that died past its finally): their holds lapse, the client is not blocked for good.
+    now += 60_000;
+    await expect(budgets.admit({ client: 'ci', model: 'gpt-4o-mini', cap: { outputTokens: 10 } })).resolves.toBeDefined();
+    expect((await holds.held('client:ci')).tokens).toBe(10);
+  });
+
+  it('labels an estimated charge in the ledger and says how much of a spent budget was estimated', async () => {
+    const budgets = createBudgets({ config: toBudgetConfig(PRICES, { clients: { ci: { tokens: 100 } } }, undefined), ledger, now: () => now });
+    const meter = await budgets.admit({ client: 'ci', model: 'gpt-4o-mini' });
+    meter.charge({ inputTokens: 10, outputTokens: 5 });
+    meter.charge({ inputTokens: 60, outputTokens: 40, estimated: true });
+    meter.end();
+    expect(ledger.totals({ client: 'ci' }, T0)).toMatchObject({ tokens: 115, estimatedTokens: 100 });
+    expect(meter.exhausted()).toMatchObject({ resource: 'tokens', used: 115, estimated: 100 });
+    expect((await refusal(budgets.admit({ client: 'ci', model: 'gpt-4o-mini' }))).message).toMatch(/^Client "ci" is over its token budget: 115 tokens \(100 of them estimated\) of 100 tokens in its 1d window/);
+    await ledger.flush();
+    const lines = readFileSync(path.join(dir, '2026-03-10.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines.map((l) => l['estimated'])).toEqual([undefined, true]);
+    // Read back after a restart, the estimate is still labelled.
+    await ledger.close();
+    ledger = await openBudgetLedger({ dir, retainMs: 24 * HOUR, now: () => now });
+    expect(ledger.totals({ client: 'ci' }, T0)).toMatchObject({ tokens: 115, estimatedTokens: 100 });
   });
 });

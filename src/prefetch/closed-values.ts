@@ -14,9 +14,13 @@ const CLOSERS: Readonly<Record<string, string>> = { '"': '"', '“': '”', '«'
  * too ("87"). A value the agent did not write, the parameter's schema default, needs nothing.
  * Anything else (an unquoted word, a flag, a value cut by the snapshot) is not closed: a
  * speculative run waits for the intent to close, when its arguments come from the whole intent.
+ *
+ * A quoted name is not a value either: while an exact call streams (`[TOOL: read_file {"path":`),
+ * its JSON keys are the only closed quotes, and the resolver fills them in as values (issue 22
+ * ran read_file on "path" and sent npm_package_info {"package":"package"} out). See `isKey`.
  */
 export function closedValues(text: string, call: ToolCallSpec, tool: Tool | undefined): boolean {
-  const closed = quoted(text).filter((m) => m.end - m.start >= 2 && text[m.end - 1] === CLOSERS[text[m.start] ?? '']);
+  const closed = quoted(text).filter((m) => m.end - m.start >= 2 && text[m.end - 1] === CLOSERS[text[m.start] ?? ''] && !isKey(text, m.start, m.end));
   const written = (value: unknown): boolean => {
     if (typeof value === 'string') return closed.some((m) => m.text === value || m.text.split(/\s*[,;]\s*/).includes(value));
     if (typeof value === 'number') return closed.some((m) => m.num === value || m.text === String(value));
@@ -27,4 +31,15 @@ export function closedValues(text: string, call: ToolCallSpec, tool: Tool | unde
     const fallback = tool?.parameters.find((p) => p.name === name)?.default;
     return (fallback !== undefined && canonicalJson(fallback) === canonicalJson(value)) || written(value);
   });
+}
+
+/**
+ * Whether the quote at `start`–`end` is written as a JSON key: a colon follows it, or it ends
+ * the text so far right after a `{` or `,` (its colon may be in the next chunk). Prose that
+ * quotes a name before a colon loses its speculative run, which only costs it the head start.
+ */
+function isKey(text: string, start: number, end: number): boolean {
+  const after = text.slice(end);
+  if (/^\s*:/.test(after)) return true;
+  return after.trim() === '' && /[{,]\s*$/.test(text.slice(0, start));
 }

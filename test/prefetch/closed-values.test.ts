@@ -28,3 +28,22 @@ describe('closed values (what a speculative run may take from streamed text)', (
     expect(closedValues('anything', info({}), undefined)).toBe(true);
   });
 });
+
+describe('closed values: JSON keys of an exact call still being written (issue 22)', () => {
+  const readFile = { parameters: [{ name: 'path', type: 'string', required: true }] } as unknown as Tool;
+  const read = (path: string) => ({ tool: 'read_file', arguments: { path } });
+
+  it('refuses a key taken for a value, with its colon written or still to come', () => {
+    expect(closedValues('[TOOL: read_file {"path":', read('path'), readFile)).toBe(false);
+    expect(closedValues('[TOOL: read_file {"path" : "src/', read('path'), readFile)).toBe(false);
+    expect(closedValues('[TOOL: read_file {"path"', read('path'), readFile)).toBe(false);
+    expect(closedValues("[TOOL: read_file {'path':", read('path'), readFile)).toBe(false);
+    expect(closedValues('[TOOL: word_count {"encoding": "utf8", "path"', read('path'), readFile)).toBe(false);
+  });
+
+  it('takes the value once it is written and its quote closed', () => {
+    expect(closedValues('[TOOL: read_file {"path": "src/a.ts"', read('src/a.ts'), readFile)).toBe(true);
+    expect(closedValues('[TOOL: read_file {"path":"path"}', read('path'), readFile)).toBe(true);
+    expect(closedValues('read "notes.txt" and then "todo.txt"', read('todo.txt'), readFile)).toBe(true);
+  });
+});

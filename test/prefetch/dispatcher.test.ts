@@ -213,6 +213,20 @@ describe('prefetch dispatcher', () => {
     expect(ran).not.toContainEqual({ company: 'Umbrella' });
   });
 
+  it('runs no tool on a JSON key taken for a value while an exact call is still being written (issue 22)', async () => {
+    const { counters, cache, dispatcher } = setup();
+    const keyOnly = 'I will check it. [TOOL: lookup_company_domain {"company":';
+    const cutValue = 'I will check it. [TOOL: lookup_company_domain {"company": "Hool';
+    for (const query of [keyOnly, cutValue]) {
+      dispatcher.onSnapshot(snap(query), null);
+      await dispatcher.idle();
+      expect(cache.get(query)?.speculations, `no speculative run on ${query}`).toEqual([]);
+    }
+    expect(counters.speculativeStarted).toBe(0);
+    const ran = (await auditRecords()).filter((r) => r.tool === 'lookup_company_domain').map((r) => r.args);
+    expect(ran).not.toContainEqual({ company: 'company' });
+  });
+
   it('a failing prediction is logged and never thrown', async () => {
     const messages: string[] = [];
     const broken: Predictor = { predict: () => Promise.reject(new Error('index closed')) };

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { copyFile, lstat, rename, rm, stat, utimes } from 'node:fs/promises';
 import path from 'node:path';
 import { describeError, isKiwiError } from '../errors.js';
+import { secretKind } from '../policy/secret-paths.js';
 import type { GitRun } from './git-command.js';
 import { excludePathspecs, type WorkTree } from './git-work-tree.js';
 
@@ -14,6 +15,12 @@ import { excludePathspecs, type WorkTree } from './git-work-tree.js';
  * matches), then `git add -A`. The result is exactly "HEAD, then add -A", and because the stats are
  * kept, an unchanged work tree is not read again: git compares stats, not contents. Each snapshot
  * works on its own copy and renames it back, so two processes never share an index file.
+ *
+ * Less the secret paths every tool is denied (src/policy/secret-paths.ts: `.env`, keys, git
+ * credentials…), tracked or not: a checkpoint is kept by a ref, so whatever it stores stays
+ * readable (`git show refs/kiwi/checkpoints/main:.env`) after the file is gone, even after HEAD's
+ * history is purged of it. They are taken out of the index before `git add`, and never named to
+ * it, so their contents are never even hashed into .git/objects; a restore leaves them as they are.
  */
 
 export interface SnapshotLimits {
@@ -30,6 +37,8 @@ export type TreeSnapshot = { ok: true; tree: string } | { ok: false; reason: str
 export const INDEX_CACHE = 'kiwi-checkpoint-index';
 /** `git ls-files` of every changed path; past this the snapshot is skipped as too large. */
 const MAX_LIST_BYTES = 16 * 1024 * 1024;
+/** `git ls-files` of every path in the index, searched for secrets. */
+const MAX_INDEX_LIST_BYTES = 64 * 1024 * 1024;
 
 /** `deadline` (epoch ms) is when the whole checkpoint must be done; each git command gets what is left. */
 export async function snapshotTree(wt: WorkTree, limits: SnapshotLimits, deadline: number): Promise<TreeSnapshot> {
@@ -46,6 +55,9 @@ export async function snapshotTree(wt: WorkTree, limits: SnapshotLimits, deadlin
     const seeded = await run(['read-tree', '-m', 'HEAD'], { okCodes: [128] });
     // An unborn branch (no commit yet): start from nothing.
     if (seeded.code !== 0) await run(['read-tree', '--empty']);
+    // Secrets committed in HEAD leave the checkpoint's index; from here on they are untracked to it, as the others.
+    const tracked = secretsIn((await run(['ls-files', '-z'], { maxOutputBytes: MAX_INDEX_LIST_BYTES })).stdout);
+    if (tracked.length > 0) await run(['update-index', '--force-remove', '-z', '--stdin'], { stdin: `${tracked.join('\0')}\0` });
     const pathspec = ['--', ':/', ...wt.excludes];
     // `git add` refuses an exclude pathspec that names an ignored folder, so those are left to
     // .gitignore. Asked as folders (trailing "/"), so the answer does not depend on whether the
@@ -54,9 +66,10 @@ export async function snapshotTree(wt: WorkTree, limits: SnapshotLimits, deadlin
       run(['ls-files', '-z', '--modified', '--others', '--exclude-standard', ...pathspec], { maxOutputBytes: MAX_LIST_BYTES }),
       run(['check-ignore', '-z', '--stdin'], { stdin: wt.generated.map((p) => `${p}/\0`).join(''), okCodes: [1] }),
     ]);
-    await checkSizes(wt.top, changed.stdout, limits);
+    const secrets = new Set(secretsIn(changed.stdout));
+    await checkSizes(wt.top, changed.stdout, limits, secrets);
     const ignored = new Set(asked.stdout.split('\0').map((p) => p.replace(/\/$/, '')));
-    await run(['add', '-A', '--', ':/', ...excludePathspecs(wt.generated.filter((p) => !ignored.has(p)))]);
+    await run(['add', '-A', '--', ':/', ...excludePathspecs(wt.generated.filter((p) => !ignored.has(p))), ...excludePathspecs([...secrets])]);
     const tree = (await run(['write-tree'])).stdout.trim();
     await rename(index, cache).catch(() => undefined);
     return { ok: true, tree };
@@ -90,10 +103,15 @@ async function seedFromCache(cache: string, index: string): Promise<void> {
   }
 }
 
-async function checkSizes(top: string, list: string, limits: SnapshotLimits): Promise<void> {
+/** The secret paths among git's NUL-separated list of paths (relative to the work tree's top). */
+function secretsIn(list: string): string[] {
+  return list.split('\0').filter((name) => name !== '' && secretKind(name) !== undefined);
+}
+
+async function checkSizes(top: string, list: string, limits: SnapshotLimits, left: ReadonlySet<string>): Promise<void> {
   let total = 0;
   for (const name of new Set(list.split('\0'))) {
-    if (name === '') continue;
+    if (name === '' || left.has(name)) continue;
     const info = await lstat(path.join(top, name)).catch(() => undefined);
     // Deleted files, symlinks and nested repositories cost nothing to record.
     if (!info?.isFile()) continue;

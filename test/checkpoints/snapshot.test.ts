@@ -115,6 +115,29 @@ describe('takeCheckpoint', () => {
     if (out.status === 'created') expect(repo.git('ls-tree', '-r', '--name-only', out.id).trim().split('\n').sort()).toEqual(['.gitignore', 'work.txt']);
   });
 
+  it('never stores a secret path, tracked or untracked, nor hashes its contents into git objects (issue 22)', async () => {
+    repo = createGitRepo({ 'app.txt': 'app\n', '.env': 'COMMITTED=by-the-user\n' });
+    const r = repo;
+    r.write('.env', 'API_KEY=sk-live-changed\n');
+    r.write('sub/.env.local', 'TOKEN=sk-live-untracked\n');
+    r.write('keys/id_ed25519', 'PRIVATE KEY\n');
+    r.write('certs/server.pem', 'CERT\n');
+    r.write('.npmrc', '//registry.npmjs.org/:_authToken=npm_secret\n');
+    r.write('work.txt', 'w\n');
+    const out = await takeCheckpoint(await workTree(r), META, LIMITS);
+    expect(out.status).toBe('created');
+    if (out.status !== 'created') return;
+    expect(r.git('ls-tree', '-r', '--name-only', out.id).trim().split('\n').sort()).toEqual(['app.txt', 'work.txt']);
+    expect(() => r.git('show', 'refs/kiwi/checkpoints/main:.env')).toThrow(/does not exist|exists on disk, but not in/);
+    for (const text of ['API_KEY=sk-live-changed\n', 'TOKEN=sk-live-untracked\n', 'PRIVATE KEY\n', '//registry.npmjs.org/:_authToken=npm_secret\n']) {
+      const blob = createHash('sha1').update(`blob ${Buffer.byteLength(text)}\0${text}`).digest('hex');
+      expect(() => r.git('cat-file', '-e', blob), `the blob of ${JSON.stringify(text)} was written`).toThrow();
+    }
+    // The user's own files are as they were: only the checkpoint leaves them out.
+    expect(readFileSync(path.join(r.root, '.env'), 'utf8')).toBe('API_KEY=sk-live-changed\n');
+    expect(r.git('status', '--porcelain')).toContain(' M .env');
+  });
+
   it('works on a branch with no commit yet', async () => {
     const base = realpathSync(mkdtempSync(path.join(tmpdir(), 'kiwi-git-empty-')));
     try {

@@ -14,6 +14,7 @@ import { DEFAULT_LOOP_LIMITS, GATEWAY_CALL_PREFIX, type LimitName, type LoopAppr
 import { textTail } from '../text-cut.js';
 import type { BudgetStop } from '../budgets/budget-types.js';
 import { budgetNotice } from '../budgets/budget-words.js';
+import { countTurn, type TurnUsage } from '../budgets/turn-usage.js';
 
 export interface AgentLoopDeps {
   provider: ChatProvider;
@@ -40,7 +41,10 @@ export interface AgentLoopDeps {
   describeTool?: (id: string) => string | undefined;
   /** How an intent written as ordered steps is split (split-steps.ts); absent: on sequencing words only. */
   steps?: SplitOptions;
-  /** Charged with each turn's usage and each call; a budget that ran out ends the request after that turn. */
+  /**
+   * Charged with each turn's usage and each call; a budget that ran out ends the request after
+   * that turn. A turn cut short (the client went away, a limit, a failure) is charged too.
+   */
   budget?: LoopBudget;
 }
 
@@ -68,7 +72,10 @@ type Stop = 'client' | 'duration' | 'consumer' | 'failure';
  * running tool are cancelled and the iterator throws TOOL_CANCELLED (an abort is not a normal
  * end, so there is no `finish`). When the consumer stops iterating, everything in flight is
  * cancelled and awaited before `return()` settles. Upstream and resolver failures are thrown.
- * Event `index`es count intents across the whole request. Every intent counts toward
+ * Event `index`es count intents across the whole request. Each turn's usage is the upstream's
+ * count, or estimated from the prompt and the streamed text where it sends none (turn-usage.ts);
+ * a turn that ends before its usage came (a client abort, a limit, a failure mid-stream) is
+ * charged to the budget for what was sent and received. Every intent counts toward
  * `maxToolCalls`, and one asked for the `maxRepeats`-th time is not run (see intent-worker.ts):
  * either ends the request after that turn.
  *
@@ -135,6 +142,24 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
   let reason: FinishReason = 'other';
   let upstream: AsyncIterator<ChatEvent> | undefined;
   let reading: Promise<unknown> | undefined;
+  /** The turn streaming now, until it is charged; `heard` once the upstream answered at all. */
+  let open: { counted: TurnUsage; heard: boolean } | undefined;
+  /** Set when the loop ends by an exception (rather than a finish or the consumer leaving). */
+  let threw = false;
+  /**
+   * Charges the open turn, and counts it in the request's usage. One the upstream refused before
+   * answering (a 4xx, a refused connection) cost nothing; one it answered, or that was cut here
+   * (the client, the duration, the consumer, a failure), is charged what it used so far: the
+   * prompt it was sent and the output received, estimated.
+   */
+  const chargeCut = (): void => {
+    const cut = open;
+    open = undefined;
+    if (cut === undefined || (!cut.heard && stop === undefined && threw)) return;
+    const used = cut.counted.usage();
+    addUsage(usage, used);
+    deps.budget?.charge(used);
+  };
   const stoppedBy = (): LimitName | undefined => limit ?? worker.limit;
   const finish = (): LoopEvent => {
     const stopped = stoppedBy();
@@ -180,27 +205,35 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
           recent = textTail(recent + (e.type === 'text' ? e.text : e.raw), MAX_CONTEXT_CHARS);
         }
       };
+      const counted = countTurn(messages);
+      open = { counted, heard: false };
       upstream = deps.provider.stream({ ...request, messages: [...messages] }, signal)[Symbol.asyncIterator]();
       for (;;) {
         const next = upstream.next();
         reading = next;
         const r = worker.busy ? yield* until(next) : yield* outbox.quietly(next);
+        if (open !== undefined) open.heard = true;
         yield* start();
         if (r.done) break;
         const event = r.value;
         if (event.type === 'text') {
+          counted.output(event.text);
           // The full turn goes back into the conversation; its size is bounded by the provider's response cap.
           turnText += event.text;
           scanned(scanner.push(event.text));
           const partial = scanner.openIntent;
           if (partial !== undefined) deps.observer?.onIntentProgress?.(partial);
         } else if (event.type === 'tool_call') {
+          counted.output(event.call.name + event.call.arguments);
           // An upstream id that looks like the gateway's would be sent back up as text.
           native.push(event.call.id.startsWith(GATEWAY_CALL_PREFIX) ? { ...event.call, id: `call_${newId()}` } : event.call);
         } else if (event.type === 'finish') {
           reason = event.reason;
-          addUsage(usage, event.usage);
-          deps.budget?.charge(event.usage);
+          counted.reported(event.usage);
+          const used = counted.usage();
+          open = undefined;
+          addUsage(usage, used);
+          deps.budget?.charge(used);
         }
       }
       scanned(scanner.end());
@@ -240,6 +273,7 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
     finished = true;
     yield finish();
   } catch (error) {
+    threw = true;
     if (outbox.failure) throw outbox.failure.error;
     if (stop === 'client') throw cancelledByClient(error);
     if (stop !== 'duration') throw error;
@@ -248,12 +282,14 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
     yield* start();
     limit = 'duration';
     reason = 'other';
+    chargeCut();
     yield { type: 'text', text: limitNotice(limit, limits) };
     finished = true;
     yield finish();
   } finally {
     clearTimeout(timer);
     options.signal?.removeEventListener('abort', onClientAbort);
+    chargeCut(); // before `halt` below, which would make a turn the upstream refused look cut here
     if (!finished) halt('consumer'); // the consumer stopped early: cancel what is in flight
     deps.observer?.end();
     await reading?.then(noop, noop);
@@ -318,4 +354,5 @@ function resolveContext(lastUser: string, recent: string): string {
 function addUsage(total: ChatUsage, usage: ChatUsage | undefined): void {
   if (usage?.inputTokens !== undefined) total.inputTokens = (total.inputTokens ?? 0) + usage.inputTokens;
   if (usage?.outputTokens !== undefined) total.outputTokens = (total.outputTokens ?? 0) + usage.outputTokens;
+  if (usage?.estimated === true) total.estimated = true;
 }

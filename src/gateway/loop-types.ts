@@ -53,7 +53,8 @@ export interface LoopLimits {
   maxRepeats: number;
   /**
    * Tokens one client request may use, input and output of all its upstream turns as the
-   * upstream reports them; past it no further turn starts (0: no limit).
+   * upstream reports them (estimated from the text where it reports none); past it no further
+   * turn starts (0: no limit).
    */
   maxTokens: number;
 }
@@ -127,7 +128,10 @@ export type LoopEvent =
 /** `budget`: a budget of the client, the request's spend or a directive run ran out (budgets/). */
 export type LimitName = 'turns' | 'tool_calls' | 'duration' | 'repeats' | 'tokens' | 'budget';
 
-/** What the loop asks of the budgets: each turn's usage is charged; after a turn, whether one ran out. */
+/**
+ * What the loop asks of the budgets: each turn's usage is charged (a cut turn's too, estimated:
+ * `usage.estimated`); after a turn, whether one ran out.
+ */
 export interface LoopBudget {
   charge(usage: ChatUsage | undefined): void;
   /** Each call the loop makes counts toward a tool-call budget. */

@@ -86,6 +86,14 @@ export function compileKernelPolicy(data: unknown, where: string): KernelPolicy 
     priorities.set(r.priority, r.id);
     const w = r.when ?? {};
     const toolPatterns = [...(w.tool_id === undefined ? [] : [w.tool_id]), ...(w.tool_ids ?? [])];
+    for (const pattern of toolPatterns) {
+      // Such a rule could never match: the kernel denies ids outside the alphabet before any rule (kernel-policy.ts).
+      const odd = [...pattern].find((c) => !/^[A-Za-z0-9_.\-*?[\]^\\/]$/.test(c));
+      if (odd !== undefined) {
+        const code = `U+${(odd.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')}`;
+        fail(`when.tool_id ${JSON.stringify(pattern)} contains ${code}, outside the tool id alphabet (A-Z, a-z, 0-9, "_", "." and "-"); no tool can match it`);
+      }
+    }
     const agents = [...(w.agent_id === undefined ? [] : [w.agent_id]), ...(w.agent_ids ?? [])];
     const predicates = (w.arguments ?? []).map((p, j): ArgumentPredicate => {
       const constraints = [p.pattern, p.one_of, p.min, p.max, p.max_length, p.required].filter((c) => c !== undefined);

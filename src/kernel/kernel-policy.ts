@@ -1,10 +1,23 @@
 import { LRUCache } from 'lru-cache';
 import { compilePattern, MAX_MATCHED_CHARS } from '../registry/string-pattern.js';
+import { checkToolName } from '../registry/tool-name.js';
 
 /**
  * The kernel's policy (§15): rules in priority order, the first that matches decides; no match
  * is the default. Evaluated on every `invoke_tool`. A rule that allows may carry a rate limit,
  * counted per agent and tool over a sliding window of the calls it let through.
+ *
+ * Tool names (issue 22: `Deploy_prod`, `deploy-prod`, `deploy_prod` with a zero-width space and
+ * `dеploy_prod` with a Cyrillic `е` all passed a rule written for `deploy_prod`), decided:
+ * - A tool id outside the tool id alphabet `[A-Za-z0-9_.-]` (DESIGN §3; the registry's own check,
+ *   registry/tool-name.ts) is denied before any rule is read, whatever the rules and the default
+ *   say, with the offending character named (rule id `tool-id`). No Unicode means no look-alike,
+ *   invisible or mixed-script name to catch: a list of confusables is never complete, an alphabet
+ *   is. Rebuno takes any string; no tool of ours or a runner's needs more than this.
+ * - Within the alphabet, rules match names folded: case does not count, and `-` is `_`. So a rule
+ *   for `deploy_prod` also decides `Deploy-Prod`, whether it denies or allows: two tools whose
+ *   names differ only so are one name to the policy, and should be named apart by more.
+ *   Character classes (`[…]`) are compared lower-cased, with `-` in them still a range.
  */
 
 export type Decision = 'allow' | 'deny' | 'require_approval';
@@ -63,6 +76,8 @@ export interface PolicyVerdict {
 export const NO_POLICY: KernelPolicy = { rules: [], defaultDecision: { decision: 'deny', reason: 'No policy engine configured: write rules in .ai/config/kernel-policy.yaml' } };
 
 export function evaluatePolicy(policy: KernelPolicy, input: PolicyInput): PolicyVerdict {
+  const problem = toolIdProblem(input.toolId);
+  if (problem !== undefined) return { decision: 'deny', reason: problem, ruleId: 'tool-id' };
   for (const rule of policy.rules) {
     if (!matches(rule, input)) continue;
     return {
@@ -110,11 +125,25 @@ export function compileArgumentPattern(source: string): ((value: string) => bool
   return compiled.ok ? compiled.test : compiled.reason;
 }
 
+/** Why a tool id is refused before any rule is read (see the header), or undefined for a good one. */
+export function toolIdProblem(toolId: string): string | undefined {
+  if (/^[A-Za-z0-9_.-]+$/.test(toolId)) return undefined;
+  const check = checkToolName(toolId);
+  return check.ok ? undefined : check.reason;
+}
+
+/** A tool id as rules compare it: lower case, `-` read as `_`. */
+export function foldToolId(toolId: string): string {
+  return toolId.toLowerCase().replaceAll('-', '_');
+}
+
 /**
  * Go's `path.Match` (§15.3): `*` any run of characters but `/`, `?` one such character, `[…]`
  * a class (`[^…]` negated), `\` quotes the next character. A malformed pattern compares exactly.
+ * Both sides are folded (`foldToolId`) first.
  */
 export function toolIdMatcher(pattern: string): (toolId: string) => boolean {
+  const exact = (id: string): boolean => foldToolId(id) === foldToolId(pattern);
   let source = '';
   for (let i = 0; i < pattern.length; i++) {
     const ch = pattern[i] as string;
@@ -122,25 +151,25 @@ export function toolIdMatcher(pattern: string): (toolId: string) => boolean {
     else if (ch === '?') source += '[^/]';
     else if (ch === '\\') {
       const next = pattern[++i];
-      if (next === undefined) return (id) => id === pattern;
-      source += escapeRegExp(next);
+      if (next === undefined) return exact;
+      source += escapeRegExp(foldToolId(next));
     } else if (ch === '[') {
       const end = pattern.indexOf(']', i + 2);
-      if (end === -1) return (id) => id === pattern;
-      let body = pattern.slice(i + 1, end);
+      if (end === -1) return exact;
+      let body = pattern.slice(i + 1, end).toLowerCase();
       const negated = body.startsWith('^');
       if (negated) body = body.slice(1);
       source += `[${negated ? '^' : ''}${body.replace(/[\\\]]/g, '\\$&')}]`;
       i = end;
-    } else source += escapeRegExp(ch);
+    } else source += escapeRegExp(foldToolId(ch));
   }
   let re: RegExp;
   try {
     re = new RegExp(`^${source}$`, 'u');
   } catch {
-    return (id) => id === pattern;
+    return exact;
   }
-  return (id) => re.test(id);
+  return (id) => re.test(foldToolId(id));
 }
 
 function escapeRegExp(text: string): string {

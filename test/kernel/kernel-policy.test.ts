@@ -144,3 +144,31 @@ describe('loading', () => {
     expect(compileKernelPolicy({ rules: [r({ note: 'x', when: { extra: 1 } })], comment: 'hi' }, 'policy.yaml').rules).toHaveLength(1);
   });
 });
+
+describe('tool names (issue 22: look-alikes passed a rule written for deploy_prod)', () => {
+  const guarded = policy([{ id: 'no-prod', priority: 1, when: { tool_id: 'deploy_prod' }, then: { decision: 'deny', reason: 'not prod' } }], { default: { decision: 'allow' } });
+  const verdict = (toolId: string) => evaluatePolicy(guarded, { ...base, toolId });
+
+  it('a rule catches its tool whatever the case, and with - for _', () => {
+    for (const id of ['deploy_prod', 'Deploy_prod', 'DEPLOY_PROD', 'deploy-prod', 'Deploy-Prod']) expect(verdict(id), id).toMatchObject({ decision: 'deny', ruleId: 'no-prod' });
+    expect(verdict('deploy_staging')).toMatchObject({ decision: 'allow', ruleId: 'default' });
+    expect(toolIdMatcher('deploy-*')('DEPLOY_prod')).toBe(true);
+    expect(toolIdMatcher('fs.read_[Ff]ile')('FS.READ-FILE')).toBe(true);
+    expect(toolIdMatcher('web_\\-x')('web__x')).toBe(true);
+  });
+
+  it('refuses a tool id outside [A-Za-z0-9_.-] before any rule, naming the character, even where the default allows', () => {
+    expect(verdict('deploy\u200b_prod')).toEqual({ decision: 'deny', ruleId: 'tool-id', reason: expect.stringMatching(/U\+200B ZERO WIDTH SPACE \(an invisible character\) at position 7/) });
+    expect(verdict('d\u0435ploy_prod')).toEqual({ decision: 'deny', ruleId: 'tool-id', reason: expect.stringMatching(/U\+0435 CYRILLIC SMALL LETTER IE \(looks like "e"\).*write "deploy_prod"/) });
+    expect(verdict('ｄeploy_prod')).toMatchObject({ decision: 'deny', ruleId: 'tool-id' });
+    expect(verdict('deploy prod')).toMatchObject({ decision: 'deny', ruleId: 'tool-id' });
+    expect(verdict('ns/deploy_prod')).toMatchObject({ decision: 'deny', ruleId: 'tool-id' });
+    expect(verdict('')).toMatchObject({ decision: 'deny', ruleId: 'tool-id' });
+    expect(evaluatePolicy(allowWhen({}), { ...base, toolId: 'web.search-2' })).toMatchObject({ decision: 'allow' });
+  });
+
+  it('refuses at load a rule whose tool id no tool can have', () => {
+    expect(() => policy([{ id: 'cyr', priority: 1, when: { tool_ids: ['ok_*', 'd\u0435ploy'] }, then: { decision: 'deny' } }])).toThrow(/rules\[0\] \(cyr\): when\.tool_id "d\u0435ploy" contains U\+0435, outside the tool id alphabet/);
+    expect(policy([{ id: 'glob', priority: 1, when: { tool_id: 'read_[^f]ile\\*' }, then: { decision: 'deny' } }]).rules).toHaveLength(1);
+  });
+});

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { countsSpend } from '../budgets/budget-config.js';
+import { createMemoryBudgetHolds } from '../budgets/budget-holds.js';
 import { openBudgetLedger } from '../budgets/budget-ledger.js';
 import { createBudgets, type Budgets } from '../budgets/budget-meter.js';
 import { HOUR_MS } from '../budgets/budget-window.js';
@@ -11,13 +12,19 @@ export const BUDGET_STATE_DIR = path.join('.ai', 'state', 'budgets');
 export interface GatewayBudgets extends Budgets {
   /** True for an upstream that costs nothing (the offline demo). */
   isFree(upstream: string): boolean;
+  /** Resolves once no request holds any budget (each running one ended) and their charges are on disk. */
+  settled(): Promise<void>;
   /** Waits until every charge is on disk. */
   close(): Promise<void>;
 }
 
+/** How long past the longest request a hold that was never released lasts (budget-holds.ts). */
+const HOLD_MARGIN_MS = 60_000;
+
 /**
  * The gateway's budgets, when its config has any (prices, client budgets, `limits.max_spend_usd`):
- * the ledger under `.ai/state/budgets/`, read back at start so that a restart resets nothing.
+ * the ledger under `.ai/state/budgets/`, read back at start so that a restart resets nothing,
+ * and what running requests hold of their clients' budgets.
  * Without any, undefined: nothing is metered or written.
  */
 export async function openGatewayBudgets(options: { root: string; config: GatewayConfig; log?: (line: string) => void }): Promise<GatewayBudgets | undefined> {
@@ -30,5 +37,15 @@ export async function openGatewayBudgets(options: { root: string; config: Gatewa
     ...(options.log ? { onError: options.log } : {}),
   });
   const free = new Set(options.config.upstreams.filter((u) => u.kind === 'demo').map((u) => u.name));
-  return { ...createBudgets({ config: budgets, ledger }), isFree: (upstream) => free.has(upstream), close: () => ledger.close() };
+  // In this process: see budget-holds.ts for why, and what replicas will need.
+  const holds = createMemoryBudgetHolds({ ttlMs: options.config.limits.maxDurationMs + HOLD_MARGIN_MS });
+  return {
+    ...createBudgets({ config: budgets, ledger, holds }),
+    isFree: (upstream) => free.has(upstream),
+    async settled() {
+      await holds.idle();
+      await ledger.flush();
+    },
+    close: () => ledger.close(),
+  };
 }

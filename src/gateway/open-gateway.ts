@@ -24,7 +24,10 @@ import { openGatewayKernel } from './gateway-kernel.js';
 import { gatewayMetricFamilies, type GatewayMetrics } from './gateway-metrics.js';
 import { mcpRecorder } from './mcp-execution.js';
 import { createToolMenu } from './tool-menu.js';
-import { openGatewayBudgets } from './gateway-budgets.js';
+import { openGatewayBudgets, type GatewayBudgets } from './gateway-budgets.js';
+import { requestCap } from '../budgets/request-cap.js';
+import type { BudgetMeter } from '../budgets/budget-meter.js';
+import { intentInstructions } from '../intent/intent-scanner.js';
 import { loadGatewayConfig, type GatewayConfig } from './gateway-config.js';
 import { openGatewayPrefetch, type GatewayPrefetch } from './gateway-prefetch.js';
 import type { RunLoop } from './loop-types.js';
@@ -57,6 +60,8 @@ export interface Gateway {
   threads: GatewayThreads;
   /** Who may call: client keys, or the open local mode. */
   auth: ClientAuth;
+  /** What clients used and what running requests hold, when the config has budgets or prices. */
+  budgets: GatewayBudgets | undefined;
   /** Aborts every request still running (their upstream calls and tools), then closes the rest. */
   close(): Promise<void>;
 }
@@ -110,9 +115,11 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
       let cancelled = false;
       const summary = { request, mode: run.mode, client: run.caller.client, ...(run.endpoint === undefined ? {} : { endpoint: run.endpoint }) };
       return (async function* tracked() {
+        let meter: BudgetMeter | undefined;
         try {
-          // Over budget: refused (429) before the request is recorded or anything goes upstream.
-          const meter = await budgets?.admit({ client: run.caller.client, model: route.model, free: budgets.isFree(route.upstream) });
+          // Over budget: refused (429) before the request is recorded or anything goes upstream;
+          // admitted, the request holds its cap of its client's budget until the `finally` below.
+          meter = await budgets?.admit({ client: run.caller.client, model: route.model, free: budgets.isFree(route.upstream), cap: requestCap(request, config.limits, intentInstructions()) });
           const execution = config.recordChats
             ? kernel.journal.begin({
                 agentId: CHAT_AGENT_ID,
@@ -148,6 +155,9 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
           const hooked = withLimitHooks(loop, (code, detail) => project.proxy.limitReached(caller, code, detail), options.log);
           yield* execution === undefined || chatSteps === undefined ? hooked : recordChat(hooked, execution, { mode: run.mode, cancelled: () => cancelled, steps: chatSteps, ...(approvals ? { approvals } : {}) });
         } finally {
+          // Every way out (finish, failure, client abort, a consumer that stopped): the loop has
+          // charged what it used by now, so what the request held is released.
+          meter?.end();
           inFlight.delete(controller);
           run.signal?.removeEventListener('abort', onClientAbort);
         }
@@ -185,6 +195,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
       runLoop,
       threads,
       auth,
+      budgets,
       async close() {
         shuttingDown = true;
         for (const controller of inFlight) controller.abort();

@@ -7,9 +7,13 @@ export interface StreamedToolCall {
   arguments: string[];
 }
 
-/** An OpenAI chat-completion stream, as the API sends it, that writes `chunks` one delta each, then any native `toolCalls`. */
-export function openAiStream(chunks: string[], options: { finish?: string; usage?: [input: number, output: number]; toolCalls?: StreamedToolCall[] } = {}): Recording {
-  const [input, output] = options.usage ?? [10, 5];
+/**
+ * An OpenAI chat-completion stream, as the API sends it, that writes `chunks` one delta each, then
+ * any native `toolCalls`, then its usage (10 input and 5 output tokens unless told; `'none'`: no
+ * usage chunk, as servers that ignore `stream_options.include_usage` send it).
+ */
+export function openAiStream(chunks: string[], options: { finish?: string; usage?: [input: number, output: number] | 'none'; toolCalls?: StreamedToolCall[] } = {}): Recording {
+  const [input, output] = options.usage === 'none' ? [0, 0] : (options.usage ?? [10, 5]);
   const base = { id: 'chatcmpl-loop', object: 'chat.completion.chunk', created: 1741701751, model: 'upstream-model' };
   const delta = (d: unknown) => ({ ...base, choices: [{ index: 0, delta: d, finish_reason: null }], usage: null });
   const calls = (options.toolCalls ?? []).flatMap((c, index) => [
@@ -21,7 +25,7 @@ export function openAiStream(chunks: string[], options: { finish?: string; usage
     ...chunks.map((content) => delta({ content })),
     ...calls,
     { ...base, choices: [{ index: 0, delta: {}, finish_reason: options.finish ?? (calls.length > 0 ? 'tool_calls' : 'stop') }], usage: null },
-    { ...base, choices: [], usage: { prompt_tokens: input, completion_tokens: output, total_tokens: input + output } },
+    ...(options.usage === 'none' ? [] : [{ ...base, choices: [], usage: { prompt_tokens: input, completion_tokens: output, total_tokens: input + output } }]),
   ];
   const body = `${events.map((e) => `data: ${JSON.stringify(e)}\n\n`).join('')}data: [DONE]\n\n`;
   return { status: 200, headers: { 'content-type': 'text/event-stream; charset=utf-8' }, body };

@@ -25,6 +25,14 @@ export function auditValueJson(value: unknown, maxStringChars: number): string |
   }
 }
 
+/**
+ * `value` as JSON with secrets redacted exactly as the audit log redacts its records, nothing cut:
+ * for what leaves the machine (a hook's webhook), which must hold no secret the audit log hides.
+ */
+export function redactedJson(value: unknown): string {
+  return auditValueJson(value, Number.POSITIVE_INFINITY) ?? 'null';
+}
+
 /** A string field (reason, error message): redacted, and past `max` characters cut with its size and hash. */
 export function capText(value: unknown, max: number): string {
   const text = redactSecrets(typeof value === 'string' ? value : String(value));

@@ -1,3 +1,4 @@
+import { redactedJson } from '../audit/cap-audit-value.js';
 import { describeError } from '../errors.js';
 import type { HookEvent } from '../hooks/hook-event.js';
 import { runHooks, type LoadedHook } from '../hooks/hook-runner.js';
@@ -9,7 +10,8 @@ import type { ToolCall } from './tool-proxy.js';
 
 /**
  * The hooks of one call (the policy's, then its directive's) on the call's events, and what their
- * actions do beyond the verdict: webhooks are sent (the event as JSON), and every annotation,
+ * actions do beyond the verdict: webhooks are sent (the event as JSON, its secrets redacted as in
+ * the audit log), and every annotation,
  * webhook and directive asked for becomes a note in the call's audit record. On `before_call` a
  * webhook that fails denies the call (hooks fail closed); on the other events it is only noted.
  * Where threads can run (the gateway), a directive asked for starts as a thread in the
@@ -122,7 +124,8 @@ async function sendWebhook(http: HttpClient, url: string, event: HookEvent, sign
       method: 'POST',
       url,
       headers: { 'content-type': 'application/json', 'user-agent': 'kiwi-gateway-hooks' },
-      body: JSON.stringify(event),
+      // Redacted as the audit log is: a webhook's receiver is another machine, and sees no secret the log hides.
+      body: redactedJson(event),
       connectTimeoutMs: WEBHOOK_TIMEOUT_MS,
       headersTimeoutMs: WEBHOOK_TIMEOUT_MS,
       bodyTimeoutMs: WEBHOOK_TIMEOUT_MS,

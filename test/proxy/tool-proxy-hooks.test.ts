@@ -127,6 +127,19 @@ describe('hooks on calls', () => {
     expect(received[0]?.body).toMatchObject({ event: { name: 'denied', code: 'hook_denied' }, tool: { id: 'echo_args' }, arguments: { text: 'sudo rm -rf /' }, client: { name: 'tester', source: 'gateway' } });
   });
 
+  it('a webhook gets the event redacted as the audit log is: no key the log hides leaves the machine (issue 22)', async () => {
+    received.length = 0;
+    const key = 'sk-live-4eC39HqLyjWDarjtT1zdp7dc';
+    const outcome = await call('echo_args', { text: `rm -rf with ${key} and password=hunter22` });
+    expect(outcome.status).toBe('denied');
+    const sent = JSON.stringify(received[0]?.body);
+    expect(sent).not.toContain(key);
+    expect(sent).not.toContain('hunter22');
+    const text = (received[0]?.body['arguments'] as { text: string }).text;
+    expect(text).toBe('rm -rf with [redacted:api-key] and password=[redacted:secret]');
+    expect((await auditOf(outcome.callId)).args).toEqual({ text });
+  });
+
   it('an annotate hook after the call adds its note to the audit record', async () => {
     const outcome = await call('echo_args', { text: 'hello' });
     expect(outcome.status).toBe('ok');

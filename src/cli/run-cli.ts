@@ -41,7 +41,7 @@ Usage:
   kiwi model train|show                rebuild the resolver's learned confidence from ../shared/datasets (models/resolver/model.json), or show it
   kiwi predictor train|show            learn which tool follows which from the audit log (models/predictor.json), or show it
   kiwi chat "MESSAGE" [--model M] [--url URL]   send one message to a running gateway; prints the reply and each step (intent, call, result)
-  kiwi stats [--url URL]               prefetch counters (hits, misses, hit rate, time saved) of a running gateway
+  kiwi stats [--url URL] [--key KEY]   prefetch counters (hits, misses, hit rate, time saved) of a running gateway; the key defaults to KIWI_API_KEY
   kiwi executions list|show ID|events ID|cancel ID   the kernel's executions on a running gateway (v0 API)
   kiwi approvals list|grant STEP|deny STEP [--reason R]   tool calls that wait for a person, and the answer
   kiwi runner --kernel URL [--key K] [--runner-id ID] [--tools GLOB,…] [--concurrency N]   run a kernel's remote tool calls here, through this project's tool proxy

@@ -215,6 +215,43 @@ describe('kiwi stats', () => {
     }
   });
 
+  it('sends --key, or else KIWI_API_KEY, as a Bearer token, as kiwi chat does (issue 22: stats could not be used once keys existed)', async () => {
+    const seen: (string | undefined)[] = [];
+    const port = await serve((req, res) => {
+      seen.push(req.headers.authorization);
+      if (req.headers.authorization !== 'Bearer kiwi_good') {
+        res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'a client key is required', type: 'authentication_error' } }));
+        return;
+      }
+      res.setHeader('content-type', 'application/json');
+      res.end(METRICS);
+    });
+    const url = `http://127.0.0.1:${port}`;
+    const viaEnv = await kiwi(['stats', '--url', url, '--json'], { KIWI_API_KEY: 'kiwi_good' });
+    expect(viaEnv.err).toBe('');
+    expect(JSON.parse(viaEnv.out)).toEqual(JSON.parse(METRICS));
+    const viaFlag = await kiwi(['stats', '--url', url, '--key', 'kiwi_good'], { KIWI_API_KEY: 'kiwi_other' });
+    expect(viaFlag.code).toBe(0);
+    expect(seen).toEqual(['Bearer kiwi_good', 'Bearer kiwi_good']);
+
+    const none = await kiwi(['stats', '--url', url]);
+    expect(none.code).toBe(1);
+    expect(none.err).toBe(`kiwi stats: UPSTREAM_HTTP: ${url}/metrics answered HTTP 401: a client key is required; the gateway has client keys: pass one with --key or KIWI_API_KEY`);
+    const wrong = await kiwi(['stats', '--url', url], { KIWI_API_KEY: 'kiwi_bad' });
+    expect(wrong.err).toMatch(/answered HTTP 401: a client key is required; kiwi stats sends --key \(or KIWI_API_KEY\) as the client key; check it$/);
+    const odd = await kiwi(['stats', '--url', url, '--key', 'two words']);
+    expect(odd.code).toBe(2);
+    expect(odd.err).toMatch(/client key \(--key or KIWI_API_KEY\) must be one word/);
+  });
+
+  it('--help says how to pass the key, and so does kiwi --help', async () => {
+    const help = await kiwi(['stats', '--help']);
+    expect(help.code).toBe(0);
+    expect(help.out).toMatch(/^usage: kiwi stats \[--url URL\] \[--key KEY\] \[--json\]/);
+    expect(help.out).toMatch(/--key KEY .*default: KIWI_API_KEY/);
+    expect((await kiwi(['--help'])).out).toMatch(/kiwi stats \[--url URL\] \[--key KEY\] .*KIWI_API_KEY/);
+  });
+
   it('bad flags and a bad KIWI_PORT are usage errors', async () => {
     for (const [argv, env, message] of [
       [['stats', '--url', 'not a url'], {}, /is not a URL/],

@@ -1,11 +1,18 @@
 import { z } from 'zod';
 import { KiwiError, describeError, isKiwiError } from '../../errors.js';
 import { createHttpClient } from '../../primitives/http-client.js';
-import { defaultGatewayBase, gatewayUrl } from '../gateway-address.js';
+import { clientKey, defaultGatewayBase, gatewayUrl } from '../gateway-address.js';
 import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
 
-const USAGE = 'kiwi stats [--url URL] [--json]';
+const USAGE = 'kiwi stats [--url URL] [--key KEY] [--json]';
+const HELP = `usage: ${USAGE}
+
+The prefetch counters (hits, misses, hit rate, time saved) of a running gateway, from its GET /metrics.
+  --url URL   the gateway (default: http://127.0.0.1 on KIWI_PORT, or on kiwi serve's default port)
+  --key KEY   the client key to send, as kiwi chat does; default: KIWI_API_KEY. Once the gateway
+              has keys (kiwi keys create), every request needs one, this one included.
+  --json      the answer as the gateway sent it`;
 const TIMEOUT_MS = 5000;
 const MAX_BODY_BYTES = 1024 * 1024;
 const MAX_EXTRA_LINES = 100;
@@ -31,10 +38,15 @@ const PREFETCH_ROWS: [key: string, label: string, format?: (n: number) => string
 
 /** `kiwi stats`: the prefetch counters of a running gateway, from its `GET /metrics`. */
 export async function statsCommand(ctx: CliContext): Promise<number> {
-  const { values, positionals } = parseFlags(ctx.argv, { url: { type: 'string' }, json: { type: 'boolean' } }, USAGE);
+  const { values, positionals } = parseFlags(ctx.argv, { url: { type: 'string' }, key: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } }, USAGE);
+  if (values.help) {
+    ctx.io.out(HELP);
+    return 0;
+  }
   if (positionals.length > 0) throw new UsageError(`usage: ${USAGE}`);
   const url = metricsUrl(values.url ?? defaultGatewayBase(ctx.env));
-  const body = await fetchMetrics(url, ctx.signal);
+  const key = clientKey(values.key ?? ctx.env['KIWI_API_KEY']);
+  const body = await fetchMetrics(url, key, ctx.signal);
   if (values.json) {
     ctx.io.out(JSON.stringify(body));
     return 0;
@@ -60,12 +72,12 @@ export async function statsCommand(ctx: CliContext): Promise<number> {
 
 /** `<base>/metrics`; a URL that already ends in /metrics is taken as it is. */
 function metricsUrl(base: string): string {
-  const url = gatewayUrl(base);
+  const url = gatewayUrl(base, '; pass a client key with --key or KIWI_API_KEY');
   if (!url.pathname.endsWith('/metrics')) url.pathname = `${url.pathname.replace(/\/+$/, '')}/metrics`;
   return url.toString();
 }
 
-async function fetchMetrics(url: string, signal: AbortSignal | undefined): Promise<z.infer<typeof metricsSchema>> {
+async function fetchMetrics(url: string, key: string | undefined, signal: AbortSignal | undefined): Promise<z.infer<typeof metricsSchema>> {
   const http = createHttpClient();
   let status: number;
   let text: string;
@@ -73,7 +85,7 @@ async function fetchMetrics(url: string, signal: AbortSignal | undefined): Promi
     const response = await http.request({
       method: 'GET',
       url,
-      headers: { accept: 'application/json' },
+      headers: { accept: 'application/json', ...(key === undefined ? {} : { authorization: `Bearer ${key}` }) },
       connectTimeoutMs: TIMEOUT_MS,
       headersTimeoutMs: TIMEOUT_MS,
       bodyTimeoutMs: TIMEOUT_MS,
@@ -89,6 +101,10 @@ async function fetchMetrics(url: string, signal: AbortSignal | undefined): Promi
     await http.close();
   }
   if (status === 404) throw new KiwiError('UPSTREAM_HTTP', `${url} answered 404: the server there is not a Kiwi gateway with /metrics; check --url, or update the gateway`);
+  if (status === 401 || status === 403) {
+    const hint = key === undefined ? 'the gateway has client keys: pass one with --key or KIWI_API_KEY' : 'kiwi stats sends --key (or KIWI_API_KEY) as the client key; check it';
+    throw new KiwiError('UPSTREAM_HTTP', `${url} answered HTTP ${status}: ${oneLine(errorMessage(text) ?? text)}; ${hint}`);
+  }
   if (status !== 200) throw new KiwiError('UPSTREAM_HTTP', `${url} answered HTTP ${status}: ${oneLine(text)}; check the gateway's log`);
   let json: unknown;
   try {
@@ -99,6 +115,16 @@ async function fetchMetrics(url: string, signal: AbortSignal | undefined): Promi
   const parsed = metricsSchema.safeParse(json);
   if (!parsed.success) throw new KiwiError('UPSTREAM_HTTP', `${url} answered JSON without a "prefetch" object; check that --url points at a Kiwi gateway`);
   return parsed.data;
+}
+
+/** The gateway's own message in an error body (`{"error": {"message"}}`), if it is one. */
+function errorMessage(text: string): string | undefined {
+  try {
+    const message = (JSON.parse(text) as { error?: { message?: unknown } } | null)?.error?.message;
+    return typeof message === 'string' ? message : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The HTTP client's failure, said in terms of a gateway that is not there or not healthy. */

@@ -52,7 +52,7 @@ export function createGatewayThreads(deps: {
     route: (model) => upstreams.route(model),
     tierModel: tierModelOf(config),
     limits: config.limits,
-    ...(budgets ? { admit: ({ client, route, directive }) => budgets.admit({ client, model: route.model, free: budgets.isFree(route.upstream), directive }) } : {}),
+    ...(budgets ? { admit: ({ client, route, directive, cap }) => budgets.admit({ client, model: route.model, free: budgets.isFree(route.upstream), directive, cap }) } : {}),
     describeTool: deps.describeTool,
     steps: deps.steps,
     ...(deps.journal ? { journal: deps.journal } : {}),

@@ -5,7 +5,9 @@ import type { LoopLimits } from '../gateway/loop-types.js';
 import { loadDirectiveHooks } from '../hooks/hook-runner.js';
 import type { BudgetMeter, DirectiveRun } from '../budgets/budget-meter.js';
 import { directiveBudgetLimits } from '../budgets/directive-limits.js';
-import type { ChatProvider } from '../llm/types.js';
+import { requestCap } from '../budgets/request-cap.js';
+import { intentInstructions } from '../intent/intent-scanner.js';
+import type { ChatProvider, ChatUsage } from '../llm/types.js';
 import { directiveContext } from '../policy/directive-permissions.js';
 import { checkTool, type PermissionContext } from '../policy/permission-context.js';
 import { helpReplyText } from '../proxy/help-signal.js';
@@ -42,8 +44,9 @@ export interface ThreadDeps {
   /**
    * The run's budget (the gateway's budgets, when it has any): the directive's `<limits>` and the
    * client's, charged per turn and tool call. Throws BUDGET_EXCEEDED when one is already spent.
+   * `cap` is held of the client's budget while the run goes on (budgets/budget-holds.ts).
    */
-  admit?: (run: { client: string; route: { model: string; upstream: string }; directive: DirectiveRun }) => Promise<BudgetMeter>;
+  admit?: (run: { client: string; route: { model: string; upstream: string }; directive: DirectiveRun; cap: ChatUsage }) => Promise<BudgetMeter>;
   /** The model a directive's tier maps to; undefined: the tier is not mapped. */
   tierModel(tier: string | undefined): string | undefined;
   /** The gateway's limits; a directive's `<limits>` replace the ones it sets. */
@@ -132,12 +135,15 @@ export async function runThread(deps: ThreadDeps, start: ThreadStart): Promise<T
   const inputs = checkInputs(directive, start.inputs ?? {});
   const setup = prepare(deps, directive, start);
   const id = randomUUID();
+  const messages = threadMessages(directive, inputs, setup.allowed);
   // Refused before anything is written when a budget is already spent.
-  const meter = await admit(deps, start.client, setup, id);
+  const meter = await admit(deps, start.client, setup, id, messages);
   const header: ThreadHeader = { type: 'thread', id, directive: directive.name, version: directive.version, inputs, model: setup.model, client: start.client, ...(start.parent ? { parent: start.parent.id } : {}), depth, started_at: new Date().toISOString() };
-  const writer = createThreadWriter(deps.root, header);
-  start.onStart?.(id);
-  return drive(deps, setup, { id, depth, client: start.client, writer, meter, inputs, messages: threadMessages(directive, inputs, setup.allowed), done: { turns: 0, calls: 0, steps: 0 } }, start);
+  return endingHold(meter, () => {
+    const writer = createThreadWriter(deps.root, header);
+    start.onStart?.(id);
+    return drive(deps, setup, { id, depth, client: start.client, writer, meter, inputs, messages, done: { turns: 0, calls: 0, steps: 0 } }, start);
+  });
 }
 
 /**
@@ -153,13 +159,24 @@ export async function resumeThread(deps: ThreadDeps, resume: ThreadResume): Prom
   const inputs = checkInputs(directive, header.inputs);
   const setup = prepare(deps, directive, resume);
   const point = resumePoint(lines, directive, setup.limits, resume.message);
-  const meter = await admit(deps, resume.client, setup, header.id);
-  const writer = reopenThreadWriter(deps.root, header.id, { type: 'resume', client: resume.client, model: setup.model, ...(resume.message === undefined ? {} : { message: resume.message }), at: new Date().toISOString() });
-  resume.onStart?.(header.id);
   const [system, user] = threadMessages(directive, inputs, setup.allowed) as [ChatMessage, ChatMessage];
   const messages: ChatMessage[] = [system, { role: 'user', content: `${user.content}\n\n${point.recap}` }];
-  const limits = { ...setup.limits, maxTurns: setup.limits.maxTurns - point.done.turns, maxToolCalls: setup.limits.maxToolCalls - point.done.calls };
-  return drive(deps, { ...setup, limits }, { id: header.id, depth: header.depth, client: resume.client, writer, meter, inputs, messages, done: point.done }, resume);
+  const meter = await admit(deps, resume.client, setup, header.id, messages);
+  return endingHold(meter, () => {
+    const writer = reopenThreadWriter(deps.root, header.id, { type: 'resume', client: resume.client, model: setup.model, ...(resume.message === undefined ? {} : { message: resume.message }), at: new Date().toISOString() });
+    resume.onStart?.(header.id);
+    const limits = { ...setup.limits, maxTurns: setup.limits.maxTurns - point.done.turns, maxToolCalls: setup.limits.maxToolCalls - point.done.calls };
+    return drive(deps, { ...setup, limits }, { id: header.id, depth: header.depth, client: resume.client, writer, meter, inputs, messages, done: point.done }, resume);
+  });
+}
+
+/** Runs the thread; whichever way it ends (a writer that could not open included), what its meter held is released. */
+async function endingHold(meter: BudgetMeter | undefined, run: () => Promise<ThreadOutcome>): Promise<ThreadOutcome> {
+  try {
+    return await run();
+  } finally {
+    meter?.end();
+  }
 }
 
 /** The directive of that name, or NOT_FOUND naming the ones there are. */
@@ -202,10 +219,11 @@ function prepare(deps: ThreadDeps, directive: Directive, start: Pick<ThreadStart
   return { directive, model, route, context, allowed, limits: threadLimits(deps.limits, directive), scope };
 }
 
-/** The run is the thread: its usage is totalled under the thread's id, across resumes. */
-function admit(deps: ThreadDeps, client: string, setup: Setup, id: string): Promise<BudgetMeter | undefined> {
+/** The run is the thread: its usage is totalled under the thread's id, across resumes; it holds one turn's cap while it runs. */
+function admit(deps: ThreadDeps, client: string, setup: Setup, id: string, messages: ChatMessage[]): Promise<BudgetMeter | undefined> {
   const { directive, route } = setup;
-  return deps.admit?.({ client, route, directive: { directive: directive.name, run: id, limits: directiveBudgetLimits(directive.limits), startedAt: Date.now() } }) ?? Promise.resolve(undefined);
+  const cap = requestCap({ messages }, setup.limits, intentInstructions());
+  return deps.admit?.({ client, route, directive: { directive: directive.name, run: id, limits: directiveBudgetLimits(directive.limits), startedAt: Date.now() }, cap }) ?? Promise.resolve(undefined);
 }
 
 interface Run {

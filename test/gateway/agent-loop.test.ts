@@ -418,6 +418,21 @@ describe('agent loop: limits', () => {
     expect(finishOf(events)).toMatchObject({ turns: 2, limit: 'budget', budget: stop });
   });
 
+  it('charges a turn the consumer stopped mid-stream for its prompt and the text so far (estimated), and nothing for one the upstream refused', async () => {
+    const charged: unknown[] = [];
+    const budget = { charge: (u: unknown) => void charged.push(u), countToolCall: () => undefined, exhausted: () => undefined };
+    llm.replyOnce({ recording: sse(['one ', 'two ', 'three']), stallAfterChunks: 3 });
+    const { events } = await collect(loopDeps({ budget }), ask('Go.'), { mode: 'execute' }, (e) => e.type === 'text' && e.text.includes('two'));
+    expect(textOf(events)).toBe('one two ');
+    expect(charged).toEqual([{ inputTokens: expect.any(Number), outputTokens: 2, estimated: true }]);
+    expect((charged[0] as { inputTokens: number }).inputTokens).toBeGreaterThan(100); // the intent instructions went up too
+
+    llm.replyOnce({ status: 429 });
+    const refused = await collect(loopDeps({ budget }), ask('Go.'));
+    expect(refused.error).toBeDefined();
+    expect(charged).toHaveLength(1);
+  });
+
   it('runs no intent over maxToolCalls and stops after that turn with finish.limit "tool_calls"', async () => {
     llm.replyOnce({ recording: sse(['[TOOL: echo the text "one"] [TOOL: reverse the letters of the word "two"] rest of the turn']) });
     const deps = loopDeps({ limits: { maxToolCalls: 1 } });

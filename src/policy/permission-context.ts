@@ -71,7 +71,7 @@ export interface PermissionContext {
  * tool ids that keep the network; `secrets` maps tool id globs to secret globs those tools may
  * read inside the sandbox only (git tools need `.git`), not through their path arguments.
  */
-export interface SandboxPolicy extends Omit<SandboxSettings, 'warn'> {
+export interface SandboxPolicy extends Omit<SandboxSettings, 'warn' | 'path' | 'installRoot'> {
   network: string[];
   secrets: Record<string, string[]>;
 }

@@ -54,6 +54,7 @@ const policySchema = z.strictObject({
           processes: z.number().int().min(1, 'must be at least 1').optional(),
           memory_mb: z.number().int().min(16, 'must be at least 16').optional(),
           cpu_seconds: z.number().int().min(1, 'must be at least 1').optional(),
+          tmp_mb: z.number().int().min(1, 'must be at least 1').optional(),
         })
         .optional(),
     })
@@ -76,7 +77,7 @@ const FIELDS: Record<string, string[]> = {
   'hooks[].directive': ['name', 'inputs'],
   approvals: APPROVAL_FIELDS,
   sandbox: ['mode', 'bwrap', 'network', 'secrets', 'limits'],
-  'sandbox.limits': ['processes', 'memory_mb', 'cpu_seconds'],
+  'sandbox.limits': ['processes', 'memory_mb', 'cpu_seconds', 'tmp_mb'],
   filesystem: ['read', 'write', 'allow_secret_paths'],
   'commands[]': ['executable', 'subcommands', 'deny_args', 'allow_flags'],
   mcp: ['tools', 'path_args'],
@@ -147,6 +148,7 @@ function toSandboxPolicy(s: PolicyYaml['sandbox']): SandboxPolicy {
       ...(limits?.processes ? { processes: limits.processes } : {}),
       ...(limits?.memory_mb ? { memoryBytes: limits.memory_mb * 1024 * 1024 } : {}),
       ...(limits?.cpu_seconds ? { cpuSeconds: limits.cpu_seconds } : {}),
+      ...(limits?.tmp_mb ? { tmpBytes: limits.tmp_mb * 1024 * 1024 } : {}),
     },
   };
 }

@@ -58,7 +58,7 @@ export async function openProject(options: ProjectOptions): Promise<Project> {
   const audit = createAuditLog({ dir: auditDir, sessionId: session });
   const { network = [], secrets = {}, ...sandboxSettings } = policy.sandbox ?? { mode: 'auto' as const };
   const opened = await openSandbox({ ...sandboxSettings, ...(options.env.PATH ? { path: options.env.PATH } : {}) });
-  const sandbox = { sandbox: opened, root, writeGlobs: policy.rules.fsWrite, networkTools: network, toolSecrets: secrets };
+  const sandbox = { sandbox: opened, root, writeGlobs: policy.rules.fsWrite, readGlobs: policy.rules.fsRead, networkTools: network, toolSecrets: secrets };
   // Where agent-steered requests and redirects may go: public addresses, and the private ones the policy allows.
   const addressGuard = createAddressGuard({ allowPrivate: policy.network?.allowPrivate ?? [] });
   const mcp = createMcpClientPool({

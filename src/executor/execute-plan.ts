@@ -20,6 +20,8 @@ export interface SubprocessSandbox {
   root: string;
   /** The policy's `filesystem.write` globs: their folders are the writable binds. */
   writeGlobs: string[];
+  /** The policy's `filesystem.read` globs: with the write globs, they keep the `.ai/` folders they name visible. */
+  readGlobs?: string[];
   /** Globs over tool ids that keep the network. */
   networkTools: string[];
   /** Globs over tool ids → secret globs those tools may read inside the sandbox (the policy's `sandbox.secrets`). */
@@ -67,7 +69,7 @@ export function grantFor(s: SubprocessSandbox, toolId: string | undefined, allow
     writePaths: writeFoldersOf(s.root, s.writeGlobs),
     network: toolId !== undefined && matchesAny(s.networkTools, toolId),
     readPaths: [s.root],
-    secrets: { root: s.root, allow },
+    secrets: { root: s.root, allow, named: [...(s.readGlobs ?? []), ...s.writeGlobs] },
   };
 }
 

@@ -20,6 +20,7 @@ const SECRET_GLOBS: readonly [glob: string, what: string][] = [
   ['.ai/logs/**', "the gateway's audit log"],
   ['.ai/vectors/**', "the gateway's tool index"],
   ['.ai/state/**', "the gateway's state (client keys)"],
+  ['.ai/threads/**', "the gateway's thread transcripts (every client's)"],
 ];
 
 const matchers = SECRET_GLOBS.map(([glob, what]) => ({ test: picomatch(glob, { dot: true, windows: false }), what }));

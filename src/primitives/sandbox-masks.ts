@@ -1,8 +1,9 @@
-import { lstatSync, mkdtempSync, readdirSync, readFileSync, realpathSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, realpathSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import path from 'node:path';
 import { isInside } from '../policy/path-check.js';
 import { matchesAny } from '../policy/permission-context.js';
+import { createCleanTrackedFiles } from './git-clean-files.js';
 import { DEFAULT_WALK_LIMITS, walkIsStale, walkSecrets, type SecretWalk, type WalkLimits } from './secret-walk.js';
 
 /**
@@ -19,6 +20,11 @@ import { DEFAULT_WALK_LIMITS, walkIsStale, walkSecrets, type SecretWalk, type Wa
  * re-binding "the interpreter's folder" would have to guess which folders a runtime reads.
  * Other users' homes hold nothing a tool of this user runs, so they are masked whole — unless the
  * project, the call's folder, the command or a PATH folder lies in one.
+ *
+ * The project's `.ai/` is the gateway's: its threads (other clients' transcripts), logs, state,
+ * index, policy and configuration. A tool sees `.ai/tools` (tool scripts run from there) and the
+ * entries its call is granted — named by the policy's `filesystem.read`/`write` globs
+ * (`.ai/notes/**`) or by every `allow_secret_paths` list — and an empty folder for every other.
  */
 
 /** Relative to a home folder. Files and folders alike; only those present are masked. */
@@ -27,7 +33,7 @@ const HOME_SECRETS: readonly string[] = [
   '.docker/config.json', '.config/containers/auth.json', '.netrc', '.npmrc', '.yarnrc', '.yarnrc.yml', '.pypirc', '.pgpass',
   '.git-credentials', '.cargo/credentials', '.cargo/credentials.toml', '.m2/settings.xml', '.gradle/gradle.properties',
   '.terraform.d/credentials.tfrc.json', '.vault-token', '.password-store', '.local/share/keyrings', '.claude/.credentials.json',
-  '.env', '.ai/logs', '.ai/state', '.ai/vectors',
+  '.env', '.ai/logs', '.ai/state', '.ai/vectors', '.ai/threads',
   '.bash_history', '.zsh_history', '.sh_history', '.history', '.python_history', '.node_repl_history', '.psql_history',
   '.mysql_history', '.sqlite_history', '.rediscli_history', '.lesshst', '.viminfo', '.local/share/fish/fish_history',
 ];
@@ -40,8 +46,11 @@ const HOME_ROOTS = ['/home'];
 const MAX_HOMES = 256;
 
 export interface MaskRequest {
-  /** The project whose secret locations are masked, and the allow lists of the call's contexts. */
-  project?: { root: string; allow: readonly (readonly string[])[] };
+  /**
+   * The project whose secret locations are masked, the allow lists of the call's contexts, and the
+   * policy's read and write globs (`named`), which keep the `.ai/` entries they name visible.
+   */
+  project?: { root: string; allow: readonly (readonly string[])[]; named?: readonly string[] };
   /** The tool's HOME, besides the gateway user's. */
   home?: string;
   /** Paths that must stay visible: the cwd, the project, the command, the PATH folders. */
@@ -68,6 +77,7 @@ export function createSecretMasks(options: SecretMasksOptions = {}): SecretMasks
   const walks = new Map<string, SecretWalk>();
   let empty: string | undefined;
   const warned = new Set<string>();
+  const cleanTracked = createCleanTrackedFiles();
 
   function projectEntries(root: string, allow: readonly (readonly string[])[]) {
     const key = JSON.stringify([root, allow]);
@@ -86,8 +96,17 @@ export function createSecretMasks(options: SecretMasksOptions = {}): SecretMasks
   return {
     args(request) {
       const wanted: string[] = [];
-      if (request.project) wanted.push(...projectEntries(request.project.root, request.project.allow).map((e) => e.path));
-      wanted.push(...gitDirsOf(request.project));
+      const { project } = request;
+      if (project) {
+        const entries = projectEntries(project.root, project.allow);
+        const gitDirs = gitDirsOf(project);
+        const dotGit = path.join(project.root, '.git');
+        // A tool that reads all of .git reads tracked files from it too: only files git does not hold unchanged stay masked (git-clean-files.ts).
+        const readsGit = gitDirs.length === 0 && existsSync(dotGit) && !entries.some((e) => isInside(e.path, dotGit));
+        const files = readsGit ? entries.filter((e) => !e.dir).map((e) => e.path) : [];
+        const clean = cleanTracked(project.root, files);
+        wanted.push(...entries.map((e) => e.path).filter((p) => !clean.has(p)), ...gitDirs, ...gatewayEntries(project));
+      }
       const own = new Set([userInfo().homedir, ...(request.home ? [request.home] : [])].filter((h) => path.isAbsolute(h)));
       for (const home of own) wanted.push(...HOME_SECRETS.map((entry) => path.join(home, entry)));
       const others = [...otherHomes(own)];
@@ -137,6 +156,21 @@ function maskArgs(paths: readonly string[], empty: string): string[] {
     }
   }
   return out;
+}
+
+/** The entries of the project's `.ai/` a tool does not get: all but `tools` and what the call's grants name. */
+function gatewayEntries(project: NonNullable<MaskRequest['project']>): string[] {
+  const dir = path.join(project.root, '.ai');
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return [];
+  }
+  // A glob reaches an entry when it matches it or something inside it.
+  const reaches = (globs: readonly string[], rel: string) => matchesAny(globs, rel) || matchesAny(globs, `${rel}/kiwi-probe`);
+  const granted = (rel: string) => reaches(project.named ?? [], rel) || (project.allow.length > 0 && project.allow.every((globs) => reaches(globs, rel)));
+  return names.filter((name) => name !== 'tools' && !granted(`.ai/${name}`)).map((name) => path.join(dir, name));
 }
 
 /** A `.git` file (a worktree, a submodule) points at the real git folder, outside the project: mask that one too. */

@@ -64,14 +64,14 @@ function write(root: string, rel: string, text: string): void {
   writeFileSync(path.join(root, rel), text);
 }
 
-async function openPeek(policyExtra = ''): Promise<void> {
+async function openPeek(policyExtra = '', read = '"**"', write = '"docs/**"'): Promise<void> {
   temp = createTempProject();
   temp.write('.ai/tools/project/peek.yaml', TOOL);
   temp.write('.ai/tools/project/peek.mjs', PEEK);
   temp.write('.ai/tools/project/git_status.yaml', readFileSync(path.join(REPO_ROOT, '.ai/tools/project/git_status.yaml'), 'utf8'));
   for (const file of PROJECT_SECRETS) temp.write(file, `${SECRET} ${file}`);
   temp.write('docs/readme.txt', 'plain docs');
-  temp.write('.ai/config/policy.yaml', `version: 1\ntools: [peek, git_status]\nfilesystem: { read: ["**"], write: ["docs/**"]${policyExtra} }\ncommands: [{ executable: node }, { executable: git }]\nsandbox: { mode: require, secrets: { "git_*": [".git", ".git/**"] } }\n`);
+  temp.write('.ai/config/policy.yaml', `version: 1\ntools: [peek, git_status]\nfilesystem: { read: [${read}], write: [${write}]${policyExtra} }\ncommands: [{ executable: node }, { executable: git }]\nsandbox: { mode: require, secrets: { "git_*": [".git", ".git/**"] } }\n`);
   const env = { PATH: process.env.PATH, HOME: home, OPENAI_API_KEY: SECRET, DATABASE_URL: `postgres://u:${SECRET}@h/db` };
   project = await openProject({ projectDir: temp.root, env, session: 'secrets-test' });
 }
@@ -144,6 +144,51 @@ describe.runIf(hasBwrap)('a sandboxed tool reading secrets on its own', () => {
     expect(outcome.result.text).toMatch(/^## No commits yet on /mu);
     // And the peek tool still does not see it.
     expectHidden((await peek(['.git/HEAD'])).seen, ['.git/HEAD']);
+  });
+
+  it("cannot read the gateway's own .ai/ (another client's thread, logs, state, policy), while its script runs from .ai/tools", async () => {
+    await openPeek();
+    temp.write('.ai/threads/thread-of-another-client.jsonl', `${SECRET} transcript`);
+    temp.write('.ai/knowledge/notes.md', `${SECRET} knowledge`);
+    const gateway = ['.ai/threads/thread-of-another-client.jsonl', '.ai/threads', '.ai/logs/audit/today.jsonl', '.ai/state/keys.json', '.ai/config/policy.yaml', '.ai/knowledge/notes.md'];
+    const { seen } = await peek([...gateway, '.ai/tools/project/peek.yaml']);
+    expectHidden(seen, gateway);
+    expect(seen['.ai/tools/project/peek.yaml']).toBe(TOOL);
+    expect(readFileSync(path.join(temp.root, '.ai/threads/thread-of-another-client.jsonl'), 'utf8')).toContain(SECRET);
+  });
+
+  it('sees the .ai/ folders the policy names: read and write globs, or allow_secret_paths for threads', async () => {
+    await openPeek(', allow_secret_paths: [".ai/threads/**"]', '"**", ".ai/knowledge/**"', '"docs/**", ".ai/notes/**"');
+    temp.write('.ai/threads/mine.jsonl', 'my transcript');
+    temp.write('.ai/knowledge/notes.md', 'shared knowledge');
+    temp.write('.ai/notes/todo.md', 'a note');
+    const { seen } = await peek(['.ai/threads/mine.jsonl', '.ai/knowledge/notes.md', '.ai/notes/todo.md', '.ai/config/policy.yaml', '.ai/state/keys.json']);
+    expect(seen['.ai/threads/mine.jsonl']).toBe('my transcript');
+    expect(seen['.ai/knowledge/notes.md']).toBe('shared knowledge');
+    expect(seen['.ai/notes/todo.md']).toBe('a note');
+    expectHidden(seen, ['.ai/config/policy.yaml', '.ai/state/keys.json']);
+  });
+
+  it('shows git a clean tree where a secret-looking file is tracked: no phantom change for a masked .npmrc', async () => {
+    await openPeek();
+    rmSync(path.join(temp.root, '.git'), { recursive: true });
+    temp.write('.npmrc', `//registry.npmjs.org/:_authToken=${SECRET}\n`);
+    const git = (...args: string[]) => execFileSync('git', ['-C', temp.root, '-c', 'user.name=kiwi', '-c', 'user.email=kiwi@example.invalid', ...args], { encoding: 'utf8' });
+    git('init', '-q');
+    git('add', '.npmrc', 'docs/readme.txt');
+    git('commit', '-qm', 'tracked .npmrc');
+    const status = async () => {
+      const outcome = await project?.proxy.call({ tool: 'git_status', args: {}, session: 'secrets-test', client: 'test', source: 'cli' });
+      if (outcome?.status !== 'ok') throw new Error(`git_status failed: ${JSON.stringify(outcome)}`);
+      return outcome.result.text.split('\n').filter((line) => line.endsWith('.npmrc'));
+    };
+    expect(git('status', '--short', '--', '.npmrc')).toBe('');
+    expect(await status()).toEqual([]);
+    // A tool that cannot read .git still gets it empty.
+    expectHidden((await peek(['.npmrc'])).seen, ['.npmrc']);
+    // A real change is one, and its new content stays masked even from the git tools.
+    temp.write('.npmrc', `//registry.npmjs.org/:_authToken=${SECRET}-rotated\n`);
+    expect(await status()).toEqual([' M .npmrc']);
   });
 
   it('sees no secret in its environment and cannot read the environ of processes outside', async () => {

@@ -29,6 +29,8 @@ export const auditRecordSchema = z.object({
   notes: z.array(z.string()).optional(),
   approval: z.object({ approved: z.boolean(), decided_by: z.string(), reason: z.string().optional(), waited_ms: z.number().nonnegative() }).optional(),
   help: z.string().optional(),
+  sandbox: z.enum(['bwrap', 'none']).optional(),
+  sandbox_reason: z.string().optional(),
 });
 
 export interface ReadAuditTailOptions {

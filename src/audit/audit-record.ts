@@ -38,6 +38,9 @@ export interface AuditRecord {
   approval?: { approved: boolean; decided_by: string; reason?: string; waited_ms: number };
   /** A help signal, not a call (`stuck`, `escalate` or `checkpoint`): nothing ran, and `decision` is allow since nothing was refused. */
   help?: string;
+  /** How the call ran (call-isolation.ts): `bwrap`, or `none` with `sandbox_reason` (`nothing ran` for a refused call or a help signal). */
+  sandbox?: 'bwrap' | 'none';
+  sandbox_reason?: string;
 }
 
 export interface RecordCaps {
@@ -89,6 +92,8 @@ export function serializeAuditRecord(record: AuditRecord, caps: RecordCaps): str
     ['notes', record.notes === undefined || record.notes.length === 0 ? undefined : `[${notesOf(record.notes).map((n) => text(n, STRING_CAPS.note)).join(',')}]`],
     ['approval', record.approval === undefined ? undefined : approvalJson(record.approval, str, text)],
     ['help', record.help === undefined ? undefined : str(record.help, STRING_CAPS.source)],
+    ['sandbox', record.sandbox === 'bwrap' || record.sandbox === 'none' ? `"${record.sandbox}"` : undefined],
+    ['sandbox_reason', record.sandbox_reason === undefined ? undefined : text(record.sandbox_reason, STRING_CAPS.reason)],
   ];
   const args = auditValueJson(record.args, caps.maxStringChars);
   const result = auditValueJson(record.result, caps.maxStringChars);

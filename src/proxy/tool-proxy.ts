@@ -12,6 +12,7 @@ import type { RateLimiter } from '../policy/rate-limiter.js';
 import type { Directive, Knowledge, Tool } from '../registry/types.js';
 import { authorize, authorizeServer, callContext, type Authorization } from './authorize.js';
 import { itemTool } from './authorize-item.js';
+import { isolationOf, type Isolation } from './call-isolation.js';
 import { DEFAULT_APPROVAL_TIMEOUT_MS } from '../policy/policy-hooks.js';
 import { checkMcpTool } from '../policy/permission-context.js';
 import type { McpToolInfo } from '../mcp/client-pool.js';
@@ -122,6 +123,9 @@ export interface ToolProxy {
   help(caller: Omit<ToolCall, 'tool' | 'args' | 'approve'>, signal: HelpSignal): Promise<HelpOutcome>;
 }
 
+/** The isolation of a record whose call ran nothing (refused, or a help signal); one that ran says how (call-isolation.ts). */
+const NOTHING_RAN: Isolation = { sandbox: 'none', sandbox_reason: 'nothing ran' };
+
 /**
  * The only way anything executes. Every call is checked (name, policy, arguments, rate, paths,
  * commands), then run on its primitive, and every call, denied ones included, is audited.
@@ -142,7 +146,7 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
     const t0 = now();
     const elapsed = (): number => now() - t0;
     const record = (fields: Partial<AuditRecord> & Pick<AuditRecord, 'decision'>): void =>
-      deps.audit.append({ ts, session: request.session, client: request.client, call_id: callId, tool: request.tool, ...(request.item ? { item: request.item } : {}), args, duration_ms: Math.round(elapsed() * 1000) / 1000, source: request.source, ...fields });
+      deps.audit.append({ ts, session: request.session, client: request.client, call_id: callId, tool: request.tool, ...(request.item ? { item: request.item } : {}), args, duration_ms: Math.round(elapsed() * 1000) / 1000, source: request.source, ...(fields.sandbox === undefined ? NOTHING_RAN : {}), ...fields });
     return { callId, elapsed, record };
   }
 
@@ -175,12 +179,14 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
     // unchecked arguments may be anything, of any size, and a condition walks what it is given.
     let args: unknown = {};
     let granted: AuditRecord['approval'];
+    let isolation: Isolation | undefined;
     // What the call got to before it ended, filed in its record however it ends.
-    const reached = (): Partial<AuditRecord> => ({ ...(stuck ? { stuck } : {}), ...(checkpoint ? { checkpoint } : {}), ...(granted ? { approval: granted } : {}) });
+    const reached = (): Partial<AuditRecord> => ({ ...(stuck ? { stuck } : {}), ...(checkpoint ? { checkpoint } : {}), ...(granted ? { approval: granted } : {}), ...isolation });
     try {
       const decision = checked?.decision ?? (await authorize(request, deps));
       if (!decision.allowed) return await denied(decision.reason, decision.code ?? 'permission_denied', decision.args ?? args);
       args = decision.args;
+      isolation = isolationOf(decision.plan, deps.primitives);
       const before = checked ? keep(checked.before) : await fire('before_call', { args });
       if (before.deny !== undefined) return await denied(before.deny, 'hook_denied', args);
       const needs = approvalReason(tool, request.tool, deps.context.approvals, before.approval);
@@ -242,7 +248,7 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
       // Handed over as checked here, so the call is not authorized (a second rate-limit token) or hooked again.
       if (approvalReason(tool, request.tool, deps.context.approvals, before.approval) !== undefined) return call(request, { decision, before });
       const stuck = deps.loops.observe(request.client, request.tool, decision.args).stuck;
-      record({ decision: 'allow', reason: decision.reason, result: preview(earlier.result), ...(stuck ? { stuck } : {}), ...notes });
+      record({ decision: 'allow', reason: decision.reason, result: preview(earlier.result), ...(stuck ? { stuck } : {}), ...notes, ...isolationOf(decision.plan, deps.primitives) });
       return { callId, tool: request.tool, durationMs: elapsed(), stuck, status: 'ok', result: earlier.result };
     } catch (error) {
       const code = isKiwiError(error) ? error.code : 'INTERNAL';

@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
+import { readAuditTail } from '../../src/audit/audit-reader.js';
 import { detectBwrap } from '../../src/primitives/sandbox.js';
 import { openProject, type Project } from '../../src/project.js';
 import { createTempProject, type TempProject } from '../helpers/temp-project.js';
@@ -44,6 +45,13 @@ async function probe(sandboxYaml: string): Promise<{ pid: number; granted: strin
   return JSON.parse(outcome.result.text) as { pid: number; granted: string; outside: string };
 }
 
+/** The audit records of the calls made so far, as written to disk. */
+async function auditRecords() {
+  if (!project) throw new Error('open the project first');
+  await project.audit.flush();
+  return readAuditTail({ dir: project.auditDir, limit: 100 });
+}
+
 describe.runIf(hasBwrap)('subprocess tools through the proxy', () => {
   it('run sandboxed by default: own pid namespace, writes only in the policy write folders', async () => {
     const seen = await probe('');
@@ -52,11 +60,41 @@ describe.runIf(hasBwrap)('subprocess tools through the proxy', () => {
     expect(seen.outside).toMatch(/EROFS|EACCES/u);
     expect(readFileSync(`${temp?.root}/out/probe.txt`, 'utf8')).toBe('x');
     expect(existsSync(`${temp?.root}/probe.txt`)).toBe(false);
+    const [record] = await auditRecords();
+    expect(record).toMatchObject({ tool: 'probe', decision: 'allow', sandbox: 'bwrap' });
+    expect(record?.sandbox_reason).toBeUndefined();
   });
 
   it('run unsandboxed with sandbox: off', async () => {
     const seen = await probe('sandbox: { mode: off }\n');
     expect(seen.pid).toBeGreaterThan(10);
     expect(seen.outside).toBe('ok');
+    const [record] = await auditRecords();
+    expect(record).toMatchObject({ tool: 'probe', decision: 'allow', sandbox: 'none', sandbox_reason: 'sandbox: off in the policy' });
+  });
+});
+
+describe('audit records say how the call was isolated', () => {
+  it('none, and why, when bwrap is missing at start (sandbox: auto)', async () => {
+    const seen = await probe('sandbox: { mode: auto, bwrap: /nonexistent/kiwi-bwrap }\n');
+    expect(seen.outside).toBe('ok');
+    const [record] = await auditRecords();
+    expect(record).toMatchObject({ tool: 'probe', sandbox: 'none', sandbox_reason: '/nonexistent/kiwi-bwrap was not found' });
+  });
+
+  it('none, and why, for a call refused under sandbox: require', async () => {
+    const error = await probe('sandbox: { mode: require, bwrap: /nonexistent/kiwi-bwrap }\n').catch((e: unknown) => e);
+    expect(String(error)).toMatch(/SPAWN_FAILED/u);
+    const [record] = await auditRecords();
+    expect(record).toMatchObject({ tool: 'probe', error: { code: 'SPAWN_FAILED' }, sandbox: 'none' });
+    expect(record?.sandbox_reason).toMatch(/^sandbox: require is set, and the sandbox does not run here \(\/nonexistent\/kiwi-bwrap was not found\)/u);
+  });
+
+  it('none, nothing ran, for a call the policy refused', async () => {
+    await probe('').catch(() => undefined);
+    const outcome = await project?.proxy.call({ tool: 'not_granted', args: {}, session: 'sandbox-test', client: 'test', source: 'cli' });
+    expect(outcome?.status).not.toBe('ok');
+    const records = await auditRecords();
+    expect(records.at(-1)).toMatchObject({ tool: 'not_granted', decision: 'deny', sandbox: 'none', sandbox_reason: 'nothing ran' });
   });
 });

@@ -1,0 +1,32 @@
+import type { AuditRecord } from '../audit/audit-record.js';
+import type { ExecutionPlan } from '../executor/plan-types.js';
+import type { PrimitiveDeps } from '../executor/execute-plan.js';
+import type { ReadPlan } from './authorize.js';
+
+export type Isolation = Pick<AuditRecord, 'sandbox' | 'sandbox_reason'>;
+
+/**
+ * How a call's plan runs, for its audit record: `bwrap` when a process of the call runs in the
+ * sandbox, `none` with the reason otherwise — so a reader of the log sees a call that ran
+ * unsandboxed, and why (`sandbox: off`, bwrap missing at start), without the start-up warning.
+ * Stdio MCP servers run in the same sandbox as subprocess tools (the app wires one to both).
+ */
+export function isolationOf(plan: ExecutionPlan | ReadPlan, primitives: PrimitiveDeps): Isolation {
+  const processIsolation = (): Isolation => {
+    const sandbox = primitives.sandbox?.sandbox;
+    if (sandbox?.active) return { sandbox: 'bwrap' };
+    return { sandbox: 'none', sandbox_reason: sandbox?.reason ?? 'no sandbox was set up for subprocess tools' };
+  };
+  switch (plan.kind) {
+    case 'subprocess':
+      return processIsolation();
+    case 'mcp':
+      return plan.server.transport === 'stdio' ? processIsolation() : { sandbox: 'none', sandbox_reason: `MCP server over ${plan.server.transport}: no process runs here` };
+    case 'http':
+      return { sandbox: 'none', sandbox_reason: 'an HTTP request by the gateway: no process runs' };
+    case 'read':
+      return { sandbox: 'none', sandbox_reason: 'read by the gateway: no process runs' };
+    case 'thread':
+      return { sandbox: 'none', sandbox_reason: 'a directive thread: each call it makes has its own record' };
+  }
+}

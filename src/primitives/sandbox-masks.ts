@@ -1,9 +1,10 @@
-import { existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, realpathSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir, userInfo } from 'node:os';
+import { existsSync, lstatSync, readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { userInfo } from 'node:os';
 import path from 'node:path';
 import { isInside } from '../policy/path-check.js';
 import { matchesAny } from '../policy/permission-context.js';
 import { createCleanTrackedFiles } from './git-clean-files.js';
+import { sharedTempFile } from './shared-temp-file.js';
 import { DEFAULT_WALK_LIMITS, walkIsStale, walkSecrets, type SecretWalk, type WalkLimits } from './secret-walk.js';
 
 /**
@@ -196,28 +197,9 @@ function gitDirsOf(project: MaskRequest['project']): string[] {
   }
 }
 
-/**
- * An empty file of ours, read-only, to bind over secret files: one per user in the temp folder,
- * reused across runs. One that is not what we made (not a plain empty file of ours, or writable by
- * others) is not used; a fresh private one is made instead.
- */
+/** An empty read-only file of ours to bind over secret files (see shared-temp-file.ts). */
 function emptyFile(): string {
-  const { uid } = userInfo();
-  const shared = path.join(tmpdir(), `kiwi-sandbox-empty-${uid}`);
-  try {
-    writeFileSync(shared, '', { flag: 'wx', mode: 0o444 });
-  } catch {
-    // there already, or the temp folder is not writable: checked below
-  }
-  try {
-    const st = lstatSync(shared);
-    if (st.isFile() && st.size === 0 && st.uid === uid && (st.mode & 0o222) === 0) return shared;
-  } catch {
-    // fall through to a private one
-  }
-  const file = path.join(mkdtempSync(path.join(tmpdir(), 'kiwi-sandbox-')), 'empty');
-  writeFileSync(file, '', { mode: 0o444 });
-  return file;
+  return sharedTempFile(`kiwi-sandbox-empty-${userInfo().uid}`, '');
 }
 
 function* otherHomes(own: ReadonlySet<string>): Iterable<string> {

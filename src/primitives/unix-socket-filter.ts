@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
-import { lstatSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { endianness, tmpdir, userInfo } from 'node:os';
-import path from 'node:path';
+import { endianness, userInfo } from 'node:os';
+import { sharedTempFile } from './shared-temp-file.js';
 
 /**
  * A seccomp filter (classic BPF, as bwrap's `--seccomp FD` takes it) that makes `socket(AF_UNIX, …)`
@@ -88,27 +87,8 @@ export function unixSocketFilter(arch: string = process.arch): Buffer | undefine
   return out;
 }
 
-/**
- * The filter written to a file bwrap can be handed as a descriptor: one per user and content in
- * the temp folder, reused when it is ours, not writable by others and holds exactly these bytes;
- * otherwise a fresh private one.
- */
+/** The filter written to a file bwrap can be handed as a descriptor, one per user and content. */
 export function writeUnixSocketFilter(filter: Buffer): string {
-  const { uid } = userInfo();
   const digest = createHash('sha256').update(filter).digest('hex').slice(0, 16);
-  const shared = path.join(tmpdir(), `kiwi-sandbox-unix-${uid}-${digest}.bpf`);
-  try {
-    writeFileSync(shared, filter, { flag: 'wx', mode: 0o444 });
-  } catch {
-    // there already, or the temp folder is not writable: checked below
-  }
-  try {
-    const st = lstatSync(shared);
-    if (st.isFile() && st.uid === uid && (st.mode & 0o222) === 0 && readFileSync(shared).equals(filter)) return shared;
-  } catch {
-    // fall through to a private one
-  }
-  const file = path.join(mkdtempSync(path.join(tmpdir(), 'kiwi-sandbox-')), 'unix.bpf');
-  writeFileSync(file, filter, { mode: 0o444 });
-  return file;
+  return sharedTempFile(`kiwi-sandbox-unix-${userInfo().uid}-${digest}.bpf`, filter);
 }

@@ -66,7 +66,7 @@ export async function runSandboxBench(argv: string[]): Promise<void> {
       goal_overhead_p50_ms: GOAL_OVERHEAD_P50_MS,
       machine: { node: process.version, cpus: os.availableParallelism(), kernel: os.release() },
     };
-    console.log(`sandbox: ${spawns} calls of ${command} each way (bwrap + unshare + setpriv + prlimit), masking the secrets of ${project}`);
+    console.log(`sandbox: ${spawns} calls of ${command} each way (bash + bwrap + sh + unshare + setpriv + prlimit), masking the secrets of ${project}`);
     console.log(`  unsandboxed: p50 ${report.unsandboxed_ms.p50} ms, p99 ${report.unsandboxed_ms.p99} ms`);
     console.log(`  sandboxed:   p50 ${report.sandboxed_ms.p50} ms, p99 ${report.sandboxed_ms.p99} ms`);
     console.log(`  overhead:    p50 ${report.overhead_ms.p50} ms, p99 ${report.overhead_ms.p99} ms (goal: p50 < ${GOAL_OVERHEAD_P50_MS} ms)`);

@@ -12,14 +12,15 @@
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { describeError } from '../errors.js';
+import { LOCAL_CLIENT } from './access.js';
 import { loadPolicyFile } from '../policy/policy-file.js';
 import { childContext, type PermissionContext } from '../policy/permission-context.js';
-import type { Caller } from '../proxy/caller.js';
+import { ROLES, type Caller } from '../proxy/caller.js';
 import { hashKey, readKeyFile, type KeyRecord } from './key-store.js';
 
-export const LOCAL_CLIENT = 'local';
-/** The one caller of a gateway without keys on loopback, the CLI and stdio MCP. */
-export const LOCAL_CALLER: Caller = Object.freeze({ client: LOCAL_CLIENT });
+export { LOCAL_CLIENT };
+/** The one caller of a gateway without keys on loopback, the CLI and stdio MCP: one person's machine, every role. */
+export const LOCAL_CALLER: Caller = Object.freeze({ client: LOCAL_CLIENT, roles: ROLES, agents: ['*'], tools: ['*'] });
 
 export type AuthResult = { ok: true; caller: Caller } | { ok: false; status: 401 | 403 | 503; message: string };
 
@@ -80,11 +81,12 @@ export function createClientAuth(options: ClientAuthOptions): ClientAuth {
   }
 
   async function callerFor(record: KeyRecord): Promise<{ record: KeyRecord; caller?: Caller; error?: string }> {
-    if (record.policy === undefined) return { record, caller: { client: record.client } };
+    const grants: Caller = { client: record.client, roles: record.roles ?? ['client'], ...(record.agents ? { agents: record.agents } : {}), ...(record.tools ? { tools: record.tools } : {}) };
+    if (record.policy === undefined) return { record, caller: grants };
     try {
       const own = await loadPolicyFile(path.resolve(options.root, record.policy), options.root);
       const context = childContext(options.policy, own.rules, `client ${record.client} (${own.label})`);
-      return { record, caller: { client: record.client, context } };
+      return { record, caller: { ...grants, context } };
     } catch (error) {
       return { record, error: `the policy of client ${record.client} cannot be used (${describeError(error)}); fix ${record.policy}, or revoke and recreate the key` };
     }

@@ -10,6 +10,8 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { KiwiError } from '../errors.js';
+import { ROLES, type Role } from '../proxy/caller.js';
+import { LOCAL_CLIENT } from './access.js';
 import { readCappedFile } from '../read-capped-file.js';
 import { replaceFile } from '../replace-file.js';
 
@@ -24,6 +26,19 @@ export interface KeyRecord {
   revoked?: string;
   /** A policy file (relative to the project root) that narrows what this client may do. */
   policy?: string;
+  /** What the key may do (clients/access.ts); absent in files older than roles: `client` alone. */
+  roles?: Role[];
+  /** The agent ids an `agent` key serves. */
+  agents?: string[];
+  /** The tool ids a `runner` key serves. */
+  tools?: string[];
+}
+
+/** What a key is made with besides its client. */
+export interface KeyGrants {
+  roles?: Role[];
+  agents?: string[];
+  tools?: string[];
 }
 
 export interface KeyFile {
@@ -34,6 +49,11 @@ export interface KeyFile {
 export const KEY_FILE = path.join('.ai', 'state', 'keys.json');
 export const CLIENT_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 const MAX_FILE_BYTES = 1024 * 1024;
+/** An agent or tool id a key names: the exact id, or a prefix ending in `*` (`*` alone is any). */
+export const SCOPE_NAME = /^[^\u0000-\u001f\u007f*]{0,255}\*?$/u;
+const MAX_SCOPE_NAMES = 256;
+
+const scopeList = z.array(z.string().min(1).max(256).regex(SCOPE_NAME)).min(1).max(MAX_SCOPE_NAMES);
 
 const recordSchema = z.strictObject({
   id: z.string().regex(/^key_[a-f0-9]{8}$/),
@@ -42,6 +62,9 @@ const recordSchema = z.strictObject({
   created: z.string().max(64),
   revoked: z.string().max(64).optional(),
   policy: z.string().min(1).max(4096).optional(),
+  roles: z.array(z.enum(ROLES)).min(1).max(ROLES.length).optional(),
+  agents: scopeList.optional(),
+  tools: scopeList.optional(),
 });
 const fileSchema = z.strictObject({ version: z.literal(1), keys: z.array(recordSchema).max(10_000) });
 
@@ -90,16 +113,42 @@ export interface CreatedKey {
   key: string;
 }
 
-export async function createKey(file: string, client: string, options: { policy?: string; now?: Date } = {}): Promise<CreatedKey> {
+export async function createKey(file: string, client: string, options: KeyGrants & { policy?: string; now?: Date } = {}): Promise<CreatedKey> {
   if (!CLIENT_NAME.test(client)) throw new KiwiError('INVALID_INPUT', `client name ${JSON.stringify(client.slice(0, 80))} is not valid: use 1 to 64 letters, digits, "_", "." or "-" (e.g. ci-bot)`);
+  if (client === LOCAL_CLIENT) throw new KiwiError('INVALID_INPUT', `"${LOCAL_CLIENT}" is the name of the keyless local operator; give the client another name`);
+  const grants = checkGrants(options);
   const data = await readKeyFile(file);
   let id: string;
   do id = randomBytes(4).toString('hex');
   while (data.keys.some((k) => k.id === `key_${id}`));
   const key = `kiwi_${id}_${randomBytes(32).toString('base64url')}`;
-  const record: KeyRecord = { id: `key_${id}`, client, hash: hashKey(key), created: (options.now ?? new Date()).toISOString(), ...(options.policy ? { policy: options.policy } : {}) };
+  const record: KeyRecord = { id: `key_${id}`, client, hash: hashKey(key), created: (options.now ?? new Date()).toISOString(), ...(options.policy ? { policy: options.policy } : {}), ...grants };
   await writeKeyFile(file, { version: 1, keys: [...data.keys, record] });
   return { record, key };
+}
+
+/**
+ * The roles and scopes a new key gets, checked: an `agent` key names its agent ids and a `runner`
+ * key its tools (nothing is served by default), and a scope belongs to its role.
+ */
+export function checkGrants(options: KeyGrants): Required<Pick<KeyGrants, 'roles'>> & KeyGrants {
+  const roles: Role[] = [...new Set<Role>(options.roles ?? ['client'])];
+  for (const role of roles) if (!(ROLES as readonly string[]).includes(role)) throw new KiwiError('INVALID_INPUT', `unknown role ${JSON.stringify(String(role).slice(0, 40))}: use ${ROLES.join(', ')}`);
+  const scope = (names: string[] | undefined, role: Role, flag: string, what: string): string[] | undefined => {
+    if (names === undefined || names.length === 0) {
+      if (roles.includes(role)) throw new KiwiError('INVALID_INPUT', `a key with the ${role} role must name the ${what} it serves (${flag} NAME, repeatable; a prefix ending in * covers many)`);
+      return undefined;
+    }
+    if (!roles.includes(role)) throw new KiwiError('INVALID_INPUT', `${flag} goes with the ${role} role (--role ${role})`);
+    if (names.length > MAX_SCOPE_NAMES) throw new KiwiError('INVALID_INPUT', `a key may name at most ${MAX_SCOPE_NAMES} ${what}`);
+    for (const name of names) {
+      if (name === '' || name.length > 256 || !SCOPE_NAME.test(name)) throw new KiwiError('INVALID_INPUT', `${flag} ${JSON.stringify(name.slice(0, 80))} is not valid: an exact id, or a prefix ending in * (no other *, no control characters, at most 256 characters)`);
+    }
+    return [...new Set(names)];
+  };
+  const agents = scope(options.agents, 'agent', '--agent', 'agent ids');
+  const tools = scope(options.tools, 'runner', '--tool', 'tool ids');
+  return { roles, ...(agents === undefined ? {} : { agents }), ...(tools === undefined ? {} : { tools }) };
 }
 
 /** Revokes a key by id, or every key of a client by its name. Returns the records it revoked (none when all already were). */

@@ -29,6 +29,7 @@ export function mcpRecorder(
     request.signal.addEventListener('abort', onAbort, { once: true });
     let cancelled = false;
     const execution = journal.begin({
+      client: request.caller.client,
       agentId: CHAT_AGENT_ID,
       input: { tool: request.tool, arguments: request.arguments },
       labels: { kind: 'mcp', client: request.caller.client, tool: request.tool },

@@ -122,6 +122,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
           meter = await budgets?.admit({ client: run.caller.client, model: route.model, free: budgets.isFree(route.upstream), cap: requestCap(request, config.limits, intentInstructions()) });
           const execution = config.recordChats
             ? kernel.journal.begin({
+                client: run.caller.client,
                 agentId: CHAT_AGENT_ID,
                 input: chatInput(summary),
                 labels: chatLabels(summary),

@@ -15,6 +15,7 @@ export function threadJournal(journal: ChatJournal, options: { kernel: ChatAppro
   return (run) => {
     const controller = new AbortController();
     const execution = journal.begin({
+      client: run.client,
       agentId: CHAT_AGENT_ID,
       input: { directive: run.directive, inputs: run.inputs },
       labels: { kind: 'thread', client: run.client, directive: run.directive, thread: run.id },

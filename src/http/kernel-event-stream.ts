@@ -15,8 +15,8 @@ import { openSseChannel } from './sse-channel.js';
 const ENDING = new Set(['execution.completed', 'execution.failed', 'execution.cancelled']);
 const PAGE = 1000;
 
-export async function streamExecutionEvents(c: Context, kernel: Kernel, id: string, afterSequence: number, options: { pollMs?: number } = {}): Promise<Response> {
-  await kernel.executions.get(id); // unknown: 404 before any SSE bytes
+/** The caller may read the execution (kernel-routes.ts asked); `sessions`: it may see session ids (kernel-wire.ts). */
+export async function streamExecutionEvents(c: Context, kernel: Kernel, id: string, afterSequence: number, options: { sessions: boolean; pollMs?: number }): Promise<Response> {
   const pollMs = options.pollMs ?? 250;
   return openSseChannel(c, (channel) => {
     let after = afterSequence;
@@ -27,7 +27,7 @@ export async function streamExecutionEvents(c: Context, kernel: Kernel, id: stri
         while (open) {
           const events = await kernel.executions.events(id, after, PAGE);
           for (const event of events) {
-            if (!channel.send(event.type, wireEvent(event), event.sequence)) return;
+            if (!channel.send(event.type, wireEvent(event, options), event.sequence)) return;
             after = event.sequence;
             if (ENDING.has(event.type)) return channel.close();
           }

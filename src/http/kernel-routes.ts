@@ -1,5 +1,6 @@
 import type { Context, Hono } from 'hono';
-import { LOCAL_CLIENT } from '../clients/client-auth.js';
+import { checkExecution, checkRunner, checkServes, executionScope, hasRole, seesSessions, servesAgent, type ExecutionAction } from '../clients/access.js';
+import { LOCAL_CALLER } from '../clients/client-auth.js';
 import type { Caller } from '../proxy/caller.js';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { isKiwiError, KiwiError } from '../errors.js';
@@ -17,7 +18,8 @@ import { openSseChannel } from './sse-channel.js';
  * streams and calls, the tools runners publish, signals, health and readiness (GET /metrics is
  * the app's, metrics-route.ts). Errors are the spec's `{"error", "code"}`.
  * Who may call is the request guard's business (client keys as bearer tokens, §2); /v0/health
- * and /v0/ready are open.
+ * and /v0/ready are open. What a caller may see and do is clients/access.ts's: every route asks
+ * it before it touches an object, and another client's object is a 404.
  */
 
 export interface KernelRouteDeps {
@@ -26,7 +28,7 @@ export interface KernelRouteDeps {
   /** Told about failures that are not KiwiErrors (bugs); the client sees "internal error". */
   onError?: (error: unknown, info: { requestId: string; route: string }) => void;
   requestId(c: Context): string;
-  /** The client key that sent a request; an approval is recorded as decided by it. */
+  /** The client key that sent a request; absent (an app without keys): the local operator. */
   callerOf?: (request: Request) => Caller | undefined;
 }
 
@@ -54,14 +56,26 @@ export function mountKernelRoutes(app: Hono, deps: KernelRouteDeps): void {
     return c.json({ error: error.message, code: mapped[1] }, mapped[0]);
   };
   const route =
-    (handler: (c: Context, kernel: Kernel) => Promise<Response>) =>
+    (handler: (c: Context, kernel: Kernel, caller: Caller) => Promise<Response>) =>
     async (c: Context): Promise<Response> => {
       try {
-        return await handler(c, await deps.kernel());
+        return await handler(c, await deps.kernel(), deps.callerOf?.(c.req.raw) ?? LOCAL_CALLER);
       } catch (error) {
         return fail(c, error);
       }
     };
+  /** The execution named by the path, once the caller may do `action` to it (404 when it may not see it). */
+  const execution = async (c: Context, kernel: Kernel, caller: Caller, action: ExecutionAction) => {
+    const owned = await kernel.executions.ownerOf(readId(c.req.param('id'), 'execution id'));
+    checkExecution(caller, action, owned);
+    return owned;
+  };
+  /** The runner named by the path, once it is the caller's (a new id becomes the caller's). */
+  const runner = async (kernel: Kernel, caller: Caller, id: string | undefined): Promise<string> => {
+    const runnerId = readId(id, 'runner id');
+    checkRunner(caller, runnerId, await kernel.runners.ownerOf(runnerId));
+    return runnerId;
+  };
 
   app.get('/v0/health', (c) => c.json({ status: 'ok' }));
   app.get('/v0/ready', async (c) => {
@@ -74,8 +88,9 @@ export function mountKernelRoutes(app: Hono, deps: KernelRouteDeps): void {
 
   app.post(
     '/v0/executions',
-    route(async (c, kernel) => {
-      const { execution } = await kernel.executions.create(readCreate(await readObject(c)));
+    route(async (c, kernel, caller) => {
+      checkCreate(caller);
+      const { execution } = await kernel.executions.create({ client: caller.client, ...readCreate(await readObject(c)) });
       // Assigned at once when its agent is connected, so the answer may already say running (§5).
       await kernel.agents.assign(execution.id);
       return c.json(wireExecution(await kernel.executions.get(execution.id)), 201);
@@ -84,7 +99,7 @@ export function mountKernelRoutes(app: Hono, deps: KernelRouteDeps): void {
 
   app.get(
     '/v0/executions',
-    route(async (c, kernel) => {
+    route(async (c, kernel, caller) => {
       const status = c.req.query('status');
       if (status !== undefined && !(EXECUTION_STATUSES as readonly string[]).includes(status)) {
         throw new KiwiError('INVALID_INPUT', `invalid status ${JSON.stringify(status)}: use one of ${EXECUTION_STATUSES.join(', ')}`);
@@ -92,6 +107,7 @@ export function mountKernelRoutes(app: Hono, deps: KernelRouteDeps): void {
       const agentId = c.req.query('agent_id');
       const cursor = c.req.query('cursor');
       const page = await kernel.executions.list({
+        scope: executionScope(caller),
         ...(status === undefined ? {} : { status: status as ExecutionStatus }),
         ...(agentId === undefined || agentId === '' ? {} : { agentId }),
         labels: readLabelFilter(c.req.queries('label') ?? []),
@@ -104,30 +120,38 @@ export function mountKernelRoutes(app: Hono, deps: KernelRouteDeps): void {
 
   app.get(
     '/v0/executions/:id',
-    route(async (c, kernel) => c.json(wireExecution(await kernel.executions.get(c.req.param('id') as string)))),
+    route(async (c, kernel, caller) => c.json(wireExecution(await kernel.executions.get((await execution(c, kernel, caller, 'read')).id)))),
   );
 
   app.post(
     '/v0/executions/:id/cancel',
-    route(async (c, kernel) => c.json(wireExecution((await kernel.executions.cancel(c.req.param('id') as string)).execution))),
+    route(async (c, kernel, caller) => c.json(wireExecution((await kernel.executions.cancel((await execution(c, kernel, caller, 'cancel')).id)).execution))),
   );
 
   app.get(
     '/v0/executions/:id/events',
-    route(async (c, kernel) => {
+    route(async (c, kernel, caller) => {
+      // An unknown id has no events (§18.29), and one the caller may not see is unknown to it.
+      const owned = await execution(c, kernel, caller, 'read').catch((error: unknown) => {
+        if (isKiwiError(error) && error.code === 'NOT_FOUND') return undefined;
+        throw error;
+      });
+      if (owned === undefined) return c.json({ events: [], latest_sequence: 0 });
       const after = intParam(c.req.query('after_sequence'), 0, 0, Number.MAX_SAFE_INTEGER);
       const limit = intParam(c.req.query('limit'), 100, 1, 1000);
-      const events = await kernel.executions.events(c.req.param('id') as string, after, limit);
-      return c.json({ events: events.map(wireEvent), latest_sequence: events.at(-1)?.sequence ?? 0 });
+      const events = await kernel.executions.events(owned.id, after, limit);
+      const sessions = seesSessions(caller, owned.agentId);
+      return c.json({ events: events.map((e) => wireEvent(e, { sessions })), latest_sequence: events.at(-1)?.sequence ?? 0 });
     }),
   );
 
   app.get(
     '/v0/agents/stream',
-    route(async (c, kernel) => {
+    route(async (c, kernel, caller) => {
       const [agentId, consumerId] = streamIds(c, 'agent');
+      if (!servesAgent(caller, agentId)) throw new KiwiError('POLICY_DENIED', `this key does not serve agent ${JSON.stringify(agentId.slice(0, 80))}; an agent key names the agent ids it serves (\`kiwi keys create NAME --role agent --agent ID\`)`);
       return openSseChannel(c, async (channel) => {
-        const connection = { agentId, consumerId, channel };
+        const connection = { client: caller.client, agentId, consumerId, channel };
         await kernel.agents.connect(connection);
         void channel.closed.then(() => kernel.agents.disconnect(connection)).catch((error: unknown) => deps.onError?.(error, { requestId: deps.requestId(c), route: c.req.path }));
       });
@@ -136,9 +160,9 @@ export function mountKernelRoutes(app: Hono, deps: KernelRouteDeps): void {
 
   app.post(
     '/v0/agents/intent',
-    route(async (c, kernel) => {
+    route(async (c, kernel, caller) => {
       const body = await readObject(c);
-      const result = await kernel.intents.submit({ executionId: body['execution_id'], sessionId: body['session_id'], intent: body['intent'] });
+      const result = await kernel.intents.submit({ actor: caller, executionId: bodyId(body, 'execution_id'), sessionId: bodyId(body, 'session_id'), intent: body['intent'] });
       return c.json({
         accepted: result.accepted,
         ...(result.stepId === undefined ? {} : { step_id: result.stepId }),
@@ -150,38 +174,44 @@ export function mountKernelRoutes(app: Hono, deps: KernelRouteDeps): void {
 
   app.post(
     '/v0/agents/step-result',
-    route(async (c, kernel) => {
+    route(async (c, kernel, caller) => {
       const body = await readObject(c);
-      await kernel.intents.stepResult({ executionId: body['execution_id'], sessionId: body['session_id'], stepId: body['step_id'], success: body['success'], data: body['data'], error: body['error'] });
+      await kernel.intents.stepResult({ actor: caller, executionId: bodyId(body, 'execution_id'), sessionId: bodyId(body, 'session_id'), stepId: bodyId(body, 'step_id'), success: body['success'], data: body['data'], error: body['error'] });
       return c.json({ status: 'ok' });
     }),
   );
 
   app.post(
     '/v0/executions/:id/signal',
-    route(async (c, kernel) => {
+    route(async (c, kernel, caller) => {
+      const id = readId(c.req.param('id'), 'execution id');
       const body = await readObject(c);
-      await kernel.signals.send(c.req.param('id') as string, { signalType: body['signal_type'], payload: body['payload'], sender: deps.callerOf?.(c.req.raw)?.client ?? LOCAL_CLIENT });
+      const owned = await kernel.executions.ownerOf(id);
+      checkExecution(caller, body['signal_type'] === 'step.approve' ? 'approve' : 'signal', owned);
+      await kernel.signals.send(owned.id, { signalType: body['signal_type'], payload: body['payload'], sender: caller.client });
       return c.json({ status: 'ok' });
     }),
   );
 
   app.get(
     '/v0/executions/:id/stream',
-    route(async (c, kernel) => {
+    route(async (c, kernel, caller) => {
+      const owned = await execution(c, kernel, caller, 'read');
       // A browser's EventSource reconnects with Last-Event-ID (the last sequence it saw): the stream goes on from there.
       const after = c.req.query('after_sequence') ?? c.req.header('last-event-id');
-      return streamExecutionEvents(c, kernel, c.req.param('id') as string, intParam(after, 0, 0, Number.MAX_SAFE_INTEGER));
+      return streamExecutionEvents(c, kernel, owned.id, intParam(after, 0, 0, Number.MAX_SAFE_INTEGER), { sessions: seesSessions(caller, owned.agentId) });
     }),
   );
 
   app.get(
     '/v0/runners/stream',
-    route(async (c, kernel) => {
-      const [runnerId, consumerId] = streamIds(c, 'runner');
+    route(async (c, kernel, caller) => {
+      const [id, consumerId] = streamIds(c, 'runner');
+      const runnerId = await runner(kernel, caller, id);
       const capabilities = new Set((c.req.query('capabilities') ?? '').split(',').map((t) => t.trim()).filter((t) => t !== ''));
+      checkServes(caller, capabilities);
       return openSseChannel(c, async (channel) => {
-        const connection = { runnerId, consumerId, channel, capabilities };
+        const connection = { client: caller.client, runnerId, consumerId, channel, capabilities };
         void channel.closed.then(() => kernel.runners.disconnect(connection)).catch((error: unknown) => deps.onError?.(error, { requestId: deps.requestId(c), route: c.req.path }));
         await kernel.runners.connect(connection);
       });
@@ -190,39 +220,47 @@ export function mountKernelRoutes(app: Hono, deps: KernelRouteDeps): void {
 
   app.post(
     '/v0/runners/steps/:stepId/started',
-    route(async (c, kernel) => {
+    route(async (c, kernel, caller) => {
+      const stepId = readId(c.req.param('stepId'), 'step id');
       const body = await readObject(c);
-      await kernel.runners.started(c.req.param('stepId') as string, { executionId: body['execution_id'], runnerId: body['runner_id'] });
+      const runnerId = body['runner_id'];
+      if (typeof runnerId === 'string' && runnerId !== '') await runner(kernel, caller, runnerId);
+      await kernel.runners.started(stepId, { executionId: bodyId(body, 'execution_id'), runnerId });
       return c.json({ status: 'ok' });
     }),
   );
 
   app.post(
     '/v0/runners/:id/results',
-    route(async (c, kernel) => {
+    route(async (c, kernel, caller) => {
+      const runnerId = await runner(kernel, caller, c.req.param('id'));
       const body = await readObject(c);
-      await kernel.runners.result(c.req.param('id') as string, body);
+      for (const field of ['job_id', 'execution_id', 'step_id']) bodyId(body, field);
+      await kernel.runners.result(runnerId, body);
       return c.json({ status: 'ok' });
     }),
   );
 
   app.post(
     '/v0/runners/:id/capabilities',
-    route(async (c, kernel) => {
+    route(async (c, kernel, caller) => {
+      const runnerId = await runner(kernel, caller, c.req.param('id'));
       const body = await readObject(c);
       const tools = body['tools'];
       if (!Array.isArray(tools) || tools.some((t) => typeof t !== 'string')) throw new KiwiError('INVALID_INPUT', 'tools must be a list of tool ids');
-      await kernel.runners.setCapabilities(c.req.param('id') as string, tools as string[]);
+      checkServes(caller, tools as string[]);
+      await kernel.runners.setCapabilities(runnerId, tools as string[]);
       return c.json({ status: 'ok' });
     }),
   );
 
   app.post(
     '/v0/runners/:id/tools',
-    route(async (c, kernel) => {
-      const runnerId = c.req.param('id') as string;
-      if (runnerId.length > MAX_ID_CHARS) throw new KiwiError('INVALID_INPUT', `the runner id is longer than ${MAX_ID_CHARS} characters`);
-      await kernel.runners.publishTools(runnerId, readToolSchemas(await readObject(c)));
+    route(async (c, kernel, caller) => {
+      const runnerId = await runner(kernel, caller, c.req.param('id'));
+      const tools = readToolSchemas(await readObject(c));
+      checkServes(caller, tools.map((t) => t.id));
+      await kernel.runners.publishTools(runnerId, caller.client, tools);
       return c.body(null, 204);
     }),
   );
@@ -236,12 +274,34 @@ export function mountKernelRoutes(app: Hono, deps: KernelRouteDeps): void {
   // our stores are Postgres, so an unknown runner is a 404 on both.
   app.delete(
     '/v0/runners/:id',
-    route(async (c, kernel) => {
-      await kernel.runners.unregister(c.req.param('id') as string);
+    route(async (c, kernel, caller) => {
+      await kernel.runners.unregister(await runner(kernel, caller, c.req.param('id')));
       return c.json({ status: 'ok' });
     }),
   );
 
+}
+
+/**
+ * An id from the path or a body: at most 256 characters, no control characters (a NUL would
+ * reach the database, §1). Checked before any lookup, so a bad one is a 400 and never a 500.
+ */
+function readId(value: string | undefined, what: string): string {
+  if (value === undefined || value === '') throw new KiwiError('INVALID_INPUT', `the ${what} is required`);
+  if (value.length > MAX_ID_CHARS) throw new KiwiError('INVALID_INPUT', `the ${what} is longer than ${MAX_ID_CHARS} characters`);
+  if (/[\u0000-\u001f\u007f]/.test(value)) throw new KiwiError('INVALID_INPUT', `the ${what} contains a control character`);
+  return value;
+}
+
+/** A body's id field: left to the kernel's own checks when absent or not a string (their messages are the spec's), else as readId. */
+function bodyId(body: Record<string, unknown>, field: string): unknown {
+  const value = body[field];
+  return typeof value === 'string' && value !== '' ? readId(value, field) : value;
+}
+
+/** Making executions is a client's: an agent, runner or approver key only serves them. */
+function checkCreate(caller: Caller): void {
+  if (!hasRole(caller, 'client') && !hasRole(caller, 'admin')) throw new KiwiError('POLICY_DENIED', 'making executions needs a key with the client role (`kiwi keys create NAME --role client`)');
 }
 
 /** A whole number in [min, max]: over max is clamped, anything unreadable is the default (§5). */

@@ -27,7 +27,16 @@ export function wireExecutionPage(page: ExecutionPage): Record<string, unknown> 
   };
 }
 
-export function wireEvent(e: KernelEvent): Record<string, unknown> {
+/** The kernel's own events that name an agent's session; `session_id` and `consumer_id` are credentials. */
+const SESSION_EVENTS = new Set(['execution.started', 'agent.timeout']);
+
+/** `sessions`: whether the reader serves the execution's agent; others get the session events without their ids. */
+export function wireEvent(e: KernelEvent, options: { sessions: boolean }): Record<string, unknown> {
+  let payload = e.payload;
+  if (!options.sessions && SESSION_EVENTS.has(e.type)) {
+    const { session_id: _session, consumer_id: _consumer, ...rest } = payload;
+    payload = rest;
+  }
   return {
     id: e.id,
     execution_id: e.executionId,
@@ -35,7 +44,7 @@ export function wireEvent(e: KernelEvent): Record<string, unknown> {
     type: e.type,
     schema_version: e.schemaVersion,
     timestamp: e.timestamp,
-    payload: e.payload,
+    payload,
     causation_id: e.causationId,
     correlation_id: e.correlationId,
     idempotency_key: e.idempotencyKey,

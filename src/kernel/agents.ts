@@ -38,6 +38,7 @@ interface SessionRow extends Record<string, unknown> {
   agent_id: string;
   consumer_id: string;
   owner: string;
+  client: string;
 }
 
 export function createAgents({ db, hub, instanceId, now }: AgentsDeps): Agents {
@@ -55,7 +56,7 @@ export function createAgents({ db, hub, instanceId, now }: AgentsDeps): Agents {
       // assign one execution must not use up two turns between them (§8.2, round-robin).
       const connection = hub.next(row.agent_id);
       if (connection === undefined) return undefined;
-      await tx.query('insert into kernel_sessions (id, execution_id, agent_id, consumer_id, owner, created_at) values ($1, $2, $3, $4, $5, $6)', [sessionId, executionId, row.agent_id, connection.consumerId, instanceId, at.toISOString()]);
+      await tx.query('insert into kernel_sessions (id, execution_id, agent_id, consumer_id, owner, created_at, client) values ($1, $2, $3, $4, $5, $6, $7)', [sessionId, executionId, row.agent_id, connection.consumerId, instanceId, at.toISOString(), connection.client]);
       await setExecutionStatus(tx, executionId, 'running', at);
       await appendEvents(tx, executionId, [{ type: 'execution.started', payload: { session_id: sessionId, consumer_id: connection.consumerId } }], {}, at);
       return { row, connection, history: await stepHistory(tx, executionId) };
@@ -93,7 +94,7 @@ export function createAgents({ db, hub, instanceId, now }: AgentsDeps): Agents {
   }
 
   async function dropSessions(connection: AgentConnection): Promise<void> {
-    const sessions = await db.query<SessionRow>('select * from kernel_sessions where owner = $1 and agent_id = $2 and consumer_id = $3', [instanceId, connection.agentId, connection.consumerId]);
+    const sessions = await db.query<SessionRow>('select * from kernel_sessions where owner = $1 and agent_id = $2 and consumer_id = $3 and client = $4', [instanceId, connection.agentId, connection.consumerId, connection.client]);
     for (const session of sessions) await reset(session.execution_id, session.id, 'agent_disconnect');
   }
 
@@ -123,7 +124,7 @@ export function createAgents({ db, hub, instanceId, now }: AgentsDeps): Agents {
     async push(sessionId, event, data) {
       const [session] = await db.query<SessionRow>('select * from kernel_sessions where id = $1', [sessionId]);
       if (session === undefined || session.owner !== instanceId) return false;
-      return hub.get(session.agent_id, session.consumer_id)?.channel.send(event, data) ?? false;
+      return hub.get(session.agent_id, session.client, session.consumer_id)?.channel.send(event, data) ?? false;
     },
   };
 }

@@ -11,6 +11,8 @@ import { uuidv7 } from './uuidv7.js';
  */
 
 export interface ChatStart {
+  /** Whose chat it is: the client of the key that sent it. */
+  client: string;
   agentId: string;
   input: unknown;
   labels: Record<string, string>;
@@ -144,7 +146,7 @@ export function createChatJournal(deps: ChatJournalDeps): ChatJournal {
       const at = now();
       const id = uuidv7(at.getTime());
       const stamp = at.toISOString();
-      const entry: Entry = { write: { id, create: { agentId: start.agentId, input: JSON.stringify(start.input ?? null), labels: start.labels, createdAt: stamp }, events: [], steps: [] }, start, ended: false };
+      const entry: Entry = { write: { id, create: { client: start.client, agentId: start.agentId, input: JSON.stringify(start.input ?? null), labels: start.labels, createdAt: stamp }, events: [], steps: [] }, start, ended: false };
       if (dirty.size >= MAX_QUEUED) entry.ended = true;
       else live.set(id, entry);
       const execution: ChatExecution = {

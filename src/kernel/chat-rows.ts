@@ -39,7 +39,7 @@ export interface ChatEventWrite {
 export interface ChatWrite {
   id: string;
   /** Present the first time the chat is written. */
-  create?: { agentId: string; input: string; labels: Record<string, string>; createdAt: string };
+  create?: { client: string; agentId: string; input: string; labels: Record<string, string>; createdAt: string };
   events: ChatEventWrite[];
   steps: ChatStepWrite[];
   /** The step it now waits on for a person's approval (§12.2): the row is blocked on it. */
@@ -56,11 +56,11 @@ export async function writeChats(tx: SqlQueryable, writes: readonly ChatWrite[],
   await insertJson(
     tx,
     'kernel_executions',
-    ['id', 'agent_id', 'status', 'input', 'labels', 'output', 'created_at', 'updated_at', 'last_sequence', 'origin', 'owner', 'block_reason', 'block_ref'],
+    ['id', 'agent_id', 'status', 'input', 'labels', 'output', 'created_at', 'updated_at', 'last_sequence', 'origin', 'owner', 'block_reason', 'block_ref', 'client'],
     fresh.map((w) => {
       const c = w.create as NonNullable<ChatWrite['create']>;
       const blocked = w.end === undefined && w.block !== undefined;
-      return [w.id, c.agentId, w.end?.status ?? (blocked ? 'blocked' : 'running'), c.input, JSON.stringify(c.labels), w.end?.output ?? null, c.createdAt, w.end?.at ?? c.createdAt, w.events.length, 'chat', owner, blocked ? 'approval' : null, blocked ? (w.block as string) : null];
+      return [w.id, c.agentId, w.end?.status ?? (blocked ? 'blocked' : 'running'), c.input, JSON.stringify(c.labels), w.end?.output ?? null, c.createdAt, w.end?.at ?? c.createdAt, w.events.length, 'chat', owner, blocked ? 'approval' : null, blocked ? (w.block as string) : null, c.client];
     }),
   );
   await insertJson(

@@ -20,6 +20,8 @@ export interface ExecutionRow extends Record<string, unknown> {
   origin: 'api' | 'chat';
   /** For a chat: the kernel instance running it. */
   owner: string | null;
+  /** The client of the key that made it. */
+  client: string;
 }
 
 /** The row, locked until the transaction ends: all writes to one execution are serialised (§9). */

@@ -1,3 +1,4 @@
+import { executionNotFound, type ExecutionScope, type OwnedExecution } from '../clients/access.js';
 import { KiwiError } from '../errors.js';
 import type { SqlDb, SqlQueryable, SqlValue } from '../store/sql/sql-db.js';
 import { appendEvents, readEvents } from './event-log.js';
@@ -14,6 +15,8 @@ import { uuidv7 } from './uuidv7.js';
  */
 
 export interface ExecutionFilter {
+  /** Whose executions may be listed (clients/access.ts executionScope); absent: all. */
+  scope?: ExecutionScope;
   status?: ExecutionStatus;
   agentId?: string;
   /** Every label must match. */
@@ -29,9 +32,12 @@ export interface ExecutionPage {
 }
 
 export interface Executions {
-  create(input: { agentId: string; input: unknown; labels: Record<string, string> }): Promise<{ execution: Execution; events: KernelEvent[] }>;
+  /** `client`: whose it is (the client of the key that made it). */
+  create(input: { client: string; agentId: string; input: unknown; labels: Record<string, string> }): Promise<{ execution: Execution; events: KernelEvent[] }>;
   /** Throws NOT_FOUND. */
   get(id: string): Promise<Execution>;
+  /** Whose the execution is, without its input and output. Throws NOT_FOUND. */
+  ownerOf(id: string): Promise<OwnedExecution>;
   list(filter: ExecutionFilter): Promise<ExecutionPage>;
   /** Throws NOT_FOUND, or CONFLICT when it has ended. */
   cancel(id: string): Promise<{ execution: Execution; events: KernelEvent[] }>;
@@ -44,23 +50,24 @@ export function createExecutions(db: SqlDb, options: { now?: () => Date } = {}):
 
   async function lockRow(tx: SqlQueryable, id: string): Promise<ExecutionRow> {
     const row = await lockExecution(tx, id);
-    if (row === undefined) throw notFound(id);
+    if (row === undefined) throw executionNotFound(id);
     return row;
   }
 
   return {
-    async create({ agentId, input, labels }) {
+    async create({ client, agentId, input, labels }) {
       const at = now();
       const id = uuidv7(at.getTime());
       const stamp = at.toISOString();
       return db.transaction(async (tx) => {
-        await tx.query('insert into kernel_executions (id, agent_id, status, input, labels, created_at, updated_at) values ($1, $2, $3, $4, $5, $6, $6)', [
+        await tx.query('insert into kernel_executions (id, agent_id, status, input, labels, created_at, updated_at, client) values ($1, $2, $3, $4, $5, $6, $6, $7)', [
           id,
           agentId,
           'pending',
           JSON.stringify(input ?? null),
           JSON.stringify(labels),
           stamp,
+          client,
         ]);
         for (const [key, value] of Object.entries(labels)) await tx.query('insert into kernel_execution_labels (execution_id, key, value) values ($1, $2, $3)', [id, key, value]);
         const events = await appendEvents(tx, id, [{ type: 'execution.created', payload: { agent_id: agentId, input: input ?? null, labels: Object.keys(labels).length === 0 ? null : labels } }], {}, at);
@@ -70,8 +77,14 @@ export function createExecutions(db: SqlDb, options: { now?: () => Date } = {}):
 
     async get(id) {
       const [row] = await db.query<ExecutionRow>('select * from kernel_executions where id = $1', [id]);
-      if (row === undefined) throw notFound(id);
+      if (row === undefined) throw executionNotFound(id);
       return fromRow(row);
+    },
+
+    async ownerOf(id) {
+      const [row] = await db.query<{ client: string; agent_id: string }>('select client, agent_id from kernel_executions where id = $1', [id]);
+      if (row === undefined) throw executionNotFound(id);
+      return { id, client: row.client, agentId: row.agent_id };
     },
 
     async list(filter) {
@@ -81,6 +94,15 @@ export function createExecutions(db: SqlDb, options: { now?: () => Date } = {}):
         params.push(value);
         return `$${params.length}`;
       };
+      const scope = filter.scope;
+      if (scope !== undefined && !scope.all) {
+        // Its own client's, or of an agent id it serves: exact ids, or prefixes ending in `*`.
+        const mine = [
+          ...(scope.client === undefined ? [] : [`client = ${param(scope.client)}`]),
+          ...scope.agents.map((a) => (a.endsWith('*') ? `starts_with(agent_id, ${param(a.slice(0, -1))})` : `agent_id = ${param(a)}`)),
+        ];
+        where.push(mine.length === 0 ? 'false' : `(${mine.join(' or ')})`);
+      }
       if (filter.status !== undefined) where.push(`status = ${param(filter.status)}`);
       if (filter.agentId !== undefined) where.push(`agent_id = ${param(filter.agentId)}`);
       for (const [key, value] of Object.entries(filter.labels ?? {})) {
@@ -124,15 +146,13 @@ export function createExecutions(db: SqlDb, options: { now?: () => Date } = {}):
   };
 }
 
-function notFound(id: string): KiwiError {
-  return new KiwiError('NOT_FOUND', `not found: execution ${id}`);
-}
 
 function fromRow(r: ExecutionRow): Execution {
   const output = r.output === null ? null : (JSON.parse(r.output) as unknown);
   return {
     id: r.id,
     status: r.status,
+    client: r.client,
     agentId: r.agent_id,
     labels: JSON.parse(r.labels) as Record<string, string>,
     input: JSON.parse(r.input) as unknown,

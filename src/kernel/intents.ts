@@ -1,4 +1,6 @@
+import { checkExecution } from '../clients/access.js';
 import { KiwiError } from '../errors.js';
+import type { Caller } from '../proxy/caller.js';
 import type { SqlDb, SqlQueryable } from '../store/sql/sql-db.js';
 import type { Agents } from './agents.js';
 import { appendEvents } from './event-log.js';
@@ -19,6 +21,8 @@ import { uuidv7 } from './uuidv7.js';
  */
 
 export interface IntentInput {
+  /** Who sends it: a key that serves the execution's agent, whose client holds the session. */
+  actor: Caller;
   executionId: unknown;
   sessionId: unknown;
   intent: unknown;
@@ -32,6 +36,7 @@ export interface IntentResult {
 }
 
 export interface StepResultInput {
+  actor: Caller;
   executionId: unknown;
   sessionId: unknown;
   stepId: unknown;
@@ -80,16 +85,21 @@ export function createIntents(deps: IntentsDeps): Intents {
   const { db, now } = deps;
   const stepTimeoutMs = deps.stepTimeoutMs ?? 5 * 60_000;
 
-  /** §9 steps 1–2: the session is this execution's, and the execution takes intents. */
-  async function admit(tx: SqlQueryable, executionId: string, sessionId: string): Promise<ExecutionRow> {
+  /**
+   * §9 steps 1–2: the actor serves the execution's agent, the session is this execution's and
+   * held by the actor's client, and the execution takes intents. A session of another client is
+   * not found, as an unknown one is: session ids are credentials.
+   */
+  async function admit(tx: SqlQueryable, executionId: string, sessionId: string, actor: Caller): Promise<ExecutionRow> {
     // One round trip on the path every intent takes: the execution, locked, and whose the session is.
-    const [row] = await tx.query<ExecutionRow & { session_execution: string | null }>(
-      'select e.*, (select s.execution_id from kernel_sessions s where s.id = $2) as session_execution from kernel_executions e where e.id = $1 for update',
+    const [row] = await tx.query<ExecutionRow & { session_execution: string | null; session_client: string | null }>(
+      'select e.*, s.execution_id as session_execution, s.client as session_client from kernel_executions e left join kernel_sessions s on s.id = $2 where e.id = $1 for update of e',
       [executionId, sessionId],
     );
-    const owner = row === undefined ? (await tx.query<{ execution_id: string }>('select execution_id from kernel_sessions where id = $1', [sessionId]))[0]?.execution_id : row.session_execution;
-    if (owner === undefined || owner === null) throw new KiwiError('UNAUTHORIZED', `session not found: session ${sessionId}`);
-    if (owner !== executionId) throw new KiwiError('INVALID_INPUT', `session ${sessionId} belongs to another execution, not ${executionId}`);
+    if (row !== undefined) checkExecution(actor, 'act', { id: row.id, client: row.client, agentId: row.agent_id });
+    const session = row === undefined ? (await tx.query<{ execution_id: string; client: string }>('select execution_id, client from kernel_sessions where id = $1', [sessionId]))[0] : row.session_execution === null ? undefined : { execution_id: row.session_execution, client: row.session_client };
+    if (session === undefined || session.client !== actor.client) throw new KiwiError('UNAUTHORIZED', `session not found: session ${sessionId}`);
+    if (session.execution_id !== executionId) throw new KiwiError('INVALID_INPUT', `session ${sessionId} belongs to another execution, not ${executionId}`);
     if (row === undefined) throw new KiwiError('NOT_FOUND', `not found: execution ${executionId}`);
     return row;
   }
@@ -188,7 +198,7 @@ export function createIntents(deps: IntentsDeps): Intents {
       const sessionId = requiredString(input.sessionId, 'session_id');
       const at = now();
       const { type, decision, result } = await db.transaction(async (tx) => {
-        const row = await admit(tx, executionId, sessionId);
+        const row = await admit(tx, executionId, sessionId, input.actor);
         if (TERMINAL_STATUSES.has(row.status)) throw new KiwiError('CONFLICT', `execution is in terminal state: execution ${executionId} is ${row.status}`);
         if (row.status === 'blocked') throw new KiwiError('CONFLICT', `execution is blocked: execution ${executionId} is blocked pending approval`);
         const intent = readIntent(input.intent);
@@ -218,9 +228,11 @@ export function createIntents(deps: IntentsDeps): Intents {
       }
       const at = now();
       const outcome = await db.transaction(async (tx) => {
-        await admit(tx, executionId, sessionId);
+        await admit(tx, executionId, sessionId, input.actor);
         const [step] = await tx.query<StepRow>('select * from kernel_steps where id = $1 and execution_id = $2', [stepId, executionId]);
         if (step === undefined) throw new KiwiError('NOT_FOUND', `not found: step ${stepId}`);
+        // A remote step's outcome is its runner's to report (runners.ts), not the agent's.
+        if (step.remote) throw new KiwiError('CONFLICT', `step ${stepId} runs on a runner, which reports its result`);
         if (isFinalStep(step.status)) throw new KiwiError('CONFLICT', 'step already resolved');
         if (input.success === true) {
           const data = input.data ?? null;

@@ -176,4 +176,19 @@ export const KERNEL_MIGRATIONS: readonly Migration[] = [
       'alter table kernel_executions add column owner text',
     ],
   },
+  {
+    version: 9,
+    name: 'owners',
+    statements: [
+      // The client of the key that made each object (clients/access.ts); 'local' for what the
+      // keyless local operator made, and for everything made before owners were recorded.
+      "alter table kernel_executions add column client text not null default 'local'",
+      'create index kernel_executions_client on kernel_executions (client, created_at desc, id desc)',
+      // The client whose agent connection holds the session: nobody else may act in it.
+      "alter table kernel_sessions add column client text not null default 'local'",
+      "alter table kernel_runners add column client text not null default 'local'",
+      // The runner a remote step's current attempt was sent to: only it reports the step's result.
+      'alter table kernel_steps add column runner_id text',
+    ],
+  },
 ];

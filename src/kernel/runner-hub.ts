@@ -7,6 +7,8 @@ import type { PushChannel } from './agent-hub.js';
  */
 
 export interface RunnerConnection {
+  /** The client of the key that opened it, whose runner id it is. */
+  client: string;
   runnerId: string;
   consumerId: string;
   channel: PushChannel;

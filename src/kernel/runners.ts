@@ -30,8 +30,10 @@ export interface Runners {
   disconnect(connection: RunnerConnection): Promise<void>;
   /** Replaces the tools of every connection of `runnerId`. */
   setCapabilities(runnerId: string, tools: string[]): Promise<void>;
-  /** Replaces the runner's schemas, and the tools of every connection of it (§7.5). */
-  publishTools(runnerId: string, tools: readonly ToolSchemaInput[]): Promise<void>;
+  /** Replaces the runner's schemas, and the tools of every connection of it (§7.5); `client` registers a new runner. */
+  publishTools(runnerId: string, client: string, tools: readonly ToolSchemaInput[]): Promise<void>;
+  /** The client whose runner it is (clients/access.ts checkRunner); undefined for one never heard of. */
+  ownerOf(runnerId: string): Promise<string | undefined>;
   /** Drops the runner's record and schemas; its streams stay open (§7.6). Throws NOT_FOUND for a runner never heard of. */
   unregister(runnerId: string): Promise<void>;
   /**
@@ -111,7 +113,7 @@ export function createRunners(deps: RunnersDeps): Runners {
         return undefined;
       }
       await tx.query("update kernel_jobs set state = 'sent', runner_id = $2, consumer_id = $3, owner = $4 where id = $1", [job.id, connection.runnerId, connection.consumerId, deps.instanceId]);
-      await tx.query("update kernel_steps set status = 'dispatched' where id = $1", [job.step_id]);
+      await tx.query("update kernel_steps set status = 'dispatched', runner_id = $2 where id = $1", [job.step_id, connection.runnerId]);
       if (!fresh.delete(job.id)) {
         await appendEvents(tx, job.execution_id, [{ type: 'step.dispatched', stepId: job.step_id, payload: { runner_id: connection.runnerId, job_id: job.id, deadline: job.deadline } }], {}, at);
       }
@@ -180,7 +182,7 @@ export function createRunners(deps: RunnersDeps): Runners {
       // Registered at once: a capabilities update that follows the stream's opening finds it.
       const replaced = hub.add(connection);
       replaced?.channel.close();
-      await schemas.record(connection.runnerId);
+      await schemas.record(connection.runnerId, connection.client);
       for (const tool of await schemas.toolsOf(connection.runnerId)) connection.capabilities.add(tool);
       await dispatchQueued();
     },
@@ -196,8 +198,10 @@ export function createRunners(deps: RunnersDeps): Runners {
       await dispatchQueued();
     },
 
-    async publishTools(runnerId, tools) {
-      await schemas.publish(runnerId, tools);
+    ownerOf: (runnerId) => schemas.ownerOf(runnerId),
+
+    async publishTools(runnerId, client, tools) {
+      await schemas.publish(runnerId, client, tools);
       for (const c of hub.of(runnerId)) c.capabilities = new Set(tools.map((t) => t.id));
       await dispatchQueued();
     },
@@ -233,8 +237,7 @@ export function createRunners(deps: RunnersDeps): Runners {
       const { runnerId, executionId } = input;
       const at = now();
       await db.transaction(async (tx) => {
-        const [step] = await tx.query<StepRow>('select * from kernel_steps where id = $1 and execution_id = $2 for update', [stepId, executionId]);
-        if (step === undefined) throw new KiwiError('NOT_FOUND', `not found: step ${stepId}`);
+        const step = sentTo(await tx.query<StepRow>('select * from kernel_steps where id = $1 and execution_id = $2 for update', [stepId, executionId]), stepId, runnerId);
         if (step.status === 'running' || isFinalStep(step.status)) return;
         await tx.query("update kernel_steps set status = 'running' where id = $1", [stepId]);
         await appendEvents(tx, step.execution_id, [{ type: 'step.started', stepId, payload: { runner_id: runnerId } }], {}, at);
@@ -249,15 +252,16 @@ export function createRunners(deps: RunnersDeps): Runners {
         throw new KiwiError('INVALID_INPUT', 'job_id, execution_id, and step_id are required');
       }
       const at = now();
-      // The connection that ran the job takes the next one, whatever the outcome (§7.2).
+      // The connection that ran the job takes the next one, whatever the outcome (§7.2); only the runner's own.
       const holder = hub.holding(jobId);
-      if (holder !== undefined) holder.job = undefined;
+      if (holder?.runnerId === runnerId) holder.job = undefined;
       try {
         const final = await db.transaction(async (tx) => {
-          const [step] = await tx.query<StepRow>('select * from kernel_steps where id = $1 and execution_id = $2 for update', [stepId, executionId]);
-          if (step === undefined) throw new KiwiError('NOT_FOUND', `not found: step ${stepId}`);
+          const step = sentTo(await tx.query<StepRow>('select * from kernel_steps where id = $1 and execution_id = $2 for update', [stepId, executionId]), stepId, runnerId);
           if (isFinalStep(step.status)) throw new KiwiError('CONFLICT', 'step already resolved');
-          await tx.query('delete from kernel_jobs where id = $1', [jobId]);
+          // A late result of an attempt that was retried since is not the step's.
+          const deleted = await tx.query('delete from kernel_jobs where id = $1 and step_id = $2 and runner_id = $3 returning id', [jobId, stepId, runnerId]);
+          if (deleted.length === 0) throw new KiwiError('CONFLICT', `job ${jobId} is not the attempt of step ${stepId} that runner ${runnerId} runs now`);
           if (input['success'] === true) {
             const data = input['data'] ?? null;
             await tx.query("update kernel_steps set status = 'succeeded', result = $2, completed_at = $3 where id = $1", [stepId, JSON.stringify(data), at.toISOString()]);
@@ -289,4 +293,14 @@ export function createRunners(deps: RunnersDeps): Runners {
       }
     },
   };
+}
+
+/**
+ * The step, if its current attempt was sent to `runnerId`: a local step, or one sent to another
+ * runner, is not found, as an unknown one is, so that no runner settles what is not its own.
+ */
+function sentTo(rows: StepRow[], stepId: string, runnerId: string): StepRow {
+  const [step] = rows;
+  if (step === undefined || !step.remote || step.runner_id !== runnerId) throw new KiwiError('NOT_FOUND', `not found: step ${stepId}`);
+  return step;
 }

@@ -1,4 +1,4 @@
-import { LOCAL_CLIENT } from '../clients/client-auth.js';
+import { argumentsDigest } from '../arguments-digest.js';
 import { KiwiError } from '../errors.js';
 import type { SqlDb, SqlQueryable } from '../store/sql/sql-db.js';
 import type { Agents } from './agents.js';
@@ -12,6 +12,10 @@ import { TERMINAL_STATUSES, type KernelEvent } from './types.js';
  * Signals (§12.1) and approvals (§12.2). A signal is recorded, stays pending until a `wait` of
  * its type consumes it, resumes an execution blocked on it, and reaches the agent. The signal
  * `step.approve` with `{step_id, approved, reason?}` answers a call that waits for approval.
+ * Who may send which is clients/access.ts's (nobody answers their own call). A grant is bound
+ * to the call it was asked for: its execution and step, and, when the answer names them
+ * (`kiwi approvals grant` does), its `tool_id` and `arguments_digest` (arguments-digest.ts); a
+ * grant after the step's deadline, or naming another call, is refused and nothing runs.
  */
 
 export interface Signals {
@@ -53,6 +57,7 @@ export function createSignals(deps: SignalsDeps): Signals {
     const approved = p['approved'] === true;
     const [step] = await tx.query<StepRow>('select * from kernel_steps where id = $1', [stepId]);
     if (step === undefined) throw new KiwiError('NOT_FOUND', `not found: step ${stepId}`);
+    if (approved) checkGrant(step, p, at);
     if (approved) {
       const deadline = new Date(at.getTime() + deps.stepTimeoutMs).toISOString();
       // A remote step becomes a job for a runner; a local one only gets its deadline renewed.
@@ -83,11 +88,6 @@ export function createSignals(deps: SignalsDeps): Signals {
         if (row === undefined) throw new KiwiError('NOT_FOUND', `not found: execution ${executionId}`);
         if (TERMINAL_STATUSES.has(row.status)) throw new KiwiError('CONFLICT', `execution is in terminal state: execution ${executionId} is ${row.status}`);
         const chatApproval = row.origin === 'chat' && signalType === 'step.approve' && input.sender !== undefined;
-        // The client whose chat waits must not answer for the person: an agent holding a key could
-        // approve itself. Without keys (loopback: one person's machine) they answer their own chats.
-        if (chatApproval && input.sender !== LOCAL_CLIENT && chatClient(row) === input.sender) {
-          throw new KiwiError('POLICY_DENIED', `client ${input.sender} made this chat, so it cannot answer its approvals; answer with another client key (kiwi keys create NAME)`);
-        }
         // Agents' signals are recorded as sent (§12.1); a chat's approval also says who answered, for its audit.
         const payload = chatApproval ? withDecider(given, input.sender as string) : given;
         const [received] = await appendEvents(tx, executionId, [{ type: 'signal.received', payload: { signal_type: signalType, payload } }], {}, at);
@@ -149,6 +149,13 @@ function withDecider(payload: unknown, sender: string): unknown {
   return { ...payload, decided_by: named };
 }
 
-function chatClient(row: ExecutionRow): string | undefined {
-  return (JSON.parse(row.labels) as Record<string, string>)['client'];
+/** A grant must answer the call as it was asked, before its deadline. */
+function checkGrant(step: StepRow, answer: Record<string, unknown>, at: Date): void {
+  const tool = answer['tool_id'];
+  if (tool !== undefined && tool !== step.tool_id) throw new KiwiError('INVALID_INPUT', `the grant names tool ${JSON.stringify(String(tool).slice(0, 80))}, but step ${step.id} calls ${step.tool_id}; nothing was run`);
+  const digest = answer['arguments_digest'];
+  if (digest !== undefined && digest !== argumentsDigest(JSON.parse(step.arguments))) {
+    throw new KiwiError('INVALID_INPUT', `the grant was given for other arguments than step ${step.id} has (arguments_digest differs); nothing was run: look at the call again (kiwi approvals list) and answer that`);
+  }
+  if (Date.parse(step.deadline) <= at.getTime()) throw new KiwiError('CONFLICT', `the approval of step ${step.id} expired at ${step.deadline}; nothing was run`);
 }

@@ -13,6 +13,8 @@ export interface StepRow extends Record<string, unknown> {
   tool_id: string;
   arguments: string;
   remote: boolean;
+  /** The runner its current attempt was sent to (remote steps). */
+  runner_id: string | null;
   status: string;
   attempt: number;
   max_attempts: number;

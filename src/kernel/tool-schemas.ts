@@ -21,10 +21,12 @@ export interface PublishedTool extends ToolSchemaInput {
 }
 
 export interface ToolSchemas {
-  /** Stores the runner's record, if new. */
-  record(runnerId: string): Promise<void>;
-  /** Replaces the runner's schemas (its record stored too). */
-  publish(runnerId: string, tools: readonly ToolSchemaInput[]): Promise<void>;
+  /** Stores the runner's record, if new, as `client`'s. */
+  record(runnerId: string, client: string): Promise<void>;
+  /** The client whose runner it is; undefined for a runner never heard of. */
+  ownerOf(runnerId: string): Promise<string | undefined>;
+  /** Replaces the runner's schemas (its record stored too, as `client`'s if new). */
+  publish(runnerId: string, client: string, tools: readonly ToolSchemaInput[]): Promise<void>;
   /** The tool ids the runner published. */
   toolsOf(runnerId: string): Promise<string[]>;
   /** Newest publisher per id, by id; `prefix` keeps `id == prefix` and ids that start with `prefix_`. */
@@ -54,15 +56,19 @@ interface ToolRow extends Record<string, unknown> {
 
 export function createToolSchemas(db: SqlDb, now: () => Date): ToolSchemas {
   return {
-    async record(runnerId) {
-      await db.query('insert into kernel_runners (id, registered_at) values ($1, $2) on conflict (id) do nothing', [runnerId, now().toISOString()]);
+    async record(runnerId, client) {
+      await db.query('insert into kernel_runners (id, registered_at, client) values ($1, $2, $3) on conflict (id) do nothing', [runnerId, now().toISOString(), client]);
     },
 
-    async publish(runnerId, tools) {
+    async ownerOf(runnerId) {
+      return (await db.query<{ client: string }>('select client from kernel_runners where id = $1', [runnerId]))[0]?.client;
+    },
+
+    async publish(runnerId, client, tools) {
       const at = now().toISOString();
       await db.transaction(async (tx) => {
         // The runner's row, locked: two publishes of one runner replace its schemas one after the other.
-        await tx.query('insert into kernel_runners (id, registered_at) values ($1, $2) on conflict (id) do update set id = excluded.id', [runnerId, at]);
+        await tx.query('insert into kernel_runners (id, registered_at, client) values ($1, $2, $3) on conflict (id) do update set id = excluded.id', [runnerId, at, client]);
         await tx.query('delete from kernel_runner_tools where runner_id = $1', [runnerId]);
         for (let start = 0; start < tools.length; start += ROWS_PER_STATEMENT) {
           const values: SqlValue[] = [];

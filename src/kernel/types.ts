@@ -12,6 +12,8 @@ export const TERMINAL_STATUSES: ReadonlySet<ExecutionStatus> = new Set(['complet
 export interface Execution {
   id: string;
   status: ExecutionStatus;
+  /** The client of the key that made it (never on the wire: clients/access.ts decides with it). */
+  client: string;
   agentId: string;
   labels: Record<string, string>;
   /** Any JSON the creator gave, null when none. */

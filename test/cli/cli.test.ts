@@ -203,4 +203,19 @@ describe('kiwi usage errors', () => {
       rmSync(file);
     }
   });
+
+  it('makes keys with roles and scopes, lists them, and refuses a key that would serve nothing, saying what to add', async () => {
+    try {
+      const made = await kiwi('keys', 'create', 'support', '--role', 'agent,client', '--agent', 'support-*', '--agent', 'triage', '--json');
+      expect(made.code, made.err).toBe(0);
+      expect(JSON.parse(made.out)).toMatchObject({ client: 'support', roles: ['agent', 'client'], agents: ['support-*', 'triage'], key: expect.stringMatching(/^kiwi_/) });
+      expect((await kiwi('keys', 'create', 'ops', '--role', 'runner', '--tool', 'read_file')).err).toMatch(/for client ops \(roles runner \(tools read_file\)\) created/);
+      expect((await kiwi('keys', 'list')).out).toMatch(/support {2}roles agent,client \(agents support-\*,triage\) {2}created/);
+      const refused = await kiwi('keys', 'create', 'bot', '--role', 'runner');
+      expect(refused.code).not.toBe(0);
+      expect(refused.err).toMatch(/runner role must name the tool ids it serves \(--tool NAME/);
+    } finally {
+      rmSync(path.join(root, '.ai', 'state', 'keys.json'), { force: true });
+    }
+  });
 });

@@ -26,7 +26,8 @@ function auth(openWithoutKeys = true): ClientAuth {
 
 describe('client auth', () => {
   it('serves the local client on loopback while no key exists, and nobody elsewhere', async () => {
-    expect(await auth(true).authenticate({})).toEqual({ ok: true, caller: { client: 'local' } });
+    // One person's machine: the local operator holds every role.
+    expect(await auth(true).authenticate({})).toEqual({ ok: true, caller: { client: 'local', roles: ['client', 'agent', 'runner', 'approver', 'admin'], agents: ['*'], tools: ['*'] } });
     expect(await auth(true).mode()).toEqual({ mode: 'open', activeKeys: 0, clients: 0 });
     const closed = await auth(false).authenticate({ authorization: 'Bearer anything' });
     expect(closed).toMatchObject({ ok: false, status: 401, message: expect.stringMatching(/no active client keys.*kiwi keys create NAME/) });
@@ -36,7 +37,8 @@ describe('client auth', () => {
   it('takes a key from Authorization: Bearer or x-api-key, and refuses missing, wrong, malformed and conflicting ones', async () => {
     const { key } = await createKey(file, 'ci-bot');
     const a = auth();
-    expect(await a.authenticate({ authorization: `Bearer ${key}` })).toEqual({ ok: true, caller: { client: 'ci-bot' } });
+    // A key made without roles is a client's, and nothing more.
+    expect(await a.authenticate({ authorization: `Bearer ${key}` })).toEqual({ ok: true, caller: { client: 'ci-bot', roles: ['client'] } });
     expect(await a.authenticate({ apiKey: key })).toMatchObject({ ok: true, caller: { client: 'ci-bot' } });
     expect(await a.authenticate({ authorization: `bearer  ${key} ` })).toMatchObject({ ok: true });
     expect(await a.authenticate({})).toMatchObject({ ok: false, status: 401, message: expect.stringMatching(/needs a client key/) });
@@ -111,5 +113,28 @@ describe('isLoopbackHost', () => {
   it('knows the loopback names and addresses, and nothing else', () => {
     for (const h of ['localhost', '127.0.0.1', '127.1.2.3', '::1', '[::1]', '::ffff:127.0.0.1']) expect(isLoopbackHost(h), h).toBe(true);
     for (const h of ['0.0.0.0', '::', '10.0.0.5', 'gateway.internal', '128.0.0.1', 'localhost.evil.example']) expect(isLoopbackHost(h), h).toBe(false);
+  });
+
+  it('gives a key the roles and scopes it was made with, and reads a key from before roles as a client', async () => {
+    const { key: agent } = await createKey(file, 'support-bot', { roles: ['agent'], agents: ['support-*', 'triage'] });
+    const { key: runner } = await createKey(file, 'ops', { roles: ['runner', 'client'], tools: ['read_file'] });
+    const a = auth();
+    expect(await a.authenticate({ apiKey: agent })).toEqual({ ok: true, caller: { client: 'support-bot', roles: ['agent'], agents: ['support-*', 'triage'] } });
+    expect(await a.authenticate({ apiKey: runner })).toEqual({ ok: true, caller: { client: 'ops', roles: ['runner', 'client'], tools: ['read_file'] } });
+
+    const old = { version: 1, keys: [{ id: 'key_0000abcd', client: 'legacy', hash: `sha256:${'0'.repeat(64)}`, created: '2026-01-01T00:00:00.000Z' }] };
+    writeFileSync(file, JSON.stringify(old));
+    expect((await readKeyFile(file)).keys[0]?.roles).toBeUndefined();
+  });
+
+  it('refuses a key that would serve nothing it names, or names what its roles do not use, with the fix', async () => {
+    await expect(createKey(file, 'bot', { roles: ['agent'] })).rejects.toThrow(/agent role must name the agent ids it serves \(--agent NAME/);
+    await expect(createKey(file, 'bot', { roles: ['runner'] })).rejects.toThrow(/runner role must name the tool ids it serves \(--tool NAME/);
+    await expect(createKey(file, 'bot', { tools: ['read_file'] })).rejects.toThrow(/--tool goes with the runner role/);
+    await expect(createKey(file, 'bot', { roles: ['agent'], agents: ['a*b'] })).rejects.toThrow(/not valid: an exact id, or a prefix ending in \*/);
+    await expect(createKey(file, 'bot', { roles: ['agent'], agents: ['a\u0000'] })).rejects.toThrow(/not valid/);
+    await expect(createKey(file, 'bot', { roles: ['root' as never] })).rejects.toThrow(/unknown role "root": use client, agent, runner, approver, admin/);
+    await expect(createKey(file, 'local')).rejects.toThrow(/keyless local operator/);
+    expect((await readKeyFile(file)).keys).toEqual([]);
   });
 });

@@ -174,9 +174,9 @@ describe("an MCP client's call that needs a person", () => {
 });
 
 describe('with client keys', () => {
-  it('the client whose chat waits cannot approve its own call; another key can, and is recorded', async () => {
-    const agent = (await createKey(path.join(served.root, KEY_FILE), 'agent')).key;
-    const ops = (await createKey(path.join(served.root, KEY_FILE), 'ops')).key;
+  it('the client whose chat waits cannot approve its own call, even with the approver role; an approver of another client can, and is recorded', async () => {
+    const agent = (await createKey(path.join(served.root, KEY_FILE), 'agent', { roles: ['client', 'approver'] })).key;
+    const ops = (await createKey(path.join(served.root, KEY_FILE), 'ops', { roles: ['approver'] })).key;
     // The gateway reads its key file again within a second or two: from then on every request needs a key.
     await expect.poll(async () => (await fetch(`${url}/v0/executions`)).status, { timeout: 10_000 }).toBe(401);
     const chat = await chatThatWaits('v2.4', agent);
@@ -186,7 +186,7 @@ describe('with client keys', () => {
       body: JSON.stringify({ signal_type: 'step.approve', payload: { step_id: chat.stepId, approved: true, decided_by: 'a human, honest' } }),
     });
     expect(self.status).toBe(403);
-    expect(await self.json()).toMatchObject({ code: 'FORBIDDEN', error: expect.stringMatching(/client agent made this chat, so it cannot answer its approvals/) });
+    expect(await self.json()).toMatchObject({ code: 'FORBIDDEN', error: expect.stringMatching(/client agent made execution .* so it cannot answer its approvals/) });
     expect(((await (await fetch(`${url}/v0/executions/${chat.executionId}`, { headers: { authorization: `Bearer ${ops}` } })).json()) as { status: string }).status).toBe('blocked');
 
     const granted = await cli(['approvals', 'grant', chat.stepId, '--url', url, '--key', ops, '--as', 'bob']);

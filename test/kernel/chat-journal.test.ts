@@ -14,7 +14,7 @@ import { postgresAvailable, startPostgres } from '../helpers/postgres-server.js'
  * gateway on the same database; and what a restart does to a chat that was running.
  */
 
-const chat = { agentId: 'gateway', input: { model: 'm' }, labels: { kind: 'chat' } };
+const chat = { client: 'local', agentId: 'gateway', input: { model: 'm' }, labels: { kind: 'chat' } };
 
 describe.each(kernelBackends({ reaperIntervalMs: 0, queueIntervalMs: 0 }))('the chat journal on %s', (_name, open) => {
   let kernel: Kernel;

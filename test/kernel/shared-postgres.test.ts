@@ -137,7 +137,7 @@ describe.runIf(postgresAvailable() || process.env['KIWI_REQUIRE_POSTGRES'] === '
       const session = ((await stream.next('execution.assigned')).data as { session_id: string }).session_id;
       const step = (await post(c, '/v0/agents/intent', { execution_id: id, session_id: session, intent: { type: 'invoke_tool', tool_id: 'lookup', arguments: {} } }))['step_id'] as string;
       const journal = createChatJournal({ write: (w) => silent.writeChats(w), intervalMs: 60_000 });
-      const chat = journal.begin({ agentId: 'gateway', input: {}, labels: { kind: 'chat' }, onCancel: () => undefined });
+      const chat = journal.begin({ client: 'local', agentId: 'gateway', input: {}, labels: { kind: 'chat' }, onCancel: () => undefined });
       chat.record([{ type: 'step.created', stepId: `s-${chat.id}`, payload: {} }], { id: `s-${chat.id}`, toolId: 't', arguments: '{}', status: 'running', deadline: '2099-01-01T00:00:00.000Z' });
       await journal.flush();
 

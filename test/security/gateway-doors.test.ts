@@ -211,7 +211,7 @@ describe('with client keys', () => {
     expect(stored).toMatch(/"hash": "sha256:[0-9a-f]{64}"/);
     expect(statSync(file).mode & 0o077).toBe(0);
     const { out } = await cli(['keys', 'list']);
-    expect(out).toMatch(/key_[0-9a-f]{8} {2}alice {2}created .* {2}policy .ai\/config\/clients\/alice.yaml/);
+    expect(out).toMatch(/key_[0-9a-f]{8} {2}alice {2}roles client {2}created .* {2}policy .ai\/config\/clients\/alice.yaml/);
     expect(out).not.toContain('sha256');
   });
 

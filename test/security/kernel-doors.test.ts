@@ -17,7 +17,7 @@ let served: ServedGateway;
 let key: string;
 
 beforeAll(async () => {
-  ({ key } = await createKey(path.join(project.root, KEY_FILE), 'ops'));
+  ({ key } = await createKey(path.join(project.root, KEY_FILE), 'ops', { roles: ['client', 'runner'], tools: ['*'] }));
   served = await serveGateway(project.root);
 }, 120_000);
 

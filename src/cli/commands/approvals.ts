@@ -1,4 +1,5 @@
 import { userInfo } from 'node:os';
+import { argumentsDigest } from '../../arguments-digest.js';
 import { KiwiError } from '../../errors.js';
 import { UsageError, type CliContext } from '../io.js';
 import { clientKey, defaultGatewayBase } from '../gateway-address.js';
@@ -47,7 +48,9 @@ export async function approvalsCommand(ctx: CliContext): Promise<number> {
     if (target === undefined) throw new KiwiError('NOT_FOUND', `no call waits for approval as step ${stepId}; \`kiwi approvals list\` shows the ones that do`);
     // Who answers, as the audit shows it beside the client key that sent it (the gateway adds the key).
     const decidedBy = values.as ?? ctx.env['USER'] ?? loginName();
-    const payload = { step_id: stepId, approved: action === 'grant', decided_by: decidedBy, ...(values.reason === undefined ? {} : { reason: values.reason }) };
+    // A grant names the call it was given for: if the step's call is not that one, nothing runs.
+    const binding = action === 'grant' ? { tool_id: target.toolId, arguments_digest: argumentsDigest(target.arguments) } : {};
+    const payload = { step_id: stepId, approved: action === 'grant', decided_by: decidedBy, ...binding, ...(values.reason === undefined ? {} : { reason: values.reason }) };
     await kernel.post(`/v0/executions/${encodeURIComponent(target.executionId)}/signal`, { signal_type: 'step.approve', payload });
     ctx.io.out(`${action === 'grant' ? 'granted' : 'denied'}: ${target.toolId} ${JSON.stringify(target.arguments)} (step ${stepId}, execution ${target.executionId})`);
     return 0;

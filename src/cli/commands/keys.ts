@@ -1,18 +1,25 @@
 import path from 'node:path';
-import { KEY_FILE, createKey, readKeyFile, revokeKeys } from '../../clients/key-store.js';
+import { KEY_FILE, createKey, readKeyFile, revokeKeys, type KeyRecord } from '../../clients/key-store.js';
+import type { Role } from '../../proxy/caller.js';
 import { loadPolicyFile } from '../../policy/policy-file.js';
 import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
 import { projectOptions } from '../project-options.js';
 
-const USAGE = 'kiwi keys create NAME [--policy FILE] | kiwi keys list | kiwi keys revoke KEY_ID|NAME  [--project DIR] [--json]';
+const USAGE = 'kiwi keys create NAME [--role ROLE]… [--agent ID]… [--tool ID]… [--policy FILE] | kiwi keys list | kiwi keys revoke KEY_ID|NAME  [--project DIR] [--json]';
 
 /**
  * `kiwi keys`: client API keys for the gateway (stored hashed in .ai/state/keys.json). A running
- * gateway picks changes up within a second. Once a key exists, every request needs one.
+ * gateway picks changes up within a second. Once a key exists, every request needs one. A key's
+ * roles (clients/access.ts) default to `client`; `--role` takes a role or a comma-separated list,
+ * and may be repeated.
  */
 export async function keysCommand(ctx: CliContext): Promise<number> {
-  const { values, positionals } = parseFlags(ctx.argv, { project: { type: 'string' }, policy: { type: 'string' }, json: { type: 'boolean' } }, USAGE);
+  const { values, positionals } = parseFlags(
+    ctx.argv,
+    { project: { type: 'string' }, policy: { type: 'string' }, role: { type: 'string', multiple: true }, agent: { type: 'string', multiple: true }, tool: { type: 'string', multiple: true }, json: { type: 'boolean' } },
+    USAGE,
+  );
   const [action, target, ...extra] = positionals;
   if (extra.length > 0) throw new UsageError(`unexpected ${extra.map((e) => JSON.stringify(e)).join(' ')}; usage: ${USAGE}`);
   const root = projectOptions(ctx, values).projectDir;
@@ -28,11 +35,13 @@ export async function keysCommand(ctx: CliContext): Promise<number> {
       policy = path.relative(root, absolute).split(path.sep).join('/');
       if (policy.startsWith('..') || path.isAbsolute(policy)) throw new UsageError(`--policy ${values.policy} is outside the project ${root}; keep client policies in the project, e.g. .ai/config/clients/${target}.yaml`);
     }
-    const { record, key } = await createKey(file, target, policy === undefined ? {} : { policy });
+    const roles = values.role?.flatMap((r) => r.split(',')).map((r) => r.trim()).filter((r) => r !== '') as Role[] | undefined;
+    const grants = { ...(roles ? { roles } : {}), ...(values.agent ? { agents: values.agent } : {}), ...(values.tool ? { tools: values.tool } : {}) };
+    const { record, key } = await createKey(file, target, { ...grants, ...(policy === undefined ? {} : { policy }) });
     if (values.json) ctx.io.out(JSON.stringify({ ...record, key }));
     else {
       ctx.io.out(key);
-      ctx.io.err(`kiwi: key ${record.id} for client ${record.client}${policy ? ` (policy ${policy})` : ''} created; it is shown once, only its hash is kept. Clients send it as \`Authorization: Bearer KEY\` or \`x-api-key: KEY\`.`);
+      ctx.io.err(`kiwi: key ${record.id} for client ${record.client} (${describeGrants(record)}${policy ? `; policy ${policy}` : ''}) created; it is shown once, only its hash is kept. Clients send it as \`Authorization: Bearer KEY\` or \`x-api-key: KEY\`.`);
     }
     return 0;
   }
@@ -42,7 +51,7 @@ export async function keysCommand(ctx: CliContext): Promise<number> {
     const shown = keys.map(({ hash: _hash, ...rest }) => rest);
     if (values.json) ctx.io.out(JSON.stringify(shown));
     else if (keys.length === 0) ctx.io.out('no client keys: the gateway serves loopback without keys, and refuses other addresses; `kiwi keys create NAME` makes one');
-    else for (const k of shown) ctx.io.out(`${k.id}  ${k.client}  created ${k.created}${k.revoked ? `  REVOKED ${k.revoked}` : ''}${k.policy ? `  policy ${k.policy}` : ''}`);
+    else for (const k of shown) ctx.io.out(`${k.id}  ${k.client}  ${describeGrants(k)}  created ${k.created}${k.revoked ? `  REVOKED ${k.revoked}` : ''}${k.policy ? `  policy ${k.policy}` : ''}`);
     return 0;
   }
   if (action === 'revoke') {
@@ -53,4 +62,10 @@ export async function keysCommand(ctx: CliContext): Promise<number> {
     return 0;
   }
   throw new UsageError(action === undefined ? `say what to do; usage: ${USAGE}` : `unknown action \`${action}\`; usage: ${USAGE}`);
+}
+
+/** `roles agent (agents support-*)`: what the key may do, as `kiwi keys list` shows it. */
+function describeGrants(k: Pick<KeyRecord, 'roles' | 'agents' | 'tools'>): string {
+  const scopes = [...(k.agents ? [`agents ${k.agents.join(',')}`] : []), ...(k.tools ? [`tools ${k.tools.join(',')}`] : [])];
+  return `roles ${(k.roles ?? ['client']).join(',')}${scopes.length > 0 ? ` (${scopes.join('; ')})` : ''}`;
 }

@@ -1,0 +1,112 @@
+/**
+ * Who may do what to which object: the one place every edge asks (/v0, the chat and MCP routes,
+ * the CLI through them). Every execution, step, session, approval and runner belongs to the
+ * client of the key that made it, and a key's roles say what it may do:
+ *
+ * - `client`: makes executions (chats, MCP calls, /v0) and reads, signals and cancels its own;
+ * - `agent`: serves the executions of the agent ids its key names: reads them, acts in their
+ *   sessions, and alone sees their session and consumer ids;
+ * - `runner`: serves the tools its key names, under runner ids its client registered;
+ * - `approver`: reads every client's executions, to see what a call will do, and answers their
+ *   approvals;
+ * - `admin`: everything.
+ *
+ * Nobody answers an approval of their own (their client's execution, or one whose agent they
+ * serve), admins included. Another client's object is NOT_FOUND (404), never FORBIDDEN, so that
+ * an id tells nothing; a missing role on a visible object is FORBIDDEN, saying which role. A
+ * keyless loopback gateway has one caller, the local operator, with every role, who answers
+ * their own approvals: it is one person's machine.
+ */
+import { KiwiError } from '../errors.js';
+import type { Caller, Role } from '../proxy/caller.js';
+
+/** The client of a keyless loopback gateway, the CLI and stdio MCP. No key may be made for it. */
+export const LOCAL_CLIENT = 'local';
+
+export type ExecutionAction = 'read' | 'act' | 'signal' | 'cancel' | 'approve';
+
+/** What access needs to know of an execution. */
+export interface OwnedExecution {
+  id: string;
+  /** The client that made it. */
+  client: string;
+  agentId: string;
+}
+
+/** Which executions a caller may list: all, or those of its own client and of the agent ids it serves. */
+export type ExecutionScope = { all: true } | { all: false; client?: string; agents: readonly string[] };
+
+export function hasRole(caller: Caller, role: Role): boolean {
+  return (caller.roles ?? ['client']).includes(role);
+}
+
+/** `names` are exact ids or prefixes ending in `*`. */
+export function inScope(names: readonly string[] | undefined, id: string): boolean {
+  return (names ?? []).some((n) => (n.endsWith('*') ? id.startsWith(n.slice(0, -1)) : n === id));
+}
+
+export function servesAgent(caller: Caller, agentId: string): boolean {
+  return hasRole(caller, 'admin') || (hasRole(caller, 'agent') && inScope(caller.agents, agentId));
+}
+
+export function servesTool(caller: Caller, toolId: string): boolean {
+  return hasRole(caller, 'admin') || (hasRole(caller, 'runner') && inScope(caller.tools, toolId));
+}
+
+/** Whether session and consumer ids of `agentId`'s executions may reach the caller. */
+export const seesSessions = servesAgent;
+
+export function executionScope(caller: Caller): ExecutionScope {
+  if (hasRole(caller, 'admin') || hasRole(caller, 'approver')) return { all: true };
+  return { all: false, ...(hasRole(caller, 'client') ? { client: caller.client } : {}), agents: hasRole(caller, 'agent') ? (caller.agents ?? []) : [] };
+}
+
+/** Throws NOT_FOUND when the caller may not see the execution, POLICY_DENIED when it sees it but may not do this. */
+export function checkExecution(caller: Caller, action: ExecutionAction, e: OwnedExecution): void {
+  const own = hasRole(caller, 'client') && e.client === caller.client;
+  const admin = hasRole(caller, 'admin');
+  if (!(admin || own || hasRole(caller, 'approver') || servesAgent(caller, e.agentId))) throw executionNotFound(e.id);
+  switch (action) {
+    case 'read':
+      return;
+    case 'act':
+      if (!servesAgent(caller, e.agentId)) throw denied(`only a key that serves agent ${e.agentId} acts in execution ${e.id}; make one with \`kiwi keys create NAME --role agent --agent ${e.agentId}\``);
+      return;
+    case 'signal':
+    case 'cancel':
+      if (!(own || admin)) throw denied(`only the client that made execution ${e.id} (or an admin) may ${action === 'cancel' ? 'cancel it' : 'signal it'}`);
+      return;
+    case 'approve':
+      if (!(admin || hasRole(caller, 'approver'))) throw denied(`answering an approval needs a key with the approver role (\`kiwi keys create NAME --role approver\`)`);
+      if (caller.client !== LOCAL_CLIENT && (e.client === caller.client || servesAgent(caller, e.agentId))) {
+        throw denied(`client ${caller.client} made execution ${e.id} or serves its agent, so it cannot answer its approvals; a person answers with an approver key of another client`);
+      }
+      return;
+  }
+}
+
+/**
+ * A runner id: a new one is registered to the caller's client; one of another client is
+ * NOT_FOUND. `owner` is the registered runner's client, undefined when it is new.
+ */
+export function checkRunner(caller: Caller, runnerId: string, owner: string | undefined): void {
+  if (!hasRole(caller, 'runner') && !hasRole(caller, 'admin')) throw denied(`serving tools needs a key with the runner role (\`kiwi keys create NAME --role runner --tool TOOL_ID\`)`);
+  if (owner !== undefined && owner !== caller.client && !hasRole(caller, 'admin')) throw new KiwiError('NOT_FOUND', `not found: runner ${runnerId}`);
+}
+
+/** The tools a runner says it serves must all be the key's. */
+export function checkServes(caller: Caller, toolIds: Iterable<string>): void {
+  const outside = [...toolIds].filter((t) => !servesTool(caller, t));
+  if (outside.length > 0) {
+    const shown = outside.slice(0, 5).map((t) => JSON.stringify(t.slice(0, 80))).join(', ');
+    throw denied(`this key does not serve ${shown}${outside.length > 5 ? ` and ${outside.length - 5} more` : ''}; a runner key names the tools it serves (\`kiwi keys create NAME --role runner --tool TOOL_ID\`)`);
+  }
+}
+
+export function executionNotFound(id: string): KiwiError {
+  return new KiwiError('NOT_FOUND', `not found: execution ${id}`);
+}
+
+function denied(message: string): KiwiError {
+  return new KiwiError('POLICY_DENIED', message);
+}

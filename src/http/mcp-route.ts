@@ -21,7 +21,7 @@ export interface McpRouteOptions {
   allowedOrigins?: string[];
   /** Largest POST body (default 4 MiB). */
   maxBodyBytes?: number;
-  /** Sessions open at once (default 64). */
+  /** Sessions open at once (default 64); when all are open, an idle one of the client holding the most is closed for a new one. */
   maxSessions?: number;
   /** Sessions one client may hold at once (default 16), so one client cannot take every session. */
   maxSessionsPerClient?: number;
@@ -48,6 +48,8 @@ interface Session {
   /** Requests being handled plus response streams still open. */
   active: number;
   idle: NodeJS.Timeout | undefined;
+  /** When its last request or stream ended (ms): the longest idle goes first when room is needed. */
+  idleSince: number;
   closed: boolean;
 }
 
@@ -83,6 +85,7 @@ export function createMcpRoute(deps: MetaServerDeps, options: McpRouteOptions = 
       ended = true;
       session.active--;
       if (session.active === 0 && !session.closed) {
+        session.idleSince = performance.now();
         session.idle = setTimeout(() => void closeSession(session), idleTimeoutMs);
         // An idle session must not keep the process alive on shutdown.
         session.idle.unref();
@@ -102,14 +105,31 @@ export function createMcpRoute(deps: MetaServerDeps, options: McpRouteOptions = 
     }
   }
 
+  /**
+   * Room for one more session: a client that left sessions idle must not lock every other client
+   * out until they expire, so the longest-idle session of the client holding the most is closed.
+   * A session in use (a request or a stream open) is never closed; all in use is a 503.
+   */
+  async function makeRoom(): Promise<boolean> {
+    if (sessions.size < maxSessions) return true;
+    const held = new Map<string, number>();
+    for (const s of sessions.values()) held.set(s.caller.client, (held.get(s.caller.client) ?? 0) + 1);
+    const idle = [...sessions.values()].filter((s) => s.active === 0);
+    idle.sort((a, b) => (held.get(b.caller.client) ?? 0) - (held.get(a.caller.client) ?? 0) || a.idleSince - b.idleSince);
+    const victim = idle[0];
+    if (victim === undefined) return false;
+    await closeSession(victim);
+    return true;
+  }
+
   async function openSession(request: Request, parsedBody: unknown): Promise<Response> {
-    if (sessions.size >= maxSessions) {
-      return rpcError(503, `${maxSessions} MCP sessions are open, the most this gateway allows; close one (HTTP DELETE /mcp with its Mcp-Session-Id), wait for idle ones to expire, or raise maxSessions`);
-    }
     const caller = callerOf(request);
     const held = [...sessions.values()].filter((s) => s.caller.client === caller.client).length;
     if (held >= maxSessionsPerClient) {
       return rpcError(429, `Client ${caller.client} already holds ${held} MCP sessions, the most one client may; close one (HTTP DELETE /mcp with its Mcp-Session-Id) or reuse it`, { 'Retry-After': '1' });
+    }
+    if (!(await makeRoom())) {
+      return rpcError(503, `${maxSessions} MCP sessions are open and in use, the most this gateway allows; close one (HTTP DELETE /mcp with its Mcp-Session-Id), or raise maxSessions`);
     }
     const id = randomUUID();
     const server = createMetaServer({ ...deps, session: deps.session ?? `mcp-${id}`, caller });
@@ -118,7 +138,7 @@ export function createMcpRoute(deps: MetaServerDeps, options: McpRouteOptions = 
       maxRequestBodySize: maxBodyBytes,
       onsessionclosed: () => void closeSession(session),
     });
-    const session: Session = { id, caller, server, transport, active: 0, idle: undefined, closed: false };
+    const session: Session = { id, caller, server, transport, active: 0, idle: undefined, idleSince: performance.now(), closed: false };
     transport.onclose = () => void closeSession(session);
     sessions.set(id, session);
     let response: Response;

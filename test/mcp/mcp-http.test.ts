@@ -49,6 +49,7 @@ beforeAll(async () => {
   mount(app, '/closing', createMcpRoute(deps));
   mount(app, '/site', createMcpRoute(deps, { allowedOrigins: ['https://app.example.com'] }));
   mount(app, '/mine', createMcpRoute(deps, { maxSessionsPerClient: 1, callerOf: (r) => ({ client: r.headers.get('x-test-client') ?? 'local' }) }));
+  mount(app, '/shared', createMcpRoute(deps, { maxSessions: 4, maxSessionsPerClient: 2, callerOf: (r) => ({ client: r.headers.get('x-test-client') ?? 'local' }) }));
   await new Promise<void>((resolve) => {
     server = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve()) as Server;
   });
@@ -201,7 +202,7 @@ describe('/mcp over Streamable HTTP', () => {
     const first = await connect('/one');
     const refused = await fetch(`${base}/one`, { method: 'POST', headers: HEADERS, body: JSON.stringify(INITIALIZE) });
     expect(refused.status).toBe(503);
-    expect((await rpcError(refused)).message).toMatch(/1 MCP sessions are open, the most this gateway allows/);
+    expect((await rpcError(refused)).message).toMatch(/1 MCP sessions are open and in use, the most this gateway allows/);
     await first.transport.terminateSession();
     expect((await initialize('/one')).status).toBe(200);
   });
@@ -212,6 +213,23 @@ describe('/mcp over Streamable HTTP', () => {
     expect(refused.status).toBe(429);
     expect((await rpcError(refused)).message).toMatch(/Client a already holds 1 MCP sessions, the most one client may/);
     expect((await initialize('/mine', { 'x-test-client': 'b' })).status).toBe(200);
+  });
+
+  it('never lets clients that left sessions idle lock others out: the longest idle of the biggest holder makes room (issue 22)', async () => {
+    const open = async (client: string) => (await initialize('/shared', { 'x-test-client': client })).headers.get('mcp-session-id') ?? '';
+    const a1 = await open('a');
+    const a2 = await open('a');
+    const b1 = await open('b');
+    const b2 = await open('b');
+    // All four are open and idle: a newcomer still gets in, and a's oldest went to make room.
+    expect((await initialize('/shared', { 'x-test-client': 'c' })).status).toBe(200);
+    const status = async (client: string, id: string) => {
+      const res = await fetch(`${base}/shared`, { method: 'POST', headers: { ...HEADERS, 'x-test-client': client, 'mcp-session-id': id }, body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'ping' }) });
+      await res.text();
+      return res.status;
+    };
+    expect(await status('a', a1)).toBe(404);
+    expect([await status('a', a2), await status('b', b1), await status('b', b2)]).toEqual([200, 200, 200]);
   });
 
   it('expires idle sessions', async () => {

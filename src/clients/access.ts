@@ -61,6 +61,15 @@ export function executionScope(caller: Caller): ExecutionScope {
   return { all: false, ...(hasRole(caller, 'client') ? { client: caller.client } : {}), agents: hasRole(caller, 'agent') ? (caller.agents ?? []) : [] };
 }
 
+/**
+ * Chats (/v1), MCP and the tools behind them are a client's: a key that only serves agents or
+ * tools, or answers approvals, cannot chat or run tools. Undefined when it may, else why not.
+ */
+export function clientUseRefusal(caller: Caller): string | undefined {
+  if (hasRole(caller, 'client') || hasRole(caller, 'admin')) return undefined;
+  return `the key of client ${caller.client} has the roles ${(caller.roles ?? []).join(', ')}, and chats, MCP and tool calls need the client role (\`kiwi keys create NAME --role client\`)`;
+}
+
 /** Throws NOT_FOUND when the caller may not see the execution, POLICY_DENIED when it sees it but may not do this. */
 export function checkExecution(caller: Caller, action: ExecutionAction, e: OwnedExecution): void {
   const own = hasRole(caller, 'client') && e.client === caller.client;

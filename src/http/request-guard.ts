@@ -7,6 +7,7 @@
  */
 import type { Context, MiddlewareHandler } from 'hono';
 import type { ClientAuth } from '../clients/client-auth.js';
+import { clientUseRefusal } from '../clients/access.js';
 import { LOCAL_CALLER } from '../clients/client-auth.js';
 import type { Caller } from '../proxy/caller.js';
 import { sentDirectly } from './node-bindings.js';
@@ -68,6 +69,9 @@ export function createRequestGuard(options: RequestGuardOptions): RequestGuard {
     }
     callers.set(c.req.raw, caller);
     if (open) return next();
+    // /v0 asks clients/access.ts route by route (its objects have owners); the rest is a client's.
+    const refusal = c.req.path.startsWith('/v0/') || c.req.path === '/metrics' ? undefined : clientUseRefusal(caller);
+    if (refusal !== undefined) return refuse(c, 403, 'permission_error', refusal);
 
     const now = running.get(caller.client) ?? 0;
     if (now >= maxConcurrent) {

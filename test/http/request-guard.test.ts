@@ -7,6 +7,7 @@ import { createRequestGuard, hostAllowed } from '../../src/http/request-guard.js
 const auth: ClientAuth = {
   async authenticate(headers: AuthHeaders) {
     const key = headers.authorization?.replace(/^Bearer /, '') ?? headers.apiKey;
+    if (key === 'runner') return { ok: true, caller: { client: 'ops', roles: ['runner'], tools: ['*'] } };
     return key === 'a' || key === 'b' ? { ok: true, caller: { client: key } } : { ok: false, status: 401, message: 'needs a key' };
   },
   mode: async () => ({ mode: 'keys', activeKeys: 2, clients: 2 }),
@@ -102,5 +103,16 @@ describe('hostAllowed', () => {
     expect(hostAllowed('evil.example', ['localhost', '127.0.0.1'])).toBe(false);
     expect(hostAllowed('', ['localhost'])).toBe(false);
     expect(hostAllowed('anything:1', ['*'])).toBe(true);
+  });
+
+  it('serves chats and MCP to client keys only: a runner key is refused with the role it lacks (issue 22)', async () => {
+    const { hono } = app(2);
+    const chat = await post(hono, 'runner');
+    expect(chat.status).toBe(403);
+    expect(((await chat.json()) as { error: { message: string } }).error.message).toMatch(/client ops has the roles runner, and chats, MCP and tool calls need the client role/);
+    const mcp = await post(hono, 'runner', '/mcp');
+    expect(mcp.status).toBe(403);
+    expect(await mcp.json()).toMatchObject({ jsonrpc: '2.0', error: { message: expect.stringMatching(/need the client role/) } });
+    expect((await post(hono, 'a', '/mcp')).status).toBe(200);
   });
 });

@@ -128,17 +128,17 @@ export function createIntents(deps: IntentsDeps): Intents {
     const stepId = uuidv7(at.getTime());
     // A remote step may be tried three times, a local one once (§11.2).
     const maxAttempts = intent.remote ? 3 : 1;
-    const insertStep = async (timeoutMs: number): Promise<{ deadline: string; created: EventDraft }> => {
+    const insertStep = async (timeoutMs: number, policyVersion: string | null = null): Promise<{ deadline: string; created: EventDraft }> => {
       const deadline = new Date(at.getTime() + timeoutMs).toISOString();
       await tx.query(
-        "insert into kernel_steps (id, execution_id, tool_id, arguments, remote, status, attempt, max_attempts, deadline, created_at) values ($1, $2, $3, $4, $5, 'pending', 1, $6, $7, $8)",
-        [stepId, row.id, intent.toolId, JSON.stringify(intent.arguments ?? null), intent.remote, maxAttempts, deadline, at.toISOString()],
+        "insert into kernel_steps (id, execution_id, tool_id, arguments, remote, status, attempt, max_attempts, deadline, created_at, policy_version) values ($1, $2, $3, $4, $5, 'pending', 1, $6, $7, $8, $9)",
+        [stepId, row.id, intent.toolId, JSON.stringify(intent.arguments ?? null), intent.remote, maxAttempts, deadline, at.toISOString(), policyVersion],
       );
       return { deadline, created: { type: 'step.created', stepId, payload: { tool_id: intent.toolId, tool_version: 0, arguments: intent.arguments ?? null, max_attempts: maxAttempts, attempt: 1, deadline } } };
     };
     if (verdict.decision === 'require_approval') {
       // §12.2: no intent.accepted; the step waits, and the execution with it, for a person's answer.
-      const { created } = await insertStep(stepTimeoutMs);
+      const { created } = await insertStep(stepTimeoutMs, policy.version ?? null);
       await blockExecution(tx, row.id, 'approval', stepId, at);
       const blocked = { reason: 'approval', ref: stepId, tool_id: intent.toolId, ...(intent.arguments === undefined || intent.arguments === null ? {} : { arguments: intent.arguments }), ...(intent.remote ? { remote: true } : {}) };
       await appendEvents(

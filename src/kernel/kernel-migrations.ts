@@ -191,4 +191,12 @@ export const KERNEL_MIGRATIONS: readonly Migration[] = [
       'alter table kernel_steps add column runner_id text',
     ],
   },
+  {
+    version: 11,
+    name: 'the policy an approval was asked under',
+    statements: [
+      // A digest of the kernel policy that asked for a person (kernel-policy-file.ts): a grant under another is refused.
+      'alter table kernel_steps add column policy_version text',
+    ],
+  },
 ];

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { parse } from 'yaml';
 import { z } from 'zod';
 import { isKiwiError, KiwiError } from '../errors.js';
@@ -63,7 +64,7 @@ export async function loadKernelPolicy(path: string): Promise<KernelPolicy> {
   } catch (error) {
     throw new KiwiError('INVALID_POLICY', `${path}: not valid YAML (${(error as Error).message.split('\n')[0] ?? ''})`);
   }
-  return compileKernelPolicy(data, path);
+  return { ...compileKernelPolicy(data, path), version: `sha256:${createHash('sha256').update(text).digest('hex').slice(0, 16)}` };
 }
 
 export function compileKernelPolicy(data: unknown, where: string): KernelPolicy {

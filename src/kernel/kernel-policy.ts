@@ -52,6 +52,8 @@ export interface PolicyRule {
 export interface KernelPolicy {
   rules: readonly PolicyRule[];
   defaultDecision: { decision: Decision; reason: string };
+  /** A digest of the policy file's text: an approval asked under one version is not granted under another. */
+  version?: string;
 }
 
 export interface PolicyInput {

@@ -106,7 +106,7 @@ export async function openKernel(options: OpenKernelOptions): Promise<Kernel> {
   const schemas = createToolSchemas(db, now);
   const agents = createAgents({ db, hub: createAgentHub(), instanceId, now });
   const runners = createRunners({ db, hub: createRunnerHub(), agents, schemas, metrics, instanceId, now, stepTimeoutMs: STEP_TIMEOUT_MS });
-  const signals = createSignals({ db, agents, runners, now, stepTimeoutMs: STEP_TIMEOUT_MS });
+  const signals = createSignals({ db, agents, runners, now, stepTimeoutMs: STEP_TIMEOUT_MS, policyVersion: () => policy.version });
   const reaper = createReaper({ db, agents, now, recoverDead: (at) => instances.recoverDead(at), ...(options.executionTimeoutMs === undefined ? {} : { executionTimeoutMs: options.executionTimeoutMs }), ...(options.reaperIntervalMs ? { intervalMs: options.reaperIntervalMs } : {}) });
   if (options.reaperIntervalMs !== 0) reaper.start();
   if (options.queueIntervalMs !== 0) runners.start(options.queueIntervalMs ?? 1000);

@@ -15,7 +15,8 @@ import { TERMINAL_STATUSES, type KernelEvent } from './types.js';
  * Who may send which is clients/access.ts's (nobody answers their own call). A grant is bound
  * to the call it was asked for: its execution and step, and, when the answer names them
  * (`kiwi approvals grant` does), its `tool_id` and `arguments_digest` (arguments-digest.ts); a
- * grant after the step's deadline, or naming another call, is refused and nothing runs.
+ * grant after the step's deadline, under another version of the kernel policy than the one that
+ * asked, or naming another call, is refused and nothing runs.
  */
 
 export interface Signals {
@@ -30,6 +31,8 @@ export interface Signals {
 
 export interface SignalsDeps {
   db: SqlDb;
+  /** The version of the kernel policy in force (kernel-policy-file.ts); a grant of a step asked under another is refused. */
+  policyVersion?: () => string | undefined;
   agents: Agents;
   runners: Runners;
   now: () => Date;
@@ -57,7 +60,7 @@ export function createSignals(deps: SignalsDeps): Signals {
     const approved = p['approved'] === true;
     const [step] = await tx.query<StepRow>('select * from kernel_steps where id = $1', [stepId]);
     if (step === undefined) throw new KiwiError('NOT_FOUND', `not found: step ${stepId}`);
-    if (approved) checkGrant(step, p, at);
+    if (approved) checkGrant(step, p, at, deps.policyVersion?.());
     if (approved) {
       const deadline = new Date(at.getTime() + deps.stepTimeoutMs).toISOString();
       // A remote step becomes a job for a runner; a local one only gets its deadline renewed.
@@ -149,8 +152,8 @@ function withDecider(payload: unknown, sender: string): unknown {
   return { ...payload, decided_by: named };
 }
 
-/** A grant must answer the call as it was asked, before its deadline. */
-function checkGrant(step: StepRow, answer: Record<string, unknown>, at: Date): void {
+/** A grant must answer the call as it was asked, under the policy that asked, before its deadline. */
+function checkGrant(step: StepRow, answer: Record<string, unknown>, at: Date, policyVersion: string | undefined): void {
   const tool = answer['tool_id'];
   if (tool !== undefined && tool !== step.tool_id) throw new KiwiError('INVALID_INPUT', `the grant names tool ${JSON.stringify(String(tool).slice(0, 80))}, but step ${step.id} calls ${step.tool_id}; nothing was run`);
   const digest = answer['arguments_digest'];
@@ -158,4 +161,7 @@ function checkGrant(step: StepRow, answer: Record<string, unknown>, at: Date): v
     throw new KiwiError('INVALID_INPUT', `the grant was given for other arguments than step ${step.id} has (arguments_digest differs); nothing was run: look at the call again (kiwi approvals list) and answer that`);
   }
   if (Date.parse(step.deadline) <= at.getTime()) throw new KiwiError('CONFLICT', `the approval of step ${step.id} expired at ${step.deadline}; nothing was run`);
+  if (step.policy_version !== null && policyVersion !== undefined && step.policy_version !== policyVersion) {
+    throw new KiwiError('CONFLICT', `the kernel policy changed since step ${step.id} asked for approval (${step.policy_version}, now ${policyVersion}); nothing was run: deny it, and let the agent ask again under the policy in force`);
+  }
 }

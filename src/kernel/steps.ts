@@ -15,6 +15,8 @@ export interface StepRow extends Record<string, unknown> {
   remote: boolean;
   /** The runner its current attempt was sent to (remote steps). */
   runner_id: string | null;
+  /** For a step that asked for approval: the version of the kernel policy that asked. */
+  policy_version: string | null;
   status: string;
   attempt: number;
   max_attempts: number;

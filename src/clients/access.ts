@@ -53,6 +53,14 @@ export function servesTool(caller: Caller, toolId: string): boolean {
   return hasRole(caller, 'admin') || (hasRole(caller, 'runner') && inScope(caller.tools, toolId));
 }
 
+/**
+ * Whether a thread or an MCP session made by `owner` is the caller's to follow, resume, cancel
+ * or use: its own client's only (an MCP session id, like an agent's, is a credential).
+ */
+export function ownedBy(caller: Caller, owner: string): boolean {
+  return caller.client === owner;
+}
+
 /** Whether session and consumer ids of `agentId`'s executions may reach the caller. */
 export const seesSessions = servesAgent;
 

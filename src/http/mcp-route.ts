@@ -9,6 +9,7 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { Context } from 'hono';
 import { describeError, isKiwiError, KiwiError } from '../errors.js';
+import { ownedBy } from '../clients/access.js';
 import { LOCAL_CALLER } from '../clients/client-auth.js';
 import { createMetaServer, type MetaServerDeps } from '../mcp/meta-server.js';
 import type { Caller } from '../proxy/caller.js';
@@ -176,7 +177,7 @@ export function createMcpRoute(deps: MetaServerDeps, options: McpRouteOptions = 
     if (sessionId !== null) {
       const session = sessions.get(sessionId);
       // Another client's session id is answered like an unknown one: ids are not for sharing, and a leaked one opens nothing.
-      if (!session || session.caller.client !== callerOf(request).client) {
+      if (!session || !ownedBy(callerOf(request), session.caller.client)) {
         return rpcError(404, 'Session not found: it was closed, expired after being idle, or belongs to an earlier gateway run; start a new session with an initialize request (without Mcp-Session-Id)', {}, -32001);
       }
       return dispatch(session, request, parsedBody);

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { abortableDelay } from '../abort.js';
+import { ownedBy } from '../clients/access.js';
 import { isKiwiError, KiwiError } from '../errors.js';
 import type { Directive } from '../registry/types.js';
 import { threadOutcomeBody, type ThreadOutcome, type ThreadResume, type ThreadStart } from '../threads/run-thread.js';
@@ -78,7 +79,7 @@ async function refusals(run: () => Promise<MetaResult>): Promise<MetaResult> {
 /** Another client's thread is answered as no thread at all: its id tells nothing. Only the first line is read. */
 async function checkOwner(ctx: MetaContext, id: string): Promise<void> {
   const header = await readThreadHeader(ctx.project.root, id);
-  if (header.client !== ctx.caller.client) throw new KiwiError('NOT_FOUND', `no thread ${id} of client ${ctx.caller.client}`);
+  if (!ownedBy(ctx.caller, header.client)) throw new KiwiError('NOT_FOUND', `no thread ${id} of client ${ctx.caller.client}`);
 }
 
 function parse<T>(schema: z.ZodType<T>, parameters: Record<string, unknown>, usage: string): T {

@@ -15,6 +15,8 @@ export type ErrorCode =
   | 'POLICY_DENIED'
   | 'RATE_LIMITED'
   | 'BUDGET_EXCEEDED'
+  /** A client's share of kept state (kernel-limits.ts) is full: a hard limit, not a rate, so never 429. */
+  | 'QUOTA_EXCEEDED'
   | 'TOOL_TIMEOUT'
   | 'TOOL_CANCELLED'
   | 'TOOL_FAILED'
@@ -61,6 +63,7 @@ const HTTP_STATUS: Record<ErrorCode, number> = {
   POLICY_DENIED: 403,
   RATE_LIMITED: 429,
   BUDGET_EXCEEDED: 429,
+  QUOTA_EXCEEDED: 409,
   TOOL_TIMEOUT: 504,
   TOOL_CANCELLED: 499,
   TOOL_FAILED: 502,

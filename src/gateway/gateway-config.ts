@@ -17,6 +17,7 @@ import { checkpointsSchema } from '../checkpoints/checkpoint-config.js';
 import { BUDGET_FIELDS, budgetsSchema, pricesSchema, toBudgetConfig, type BudgetConfig } from '../budgets/budget-config.js';
 import { unpricedWarnings } from '../budgets/unpriced-warnings.js';
 import { shownPath } from '../shown-path.js';
+import { DEFAULT_KERNEL_LIMITS, type KernelLimits } from '../kernel/kernel-limits.js';
 
 /**
  * `.ai/config/gateway.yaml` — optional; without it the gateway listens on 127.0.0.1:8787 and
@@ -71,6 +72,8 @@ export interface GatewayConfig {
   prefetch: PrefetchConfig;
   /** Each chat and MCP execute/resolve recorded as a kernel execution (default on). */
   recordChats: boolean;
+  /** What the kernel keeps: sizes, per-client quotas, retention (`kernel:`; kernel/kernel-limits.ts). */
+  kernelLimits: KernelLimits;
   /** A directive's model tier → the model its thread runs on. */
   modelTiers: Record<string, string>;
   /** Prices per model, budgets per client, one request's spend (budgets/budget-config.ts). */
@@ -169,7 +172,19 @@ const schema = z.strictObject({
       embedder: z.enum(PREFETCH_EMBEDDERS, 'must be static or resolver').optional(),
     })
     .optional(),
-  kernel: z.strictObject({ record_chats: z.boolean('must be true or false').optional() }).optional(),
+  kernel: z
+    .strictObject({
+      record_chats: z.boolean('must be true or false').optional(),
+      max_input_bytes: z.number().int().min(1024).max(1024 * 1024, 'must be at most 1048576: a request body is at most 1 MiB').optional(),
+      max_live_executions_per_client: z.number().int().min(1).max(1_000_000).optional(),
+      max_runners_per_client: z.number().int().min(1).max(100_000).optional(),
+      max_tools_per_client: z.number().int().min(1).max(1_000_000).optional(),
+      max_tool_bytes_per_client: z.number().int().min(1024).max(1024 * 1024 * 1024).optional(),
+      // The watcher notes open streams every 30 s: an expiry near that would drop a connected runner's schemas.
+      idle_runner_schemas_ms: z.number().int().min(60_000, 'must be at least 60000 (1 minute)').max(7 * 86_400_000).optional(),
+      retention_days: z.number().int().min(1).max(3650).optional(),
+    })
+    .optional(),
   // Read by every process that runs tools (src/checkpoints/checkpoint-config.ts); checked here with the rest.
   checkpoints: checkpointsSchema.optional(),
   prices: pricesSchema.optional(),
@@ -179,7 +194,7 @@ const schema = z.strictObject({
 });
 
 type Raw = z.output<typeof schema>;
-const FIELDS = ['host', 'allowed_hosts', 'tool_menu', 'max_concurrent_requests_per_client', 'port', 'upstreams', 'limits', 'mcp', 'name', 'kind', 'base_url', 'api_key_env', 'models', 'timeout_ms', 'max_turns', 'max_tool_calls', 'max_duration_ms', 'max_result_chars', 'max_repeats', 'max_tokens', 'max_body_bytes', 'body_timeout_ms', 'max_connections', 'allowed_origins', 'prefetch', 'enabled', 'ttl_ms', 'speculate', 'concurrency', 'min_cosine', 'embedder', 'kernel', 'record_chats', 'model_tiers', 'checkpoints', 'max_file_bytes', 'max_total_bytes', ...BUDGET_FIELDS];
+const FIELDS = ['host', 'allowed_hosts', 'tool_menu', 'max_concurrent_requests_per_client', 'port', 'upstreams', 'limits', 'mcp', 'name', 'kind', 'base_url', 'api_key_env', 'models', 'timeout_ms', 'max_turns', 'max_tool_calls', 'max_duration_ms', 'max_result_chars', 'max_repeats', 'max_tokens', 'max_body_bytes', 'body_timeout_ms', 'max_connections', 'allowed_origins', 'prefetch', 'enabled', 'ttl_ms', 'speculate', 'concurrency', 'min_cosine', 'embedder', 'kernel', 'record_chats', 'max_input_bytes', 'max_live_executions_per_client', 'max_runners_per_client', 'max_tools_per_client', 'max_tool_bytes_per_client', 'idle_runner_schemas_ms', 'retention_days', 'model_tiers', 'checkpoints', 'max_file_bytes', 'max_total_bytes', ...BUDGET_FIELDS];
 
 export async function loadGatewayConfig(file: string, ctx: GatewayConfigContext): Promise<GatewayConfig> {
   const shown = shownPath(ctx.root, file);
@@ -300,9 +315,23 @@ export async function loadGatewayConfig(file: string, ctx: GatewayConfigContext)
       embedder: prefetchEmbedder,
     },
     recordChats: raw.kernel?.record_chats ?? true,
+    kernelLimits: kernelLimits(raw.kernel ?? {}),
     modelTiers: raw.model_tiers ?? {},
     budgets,
     warnings,
+  };
+}
+
+function kernelLimits(k: NonNullable<Raw['kernel']>): KernelLimits {
+  const d = DEFAULT_KERNEL_LIMITS;
+  return {
+    maxInputBytes: k.max_input_bytes ?? d.maxInputBytes,
+    maxLiveExecutionsPerClient: k.max_live_executions_per_client ?? d.maxLiveExecutionsPerClient,
+    maxRunnersPerClient: k.max_runners_per_client ?? d.maxRunnersPerClient,
+    maxToolsPerClient: k.max_tools_per_client ?? d.maxToolsPerClient,
+    maxToolBytesPerClient: k.max_tool_bytes_per_client ?? d.maxToolBytesPerClient,
+    idleRunnerSchemasMs: k.idle_runner_schemas_ms ?? d.idleRunnerSchemasMs,
+    retentionMs: k.retention_days === undefined ? d.retentionMs : k.retention_days * 86_400_000,
   };
 }
 

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { createChatJournal, type ChatJournal } from '../kernel/chat-journal.js';
+import type { KernelLimits } from '../kernel/kernel-limits.js';
 import { KERNEL_POLICY_FILE, KERNEL_STATE_DIR, openKernel, type Kernel } from '../kernel/open-kernel.js';
 
 /**
@@ -18,7 +19,7 @@ export interface GatewayKernel {
   close(): Promise<void>;
 }
 
-export async function openGatewayKernel(options: { root: string; env: Record<string, string | undefined>; log?: (line: string) => void }): Promise<GatewayKernel> {
+export async function openGatewayKernel(options: { root: string; env: Record<string, string | undefined>; limits?: KernelLimits; log?: (line: string) => void }): Promise<GatewayKernel> {
   // A server shared with other gateways, or the embedded database.
   const databaseUrl = options.env['DATABASE_URL'] === '' ? undefined : options.env['DATABASE_URL'];
   const shared = databaseUrl !== undefined;
@@ -29,6 +30,7 @@ export async function openGatewayKernel(options: { root: string; env: Record<str
       policyFile: path.join(options.root, KERNEL_POLICY_FILE),
       chats: journal,
       ...(databaseUrl === undefined ? {} : { databaseUrl }),
+      ...(options.limits === undefined ? {} : { limits: options.limits }),
     }).catch((error: unknown) => {
       opening = undefined; // the next use tries again
       throw error;

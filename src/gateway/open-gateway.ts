@@ -101,7 +101,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     // one long-lived shutdown signal: on Node 20 every request would stay linked to it (a leak).
     const inFlight = new Set<AbortController>();
     let shuttingDown = false;
-    const kernel = await openGatewayKernel({ root: project.root, env: options.env, ...(options.log ? { log: options.log } : {}) });
+    const kernel = await openGatewayKernel({ root: project.root, env: options.env, limits: config.kernelLimits, ...(options.log ? { log: options.log } : {}) });
     opened.unshift(kernel);
     const budgets = await openGatewayBudgets({ root: project.root, config, ...(options.log ? { log: options.log } : {}) });
     if (budgets !== undefined) opened.unshift(budgets);

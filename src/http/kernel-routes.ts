@@ -5,6 +5,7 @@ import type { Caller } from '../proxy/caller.js';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { isKiwiError, KiwiError } from '../errors.js';
 import type { Kernel } from '../kernel/open-kernel.js';
+import { TOOLS_PAGE_MAX } from '../kernel/kernel-limits.js';
 import { readToolSchemas } from '../kernel/tool-schemas.js';
 import { EXECUTION_STATUSES, type ExecutionStatus } from '../kernel/types.js';
 import { streamExecutionEvents } from './kernel-event-stream.js';
@@ -44,6 +45,9 @@ const SPEC_CODES: Partial<Record<string, [ContentfulStatusCode, string]>> = {
   POLICY_DENIED: [403, 'FORBIDDEN'],
   NOT_FOUND: [404, 'NOT_FOUND'],
   CONFLICT: [409, 'CONFLICT'],
+  // A full quota is the spec's 409 and not its 429: the TS SDK retries a 429 (three times, after
+  // Retry-After), which cannot help a quota that stays full; on 409 it throws ConflictError at once.
+  QUOTA_EXCEEDED: [409, 'CONFLICT'],
 };
 
 export function mountKernelRoutes(app: Hono, deps: KernelRouteDeps): void {
@@ -210,6 +214,7 @@ export function mountKernelRoutes(app: Hono, deps: KernelRouteDeps): void {
       const runnerId = await runner(kernel, caller, id);
       const capabilities = new Set((c.req.query('capabilities') ?? '').split(',').map((t) => t.trim()).filter((t) => t !== ''));
       checkServes(caller, capabilities);
+      await kernel.runners.admit(runnerId, caller.client);
       return openSseChannel(c, async (channel) => {
         const connection = { client: caller.client, runnerId, consumerId, channel, capabilities };
         void channel.closed.then(() => kernel.runners.disconnect(connection)).catch((error: unknown) => deps.onError?.(error, { requestId: deps.requestId(c), route: c.req.path }));
@@ -265,9 +270,25 @@ export function mountKernelRoutes(app: Hono, deps: KernelRouteDeps): void {
     }),
   );
 
+  // §7.5's array, a bounded page at a time (TOOLS_PAGE_MAX tools, TOOLS_PAGE_MAX_BYTES of
+  // schemas): when more follow, a `Link: <…?after=ID>; rel="next"` header says where (RFC 8288),
+  // so the body keeps the spec's shape.
   app.get(
     '/v0/tools',
-    route(async (c, kernel) => c.json((await kernel.tools.list(c.req.query('prefix'))).map(wireTool))),
+    route(async (c, kernel) => {
+      const prefix = c.req.query('prefix');
+      const after = c.req.query('after');
+      const page = await kernel.tools.list({
+        ...(prefix === undefined ? {} : { prefix }),
+        ...(after === undefined ? {} : { after }),
+        limit: intParam(c.req.query('limit'), TOOLS_PAGE_MAX, 1, TOOLS_PAGE_MAX),
+      });
+      if (page.next !== undefined) {
+        const next = new URLSearchParams({ ...(prefix === undefined || prefix === '' ? {} : { prefix }), after: page.next, ...(c.req.query('limit') === undefined ? {} : { limit: c.req.query('limit') as string }) });
+        c.header('link', `</v0/tools?${next.toString()}>; rel="next"`);
+      }
+      return c.json(page.tools.map(wireTool));
+    }),
   );
 
   // §7.6: Rebuno answers 204, which the TS SDK cannot parse; the spec asks for this. Both of

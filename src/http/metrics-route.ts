@@ -7,7 +7,8 @@ import { PROMETHEUS_CONTENT_TYPE, renderPrometheus } from './prometheus-text.js'
  * GET /metrics, in the form the caller asks for: Prometheus text for scrapers (Prometheus sends
  * `Accept: application/openmetrics-text…, text/plain…`), the gateway's JSON counters for
  * everyone else (`kiwi stats`, a plain fetch, curl). The text holds the kernel's metrics (its
- * spec's §16, `rebuno_*`) and the gateway's own counters (`kiwi_*`).
+ * spec's §16, `rebuno_*`, and its database's size) and the gateway's own counters (`kiwi_*`); the
+ * JSON has the database's size under `kernel`, left out while the database does not answer.
  */
 
 export interface MetricsRouteDeps {
@@ -24,7 +25,10 @@ export function createMetricsHandler(deps: MetricsRouteDeps): (c: Context) => Pr
   return async (c) => {
     c.header('vary', 'accept');
     const json = deps.json;
-    if (json !== undefined && !prefersPrometheus(c.req.header('accept'))) return c.json(json());
+    if (json !== undefined && !prefersPrometheus(c.req.header('accept'))) {
+      const bytes = await deps.kernel?.().then((k) => k.databaseBytes()).catch(() => undefined);
+      return c.json({ ...json(), ...(bytes === undefined ? {} : { kernel: { database_bytes: bytes } }) });
+    }
     const families: MetricFamily[] = [];
     if (deps.kernel !== undefined) {
       try {

@@ -192,6 +192,25 @@ export const KERNEL_MIGRATIONS: readonly Migration[] = [
     ],
   },
   {
+    version: 10,
+    name: 'bounded kernel state',
+    statements: [
+      // The last time a runner had a stream or published (kernel-limits.ts): its schemas go when
+      // it has been silent for a while, its record after the retention time.
+      'alter table kernel_runners add column seen_at text',
+      'update kernel_runners set seen_at = registered_at',
+      'alter table kernel_runners alter column seen_at set not null',
+      'create index kernel_runners_client on kernel_runners (client)',
+      // A client's live executions, counted on every create against its quota.
+      "create index kernel_executions_live_client on kernel_executions (client) where status in ('pending', 'running', 'blocked')",
+      // Ended executions, oldest end first, for the retention sweep (updated_at is when it ended).
+      "create index kernel_executions_ended on kernel_executions (updated_at) where status in ('completed', 'failed', 'cancelled')",
+      // Deleting an execution cascades to its jobs, directly and through its steps.
+      'create index kernel_jobs_execution on kernel_jobs (execution_id)',
+      'create index kernel_jobs_step on kernel_jobs (step_id)',
+    ],
+  },
+  {
     version: 11,
     name: 'the policy an approval was asked under',
     statements: [

@@ -9,7 +9,9 @@ import { createAgents, type Agents } from './agents.js';
 import { watchCommittedEvents } from './committed-events.js';
 import { createExecutions, type Executions } from './executions.js';
 import { createIntents, type Intents } from './intents.js';
+import { DEFAULT_KERNEL_LIMITS, type KernelLimits } from './kernel-limits.js';
 import { createKernelMetrics } from './kernel-metrics.js';
+import { createRetention } from './kernel-retention.js';
 import { createRateLimiter, NO_POLICY } from './kernel-policy.js';
 import { loadKernelPolicy } from './kernel-policy-file.js';
 import { createReaper, type Reaper } from './reaper.js';
@@ -17,7 +19,7 @@ import { createRunnerHub } from './runner-hub.js';
 import { createRunners, type Runners } from './runners.js';
 import { createInstances, HEARTBEAT_MS, recoverExecutions } from './instances.js';
 import { createSignals, type Signals } from './signals.js';
-import { createToolSchemas, type PublishedTool } from './tool-schemas.js';
+import { createToolSchemas, type ToolSchemas } from './tool-schemas.js';
 import { uuidv7 } from './uuidv7.js';
 import { KERNEL_MIGRATIONS } from './kernel-migrations.js';
 import type { ChatJournal } from './chat-journal.js';
@@ -31,10 +33,12 @@ export interface Kernel {
   runners: Runners;
   intents: Intents;
   signals: Signals;
-  /** The tool schemas runners published (§7.5). */
-  tools: { list(prefix?: string): Promise<PublishedTool[]> };
-  /** §16's metrics: what this process counted, and the executions not ended in the database. */
+  /** The tool schemas runners published (§7.5), a bounded page at a time. */
+  tools: Pick<ToolSchemas, 'list'>;
+  /** §16's metrics: what this process counted, the executions not ended and the size of the database. */
   metricFamilies(): Promise<MetricFamily[]>;
+  /** The database's size on disk in bytes (pg_database_size: PGlite's too). */
+  databaseBytes(): Promise<number>;
   /** The watcher of deadlines and lost agents; it runs on its own beat. */
   reaper: Reaper;
   /** The gateway's chats, written as executions in one transaction (chat-journal.ts); returns the ids found cancelled. */
@@ -76,6 +80,8 @@ export interface OpenKernelOptions {
   heartbeatIntervalMs?: number;
   /** The chats this process runs as executions: a cancel lets them write what they queued, and stops them. */
   chats?: Pick<ChatJournal, 'detach'>;
+  /** Sizes, per-client quotas and retention (kernel-limits.ts); each absent one has its default. */
+  limits?: Partial<KernelLimits>;
 }
 
 export async function openKernel(options: OpenKernelOptions): Promise<Kernel> {
@@ -103,14 +109,17 @@ export async function openKernel(options: OpenKernelOptions): Promise<Kernel> {
   const instances = createInstances(db, instanceId, now);
   // Embedded, no other instance shares the database: one sign of life is enough.
   await instances.start(db.kind === 'pglite' ? 0 : (options.heartbeatIntervalMs ?? HEARTBEAT_MS));
-  const schemas = createToolSchemas(db, now);
+  const limits: KernelLimits = { ...DEFAULT_KERNEL_LIMITS, ...options.limits };
+  const schemas = createToolSchemas(db, now, limits);
   const agents = createAgents({ db, hub: createAgentHub(), instanceId, now });
   const runners = createRunners({ db, hub: createRunnerHub(), agents, schemas, metrics, instanceId, now, stepTimeoutMs: STEP_TIMEOUT_MS });
   const signals = createSignals({ db, agents, runners, now, stepTimeoutMs: STEP_TIMEOUT_MS, policyVersion: () => policy.version });
-  const reaper = createReaper({ db, agents, now, recoverDead: (at) => instances.recoverDead(at), ...(options.executionTimeoutMs === undefined ? {} : { executionTimeoutMs: options.executionTimeoutMs }), ...(options.reaperIntervalMs ? { intervalMs: options.reaperIntervalMs } : {}) });
+  const retention = createRetention({ db, limits, connectedRunners: () => runners.connectedIds() });
+  const reaper = createReaper({ db, agents, now, recoverDead: (at) => instances.recoverDead(at), retain: (at) => retention.sweep(at), ...(options.executionTimeoutMs === undefined ? {} : { executionTimeoutMs: options.executionTimeoutMs }), ...(options.reaperIntervalMs ? { intervalMs: options.reaperIntervalMs } : {}) });
   if (options.reaperIntervalMs !== 0) reaper.start();
   if (options.queueIntervalMs !== 0) runners.start(options.queueIntervalMs ?? 1000);
-  const executions = createExecutions(db, { now });
+  const executions = createExecutions(db, { now, limits });
+  const databaseBytes = async (): Promise<number> => Number((await db.query<{ bytes: number | string }>('select pg_database_size(current_database()) as bytes'))[0]?.bytes ?? 0);
   return {
     executions: {
       ...executions,
@@ -123,11 +132,15 @@ export async function openKernel(options: OpenKernelOptions): Promise<Kernel> {
     runners,
     intents: createIntents({ db, agents, runners, signals, policy: () => policy, limiter: createRateLimiter(), metrics, now, stepTimeoutMs: STEP_TIMEOUT_MS }),
     signals,
-    tools: { list: (prefix) => schemas.list(prefix) },
+    tools: { list: (o) => schemas.list(o) },
     async metricFamilies() {
       const [row] = await db.query<{ n: number }>("select count(*)::integer as n from kernel_executions where status in ('pending', 'running', 'blocked')");
-      return metrics.families(row?.n ?? 0);
+      return [
+        ...metrics.families(row?.n ?? 0),
+        { name: 'kiwi_kernel_database_bytes', help: "The kernel database's size on disk in bytes (pg_database_size), bounded by the quotas and retention of kernel-limits.ts", type: 'gauge', samples: [{ value: await databaseBytes() }] },
+      ];
     },
+    databaseBytes,
     async writeChats(writes) {
       const gone = await db.transaction((tx) => writeChats(tx, writes, instanceId));
       const stopped = new Set(gone);

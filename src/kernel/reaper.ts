@@ -9,7 +9,8 @@ import { TERMINAL_STATUSES } from './types.js';
  * The kernel's watcher (§8.2, §8.3, §11.3, §16), every `intervalMs` (30 s, as Rebuno's): a step
  * past its deadline fails its execution; an execution past its maximum duration fails; a blocked
  * execution whose agent has gone back to pending; a pending one whose agent is connected is
- * assigned. Each execution is settled in its own transaction, under its lock.
+ * assigned. Each execution is settled in its own transaction, under its lock. Last, what has
+ * been kept long enough is forgotten (kernel-retention.ts).
  */
 
 export interface Reaper {
@@ -29,6 +30,8 @@ export interface ReaperDeps {
   executionTimeoutMs?: number;
   /** What instances gone silent held, recovered first (instances.ts). */
   recoverDead?: (at: Date) => Promise<void>;
+  /** Deletes what has been kept long enough (kernel-retention.ts), last. */
+  retain?: (at: Date) => Promise<unknown>;
   /** Told when a pass fails (the next one tries again). */
   onError?: (error: unknown) => void;
 }
@@ -106,6 +109,7 @@ export function createReaper(deps: ReaperDeps): Reaper {
     await timeOutExecutions(at);
     await recoverBlocked(at);
     await assignWaiting();
+    await deps.retain?.(at);
   }
 
   // One pass at a time: a beat that comes while one runs joins it.

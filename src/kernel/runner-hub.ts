@@ -27,6 +27,8 @@ export interface RunnerHub {
   idleTools(): Set<string>;
   /** Every connection of `runnerId`. */
   of(runnerId: string): RunnerConnection[];
+  /** The runners with a connection here. */
+  runnerIds(): string[];
   /** The connection running `jobId`. */
   holding(jobId: string): RunnerConnection | undefined;
 }
@@ -59,6 +61,7 @@ export function createRunnerHub(): RunnerHub {
       return tools;
     },
     of: (runnerId) => [...connections.values()].filter((c) => c.runnerId === runnerId),
+    runnerIds: () => [...new Set([...connections.values()].map((c) => c.runnerId))],
     holding: (jobId) => [...connections.values()].find((c) => c.job === jobId),
   };
 }

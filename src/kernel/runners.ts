@@ -32,6 +32,13 @@ export interface Runners {
   setCapabilities(runnerId: string, tools: string[]): Promise<void>;
   /** Replaces the runner's schemas, and the tools of every connection of it (§7.5); `client` registers a new runner. */
   publishTools(runnerId: string, client: string, tools: readonly ToolSchemaInput[]): Promise<void>;
+  /**
+   * Records the runner as `client`'s if new, within its runner quota (QUOTA_EXCEEDED otherwise):
+   * before its stream opens, so that a refusal is a JSON answer and not a broken stream.
+   */
+  admit(runnerId: string, client: string): Promise<void>;
+  /** The runners with a stream open on this instance. */
+  connectedIds(): string[];
   /** The client whose runner it is (clients/access.ts checkRunner); undefined for one never heard of. */
   ownerOf(runnerId: string): Promise<string | undefined>;
   /** Drops the runner's record and schemas; its streams stay open (§7.6). Throws NOT_FOUND for a runner never heard of. */
@@ -197,6 +204,10 @@ export function createRunners(deps: RunnersDeps): Runners {
       for (const c of hub.of(runnerId)) c.capabilities = new Set(tools);
       await dispatchQueued();
     },
+
+    admit: (runnerId, client) => schemas.record(runnerId, client),
+
+    connectedIds: () => hub.runnerIds(),
 
     ownerOf: (runnerId) => schemas.ownerOf(runnerId),
 

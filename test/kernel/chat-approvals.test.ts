@@ -177,6 +177,7 @@ describe('with client keys', () => {
   it('the client whose chat waits cannot approve its own call, even with the approver role; an approver of another client can, and is recorded', async () => {
     const agent = (await createKey(path.join(served.root, KEY_FILE), 'agent', { roles: ['client', 'approver'] })).key;
     const ops = (await createKey(path.join(served.root, KEY_FILE), 'ops', { roles: ['approver'] })).key;
+    const carol = (await createKey(path.join(served.root, KEY_FILE), 'carol')).key;
     // The gateway reads its key file again within a second or two: from then on every request needs a key.
     await expect.poll(async () => (await fetch(`${url}/v0/executions`)).status, { timeout: 10_000 }).toBe(401);
     const chat = await chatThatWaits('v2.4', agent);
@@ -188,6 +189,12 @@ describe('with client keys', () => {
     expect(self.status).toBe(403);
     expect(await self.json()).toMatchObject({ code: 'FORBIDDEN', error: expect.stringMatching(/client agent made execution .* so it cannot answer its approvals/) });
     expect(((await (await fetch(`${url}/v0/executions/${chat.executionId}`, { headers: { authorization: `Bearer ${ops}` } })).json()) as { status: string }).status).toBe('blocked');
+    // Another client neither sees the chat nor stops it (issue 22: carol read and cancelled alice's chat).
+    const asCarol = { authorization: `Bearer ${carol}` };
+    expect((await fetch(`${url}/v0/executions/${chat.executionId}`, { headers: asCarol })).status).toBe(404);
+    expect((await fetch(`${url}/v0/executions/${chat.executionId}/cancel`, { method: 'POST', headers: asCarol })).status).toBe(404);
+    expect(await (await fetch(`${url}/v0/executions/${chat.executionId}/events`, { headers: asCarol })).json()).toEqual({ events: [], latest_sequence: 0 });
+    expect(((await (await fetch(`${url}/v0/executions?limit=200`, { headers: asCarol })).json()) as { executions: unknown[] }).executions).toEqual([]);
 
     const granted = await cli(['approvals', 'grant', chat.stepId, '--url', url, '--key', ops, '--as', 'bob']);
     expect(granted.out.join('\n')).toMatch(/^granted: ship_release/);

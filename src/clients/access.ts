@@ -78,11 +78,16 @@ export function clientUseRefusal(caller: Caller): string | undefined {
   return `the key of client ${caller.client} has the roles ${(caller.roles ?? []).join(', ')}, and chats, MCP and tool calls need the client role (\`kiwi keys create NAME --role client\`)`;
 }
 
+/** Whether the caller may see the execution at all; one it may not is, to it, one that does not exist. */
+export function seesExecution(caller: Caller, e: OwnedExecution): boolean {
+  return hasRole(caller, 'admin') || hasRole(caller, 'approver') || (hasRole(caller, 'client') && e.client === caller.client) || servesAgent(caller, e.agentId);
+}
+
 /** Throws NOT_FOUND when the caller may not see the execution, POLICY_DENIED when it sees it but may not do this. */
 export function checkExecution(caller: Caller, action: ExecutionAction, e: OwnedExecution): void {
   const own = hasRole(caller, 'client') && e.client === caller.client;
   const admin = hasRole(caller, 'admin');
-  if (!(admin || own || hasRole(caller, 'approver') || servesAgent(caller, e.agentId))) throw executionNotFound(e.id);
+  if (!seesExecution(caller, e)) throw executionNotFound(e.id);
   switch (action) {
     case 'read':
       return;

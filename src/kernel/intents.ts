@@ -1,4 +1,4 @@
-import { checkExecution } from '../clients/access.js';
+import { checkExecution, seesExecution, type OwnedExecution } from '../clients/access.js';
 import { KiwiError } from '../errors.js';
 import type { Caller } from '../proxy/caller.js';
 import type { SqlDb, SqlQueryable } from '../store/sql/sql-db.js';
@@ -92,11 +92,13 @@ export function createIntents(deps: IntentsDeps): Intents {
    */
   async function admit(tx: SqlQueryable, executionId: string, sessionId: string, actor: Caller): Promise<ExecutionRow> {
     // One round trip on the path every intent takes: the execution, locked, and whose the session is.
-    const [row] = await tx.query<ExecutionRow & { session_execution: string | null; session_client: string | null }>(
+    const [found] = await tx.query<ExecutionRow & { session_execution: string | null; session_client: string | null }>(
       'select e.*, s.execution_id as session_execution, s.client as session_client from kernel_executions e left join kernel_sessions s on s.id = $2 where e.id = $1 for update of e',
       [executionId, sessionId],
     );
-    if (row !== undefined) checkExecution(actor, 'act', { id: row.id, client: row.client, agentId: row.agent_id });
+    // One the actor may not see is answered as an unknown one, in the same order of checks.
+    const row = found !== undefined && seesExecution(actor, owned(found)) ? found : undefined;
+    if (row !== undefined) checkExecution(actor, 'act', owned(row));
     const session = row === undefined ? (await tx.query<{ execution_id: string; client: string }>('select execution_id, client from kernel_sessions where id = $1', [sessionId]))[0] : row.session_execution === null ? undefined : { execution_id: row.session_execution, client: row.session_client };
     if (session === undefined || session.client !== actor.client) throw new KiwiError('UNAUTHORIZED', `session not found: session ${sessionId}`);
     if (session.execution_id !== executionId) throw new KiwiError('INVALID_INPUT', `session ${sessionId} belongs to another execution, not ${executionId}`);
@@ -288,4 +290,8 @@ function readIntent(value: unknown): Intent {
 function requiredString(value: unknown, name: string): string {
   if (typeof value !== 'string' || value === '') throw new KiwiError('INVALID_INPUT', `${name} is required`);
   return value;
+}
+
+function owned(row: ExecutionRow): OwnedExecution {
+  return { id: row.id, client: row.client, agentId: row.agent_id };
 }

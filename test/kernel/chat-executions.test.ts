@@ -167,18 +167,27 @@ describe('an MCP call on the gateway', () => {
   }, 30_000);
 });
 
-describe('with record_chats off', () => {
-  it('records nothing and sends no execution id', async () => {
-    const off = await serveDemoGateway({ config: 'kernel: { record_chats: false }\n' });
-    try {
-      const res = await fetch(`${off.server.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'kiwi-demo', messages: [{ role: 'user', content: 'hello' }] }) });
-      expect(res.status).toBe(200);
-      expect(res.headers.get('x-kiwi-execution-id')).toBeNull();
-      await res.json();
-      const listed = (await (await fetch(`${off.server.url}/v0/executions?label=kind:chat`)).json()) as { executions: unknown[] };
-      expect(listed.executions).toEqual([]);
-    } finally {
-      await off.close();
-    }
+describe('a gateway with kernel settings: record_chats off, one live execution per client', () => {
+  let off: DemoGateway;
+  beforeAll(async () => {
+    off = await serveDemoGateway({ config: 'kernel: { record_chats: false, max_live_executions_per_client: 1 }\n' });
   }, 60_000);
+  afterAll(() => off?.close());
+
+  it('records nothing and sends no execution id', async () => {
+    const res = await fetch(`${off.server.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'kiwi-demo', messages: [{ role: 'user', content: 'hello' }] }) });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('x-kiwi-execution-id')).toBeNull();
+    await res.json();
+    const listed = (await (await fetch(`${off.server.url}/v0/executions?label=kind:chat`)).json()) as { executions: unknown[] };
+    expect(listed.executions).toEqual([]);
+  });
+
+  it("reaches the kernel's quota: the second live execution of a client is refused (kernel-bounds.test.ts tests the quota itself)", async () => {
+    const create = () => fetch(`${off.server.url}/v0/executions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ agent_id: 'nobody' }) });
+    expect((await create()).status).toBe(201);
+    const refused = await create();
+    expect(refused.status).toBe(409);
+    expect(((await refused.json()) as { error: string }).error).toMatch(/^quota exceeded: client "[^"]+" has 1 executions not ended, .*kernel\.max_live_executions_per_client/);
+  });
 });

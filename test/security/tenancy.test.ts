@@ -95,9 +95,13 @@ describe('tenancy on the v0 API', () => {
     const a = await aliceRunning();
     expect(await send('carol', 'POST', `/v0/executions/${a.id}/cancel`)).toEqual(notFound(`execution ${a.id}`));
     expect(await send('carol', 'POST', `/v0/executions/${a.id}/signal`, { signal_type: 'go', payload: { from: 'carol' } })).toEqual(notFound(`execution ${a.id}`));
-    // Even with the session id in hand, carol's key serves no agent of alice's.
-    expect(await a.intent('carol', { type: 'complete', output: 'forged by carol' })).toEqual(notFound(`execution ${a.id}`));
-    expect(await send('carol', 'POST', '/v0/agents/step-result', { execution_id: a.id, session_id: a.session, step_id: 'x', success: true })).toEqual(notFound(`execution ${a.id}`));
+    // Even with the session id in hand: to carol's key it is a session that does not exist, as a made-up one is.
+    const noSession = (id: string) => ({ status: 401, body: { error: `session not found: session ${id}`, code: 'UNAUTHORIZED' } });
+    expect(await a.intent('carol', { type: 'complete', output: 'forged by carol' })).toEqual(noSession(a.session));
+    expect(await a.intent('carol', { type: 'complete', output: 'forged by carol' }, 'made-up')).toEqual(noSession('made-up'));
+    expect(await send('carol', 'POST', '/v0/agents/step-result', { execution_id: a.id, session_id: a.session, step_id: 'x', success: true })).toEqual(noSession(a.session));
+    // A key that sees the execution but serves no agent of it is told what it lacks.
+    expect(await a.intent('reviewer', { type: 'complete', output: 'forged' })).toMatchObject({ status: 403, body: { error: expect.stringMatching(/only a key that serves agent/) } });
     expect(await k.status(a.id)).toBe('running');
     const log = (await send('alice', 'GET', `/v0/executions/${a.id}/events`)).body['events'] as { type: string }[];
     expect(log.map((e) => e.type)).toEqual(['execution.created', 'execution.started']);

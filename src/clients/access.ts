@@ -100,7 +100,8 @@ export function checkExecution(caller: Caller, action: ExecutionAction, e: Owned
       return;
     case 'approve':
       if (!(admin || hasRole(caller, 'approver'))) throw denied(`answering an approval needs a key with the approver role (\`kiwi keys create NAME --role approver\`)`);
-      if (caller.client !== LOCAL_CLIENT && (e.client === caller.client || servesAgent(caller, e.agentId))) {
+      // Its own: its client made the execution, or its key is the agent's (an admin key is not, unless it also has the agent role).
+      if (caller.client !== LOCAL_CLIENT && (e.client === caller.client || (hasRole(caller, 'agent') && inScope(caller.agents, e.agentId)))) {
         throw denied(`client ${caller.client} made execution ${e.id} or serves its agent, so it cannot answer its approvals; a person answers with an approver key of another client`);
       }
       return;

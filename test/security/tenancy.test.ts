@@ -41,6 +41,8 @@ const k = useKernelServer((embedded as NonNullable<typeof embedded>)[1], {
     'carol-runner': { roles: ['runner'], tools: ['word_count'] },
     ops: { roles: ['runner'], tools: ['read_file'] },
     reviewer: { roles: ['approver'] },
+    root: { roles: ['admin'] },
+    'root-bot': { roles: ['admin', 'agent'], agents: ['alice-*'] },
   },
 });
 
@@ -195,8 +197,16 @@ describe('approvals', () => {
     const w = await waiting();
     expect(await w.approve('alice')).toEqual({ status: 403, body: { error: expect.stringMatching(/approver role/), code: 'FORBIDDEN' } });
     expect(await w.approve('carol')).toEqual(notFound(`execution ${w.id}`));
+    // An admin key that is also alice's agent is the call's own too.
+    expect(await w.approve('root-bot')).toMatchObject({ status: 403, body: { error: expect.stringMatching(/cannot answer its approvals/) } });
     expect(await k.status(w.id)).toBe('blocked');
     expect(await w.approve('reviewer')).toEqual({ status: 200, body: { status: 'ok' } });
+    expect(await k.status(w.id)).toBe('running');
+  });
+
+  it("an admin answers another client's approval", async () => {
+    const w = await waiting();
+    expect(await w.approve('root')).toEqual({ status: 200, body: { status: 'ok' } });
     expect(await k.status(w.id)).toBe('running');
   });
 

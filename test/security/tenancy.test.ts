@@ -42,6 +42,9 @@ const k = useKernelServer((embedded as NonNullable<typeof embedded>)[1], {
     ops: { roles: ['runner'], tools: ['read_file'] },
     reviewer: { roles: ['approver'] },
     root: { roles: ['admin'] },
+    // An app, its agent service and a runner, each with a key of one role, as the Rebuno SDK runs them.
+    app: { roles: ['client'] },
+    bot: { roles: ['agent'], agents: ['sdk-*'] },
     'root-bot': { roles: ['admin', 'agent'], agents: ['alice-*'] },
   },
 });
@@ -139,6 +142,32 @@ describe('tenancy on the v0 API', () => {
     const forged = await k.request('POST', '/v0/agents/intent', { body: { execution_id: a.id, session_id: a.session, intent: { type: 'complete', output: 'forged' } } });
     expect(forged).toEqual({ status: 401, body: { error: `session not found: session ${a.session}`, code: 'UNAUTHORIZED' } });
     expect((await a.intent('alice', { type: 'complete', output: 'done' })).body).toEqual({ accepted: true });
+  });
+});
+
+describe('one key per role', () => {
+  it('runs an execution end to end with a client key, an agent key and a runner key, none of which can do the others\' part', async () => {
+    const agent = uniqueName('sdk-agent');
+    const bot = await k.sse(`/v0/agents/stream?agent_id=${agent}&consumer_id=${agent}-c`, as('bot'));
+    const opsRunner = uniqueName('ops-runner');
+    const runner = await k.sse(`/v0/runners/stream?runner_id=${opsRunner}&consumer_id=${opsRunner}-c&capabilities=read_file`, as('ops'));
+    // An agent or runner key makes no executions.
+    expect((await send('bot', 'POST', '/v0/executions', { agent_id: agent })).status).toBe(403);
+    const id = (await send('app', 'POST', '/v0/executions', { agent_id: agent, input: { path: 'README.md' } })).body['id'] as string;
+    const assigned = (await bot.next('execution.assigned')).data as { execution_id: string; session_id: string; input: unknown };
+    expect(assigned).toMatchObject({ execution_id: id, input: { path: 'README.md' } });
+    // The app's key serves no agent: it cannot act in the session it made the execution for.
+    const intent = (key: string, body: unknown) => send(key, 'POST', '/v0/agents/intent', { execution_id: id, session_id: assigned.session_id, intent: body });
+    expect((await intent('app', { type: 'complete', output: 'x' })).status).toBe(403);
+    const stepId = (await intent('bot', { type: 'invoke_tool', tool_id: 'read_file', arguments: { path: 'README.md' }, remote: true })).body['step_id'] as string;
+    const job = (await runner.next('job.assigned')).data as Job;
+    expect((await send('ops', 'POST', `/v0/runners/steps/${stepId}/started`, { execution_id: id, runner_id: opsRunner })).status).toBe(200);
+    expect((await send('ops', 'POST', `/v0/runners/${opsRunner}/results`, { job_id: job.id, execution_id: id, step_id: stepId, success: true, data: 'hello' })).status).toBe(200);
+    expect((await bot.next('tool.result')).data).toMatchObject({ step_id: stepId, status: 'succeeded', result: 'hello' });
+    expect((await intent('bot', { type: 'complete', output: { text: 'hello' } })).body).toEqual({ accepted: true });
+    expect((await send('app', 'GET', `/v0/executions/${id}`)).body).toMatchObject({ status: 'completed', output: { text: 'hello' } });
+    // The runner sees nothing of the execution it served a step of.
+    expect((await send('ops', 'GET', `/v0/executions/${id}`)).status).toBe(404);
   });
 });
 

@@ -50,7 +50,7 @@ export const KEY_FILE = path.join('.ai', 'state', 'keys.json');
 export const CLIENT_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 const MAX_FILE_BYTES = 1024 * 1024;
 /** An agent or tool id a key names: the exact id, or a prefix ending in `*` (`*` alone is any). */
-export const SCOPE_NAME = /^[^\u0000-\u001f\u007f*]{0,255}\*?$/u;
+const SCOPE_NAME = /^[^\u0000-\u001f\u007f*]{0,255}\*?$/u;
 const MAX_SCOPE_NAMES = 256;
 
 const scopeList = z.array(z.string().min(1).max(256).regex(SCOPE_NAME)).min(1).max(MAX_SCOPE_NAMES);
@@ -131,7 +131,7 @@ export async function createKey(file: string, client: string, options: KeyGrants
  * The roles and scopes a new key gets, checked: an `agent` key names its agent ids and a `runner`
  * key its tools (nothing is served by default), and a scope belongs to its role.
  */
-export function checkGrants(options: KeyGrants): Required<Pick<KeyGrants, 'roles'>> & KeyGrants {
+function checkGrants(options: KeyGrants): Required<Pick<KeyGrants, 'roles'>> & KeyGrants {
   const roles: Role[] = [...new Set<Role>(options.roles ?? ['client'])];
   for (const role of roles) if (!(ROLES as readonly string[]).includes(role)) throw new KiwiError('INVALID_INPUT', `unknown role ${JSON.stringify(String(role).slice(0, 40))}: use ${ROLES.join(', ')}`);
   const scope = (names: string[] | undefined, role: Role, flag: string, what: string): string[] | undefined => {

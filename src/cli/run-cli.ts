@@ -19,7 +19,7 @@ import { signCommand, verifyCommand } from './commands/sign.js';
 import { statsCommand } from './commands/stats.js';
 import { threadsCommand } from './commands/threads.js';
 import { toolsCommand } from './commands/tools.js';
-import { UsageError, type CliContext } from './io.js';
+import { HelpRequested, UsageError, type CliContext } from './io.js';
 
 const HELP = `kiwi — intent-resolving gateway between LLM agents and their tools
 
@@ -75,6 +75,9 @@ const COMMANDS: Record<string, Command> = {
   keys: keysCommand,
 };
 
+/** Every command `kiwi` knows. */
+export const COMMAND_NAMES: readonly string[] = Object.keys(COMMANDS);
+
 /** Runs one CLI command and returns its exit code; every failure is one line on stderr. */
 export async function runCli(argv: string[], ctx: Omit<CliContext, 'argv'>): Promise<number> {
   const [name, ...rest] = argv;
@@ -90,6 +93,10 @@ export async function runCli(argv: string[], ctx: Omit<CliContext, 'argv'>): Pro
   try {
     return await command({ ...ctx, argv: rest });
   } catch (error) {
+    if (error instanceof HelpRequested) {
+      ctx.io.out(error.message);
+      return 0;
+    }
     if (error instanceof UsageError) {
       ctx.io.err(`kiwi ${name}: ${error.message}`);
       return 2;

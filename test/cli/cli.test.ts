@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli } from '../../src/cli/run-cli.js';
+import { COMMAND_NAMES, runCli } from '../../src/cli/run-cli.js';
 import { FIXTURES, REPO_ROOT } from '../helpers/temp-project.js';
 
 let root: string;
@@ -217,5 +217,20 @@ describe('kiwi usage errors', () => {
     } finally {
       rmSync(path.join(root, '.ai', 'state', 'keys.json'), { force: true });
     }
+  });
+
+  it('answers --help and -h on every command with its usage on stdout, exit 0, running nothing', async () => {
+    const before = auditFiles();
+    for (const name of COMMAND_NAMES) {
+      for (const flag of ['--help', '-h']) {
+        const r = await kiwi(name, flag);
+        expect(r.code, `kiwi ${name} ${flag}: ${r.err}`).toBe(0);
+        expect(r.out, `kiwi ${name} ${flag}`).toMatch(new RegExp(`^usage: kiwi ${name === 'verify' ? 'sign' : name}\\b`, 'm'));
+        expect(r.err).toBe('');
+      }
+    }
+    // After `--`, a -h is an argument like any other.
+    expect((await kiwi('approvals', 'grant', '--', '-h')).out).not.toMatch(/^usage:/);
+    expect(auditFiles()).toEqual(before);
   });
 });

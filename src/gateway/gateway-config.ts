@@ -17,7 +17,9 @@ import { checkpointsSchema } from '../checkpoints/checkpoint-config.js';
 import { BUDGET_FIELDS, budgetsSchema, pricesSchema, toBudgetConfig, type BudgetConfig } from '../budgets/budget-config.js';
 import { unpricedWarnings } from '../budgets/unpriced-warnings.js';
 import { shownPath } from '../shown-path.js';
-import { DEFAULT_KERNEL_LIMITS, type KernelLimits } from '../kernel/kernel-limits.js';
+import type { KernelLimits } from '../kernel/kernel-limits.js';
+import { KERNEL_FIELDS, kernelLimits, kernelSchema } from './kernel-config.js';
+import { envHost, envPort, HOST } from './listen-env.js';
 
 /**
  * `.ai/config/gateway.yaml` — optional; without it the gateway listens on 127.0.0.1:8787 and
@@ -116,7 +118,6 @@ export const DEFAULT_ANTHROPIC_BASE_URL = 'https://api.anthropic.com';
 
 const MAX_FILE_BYTES = 64 * 1024;
 const HINT = 'see the comments in .ai/config/gateway.yaml';
-const HOST = /^[A-Za-z0-9.:%_-]{1,253}$/;
 const KEY = /^[\x21-\x7e]{1,4096}$/;
 
 /** A zod error message that tells a missing field from a wrong one. */
@@ -172,19 +173,7 @@ const schema = z.strictObject({
       embedder: z.enum(PREFETCH_EMBEDDERS, 'must be static or resolver').optional(),
     })
     .optional(),
-  kernel: z
-    .strictObject({
-      record_chats: z.boolean('must be true or false').optional(),
-      max_input_bytes: z.number().int().min(1024).max(1024 * 1024, 'must be at most 1048576: a request body is at most 1 MiB').optional(),
-      max_live_executions_per_client: z.number().int().min(1).max(1_000_000).optional(),
-      max_runners_per_client: z.number().int().min(1).max(100_000).optional(),
-      max_tools_per_client: z.number().int().min(1).max(1_000_000).optional(),
-      max_tool_bytes_per_client: z.number().int().min(1024).max(1024 * 1024 * 1024).optional(),
-      // The watcher notes open streams every 30 s: an expiry near that would drop a connected runner's schemas.
-      idle_runner_schemas_ms: z.number().int().min(60_000, 'must be at least 60000 (1 minute)').max(7 * 86_400_000).optional(),
-      retention_days: z.number().int().min(1).max(3650).optional(),
-    })
-    .optional(),
+  kernel: kernelSchema,
   // Read by every process that runs tools (src/checkpoints/checkpoint-config.ts); checked here with the rest.
   checkpoints: checkpointsSchema.optional(),
   prices: pricesSchema.optional(),
@@ -194,7 +183,7 @@ const schema = z.strictObject({
 });
 
 type Raw = z.output<typeof schema>;
-const FIELDS = ['host', 'allowed_hosts', 'tool_menu', 'max_concurrent_requests_per_client', 'port', 'upstreams', 'limits', 'mcp', 'name', 'kind', 'base_url', 'api_key_env', 'models', 'timeout_ms', 'max_turns', 'max_tool_calls', 'max_duration_ms', 'max_result_chars', 'max_repeats', 'max_tokens', 'max_body_bytes', 'body_timeout_ms', 'max_connections', 'allowed_origins', 'prefetch', 'enabled', 'ttl_ms', 'speculate', 'concurrency', 'min_cosine', 'embedder', 'kernel', 'record_chats', 'max_input_bytes', 'max_live_executions_per_client', 'max_runners_per_client', 'max_tools_per_client', 'max_tool_bytes_per_client', 'idle_runner_schemas_ms', 'retention_days', 'model_tiers', 'checkpoints', 'max_file_bytes', 'max_total_bytes', ...BUDGET_FIELDS];
+const FIELDS = ['host', 'allowed_hosts', 'tool_menu', 'max_concurrent_requests_per_client', 'port', 'upstreams', 'limits', 'mcp', 'name', 'kind', 'base_url', 'api_key_env', 'models', 'timeout_ms', 'max_turns', 'max_tool_calls', 'max_duration_ms', 'max_result_chars', 'max_repeats', 'max_tokens', 'max_body_bytes', 'body_timeout_ms', 'max_connections', 'allowed_origins', 'prefetch', 'enabled', 'ttl_ms', 'speculate', 'concurrency', 'min_cosine', 'embedder', 'model_tiers', 'checkpoints', 'max_file_bytes', 'max_total_bytes', ...BUDGET_FIELDS, ...KERNEL_FIELDS];
 
 export async function loadGatewayConfig(file: string, ctx: GatewayConfigContext): Promise<GatewayConfig> {
   const shown = shownPath(ctx.root, file);
@@ -315,23 +304,10 @@ export async function loadGatewayConfig(file: string, ctx: GatewayConfigContext)
       embedder: prefetchEmbedder,
     },
     recordChats: raw.kernel?.record_chats ?? true,
-    kernelLimits: kernelLimits(raw.kernel ?? {}),
+    kernelLimits: kernelLimits(raw.kernel),
     modelTiers: raw.model_tiers ?? {},
     budgets,
     warnings,
-  };
-}
-
-function kernelLimits(k: NonNullable<Raw['kernel']>): KernelLimits {
-  const d = DEFAULT_KERNEL_LIMITS;
-  return {
-    maxInputBytes: k.max_input_bytes ?? d.maxInputBytes,
-    maxLiveExecutionsPerClient: k.max_live_executions_per_client ?? d.maxLiveExecutionsPerClient,
-    maxRunnersPerClient: k.max_runners_per_client ?? d.maxRunnersPerClient,
-    maxToolsPerClient: k.max_tools_per_client ?? d.maxToolsPerClient,
-    maxToolBytesPerClient: k.max_tool_bytes_per_client ?? d.maxToolBytesPerClient,
-    idleRunnerSchemasMs: k.idle_runner_schemas_ms ?? d.idleRunnerSchemasMs,
-    retentionMs: k.retention_days === undefined ? d.retentionMs : k.retention_days * 86_400_000,
   };
 }
 
@@ -372,21 +348,6 @@ function envUpstreams(env: GatewayConfigContext['env'], fromFile: UpstreamConfig
     warnings.push('OPENAI_BASE_URL is set but OPENAI_API_KEY is not, so it is ignored; for a server that needs no key set KIWI_UPSTREAM_URL instead');
   }
   return out;
-}
-
-function envHost(env: GatewayConfigContext['env']): string | undefined {
-  const v = env.KIWI_HOST?.trim();
-  if (v === undefined || v === '') return undefined;
-  if (!HOST.test(v)) throw new KiwiError('INVALID_INPUT', `environment variable KIWI_HOST=${JSON.stringify(v.slice(0, 80))} is not a host name or IP address; set e.g. 127.0.0.1 or 0.0.0.0`);
-  return v;
-}
-
-function envPort(env: GatewayConfigContext['env']): number | undefined {
-  const v = env.KIWI_PORT?.trim();
-  if (v === undefined || v === '') return undefined;
-  const n = /^\d{1,5}$/.test(v) ? Number(v) : NaN;
-  if (!(n >= 0 && n <= 65535)) throw new KiwiError('INVALID_INPUT', `environment variable KIWI_PORT=${JSON.stringify(v.slice(0, 80))} is not a port; set a whole number from 0 to 65535, e.g. 8787`);
-  return n;
 }
 
 function expandEnv(text: string, env: GatewayConfigContext['env'], missing: (name: string) => never): string {

@@ -6,7 +6,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { EmbedderConfig } from '../../src/embed/create-embedder.js';
-import { openResolverRuntime } from '../../src/resolver-runtime.js';
+import { openResolverRuntime } from '../../src/resolver/resolver-runtime.js';
 import { DEFAULT_RESOLVER_SETTINGS, type ResolverSettings } from '../../src/resolver/resolver.js';
 import type { Resolution, StagedResolver } from '../../src/resolver/types.js';
 import { createProgress } from '../progress.js';

@@ -1,6 +1,6 @@
 import { statSync } from 'node:fs';
 import path from 'node:path';
-import type { ProjectOptions } from '../project.js';
+import type { ProjectOptions } from '../project/open-project.js';
 import { UsageError, type CliContext } from './io.js';
 
 /**

@@ -1,4 +1,4 @@
-import type { McpClientPool } from '../mcp/client-pool.js';
+import type { McpClientPool } from '../mcp-client/client-pool.js';
 import { matchesAny } from '../policy/permission-context.js';
 import { KiwiError } from '../errors.js';
 import type { HttpClient } from '../primitives/http-client.js';

@@ -1,4 +1,4 @@
-import type { McpServerSpec } from '../mcp/client-pool.js';
+import type { McpServerSpec } from '../mcp-client/client-pool.js';
 import type { HttpRequest } from '../primitives/http-client.js';
 import type { SubprocessRequest } from '../primitives/subprocess.js';
 

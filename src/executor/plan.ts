@@ -2,7 +2,7 @@ import { existsSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { KiwiError } from '../errors.js';
-import type { McpServerSpec } from '../mcp/client-pool.js';
+import type { McpServerSpec } from '../mcp-client/client-pool.js';
 import { buildChildEnv } from '../primitives/subprocess.js';
 import type { Tool } from '../registry/types.js';
 import type { ResolvedChain } from './chain.js';

@@ -1,7 +1,7 @@
 import type { ThreadPlan } from '../executor/plan-types.js';
-import type { Project } from '../project.js';
+import type { Project } from '../project/open-project.js';
 import type { ToolCall } from '../proxy/tool-proxy.js';
-import type { ResolverRuntime } from '../resolver-runtime.js';
+import type { ResolverRuntime } from '../resolver/resolver-runtime.js';
 import { KiwiError } from '../errors.js';
 import { resumeThread, runThread, threadOutcomeBody, type ThreadDeps, type ThreadOutcome, type ThreadResume, type ThreadStart } from '../threads/run-thread.js';
 import type { AgentLoopDeps } from './agent-loop.js';

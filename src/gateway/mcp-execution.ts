@@ -1,6 +1,6 @@
 import { KiwiError } from '../errors.js';
 import type { ChatJournal } from '../kernel/chat-journal.js';
-import type { MetaRecorder } from '../mcp/meta-server.js';
+import type { MetaRecorder } from '../mcp-server/meta-server.js';
 import type { CallOutcome, ToolCall } from '../proxy/tool-proxy.js';
 import { CHAT_AGENT_ID, keep } from './chat-execution.js';
 import type { Budgets } from '../budgets/budget-meter.js';

@@ -7,7 +7,7 @@ import { checkCommand, checkMcpTool, checkPath, checkTool, childContext, context
 import { checkMcpPathArgs } from '../policy/mcp-path-args.js';
 import { checkToolName } from '../registry/tool-name.js';
 import type { Tool } from '../registry/types.js';
-import type { McpServerSpec } from '../mcp/client-pool.js';
+import type { McpServerSpec } from '../mcp-client/client-pool.js';
 import { authorizeItem } from './authorize-item.js';
 import type { ToolCall, ToolProxyDeps } from './tool-proxy.js';
 

@@ -15,7 +15,7 @@ import { itemTool } from './authorize-item.js';
 import { isolationOf, type Isolation } from './call-isolation.js';
 import { DEFAULT_APPROVAL_TIMEOUT_MS } from '../policy/policy-hooks.js';
 import { checkMcpTool } from '../policy/permission-context.js';
-import type { McpToolInfo } from '../mcp/client-pool.js';
+import type { McpToolInfo } from '../mcp-client/client-pool.js';
 import type { Checkpointer } from '../checkpoints/checkpointer.js';
 import type { LoadedHook } from '../hooks/hook-runner.js';
 import { approvalReason, waitForApproval, type AskApproval } from './approval.js';

@@ -8,8 +8,8 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { besideFile } from '../../src/anneal/anneal-directive.js';
 import { extractDirectiveFile, nextVersion } from '../../src/anneal/anneal-prompt.js';
 import { runCli } from '../../src/cli/run-cli.js';
-import { createMetaServer } from '../../src/mcp/meta-server.js';
-import { openProject } from '../../src/project.js';
+import { createMetaServer } from '../../src/mcp-server/meta-server.js';
+import { openProject } from '../../src/project/open-project.js';
 import { loadRegistry } from '../../src/registry/load-registry.js';
 import { verifySignature } from '../../src/registry/signature.js';
 import { createThreadWriter, type ThreadRecord } from '../../src/threads/thread-store.js';

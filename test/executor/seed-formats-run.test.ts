@@ -6,7 +6,7 @@ import { resolveChain } from '../../src/executor/chain.js';
 import { executePlan } from '../../src/executor/execute-plan.js';
 import { planCall, planDynamicMcp } from '../../src/executor/plan.js';
 import { validateArgs } from '../../src/executor/validate-args.js';
-import { createMcpClientPool } from '../../src/mcp/client-pool.js';
+import { createMcpClientPool } from '../../src/mcp-client/client-pool.js';
 import { createHttpClient } from '../../src/primitives/http-client.js';
 import { parseToolManifest } from '../../src/registry/tool-manifest.js';
 import type { Tool } from '../../src/registry/types.js';

@@ -4,7 +4,7 @@ import { resolveChain } from '../../src/executor/chain.js';
 import { executePlan } from '../../src/executor/execute-plan.js';
 import { planCall } from '../../src/executor/plan.js';
 import type { HttpPlan } from '../../src/executor/plan-types.js';
-import { createMcpClientPool } from '../../src/mcp/client-pool.js';
+import { createMcpClientPool } from '../../src/mcp-client/client-pool.js';
 import { createAddressGuard, type AddressGuardOptions } from '../../src/primitives/address-guard.js';
 import { createHttpClient } from '../../src/primitives/http-client.js';
 import { createLocalServers } from '../fixtures/http/local-servers.js';

@@ -10,7 +10,7 @@ import { runAgentLoop, type AgentLoopDeps } from '../../src/gateway/agent-loop.j
 import { DEFAULT_LOOP_LIMITS, type LoopEvent, type LoopEventOf, type LoopRunOptions } from '../../src/gateway/loop-types.js';
 import { createOpenAiProvider } from '../../src/llm/openai-provider.js';
 import type { ChatProvider, ChatRequest } from '../../src/llm/types.js';
-import { openProject, type Project } from '../../src/project.js';
+import { openProject, type Project } from '../../src/project/open-project.js';
 import { createResolver, resolvableTools } from '../../src/resolver/resolver.js';
 import type { Resolver } from '../../src/resolver/types.js';
 import { openToolIndex, type ToolIndex } from '../../src/store/tool-index.js';

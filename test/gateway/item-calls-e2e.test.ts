@@ -2,7 +2,7 @@ import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readAuditTail } from '../../src/audit/audit-reader.js';
-import { openProject } from '../../src/project.js';
+import { openProject } from '../../src/project/open-project.js';
 import { readThread } from '../../src/threads/thread-store.js';
 import { serveDemoGateway, type DemoGateway } from '../helpers/demo-gateway.js';
 import { allowTools, copyDemoProject } from '../helpers/demo-project.js';

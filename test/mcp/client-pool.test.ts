@@ -2,7 +2,7 @@ import { mkdtempSync, mkdirSync, realpathSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createMcpClientPool, type McpClientPool, type McpClientPoolOptions, type McpServerSpec } from '../../src/mcp/client-pool.js';
+import { createMcpClientPool, type McpClientPool, type McpClientPoolOptions, type McpServerSpec } from '../../src/mcp-client/client-pool.js';
 import { startHttpMcpFixture, type HttpMcpFixture } from '../fixtures/mcp/http-server.js';
 import { failure } from '../helpers/expect-failure.js';
 

@@ -8,7 +8,7 @@ import { Hono } from 'hono';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createMcpRoute, type McpRoute } from '../../src/http/mcp-route.js';
 import { originAllowed } from '../../src/http/request-guard.js';
-import type { Project } from '../../src/project.js';
+import type { Project } from '../../src/project/open-project.js';
 import { failure } from '../helpers/expect-failure.js';
 import { createMetaProject, openHashResolver, openMetaProject, type MetaProject } from '../fixtures/mcp-meta/meta-project.js';
 

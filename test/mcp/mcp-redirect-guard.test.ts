@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createMcpClientPool, type McpServerSpec } from '../../src/mcp/client-pool.js';
+import { createMcpClientPool, type McpServerSpec } from '../../src/mcp-client/client-pool.js';
 import { KiwiError } from '../../src/errors.js';
 import { createAddressGuard } from '../../src/primitives/address-guard.js';
 import { createGuardedFetch } from '../../src/primitives/guarded-fetch.js';

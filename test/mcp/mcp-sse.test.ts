@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { createMcpClientPool } from '../../src/mcp/client-pool.js';
+import { createMcpClientPool } from '../../src/mcp-client/client-pool.js';
 import { startSseMcpServer } from '../helpers/seed-format-servers.js';
 
 const pool = createMcpClientPool({ maxMessageBytes: 16_384, maxResultBytes: 4096, connectTimeoutMs: 10_000 });

@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Project } from '../../src/project.js';
+import type { Project } from '../../src/project/open-project.js';
 import { connectMetaClient, createMetaProject, type MetaProject } from '../fixtures/mcp-meta/meta-project.js';
 
 /** Kiwi's knowledge and directives written as tool manifests, and its descriptive keys, through the MCP meta-tools. */

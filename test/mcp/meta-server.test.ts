@@ -4,7 +4,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readAuditTail } from '../../src/audit/audit-reader.js';
-import type { Project } from '../../src/project.js';
+import type { Project } from '../../src/project/open-project.js';
 import { connectMetaClient, createMetaProject, type MetaProject } from '../fixtures/mcp-meta/meta-project.js';
 
 let meta: MetaProject;

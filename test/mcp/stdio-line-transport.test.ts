@@ -3,7 +3,7 @@ import { PassThrough } from 'node:stream';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createStdioLineTransport } from '../../src/mcp/stdio-line-transport.js';
+import { createStdioLineTransport } from '../../src/mcp-server/stdio-line-transport.js';
 import { failure } from '../helpers/expect-failure.js';
 
 /**

@@ -2,7 +2,7 @@ import { readFileSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readAuditTail } from '../../src/audit/audit-reader.js';
-import { openProject, type Project } from '../../src/project.js';
+import { openProject, type Project } from '../../src/project/open-project.js';
 import { createTempProject, FIXTURES, type TempProject } from '../helpers/temp-project.js';
 
 // The two findings of issue 9 about the audit log, replayed through the real tool proxy.

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { openProject, type Project } from '../../src/project.js';
+import { openProject, type Project } from '../../src/project/open-project.js';
 import { createLocalServers } from '../fixtures/http/local-servers.js';
 import { createTempProject, type TempProject } from '../helpers/temp-project.js';
 

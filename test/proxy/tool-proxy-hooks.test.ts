@@ -6,7 +6,7 @@ import { readAuditTail } from '../../src/audit/audit-reader.js';
 import { isKiwiError } from '../../src/errors.js';
 import { loadDirectiveHooks } from '../../src/hooks/hook-runner.js';
 import { parsePolicy } from '../../src/policy/policy-file.js';
-import { openProject, type Project } from '../../src/project.js';
+import { openProject, type Project } from '../../src/project/open-project.js';
 import type { ApprovalAsk } from '../../src/proxy/approval.js';
 import type { CallOutcome, ToolCall } from '../../src/proxy/tool-proxy.js';
 import { createTempProject, FIXTURES, type TempProject } from '../helpers/temp-project.js';

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readAuditTail } from '../../src/audit/audit-reader.js';
 import { createPermissionContext } from '../../src/policy/permission-context.js';
-import { openProject, type Project } from '../../src/project.js';
+import { openProject, type Project } from '../../src/project/open-project.js';
 import type { CallOutcome } from '../../src/proxy/tool-proxy.js';
 import { createTempProject, FIXTURES, type TempProject } from '../helpers/temp-project.js';
 

@@ -9,7 +9,7 @@ import { fuse, fuseSources } from '../../src/resolver/fuse.js';
 import { itemCue } from '../../src/resolver/item-cues.js';
 import { createResolver } from '../../src/resolver/resolver.js';
 import type { Resolution } from '../../src/resolver/types.js';
-import { openResolverRuntime, type ResolverRuntime } from '../../src/resolver-runtime.js';
+import { openResolverRuntime, type ResolverRuntime } from '../../src/resolver/resolver-runtime.js';
 import { createEmbedder } from '../../src/embed/create-embedder.js';
 import { openToolIndex } from '../../src/store/tool-index.js';
 import { makeTool } from '../helpers/make-tool.js';

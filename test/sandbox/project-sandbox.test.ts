@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readAuditTail } from '../../src/audit/audit-reader.js';
 import { detectBwrap } from '../../src/primitives/sandbox.js';
-import { openProject, type Project } from '../../src/project.js';
+import { openProject, type Project } from '../../src/project/open-project.js';
 import { createTempProject, type TempProject } from '../helpers/temp-project.js';
 
 const hasBwrap = await detectBwrap();

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { childContext } from '../../src/policy/permission-context.js';
 import { detectBwrap } from '../../src/primitives/sandbox.js';
-import { openProject, type Project } from '../../src/project.js';
+import { openProject, type Project } from '../../src/project/open-project.js';
 import { createTempProject, REPO_ROOT, type TempProject } from '../helpers/temp-project.js';
 
 const hasBwrap = await detectBwrap();

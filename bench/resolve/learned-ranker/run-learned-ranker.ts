@@ -13,7 +13,7 @@ import { parseArgs } from 'node:util';
 import { readCases, spreadSample, type BenchCase } from '../../../src/datasets/case-file.js';
 import { importCatalog } from '../../../src/datasets/catalog-file.js';
 import { findDatasets } from '../../../src/datasets/find-datasets.js';
-import { openResolverRuntime } from '../../../src/resolver-runtime.js';
+import { openResolverRuntime } from '../../../src/resolver/resolver-runtime.js';
 import { fillArguments } from '../../../src/resolver/fill-args.js';
 import { fitLogistic, predict, type LogisticModel } from '../../../src/resolver/logistic.js';
 import { DEFAULT_RESOLVER_SETTINGS, resolvableTools } from '../../../src/resolver/resolver.js';

@@ -7,7 +7,7 @@ import { findWorkTree, type WorkTree } from '../../checkpoints/git-work-tree.js'
 import { applyRestore, planRestore, type RestorePlan } from '../../checkpoints/restore-checkpoint.js';
 import { snapshotTree } from '../../checkpoints/snapshot-tree.js';
 import { KiwiError } from '../../errors.js';
-import { newSessionId } from '../../project.js';
+import { newSessionId } from '../../project/open-project.js';
 import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
 import { projectOptions } from '../project-options.js';

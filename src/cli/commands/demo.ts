@@ -1,7 +1,7 @@
 import { readAuditTail, formatAuditRecord } from '../../audit/audit-reader.js';
 import { validateChains } from '../../executor/chain.js';
 import { LOCAL_CLIENT } from '../../clients/client-auth.js';
-import { openProject } from '../../project.js';
+import { openProject } from '../../project/open-project.js';
 import type { CallOutcome } from '../../proxy/tool-proxy.js';
 import type { CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';

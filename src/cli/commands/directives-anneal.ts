@@ -3,7 +3,7 @@ import { annealDirective } from '../../anneal/anneal-directive.js';
 import { loadGatewayConfig } from '../../gateway/gateway-config.js';
 import { tierModelOf } from '../../gateway/tier-model.js';
 import { createUpstreams } from '../../gateway/upstreams.js';
-import { openProject } from '../../project.js';
+import { openProject } from '../../project/open-project.js';
 import type { CliContext } from '../io.js';
 import { projectOptions } from '../project-options.js';
 import { shownPath } from '../../shown-path.js';

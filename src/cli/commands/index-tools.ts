@@ -1,5 +1,5 @@
 import { loadRegistry } from '../../registry/load-registry.js';
-import { openProjectResolverRuntime, type ResolverRuntime } from '../../resolver-runtime.js';
+import { openProjectResolverRuntime, type ResolverRuntime } from '../../resolver/resolver-runtime.js';
 import type { CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
 import { projectOptions } from '../project-options.js';

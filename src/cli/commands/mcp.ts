@@ -1,10 +1,10 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
-import { createMetaServer } from '../../mcp/meta-server.js';
-import { createStdioLineTransport } from '../../mcp/stdio-line-transport.js';
-import { openProject, type Project } from '../../project.js';
-import type { ResolverRuntime } from '../../resolver-runtime.js';
+import { createMetaServer } from '../../mcp-server/meta-server.js';
+import { createStdioLineTransport } from '../../mcp-server/stdio-line-transport.js';
+import { openProject, type Project } from '../../project/open-project.js';
+import type { ResolverRuntime } from '../../resolver/resolver-runtime.js';
 import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
 import { projectOptions } from '../project-options.js';

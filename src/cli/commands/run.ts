@@ -1,7 +1,7 @@
 import { directiveContext } from '../../policy/directive-permissions.js';
 import type { PermissionContext } from '../../policy/permission-context.js';
 import { LOCAL_CLIENT } from '../../clients/client-auth.js';
-import { openProject, type Project } from '../../project.js';
+import { openProject, type Project } from '../../project/open-project.js';
 import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
 import { projectOptions } from '../project-options.js';

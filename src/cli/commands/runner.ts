@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { LOCAL_CALLER } from '../../clients/client-auth.js';
-import { openProject, type Project } from '../../project.js';
+import { openProject, type Project } from '../../project/open-project.js';
 import { createRemoteRunner, type RunnerEvent } from '../../runner/remote-runner.js';
 import { runnerCapabilities } from '../../runner/runner-capabilities.js';
 import { UsageError, type CliContext } from '../io.js';

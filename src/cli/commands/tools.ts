@@ -1,5 +1,5 @@
 import { validateChains } from '../../executor/chain.js';
-import { openProject, type Project } from '../../project.js';
+import { openProject, type Project } from '../../project/open-project.js';
 import type { Tool } from '../../registry/types.js';
 import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';

@@ -10,7 +10,7 @@ import { readCases, spreadSample } from '../../datasets/case-file.js';
 import { importCatalog } from '../../datasets/catalog-file.js';
 import { findDatasets } from '../../datasets/find-datasets.js';
 import type { EmbedderConfig } from '../../embed/create-embedder.js';
-import { openResolverRuntime } from '../../resolver-runtime.js';
+import { openResolverRuntime } from '../resolver-runtime.js';
 import type { ResolverModel } from '../learned-model.js';
 import { DEFAULT_RESOLVER_SETTINGS } from '../resolver.js';
 import { collectRows, type TrainingRow } from './collect-rows.js';

@@ -1,6 +1,6 @@
 /** What `load` and `execute` hand an agent for each kind of item: plain JSON-able views and their readable text. */
 import { stringify } from 'yaml';
-import type { Project } from '../project.js';
+import type { Project } from '../project/open-project.js';
 import type { Directive, Knowledge, Tool } from '../registry/types.js';
 import { parametersSchema } from '../resolver/llm-argument-filler.js';
 import { directiveSteps } from '../registry/directive-steps.js';

@@ -1,14 +1,14 @@
 import path from 'node:path';
-import { createEmbedder, type EmbedderConfig } from './embed/create-embedder.js';
-import { callableItems } from './registry/item-tools.js';
-import type { Directive, Knowledge, Tool } from './registry/types.js';
-import { directiveDocument, knowledgeDocument } from './resolver/item-document.js';
-import { createLlmArgumentFiller } from './resolver/llm-argument-filler.js';
-import { loadResolverConfig, type ArgumentModelConfig } from './resolver/resolver-config.js';
-import { loadResolverModel } from './resolver/learned-model.js';
-import { createResolver, resolvableTools, type ResolverSettings } from './resolver/resolver.js';
-import type { StagedResolver } from './resolver/types.js';
-import { openToolIndex, type SyncOptions, type SyncReport, type ToolIndex } from './store/tool-index.js';
+import { createEmbedder, type EmbedderConfig } from '../embed/create-embedder.js';
+import { callableItems } from '../registry/item-tools.js';
+import type { Directive, Knowledge, Tool } from '../registry/types.js';
+import { directiveDocument, knowledgeDocument } from './item-document.js';
+import { createLlmArgumentFiller } from './llm-argument-filler.js';
+import { loadResolverConfig, type ArgumentModelConfig } from './resolver-config.js';
+import { loadResolverModel } from './learned-model.js';
+import { createResolver, resolvableTools, type ResolverSettings } from './resolver.js';
+import type { StagedResolver } from './types.js';
+import { openToolIndex, type SyncOptions, type SyncReport, type ToolIndex } from '../store/tool-index.js';
 
 export interface ResolverRuntimeOptions {
   /** Every valid tool; those an agent cannot call (primitives, runtimes, MCP servers) are left out. */

@@ -1,20 +1,20 @@
 import { randomBytes } from 'node:crypto';
 import { realpath } from 'node:fs/promises';
 import path from 'node:path';
-import { createAuditLog, type AuditLog } from './audit/audit-log.js';
-import { readCheckpointSettings } from './checkpoints/checkpoint-config.js';
-import { createCheckpointer, type Checkpointer } from './checkpoints/checkpointer.js';
-import { createLoopDetector } from './audit/loop-detector.js';
-import { grantFor } from './executor/execute-plan.js';
-import { createMcpClientPool, type McpClientPool } from './mcp/client-pool.js';
-import { loadPolicyFile } from './policy/policy-file.js';
-import type { PermissionContext } from './policy/permission-context.js';
-import { createRateLimiter } from './policy/rate-limiter.js';
-import { createAddressGuard } from './primitives/address-guard.js';
-import { createHttpClient, type HttpClient } from './primitives/http-client.js';
-import { openSandbox } from './primitives/sandbox.js';
-import { createToolProxy, type CallSource, type ToolProxy } from './proxy/tool-proxy.js';
-import { loadRegistry, type Registry } from './registry/load-registry.js';
+import { createAuditLog, type AuditLog } from '../audit/audit-log.js';
+import { readCheckpointSettings } from '../checkpoints/checkpoint-config.js';
+import { createCheckpointer, type Checkpointer } from '../checkpoints/checkpointer.js';
+import { createLoopDetector } from '../audit/loop-detector.js';
+import { grantFor } from '../executor/execute-plan.js';
+import { createMcpClientPool, type McpClientPool } from '../mcp-client/client-pool.js';
+import { loadPolicyFile } from '../policy/policy-file.js';
+import type { PermissionContext } from '../policy/permission-context.js';
+import { createRateLimiter } from '../policy/rate-limiter.js';
+import { createAddressGuard } from '../primitives/address-guard.js';
+import { createHttpClient, type HttpClient } from '../primitives/http-client.js';
+import { openSandbox } from '../primitives/sandbox.js';
+import { createToolProxy, type CallSource, type ToolProxy } from '../proxy/tool-proxy.js';
+import { loadRegistry, type Registry } from '../registry/load-registry.js';
 
 export interface ProjectOptions {
   /** The folder that holds `.ai/`. */

@@ -2,7 +2,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { openGateway, type Gateway } from '../../src/gateway/open-gateway.js';
+import { openGateway, type Gateway } from '../../src/app/open-gateway.js';
 import { listen, type Listener } from '../../src/http/listen.js';
 import { peakRssMb } from '../stats.js';
 import { createBenchProject, type BenchProject } from './bench-project.js';

@@ -1,6 +1,6 @@
 import { Hono, type Context } from 'hono';
 import { KiwiError } from '../errors.js';
-import type { RunLoop } from '../gateway/loop-types.js';
+import type { RunLoop } from '../loop/loop-types.js';
 import type { Kernel } from '../kernel/open-kernel.js';
 import type { MetricFamily } from '../metric-family.js';
 import { anthropicMessagesProtocol } from './anthropic-messages.js';

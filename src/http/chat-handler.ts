@@ -1,7 +1,7 @@
 import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { isKiwiError } from '../errors.js';
-import type { LoopEvent, RunLoop } from '../gateway/loop-types.js';
+import type { LoopEvent, RunLoop } from '../loop/loop-types.js';
 import { LOCAL_CALLER } from '../clients/client-auth.js';
 import type { Caller } from '../contracts/caller.js';
 import type { ChatProtocol } from './chat-protocol.js';

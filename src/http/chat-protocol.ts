@@ -1,5 +1,5 @@
 import { KiwiError } from '../errors.js';
-import type { LoopEvent, LoopEventOf, LoopMode } from '../gateway/loop-types.js';
+import type { LoopEvent, LoopEventOf, LoopMode } from '../loop/loop-types.js';
 import type { ChatRequest, NativeToolCall } from '../llm/types.js';
 import type { ErrorOut, Protocol } from './errors-out.js';
 import { renderEventText } from './render-text.js';

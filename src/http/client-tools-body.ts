@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { GATEWAY_CALL_PREFIX } from '../gateway/loop-types.js';
+import { GATEWAY_CALL_PREFIX } from '../loop/loop-types.js';
 import { clientToolsProblem, type ToolPaths } from '../llm/client-tools.js';
 import type { ClientTool, ClientToolChoice, ClientTools } from '../llm/types.js';
 import { badField } from './body-error.js';

@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import type { LoopEvent } from '../gateway/loop-types.js';
+import type { LoopEvent } from '../loop/loop-types.js';
 import type { StreamEncoder } from './chat-protocol.js';
 import { missingFinish } from './chat-protocol.js';
 import type { ErrorOut } from './errors-out.js';

@@ -1,5 +1,5 @@
 import { KiwiError } from '../errors.js';
-import type { LoopMode } from '../gateway/loop-types.js';
+import type { LoopMode } from '../loop/loop-types.js';
 
 /**
  * Picks the loop mode for one request. A client can ask in two ways: the `x-kiwi-mode` header,

@@ -1,4 +1,4 @@
-import type { LoopEvent } from '../gateway/loop-types.js';
+import type { LoopEvent } from '../loop/loop-types.js';
 import type { ChatUsage, FinishReason, NativeToolCall } from '../llm/types.js';
 import { collectLoop, handedCall, sseFrame, type Collector, type EncodeContext, type StreamEncoder } from './chat-protocol.js';
 import { openAiErrorBody, type ErrorOut } from './errors-out.js';

@@ -1,5 +1,5 @@
-import { waitingText } from '../gateway/chat-approvals.js';
-import type { LoopEvent, LoopMode } from '../gateway/loop-types.js';
+import { waitingText } from '../runs/chat-approvals.js';
+import type { LoopEvent, LoopMode } from '../loop/loop-types.js';
 
 /**
  * How loop events read in the content a client shows its user. In execute mode the user sees

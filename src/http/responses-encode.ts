@@ -1,5 +1,5 @@
 import { KiwiError } from '../errors.js';
-import type { LoopEvent, LoopEventOf } from '../gateway/loop-types.js';
+import type { LoopEvent, LoopEventOf } from '../loop/loop-types.js';
 import type { NativeToolCall } from '../llm/types.js';
 import { collectLoop, handedCall, MAX_COLLECTED_CHARS, sseFrame, type Collector, type EncodeContext, type StreamEncoder } from './chat-protocol.js';
 import { openAiErrorType, type ErrorOut } from './errors-out.js';

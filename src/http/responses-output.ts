@@ -1,4 +1,4 @@
-import type { LoopEvent, LoopEventOf } from '../gateway/loop-types.js';
+import type { LoopEvent, LoopEventOf } from '../loop/loop-types.js';
 import type { ChatUsage, NativeToolCall } from '../llm/types.js';
 
 /**

@@ -7,7 +7,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { besideFile } from '../../src/anneal/anneal-directive.js';
 import { extractDirectiveFile, nextVersion } from '../../src/anneal/anneal-prompt.js';
-import { runCli } from '../../src/cli/run-cli.js';
+import { runCli } from '../../src/app/run-cli.js';
 import { createMetaServer } from '../../src/mcp-server/meta-server.js';
 import { openProject } from '../../src/project/open-project.js';
 import { loadRegistry } from '../../src/registry/load-registry.js';

@@ -2,7 +2,7 @@ import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadGatewayConfig } from '../../src/gateway/gateway-config.js';
+import { loadGatewayConfig } from '../../src/app/gateway-config.js';
 import { priceFor } from '../../src/budgets/prices.js';
 import { failure } from '../helpers/expect-failure.js';
 

@@ -7,7 +7,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKey, KEY_FILE } from '../../src/clients/key-store.js';
 import { estimatePromptTokens, estimateTokens } from '../../src/budgets/token-estimate.js';
-import { BUDGET_STATE_DIR, type GatewayBudgets } from '../../src/gateway/gateway-budgets.js';
+import { BUDGET_STATE_DIR, type GatewayBudgets } from '../../src/app/gateway-budgets.js';
 import type { ChatMessage } from '../../src/llm/types.js';
 import { serveDemoGateway, type DemoGateway } from '../helpers/demo-gateway.js';
 import { openAiStream } from '../helpers/openai-sse.js';

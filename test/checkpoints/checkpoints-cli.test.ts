@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { takeCheckpoint } from '../../src/checkpoints/checkpoint-store.js';
 import { findWorkTree } from '../../src/checkpoints/git-work-tree.js';
-import { runCli } from '../../src/cli/run-cli.js';
+import { runCli } from '../../src/app/run-cli.js';
 import { createGitRepo, type GitRepo } from '../helpers/git-repo.js';
 
 let repo: GitRepo;

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readCheckpointSettings } from '../../src/checkpoints/checkpoint-config.js';
-import { loadGatewayConfig } from '../../src/gateway/gateway-config.js';
+import { loadGatewayConfig } from '../../src/app/gateway-config.js';
 import { listCheckpoints, takeCheckpoint } from '../../src/checkpoints/checkpoint-store.js';
 import { createCheckpointer } from '../../src/checkpoints/checkpointer.js';
 import { findWorkTree, type WorkTree } from '../../src/checkpoints/git-work-tree.js';

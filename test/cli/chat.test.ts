@@ -1,7 +1,7 @@
 import { rmSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli } from '../../src/cli/run-cli.js';
+import { runCli } from '../../src/app/run-cli.js';
 import type { Listener } from '../../src/http/listen.js';
 import { serveGateway, type ServedGateway } from '../helpers/serve-gateway.js';
 import { copyDemoProject } from '../helpers/demo-project.js';

@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { COMMAND_NAMES, runCli } from '../../src/cli/run-cli.js';
+import { COMMAND_NAMES, runCli } from '../../src/app/run-cli.js';
 import { FIXTURES, REPO_ROOT } from '../helpers/temp-project.js';
 
 let root: string;

@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli } from '../../src/cli/run-cli.js';
+import { runCli } from '../../src/app/run-cli.js';
 import { serveGateway, type ServedGateway } from '../helpers/serve-gateway.js';
 import { createTempProject, REPO_ROOT } from '../helpers/temp-project.js';
 import { openSse, type SseClient } from '../fixtures/kernel/sse-client.js';
@@ -66,7 +66,7 @@ describe('kiwi approvals', () => {
     const stepId = (await post('/v0/agents/intent', { execution_id: id, session_id: session, intent: { type: 'invoke_tool', tool_id: 'deploy', arguments: { env: 'prod' } } }))['step_id'] as string;
     const env = { PATH: process.env['PATH'], HOME: project.root, KIWI_PORT: String(served.server.port) };
     // Asynchronous: the gateway answering it runs in this process.
-    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'approvals', 'grant', stepId], { cwd: REPO_ROOT, uid: 4242, gid: 4242, env });
+    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'src/app/main.ts', 'approvals', 'grant', stepId], { cwd: REPO_ROOT, uid: 4242, gid: 4242, env });
     expect(stdout.trim()).toBe(`granted: deploy {"env":"prod"} (step ${stepId}, execution ${id})`);
     const events = (await kiwi('executions', 'events', id, '--json')).out.split('\n').map((l) => JSON.parse(l) as { type: string; payload: Record<string, unknown> });
     expect(events.find((e) => e.type === 'signal.received')?.payload).toMatchObject({ payload: { decided_by: 'unknown' } });

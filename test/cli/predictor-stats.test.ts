@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { runCli } from '../../src/cli/run-cli.js';
+import { runCli } from '../../src/app/run-cli.js';
 
 const FIXTURES = path.resolve(import.meta.dirname, '../fixtures/transitions');
 const METRICS = readFileSync(path.join(FIXTURES, 'metrics.json'), 'utf8');

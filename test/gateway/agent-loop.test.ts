@@ -5,9 +5,9 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } 
 import { readAuditTail } from '../../src/audit/audit-reader.js';
 import { KiwiError } from '../../src/errors.js';
 import { intentInstructions } from '../../src/intent/intent-instructions.js';
-import { feedbackMessage, limitNotice } from '../../src/gateway/agent-feedback.js';
-import { runAgentLoop, type AgentLoopDeps } from '../../src/gateway/agent-loop.js';
-import { DEFAULT_LOOP_LIMITS, type LoopEvent, type LoopEventOf, type LoopRunOptions } from '../../src/gateway/loop-types.js';
+import { feedbackMessage, limitNotice } from '../../src/loop/agent-feedback.js';
+import { runAgentLoop, type AgentLoopDeps } from '../../src/loop/agent-loop.js';
+import { DEFAULT_LOOP_LIMITS, type LoopEvent, type LoopEventOf, type LoopRunOptions } from '../../src/loop/loop-types.js';
 import { createOpenAiProvider } from '../../src/llm/openai-provider.js';
 import type { ChatProvider, ChatRequest } from '../../src/llm/types.js';
 import { openProject, type Project } from '../../src/project/open-project.js';

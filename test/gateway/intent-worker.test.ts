@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { KiwiError } from '../../src/errors.js';
-import { feedbackMessage } from '../../src/gateway/agent-feedback.js';
-import { createIntentWorker, type IntentWorkerDeps } from '../../src/gateway/intent-worker.js';
-import { DEFAULT_LOOP_LIMITS, type LoopEvent, type LoopLimits } from '../../src/gateway/loop-types.js';
-import type { LoopCall } from '../../src/gateway/loop-types.js';
+import { feedbackMessage } from '../../src/loop/agent-feedback.js';
+import { createIntentWorker, type IntentWorkerDeps } from '../../src/loop/intent-worker.js';
+import { DEFAULT_LOOP_LIMITS, type LoopEvent, type LoopLimits } from '../../src/loop/loop-types.js';
+import type { LoopCall } from '../../src/loop/loop-types.js';
 import type { CallOutcome } from '../../src/proxy/tool-proxy.js';
 import type { Resolution } from '../../src/resolver/types.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { withLimitHooks } from '../../src/gateway/limit-hooks.js';
-import type { LoopEvent } from '../../src/gateway/loop-types.js';
+import { withLimitHooks } from '../../src/loop/limit-hooks.js';
+import type { LoopEvent } from '../../src/loop/loop-types.js';
 
 async function* events(...list: LoopEvent[]): AsyncGenerator<LoopEvent> {
   for (const e of list) yield e;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { LoopEvent } from '../../src/gateway/loop-types.js';
-import { createOutbox } from '../../src/gateway/outbox.js';
+import type { LoopEvent } from '../../src/loop/loop-types.js';
+import { createOutbox } from '../../src/loop/outbox.js';
 
 const text = (t: string): LoopEvent => ({ type: 'text', text: t });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createToolMenu, menuText } from '../../src/gateway/tool-menu.js';
+import { createToolMenu, menuText } from '../../src/loop/tool-menu.js';
 import type { Retrieval } from '../../src/resolver/types.js';
 import { makeTool } from '../helpers/make-tool.js';
 

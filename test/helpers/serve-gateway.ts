@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { openGateway, type Gateway } from '../../src/gateway/open-gateway.js';
+import { openGateway, type Gateway } from '../../src/app/open-gateway.js';
 import { listen, type Listener } from '../../src/http/listen.js';
 
 export interface ServedGateway {

@@ -1,6 +1,6 @@
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { LoopEvent } from '../../src/gateway/loop-types.js';
+import type { LoopEvent } from '../../src/loop/loop-types.js';
 import { createGatewayApp } from '../../src/http/app.js';
 import { listen, type ListenOptions, type Listener } from '../../src/http/listen.js';
 import { createRequestGuard, DEFAULT_ALLOWED_HOSTS } from '../../src/http/request-guard.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { LoopEvent, LoopEventOf } from '../../src/gateway/loop-types.js';
+import type { LoopEvent, LoopEventOf } from '../../src/loop/loop-types.js';
 import { renderEventText } from '../../src/http/render-text.js';
 
 /** How loop events read in the content a client shows. */

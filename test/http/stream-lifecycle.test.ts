@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
 import { KiwiError } from '../../src/errors.js';
-import type { LoopEvent, LoopRunOptions } from '../../src/gateway/loop-types.js';
+import type { LoopEvent, LoopRunOptions } from '../../src/loop/loop-types.js';
 import { createGatewayApp, type GatewayAppDeps } from '../../src/http/app.js';
 import { parseSse, sseJson } from '../fixtures/http-edges/read-sse.js';
 import { resolveScript, scriptedLoop, usage, type Script } from '../fixtures/http-edges/scripted-loop.js';

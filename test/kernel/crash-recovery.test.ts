@@ -48,7 +48,7 @@ afterAll(async () => {
 
 /** `kiwi serve` as a process of its own; resolves with its URL once it listens. */
 async function serve(): Promise<{ child: ChildProcessWithoutNullStreams; url: string; output: () => string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve', '--project', root, '--port', '0'], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/app/main.ts', 'serve', '--project', root, '--port', '0'], {
     cwd: REPO_ROOT,
     env: { PATH: process.env['PATH'], HOME: root, KIWI_USER_DIR: path.join(root, 'no-user-tier') },
   });

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadGatewayConfig } from '../../src/gateway/gateway-config.js';
+import { loadGatewayConfig } from '../../src/app/gateway-config.js';
 import { createExecutions } from '../../src/kernel/executions.js';
 import { DEFAULT_KERNEL_LIMITS, TOOLS_PAGE_MAX_BYTES } from '../../src/kernel/kernel-limits.js';
 import { KERNEL_MIGRATIONS } from '../../src/kernel/kernel-migrations.js';

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runCli } from '../../src/cli/run-cli.js';
-import { gatewayMetricFamilies, type GatewayMetrics } from '../../src/gateway/gateway-metrics.js';
+import { runCli } from '../../src/app/run-cli.js';
+import { gatewayMetricFamilies, type GatewayMetrics } from '../../src/app/gateway-metrics.js';
 import { createCounters } from '../../src/prefetch/counters.js';
 import { kernelBackends } from '../fixtures/kernel/backends.js';
 import { useKernelServer } from '../fixtures/kernel/kernel-server.js';

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { runCli } from '../../src/cli/run-cli.js';
+import { runCli } from '../../src/app/run-cli.js';
 import { openKernel } from '../../src/kernel/open-kernel.js';
 import { useKernelServer, type WireEvent } from '../fixtures/kernel/kernel-server.js';
 import { createTempProject, REPO_ROOT } from '../helpers/temp-project.js';
@@ -58,7 +58,7 @@ afterEach(() => {
 });
 
 function spawnRunner(args: string[], env: Record<string, string> = { KIWI_KERNEL_KEY: key() }): RunnerProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'runner', '--project', project.root, ...args], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/app/main.ts', 'runner', '--project', project.root, ...args], {
     cwd: REPO_ROOT,
     env: { PATH: process.env['PATH'] ?? '', HOME: project.root, KIWI_USER_DIR: path.join(project.root, 'no-user-tier'), ...env },
   });

@@ -10,7 +10,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { mcpCommand } from '../../src/cli/commands/mcp.js';
-import { runCli } from '../../src/cli/run-cli.js';
+import { runCli } from '../../src/app/run-cli.js';
 import { REPO_ROOT } from '../helpers/temp-project.js';
 import { createMetaProject, type MetaProject } from '../fixtures/mcp-meta/meta-project.js';
 
@@ -39,7 +39,7 @@ function childEnv(): Record<string, string> {
   return { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '', KIWI_USER_DIR: meta.userDir };
 }
 
-const ARGS = ['--import', 'tsx', 'src/cli/main.ts', 'mcp', '--project'];
+const ARGS = ['--import', 'tsx', 'src/app/main.ts', 'mcp', '--project'];
 
 function text(result: CallToolResult): string {
   const part = result.content[0];

@@ -2,8 +2,8 @@ import { cpSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync } fr
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { runCli } from '../../src/cli/run-cli.js';
-import { predictorFile } from '../../src/gateway/gateway-prefetch.js';
+import { runCli } from '../../src/app/run-cli.js';
+import { predictorFile } from '../../src/app/gateway-prefetch.js';
 import { openPredictorFile } from '../../src/prefetch/predictor-file.js';
 import { loadTransitionModel } from '../../src/prefetch/transition-model.js';
 

@@ -6,7 +6,7 @@ import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatAuditRecord, readAuditTail } from '../../src/audit/audit-reader.js';
-import { runCli } from '../../src/cli/run-cli.js';
+import { runCli } from '../../src/app/run-cli.js';
 import { parseHelpIntent } from '../../src/intent/help-intent.js';
 import { createMetaServer } from '../../src/mcp-server/meta-server.js';
 import { openProject, type Project } from '../../src/project/open-project.js';

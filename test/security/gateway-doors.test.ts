@@ -7,8 +7,8 @@ import path from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readAuditTail } from '../../src/audit/audit-reader.js';
-import { runCli } from '../../src/cli/run-cli.js';
-import { openGateway, type Gateway } from '../../src/gateway/open-gateway.js';
+import { runCli } from '../../src/app/run-cli.js';
+import { openGateway, type Gateway } from '../../src/app/open-gateway.js';
 import { listen, type Listener } from '../../src/http/listen.js';
 import { copyDemoProject } from '../helpers/demo-project.js';
 

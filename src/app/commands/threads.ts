@@ -1,17 +1,17 @@
 import { abortableDelay } from '../../abort.js';
 import { LOCAL_CLIENT } from '../../clients/client-auth.js';
-import { openGateway } from '../../gateway/open-gateway.js';
+import { openGateway } from '../open-gateway.js';
 import { KiwiError } from '../../errors.js';
 import { TERMINAL_STATUSES, type ExecutionStatus } from '../../kernel/types.js';
 import { checkThreadId, isThreadOver, listThreads, readThread, type ThreadLine, type ThreadRecord } from '../../threads/thread-store.js';
-import { clientKey, defaultGatewayBase } from '../gateway-address.js';
-import { createKernelClient } from '../kernel-client.js';
-import { UsageError, type CliContext } from '../io.js';
-import { parseFlags } from '../parse-flags.js';
-import { projectOptions } from '../project-options.js';
+import { clientKey, defaultGatewayBase } from '../../cli/gateway-address.js';
+import { createKernelClient } from '../../cli/kernel-client.js';
+import { UsageError, type CliContext } from '../../cli/io.js';
+import { parseFlags } from '../../cli/parse-flags.js';
+import { projectOptions } from '../../cli/project-options.js';
 import { threadLineText } from '../../threads/thread-text.js';
 import { printOutcome, printRecord, SHOWN } from './directives.js';
-import { progressLine } from './index-tools.js';
+import { progressLine } from '../../cli/commands/index-tools.js';
 
 const USAGE = 'kiwi threads list | show ID | follow ID | resume ID [--message TEXT] [--model M] | cancel ID [--url URL] [--key KEY]   [--json] [--project DIR]';
 

@@ -10,12 +10,12 @@ import { DEFAULT_ALLOWED_HOSTS, DEFAULT_MAX_CONCURRENT_PER_CLIENT } from '../htt
 import { shadowWarnings } from './model-patterns.js';
 import { openAiBaseUrl, urlProblem } from './upstream-url.js';
 import { PREFETCH_EMBEDDERS, type PrefetchEmbedder } from '../prefetch/types.js';
-import { DEFAULT_LOOP_LIMITS, type LoopLimits } from './loop-types.js';
-import { DEFAULT_MENU_SIZE } from './tool-menu.js';
+import { DEFAULT_LOOP_LIMITS, type LoopLimits } from '../loop/loop-types.js';
+import { DEFAULT_MENU_SIZE } from '../loop/tool-menu.js';
 import { readCappedFile } from '../read-capped-file.js';
 import { checkpointsSchema } from '../checkpoints/checkpoint-config.js';
 import { BUDGET_FIELDS, budgetsSchema, pricesSchema, toBudgetConfig, type BudgetConfig } from '../budgets/budget-config.js';
-import { unpricedWarnings } from '../budgets/unpriced-warnings.js';
+import { unpricedWarnings } from './unpriced-warnings.js';
 import { shownPath } from '../shown-path.js';
 import type { KernelLimits } from '../kernel/kernel-limits.js';
 import { KERNEL_FIELDS, kernelLimits, kernelSchema } from './kernel-config.js';

@@ -4,7 +4,7 @@ import type { ChatExecution } from '../kernel/chat-journal.js';
 import type { Kernel } from '../kernel/open-kernel.js';
 import type { ApprovalAnswer, ApprovalAsk } from '../proxy/approval.js';
 import type { ExecutionSteps } from './execution-steps.js';
-import type { LoopApprover } from './loop-types.js';
+import type { LoopApprover } from '../loop/loop-types.js';
 
 /**
  * A chat's calls that wait for a person, through the kernel (§12.2): the chat's step is written

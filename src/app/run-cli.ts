@@ -1,25 +1,25 @@
 import { describeError } from '../errors.js';
-import { approvalsCommand } from './commands/approvals.js';
-import { auditCommand } from './commands/audit.js';
-import { chatCommand } from './commands/chat.js';
-import { checkpointsCommand } from './commands/checkpoints.js';
-import { demoCommand } from './commands/demo.js';
+import { approvalsCommand } from '../cli/commands/approvals.js';
+import { auditCommand } from '../cli/commands/audit.js';
+import { chatCommand } from '../cli/commands/chat.js';
+import { checkpointsCommand } from '../cli/commands/checkpoints.js';
+import { demoCommand } from '../cli/commands/demo.js';
 import { directivesCommand } from './commands/directives.js';
-import { executionsCommand } from './commands/executions.js';
-import { indexCommand } from './commands/index-tools.js';
-import { keysCommand } from './commands/keys.js';
-import { mcpCommand } from './commands/mcp.js';
-import { modelCommand } from './commands/model.js';
-import { predictorCommand } from './commands/predictor.js';
-import { resolveCommand } from './commands/resolve.js';
-import { runCommand } from './commands/run.js';
-import { runnerCommand } from './commands/runner.js';
+import { executionsCommand } from '../cli/commands/executions.js';
+import { indexCommand } from '../cli/commands/index-tools.js';
+import { keysCommand } from '../cli/commands/keys.js';
+import { mcpCommand } from '../cli/commands/mcp.js';
+import { modelCommand } from '../cli/commands/model.js';
+import { predictorCommand } from '../cli/commands/predictor.js';
+import { resolveCommand } from '../cli/commands/resolve.js';
+import { runCommand } from '../cli/commands/run.js';
+import { runnerCommand } from '../cli/commands/runner.js';
 import { serveCommand } from './commands/serve.js';
-import { signCommand, verifyCommand } from './commands/sign.js';
-import { statsCommand } from './commands/stats.js';
+import { signCommand, verifyCommand } from '../cli/commands/sign.js';
+import { statsCommand } from '../cli/commands/stats.js';
 import { threadsCommand } from './commands/threads.js';
-import { toolsCommand } from './commands/tools.js';
-import { HelpRequested, UsageError, type CliContext } from './io.js';
+import { toolsCommand } from '../cli/commands/tools.js';
+import { HelpRequested, UsageError, type CliContext } from '../cli/io.js';
 
 const HELP = `kiwi — intent-resolving gateway between LLM agents and their tools
 

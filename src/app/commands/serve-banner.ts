@@ -1,6 +1,6 @@
 import type { ClientAuth } from '../../clients/client-auth.js';
 import { isLoopbackHost } from '../../clients/loopback.js';
-import type { GatewayConfig } from '../../gateway/gateway-config.js';
+import type { GatewayConfig } from '../gateway-config.js';
 
 /** The parts of `kiwi serve`'s banner that describe the configuration: for people, never a key. */
 

@@ -12,9 +12,9 @@ import type { Project } from '../project/open-project.js';
 import type { ResolverRuntime } from '../resolver/resolver-runtime.js';
 import type { Caller } from '../contracts/caller.js';
 import type { ToolCall } from '../proxy/tool-proxy.js';
-import type { AgentLoopDeps } from './agent-loop.js';
+import type { AgentLoopDeps } from '../loop/agent-loop.js';
 import type { PrefetchConfig } from './gateway-config.js';
-import type { LoopCall, LoopMode } from './loop-types.js';
+import type { LoopCall, LoopMode } from '../loop/loop-types.js';
 
 /** Where `kiwi predictor train` writes the transition model, and where the gateway keeps learning it. */
 export function predictorFile(root: string): string {

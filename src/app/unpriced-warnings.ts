@@ -1,6 +1,6 @@
-import type { UpstreamConfig } from '../gateway/gateway-config.js';
-import { countsSpend, type BudgetConfig } from './budget-config.js';
-import { priceFor } from './prices.js';
+import type { UpstreamConfig } from './gateway-config.js';
+import { countsSpend, type BudgetConfig } from '../budgets/budget-config.js';
+import { priceFor } from '../budgets/prices.js';
 
 /**
  * Models an upstream serves that have no price while some budget counts spend: a warning each at

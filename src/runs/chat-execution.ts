@@ -4,7 +4,7 @@ import type { EventDraft } from '../kernel/types.js';
 import type { ChatRequest } from '../llm/types.js';
 import type { ChatApprovals } from './chat-approvals.js';
 import type { ExecutionSteps } from './execution-steps.js';
-import type { LoopEvent, LoopMode } from './loop-types.js';
+import type { LoopEvent, LoopMode } from '../loop/loop-types.js';
 
 /**
  * A chat request told as a kernel execution (GET /v0/executions/{id}/events): created and

@@ -1,11 +1,11 @@
 import path from 'node:path';
 import { annealDirective } from '../../anneal/anneal-directive.js';
-import { loadGatewayConfig } from '../../gateway/gateway-config.js';
-import { tierModelOf } from '../../gateway/tier-model.js';
-import { createUpstreams } from '../../gateway/upstreams.js';
+import { loadGatewayConfig } from '../gateway-config.js';
+import { tierModelOf } from '../tier-model.js';
+import { createUpstreams } from '../upstreams.js';
 import { openProject } from '../../project/open-project.js';
-import type { CliContext } from '../io.js';
-import { projectOptions } from '../project-options.js';
+import type { CliContext } from '../../cli/io.js';
+import { projectOptions } from '../../cli/project-options.js';
 import { shownPath } from '../../shown-path.js';
 
 /**

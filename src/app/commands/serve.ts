@@ -1,12 +1,12 @@
 import { once } from 'node:events';
-import { openGateway } from '../../gateway/open-gateway.js';
+import { openGateway } from '../open-gateway.js';
 import { listen } from '../../http/listen.js';
 import { KiwiError } from '../../errors.js';
 import { isLoopbackHost } from '../../clients/loopback.js';
-import { UsageError, type CliContext } from '../io.js';
-import { parseFlags } from '../parse-flags.js';
-import { projectOptions } from '../project-options.js';
-import { progressLine } from './index-tools.js';
+import { UsageError, type CliContext } from '../../cli/io.js';
+import { parseFlags } from '../../cli/parse-flags.js';
+import { projectOptions } from '../../cli/project-options.js';
+import { progressLine } from '../../cli/commands/index-tools.js';
 import { describeAccess, describeGatewayConfig } from './serve-banner.js';
 
 const USAGE = 'kiwi serve [--host HOST] [--port PORT] [--project DIR]';

@@ -4,7 +4,7 @@ import type { ToolCall } from '../proxy/tool-proxy.js';
 import type { ResolverRuntime } from '../resolver/resolver-runtime.js';
 import { KiwiError } from '../errors.js';
 import { resumeThread, runThread, threadOutcomeBody, type ThreadDeps, type ThreadOutcome, type ThreadResume, type ThreadStart } from '../threads/run-thread.js';
-import type { AgentLoopDeps } from './agent-loop.js';
+import type { AgentLoopDeps } from '../loop/agent-loop.js';
 import type { GatewayBudgets } from './gateway-budgets.js';
 import type { GatewayConfig } from './gateway-config.js';
 import { tierModelOf } from './tier-model.js';

@@ -1,14 +1,14 @@
 import { LOCAL_CLIENT } from '../../clients/client-auth.js';
-import { openGateway } from '../../gateway/open-gateway.js';
+import { openGateway } from '../open-gateway.js';
 import type { ThreadOutcome } from '../../threads/run-thread.js';
 import type { ThreadRecord } from '../../threads/thread-store.js';
 import { threadLineText } from '../../threads/thread-text.js';
-import { UsageError, type CliContext } from '../io.js';
-import { parseFlags } from '../parse-flags.js';
-import { projectOptions } from '../project-options.js';
+import { UsageError, type CliContext } from '../../cli/io.js';
+import { parseFlags } from '../../cli/parse-flags.js';
+import { projectOptions } from '../../cli/project-options.js';
 import { annealCommand } from './directives-anneal.js';
-import { listDirectives } from './directives-list.js';
-import { progressLine } from './index-tools.js';
+import { listDirectives } from '../../cli/commands/directives-list.js';
+import { progressLine } from '../../cli/commands/index-tools.js';
 
 /** A turn's text is printed whole; arguments, results and reasons as one line of at most 200 characters. */
 export const SHOWN = { turn: Number.POSITIVE_INFINITY, item: 200 };

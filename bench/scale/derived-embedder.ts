@@ -1,7 +1,7 @@
 import type { Embedder } from '../../src/embed/embedder.js';
 import { normalize } from '../../src/embed/vector-math.js';
 import type { Tool } from '../../src/registry/types.js';
-import { toolEmbeddingText } from '../../src/resolver/tool-document.js';
+import { toolEmbeddingText } from '../../src/registry/tool-document.js';
 import { gaussian, seedOf } from './seeded.js';
 import { variantOf } from './synthetic-catalog.js';
 import type { TemplateVectors } from './template-vectors.js';

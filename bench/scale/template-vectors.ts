@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createUseLiteEmbedder } from '../../src/embed/use-lite-embedder.js';
 import type { Tool } from '../../src/registry/types.js';
-import { TOOL_DOCUMENT_VERSION, toolEmbeddingText } from '../../src/resolver/tool-document.js';
+import { TOOL_DOCUMENT_VERSION, toolEmbeddingText } from '../../src/registry/tool-document.js';
 
 /**
  * The real USE-lite vectors of the template tools, computed once and cached under the system's

@@ -2,7 +2,7 @@ import path from 'node:path';
 import { inspect } from 'node:util';
 import { z } from 'zod';
 import { isKiwiError, KiwiError } from '../errors.js';
-import { LISTEN_DEFAULTS, type ListenLimits } from '../http/listen-limits.js';
+import { DEFAULT_PORT, LISTEN_DEFAULTS, type ListenLimits } from '../http/listen-limits.js';
 import { DEMO_MODEL_ID } from '../llm/demo-provider.js';
 import { didYouMeanSuffix, formatFieldPath } from '../registry/validation-error.js';
 import { parseYamlSource, type YamlSource } from '../registry/yaml-source.js';
@@ -111,7 +111,6 @@ export interface GatewayConfigContext {
 }
 
 export const DEFAULT_HOST = '127.0.0.1';
-export const DEFAULT_PORT = 8787;
 export const DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024;
 export const DEFAULT_OPENAI_BASE_URL = 'https://api.openai.com/v1';
 export const DEFAULT_ANTHROPIC_BASE_URL = 'https://api.anthropic.com';

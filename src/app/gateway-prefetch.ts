@@ -10,7 +10,7 @@ import { openPredictorFile } from '../prefetch/predictor-file.js';
 import type { LearnedTransitionModel } from '../prefetch/transition-model.js';
 import type { Project } from '../project/open-project.js';
 import type { ResolverRuntime } from '../resolver/resolver-runtime.js';
-import type { Caller } from '../contracts/caller.js';
+import type { Caller } from '../policy/caller.js';
 import type { ToolCall } from '../proxy/tool-proxy.js';
 import type { AgentLoopDeps } from '../loop/agent-loop.js';
 import type { PrefetchConfig } from './gateway-config.js';

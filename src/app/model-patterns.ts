@@ -1,13 +1,5 @@
+import { isModelGlob, modelMatches } from '../model-glob.js';
 import type { UpstreamConfig } from './gateway-config.js';
-
-/** `*` matches any run of characters (slashes and colons included: model ids use both), `?` one. */
-export function modelMatches(pattern: string, model: string): boolean {
-  if (!/[*?]/.test(pattern)) return pattern === model;
-  const source = pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
-  return new RegExp(`^${source}$`, 's').test(model);
-}
-
-export const isModelGlob = (pattern: string): boolean => /[*?]/.test(pattern);
 
 /** Upstream models an earlier upstream already serves: a warning each, saying what to change. */
 export function shadowWarnings(upstreams: UpstreamConfig[], file: string): string[] {

@@ -22,7 +22,7 @@ import { createGatewayThreads, type GatewayThreads } from './gateway-threads.js'
 import { threadJournal } from '../runs/thread-execution.js';
 import { openGatewayKernel } from './gateway-kernel.js';
 import { gatewayMetricFamilies, type GatewayMetrics } from './gateway-metrics.js';
-import { mcpRecorder } from '../runs/mcp-execution.js';
+import { mcpRecorder } from '../mcp-server/mcp-execution.js';
 import { createToolMenu } from '../loop/tool-menu.js';
 import { openGatewayBudgets, type GatewayBudgets } from './gateway-budgets.js';
 import { requestCap } from '../budgets/request-cap.js';

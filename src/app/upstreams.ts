@@ -5,7 +5,7 @@ import { createOpenAiProvider } from '../llm/openai-provider.js';
 import type { ChatProvider } from '../llm/types.js';
 import { createHttpClient, type HttpClient } from '../primitives/http-client.js';
 import type { GatewayConfig, UpstreamConfig } from './gateway-config.js';
-import { isModelGlob, modelMatches } from './model-patterns.js';
+import { isModelGlob, modelMatches } from '../model-glob.js';
 import { createUpstreamModels, type UpstreamModelsOptions } from './upstream-models.js';
 
 /**

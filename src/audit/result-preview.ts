@@ -1,4 +1,4 @@
-import type { ToolResult } from '../executor/plan-types.js';
+import type { ToolResult } from '../contracts/tool-result.js';
 
 /**
  * What the audit log keeps of a tool's result. The text goes in whole: the writer redacts it and

@@ -1,4 +1,4 @@
-import { DEFAULT_PORT } from '../app/gateway-config.js';
+import { DEFAULT_PORT } from '../http/listen-limits.js';
 import { UsageError, type CliContext } from './io.js';
 
 /**

@@ -18,7 +18,7 @@
  * their own approvals: it is one person's machine.
  */
 import { KiwiError } from '../errors.js';
-import type { Caller, Role } from '../contracts/caller.js';
+import type { Caller, Role } from '../policy/caller.js';
 
 /** The client of a keyless loopback gateway, the CLI and stdio MCP. No key may be made for it. */
 export const LOCAL_CLIENT = 'local';

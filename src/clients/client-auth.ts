@@ -15,7 +15,7 @@ import { describeError } from '../errors.js';
 import { LOCAL_CLIENT } from './access.js';
 import { loadPolicyFile } from '../policy/policy-file.js';
 import { childContext, type PermissionContext } from '../policy/permission-context.js';
-import { ROLES, type Caller } from '../contracts/caller.js';
+import { ROLES, type Caller } from '../policy/caller.js';
 import { hashKey, readKeyFile, type KeyRecord } from './key-store.js';
 
 export { LOCAL_CLIENT };

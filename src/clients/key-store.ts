@@ -10,7 +10,7 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { KiwiError } from '../errors.js';
-import { ROLES, type Role } from '../contracts/caller.js';
+import { ROLES, type Role } from '../policy/caller.js';
 import { LOCAL_CLIENT } from './access.js';
 import { readCappedFile } from '../read-capped-file.js';
 import { replaceFile } from '../replace-file.js';

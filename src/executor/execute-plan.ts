@@ -4,7 +4,8 @@ import { KiwiError } from '../errors.js';
 import type { HttpClient } from '../primitives/http-client.js';
 import { writeFoldersOf, type Sandbox, type SandboxGrant } from '../primitives/sandbox.js';
 import { runSubprocess } from '../primitives/subprocess.js';
-import type { ExecutionPlan, ToolResult } from './plan-types.js';
+import type { ToolResult } from '../contracts/tool-result.js';
+import type { ExecutionPlan } from './plan-types.js';
 import { applyTransform } from './response-transform.js';
 
 export interface PrimitiveDeps {

@@ -47,13 +47,3 @@ export interface ResponseTransform {
   fields?: string[];
   maxItems?: number;
 }
-
-export interface ToolResult {
-  /** Readable text for an agent or a terminal. */
-  text: string;
-  /** Structured data where the tool gave any (parsed JSON, MCP structured content). */
-  data?: unknown;
-  exitCode?: number | null;
-  status?: number;
-  isError: boolean;
-}

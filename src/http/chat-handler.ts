@@ -3,7 +3,7 @@ import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { isKiwiError } from '../errors.js';
 import type { LoopEvent, RunLoop } from '../loop/loop-types.js';
 import { LOCAL_CALLER } from '../clients/client-auth.js';
-import type { Caller } from '../contracts/caller.js';
+import type { Caller } from '../policy/caller.js';
 import type { ChatProtocol } from './chat-protocol.js';
 import { toErrorOut, type ErrorOut } from './errors-out.js';
 import { loopSseStream, writeLoopSse } from './loop-sse-stream.js';

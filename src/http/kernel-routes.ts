@@ -1,7 +1,7 @@
 import type { Context, Hono } from 'hono';
 import { checkExecution, checkRunner, checkServes, executionScope, hasRole, seesSessions, servesAgent, type ExecutionAction } from '../clients/access.js';
 import { LOCAL_CALLER } from '../clients/client-auth.js';
-import type { Caller } from '../contracts/caller.js';
+import type { Caller } from '../policy/caller.js';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { isKiwiError, KiwiError } from '../errors.js';
 import type { Kernel } from '../kernel/open-kernel.js';

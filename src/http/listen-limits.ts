@@ -17,3 +17,6 @@ export interface ListenLimits {
 }
 
 export const LISTEN_DEFAULTS: ListenLimits = { headersTimeoutMs: 30_000, bodyTimeoutMs: 60_000, keepAliveTimeoutMs: 5_000, maxConnections: 1024 };
+
+/** The port `kiwi serve` listens on, and the address the CLI talks to, when none is given. */
+export const DEFAULT_PORT = 8787;

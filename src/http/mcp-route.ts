@@ -12,7 +12,7 @@ import { describeError, isKiwiError, KiwiError } from '../errors.js';
 import { ownedBy } from '../clients/access.js';
 import { LOCAL_CALLER } from '../clients/client-auth.js';
 import { createMetaServer, type MetaServerDeps } from '../mcp-server/meta-server.js';
-import type { Caller } from '../contracts/caller.js';
+import type { Caller } from '../policy/caller.js';
 import { DEFAULT_MAX_BODY_BYTES, readJsonBody } from './read-json-body.js';
 import { originAllowed } from './request-guard.js';
 import { trackBody } from './track-body.js';

@@ -9,7 +9,7 @@ import type { Context, MiddlewareHandler } from 'hono';
 import type { ClientAuth } from '../clients/client-auth.js';
 import { clientUseRefusal } from '../clients/access.js';
 import { LOCAL_CALLER } from '../clients/client-auth.js';
-import type { Caller } from '../contracts/caller.js';
+import type { Caller } from '../policy/caller.js';
 import { sentDirectly } from './node-bindings.js';
 import { trackBody } from './track-body.js';
 

@@ -1,6 +1,6 @@
 import { checkExecution, seesExecution, type OwnedExecution } from '../clients/access.js';
 import { KiwiError } from '../errors.js';
-import type { Caller } from '../contracts/caller.js';
+import type { Caller } from '../policy/caller.js';
 import type { SqlDb, SqlQueryable } from '../store/sql/sql-db.js';
 import type { Agents } from './agents.js';
 import { appendEvents } from './event-log.js';

@@ -1,6 +1,6 @@
 import type { BudgetStop } from '../budgets/budget-types.js';
 import type { ChatRequest, ChatUsage, FinishReason, NativeToolCall } from '../llm/types.js';
-import type { Caller } from '../contracts/caller.js';
+import type { Caller } from '../policy/caller.js';
 import type { ApprovalAnswer, ApprovalAsk } from '../proxy/approval.js';
 import type { HelpAction, HelpSignal } from '../proxy/help-signal.js';
 import type { ToolCall } from '../proxy/tool-proxy.js';

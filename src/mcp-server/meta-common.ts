@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { createDataFence } from '../data-fence.js';
 import { describeError, isKiwiError, KiwiError } from '../errors.js';
 import type { Project } from '../project/open-project.js';
-import type { Caller } from '../contracts/caller.js';
+import type { Caller } from '../policy/caller.js';
 import type { MetaThreads } from './meta-thread.js';
 import type { CallOutcome, ToolCall } from '../proxy/tool-proxy.js';
 import type { Directive, Knowledge, Tier, Tool } from '../registry/types.js';

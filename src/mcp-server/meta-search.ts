@@ -8,7 +8,7 @@ import { KiwiError } from '../errors.js';
 import type { Directive, Knowledge, Tier, Tool } from '../registry/types.js';
 import { parametersSchema } from '../resolver/llm-argument-filler.js';
 import { stem, STOPWORDS } from '../resolver/text-words.js';
-import { splitWords } from '../resolver/tool-document.js';
+import { splitWords } from '../registry/tool-document.js';
 import {
   checkProjectPath,
   itemTypeSchema,

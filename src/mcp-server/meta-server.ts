@@ -10,7 +10,7 @@ import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/proto
 import type { ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import { LOCAL_CALLER } from '../clients/client-auth.js';
 import type { Project } from '../project/open-project.js';
-import type { Caller } from '../contracts/caller.js';
+import type { Caller } from '../policy/caller.js';
 import type { Resolver } from '../resolver/types.js';
 import { guard, type MetaContext, type MetaResult } from './meta-common.js';
 import type { MetaThreads } from './meta-thread.js';

@@ -11,7 +11,7 @@ import { isAbsolute, resolve } from 'node:path';
 import picomatch from 'picomatch';
 import { KiwiError } from '../errors.js';
 import type { LoadedHook } from '../hooks/hook-runner.js';
-import type { SandboxSettings } from '../primitives/sandbox.js';
+import type { SandboxChoice } from './sandbox-choice.js';
 import type { ApprovalRules } from './policy-hooks.js';
 
 export type Decision = { allowed: true } | { allowed: false; reason: string };
@@ -71,7 +71,7 @@ export interface PermissionContext {
  * tool ids that keep the network; `secrets` maps tool id globs to secret globs those tools may
  * read inside the sandbox only (git tools need `.git`), not through their path arguments.
  */
-export interface SandboxPolicy extends Omit<SandboxSettings, 'warn' | 'path' | 'installRoot'> {
+export interface SandboxPolicy extends SandboxChoice {
   network: string[];
   secrets: Record<string, string[]>;
 }

@@ -12,7 +12,7 @@ import { parseDocument } from 'yaml';
 import { z } from 'zod';
 import { throwIfAborted } from '../abort.js';
 import { KiwiError } from '../errors.js';
-import { parseAllowEntry } from '../primitives/private-allowance.js';
+import { parseAllowEntry } from './private-allowance.js';
 import { readCappedFile } from '../read-capped-file.js';
 import { textPosition } from '../text-position.js';
 import { APPROVAL_FIELDS, approvalsSchema, HOOK_FIELDS, loadPolicyHooks, policyHooksSchema, toApprovalRules } from './policy-hooks.js';

@@ -1,6 +1,6 @@
 import { canonicalJson } from '../canonical-json.js';
 import { describeError, KiwiError } from '../errors.js';
-import type { Caller } from '../contracts/caller.js';
+import type { Caller } from '../policy/caller.js';
 import type { CallOutcome, ToolCall } from '../proxy/tool-proxy.js';
 import type { Tool } from '../registry/types.js';
 import { normalizeIntent } from '../resolver/resolver.js';

@@ -2,7 +2,7 @@ import { createEmbedder } from '../embed/create-embedder.js';
 import type { Embedder } from '../embed/embedder.js';
 import type { Tool } from '../registry/types.js';
 import { createResolver, type ResolverSettings, type ToolSearch } from '../resolver/resolver.js';
-import { toolDocument, toolEmbeddingText } from '../resolver/tool-document.js';
+import { toolDocument, toolEmbeddingText } from '../registry/tool-document.js';
 import type { StagedResolver } from '../resolver/types.js';
 import { createTextBm25 } from '../store/text-bm25.js';
 import { createVectorMatrix } from '../store/vector-matrix.js';

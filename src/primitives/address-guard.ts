@@ -2,8 +2,8 @@ import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
 import { Agent, buildConnector } from 'undici';
 import { KiwiError } from '../errors.js';
-import { inCidr, parseIp, type Cidr } from './ip-address.js';
-import { normalHostName, parseAllowEntry } from './private-allowance.js';
+import { inCidr, parseIp, type Cidr } from '../ip-address.js';
+import { normalHostName, parseAllowEntry } from '../policy/private-allowance.js';
 import { embeddedIpv4, specialRange } from './special-addresses.js';
 
 /**

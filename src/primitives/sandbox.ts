@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { KiwiError } from '../errors.js';
 import { literalParts } from '../policy/glob-literal.js';
 import { isInside } from '../policy/path-check.js';
+import type { SandboxChoice, SandboxLimits } from '../policy/sandbox-choice.js';
 import { sandboxArgv } from './sandbox-argv.js';
 import { createSecretMasks } from './sandbox-masks.js';
 import { probeSandbox } from './sandbox-probe.js';
@@ -33,24 +34,7 @@ import { probeSandbox } from './sandbox-probe.js';
  * to pid_max only touches its own nested namespace, which the outer one still caps.
  */
 
-export type SandboxMode = 'auto' | 'require' | 'off';
-
-export interface SandboxLimits {
-  /** RLIMIT_NPROC inside the sandbox. */
-  processes: number;
-  /** RLIMIT_AS, bytes. */
-  memoryBytes: number;
-  /** RLIMIT_CPU, seconds, for each call of a subprocess tool (never a long-lived MCP server); when absent, derived from the call's timeout. */
-  cpuSeconds?: number;
-  /** Size of the private /tmp, bytes; /dev/shm gets the same. Its pages are memory that RLIMIT_AS does not count. */
-  tmpBytes: number;
-}
-
-export interface SandboxSettings {
-  mode: SandboxMode;
-  /** The bwrap executable: a path, or a name looked up in `path` and then the standard folders; default `bwrap`. */
-  bwrap?: string;
-  limits?: Partial<SandboxLimits>;
+export interface SandboxSettings extends SandboxChoice {
   /** Where "unsandboxed" warnings go; default console.warn. */
   warn?: (message: string) => void;
   /** The gateway's PATH, searched for bwrap before the standard folders (DEFAULT_CHILD_PATH). */

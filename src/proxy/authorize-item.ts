@@ -6,12 +6,12 @@
  * rate-limited, seen by the hooks and audited like any call.
  */
 import { KiwiError } from '../errors.js';
-import type { ToolResult } from '../executor/plan-types.js';
+import type { ToolResult } from '../contracts/tool-result.js';
 import { checkTool } from '../policy/permission-context.js';
 import { directiveTool, knowledgeFields, knowledgeTool } from '../registry/item-tools.js';
 import { checkToolName } from '../registry/tool-name.js';
 import type { Knowledge, Tool } from '../registry/types.js';
-import { checkInputs } from '../threads/thread-inputs.js';
+import { checkInputs } from '../registry/directive-input-values.js';
 import { isPlainObject } from '../plain-object.js';
 import { callContext, type Authorization } from './authorize.js';
 import type { ToolCall, ToolProxyDeps } from './tool-proxy.js';

@@ -1,6 +1,7 @@
 import { KiwiError } from '../errors.js';
 import { lookupLink, resolveChain } from '../executor/chain.js';
-import type { ExecutionPlan, ToolResult } from '../executor/plan-types.js';
+import type { ToolResult } from '../contracts/tool-result.js';
+import type { ExecutionPlan } from '../executor/plan-types.js';
 import { planCall, planDynamicMcp } from '../executor/plan.js';
 import { validateArgs } from '../executor/validate-args.js';
 import { checkCommand, checkMcpTool, checkPath, checkTool, childContext, contextChain, type Decision, type PermissionContext } from '../policy/permission-context.js';

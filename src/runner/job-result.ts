@@ -1,5 +1,5 @@
 import type { ErrorCode } from '../errors.js';
-import type { ToolResult } from '../executor/plan-types.js';
+import type { ToolResult } from '../contracts/tool-result.js';
 import type { CallOutcome } from '../proxy/tool-proxy.js';
 import { textHead } from '../text-cut.js';
 

@@ -1,7 +1,7 @@
 import { validateChains } from '../executor/chain.js';
 import { checkTool, matchesAny, type PermissionContext } from '../policy/permission-context.js';
 import { callContext } from '../proxy/authorize.js';
-import type { Caller } from '../contracts/caller.js';
+import type { Caller } from '../policy/caller.js';
 import type { Tool } from '../registry/types.js';
 import { resolvableTools } from '../resolver/resolver.js';
 

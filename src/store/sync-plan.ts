@@ -1,6 +1,6 @@
 import { KiwiError } from '../errors.js';
 import type { Tool } from '../registry/types.js';
-import { toolContentHash, toolDocument, toolEmbeddingText } from '../resolver/tool-document.js';
+import { toolContentHash, toolDocument, toolEmbeddingText } from '../registry/tool-document.js';
 
 /** A tool (or another indexed document) as the index stores it. */
 export interface SyncItem {

@@ -1,5 +1,5 @@
 import type { Hit } from './lance-table.js';
-import { splitWords } from '../resolver/tool-document.js';
+import { splitWords } from '../registry/tool-document.js';
 import { textQueryTerms } from './text-query.js';
 
 /**

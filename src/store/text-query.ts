@@ -1,4 +1,4 @@
-import { splitWords } from '../resolver/tool-document.js';
+import { splitWords } from '../registry/tool-document.js';
 
 /** Intents are sentences; past this the extra words only slow BM25 down. */
 const MAX_QUERY_TERMS = 64;

@@ -5,7 +5,7 @@ import { inspect } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { describeGatewayConfig } from '../../src/app/commands/serve-banner.js';
 import { loadGatewayConfig, type GatewayConfigContext } from '../../src/app/gateway-config.js';
-import { modelMatches } from '../../src/app/model-patterns.js';
+import { modelMatches } from '../../src/model-glob.js';
 import { DEFAULT_LOOP_LIMITS } from '../../src/loop/loop-types.js';
 import { failure } from '../helpers/expect-failure.js';
 import { REPO_ROOT } from '../helpers/temp-project.js';

@@ -7,7 +7,7 @@ import { createPrefetchCache } from '../../src/prefetch/prefetch-cache.js';
 import { createPrefetchingResolver, sameAnswer } from '../../src/prefetch/prefetching-resolver.js';
 import { openSnapshotResolver, type SnapshotResolver } from '../../src/prefetch/snapshot-resolver.js';
 import { resolvableTools } from '../../src/resolver/resolver.js';
-import { toolEmbeddingText } from '../../src/resolver/tool-document.js';
+import { toolEmbeddingText } from '../../src/registry/tool-document.js';
 import { expectKiwiError } from '../fixtures/prefetch/expect-kiwi.js';
 import { openWorld, type World } from '../fixtures/prefetch/prefetch-world.js';
 import { wirePrefetch } from '../fixtures/prefetch/wire-prefetch.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { splitWords, toolContentHash, toolDocument } from '../../src/resolver/tool-document.js';
+import { splitWords, toolContentHash, toolDocument } from '../../src/registry/tool-document.js';
 import { textQueryTerms } from '../../src/store/text-query.js';
 import { makeTool } from '../helpers/make-tool.js';
 

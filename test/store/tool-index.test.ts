@@ -5,7 +5,7 @@ import { connect } from '@lancedb/lancedb';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isKiwiError } from '../../src/errors.js';
 import type { Tool } from '../../src/registry/types.js';
-import { toolEmbeddingText } from '../../src/resolver/tool-document.js';
+import { toolEmbeddingText } from '../../src/registry/tool-document.js';
 import { openToolIndex, type ToolIndex, type ToolIndexOptions } from '../../src/store/tool-index.js';
 import { createHashEmbedder, hashVector, type HashEmbedder } from '../helpers/hash-embedder.js';
 import { makeTool } from '../helpers/make-tool.js';

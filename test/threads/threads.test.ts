@@ -7,7 +7,7 @@ import { readAuditTail } from '../../src/audit/audit-reader.js';
 import { runCli } from '../../src/app/run-cli.js';
 import { isKiwiError } from '../../src/errors.js';
 import { directiveModel } from '../../src/threads/run-thread.js';
-import { checkInputs } from '../../src/threads/thread-inputs.js';
+import { checkInputs } from '../../src/registry/directive-input-values.js';
 import { createThreadWriter, listThreads, readThread, THREADS_DIR, type ThreadLine } from '../../src/threads/thread-store.js';
 import type { Directive } from '../../src/registry/types.js';
 import { serveDemoGateway, type DemoGateway } from '../helpers/demo-gateway.js';

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { KEY_FILE, createKey, readKeyFile, revokeKeys, type KeyRecord } from '../../clients/key-store.js';
-import type { Role } from '../../contracts/caller.js';
+import type { Role } from '../../policy/caller.js';
 import { loadPolicyFile } from '../../policy/policy-file.js';
 import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';

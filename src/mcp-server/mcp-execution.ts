@@ -1,11 +1,11 @@
 import { KiwiError } from '../errors.js';
 import type { ChatJournal } from '../kernel/chat-journal.js';
-import type { MetaRecorder } from '../mcp-server/meta-server.js';
+import type { MetaRecorder } from './meta-server.js';
 import type { CallOutcome, ToolCall } from '../proxy/tool-proxy.js';
-import { CHAT_AGENT_ID, keep } from './chat-execution.js';
+import { CHAT_AGENT_ID, keep } from '../runs/chat-execution.js';
 import type { Budgets } from '../budgets/budget-meter.js';
-import { createChatApprovals, waitingText, type ChatApprovalDeps } from './chat-approvals.js';
-import { executionSteps, recordedCall } from './execution-steps.js';
+import { createChatApprovals, waitingText, type ChatApprovalDeps } from '../runs/chat-approvals.js';
+import { executionSteps, recordedCall } from '../runs/execution-steps.js';
 
 /**
  * Each MCP `execute` and `resolve` on the gateway's /mcp as a kernel execution, like a chat: its

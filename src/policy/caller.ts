@@ -1,4 +1,4 @@
-import type { PermissionContext } from '../policy/permission-context.js';
+import type { PermissionContext } from './permission-context.js';
 
 /**
  * What a key may do (clients/access.ts decides with them): `client` chats, uses MCP and owns

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Tool } from '../registry/types.js';
+import type { Tool } from './types.js';
 
 /**
  * Bump when the document text changes shape: every stored hash then differs, so every tool

@@ -1,5 +1,6 @@
 import { compareVersions } from '../registry/directive-version.js';
-import type { Directive, DirectiveHook, DirectiveLimits, PermissionTag } from '../registry/types.js';
+import type { Directive, DirectiveLimits, PermissionTag } from '../registry/types.js';
+import type { DirectiveHook } from '../hooks/hook-types.js';
 
 /**
  * What an annealed directive must keep: its name, a version higher than the one it improves, and

@@ -4,7 +4,8 @@ import { z } from 'zod';
 import { isKiwiError, KiwiError } from '../errors.js';
 import { DEFAULT_PORT, LISTEN_DEFAULTS, type ListenLimits } from '../http/listen-limits.js';
 import { DEMO_MODEL_ID } from '../llm/demo-provider.js';
-import { didYouMeanSuffix, formatFieldPath } from '../registry/validation-error.js';
+import { formatFieldPath } from '../registry/validation-error.js';
+import { didYouMeanSuffix } from '../did-you-mean.js';
 import { parseYamlSource, type YamlSource } from '../registry/yaml-source.js';
 import { DEFAULT_ALLOWED_HOSTS, DEFAULT_MAX_CONCURRENT_PER_CLIENT } from '../http/request-guard.js';
 import { shadowWarnings } from './model-patterns.js';
@@ -20,6 +21,7 @@ import { shownPath } from '../shown-path.js';
 import type { KernelLimits } from '../kernel/kernel-limits.js';
 import { KERNEL_FIELDS, kernelLimits, kernelSchema } from './kernel-config.js';
 import { envHost, envPort, HOST } from './listen-env.js';
+import type { Secret, UpstreamConfig } from './upstream-config.js';
 
 /**
  * `.ai/config/gateway.yaml` — optional; without it the gateway listens on 127.0.0.1:8787 and
@@ -27,27 +29,6 @@ import { envHost, envPort, HOST } from './listen-env.js';
  * (passed in by main; this module never reads process.env) add upstreams and move the port.
  */
 
-export type UpstreamKind = 'openai' | 'anthropic' | 'demo';
-
-/** An API key that stays out of logs: JSON, String() and util.inspect show "[redacted]". */
-export interface Secret {
-  reveal(): string;
-}
-
-export interface UpstreamConfig {
-  name: string;
-  kind: UpstreamKind;
-  /** Absent for demo upstreams; defaulted for openai (api.openai.com/v1) and anthropic. */
-  baseUrl?: string;
-  /** The variable the key was read from. */
-  apiKeyEnv?: string;
-  apiKey?: Secret;
-  /** Exact ids or globs (`*` any run of characters, `?` one), tried in order. */
-  models: string[];
-  timeoutMs?: number;
-  /** Where it was configured: `file:line`, `environment variable OPENAI_API_KEY` or `built-in`. */
-  source: string;
-}
 
 export interface GatewayConfig {
   /** The config file as shown to people (relative to the project root when inside it). */

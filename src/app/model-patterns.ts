@@ -1,5 +1,5 @@
 import { isModelGlob, modelMatches } from '../model-glob.js';
-import type { UpstreamConfig } from './gateway-config.js';
+import type { UpstreamConfig } from './upstream-config.js';
 
 /** Upstream models an earlier upstream already serves: a warning each, saying what to change. */
 export function shadowWarnings(upstreams: UpstreamConfig[], file: string): string[] {

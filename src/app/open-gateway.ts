@@ -1,6 +1,5 @@
 import path from 'node:path';
-import type { Hono } from 'hono';
-import { createGatewayApp } from '../http/app.js';
+import { createGatewayApp, type GatewayApp } from '../http/app.js';
 import { createClientAuth, type ClientAuth } from '../clients/client-auth.js';
 import { isLoopbackHost } from '../clients/loopback.js';
 import { KEY_FILE } from '../clients/key-store.js';
@@ -49,7 +48,7 @@ export interface GatewayOptions extends Omit<ProjectOptions, 'source'> {
 
 /** Everything `kiwi serve` runs, wired once: the HTTP app and what it needs, closed together. */
 export interface Gateway {
-  app: Hono;
+  app: GatewayApp;
   config: GatewayConfig;
   project: Project;
   runtime: ResolverRuntime;

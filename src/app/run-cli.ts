@@ -7,6 +7,7 @@ import { demoCommand } from '../cli/commands/demo.js';
 import { directivesCommand } from './commands/directives.js';
 import { executionsCommand } from '../cli/commands/executions.js';
 import { indexCommand } from '../cli/commands/index-tools.js';
+import { initCommand } from '../cli/commands/init.js';
 import { keysCommand } from '../cli/commands/keys.js';
 import { mcpCommand } from '../cli/commands/mcp.js';
 import { modelCommand } from '../cli/commands/model.js';
@@ -24,6 +25,7 @@ import { HelpRequested, UsageError, type CliContext } from '../cli/io.js';
 const HELP = `kiwi — intent-resolving gateway between LLM agents and their tools
 
 Usage:
+  kiwi init [DIR]                      make a working .ai/ here (or in DIR): config, a default-deny policy, the script runtimes, a .gitignore; never overwrites
   kiwi serve [--host H] [--port P]     the gateway: OpenAI/Anthropic-compatible proxy that runs [TOOL: …] intents, and /mcp (what \`npm start\` runs)
   kiwi keys create NAME|list|revoke ID   client API keys (stored hashed); once one exists, every request needs a key
   kiwi tools list|show TOOL|validate   the .ai/ registry (project tier, then ~/.ai)
@@ -52,6 +54,7 @@ Environment: KIWI_USER_DIR moves the user tier (default: your home folder).`;
 
 type Command = (ctx: CliContext) => Promise<number>;
 const COMMANDS: Record<string, Command> = {
+  init: initCommand,
   tools: toolsCommand,
   run: runCommand,
   directives: directivesCommand,

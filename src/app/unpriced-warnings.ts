@@ -1,4 +1,4 @@
-import type { UpstreamConfig } from './gateway-config.js';
+import type { UpstreamConfig } from './upstream-config.js';
 import { countsSpend, type BudgetConfig } from '../budgets/budget-config.js';
 import { priceFor } from '../budgets/prices.js';
 

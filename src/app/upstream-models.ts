@@ -3,7 +3,7 @@ import { isKiwiError, KiwiError } from '../errors.js';
 import { DEFAULT_ANTHROPIC_VERSION } from '../llm/anthropic-provider.js';
 import { endpointUrl } from '../llm/provider-options.js';
 import type { HttpClient } from '../primitives/http-client.js';
-import type { UpstreamConfig } from './gateway-config.js';
+import type { UpstreamConfig } from './upstream-config.js';
 
 /**
  * Each upstream's own model list (`GET {base}/models` for OpenAI-compatible servers, Anthropic's

@@ -4,7 +4,8 @@ import { createDemoProvider } from '../llm/demo-provider.js';
 import { createOpenAiProvider } from '../llm/openai-provider.js';
 import type { ChatProvider } from '../llm/types.js';
 import { createHttpClient, type HttpClient } from '../primitives/http-client.js';
-import type { GatewayConfig, UpstreamConfig } from './gateway-config.js';
+import type { GatewayConfig } from './gateway-config.js';
+import type { UpstreamConfig } from './upstream-config.js';
 import { isModelGlob, modelMatches } from '../model-glob.js';
 import { createUpstreamModels, type UpstreamModelsOptions } from './upstream-models.js';
 

@@ -13,7 +13,7 @@
  */
 import { Environment, type ParseResult } from '@marcbachmann/cel-js';
 import { KiwiError } from '../errors.js';
-import { didYouMeanSuffix } from '../registry/validation-error.js';
+import { didYouMeanSuffix } from '../did-you-mean.js';
 import { textHead } from '../text-cut.js';
 import { checkConditionTree } from './condition-ast.js';
 import { conditionCost, conditionShape, type ConditionShape } from './condition-cost.js';

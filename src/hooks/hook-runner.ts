@@ -1,4 +1,4 @@
-import type { DirectiveHook, HookAction } from '../registry/types.js';
+import type { DirectiveHook, HookAction } from './hook-types.js';
 import { createConditionCompiler, type CompiledCondition, type ConditionCompiler } from './condition.js';
 import { withEventDefaults, type HookEvent } from './hook-event.js';
 import { fillTemplate } from './template.js';

@@ -61,7 +61,10 @@ function appError(c: Context, status: 404 | 405 | 500, type: string, message: st
   return c.json({ type: 'error', error: { type, message, param: null, code: null } }, status);
 }
 
-export function createGatewayApp(deps: GatewayAppDeps): Hono {
+/** What the edges serve; the app names it without importing hono. */
+export type GatewayApp = Hono;
+
+export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
   const maxBodyBytes = checkLimit(deps.limits?.maxBodyBytes, DEFAULT_MAX_BODY_BYTES, 'maxBodyBytes', 1);
   const keepAliveMs = checkLimit(deps.limits?.keepAliveMs, DEFAULT_KEEP_ALIVE_MS, 'keepAliveMs', 0);
   const ids = new WeakMap<Context, string>();

@@ -8,11 +8,10 @@ import type { AddressGuard } from '../primitives/address-guard.js';
 import { createGuardedFetch } from '../primitives/guarded-fetch.js';
 import type { Sandbox, SandboxGrant } from '../primitives/sandbox.js';
 import { createCappedFetch, createEventCappedFetch, isMessageTooLarge } from './capped-fetch.js';
-import { connectError } from './mcp-errors.js';
+import { connectError, type CloseReason } from './mcp-errors.js';
 import type { McpServerSpec } from './server-spec.js';
 
 /** Why a connection ended: the server went away, we closed it, or it sent more than the cap. */
-export type CloseReason = 'exited' | 'closed' | 'too-large';
 
 export interface McpConnection {
   readonly spec: McpServerSpec;

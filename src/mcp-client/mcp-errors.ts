@@ -2,8 +2,10 @@ import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamable
 import { ErrorCode as RpcCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { KiwiError } from '../errors.js';
 import { isMessageTooLarge } from './capped-fetch.js';
-import type { CloseReason } from './connection.js';
 import { describeSpec, type McpServerSpec } from './server-spec.js';
+
+/** Why a server's connection ended: its process exited, it was closed, or a message passed the size cap. */
+export type CloseReason = 'exited' | 'closed' | 'too-large';
 
 /** What to do after a failed request: the error to throw, whether the connection is unusable, whether one retry on a fresh one is safe. */
 export interface CallFailure {

@@ -5,7 +5,8 @@ import type { CallOutcome, ToolCall } from '../proxy/tool-proxy.js';
 import { CHAT_AGENT_ID, keep } from '../runs/chat-execution.js';
 import type { Budgets } from '../budgets/budget-meter.js';
 import { createChatApprovals, waitingText, type ChatApprovalDeps } from '../runs/chat-approvals.js';
-import { executionSteps, recordedCall } from '../runs/execution-steps.js';
+import { executionSteps } from '../runs/execution-steps.js';
+import { recordedCall } from '../runs/recorded-call.js';
 
 /**
  * Each MCP `execute` and `resolve` on the gateway's /mcp as a kernel execution, like a chat: its

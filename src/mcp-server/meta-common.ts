@@ -11,7 +11,7 @@ import { createDataFence } from '../data-fence.js';
 import { describeError, isKiwiError, KiwiError } from '../errors.js';
 import type { Project } from '../project/open-project.js';
 import type { Caller } from '../policy/caller.js';
-import type { MetaThreads } from './meta-thread.js';
+import type { ThreadOutcome, ThreadResume, ThreadStart } from '../threads/run-thread.js';
 import type { CallOutcome, ToolCall } from '../proxy/tool-proxy.js';
 import type { Directive, Knowledge, Tier, Tool } from '../registry/types.js';
 import type { Resolver } from '../resolver/types.js';
@@ -194,4 +194,12 @@ export function callerFields(ctx: MetaContext): Pick<ToolCall, 'session' | 'clie
 function fenced(text: string, lead: string): string {
   const fence = createDataFence([text, lead]);
   return `${fence.notice}\n${fence.wrap(text)}`;
+}
+
+/** How `execute` runs directives as threads where the gateway runs them (meta-thread.ts). */
+export interface MetaThreads {
+  run(start: ThreadStart): Promise<ThreadOutcome>;
+  resume(resume: ThreadResume): Promise<ThreadOutcome>;
+  background(job: { start: ThreadStart } | { resume: ThreadResume }): Promise<string>;
+  cancel(id: string): boolean;
 }

@@ -13,7 +13,7 @@ import type { Project } from '../project/open-project.js';
 import type { Caller } from '../policy/caller.js';
 import type { Resolver } from '../resolver/types.js';
 import { guard, type MetaContext, type MetaResult } from './meta-common.js';
-import type { MetaThreads } from './meta-thread.js';
+import type { MetaThreads } from './meta-common.js';
 import { execute, executeShape } from './meta-execute.js';
 import { help, helpShape } from './meta-help.js';
 import { load, loadShape } from './meta-load.js';

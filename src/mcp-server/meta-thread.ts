@@ -6,7 +6,7 @@ import type { Directive } from '../registry/types.js';
 import { threadOutcomeBody, type ThreadOutcome, type ThreadResume, type ThreadStart } from '../threads/run-thread.js';
 import { isThreadOver, isThreadRunning, readThread, readThreadHeader, type ThreadLine, type ThreadRecord } from '../threads/thread-store.js';
 import { threadLineText } from '../threads/thread-text.js';
-import { errorResult, type MetaContext, type MetaResult } from './meta-common.js';
+import { errorResult, type MetaContext, type MetaResult, type MetaThreads } from './meta-common.js';
 
 /**
  * Directives as threads over MCP, where the gateway runs them. `execute(action="run")` runs one
@@ -15,12 +15,6 @@ import { errorResult, type MetaContext, type MetaResult } from './meta-common.js
  * waiting up to `wait_s` for the next), `cancel` and `resume` then take the thread's id as `item_id`.
  * A client sees only its own threads.
  */
-export interface MetaThreads {
-  run(start: ThreadStart): Promise<ThreadOutcome>;
-  resume(resume: ThreadResume): Promise<ThreadOutcome>;
-  background(job: { start: ThreadStart } | { resume: ThreadResume }): Promise<string>;
-  cancel(id: string): boolean;
-}
 
 export const THREAD_ACTIONS = ['status', 'stream', 'cancel', 'resume'] as const;
 export type ThreadAction = (typeof THREAD_ACTIONS)[number];

@@ -102,8 +102,6 @@ export function childContext(parent: PermissionContext, rules: PermissionRules, 
   return Object.freeze({ root: parent.root, rules: copyRules(rules, label), parent, label: checkLabel(label) });
 }
 
-export { checkPath, type PathDecision } from './path-check.js';
-export { checkCommand } from './command-check.js';
 
 /** The context and its ancestors, nearest first. */
 export function contextChain(ctx: PermissionContext): PermissionContext[] {

@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { KiwiError } from '../errors.js';
 import { createConditionCompiler, type ConditionSite } from '../hooks/condition.js';
 import type { LoadedHook } from '../hooks/hook-runner.js';
-import type { HookAction } from '../registry/types.js';
+import type { HookAction } from '../hooks/hook-types.js';
 import { textPosition } from '../text-position.js';
 
 const MAX_HOOKS = 100;

@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { statSync } from 'node:fs';
 import path from 'node:path';
-import { DEFAULT_CHILD_PATH } from './subprocess.js';
+import { DEFAULT_CHILD_PATH } from './child-env.js';
 
 /**
  * Which of a project's secret-looking files git already holds unchanged (tracked, and the work

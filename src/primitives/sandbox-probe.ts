@@ -3,7 +3,7 @@ import { accessSync, constants, statSync } from 'node:fs';
 import path from 'node:path';
 import { sandboxArgv, type SandboxHost } from './sandbox-argv.js';
 import { createSecretMasks } from './sandbox-masks.js';
-import { DEFAULT_CHILD_PATH } from './subprocess.js';
+import { DEFAULT_CHILD_PATH } from './child-env.js';
 import { unixSocketFilter, writeUnixSocketFilter } from './unix-socket-filter.js';
 
 /**

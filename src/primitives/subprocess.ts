@@ -7,6 +7,7 @@ import { throwIfAborted } from '../abort.js';
 import { KiwiError } from '../errors.js';
 import { endProcessTree, PROCESS_TREE_MARKER_ENV, readStartTime, type ProcessTreeRoot } from './process-tree.js';
 import type { Sandbox, SandboxGrant } from './sandbox.js';
+import { DEFAULT_CHILD_LANG, DEFAULT_CHILD_PATH } from './child-env.js';
 
 /**
  * The `subprocess` primitive: runs one executable with an argv array (never a shell), an
@@ -53,9 +54,6 @@ type Child = ChildProcessByStdio<Writable, Readable, Readable>;
 
 const DEFAULT_KILL_GRACE_MS = 2000;
 const MAX_TIMER_MS = 2 ** 31 - 1;
-/** Used when the source environment has no PATH at all. */
-export const DEFAULT_CHILD_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
-export const DEFAULT_CHILD_LANG = 'C.UTF-8';
 
 /**
  * Builds a child environment from `source` keeping only allowlisted names, then `extra` on top.

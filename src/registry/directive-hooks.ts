@@ -1,6 +1,6 @@
 import { isKiwiError } from '../errors.js';
 import { createConditionCompiler, type ConditionCompiler, type ConditionSite } from '../hooks/condition.js';
-import type { DirectiveHook, HookAction } from './types.js';
+import type { DirectiveHook, HookAction } from '../hooks/hook-types.js';
 import type { ElementProblem } from './directive-permissions.js';
 import type { XmlElement } from './xml-tree.js';
 

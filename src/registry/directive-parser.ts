@@ -9,7 +9,8 @@ import { parsePermissions, type ElementProblem } from './directive-permissions.j
 import { extractDirectiveBlock, findSignature, lineColumn, stripSignatureLine } from './markdown-parts.js';
 import { verifySignature } from './signature.js';
 import { checkToolName } from './tool-name.js';
-import type { Directive, DirectiveHook, DirectiveLimits, PermissionTag, Tier } from './types.js';
+import type { Directive, DirectiveLimits, PermissionTag, Tier } from './types.js';
+import type { DirectiveHook } from '../hooks/hook-types.js';
 import { fail, makeIssue, type FileLabel, type IssueInput, type ParseResult } from './validation-error.js';
 import { child, parseXmlTree, type XmlElement } from './xml-tree.js';
 

@@ -1,5 +1,6 @@
 /** Plain types of what the registry loads. Parsing and validation live beside them; the core works on these. */
 import type { StringFormat } from './string-formats.js';
+import type { DirectiveHook } from '../hooks/hook-types.js';
 
 export const TOOL_TYPES = ['primitive', 'runtime', 'mcp_server', 'mcp_tool', 'script', 'api', 'directive', 'knowledge', 'thread'] as const;
 export type ToolType = (typeof TOOL_TYPES)[number];
@@ -88,22 +89,6 @@ export interface DirectiveInput {
   description: string;
 }
 
-/** What a hook does when its condition holds. */
-export type HookAction =
-  | { kind: 'directive'; name: string; inputs: Record<string, string> }
-  | { kind: 'deny'; reason: string }
-  | { kind: 'require_approval' }
-  | { kind: 'annotate'; text: string }
-  /** POSTs the event as JSON to `url` (written by the policy's author, so trusted as an address). */
-  | { kind: 'webhook'; url: string };
-
-export interface DirectiveHook {
-  /** The condition as written (CEL, or with Kiwi's and/or/not). */
-  when: string;
-  /** Where it was written, for the hook's own errors. */
-  line: number;
-  action: HookAction;
-}
 
 export interface Directive {
   name: string;

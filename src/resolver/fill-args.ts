@@ -7,7 +7,8 @@
  */
 import type { Tool } from '../registry/types.js';
 import { readHints } from './explicit-hints.js';
-import { extractMentions, type Mention } from './extract-values.js';
+import { extractMentions } from './extract-values.js';
+import type { Mention } from './mention.js';
 import { extendList, plainList, readFlag } from './flags-and-lists.js';
 import { assign, scorePairs, type Context, type Scored } from './param-matching.js';
 import { profileParameters, type ParamProfile } from './param-profile.js';

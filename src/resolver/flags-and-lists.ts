@@ -2,7 +2,7 @@
  * Two shapes that are not one value in the text: booleans ("without ice", "enable cropping")
  * and lists ("Paris, London and Rome").
  */
-import type { Mention } from './extract-values.js';
+import type { Mention } from './mention.js';
 import type { Context } from './param-matching.js';
 import type { ParamProfile } from './param-profile.js';
 import { sameStem, stem, type Token } from './text-words.js';

@@ -6,7 +6,7 @@
  * and each parameter once; values of the same shape keep the schema's order when the evidence
  * does not tell them apart.
  */
-import type { Mention, MentionKind } from './extract-values.js';
+import type { Mention, MentionKind } from './mention.js';
 import { roleWords, type ParamProfile, type Role } from './param-profile.js';
 import { convertUnit, unitParts } from './units.js';
 import { STOPWORDS, sameStem, stem, type Token } from './text-words.js';

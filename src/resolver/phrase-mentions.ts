@@ -4,7 +4,7 @@
  * the words right in front of one of its name words ("Sodium chloride chemical" for
  * `chemical_name`).
  */
-import type { Mention } from './extract-values.js';
+import type { Mention } from './mention.js';
 import type { ParamProfile } from './param-profile.js';
 import { STOPWORDS, sameStem, type Token } from './text-words.js';
 import { sameWordForm } from './value-coercion.js';

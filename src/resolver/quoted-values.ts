@@ -3,7 +3,7 @@
  * (a number, a date, a URL…) so that "the ID \"87\"" can still fill an integer.
  */
 import { DATE_PATTERN, dateFromMatch } from './date-values.js';
-import type { Mention, MentionKind } from './extract-values.js';
+import type { Mention, MentionKind } from './mention.js';
 
 const QUOTE_PAIRS: ReadonlyArray<readonly [string, string]> = [['"', '"'], ['“', '”'], ['«', '»'], ['‘', '’']];
 // A single quote opens only after a space or bracket and closes before one, so apostrophes

@@ -3,7 +3,7 @@
  * a number of the right kind, a date in the format the description asks for, a one-item list.
  */
 import { formatDate, relativeDate } from './date-values.js';
-import type { Mention } from './extract-values.js';
+import type { Mention } from './mention.js';
 import type { ParamProfile } from './param-profile.js';
 import { convertUnit, unitParts } from './units.js';
 

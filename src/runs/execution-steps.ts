@@ -1,7 +1,5 @@
 import type { ChatExecution } from '../kernel/chat-journal.js';
-import type { ApprovalAnswer, ApprovalAsk } from '../proxy/approval.js';
 import type { CallOutcome, ToolCall } from '../proxy/tool-proxy.js';
-import type { ChatApprovals } from './chat-approvals.js';
 import type { EventDraft } from '../kernel/types.js';
 import { uuidv7 } from '../kernel/uuidv7.js';
 
@@ -71,23 +69,4 @@ export function outcomeText(outcome: CallOutcome): string {
   if (outcome.status === 'ok') return outcome.result.text;
   if (outcome.status === 'denied') return `denied: ${outcome.reason}`;
   return `${outcome.error.code}: ${outcome.error.message}`;
-}
-
-/**
- * One call of an execution the gateway runs for an MCP client or a thread: its step opened, a
- * person asked on that step when the call needs one (`announce` tells the caller where to answer),
- * and the step settled with the outcome.
- */
-export async function recordedCall(
-  parts: { steps: ExecutionSteps; approvals: Pick<ChatApprovals, 'approveStep'> },
-  call: ToolCall,
-  details: Record<string, unknown>,
-  through: (call: ToolCall) => Promise<CallOutcome>,
-  announce: (ask: ApprovalAsk, stepId: string) => void,
-): Promise<CallOutcome> {
-  const step = parts.steps.open({ tool: call.tool, arguments: call.args }, details);
-  const approve = (ask: ApprovalAsk): Promise<ApprovalAnswer> => parts.approvals.approveStep(step, ask, () => announce(ask, step));
-  const outcome = await through({ ...call, approve });
-  parts.steps.settle(step, outcome.status === 'ok' && outcome.result.isError ? 'error' : outcome.status, outcomeText(outcome));
-  return outcome;
 }

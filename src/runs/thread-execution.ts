@@ -3,7 +3,8 @@ import type { ChatJournal } from '../kernel/chat-journal.js';
 import type { ThreadJournal, ThreadRun } from '../threads/run-thread.js';
 import { createChatApprovals, type ChatApprovalDeps } from './chat-approvals.js';
 import { CHAT_AGENT_ID, keep } from './chat-execution.js';
-import { executionSteps, recordedCall } from './execution-steps.js';
+import { executionSteps } from './execution-steps.js';
+import { recordedCall } from './recorded-call.js';
 
 /**
  * Each run of a thread as a kernel execution, like a chat: the directive and its inputs as the

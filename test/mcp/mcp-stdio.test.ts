@@ -167,7 +167,7 @@ describe('kiwi mcp (stdio)', () => {
       };
       const here = await run([]);
       expect(here.code).toBe(2);
-      expect(here.err).toBe(`kiwi mcp: ${empty} has no .ai/ folder, so there are no project tools to serve; pass --project DIR (the folder that holds .ai/) or set KIWI_PROJECT, or add --allow-empty to serve it anyway (only your user tools; .ai/ is created there for the index)`);
+      expect(here.err).toBe(`kiwi mcp: ${empty} has no .ai/ folder, so there are no project tools to serve; run \`kiwi init\` there to make one, pass --project DIR (the folder that holds .ai/) or set KIWI_PROJECT, or add --allow-empty to serve it anyway (only your user tools; .ai/ is created there for the index)`);
       expect(readdirSync(empty)).toEqual([]);
       const file = await run(['--project', 'README.md'], REPO_ROOT);
       expect(file).toEqual({ code: 2, err: `kiwi mcp: --project ${path.join(REPO_ROOT, 'README.md')} is not a folder; give the folder that holds .ai/, e.g. --project ${REPO_ROOT}` });

@@ -40,7 +40,8 @@ export async function checkpointsCommand(ctx: CliContext): Promise<number> {
   const limit = Number(values.n);
   if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) throw new UsageError(`-n must be a whole number from 1 to 10000, got ${values.n}`);
 
-  const root = await realpath(projectOptions(ctx, values).projectDir);
+  // Checkpoints are git's: a work tree without .ai/ has none, and says so itself.
+  const root = await realpath(projectOptions(ctx, values, { needsAi: false }).projectDir);
   const settings = await readCheckpointSettings(path.join(root, '.ai', 'config', 'gateway.yaml'), root);
   const limits = { ...settings, timeoutMs: Math.max(settings.timeoutMs, CLI_MIN_TIMEOUT_MS) };
   const found = await findWorkTree(root, { env: ctx.env, timeoutMs: limits.timeoutMs, ...(ctx.signal ? { signal: ctx.signal } : {}) });

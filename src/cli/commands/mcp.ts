@@ -24,18 +24,18 @@ export interface StdioStreams {
  */
 export async function mcpCommand(ctx: CliContext, streams: StdioStreams = { stdin: process.stdin, stdout: process.stdout }): Promise<number> {
   const { values } = parseFlags(ctx.argv, { project: { type: 'string' }, 'allow-empty': { type: 'boolean' } }, USAGE);
-  const options = projectOptions(ctx, values);
+  const options = projectOptions(ctx, values, { needsAi: false });
   // MCP clients often spawn servers in / or the home folder: serving that by mistake would
   // quietly create .ai/ there and offer no project tools.
   if (values['allow-empty'] !== true && !existsSync(path.join(options.projectDir, '.ai'))) {
     throw new UsageError(
-      `${options.projectDir} has no .ai/ folder, so there are no project tools to serve; pass --project DIR (the folder that holds .ai/) or set KIWI_PROJECT, or add --allow-empty to serve it anyway (only your user tools; .ai/ is created there for the index)`,
+      `${options.projectDir} has no .ai/ folder, so there are no project tools to serve; run \`kiwi init\` there to make one, pass --project DIR (the folder that holds .ai/) or set KIWI_PROJECT, or add --allow-empty to serve it anyway (only your user tools; .ai/ is created there for the index)`,
     );
   }
   let runtime: ResolverRuntime | undefined;
   let project: Project | undefined;
   try {
-    runtime = await openProjectResolver(ctx, values.project);
+    runtime = await openProjectResolver(ctx, values.project, { needsAi: false });
     const report = await runtime.sync({ onProgress: progressLine(ctx), ...(ctx.signal ? { signal: ctx.signal } : {}) });
     if (report.added + report.updated + report.removed > 0) {
       ctx.io.err(`kiwi: index updated (${report.added} added, ${report.updated} updated, ${report.removed} removed)`);

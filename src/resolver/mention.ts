@@ -1,0 +1,31 @@
+import type { DateParts } from './date-values.js';
+
+/** A value an intent spells out (extract-values.ts finds them), with where it stands. */
+export type MentionKind =
+  | 'quoted' | 'json' | 'url' | 'email' | 'ip' | 'date' | 'reldate' | 'time' | 'version' | 'path'
+  | 'phone' | 'range' | 'number' | 'id' | 'proper'
+  /** Words that equal a parameter's listed example or allowed value ("lake", "staging"). */
+  | 'phrase';
+
+export interface Mention {
+  kind: MentionKind;
+  /** Span in the intent, quotes and unit included. */
+  start: number;
+  end: number;
+  /** The value as written: quoted text without its quotes, a number without its unit. */
+  text: string;
+  /** Numeric value, for numbers and for quoted text that is a number. */
+  num?: number;
+  date?: DateParts;
+  /** The word right after a number ("kg", "employees"), lower-case. */
+  unit?: string;
+  money?: boolean;
+  percent?: boolean;
+  json?: unknown;
+  /** For a number with a unit: number and unit as written ("2.4 GHz"). */
+  written?: string;
+  /** For a phrase: the words in front of a parameter's name word ("Sodium chloride" chemical). */
+  modifier?: boolean;
+  /** For quoted text: what the text inside the quotes is, when it is one value of another kind. */
+  inner?: MentionKind;
+}

@@ -1,0 +1,130 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+/**
+ * The layers of DESIGN §8, from the bottom. A folder of src/ belongs to one layer; a file directly
+ * in src/ is base. An import may point at its own layer or one below, never above, and no set of
+ * files or folders may import each other in a circle. Outside systems are reached from backends
+ * and edges only. A new folder fails here until it is given a layer.
+ */
+const LAYERS = [
+  ['base', ['contracts']],
+  ['model', ['registry', 'hooks', 'policy']],
+  ['backends', ['primitives', 'mcp-client', 'llm', 'embed', 'store', 'kernel', 'audit', 'budgets', 'clients', 'checkpoints']],
+  ['calls', ['executor', 'proxy', 'project']],
+  ['resolution', ['intent', 'resolver', 'prefetch', 'datasets']],
+  ['agent', ['loop', 'runs', 'threads', 'anneal']],
+  ['edges', ['http', 'mcp-server', 'cli', 'runner']],
+  ['app', ['app']],
+] as const;
+
+const OUTSIDE_SYSTEMS = /^(hono|@hono\/|@modelcontextprotocol\/|undici|@lancedb\/|apache-arrow|pg$|@electric-sql\/|@huggingface\/|@energetic-ai\/|redis|@redis\/|@opentelemetry\/)/;
+const MAY_REACH_OUTSIDE = new Set(['backends', 'edges']);
+
+const SRC = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'src');
+
+interface Import { from: string; to: string; external: boolean }
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) return sourceFiles(full);
+    return /\.(m?ts|mjs)$/.test(entry.name) && !entry.name.endsWith('.d.ts') ? [path.relative(SRC, full)] : [];
+  });
+}
+
+/** Static imports, re-exports and `import()` of the file, type-only ones included: a type names its layer too. */
+function importsOf(file: string): Import[] {
+  const text = readFileSync(path.join(SRC, file), 'utf8');
+  const specs = [...text.matchAll(/(?:^|\n)\s*(?:import|export)\s[^'";]*?from\s+'([^']+)'|(?:^|\n)\s*import\s+'([^']+)'|import\(\s*'([^']+)'\s*\)/g)].map((m) => m[1] ?? m[2] ?? m[3] ?? '');
+  return specs.map((spec) => {
+    if (!spec.startsWith('.')) return { from: file, to: spec, external: true };
+    const target = path.normalize(path.join(path.dirname(file), spec));
+    return { from: file, to: target.endsWith('.mjs') ? target : target.replace(/\.js$/, '.ts'), external: false };
+  });
+}
+
+const folderOf = (file: string): string => (file.includes(path.sep) ? file.split(path.sep)[0] ?? file : '.');
+const LAYER_OF = new Map<string, number>([['.', 0], ...LAYERS.flatMap(([, folders], level) => folders.map((f) => [f, level] as [string, number]))]);
+const layerName = (folder: string): string => LAYERS[LAYER_OF.get(folder) ?? 0]?.[0] ?? '?';
+
+/** Strongly connected components of more than one node (Tarjan): each is a circle of imports. */
+function circles(nodes: Iterable<string>, next: (node: string) => Iterable<string>): string[][] {
+  let counter = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const found: string[][] = [];
+  const visit = (v: string): void => {
+    index.set(v, counter);
+    low.set(v, counter++);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of next(v)) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const component: string[] = [];
+    let w: string;
+    do {
+      w = stack.pop()!;
+      onStack.delete(w);
+      component.push(w);
+    } while (w !== v);
+    if (component.length > 1) found.push(component.sort());
+  };
+  for (const node of nodes) if (!index.has(node)) visit(node);
+  return found;
+}
+
+const files = sourceFiles(SRC);
+const imports = files.flatMap(importsOf);
+const local = imports.filter((i) => !i.external);
+
+describe('the layers of DESIGN §8', () => {
+  it('reads the imports it judges', () => {
+    expect(files.length).toBeGreaterThan(300);
+    const missing = local.filter((i) => !files.includes(i.to)).map((i) => `${i.from} → ${i.to}`);
+    expect(missing, 'imports this test cannot resolve to a file of src/').toEqual([]);
+  });
+
+  it('gives every folder a layer', () => {
+    const folders = [...new Set(files.map(folderOf))];
+    expect(folders.filter((f) => !LAYER_OF.has(f)), 'add the folder to LAYERS here and to DESIGN §8').toEqual([]);
+  });
+
+  it('has no import that points up a layer', () => {
+    const upward = local
+      .filter((i) => (LAYER_OF.get(folderOf(i.to)) ?? 0) > (LAYER_OF.get(folderOf(i.from)) ?? 0))
+      .map((i) => `${i.from} (${layerName(folderOf(i.from))}) → ${i.to} (${layerName(folderOf(i.to))})`);
+    expect(upward).toEqual([]);
+  });
+
+  it('has no circle of files importing each other', () => {
+    const next = new Map<string, string[]>();
+    for (const i of local) next.set(i.from, [...(next.get(i.from) ?? []), i.to]);
+    expect(circles(files, (f) => next.get(f) ?? [])).toEqual([]);
+  });
+
+  it('has no circle of folders importing each other', () => {
+    const next = new Map<string, Set<string>>();
+    for (const i of local) {
+      const [a, b] = [folderOf(i.from), folderOf(i.to)];
+      if (a !== b) next.set(a, (next.get(a) ?? new Set()).add(b));
+    }
+    expect(circles(next.keys(), (f) => next.get(f) ?? [])).toEqual([]);
+  });
+
+  it('reaches outside systems from backends and edges only', () => {
+    const outside = imports
+      .filter((i) => i.external && OUTSIDE_SYSTEMS.test(i.to) && !MAY_REACH_OUTSIDE.has(layerName(folderOf(i.from))))
+      .map((i) => `${i.from} (${layerName(folderOf(i.from))}) → ${i.to}`);
+    expect(outside).toEqual([]);
+  });
+});

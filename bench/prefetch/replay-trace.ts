@@ -1,6 +1,6 @@
 import { canonicalJson } from '../../src/canonical-json.js';
 import { runAgentLoop, type LoopObserver } from '../../src/loop/agent-loop.js';
-import type { CallOutcome, ToolCall } from '../../src/proxy/tool-proxy.js';
+import type { CallOutcome, ToolCall } from '../../src/proxy/tool-call.js';
 import type { Resolution } from '../../src/resolver/types.js';
 import { createTraceProvider } from './trace-provider.js';
 import type { Trace, TraceGold } from './trace-format.js';

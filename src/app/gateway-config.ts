@@ -1,4 +1,3 @@
-import path from 'node:path';
 import { inspect } from 'node:util';
 import { z } from 'zod';
 import { isKiwiError, KiwiError } from '../errors.js';

@@ -11,7 +11,7 @@ import type { LearnedTransitionModel } from '../prefetch/transition-model.js';
 import type { Project } from '../project/open-project.js';
 import type { ResolverRuntime } from '../resolver/resolver-runtime.js';
 import type { Caller } from '../policy/caller.js';
-import type { ToolCall } from '../proxy/tool-proxy.js';
+import type { ToolCall } from '../proxy/tool-call.js';
 import type { AgentLoopDeps } from '../loop/agent-loop.js';
 import type { PrefetchConfig } from './gateway-config.js';
 import type { LoopCall, LoopMode } from '../loop/loop-types.js';

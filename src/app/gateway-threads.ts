@@ -1,6 +1,6 @@
 import type { ThreadPlan } from '../executor/plan-types.js';
 import type { Project } from '../project/open-project.js';
-import type { ToolCall } from '../proxy/tool-proxy.js';
+import type { ThreadPort, ToolCall } from '../proxy/tool-call.js';
 import type { ResolverRuntime } from '../resolver/resolver-runtime.js';
 import { KiwiError } from '../errors.js';
 import { resumeThread, runThread, threadOutcomeBody, type ThreadDeps, type ThreadOutcome, type ThreadResume, type ThreadStart } from '../threads/run-thread.js';
@@ -20,6 +20,8 @@ export interface GatewayThreads {
    * `cancel`led, or when the gateway closes.
    */
   background(job: { start: ThreadStart } | { resume: ThreadResume }): Promise<string>;
+  /** Where the tool proxy runs thread tools and the hooks' directives, as the calling client. */
+  port: ThreadPort;
   /** Cancels a thread this gateway runs (in the background or for a caller that waits); false when it runs none of that id. */
   cancel(id: string): boolean;
   /** Cancels every thread this gateway runs and waits for their ends to be written. */
@@ -94,7 +96,7 @@ export function createGatewayThreads(deps: {
   };
 
   // Thread tools (`tool_type: thread`, a directive tool, anything on llm_runtime) spawn through
-  // the proxy, as the caller; a hook's directive starts in the background, as the call's caller.
+  // the proxy, as the caller (`port`); a hook's directive starts in the background, as the call's caller.
   const asCaller = (plan: ThreadPlan, call: ToolCall): ThreadStart => ({
     directive: plan.directive,
     inputs: plan.inputs,
@@ -103,18 +105,18 @@ export function createGatewayThreads(deps: {
     ...(call.thread ? { parent: { id: call.thread.id, depth: call.thread.depth } } : {}),
     ...(plan.tier ? { tier: plan.tier } : {}),
   });
-  project.proxy.useThreads(
-    async (plan, call) => {
-      const outcome = await run({ ...asCaller(plan, call), ...(call.signal ? { signal: call.signal } : {}) });
-      const body = threadOutcomeBody(outcome);
-      return { text: JSON.stringify(body, null, 2), data: body, isError: outcome.status !== 'completed' };
-    },
-    (plan, call) => background({ start: asCaller(plan, call) }),
-  );
   return {
     run,
     resume,
     background,
+    port: {
+      async spawn(plan, call) {
+        const outcome = await run({ ...asCaller(plan, call), ...(call.signal ? { signal: call.signal } : {}) });
+        const body = threadOutcomeBody(outcome);
+        return { text: JSON.stringify(body, null, 2), data: body, isError: outcome.status !== 'completed' };
+      },
+      background: (plan, call) => background({ start: asCaller(plan, call) }),
+    },
     cancel(id) {
       const thread = running.get(id);
       thread?.controller.abort(new KiwiError('TOOL_CANCELLED', `thread ${id} was cancelled`));

@@ -7,11 +7,13 @@ import { createMcpRoute } from '../http/mcp-route.js';
 import { logInternalError } from '../http/log-internal-error.js';
 import { createRequestGuard } from '../http/request-guard.js';
 import { openProject, type Project, type ProjectOptions } from '../project/open-project.js';
+import type { ThreadPort } from '../proxy/tool-call.js';
+import { KiwiError } from '../errors.js';
 import { openProjectResolverRuntime, type ResolverRuntime } from '../resolver/resolver-runtime.js';
 import { compactSchema } from '../resolver/compact-schema.js';
 import { catalogActionWords } from '../resolver/split-steps.js';
 import { checkTool } from '../policy/permission-context.js';
-import { callContext } from '../proxy/authorize.js';
+import { callContext } from '../proxy/call-context.js';
 import { runAgentLoop } from '../loop/agent-loop.js';
 import { createChatApprovals } from '../runs/chat-approvals.js';
 import { CHAT_AGENT_ID, chatInput, chatLabels, recordChat } from '../runs/chat-execution.js';
@@ -70,7 +72,15 @@ export interface Gateway {
  * index, the upstream LLMs from `.ai/config/gateway.yaml`, the agent loop, the MCP server.
  */
 export async function openGateway(options: GatewayOptions): Promise<Gateway> {
-  const project = await openProject({ ...options, source: 'gateway' });
+  // Threads call tools through the proxy, and the proxy runs thread tools as threads: the proxy's
+  // port reaches the thread runtime made below, once it exists (no call runs before it does).
+  let threadRuntime: GatewayThreads | undefined;
+  const runtimeOfThreads = (): GatewayThreads => {
+    if (threadRuntime === undefined) throw new KiwiError('INTERNAL', 'a thread was asked for before the gateway finished opening');
+    return threadRuntime;
+  };
+  const port: ThreadPort = { spawn: (plan, call) => runtimeOfThreads().port.spawn(plan, call), background: (plan, call) => runtimeOfThreads().port.background(plan, call) };
+  const project = await openProject({ ...options, source: 'gateway', threads: port });
   const opened: { close(): Promise<void> }[] = [project];
   try {
     const config = await loadGatewayConfig(path.join(project.root, '.ai', 'config', 'gateway.yaml'), { env: options.env, root: project.root });
@@ -169,6 +179,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     const guard = createRequestGuard({ allowedHosts: config.allowedHosts, allowedOrigins: config.allowedOrigins, mcpOrigins: config.mcp.allowedOrigins, auth, maxConcurrentPerClient: config.maxConcurrentPerClient });
     const record = config.recordChats ? { record: mcpRecorder(kernel.journal, { call: (call) => project.proxy.call(call), stepDeadlineMs: config.limits.maxDurationMs, kernel: kernel.kernel, ...(budgets ? { budgets } : {}) }) } : {};
     const threads = createGatewayThreads({ project, runtime, upstreams, config, describeTool, steps, budgets, ...(config.recordChats && options.unattended !== true ? { journal: threadJournal(kernel.journal, { kernel: kernel.kernel }) } : {}) });
+    threadRuntime = threads;
     const metaDeps = { project, resolver: runtime.resolver, steps, threads, ...record };
     const mcp = createMcpRoute(metaDeps, { allowedOrigins: config.mcp.allowedOrigins, maxBodyBytes: config.maxBodyBytes, callerOf: guard.callerOf });
     opened.unshift(mcp);

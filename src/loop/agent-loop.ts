@@ -3,7 +3,7 @@ import { KiwiError } from '../errors.js';
 import { DEFAULT_MARKER } from '../intent/intent-marker.js';
 import { createIntentScanner, intentInstructions, type ScanEvent } from '../intent/intent-scanner.js';
 import type { ChatEvent, ChatMessage, ChatProvider, ChatRequest, ChatUsage, FinishReason, NativeToolCall } from '../llm/types.js';
-import type { CallOutcome } from '../proxy/tool-proxy.js';
+import type { CallOutcome } from '../proxy/tool-call.js';
 import type { SplitOptions } from '../resolver/split-steps.js';
 import type { Resolution } from '../resolver/types.js';
 import { feedbackMessage, limitNotice } from './agent-feedback.js';
@@ -116,7 +116,8 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
   const budget = deps.budget;
   const worker = createIntentWorker({
     resolve: deps.resolve,
-    call: budget === undefined ? deps.call : (call) => (budget.countToolCall(), deps.call(call)),
+    // The proxy's budget stage counts each call on the request's budget.
+    call: budget === undefined ? deps.call : (call) => deps.call({ ...call, budget }),
     ...(deps.approve ? { approve: deps.approve } : {}),
     ...(deps.help ? { help: deps.help } : {}),
     cost: () => ({ turns, tokens: (usage.inputTokens ?? 0) + (usage.outputTokens ?? 0) }),

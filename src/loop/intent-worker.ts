@@ -1,6 +1,6 @@
 import { canonicalJson } from '../canonical-json.js';
 import type { ApprovalAsk } from '../proxy/approval.js';
-import type { CallOutcome } from '../proxy/tool-proxy.js';
+import type { CallOutcome } from '../proxy/tool-call.js';
 import type { SplitOptions } from '../resolver/split-steps.js';
 import { planSteps, runPlannedSteps, type PlannedStep } from '../resolver/step-plan.js';
 import type { Resolution } from '../resolver/types.js';

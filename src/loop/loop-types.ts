@@ -3,7 +3,7 @@ import type { ChatRequest, ChatUsage, FinishReason, NativeToolCall } from '../ll
 import type { Caller } from '../policy/caller.js';
 import type { ApprovalAnswer, ApprovalAsk } from '../proxy/approval.js';
 import type { HelpAction, HelpSignal } from '../proxy/help-signal.js';
-import type { ToolCall } from '../proxy/tool-proxy.js';
+import type { ToolCall } from '../proxy/tool-call.js';
 import type { ToolCallSpec } from '../resolver/types.js';
 
 /**
@@ -12,7 +12,7 @@ import type { ToolCallSpec } from '../resolver/types.js';
  */
 
 /** A call as the loop makes it: who it is for is bound by whoever runs the loop. */
-export type LoopCall = Pick<ToolCall, 'tool' | 'item' | 'args' | 'source' | 'signal' | 'approve' | 'cost' | 'limits'>;
+export type LoopCall = Pick<ToolCall, 'tool' | 'item' | 'args' | 'source' | 'signal' | 'approve' | 'cost' | 'limits' | 'budget'>;
 
 /**
  * Asks a person about one of the loop's calls (by its `call` event's id). `announce` tells the

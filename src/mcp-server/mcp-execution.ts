@@ -1,7 +1,7 @@
 import { KiwiError } from '../errors.js';
 import type { ChatJournal } from '../kernel/chat-journal.js';
 import type { MetaRecorder } from './meta-server.js';
-import type { CallOutcome, ToolCall } from '../proxy/tool-proxy.js';
+import type { CallOutcome, ToolCall } from '../proxy/tool-call.js';
 import { CHAT_AGENT_ID, keep } from '../runs/chat-execution.js';
 import type { Budgets } from '../budgets/budget-meter.js';
 import { createChatApprovals, waitingText, type ChatApprovalDeps } from '../runs/chat-approvals.js';
@@ -44,8 +44,8 @@ export function mcpRecorder(
     const approvals = createChatApprovals({ execution, steps, kernel: options.kernel });
     try {
       const result = await run(async (call, details) => {
-        meter?.countToolCall();
-        return recordedCall({ steps, approvals }, { ...call, signal: controller.signal }, details, options.call, (ask, step) => request.notify(waitingText(ask.reason, step, ask.timeoutMs)));
+        // The proxy's budget stage counts the call on the client's budget.
+        return recordedCall({ steps, approvals }, { ...call, signal: controller.signal, ...(meter ? { budget: meter } : {}) }, details, options.call, (ask, step) => request.notify(waitingText(ask.reason, step, ask.timeoutMs)));
       }, controller.signal);
       if (cancelled) throw new KiwiError('TOOL_CANCELLED', `The execution ${execution.id} was cancelled; its running tool was stopped.`);
       const text = result.content.map((c) => (c.type === 'text' ? c.text : '')).join('');

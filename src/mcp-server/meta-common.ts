@@ -12,7 +12,7 @@ import { describeError, isKiwiError, KiwiError } from '../errors.js';
 import type { Project } from '../project/open-project.js';
 import type { Caller } from '../policy/caller.js';
 import type { ThreadOutcome, ThreadResume, ThreadStart } from '../threads/run-thread.js';
-import type { CallOutcome, ToolCall } from '../proxy/tool-proxy.js';
+import type { CallOutcome, ToolCall } from '../proxy/tool-call.js';
 import type { Directive, Knowledge, Tier, Tool } from '../registry/types.js';
 import type { Resolver } from '../resolver/types.js';
 

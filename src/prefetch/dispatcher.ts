@@ -1,7 +1,7 @@
 import { canonicalJson } from '../canonical-json.js';
 import { describeError, KiwiError } from '../errors.js';
 import type { Caller } from '../policy/caller.js';
-import type { CallOutcome, ToolCall } from '../proxy/tool-proxy.js';
+import type { CallOutcome, ToolCall } from '../proxy/tool-call.js';
 import type { Tool } from '../registry/types.js';
 import { normalizeIntent } from '../resolver/resolver.js';
 import type { Retrieval, StagedResolver, ToolCallSpec } from '../resolver/types.js';

@@ -1,7 +1,7 @@
 import { LRUCache } from 'lru-cache';
 import { describeError, KiwiError } from '../errors.js';
 import { dot } from '../embed/vector-math.js';
-import type { CallOutcome } from '../proxy/tool-proxy.js';
+import type { CallOutcome } from '../proxy/tool-call.js';
 import type { Retrieval } from '../resolver/types.js';
 import type { CachedSpeculation, PrefetchCounters } from './types.js';
 

@@ -1,4 +1,4 @@
-import type { CallOutcome, ToolCall } from '../proxy/tool-proxy.js';
+import type { CallOutcome, ToolCall } from '../proxy/tool-call.js';
 import type { Resolution } from '../resolver/types.js';
 import type { PrefetchDispatcher } from './dispatcher.js';
 import { createPrefetchSession, type PrefetchSession } from './prefetch-session.js';

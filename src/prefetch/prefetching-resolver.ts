@@ -1,7 +1,8 @@
 import { canonicalJson } from '../canonical-json.js';
 import { throwIfAborted } from '../abort.js';
 import { KiwiError } from '../errors.js';
-import type { CallOutcome, OkOutcome, ToolCall, ToolProxy } from '../proxy/tool-proxy.js';
+import type { ToolProxy } from '../proxy/tool-proxy.js';
+import type { CallOutcome, OkOutcome, ToolCall } from '../proxy/tool-call.js';
 import type { Tool } from '../registry/types.js';
 import { namedTool, normalizeIntent } from '../resolver/resolver.js';
 import type { Resolution, StagedResolver, ToolCallSpec } from '../resolver/types.js';

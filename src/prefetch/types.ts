@@ -1,4 +1,4 @@
-import type { CallOutcome } from '../proxy/tool-proxy.js';
+import type { CallOutcome } from '../proxy/tool-call.js';
 
 /**
  * Plain types of predictive prefetch (DESIGN §5), shared by the snapshotter, the predictor, the

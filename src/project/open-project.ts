@@ -13,7 +13,8 @@ import { createRateLimiter } from '../policy/rate-limiter.js';
 import { createAddressGuard } from '../primitives/address-guard.js';
 import { createHttpClient, type HttpClient } from '../primitives/http-client.js';
 import { openSandbox } from '../primitives/sandbox.js';
-import { createToolProxy, type CallSource, type ToolProxy } from '../proxy/tool-proxy.js';
+import { createToolProxy, type ToolProxy } from '../proxy/tool-proxy.js';
+import type { CallSource, ThreadPort } from '../proxy/tool-call.js';
 import { loadRegistry, type Registry } from '../registry/load-registry.js';
 
 export interface ProjectOptions {
@@ -25,6 +26,8 @@ export interface ProjectOptions {
   env: Readonly<Record<string, string | undefined>>;
   session?: string;
   source?: CallSource;
+  /** Where thread tools and the hooks' directives run (the gateway's thread runtime); absent, they are refused. */
+  threads?: ThreadPort;
 }
 
 /** Everything one process needs to run tools for a project, wired once and closed once. */
@@ -78,6 +81,7 @@ export async function openProject(options: ProjectOptions): Promise<Project> {
     rateLimiter: createRateLimiter(),
     plan: { root, env: options.env },
     checkpoints,
+    ...(options.threads ? { threads: options.threads } : {}),
   });
   return {
     root,

@@ -2,8 +2,8 @@
  * Calls that name a directive or a knowledge entry instead of a tool (`item` on the call, as the
  * resolver sets it). A directive becomes a thread plan, granted like a thread tool (its name in the
  * policy's `tools`) and run by the gateway's thread runtime with the caller's rights narrowed by
- * its own; a knowledge entry is read: it runs nothing, so it needs no grant, but its reads are
- * rate-limited, seen by the hooks and audited like any call.
+ * its own; a knowledge entry is read: it runs nothing, so it needs no grant, but its reads pass
+ * the proxy's other stages (rate limit, hooks, audit) like any call.
  */
 import { KiwiError } from '../errors.js';
 import type { ToolResult } from '../contracts/tool-result.js';
@@ -13,11 +13,12 @@ import { checkToolName } from '../registry/tool-name.js';
 import type { Knowledge, Tool } from '../registry/types.js';
 import { checkInputs } from '../registry/directive-input-values.js';
 import { isPlainObject } from '../plain-object.js';
-import { callContext, type Authorization } from './authorize.js';
-import type { ToolCall, ToolProxyDeps } from './tool-proxy.js';
+import type { Authorization, AuthorizeDeps } from './authorization.js';
+import { callContext } from './call-context.js';
+import type { ToolCall } from './tool-call.js';
 
 /** The item a call names, seen as a tool (for hooks, approvals and checkpoints); undefined when there is none. */
-export function itemTool(call: Pick<ToolCall, 'tool' | 'item'>, deps: Pick<ToolProxyDeps, 'items'>): Tool | undefined {
+export function itemTool(call: Pick<ToolCall, 'tool' | 'item'>, deps: Pick<AuthorizeDeps, 'items'>): Tool | undefined {
   if (call.item === 'directive') {
     const directive = deps.items?.directives.get(call.tool);
     return directive && directiveTool(directive);
@@ -26,7 +27,7 @@ export function itemTool(call: Pick<ToolCall, 'tool' | 'item'>, deps: Pick<ToolP
   return entry && knowledgeTool(entry);
 }
 
-export async function authorizeItem(call: ToolCall & { item: 'directive' | 'knowledge' }, deps: ToolProxyDeps): Promise<Authorization> {
+export async function authorizeItem(call: ToolCall & { item: 'directive' | 'knowledge' }, deps: AuthorizeDeps): Promise<Authorization> {
   const ctx = callContext(deps.context, call.context);
   const name = checkToolName(call.tool);
   if (!name.ok) return { allowed: false, reason: `${call.item} name \`${call.tool}\` is not valid: ${name.reason}` };
@@ -41,16 +42,12 @@ export async function authorizeItem(call: ToolCall & { item: 'directive' | 'know
     const grant = checkTool(ctx, directive.name);
     if (!grant.allowed) return grant;
     const inputs = checkInputs(directive, given);
-    const rate = deps.rateLimiter.take(ctx, call.tool, call.client);
-    if (!rate.allowed) return { ...rate, code: 'rate_limited', args: inputs };
     return { allowed: true, plan: { kind: 'thread', directive: directive.name, inputs }, args: inputs, reason: `allowed by ${ctx.label}` };
   }
 
   const entry = deps.items?.knowledge.get(call.tool);
   if (entry === undefined) throw new KiwiError('TOOL_NOT_FOUND', `no knowledge entry \`${call.tool}\`${known(deps.items?.knowledge)}`);
   if (Object.keys(given).length > 0) throw new KiwiError('INVALID_INPUT', `knowledge entry ${entry.id} takes no arguments; call it with {}`);
-  const rate = deps.rateLimiter.take(ctx, call.tool, call.client);
-  if (!rate.allowed) return { ...rate, code: 'rate_limited', args: {} };
   return { allowed: true, plan: { kind: 'read', result: knowledgeResult(entry) }, args: {}, reason: `a knowledge entry: read-only, allowed to every caller (${ctx.label})` };
 }
 

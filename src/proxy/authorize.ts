@@ -1,36 +1,26 @@
 import { KiwiError } from '../errors.js';
 import { lookupLink, resolveChain } from '../executor/chain.js';
-import type { ToolResult } from '../contracts/tool-result.js';
 import type { ExecutionPlan } from '../executor/plan-types.js';
 import { planCall, planDynamicMcp } from '../executor/plan.js';
 import { validateArgs } from '../executor/validate-args.js';
 import { checkCommand } from '../policy/command-check.js';
 import { checkPath } from '../policy/path-check.js';
-import { checkMcpTool, checkTool, childContext, contextChain, type Decision, type PermissionContext } from '../policy/permission-context.js';
+import { checkMcpTool, checkTool, contextChain, type Decision, type PermissionContext } from '../policy/permission-context.js';
 import { checkMcpPathArgs } from '../policy/mcp-path-args.js';
 import { checkToolName } from '../registry/tool-name.js';
 import type { Tool } from '../registry/types.js';
 import type { McpServerSpec } from '../mcp-client/client-pool.js';
 import { authorizeItem } from './authorize-item.js';
-import type { ToolCall, ToolProxyDeps } from './tool-proxy.js';
-
-/** A call whose answer is known once it is allowed (a knowledge entry's content): nothing runs. */
-export interface ReadPlan {
-  kind: 'read';
-  result: ToolResult;
-}
-
-export type Authorization =
-  | { allowed: true; plan: ExecutionPlan | ReadPlan; args: Record<string, unknown>; reason: string }
-  /** `args`: the arguments as validated, when the call got that far before it was refused (hooks see no others). */
-  | { allowed: false; reason: string; code?: 'rate_limited'; args?: Record<string, unknown> };
+import type { Authorization, AuthorizeDeps } from './authorization.js';
+import { callContext } from './call-context.js';
+import type { ToolCall } from './tool-call.js';
 
 /**
- * Every check a call must pass before it may run, in order: the name, the tool grant, the
- * arguments, the rate, then what the plan would touch (paths, executables, MCP tools).
+ * Every check of the policy a call must pass before it may run, in order: the name, the tool
+ * grant, the arguments, then what the plan would touch (paths, executables, MCP tools).
  * Throws KiwiError for malformed calls; returns a denial for calls the policy refuses.
  */
-export async function authorize(call: ToolCall, deps: ToolProxyDeps): Promise<Authorization> {
+export async function authorize(call: ToolCall, deps: AuthorizeDeps): Promise<Authorization> {
   if (call.item !== undefined) return authorizeItem({ ...call, item: call.item }, deps);
   const ctx = callContext(deps.context, call.context);
   const name = checkToolName(call.tool);
@@ -59,9 +49,6 @@ export async function authorize(call: ToolCall, deps: ToolProxyDeps): Promise<Au
     plan = planCall(resolveChain(deps.tools, target.tool.id), args, deps.plan);
   }
 
-  const rate = deps.rateLimiter.take(ctx, call.tool, call.client);
-  if (!rate.allowed) return { ...rate, code: 'rate_limited', args };
-
   const planCheck = checkPlan(ctx, plan, target.tool);
   if (!planCheck.allowed) return { ...planCheck, args };
   // The sandbox hides the secrets this call may not read, as the path check does for its arguments.
@@ -70,7 +57,7 @@ export async function authorize(call: ToolCall, deps: ToolProxyDeps): Promise<Au
 }
 
 /** Whether an MCP server may be started (its command) for listing its tools. */
-export function authorizeServer(id: string, ctx: PermissionContext, deps: ToolProxyDeps): { allowed: true; spec: McpServerSpec } | { allowed: false; reason: string } {
+export function authorizeServer(id: string, ctx: PermissionContext, deps: Pick<AuthorizeDeps, 'tools' | 'plan'>): { allowed: true; spec: McpServerSpec } | { allowed: false; reason: string } {
   const server = deps.tools.get(id);
   if (server?.type !== 'mcp_server') throw new KiwiError('TOOL_NOT_FOUND', `no MCP server \`${id}\` in the registry`);
   const plan = planDynamicMcp(server, resolveChain(deps.tools, id), '*', {}, deps.plan);
@@ -115,18 +102,6 @@ function checkPlan(ctx: PermissionContext, plan: ExecutionPlan, tool: Tool): Dec
     if (plan.server.transport === 'stdio') return checkCommand(ctx, [plan.server.command, ...plan.server.args]);
   }
   return { allowed: true };
-}
-
-/** The context a call is checked in: the proxy's, narrowed by the call's own when it has one. */
-export function callContext(proxy: PermissionContext, call: PermissionContext | undefined): PermissionContext {
-  return call ? intersect(proxy, call) : proxy;
-}
-
-/** A call-level context is re-rooted under the proxy's own, every link of it, so it can only narrow. */
-function intersect(parent: PermissionContext, child: PermissionContext): PermissionContext {
-  const links: PermissionContext[] = [];
-  for (let c: PermissionContext | undefined = child; c && c !== parent; c = c.parent) links.unshift(c);
-  return links.reduce((acc, link) => childContext(acc, link.rules, link.label), parent);
 }
 
 function dynamicArgs(raw: unknown): Record<string, unknown> {

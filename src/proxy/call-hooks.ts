@@ -6,7 +6,7 @@ import { isPlainObject } from '../plain-object.js';
 import type { HttpClient } from '../primitives/http-client.js';
 import type { Tool } from '../registry/types.js';
 import { textHead } from '../text-cut.js';
-import type { ToolCall } from './tool-proxy.js';
+import type { ToolCall } from './tool-call.js';
 
 /**
  * The hooks of one call (the policy's, then its directive's) on the call's events, and what their

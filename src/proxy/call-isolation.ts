@@ -1,7 +1,7 @@
 import type { AuditRecord } from '../audit/audit-record.js';
 import type { ExecutionPlan } from '../executor/plan-types.js';
 import type { PrimitiveDeps } from '../executor/execute-plan.js';
-import type { ReadPlan } from './authorize.js';
+import type { ReadPlan } from './authorization.js';
 
 export type Isolation = Pick<AuditRecord, 'sandbox' | 'sandbox_reason'>;
 

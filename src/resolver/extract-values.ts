@@ -4,7 +4,7 @@
  * names. Kinds are tried from the most specific to the least, and a character claimed by one
  * value is not read again, so "2024-05-01" is a date and never three numbers.
  */
-import { DATE_PATTERN, RELATIVE_DATE, dateFromMatch, type DateParts } from './date-values.js';
+import { DATE_PATTERN, RELATIVE_DATE, dateFromMatch } from './date-values.js';
 import type { Mention } from './mention.js';
 import { jsonLiterals, quoted } from './quoted-values.js';
 import { unitParts } from './units.js';

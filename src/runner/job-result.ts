@@ -1,6 +1,6 @@
 import type { ErrorCode } from '../errors.js';
 import type { ToolResult } from '../contracts/tool-result.js';
-import type { CallOutcome } from '../proxy/tool-proxy.js';
+import type { CallOutcome } from '../proxy/tool-call.js';
 import { textHead } from '../text-cut.js';
 
 /**

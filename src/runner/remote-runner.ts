@@ -4,7 +4,8 @@ import { z } from 'zod';
 import { describeError, isKiwiError, KiwiError } from '../errors.js';
 import type { SseEvent } from '../primitives/sse-parser.js';
 import type { Caller } from '../policy/caller.js';
-import type { CallOutcome, ToolProxy } from '../proxy/tool-proxy.js';
+import type { ToolProxy } from '../proxy/tool-proxy.js';
+import type { CallOutcome } from '../proxy/tool-call.js';
 import type { Tool } from '../registry/types.js';
 import { jobResult, type JobResult } from './job-result.js';
 

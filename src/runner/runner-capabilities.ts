@@ -1,6 +1,6 @@
 import { validateChains } from '../executor/chain.js';
 import { checkTool, matchesAny, type PermissionContext } from '../policy/permission-context.js';
-import { callContext } from '../proxy/authorize.js';
+import { callContext } from '../proxy/call-context.js';
 import type { Caller } from '../policy/caller.js';
 import type { Tool } from '../registry/types.js';
 import { resolvableTools } from '../resolver/resolver.js';

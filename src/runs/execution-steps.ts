@@ -1,5 +1,5 @@
 import type { ChatExecution } from '../kernel/chat-journal.js';
-import type { CallOutcome, ToolCall } from '../proxy/tool-proxy.js';
+import type { CallOutcome } from '../proxy/tool-call.js';
 import type { EventDraft } from '../kernel/types.js';
 import { uuidv7 } from '../kernel/uuidv7.js';
 

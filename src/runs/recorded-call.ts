@@ -1,5 +1,5 @@
 import type { ApprovalAnswer, ApprovalAsk } from '../proxy/approval.js';
-import type { CallOutcome, ToolCall } from '../proxy/tool-proxy.js';
+import type { CallOutcome, ToolCall } from '../proxy/tool-call.js';
 import type { ChatApprovals } from './chat-approvals.js';
 import { outcomeText, type ExecutionSteps } from './execution-steps.js';
 

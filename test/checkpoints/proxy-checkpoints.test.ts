@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { readAuditTail } from '../../src/audit/audit-reader.js';
 import { LOCAL_CLIENT } from '../../src/clients/client-auth.js';
 import { openProject, type Project } from '../../src/project/open-project.js';
-import type { ToolCall } from '../../src/proxy/tool-proxy.js';
+import type { ToolCall } from '../../src/proxy/tool-call.js';
 import { createGitRepo, type GitRepo } from '../helpers/git-repo.js';
 import { REPO_ROOT } from '../helpers/temp-project.js';
 

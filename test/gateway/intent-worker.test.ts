@@ -4,7 +4,7 @@ import { feedbackMessage } from '../../src/loop/agent-feedback.js';
 import { createIntentWorker, type IntentWorkerDeps } from '../../src/loop/intent-worker.js';
 import { DEFAULT_LOOP_LIMITS, type LoopEvent, type LoopLimits } from '../../src/loop/loop-types.js';
 import type { LoopCall } from '../../src/loop/loop-types.js';
-import type { CallOutcome } from '../../src/proxy/tool-proxy.js';
+import type { CallOutcome } from '../../src/proxy/tool-call.js';
 import type { Resolution } from '../../src/resolver/types.js';
 
 const timings = { embedMs: 0, searchMs: 0, fillMs: 0, totalMs: 0 };

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createCounters } from '../../src/prefetch/counters.js';
 import { createPrefetchCache, type PrefetchCache } from '../../src/prefetch/prefetch-cache.js';
-import type { CallOutcome } from '../../src/proxy/tool-proxy.js';
+import type { CallOutcome } from '../../src/proxy/tool-call.js';
 import type { Retrieval } from '../../src/resolver/types.js';
 import { expectKiwiError } from '../fixtures/prefetch/expect-kiwi.js';
 

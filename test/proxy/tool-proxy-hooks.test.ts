@@ -8,7 +8,7 @@ import { loadDirectiveHooks } from '../../src/hooks/hook-runner.js';
 import { parsePolicy } from '../../src/policy/policy-file.js';
 import { openProject, type Project } from '../../src/project/open-project.js';
 import type { ApprovalAsk } from '../../src/proxy/approval.js';
-import type { CallOutcome, ToolCall } from '../../src/proxy/tool-proxy.js';
+import type { CallOutcome, ToolCall } from '../../src/proxy/tool-call.js';
 import { createTempProject, FIXTURES, type TempProject } from '../helpers/temp-project.js';
 
 /**

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readAuditTail } from '../../src/audit/audit-reader.js';
 import { createPermissionContext } from '../../src/policy/permission-context.js';
 import { openProject, type Project } from '../../src/project/open-project.js';
-import type { CallOutcome } from '../../src/proxy/tool-proxy.js';
+import type { CallOutcome } from '../../src/proxy/tool-call.js';
 import { createTempProject, FIXTURES, type TempProject } from '../helpers/temp-project.js';
 
 let temp: TempProject;

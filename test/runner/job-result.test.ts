@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { CallOutcome } from '../../src/proxy/tool-proxy.js';
+import type { CallOutcome } from '../../src/proxy/tool-call.js';
 import { jobResult, MAX_DATA_BYTES } from '../../src/runner/job-result.js';
 
 /** How a runner reports a tool call's outcome to the kernel (§7.2), and when it lets the kernel retry. */

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { detectBwrap, UNSANDBOXED_WARNING } from '../../src/primitives/sandbox.js';
 import { openProject, type Project } from '../../src/project/open-project.js';
-import type { CallOutcome } from '../../src/proxy/tool-proxy.js';
+import type { CallOutcome } from '../../src/proxy/tool-call.js';
 import { createTempProject, FIXTURES, REPO_ROOT, type TempProject } from '../helpers/temp-project.js';
 
 const hasBwrap = await detectBwrap();

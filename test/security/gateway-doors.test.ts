@@ -153,7 +153,7 @@ describe('open on loopback with no keys (the quick start)', () => {
   it('attack 2: the same holds for `kiwi mcp` on stdio', async () => {
     const { StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js');
     const client = new Client({ name: 'doors-stdio', version: '1.0.0' });
-    await client.connect(new StdioClientTransport({ command: process.execPath, args: ['--import', 'tsx', path.join(import.meta.dirname, '..', '..', 'src', 'cli', 'main.ts'), 'mcp', '--project', root], env: env as Record<string, string>, cwd: root, stderr: 'ignore' }));
+    await client.connect(new StdioClientTransport({ command: process.execPath, args: ['--import', 'tsx', path.join(import.meta.dirname, '..', '..', 'src', 'app', 'main.ts'), 'mcp', '--project', root], env: env as Record<string, string>, cwd: root, stderr: 'ignore' }));
     try {
       const result = await execute(client, 'files.read_text_file', { path: '.env' });
       expect(result.isError).toBe(true);

@@ -2,7 +2,7 @@ import { readAuditTail, formatAuditRecord } from '../../audit/audit-reader.js';
 import { validateChains } from '../../executor/chain.js';
 import { LOCAL_CLIENT } from '../../clients/client-auth.js';
 import { openProject } from '../../project/open-project.js';
-import type { CallOutcome } from '../../proxy/tool-proxy.js';
+import type { CallOutcome } from '../../proxy/tool-call.js';
 import type { CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
 import { projectOptions } from '../project-options.js';

@@ -1,0 +1,73 @@
+import type { AuditRecord } from '../audit/audit-record.js';
+import type { ToolResult } from '../contracts/tool-result.js';
+import { describeError, isKiwiError } from '../errors.js';
+import type { Tool } from '../registry/types.js';
+import type { Allowed } from './authorization.js';
+import type { Isolation } from './call-isolation.js';
+import type { HookDirective } from './call-hooks.js';
+import type { CallOutcome, ToolCall } from './tool-call.js';
+
+/**
+ * One call on its way through the proxy's stages. Each stage reads what the stages before it found
+ * and adds its own; the audit stage, outermost, files all of it in the call's record.
+ */
+export interface CallState {
+  readonly request: ToolCall;
+  readonly callId: string;
+  /** The tool the call names (an item seen as a tool); undefined for an MCP server's own tool or an unknown one. */
+  readonly tool: Tool | undefined;
+  /** What the hooks see: the arguments once they passed validation, `{}` before (unchecked arguments reach no hook). */
+  args: unknown;
+  /** The plan the policy allowed (authorize). */
+  allowed?: Allowed;
+  /** How the plan runs, for the record (authorize). */
+  isolation?: Isolation;
+  /** Why a hook asks for a person's approval (the hook gate). */
+  hookAsks?: string;
+  /** The person's answer, when one was asked (approval). */
+  approval?: NonNullable<AuditRecord['approval']>;
+  /** Past the last gate: the call runs. */
+  cleared: boolean;
+  /** The same call again and again: the caller is probably looping (loop check). */
+  stuck: boolean;
+  checkpoint?: string;
+  /** Why it was refused, as hook conditions read `event.code` (`permission_denied`, `rate_limited`, …). */
+  refusal?: string;
+  /** The call whose result this one reuses (a prefetch); unset once the call runs itself. */
+  reusedFrom?: string;
+  notes: string[];
+  directives: HookDirective[];
+}
+
+export type CallHandler = (call: CallState) => Promise<CallOutcome>;
+/** A stage wraps the rest of the chain: it may answer itself (a refusal) or hand the call on. */
+export type CallStage = (next: CallHandler) => CallHandler;
+
+/** The stages around `last`, the first outermost: as undici's Dispatcher.compose and hono's compose do it. */
+export function composeStages(stages: readonly CallStage[], last: CallHandler): CallHandler {
+  return stages.reduceRight<CallHandler>((next, stage) => stage(next), last);
+}
+
+export function newCallState(request: ToolCall, callId: string, tool: Tool | undefined): CallState {
+  return { request, callId, tool, args: {}, cleared: false, stuck: false, notes: [], directives: [] };
+}
+
+/** The outcome's own fields; the audit stage sets its duration, `stuck` and the directives asked for. */
+const base = (call: CallState) => ({ callId: call.callId, tool: call.request.tool, durationMs: 0, stuck: false });
+
+export function refused(call: CallState, reason: string, code: string): CallOutcome {
+  call.refusal = code;
+  return { ...base(call), status: 'denied', reason };
+}
+
+export function succeeded(call: CallState, result: ToolResult): CallOutcome {
+  return { ...base(call), status: 'ok', result };
+}
+
+/** A thrown error as an outcome: a policy refusal met while running (the address guard) is a denial, anything else an error. */
+export function outcomeOfError(call: CallState, error: unknown): CallOutcome {
+  const code = isKiwiError(error) ? error.code : 'INTERNAL';
+  const message = isKiwiError(error) ? error.message : describeError(error);
+  if (code === 'POLICY_DENIED') return refused(call, message, 'permission_denied');
+  return { ...base(call), status: 'error', error: { code, message } };
+}

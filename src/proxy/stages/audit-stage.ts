@@ -1,0 +1,62 @@
+import type { AuditLog } from '../../audit/audit-log.js';
+import type { AuditRecord } from '../../audit/audit-record.js';
+import { resultPreview } from '../../audit/result-preview.js';
+import type { Isolation } from '../call-isolation.js';
+import { outcomeOfError, type CallStage, type CallState } from '../call-state.js';
+import type { CallOutcome } from '../tool-call.js';
+
+/** The isolation of a record whose call ran nothing (refused, or a help signal); one that ran says how (call-isolation.ts). */
+export const NOTHING_RAN: Isolation = { sandbox: 'none', sandbox_reason: 'nothing ran' };
+
+/**
+ * Outermost: every call gets one record, however it ends — allowed, refused by any stage, or
+ * failed — with what the stages found on the way (checkpoint, approval, loop, isolation, notes).
+ */
+export function auditStage(deps: { audit: AuditLog; now: () => number }): CallStage {
+  return (next) => async (call) => {
+    const ts = new Date().toISOString();
+    const t0 = deps.now();
+    let outcome: CallOutcome;
+    try {
+      outcome = await next(call);
+    } catch (error) {
+      outcome = outcomeOfError(call, error);
+    }
+    const elapsed = deps.now() - t0;
+    const { request } = call;
+    deps.audit.append({
+      ts,
+      session: request.session,
+      client: request.client,
+      call_id: call.callId,
+      tool: request.tool,
+      ...(request.item ? { item: request.item } : {}),
+      args: request.args ?? {},
+      duration_ms: Math.round(elapsed * 1000) / 1000,
+      source: request.source,
+      ...(call.reusedFrom ? { reused: call.reusedFrom } : {}),
+      ...verdict(call, outcome),
+      ...(call.notes.length > 0 ? { notes: call.notes } : {}),
+    });
+    return { ...outcome, durationMs: elapsed, stuck: outcome.status !== 'denied' && call.stuck, ...(call.directives.length > 0 ? { directives: call.directives } : {}) };
+  };
+}
+
+/** What the call got to before it ended, filed in its record however it ends. */
+function reached(call: CallState): Partial<AuditRecord> {
+  const granted = call.approval?.approved ? { approval: call.approval } : {};
+  return { ...(call.stuck ? { stuck: true } : {}), ...(call.checkpoint ? { checkpoint: call.checkpoint } : {}), ...granted, ...(call.isolation ?? NOTHING_RAN) };
+}
+
+function verdict(call: CallState, outcome: CallOutcome): Partial<AuditRecord> & Pick<AuditRecord, 'decision'> {
+  switch (outcome.status) {
+    case 'ok':
+      return { decision: 'allow', reason: call.allowed?.reason ?? '', result: resultPreview(outcome.result), ...reached(call) };
+    case 'denied':
+      // Refused before it ran: nothing ran, but a person's refusal is kept. Refused while running (the address guard): all it reached.
+      return { decision: 'deny', reason: outcome.reason, ...(call.cleared ? reached(call) : { ...NOTHING_RAN, ...(call.approval ? { approval: call.approval } : {}) }) };
+    case 'error':
+      // A call that failed before it was cleared (unknown tool, bad arguments, broken chain) never ran.
+      return { decision: call.cleared ? 'allow' : 'deny', ...(call.cleared ? {} : { reason: outcome.error.message }), error: outcome.error, ...reached(call) };
+  }
+}

@@ -1,0 +1,57 @@
+import type { AuditLog } from '../audit/audit-log.js';
+import type { LoopDetector } from '../audit/loop-detector.js';
+import type { Checkpointer } from '../checkpoints/checkpointer.js';
+import type { PrimitiveDeps } from '../executor/execute-plan.js';
+import type { RateLimiter } from '../policy/rate-limiter.js';
+import type { AuthorizeDeps } from './authorization.js';
+import type { CallHookDeps } from './call-hooks.js';
+import type { CallStage } from './call-state.js';
+import { approvalStage } from './stages/approval-stage.js';
+import { auditStage } from './stages/audit-stage.js';
+import { authorizeStage } from './stages/authorize-stage.js';
+import { budgetStage } from './stages/budget-stage.js';
+import { checkpointStage } from './stages/checkpoint-stage.js';
+import { hookEventsStage } from './stages/hook-events-stage.js';
+import { hookGateStage } from './stages/hook-gate-stage.js';
+import { loopCheckStage } from './stages/loop-check-stage.js';
+import { rateLimitStage } from './stages/rate-limit-stage.js';
+
+/** The stages of each way through the proxy, the first outermost; the executor (run-plan.ts) is the end of `call` and `run`. */
+export interface ProxyStages {
+  /** A call that runs. */
+  call: CallStage[];
+  /** A call answered with an identical earlier call's result: checked and audited like any, not run again. */
+  reuse: CallStage[];
+  /** What a reused call goes through when it must run after all (a person was asked: see reuseResult). */
+  run: CallStage[];
+}
+
+export interface StageDeps extends AuthorizeDeps {
+  primitives: PrimitiveDeps;
+  audit: AuditLog;
+  loops: LoopDetector;
+  rateLimiter: RateLimiter;
+  hooks: CallHookDeps;
+  checkpoints?: Pick<Checkpointer, 'before'>;
+  now: () => number;
+}
+
+/**
+ * The checks every call passes, in the order it meets them. The audit is outermost because every
+ * call is recorded, refused ones too; the budget counts every call asked; the hooks' events see how
+ * it ended. Then the gates: the policy, the rate, the `before_call` hooks, a person. A new check is
+ * a stage in its own file and a line here.
+ */
+export function standardStages(deps: StageDeps): ProxyStages {
+  const audit = auditStage(deps);
+  const budget = budgetStage();
+  const gates = [authorizeStage(deps), rateLimitStage(deps), hookGateStage(deps.hooks), approvalStage({ rules: deps.context.approvals, hooks: deps.hooks, now: deps.now })];
+  const loopCheck = loopCheckStage(deps.loops);
+  const run = deps.checkpoints ? [checkpointStage(deps.checkpoints)] : [];
+  return {
+    call: [audit, budget, hookEventsStage(deps.hooks), ...gates, loopCheck, ...run],
+    // A reused result ran once already: its hooks fired then, so no events fire for it again.
+    reuse: [audit, budget, ...gates, loopCheck],
+    run,
+  };
+}

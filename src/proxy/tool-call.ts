@@ -1,0 +1,63 @@
+import type { ToolResult } from '../contracts/tool-result.js';
+import type { ThreadPlan } from '../executor/plan-types.js';
+import type { LoadedHook } from '../hooks/hook-runner.js';
+import type { PermissionContext } from '../policy/permission-context.js';
+import type { AskApproval } from './approval.js';
+
+export type CallSource = 'cli' | 'gateway' | 'mcp' | 'prefetch' | 'runner' | 'thread';
+
+/** What a caller asks the tool proxy to run, and everything the proxy's stages read about who asks. */
+export interface ToolCall {
+  /** The tool's id; a directive's name or a knowledge entry's id when `item` says so. */
+  tool: string;
+  /** A directive (run as a thread, as a thread tool is) or a knowledge entry (its content is the result); absent, a tool. */
+  item?: 'directive' | 'knowledge';
+  args?: unknown;
+  /** The conversation the call belongs to; the audit files it under this id. */
+  session: string;
+  /** Who asked (see Caller): rate limits and loop detection count per client, never per session. */
+  client: string;
+  source: CallSource;
+  /** A narrower context for this call (a directive's); it is intersected with the proxy's, never wider. */
+  context?: PermissionContext;
+  signal?: AbortSignal;
+  /** The directive the call runs under: its hooks fire after the policy's, and conditions read its name and limits. */
+  directive?: { name: string; hooks: readonly LoadedHook[]; limits?: Record<string, number> };
+  /** What the request has used so far (`turns`, `tool_calls`, `tokens`) and may use, for hook conditions (`cost.turns > limits.turns * 0.9`). */
+  cost?: Record<string, number>;
+  limits?: Record<string, number>;
+  /** Asks a person whether the call may run; absent, a call that needs approval is denied. */
+  approve?: AskApproval;
+  /** The thread making the call: a thread it spawns is its child (narrower rights, one level deeper), and counts as its spawn. */
+  thread?: { id: string; depth: number; onSpawn?: () => void };
+  /** The request's budget, which counts each call asked of the proxy; absent, none is counted. */
+  budget?: { countToolCall(): void };
+}
+
+interface OutcomeBase {
+  callId: string;
+  tool: string;
+  durationMs: number;
+  /** The same call was made again and again in this session: the caller is probably looping. */
+  stuck: boolean;
+  /** Directives the call's hooks asked to run next, their inputs filled. */
+  directives?: { name: string; inputs: Record<string, string> }[];
+}
+
+export type CallOutcome =
+  | (OutcomeBase & { status: 'ok'; result: ToolResult })
+  | (OutcomeBase & { status: 'denied'; reason: string })
+  | (OutcomeBase & { status: 'error'; error: { code: string; message: string } });
+
+export type OkOutcome = CallOutcome & { status: 'ok' };
+
+/** Runs a thread plan (the gateway's thread runtime), as the caller: its client, rights and thread. */
+export type ThreadSpawner = (plan: ThreadPlan, call: ToolCall) => Promise<ToolResult>;
+/** Starts a thread in the background for a call (a hook's directive), as the caller; answers its id. */
+export type BackgroundSpawner = (plan: ThreadPlan, call: ToolCall) => Promise<string>;
+
+/** Where thread plans run: the gateway's thread runtime. Without it they are refused. */
+export interface ThreadPort {
+  spawn: ThreadSpawner;
+  background: BackgroundSpawner;
+}

@@ -1,0 +1,227 @@
+import { describe, expect, it } from 'vitest';
+import type { AuditLog } from '../../src/audit/audit-log.js';
+import type { AuditRecord } from '../../src/audit/audit-record.js';
+import { createLoopDetector } from '../../src/audit/loop-detector.js';
+import { KiwiError } from '../../src/errors.js';
+import { loadDirectiveHooks } from '../../src/hooks/hook-runner.js';
+import type { HookAction } from '../../src/hooks/hook-types.js';
+import { createPermissionContext, emptyRules } from '../../src/policy/permission-context.js';
+import { createRateLimiter } from '../../src/policy/rate-limiter.js';
+import type { HttpClient } from '../../src/primitives/http-client.js';
+import type { CallHookDeps } from '../../src/proxy/call-hooks.js';
+import { composeStages, newCallState, refused, succeeded, type CallHandler, type CallStage, type CallState } from '../../src/proxy/call-state.js';
+import { approvalStage } from '../../src/proxy/stages/approval-stage.js';
+import { auditStage } from '../../src/proxy/stages/audit-stage.js';
+import { budgetStage } from '../../src/proxy/stages/budget-stage.js';
+import { checkpointStage } from '../../src/proxy/stages/checkpoint-stage.js';
+import { hookEventsStage } from '../../src/proxy/stages/hook-events-stage.js';
+import { hookGateStage } from '../../src/proxy/stages/hook-gate-stage.js';
+import { loopCheckStage } from '../../src/proxy/stages/loop-check-stage.js';
+import { rateLimitStage } from '../../src/proxy/stages/rate-limit-stage.js';
+import { reuseResult } from '../../src/proxy/stages/run-plan.js';
+import type { ToolCall } from '../../src/proxy/tool-call.js';
+import type { Tool } from '../../src/registry/types.js';
+
+/** Each stage alone, around fakes: a handler that records it was reached, an audit log in memory, hooks that note which event fired. */
+
+const request = (over: Partial<ToolCall> = {}): ToolCall => ({ tool: 'echo', args: { text: 'hi' }, session: 's1', client: 'alice', source: 'cli', ...over });
+const tool = (over: Partial<Tool> = {}): Tool => ({ id: 'echo', type: 'script', mutatesState: false, parameters: [], ...over }) as unknown as Tool;
+const state = (over: Partial<ToolCall> = {}, t: Tool | undefined = tool()): CallState => newCallState(request(over), 'call-1', t);
+
+function reached(): CallHandler & { calls: CallState[] } {
+  const calls: CallState[] = [];
+  const handler = async (call: CallState) => {
+    calls.push(call);
+    return succeeded(call, { text: 'ran', isError: false });
+  };
+  return Object.assign(handler, { calls });
+}
+
+const noHttp = {} as HttpClient;
+/** An annotate hook per event name: the call's notes say which events fired, in order. */
+function noteEvents(...events: string[]): CallHookDeps {
+  const hooks = events.map((name, i) => ({ when: `event.name == "${name}"`, line: i + 1, action: { kind: 'annotate', text: name } as HookAction }));
+  return { hooks: loadDirectiveHooks('policy.yaml', hooks), http: noHttp };
+}
+const hookActing = (when: string, action: HookAction): CallHookDeps => ({ hooks: loadDirectiveHooks('policy.yaml', [{ when, line: 1, action }]), http: noHttp });
+
+describe('composeStages', () => {
+  it('runs the stages first-outermost and lets a stage answer without the rest', async () => {
+    const order: string[] = [];
+    const mark = (name: string): CallStage => (next) => async (call) => {
+      order.push(`${name} in`);
+      const outcome = await next(call);
+      order.push(`${name} out`);
+      return outcome;
+    };
+    const end = reached();
+    await composeStages([mark('a'), mark('b')], end)(state());
+    expect(order).toEqual(['a in', 'b in', 'b out', 'a out']);
+
+    const stop: CallStage = () => (call) => Promise.resolve(refused(call, 'no', 'permission_denied'));
+    const inner = reached();
+    const outcome = await composeStages([mark('a'), stop], inner)(state());
+    expect(outcome).toMatchObject({ status: 'denied', reason: 'no' });
+    expect(inner.calls).toHaveLength(0);
+  });
+});
+
+describe('audit stage', () => {
+  const memoryLog = () => {
+    const records: AuditRecord[] = [];
+    return { records, audit: { append: (r: AuditRecord) => void records.push(r) } as unknown as AuditLog };
+  };
+
+  it('writes one record for an allowed call, with what the stages found, and times the outcome', async () => {
+    const { records, audit } = memoryLog();
+    let clock = 100;
+    const call = state();
+    const outcome = await composeStages([auditStage({ audit, now: () => clock })], async (c) => {
+      c.allowed = { allowed: true, plan: { kind: 'read', result: { text: 'x', isError: false } }, args: {}, reason: 'allowed by test' };
+      c.cleared = true;
+      c.stuck = true;
+      c.checkpoint = 'cp1';
+      c.notes.push('a note');
+      clock += 5;
+      return succeeded(c, { text: 'ran', isError: false });
+    })(call);
+    expect(outcome).toMatchObject({ status: 'ok', durationMs: 5, stuck: true, callId: 'call-1' });
+    expect(records).toHaveLength(1);
+    expect(records[0]).toMatchObject({ decision: 'allow', reason: 'allowed by test', tool: 'echo', client: 'alice', session: 's1', stuck: true, checkpoint: 'cp1', notes: ['a note'], duration_ms: 5, sandbox: 'none', sandbox_reason: 'nothing ran' });
+  });
+
+  it('records a refusal as a deny that ran nothing, and a thrown error as an error outcome', async () => {
+    const { records, audit } = memoryLog();
+    const denied = await composeStages([auditStage({ audit, now: () => 0 })], async (c) => refused(c, 'not in tools', 'permission_denied'))(state());
+    expect(denied).toMatchObject({ status: 'denied', stuck: false });
+    const failed = await composeStages([auditStage({ audit, now: () => 0 })], () => Promise.reject(new KiwiError('TOOL_TIMEOUT', 'too slow')))(state());
+    expect(failed).toMatchObject({ status: 'error', error: { code: 'TOOL_TIMEOUT', message: 'too slow' } });
+    const policy = await composeStages([auditStage({ audit, now: () => 0 })], () => Promise.reject(new KiwiError('POLICY_DENIED', 'private address')))(state());
+    expect(policy).toMatchObject({ status: 'denied', reason: 'private address' });
+    expect(records.map((r) => [r.decision, r.reason, r.error?.code])).toEqual([
+      ['deny', 'not in tools', undefined],
+      ['deny', 'too slow', 'TOOL_TIMEOUT'],
+      ['deny', 'private address', undefined],
+    ]);
+    expect(records[0]).toMatchObject({ sandbox: 'none', sandbox_reason: 'nothing ran' });
+  });
+});
+
+describe('rate limit stage', () => {
+  it('refuses the call past the policy limit as rate_limited and never runs it', async () => {
+    const rules = { ...emptyRules(), rateLimits: { perTool: { echo: { max: 1, perMs: 60_000 } } } };
+    const context = createPermissionContext('/p', rules, 'policy');
+    const stage = rateLimitStage({ context, rateLimiter: createRateLimiter() });
+    const end = reached();
+    const chain = composeStages([stage], end);
+    expect((await chain(state())).status).toBe('ok');
+    const second = state();
+    expect(await chain(second)).toMatchObject({ status: 'denied' });
+    expect(second.refusal).toBe('rate_limited');
+    expect(end.calls).toHaveLength(1);
+  });
+});
+
+describe('hook stages', () => {
+  it('the gate refuses on a deny hook and hands a hook that asks for a person on', async () => {
+    const deny = state();
+    const end = reached();
+    expect(await composeStages([hookGateStage(hookActing('tool.id == "echo"', { kind: 'deny', reason: 'never echo' }))], end)(deny)).toMatchObject({ status: 'denied', reason: 'never echo (hook at policy.yaml:1)' });
+    expect(deny.refusal).toBe('hook_denied');
+    expect(end.calls).toHaveLength(0);
+
+    const ask = state();
+    await composeStages([hookGateStage(hookActing('true', { kind: 'require_approval' }))], end)(ask);
+    expect(ask.hookAsks).toBeDefined();
+    expect(end.calls).toEqual([ask]);
+  });
+
+  it('the events stage fires after_call, denied, limit or error on how the call ended', async () => {
+    const events = noteEvents('after_call', 'denied', 'limit', 'error');
+    const run = async (inner: CallHandler): Promise<string[]> => {
+      const call = state();
+      await composeStages([hookEventsStage(events)], inner)(call);
+      return call.notes;
+    };
+    expect(await run(reached())).toEqual(['after_call']);
+    expect(await run(async (c) => refused(c, 'no', 'permission_denied'))).toEqual(['denied']);
+    expect(await run(async (c) => refused(c, 'slow down', 'rate_limited'))).toEqual(['limit']);
+    expect(await run(() => Promise.reject(new KiwiError('TOOL_TIMEOUT', 'too slow')))).toEqual(['error']);
+  });
+});
+
+describe('approval stage', () => {
+  const hooks = noteEvents('approval');
+  const rules = { tools: ['echo'], timeoutMs: 60_000 };
+
+  it('clears a call that needs no person', async () => {
+    const call = state();
+    const end = reached();
+    await composeStages([approvalStage({ rules: undefined, hooks, now: () => 0 })], end)(call);
+    expect(call.cleared).toBe(true);
+    expect(call.approval).toBeUndefined();
+  });
+
+  it('refuses a call that needs a person when the caller cannot ask one, and keeps the answer', async () => {
+    const call = state();
+    const end = reached();
+    const outcome = await composeStages([approvalStage({ rules, hooks, now: () => 0 })], end)(call);
+    expect(outcome.status).toBe('denied');
+    expect(call).toMatchObject({ cleared: false, refusal: 'approval_denied', approval: { approved: false, decided_by: 'gateway' }, notes: ['approval'] });
+    expect(end.calls).toHaveLength(0);
+  });
+
+  it('runs the call once the person grants it', async () => {
+    const call = state({ approve: async () => ({ approved: true, decidedBy: 'bob' }) });
+    const end = reached();
+    expect((await composeStages([approvalStage({ rules, hooks, now: () => 0 })], end)(call)).status).toBe('ok');
+    expect(call).toMatchObject({ cleared: true, approval: { approved: true, decided_by: 'bob' } });
+  });
+});
+
+describe('loop check, checkpoint and budget stages', () => {
+  it('marks the third identical call of a client as stuck', async () => {
+    const stage = loopCheckStage(createLoopDetector({ threshold: 3 }));
+    const calls = [state(), state(), state()];
+    for (const c of calls) await composeStages([stage], reached())(c);
+    expect(calls.map((c) => c.stuck)).toEqual([false, false, true]);
+  });
+
+  it('takes a checkpoint before a tool that may change state, never before a read-only one', async () => {
+    const taken: string[] = [];
+    const stage = checkpointStage({ before: async ({ tool }) => (taken.push(tool), `cp-${tool}`) });
+    const writes = state({}, tool({ mutatesState: true }));
+    await composeStages([stage], reached())(writes);
+    const reads = state({}, tool({ mutatesState: false }));
+    await composeStages([stage], reached())(reads);
+    expect(taken).toEqual(['echo']);
+    expect([writes.checkpoint, reads.checkpoint]).toEqual(['cp-echo', undefined]);
+  });
+
+  it('counts every call asked on the request budget, refused ones too', async () => {
+    let counted = 0;
+    const budget = { countToolCall: () => void counted++ };
+    await composeStages([budgetStage()], reached())(state({ budget }));
+    await composeStages([budgetStage()], async (c) => refused(c, 'no', 'permission_denied'))(state({ budget }));
+    await composeStages([budgetStage()], reached())(state());
+    expect(counted).toBe(2);
+  });
+});
+
+describe('reuse result', () => {
+  it('answers with the earlier result, or runs the call itself once a person was asked', async () => {
+    const earlier = { callId: 'pre-1', tool: 'echo', durationMs: 1, stuck: false, status: 'ok' as const, result: { text: 'prefetched', isError: false } };
+    const run = reached();
+    const reused = state();
+    reused.reusedFrom = 'pre-1';
+    expect(await reuseResult(earlier, run)(reused)).toMatchObject({ status: 'ok', result: { text: 'prefetched' } });
+    expect(reused.reusedFrom).toBe('pre-1');
+
+    const asked = state();
+    asked.reusedFrom = 'pre-1';
+    asked.approval = { approved: true, decided_by: 'bob', waited_ms: 3 };
+    expect(await reuseResult(earlier, run)(asked)).toMatchObject({ result: { text: 'ran' } });
+    expect(asked.reusedFrom).toBeUndefined();
+    expect(run.calls).toEqual([asked]);
+  });
+});

@@ -10,7 +10,8 @@ import { DEFAULT_ALLOWED_HOSTS, DEFAULT_MAX_CONCURRENT_PER_CLIENT } from '../htt
 import { shadowWarnings } from './model-patterns.js';
 import { openAiBaseUrl, urlProblem } from './upstream-url.js';
 import { PREFETCH_EMBEDDERS, type PrefetchEmbedder } from '../prefetch/types.js';
-import { DEFAULT_LOOP_LIMITS, type LoopLimits } from '../loop/loop-types.js';
+import { DEFAULT_LOOP_LIMITS, LOOP_LIMITS, type LimitRange, type LoopLimits } from '../loop/loop-limits.js';
+import { DEFAULT_MAX_BODY_BYTES } from '../http/read-json-body.js';
 import { DEFAULT_MENU_SIZE } from '../loop/tool-menu.js';
 import { readCappedFile } from '../read-capped-file.js';
 import { checkpointsSchema } from '../checkpoints/checkpoint-config.js';
@@ -91,7 +92,6 @@ export interface GatewayConfigContext {
 }
 
 export const DEFAULT_HOST = '127.0.0.1';
-export const DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024;
 export const DEFAULT_OPENAI_BASE_URL = 'https://api.openai.com/v1';
 export const DEFAULT_ANTHROPIC_BASE_URL = 'https://api.anthropic.com';
 
@@ -115,6 +115,9 @@ const upstreamSchema = z.strictObject({
   timeout_ms: z.number().int().min(1000, 'must be at least 1000').max(600_000, 'must be at most 600000 (10 minutes)').optional(),
 });
 
+/** A loop limit as gateway.yaml takes it: the range of the one table (loop-limits.ts). */
+const loopLimit = (range: LimitRange) => z.number().int().min(range.min, range.tooLow).max(range.max).optional();
+
 const schema = z.strictObject({
   host: z.string().regex(HOST, 'must be a host name or IP address, e.g. 127.0.0.1 or 0.0.0.0').optional(),
   allowed_hosts: z
@@ -128,13 +131,13 @@ const schema = z.strictObject({
   upstreams: z.array(upstreamSchema).max(50).optional(),
   limits: z
     .strictObject({
-      max_turns: z.number().int().min(1).max(100).optional(),
-      max_tokens: z.number().int().min(0, 'must be 0 (no limit) or more').max(1_000_000_000).optional(),
+      max_turns: loopLimit(LOOP_LIMITS.maxTurns),
+      max_tokens: loopLimit(LOOP_LIMITS.maxTokens),
       max_spend_usd: z.number('must be a number of US dollars').min(0, 'must be 0 (no limit) or more').max(1_000_000).optional(),
-      max_tool_calls: z.number().int().min(1).max(1000).optional(),
-      max_duration_ms: z.number().int().min(1000).max(3_600_000).optional(),
-      max_result_chars: z.number().int().min(100).max(10_000_000).optional(),
-      max_repeats: z.number().int().min(2, 'must be at least 2 (a call is refused the max_repeats-th time it is asked for)').max(100).optional(),
+      max_tool_calls: loopLimit(LOOP_LIMITS.maxToolCalls),
+      max_duration_ms: loopLimit(LOOP_LIMITS.maxDurationMs),
+      max_result_chars: loopLimit(LOOP_LIMITS.maxResultChars),
+      max_repeats: loopLimit(LOOP_LIMITS.maxRepeats),
       max_body_bytes: z.number().int().min(1024).max(64 * 1024 * 1024).optional(),
       max_concurrent_requests_per_client: z.number().int().min(1).max(100_000).optional(),
       body_timeout_ms: z.number().int().min(1000).max(600_000).optional(),

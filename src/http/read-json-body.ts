@@ -14,7 +14,7 @@ import { nodeBindings, type BodyDeadline } from './node-bindings.js';
  * MAX_JSON_DEPTH is refused before it is parsed.
  */
 
-export const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024;
+export const DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024;
 
 /** `application/json` and `application/<x>+json`, any parameters (charset) allowed. */
 const JSON_TYPE = /^application\/(?:[\w.-]+\+)?json\s*(?:;|$)/i;

@@ -6,7 +6,7 @@ import type { Agents } from './agents.js';
 import { appendEvents } from './event-log.js';
 import { blockExecution, setExecutionStatus, type ExecutionRow } from './execution-rows.js';
 import type { IntentDecision, KernelMetrics } from './kernel-metrics.js';
-import { evaluatePolicy, type KernelPolicy, type RateLimiter } from './kernel-policy.js';
+import { evaluatePolicy, type KernelPolicy, type RuleRateLimiter } from './kernel-policy.js';
 import type { Runners } from './runners.js';
 import { repushSignal, type Signals } from './signals.js';
 import { countSteps, isFinalStep, openSteps, type StepRow } from './steps.js';
@@ -57,7 +57,7 @@ export interface IntentsDeps {
   runners: Runners;
   signals: Signals;
   policy: () => KernelPolicy;
-  limiter: RateLimiter;
+  limiter: RuleRateLimiter;
   metrics?: Pick<KernelMetrics, 'intent' | 'policyEvaluated' | 'stepFinished'>;
   now: () => Date;
   /** A step's deadline when its rule sets none (§11.3); default 5 min. */

@@ -20,7 +20,7 @@ import { checkToolName } from '../registry/tool-name.js';
  *   Character classes (`[…]`) are compared lower-cased, with `-` in them still a range.
  */
 
-export type Decision = 'allow' | 'deny' | 'require_approval';
+export type KernelVerdict = 'allow' | 'deny' | 'require_approval';
 
 export interface ArgumentPredicate {
   field: string;
@@ -45,13 +45,13 @@ export interface PolicyRule {
     minDurationMs?: number;
     schedule?: (at: Date) => boolean;
   };
-  then: { decision: Decision; reason?: string; timeoutMs?: number };
+  then: { decision: KernelVerdict; reason?: string; timeoutMs?: number };
   rateLimit?: { max: number; windowMs: number; window: string };
 }
 
 export interface KernelPolicy {
   rules: readonly PolicyRule[];
-  defaultDecision: { decision: Decision; reason: string };
+  defaultDecision: { decision: KernelVerdict; reason: string };
   /** A digest of the policy file's text: an approval asked under one version is not granted under another. */
   version?: string;
 }
@@ -67,7 +67,7 @@ export interface PolicyInput {
 }
 
 export interface PolicyVerdict {
-  decision: Decision;
+  decision: KernelVerdict;
   reason: string;
   ruleId: string;
   timeoutMs?: number;
@@ -182,12 +182,12 @@ function escapeRegExp(text: string): string {
  * Calls each rule with a rate limit let through, per agent and tool, over its sliding window.
  * In memory: a gateway restart forgets them, as Rebuno's does.
  */
-export interface RateLimiter {
+export interface RuleRateLimiter {
   /** True, and counted, when one more call fits. */
   admit(key: string, limit: NonNullable<PolicyRule['rateLimit']>, at: number): boolean;
 }
 
-export function createRateLimiter(): RateLimiter {
+export function createRuleRateLimiter(): RuleRateLimiter {
   // Bounded: the oldest agent-and-tool pairs are forgotten first.
   const calls = new LRUCache<string, number[]>({ max: 10_000 });
   return {

@@ -12,7 +12,7 @@ import { createIntents, type Intents } from './intents.js';
 import { DEFAULT_KERNEL_LIMITS, type KernelLimits } from './kernel-limits.js';
 import { createKernelMetrics } from './kernel-metrics.js';
 import { createRetention } from './kernel-retention.js';
-import { createRateLimiter, NO_POLICY } from './kernel-policy.js';
+import { createRuleRateLimiter, NO_POLICY } from './kernel-policy.js';
 import { loadKernelPolicy } from './kernel-policy-file.js';
 import { createReaper, type Reaper } from './reaper.js';
 import { createRunnerHub } from './runner-hub.js';
@@ -130,7 +130,7 @@ export async function openKernel(options: OpenKernelOptions): Promise<Kernel> {
     },
     agents,
     runners,
-    intents: createIntents({ db, agents, runners, signals, policy: () => policy, limiter: createRateLimiter(), metrics, now, stepTimeoutMs: STEP_TIMEOUT_MS }),
+    intents: createIntents({ db, agents, runners, signals, policy: () => policy, limiter: createRuleRateLimiter(), metrics, now, stepTimeoutMs: STEP_TIMEOUT_MS }),
     signals,
     tools: { list: (o) => schemas.list(o) },
     async metricFamilies() {

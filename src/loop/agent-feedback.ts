@@ -2,7 +2,8 @@ import { createDataFence, type DataFenceOptions } from '../data-fence.js';
 import { DEFAULT_MARKER } from '../intent/intent-marker.js';
 import type { CallOutcome } from '../proxy/tool-call.js';
 import type { ToolCallSpec } from '../resolver/types.js';
-import type { LimitName, LoopLimits } from './loop-types.js';
+import type { LimitName } from './loop-types.js';
+import type { LoopLimits } from './loop-limits.js';
 import { textHead } from '../text-cut.js';
 
 /**

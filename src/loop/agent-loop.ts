@@ -10,7 +10,8 @@ import { feedbackMessage, limitNotice } from './agent-feedback.js';
 import { createIntentWorker } from './intent-worker.js';
 import { createOutbox } from './outbox.js';
 import { menuText } from './tool-menu.js';
-import { DEFAULT_LOOP_LIMITS, GATEWAY_CALL_PREFIX, type LimitName, type LoopApprover, type LoopBudget, type LoopCall, type LoopEvent, type LoopHelp, type LoopLimits, type LoopMode, type LoopRunOptions } from './loop-types.js';
+import { GATEWAY_CALL_PREFIX, type LimitName, type LoopApprover, type LoopBudget, type LoopCall, type LoopEvent, type LoopHelp, type LoopMode, type LoopRunOptions } from './loop-types.js';
+import { checkLoopLimits, type LoopLimits } from './loop-limits.js';
 import { textTail } from '../text-cut.js';
 import type { BudgetStop } from '../budgets/budget-types.js';
 import { budgetNotice } from '../budgets/budget-words.js';
@@ -87,7 +88,7 @@ type Stop = 'client' | 'duration' | 'consumer' | 'failure';
  * protocols); the client has them in the turn's text and sends them back with its history.
  */
 export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, options: LoopRunOptions): AsyncGenerator<LoopEvent> {
-  const limits = checkLimits(deps.limits);
+  const limits = checkLoopLimits(deps.limits);
   const mode = checkMode(options.mode);
   const markerOption = deps.marker === undefined ? {} : { marker: deps.marker };
   const instructions = intentInstructions(markerOption); // also checks the marker
@@ -306,27 +307,6 @@ const CLIENT_TOOLS_NOTE = '- The functions given to you as tools are the user\'s
 
 function cancelledByClient(cause: unknown): KiwiError {
   return new KiwiError('TOOL_CANCELLED', 'The client cancelled the request; the upstream model call and any running tool were stopped.', { cause });
-}
-
-const LIMIT_RANGES: Record<keyof LoopLimits, [min: number, max: number]> = {
-  maxTurns: [1, 1000],
-  maxToolCalls: [1, 10_000],
-  maxDurationMs: [1, 2_147_483_647],
-  maxResultChars: [64, 100_000_000],
-  // 1 would refuse every call: a call is refused the maxRepeats-th time it is asked for.
-  maxRepeats: [2, 1000],
-  maxTokens: [0, 1_000_000_000],
-};
-
-function checkLimits(partial: Partial<LoopLimits> | undefined): LoopLimits {
-  const limits = { ...DEFAULT_LOOP_LIMITS, ...partial };
-  for (const [name, [min, max]] of Object.entries(LIMIT_RANGES) as [keyof LoopLimits, [number, number]][]) {
-    const value = limits[name];
-    if (!Number.isInteger(value) || value < min || value > max) {
-      throw new KiwiError('INVALID_INPUT', `Agent loop limit ${name} must be an integer from ${min} to ${max}, got ${String(value)}; leave it out for ${DEFAULT_LOOP_LIMITS[name]}.`);
-    }
-  }
-  return limits;
 }
 
 function checkMode(mode: LoopMode): LoopMode {

@@ -6,7 +6,8 @@ import { planSteps, runPlannedSteps, type PlannedStep } from '../resolver/step-p
 import type { Resolution } from '../resolver/types.js';
 import { notRunReason, repeatReason, shownResult, toolCallLimitReason, type FeedbackItem, type StepPlace } from './agent-feedback.js';
 import { parseHelpIntent } from '../intent/help-intent.js';
-import { GATEWAY_CALL_PREFIX, type LimitName, type LoopApprover, type LoopCall, type LoopEvent, type LoopHelp, type LoopLimits, type LoopMode } from './loop-types.js';
+import { GATEWAY_CALL_PREFIX, type LimitName, type LoopApprover, type LoopCall, type LoopEvent, type LoopHelp, type LoopMode } from './loop-types.js';
+import { type LoopLimits } from './loop-limits.js';
 
 export interface IntentWorkerDeps {
   resolve(intent: string, options: { context: string; signal?: AbortSignal }): Promise<Resolution>;

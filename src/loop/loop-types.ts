@@ -36,37 +36,6 @@ export interface HelpReply {
 /** `execute`: the gateway runs each intent. `resolve-only`: intents become native tool calls for the client to run. */
 export type LoopMode = 'execute' | 'resolve-only';
 
-export interface LoopLimits {
-  /** Upstream requests in one client request (the first included). */
-  maxTurns: number;
-  /**
-   * Intents one client request may have: each counts, whether it ran, was denied, was not
-   * resolved or was refused as a repeat. Past it an intent is not even resolved, and the request
-   * ends after that turn.
-   */
-  maxToolCalls: number;
-  /** Wall time of one client request, upstream and tools included. */
-  maxDurationMs: number;
-  /** Longest tool result fed back to the agent (and shown to the client); the rest is cut with a note. */
-  maxResultChars: number;
-  /** The same resolved call (tool and canonical arguments) this many times ends the request. */
-  maxRepeats: number;
-  /**
-   * Tokens one client request may use, input and output of all its upstream turns as the
-   * upstream reports them (estimated from the text where it reports none); past it no further
-   * turn starts (0: no limit).
-   */
-  maxTokens: number;
-}
-
-export const DEFAULT_LOOP_LIMITS: LoopLimits = {
-  maxTurns: 8,
-  maxToolCalls: 16,
-  maxDurationMs: 300_000,
-  maxResultChars: 16_000,
-  maxRepeats: 3,
-  maxTokens: 0,
-};
 
 /**
  * How the ids of the gateway's own calls (intents handed out in resolve-only mode) begin, so a

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { isKiwiError, KiwiError } from '../errors.js';
 import { runAgentLoop, type AgentLoopDeps } from '../loop/agent-loop.js';
-import type { LoopLimits } from '../loop/loop-types.js';
+import type { LoopLimits } from '../loop/loop-limits.js';
 import { loadDirectiveHooks } from '../hooks/hook-runner.js';
 import type { BudgetMeter, DirectiveRun } from '../budgets/budget-meter.js';
 import { directiveBudgetLimits } from '../budgets/directive-limits.js';

@@ -1,6 +1,6 @@
 import { createDataFence } from '../data-fence.js';
 import { KiwiError } from '../errors.js';
-import type { LoopLimits } from '../loop/loop-types.js';
+import type { LoopLimits } from '../loop/loop-limits.js';
 import type { Directive } from '../registry/types.js';
 import { textTail } from '../text-cut.js';
 import type { ThreadLine } from './thread-store.js';

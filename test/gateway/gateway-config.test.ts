@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { describeGatewayConfig } from '../../src/app/commands/serve-banner.js';
 import { loadGatewayConfig, type GatewayConfigContext } from '../../src/app/gateway-config.js';
 import { modelMatches } from '../../src/model-glob.js';
-import { DEFAULT_LOOP_LIMITS } from '../../src/loop/loop-types.js';
+import { DEFAULT_LOOP_LIMITS } from '../../src/loop/loop-limits.js';
 import { failure } from '../helpers/expect-failure.js';
 import { REPO_ROOT } from '../helpers/temp-project.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { isKiwiError } from '../../src/errors.js';
-import { createRateLimiter, evaluatePolicy, NO_POLICY, toolIdMatcher, type PolicyInput } from '../../src/kernel/kernel-policy.js';
+import { createRuleRateLimiter, evaluatePolicy, NO_POLICY, toolIdMatcher, type PolicyInput } from '../../src/kernel/kernel-policy.js';
 import { compileKernelPolicy, goDurationMs } from '../../src/kernel/kernel-policy-file.js';
 import { parseSchedule } from '../../src/kernel/schedule.js';
 
@@ -96,7 +96,7 @@ describe('evaluation', () => {
   });
 
   it('counts a rule limit over a sliding window, refusals not counted', () => {
-    const limiter = createRateLimiter();
+    const limiter = createRuleRateLimiter();
     const limit = { max: 2, windowMs: 1000, window: '1s' };
     expect([0, 10, 20].map((t) => limiter.admit('k', limit, t))).toEqual([true, true, false]);
     expect(limiter.admit('other', limit, 20)).toBe(true);

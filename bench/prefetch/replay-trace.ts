@@ -1,5 +1,6 @@
 import { canonicalJson } from '../../src/canonical-json.js';
-import { runAgentLoop, type LoopObserver } from '../../src/loop/agent-loop.js';
+import { runAgentLoop } from '../../src/loop/agent-loop.js';
+import { type LoopObserver } from '../../src/loop/loop-types.js';
 import type { CallOutcome, ToolCall } from '../../src/proxy/tool-call.js';
 import type { Resolution } from '../../src/resolver/types.js';
 import { createTraceProvider } from './trace-provider.js';

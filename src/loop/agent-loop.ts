@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { KiwiError } from '../errors.js';
 import { DEFAULT_MARKER } from '../intent/intent-marker.js';
-import { createIntentScanner, intentInstructions, type ScanEvent } from '../intent/intent-scanner.js';
-import type { ChatEvent, ChatMessage, ChatProvider, ChatRequest, ChatUsage, FinishReason, NativeToolCall } from '../llm/types.js';
+import { intentInstructions } from '../intent/intent-scanner.js';
+import type { ChatEvent, ChatMessage, ChatProvider, ChatRequest, ChatUsage, FinishReason } from '../llm/types.js';
 import type { CallOutcome } from '../proxy/tool-call.js';
 import type { SplitOptions } from '../resolver/split-steps.js';
 import type { Resolution } from '../resolver/types.js';
@@ -10,12 +10,13 @@ import { feedbackMessage, limitNotice } from './agent-feedback.js';
 import { createIntentWorker } from './intent-worker.js';
 import { createOutbox } from './outbox.js';
 import { menuText } from './tool-menu.js';
-import { GATEWAY_CALL_PREFIX, type LimitName, type LoopApprover, type LoopBudget, type LoopCall, type LoopEvent, type LoopHelp, type LoopMode, type LoopRunOptions } from './loop-types.js';
+import { type LimitName, type LoopApprover, type LoopObserver, type LoopBudget, type LoopCall, type LoopEvent, type LoopHelp, type LoopMode, type LoopRunOptions } from './loop-types.js';
 import { checkLoopLimits, type LoopLimits } from './loop-limits.js';
-import { textTail } from '../text-cut.js';
 import type { BudgetStop } from '../budgets/budget-types.js';
 import { budgetNotice } from '../budgets/budget-words.js';
-import { countTurn, type TurnUsage } from '../budgets/turn-usage.js';
+import { streamTurn } from './stream-turn.js';
+import { createTurnCharges } from './turn-charges.js';
+import { createLoopStop } from './loop-stop.js';
 
 export interface AgentLoopDeps {
   provider: ChatProvider;
@@ -49,19 +50,6 @@ export interface AgentLoopDeps {
   budget?: LoopBudget;
 }
 
-export interface LoopObserver {
-  onText(text: string): void;
-  onIntent(intent: string): void;
-  /** The inside of an intent still being written, after each chunk that added to it. */
-  onIntentProgress?(partial: string): void;
-  /** The request is over (finished, failed or cancelled). */
-  end(): void;
-}
-
-/** How much recent conversation the resolver gets as context: the user's request and this turn's text before the intent. */
-const MAX_CONTEXT_CHARS = 4000;
-
-type Stop = 'client' | 'duration' | 'consumer' | 'failure';
 
 /**
  * One client request: stream the agent's turn, run (or hand out) the intents it writes, feed the
@@ -96,24 +84,18 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
   const now = deps.now ?? (() => performance.now());
   if (options.signal?.aborted) throw cancelledByClient(options.signal.reason);
 
-  const controller = new AbortController();
-  const signal = controller.signal;
-  let stop: Stop | undefined;
+  const stop = createLoopStop(options.signal, limits.maxDurationMs);
+  const { signal, halt } = stop;
   // Set once the finish is out: nothing is in flight any more, so there is nothing to cancel.
   let finished = false;
-  const halt = (why: Stop): void => {
-    if (signal.aborted) return;
-    stop = why;
-    controller.abort(new KiwiError('TOOL_CANCELLED', `the agent loop was stopped (${why})`));
-  };
-  const onClientAbort = (): void => halt('client');
-  options.signal?.addEventListener('abort', onClientAbort, { once: true });
-  const timer = setTimeout(() => halt('duration'), limits.maxDurationMs);
 
   const outbox = createOutbox();
   const { push, until } = outbox;
   let limit: LimitName | undefined; // turns, tokens, budget or duration; the worker holds the intent limits
   let budgetStop: BudgetStop | undefined;
+  const charges = createTurnCharges(deps.budget);
+  const usage = charges.usage;
+  let turns = 0;
   const budget = deps.budget;
   const worker = createIntentWorker({
     resolve: deps.resolve,
@@ -136,137 +118,66 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
     },
   });
   let intentCount = 0;
-
   const lastUser = [...request.messages].reverse().find((m) => m.role === 'user')?.content ?? '';
-  let messages: ChatMessage[] = [];
-  const usage: ChatUsage = {};
-  let turns = 0;
   let reason: FinishReason = 'other';
   let upstream: AsyncIterator<ChatEvent> | undefined;
   let reading: Promise<unknown> | undefined;
-  /** The turn streaming now, until it is charged; `heard` once the upstream answered at all. */
-  let open: { counted: TurnUsage; heard: boolean } | undefined;
   /** Set when the loop ends by an exception (rather than a finish or the consumer leaving). */
   let threw = false;
-  /**
-   * Charges the open turn, and counts it in the request's usage. One the upstream refused before
-   * answering (a 4xx, a refused connection) cost nothing; one it answered, or that was cut here
-   * (the client, the duration, the consumer, a failure), is charged what it used so far: the
-   * prompt it was sent and the output received, estimated.
-   */
-  const chargeCut = (): void => {
-    const cut = open;
-    open = undefined;
-    if (cut === undefined || (!cut.heard && stop === undefined && threw)) return;
-    const used = cut.counted.usage();
-    addUsage(usage, used);
-    deps.budget?.charge(used);
-  };
   const stoppedBy = (): LimitName | undefined => limit ?? worker.limit;
   const finish = (): LoopEvent => {
     const stopped = stoppedBy();
     return { type: 'finish', reason, usage: { ...usage }, turns, toolCalls: worker.toolCalls, ...(stopped ? { limit: stopped } : {}), ...(stopped === 'budget' && budgetStop ? { budget: budgetStop } : {}) };
   };
-
   // `start` waits for the upstream's first event: a refused upstream request (401, 429, an
   // unknown model) then fails before any event, and the edge can still answer with its status.
   let started = false;
-  const start = (): LoopEvent[] => {
-    if (started) return [];
-    started = true;
-    return [{ type: 'start', id: `kiwi-${newId()}`, model: request.model }];
-  };
+  const start = (): LoopEvent[] => (started ? [] : ((started = true), [{ type: 'start', id: `kiwi-${newId()}`, model: request.model }]));
 
   try {
     const menu = deps.menu ? await deps.menu(lastUser, signal).catch((error: unknown) => (signal.aborted ? Promise.reject(error) : [])) : [];
     const told = request.clientTools === undefined || request.clientTools.tools.length === 0 ? instructions : `${instructions}\n${CLIENT_TOOLS_NOTE}`;
-    messages = withInstructions(request.messages, menu.length > 0 ? `${told}\n\n${menuText(menu, deps.marker ?? DEFAULT_MARKER)}` : told);
+    const messages = withInstructions(request.messages, menu.length > 0 ? `${told}\n\n${menuText(menu, deps.marker ?? DEFAULT_MARKER)}` : told);
     for (;;) {
       if (signal.aborted) throw signal.reason;
       turns++;
       if (turns > 1) yield { type: 'turn', turn: turns };
-      reason = 'other';
-      const scanner = createIntentScanner(markerOption);
-      let turnText = '';
-      let recent = '';
-      let intents = 0;
-      const native: NativeToolCall[] = [];
-      const scanned = (events: ScanEvent[]): void => {
-        for (const e of events) {
-          if (e.type === 'intent') {
-            const index = intentCount++;
-            intents++;
-            push({ type: 'intent', index, text: e.text, raw: e.raw });
-            deps.observer?.onIntent(e.text);
-            worker.enqueue(index, e.text, resolveContext(lastUser, recent));
-          } else {
-            const text = e.type === 'text' ? e.text : e.raw;
-            push({ type: 'text', text });
-            deps.observer?.onText(text);
-          }
-          recent = textTail(recent + (e.type === 'text' ? e.text : e.raw), MAX_CONTEXT_CHARS);
-        }
-      };
-      const counted = countTurn(messages);
-      open = { counted, heard: false };
+      const counted = charges.open(messages);
       upstream = deps.provider.stream({ ...request, messages: [...messages] }, signal)[Symbol.asyncIterator]();
-      for (;;) {
-        const next = upstream.next();
-        reading = next;
-        const r = worker.busy ? yield* until(next) : yield* outbox.quietly(next);
-        if (open !== undefined) open.heard = true;
-        yield* start();
-        if (r.done) break;
-        const event = r.value;
-        if (event.type === 'text') {
-          counted.output(event.text);
-          // The full turn goes back into the conversation; its size is bounded by the provider's response cap.
-          turnText += event.text;
-          scanned(scanner.push(event.text));
-          const partial = scanner.openIntent;
-          if (partial !== undefined) deps.observer?.onIntentProgress?.(partial);
-        } else if (event.type === 'tool_call') {
-          counted.output(event.call.name + event.call.arguments);
-          // An upstream id that looks like the gateway's would be sent back up as text.
-          native.push(event.call.id.startsWith(GATEWAY_CALL_PREFIX) ? { ...event.call, id: `call_${newId()}` } : event.call);
-        } else if (event.type === 'finish') {
-          reason = event.reason;
-          counted.reported(event.usage);
-          const used = counted.usage();
-          open = undefined;
-          addUsage(usage, used);
-          deps.budget?.charge(used);
-        }
-      }
-      scanned(scanner.end());
+      const turn = yield* streamTurn({
+        events: upstream,
+        charges,
+        counted,
+        outbox,
+        worker,
+        scanner: markerOption,
+        lastUser,
+        nextIndex: () => intentCount++,
+        newId,
+        ...(deps.observer ? { observer: deps.observer } : {}),
+        reading: (next) => void (reading = next),
+        started: start,
+      });
+      reason = turn.reason;
       yield* until(worker.drained());
       const report = worker.endTurn();
-      if (native.length > 0) {
-        for (const call of native) yield { type: 'native_call', call };
+      if (turn.native.length > 0) {
+        for (const call of turn.native) yield { type: 'native_call', call };
         reason = 'tool_calls';
         break;
       }
-      if (intents === 0) break;
+      if (turn.intents === 0) break;
       if (mode === 'resolve-only' && report.handedOut > 0) {
         reason = 'tool_calls';
         break;
       }
       if (worker.limit || worker.stopped !== undefined) break;
-      if (turns >= limits.maxTurns) {
-        limit = 'turns';
-        break;
-      }
-      if (limits.maxTokens > 0 && (usage.inputTokens ?? 0) + (usage.outputTokens ?? 0) >= limits.maxTokens) {
-        limit = 'tokens';
-        break;
-      }
-      budgetStop = deps.budget?.exhausted();
-      if (budgetStop) {
-        limit = 'budget';
-        break;
-      }
+      limit = turnLimit(turns, usage, limits);
+      budgetStop = limit === undefined ? deps.budget?.exhausted() : undefined;
+      if (budgetStop) limit = 'budget';
+      if (limit !== undefined) break;
       const feedback = feedbackMessage(report.items, { maxResultChars: limits.maxResultChars, ...markerOption });
-      messages.push({ role: 'assistant', content: turnText }, { role: 'user', content: feedback });
+      messages.push({ role: 'assistant', content: turn.text }, { role: 'user', content: feedback });
     }
     yield* start();
     const stopped = stoppedBy();
@@ -277,27 +188,33 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
   } catch (error) {
     threw = true;
     if (outbox.failure) throw outbox.failure.error;
-    if (stop === 'client') throw cancelledByClient(error);
-    if (stop !== 'duration') throw error;
+    if (stop.why === 'client') throw cancelledByClient(error);
+    if (stop.why !== 'duration') throw error;
     // Out of time: the cancelled tool calls still report their results, then the loop finishes.
     yield* until(worker.drained());
     yield* start();
     limit = 'duration';
     reason = 'other';
-    chargeCut();
+    charges.cut(false);
     yield { type: 'text', text: limitNotice(limit, limits) };
     finished = true;
     yield finish();
   } finally {
-    clearTimeout(timer);
-    options.signal?.removeEventListener('abort', onClientAbort);
-    chargeCut(); // before `halt` below, which would make a turn the upstream refused look cut here
+    stop.dispose();
+    charges.cut(stop.why === undefined && threw); // before `halt` below, which would make a turn the upstream refused look cut here
     if (!finished) halt('consumer'); // the consumer stopped early: cancel what is in flight
     deps.observer?.end();
     await reading?.then(noop, noop);
     await upstream?.return?.().then(noop, noop);
     await worker.drained();
   }
+}
+
+/** The request's own limits after a turn: its turns and its tokens. */
+function turnLimit(turns: number, usage: ChatUsage, limits: LoopLimits): LimitName | undefined {
+  if (turns >= limits.maxTurns) return 'turns';
+  if (limits.maxTokens > 0 && (usage.inputTokens ?? 0) + (usage.outputTokens ?? 0) >= limits.maxTokens) return 'tokens';
+  return undefined;
 }
 
 function noop(): void {}
@@ -326,14 +243,4 @@ function withInstructions(messages: readonly ChatMessage[], instructions: string
   return out;
 }
 
-function resolveContext(lastUser: string, recent: string): string {
-  const user = textTail(lastUser, MAX_CONTEXT_CHARS / 2);
-  const turn = textTail(recent, MAX_CONTEXT_CHARS - user.length);
-  return user.length > 0 && turn.length > 0 ? `${user}\n\n${turn}` : user + turn;
-}
 
-function addUsage(total: ChatUsage, usage: ChatUsage | undefined): void {
-  if (usage?.inputTokens !== undefined) total.inputTokens = (total.inputTokens ?? 0) + usage.inputTokens;
-  if (usage?.outputTokens !== undefined) total.outputTokens = (total.outputTokens ?? 0) + usage.outputTokens;
-  if (usage?.estimated === true) total.estimated = true;
-}

@@ -131,3 +131,13 @@ export interface RunLoopOptions extends LoopRunOptions {
   /** The conversation the audit files the request's calls under. */
   conversation: string;
 }
+
+/** Sees the agent's text and intents as they stream (prefetch); it must not throw or block. */
+export interface LoopObserver {
+  onText(text: string): void;
+  onIntent(intent: string): void;
+  /** The inside of an intent still being written, after each chunk that added to it. */
+  onIntentProgress?(partial: string): void;
+  /** The request is over (finished, failed or cancelled). */
+  end(): void;
+}

@@ -6,7 +6,7 @@ import { createPrefetchRequest } from '../prefetch/prefetch-request.js';
 import { createPrefetchingResolver } from '../prefetch/prefetching-resolver.js';
 import { createPredictor } from '../prefetch/predictor.js';
 import { openSnapshotResolver, type SnapshotResolver } from '../prefetch/snapshot-resolver.js';
-import { openPredictorFile } from '../prefetch/predictor-file.js';
+import { openPredictorFile, predictorFile } from '../prefetch/predictor-file.js';
 import type { LearnedTransitionModel } from '../prefetch/transition-model.js';
 import type { Project } from '../project/open-project.js';
 import type { ResolverRuntime } from '../resolver/resolver-runtime.js';
@@ -16,10 +16,6 @@ import type { AgentLoopDeps } from '../loop/agent-loop.js';
 import type { PrefetchConfig } from './gateway-config.js';
 import type { LoopCall, LoopMode } from '../loop/loop-types.js';
 
-/** Where `kiwi predictor train` writes the transition model, and where the gateway keeps learning it. */
-export function predictorFile(root: string): string {
-  return path.join(root, 'models', 'predictor.json');
-}
 
 export type RequestDeps = Pick<AgentLoopDeps, 'resolve' | 'call' | 'observer'>;
 

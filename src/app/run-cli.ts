@@ -41,7 +41,7 @@ Usage:
   kiwi resolve "INTENT"                the call an intent resolves to, with candidates and timings (runs nothing)
   kiwi mcp [--allow-empty]             serve the meta-tools (search, load, execute, help, resolve) as an MCP server on stdio (needs .ai/ in the project)
   kiwi model train|show                rebuild the resolver's learned confidence from ../shared/datasets (models/resolver/model.json), or show it
-  kiwi predictor train|show            learn which tool follows which from the audit log (models/predictor.json), or show it
+  kiwi predictor train|show            learn which tool follows which from the audit log (.ai/state/predictor.json), or show it
   kiwi chat "MESSAGE" [--model M] [--url URL]   send one message to a running gateway; prints the reply and each step (intent, call, result)
   kiwi stats [--url URL] [--key KEY]   prefetch counters (hits, misses, hit rate, time saved) of a running gateway; the key defaults to KIWI_API_KEY
   kiwi executions list|show ID|events ID|cancel ID   the kernel's executions on a running gateway (v0 API)

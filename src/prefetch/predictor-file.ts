@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { createTransitionModel, loadTransitionModel, saveTransitionModel, type LearnedTransitionModel } from './transition-model.js';
 
 /**
@@ -7,6 +8,14 @@ import { createTransitionModel, loadTransitionModel, saveTransitionModel, type L
  * lost, because every call it learned from is also in the audit log, which the next train reads.
  * Merging instead would count those calls twice (train already read the ones logged before it).
  */
+
+/**
+ * Where `kiwi predictor train` writes the transition model in a project, and where the gateway
+ * keeps learning it: generated state, beside the kernel's, so `.ai/.gitignore` keeps it out of git.
+ */
+export function predictorFile(root: string): string {
+  return path.join(root, '.ai', 'state', 'predictor.json');
+}
 
 export type PredictorSaveOutcome = 'saved' | 'nothing-learned' | 'file-changed';
 

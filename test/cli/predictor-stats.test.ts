@@ -33,13 +33,13 @@ afterAll(() => {
 });
 
 describe('kiwi predictor', () => {
-  it('trains from the project audit log into models/predictor.json and shows it', async () => {
+  it('trains from the project audit log into .ai/state/predictor.json and shows it', async () => {
     const dir = project('trained', true);
     const r = await kiwi(['predictor', 'train', '--project', dir]);
     expect(r.err).toBe('');
     expect(r.code).toBe(0);
     expect(r.out).toContain('trained on 3 sessions, 10 calls, 3 distinct tools (5 files; not used: 3 unreadable lines (1 torn), 2 denied, 1 failed, 2 speculative, 1 other)');
-    const file = path.join(dir, 'models', 'predictor.json');
+    const file = path.join(dir, '.ai', 'state', 'predictor.json');
     expect(r.out).toContain(`wrote ${file}`);
     expect(r.out).toMatch(/search_files\s+→ read_file\s+3 {2}0\.84/);
     expect(r.out).toMatch(/\(start\)\s+→ search_files\s+3 {2}0\.72/);
@@ -92,9 +92,9 @@ describe('kiwi predictor', () => {
     const dir = project('nomodel', false);
     const missing = await kiwi(['predictor', 'show', '--project', dir]);
     expect(missing.code).toBe(1);
-    expect(missing.err).toContain(`no model at ${path.join(dir, 'models', 'predictor.json')}; create it with \`kiwi predictor train\``);
-    mkdirSync(path.join(dir, 'models'));
-    writeFileSync(path.join(dir, 'models', 'predictor.json'), '{"format":"kiwi-transition-model","version":1,"tools":[["a"');
+    expect(missing.err).toContain(`no model at ${path.join(dir, '.ai', 'state', 'predictor.json')}; create it with \`kiwi predictor train\``);
+    mkdirSync(path.join(dir, '.ai', 'state'), { recursive: true });
+    writeFileSync(path.join(dir, '.ai', 'state', 'predictor.json'), '{"format":"kiwi-transition-model","version":1,"tools":[["a"');
     const corrupt = await kiwi(['predictor', 'show', '--project', dir]);
     expect(corrupt.code).toBe(1);
     expect(corrupt.err).toMatch(/^kiwi predictor: INVALID_INPUT: the predictor model .*predictor\.json is not valid JSON .*re-run `kiwi predictor train`/);

@@ -3,11 +3,11 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/app/run-cli.js';
-import { predictorFile } from '../../src/app/gateway-prefetch.js';
+import { predictorFile } from '../../src/prefetch/predictor-file.js';
 import { openPredictorFile } from '../../src/prefetch/predictor-file.js';
 import { loadTransitionModel } from '../../src/prefetch/transition-model.js';
 
-/** The gateway's side of models/predictor.json against a real `kiwi predictor train` run meanwhile. */
+/** The gateway's side of .ai/state/predictor.json against a real `kiwi predictor train` run meanwhile. */
 
 const root = realpathSync(mkdtempSync(path.join(tmpdir(), 'kiwi-predictor-file-')));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

@@ -1,12 +1,12 @@
 import path from 'node:path';
 import { loadTransitionModel, saveTransitionModel, type LearnedTransitionModel } from '../../prefetch/transition-model.js';
+import { predictorFile } from '../../prefetch/predictor-file.js';
 import { trainTransitions, type TrainProgress } from '../../prefetch/train-transitions.js';
 import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
 import { projectOptions } from '../project-options.js';
 
 const USAGE = 'kiwi predictor train [--project DIR] [--out FILE] | kiwi predictor show [--model FILE] [-n N] [--json]';
-const DEFAULT_MODEL = path.join('models', 'predictor.json');
 
 /** `kiwi predictor`: learns which tool follows which from the audit log, and shows what it learned. */
 export async function predictorCommand(ctx: CliContext): Promise<number> {
@@ -27,7 +27,7 @@ export async function predictorCommand(ctx: CliContext): Promise<number> {
 
 async function train(ctx: CliContext, projectDir: string, out: string | undefined, limit: number): Promise<number> {
   const auditDir = path.join(projectDir, '.ai', 'logs', 'audit');
-  const file = out === undefined ? path.join(projectDir, DEFAULT_MODEL) : path.resolve(ctx.cwd, out);
+  const file = out === undefined ? predictorFile(projectDir) : path.resolve(ctx.cwd, out);
   const report = await trainTransitions({ auditDir, onProgress: progressLine(ctx), ...(ctx.signal ? { signal: ctx.signal } : {}) });
   if (report.files === 0) {
     ctx.io.err(
@@ -52,7 +52,7 @@ async function train(ctx: CliContext, projectDir: string, out: string | undefine
 }
 
 async function show(ctx: CliContext, projectDir: string, modelFlag: string | undefined, limit: number, json: boolean): Promise<number> {
-  const file = modelFlag === undefined ? path.join(projectDir, DEFAULT_MODEL) : path.resolve(ctx.cwd, modelFlag);
+  const file = modelFlag === undefined ? predictorFile(projectDir) : path.resolve(ctx.cwd, modelFlag);
   const model = await loadTransitionModel(file, ctx.signal ? { signal: ctx.signal } : {});
   if (!model) {
     ctx.io.err(`kiwi predictor: no model at ${file}; create it with \`kiwi predictor train\`${modelFlag === undefined ? '' : ' --out FILE'}`);

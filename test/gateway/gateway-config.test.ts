@@ -238,8 +238,10 @@ describe('gateway config: describe() for the banner', () => {
   it('shows names, kinds, base URLs and models, and never a key', async () => {
     const file = configFile('upstreams:\n  - { name: gpt, kind: openai, base_url: "http://127.0.0.1:8080/v1?key=QUERYSECRET", api_key_env: MY_KEY, models: ["gpt-*"] }\n');
     const c = await load(file, { MY_KEY: OPENAI_KEY, ANTHROPIC_API_KEY: ANTHROPIC_KEY, KIWI_PORT: '9001' });
-    const text = describeGatewayConfig(c);
-    expect(text).toContain('http://127.0.0.1:9001');
+    // The address it listens on, which --port 0 or a taken port can make other than the config's.
+    const text = describeGatewayConfig(c, 'http://127.0.0.1:40123');
+    expect(c.port).toBe(9001);
+    expect(text).toContain('gateway: http://127.0.0.1:40123 (config');
     expect(text).toContain('gpt (openai) http://127.0.0.1:8080/v1: gpt-*');
     expect(text).toContain('anthropic (anthropic) https://api.anthropic.com: claude-*');
     expect(text).toContain('demo (demo) offline: kiwi-demo');
@@ -248,7 +250,7 @@ describe('gateway config: describe() for the banner', () => {
       expect(shown).not.toContain(OPENAI_KEY);
       expect(shown).not.toContain(ANTHROPIC_KEY);
     }
-    expect(describeGatewayConfig(await load(missing))).toMatch(/not found: defaults/);
+    expect(describeGatewayConfig(await load(missing), 'http://127.0.0.1:8787')).toMatch(/not found: defaults/);
   });
 });
 

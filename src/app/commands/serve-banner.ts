@@ -4,9 +4,9 @@ import type { GatewayConfig } from '../gateway-config.js';
 
 /** The parts of `kiwi serve`'s banner that describe the configuration: for people, never a key. */
 
-/** One line per upstream (name, kind, base URL, models) and the warnings: never a key, nor the variable it came from. */
-export function describeGatewayConfig(config: GatewayConfig): string {
-  const lines = [`gateway: http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port} (config ${config.fromFile ? config.file : `${config.file}, not found: defaults`})`, 'upstreams, first match wins:'];
+/** Where it listens, one line per upstream (name, kind, base URL, models) and the warnings: never a key, nor the variable it came from. */
+export function describeGatewayConfig(config: GatewayConfig, url: string): string {
+  const lines = [`gateway: ${url} (config ${config.fromFile ? config.file : `${config.file}, not found: defaults`})`, 'upstreams, first match wins:'];
   for (const u of config.upstreams) {
     lines.push(`  ${u.name} (${u.kind}) ${u.baseUrl === undefined ? 'offline' : shownUrl(u.baseUrl)}: ${u.models.join(', ')}`);
   }

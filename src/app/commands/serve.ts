@@ -33,7 +33,7 @@ export async function serveCommand(ctx: CliContext): Promise<number> {
     ctx.io.out(`Kiwi Gateway listening on ${listener.url}`);
     ctx.io.out(`project ${project.root}: ${runtime.toolCount} resolvable tools (${registry.tools.size} in all, ${registry.errors.length} invalid${registry.warnings.length > 0 ? `, ${registry.warnings.length} warnings: run \`kiwi tools validate\`` : ''}), ${registry.directives.size} directives, ${registry.knowledge.size} knowledge entries; ${project.policy.label}`);
     ctx.io.out(`resolver: ${runtime.embedderId}; audit log ${project.auditDir} (session ${project.session})`);
-    ctx.io.out(describeGatewayConfig(config));
+    ctx.io.out(describeGatewayConfig(config, listener.url));
     ctx.io.out(describeAccess(access, config.allowedHosts, host));
     const p = config.prefetch;
     ctx.io.out(
@@ -49,7 +49,7 @@ export async function serveCommand(ctx: CliContext): Promise<number> {
     );
     ctx.io.out(`endpoints: POST /v1/chat/completions, POST /v1/messages, POST /v1/responses, GET /v1/models, GET /healthz, GET /metrics (JSON; Prometheus text on Accept: text/plain), /mcp (MCP Streamable HTTP), /v0 (the kernel's API)`);
     const key = access.mode === 'open' ? '' : ' --key KEY';
-    ctx.io.out(`try: npx kiwi chat --url ${listener.url}${key} "how many words are in the README?"`);
+    ctx.io.out(`try: npx kiwi chat --url ${listener.url}${key} "MESSAGE" (with no model configured, the offline demo model answers: docs/getting-started.md)`);
     ctx.io.out('Ctrl-C stops it (requests in flight get 10 s to finish).');
     if (ctx.signal && !ctx.signal.aborted) await once(ctx.signal, 'abort');
     ctx.io.err('kiwi: shutting down…');

@@ -16,7 +16,7 @@ import { composeStages, newCallState, type CallHandler } from './call-state.js';
 import { HELP_TOOL, type HelpOutcome, type HelpSignal } from './help-signal.js';
 import { NOTHING_RAN } from './stages/audit-stage.js';
 import { reuseResult, runPlan } from './stages/run-plan.js';
-import { standardStages, type ProxyStages } from './standard-stages.js';
+import { standardStages } from './standard-stages.js';
 import type { CallOutcome, OkOutcome, ThreadPort, ToolCall } from './tool-call.js';
 
 export interface ToolProxyDeps {
@@ -33,8 +33,6 @@ export interface ToolProxyDeps {
   checkpoints?: Pick<Checkpointer, 'before'>;
   /** Where thread plans and the hooks' directives run (the gateway's thread runtime); absent, thread plans are refused. */
   threads?: ThreadPort;
-  /** The stages calls pass (standard-stages.ts when absent). */
-  stages?: (deps: Parameters<typeof standardStages>[0]) => ProxyStages;
   now?: () => number;
 }
 
@@ -91,7 +89,7 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
         }
       : {}),
   };
-  const stages = (deps.stages ?? standardStages)({ ...deps, hooks, now });
+  const stages = standardStages({ ...deps, hooks, now });
   const execute = runPlan({ primitives: deps.primitives, ...(threads ? { threads } : {}) });
   const callChain = composeStages(stages.call, execute);
   const runChain = composeStages(stages.run, execute);

@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -37,6 +37,14 @@ export function postgresBinDir(): string | undefined {
  */
 export function postgresAvailable(): boolean {
   return postgresBinDir() !== undefined || process.env['KIWI_REQUIRE_POSTGRES'] === '1';
+}
+
+function readPidLine(file: string): string {
+  try {
+    return readFileSync(file, 'utf8').split('\n')[0] ?? '';
+  } catch {
+    return '';
+  }
 }
 
 async function freePort(): Promise<number> {
@@ -80,7 +88,12 @@ export async function startPostgres(): Promise<PostgresServer> {
   const url = `postgres://kiwi@127.0.0.1:${port}/postgres`;
   const stop = async (): Promise<void> => {
     if (server.exitCode === null) {
-      server.kill('SIGINT'); // fast shutdown
+      // Fast shutdown. As root the child is runuser, which does not pass SIGINT on: the
+      // postmaster itself gets it (its pid is the first line of postmaster.pid), else the
+      // 5 s below pass before the SIGKILL.
+      const postmaster = Number(readPidLine(path.join(data, 'postmaster.pid')));
+      if (asRoot && Number.isInteger(postmaster) && postmaster > 0) process.kill(postmaster, 'SIGINT');
+      else server.kill('SIGINT');
       await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
       if (server.exitCode === null) server.kill('SIGKILL');
     }

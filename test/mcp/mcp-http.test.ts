@@ -70,11 +70,25 @@ afterAll(async () => {
   meta?.remove();
 });
 
+/**
+ * A connected SDK client, once its session is in use: the SDK opens its GET stream after
+ * connect() has returned, and until that stream is open the session counts as idle (the first
+ * one the cap may close).
+ */
 async function connect(path = '/mcp'): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
-  const transport = new StreamableHTTPClientTransport(new URL(`${base}${path}`));
+  let streamOpen!: () => void;
+  const opened = new Promise<void>((resolve) => (streamOpen = resolve));
+  const transport = new StreamableHTTPClientTransport(new URL(`${base}${path}`), {
+    fetch: async (url, init) => {
+      const response = await fetch(url, init);
+      if (init?.method === 'GET') streamOpen();
+      return response;
+    },
+  });
   const client = new Client({ name: 'http-test', version: '1.0.0' });
   await client.connect(transport);
   clients.push(client);
+  await opened;
   return { client, transport };
 }
 

@@ -9,7 +9,7 @@ import { failure } from '../helpers/expect-failure.js';
 /**
  * The capped stdio transport under the real MCP SDK server, over pipes written and read as raw
  * lines: bad lines get JSON-RPC errors and the server goes on, calls in flight included.
- * (test/mcp/mcp-stdio.test.ts does the same through the spawned `kiwi mcp`.)
+ * (test/mcp/mcp-stdio.int.test.ts does the same through the spawned `kiwi mcp`.)
  */
 
 interface Pipe {

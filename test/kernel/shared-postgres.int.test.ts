@@ -8,7 +8,8 @@ import { createChatJournal } from '../../src/kernel/chat-journal.js';
 import { openKernel, type Kernel } from '../../src/kernel/open-kernel.js';
 import { executeScript, scriptedLoop } from '../fixtures/http-edges/scripted-loop.js';
 import { openSse, type SseClient, type SseEventIn } from '../fixtures/kernel/sse-client.js';
-import { postgresAvailable, startPostgres } from '../helpers/postgres-server.js';
+import { postgresAvailable } from '../helpers/postgres-server.js';
+import { postgresDatabase } from '../helpers/run-resources.js';
 
 /**
  * Two gateways on one Postgres server, each with its own agents and runners connected, racing
@@ -33,7 +34,7 @@ describe.runIf(postgresAvailable() || process.env['KIWI_REQUIRE_POSTGRES'] === '
   const streams: SseClient[] = [];
 
   beforeAll(async () => {
-    const server = await startPostgres();
+    const server = await postgresDatabase();
     stopPostgres = server.stop;
     databaseUrl = server.url;
     for (let i = 0; i < 2; i++) {

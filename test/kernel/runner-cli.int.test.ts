@@ -7,7 +7,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/app/run-cli.js';
-import { openKernel } from '../../src/kernel/open-kernel.js';
+import { openEmbedded } from '../fixtures/kernel/backends.js';
 import { useKernelServer, type WireEvent } from '../fixtures/kernel/kernel-server.js';
 import { createTempProject, REPO_ROOT } from '../helpers/temp-project.js';
 
@@ -40,7 +40,7 @@ afterAll(() => {
   rmSync(gatewayDir, { recursive: true, force: true });
 });
 
-const server = useKernelServer(async () => ({ kernel: await openKernel({ root: '/nonexistent', inMemory: true, policyFile, reaperIntervalMs: 0 }), stop: async () => undefined }), { bearerToken: true });
+const server = useKernelServer(openEmbedded({ policyFile, reaperIntervalMs: 0 }), { bearerToken: true });
 /** The client key the kernel requires (made when the server opens). */
 const key = (): string => server.token as string;
 

@@ -35,12 +35,13 @@ function run(argv: string[], grant: SandboxGrant = noGrant, extra: Partial<Subpr
 }
 
 /** Processes on the host that carry a marker env var (ours: every tree the primitive started). */
-function markedProcesses(): number {
+/** Processes a call started (they carry the marker) whose command line has `token`: another test's calls, running meanwhile in the other worker, have not. */
+function markedProcesses(token: string): number {
   let count = 0;
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/u.test(entry)) continue;
     try {
-      if (readFileSync(`/proc/${entry}/environ`, 'latin1').includes(`${PROCESS_TREE_MARKER_ENV}=`)) count += 1;
+      if (readFileSync(`/proc/${entry}/environ`, 'latin1').includes(`${PROCESS_TREE_MARKER_ENV}=`) && readFileSync(`/proc/${entry}/cmdline`, 'latin1').includes(token)) count += 1;
     } catch {
       // gone, or not ours to read
     }
@@ -188,13 +189,15 @@ describe.runIf(hasBwrap)('subprocess sandbox (bwrap)', () => {
   });
 
   it('contains a fork bomb: the call ends and nothing it started is left on the host', async () => {
-    const before = markedProcesses();
-    const bomb = ['sh', '-c', 'while :; do sleep 30 & done'];
+    // A sleep of a length no other test asks for: what this bomb started, told apart on the host.
+    const seconds = `30.${String(process.pid).slice(-4)}${Math.floor(Math.random() * 1000)}`;
+    const before = markedProcesses(seconds);
+    const bomb = ['sh', '-c', `while :; do sleep ${seconds} & done`];
     // Either the shell gives up when fork fails (a result) or the call runs out of time (an error).
     const outcome = await run(bomb, noGrant, { timeoutMs: 3000 }).catch((e: unknown) => e);
     if (isKiwiError(outcome)) expect(outcome.code).toBe('TOOL_TIMEOUT');
     else expect((outcome as { stderr: string }).stderr).toMatch(/fork/iu);
-    expect(markedProcesses()).toBeLessThanOrEqual(before);
+    expect(markedProcesses(seconds)).toBeLessThanOrEqual(before);
   });
 });
 

@@ -7,7 +7,7 @@ import { kernelBackends } from '../fixtures/kernel/backends.js';
 /**
  * The kernel's executions API (V0-API.md §5, §14, §16) through the gateway's HTTP app, on both
  * backends: PGlite in memory, and a real Postgres server. The conformance checklist (§18) is
- * conformance.test.ts; these are the edges around its items 3–6 and 29.
+ * conformance.int.test.ts; these are the edges around its items 3–6 and 29.
  */
 
 describe.each(kernelBackends())('on %s', (_backend, open) => {

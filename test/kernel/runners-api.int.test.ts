@@ -5,7 +5,7 @@ import { tempPolicyFile } from '../fixtures/kernel/policy-file.js';
 
 /**
  * Remote tools on runners (V0-API.md §7, §11.2, §13) as spec-only HTTP/SSE agents and runners see
- * them, on both backends. The conformance checklist (§18) is conformance.test.ts; these are the
+ * them, on both backends. The conformance checklist (§18) is conformance.int.test.ts; these are the
  * edges around its items 18, 22 and 32. The queue is scanned by the test
  * (`runners.dispatchQueued()`) on a clock it moves, instead of every second.
  */

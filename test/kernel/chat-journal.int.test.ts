@@ -1,12 +1,10 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { createChatJournal } from '../../src/kernel/chat-journal.js';
 import { openKernel, type Kernel } from '../../src/kernel/open-kernel.js';
 import type { ChatWrite } from '../../src/kernel/chat-rows.js';
 import { kernelBackends } from '../fixtures/kernel/backends.js';
-import { postgresAvailable, startPostgres } from '../helpers/postgres-server.js';
+import { postgresAvailable } from '../helpers/postgres-server.js';
+import { embeddedKernelRoot, postgresDatabase } from '../helpers/run-resources.js';
 
 /**
  * The journal that writes the gateway's chats as executions behind them: batched, in order,
@@ -93,7 +91,9 @@ describe.each(kernelBackends({ reaperIntervalMs: 0, queueIntervalMs: 0 }))('the 
 
 describe('the chat journal when the database stops answering', () => {
   it('records no more than 10,000 chats waiting to be written, and says so of the next', async () => {
-    const gone = await openKernel({ root: '/nonexistent', inMemory: true, reaperIntervalMs: 0, queueIntervalMs: 0 });
+    const dir = embeddedKernelRoot();
+    onTestFinished(dir.remove);
+    const gone = await openKernel({ root: dir.root, reaperIntervalMs: 0, queueIntervalMs: 0 });
     await gone.close();
     const errors: unknown[] = [];
     const journal = createChatJournal({ write: (w) => gone.writeChats(w), intervalMs: 60_000, onError: (e) => errors.push(e) });
@@ -108,7 +108,7 @@ describe('the chat journal when the database stops answering', () => {
 
 describe.runIf(postgresAvailable() || process.env['KIWI_REQUIRE_POSTGRES'] === '1')('two gateways on one Postgres server', () => {
   it('a chat cancelled through the other gateway stops at its next write, or within the watch interval', async () => {
-    const server = await startPostgres();
+    const server = await postgresDatabase();
     const options = { root: '/nonexistent', databaseUrl: server.url, reaperIntervalMs: 0, queueIntervalMs: 0 };
     const mine = await openKernel(options);
     const other = await openKernel(options);
@@ -141,8 +141,9 @@ describe.runIf(postgresAvailable() || process.env['KIWI_REQUIRE_POSTGRES'] === '
 });
 
 describe('the embedded kernel on disk', () => {
-  const root = mkdtempSync(path.join(tmpdir(), 'kiwi-kernel-'));
-  afterAll(() => rmSync(root, { recursive: true, force: true }));
+  // A copy of the run's migrated database (run-resources.ts): what a first start makes, made once.
+  const { root, remove } = embeddedKernelRoot();
+  afterAll(remove);
 
   it('is opened by one process at a time', async () => {
     const first = await openKernel({ root, reaperIntervalMs: 0, queueIntervalMs: 0 });

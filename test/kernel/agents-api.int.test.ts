@@ -5,7 +5,7 @@ import { useKernelServer } from '../fixtures/kernel/kernel-server.js';
 /**
  * Agents on the kernel (V0-API.md §6, §8, §9, §10), as an agent written against the spec sees
  * it: HTTP and SSE on 127.0.0.1 only, on both backends. The conformance checklist (§18) is
- * conformance.test.ts; these are the edges around its items 7–11, 23, 24 and 30.
+ * conformance.int.test.ts; these are the edges around its items 7–11, 23, 24 and 30.
  */
 
 describe.each(kernelBackends())('on %s', (_backend, open) => {

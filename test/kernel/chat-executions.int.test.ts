@@ -183,7 +183,7 @@ describe('a gateway with kernel settings: record_chats off, one live execution p
     expect(listed.executions).toEqual([]);
   });
 
-  it("reaches the kernel's quota: the second live execution of a client is refused (kernel-bounds.test.ts tests the quota itself)", async () => {
+  it("reaches the kernel's quota: the second live execution of a client is refused (kernel-bounds.int.test.ts tests the quota itself)", async () => {
     const create = () => fetch(`${off.server.url}/v0/executions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ agent_id: 'nobody' }) });
     expect((await create()).status).toBe(201);
     const refused = await create();

@@ -5,7 +5,7 @@ import { tempPolicyFile } from '../fixtures/kernel/policy-file.js';
 
 /**
  * Signals, waits and approvals (V0-API.md §9, §12) as a spec-only HTTP/SSE agent sees them, on
- * both backends. The conformance checklist (§18) is conformance.test.ts; these are the edges
+ * both backends. The conformance checklist (§18) is conformance.int.test.ts; these are the edges
  * around its items 16, 17 and 26–28.
  */
 

@@ -4,7 +4,8 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { LOCAL_CALLER } from '../../src/clients/client-auth.js';
 import { openKernel, type Kernel } from '../../src/kernel/open-kernel.js';
-import { postgresAvailable, startPostgres } from '../helpers/postgres-server.js';
+import { postgresAvailable } from '../helpers/postgres-server.js';
+import { postgresDatabase } from '../helpers/run-resources.js';
 
 /**
  * A grant binds to the policy that asked for it (issue 22): with two gateways on one Postgres
@@ -40,7 +41,7 @@ async function resumed(kernel: Kernel, id: string): Promise<unknown[]> {
 
 describe.runIf(postgresAvailable() || process.env['KIWI_REQUIRE_POSTGRES'] === '1')('an approval and the policy that asked for it, across gateways on one Postgres', () => {
   it('is granted under the same policy, and refused under another; a denial is always taken', async () => {
-    const server = await startPostgres();
+    const server = await postgresDatabase();
     const options = { databaseUrl: server.url, root: dir, reaperIntervalMs: 0, queueIntervalMs: 0 };
     const asking = await openKernel({ ...options, policyFile: policyFile('one', 'deploys need a person') });
     const same = await openKernel({ ...options, policyFile: policyFile('same', 'deploys need a person') });

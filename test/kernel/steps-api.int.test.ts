@@ -5,7 +5,7 @@ import { tempPolicyFile } from '../fixtures/kernel/policy-file.js';
 
 /**
  * Tool calls an agent runs itself (V0-API.md §6.2, §6.3, §9, §11) as a spec-only HTTP/SSE agent
- * sees them, on both backends. The conformance checklist (§18) is conformance.test.ts; these are
+ * sees them, on both backends. The conformance checklist (§18) is conformance.int.test.ts; these are
  * the edges around its items 12, 22, 23 and 28.
  */
 

@@ -1,0 +1,114 @@
+import { cpSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import type { TestProject } from 'vitest/node';
+import { KERNEL_MIGRATIONS } from '../../src/kernel/kernel-migrations.js';
+import { KERNEL_STATE_DIR } from '../../src/kernel/open-kernel.js';
+import { loadRegistry } from '../../src/registry/load-registry.js';
+import { openProjectResolverRuntime } from '../../src/resolver/resolver-runtime.js';
+import { migrate } from '../../src/store/sql/migrate.js';
+import { openPgliteDb } from '../../src/store/sql/pglite-db.js';
+import { openPostgresDb } from '../../src/store/sql/postgres-db.js';
+import { postgresAvailable, startPostgres, type PostgresServer } from '../helpers/postgres-server.js';
+import { copyDemoProject } from '../helpers/demo-project.js';
+import { TEMPLATE_DATABASE } from '../helpers/run-resources.js';
+
+/**
+ * What the integration tests share, made once per run before any of them starts (the
+ * `integration` project of vitest.config.ts runs this file; tests read it with `inject`, through
+ * test/helpers/run-resources.ts):
+ *
+ * - `kiwiKernelTemplate`: an embedded kernel database (PGlite's data folder), migrated. Creating
+ *   one takes PGlite ~5 s (it runs initdb in WebAssembly); a copy of this one opens in ~1 s.
+ * - `kiwiDemoTemplate`: the demo `.ai/` as copyDemoProject copies it, with its search index
+ *   (LanceDB, `.ai/vectors`) built and that kernel database in `.ai/state/kernel`.
+ * - `kiwiPostgresUrl`: one Postgres server for the run, with a migrated database
+ *   `kiwi_template` that each test file clones (CREATE DATABASE … TEMPLATE), or '' where no
+ *   server is installed (the tests that need one skip then, as before).
+ *
+ * Everything lives in one temporary folder, removed with the server after the run.
+ */
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    kiwiKernelTemplate: string;
+    kiwiDemoTemplate: string;
+    kiwiPostgresUrl: string;
+  }
+}
+
+async function buildKernelTemplate(dir: string): Promise<void> {
+  const db = await openPgliteDb(dir);
+  try {
+    await migrate(db, KERNEL_MIGRATIONS);
+  } finally {
+    await db.close();
+  }
+}
+
+/** copyDemoProject's copy (made here from the repository, as there is no template yet), its index built. */
+async function buildDemoTemplate(): Promise<string> {
+  const root = copyDemoProject('kiwi-test-run-demo-');
+  try {
+    const userDir = path.join(root, 'no-user-tier');
+    const registry = await loadRegistry({ projectDir: root, userDir });
+    const env = { PATH: process.env['PATH'], HOME: root, KIWI_USER_DIR: userDir };
+    const runtime = await openProjectResolverRuntime({ root, tools: registry.tools.values(), directives: registry.directives.values(), knowledge: registry.knowledge.values(), env });
+    try {
+      await runtime.sync();
+    } finally {
+      await runtime.close();
+    }
+    return root;
+  } catch (error) {
+    rmSync(root, { recursive: true, force: true });
+    throw error;
+  }
+}
+
+async function startTemplatePostgres(): Promise<PostgresServer | undefined> {
+  if (!postgresAvailable()) return undefined;
+  const server = await startPostgres();
+  try {
+    const admin = new pg.Client({ connectionString: server.url });
+    await admin.connect();
+    try {
+      await admin.query(`create database ${TEMPLATE_DATABASE}`);
+    } finally {
+      await admin.end();
+    }
+    const db = await openPostgresDb(server.url.replace(/\/postgres$/, `/${TEMPLATE_DATABASE}`), { maxConnections: 1 });
+    try {
+      await migrate(db, KERNEL_MIGRATIONS);
+    } finally {
+      await db.close();
+    }
+    return server;
+  } catch (error) {
+    await server.stop();
+    throw error;
+  }
+}
+
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const work = realpathSync(mkdtempSync(path.join(tmpdir(), 'kiwi-test-run-')));
+  const kernel = path.join(work, 'kernel');
+  // All three at once: PGlite's initdb, the embedder and LanceDB, and the Postgres server.
+  const [kernelMade, demo, server] = await Promise.allSettled([buildKernelTemplate(kernel), buildDemoTemplate(), startTemplatePostgres()]);
+  const teardown = async (): Promise<void> => {
+    if (server.status === 'fulfilled') await server.value?.stop();
+    if (demo.status === 'fulfilled') rmSync(demo.value, { recursive: true, force: true });
+    rmSync(work, { recursive: true, force: true });
+  };
+  const failed = [kernelMade, demo, server].find((r) => r.status === 'rejected');
+  if (failed !== undefined || demo.status === 'rejected' || server.status === 'rejected') {
+    await teardown();
+    throw (failed as PromiseRejectedResult).reason;
+  }
+  cpSync(kernel, path.join(demo.value, KERNEL_STATE_DIR), { recursive: true });
+  project.provide('kiwiKernelTemplate', kernel);
+  project.provide('kiwiDemoTemplate', demo.value);
+  project.provide('kiwiPostgresUrl', server.value?.url ?? '');
+  return teardown;
+}

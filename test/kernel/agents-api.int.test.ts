@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished, vi } from 'vitest';
 import { kernelBackends } from '../fixtures/kernel/backends.js';
 import { useKernelServer } from '../fixtures/kernel/kernel-server.js';
 
@@ -94,10 +94,15 @@ describe.each(kernelBackends())('on %s', (_backend, open) => {
   });
 
   it('sends retry and heartbeats on the stream', async () => {
+    // The stream's heartbeat timer (setInterval, every 5 s) runs on a clock the test moves, so
+    // the 5 s are not waited for; everything else (HTTP, the database) keeps real time.
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    onTestFinished(() => void vi.useRealTimers());
     const s = await server.connectAgent(`beat-${Date.now()}`, 'c');
     expect(s.status).toBe(200);
     // The heartbeat comes every 5 s; the first frame (retry) is there at once.
-    await expect.poll(() => s.comments.length, { timeout: 7_000, interval: 200 }).toBeGreaterThan(0);
+    vi.advanceTimersByTime(5_000);
+    await expect.poll(() => s.comments.length, { timeout: 7_000, interval: 20 }).toBeGreaterThan(0);
     expect(s.comments).toContain('heartbeat');
   }, 10_000);
 });

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { kernelBackends } from '../fixtures/kernel/backends.js';
 import { uniqueName, useKernelServer, type Answer, type ConnectedRunner, type WireEvent } from '../fixtures/kernel/kernel-server.js';
 
@@ -574,6 +574,10 @@ describe.each(kernelBackends({ policyFile, now, reaperIntervalMs: 0, queueInterv
   });
 
   it('§18.30 streamEvents replays then tails (event: type, id: sequence), sends :heartbeat within 5 s, ends after the terminal event; after_sequence starts after it', async () => {
+    // The streams' heartbeat timers (setInterval, every 5 s) run on a clock the test moves, so
+    // the 5 s are not waited for; everything else (HTTP, the database) keeps real time.
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    onTestFinished(() => void vi.useRealTimers());
     const agent = uniqueName('watched');
     const id = await create({ agent_id: agent, input: { q: 1 } });
     const watch = await k.sse(`/v0/executions/${id}/stream`);
@@ -583,7 +587,8 @@ describe.each(kernelBackends({ policyFile, now, reaperIntervalMs: 0, queueInterv
     const agentStream = await k.connectAgent(agent);
     const session = ((await agentStream.next('execution.assigned')).data as { session_id: string }).session_id;
     expect(await watch.next('execution.started')).toMatchObject({ id: '2', data: { sequence: 2, type: 'execution.started' } });
-    await expect.poll(() => watch.comments.includes('heartbeat'), { timeout: 6_000, interval: 100 }).toBe(true);
+    vi.advanceTimersByTime(5_000);
+    await expect.poll(() => watch.comments.includes('heartbeat'), { timeout: 6_000, interval: 20 }).toBe(true);
     expect(await k.post('/v0/agents/intent', { execution_id: id, session_id: session, intent: { type: 'complete', output: 'ok' } })).toEqual({ status: 200, body: { accepted: true } });
     expect(await watch.next('intent.accepted')).toMatchObject({ id: '3', data: { sequence: 3 } });
     expect(await watch.next('execution.completed')).toMatchObject({ id: '4', data: { sequence: 4, payload: { output: 'ok' } } });

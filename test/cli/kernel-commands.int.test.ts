@@ -5,6 +5,7 @@ import { runCli } from '../../src/app/run-cli.js';
 import { serveGateway, type ServedGateway } from '../helpers/serve-gateway.js';
 import { createTempProject, REPO_ROOT } from '../helpers/temp-project.js';
 import { openSse, type SseClient } from '../fixtures/kernel/sse-client.js';
+import { kiwiCli } from '../helpers/run-resources.js';
 
 /**
  * `kiwi executions` and `kiwi approvals` against a running gateway's kernel (embedded PGlite on
@@ -66,7 +67,7 @@ describe('kiwi approvals', () => {
     const stepId = (await post('/v0/agents/intent', { execution_id: id, session_id: session, intent: { type: 'invoke_tool', tool_id: 'deploy', arguments: { env: 'prod' } } }))['step_id'] as string;
     const env = { PATH: process.env['PATH'], HOME: project.root, KIWI_PORT: String(served.server.port) };
     // Asynchronous: the gateway answering it runs in this process.
-    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'src/app/main.ts', 'approvals', 'grant', stepId], { cwd: REPO_ROOT, uid: 4242, gid: 4242, env });
+    const { stdout } = await promisify(execFile)(process.execPath, [...kiwiCli(), 'approvals', 'grant', stepId], { cwd: REPO_ROOT, uid: 4242, gid: 4242, env });
     expect(stdout.trim()).toBe(`granted: deploy {"env":"prod"} (step ${stepId}, execution ${id})`);
     const events = (await kiwi('executions', 'events', id, '--json')).out.split('\n').map((l) => JSON.parse(l) as { type: string; payload: Record<string, unknown> });
     expect(events.find((e) => e.type === 'signal.received')?.payload).toMatchObject({ payload: { decided_by: 'unknown' } });

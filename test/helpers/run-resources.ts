@@ -5,6 +5,7 @@ import pg from 'pg';
 import { inject } from 'vitest';
 import { KERNEL_STATE_DIR } from '../../src/kernel/open-kernel.js';
 import { startPostgres, type PostgresServer } from './postgres-server.js';
+import { REPO_ROOT } from './temp-project.js';
 
 /**
  * What test/setup/global-setup.ts made once for the run, for the test files to take a copy of.
@@ -12,7 +13,7 @@ import { startPostgres, type PostgresServer } from './postgres-server.js';
  * then it makes its own, slowly, as the tests did before there was a global setup.
  */
 
-type Provided = 'kiwiKernelTemplate' | 'kiwiDemoTemplate' | 'kiwiPostgresUrl';
+type Provided = 'kiwiKernelTemplate' | 'kiwiDemoTemplate' | 'kiwiPostgresUrl' | 'kiwiCli';
 
 function provided(key: Provided): string | undefined {
   try {
@@ -21,6 +22,18 @@ function provided(key: Provided): string | undefined {
   } catch {
     return undefined; // not in a test worker (the global setup itself)
   }
+}
+
+/** Where the global setup compiles src/ (`<repo>/.kiwi-test-cli-<pid>/`, git-ignored). */
+export const CLI_BUILD_PREFIX = '.kiwi-test-cli-';
+
+/**
+ * The arguments to node that run `kiwi` (the CLI's main module), to put before the command's
+ * own: the run's compiled src/ (global-setup.ts), else src/app/main.ts through tsx.
+ */
+export function kiwiCli(): string[] {
+  const built = provided('kiwiCli');
+  return built === undefined ? ['--import', 'tsx', path.join(REPO_ROOT, 'src', 'app', 'main.ts')] : [built];
 }
 
 /** The demo project with its search index built and its kernel database made, or undefined. */

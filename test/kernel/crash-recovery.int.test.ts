@@ -8,6 +8,7 @@ import { openAiStream } from '../helpers/openai-sse.js';
 import { startReplayLlmServer, type ReplayLlmServer } from '../helpers/replay-llm-server.js';
 import { REPO_ROOT } from '../helpers/temp-project.js';
 import { openSse, type SseClient } from '../fixtures/kernel/sse-client.js';
+import { kiwiCli } from '../helpers/run-resources.js';
 
 /**
  * `kiwi serve` killed with SIGKILL while an agent's execution and a chat are under way, then
@@ -48,7 +49,7 @@ afterAll(async () => {
 
 /** `kiwi serve` as a process of its own; resolves with its URL once it listens. */
 async function serve(): Promise<{ child: ChildProcessWithoutNullStreams; url: string; output: () => string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/app/main.ts', 'serve', '--project', root, '--port', '0'], {
+  const child = spawn(process.execPath, [...kiwiCli(), 'serve', '--project', root, '--port', '0'], {
     cwd: REPO_ROOT,
     env: { PATH: process.env['PATH'], HOME: root, KIWI_USER_DIR: path.join(root, 'no-user-tier') },
   });

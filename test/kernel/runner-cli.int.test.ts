@@ -10,6 +10,7 @@ import { runCli } from '../../src/app/run-cli.js';
 import { openEmbedded } from '../fixtures/kernel/backends.js';
 import { useKernelServer, type WireEvent } from '../fixtures/kernel/kernel-server.js';
 import { createTempProject, REPO_ROOT } from '../helpers/temp-project.js';
+import { kiwiCli } from '../helpers/run-resources.js';
 
 /**
  * `kiwi runner` as a real process against a kernel served over HTTP on 127.0.0.1 (embedded
@@ -58,7 +59,7 @@ afterEach(() => {
 });
 
 function spawnRunner(args: string[], env: Record<string, string> = { KIWI_KERNEL_KEY: key() }): RunnerProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/app/main.ts', 'runner', '--project', project.root, ...args], {
+  const child = spawn(process.execPath, [...kiwiCli(), 'runner', '--project', project.root, ...args], {
     cwd: REPO_ROOT,
     env: { PATH: process.env['PATH'] ?? '', HOME: project.root, KIWI_USER_DIR: path.join(project.root, 'no-user-tier'), ...env },
   });

@@ -13,6 +13,7 @@ import { mcpCommand } from '../../src/cli/commands/mcp.js';
 import { runCli } from '../../src/app/run-cli.js';
 import { REPO_ROOT } from '../helpers/temp-project.js';
 import { createMetaProject, type MetaProject } from '../fixtures/mcp-meta/meta-project.js';
+import { kiwiCli } from '../helpers/run-resources.js';
 
 // The real CLI with the real resolver (USE-lite in a worker): loading the model takes seconds.
 const SLOW = 120_000;
@@ -39,7 +40,7 @@ function childEnv(): Record<string, string> {
   return { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '', KIWI_USER_DIR: meta.userDir };
 }
 
-const ARGS = ['--import', 'tsx', 'src/app/main.ts', 'mcp', '--project'];
+const ARGS = [...kiwiCli(), 'mcp', '--project'];
 
 function text(result: CallToolResult): string {
   const part = result.content[0];

@@ -11,6 +11,7 @@ import { runCli } from '../../src/app/run-cli.js';
 import { openGateway, type Gateway } from '../../src/app/open-gateway.js';
 import { listen, type Listener } from '../../src/http/listen.js';
 import { copyDemoProject } from '../helpers/demo-project.js';
+import { kiwiCli } from '../helpers/run-resources.js';
 
 /**
  * The attacks of issue 9 against the whole gateway as `kiwi serve` wires it, on a copy of the demo
@@ -153,7 +154,7 @@ describe('open on loopback with no keys (the quick start)', () => {
   it('attack 2: the same holds for `kiwi mcp` on stdio', async () => {
     const { StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js');
     const client = new Client({ name: 'doors-stdio', version: '1.0.0' });
-    await client.connect(new StdioClientTransport({ command: process.execPath, args: ['--import', 'tsx', path.join(import.meta.dirname, '..', '..', 'src', 'app', 'main.ts'), 'mcp', '--project', root], env: env as Record<string, string>, cwd: root, stderr: 'ignore' }));
+    await client.connect(new StdioClientTransport({ command: process.execPath, args: [...kiwiCli(), 'mcp', '--project', root], env: env as Record<string, string>, cwd: root, stderr: 'ignore' }));
     try {
       const result = await execute(client, 'files.read_text_file', { path: '.env' });
       expect(result.isError).toBe(true);

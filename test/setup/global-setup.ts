@@ -1,4 +1,4 @@
-import { cpSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -12,7 +12,8 @@ import { openPgliteDb } from '../../src/store/sql/pglite-db.js';
 import { openPostgresDb } from '../../src/store/sql/postgres-db.js';
 import { postgresAvailable, startPostgres, type PostgresServer } from '../helpers/postgres-server.js';
 import { copyDemoProject } from '../helpers/demo-project.js';
-import { TEMPLATE_DATABASE } from '../helpers/run-resources.js';
+import { CLI_BUILD_PREFIX, TEMPLATE_DATABASE } from '../helpers/run-resources.js';
+import { REPO_ROOT } from '../helpers/temp-project.js';
 
 /**
  * What the integration tests share, made once per run before any of them starts (the
@@ -26,6 +27,12 @@ import { TEMPLATE_DATABASE } from '../helpers/run-resources.js';
  * - `kiwiPostgresUrl`: one Postgres server for the run, with a migrated database
  *   `kiwi_template` that each test file clones (CREATE DATABASE … TEMPLATE), or '' where no
  *   server is installed (the tests that need one skip then, as before).
+ * - `kiwiCli`: src/ compiled to JavaScript once (esbuild, file by file, as `npm run build`
+ *   lays out dist/), for the tests that run `kiwi` as a process: node starts it in about half
+ *   the time `node --import tsx src/app/main.ts` takes, and a user without tsx's cache (another
+ *   uid) in a fraction. It sits in `.kiwi-test-cli-<pid>/` at the repository root (git-ignored),
+ *   beside src/, so that the paths src/ finds from its own place (models/, node_modules/, the
+ *   install root the sandbox mounts) are the same.
  *
  * Everything lives in one temporary folder, removed with the server after the run.
  */
@@ -35,6 +42,7 @@ declare module 'vitest' {
     kiwiKernelTemplate: string;
     kiwiDemoTemplate: string;
     kiwiPostgresUrl: string;
+    kiwiCli: string;
   }
 }
 
@@ -67,6 +75,39 @@ async function buildDemoTemplate(): Promise<string> {
   }
 }
 
+/** Compiles src/ to `<repo>/.kiwi-test-cli-<pid>/` and returns its app/main.js; removes what killed runs left. */
+async function buildCli(): Promise<string> {
+  for (const entry of readdirSync(REPO_ROOT)) {
+    const pid = Number(entry.slice(CLI_BUILD_PREFIX.length));
+    if (!entry.startsWith(CLI_BUILD_PREFIX) || !Number.isInteger(pid) || pid === process.pid) continue;
+    if (!processAlive(pid)) rmSync(path.join(REPO_ROOT, entry), { recursive: true, force: true });
+  }
+  const { build } = await import('esbuild');
+  const src = path.join(REPO_ROOT, 'src');
+  const out = path.join(REPO_ROOT, `${CLI_BUILD_PREFIX}${process.pid}`);
+  const files = readdirSync(src, { recursive: true, encoding: 'utf8' });
+  await build({
+    entryPoints: files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts')).map((f) => path.join(src, f)),
+    outdir: out,
+    outbase: src,
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    logLevel: 'warning',
+  });
+  for (const f of files.filter((f) => f.endsWith('.mjs'))) cpSync(path.join(src, f), path.join(out, f));
+  return path.join(out, 'app', 'main.js');
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 async function startTemplatePostgres(): Promise<PostgresServer | undefined> {
   if (!postgresAvailable()) return undefined;
   const server = await startPostgres();
@@ -94,15 +135,16 @@ async function startTemplatePostgres(): Promise<PostgresServer | undefined> {
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const work = realpathSync(mkdtempSync(path.join(tmpdir(), 'kiwi-test-run-')));
   const kernel = path.join(work, 'kernel');
-  // All three at once: PGlite's initdb, the embedder and LanceDB, and the Postgres server.
-  const [kernelMade, demo, server] = await Promise.allSettled([buildKernelTemplate(kernel), buildDemoTemplate(), startTemplatePostgres()]);
+  // All at once: PGlite's initdb, the embedder and LanceDB, the Postgres server, esbuild.
+  const [kernelMade, demo, server, cli] = await Promise.allSettled([buildKernelTemplate(kernel), buildDemoTemplate(), startTemplatePostgres(), buildCli()]);
   const teardown = async (): Promise<void> => {
     if (server.status === 'fulfilled') await server.value?.stop();
     if (demo.status === 'fulfilled') rmSync(demo.value, { recursive: true, force: true });
+    rmSync(path.join(REPO_ROOT, `${CLI_BUILD_PREFIX}${process.pid}`), { recursive: true, force: true });
     rmSync(work, { recursive: true, force: true });
   };
-  const failed = [kernelMade, demo, server].find((r) => r.status === 'rejected');
-  if (failed !== undefined || demo.status === 'rejected' || server.status === 'rejected') {
+  const failed = [kernelMade, demo, server, cli].find((r) => r.status === 'rejected');
+  if (failed !== undefined || demo.status === 'rejected' || server.status === 'rejected' || cli.status === 'rejected') {
     await teardown();
     throw (failed as PromiseRejectedResult).reason;
   }
@@ -110,5 +152,6 @@ export default async function setup(project: TestProject): Promise<() => Promise
   project.provide('kiwiKernelTemplate', kernel);
   project.provide('kiwiDemoTemplate', demo.value);
   project.provide('kiwiPostgresUrl', server.value?.url ?? '');
+  project.provide('kiwiCli', cli.value);
   return teardown;
 }

@@ -34,7 +34,7 @@ import { openGatewayPrefetch, type GatewayPrefetch } from './gateway-prefetch.js
 import type { RunLoop } from '../loop/loop-types.js';
 import { createUpstreams, type Upstreams } from './upstreams.js';
 
-export interface GatewayOptions extends Omit<ProjectOptions, 'source'> {
+export interface GatewayOptions extends Omit<ProjectOptions, 'source' | 'threads'> {
   /** The address it will listen on (default: the config's host). Only on loopback may it serve without client keys. */
   host?: string;
   /** Progress and notes for people (stderr in the CLI). */

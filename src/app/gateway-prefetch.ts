@@ -1,4 +1,3 @@
-import path from 'node:path';
 import { createCounters, type Counters } from '../prefetch/counters.js';
 import { createPrefetchDispatcher, DEFAULT_MAX_SPECULATIONS } from '../prefetch/dispatcher.js';
 import { createPrefetchCache } from '../prefetch/prefetch-cache.js';

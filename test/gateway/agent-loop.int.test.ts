@@ -19,6 +19,7 @@ import { createHashEmbedder } from '../helpers/hash-embedder.js';
 import { openAiStream as sse } from '../helpers/openai-sse.js';
 import { startReplayLlmServer, type ReplayLlmServer } from '../helpers/replay-llm-server.js';
 import { createTempProject, FIXTURES, type TempProject } from '../helpers/temp-project.js';
+import { processAlive, readSlowPid } from '../helpers/slow-tool.js';
 
 const tool = (id: string, description: string, script: string, params: string[] = [], extra = ''): string =>
   [
@@ -156,14 +157,6 @@ function expectLoopError(error: unknown, code: string, message: RegExp): void {
 }
 
 const PID_FILE = (): string => path.join(temp.root, '.ai', 'tools', 'test', 'slow.pid');
-const isAlive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 describe('agent loop: execute mode', () => {
   it('runs an exact call as written, JSON brackets and all, and asks for the exact form when one is malformed', async () => {
@@ -511,7 +504,7 @@ describe('agent loop: limits', () => {
     expect(textOf(events)).toMatch(/time limit of 1500 ms.*limits\.max_duration_ms/s);
     expect(finishOf(events)).toMatchObject({ reason: 'other', turns: 1, toolCalls: 1, limit: 'duration' });
     expect(await llm.requests[0]?.closed).toBe('cut');
-    if (existsSync(PID_FILE())) expect(isAlive(Number(readFileSync(PID_FILE(), 'utf8')))).toBe(false);
+    if (existsSync(PID_FILE())) expect(processAlive(readSlowPid(PID_FILE()))).toBe(false);
   });
 
   it('rejects limits, modes and markers it cannot use, before any event', async () => {
@@ -542,15 +535,15 @@ describe('agent loop: cancellation and failures', () => {
     const { events, error } = await collect(loopDeps(), ask('Back up.'), { mode: 'execute', signal: controller.signal }, async (event) => {
       if (event.type !== 'call') return;
       await vi.waitFor(() => expect(existsSync(PID_FILE())).toBe(true), { timeout: 15_000, interval: 20 });
-      pid = Number(readFileSync(PID_FILE(), 'utf8'));
-      expect(isAlive(pid)).toBe(true);
+      pid = readSlowPid(PID_FILE());
+      expect(processAlive(pid)).toBe(true);
       controller.abort();
     });
     expectLoopError(error, 'TOOL_CANCELLED', /client cancelled/);
     expect(events.some((e) => e.type === 'finish')).toBe(false);
     expect(await llm.requests[0]?.closed).toBe('cut');
     // Ended, then reaped by whoever is its parent now: the kernel reports the exit a moment later.
-    await vi.waitFor(() => expect(isAlive(pid)).toBe(false), { timeout: 5_000, interval: 20 });
+    await vi.waitFor(() => expect(processAlive(pid)).toBe(false), { timeout: 5_000, interval: 20 });
   });
 
   it('cancels everything in flight when the consumer stops iterating', async () => {
@@ -560,13 +553,13 @@ describe('agent loop: cancellation and failures', () => {
     const { error } = await collect(loopDeps(), ask('Back up.'), { mode: 'execute' }, async (event) => {
       if (event.type !== 'call') return false;
       await vi.waitFor(() => expect(existsSync(PID_FILE())).toBe(true), { timeout: 15_000, interval: 20 });
-      pid = Number(readFileSync(PID_FILE(), 'utf8'));
+      pid = readSlowPid(PID_FILE());
       return true;
     });
     expect(error).toBeUndefined();
     expect(await llm.requests[0]?.closed).toBe('cut');
     // Ended, then reaped by whoever is its parent now: the kernel reports the exit a moment later.
-    await vi.waitFor(() => expect(isAlive(pid)).toBe(false), { timeout: 5_000, interval: 20 });
+    await vi.waitFor(() => expect(processAlive(pid)).toBe(false), { timeout: 5_000, interval: 20 });
   });
 
   it('throws TOOL_CANCELLED at once for a signal that is already aborted', async () => {

@@ -1,7 +1,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,7 +12,7 @@ import { listen, type Listener } from '../../src/http/listen.js';
 import { openAiStream } from '../helpers/openai-sse.js';
 import type { ReplayLlmServer } from '../helpers/replay-llm-server.js';
 import { serveDemoGateway, type DemoGateway } from '../helpers/demo-gateway.js';
-import { addSlowTool, processAlive } from '../helpers/slow-tool.js';
+import { addSlowTool, processAlive, readSlowPid } from '../helpers/slow-tool.js';
 
 /**
  * The whole gateway as `kiwi serve` wires it, on a copy of the demo `.ai/`: real resolver
@@ -146,7 +146,7 @@ describe('failures on the way', () => {
       for await (const chunk of stream) void chunk;
     })().catch((e: unknown) => e);
     await expect.poll(() => existsSync(pidFile), { timeout: 15_000 }).toBe(true);
-    const pid = Number(readFileSync(pidFile, 'utf8'));
+    const pid = readSlowPid(pidFile);
     await listener.close(100);
     await second.close();
     await reading;

@@ -24,7 +24,16 @@ export function addSlowTool(root: string): string {
   return path.join(dir, 'slow.pid');
 }
 
+/** The pid the slow tool wrote; throws on anything but a positive integer (kill(0) would signal the test itself). */
+export function readSlowPid(file: string): number {
+  const text = readFileSync(file, 'utf8');
+  const pid = Number(text);
+  if (!Number.isInteger(pid) || pid <= 0) throw new Error(`${file} holds ${JSON.stringify(text)}, not a pid`);
+  return pid;
+}
+
 export function processAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) throw new Error(`processAlive needs a positive pid, got ${pid}`);
   try {
     process.kill(pid, 0);
     return true;

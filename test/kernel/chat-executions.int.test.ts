@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -6,7 +6,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serveDemoGateway, type DemoGateway } from '../helpers/demo-gateway.js';
 import { openAiStream } from '../helpers/openai-sse.js';
-import { addSlowTool, processAlive } from '../helpers/slow-tool.js';
+import { addSlowTool, processAlive, readSlowPid } from '../helpers/slow-tool.js';
 
 /**
  * Every chat through the gateway is a kernel execution: its id comes back in a header, its
@@ -111,7 +111,7 @@ describe('a chat through the gateway', () => {
       (error: unknown) => error,
     );
     await expect.poll(() => existsSync(pidFile), { timeout: 15_000 }).toBe(true);
-    const pid = Number(readFileSync(pidFile, 'utf8'));
+    const pid = readSlowPid(pidFile);
 
     const cancelled = await fetch(`${url}/v0/executions/${id}/cancel`, { method: 'POST' });
     expect(cancelled.status).toBe(200);

@@ -3,13 +3,11 @@ import path from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Project } from '../../src/project/open-project.js';
 import { connectMetaClient, createMetaProject, type MetaProject } from '../fixtures/mcp-meta/meta-project.js';
 
 /** Kiwi's knowledge and directives written as tool manifests, and its descriptive keys, through the MCP meta-tools. */
 const SEEDS = path.resolve(import.meta.dirname, '../fixtures/seed-formats');
 let meta: MetaProject;
-let project: Project;
 let client: Client;
 let session: Awaited<ReturnType<typeof connectMetaClient>>;
 
@@ -18,7 +16,7 @@ beforeAll(async () => {
   for (const name of ['api_design_patterns.yaml', 'email_enricher.yaml']) copyFileSync(path.join(SEEDS, name), path.join(meta.temp.root, '.ai', 'tools', name));
   meta.temp.write('.ai/tools/summarize_docs.yaml', 'tool_id: summarize_docs\ntool_type: directive\nexecutor: llm_runtime\ndescription: "the directive as a tool"\n');
   session = await connectMetaClient(meta, 'seed-test');
-  ({ project, client } = session);
+  ({ client } = session);
 });
 
 afterAll(async () => {

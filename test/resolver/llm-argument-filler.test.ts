@@ -3,7 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createHttpClient } from '../../src/primitives/http-client.js';
 import type { ToolParameter } from '../../src/registry/types.js';
 import { createLlmArgumentFiller, functionName, parametersSchema, type LlmArgumentFiller, type LlmArgumentFillerOptions } from '../../src/resolver/llm-argument-filler.js';
-import { recorded, replay, startReplayServer, type ReplayServer, type SeenChatRequest } from '../fixtures/llm/replay-server.js';
+import { recorded, replay, startReplayServer, type ReplayServer } from '../fixtures/llm/replay-server.js';
 import { failure } from '../helpers/expect-failure.js';
 import { makeTool } from '../helpers/make-tool.js';
 

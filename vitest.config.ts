@@ -49,6 +49,7 @@ export default defineConfig({
           name: 'integration',
           include: ['test/**/*.int.test.ts'],
           globalSetup: ['./test/setup/global-setup.ts'],
+          isolate: false,
         },
       },
     ],

@@ -84,15 +84,20 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
   const opened: { close(): Promise<void> }[] = [project];
   try {
     const config = await loadGatewayConfig(path.join(project.root, '.ai', 'config', 'gateway.yaml'), { env: options.env, root: project.root });
-    const runtime = await openProjectResolverRuntime({
-      root: project.root,
-      tools: project.registry.tools.values(),
-      directives: project.registry.directives.values(),
-      knowledge: project.registry.knowledge.values(),
-      env: options.env,
-      ...(options.log ? { log: options.log } : {}),
-    });
-    opened.unshift(runtime);
+    // The two slow opens at once: the embedder loads in a worker thread while PGlite starts on
+    // this one (each about a second).
+    const [runtime, kernel] = await openBoth(
+      openProjectResolverRuntime({
+        root: project.root,
+        tools: project.registry.tools.values(),
+        directives: project.registry.directives.values(),
+        knowledge: project.registry.knowledge.values(),
+        env: options.env,
+        ...(options.log ? { log: options.log } : {}),
+      }),
+      openGatewayKernel({ root: project.root, env: options.env, limits: config.kernelLimits, ...(options.log ? { log: options.log } : {}) }),
+    );
+    opened.unshift(kernel, runtime);
     await runtime.sync({ ...(options.onIndexProgress ? { onProgress: options.onIndexProgress } : {}), ...(options.signal ? { signal: options.signal } : {}) });
     const upstreams = createUpstreams(config, { http: project.http, demoTurnsFile: path.join(project.root, '.ai', 'demo', 'agent-turns.yaml'), ...(options.log ? { log: options.log } : {}) });
     opened.unshift(upstreams);
@@ -110,8 +115,6 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     // one long-lived shutdown signal: on Node 20 every request would stay linked to it (a leak).
     const inFlight = new Set<AbortController>();
     let shuttingDown = false;
-    const kernel = await openGatewayKernel({ root: project.root, env: options.env, limits: config.kernelLimits, ...(options.log ? { log: options.log } : {}) });
-    opened.unshift(kernel);
     const budgets = await openGatewayBudgets({ root: project.root, config, ...(options.log ? { log: options.log } : {}) });
     if (budgets !== undefined) opened.unshift(budgets);
     const runLoop: RunLoop = (request, run) => {
@@ -218,6 +221,14 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     await closeAll(opened);
     throw error;
   }
+}
+
+/** Both opened, or neither: when one fails, the other is closed once it has opened. */
+async function openBoth<A extends { close(): Promise<void> }, B extends { close(): Promise<void> }>(a: Promise<A>, b: Promise<B>): Promise<[A, B]> {
+  const [first, second] = await Promise.allSettled([a, b]);
+  if (first.status === 'fulfilled' && second.status === 'fulfilled') return [first.value, second.value];
+  for (const settled of [first, second]) if (settled.status === 'fulfilled') await settled.value.close().catch(() => undefined);
+  throw first.status === 'rejected' ? first.reason : (second as PromiseRejectedResult).reason;
 }
 
 /** In order (newest first), each awaited, none skipped when one fails. */

@@ -1,26 +1,6 @@
 import { describeError } from '../errors.js';
-import { approvalsCommand } from '../cli/commands/approvals.js';
-import { auditCommand } from '../cli/commands/audit.js';
-import { chatCommand } from '../cli/commands/chat.js';
-import { checkpointsCommand } from '../cli/commands/checkpoints.js';
-import { demoCommand } from '../cli/commands/demo.js';
-import { directivesCommand } from './commands/directives.js';
-import { executionsCommand } from '../cli/commands/executions.js';
-import { indexCommand } from '../cli/commands/index-tools.js';
-import { initCommand } from '../cli/commands/init.js';
-import { keysCommand } from '../cli/commands/keys.js';
-import { mcpCommand } from '../cli/commands/mcp.js';
-import { modelCommand } from '../cli/commands/model.js';
-import { predictorCommand } from '../cli/commands/predictor.js';
-import { resolveCommand } from '../cli/commands/resolve.js';
-import { runCommand } from '../cli/commands/run.js';
-import { runnerCommand } from '../cli/commands/runner.js';
-import { serveCommand } from './commands/serve.js';
-import { signCommand, verifyCommand } from '../cli/commands/sign.js';
-import { statsCommand } from '../cli/commands/stats.js';
-import { threadsCommand } from './commands/threads.js';
-import { toolsCommand } from '../cli/commands/tools.js';
 import { HelpRequested, UsageError, type CliContext } from '../cli/io.js';
+import { KIWI_VERSION } from '../version.js';
 
 const HELP = `kiwi — intent-resolving gateway between LLM agents and their tools
 
@@ -49,33 +29,35 @@ Usage:
   kiwi runner --kernel URL [--key K] [--runner-id ID] [--tools GLOB,…] [--concurrency N]   run a kernel's remote tool calls here, through this project's tool proxy
   kiwi demo                            a guided tour of the permissioned tool proxy on the demo .ai/ (no server)
 
-Options: --project DIR (default: KIWI_PROJECT or the current folder), --json.
+Options: --project DIR (default: KIWI_PROJECT or the current folder), --json; kiwi --version.
 Environment: KIWI_USER_DIR moves the user tier (default: your home folder).`;
 
 type Command = (ctx: CliContext) => Promise<number>;
-const COMMANDS: Record<string, Command> = {
-  init: initCommand,
-  tools: toolsCommand,
-  run: runCommand,
-  directives: directivesCommand,
-  threads: threadsCommand,
-  sign: signCommand,
-  verify: verifyCommand,
-  audit: auditCommand,
-  checkpoints: checkpointsCommand,
-  demo: demoCommand,
-  index: indexCommand,
-  resolve: resolveCommand,
-  mcp: mcpCommand,
-  serve: serveCommand,
-  predictor: predictorCommand,
-  model: modelCommand,
-  stats: statsCommand,
-  chat: chatCommand,
-  executions: executionsCommand,
-  approvals: approvalsCommand,
-  runner: runnerCommand,
-  keys: keysCommand,
+// Each command's module is imported when it runs: `kiwi --help`, `kiwi chat` or `kiwi keys` do not
+// load LanceDB, PGlite and the models that `kiwi serve` needs.
+const COMMANDS: Record<string, () => Promise<Command>> = {
+  init: async () => (await import('../cli/commands/init.js')).initCommand,
+  tools: async () => (await import('../cli/commands/tools.js')).toolsCommand,
+  run: async () => (await import('../cli/commands/run.js')).runCommand,
+  directives: async () => (await import('./commands/directives.js')).directivesCommand,
+  threads: async () => (await import('./commands/threads.js')).threadsCommand,
+  sign: async () => (await import('../cli/commands/sign.js')).signCommand,
+  verify: async () => (await import('../cli/commands/sign.js')).verifyCommand,
+  audit: async () => (await import('../cli/commands/audit.js')).auditCommand,
+  checkpoints: async () => (await import('../cli/commands/checkpoints.js')).checkpointsCommand,
+  demo: async () => (await import('../cli/commands/demo.js')).demoCommand,
+  index: async () => (await import('../cli/commands/index-tools.js')).indexCommand,
+  resolve: async () => (await import('../cli/commands/resolve.js')).resolveCommand,
+  mcp: async () => (await import('../cli/commands/mcp.js')).mcpCommand,
+  serve: async () => (await import('./commands/serve.js')).serveCommand,
+  predictor: async () => (await import('../cli/commands/predictor.js')).predictorCommand,
+  model: async () => (await import('../cli/commands/model.js')).modelCommand,
+  stats: async () => (await import('../cli/commands/stats.js')).statsCommand,
+  chat: async () => (await import('../cli/commands/chat.js')).chatCommand,
+  executions: async () => (await import('../cli/commands/executions.js')).executionsCommand,
+  approvals: async () => (await import('../cli/commands/approvals.js')).approvalsCommand,
+  runner: async () => (await import('../cli/commands/runner.js')).runnerCommand,
+  keys: async () => (await import('../cli/commands/keys.js')).keysCommand,
 };
 
 /** Every command `kiwi` knows. */
@@ -88,12 +70,17 @@ export async function runCli(argv: string[], ctx: Omit<CliContext, 'argv'>): Pro
     ctx.io.out(HELP);
     return name ? 0 : 2;
   }
-  const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
-  if (!command) {
+  if (name === '--version' || name === '-V') {
+    ctx.io.out(`kiwi ${KIWI_VERSION}`);
+    return 0;
+  }
+  const load = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
+  if (!load) {
     ctx.io.err(`kiwi: unknown command \`${name}\`; run \`kiwi --help\` to see the commands`);
     return 2;
   }
   try {
+    const command = await load();
     return await command({ ...ctx, argv: rest });
   } catch (error) {
     if (error instanceof HelpRequested) {

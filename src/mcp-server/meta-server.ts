@@ -19,6 +19,7 @@ import { help, helpShape } from './meta-help.js';
 import { load, loadShape } from './meta-load.js';
 import { resolve, resolveShape } from './meta-resolve.js';
 import { search, searchShape } from './meta-search.js';
+import { KIWI_VERSION } from '../version.js';
 
 export interface MetaServerDeps {
   project: Project;
@@ -45,7 +46,7 @@ export type MetaRecorder = (
   run: (runCall: NonNullable<MetaContext['runCall']>, signal: AbortSignal) => Promise<MetaResult>,
 ) => Promise<MetaResult>;
 
-const DEFAULT_INFO = { name: 'kiwi-gateway', version: '0.1.0' };
+const DEFAULT_INFO = { name: 'kiwi-gateway', version: KIWI_VERSION };
 
 /** Arguments are small objects; a client sending a million-element array is refused before zod walks it. */
 const MAX_INPUT_ELEMENTS = 10_000;

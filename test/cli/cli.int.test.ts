@@ -219,6 +219,11 @@ describe('kiwi usage errors', () => {
     }
   });
 
+  it('prints its version, the package.json one, with --version and -V', async () => {
+    const { version } = JSON.parse(readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string };
+    for (const flag of ['--version', '-V']) expect(await kiwi(flag)).toEqual({ code: 0, out: `kiwi ${version}`, err: '' });
+  });
+
   it('answers --help and -h on every command with its usage on stdout, exit 0, running nothing', async () => {
     const before = auditFiles();
     for (const name of COMMAND_NAMES) {

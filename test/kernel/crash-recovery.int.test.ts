@@ -1,9 +1,9 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { copyDemoProject } from '../helpers/demo-project.js';
-import { addSlowTool } from '../helpers/slow-tool.js';
+import { addSlowTool, readSlowPid } from '../helpers/slow-tool.js';
 import { openAiStream } from '../helpers/openai-sse.js';
 import { startReplayLlmServer, type ReplayLlmServer } from '../helpers/replay-llm-server.js';
 import { REPO_ROOT } from '../helpers/temp-project.js';
@@ -101,7 +101,7 @@ describe('a gateway killed with SIGKILL', () => {
     const chat = await fetch(`${first.url}/v1/chat/completions`, { method: 'POST', signal: controller.signal, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'is the batch done?' }] }) });
     const chatId = chat.headers.get('x-kiwi-execution-id') as string;
     await expect.poll(() => existsSync(pidFile), { timeout: 30_000 }).toBe(true);
-    toolPid = Number(readFileSync(pidFile, 'utf8'));
+    toolPid = readSlowPid(pidFile);
     // The chat's story so far is written behind it: wait until it is there.
     await expect.poll(async () => (await events(first.url, chatId)).map((e) => e.type), { timeout: 10_000 }).toContain('step.created');
 

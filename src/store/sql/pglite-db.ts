@@ -4,11 +4,6 @@ import { lockDir } from './dir-lock.js';
 import type { SqlDb, SqlQueryable, SqlValue } from './sql-db.js';
 
 /**
- * Postgres embedded in the process (PGlite, WebAssembly), on disk under `dir`, or in memory when
- * `dir` is undefined (tests). It has one connection, so its transactions run one at a time: the
- * row locks that keep several gateways apart on a server cost nothing here.
- */
-/**
  * Postgres's default buffer pool (128 MB) is sized for a server. PGlite zeroes it in WebAssembly
  * memory at every start (~5 ms a MB here) and keeps it resident; one connection over a kernel's
  * small tables needs far less, and the operating system caches the files below it anyway.
@@ -16,6 +11,11 @@ import type { SqlDb, SqlQueryable, SqlValue } from './sql-db.js';
  */
 const SHARED_BUFFERS = '16MB';
 
+/**
+ * Postgres embedded in the process (PGlite, WebAssembly), on disk under `dir`, or in memory when
+ * `dir` is undefined (tests). It has one connection, so its transactions run one at a time: the
+ * row locks that keep several gateways apart on a server cost nothing here.
+ */
 export async function openPgliteDb(dir: string | undefined): Promise<SqlDb> {
   let unlock = async (): Promise<void> => undefined;
   if (dir !== undefined) {

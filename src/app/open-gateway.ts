@@ -63,7 +63,12 @@ export interface Gateway {
   auth: ClientAuth;
   /** What clients used and what running requests hold, when the config has budgets or prices. */
   budgets: GatewayBudgets | undefined;
-  /** Aborts every request still running (their upstream calls and tools), then closes the rest. */
+  /**
+   * Ends the kernel's streams (agents', runners', execution events): at shutdown, before the
+   * requests in flight get their grace period, which a stream that never ends would only use up.
+   */
+  endStreams(): void;
+  /** Aborts every request still running (their upstream calls and tools), ends the streams, then closes the rest. */
   close(): Promise<void>;
 }
 
@@ -187,9 +192,11 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     const mcp = createMcpRoute(metaDeps, { allowedOrigins: config.mcp.allowedOrigins, maxBodyBytes: config.maxBodyBytes, callerOf: guard.callerOf });
     opened.unshift(mcp);
     const metrics = (): GatewayMetrics => ({ uptime_s: Math.round((Date.now() - startedAt) / 1000), prefetch: prefetch.counters.snapshot(), transitions: prefetch.transitions.stats() });
+    const streams = new AbortController();
     const app = createGatewayApp({
       runLoop,
       kernel: kernel.kernel,
+      streamsEnd: streams.signal,
       models: () => upstreams.models(),
       health: () => ({ session: project.session, tools: runtime.toolCount, embedder: runtime.embedderId, upstreams: config.upstreams.map((u) => u.name) }),
       metrics,
@@ -210,8 +217,10 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
       threads,
       auth,
       budgets,
+      endStreams: () => streams.abort(),
       async close() {
         shuttingDown = true;
+        streams.abort();
         for (const controller of inFlight) controller.abort();
         await threads.close(); // their ends are written while the proxy still runs
         await closeAll(opened);

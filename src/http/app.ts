@@ -36,6 +36,8 @@ export interface GatewayAppDeps {
   mcp?: (c: Context) => Promise<Response>;
   /** The kernel's v0 API (kernel-routes.ts) when given: it opens on first use. */
   kernel?: () => Promise<Kernel>;
+  /** Aborted when the gateway stops: the kernel's streams end then instead of holding the shutdown's grace period. */
+  streamsEnd?: AbortSignal;
   /** Host, Origin, client keys and per-client concurrency, checked before every route; default: local host names, no browser origins, no keys. */
   guard?: RequestGuard;
   limits?: {
@@ -140,7 +142,7 @@ export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
   }
   const mcp = deps.mcp;
   if (mcp !== undefined) app.all('/mcp', (c) => mcp(c));
-  if (deps.kernel !== undefined) mountKernelRoutes(app, { kernel: deps.kernel, requestId, callerOf: guard.callerOf, ...(deps.onError === undefined ? {} : { onError: deps.onError }) });
+  if (deps.kernel !== undefined) mountKernelRoutes(app, { kernel: deps.kernel, requestId, callerOf: guard.callerOf, ...(deps.onError === undefined ? {} : { onError: deps.onError }), ...(deps.streamsEnd ? { streamsEnd: deps.streamsEnd } : {}) });
 
   for (const [method, path] of routes.filter(([, p]) => p !== '/mcp')) {
     app.all(path, (c) => {

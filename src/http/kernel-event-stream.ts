@@ -16,7 +16,7 @@ const ENDING = new Set(['execution.completed', 'execution.failed', 'execution.ca
 const PAGE = 1000;
 
 /** The caller may read the execution (kernel-routes.ts asked); `sessions`: it may see session ids (kernel-wire.ts). */
-export async function streamExecutionEvents(c: Context, kernel: Kernel, id: string, afterSequence: number, options: { sessions: boolean; pollMs?: number }): Promise<Response> {
+export async function streamExecutionEvents(c: Context, kernel: Kernel, id: string, afterSequence: number, options: { sessions: boolean; pollMs?: number; until?: AbortSignal }): Promise<Response> {
   const pollMs = options.pollMs ?? 250;
   return openSseChannel(c, (channel) => {
     let after = afterSequence;
@@ -40,5 +40,5 @@ export async function streamExecutionEvents(c: Context, kernel: Kernel, id: stri
         channel.close();
       }
     })();
-  });
+  }, options.until ? { until: options.until } : {});
 }

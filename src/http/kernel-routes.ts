@@ -31,6 +31,8 @@ export interface KernelRouteDeps {
   requestId(c: Context): string;
   /** The client key that sent a request; absent (an app without keys): the local operator. */
   callerOf?: (request: Request) => Caller | undefined;
+  /** Aborted when the gateway stops: the streams end then, as they never would on their own. */
+  streamsEnd?: AbortSignal;
 }
 
 /** §1: bodies over 1 MiB are refused. */
@@ -51,6 +53,7 @@ const SPEC_CODES: Partial<Record<string, [ContentfulStatusCode, string]>> = {
 };
 
 export function mountKernelRoutes(app: Hono, deps: KernelRouteDeps): void {
+  const streaming = deps.streamsEnd ? { until: deps.streamsEnd } : {};
   const fail = (c: Context, error: unknown): Response => {
     const mapped = isKiwiError(error) ? SPEC_CODES[error.code] : undefined;
     if (mapped === undefined || !isKiwiError(error)) {
@@ -158,7 +161,7 @@ export function mountKernelRoutes(app: Hono, deps: KernelRouteDeps): void {
         const connection = { client: caller.client, agentId, consumerId, channel };
         await kernel.agents.connect(connection);
         void channel.closed.then(() => kernel.agents.disconnect(connection)).catch((error: unknown) => deps.onError?.(error, { requestId: deps.requestId(c), route: c.req.path }));
-      });
+      }, streaming);
     }),
   );
 
@@ -203,7 +206,7 @@ export function mountKernelRoutes(app: Hono, deps: KernelRouteDeps): void {
       const owned = await execution(c, kernel, caller, 'read');
       // A browser's EventSource reconnects with Last-Event-ID (the last sequence it saw): the stream goes on from there.
       const after = c.req.query('after_sequence') ?? c.req.header('last-event-id');
-      return streamExecutionEvents(c, kernel, owned.id, intParam(after, 0, 0, Number.MAX_SAFE_INTEGER), { sessions: seesSessions(caller, owned.agentId) });
+      return streamExecutionEvents(c, kernel, owned.id, intParam(after, 0, 0, Number.MAX_SAFE_INTEGER), { sessions: seesSessions(caller, owned.agentId), ...streaming });
     }),
   );
 
@@ -219,7 +222,7 @@ export function mountKernelRoutes(app: Hono, deps: KernelRouteDeps): void {
         const connection = { client: caller.client, runnerId, consumerId, channel, capabilities };
         void channel.closed.then(() => kernel.runners.disconnect(connection)).catch((error: unknown) => deps.onError?.(error, { requestId: deps.requestId(c), route: c.req.path }));
         await kernel.runners.connect(connection);
-      });
+      }, streaming);
     }),
   );
 

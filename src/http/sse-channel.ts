@@ -19,6 +19,8 @@ export interface SseChannel {
 export interface SseChannelOptions {
   heartbeatMs?: number;
   maxQueued?: number;
+  /** The server is stopping: the channel ends (what is queued still goes out) instead of holding the shutdown's grace period. */
+  until?: AbortSignal;
 }
 
 export function openSseChannel(c: Context, onOpen: (channel: SseChannel) => void | Promise<void>, options: SseChannelOptions = {}): Response {
@@ -38,6 +40,9 @@ export function openSseChannel(c: Context, onOpen: (channel: SseChannel) => void
       wake?.();
     };
     stream.onAbort(finish);
+    const until = options.until;
+    if (until?.aborted) finish();
+    else until?.addEventListener('abort', finish, { once: true });
     const channel: SseChannel = {
       send(event, data, id) {
         if (done) return false;
@@ -75,6 +80,7 @@ export function openSseChannel(c: Context, onOpen: (channel: SseChannel) => void
       }
     } finally {
       clearInterval(heartbeat);
+      until?.removeEventListener('abort', finish);
       finish();
     }
   });

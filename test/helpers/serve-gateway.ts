@@ -30,6 +30,7 @@ export async function serveGateway(root: string, extraEnv: Record<string, string
       server,
       env,
       async close() {
+        gateway.endStreams(); // as `kiwi serve` stops
         await server.close(1000);
         await gateway.close();
       },

@@ -53,6 +53,7 @@ export async function serveCommand(ctx: CliContext): Promise<number> {
     ctx.io.out('Ctrl-C stops it (requests in flight get 10 s to finish).');
     if (ctx.signal && !ctx.signal.aborted) await once(ctx.signal, 'abort');
     ctx.io.err('kiwi: shutting down…');
+    gateway.endStreams();
     await listener.close(GRACE_MS);
     return 0;
   } finally {

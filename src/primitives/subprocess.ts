@@ -1,6 +1,7 @@
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { stat } from 'node:fs/promises';
+import { access, constants, stat } from 'node:fs/promises';
+import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { Readable, Writable } from 'node:stream';
 import { throwIfAborted } from '../abort.js';
@@ -126,6 +127,19 @@ async function assertDirectory(cwd: string): Promise<void> {
   if (!info.isDirectory()) throw invalid(`working directory ${cwd} is not a directory; point \`cwd\` at a directory`);
 }
 
+/**
+ * True when `exe` is surely not there: a path (from `cwd`) to nothing, or a name in none of the
+ * PATH folders. False when it may run, and when a relative PATH entry makes it impossible to tell.
+ */
+async function missingExecutable(exe: string, cwd: string, searchPath: string | undefined): Promise<boolean> {
+  const exists = (file: string): Promise<boolean> => access(file, constants.F_OK).then(() => true, () => false);
+  if (exe.includes('/')) return !(await exists(path.resolve(cwd, exe)));
+  const dirs = (searchPath ?? DEFAULT_CHILD_PATH).split(':');
+  if (dirs.some((dir) => !path.isAbsolute(dir))) return false;
+  for (const dir of dirs) if (await exists(path.join(dir, exe))) return false;
+  return true;
+}
+
 function spawnFailed(exe: string, error: unknown, env: Record<string, string>): KiwiError {
   const code = (error as NodeJS.ErrnoException | undefined)?.code;
   const hint =
@@ -205,6 +219,9 @@ export async function runSubprocess(req: SubprocessRequest): Promise<SubprocessR
   await assertDirectory(req.cwd);
   throwIfAborted(req.signal, exe);
 
+  // Inside the sandbox a missing program would be a result (exit 127, "prlimit: failed to execute"):
+  // the same clear error as without one instead.
+  if (req.sandbox && (await missingExecutable(exe, req.cwd, req.env['PATH']))) throw spawnFailed(exe, Object.assign(new Error(`${exe}: not found`), { code: 'ENOENT' }), req.env);
   const argv = req.sandbox ? req.sandbox.sandbox.wrap(req.argv, req.cwd, req.sandbox.grant, req.timeoutMs, req.env) : req.argv;
 
   const startedAt = performance.now();

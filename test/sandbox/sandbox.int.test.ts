@@ -8,6 +8,7 @@ import { isKiwiError } from '../../src/errors.js';
 import { PROCESS_TREE_MARKER_ENV } from '../../src/primitives/process-tree.js';
 import { detectBwrap, openSandbox, UNSANDBOXED_WARNING, writeFoldersOf, type Sandbox, type SandboxGrant } from '../../src/primitives/sandbox.js';
 import { buildChildEnv, runSubprocess, type SubprocessRequest } from '../../src/primitives/subprocess.js';
+import { failure } from '../helpers/expect-failure.js';
 
 const hasBwrap = await detectBwrap();
 if (!hasBwrap && process.env.KIWI_REQUIRE_SANDBOX === '1') throw new Error('KIWI_REQUIRE_SANDBOX=1 but bwrap does not run here; install bubblewrap');
@@ -160,6 +161,13 @@ describe.runIf(hasBwrap)('subprocess sandbox (bwrap)', () => {
       const r = await connect({ writePaths: [], network: true });
       expect(r.stdout.trim()).toBe('got hello');
     });
+  });
+
+  it('says a missing program is missing, as it does without the sandbox, instead of running to exit 127', async () => {
+    expect((await failure(run(['kiwi-no-such-tool-xyz']), 'SPAWN_FAILED')).message).toMatch(/^executable kiwi-no-such-tool-xyz was not found on PATH \(/);
+    expect((await failure(run(['./missing.sh']), 'SPAWN_FAILED')).message).toMatch(/^executable \.\/missing\.sh was not found; check the path/);
+    await writeFile(join(dir, 'here.sh'), '#!/bin/sh\necho here\n', { mode: 0o755 });
+    expect((await run(['./here.sh'])).stdout).toBe('here\n');
   });
 
   it('stops forking at the process limit', async () => {

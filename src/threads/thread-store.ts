@@ -6,6 +6,7 @@ import path from 'node:path';
 import { KiwiError } from '../errors.js';
 import type { HelpAction } from '../proxy/help-signal.js';
 import { readCappedFile } from '../read-capped-file.js';
+import { processAlive } from '../process-alive.js';
 
 /**
  * Threads on disk: one JSONL file per thread under `.ai/threads/`, its first line the thread
@@ -207,13 +208,7 @@ function lockHolder(file: string): { pid: number; host: string } | undefined {
 /** On another host nothing can be checked: its lock is taken as held. */
 function isAlive(holder: { pid: number; host: string }): boolean {
   if (holder.host !== hostname()) return true;
-  if (holder.pid === process.pid) return true;
-  try {
-    process.kill(holder.pid, 0);
-    return true;
-  } catch (error) {
-    return (error as { code?: unknown }).code === 'EPERM';
-  }
+  return holder.pid === process.pid || processAlive(holder.pid);
 }
 
 /** Every line of a thread, in order; a torn line (a crash mid-write) is left out. */

@@ -1,5 +1,5 @@
-import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { hostname, tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createThreadWriter, listThreads, THREADS_DIR, type ThreadHeader } from '../../src/threads/thread-store.js';
@@ -39,5 +39,16 @@ describe('listThreads', () => {
     } finally {
       open.close();
     }
+  });
+
+  it('takes a lock holding no real pid (0, -1, 1.5) as held by nobody: kill(0) and kill(-1) reach process groups', async () => {
+    const ids = ['0195aaaa-bbbb-4ccc-8ddd-eeeeffff4010', '0195aaaa-bbbb-4ccc-8ddd-eeeeffff4011', '0195aaaa-bbbb-4ccc-8ddd-eeeeffff4012'];
+    [0, -1, 1.5].forEach((pid, i) => {
+      const id = ids[i] as string;
+      createThreadWriter(root, header(id)).close();
+      writeFileSync(path.join(root, THREADS_DIR, `${id}.lock`), JSON.stringify({ pid, host: hostname() }));
+    });
+    const running = new Map((await listThreads(root)).map((t) => [t.header.id, t.running]));
+    expect(ids.map((id) => running.get(id))).toEqual([false, false, false]);
   });
 });

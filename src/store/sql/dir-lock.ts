@@ -1,5 +1,6 @@
 import { open, readFile, unlink } from 'node:fs/promises';
 import { KiwiError } from '../../errors.js';
+import { processAlive } from '../../process-alive.js';
 
 /**
  * One process at a time on an embedded database: PGlite has no server to arbitrate, and two
@@ -18,21 +19,11 @@ export async function lockDir(file: string, what: string): Promise<() => Promise
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
       const owner = Number.parseInt(await readFile(file, 'utf8').catch(() => ''), 10);
-      if (Number.isSafeInteger(owner) && owner > 0 && alive(owner)) {
+      if (processAlive(owner)) {
         throw new KiwiError('CONFLICT', `${what} is in use by process ${owner}${owner === process.pid ? ' (this one)' : ''}: stop that gateway first, or set DATABASE_URL to share a Postgres server between gateways`);
       }
       await unlink(file).catch(() => undefined);
     }
   }
   throw new KiwiError('CONFLICT', `${what}: could not take its lock file ${file}`);
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: it exists, under another user.
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }

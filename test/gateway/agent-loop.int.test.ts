@@ -19,7 +19,8 @@ import { createHashEmbedder } from '../helpers/hash-embedder.js';
 import { openAiStream as sse } from '../helpers/openai-sse.js';
 import { startReplayLlmServer, type ReplayLlmServer } from '../helpers/replay-llm-server.js';
 import { createTempProject, FIXTURES, type TempProject } from '../helpers/temp-project.js';
-import { processAlive, readSlowPid } from '../helpers/slow-tool.js';
+import { processAlive } from '../../src/process-alive.js';
+import { readSlowPid } from '../helpers/slow-tool.js';
 
 const tool = (id: string, description: string, script: string, params: string[] = [], extra = ''): string =>
   [

@@ -12,7 +12,8 @@ import { listen, type Listener } from '../../src/http/listen.js';
 import { openAiStream } from '../helpers/openai-sse.js';
 import type { ReplayLlmServer } from '../helpers/replay-llm-server.js';
 import { serveDemoGateway, type DemoGateway } from '../helpers/demo-gateway.js';
-import { addSlowTool, processAlive, readSlowPid } from '../helpers/slow-tool.js';
+import { processAlive } from '../../src/process-alive.js';
+import { addSlowTool, readSlowPid } from '../helpers/slow-tool.js';
 
 /**
  * The whole gateway as `kiwi serve` wires it, on a copy of the demo `.ai/`: real resolver

@@ -31,13 +31,3 @@ export function readSlowPid(file: string): number {
   if (!Number.isInteger(pid) || pid <= 0) throw new Error(`${file} holds ${JSON.stringify(text)}, not a pid`);
   return pid;
 }
-
-export function processAlive(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) throw new Error(`processAlive needs a positive pid, got ${pid}`);
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}

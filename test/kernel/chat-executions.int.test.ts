@@ -6,7 +6,8 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serveDemoGateway, type DemoGateway } from '../helpers/demo-gateway.js';
 import { openAiStream } from '../helpers/openai-sse.js';
-import { addSlowTool, processAlive, readSlowPid } from '../helpers/slow-tool.js';
+import { processAlive } from '../../src/process-alive.js';
+import { addSlowTool, readSlowPid } from '../helpers/slow-tool.js';
 
 /**
  * Every chat through the gateway is a kernel execution: its id comes back in a header, its

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createMcpClientPool, type McpClientPool, type McpClientPoolOptions, type McpServerSpec } from '../../src/mcp-client/client-pool.js';
 import { startHttpMcpFixture, type HttpMcpFixture } from '../fixtures/mcp/http-server.js';
+import { processAlive } from '../../src/process-alive.js';
 import { failure } from '../helpers/expect-failure.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -35,15 +36,6 @@ afterEach(async () => {
   httpFixtures = [];
   tempDirs = [];
 });
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 
 async function pidOf(pool: McpClientPool, spec: McpServerSpec): Promise<number> {
@@ -77,7 +69,7 @@ describe('real servers from npm', () => {
     expect(pool.stats()).toMatchObject({ connections: 1, spawned: 1 });
     const [pid] = pool.stats().pids;
     await pool.close();
-    expect(isAlive(pid ?? -1)).toBe(false);
+    expect(processAlive(pid ?? -1)).toBe(false);
   });
 
   it('calls mcp-server-everything over stdio with only the explicit environment', async () => {
@@ -122,7 +114,7 @@ describe('connection lifecycle', () => {
     const error = await failure(pool.callTool(spec, 'crash', {}), 'MCP_ERROR');
     expect(error.message).toContain('MCP server "flaky" exited during call to "crash"; it will be restarted on the next call.');
     expect(error.message).toContain('crashing on purpose');
-    expect(isAlive(oldPid)).toBe(false);
+    expect(processAlive(oldPid)).toBe(false);
     expect(pool.stats().connections).toBe(0);
 
     const newPid = await pidOf(pool, spec);
@@ -135,7 +127,7 @@ describe('connection lifecycle', () => {
     const oldPid = await pidOf(pool, flaky());
     const changed: McpServerSpec = { name: 'flaky', transport: 'stdio', command: process.execPath, args: [FLAKY], env: { FLAVOUR: 'new' } };
     expect((await pool.callTool(changed, 'env', { name: 'FLAVOUR' })).text).toBe('new');
-    expect(isAlive(oldPid)).toBe(false);
+    expect(processAlive(oldPid)).toBe(false);
     expect(pool.stats()).toMatchObject({ connections: 1, spawned: 2 });
   });
 
@@ -143,7 +135,7 @@ describe('connection lifecycle', () => {
     const pool = makePool();
     const pid = await pidOf(pool, flaky());
     await pool.closeServer('flaky');
-    expect(isAlive(pid)).toBe(false);
+    expect(processAlive(pid)).toBe(false);
     expect(pool.stats()).toMatchObject({ connections: 0, pids: [] });
     await pidOf(pool, flaky());
     expect(pool.stats().spawned).toBe(2);
@@ -161,7 +153,7 @@ describe('connection lifecycle', () => {
     await pool.close();
     const cancelled = await hanging;
     expect(cancelled.message).toContain('closed by the gateway');
-    for (const pid of pids) expect(isAlive(pid)).toBe(false);
+    for (const pid of pids) expect(processAlive(pid)).toBe(false);
     expect(pool.stats()).toMatchObject({ connections: 0, pids: [] });
     expect((await failure(pool.listTools(flaky('one')), 'MCP_ERROR')).message).toContain('pool is closed');
   });
@@ -170,7 +162,7 @@ describe('connection lifecycle', () => {
     const pool = makePool();
     const pid = await pidOf(pool, flaky('stubborn', '--stubborn'));
     await pool.close();
-    expect(isAlive(pid)).toBe(false);
+    expect(processAlive(pid)).toBe(false);
   });
 
   it('reports a server that exits before the handshake, with its stderr', async () => {
@@ -185,7 +177,7 @@ describe('connection lifecycle', () => {
     const pool = makePool({ connectTimeoutMs: 500 });
     const error = await failure(pool.listTools(flaky('mute', '--no-handshake')), 'MCP_TIMEOUT');
     expect(error.message).toContain('did not finish the MCP handshake within 500 ms');
-    expect(isAlive(error.details?.pid as number)).toBe(false);
+    expect(processAlive(error.details?.pid as number)).toBe(false);
     expect(pool.stats()).toMatchObject({ connections: 0, spawned: 1, pids: [] });
   });
 
@@ -253,7 +245,7 @@ describe('calls', () => {
     expect(error.message).toContain('larger than 65536 bytes');
     expect((await pool.callTool(flaky(), 'echo', { text: 'again' })).text).toBe('again');
     // The replacement starts only after the old child is gone.
-    expect(isAlive(oldPid)).toBe(false);
+    expect(processAlive(oldPid)).toBe(false);
     expect(pool.stats().spawned).toBe(2);
   });
 });

@@ -7,6 +7,7 @@ import { KERNEL_MIGRATIONS } from '../../src/kernel/kernel-migrations.js';
 import { KERNEL_STATE_DIR } from '../../src/kernel/open-kernel.js';
 import { loadRegistry } from '../../src/registry/load-registry.js';
 import { openProjectResolverRuntime } from '../../src/resolver/resolver-runtime.js';
+import { processAlive } from '../../src/process-alive.js';
 import { migrate } from '../../src/store/sql/migrate.js';
 import { openPgliteDb } from '../../src/store/sql/pglite-db.js';
 import { openPostgresDb } from '../../src/store/sql/postgres-db.js';
@@ -97,15 +98,6 @@ async function buildCli(): Promise<string> {
   });
   for (const f of files.filter((f) => f.endsWith('.mjs'))) cpSync(path.join(src, f), path.join(out, f));
   return path.join(out, 'app', 'main.js');
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 async function startTemplatePostgres(): Promise<PostgresServer | undefined> {

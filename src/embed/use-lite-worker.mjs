@@ -40,8 +40,7 @@ async function serve(port) {
     port.postMessage({ type: 'load-failed', message: error instanceof Error ? error.message : String(error) });
     return;
   }
-  port.on('message', async (message) => {
-    const { id, texts } = message;
+  async function answer({ id, texts }) {
     try {
       const vectors = await model.embed(texts);
       // One buffer for the batch, transferred rather than copied.
@@ -51,6 +50,12 @@ async function serve(port) {
     } catch (error) {
       port.postMessage({ type: 'error', id, message: error instanceof Error ? error.message : String(error) });
     }
+  }
+  // Several embedders share this worker (use-lite-worker-lease.ts): their batches run one at a
+  // time, in the order they came, never interleaved inside the model.
+  let turn = Promise.resolve();
+  port.on('message', (message) => {
+    turn = turn.then(() => answer(message));
   });
   port.postMessage({ type: 'ready', dimensions: model.dimensions });
 }

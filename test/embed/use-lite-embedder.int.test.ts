@@ -1,14 +1,16 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEmbedder } from '../../src/embed/create-embedder.js';
 import type { Embedder } from '../../src/embed/embedder.js';
 import { createUseLiteEmbedder } from '../../src/embed/use-lite-embedder.js';
 import { dot } from '../../src/embed/vector-math.js';
 import { failure } from '../helpers/expect-failure.js';
+import { REPO_ROOT } from '../helpers/temp-project.js';
 
 // The real USE-lite model (~0.5 s to load): one embedder in a worker for the whole file, and
 // one in-process embedder for the test of that mode.
-
 
 const norm = (v: Float32Array) => Math.sqrt(dot(v, v));
 const texts = (n: number, prefix: string) => Array.from({ length: n }, (_, i) => `${prefix} ${i}: list the files in folder number ${i}`);
@@ -82,18 +84,30 @@ describe('USE-lite embedder (worker thread)', () => {
 });
 
 describe('USE-lite embedder lifecycle', () => {
-  const threads = () => Number(/Threads:\s+(\d+)/.exec(readFileSync('/proc/self/status', 'utf8'))?.[1]);
-
-  it('close() cancels what is in flight, ends the worker thread and refuses later calls', async () => {
+  it('close() cancels its own calls in flight and refuses later ones; an embedder sharing the worker carries on', async () => {
     const own = await createUseLiteEmbedder({ batchSize: 8 });
     const pending = failure(own.embed(texts(64, 'closing')), 'TOOL_CANCELLED');
-    const before = existsSync('/proc/self/status') ? threads() : undefined;
+    const neighbour = embedder.embed(texts(40, 'neighbour'));
     await own.close();
     await pending;
-    if (before !== undefined) expect(threads()).toBeLessThan(before);
+    expect(await neighbour).toHaveLength(40);
     const after = await failure(own.embed(['x']), 'INTERNAL');
     expect(after.message).toMatch(/closed; create a new embedder/);
     await own.close(); // idempotent
+    expect(await embedder.embed(['still here'])).toHaveLength(1);
+  });
+
+  it('shares one worker thread among the embedders of a process, which ends with the last of them', async () => {
+    // In a process of its own: in this one, test/setup/hold-use-lite.ts holds the worker for the run.
+    const script = path.join(REPO_ROOT, 'test/fixtures/embed/use-lite-lifecycle.ts');
+    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', script], { cwd: REPO_ROOT, encoding: 'utf8', timeout: 60_000 });
+    const seen = JSON.parse(stdout) as Record<string, number>;
+    expect(seen['withOne']).toBeGreaterThan(seen['before']!);
+    expect(seen['withTwo']).toBeLessThanOrEqual(seen['withOne']!);
+    expect(seen['afterFirstClose']).toBeLessThanOrEqual(seen['withOne']!);
+    expect(seen['secondStillEmbeds']).toBe(1);
+    expect(seen['afterLastClose']).toBeLessThan(seen['withOne']!);
+    expect(seen['thirdEmbeds']).toBe(1);
   });
 
   it('runs in-process when asked, yielding between batches, with the same vectors as the worker', async () => {

@@ -99,8 +99,12 @@ export async function listen(fetch: Fetch, options: ListenOptions): Promise<List
     close(graceMs) {
       closing ??= new Promise<void>((resolve) => {
         const timer = setTimeout(() => server.closeAllConnections(), graceMs);
+        // A connection whose answer ends after this (a stream the gateway ends at shutdown) goes
+        // idle, and Node would hold it open until its keep-alive timeout: closed as it idles.
+        const sweep = setInterval(() => server.closeIdleConnections(), 50);
         server.close(() => {
           clearTimeout(timer);
+          clearInterval(sweep);
           resolve();
         });
         server.closeIdleConnections();

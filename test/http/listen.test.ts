@@ -243,6 +243,29 @@ describe('the request handed on', () => {
   });
 });
 
+describe('closing', () => {
+  it('closes a keep-alive connection as soon as its answer in flight ends, not after the keep-alive timeout', async () => {
+    let finish: () => void = () => undefined;
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode('data: first\n\n'));
+        finish = () => controller.close();
+      },
+    });
+    const listener = await listen(() => new Response(body, { headers: { 'content-type': 'text/event-stream' } }), { host: '127.0.0.1', port: 0, keepAliveTimeoutMs: 60_000 });
+    const client = rawClient(listener.port);
+    client.socket.write('GET /stream HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+    await client.received('data: first');
+    const closing = listener.close(60_000);
+    // The answer ends after close() began (a stream the gateway ends at shutdown): the
+    // connection is idle from then on, and nothing else will come on it.
+    finish();
+    const outcome = await Promise.race([closing.then(() => 'closed'), new Promise((resolve) => setTimeout(resolve, 5_000, 'still open after 5 s'))]);
+    expect(outcome).toBe('closed');
+    expect(await client.closed).toContain('data: first');
+  });
+});
+
 describe('options', () => {
   it.each([
     ['bodyTimeoutMs', { bodyTimeoutMs: 0 }],

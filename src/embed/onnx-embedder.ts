@@ -1,6 +1,6 @@
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
-import { env, pipeline, type FeatureExtractionPipeline } from '@huggingface/transformers';
+import type { FeatureExtractionPipeline } from '@huggingface/transformers';
 import { throwIfAborted } from '../abort.js';
 import { KiwiError } from '../errors.js';
 import { createBatchQueue, DEFAULT_MAX_QUEUED_TEXTS } from './batch-queue.js';
@@ -95,6 +95,9 @@ export async function createOnnxEmbedder(options: OnnxEmbedderOptions): Promise<
   throwIfAborted(options.signal, `loading the ONNX model in ${dir}`);
   const { subfolder } = await locateModel(dir, modelFile);
 
+  // Loaded here, not at the top: transformers.js brings onnxruntime and sharp (~0.3 s at every
+  // start of every `kiwi` process), and only this embedder uses it.
+  const { env, pipeline } = await import('@huggingface/transformers');
   // transformers.js keeps these switches in one process-wide object; both only ever tighten.
   // The model is named by its absolute path, which transformers.js reads as a local path rather
   // than a Hub id, so env.localModelPath (also process-wide) plays no part and two embedders

@@ -1,6 +1,8 @@
-import { cpSync, mkdtempSync, readdirSync, realpathSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { cpSync, existsSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { KERNEL_MIGRATIONS } from '../../src/kernel/kernel-migrations.js';
@@ -9,7 +11,6 @@ import { loadRegistry } from '../../src/registry/load-registry.js';
 import { openProjectResolverRuntime } from '../../src/resolver/resolver-runtime.js';
 import { processAlive } from '../../src/process-alive.js';
 import { migrate } from '../../src/store/sql/migrate.js';
-import { openPgliteDb } from '../../src/store/sql/pglite-db.js';
 import { openPostgresDb } from '../../src/store/sql/postgres-db.js';
 import { postgresAvailable, startPostgres, type PostgresServer } from '../helpers/postgres-server.js';
 import { copyDemoProject } from '../helpers/demo-project.js';
@@ -22,7 +23,8 @@ import { REPO_ROOT } from '../helpers/temp-project.js';
  * test/helpers/run-resources.ts):
  *
  * - `kiwiKernelTemplate`: an embedded kernel database (PGlite's data folder), migrated. Creating
- *   one takes PGlite ~5 s (it runs initdb in WebAssembly); a copy of this one opens in ~1 s.
+ *   one takes PGlite ~5 s (it runs initdb in WebAssembly); a copy of this one opens in ~0.3 s.
+ *   It is kept between runs (kernelTemplate below).
  * - `kiwiDemoTemplate`: the demo `.ai/` as copyDemoProject copies it, with its search index
  *   (LanceDB, `.ai/vectors`) built and that kernel database in `.ai/state/kernel`.
  * - `kiwiPostgresUrl`: one Postgres server for the run, with a migrated database
@@ -35,7 +37,7 @@ import { REPO_ROOT } from '../helpers/temp-project.js';
  *   beside src/, so that the paths src/ finds from its own place (models/, node_modules/, the
  *   install root the sandbox mounts) are the same.
  *
- * Everything lives in one temporary folder, removed with the server after the run.
+ * All but the kernel template are removed after the run, with the server.
  */
 
 declare module 'vitest' {
@@ -47,13 +49,36 @@ declare module 'vitest' {
   }
 }
 
-async function buildKernelTemplate(dir: string): Promise<void> {
-  const db = await openPgliteDb(dir);
-  try {
-    await migrate(db, KERNEL_MIGRATIONS);
-  } finally {
-    await db.close();
+/**
+ * The migrated embedded kernel database, kept between runs in node_modules/.cache under a key
+ * made of everything that shapes it (PGlite's version, the migrations, the code that opens and
+ * migrates it): a warm run skips PGlite's initdb, a change to any of those makes a new one.
+ * Tests only ever copy it. Built in a process of its own (build-kernel-template.ts), under a
+ * temporary name renamed into place, so a killed or concurrent run never leaves half of one.
+ */
+async function kernelTemplate(): Promise<string> {
+  const inputs = [
+    readFileSync(path.join(REPO_ROOT, 'node_modules', '@electric-sql', 'pglite', 'package.json'), 'utf8'),
+    JSON.stringify(KERNEL_MIGRATIONS),
+    ...['src/store/sql/pglite-db.ts', 'src/store/sql/migrate.ts', 'test/setup/build-kernel-template.ts'].map((f) => readFileSync(path.join(REPO_ROOT, f), 'utf8')),
+  ];
+  const key = createHash('sha256').update(inputs.join('\0')).digest('hex').slice(0, 16);
+  const cache = path.join(REPO_ROOT, 'node_modules', '.cache', 'kiwi-test');
+  const dir = path.join(cache, `kernel-${key}`);
+  if (existsSync(dir)) return dir;
+  const building = `${dir}.${process.pid}.tmp`;
+  rmSync(building, { recursive: true, force: true });
+  const script = path.join(REPO_ROOT, 'test', 'setup', 'build-kernel-template.ts');
+  await promisify(execFile)(process.execPath, ['--import', 'tsx', script, building], { cwd: REPO_ROOT, timeout: 120_000 });
+  // Another run may have put one there meanwhile: both are the same, either will do.
+  if (existsSync(dir)) rmSync(building, { recursive: true, force: true });
+  else renameSync(building, dir);
+  // Older keys, and what killed runs were building.
+  for (const old of readdirSync(cache)) {
+    const builder = /\.(\d+)\.tmp$/.exec(old);
+    if (old.startsWith('kernel-') && old !== path.basename(dir) && (builder === null || !processAlive(Number(builder[1])))) rmSync(path.join(cache, old), { recursive: true, force: true });
   }
+  return dir;
 }
 
 /** copyDemoProject's copy (made here from the repository, as there is no template yet), its index built. */
@@ -125,23 +150,27 @@ async function startTemplatePostgres(): Promise<PostgresServer | undefined> {
 }
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  const work = realpathSync(mkdtempSync(path.join(tmpdir(), 'kiwi-test-run-')));
-  const kernel = path.join(work, 'kernel');
-  // All at once: PGlite's initdb, the embedder and LanceDB, the Postgres server, esbuild.
-  const [kernelMade, demo, server, cli] = await Promise.allSettled([buildKernelTemplate(kernel), buildDemoTemplate(), startTemplatePostgres(), buildCli()]);
+  // PGlite's initdb, the long pole (~5 s on one core) when the kernel template is not cached yet,
+  // runs in a process of its own; the rest (~4 s together, each using more than one core when
+  // it can) one after another meanwhile.
+  const others = (async () => [
+    ...(await Promise.allSettled([buildDemoTemplate()])),
+    ...(await Promise.allSettled([startTemplatePostgres()])),
+    ...(await Promise.allSettled([buildCli()])),
+  ] as const)();
+  const [[kernel], [demo, server, cli]] = await Promise.all([Promise.allSettled([kernelTemplate()]), others]);
   const teardown = async (): Promise<void> => {
     if (server.status === 'fulfilled') await server.value?.stop();
     if (demo.status === 'fulfilled') rmSync(demo.value, { recursive: true, force: true });
     rmSync(path.join(REPO_ROOT, `${CLI_BUILD_PREFIX}${process.pid}`), { recursive: true, force: true });
-    rmSync(work, { recursive: true, force: true });
   };
-  const failed = [kernelMade, demo, server, cli].find((r) => r.status === 'rejected');
-  if (failed !== undefined || demo.status === 'rejected' || server.status === 'rejected' || cli.status === 'rejected') {
+  const failed = [kernel, demo, server, cli].find((r) => r.status === 'rejected');
+  if (failed !== undefined || kernel.status === 'rejected' || demo.status === 'rejected' || server.status === 'rejected' || cli.status === 'rejected') {
     await teardown();
     throw (failed as PromiseRejectedResult).reason;
   }
-  cpSync(kernel, path.join(demo.value, KERNEL_STATE_DIR), { recursive: true });
-  project.provide('kiwiKernelTemplate', kernel);
+  cpSync(kernel.value, path.join(demo.value, KERNEL_STATE_DIR), { recursive: true });
+  project.provide('kiwiKernelTemplate', kernel.value);
   project.provide('kiwiDemoTemplate', demo.value);
   project.provide('kiwiPostgresUrl', server.value?.url ?? '');
   project.provide('kiwiCli', cli.value);

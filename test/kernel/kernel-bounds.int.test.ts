@@ -6,6 +6,7 @@ import { loadGatewayConfig } from '../../src/app/gateway-config.js';
 import { createExecutions } from '../../src/kernel/executions.js';
 import { DEFAULT_KERNEL_LIMITS, TOOLS_PAGE_MAX_BYTES } from '../../src/kernel/kernel-limits.js';
 import { KERNEL_MIGRATIONS } from '../../src/kernel/kernel-migrations.js';
+import { KERNEL_STATE_DIR } from '../../src/kernel/open-kernel.js';
 import { createRetention } from '../../src/kernel/kernel-retention.js';
 import { createToolSchemas } from '../../src/kernel/tool-schemas.js';
 import { migrate } from '../../src/store/sql/migrate.js';
@@ -14,6 +15,7 @@ import type { SqlDb } from '../../src/store/sql/sql-db.js';
 import { kernelBackends } from '../fixtures/kernel/backends.js';
 import { uniqueName, useKernelServer, type Answer } from '../fixtures/kernel/kernel-server.js';
 import { openSse, type SseClient } from '../fixtures/kernel/sse-client.js';
+import { embeddedKernelRoot } from '../helpers/run-resources.js';
 
 /**
  * Bounded kernel state (issue 22 finding 8, and 40,000 labels on one execution): the sizes of
@@ -210,13 +212,18 @@ describe.each(kernelBackends({ now, reaperIntervalMs: 0, queueIntervalMs: 0, exe
 });
 
 describe('one sweep and one page stay bounded (embedded PGlite)', () => {
-  // One database for both: opening and migrating one costs seconds.
+  // One database for both, a copy of the run's migrated one (a new one costs PGlite's initdb).
+  let dir: ReturnType<typeof embeddedKernelRoot> | undefined;
   let db: SqlDb;
   beforeAll(async () => {
-    db = await openPgliteDb(undefined);
-    await migrate(db, KERNEL_MIGRATIONS);
+    dir = embeddedKernelRoot('kiwi-kernel-bounds-');
+    db = await openPgliteDb(path.join(dir.root, KERNEL_STATE_DIR));
+    await migrate(db, KERNEL_MIGRATIONS); // nothing to do on the copy; without the global setup, all of it
   }, 30_000);
-  afterAll(() => db?.close());
+  afterAll(async () => {
+    await db?.close();
+    dir?.remove();
+  });
 
   it('deletes ended executions in batches: at most batchSize x maxBatches a sweep, the rest at the next', async () => {
     const at = Date.parse('2026-01-01T00:00:00.000Z');

@@ -104,26 +104,11 @@ describe('kiwi mcp (stdio)', () => {
   );
 
   it(
-    'writes only protocol to stdout and exits 0 when the client closes stdin',
+    'writes only protocol to stdout, answers an oversized line (past 4 MiB) and a malformed one with JSON-RPC errors, goes on serving, and exits 0 when the client closes stdin',
     async () => {
       const { child, lines, stderr } = spawnRaw();
       const answer = await initialize(child, lines);
       expect(answer).toMatchObject({ jsonrpc: '2.0', id: 1, result: { serverInfo: { name: 'kiwi-gateway' } } });
-      child.stdin.end();
-      const [code] = (await once(child, 'exit')) as [number | null];
-      expect(code, stderr()).toBe(0);
-      const rest: string[] = [];
-      for (let next = await lines.next(); !next.done; next = await lines.next()) rest.push(next.value);
-      expect(rest).toEqual([]);
-    },
-    SLOW,
-  );
-
-  it(
-    'answers an oversized line (past 4 MiB) and a malformed one with JSON-RPC errors, and goes on serving',
-    async () => {
-      const { child, lines, stderr } = spawnRaw();
-      await initialize(child, lines);
       child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })}\n`);
       child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list', params: { pad: 'x'.repeat(5 * 1024 * 1024) } })}\n`);
       child.stdin.write('{"jsonrpc": "2.0", "id": 3,\n');
@@ -135,6 +120,13 @@ describe('kiwi mcp (stdio)', () => {
       expect(answers[2]).toMatchObject({ id: 4, result: { tools: expect.arrayContaining([expect.objectContaining({ name: 'search' })]) } });
       expect(child.exitCode).toBeNull();
       expect(stderr()).toContain('kiwi mcp: A message line is longer than the limit');
+
+      child.stdin.end();
+      const [code] = (await once(child, 'exit')) as [number | null];
+      expect(code, stderr()).toBe(0);
+      const rest: string[] = [];
+      for (let next = await lines.next(); !next.done; next = await lines.next()) rest.push(next.value);
+      expect(rest).toEqual([]);
     },
     SLOW,
   );

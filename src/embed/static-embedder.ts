@@ -1,9 +1,11 @@
 import { createHash } from 'node:crypto';
+import { stat } from 'node:fs/promises';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { throwIfAborted } from '../abort.js';
 import { KiwiError } from '../errors.js';
 import type { Embedder } from './embedder.js';
-import { readStaticModel, type StaticModel } from './static-model-file.js';
+import { readStaticModel, STATIC_MODEL_FILES, type StaticModel } from './static-model-file.js';
 import { tokenize } from './static-tokenizer.js';
 import { normalize } from './vector-math.js';
 
@@ -71,18 +73,39 @@ function fingerprint(model: StaticModel): string {
   return createHash('sha256').update(model.header.weights_sha256).update(JSON.stringify(model.header.bias)).digest('hex').slice(0, 12);
 }
 
+/**
+ * The last model read, per folder, while its files stay the same (size, mtime, inode): reading
+ * one costs ~80 ms (a sha256 of the weights, the vocabulary parsed), and a process that opens
+ * several gateways or indexes reads the same one each time. An encoder is immutable, so the
+ * embedders that share it cannot disturb each other.
+ */
+const loaded = new Map<string, { stamp: string; encoder: Promise<{ id: string; encoder: StaticEncoder }> }>();
+
+async function loadEncoder(dir: string): Promise<{ id: string; encoder: StaticEncoder }> {
+  const stamps = await Promise.all(Object.values(STATIC_MODEL_FILES).map((name) => stat(path.join(dir, name)).then((s) => `${s.ino}:${s.size}:${s.mtimeMs}`, () => 'missing')));
+  const stamp = stamps.join('|');
+  const cached = loaded.get(dir);
+  if (cached?.stamp === stamp) return cached.encoder;
+  const encoder = readStaticModel(dir).then((model) => ({ id: `static:${model.header.id}:${fingerprint(model)}`, encoder: createStaticEncoder(model) }));
+  loaded.set(dir, { stamp, encoder });
+  // A failed read is not kept: the next call reads again (and reports what is wrong).
+  encoder.catch(() => {
+    if (loaded.get(dir)?.encoder === encoder) loaded.delete(dir);
+  });
+  return encoder;
+}
+
 export async function createStaticEmbedder(options: StaticEmbedderOptions = {}): Promise<Embedder> {
   const maxTextChars = options.maxTextChars ?? 100_000;
   if (!Number.isInteger(maxTextChars) || maxTextChars < 1 || maxTextChars > 10_000_000) {
     throw new KiwiError('INVALID_INPUT', `static embedder: maxTextChars must be an integer from 1 to 10000000, not ${String(maxTextChars)}`);
   }
   throwIfAborted(options.signal, 'loading the static embedder');
-  const model = await readStaticModel(options.modelDir ?? DEFAULT_STATIC_MODEL_DIR);
+  const { id, encoder } = await loadEncoder(path.resolve(options.modelDir ?? DEFAULT_STATIC_MODEL_DIR));
   throwIfAborted(options.signal, 'loading the static embedder');
-  const encoder = createStaticEncoder(model);
   let closed = false;
   return {
-    id: `static:${model.header.id}:${fingerprint(model)}`,
+    id,
     dimensions: encoder.dimensions,
     async embed(texts, signal) {
       const out: Float32Array[] = [];

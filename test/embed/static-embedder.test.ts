@@ -121,6 +121,18 @@ describe('static embedder (bad files and options)', () => {
     await Promise.all([embedder.close(), other.close(), same.close()]);
   });
 
+  it('reads a model again once its files change in place, and reports them if they are now broken', async () => {
+    const dir = await tinyModel('rebuilt');
+    const before = await createStaticEmbedder({ modelDir: dir });
+    await editHeader(dir, (h) => ({ ...h, bias: [0, 0, 0.3] }));
+    const after = await createStaticEmbedder({ modelDir: dir });
+    expect(after.id).not.toBe(before.id);
+    expect((await before.embed(['send']))[0]).not.toEqual((await after.embed(['send']))[0]);
+    await truncate(path.join(dir, 'weights.bin'), 10);
+    await failure(createStaticEmbedder({ modelDir: dir }), 'INVALID_INPUT');
+    await Promise.all([before.close(), after.close()]);
+  });
+
   it('says a missing model folder is missing and how to rebuild or restore it', async () => {
     const absent = path.join(root, 'absent');
     const error = await failure(createStaticEmbedder({ modelDir: absent }), 'INVALID_INPUT');

@@ -25,6 +25,8 @@ export interface ResolverRuntimeOptions {
   /** The learned confidence: a file (default: the shipped models/resolver/model.json), or null for none (raw confidences, no gate). */
   model?: string | null;
   log?: (message: string) => void;
+  /** Cancels opening (loading the embedder's model). */
+  signal?: AbortSignal;
 }
 
 /** A sync of the tools and of the directives and knowledge: the counts are of both, `items` of the second alone. */
@@ -52,7 +54,7 @@ export async function openResolverRuntime(options: ResolverRuntimeOptions): Prom
   const allTools = [...options.tools];
   const tools = resolvableTools(allTools);
   const model = options.model === null ? undefined : await loadResolverModel(options.model);
-  const embedder = await createEmbedder(options.embedder ?? { kind: 'use-lite' });
+  const embedder = await createEmbedder(options.embedder ?? { kind: 'use-lite' }, options.signal ? { signal: options.signal } : {});
   const directives = [...(options.directives ?? [])];
   const knowledge = [...(options.knowledge ?? [])];
   const targets = callableItems(directives, knowledge, new Map(allTools.map((t) => [t.id, t])));
@@ -130,6 +132,7 @@ export async function openProjectResolverRuntime(options: {
   knowledge?: Iterable<Knowledge>;
   env: Readonly<Record<string, string | undefined>>;
   log?: (message: string) => void;
+  signal?: AbortSignal;
 }): Promise<ResolverRuntime> {
   const config = await loadResolverConfig(path.join(options.root, '.ai', 'config', 'resolver.yaml'), { env: options.env, root: options.root });
   return openResolverRuntime({
@@ -142,5 +145,6 @@ export async function openProjectResolverRuntime(options: {
     argumentModel: config.argumentModel,
     ...(config.modelFile ? { model: config.modelFile } : {}),
     ...(options.log ? { log: options.log } : {}),
+    ...(options.signal ? { signal: options.signal } : {}),
   });
 }

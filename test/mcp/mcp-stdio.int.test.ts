@@ -1,6 +1,6 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, readdirSync, realpathSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -14,6 +14,7 @@ import { runCli } from '../../src/app/run-cli.js';
 import { REPO_ROOT } from '../helpers/temp-project.js';
 import { createMetaProject, type MetaProject } from '../fixtures/mcp-meta/meta-project.js';
 import { kiwiCli } from '../helpers/run-resources.js';
+import { failure } from '../helpers/expect-failure.js';
 
 // The real CLI with the real resolver (USE-lite in a worker): loading the model takes seconds.
 const SLOW = 120_000;
@@ -150,6 +151,22 @@ describe('kiwi mcp (stdio)', () => {
     expect(err.join('\n')).toMatch(/kiwi mcp: .*--bogus.*usage: kiwi mcp \[--project DIR\]/);
   });
 
+  it('ends with the reason when the index cannot be opened (here: an ONNX model that is not there)', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'kiwi-mcp-broken-'));
+    try {
+      mkdirSync(path.join(dir, '.ai', 'config'), { recursive: true });
+      writeFileSync(path.join(dir, '.ai', 'config', 'resolver.yaml'), 'embedder: { kind: onnx, model_dir: no-such-model }\n');
+      const stdin = new PassThrough();
+      const err: string[] = [];
+      const serving = mcpCommand({ argv: [], env: childEnv(), cwd: dir, io: { out: () => undefined, err: (line) => err.push(line) } }, { stdin, stdout: new PassThrough() });
+      const error = await failure(serving, 'INVALID_INPUT');
+      expect(error.message).toContain(`ONNX model folder ${path.join(dir, 'no-such-model')} does not exist`);
+      stdin.destroy();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('refuses a folder without .ai/ (creating nothing there), a file and a missing folder, saying how to point at a project', async () => {
     const empty = mkdtempSync(path.join(tmpdir(), 'kiwi-mcp-empty-'));
     try {
@@ -166,11 +183,19 @@ describe('kiwi mcp (stdio)', () => {
       expect(file).toEqual({ code: 2, err: `kiwi mcp: --project ${path.join(REPO_ROOT, 'README.md')} is not a folder; give the folder that holds .ai/, e.g. --project ${REPO_ROOT}` });
       expect((await run(['--project', 'nope'])).err).toBe(`kiwi mcp: --project ${path.join(empty, 'nope')} does not exist; give the folder that holds .ai/`);
 
-      // Allowed explicitly, it serves (until stdin ends) and makes .ai/ for its index.
+      // Allowed explicitly, it serves (a search, here, until stdin ends) and makes .ai/ for its index.
       const stdin = new PassThrough();
-      stdin.end();
+      const stdout = new PassThrough();
+      const answers = createInterface({ input: stdout })[Symbol.asyncIterator]();
       const err: string[] = [];
-      const code = await mcpCommand({ argv: ['--allow-empty'], env: childEnv(), cwd: empty, io: { out: () => undefined, err: (line) => err.push(line) } }, { stdin, stdout: new PassThrough() });
+      const serving = mcpCommand({ argv: ['--allow-empty'], env: childEnv(), cwd: empty, io: { out: () => undefined, err: (line) => err.push(line) } }, { stdin, stdout });
+      stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } })}\n`);
+      stdin.write(`${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })}\n`);
+      stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'search', arguments: { item_type: 'tool', query: 'list files' } } })}\n`);
+      expect(JSON.parse((await answers.next()).value as string)).toMatchObject({ id: 1, result: { serverInfo: { name: 'kiwi-gateway' } } });
+      expect(JSON.parse((await answers.next()).value as string)).toMatchObject({ id: 2, result: { structuredContent: { query: 'list files', results: [] } } });
+      stdin.end();
+      const code = await serving;
       expect(code, err.join('\n')).toBe(0);
       expect(err.join('\n')).toContain(`kiwi: MCP server on stdio for ${realpathSync(empty)}`);
       expect(readdirSync(empty)).toEqual(['.ai']);

@@ -22,8 +22,8 @@ export async function indexCommand(ctx: CliContext): Promise<number> {
 }
 
 /** Registry + resolver config + LanceDB index of a project, as `kiwi index` and `kiwi resolve` use them. */
-export async function openProjectResolver(ctx: CliContext, projectFlag: string | undefined, check: { needsAi?: boolean } = {}): Promise<ResolverRuntime> {
-  const options = projectOptions(ctx, { project: projectFlag }, check);
+export async function openProjectResolver(ctx: CliContext, projectFlag: string | undefined, check: { needsAi?: boolean; signal?: AbortSignal } = {}): Promise<ResolverRuntime> {
+  const options = projectOptions(ctx, { project: projectFlag }, check.needsAi === undefined ? {} : { needsAi: check.needsAi });
   const registry = await loadRegistry({ projectDir: options.projectDir, ...(options.userDir ? { userDir: options.userDir } : {}) });
   if (registry.errors.length > 0) ctx.io.err(`kiwi: ${registry.errors.length} invalid items are not indexed (run \`kiwi tools validate\`)`);
   return openProjectResolverRuntime({
@@ -33,6 +33,7 @@ export async function openProjectResolver(ctx: CliContext, projectFlag: string |
     knowledge: registry.knowledge.values(),
     env: ctx.env,
     log: (m) => ctx.io.err(`kiwi: ${m}`),
+    ...(check.signal ? { signal: check.signal } : {}),
   });
 }
 

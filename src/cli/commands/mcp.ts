@@ -5,6 +5,7 @@ import { createMetaServer } from '../../mcp-server/meta-server.js';
 import { createStdioLineTransport } from '../../mcp-server/stdio-line-transport.js';
 import { openProject, type Project } from '../../project/open-project.js';
 import type { ResolverRuntime } from '../../resolver/resolver-runtime.js';
+import type { Resolver } from '../../resolver/types.js';
 import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
 import { projectOptions } from '../project-options.js';
@@ -20,7 +21,8 @@ export interface StdioStreams {
 /**
  * `kiwi mcp`: the meta-tool server on stdin/stdout, for MCP clients that spawn it. stdout is the
  * protocol: everything else (index progress, warnings) goes to stderr. Ends when the client
- * closes stdin or the process is told to stop (ctx.signal), closing tools and children first.
+ * closes stdin, the process is told to stop (ctx.signal) or the index cannot be opened, closing
+ * tools and children first.
  */
 export async function mcpCommand(ctx: CliContext, streams: StdioStreams = { stdin: process.stdin, stdout: process.stdout }): Promise<number> {
   const { values } = parseFlags(ctx.argv, { project: { type: 'string' }, 'allow-empty': { type: 'boolean' } }, USAGE);
@@ -32,32 +34,67 @@ export async function mcpCommand(ctx: CliContext, streams: StdioStreams = { stdi
       `${options.projectDir} has no .ai/ folder, so there are no project tools to serve; run \`kiwi init\` there to make one, pass --project DIR (the folder that holds .ai/) or set KIWI_PROJECT, or add --allow-empty to serve it anyway (only your user tools; .ai/ is created there for the index)`,
     );
   }
-  let runtime: ResolverRuntime | undefined;
+  // The index opens (the embedder's model above all, about a second) while the server already
+  // answers: a client's handshake, tools/list and direct runs need no model; a search waits for it.
+  const stop = new AbortController();
+  const onStop = (): void => stop.abort();
+  ctx.signal?.addEventListener('abort', onStop, { once: true });
+  const opening = openIndex(ctx, values.project, stop.signal);
+  let openError: unknown;
+  const openFailed = opening.then(
+    () => new Promise<void>(() => undefined),
+    (error: unknown) => {
+      openError = error;
+    },
+  );
   let project: Project | undefined;
   try {
-    runtime = await openProjectResolver(ctx, values.project, { needsAi: false });
-    const report = await runtime.sync({ onProgress: progressLine(ctx), ...(ctx.signal ? { signal: ctx.signal } : {}) });
-    if (report.added + report.updated + report.removed > 0) {
-      ctx.io.err(`kiwi: index updated (${report.added} added, ${report.updated} updated, ${report.removed} removed)`);
-    }
     project = await openProject({ ...options, source: 'mcp' });
-    if (ctx.signal?.aborted) return 0;
-    const server = createMetaServer({ project, resolver: runtime.resolver });
+    if (stop.signal.aborted) return 0;
+    const resolver: Resolver = { resolve: async (intent, resolveOptions) => (await opening).resolver.resolve(intent, resolveOptions) };
+    const server = createMetaServer({ project, resolver });
     const transport = createStdioLineTransport(streams.stdin, streams.stdout);
     const ended = untilEnded(streams.stdin, ctx.signal);
     transport.onerror = (error) => ctx.io.err(`kiwi mcp: ${error.message}`);
     await server.connect(transport);
-    ctx.io.err(`kiwi: MCP server on stdio for ${project.root} (${runtime.toolCount} tools, session ${project.session})`);
-    await Promise.race([ended.promise, new Promise<void>((resolve) => (server.server.onclose = resolve))]);
+    ctx.io.err(`kiwi: MCP server on stdio for ${project.root} (session ${project.session})`);
+    // A broken index or model ends the server with its reason, as it would have before serving.
+    await Promise.race([ended.promise, openFailed, new Promise<void>((resolve) => (server.server.onclose = resolve))]);
     ended.dispose();
     await server.close();
+    // The client went away: an index still opening is waited for, so that a broken one is
+    // reported (exit 1), as it would be had it failed while serving. A stop signal cancels it.
+    await opening.then(
+      () => undefined,
+      () => undefined,
+    );
+    if (openError !== undefined && !stop.signal.aborted) throw openError;
     return 0;
   } catch (error) {
     // Told to stop while the index was still syncing: that is a stop, not a failure.
     if (ctx.signal?.aborted) return 0;
     throw error;
   } finally {
-    await Promise.allSettled([project?.close(), runtime?.close()]);
+    ctx.signal?.removeEventListener('abort', onStop);
+    // After a failure of its own, a model still loading is not waited for.
+    stop.abort();
+    await Promise.allSettled([project?.close(), opening.then((runtime) => runtime.close())]);
+  }
+}
+
+/** The project's index, brought up to date, as `kiwi index` would make it. */
+async function openIndex(ctx: CliContext, projectFlag: string | undefined, signal: AbortSignal): Promise<ResolverRuntime> {
+  const runtime = await openProjectResolver(ctx, projectFlag, { needsAi: false, signal });
+  try {
+    const report = await runtime.sync({ onProgress: progressLine(ctx), signal });
+    if (report.added + report.updated + report.removed > 0) {
+      ctx.io.err(`kiwi: index updated (${report.added} added, ${report.updated} updated, ${report.removed} removed)`);
+    }
+    ctx.io.err(`kiwi: index ready (${runtime.toolCount} tools)`);
+    return runtime;
+  } catch (error) {
+    await runtime.close();
+    throw error;
   }
 }
 

@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { cpSync, existsSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
@@ -65,18 +65,24 @@ async function kernelTemplate(): Promise<string> {
   const key = createHash('sha256').update(inputs.join('\0')).digest('hex').slice(0, 16);
   const cache = path.join(REPO_ROOT, 'node_modules', '.cache', 'kiwi-test');
   const dir = path.join(cache, `kernel-${key}`);
-  if (existsSync(dir)) return dir;
-  const building = `${dir}.${process.pid}.tmp`;
-  rmSync(building, { recursive: true, force: true });
-  const script = path.join(REPO_ROOT, 'test', 'setup', 'build-kernel-template.ts');
-  await promisify(execFile)(process.execPath, ['--import', 'tsx', script, building], { cwd: REPO_ROOT, timeout: 120_000 });
-  // Another run may have put one there meanwhile: both are the same, either will do.
-  if (existsSync(dir)) rmSync(building, { recursive: true, force: true });
-  else renameSync(building, dir);
-  // Older keys, and what killed runs were building.
-  for (const old of readdirSync(cache)) {
-    const builder = /\.(\d+)\.tmp$/.exec(old);
-    if (old.startsWith('kernel-') && old !== path.basename(dir) && (builder === null || !processAlive(Number(builder[1])))) rmSync(path.join(cache, old), { recursive: true, force: true });
+  if (!existsSync(dir)) {
+    const building = `${dir}.${process.pid}.tmp`;
+    rmSync(building, { recursive: true, force: true });
+    const script = path.join(REPO_ROOT, 'test', 'setup', 'build-kernel-template.ts');
+    await promisify(execFile)(process.execPath, ['--import', 'tsx', script, building], { cwd: REPO_ROOT, timeout: 120_000 });
+    // Another run may have put one there meanwhile: both are the same, either will do.
+    if (existsSync(dir)) rmSync(building, { recursive: true, force: true });
+    else renameSync(building, dir);
+  }
+  // Its time says when a run last used it. Another checkout sharing node_modules may be using an
+  // older key right now, so only those unused for a week go, with what killed runs were building.
+  const now = new Date();
+  utimesSync(dir, now, now);
+  for (const entry of readdirSync(cache)) {
+    if (!entry.startsWith('kernel-') || entry === path.basename(dir)) continue;
+    const builder = /\.(\d+)\.tmp$/.exec(entry);
+    const stale = builder === null ? now.getTime() - statSync(path.join(cache, entry)).mtimeMs > 7 * 86_400_000 : !processAlive(Number(builder[1]));
+    if (stale) rmSync(path.join(cache, entry), { recursive: true, force: true });
   }
   return dir;
 }

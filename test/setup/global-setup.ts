@@ -156,15 +156,9 @@ async function startTemplatePostgres(): Promise<PostgresServer | undefined> {
 }
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  // PGlite's initdb, the long pole (~5 s on one core) when the kernel template is not cached yet,
-  // runs in a process of its own; the rest (~4 s together, each using more than one core when
-  // it can) one after another meanwhile.
-  const others = (async () => [
-    ...(await Promise.allSettled([buildDemoTemplate()])),
-    ...(await Promise.allSettled([startTemplatePostgres()])),
-    ...(await Promise.allSettled([buildCli()])),
-  ] as const)();
-  const [[kernel], [demo, server, cli]] = await Promise.all([Promise.allSettled([kernelTemplate()]), others]);
+  // All at once: PGlite's initdb (when the kernel template is not cached) and esbuild in
+  // processes of their own, Postgres's in its, the embedder's model in a worker thread.
+  const [kernel, demo, server, cli] = await Promise.allSettled([kernelTemplate(), buildDemoTemplate(), startTemplatePostgres(), buildCli()]);
   const teardown = async (): Promise<void> => {
     if (server.status === 'fulfilled') await server.value?.stop();
     if (demo.status === 'fulfilled') rmSync(demo.value, { recursive: true, force: true });

@@ -5,7 +5,7 @@ import { WORKER_ROLE } from './use-lite-worker.mjs';
 /**
  * One USE-lite worker thread per process, shared by every embedder that runs the model in a
  * worker. The model is a pure function of its input, and loading it costs about a second of CPU
- * and ~100 MB, so a process that opens several gateways or runtimes (a test run, a bench, a host
+ * and ~140 MB, so a process that opens several gateways or runtimes (a test run, a bench, a host
  * embedding Kiwi) loads it once. The worker starts with its first lease and ends with the last
  * one's release; each lease sees only its own calls fail when it is released.
  */

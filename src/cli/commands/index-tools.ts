@@ -1,4 +1,4 @@
-import { loadRegistry } from '../../registry/load-registry.js';
+import { loadRegistry, type Registry } from '../../registry/load-registry.js';
 import { openProjectResolverRuntime, type ResolverRuntime } from '../../resolver/resolver-runtime.js';
 import type { CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
@@ -22,18 +22,23 @@ export async function indexCommand(ctx: CliContext): Promise<number> {
 }
 
 /** Registry + resolver config + LanceDB index of a project, as `kiwi index` and `kiwi resolve` use them. */
-export async function openProjectResolver(ctx: CliContext, projectFlag: string | undefined, check: { needsAi?: boolean; signal?: AbortSignal } = {}): Promise<ResolverRuntime> {
-  const options = projectOptions(ctx, { project: projectFlag }, check.needsAi === undefined ? {} : { needsAi: check.needsAi });
+export async function openProjectResolver(ctx: CliContext, projectFlag: string | undefined, check: { needsAi?: boolean } = {}): Promise<ResolverRuntime> {
+  const options = projectOptions(ctx, { project: projectFlag }, check);
   const registry = await loadRegistry({ projectDir: options.projectDir, ...(options.userDir ? { userDir: options.userDir } : {}) });
+  return openRegistryResolver(ctx, options.projectDir, registry);
+}
+
+/** The resolver config and LanceDB index of the project at `root`, over a registry already loaded; invalid items are named, not indexed. */
+export function openRegistryResolver(ctx: CliContext, root: string, registry: Registry, signal?: AbortSignal): Promise<ResolverRuntime> {
   if (registry.errors.length > 0) ctx.io.err(`kiwi: ${registry.errors.length} invalid items are not indexed (run \`kiwi tools validate\`)`);
   return openProjectResolverRuntime({
-    root: options.projectDir,
+    root,
     tools: registry.tools.values(),
     directives: registry.directives.values(),
     knowledge: registry.knowledge.values(),
     env: ctx.env,
     log: (m) => ctx.io.err(`kiwi: ${m}`),
-    ...(check.signal ? { signal: check.signal } : {}),
+    ...(signal ? { signal } : {}),
   });
 }
 

@@ -9,7 +9,7 @@ import type { Resolver } from '../../resolver/types.js';
 import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
 import { projectOptions } from '../project-options.js';
-import { openProjectResolver, progressLine } from './index-tools.js';
+import { openRegistryResolver, progressLine } from './index-tools.js';
 
 const USAGE = 'kiwi mcp [--project DIR] [--allow-empty]';
 
@@ -39,19 +39,18 @@ export async function mcpCommand(ctx: CliContext, streams: StdioStreams = { stdi
   const stop = new AbortController();
   const onStop = (): void => stop.abort();
   ctx.signal?.addEventListener('abort', onStop, { once: true });
-  const opening = openIndex(ctx, values.project, stop.signal);
-  let openError: unknown;
-  const openFailed = opening.then(
-    () => new Promise<void>(() => undefined),
-    (error: unknown) => {
-      openError = error;
-    },
-  );
   let project: Project | undefined;
+  let opening: Promise<ResolverRuntime> | undefined;
   try {
     project = await openProject({ ...options, source: 'mcp' });
     if (stop.signal.aborted) return 0;
-    const resolver: Resolver = { resolve: async (intent, resolveOptions) => (await opening).resolver.resolve(intent, resolveOptions) };
+    const index = openIndex(ctx, project, stop.signal);
+    opening = index;
+    const failed = index.then(
+      () => new Promise<void>(() => undefined),
+      () => undefined,
+    );
+    const resolver: Resolver = { resolve: async (intent, resolveOptions) => (await index).resolver.resolve(intent, resolveOptions) };
     const server = createMetaServer({ project, resolver });
     const transport = createStdioLineTransport(streams.stdin, streams.stdout);
     const ended = untilEnded(streams.stdin, ctx.signal);
@@ -59,16 +58,12 @@ export async function mcpCommand(ctx: CliContext, streams: StdioStreams = { stdi
     await server.connect(transport);
     ctx.io.err(`kiwi: MCP server on stdio for ${project.root} (session ${project.session})`);
     // A broken index or model ends the server with its reason, as it would have before serving.
-    await Promise.race([ended.promise, openFailed, new Promise<void>((resolve) => (server.server.onclose = resolve))]);
+    await Promise.race([ended.promise, failed, new Promise<void>((resolve) => (server.server.onclose = resolve))]);
     ended.dispose();
     await server.close();
     // The client went away: an index still opening is waited for, so that a broken one is
     // reported (exit 1), as it would be had it failed while serving. A stop signal cancels it.
-    await opening.then(
-      () => undefined,
-      () => undefined,
-    );
-    if (openError !== undefined && !stop.signal.aborted) throw openError;
+    await index;
     return 0;
   } catch (error) {
     // Told to stop while the index was still syncing: that is a stop, not a failure.
@@ -78,13 +73,13 @@ export async function mcpCommand(ctx: CliContext, streams: StdioStreams = { stdi
     ctx.signal?.removeEventListener('abort', onStop);
     // After a failure of its own, a model still loading is not waited for.
     stop.abort();
-    await Promise.allSettled([project?.close(), opening.then((runtime) => runtime.close())]);
+    await Promise.allSettled([project?.close(), opening?.then((runtime) => runtime.close())]);
   }
 }
 
-/** The project's index, brought up to date, as `kiwi index` would make it. */
-async function openIndex(ctx: CliContext, projectFlag: string | undefined, signal: AbortSignal): Promise<ResolverRuntime> {
-  const runtime = await openProjectResolver(ctx, projectFlag, { needsAi: false, signal });
+/** The project's index over the registry it loaded, brought up to date, as `kiwi index` would make it. */
+async function openIndex(ctx: CliContext, project: Project, signal: AbortSignal): Promise<ResolverRuntime> {
+  const runtime = await openRegistryResolver(ctx, project.root, project.registry, signal);
   try {
     const report = await runtime.sync({ onProgress: progressLine(ctx), signal });
     if (report.added + report.updated + report.removed > 0) {

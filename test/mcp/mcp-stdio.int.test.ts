@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { PassThrough } from 'node:stream';
+import { PassThrough, type Writable } from 'node:stream';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -60,9 +60,9 @@ function spawnRaw(): { child: ChildProcessWithoutNullStreams; lines: AsyncIterat
   return { child, lines, stderr: () => err };
 }
 
-async function initialize(child: ChildProcessWithoutNullStreams, lines: AsyncIterator<string>): Promise<Record<string, any>> {
+async function initialize(stdin: Writable, lines: AsyncIterator<string>): Promise<Record<string, any>> {
   const request = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } };
-  child.stdin.write(`${JSON.stringify(request)}\n`);
+  stdin.write(`${JSON.stringify(request)}\n`);
   const next = await lines.next();
   expect(next.done).toBeFalsy();
   // stdout is the protocol: the first thing on it must be the answer, not a progress line.
@@ -108,7 +108,7 @@ describe('kiwi mcp (stdio)', () => {
     'writes only protocol to stdout, answers an oversized line (past 4 MiB) and a malformed one with JSON-RPC errors, goes on serving, and exits 0 when the client closes stdin',
     async () => {
       const { child, lines, stderr } = spawnRaw();
-      const answer = await initialize(child, lines);
+      const answer = await initialize(child.stdin, lines);
       expect(answer).toMatchObject({ jsonrpc: '2.0', id: 1, result: { serverInfo: { name: 'kiwi-gateway' } } });
       child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })}\n`);
       child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list', params: { pad: 'x'.repeat(5 * 1024 * 1024) } })}\n`);
@@ -136,7 +136,7 @@ describe('kiwi mcp (stdio)', () => {
     'exits 0 on SIGTERM while a client is still connected',
     async () => {
       const { child, lines, stderr } = spawnRaw();
-      await initialize(child, lines);
+      await initialize(child.stdin, lines);
       child.kill('SIGTERM');
       const [code] = (await once(child, 'exit')) as [number | null];
       expect(code, stderr()).toBe(0);
@@ -189,10 +189,9 @@ describe('kiwi mcp (stdio)', () => {
       const answers = createInterface({ input: stdout })[Symbol.asyncIterator]();
       const err: string[] = [];
       const serving = mcpCommand({ argv: ['--allow-empty'], env: childEnv(), cwd: empty, io: { out: () => undefined, err: (line) => err.push(line) } }, { stdin, stdout });
-      stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } })}\n`);
+      expect(await initialize(stdin, answers)).toMatchObject({ id: 1, result: { serverInfo: { name: 'kiwi-gateway' } } });
       stdin.write(`${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })}\n`);
       stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'search', arguments: { item_type: 'tool', query: 'list files' } } })}\n`);
-      expect(JSON.parse((await answers.next()).value as string)).toMatchObject({ id: 1, result: { serverInfo: { name: 'kiwi-gateway' } } });
       expect(JSON.parse((await answers.next()).value as string)).toMatchObject({ id: 2, result: { structuredContent: { query: 'list files', results: [] } } });
       stdin.end();
       const code = await serving;

@@ -68,8 +68,9 @@ describe('real servers from npm', () => {
 
     expect(pool.stats()).toMatchObject({ connections: 1, spawned: 1 });
     const [pid] = pool.stats().pids;
+    expect(pid).toBeGreaterThan(0);
     await pool.close();
-    expect(processAlive(pid ?? -1)).toBe(false);
+    expect(processAlive(pid as number)).toBe(false);
   });
 
   it('calls mcp-server-everything over stdio with only the explicit environment', async () => {

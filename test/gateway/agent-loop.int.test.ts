@@ -544,6 +544,7 @@ describe('agent loop: cancellation and failures', () => {
     expect(events.some((e) => e.type === 'finish')).toBe(false);
     expect(await llm.requests[0]?.closed).toBe('cut');
     // Ended, then reaped by whoever is its parent now: the kernel reports the exit a moment later.
+    expect(pid).toBeGreaterThan(0);
     await vi.waitFor(() => expect(processAlive(pid)).toBe(false), { timeout: 5_000, interval: 20 });
   });
 
@@ -560,6 +561,7 @@ describe('agent loop: cancellation and failures', () => {
     expect(error).toBeUndefined();
     expect(await llm.requests[0]?.closed).toBe('cut');
     // Ended, then reaped by whoever is its parent now: the kernel reports the exit a moment later.
+    expect(pid).toBeGreaterThan(0);
     await vi.waitFor(() => expect(processAlive(pid)).toBe(false), { timeout: 5_000, interval: 20 });
   });
 

@@ -39,7 +39,9 @@ afterEach(async () => {
 
 
 async function pidOf(pool: McpClientPool, spec: McpServerSpec): Promise<number> {
-  return Number((await pool.callTool(spec, 'pid', {})).text);
+  const pid = Number((await pool.callTool(spec, 'pid', {})).text);
+  expect(pid).toBeGreaterThan(0);
+  return pid;
 }
 
 describe('real servers from npm', () => {
@@ -178,6 +180,7 @@ describe('connection lifecycle', () => {
     const pool = makePool({ connectTimeoutMs: 500 });
     const error = await failure(pool.listTools(flaky('mute', '--no-handshake')), 'MCP_TIMEOUT');
     expect(error.message).toContain('did not finish the MCP handshake within 500 ms');
+    expect(error.details?.pid).toBeGreaterThan(0);
     expect(processAlive(error.details?.pid as number)).toBe(false);
     expect(pool.stats()).toMatchObject({ connections: 0, spawned: 1, pids: [] });
   });

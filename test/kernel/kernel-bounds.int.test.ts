@@ -211,7 +211,7 @@ describe.each(kernelBackends({ now, reaperIntervalMs: 0, queueIntervalMs: 0, exe
   });
 });
 
-describe('one sweep and one page stay bounded (embedded PGlite)', () => {
+describe('an embedded kernel database (PGlite) stays small, and one sweep and one page bounded', () => {
   // One database for both, a copy of the run's migrated one (a new one costs PGlite's initdb).
   let dir: ReturnType<typeof embeddedKernelRoot> | undefined;
   let db: SqlDb;
@@ -223,6 +223,10 @@ describe('one sweep and one page stay bounded (embedded PGlite)', () => {
   afterAll(async () => {
     await db?.close();
     dir?.remove();
+  });
+
+  it("holds only the kernel's database: initdb's template0 and template1 were dropped when it was made", async () => {
+    expect(await db.query('select datname from pg_database')).toEqual([{ datname: 'postgres' }]);
   });
 
   it('deletes ended executions in batches: at most batchSize x maxBatches a sweep, the rest at the next', async () => {

@@ -1,4 +1,6 @@
+import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { lockDir } from './dir-lock.js';
 import type { SqlDb, SqlQueryable, SqlValue } from './sql-db.js';
@@ -14,10 +16,22 @@ const SHARED_BUFFERS = '16MB';
 
 /**
  * WAL files of 1 MB instead of initdb's 16 MB (set when the database is made; an existing one
- * keeps its own): a new kernel database takes 29 MB on disk instead of 39, and the kernel's
+ * keeps its own): 10 MB less on disk for a new kernel database, and the kernel's
  * transactions are small, so the log is recycled in small steps.
  */
 const INITDB_PARAMS = ['--wal-segsize=1'];
+
+/**
+ * initdb makes three databases; the kernel uses `postgres` and nothing ever creates another
+ * from a template. Dropping template0 and template1 when the database is made takes 600 of its
+ * 1,038 files and 14 of its 29 MB: less to copy, back up or ship with a project.
+ */
+const DROP_TEMPLATES = [
+  "update pg_database set datistemplate = false, datallowconn = false where datname in ('template0', 'template1')",
+  'drop database template0',
+  'drop database template1',
+  'checkpoint',
+];
 
 /**
  * Postgres embedded in the process (PGlite, WebAssembly), on disk under `dir`, or in memory when
@@ -30,13 +44,18 @@ export async function openPgliteDb(dir: string | undefined): Promise<SqlDb> {
     await mkdir(dir, { recursive: true });
     unlock = await lockDir(`${dir}.lock`, `the embedded kernel database ${dir}`);
   }
-  let db: PGlite;
+  let opened: PGlite | undefined;
+  const fresh = dir !== undefined && !existsSync(path.join(dir, 'PG_VERSION'));
   try {
-    db = await PGlite.create({ ...(dir === undefined ? {} : { dataDir: dir }), initDbStartParams: INITDB_PARAMS, startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${SHARED_BUFFERS}`] });
+    opened = await PGlite.create({ ...(dir === undefined ? {} : { dataDir: dir }), initDbStartParams: INITDB_PARAMS, startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${SHARED_BUFFERS}`] });
+    // One statement at a time: DROP DATABASE refuses to run inside a transaction.
+    if (fresh) for (const sql of DROP_TEMPLATES) await opened.exec(sql);
   } catch (error) {
+    await opened?.close();
     await unlock();
     throw error;
   }
+  const db = opened;
   const queryable = (q: Pick<PGlite, 'query'>): SqlQueryable => ({
     async query<Row extends Record<string, unknown>>(sql: string, params: readonly SqlValue[] = []) {
       return (await q.query<Row>(sql, [...params])).rows;

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { kernelBackends } from '../fixtures/kernel/backends.js';
+import { uuidv7 } from '../../src/kernel/uuidv7.js';
 import { uniqueName, useKernelServer, type Answer, type ConnectedRunner, type WireEvent } from '../fixtures/kernel/kernel-server.js';
 
 /**
@@ -557,11 +558,14 @@ describe.each(kernelBackends({ policyFile, now, reaperIntervalMs: 0, queueInterv
   });
 
   it('§18.29 getEvents numbers events from 1 without gaps, honours after_sequence and limit (at most 1000), latest_sequence is the last returned, [] and 0 for an unknown id', async () => {
-    const a = await k.startedAgent();
-    // 2 events each, after created and started: 1004 in all.
-    for (let batch = 0; batch < 501; batch += 4) await Promise.all(Array.from({ length: Math.min(4, 501 - batch) }, (_, i) => a.invoke('tool_many', { i: batch + i })));
+    // 1004 events, written in one transaction as the gateway records a chat (the kernel's own
+    // writeChats), under the client whose key reads them: 501 invokes over HTTP made as many in ~4 s.
+    const id = uuidv7();
+    const at = new Date().toISOString();
+    const events = Array.from({ length: 1004 }, () => ({ id: uuidv7(), type: 'step.created', timestamp: at, payload: '{}', causationId: id, correlationId: id }));
+    await k.kernel.writeChats([{ id, create: { client: 'kernel-client', agentId: uniqueName('chat'), input: '{}', labels: {}, createdAt: at }, events, steps: [] }]);
     const page = async (query: string) => {
-      const body = (await k.get(`/v0/executions/${a.id}/events${query}`)).body as { events: WireEvent[]; latest_sequence: number };
+      const body = (await k.get(`/v0/executions/${id}/events${query}`)).body as { events: WireEvent[]; latest_sequence: number };
       return { sequences: body.events.map((e) => e.sequence), latest: body.latest_sequence };
     };
     const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);

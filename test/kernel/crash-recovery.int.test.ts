@@ -9,10 +9,11 @@ import { startReplayLlmServer, type ReplayLlmServer } from '../helpers/replay-ll
 import { REPO_ROOT } from '../helpers/temp-project.js';
 import { openSse, type SseClient } from '../fixtures/kernel/sse-client.js';
 import { kiwiCli } from '../helpers/run-resources.js';
+import { serveGateway } from '../helpers/serve-gateway.js';
 
 /**
- * `kiwi serve` killed with SIGKILL while an agent's execution and a chat are under way, then
- * started again on the same project: nothing accepted or reported is lost (each transition was
+ * `kiwi serve` killed with SIGKILL while an agent's execution and a chat are under way, then a
+ * gateway opened again on the same project (in the test's process): nothing accepted or reported is lost (each transition was
  * one committed transaction in the embedded database), the agent's open step is cancelled and
  * its execution goes back to pending for the agent to take again, and the chat, whose client went
  * with the process, fails.
@@ -110,9 +111,10 @@ describe('a gateway killed with SIGKILL', () => {
     controller.abort();
     agent.close();
 
-    const second = await serve();
+    const second = await serveGateway(root);
+    const url = second.server.url;
     try {
-      const log = await events(second.url, execution);
+      const log = await events(url, execution);
       expect(log.map((e) => e.type)).toEqual([
         'execution.created',
         'execution.started',
@@ -128,10 +130,10 @@ describe('a gateway killed with SIGKILL', () => {
       expect(log[6]?.step_id).toBe(open);
       expect(log[7]).toMatchObject({ step_id: open, payload: { reason: 'agent disconnected' } });
       expect(log[8]?.payload).toEqual({ reason: 'recovery', from_status: 'running' });
-      expect(((await (await fetch(`${second.url}/v0/executions/${execution}`)).json()) as { status: string }).status).toBe('pending');
+      expect(((await (await fetch(`${url}/v0/executions/${execution}`)).json()) as { status: string }).status).toBe('pending');
 
       // The agent comes back and gets it again, with its history.
-      const back = await openSse(`${second.url}/v0/agents/stream?agent_id=crash-agent&consumer_id=c-1`);
+      const back = await openSse(`${url}/v0/agents/stream?agent_id=crash-agent&consumer_id=c-1`);
       streams.push(back);
       const again = (await back.next('execution.assigned', 30_000)).data as { execution_id: string; history: { step_id: string; status: string }[] };
       expect(again.execution_id).toBe(execution);
@@ -140,14 +142,13 @@ describe('a gateway killed with SIGKILL', () => {
         [open, 'cancelled'],
       ]);
 
-      const chatLog = await events(second.url, chatId);
+      const chatLog = await events(url, chatId);
       expect(chatLog.slice(-2)).toMatchObject([
         { type: 'step.cancelled', payload: { reason: 'gateway stopped' } },
         { type: 'execution.failed', payload: { error: 'the gateway stopped before the chat ended' } },
       ]);
     } finally {
-      second.child.kill('SIGTERM');
-      await new Promise((resolve) => second.child.once('exit', resolve));
+      await second.close();
     }
   }, 240_000);
 });

@@ -163,9 +163,9 @@ describe('kiwi runner', () => {
   }, 60_000);
 
   it('exits non-zero with a clear line when the kernel cannot be reached or refuses the runner', async () => {
-    const unreachable = spawnRunner(['--kernel', 'http://127.0.0.1:1']);
-    expect(await unreachable.exited).toBe(1);
-    expect(unreachable.stderr()).toMatch(/^kiwi runner: runner \S+ offers 3 tools[^\n]*\nkiwi runner: UPSTREAM_HTTP: no Kiwi gateway answers at http:\/\/127\.0\.0\.1:1 \(ECONNREFUSED\); start one with `kiwi serve`, or pass --kernel to reach the one that runs\n$/);
+    const unreachable = await kiwi('runner', '--kernel', 'http://127.0.0.1:1');
+    expect(unreachable.code).toBe(1);
+    expect(unreachable.err).toMatch(/^kiwi runner: runner \S+ offers 3 tools[^\n]*\nkiwi runner: UPSTREAM_HTTP: no Kiwi gateway answers at http:\/\/127\.0\.0\.1:1 \(ECONNREFUSED\); start one with `kiwi serve`, or pass --kernel to reach the one that runs$/);
 
     const keyless = await kiwi('runner', '--kernel', server.url);
     expect(keyless.code).toBe(1);

@@ -4,6 +4,7 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { processAlive } from '../../src/process-alive.js';
 
 /**
  * A real Postgres server for the tests, from Debian's `postgresql` package (.ci/run installs it):
@@ -58,11 +59,31 @@ async function freePort(): Promise<number> {
   });
 }
 
+/** `<tmp>/kiwi-postgres-<pid of the process that started it>-XXXXXX/`: its cluster and socket. */
+const DIR_PREFIX = 'kiwi-postgres-';
+
+/**
+ * Stops the servers, and removes the folders, that processes no longer running started: a test
+ * run killed or interrupted (Ctrl-C) never gets to stop its own, which would otherwise run on.
+ */
+function removeAbandonedServers(): void {
+  for (const entry of readdirSync(tmpdir())) {
+    const owner = Number(/^kiwi-postgres-(\d+)-/.exec(entry)?.[1]);
+    if (!Number.isInteger(owner) || processAlive(owner)) continue;
+    const dir = path.join(tmpdir(), entry);
+    const postmaster = Number(readPidLine(path.join(dir, 'data', 'postmaster.pid')));
+    // Its backends end by themselves once the postmaster is gone.
+    if (processAlive(postmaster)) process.kill(postmaster, 'SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 export async function startPostgres(): Promise<PostgresServer> {
   const bin = postgresBinDir();
   if (bin === undefined) throw new Error('Postgres is not installed: `apt-get install postgresql` (.ci/run does), or put initdb and postgres on the PATH');
   const asRoot = process.getuid?.() === 0;
-  const dir = mkdtempSync(path.join(tmpdir(), 'kiwi-postgres-'));
+  removeAbandonedServers();
+  const dir = mkdtempSync(path.join(tmpdir(), `${DIR_PREFIX}${process.pid}-`));
   const data = path.join(dir, 'data');
   if (asRoot) {
     const uid = Number(spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).stdout.trim());

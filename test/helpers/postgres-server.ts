@@ -71,10 +71,20 @@ function removeAbandonedServers(): void {
     const owner = Number(/^kiwi-postgres-(\d+)-/.exec(entry)?.[1]);
     if (!Number.isInteger(owner) || processAlive(owner)) continue;
     const dir = path.join(tmpdir(), entry);
-    const postmaster = Number(readPidLine(path.join(dir, 'data', 'postmaster.pid')));
-    // Its backends end by themselves once the postmaster is gone.
-    if (processAlive(postmaster)) process.kill(postmaster, 'SIGKILL');
+    const data = path.join(dir, 'data');
+    const postmaster = Number(readPidLine(path.join(data, 'postmaster.pid')));
+    // Only that postmaster: after a reboot the pid in a stale postmaster.pid can be anyone's.
+    // Its backends end by themselves once it is gone.
+    if (processAlive(postmaster) && commandLine(postmaster).includes(data)) process.kill(postmaster, 'SIGKILL');
     rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function commandLine(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
+  } catch {
+    return '';
   }
 }
 

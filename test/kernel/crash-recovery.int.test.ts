@@ -13,10 +13,10 @@ import { serveGateway } from '../helpers/serve-gateway.js';
 
 /**
  * `kiwi serve` killed with SIGKILL while an agent's execution and a chat are under way, then a
- * gateway opened again on the same project (in the test's process): nothing accepted or reported is lost (each transition was
- * one committed transaction in the embedded database), the agent's open step is cancelled and
- * its execution goes back to pending for the agent to take again, and the chat, whose client went
- * with the process, fails.
+ * gateway opened again on the same project (in the test's process): nothing accepted or reported
+ * is lost (each transition was one committed transaction in the embedded database), the agent's
+ * open step is cancelled and its execution goes back to pending for the agent to take again, and
+ * the chat, whose client went with the process, fails.
  */
 
 let root: string;

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { processAlive } from '../../src/process-alive.js';
+import { abandonedEntries } from './abandoned-entries.js';
 
 /**
  * A real Postgres server for the tests, from Debian's `postgresql` package (.ci/run installs it):
@@ -67,10 +68,7 @@ const DIR_PREFIX = 'kiwi-postgres-';
  * run killed or interrupted (Ctrl-C) never gets to stop its own, which would otherwise run on.
  */
 function removeAbandonedServers(): void {
-  for (const entry of readdirSync(tmpdir())) {
-    const owner = Number(/^kiwi-postgres-(\d+)-/.exec(entry)?.[1]);
-    if (!Number.isInteger(owner) || processAlive(owner)) continue;
-    const dir = path.join(tmpdir(), entry);
+  for (const dir of abandonedEntries(tmpdir(), /^kiwi-postgres-(\d+)-/)) {
     const data = path.join(dir, 'data');
     const postmaster = Number(readPidLine(path.join(data, 'postmaster.pid')));
     // Only that postmaster: after a reboot the pid in a stale postmaster.pid can be anyone's.

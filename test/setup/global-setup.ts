@@ -9,9 +9,9 @@ import { KERNEL_MIGRATIONS } from '../../src/kernel/kernel-migrations.js';
 import { KERNEL_STATE_DIR } from '../../src/kernel/open-kernel.js';
 import { loadRegistry } from '../../src/registry/load-registry.js';
 import { openProjectResolverRuntime } from '../../src/resolver/resolver-runtime.js';
-import { processAlive } from '../../src/process-alive.js';
 import { migrate } from '../../src/store/sql/migrate.js';
 import { openPostgresDb } from '../../src/store/sql/postgres-db.js';
+import { abandonedEntries } from '../helpers/abandoned-entries.js';
 import { postgresAvailable, startPostgres, type PostgresServer } from '../helpers/postgres-server.js';
 import { copyDemoProject } from '../helpers/demo-project.js';
 import { CLI_BUILD_PREFIX, TEMPLATE_DATABASE } from '../helpers/run-resources.js';
@@ -78,11 +78,10 @@ async function kernelTemplate(): Promise<string> {
   // older key right now, so only those unused for a week go, with what killed runs were building.
   const now = new Date();
   utimesSync(dir, now, now);
+  for (const left of abandonedEntries(cache, /^kernel-.*\.(\d+)\.tmp$/)) rmSync(left, { recursive: true, force: true });
   for (const entry of readdirSync(cache)) {
-    if (!entry.startsWith('kernel-') || entry === path.basename(dir)) continue;
-    const builder = /\.(\d+)\.tmp$/.exec(entry);
-    const stale = builder === null ? now.getTime() - statSync(path.join(cache, entry)).mtimeMs > 7 * 86_400_000 : !processAlive(Number(builder[1]));
-    if (stale) rmSync(path.join(cache, entry), { recursive: true, force: true });
+    if (!/^kernel-[0-9a-f]+$/.test(entry) || entry === path.basename(dir)) continue;
+    if (now.getTime() - statSync(path.join(cache, entry)).mtimeMs > 7 * 86_400_000) rmSync(path.join(cache, entry), { recursive: true, force: true });
   }
   return dir;
 }
@@ -109,11 +108,7 @@ async function buildDemoTemplate(): Promise<string> {
 
 /** Compiles src/ to `<repo>/.kiwi-test-cli-<pid>/` and returns its app/main.js; removes what killed runs left. */
 async function buildCli(): Promise<string> {
-  for (const entry of readdirSync(REPO_ROOT)) {
-    const pid = Number(entry.slice(CLI_BUILD_PREFIX.length));
-    if (!entry.startsWith(CLI_BUILD_PREFIX) || !Number.isInteger(pid) || pid === process.pid) continue;
-    if (!processAlive(pid)) rmSync(path.join(REPO_ROOT, entry), { recursive: true, force: true });
-  }
+  for (const left of abandonedEntries(REPO_ROOT, new RegExp(`^${CLI_BUILD_PREFIX.replaceAll('.', '\\.')}(\\d+)$`))) rmSync(left, { recursive: true, force: true });
   const { build } = await import('esbuild');
   const src = path.join(REPO_ROOT, 'src');
   const out = path.join(REPO_ROOT, `${CLI_BUILD_PREFIX}${process.pid}`);

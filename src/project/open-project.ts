@@ -10,6 +10,7 @@ import { createMcpClientPool, type McpClientPool } from '../mcp-client/client-po
 import { loadPolicyFile } from '../policy/policy-file.js';
 import type { PermissionContext } from '../policy/permission-context.js';
 import { createRateLimiter } from '../policy/rate-limiter.js';
+import type { TokenBuckets } from '../policy/token-buckets.js';
 import { createAddressGuard } from '../primitives/address-guard.js';
 import { createHttpClient, type HttpClient } from '../primitives/http-client.js';
 import { openSandbox } from '../primitives/sandbox.js';
@@ -28,6 +29,8 @@ export interface ProjectOptions {
   source?: CallSource;
   /** Where thread tools and the hooks' directives run (the gateway's thread runtime); absent, they are refused. */
   threads?: ThreadPort;
+  /** Where the policy's rate limits keep count: shared by replicas (Redis); absent, in this process. */
+  buckets?: TokenBuckets;
 }
 
 /** Everything one process needs to run tools for a project, wired once and closed once. */
@@ -78,7 +81,7 @@ export async function openProject(options: ProjectOptions): Promise<Project> {
     primitives: { http, mcp, sandbox },
     audit,
     loops: createLoopDetector(),
-    rateLimiter: createRateLimiter(),
+    rateLimiter: createRateLimiter({ root, ...(options.buckets ? { buckets: options.buckets } : {}) }),
     plan: { root, env: options.env },
     checkpoints,
     ...(options.threads ? { threads: options.threads } : {}),

@@ -122,7 +122,7 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
       const record = (fields: { decision: 'allow' | 'deny'; reason?: string; checkpoint?: string; notes?: string[] }): void =>
         deps.audit.append({ ts, session: caller.session, client: caller.client, call_id: callId, tool: HELP_TOOL, args, duration_ms: Math.round((now() - t0) * 1000) / 1000, source: caller.source, ...NOTHING_RAN, help: signal.action, ...fields });
       // Each signal writes a record and may take a checkpoint and send webhooks: signals are rate-limited as calls are.
-      const rate = deps.rateLimiter.take(callContext(deps.context, caller.context), HELP_TOOL, caller.client);
+      const rate = await deps.rateLimiter.take(callContext(deps.context, caller.context), HELP_TOOL, caller.client);
       if (!rate.allowed) {
         record({ decision: 'deny', reason: rate.reason });
         return { callId, notes: [], directives: [], refused: rate.reason };

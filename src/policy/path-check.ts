@@ -127,6 +127,9 @@ type Real = { ok: true; path: string } | { ok: false; why: string };
 async function realpathAllowingMissing(lexical: string, realRoot: string): Promise<Real> {
   const missing: string[] = [];
   let current = lexical;
+  // A folder made between realpath's ENOENT and the lstat below (the audit log makes `.ai/logs`
+  // on its first write) is not a dangling link: resolve it again, a few times at most.
+  let appeared = 0;
   for (;;) {
     try {
       const real = await realpath(current);
@@ -138,10 +141,14 @@ async function realpathAllowingMissing(lexical: string, realRoot: string): Promi
       if (code === 'ENOTDIR') return { ok: false, why: `a part of it before ${at} is a file, not a folder` };
       if (code !== 'ENOENT') return { ok: false, why: `${at} cannot be resolved (${code})` };
       const exists = await lstat(current).then(
-        () => true,
+        (stats) => (stats.isSymbolicLink() ? 'link' : 'made meanwhile'),
         (e: unknown) => (errorCode(e) === 'ENOENT' ? false : errorCode(e)),
       );
-      if (exists === true) return { ok: false, why: `${at} is a symbolic link whose target does not exist` };
+      if (exists === 'made meanwhile') {
+        if (++appeared <= 3) continue;
+        return { ok: false, why: `${at} kept changing while it was checked` };
+      }
+      if (exists === 'link') return { ok: false, why: `${at} is a symbolic link whose target does not exist` };
       if (exists !== false) return { ok: false, why: `${at} cannot be resolved (${exists})` };
       const parent = dirname(current);
       if (parent === current) return { ok: false, why: 'no part of it exists' };

@@ -33,6 +33,8 @@ export type ErrorCode =
   | 'NOT_FOUND'
   | 'CONFLICT'
   | 'UNAUTHORIZED'
+  /** A service the gateway shares with its replicas (Redis) does not answer: the request is refused, not let through unchecked. */
+  | 'UNAVAILABLE'
   | 'INTERNAL';
 
 export class KiwiError extends Error {
@@ -80,6 +82,7 @@ const HTTP_STATUS: Record<ErrorCode, number> = {
   NOT_FOUND: 404,
   CONFLICT: 409,
   UNAUTHORIZED: 401,
+  UNAVAILABLE: 503,
   INTERNAL: 500,
 };
 

@@ -33,6 +33,7 @@ import { loadGatewayConfig, type GatewayConfig } from './gateway-config.js';
 import { openGatewayPrefetch, type GatewayPrefetch } from './gateway-prefetch.js';
 import type { RunLoop } from '../loop/loop-types.js';
 import { createUpstreams, type Upstreams } from './upstreams.js';
+import { openSharedState } from '../shared-state/shared-state.js';
 
 export interface GatewayOptions extends Omit<ProjectOptions, 'source' | 'threads'> {
   /** The address it will listen on (default: the config's host). Only on loopback may it serve without client keys. */
@@ -63,6 +64,8 @@ export interface Gateway {
   auth: ClientAuth;
   /** What clients used and what running requests hold, when the config has budgets or prices. */
   budgets: GatewayBudgets | undefined;
+  /** Where rate limits and running requests are counted: "this process", or the Redis replicas share. */
+  sharedStateWhere: string;
   /**
    * Ends the kernel's streams (agents', runners', execution events): at shutdown, before the
    * requests in flight get their grace period, which a stream that never ends would only use up.
@@ -85,9 +88,12 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     return threadRuntime;
   };
   const port: ThreadPort = { spawn: (plan, call) => runtimeOfThreads().port.spawn(plan, call), background: (plan, call) => runtimeOfThreads().port.background(plan, call) };
-  const project = await openProject({ ...options, source: 'gateway', threads: port });
-  const opened: { close(): Promise<void> }[] = [project];
+  // Rate limits and concurrency caps: in Redis when replicas share them (REDIS_URL), else here.
+  const shared = await openSharedState({ redisUrl: options.env['REDIS_URL'], prefix: options.env['KIWI_REDIS_PREFIX'], ...(options.log ? { log: options.log } : {}) });
+  const opened: { close(): Promise<void> }[] = [shared];
   try {
+    const project = await openProject({ ...options, source: 'gateway', threads: port, buckets: shared.buckets });
+    opened.unshift(project);
     const config = await loadGatewayConfig(path.join(project.root, '.ai', 'config', 'gateway.yaml'), { env: options.env, root: project.root });
     // The two slow opens at once: the embedder loads in a worker thread while PGlite starts on
     // this one (each about a second).
@@ -184,7 +190,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
 
     const host = options.host ?? config.host;
     const auth = createClientAuth({ root: project.root, file: path.join(project.root, KEY_FILE), policy: project.policy, openWithoutKeys: isLoopbackHost(host) });
-    const guard = createRequestGuard({ allowedHosts: config.allowedHosts, allowedOrigins: config.allowedOrigins, mcpOrigins: config.mcp.allowedOrigins, auth, maxConcurrentPerClient: config.maxConcurrentPerClient });
+    const guard = createRequestGuard({ allowedHosts: config.allowedHosts, allowedOrigins: config.allowedOrigins, mcpOrigins: config.mcp.allowedOrigins, auth, maxConcurrentPerClient: config.maxConcurrentPerClient, slots: shared.slots });
     const record = config.recordChats ? { record: mcpRecorder(kernel.journal, { call: (call) => project.proxy.call(call), stepDeadlineMs: config.limits.maxDurationMs, kernel: kernel.kernel, ...(budgets ? { budgets } : {}) }) } : {};
     const threads = createGatewayThreads({ project, runtime, upstreams, config, describeTool, steps, budgets, ...(config.recordChats && options.unattended !== true ? { journal: threadJournal(kernel.journal, { kernel: kernel.kernel }) } : {}) });
     threadRuntime = threads;
@@ -217,6 +223,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
       threads,
       auth,
       budgets,
+      sharedStateWhere: shared.where,
       endStreams: () => streams.abort(),
       async close() {
         shuttingDown = true;

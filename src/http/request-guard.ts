@@ -10,6 +10,7 @@ import type { ClientAuth } from '../clients/client-auth.js';
 import { clientUseRefusal } from '../clients/access.js';
 import { LOCAL_CALLER } from '../clients/client-auth.js';
 import type { Caller } from '../policy/caller.js';
+import { createMemoryRequestSlots, type RequestSlots, type SlotTake } from '../clients/request-slots.js';
 import { sentDirectly } from './node-bindings.js';
 import { trackBody } from './track-body.js';
 
@@ -24,13 +25,15 @@ export interface RequestGuardOptions {
   auth?: ClientAuth;
   /** Requests one client may have running at once (streams count until they end); default 64. */
   maxConcurrentPerClient?: number;
+  /** Where running requests are counted: shared by replicas (Redis); default, this process. */
+  slots?: RequestSlots;
 }
 
 export interface RequestGuard {
   middleware: MiddlewareHandler;
   /** The client a request was admitted for; undefined on routes that admit anyone (/healthz) when no key came. */
   callerOf(request: Request): Caller | undefined;
-  /** Requests running now, per client. */
+  /** Requests running now through this process, per client. */
   running(): Record<string, number>;
 }
 
@@ -43,7 +46,7 @@ export function createRequestGuard(options: RequestGuardOptions): RequestGuard {
   const maxConcurrent = options.maxConcurrentPerClient ?? DEFAULT_MAX_CONCURRENT_PER_CLIENT;
   const callers = new WeakMap<Request, Caller>();
   const mcpOrigins = [...options.allowedOrigins, ...(options.mcpOrigins ?? [])];
-  const running = new Map<string, number>();
+  const slots = options.slots ?? createMemoryRequestSlots();
 
   const middleware: MiddlewareHandler = async (c, next) => {
     const host = c.req.header('host') ?? new URL(c.req.url).host;
@@ -73,19 +76,16 @@ export function createRequestGuard(options: RequestGuardOptions): RequestGuard {
     const refusal = c.req.path.startsWith('/v0/') || c.req.path === '/metrics' ? undefined : clientUseRefusal(caller);
     if (refusal !== undefined) return refuse(c, 403, 'permission_error', refusal);
 
-    const now = running.get(caller.client) ?? 0;
-    if (now >= maxConcurrent) {
-      return refuse(c, 429, 'rate_limit_error', `Client ${caller.client} already has ${now} requests running, the most one client may; wait for one to finish (raise \`limits.max_concurrent_requests_per_client\` in .ai/config/gateway.yaml if this is expected)`, { 'retry-after': '1' });
+    let slot: SlotTake;
+    try {
+      slot = await slots.acquire(caller.client, maxConcurrent);
+    } catch (error) {
+      return refuse(c, 503, 'api_error', `${error instanceof Error ? error.message : String(error)}; requests are refused until it answers again`, { 'retry-after': '1' });
     }
-    running.set(caller.client, now + 1);
-    let ended = false;
-    const end = (): void => {
-      if (ended) return;
-      ended = true;
-      const left = (running.get(caller.client) ?? 1) - 1;
-      if (left <= 0) running.delete(caller.client);
-      else running.set(caller.client, left);
-    };
+    if (!slot.ok) {
+      return refuse(c, 429, 'rate_limit_error', `Client ${caller.client} already has ${slot.running} requests running, the most one client may; wait for one to finish (raise \`limits.max_concurrent_requests_per_client\` in .ai/config/gateway.yaml if this is expected)`, { 'retry-after': '1' });
+    }
+    const end = slot.release;
     try {
       await next();
     } catch (error) {
@@ -97,7 +97,7 @@ export function createRequestGuard(options: RequestGuardOptions): RequestGuard {
     else c.res = trackBody(c.res, end);
   };
 
-  return { middleware, callerOf: (request) => callers.get(request), running: () => Object.fromEntries(running) };
+  return { middleware, callerOf: (request) => callers.get(request), running: () => slots.held() };
 }
 
 /** The kernel's error codes (its §3) for the refusals here. */

@@ -1,11 +1,11 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { processAlive } from '../../src/process-alive.js';
 import { abandonedEntries } from './abandoned-entries.js';
+import { freePort } from './free-port.js';
 
 /**
  * A real Postgres server for the tests, from Debian's `postgresql` package (.ci/run installs it):
@@ -49,17 +49,6 @@ function readPidLine(file: string): string {
   }
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
 /** `<tmp>/kiwi-postgres-<pid of the process that started it>-XXXXXX/`: its cluster and socket. */
 const DIR_PREFIX = 'kiwi-postgres-';
 
@@ -78,7 +67,7 @@ function removeAbandonedServers(): void {
   }
 }
 
-function commandLine(pid: number): string {
+export function commandLine(pid: number): string {
   try {
     return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
   } catch {

@@ -5,6 +5,7 @@ import pg from 'pg';
 import { inject } from 'vitest';
 import { KERNEL_STATE_DIR } from '../../src/kernel/open-kernel.js';
 import { startPostgres, type PostgresServer } from './postgres-server.js';
+import { startRedis } from './redis-server.js';
 import { REPO_ROOT } from './temp-project.js';
 
 /**
@@ -13,7 +14,7 @@ import { REPO_ROOT } from './temp-project.js';
  * then it makes its own, slowly, as the tests did before there was a global setup.
  */
 
-type Provided = 'kiwiKernelTemplate' | 'kiwiDemoTemplate' | 'kiwiPostgresUrl' | 'kiwiCli';
+type Provided = 'kiwiKernelTemplate' | 'kiwiDemoTemplate' | 'kiwiPostgresUrl' | 'kiwiRedisUrl' | 'kiwiCli';
 
 function provided(key: Provided): string | undefined {
   try {
@@ -104,4 +105,20 @@ export async function postgresDatabase(): Promise<PostgresServer> {
       }
     },
   };
+}
+
+/**
+ * The run's Redis server and a key prefix of the caller's own (`kiwi-test:<pid>:<n>:`), so files
+ * sharing the server never see each other's keys (every key the gateway writes expires by itself,
+ * and the server ends with the run). Without the global setup's server, a server of its own,
+ * stopped by stop().
+ */
+export async function redisForTest(): Promise<{ url: string; prefix: string; stop(): Promise<void> }> {
+  const prefix = `kiwi-test:${process.pid}:${++counter}:`;
+  const url = provided('kiwiRedisUrl');
+  if (url === undefined) {
+    const own = await startRedis();
+    return { url: own.url, prefix, stop: own.stop };
+  }
+  return { url, prefix, stop: async () => undefined };
 }

@@ -13,6 +13,7 @@ import { migrate } from '../../src/store/sql/migrate.js';
 import { openPostgresDb } from '../../src/store/sql/postgres-db.js';
 import { abandonedEntries } from '../helpers/abandoned-entries.js';
 import { postgresAvailable, startPostgres, type PostgresServer } from '../helpers/postgres-server.js';
+import { redisAvailable, startRedis } from '../helpers/redis-server.js';
 import { copyDemoProject } from '../helpers/demo-project.js';
 import { CLI_BUILD_PREFIX, TEMPLATE_DATABASE } from '../helpers/run-resources.js';
 import { REPO_ROOT } from '../helpers/temp-project.js';
@@ -30,6 +31,8 @@ import { REPO_ROOT } from '../helpers/temp-project.js';
  * - `kiwiPostgresUrl`: one Postgres server for the run, with a migrated database
  *   `kiwi_template` that each test file clones (CREATE DATABASE … TEMPLATE), or '' where no
  *   server is installed (the tests that need one skip then, as before).
+ * - `kiwiRedisUrl`: one Redis server for the run (test files keep apart by key prefix), or ''
+ *   where none is installed.
  * - `kiwiCli`: src/ compiled to JavaScript once (esbuild, file by file, as `npm run build`
  *   lays out dist/), for the tests that run `kiwi` as a process: node starts it in about half
  *   the time `node --import tsx src/app/main.ts` takes, and a user without tsx's cache (another
@@ -45,6 +48,7 @@ declare module 'vitest' {
     kiwiKernelTemplate: string;
     kiwiDemoTemplate: string;
     kiwiPostgresUrl: string;
+    kiwiRedisUrl: string;
     kiwiCli: string;
   }
 }
@@ -152,15 +156,16 @@ async function startTemplatePostgres(): Promise<PostgresServer | undefined> {
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   // All at once: PGlite's initdb (when the kernel template is not cached) and esbuild in
-  // processes of their own, Postgres's in its, the embedder's model in a worker thread.
-  const [kernel, demo, server, cli] = await Promise.allSettled([kernelTemplate(), buildDemoTemplate(), startTemplatePostgres(), buildCli()]);
+  // processes of their own, Postgres's and Redis's in theirs, the embedder's model in a worker thread.
+  const [kernel, demo, server, cli, redis] = await Promise.allSettled([kernelTemplate(), buildDemoTemplate(), startTemplatePostgres(), buildCli(), redisAvailable() ? startRedis() : undefined]);
   const teardown = async (): Promise<void> => {
     if (server.status === 'fulfilled') await server.value?.stop();
+    if (redis.status === 'fulfilled') await redis.value?.stop();
     if (demo.status === 'fulfilled') rmSync(demo.value, { recursive: true, force: true });
     rmSync(path.join(REPO_ROOT, `${CLI_BUILD_PREFIX}${process.pid}`), { recursive: true, force: true });
   };
-  const failed = [kernel, demo, server, cli].find((r) => r.status === 'rejected');
-  if (failed !== undefined || kernel.status === 'rejected' || demo.status === 'rejected' || server.status === 'rejected' || cli.status === 'rejected') {
+  const failed = [kernel, demo, server, cli, redis].find((r) => r.status === 'rejected');
+  if (failed !== undefined || kernel.status === 'rejected' || demo.status === 'rejected' || server.status === 'rejected' || cli.status === 'rejected' || redis.status === 'rejected') {
     await teardown();
     throw (failed as PromiseRejectedResult).reason;
   }
@@ -168,6 +173,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   project.provide('kiwiKernelTemplate', kernel.value);
   project.provide('kiwiDemoTemplate', demo.value);
   project.provide('kiwiPostgresUrl', server.value?.url ?? '');
+  project.provide('kiwiRedisUrl', redis.value?.url ?? '');
   project.provide('kiwiCli', cli.value);
   return teardown;
 }

@@ -31,10 +31,15 @@ export async function serveCommand(ctx: CliContext): Promise<number> {
     const listener = await listen((request, env) => gateway.app.fetch(request, env), { host, port: port ?? config.port, ...config.listen });
     const { registry } = project;
     ctx.io.out(`Kiwi Gateway listening on ${listener.url}`);
-    ctx.io.out(`project ${project.root}: ${runtime.toolCount} resolvable tools (${registry.tools.size} in all, ${registry.errors.length} invalid${registry.warnings.length > 0 ? `, ${registry.warnings.length} warnings: run \`kiwi tools validate\`` : ''}), ${registry.directives.size} directives, ${registry.knowledge.size} knowledge entries; ${project.policy.label}`);
+    ctx.io.out(`project ${project.root}: ${runtime.toolCount} resolvable ${runtime.toolCount === 1 ? 'tool' : 'tools'} (${registry.tools.size} in all, ${registry.errors.length} invalid${registry.warnings.length > 0 ? `, ${registry.warnings.length} warnings: run \`kiwi tools validate\`` : ''}), ${registry.directives.size} directives, ${registry.knowledge.size} knowledge entries; ${project.policy.label}`);
     ctx.io.out(`resolver: ${runtime.embedderId}; audit log ${project.auditDir} (session ${project.session})`);
     ctx.io.out(describeGatewayConfig(config, listener.url));
     ctx.io.out(describeAccess(access, config.allowedHosts, host));
+    ctx.io.out(
+      gateway.sharedStateWhere === 'this process'
+        ? 'limits: rate limits and running requests counted in this process (set REDIS_URL to share them between replicas: docs/replicas.md)'
+        : `limits: rate limits and running requests shared with other replicas through ${gateway.sharedStateWhere}`,
+    );
     const p = config.prefetch;
     ctx.io.out(
       p.enabled

@@ -1,0 +1,48 @@
+import { createMemoryRequestSlots, type RequestSlots } from '../clients/request-slots.js';
+import { createMemoryTokenBuckets, type TokenBuckets } from '../policy/token-buckets.js';
+import { connectRedis, shownRedisUrl } from './redis-client.js';
+import { createRedisRequestSlots } from './redis-request-slots.js';
+import { createRedisTokenBuckets } from './redis-token-buckets.js';
+
+/**
+ * What the replicas of one gateway must agree on that is counted, not stored: the policy's rate
+ * limits and each client's running requests (DESIGN §7). In Redis when `REDIS_URL` is set, so any
+ * number of `kiwi serve` processes enforce one limit together; otherwise in this process, which
+ * is exactly right for one gateway and needs nothing installed.
+ */
+export interface SharedState {
+  /** Where: "this process", or the Redis URL (password masked). */
+  readonly where: string;
+  buckets: TokenBuckets;
+  slots: RequestSlots;
+  close(): Promise<void>;
+}
+
+export const DEFAULT_REDIS_PREFIX = 'kiwi:';
+
+export interface SharedStateOptions {
+  /** `redis://…` or `rediss://…`; absent or empty, everything stays in this process. */
+  redisUrl?: string;
+  /** Put before every key, so that two deployments can share one Redis; default `kiwi:`. */
+  prefix?: string;
+  log?: (line: string) => void;
+}
+
+export async function openSharedState(options: SharedStateOptions): Promise<SharedState> {
+  const url = options.redisUrl;
+  if (url === undefined || url === '') {
+    return { where: 'this process', buckets: createMemoryTokenBuckets(), slots: createMemoryRequestSlots(), close: async () => undefined };
+  }
+  const redis = await connectRedis(url, options.log ? { log: options.log } : {});
+  const prefix = options.prefix || DEFAULT_REDIS_PREFIX;
+  const slots = createRedisRequestSlots(redis, { url, prefix });
+  return {
+    where: shownRedisUrl(url),
+    buckets: createRedisTokenBuckets(redis, { url, prefix }),
+    slots,
+    async close() {
+      slots.close();
+      await redis.close().catch(() => redis.destroy());
+    },
+  };
+}

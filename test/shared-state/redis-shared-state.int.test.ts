@@ -1,0 +1,175 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isKiwiError } from '../../src/errors.js';
+import { connectRedis, shownRedisUrl, type Redis } from '../../src/shared-state/redis-client.js';
+import { createRedisRequestSlots } from '../../src/shared-state/redis-request-slots.js';
+import { createRedisTokenBuckets } from '../../src/shared-state/redis-token-buckets.js';
+import { openSharedState } from '../../src/shared-state/shared-state.js';
+import { redisAvailable, startRedis } from '../helpers/redis-server.js';
+import { redisForTest } from '../helpers/run-resources.js';
+
+/**
+ * The Redis side of shared-state/ against a real redis-server: two connections stand for two
+ * replicas. What the in-process versions promise (policy/token-buckets.ts,
+ * clients/request-slots.ts) must hold across them.
+ */
+describe.skipIf(!redisAvailable())('shared state in Redis', () => {
+  let server: Awaited<ReturnType<typeof redisForTest>>;
+  let a: Redis;
+  let b: Redis;
+  let n = 0;
+  /** A prefix per test, so none sees another's buckets or leases. */
+  const prefix = (): string => `${server.prefix}${++n}:`;
+
+  beforeAll(async () => {
+    server = await redisForTest();
+    [a, b] = await Promise.all([connectRedis(server.url), connectRedis(server.url)]);
+  });
+  afterAll(async () => {
+    await Promise.allSettled([a?.close(), b?.close()]);
+    await server?.stop();
+  });
+
+  describe('token buckets', () => {
+    it('lets a burst of max through across replicas, then refuses with the time until a token', async () => {
+      const p = prefix();
+      const [one, two] = [createRedisTokenBuckets(a, { url: server.url, prefix: p }), createRedisTokenBuckets(b, { url: server.url, prefix: p })];
+      const need = [{ key: 'client alice', max: 3, perMs: 60_000 }];
+      expect(await one.take(need)).toEqual({ ok: true });
+      expect(await one.take(need)).toEqual({ ok: true });
+      expect(await two.take(need)).toEqual({ ok: true });
+      const refused = await two.take(need);
+      expect(refused).toMatchObject({ ok: false, empty: 0 });
+      // One token comes back every 20 s at 3 a minute; a few ms have passed since the last take.
+      expect(refused.ok === false && refused.retryMs).toBeGreaterThan(19_000);
+      expect(refused.ok === false && refused.retryMs).toBeLessThanOrEqual(20_000);
+      expect(await one.take([{ key: 'client bob', max: 3, perMs: 60_000 }])).toEqual({ ok: true });
+    });
+
+    it('takes from every bucket or from none', async () => {
+      const buckets = createRedisTokenBuckets(a, { url: server.url, prefix: prefix() });
+      const tool = { key: 'tool x', max: 1, perMs: 60_000 };
+      const client = { key: 'client', max: 5, perMs: 60_000 };
+      expect(await buckets.take([client, tool])).toEqual({ ok: true });
+      expect(await buckets.take([client, tool])).toMatchObject({ ok: false, empty: 1 });
+      // The refused call cost the client bucket nothing: 4 of 5 are left.
+      for (let i = 0; i < 4; i++) expect(await buckets.take([client])).toEqual({ ok: true });
+      expect(await buckets.take([client])).toMatchObject({ ok: false, empty: 0 });
+    });
+
+    it('refills with time, and a bucket expires once it would be full again', async () => {
+      const p = prefix();
+      const buckets = createRedisTokenBuckets(a, { url: server.url, prefix: p });
+      const fast = [{ key: 'fast', max: 2, perMs: 200 }];
+      expect(await buckets.take(fast)).toEqual({ ok: true });
+      expect(await buckets.take(fast)).toEqual({ ok: true });
+      const refused = await buckets.take(fast);
+      expect(refused.ok).toBe(false);
+      await new Promise((r) => setTimeout(r, refused.ok ? 0 : refused.retryMs + 5));
+      expect(await buckets.take(fast)).toEqual({ ok: true });
+      const keys = await a.keys(`${p}*`);
+      expect(keys).toHaveLength(1);
+      const ttl = await a.pTTL(keys[0]!);
+      expect(ttl).toBeGreaterThan(0);
+      expect(ttl).toBeLessThanOrEqual(200);
+    });
+
+    it('spends the last token once when replicas race for it', async () => {
+      const p = prefix();
+      const [one, two] = [createRedisTokenBuckets(a, { url: server.url, prefix: p }), createRedisTokenBuckets(b, { url: server.url, prefix: p })];
+      const need = [{ key: 'raced', max: 10, perMs: 3_600_000 }];
+      const results = await Promise.all(Array.from({ length: 60 }, (_, i) => (i % 2 === 0 ? one : two).take(need)));
+      expect(results.filter((r) => r.ok)).toHaveLength(10);
+    });
+
+    it('loads its script again when Redis has forgotten it (a restart, SCRIPT FLUSH)', async () => {
+      const buckets = createRedisTokenBuckets(a, { url: server.url, prefix: prefix() });
+      expect(await buckets.take([{ key: 'k', max: 2, perMs: 60_000 }])).toEqual({ ok: true });
+      await a.scriptFlush();
+      expect(await buckets.take([{ key: 'k', max: 2, perMs: 60_000 }])).toEqual({ ok: true });
+      expect((await buckets.take([{ key: 'k', max: 2, perMs: 60_000 }])).ok).toBe(false);
+    });
+  });
+
+  describe('request slots', () => {
+    it('caps a client’s running requests across replicas, and a release frees a slot for any of them', async () => {
+      const p = prefix();
+      const [one, two] = [createRedisRequestSlots(a, { url: server.url, prefix: p }), createRedisRequestSlots(b, { url: server.url, prefix: p })];
+      try {
+        const first = await one.acquire('alice', 2);
+        const second = await two.acquire('alice', 2);
+        expect([first.ok, second.ok]).toEqual([true, true]);
+        expect(await one.acquire('alice', 2)).toEqual({ ok: false, running: 2 });
+        expect((await two.acquire('bob', 2)).ok).toBe(true);
+        expect(one.held()).toEqual({ alice: 1 });
+        if (first.ok) first.release();
+        if (first.ok) first.release(); // twice: still one slot back, not two
+        await expect.poll(async () => (await two.acquire('alice', 2)).ok).toBe(true);
+        expect(await one.acquire('alice', 2)).toEqual({ ok: false, running: 2 });
+        expect(one.held()).toEqual({});
+      } finally {
+        one.close();
+        two.close();
+      }
+    });
+
+    it('keeps a running request’s lease alive past its TTL, and gives back the slots of a replica that died', async () => {
+      const p = prefix();
+      const ttlMs = 300;
+      const survivor = createRedisRequestSlots(a, { url: server.url, prefix: p, ttlMs });
+      const dying = createRedisRequestSlots(b, { url: server.url, prefix: p, ttlMs });
+      try {
+        expect((await survivor.acquire('carol', 2)).ok).toBe(true);
+        expect((await dying.acquire('carol', 2)).ok).toBe(true);
+        dying.close(); // stops renewing without releasing: what a SIGKILL leaves
+        await new Promise((r) => setTimeout(r, ttlMs * 3));
+        // The dead replica's lease lapsed; the survivor's, renewed, still counts.
+        expect((await survivor.acquire('carol', 2)).ok).toBe(true);
+        expect(await survivor.acquire('carol', 2)).toEqual({ ok: false, running: 2 });
+      } finally {
+        survivor.close();
+        dying.close();
+      }
+    });
+  });
+
+  it('opens in this process without a URL, and says where it is', async () => {
+    const here = await openSharedState({});
+    expect(here.where).toBe('this process');
+    await here.close();
+    const there = await openSharedState({ redisUrl: server.url, prefix: prefix() });
+    try {
+      expect(there.where).toBe(`${server.url}`);
+    } finally {
+      await there.close();
+    }
+    expect(shownRedisUrl('redis://kiwi:s3cret@redis.internal:6379/2')).toBe('redis://kiwi:***@redis.internal:6379/2');
+  });
+
+  it('refuses a URL that is not Redis, and says what to fix when Redis cannot be reached', async () => {
+    await expect(openSharedState({ redisUrl: 'http://127.0.0.1:6379' })).rejects.toThrow(/REDIS_URL must start with redis:\/\/ or rediss:\/\//);
+    const gone = await startRedis();
+    await gone.stop();
+    const error = await openSharedState({ redisUrl: gone.url }).catch((e: unknown) => e);
+    expect(isKiwiError(error, 'UNAVAILABLE')).toBe(true);
+    expect((error as Error).message).toMatch(/cannot connect to the Redis of REDIS_URL \(redis:\/\/127\.0\.0\.1:\d+\/?\).*unset REDIS_URL/);
+  });
+
+  it('refuses, promptly and saying why, while Redis is away', async () => {
+    const own = await startRedis();
+    const redis = await connectRedis(own.url);
+    const buckets = createRedisTokenBuckets(redis, { url: own.url, prefix: prefix() });
+    const slots = createRedisRequestSlots(redis, { url: own.url, prefix: prefix() });
+    try {
+      expect(await buckets.take([{ key: 'k', max: 1, perMs: 1000 }])).toEqual({ ok: true });
+      await own.stop();
+      const error = await buckets.take([{ key: 'k', max: 1, perMs: 1000 }]).catch((e: unknown) => e);
+      expect(isKiwiError(error, 'UNAVAILABLE')).toBe(true);
+      expect((error as Error).message).toMatch(/^Redis \(redis:\/\/127\.0\.0\.1:\d+\/?\) did not answer a rate limit check: /);
+      await expect(slots.acquire('dave', 1)).rejects.toThrow(/did not answer a concurrency check/);
+    } finally {
+      slots.close();
+      redis.destroy();
+      await own.stop();
+    }
+  });
+});

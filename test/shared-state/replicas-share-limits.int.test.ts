@@ -1,0 +1,53 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { serveDemoGateway, type DemoGateway } from '../helpers/demo-gateway.js';
+import { redisAvailable } from '../helpers/redis-server.js';
+import { redisForTest } from '../helpers/run-resources.js';
+
+/**
+ * Two gateways on one Redis (REDIS_URL), each on its own copy of one project, as two replicas
+ * run: a client's rate limit and its cap on running requests hold across both, where each
+ * gateway alone used to keep its own (3 calls through one, a 4th through the other still ran).
+ */
+describe.skipIf(!redisAvailable())('replicas share rate limits and concurrency caps through Redis', () => {
+  let redis: Awaited<ReturnType<typeof redisForTest>>;
+  let replicas: DemoGateway[] = [];
+
+  beforeAll(async () => {
+    redis = await redisForTest();
+    const limited = (root: string): void => {
+      const policy = path.join(root, '.ai', 'config', 'policy.yaml');
+      writeFileSync(policy, readFileSync(policy, 'utf8').replace('per_client: { max: 600, per_ms: 60000 }', 'per_client: { max: 3, per_ms: 3600000 }'));
+    };
+    const open = (): Promise<DemoGateway> => serveDemoGateway({ prepare: limited, config: 'limits: { max_concurrent_requests_per_client: 1 }', extraEnv: { REDIS_URL: redis.url, KIWI_REDIS_PREFIX: redis.prefix } });
+    replicas = await Promise.all([open(), open()]);
+  });
+  afterAll(async () => {
+    await Promise.allSettled(replicas.map((r) => r.close()));
+    await redis?.stop();
+  });
+
+  it('a client limited to 3 calls gets 3, wherever it sends them', async () => {
+    const [a, b] = replicas as [DemoGateway, DemoGateway];
+    const call = (replica: DemoGateway) => replica.gateway.project.proxy.call({ tool: 'word_count', args: { path: 'README.md' }, session: 'limits', client: 'alice', source: 'gateway' });
+    for (const replica of [a, b, a]) expect((await call(replica)).status).toBe('ok');
+    const fourth = await call(b);
+    expect(fourth).toMatchObject({ status: 'denied', reason: expect.stringContaining('rate limit for client `alice` (3 per 3600000 ms) is used up') });
+    // Another client has its own limit.
+    expect((await b.gateway.project.proxy.call({ tool: 'word_count', args: { path: 'README.md' }, session: 'limits', client: 'bob', source: 'gateway' })).status).toBe('ok');
+  });
+
+  it('a client allowed one running request cannot run a second through the other replica', async () => {
+    const [a, b] = replicas as [DemoGateway, DemoGateway];
+    // An agent's event stream counts as a running request until it ends.
+    const stream = new AbortController();
+    const open = await fetch(`${a.server.url}/v0/agents/stream?agent_id=limits&consumer_id=c1`, { signal: stream.signal });
+    expect(open.status).toBe(200);
+    const refused = await fetch(`${b.server.url}/v1/models`);
+    expect(refused.status).toBe(429);
+    expect(await refused.json()).toMatchObject({ error: { message: expect.stringContaining('Client local already has 1 requests running') } });
+    stream.abort();
+    await expect.poll(async () => (await fetch(`${b.server.url}/v1/models`)).status).toBe(200);
+  });
+});

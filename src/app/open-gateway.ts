@@ -88,11 +88,11 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     return threadRuntime;
   };
   const port: ThreadPort = { spawn: (plan, call) => runtimeOfThreads().port.spawn(plan, call), background: (plan, call) => runtimeOfThreads().port.background(plan, call) };
-  // Rate limits and concurrency caps: in Redis when replicas share them (REDIS_URL), else here.
+  // Rate limits, concurrency caps and the loop detector: in Redis when replicas share them (REDIS_URL), else here.
   const shared = await openSharedState({ redisUrl: options.env['REDIS_URL'], prefix: options.env['KIWI_REDIS_PREFIX'], ...(options.log ? { log: options.log } : {}) });
   const opened: { close(): Promise<void> }[] = [shared];
   try {
-    const project = await openProject({ ...options, source: 'gateway', threads: port, buckets: shared.buckets });
+    const project = await openProject({ ...options, source: 'gateway', threads: port, buckets: shared.buckets, loops: shared.loops });
     opened.unshift(project);
     const config = await loadGatewayConfig(path.join(project.root, '.ai', 'config', 'gateway.yaml'), { env: options.env, root: project.root });
     // The two slow opens at once: the embedder loads in a worker thread while PGlite starts on

@@ -20,10 +20,12 @@ export interface LoopObservation {
   count: number;
 }
 
+/** Counts per caller (the proxy passes the client); here, or in Redis when replicas share it (shared-state/redis-loop-detector.ts). */
 export interface LoopDetector {
-  observe(sessionId: string, toolId: string, args: unknown): LoopObservation;
-  /** Drops what is known about a session, e.g. when it ends. */
-  forget(sessionId: string): void;
+  observe(sessionId: string, toolId: string, args: unknown): Promise<LoopObservation>;
+}
+
+export interface MemoryLoopDetector extends LoopDetector {
   stats(): { sessions: number; calls: number };
 }
 
@@ -33,15 +35,18 @@ interface SessionCalls {
   calls: Map<string, number[]>;
 }
 
-const MAX_STAMPS = 1024;
+/** Most stamps kept per call, and so the highest count. */
+export const MAX_LOOP_STAMPS = 1024;
+export const DEFAULT_LOOP_THRESHOLD = 3;
+export const DEFAULT_LOOP_WINDOW_MS = 60_000;
 
 /**
  * Counts identical calls (same tool, same arguments up to key order) per session within a
  * sliding window, so an agent repeating itself can be flagged before it burns its budget.
  */
-export function createLoopDetector(options: LoopDetectorOptions = {}): LoopDetector {
-  const threshold = checkInt('threshold', options.threshold ?? 3, 1, MAX_STAMPS);
-  const windowMs = checkInt('windowMs', options.windowMs ?? 60_000, 1, 7 * 24 * 3_600_000);
+export function createLoopDetector(options: LoopDetectorOptions = {}): MemoryLoopDetector {
+  const threshold = checkInt('threshold', options.threshold ?? DEFAULT_LOOP_THRESHOLD, 1, MAX_LOOP_STAMPS);
+  const windowMs = checkInt('windowMs', options.windowMs ?? DEFAULT_LOOP_WINDOW_MS, 1, 7 * 24 * 3_600_000);
   const maxSessions = checkInt('maxSessions', options.maxSessions ?? 1024, 1, 1_000_000);
   const maxCalls = checkInt('maxCallsPerSession', options.maxCallsPerSession ?? 256, 1, 1_000_000);
   const now = options.now ?? (() => new Date());
@@ -56,11 +61,8 @@ export function createLoopDetector(options: LoopDetectorOptions = {}): LoopDetec
   }
 
   return {
-    observe(sessionId, toolId, args) {
-      if (typeof sessionId !== 'string' || typeof toolId !== 'string') {
-        throw new KiwiError('INVALID_INPUT', 'loop detector needs a session id and a tool id as strings');
-      }
-      const key = callKey(toolId, args);
+    async observe(sessionId, toolId, args) {
+      const key = loopCallKey(sessionId, toolId, args);
       // Arguments that cannot be serialised cannot be compared; never call them a loop.
       if (key === undefined) return { stuck: false, count: 1 };
       const t = now().getTime();
@@ -78,7 +80,7 @@ export function createLoopDetector(options: LoopDetectorOptions = {}): LoopDetec
 
       const stamps = (session.calls.get(key) ?? []).filter((stamp) => stamp > cutoff);
       stamps.push(t);
-      if (stamps.length > MAX_STAMPS) stamps.splice(0, stamps.length - MAX_STAMPS);
+      if (stamps.length > MAX_LOOP_STAMPS) stamps.splice(0, stamps.length - MAX_LOOP_STAMPS);
       session.calls.delete(key);
       session.calls.set(key, stamps);
       for (const [k, times] of session.calls) {
@@ -88,9 +90,6 @@ export function createLoopDetector(options: LoopDetectorOptions = {}): LoopDetec
       }
       return { stuck: stamps.length >= threshold, count: stamps.length };
     },
-    forget(sessionId) {
-      sessions.delete(sessionId);
-    },
     stats() {
       let calls = 0;
       for (const session of sessions.values()) calls += session.calls.size;
@@ -99,8 +98,14 @@ export function createLoopDetector(options: LoopDetectorOptions = {}): LoopDetec
   };
 }
 
-/** A fixed-size key, so huge arguments do not make the detector's memory grow. */
-function callKey(toolId: string, args: unknown): string | undefined {
+/**
+ * A fixed-size key for the call, so huge arguments do not make the detector's memory grow;
+ * undefined for arguments that cannot be serialised (they cannot be compared: never a loop).
+ */
+export function loopCallKey(sessionId: string, toolId: string, args: unknown): string | undefined {
+  if (typeof sessionId !== 'string' || typeof toolId !== 'string') {
+    throw new KiwiError('INVALID_INPUT', 'loop detector needs a session id and a tool id as strings');
+  }
   let json: string;
   try {
     json = canonicalJson([toolId, args]);

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { createAuditLog, type AuditLog } from '../audit/audit-log.js';
 import { readCheckpointSettings } from '../checkpoints/checkpoint-config.js';
 import { createCheckpointer, type Checkpointer } from '../checkpoints/checkpointer.js';
-import { createLoopDetector } from '../audit/loop-detector.js';
+import { createLoopDetector, type LoopDetector } from '../audit/loop-detector.js';
 import { grantFor } from '../executor/execute-plan.js';
 import { createMcpClientPool, type McpClientPool } from '../mcp-client/client-pool.js';
 import { loadPolicyFile } from '../policy/policy-file.js';
@@ -31,6 +31,8 @@ export interface ProjectOptions {
   threads?: ThreadPort;
   /** Where the policy's rate limits keep count: shared by replicas (Redis); absent, in this process. */
   buckets?: TokenBuckets;
+  /** Where repeated calls are counted: shared by replicas (Redis); absent, in this process. */
+  loops?: LoopDetector;
 }
 
 /** Everything one process needs to run tools for a project, wired once and closed once. */
@@ -80,7 +82,7 @@ export async function openProject(options: ProjectOptions): Promise<Project> {
     context: policy,
     primitives: { http, mcp, sandbox },
     audit,
-    loops: createLoopDetector(),
+    loops: options.loops ?? createLoopDetector(),
     rateLimiter: createRateLimiter({ root, ...(options.buckets ? { buckets: options.buckets } : {}) }),
     plan: { root, env: options.env },
     checkpoints,

@@ -1,12 +1,14 @@
+import { createLoopDetector, type LoopDetector } from '../audit/loop-detector.js';
 import { createMemoryRequestSlots, type RequestSlots } from '../clients/request-slots.js';
 import { createMemoryTokenBuckets, type TokenBuckets } from '../policy/token-buckets.js';
 import { connectRedis, shownRedisUrl } from './redis-client.js';
+import { createRedisLoopDetector } from './redis-loop-detector.js';
 import { createRedisRequestSlots } from './redis-request-slots.js';
 import { createRedisTokenBuckets } from './redis-token-buckets.js';
 
 /**
  * What the replicas of one gateway must agree on that is counted, not stored: the policy's rate
- * limits and each client's running requests (DESIGN §7). In Redis when `REDIS_URL` is set, so any
+ * limits, each client's running requests and its repeated calls (DESIGN §7). In Redis when `REDIS_URL` is set, so any
  * number of `kiwi serve` processes enforce one limit together; otherwise in this process, which
  * is exactly right for one gateway and needs nothing installed.
  */
@@ -15,6 +17,7 @@ export interface SharedState {
   readonly where: string;
   buckets: TokenBuckets;
   slots: RequestSlots;
+  loops: LoopDetector;
   close(): Promise<void>;
 }
 
@@ -31,7 +34,7 @@ export interface SharedStateOptions {
 export async function openSharedState(options: SharedStateOptions): Promise<SharedState> {
   const url = options.redisUrl;
   if (url === undefined || url === '') {
-    return { where: 'this process', buckets: createMemoryTokenBuckets(), slots: createMemoryRequestSlots(), close: async () => undefined };
+    return { where: 'this process', buckets: createMemoryTokenBuckets(), slots: createMemoryRequestSlots(), loops: createLoopDetector(), close: async () => undefined };
   }
   const redis = await connectRedis(url, options.log ? { log: options.log } : {});
   const prefix = options.prefix || DEFAULT_REDIS_PREFIX;
@@ -40,6 +43,7 @@ export async function openSharedState(options: SharedStateOptions): Promise<Shar
     where: shownRedisUrl(url),
     buckets: createRedisTokenBuckets(redis, { url, prefix }),
     slots,
+    loops: createRedisLoopDetector(redis, { url, prefix }),
     async close() {
       slots.close();
       await redis.close().catch(() => redis.destroy());

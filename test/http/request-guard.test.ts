@@ -51,6 +51,18 @@ describe('request guard', () => {
     expect((await post(hono, 'a')).status).toBe(200);
   });
 
+  it('refuses with 503, saying why, when running requests cannot be counted (shared state away)', async () => {
+    const slots = { acquire: () => Promise.reject(new Error('Redis (redis://cache:6379) did not answer a concurrency check: connection refused')), held: () => ({}) };
+    const guard = createRequestGuard({ allowedHosts: ['localhost'], allowedOrigins: [], auth, slots });
+    const hono = new Hono();
+    hono.use('*', guard.middleware);
+    hono.post('/v1/chat/completions', (c) => c.json({ ran: true }));
+    const res = await post(hono, 'a');
+    expect(res.status).toBe(503);
+    expect(res.headers.get('retry-after')).toBe('1');
+    expect(((await res.json()) as { error: { message: string } }).error.message).toBe('Redis (redis://cache:6379) did not answer a concurrency check: connection refused; requests are refused until it answers again');
+  });
+
   it('answers refusals on /mcp as JSON-RPC, and 401 with WWW-Authenticate', async () => {
     const { hono } = app(2);
     const res = await hono.request('/mcp', { method: 'POST' });

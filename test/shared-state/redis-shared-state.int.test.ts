@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isKiwiError } from '../../src/errors.js';
 import { connectRedis, shownRedisUrl, type Redis } from '../../src/shared-state/redis-client.js';
+import { createRedisLoopDetector } from '../../src/shared-state/redis-loop-detector.js';
 import { createRedisRequestSlots } from '../../src/shared-state/redis-request-slots.js';
 import { createRedisTokenBuckets } from '../../src/shared-state/redis-token-buckets.js';
 import { openSharedState } from '../../src/shared-state/shared-state.js';
@@ -129,6 +130,29 @@ describe.skipIf(!redisAvailable())('shared state in Redis', () => {
         survivor.close();
         dying.close();
       }
+    });
+  });
+
+  describe('loop detector', () => {
+    it('counts a client’s identical calls across replicas, apart from other calls and clients', async () => {
+      const p = prefix();
+      const [one, two] = [createRedisLoopDetector(a, { url: server.url, prefix: p }), createRedisLoopDetector(b, { url: server.url, prefix: p })];
+      expect(await one.observe('alice', 'read_file', { path: 'a', n: [1, { y: 2, x: 1 }] })).toEqual({ stuck: false, count: 1 });
+      expect(await two.observe('alice', 'read_file', { n: [1, { x: 1, y: 2 }], path: 'a' })).toEqual({ stuck: false, count: 2 });
+      expect(await two.observe('alice', 'read_file', { path: 'b' })).toEqual({ stuck: false, count: 1 });
+      expect(await two.observe('bob', 'read_file', { path: 'a', n: [1, { x: 1, y: 2 }] })).toEqual({ stuck: false, count: 1 });
+      expect(await one.observe('alice', 'read_file', { path: 'a', n: [1, { x: 1, y: 2 }] })).toEqual({ stuck: true, count: 3 });
+      const circular: Record<string, unknown> = {};
+      circular['self'] = circular;
+      for (let i = 0; i < 4; i++) expect(await one.observe('alice', 't', circular)).toEqual({ stuck: false, count: 1 });
+    });
+
+    it('forgets calls that fall out of the window', async () => {
+      const detector = createRedisLoopDetector(a, { url: server.url, prefix: prefix(), windowMs: 150 });
+      await detector.observe('alice', 't', {});
+      await detector.observe('alice', 't', {});
+      await new Promise((r) => setTimeout(r, 200));
+      expect(await detector.observe('alice', 't', {})).toEqual({ stuck: false, count: 1 });
     });
   });
 

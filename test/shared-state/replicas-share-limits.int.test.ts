@@ -7,8 +7,9 @@ import { redisForTest } from '../helpers/run-resources.js';
 
 /**
  * Two gateways on one Redis (REDIS_URL), each on its own copy of one project, as two replicas
- * run: a client's rate limit and its cap on running requests hold across both, where each
- * gateway alone used to keep its own (3 calls through one, a 4th through the other still ran).
+ * run: a client's rate limit, its cap on running requests and its repeated calls are counted
+ * across both, where each gateway alone used to keep its own (3 calls through one, a 4th
+ * through the other still ran).
  */
 describe.skipIf(!redisAvailable())('replicas share rate limits and concurrency caps through Redis', () => {
   let redis: Awaited<ReturnType<typeof redisForTest>>;
@@ -36,6 +37,15 @@ describe.skipIf(!redisAvailable())('replicas share rate limits and concurrency c
     expect(fourth).toMatchObject({ status: 'denied', reason: expect.stringContaining('rate limit for client `alice` (3 per 3600000 ms) is used up') });
     // Another client has its own limit.
     expect((await b.gateway.project.proxy.call({ tool: 'word_count', args: { path: 'README.md' }, session: 'limits', client: 'bob', source: 'gateway' })).status).toBe('ok');
+  });
+
+  it('a call repeated across replicas is flagged as a loop', async () => {
+    const [a, b] = replicas as [DemoGateway, DemoGateway];
+    // A tool without path arguments: a path is compared once resolved, and each copy has its own root.
+    const call = (replica: DemoGateway) => replica.gateway.project.proxy.call({ tool: 'git_status', args: {}, session: 'loops', client: 'carol', source: 'gateway' });
+    expect((await call(a)).stuck).toBe(false);
+    expect((await call(b)).stuck).toBe(false);
+    expect((await call(a)).stuck).toBe(true);
   });
 
   it('a client allowed one running request cannot run a second through the other replica', async () => {

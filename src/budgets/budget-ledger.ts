@@ -3,8 +3,9 @@ import { mkdir, open, readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { describeError, KiwiError } from '../errors.js';
-import { emptyTotals, type BudgetTotals } from './budget-types.js';
+import type { BudgetTotals } from './budget-types.js';
 import { HOUR_MS, hourOf } from './budget-window.js';
+import { createHourlyTotals, ledgerKeyName } from './hourly-totals.js';
 
 /**
  * What clients (and directive runs) used, as an append-only JSONL file per UTC day under
@@ -44,8 +45,8 @@ export interface BudgetLedger {
   record(entry: LedgerEntry): void;
   /** What `key` used from `since` (rounded down to the hour) on. */
   totals(key: LedgerKey, since: number): BudgetTotals;
-  /** Reads what other processes appended since the last look. */
-  refresh(): Promise<void>;
+  /** Catches up on what other processes recorded (for `keys` at least: a ledger may look at those alone). */
+  refresh(keys?: readonly LedgerKey[]): Promise<void>;
   flush(): Promise<void>;
   close(): Promise<void>;
 }
@@ -80,7 +81,7 @@ const dayFile = (at: number): string => `${new Date(at).toISOString().slice(0, 1
 export async function openBudgetLedger(options: BudgetLedgerOptions): Promise<BudgetLedger> {
   const now = options.now ?? Date.now;
   const writer = randomUUID();
-  const buckets = new Map<string, Map<number, BudgetTotals>>();
+  const totals = createHourlyTotals();
   /** Bytes of each day file already read (through its last whole line). */
   const offsets = new Map<string, number>();
   let lastDay = '';
@@ -88,26 +89,9 @@ export async function openBudgetLedger(options: BudgetLedgerOptions): Promise<Bu
   let writing: Promise<void> | undefined;
   const checked = new Set<string>();
 
-  const add = (key: string, at: number, e: { in: number; out: number; usd?: number | undefined; calls: number; spawns: number; turns: number; estimated?: true | undefined }): void => {
-    let byHour = buckets.get(key);
-    if (byHour === undefined) buckets.set(key, (byHour = new Map()));
-    const hour = hourOf(at);
-    const t = byHour.get(hour) ?? emptyTotals();
-    t.tokens += e.in + e.out;
-    if (e.usd === undefined) t.unpricedTokens += e.in + e.out;
-    else t.spendUsd += e.usd;
-    if (e.estimated === true) {
-      t.estimatedTokens += e.in + e.out;
-      t.estimatedUsd += e.usd ?? 0;
-    }
-    t.toolCalls += e.calls;
-    t.spawns += e.spawns;
-    t.turns += e.turns;
-    byHour.set(hour, t);
-  };
   const count = (line: z.output<typeof lineSchema>): void => {
-    add(`client:${line.client}`, line.at, line);
-    if (line.run !== undefined) add(`run:${line.run}`, line.at, line);
+    totals.add(ledgerKeyName({ client: line.client }), line.at, line);
+    if (line.run !== undefined) totals.add(ledgerKeyName({ run: line.run }), line.at, line);
   };
 
   async function readNew(name: string): Promise<void> {
@@ -139,14 +123,6 @@ export async function openBudgetLedger(options: BudgetLedgerOptions): Promise<Bu
       }
     } finally {
       await handle.close();
-    }
-  }
-
-  function prune(): void {
-    const oldest = hourOf(now() - options.retainMs - HOUR_MS);
-    for (const [key, byHour] of buckets) {
-      for (const hour of byHour.keys()) if (hour < oldest) byHour.delete(hour);
-      if (byHour.size === 0) buckets.delete(key);
     }
   }
 
@@ -215,29 +191,13 @@ export async function openBudgetLedger(options: BudgetLedgerOptions): Promise<Bu
       pending.push(entry);
       kick();
     },
-    totals(key, since) {
-      const byHour = buckets.get('client' in key ? `client:${key.client}` : `run:${key.run}`);
-      const sum = emptyTotals();
-      const from = hourOf(since);
-      for (const [hour, t] of byHour ?? []) {
-        if (hour < from) continue;
-        sum.tokens += t.tokens;
-        sum.spendUsd += t.spendUsd;
-        sum.unpricedTokens += t.unpricedTokens;
-        sum.estimatedTokens += t.estimatedTokens;
-        sum.estimatedUsd += t.estimatedUsd;
-        sum.toolCalls += t.toolCalls;
-        sum.spawns += t.spawns;
-        sum.turns += t.turns;
-      }
-      return sum;
-    },
+    totals: (key, since) => totals.sum(ledgerKeyName(key), since),
     async refresh() {
       // Other writers append to the day of their clock: the day last looked at and today.
       const today = dayFile(now());
       for (const name of new Set([lastDay, today])) await readNew(name);
       lastDay = today;
-      prune();
+      totals.prune(hourOf(now() - options.retainMs - HOUR_MS));
     },
     flush,
     // Nothing is held open between writes, so closing is waiting for the last one.

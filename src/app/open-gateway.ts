@@ -126,7 +126,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     // one long-lived shutdown signal: on Node 20 every request would stay linked to it (a leak).
     const inFlight = new Set<AbortController>();
     let shuttingDown = false;
-    const budgets = await openGatewayBudgets({ root: project.root, config, ...(options.log ? { log: options.log } : {}) });
+    const budgets = await openGatewayBudgets({ root: project.root, config, databaseUrl: options.env['DATABASE_URL'], shared, ...(options.log ? { log: options.log } : {}) });
     if (budgets !== undefined) opened.unshift(budgets);
     const runLoop: RunLoop = (request, run) => {
       const route = upstreams.route(request.model);

@@ -4,11 +4,9 @@
  * at most) until it ends; so requests sent in parallel can overshoot a budget by at most one
  * request's cap, instead of each seeing the budget as it was before any of them was charged.
  *
- * Why in this process for now: one gateway process admits every request of its clients, so a
- * map it alone changes is both correct and the simplest thing. Replicas need one shared store:
- * a later issue puts this interface in Redis (DESIGN §7), where `reserve` becomes a script
- * that checks and holds in one step and a hold's expiry a key's TTL. The interface is async for
- * that reason, though this implementation never waits.
+ * Where: in this process by default (below), which is right for one gateway; in Redis when
+ * replicas admit requests of the same clients (shared-state/redis-budget-holds.ts), where
+ * `reserve` is one script that checks and holds in one step.
  */
 
 /** An amount of a budget: tokens, and US dollars of priced tokens. */
@@ -28,16 +26,14 @@ export type ReserveResult = { ok: true; hold: BudgetHold } | { ok: false; held: 
 
 export interface BudgetHolds {
   /**
-   * In one step: when `fits(held)` accepts what the live holds under `key` add up to, holds
-   * `amount` under `key` and returns it; else returns what was held (a refusal is a value).
+   * In one step: when what the live holds under `key` add up to is under `room` (in tokens and
+   * in spend: the budget less what the ledger counts), holds `amount` under `key` and returns it;
+   * else returns what was held (a refusal is a value).
    */
-  reserve(key: string, amount: HeldAmount, fits: (held: HeldAmount) => boolean): Promise<ReserveResult>;
+  reserve(key: string, amount: HeldAmount, room: HeldAmount): Promise<ReserveResult>;
   /** What the live holds under `key` add up to. */
   held(key: string): Promise<HeldAmount>;
-}
-
-export interface MemoryBudgetHolds extends BudgetHolds {
-  /** Resolves once no hold is left (every request that held one ended): for shutdown and tests. */
+  /** Resolves once this process holds nothing (every request that held something ended): for shutdown and tests. */
   idle(): Promise<void>;
 }
 
@@ -46,7 +42,7 @@ export interface MemoryBudgetHolds extends BudgetHolds {
  * lapses after this long, so that it cannot block its client for good. The gateway passes its
  * longest request (`limits.max_duration_ms`) and a margin: a live request never outlasts it.
  */
-export function createMemoryBudgetHolds(options: { ttlMs: number; now?: () => number }): MemoryBudgetHolds {
+export function createMemoryBudgetHolds(options: { ttlMs: number; now?: () => number }): BudgetHolds {
   const now = options.now ?? Date.now;
   interface Entry {
     key: string;
@@ -74,9 +70,9 @@ export function createMemoryBudgetHolds(options: { ttlMs: number; now?: () => nu
   };
 
   return {
-    async reserve(key, amount, fits) {
+    async reserve(key, amount, room) {
       const held = sum(key);
-      if (!fits(held)) return { ok: false, held };
+      if (!fitsIn(held, room)) return { ok: false, held };
       const entry: Entry = { key, amount: { ...amount }, expiresAt: now() + options.ttlMs };
       live.add(entry);
       return {
@@ -98,4 +94,9 @@ export function createMemoryBudgetHolds(options: { ttlMs: number; now?: () => nu
       return new Promise((resolve) => waiters.push(resolve));
     },
   };
+}
+
+/** Whether holds adding up to `held` leave the budget unreached (a budget is reached at its limit). */
+export function fitsIn(held: HeldAmount, room: HeldAmount): boolean {
+  return held.tokens < room.tokens && held.spendUsd < room.spendUsd;
 }

@@ -105,7 +105,7 @@ export function createBudgets(deps: { config: BudgetConfig; ledger: BudgetLedger
         }
         return undefined;
       };
-      if (budget !== undefined || run !== undefined) await ledger.refresh();
+      if (budget !== undefined || run !== undefined) await ledger.refresh([...(budget === undefined ? [] : [{ client: options.client }]), ...(run === undefined ? [] : [{ run: run.run }])]);
       const over = exhausted();
       if (over !== undefined) throw overBudget(over, now());
 
@@ -114,7 +114,9 @@ export function createBudgets(deps: { config: BudgetConfig; ledger: BudgetLedger
       let hold: BudgetHold | undefined;
       if (cap !== undefined && budget !== undefined) {
         const start = windowStart(now(), budget.windowMs);
-        const reserved = await holds.reserve(`client:${options.client}`, cap, (held) => firstReached(plus(clientTotals(start), held), budget.limits) === undefined);
+        const used = clientTotals(start);
+        const room = { tokens: (budget.limits.tokens ?? Infinity) - used.tokens, spendUsd: (budget.limits.spendUsd ?? Infinity) - used.spendUsd };
+        const reserved = await holds.reserve(`client:${options.client}`, cap, room);
         if (!reserved.ok) {
           const totals = clientTotals(start);
           const hit = firstReached(plus(totals, reserved.held), budget.limits);

@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { DEFAULT_LOOP_THRESHOLD, DEFAULT_LOOP_WINDOW_MS, loopCallKey, MAX_LOOP_STAMPS, type LoopDetector } from '../audit/loop-detector.js';
 import { redisFailure, type Redis } from './redis-client.js';
+import { LUA_NOW } from './redis-leases.js';
 import { redisScript, runScript } from './redis-script.js';
 
 /**
@@ -10,8 +11,7 @@ import { redisScript, runScript } from './redis-script.js';
  * the last call.
  */
 const OBSERVE = redisScript(`
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+${LUA_NOW}
 local window = tonumber(ARGV[1])
 local most = tonumber(ARGV[3])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)

@@ -1,14 +1,17 @@
 import { createLoopDetector, type LoopDetector } from '../audit/loop-detector.js';
+import { createMemoryBudgetHolds, type BudgetHolds } from '../budgets/budget-holds.js';
 import { createMemoryRequestSlots, type RequestSlots } from '../clients/request-slots.js';
 import { createMemoryTokenBuckets, type TokenBuckets } from '../policy/token-buckets.js';
 import { connectRedis, shownRedisUrl } from './redis-client.js';
+import { createRedisBudgetHolds, type RedisBudgetHolds } from './redis-budget-holds.js';
 import { createRedisLoopDetector } from './redis-loop-detector.js';
 import { createRedisRequestSlots } from './redis-request-slots.js';
 import { createRedisTokenBuckets } from './redis-token-buckets.js';
 
 /**
  * What the replicas of one gateway must agree on that is counted, not stored: the policy's rate
- * limits, each client's running requests and its repeated calls (DESIGN §7). In Redis when `REDIS_URL` is set, so any
+ * limits, each client's running requests, its repeated calls and what its running requests hold
+ * of its budget (DESIGN §7). In Redis when `REDIS_URL` is set, so any
  * number of `kiwi serve` processes enforce one limit together; otherwise in this process, which
  * is exactly right for one gateway and needs nothing installed.
  */
@@ -18,6 +21,8 @@ export interface SharedState {
   buckets: TokenBuckets;
   slots: RequestSlots;
   loops: LoopDetector;
+  /** What running requests hold of their clients' budgets; a hold nobody releases lapses after `ttlMs` here, within its lease's TTL in Redis. */
+  budgetHolds(options: { ttlMs: number }): BudgetHolds;
   close(): Promise<void>;
 }
 
@@ -34,18 +39,32 @@ export interface SharedStateOptions {
 export async function openSharedState(options: SharedStateOptions): Promise<SharedState> {
   const url = options.redisUrl;
   if (url === undefined || url === '') {
-    return { where: 'this process', buckets: createMemoryTokenBuckets(), slots: createMemoryRequestSlots(), loops: createLoopDetector(), close: async () => undefined };
+    return {
+      where: 'this process',
+      buckets: createMemoryTokenBuckets(),
+      slots: createMemoryRequestSlots(),
+      loops: createLoopDetector(),
+      budgetHolds: (o) => createMemoryBudgetHolds(o),
+      close: async () => undefined,
+    };
   }
   const redis = await connectRedis(url, options.log ? { log: options.log } : {});
   const prefix = options.prefix || DEFAULT_REDIS_PREFIX;
   const slots = createRedisRequestSlots(redis, { url, prefix });
+  const holds: RedisBudgetHolds[] = [];
   return {
     where: shownRedisUrl(url),
     buckets: createRedisTokenBuckets(redis, { url, prefix }),
     slots,
     loops: createRedisLoopDetector(redis, { url, prefix }),
+    budgetHolds(o) {
+      const made = createRedisBudgetHolds(redis, { url, prefix, maxAgeMs: o.ttlMs });
+      holds.push(made);
+      return made;
+    },
     async close() {
       slots.close();
+      for (const h of holds) h.close();
       await redis.close().catch(() => redis.destroy());
     },
   };

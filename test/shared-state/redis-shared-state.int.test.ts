@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isKiwiError } from '../../src/errors.js';
 import { connectRedis, shownRedisUrl, type Redis } from '../../src/shared-state/redis-client.js';
+import { createRedisBudgetHolds } from '../../src/shared-state/redis-budget-holds.js';
 import { createRedisLoopDetector } from '../../src/shared-state/redis-loop-detector.js';
 import { createRedisRequestSlots } from '../../src/shared-state/redis-request-slots.js';
 import { createRedisTokenBuckets } from '../../src/shared-state/redis-token-buckets.js';
@@ -153,6 +154,60 @@ describe.skipIf(!redisAvailable())('shared state in Redis', () => {
       await detector.observe('alice', 't', {});
       await new Promise((r) => setTimeout(r, 200));
       expect(await detector.observe('alice', 't', {})).toEqual({ stuck: false, count: 1 });
+    });
+  });
+
+  describe('budget holds', () => {
+    const open = (p: string, more: { ttlMs?: number; maxAgeMs?: number } = {}) => [createRedisBudgetHolds(a, { url: server.url, prefix: p, maxAgeMs: 60_000, ...more }), createRedisBudgetHolds(b, { url: server.url, prefix: p, maxAgeMs: 60_000, ...more })] as const;
+
+    it('admits while what replicas hold leaves room, refuses with what is held, and frees room on release or a smaller hold', async () => {
+      const [one, two] = open(prefix());
+      const room = { tokens: 1000, spendUsd: Infinity };
+      const first = await one.reserve('client:ci', { tokens: 600, spendUsd: 0.25 }, room);
+      const second = await two.reserve('client:ci', { tokens: 600, spendUsd: 0.125 }, room);
+      expect([first.ok, second.ok]).toEqual([true, true]);
+      expect(await one.reserve('client:ci', { tokens: 10, spendUsd: 0 }, room)).toEqual({ ok: false, held: { tokens: 1200, spendUsd: 0.375 } });
+      expect(await two.held('client:ci')).toEqual({ tokens: 1200, spendUsd: 0.375 });
+      expect((await one.reserve('client:other', { tokens: 10, spendUsd: 0 }, room)).ok).toBe(true);
+      if (!first.ok || !second.ok) return;
+      second.hold.set({ tokens: 100, spendUsd: 0 });
+      await expect.poll(() => two.held('client:ci')).toEqual({ tokens: 700, spendUsd: 0.25 });
+      first.hold.release();
+      first.hold.set({ tokens: 5000, spendUsd: 9 }); // after its release: nothing
+      await expect.poll(() => one.held('client:ci')).toEqual({ tokens: 100, spendUsd: 0 });
+      expect((await one.reserve('client:ci', { tokens: 10, spendUsd: 0 }, { tokens: 1000, spendUsd: 0.01 })).ok).toBe(true);
+      expect(await one.reserve('client:ci', { tokens: 10, spendUsd: 0 }, { tokens: Infinity, spendUsd: 0 })).toMatchObject({ ok: false });
+      one.close();
+      two.close();
+    });
+
+    it('lets the holds of a replica that died lapse, and stops renewing a hold nobody released after its longest life', async () => {
+      const p = prefix();
+      const [survivor, dying] = open(p, { ttlMs: 300 });
+      const leaked = createRedisBudgetHolds(a, { url: server.url, prefix: p, ttlMs: 300, maxAgeMs: 200 });
+      try {
+        expect((await survivor.reserve('client:ci', { tokens: 1, spendUsd: 0 }, { tokens: 10, spendUsd: Infinity })).ok).toBe(true);
+        expect((await dying.reserve('client:ci', { tokens: 2, spendUsd: 0 }, { tokens: 10, spendUsd: Infinity })).ok).toBe(true);
+        expect((await leaked.reserve('client:ci', { tokens: 4, spendUsd: 0 }, { tokens: 10, spendUsd: Infinity })).ok).toBe(true);
+        dying.close();
+        await new Promise((r) => setTimeout(r, 900));
+        expect(await survivor.held('client:ci')).toEqual({ tokens: 1, spendUsd: 0 });
+      } finally {
+        for (const h of [survivor, dying, leaked]) h.close();
+      }
+    });
+
+    it('says when this process holds nothing', async () => {
+      const [one] = open(prefix());
+      const taken = await one.reserve('client:ci', { tokens: 1, spendUsd: 0 }, { tokens: 10, spendUsd: Infinity });
+      let idle = false;
+      const waiting = one.idle().then(() => (idle = true));
+      await new Promise((r) => setTimeout(r, 20));
+      expect(idle).toBe(false);
+      if (taken.ok) taken.hold.release();
+      await waiting;
+      expect(idle).toBe(true);
+      one.close();
     });
   });
 

@@ -2,31 +2,35 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serveDemoGateway, type DemoGateway } from '../helpers/demo-gateway.js';
+import { openAiStream } from '../helpers/openai-sse.js';
+import { postgresAvailable, type PostgresServer } from '../helpers/postgres-server.js';
 import { redisAvailable } from '../helpers/redis-server.js';
-import { redisForTest } from '../helpers/run-resources.js';
+import { postgresDatabase, redisForTest } from '../helpers/run-resources.js';
 
 /**
- * Two gateways on one Redis (REDIS_URL), each on its own copy of one project, as two replicas
- * run: a client's rate limit, its cap on running requests and its repeated calls are counted
- * across both, where each gateway alone used to keep its own (3 calls through one, a 4th
- * through the other still ran).
+ * Two gateways on one Redis (REDIS_URL) and one Postgres (DATABASE_URL), each on its own copy of
+ * one project, as two replicas run: a client's rate limit, its cap on running requests, its
+ * repeated calls and its budget are counted across both, where each gateway alone used to keep
+ * its own (3 calls through one, a 4th through the other still ran).
  */
-describe.skipIf(!redisAvailable())('replicas share rate limits and concurrency caps through Redis', () => {
+describe.skipIf(!redisAvailable() || !postgresAvailable())('replicas share limits and budgets through Redis and Postgres', () => {
   let redis: Awaited<ReturnType<typeof redisForTest>>;
+  let postgres: PostgresServer;
   let replicas: DemoGateway[] = [];
 
   beforeAll(async () => {
-    redis = await redisForTest();
+    [redis, postgres] = await Promise.all([redisForTest(), postgresDatabase()]);
     const limited = (root: string): void => {
       const policy = path.join(root, '.ai', 'config', 'policy.yaml');
       writeFileSync(policy, readFileSync(policy, 'utf8').replace('per_client: { max: 600, per_ms: 60000 }', 'per_client: { max: 3, per_ms: 3600000 }'));
     };
-    const open = (): Promise<DemoGateway> => serveDemoGateway({ prepare: limited, config: 'limits: { max_concurrent_requests_per_client: 1 }', extraEnv: { REDIS_URL: redis.url, KIWI_REDIS_PREFIX: redis.prefix } });
+    const config = ['limits: { max_concurrent_requests_per_client: 1 }', 'prices:', '  "gpt-*": { input_per_mtok: 1000, output_per_mtok: 1000 }', 'budgets:', '  clients:', '    local: { tokens: 40 }'].join('\n');
+    const open = (): Promise<DemoGateway> => serveDemoGateway({ prepare: limited, config, extraEnv: { REDIS_URL: redis.url, KIWI_REDIS_PREFIX: redis.prefix, DATABASE_URL: postgres.url } });
     replicas = await Promise.all([open(), open()]);
   });
   afterAll(async () => {
     await Promise.allSettled(replicas.map((r) => r.close()));
-    await redis?.stop();
+    await Promise.allSettled([redis?.stop(), postgres?.stop()]);
   });
 
   it('a client limited to 3 calls gets 3, wherever it sends them', async () => {
@@ -59,5 +63,21 @@ describe.skipIf(!redisAvailable())('replicas share rate limits and concurrency c
     expect(await refused.json()).toMatchObject({ error: { message: expect.stringContaining('Client local already has 1 requests running') } });
     stream.abort();
     await expect.poll(async () => (await fetch(`${b.server.url}/v1/models`)).status).toBe(200);
+  });
+
+  it('a token budget holds across replicas: what one charged, the other counts', async () => {
+    const [a, b] = replicas as [DemoGateway, DemoGateway];
+    // Each answer reports 10 input and 5 output tokens: 15 a request, against a budget of 40.
+    for (const r of replicas) r.llm.reply(openAiStream(['ok']));
+    const chat = (replica: DemoGateway) => fetch(`${replica.server.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] }) });
+    for (const replica of [a, b, a]) {
+      const res = await chat(replica);
+      expect(res.status).toBe(200);
+      await res.text();
+      await replica.gateway.budgets?.settled();
+    }
+    const refused = await chat(b);
+    expect(refused.status).toBe(429);
+    expect(((await refused.json()) as { error: { message: string } }).error.message).toMatch(/^Client "local" is over its token budget: 45 tokens of 40 tokens/);
   });
 });

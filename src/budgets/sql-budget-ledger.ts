@@ -1,0 +1,160 @@
+import { randomUUID } from 'node:crypto';
+import { describeError, KiwiError } from '../errors.js';
+import type { SqlQueryable, SqlValue } from '../store/sql/sql-db.js';
+import type { BudgetLedger, LedgerEntry } from './budget-ledger.js';
+import { HOUR_MS, hourOf } from './budget-window.js';
+import { createHourlyTotals, ledgerKeyName } from './hourly-totals.js';
+
+/**
+ * The budget ledger in Postgres (table `budget_usage`, kernel migration 12), for gateways that
+ * share a server (`DATABASE_URL`): every replica charges the same clients, so each must count
+ * what the others charged.
+ *
+ * What this process records counts here at once and is written in the background, a batch per
+ * insert. What others recorded is read when a request is admitted (`refresh(keys)`), for the
+ * keys it needs: one query per key, summed per hour by the server, of every row this process did
+ * not write. Own and others' totals are kept apart, so a row is never counted twice however a
+ * write and a read interleave. A batch that cannot be written is kept and tried again (the totals
+ * here already count it); past `MAX_PENDING` entries the oldest are dropped, with a message.
+ */
+
+/** Entries kept while the database does not answer; beyond it the oldest go (they still count here). */
+const MAX_PENDING = 100_000;
+const RETRY_MS = 1_000;
+const COLUMNS = ['writer', 'at', 'client', 'model', 'input', 'output', 'usd', 'tool_calls', 'spawns', 'turns', 'directive', 'run', 'estimated'] as const;
+/** Rows per insert: 13 parameters each, under Postgres's 65 535. */
+const ROWS_PER_INSERT = 1_000;
+
+export async function openSqlBudgetLedger(options: { db: SqlQueryable; retainMs: number; now?: () => number; onError?: (message: string) => void }): Promise<BudgetLedger> {
+  const { db } = options;
+  const now = options.now ?? Date.now;
+  const writer = randomUUID();
+  const own = createHourlyTotals();
+  const others = createHourlyTotals();
+  const pending: LedgerEntry[] = [];
+  let writing: Promise<void> | undefined;
+  let retry: NodeJS.Timeout | undefined;
+  let warned = false;
+  let lastSweep = 0;
+
+  const usage = (e: LedgerEntry) => ({ in: e.input, out: e.output, usd: e.usd, calls: e.toolCalls, spawns: e.spawns, turns: e.turns, ...(e.estimated === true ? { estimated: true as const } : {}) });
+  const row = (e: LedgerEntry): SqlValue[] => [writer, e.at, e.client, e.model ?? null, e.input, e.output, e.usd ?? null, e.toolCalls, e.spawns, e.turns, e.directive ?? null, e.run ?? null, e.estimated === true];
+
+  async function insert(batch: LedgerEntry[]): Promise<void> {
+    const values = batch.map((_, i) => `(${COLUMNS.map((__, j) => `$${i * COLUMNS.length + j + 1}`).join(', ')})`).join(', ');
+    await db.query(`insert into budget_usage (${COLUMNS.join(', ')}) values ${values}`, batch.flatMap(row));
+  }
+
+  async function drain(): Promise<void> {
+    while (pending.length > 0) {
+      const batch = pending.slice(0, ROWS_PER_INSERT);
+      try {
+        await insert(batch);
+      } catch (error) {
+        if (!warned) options.onError?.(`budget ledger: could not write ${pending.length} record(s) to Postgres (${describeError(error)}); trying again every second, they count here meanwhile`);
+        warned = true;
+        retry ??= setTimeout(() => {
+          retry = undefined;
+          kick();
+        }, RETRY_MS);
+        retry.unref();
+        return;
+      }
+      warned = false;
+      pending.splice(0, batch.length);
+    }
+  }
+
+  function kick(): void {
+    if (writing !== undefined || retry !== undefined) return;
+    writing = drain().finally(() => {
+      writing = undefined;
+      if (pending.length > 0 && retry === undefined) kick();
+    });
+  }
+
+  const flush = async (): Promise<void> => {
+    while (writing !== undefined) await writing;
+  };
+
+  /** Others' rows for one key, summed per hour by the server, in place of what was read before. */
+  async function readOthers(key: string, column: 'client' | 'run', value: string, since: number): Promise<void> {
+    const rows = await db.query<Record<string, string | number | null>>(
+      `select (at / ${HOUR_MS}) * ${HOUR_MS} as hour,
+        sum(input + output) as tokens,
+        sum(coalesce(usd, 0)) as usd,
+        sum(case when usd is null then input + output else 0 end) as unpriced,
+        sum(case when estimated then input + output else 0 end) as estimated_tokens,
+        sum(case when estimated then coalesce(usd, 0) else 0 end) as estimated_usd,
+        sum(tool_calls) as tool_calls, sum(spawns) as spawns, sum(turns) as turns
+      from budget_usage where ${column} = $1 and writer <> $2 and at >= $3 group by 1`,
+      [value, writer, since],
+    );
+    others.drop(key);
+    for (const r of rows) {
+      others.set(key, Number(r['hour']), {
+        tokens: Number(r['tokens']),
+        spendUsd: Number(r['usd']),
+        unpricedTokens: Number(r['unpriced']),
+        estimatedTokens: Number(r['estimated_tokens']),
+        estimatedUsd: Number(r['estimated_usd']),
+        toolCalls: Number(r['tool_calls']),
+        spawns: Number(r['spawns']),
+        turns: Number(r['turns']),
+      });
+    }
+  }
+
+  return {
+    record(entry) {
+      own.add(ledgerKeyName({ client: entry.client }), entry.at, usage(entry));
+      if (entry.run !== undefined) own.add(ledgerKeyName({ run: entry.run }), entry.at, usage(entry));
+      pending.push(entry);
+      if (pending.length > MAX_PENDING) {
+        pending.splice(0, pending.length - MAX_PENDING);
+        options.onError?.(`budget ledger: more than ${MAX_PENDING} records wait for Postgres; the oldest are dropped (they count in this process until it restarts)`);
+      }
+      kick();
+    },
+    totals(key, since) {
+      const name = ledgerKeyName(key);
+      const [a, b] = [own.sum(name, since), others.sum(name, since)];
+      return {
+        tokens: a.tokens + b.tokens,
+        spendUsd: a.spendUsd + b.spendUsd,
+        unpricedTokens: a.unpricedTokens + b.unpricedTokens,
+        estimatedTokens: a.estimatedTokens + b.estimatedTokens,
+        estimatedUsd: a.estimatedUsd + b.estimatedUsd,
+        toolCalls: a.toolCalls + b.toolCalls,
+        spawns: a.spawns + b.spawns,
+        turns: a.turns + b.turns,
+      };
+    },
+    async refresh(keys = []) {
+      const since = hourOf(now() - options.retainMs);
+      try {
+        for (const key of keys) await ('client' in key ? readOthers(ledgerKeyName(key), 'client', key.client, since) : readOthers(ledgerKeyName(key), 'run', key.run, since));
+        // Old rows go now and then; any replica may do it.
+        if (now() - lastSweep > HOUR_MS) {
+          lastSweep = now();
+          await db.query('delete from budget_usage where at < $1', [since - 24 * HOUR_MS]);
+        }
+      } catch (error) {
+        throw new KiwiError('UNAVAILABLE', `the budget ledger in Postgres did not answer (${describeError(error)}); requests under a budget are refused until it does`, { cause: error });
+      }
+      own.prune(hourOf(now() - options.retainMs - HOUR_MS));
+    },
+    flush,
+    async close() {
+      await flush();
+      if (retry !== undefined) {
+        clearTimeout(retry);
+        retry = undefined;
+        // One last try: what still fails is lost to the other replicas (and said so).
+        await drain();
+        clearTimeout(retry);
+        if (pending.length > 0) options.onError?.(`budget ledger: ${pending.length} record(s) could not be written to Postgres before closing`);
+      }
+    },
+  };
+}

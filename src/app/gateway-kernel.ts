@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { createChatJournal, type ChatJournal } from '../kernel/chat-journal.js';
 import type { KernelLimits } from '../kernel/kernel-limits.js';
+import type { KernelEventsBus } from '../contracts/kernel-events-bus.js';
 import { KERNEL_POLICY_FILE, KERNEL_STATE_DIR, openKernel, type Kernel } from '../kernel/open-kernel.js';
 
 /**
@@ -19,7 +20,7 @@ export interface GatewayKernel {
   close(): Promise<void>;
 }
 
-export async function openGatewayKernel(options: { root: string; env: Record<string, string | undefined>; limits?: KernelLimits; log?: (line: string) => void }): Promise<GatewayKernel> {
+export async function openGatewayKernel(options: { root: string; env: Record<string, string | undefined>; limits?: KernelLimits; events?: KernelEventsBus; log?: (line: string) => void }): Promise<GatewayKernel> {
   // A server shared with other gateways, or the embedded database.
   const databaseUrl = options.env['DATABASE_URL'] === '' ? undefined : options.env['DATABASE_URL'];
   const shared = databaseUrl !== undefined;
@@ -29,6 +30,7 @@ export async function openGatewayKernel(options: { root: string; env: Record<str
       root: options.root,
       policyFile: path.join(options.root, KERNEL_POLICY_FILE),
       chats: journal,
+      ...(options.events ? { events: options.events } : {}),
       ...(databaseUrl === undefined ? {} : { databaseUrl }),
       ...(options.limits === undefined ? {} : { limits: options.limits }),
     }).catch((error: unknown) => {
@@ -40,8 +42,8 @@ export async function openGatewayKernel(options: { root: string; env: Record<str
   let warned = false;
   const journal = createChatJournal({
     write: async (writes) => (await kernel()).writeChats(writes),
-    // On a shared server another gateway may cancel our chats: look every second.
-    ...(shared ? { cancelledAmong: async (ids: string[]) => (await kernel()).cancelledAmong(ids) } : {}),
+    // On a shared server another gateway may cancel our chats: look when told (over Redis), and now and then.
+    ...(shared ? { cancelledAmong: async (ids: string[]) => (await kernel()).cancelledAmong(ids), ...(options.events ? { events: options.events } : {}) } : {}),
     onError(error) {
       // Once per failing spell: a database that stays down would otherwise fill the log.
       if (warned) return;

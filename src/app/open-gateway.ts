@@ -106,7 +106,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
         env: options.env,
         ...(options.log ? { log: options.log } : {}),
       }),
-      openGatewayKernel({ root: project.root, env: options.env, limits: config.kernelLimits, ...(options.log ? { log: options.log } : {}) }),
+      openGatewayKernel({ root: project.root, env: options.env, limits: config.kernelLimits, events: shared.kernelEvents, ...(options.log ? { log: options.log } : {}) }),
     );
     opened.unshift(kernel, runtime);
     await runtime.sync({ ...(options.onIndexProgress ? { onProgress: options.onIndexProgress } : {}), ...(options.signal ? { signal: options.signal } : {}) });
@@ -156,7 +156,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
               })
             : undefined;
           const chatSteps = execution && executionSteps(execution, config.limits.maxDurationMs);
-          const approvals = execution && chatSteps && createChatApprovals({ execution, steps: chatSteps, kernel: kernel.kernel });
+          const approvals = execution && chatSteps && createChatApprovals({ execution, steps: chatSteps, kernel: kernel.kernel, events: shared.kernelEvents });
           const forRequest = prefetch.forRequest({ mode: run.mode, caller: run.caller, conversation: run.conversation, maxToolCalls: config.limits.maxToolCalls });
           const loop = runAgentLoop(
             {
@@ -191,8 +191,8 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     const host = options.host ?? config.host;
     const auth = createClientAuth({ root: project.root, file: path.join(project.root, KEY_FILE), policy: project.policy, openWithoutKeys: isLoopbackHost(host) });
     const guard = createRequestGuard({ allowedHosts: config.allowedHosts, allowedOrigins: config.allowedOrigins, mcpOrigins: config.mcp.allowedOrigins, auth, maxConcurrentPerClient: config.maxConcurrentPerClient, slots: shared.slots });
-    const record = config.recordChats ? { record: mcpRecorder(kernel.journal, { call: (call) => project.proxy.call(call), stepDeadlineMs: config.limits.maxDurationMs, kernel: kernel.kernel, ...(budgets ? { budgets } : {}) }) } : {};
-    const threads = createGatewayThreads({ project, runtime, upstreams, config, describeTool, steps, budgets, ...(config.recordChats && options.unattended !== true ? { journal: threadJournal(kernel.journal, { kernel: kernel.kernel }) } : {}) });
+    const record = config.recordChats ? { record: mcpRecorder(kernel.journal, { call: (call) => project.proxy.call(call), stepDeadlineMs: config.limits.maxDurationMs, kernel: kernel.kernel, events: shared.kernelEvents, ...(budgets ? { budgets } : {}) }) } : {};
+    const threads = createGatewayThreads({ project, runtime, upstreams, config, describeTool, steps, budgets, ...(config.recordChats && options.unattended !== true ? { journal: threadJournal(kernel.journal, { kernel: kernel.kernel, events: shared.kernelEvents }) } : {}) });
     threadRuntime = threads;
     const metaDeps = { project, resolver: runtime.resolver, steps, threads, ...record };
     const mcp = createMcpRoute(metaDeps, { allowedOrigins: config.mcp.allowedOrigins, maxBodyBytes: config.maxBodyBytes, callerOf: guard.callerOf });
@@ -203,6 +203,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
       runLoop,
       kernel: kernel.kernel,
       streamsEnd: streams.signal,
+      kernelEvents: shared.kernelEvents,
       models: () => upstreams.models(),
       health: () => ({ session: project.session, tools: runtime.toolCount, embedder: runtime.embedderId, upstreams: config.upstreams.map((u) => u.name) }),
       metrics,

@@ -2,6 +2,7 @@ import { Hono, type Context } from 'hono';
 import { KiwiError } from '../errors.js';
 import type { RunLoop } from '../loop/loop-types.js';
 import type { Kernel } from '../kernel/open-kernel.js';
+import type { KernelEventsBus } from '../contracts/kernel-events-bus.js';
 import type { MetricFamily } from '../metric-family.js';
 import { anthropicMessagesProtocol } from './anthropic-messages.js';
 import { createChatHandler } from './chat-handler.js';
@@ -38,6 +39,8 @@ export interface GatewayAppDeps {
   kernel?: () => Promise<Kernel>;
   /** Aborted when the gateway stops: the kernel's streams end then instead of holding the shutdown's grace period. */
   streamsEnd?: AbortSignal;
+  /** Word of the kernel's committed events, for its streams. */
+  kernelEvents?: KernelEventsBus;
   /** Host, Origin, client keys and per-client concurrency, checked before every route; default: local host names, no browser origins, no keys. */
   guard?: RequestGuard;
   limits?: {
@@ -142,7 +145,7 @@ export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
   }
   const mcp = deps.mcp;
   if (mcp !== undefined) app.all('/mcp', (c) => mcp(c));
-  if (deps.kernel !== undefined) mountKernelRoutes(app, { kernel: deps.kernel, requestId, callerOf: guard.callerOf, ...(deps.onError === undefined ? {} : { onError: deps.onError }), ...(deps.streamsEnd ? { streamsEnd: deps.streamsEnd } : {}) });
+  if (deps.kernel !== undefined) mountKernelRoutes(app, { kernel: deps.kernel, requestId, callerOf: guard.callerOf, ...(deps.onError === undefined ? {} : { onError: deps.onError }), ...(deps.streamsEnd ? { streamsEnd: deps.streamsEnd } : {}), ...(deps.kernelEvents ? { events: deps.kernelEvents } : {}) });
 
   for (const [method, path] of routes.filter(([, p]) => p !== '/mcp')) {
     app.all(path, (c) => {

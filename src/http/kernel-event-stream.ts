@@ -1,4 +1,5 @@
 import type { Context } from 'hono';
+import { lookEveryMs, nextEventOf, type KernelEventsBus } from '../contracts/kernel-events-bus.js';
 import type { Kernel } from '../kernel/open-kernel.js';
 import { TERMINAL_STATUSES } from '../kernel/types.js';
 import { wireEvent } from './kernel-wire.js';
@@ -8,16 +9,17 @@ import { openSseChannel } from './sse-channel.js';
  * `GET /v0/executions/{id}/stream` (§5): the stored events after `after_sequence`, then new ones
  * as they are written, each with `id:` = its sequence and `event:` = its type; the stream ends
  * after the execution's last event (completed, failed or cancelled), at once if that was
- * already sent. New events are found by reading the log every `pollMs`, which works the same
- * whichever gateway process on the database wrote them.
+ * already sent. New events are read when the kernel's events bus says the execution has some
+ * (contracts/kernel-events-bus.ts), and every `pollMs` all the same, which finds them whichever
+ * gateway process on the database wrote them.
  */
 
 const ENDING = new Set(['execution.completed', 'execution.failed', 'execution.cancelled']);
 const PAGE = 1000;
 
 /** The caller may read the execution (kernel-routes.ts asked); `sessions`: it may see session ids (kernel-wire.ts). */
-export async function streamExecutionEvents(c: Context, kernel: Kernel, id: string, afterSequence: number, options: { sessions: boolean; pollMs?: number; until?: AbortSignal }): Promise<Response> {
-  const pollMs = options.pollMs ?? 250;
+export async function streamExecutionEvents(c: Context, kernel: Kernel, id: string, afterSequence: number, options: { sessions: boolean; pollMs?: number; until?: AbortSignal; events?: KernelEventsBus }): Promise<Response> {
+  const pollMs = options.pollMs ?? lookEveryMs(options.events, 250);
   return openSseChannel(c, (channel) => {
     let after = afterSequence;
     let open = true;
@@ -34,7 +36,8 @@ export async function streamExecutionEvents(c: Context, kernel: Kernel, id: stri
           if (events.length === PAGE) continue;
           // Nothing new, and nothing more will come: the end was sent before after_sequence.
           if (events.length === 0 && TERMINAL_STATUSES.has((await kernel.executions.get(id)).status)) return channel.close();
-          await Promise.race([channel.closed, new Promise((resolve) => setTimeout(resolve, pollMs))]);
+          const stop = new AbortController();
+          await Promise.race([channel.closed, nextEventOf(options.events, id, pollMs, stop.signal)]).finally(() => stop.abort());
         }
       } catch {
         channel.close();

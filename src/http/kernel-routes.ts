@@ -5,6 +5,7 @@ import type { Caller } from '../policy/caller.js';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { isKiwiError, KiwiError } from '../errors.js';
 import type { Kernel } from '../kernel/open-kernel.js';
+import type { KernelEventsBus } from '../contracts/kernel-events-bus.js';
 import { TOOLS_PAGE_MAX } from '../kernel/kernel-limits.js';
 import { readToolSchemas } from '../kernel/tool-schemas.js';
 import { EXECUTION_STATUSES, type ExecutionStatus } from '../kernel/types.js';
@@ -33,6 +34,8 @@ export interface KernelRouteDeps {
   callerOf?: (request: Request) => Caller | undefined;
   /** Aborted when the gateway stops: the streams end then, as they never would on their own. */
   streamsEnd?: AbortSignal;
+  /** Word of committed events: an execution's stream reads new ones at once. */
+  events?: KernelEventsBus;
 }
 
 /** §1: bodies over 1 MiB are refused. */
@@ -206,7 +209,7 @@ export function mountKernelRoutes(app: Hono, deps: KernelRouteDeps): void {
       const owned = await execution(c, kernel, caller, 'read');
       // A browser's EventSource reconnects with Last-Event-ID (the last sequence it saw): the stream goes on from there.
       const after = c.req.query('after_sequence') ?? c.req.header('last-event-id');
-      return streamExecutionEvents(c, kernel, owned.id, intParam(after, 0, 0, Number.MAX_SAFE_INTEGER), { sessions: seesSessions(caller, owned.agentId), ...streaming });
+      return streamExecutionEvents(c, kernel, owned.id, intParam(after, 0, 0, Number.MAX_SAFE_INTEGER), { sessions: seesSessions(caller, owned.agentId), ...streaming, ...(deps.events ? { events: deps.events } : {}) });
     }),
   );
 

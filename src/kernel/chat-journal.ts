@@ -1,6 +1,7 @@
 import type { ChatStepWrite, ChatWrite } from './chat-rows.js';
 import type { EventDraft } from './types.js';
 import { uuidv7 } from './uuidv7.js';
+import { lookEveryMs, type KernelEventsBus } from '../contracts/kernel-events-bus.js';
 
 /**
  * The gateway's chat requests as kernel executions, written behind: a chat never waits for the
@@ -59,8 +60,10 @@ export interface ChatJournalDeps {
    * `watchMs` while chats run; absent: only writes find out.
    */
   cancelledAmong?: (ids: string[]) => Promise<string[]>;
-  /** Default 1 s. */
+  /** Default 1 s; 5 s when `events` carries every replica's. */
   watchMs?: number;
+  /** Word of committed events: a chat cancelled anywhere is looked at once. */
+  events?: KernelEventsBus;
 }
 
 /** Chats waiting to be written past this are not recorded (a database that stopped answering must not take the gateway's memory). */
@@ -85,19 +88,34 @@ export function createChatJournal(deps: ChatJournalDeps): ChatJournal {
   let writing: Promise<void> = Promise.resolve();
   let closed = false;
   let watcher: NodeJS.Timeout | undefined;
+  let unsubscribe: (() => void) | undefined;
   const cancelledAmong = deps.cancelledAmong;
   if (cancelledAmong !== undefined) {
     let looking = false;
-    watcher = setInterval(() => {
+    /** Chats told of while a look was running: looked at right after it. */
+    const told = new Set<string>();
+    const look = (candidates: Iterable<string>): void => {
       // Only chats already written can have been cancelled elsewhere.
-      const ids = [...live.keys()].filter((id) => live.get(id)?.write.create === undefined);
-      if (looking || ids.length === 0) return;
+      const ids = [...candidates].filter((id) => live.get(id)?.write.create === undefined);
+      if (ids.length === 0) return;
+      if (looking) {
+        for (const id of ids) told.add(id);
+        return;
+      }
       looking = true;
       void cancelledAmong(ids)
         .then((gone) => gone.forEach(cancelled), deps.onError)
-        .finally(() => (looking = false));
-    }, deps.watchMs ?? 1000);
+        .finally(() => {
+          looking = false;
+          const next = [...told];
+          told.clear();
+          look(next);
+        });
+    };
+    watcher = setInterval(() => look(live.keys()), deps.watchMs ?? lookEveryMs(deps.events, 1000));
     watcher.unref();
+    // A cancel through another replica, told at once: the chat stops now, not at the next look.
+    unsubscribe = deps.events?.subscribe((notes) => look(notes.filter((n) => n.types.includes('execution.cancelled') && live.has(n.execution)).map((n) => n.execution)));
   }
 
   const schedule = (delayMs = intervalMs): void => {
@@ -204,6 +222,7 @@ export function createChatJournal(deps: ChatJournalDeps): ChatJournal {
 
     async close() {
       clearInterval(watcher);
+      unsubscribe?.();
       await flush();
       closed = true;
       clearTimeout(timer);

@@ -107,7 +107,7 @@ export async function writeChats(tx: SqlQueryable, writes: readonly ChatWrite[],
       return w.events.map((e, i) => [w.id, first + i, e.id, e.stepId ?? null, e.type, e.timestamp, e.payload, e.causationId, e.correlationId]);
     }),
   );
-  noteEvents(tx, live.flatMap((w) => w.events.map((e) => e.type)));
+  for (const w of live) noteEvents(tx, w.id, w.events.map((e) => e.type));
   return gone;
 }
 

@@ -1,3 +1,4 @@
+import type { CommittedEvents } from '../contracts/kernel-events-bus.js';
 import type { SqlDb, SqlQueryable } from '../store/sql/sql-db.js';
 
 /**
@@ -8,27 +9,27 @@ import type { SqlDb, SqlQueryable } from '../store/sql/sql-db.js';
 
 /** A transaction that listens for the events written in it. */
 interface EventNotingTx extends SqlQueryable {
-  noteEvents(types: readonly string[]): void;
+  noteEvents(execution: string, types: readonly string[]): void;
 }
 
-/** Tells `tx` which events were just written in it; a transaction nobody listens to ignores it. */
-export function noteEvents(tx: SqlQueryable, types: readonly string[]): void {
-  if (types.length > 0 && typeof (tx as Partial<EventNotingTx>).noteEvents === 'function') (tx as EventNotingTx).noteEvents(types);
+/** Tells `tx` which events of `execution` were just written in it; a transaction nobody listens to ignores it. */
+export function noteEvents(tx: SqlQueryable, execution: string, types: readonly string[]): void {
+  if (types.length > 0 && typeof (tx as Partial<EventNotingTx>).noteEvents === 'function') (tx as EventNotingTx).noteEvents(execution, types);
 }
 
-export function watchCommittedEvents(db: SqlDb, onCommit: (types: readonly string[]) => void): SqlDb {
+export function watchCommittedEvents(db: SqlDb, onCommit: (notes: readonly CommittedEvents[]) => void): SqlDb {
   return {
     kind: db.kind,
     query: (sql, params) => db.query(sql, params),
     exec: (sql) => db.exec(sql),
     close: () => db.close(),
     async transaction(fn) {
-      const written: string[] = [];
+      const written: CommittedEvents[] = [];
       const result = await db.transaction((tx) => {
         const noting: EventNotingTx = {
           query: (sql, params) => tx.query(sql, params),
-          noteEvents(types) {
-            for (const type of types) written.push(type);
+          noteEvents(execution, types) {
+            written.push({ execution, types });
           },
         };
         return fn(noting);

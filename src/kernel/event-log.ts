@@ -68,7 +68,7 @@ export async function appendEvents(tx: SqlQueryable, executionId: string, drafts
   );
   if (written.length !== events.length) throw new KiwiError('NOT_FOUND', `not found: execution ${executionId}`);
   const first = Math.min(...written.map((r) => r.sequence));
-  noteEvents(tx, drafts.map((d) => d.type));
+  noteEvents(tx, executionId, drafts.map((d) => d.type));
   return events.map((e, i) => ({ ...e, sequence: first + i }));
 }
 

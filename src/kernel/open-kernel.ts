@@ -7,6 +7,7 @@ import type { SqlDb } from '../store/sql/sql-db.js';
 import { createAgentHub } from './agent-hub.js';
 import { createAgents, type Agents } from './agents.js';
 import { watchCommittedEvents } from './committed-events.js';
+import type { KernelEventsBus } from '../contracts/kernel-events-bus.js';
 import { createExecutions, type Executions } from './executions.js';
 import { createIntents, type Intents } from './intents.js';
 import { DEFAULT_KERNEL_LIMITS, type KernelLimits } from './kernel-limits.js';
@@ -64,6 +65,8 @@ export interface OpenKernelOptions {
   root: string;
   /** `postgres://…`; absent: embedded PGlite. */
   databaseUrl?: string;
+  /** Told of every committed event, for waiters in this process and, through Redis, in the other replicas. */
+  events?: KernelEventsBus;
   /** In memory instead of on disk (tests). */
   inMemory?: boolean;
   /** Rebuno's policy rules for invoke_tool (kernel-policy-file.ts); absent: nothing runs. */
@@ -95,7 +98,10 @@ export async function openKernel(options: OpenKernelOptions): Promise<Kernel> {
     throw error;
   }
   const metrics = createKernelMetrics();
-  const db = watchCommittedEvents(opened, (types) => metrics.committed(types));
+  const db = watchCommittedEvents(opened, (notes) => {
+    metrics.committed(notes.flatMap((n) => n.types));
+    options.events?.publish(notes);
+  });
   const now = options.now ?? ((): Date => new Date());
   // Embedded, the database is this process's alone: what a previous run held has lost its
   // connections, and the schemas of its runners went with their streams. On a shared server,

@@ -20,7 +20,7 @@ export const EXECUTION_ID_META = 'kiwi.gateway/execution_id';
 
 export function mcpRecorder(
   journal: ChatJournal,
-  options: { call: (call: ToolCall) => Promise<CallOutcome>; stepDeadlineMs: number; kernel: ChatApprovalDeps['kernel']; budgets?: Pick<Budgets, 'admit'> },
+  options: { call: (call: ToolCall) => Promise<CallOutcome>; stepDeadlineMs: number; kernel: ChatApprovalDeps['kernel']; events?: ChatApprovalDeps['events']; budgets?: Pick<Budgets, 'admit'> },
 ): MetaRecorder {
   return async (request, run) => {
     // The client's budget counts its MCP tool calls too; one that is spent is refused before anything runs.
@@ -41,7 +41,7 @@ export function mcpRecorder(
     });
     const steps = executionSteps(execution, options.stepDeadlineMs);
     // A call that needs a person waits as a chat's does; the client is told while its tool call is open.
-    const approvals = createChatApprovals({ execution, steps, kernel: options.kernel });
+    const approvals = createChatApprovals({ execution, steps, kernel: options.kernel, ...(options.events ? { events: options.events } : {}) });
     try {
       const result = await run(async (call, details) => {
         // The proxy's budget stage counts the call on the client's budget.

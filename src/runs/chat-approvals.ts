@@ -1,4 +1,4 @@
-import { abortableDelay } from '../abort.js';
+import { lookEveryMs, nextEventOf, type KernelEventsBus } from '../contracts/kernel-events-bus.js';
 import { KiwiError } from '../errors.js';
 import type { ChatExecution } from '../kernel/chat-journal.js';
 import type { Kernel } from '../kernel/open-kernel.js';
@@ -9,9 +9,10 @@ import type { LoopApprover } from '../loop/loop-types.js';
 /**
  * A chat's calls that wait for a person, through the kernel (§12.2): the chat's step is written
  * as waiting and its execution blocked, so `kiwi approvals list|grant|deny` and the signal
- * `step.approve` answer it like any agent's; the chat looks for the answer every `pollMs` (an
- * answer may come through another gateway on the same database). When the proxy's timeout
- * passes, the denial is written as the signal of `timeout`.
+ * `step.approve` answer it like any agent's. The chat reads the answer when the kernel's events
+ * bus says its execution has new events (an answer through another replica comes over Redis),
+ * and every `pollMs` all the same. When the proxy's timeout passes, the denial is written as the
+ * signal of `timeout`.
  */
 
 export interface ChatApprovals {
@@ -26,7 +27,9 @@ export interface ChatApprovalDeps {
   execution: ChatExecution;
   steps: ExecutionSteps;
   kernel(): Promise<Pick<Kernel, 'approvalOf' | 'signals'>>;
-  /** Default 250 ms. */
+  /** Word of committed events (contracts/kernel-events-bus.ts). */
+  events?: KernelEventsBus;
+  /** Default 250 ms, 5 s when the bus carries every replica's events. */
   pollMs?: number;
 }
 
@@ -34,7 +37,7 @@ export interface ChatApprovalDeps {
 const MAX_WAITING = 64;
 
 export function createChatApprovals(deps: ChatApprovalDeps): ChatApprovals {
-  const pollMs = deps.pollMs ?? 250;
+  const pollMs = deps.pollMs ?? lookEveryMs(deps.events, 250);
   const opened = new Map<string, string>();
   const waiting = new Map<string, (stepId: string) => void>();
 
@@ -60,7 +63,7 @@ export function createChatApprovals(deps: ChatApprovalDeps): ChatApprovals {
       if (signal.aborted) throw signal.reason;
       const decision = await (await deps.kernel()).approvalOf(deps.execution.id, stepId);
       if (decision !== undefined) return decision;
-      await abortableDelay(pollMs, signal);
+      await nextEventOf(deps.events, deps.execution.id, pollMs, signal);
     }
   }
 

@@ -12,7 +12,7 @@ import { recordedCall } from './recorded-call.js';
  * its step (`kiwi approvals grant|deny STEP`) as a chat's does, and cancelling the execution
  * through the kernel cancels the thread.
  */
-export function threadJournal(journal: ChatJournal, options: { kernel: ChatApprovalDeps['kernel'] }): (run: ThreadRun) => ThreadJournal {
+export function threadJournal(journal: ChatJournal, options: { kernel: ChatApprovalDeps['kernel']; events?: ChatApprovalDeps['events'] }): (run: ThreadRun) => ThreadJournal {
   return (run) => {
     const controller = new AbortController();
     const execution = journal.begin({
@@ -25,7 +25,7 @@ export function threadJournal(journal: ChatJournal, options: { kernel: ChatAppro
       },
     });
     const steps = executionSteps(execution, run.maxDurationMs);
-    const approvals = createChatApprovals({ execution, steps, kernel: options.kernel });
+    const approvals = createChatApprovals({ execution, steps, kernel: options.kernel, ...(options.events ? { events: options.events } : {}) });
     return {
       signal: controller.signal,
       async call(call, through, onWaiting) {

@@ -2,7 +2,9 @@ import { createLoopDetector, type LoopDetector } from '../audit/loop-detector.js
 import { createMemoryBudgetHolds, type BudgetHolds } from '../budgets/budget-holds.js';
 import { createMemoryRequestSlots, type RequestSlots } from '../clients/request-slots.js';
 import { createMemoryTokenBuckets, type TokenBuckets } from '../policy/token-buckets.js';
-import { connectRedis, shownRedisUrl } from './redis-client.js';
+import type { KernelEventsBus } from '../contracts/kernel-events-bus.js';
+import { createMemoryKernelEventsBus, createRedisKernelEventsBus } from './kernel-events-bus.js';
+import { connectRedis, redisFailure, shownRedisUrl } from './redis-client.js';
 import { createRedisBudgetHolds, type RedisBudgetHolds } from './redis-budget-holds.js';
 import { createRedisLoopDetector } from './redis-loop-detector.js';
 import { createRedisRequestSlots } from './redis-request-slots.js';
@@ -11,7 +13,7 @@ import { createRedisTokenBuckets } from './redis-token-buckets.js';
 /**
  * What the replicas of one gateway must agree on that is counted, not stored: the policy's rate
  * limits, each client's running requests, its repeated calls and what its running requests hold
- * of its budget (DESIGN §7). In Redis when `REDIS_URL` is set, so any
+ * of its budget; and word of what the kernel committed (DESIGN §7). In Redis when `REDIS_URL` is set, so any
  * number of `kiwi serve` processes enforce one limit together; otherwise in this process, which
  * is exactly right for one gateway and needs nothing installed.
  */
@@ -23,6 +25,8 @@ export interface SharedState {
   loops: LoopDetector;
   /** What running requests hold of their clients' budgets; a hold nobody releases lapses after `ttlMs` here, within its lease's TTL in Redis. */
   budgetHolds(options: { ttlMs: number }): BudgetHolds;
+  /** Word of the kernel's committed events, for the chats and streams waiting on them. */
+  kernelEvents: KernelEventsBus;
   close(): Promise<void>;
 }
 
@@ -45,6 +49,7 @@ export async function openSharedState(options: SharedStateOptions): Promise<Shar
       slots: createMemoryRequestSlots(),
       loops: createLoopDetector(),
       budgetHolds: (o) => createMemoryBudgetHolds(o),
+      kernelEvents: createMemoryKernelEventsBus(),
       close: async () => undefined,
     };
   }
@@ -52,6 +57,14 @@ export async function openSharedState(options: SharedStateOptions): Promise<Shar
   const prefix = options.prefix || DEFAULT_REDIS_PREFIX;
   const slots = createRedisRequestSlots(redis, { url, prefix });
   const holds: RedisBudgetHolds[] = [];
+  let kernelEvents: Awaited<ReturnType<typeof createRedisKernelEventsBus>>;
+  try {
+    kernelEvents = await createRedisKernelEventsBus(redis, { prefix });
+  } catch (error) {
+    slots.close();
+    redis.destroy();
+    throw redisFailure(url, 'a subscription', error);
+  }
   return {
     where: shownRedisUrl(url),
     buckets: createRedisTokenBuckets(redis, { url, prefix }),
@@ -62,9 +75,11 @@ export async function openSharedState(options: SharedStateOptions): Promise<Shar
       holds.push(made);
       return made;
     },
+    kernelEvents,
     async close() {
       slots.close();
       for (const h of holds) h.close();
+      await kernelEvents.close();
       await redis.close().catch(() => redis.destroy());
     },
   };

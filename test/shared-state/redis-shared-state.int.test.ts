@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isKiwiError } from '../../src/errors.js';
 import { connectRedis, shownRedisUrl, type Redis } from '../../src/shared-state/redis-client.js';
+import { nextEventOf } from '../../src/contracts/kernel-events-bus.js';
+import { createRedisKernelEventsBus } from '../../src/shared-state/kernel-events-bus.js';
 import { createRedisBudgetHolds } from '../../src/shared-state/redis-budget-holds.js';
 import { createRedisLoopDetector } from '../../src/shared-state/redis-loop-detector.js';
 import { createRedisRequestSlots } from '../../src/shared-state/redis-request-slots.js';
@@ -209,6 +211,35 @@ describe.skipIf(!redisAvailable())('shared state in Redis', () => {
       expect(idle).toBe(true);
       one.close();
     });
+  });
+
+  it('tells every replica of the kernel events one committed, and its own listeners once', async () => {
+    const p = prefix();
+    const [one, two] = await Promise.all([createRedisKernelEventsBus(a, { prefix: p }), createRedisKernelEventsBus(b, { prefix: p })]);
+    try {
+      const heard: { by: string; notes: unknown }[] = [];
+      one.subscribe((notes) => heard.push({ by: 'one', notes }));
+      two.subscribe((notes) => heard.push({ by: 'two', notes }));
+      one.publish([{ execution: 'e1', types: ['execution.cancelled'] }]);
+      await expect.poll(() => heard.length).toBe(2);
+      await new Promise((r) => setTimeout(r, 50)); // its own copy coming back through Redis is not heard again
+      expect(heard).toEqual([
+        { by: 'one', notes: [{ execution: 'e1', types: ['execution.cancelled'] }] },
+        { by: 'two', notes: [{ execution: 'e1', types: ['execution.cancelled'] }] },
+      ]);
+      // A waiter on another replica wakes for its own execution's events only; else at its timeout.
+      const waiting = nextEventOf(two, 'e2', 5000);
+      one.publish([{ execution: 'e3', types: ['step.completed'] }]);
+      one.publish([{ execution: 'e2', types: ['step.completed'] }]);
+      expect(await waiting).toBe(true);
+      expect(await nextEventOf(two, 'e4', 30)).toBe(false);
+      const stop = new AbortController();
+      const stopped = nextEventOf(two, 'e5', 5000, stop.signal);
+      stop.abort('chat ended');
+      await expect(stopped).rejects.toBe('chat ended');
+    } finally {
+      await Promise.all([one.close(), two.close()]);
+    }
   });
 
   it('opens in this process without a URL, and says where it is', async () => {

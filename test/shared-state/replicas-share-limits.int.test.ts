@@ -1,6 +1,8 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import OpenAI from 'openai';
+import { allowTools } from '../helpers/demo-project.js';
 import { serveDemoGateway, type DemoGateway } from '../helpers/demo-gateway.js';
 import { openAiStream } from '../helpers/openai-sse.js';
 import { postgresAvailable, type PostgresServer } from '../helpers/postgres-server.js';
@@ -23,8 +25,13 @@ describe.skipIf(!redisAvailable() || !postgresAvailable())('replicas share limit
     const limited = (root: string): void => {
       const policy = path.join(root, '.ai', 'config', 'policy.yaml');
       writeFileSync(policy, readFileSync(policy, 'utf8').replace('per_client: { max: 600, per_ms: 60000 }', 'per_client: { max: 3, per_ms: 3600000 }'));
+      // A tool that waits for a person, for the approvals and cancels across replicas.
+      const dir = path.join(root, '.ai', 'tools', 'project');
+      writeFileSync(path.join(dir, 'ship.mjs'), "let s = ''; process.stdin.on('data', (c) => (s += c)); process.stdin.on('end', () => process.stdout.write(`shipped ${JSON.parse(s).version}`));\n");
+      writeFileSync(path.join(dir, 'ship_release.yaml'), 'tool_id: ship_release\ntool_type: script\nexecutor: node_runtime\nversion: "1.0.0"\ndescription: "Ship a release"\nrequires_approval: true\nconfig:\n  script: ship.mjs\nparameters:\n  - { name: version, type: string, required: true }\n');
+      allowTools(root, ['ship_release']);
     };
-    const config = ['limits: { max_concurrent_requests_per_client: 1 }', 'prices:', '  "gpt-*": { input_per_mtok: 1000, output_per_mtok: 1000 }', 'budgets:', '  clients:', '    local: { tokens: 40 }'].join('\n');
+    const config = ['limits: { max_concurrent_requests_per_client: 2 }', 'prices:', '  "gpt-*": { input_per_mtok: 1000, output_per_mtok: 1000 }', 'budgets:', '  clients:', '    local: { tokens: 1000 }'].join('\n');
     const open = (): Promise<DemoGateway> => serveDemoGateway({ prepare: limited, config, extraEnv: { REDIS_URL: redis.url, KIWI_REDIS_PREFIX: redis.prefix, DATABASE_URL: postgres.url } });
     replicas = await Promise.all([open(), open()]);
   });
@@ -52,32 +59,87 @@ describe.skipIf(!redisAvailable() || !postgresAvailable())('replicas share limit
     expect((await call(a)).stuck).toBe(true);
   });
 
-  it('a client allowed one running request cannot run a second through the other replica', async () => {
+  it('a client allowed two running requests cannot run a third through the other replica', async () => {
     const [a, b] = replicas as [DemoGateway, DemoGateway];
     // An agent's event stream counts as a running request until it ends.
-    const stream = new AbortController();
-    const open = await fetch(`${a.server.url}/v0/agents/stream?agent_id=limits&consumer_id=c1`, { signal: stream.signal });
-    expect(open.status).toBe(200);
+    const streams = [new AbortController(), new AbortController()];
+    for (const [i, stream] of streams.entries()) expect((await fetch(`${a.server.url}/v0/agents/stream?agent_id=limits&consumer_id=c${i}`, { signal: stream.signal })).status).toBe(200);
     const refused = await fetch(`${b.server.url}/v1/models`);
     expect(refused.status).toBe(429);
-    expect(await refused.json()).toMatchObject({ error: { message: expect.stringContaining('Client local already has 1 requests running') } });
-    stream.abort();
+    expect(await refused.json()).toMatchObject({ error: { message: expect.stringContaining('Client local already has 2 requests running') } });
+    streams[0]?.abort();
     await expect.poll(async () => (await fetch(`${b.server.url}/v1/models`)).status).toBe(200);
+    streams[1]?.abort();
   });
 
-  it('a token budget holds across replicas: what one charged, the other counts', async () => {
+  /** A streamed chat through `replica` whose call waits for a person; resolves once the stream says so. */
+  async function chatThatWaits(replica: DemoGateway, version: string) {
+    replica.llm.replyOnce(openAiStream([`Shipping. [TOOL: ship_release {"version": "${version}"}]`]), openAiStream(['Done.']));
+    const client = new OpenAI({ baseURL: `${replica.server.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+    const { data: stream, response } = await client.chat.completions.create({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: `ship ${version}` }] }).withResponse();
+    const iterator = stream[Symbol.asyncIterator]();
+    let stepId: string | undefined;
+    while (stepId === undefined) {
+      const next = await iterator.next();
+      if (next.done) throw new Error('the stream ended before the call waited');
+      const kiwi = (next.value as unknown as { kiwi?: Record<string, unknown> }).kiwi;
+      if (kiwi?.['type'] === 'approval') stepId = String(kiwi['stepId']);
+    }
+    const rest = (async () => {
+      let text = '';
+      try {
+        for (let next = await iterator.next(); !next.done; next = await iterator.next()) text += next.value.choices[0]?.delta.content ?? '';
+      } catch (error) {
+        text += String(error);
+      }
+      return text;
+    })();
+    return { executionId: response.headers.get('x-kiwi-execution-id') as string, stepId, rest };
+  }
+
+  // A waiting chat looks for itself only every 5 s when Redis carries every replica's events: one
+  // released well before that was told through Redis.
+  it('an approval waiting on one replica, granted through the other, releases the chat at once', async () => {
     const [a, b] = replicas as [DemoGateway, DemoGateway];
-    // Each answer reports 10 input and 5 output tokens: 15 a request, against a budget of 40.
+    const chat = await chatThatWaits(a, 'v1');
+    const granted = Date.now();
+    const signal = await fetch(`${b.server.url}/v0/executions/${chat.executionId}/signal`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ signal_type: 'step.approve', payload: { step_id: chat.stepId, approved: true } }) });
+    expect(signal.status).toBe(200);
+    expect(await chat.rest).toMatch(/shipped v1[\s\S]*Done\./);
+    expect(Date.now() - granted).toBeLessThan(4000);
+  }, 30_000);
+
+  it('a cancel through one replica stops a chat running on the other at once', async () => {
+    const [a, b] = replicas as [DemoGateway, DemoGateway];
+    const chat = await chatThatWaits(a, 'v2');
+    const cancelledAt = Date.now();
+    const cancel = await fetch(`${b.server.url}/v0/executions/${chat.executionId}/cancel`, { method: 'POST' });
+    expect(cancel.status).toBe(200);
+    expect(await chat.rest).toMatch(/was cancelled/);
+    expect(Date.now() - cancelledAt).toBeLessThan(4000);
+  }, 30_000);
+
+  // Last: it spends client local's budget, which the chats above also drew on.
+  it('a token budget holds across replicas: what one charged, the other counts', async () => {
+    // Each answer reports 10 input and 5 output tokens: 15 a request, against a budget of 1000.
     for (const r of replicas) r.llm.reply(openAiStream(['ok']));
     const chat = (replica: DemoGateway) => fetch(`${replica.server.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] }) });
-    for (const replica of [a, b, a]) {
+    const served = [0, 0];
+    let refusal: string | undefined;
+    for (let i = 0; i < 200 && refusal === undefined; i++) {
+      const replica = replicas[i % 2] as DemoGateway;
       const res = await chat(replica);
-      expect(res.status).toBe(200);
-      await res.text();
-      await replica.gateway.budgets?.settled();
+      if (res.status === 429) refusal = ((await res.json()) as { error: { message: string } }).error.message;
+      else {
+        expect(res.status).toBe(200);
+        await res.text();
+        await replica.gateway.budgets?.settled();
+        served[i % 2]! += 1;
+      }
     }
-    const refused = await chat(b);
-    expect(refused.status).toBe(429);
-    expect(((await refused.json()) as { error: { message: string } }).error.message).toMatch(/^Client "local" is over its token budget: 45 tokens of 40 tokens/);
-  });
+    expect(refusal).toMatch(/^Client "local" is over its token budget: (\d+) tokens of 1000 tokens/);
+    expect(Number(/: (\d+) tokens/.exec(refusal ?? '')?.[1])).toBeGreaterThanOrEqual(1000);
+    // Each replica served about half: neither alone charged the 1000 tokens that stopped both.
+    for (const n of served) expect(n * 15).toBeLessThan(1000);
+  }, 60_000);
 });

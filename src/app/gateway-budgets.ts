@@ -2,9 +2,7 @@ import path from 'node:path';
 import { countsSpend } from '../budgets/budget-config.js';
 import { openBudgetLedger, type BudgetLedger } from '../budgets/budget-ledger.js';
 import { openSqlBudgetLedger } from '../budgets/sql-budget-ledger.js';
-import { KERNEL_MIGRATIONS } from '../kernel/kernel-migrations.js';
-import { migrate } from '../store/sql/migrate.js';
-import { openPostgresDb } from '../store/sql/postgres-db.js';
+import type { SqlDb } from '../store/sql/sql-db.js';
 import type { SharedState } from '../shared-state/shared-state.js';
 import { createBudgets, type Budgets } from '../budgets/budget-meter.js';
 import { HOUR_MS } from '../budgets/budget-window.js';
@@ -28,16 +26,16 @@ const HOLD_MARGIN_MS = 60_000;
 /**
  * The gateway's budgets, when its config has any (prices, client budgets, `limits.max_spend_usd`):
  * the ledger under `.ai/state/budgets/`, read back at start so that a restart resets nothing, or
- * in the Postgres of `databaseUrl`, shared with the other gateways on it; and what running
- * requests hold of their clients' budgets.
+ * in the Postgres the gateways share (`database`); and what running requests hold of their
+ * clients' budgets.
  * Without any, undefined: nothing is metered or written.
  */
-export async function openGatewayBudgets(options: { root: string; config: GatewayConfig; databaseUrl?: string | undefined; shared: Pick<SharedState, 'budgetHolds'>; log?: (line: string) => void }): Promise<GatewayBudgets | undefined> {
+export async function openGatewayBudgets(options: { root: string; config: GatewayConfig; database?: SqlDb | undefined; shared: Pick<SharedState, 'budgetHolds'>; log?: (line: string) => void }): Promise<GatewayBudgets | undefined> {
   const { budgets } = options.config;
   const clientBudgets = [...budgets.clients.values(), ...(budgets.default ? [budgets.default] : [])];
   if (budgets.prices.length === 0 && clientBudgets.length === 0 && !countsSpend(budgets)) return undefined;
   const retainMs = Math.max(24 * HOUR_MS, ...clientBudgets.map((b) => b.windowMs));
-  const { ledger, closeLedger } = await openLedger({ ...options, retainMs });
+  const ledger = await openLedger({ ...options, retainMs });
   const free = new Set(options.config.upstreams.filter((u) => u.kind === 'demo').map((u) => u.name));
   // In this process, or in Redis when replicas share them (budget-holds.ts).
   const holds = options.shared.budgetHolds({ ttlMs: options.config.limits.maxDurationMs + HOLD_MARGIN_MS });
@@ -48,30 +46,13 @@ export async function openGatewayBudgets(options: { root: string; config: Gatewa
       await holds.idle();
       await ledger.flush();
     },
-    close: closeLedger,
+    close: () => ledger.close(),
   };
 }
 
-async function openLedger(options: { root: string; databaseUrl?: string | undefined; retainMs: number; log?: (line: string) => void }): Promise<{ ledger: BudgetLedger; closeLedger(): Promise<void> }> {
+function openLedger(options: { root: string; database?: SqlDb | undefined; retainMs: number; log?: (line: string) => void }): Promise<BudgetLedger> {
   const onError = options.log ? { onError: options.log } : {};
-  if (options.databaseUrl === undefined || options.databaseUrl === '') {
-    const ledger = await openBudgetLedger({ dir: path.join(options.root, BUDGET_STATE_DIR), retainMs: options.retainMs, ...onError });
-    return { ledger, closeLedger: () => ledger.close() };
-  }
-  // Its own two connections: a charge is written while the kernel's pool is busy with a chat.
-  const db = await openPostgresDb(options.databaseUrl, { maxConnections: 2 });
-  try {
-    await migrate(db, KERNEL_MIGRATIONS);
-    const ledger = await openSqlBudgetLedger({ db, retainMs: options.retainMs, ...onError });
-    return {
-      ledger,
-      async closeLedger() {
-        await ledger.close();
-        await db.close();
-      },
-    };
-  } catch (error) {
-    await db.close();
-    throw error;
-  }
+  return options.database === undefined
+    ? openBudgetLedger({ dir: path.join(options.root, BUDGET_STATE_DIR), retainMs: options.retainMs, ...onError })
+    : openSqlBudgetLedger({ db: options.database, retainMs: options.retainMs, ...onError });
 }

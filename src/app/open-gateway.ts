@@ -2,7 +2,9 @@ import path from 'node:path';
 import { createGatewayApp, type GatewayApp } from '../http/app.js';
 import { createClientAuth, type ClientAuth } from '../clients/client-auth.js';
 import { isLoopbackHost } from '../clients/loopback.js';
-import { KEY_FILE } from '../clients/key-store.js';
+import { KEY_FILE, readKeyFile } from '../clients/key-store.js';
+import { projectKeyStore } from '../clients/sql-key-store.js';
+import { databaseUrlOf, openGatewayDatabase } from '../kernel/gateway-database.js';
 import { createMcpRoute } from '../http/mcp-route.js';
 import { logInternalError } from '../http/log-internal-error.js';
 import { createRequestGuard } from '../http/request-guard.js';
@@ -92,6 +94,10 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
   const shared = await openSharedState({ redisUrl: options.env['REDIS_URL'], prefix: options.env['KIWI_REDIS_PREFIX'], ...(options.log ? { log: options.log } : {}) });
   const opened: { close(): Promise<void> }[] = [shared];
   try {
+    // Keys and the budgets' ledger in the Postgres that replicas share (DATABASE_URL), else in files.
+    const databaseUrl = databaseUrlOf(options.env);
+    const database = databaseUrl === undefined ? undefined : await openGatewayDatabase(databaseUrl);
+    if (database !== undefined) opened.unshift(database);
     const project = await openProject({ ...options, source: 'gateway', threads: port, buckets: shared.buckets, loops: shared.loops });
     opened.unshift(project);
     const config = await loadGatewayConfig(path.join(project.root, '.ai', 'config', 'gateway.yaml'), { env: options.env, root: project.root });
@@ -126,7 +132,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     // one long-lived shutdown signal: on Node 20 every request would stay linked to it (a leak).
     const inFlight = new Set<AbortController>();
     let shuttingDown = false;
-    const budgets = await openGatewayBudgets({ root: project.root, config, databaseUrl: options.env['DATABASE_URL'], shared, ...(options.log ? { log: options.log } : {}) });
+    const budgets = await openGatewayBudgets({ root: project.root, config, database, shared, ...(options.log ? { log: options.log } : {}) });
     if (budgets !== undefined) opened.unshift(budgets);
     const runLoop: RunLoop = (request, run) => {
       const route = upstreams.route(request.model);
@@ -189,7 +195,8 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     };
 
     const host = options.host ?? config.host;
-    const auth = createClientAuth({ root: project.root, file: path.join(project.root, KEY_FILE), policy: project.policy, openWithoutKeys: isLoopbackHost(host) });
+    const auth = createClientAuth({ root: project.root, store: projectKeyStore(project.root, database), policy: project.policy, openWithoutKeys: isLoopbackHost(host) });
+    if (database !== undefined) await warnUnreadKeyFile(project.root, options.log);
     const guard = createRequestGuard({ allowedHosts: config.allowedHosts, allowedOrigins: config.allowedOrigins, mcpOrigins: config.mcp.allowedOrigins, auth, maxConcurrentPerClient: config.maxConcurrentPerClient, slots: shared.slots });
     const record = config.recordChats ? { record: mcpRecorder(kernel.journal, { call: (call) => project.proxy.call(call), stepDeadlineMs: config.limits.maxDurationMs, kernel: kernel.kernel, events: shared.kernelEvents, ...(budgets ? { budgets } : {}) }) } : {};
     const threads = createGatewayThreads({ project, runtime, upstreams, config, describeTool, steps, budgets, ...(config.recordChats && options.unattended !== true ? { journal: threadJournal(kernel.journal, { kernel: kernel.kernel, events: shared.kernelEvents }) } : {}) });
@@ -238,6 +245,13 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     await closeAll(opened);
     throw error;
   }
+}
+
+/** With DATABASE_URL the keys are in Postgres: keys left in the project's file would silently stop working. */
+async function warnUnreadKeyFile(root: string, log: ((line: string) => void) | undefined): Promise<void> {
+  const file = path.join(root, KEY_FILE);
+  const { keys } = await readKeyFile(file).catch(() => ({ keys: [] }));
+  if (keys.length > 0) log?.(`keys: DATABASE_URL is set, so client keys are read from Postgres; the ${keys.length} in ${file} are not read (create them again with \`kiwi keys create\` and DATABASE_URL set)`);
 }
 
 /** Both opened, or neither: when one fails, the other is closed once it has opened. */

@@ -5,18 +5,18 @@
  * creating a key is how a gateway is locked; revoking keys never opens it again (deleting the
  * key file does, on loopback).
  *
- * The store is re-read when the file changes (looked at no more than once a second), so `kiwi
- * keys create|revoke` works on a running gateway. A store or client policy that cannot be read
- * fails closed: every request is refused with the reason.
+ * The store is re-read when it changes (looked at no more than once a second, and at once, at
+ * most every 250 ms, when a key it does not know comes: a key just made through another replica
+ * works at once), so `kiwi keys create|revoke` works on a running gateway. A store or client
+ * policy that cannot be read fails closed: every request is refused with the reason.
  */
-import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { describeError } from '../errors.js';
 import { LOCAL_CLIENT } from './access.js';
 import { loadPolicyFile } from '../policy/policy-file.js';
 import { childContext, type PermissionContext } from '../policy/permission-context.js';
 import { ROLES, type Caller } from '../policy/caller.js';
-import { hashKey, readKeyFile, type KeyRecord } from './key-store.js';
+import { hashKey, type KeyRecord, type KeyStore } from './key-store.js';
 
 export { LOCAL_CLIENT };
 /** The one caller of a gateway without keys on loopback, the CLI and stdio MCP: one person's machine, every role. */
@@ -32,13 +32,13 @@ export interface AuthHeaders {
 export interface ClientAuthOptions {
   /** The project root: client policies named in the key file are read relative to it. */
   root: string;
-  /** The key file, normally `<root>/.ai/state/keys.json` (key-store.ts KEY_FILE). */
-  file: string;
+  /** The keys: normally `<root>/.ai/state/keys.json` (key-store.ts), or Postgres (sql-key-store.ts). */
+  store: KeyStore;
   /** The project policy: a client's own policy can only narrow it. */
   policy: PermissionContext;
   /** True only when the gateway listens on loopback: then, with no keys, requests are served as the local client. */
   openWithoutKeys: boolean;
-  /** How often the key file may be looked at for changes (default 1000 ms). */
+  /** How often the store may be looked at for changes (default 1000 ms). */
   recheckMs?: number;
   now?: () => number;
 }
@@ -60,6 +60,8 @@ interface Loaded {
 }
 
 const MAX_HEADER = 512;
+/** An unknown key makes the store be looked at again at once, but no more often than this (a flood of wrong keys must not become a flood of reads). */
+const MISS_RECHECK_MS = 250;
 
 export function createClientAuth(options: ClientAuthOptions): ClientAuth {
   const recheckMs = options.recheckMs ?? 1000;
@@ -70,7 +72,7 @@ export function createClientAuth(options: ClientAuthOptions): ClientAuth {
 
   async function load(stamp: string): Promise<Loaded> {
     try {
-      const data = await readKeyFile(options.file);
+      const data = await options.store.read();
       const active = data.keys.filter((k) => k.revoked === undefined);
       const byHash = new Map<string, { record: KeyRecord; caller?: Caller; error?: string }>();
       for (const record of active) byHash.set(record.hash, await callerFor(record));
@@ -92,10 +94,12 @@ export function createClientAuth(options: ClientAuthOptions): ClientAuth {
     }
   }
 
-  async function current(): Promise<Loaded> {
-    if (loaded !== undefined && now() - checkedAt < recheckMs) return loaded;
+  let missedAt = -Infinity;
+
+  async function current(force = false): Promise<Loaded> {
+    if (!force && loaded !== undefined && now() - checkedAt < recheckMs) return loaded;
     loading ??= (async () => {
-      const stamp = await fileStamp(options.file);
+      const stamp = await options.store.stamp().catch((error: unknown) => `error:${describeError(error)}`);
       checkedAt = now();
       if (loaded?.stamp !== stamp) loaded = await load(stamp);
       return loaded;
@@ -104,13 +108,17 @@ export function createClientAuth(options: ClientAuthOptions): ClientAuth {
   }
 
   async function authenticate(headers: AuthHeaders): Promise<AuthResult> {
-    const store = await current();
+    let store = await current();
+    const presented = presentedKey(headers);
+    if (presented.ok && !store.byHash.has(hashKey(presented.key)) && now() - missedAt >= MISS_RECHECK_MS) {
+      missedAt = now();
+      store = await current(true);
+    }
     if (store.error !== undefined) return { ok: false, status: 503, message: `The gateway's key store cannot be read, so no request is served: ${store.error}` };
     if (store.total === 0 && options.openWithoutKeys) return { ok: true, caller: LOCAL_CALLER };
     if (store.active === 0) {
       return { ok: false, status: 401, message: 'This gateway has no active client keys, so it serves nobody; create one with `kiwi keys create NAME` and send it as `Authorization: Bearer KEY` or `x-api-key: KEY`' };
     }
-    const presented = presentedKey(headers);
     if (!presented.ok) return { ok: false, status: 401, message: presented.message };
     const entry = store.byHash.get(hashKey(presented.key));
     if (entry === undefined) return { ok: false, status: 401, message: 'The API key is not valid: it was revoked, belongs to another gateway, or was mistyped; `kiwi keys list` shows the active keys' };
@@ -143,13 +151,4 @@ function presentedKey(headers: AuthHeaders): Presented {
   if (key === undefined || key === '') return { ok: false, message: `This gateway needs a client key; ${HOW}. Create one with \`kiwi keys create NAME\`` };
   if (key.length > MAX_HEADER) return { ok: false, message: 'The API key is too long to be a Kiwi key' };
   return { ok: true, key };
-}
-
-async function fileStamp(file: string): Promise<string> {
-  try {
-    const info = await stat(file);
-    return `${info.mtimeMs}:${info.size}:${info.ino}`;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'missing' : `error:${describeError(error)}`;
-  }
 }

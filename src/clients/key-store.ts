@@ -1,15 +1,15 @@
 /**
- * Client API keys, kept in `.ai/state/keys.json` (mode 0600): only a SHA-256 of each key is
- * stored, so the file lets nobody in. A key is `kiwi_<id>_<secret>` with 256 random bits of
+ * Client API keys, kept in `.ai/state/keys.json` (mode 0600), or in Postgres when gateways share
+ * one (sql-key-store.ts): only a SHA-256 of each key is stored, so the store lets nobody in. A key is `kiwi_<id>_<secret>` with 256 random bits of
  * secret: a plain hash is enough for keys that cannot be guessed (a slow password hash only
  * helps against human-chosen secrets). Writers replace the file whole (temp file + rename), so a
  * reader never sees half a file.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
-import { KiwiError } from '../errors.js';
+import { describeError, KiwiError } from '../errors.js';
 import { ROLES, type Role } from '../policy/caller.js';
 import { LOCAL_CLIENT } from './access.js';
 import { readCappedFile } from '../read-capped-file.js';
@@ -44,6 +44,36 @@ export interface KeyGrants {
 export interface KeyFile {
   version: 1;
   keys: KeyRecord[];
+}
+
+/** Where the keys are: a file (below) or a database table (sql-key-store.ts). */
+export interface KeyStore {
+  /** For people: the file's path, or the database. */
+  readonly where: string;
+  read(): Promise<KeyFile>;
+  /** Changes whenever the keys do; cheap, for a gateway that looks every second. */
+  stamp(): Promise<string>;
+  create(client: string, options?: KeyGrants & { policy?: string; now?: Date }): Promise<CreatedKey>;
+  revoke(idOrClient: string, now?: Date): Promise<KeyRecord[]>;
+}
+
+export function fileKeyStore(file: string): KeyStore {
+  return {
+    where: file,
+    read: () => readKeyFile(file),
+    stamp: () => fileStamp(file),
+    create: (client, options) => createKey(file, client, options),
+    revoke: (idOrClient, now) => revokeKeys(file, idOrClient, now),
+  };
+}
+
+async function fileStamp(file: string): Promise<string> {
+  try {
+    const info = await stat(file);
+    return `${info.mtimeMs}:${info.size}:${info.ino}`;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'missing' : `error:${describeError(error)}`;
+  }
 }
 
 export const KEY_FILE = path.join('.ai', 'state', 'keys.json');
@@ -114,16 +144,22 @@ export interface CreatedKey {
 }
 
 export async function createKey(file: string, client: string, options: KeyGrants & { policy?: string; now?: Date } = {}): Promise<CreatedKey> {
+  const data = await readKeyFile(file);
+  const made = newKey(client, options, (id) => data.keys.some((k) => k.id === id));
+  await writeKeyFile(file, { version: 1, keys: [...data.keys, made.record] });
+  return made;
+}
+
+/** A new key for `client`, its name and grants checked, with an id `taken` says is free. */
+export function newKey(client: string, options: KeyGrants & { policy?: string; now?: Date }, taken: (id: string) => boolean): CreatedKey {
   if (!CLIENT_NAME.test(client)) throw new KiwiError('INVALID_INPUT', `client name ${JSON.stringify(client.slice(0, 80))} is not valid: use 1 to 64 letters, digits, "_", "." or "-" (e.g. ci-bot)`);
   if (client === LOCAL_CLIENT) throw new KiwiError('INVALID_INPUT', `"${LOCAL_CLIENT}" is the name of the keyless local operator; give the client another name`);
   const grants = checkGrants(options);
-  const data = await readKeyFile(file);
   let id: string;
   do id = randomBytes(4).toString('hex');
-  while (data.keys.some((k) => k.id === `key_${id}`));
+  while (taken(`key_${id}`));
   const key = `kiwi_${id}_${randomBytes(32).toString('base64url')}`;
   const record: KeyRecord = { id: `key_${id}`, client, hash: hashKey(key), created: (options.now ?? new Date()).toISOString(), ...(options.policy ? { policy: options.policy } : {}), ...grants };
-  await writeKeyFile(file, { version: 1, keys: [...data.keys, record] });
   return { record, key };
 }
 
@@ -155,9 +191,7 @@ function checkGrants(options: KeyGrants): Required<Pick<KeyGrants, 'roles'>> & K
 export async function revokeKeys(file: string, idOrClient: string, now = new Date()): Promise<KeyRecord[]> {
   const data = await readKeyFile(file);
   const matches = data.keys.filter((k) => k.id === idOrClient || k.client === idOrClient);
-  if (matches.length === 0) {
-    throw new KiwiError('INVALID_INPUT', `no key or client named ${JSON.stringify(idOrClient.slice(0, 80))}; \`kiwi keys list\` shows the key ids and clients`);
-  }
+  if (matches.length === 0) throw noSuchKey(idOrClient);
   const revoked: KeyRecord[] = [];
   const keys = data.keys.map((k) => {
     if (!matches.includes(k) || k.revoked !== undefined) return k;
@@ -167,4 +201,18 @@ export async function revokeKeys(file: string, idOrClient: string, now = new Dat
   });
   if (revoked.length > 0) await writeKeyFile(file, { version: 1, keys });
   return revoked;
+}
+
+export function noSuchKey(idOrClient: string): KiwiError {
+  return new KiwiError('INVALID_INPUT', `no key or client named ${JSON.stringify(idOrClient.slice(0, 80))}; \`kiwi keys list\` shows the key ids and clients`);
+}
+
+/** A stored record read back: checked as the file's records are. */
+export function parseKeyRecord(data: unknown, where: string): KeyRecord {
+  const parsed = recordSchema.safeParse(data);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new KiwiError('INVALID_INPUT', `${where}: ${issue?.path.join('.') || '(top level)'} ${issue?.message ?? 'is invalid'}; keys are written by \`kiwi keys\`, do not edit them by hand`);
+  }
+  return parsed.data as KeyRecord;
 }

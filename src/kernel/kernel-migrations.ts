@@ -245,4 +245,20 @@ export const KERNEL_MIGRATIONS: readonly Migration[] = [
       'create index budget_usage_at on budget_usage (at)',
     ],
   },
+  {
+    version: 13,
+    name: 'client keys shared by gateways',
+    statements: [
+      // A key's record as the key file holds it (clients/key-store.ts), its hash, never the key
+      // (clients/sql-key-store.ts); changed_at moves on every create and revoke.
+      `create table client_keys (
+        id text primary key,
+        client text not null,
+        hash text not null unique,
+        record text not null,
+        changed_at text not null
+      )`,
+      'create index client_keys_client on client_keys (client)',
+    ],
+  },
 ];

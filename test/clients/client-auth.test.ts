@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createClientAuth, type ClientAuth } from '../../src/clients/client-auth.js';
-import { createKey, readKeyFile, revokeKeys } from '../../src/clients/key-store.js';
+import { createKey, fileKeyStore, readKeyFile, revokeKeys } from '../../src/clients/key-store.js';
 import { isLoopbackHost } from '../../src/clients/loopback.js';
 import { createPermissionContext, emptyRules } from '../../src/policy/permission-context.js';
 import { createTempProject, type TempProject } from '../helpers/temp-project.js';
@@ -21,7 +21,7 @@ afterEach(() => temp.remove());
 
 function auth(openWithoutKeys = true): ClientAuth {
   const policy = createPermissionContext(temp.root, { ...emptyRules(), tools: ['*'] }, 'policy test');
-  return createClientAuth({ root: temp.root, file, policy, openWithoutKeys, recheckMs: 1000, now: () => clock });
+  return createClientAuth({ root: temp.root, store: fileKeyStore(file), policy, openWithoutKeys, recheckMs: 1000, now: () => clock });
 }
 
 describe('client auth', () => {
@@ -62,6 +62,25 @@ describe('client auth', () => {
     expect(await revokeKeys(file, 'ci-bot')).toHaveLength(0);
     clock += 1000;
     expect(await a.authenticate({ authorization: `Bearer ${key}` })).toMatchObject({ ok: false, status: 401 });
+  });
+
+  it('takes a key made after its last look at once (made through another replica), and a flood of wrong keys does not make it read the store each time', async () => {
+    await createKey(file, 'first');
+    const store = fileKeyStore(file);
+    let stamps = 0;
+    const counted = { ...store, stamp: () => (stamps++, store.stamp()) };
+    const policy = createPermissionContext(temp.root, { ...emptyRules(), tools: ['*'] }, 'policy test');
+    const a = createClientAuth({ root: temp.root, store: counted, policy, openWithoutKeys: false, recheckMs: 60_000, now: () => clock });
+    expect(await a.mode()).toMatchObject({ mode: 'keys', activeKeys: 1 });
+    const { key } = await createKey(file, 'second');
+    expect(await a.authenticate({ authorization: `Bearer ${key}` })).toMatchObject({ ok: true, caller: { client: 'second' } });
+    clock += 250;
+    const before = stamps;
+    for (let i = 0; i < 50; i++) expect(await a.authenticate({ authorization: `Bearer kiwi_00000000_wrong${i}` })).toMatchObject({ ok: false, status: 401 });
+    expect(stamps - before).toBe(1);
+    clock += 250;
+    await a.authenticate({ authorization: 'Bearer kiwi_00000000_wrong' });
+    expect(stamps - before).toBe(2);
   });
 
   it('revoking the last key locks the gateway shut, not open, even on loopback', async () => {

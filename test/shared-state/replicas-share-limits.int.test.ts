@@ -2,6 +2,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
+import { runCli } from '../../src/app/run-cli.js';
 import { allowTools } from '../helpers/demo-project.js';
 import { serveDemoGateway, type DemoGateway } from '../helpers/demo-gateway.js';
 import { openAiStream } from '../helpers/openai-sse.js';
@@ -142,4 +143,17 @@ describe.skipIf(!redisAvailable() || !postgresAvailable())('replicas share limit
     // Each replica served about half: neither alone charged the 1000 tokens that stopped both.
     for (const n of served) expect(n * 15).toBeLessThan(1000);
   }, 60_000);
+
+  // Last of all: once a key exists, every request needs one.
+  it('a key made with `kiwi keys create` on the shared database works on every replica at once', async () => {
+    const [a, b] = replicas as [DemoGateway, DemoGateway];
+    const out: string[] = [];
+    const code = await runCli(['keys', 'create', 'ops', '--project', a.root], { env: { PATH: process.env['PATH'], DATABASE_URL: postgres.url }, cwd: a.root, io: { out: (l) => out.push(l), err: () => undefined } });
+    expect(code).toBe(0);
+    const key = out[0] ?? '';
+    for (const replica of [a, b]) {
+      expect((await fetch(`${replica.server.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(200);
+      expect((await fetch(`${replica.server.url}/v1/models`)).status).toBe(401);
+    }
+  });
 });

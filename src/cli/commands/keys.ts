@@ -1,5 +1,7 @@
 import path from 'node:path';
-import { KEY_FILE, createKey, readKeyFile, revokeKeys, type KeyRecord } from '../../clients/key-store.js';
+import type { KeyRecord, KeyStore } from '../../clients/key-store.js';
+import { projectKeyStore } from '../../clients/sql-key-store.js';
+import { databaseUrlOf, openGatewayDatabase } from '../../kernel/gateway-database.js';
 import type { Role } from '../../policy/caller.js';
 import { loadPolicyFile } from '../../policy/policy-file.js';
 import { UsageError, type CliContext } from '../io.js';
@@ -9,10 +11,11 @@ import { projectOptions } from '../project-options.js';
 const USAGE = 'kiwi keys create NAME [--role ROLE]… [--agent ID]… [--tool ID]… [--policy FILE] | kiwi keys list | kiwi keys revoke KEY_ID|NAME  [--project DIR] [--json]';
 
 /**
- * `kiwi keys`: client API keys for the gateway (stored hashed in .ai/state/keys.json). A running
- * gateway picks changes up within a second. Once a key exists, every request needs one. A key's
- * roles (clients/access.ts) default to `client`; `--role` takes a role or a comma-separated list,
- * and may be repeated.
+ * `kiwi keys`: client API keys for the gateway, stored hashed in .ai/state/keys.json, or with
+ * DATABASE_URL in that Postgres, where every gateway sharing it reads them. A running gateway
+ * picks changes up within a second (a new key at once). Once a key exists, every request needs
+ * one. A key's roles (clients/access.ts) default to `client`; `--role` takes a role or a
+ * comma-separated list, and may be repeated.
  */
 export async function keysCommand(ctx: CliContext): Promise<number> {
   const { values, positionals } = parseFlags(
@@ -20,10 +23,20 @@ export async function keysCommand(ctx: CliContext): Promise<number> {
     { project: { type: 'string' }, policy: { type: 'string' }, role: { type: 'string', multiple: true }, agent: { type: 'string', multiple: true }, tool: { type: 'string', multiple: true }, json: { type: 'boolean' } },
     USAGE,
   );
-  const [action, target, ...extra] = positionals;
+  const extra = positionals.slice(2);
   if (extra.length > 0) throw new UsageError(`unexpected ${extra.map((e) => JSON.stringify(e)).join(' ')}; usage: ${USAGE}`);
   const root = projectOptions(ctx, values).projectDir;
-  const file = path.join(root, KEY_FILE);
+  const databaseUrl = databaseUrlOf(ctx.env);
+  const database = databaseUrl === undefined ? undefined : await openGatewayDatabase(databaseUrl, { maxConnections: 1 });
+  try {
+    return await keysAction(ctx, projectKeyStore(root, database), root, values, positionals);
+  } finally {
+    await database?.close();
+  }
+}
+
+async function keysAction(ctx: CliContext, store: KeyStore, root: string, values: { policy?: string | undefined; role?: string[] | undefined; agent?: string[] | undefined; tool?: string[] | undefined; json?: boolean | undefined }, positionals: string[]): Promise<number> {
+  const [action, target] = positionals;
 
   if (action === 'create') {
     if (target === undefined) throw new UsageError(`name the client the key is for, e.g. \`kiwi keys create ci-bot\`; usage: ${USAGE}`);
@@ -37,7 +50,7 @@ export async function keysCommand(ctx: CliContext): Promise<number> {
     }
     const roles = values.role?.flatMap((r) => r.split(',')).map((r) => r.trim()).filter((r) => r !== '') as Role[] | undefined;
     const grants = { ...(roles ? { roles } : {}), ...(values.agent ? { agents: values.agent } : {}), ...(values.tool ? { tools: values.tool } : {}) };
-    const { record, key } = await createKey(file, target, { ...grants, ...(policy === undefined ? {} : { policy }) });
+    const { record, key } = await store.create(target, { ...grants, ...(policy === undefined ? {} : { policy }) });
     if (values.json) ctx.io.out(JSON.stringify({ ...record, key }));
     else {
       ctx.io.out(key);
@@ -47,7 +60,7 @@ export async function keysCommand(ctx: CliContext): Promise<number> {
   }
   if (action === 'list') {
     if (target !== undefined) throw new UsageError(`\`kiwi keys list\` takes no name; usage: ${USAGE}`);
-    const { keys } = await readKeyFile(file);
+    const { keys } = await store.read();
     const shown = keys.map(({ hash: _hash, ...rest }) => rest);
     if (values.json) ctx.io.out(JSON.stringify(shown));
     else if (keys.length === 0) ctx.io.out('no client keys: the gateway serves loopback without keys, and refuses other addresses; `kiwi keys create NAME` makes one');
@@ -56,7 +69,7 @@ export async function keysCommand(ctx: CliContext): Promise<number> {
   }
   if (action === 'revoke') {
     if (target === undefined) throw new UsageError(`name a key id (key_…) or a client; usage: ${USAGE}`);
-    const revoked = await revokeKeys(file, target);
+    const revoked = await store.revoke(target);
     if (values.json) ctx.io.out(JSON.stringify(revoked.map(({ hash: _hash, ...rest }) => rest)));
     else ctx.io.out(revoked.length === 0 ? `${target}: already revoked` : `revoked ${revoked.map((k) => `${k.id} (${k.client})`).join(', ')}`);
     return 0;

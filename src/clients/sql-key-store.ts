@@ -1,0 +1,51 @@
+import type { SqlDb } from '../store/sql/sql-db.js';
+import path from 'node:path';
+import { fileKeyStore, KEY_FILE, newKey, noSuchKey, parseKeyRecord, type KeyRecord, type KeyStore } from './key-store.js';
+
+/**
+ * Client keys in Postgres (table `client_keys`, kernel migration 13), for gateways that share a
+ * server (`DATABASE_URL`): a key made or revoked through any of them (`kiwi keys` with the same
+ * DATABASE_URL) counts on all. As in the file, only each key's SHA-256 is stored. `stamp` is the
+ * number of keys and the last change, which every create and revoke moves.
+ */
+export function sqlKeyStore(db: SqlDb, where: string): KeyStore {
+  const read = async (): Promise<KeyRecord[]> => {
+    const rows = await db.query<{ record: string }>("select record from client_keys order by record::jsonb->>'created', id");
+    return rows.map((r) => parseKeyRecord(JSON.parse(r.record), where));
+  };
+  return {
+    where,
+    read: async () => ({ version: 1, keys: await read() }),
+    async stamp() {
+      const [row] = await db.query<{ n: string | number; changed: string | null }>('select count(*) as n, max(changed_at) as changed from client_keys');
+      return `${row?.n ?? 0}:${row?.changed ?? ''}`;
+    },
+    async create(client, options = {}) {
+      // The id is the primary key: a clash (one in four billion) fails the insert rather than overwriting.
+      const made = newKey(client, options, () => false);
+      const at = (options.now ?? new Date()).toISOString();
+      await db.query('insert into client_keys (id, client, hash, record, changed_at) values ($1, $2, $3, $4, $5)', [made.record.id, made.record.client, made.record.hash, JSON.stringify(made.record), at]);
+      return made;
+    },
+    async revoke(idOrClient, now = new Date()) {
+      return db.transaction(async (tx) => {
+        const rows = await tx.query<{ record: string }>('select record from client_keys where id = $1 or client = $1 for update', [idOrClient]);
+        if (rows.length === 0) throw noSuchKey(idOrClient);
+        const revoked: KeyRecord[] = [];
+        for (const row of rows) {
+          const record = parseKeyRecord(JSON.parse(row.record), where);
+          if (record.revoked !== undefined) continue;
+          const next = { ...record, revoked: now.toISOString() };
+          await tx.query('update client_keys set record = $2, changed_at = $3 where id = $1', [record.id, JSON.stringify(next), now.toISOString()]);
+          revoked.push(next);
+        }
+        return revoked;
+      });
+    },
+  };
+}
+
+/** A project's keys: in the Postgres gateways share when there is one, else in its key file. */
+export function projectKeyStore(root: string, database: SqlDb | undefined): KeyStore {
+  return database === undefined ? fileKeyStore(path.join(root, KEY_FILE)) : sqlKeyStore(database, 'the client_keys table of DATABASE_URL');
+}

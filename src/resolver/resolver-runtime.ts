@@ -1,3 +1,4 @@
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { createEmbedder, type EmbedderConfig } from '../embed/create-embedder.js';
 import { callableItems } from '../registry/item-tools.js';
@@ -9,6 +10,7 @@ import { loadResolverModel } from './learned-model.js';
 import { createResolver, resolvableTools, type ResolverSettings } from './resolver.js';
 import type { StagedResolver } from './types.js';
 import { openToolIndex, type SyncOptions, type SyncReport, type ToolIndex } from '../store/tool-index.js';
+import { waitForLock } from '../store/wait-lock.js';
 
 export interface ResolverRuntimeOptions {
   /** Every valid tool; those an agent cannot call (primitives, runtimes, MCP servers) are left out. */
@@ -60,7 +62,21 @@ export async function openResolverRuntime(options: ResolverRuntimeOptions): Prom
   const targets = callableItems(directives, knowledge, new Map(allTools.map((t) => [t.id, t])));
   let index: ToolIndex | undefined;
   let itemIndex: ToolIndex | undefined;
+  // Opening may rebuild the tables and the first sync fills them: one process at a time on a
+  // folder (gateways started together on one project), the others waiting, then finding it built.
+  const lockFile = path.join(options.indexDir, '.build.lock');
+  const takeLock = async (): Promise<() => Promise<void>> => {
+    await mkdir(options.indexDir, { recursive: true });
+    return waitForLock(lockFile, { ...(options.signal ? { signal: options.signal } : {}), onWait: (owner) => options.log?.(`waiting for process ${owner}, which is building the search index in ${options.indexDir}`) });
+  };
+  let unlock: (() => Promise<void>) | undefined;
+  const release = async (): Promise<void> => {
+    const held = unlock;
+    unlock = undefined;
+    await held?.();
+  };
   try {
+    unlock = await takeLock();
     index = await openToolIndex({ dir: options.indexDir, embedder, ...(options.log ? { log: options.log } : {}) });
     // Only a project that has directives or knowledge opens their table: the others resolve as tools alone.
     itemIndex = targets.size > 0 ? await openToolIndex({ dir: options.indexDir, embedder, table: 'items', ...(options.log ? { log: options.log } : {}) }) : undefined;
@@ -91,11 +107,17 @@ export async function openResolverRuntime(options: ResolverRuntimeOptions): Prom
       tools,
       settings: options.settings ?? {},
       async sync(syncOptions) {
-        const report = await toolIndex.sync([...tools.values()], syncOptions);
-        if (!items) return report;
-        return combine(report, await items.syncDocuments(documents(), syncOptions));
+        unlock ??= await takeLock();
+        try {
+          const report = await toolIndex.sync([...tools.values()], syncOptions);
+          if (!items) return report;
+          return combine(report, await items.syncDocuments(documents(), syncOptions));
+        } finally {
+          await release();
+        }
       },
       async close() {
+        await release();
         await llm?.close();
         await items?.close();
         await toolIndex.close();
@@ -103,6 +125,7 @@ export async function openResolverRuntime(options: ResolverRuntimeOptions): Prom
       },
     };
   } catch (error) {
+    await release();
     await itemIndex?.close();
     await index?.close();
     await embedder.close();

@@ -1,0 +1,43 @@
+import { open, readFile, unlink } from 'node:fs/promises';
+import { abortableDelay } from '../abort.js';
+import { processAlive } from '../process-alive.js';
+
+/**
+ * A lock file that waits: the file holds its owner's pid, made exclusively; while its owner runs,
+ * others wait (polling every `pollMs`), and one left by a process that is gone is taken over.
+ * For work that several processes may start at once on one folder but only one may do at a
+ * time, such as building the search index (gateways started together on one project).
+ * sql/dir-lock.ts is its sibling that refuses instead of waiting.
+ */
+/** Polls a lock file without a pid may stay so before it is taken over. */
+const BLANK_POLLS = 20;
+
+export async function waitForLock(file: string, options: { pollMs?: number; signal?: AbortSignal; onWait?: (owner: number) => void } = {}): Promise<() => Promise<void>> {
+  let told = false;
+  let blank = 0;
+  for (;;) {
+    try {
+      const handle = await open(file, 'wx', 0o600);
+      await handle.writeFile(String(process.pid));
+      await handle.close();
+      return async () => {
+        await unlink(file).catch(() => undefined);
+      };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+    const owner = Number.parseInt(await readFile(file, 'utf8').catch(() => ''), 10);
+    // A file without a pid is one being written this instant, or one whose writer died at once: give it a moment.
+    const waiting = Number.isNaN(owner) ? ++blank < BLANK_POLLS : processAlive(owner);
+    if (!waiting) {
+      await unlink(file).catch(() => undefined);
+      blank = 0;
+      continue;
+    }
+    if (!told && !Number.isNaN(owner)) {
+      told = true;
+      options.onWait?.(owner);
+    }
+    if (!(await abortableDelay(options.pollMs ?? 100, options.signal))) throw options.signal?.reason;
+  }
+}

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -6,9 +6,8 @@ import { copyDemoProject } from '../helpers/demo-project.js';
 import { addSlowTool, readSlowPid } from '../helpers/slow-tool.js';
 import { openAiStream } from '../helpers/openai-sse.js';
 import { startReplayLlmServer, type ReplayLlmServer } from '../helpers/replay-llm-server.js';
-import { REPO_ROOT } from '../helpers/temp-project.js';
 import { openSse, type SseClient } from '../fixtures/kernel/sse-client.js';
-import { kiwiCli } from '../helpers/run-resources.js';
+import { startKiwiServe, type KiwiServeProcess } from '../helpers/kiwi-serve-process.js';
 import { serveGateway } from '../helpers/serve-gateway.js';
 
 /**
@@ -48,29 +47,11 @@ afterAll(async () => {
   rmSync(root, { recursive: true, force: true });
 });
 
-/** `kiwi serve` as a process of its own; resolves with its URL once it listens. */
-async function serve(): Promise<{ child: ChildProcessWithoutNullStreams; url: string; output: () => string }> {
-  const child = spawn(process.execPath, [...kiwiCli(), 'serve', '--project', root, '--port', '0'], {
-    cwd: REPO_ROOT,
-    env: { PATH: process.env['PATH'], HOME: root, KIWI_USER_DIR: path.join(root, 'no-user-tier') },
-  });
-  children.push(child);
-  let output = '';
-  child.stdout.on('data', (d: Buffer) => (output += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (output += d.toString()));
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`kiwi serve did not start within 90 s:\n${output}`)), 90_000);
-    const look = (): void => {
-      const found = /Kiwi Gateway listening on (http:\/\/\S+)/.exec(output);
-      if (found) {
-        clearTimeout(timer);
-        resolve(found[1] as string);
-      }
-    };
-    child.stdout.on('data', look);
-    child.on('exit', (code) => reject(new Error(`kiwi serve exited (${String(code)}):\n${output}`)));
-  });
-  return { child, url, output: () => output };
+/** `kiwi serve` as a process of its own on the project; killed after the file if still running. */
+async function serve(): Promise<KiwiServeProcess> {
+  const started = await startKiwiServe(root);
+  children.push(started.child);
+  return started;
 }
 
 const post = async (url: string, body: unknown): Promise<Record<string, unknown>> => {

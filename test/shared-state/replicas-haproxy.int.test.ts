@@ -1,0 +1,140 @@
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../../src/app/run-cli.js';
+import { allowTools, copyDemoProject } from '../helpers/demo-project.js';
+import { haproxyAvailable, startHaproxy, type Haproxy } from '../helpers/haproxy.js';
+import { startKiwiServe, type KiwiServeProcess } from '../helpers/kiwi-serve-process.js';
+import { openAiStream } from '../helpers/openai-sse.js';
+import { postgresAvailable, type PostgresServer } from '../helpers/postgres-server.js';
+import { redisAvailable } from '../helpers/redis-server.js';
+import { startReplayLlmServer, type ReplayLlmServer } from '../helpers/replay-llm-server.js';
+import { postgresDatabase, redisForTest } from '../helpers/run-resources.js';
+
+/**
+ * Three `kiwi serve` processes on one project folder, one Postgres and one Redis, behind HAProxy
+ * (round robin, no stickiness), as DESIGN §7 deploys replicas. Every request below goes through
+ * HAProxy, so consecutive requests land on different replicas; the audit files (one per replica
+ * process) show that they did.
+ */
+describe.skipIf(!haproxyAvailable() || !redisAvailable() || !postgresAvailable())('three replicas behind HAProxy', () => {
+  let root: string;
+  let llm: ReplayLlmServer;
+  let postgres: PostgresServer;
+  let redis: Awaited<ReturnType<typeof redisForTest>>;
+  let replicas: KiwiServeProcess[] = [];
+  let balancer: Haproxy;
+  let env: Record<string, string>;
+
+  beforeAll(async () => {
+    [llm, postgres, redis] = await Promise.all([startReplayLlmServer(), postgresDatabase(), redisForTest()]);
+    root = copyDemoProject('kiwi-replicas-');
+    rmSync(path.join(root, '.ai', 'state', 'kernel'), { recursive: true, force: true }); // the kernel is in Postgres
+    // Each recorded answer reports 10 input and 5 output tokens; client local may use 300.
+    writeFileSync(
+      path.join(root, '.ai', 'config', 'gateway.yaml'),
+      `upstreams:\n  - { name: recorded, kind: openai, base_url: "${llm.url}/v1", models: ["gpt-*"] }\nprices:\n  "gpt-*": { input_per_mtok: 1000, output_per_mtok: 1000 }\nbudgets:\n  clients:\n    local: { tokens: 300 }\n`,
+    );
+    const policy = path.join(root, '.ai', 'config', 'policy.yaml');
+    writeFileSync(policy, readFileSync(policy, 'utf8').replace('per_tool: { "*": { max: 60, per_ms: 60000 } }', 'per_tool: { word_count: { max: 3, per_ms: 3600000 }, "*": { max: 60, per_ms: 60000 } }'));
+    const dir = path.join(root, '.ai', 'tools', 'project');
+    writeFileSync(path.join(dir, 'ship.mjs'), "let s = ''; process.stdin.on('data', (c) => (s += c)); process.stdin.on('end', () => process.stdout.write(`shipped ${JSON.parse(s).version}`));\n");
+    writeFileSync(path.join(dir, 'ship_release.yaml'), 'tool_id: ship_release\ntool_type: script\nexecutor: node_runtime\nversion: "1.0.0"\ndescription: "Ship a release"\nrequires_approval: true\nconfig:\n  script: ship.mjs\nparameters:\n  - { name: version, type: string, required: true }\n');
+    allowTools(root, ['ship_release']);
+    env = { DATABASE_URL: postgres.url, REDIS_URL: redis.url, KIWI_REDIS_PREFIX: redis.prefix };
+    replicas = await Promise.all([0, 1, 2].map(() => startKiwiServe(root, { env })));
+    balancer = await startHaproxy(replicas);
+  }, 120_000);
+
+  afterAll(async () => {
+    await balancer?.stop();
+    for (const r of replicas) r.child.kill('SIGKILL');
+    await Promise.allSettled([llm?.close(), postgres?.stop(), redis?.stop()]);
+    if (root) rmSync(root, { recursive: true, force: true });
+  });
+
+  /** The replicas' audit files (one per process) that hold a record of `tool`. */
+  const replicasThatRan = (tool: string): number => {
+    const dir = path.join(root, '.ai', 'logs', 'audit');
+    const files = readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.jsonl'));
+    return files.filter((f) => readFileSync(path.join(dir, f), 'utf8').includes(`"tool":"${tool}"`)).length;
+  };
+
+  const openai = (key = 'unused') => new OpenAI({ baseURL: `${balancer.url}/v1`, apiKey: key, maxRetries: 0 });
+
+  it('1. a client limited to 3 calls of a tool an hour gets exactly 3, spread over the replicas', async () => {
+    const answers: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      llm.replyOnce(openAiStream(['Counting: [TOOL: word_count {"path": "README.md"}]']), openAiStream(['Done.']));
+      const done = await openai().chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: `count ${i}` }] });
+      answers.push(done.choices[0]?.message.content ?? '');
+    }
+    const limited = answers.filter((a) => /rate limit for tool `word_count` \(3 per 3600000 ms\) is used up/.test(a));
+    expect(limited).toHaveLength(2);
+    expect(replicasThatRan('word_count')).toBeGreaterThanOrEqual(2);
+  }, 60_000);
+
+  it('3. an approval waiting on one replica is answered through another, and a cancel through another stops a chat', async () => {
+    const waitingChat = async (version: string) => {
+      llm.replyOnce(openAiStream([`Shipping. [TOOL: ship_release {"version": "${version}"}]`]), openAiStream(['Done.']));
+      const { data: stream, response } = await openai().chat.completions.create({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: `ship ${version}` }] }).withResponse();
+      const iterator = stream[Symbol.asyncIterator]();
+      let stepId: string | undefined;
+      while (stepId === undefined) {
+        const next = await iterator.next();
+        if (next.done) throw new Error('the stream ended before the call waited');
+        const kiwi = (next.value as unknown as { kiwi?: Record<string, unknown> }).kiwi;
+        if (kiwi?.['type'] === 'approval') stepId = String(kiwi['stepId']);
+      }
+      const rest = (async () => {
+        let text = '';
+        try {
+          for (let next = await iterator.next(); !next.done; next = await iterator.next()) text += next.value.choices[0]?.delta.content ?? '';
+        } catch (error) {
+          text += String(error);
+        }
+        return text;
+      })();
+      return { executionId: response.headers.get('x-kiwi-execution-id') as string, stepId, rest };
+    };
+    const granted = await waitingChat('v1');
+    const signal = await fetch(`${balancer.url}/v0/executions/${granted.executionId}/signal`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ signal_type: 'step.approve', payload: { step_id: granted.stepId, approved: true } }) });
+    expect(signal.status).toBe(200);
+    expect(await granted.rest).toMatch(/shipped v1[\s\S]*Done\./);
+
+    const cancelled = await waitingChat('v2');
+    expect((await fetch(`${balancer.url}/v0/executions/${cancelled.executionId}/cancel`, { method: 'POST' })).status).toBe(200);
+    expect(await cancelled.rest).toMatch(/was cancelled/);
+  }, 60_000);
+
+  it('2. a token budget holds across the replicas', async () => {
+    llm.reply(openAiStream(['ok']));
+    let served = 0;
+    let refusal: string | undefined;
+    for (let i = 0; i < 40 && refusal === undefined; i++) {
+      const res = await fetch(`${balancer.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }) });
+      if (res.status === 429) refusal = ((await res.json()) as { error: { message: string } }).error.message;
+      else {
+        expect(res.status).toBe(200);
+        await res.text();
+        served++;
+      }
+    }
+    // 300 tokens at 15 a turn, less what the chats above used: fewer than 20 requests in all, over three replicas.
+    expect(refusal).toMatch(/^Client "local" is over its token budget: \d+ tokens of 300 tokens/);
+    expect(served).toBeLessThan(20);
+    expect(Number(/: (\d+) tokens/.exec(refusal ?? '')?.[1])).toBeGreaterThanOrEqual(300);
+  }, 60_000);
+
+  // Last: once a key exists, every request needs one.
+  it('5. a key made with `kiwi keys create` works on every replica at once', async () => {
+    const out: string[] = [];
+    expect(await runCli(['keys', 'create', 'ops', '--project', root], { env: { PATH: process.env['PATH'], ...env }, cwd: root, io: { out: (l) => out.push(l), err: () => undefined } })).toBe(0);
+    const key = out[0] ?? '';
+    // Each replica, asked directly, knows the key at once; and within its next look, that keys are now needed.
+    for (const replica of replicas) expect((await fetch(`${replica.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(200);
+    for (const replica of replicas) await expect.poll(async () => (await fetch(`${replica.url}/v1/models`)).status).toBe(401);
+    expect((await fetch(`${balancer.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(200);
+  });
+});

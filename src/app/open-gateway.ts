@@ -202,7 +202,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     const threads = createGatewayThreads({ project, runtime, upstreams, config, describeTool, steps, budgets, ...(config.recordChats && options.unattended !== true ? { journal: threadJournal(kernel.journal, { kernel: kernel.kernel, events: shared.kernelEvents }) } : {}) });
     threadRuntime = threads;
     const metaDeps = { project, resolver: runtime.resolver, steps, threads, ...record };
-    const mcp = createMcpRoute(metaDeps, { allowedOrigins: config.mcp.allowedOrigins, maxBodyBytes: config.maxBodyBytes, callerOf: guard.callerOf });
+    const mcp = createMcpRoute(metaDeps, { allowedOrigins: config.mcp.allowedOrigins, maxBodyBytes: config.maxBodyBytes, callerOf: guard.callerOf, directory: shared.mcpSessions });
     opened.unshift(mcp);
     const metrics = (): GatewayMetrics => ({ uptime_s: Math.round((Date.now() - startedAt) / 1000), prefetch: prefetch.counters.snapshot(), transitions: prefetch.transitions.stats() });
     const streams = new AbortController();

@@ -12,6 +12,7 @@ import { describeError, isKiwiError, KiwiError } from '../errors.js';
 import { ownedBy } from '../clients/access.js';
 import { LOCAL_CALLER } from '../clients/client-auth.js';
 import { createMetaServer, type MetaServerDeps } from '../mcp-server/meta-server.js';
+import { LOCAL_MCP_SESSIONS, type McpSessionDirectory, type McpSessionRecord } from '../shared-state/mcp-sessions.js';
 import type { Caller } from '../policy/caller.js';
 import { DEFAULT_MAX_BODY_BYTES, readJsonBody } from './read-json-body.js';
 import { originAllowed } from './request-guard.js';
@@ -30,6 +31,8 @@ export interface McpRouteOptions {
   idleTimeoutMs?: number;
   /** The client a request was admitted for (the gateway's request guard); default: everyone is the local client. */
   callerOf?: (request: Request) => Caller | undefined;
+  /** Where replicas find each other's sessions (Redis); default: a session lives where it was opened. */
+  directory?: McpSessionDirectory;
 }
 
 export interface McpRoute {
@@ -52,6 +55,8 @@ interface Session {
   /** When its last request or stream ended (ms): the longest idle goes first when room is needed. */
   idleSince: number;
   closed: boolean;
+  /** In the directory the replicas share: each request checks it there (a DELETE through another replica ends it). */
+  listed: boolean;
 }
 
 const DEFAULT_ORIGINS = ['http://127.0.0.1:*', 'http://localhost:*'];
@@ -65,6 +70,7 @@ export function createMcpRoute(deps: MetaServerDeps, options: McpRouteOptions = 
   const idleTimeoutMs = positive(options.idleTimeoutMs, 30 * 60_000, 'idleTimeoutMs');
   const sessions = new Map<string, Session>();
   const callerOf = (request: Request): Caller => options.callerOf?.(request) ?? LOCAL_CALLER;
+  const directory = options.directory ?? LOCAL_MCP_SESSIONS;
   let closing = false;
 
   async function closeSession(session: Session): Promise<void> {
@@ -133,26 +139,73 @@ export function createMcpRoute(deps: MetaServerDeps, options: McpRouteOptions = 
       return rpcError(503, `${maxSessions} MCP sessions are open and in use, the most this gateway allows; close one (HTTP DELETE /mcp with its Mcp-Session-Id), or raise maxSessions`);
     }
     const id = randomUUID();
-    const server = createMetaServer({ ...deps, session: deps.session ?? `mcp-${id}`, caller });
-    const transport = new WebStandardStreamableHTTPServerTransport({
-      sessionIdGenerator: () => id,
-      maxRequestBodySize: maxBodyBytes,
-      onsessionclosed: () => void closeSession(session),
-    });
-    const session: Session = { id, caller, server, transport, active: 0, idle: undefined, idleSince: performance.now(), closed: false };
-    transport.onclose = () => void closeSession(session);
-    sessions.set(id, session);
+    const session = await newSession(id, caller);
     let response: Response;
     try {
-      await server.connect(transport);
       response = await dispatch(session, request, parsedBody);
     } catch (error) {
       await closeSession(session);
       throw error;
     }
     // The transport refused the initialize (a bad Accept header, say): nothing will use this session.
-    if (transport.sessionId === undefined || !response.ok) await closeSession(session);
+    if (session.transport.sessionId === undefined || !response.ok) {
+      await closeSession(session);
+      return response;
+    }
+    // Written down for the other replicas; if Redis cannot take it, the session is served here only.
+    const initialize = (Array.isArray(parsedBody) ? parsedBody : [parsedBody]).find((m) => (m as { method?: unknown })?.method === 'initialize');
+    session.listed = directory.shared && (await directory.put(id, { client: caller.client, initialize }, idleTimeoutMs).then(() => true, () => false));
     return response;
+  }
+
+  async function newSession(id: string, caller: Caller): Promise<Session> {
+    const server = createMetaServer({ ...deps, session: deps.session ?? `mcp-${id}`, caller });
+    const transport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: () => id,
+      maxRequestBodySize: maxBodyBytes,
+      onsessionclosed: () => {
+        void directory.remove(id).catch(() => undefined);
+        void closeSession(session);
+      },
+    });
+    const session: Session = { id, caller, server, transport, active: 0, idle: undefined, idleSince: performance.now(), closed: false, listed: false };
+    transport.onclose = () => void closeSession(session);
+    sessions.set(id, session);
+    try {
+      await server.connect(transport);
+    } catch (error) {
+      await closeSession(session);
+      throw error;
+    }
+    return session;
+  }
+
+  /**
+   * A session another replica opened: a session of our own with its id, brought to where the
+   * client left it by replaying its handshake (its `initialize`, then `notifications/initialized`)
+   * through the SDK's transport, whose answers nobody reads.
+   */
+  async function restoreSession(id: string, record: McpSessionRecord, caller: Caller): Promise<Session | undefined> {
+    if (!(await makeRoom())) return undefined;
+    const session = await newSession(id, caller);
+    const post = async (message: unknown, headers: Record<string, string>): Promise<boolean> => {
+      const replayed = new Request('http://replica.invalid/mcp', { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers }, body: JSON.stringify(message) });
+      const answer = await session.transport.handleRequest(replayed, { parsedBody: message });
+      await answer.text();
+      return answer.ok;
+    };
+    try {
+      const version = (record.initialize as { params?: { protocolVersion?: unknown } } | undefined)?.params?.protocolVersion;
+      const versionHeader: Record<string, string> = typeof version === 'string' ? { 'mcp-protocol-version': version } : {};
+      if ((await post(record.initialize, {})) && (await post({ jsonrpc: '2.0', method: 'notifications/initialized' }, { [SESSION_HEADER]: id, ...versionHeader }))) {
+        session.listed = true;
+        return session;
+      }
+    } catch {
+      // an initialize this SDK refuses: as if the session were unknown
+    }
+    await closeSession(session);
+    return undefined;
   }
 
   async function handle(c: Context): Promise<Response> {
@@ -175,9 +228,20 @@ export function createMcpRoute(deps: MetaServerDeps, options: McpRouteOptions = 
     }
     const sessionId = request.headers.get(SESSION_HEADER);
     if (sessionId !== null) {
-      const session = sessions.get(sessionId);
+      const caller = callerOf(request);
+      let session = sessions.get(sessionId);
+      if (directory.shared && (session === undefined || session.listed)) {
+        // Redis away: a session of this replica goes on; another replica's cannot be brought here.
+        const record = await directory.get(sessionId, idleTimeoutMs).catch(() => null);
+        if (record === undefined && session !== undefined) {
+          await closeSession(session); // closed through another replica, or expired everywhere
+          session = undefined;
+        } else if (record && session === undefined && ownedBy(caller, record.client)) {
+          session = await restoreSession(sessionId, record, caller);
+        }
+      }
       // Another client's session id is answered like an unknown one: ids are not for sharing, and a leaked one opens nothing.
-      if (!session || !ownedBy(callerOf(request), session.caller.client)) {
+      if (!session || !ownedBy(caller, session.caller.client)) {
         return rpcError(404, 'Session not found: it was closed, expired after being idle, or belongs to an earlier gateway run; start a new session with an initialize request (without Mcp-Session-Id)', {}, -32001);
       }
       return dispatch(session, request, parsedBody);

@@ -5,17 +5,19 @@ import { createMemoryTokenBuckets, type TokenBuckets } from '../policy/token-buc
 import type { KernelEventsBus } from '../contracts/kernel-events-bus.js';
 import { createMemoryKernelEventsBus, createRedisKernelEventsBus } from './kernel-events-bus.js';
 import { connectRedis, redisFailure, shownRedisUrl } from './redis-client.js';
+import { createRedisMcpSessions, LOCAL_MCP_SESSIONS, type McpSessionDirectory } from './mcp-sessions.js';
 import { createRedisBudgetHolds, type RedisBudgetHolds } from './redis-budget-holds.js';
 import { createRedisLoopDetector } from './redis-loop-detector.js';
 import { createRedisRequestSlots } from './redis-request-slots.js';
 import { createRedisTokenBuckets } from './redis-token-buckets.js';
 
 /**
- * What the replicas of one gateway must agree on that is counted, not stored: the policy's rate
- * limits, each client's running requests, its repeated calls and what its running requests hold
- * of its budget; and word of what the kernel committed (DESIGN §7). In Redis when `REDIS_URL` is set, so any
- * number of `kiwi serve` processes enforce one limit together; otherwise in this process, which
- * is exactly right for one gateway and needs nothing installed.
+ * What the replicas of one gateway must share that is counted or fleeting rather than stored
+ * (that is Postgres's): the policy's rate limits, each client's running requests, its repeated
+ * calls and what its running requests hold of its budget; word of what the kernel committed; and
+ * legacy MCP sessions (DESIGN §7). In Redis when `REDIS_URL` is set, so any number of `kiwi
+ * serve` processes act as one; otherwise in this process, which is exactly right for one gateway
+ * and needs nothing installed.
  */
 export interface SharedState {
   /** Where: "this process", or the Redis URL (password masked). */
@@ -27,6 +29,8 @@ export interface SharedState {
   budgetHolds(options: { ttlMs: number }): BudgetHolds;
   /** Word of the kernel's committed events, for the chats and streams waiting on them. */
   kernelEvents: KernelEventsBus;
+  /** Legacy MCP sessions any replica can serve. */
+  mcpSessions: McpSessionDirectory;
   close(): Promise<void>;
 }
 
@@ -50,6 +54,7 @@ export async function openSharedState(options: SharedStateOptions): Promise<Shar
       loops: createLoopDetector(),
       budgetHolds: (o) => createMemoryBudgetHolds(o),
       kernelEvents: createMemoryKernelEventsBus(),
+      mcpSessions: LOCAL_MCP_SESSIONS,
       close: async () => undefined,
     };
   }
@@ -76,6 +81,7 @@ export async function openSharedState(options: SharedStateOptions): Promise<Shar
       return made;
     },
     kernelEvents,
+    mcpSessions: createRedisMcpSessions(redis, { url, prefix }),
     async close() {
       slots.close();
       for (const h of holds) h.close();

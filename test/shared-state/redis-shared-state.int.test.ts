@@ -3,6 +3,7 @@ import { isKiwiError } from '../../src/errors.js';
 import { connectRedis, shownRedisUrl, type Redis } from '../../src/shared-state/redis-client.js';
 import { nextEventOf } from '../../src/contracts/kernel-events-bus.js';
 import { createRedisKernelEventsBus } from '../../src/shared-state/kernel-events-bus.js';
+import { createRedisMcpSessions } from '../../src/shared-state/mcp-sessions.js';
 import { createRedisBudgetHolds } from '../../src/shared-state/redis-budget-holds.js';
 import { createRedisLoopDetector } from '../../src/shared-state/redis-loop-detector.js';
 import { createRedisRequestSlots } from '../../src/shared-state/redis-request-slots.js';
@@ -240,6 +241,26 @@ describe.skipIf(!redisAvailable())('shared state in Redis', () => {
     } finally {
       await Promise.all([one.close(), two.close()]);
     }
+  });
+
+  it('keeps the MCP sessions replicas share: whose each is and its initialize, for as long as it is used', async () => {
+    const p = prefix();
+    const [one, two] = [createRedisMcpSessions(a, { url: server.url, prefix: p }), createRedisMcpSessions(b, { url: server.url, prefix: p })];
+    const initialize = { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'c', version: '1' } } };
+    await one.put('s1', { client: 'alice', initialize }, 300);
+    expect(await two.get('s1', 300)).toEqual({ client: 'alice', initialize });
+    await new Promise((r) => setTimeout(r, 200));
+    expect(await two.get('s1', 300)).toBeDefined(); // each look restarts its idle time
+    await new Promise((r) => setTimeout(r, 200));
+    expect(await one.get('s1', 300)).toBeDefined();
+    await two.remove('s1');
+    expect(await one.get('s1', 300)).toBeUndefined();
+    await one.put('s2', { client: 'alice', initialize }, 50);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(await two.get('s2', 50)).toBeUndefined();
+    // An initialize too large to keep: the session is served where it was opened only.
+    await one.put('s3', { client: 'alice', initialize: { params: { clientInfo: { name: 'x'.repeat(70_000) } } } }, 1000);
+    expect(await two.get('s3', 1000)).toBeUndefined();
   });
 
   it('opens in this process without a URL, and says where it is', async () => {

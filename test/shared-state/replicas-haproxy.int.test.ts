@@ -1,5 +1,7 @@
 import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/app/run-cli.js';
@@ -16,7 +18,8 @@ import { postgresDatabase, redisForTest } from '../helpers/run-resources.js';
  * Three `kiwi serve` processes on one project folder, one Postgres and one Redis, behind HAProxy
  * (round robin, no stickiness), as DESIGN §7 deploys replicas. Every request below goes through
  * HAProxy, so consecutive requests land on different replicas; the audit files (one per replica
- * process) show that they did.
+ * process) show that they did. The numbers are the issue's (24); its 6th, a replica killed under
+ * load, is still to come.
  */
 describe.skipIf(!haproxyAvailable() || !redisAvailable() || !postgresAvailable())('three replicas behind HAProxy', () => {
   let root: string;
@@ -106,6 +109,30 @@ describe.skipIf(!haproxyAvailable() || !redisAvailable() || !postgresAvailable()
     const cancelled = await waitingChat('v2');
     expect((await fetch(`${balancer.url}/v0/executions/${cancelled.executionId}/cancel`, { method: 'POST' })).status).toBe(200);
     expect(await cancelled.rest).toMatch(/was cancelled/);
+  }, 60_000);
+
+  it('4. a legacy MCP session opened through one replica works through the others (the real SDK client)', async () => {
+    const client = new Client({ name: 'replicas-test', version: '1.0.0' });
+    const transport = new StreamableHTTPClientTransport(new URL(`${balancer.url}/mcp`));
+    await client.connect(transport);
+    try {
+      expect(transport.sessionId).toMatch(/^[0-9a-f-]{36}$/);
+      // Round robin: these land on the other replicas, which have never seen the session.
+      for (let i = 0; i < 4; i++) {
+        const { tools } = await client.listTools();
+        expect(tools.map((t) => t.name)).toContain('execute');
+      }
+      const result = (await client.callTool({ name: 'execute', arguments: { item_type: 'tool', action: 'run', item_id: 'word_count', parameters: { path: 'README.md' } } })) as { content: { text: string }[]; isError?: boolean };
+      expect(result.content.map((c) => c.text).join('\n')).toMatch(/rate limit for tool `word_count`|"words"/);
+      await transport.terminateSession();
+      // Closed through one replica, it is gone on all of them.
+      for (let i = 0; i < 3; i++) {
+        const res = await fetch(`${balancer.url}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': transport.sessionId ?? 'none', 'mcp-protocol-version': '2025-06-18' }, body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/list' }) });
+        expect(res.status).toBe(404);
+      }
+    } finally {
+      await client.close();
+    }
   }, 60_000);
 
   it('2. a token budget holds across the replicas', async () => {

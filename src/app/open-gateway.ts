@@ -116,7 +116,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     );
     opened.unshift(kernel, runtime);
     await runtime.sync({ ...(options.onIndexProgress ? { onProgress: options.onIndexProgress } : {}), ...(options.signal ? { signal: options.signal } : {}) });
-    const upstreams = createUpstreams(config, { http: project.http, demoTurnsFile: path.join(project.root, '.ai', 'demo', 'agent-turns.yaml'), ...(options.log ? { log: options.log } : {}) });
+    const upstreams = createUpstreams(config, { http: project.http, demoTurnsFile: path.join(project.root, '.ai', 'demo', 'agent-turns.yaml'), sharedCache: shared.cache, ...(options.log ? { log: options.log } : {}) });
     opened.unshift(upstreams);
     const prefetch = await openGatewayPrefetch({ config: config.prefetch, project, runtime, ...(options.log ? { log: options.log } : {}), ...(options.signal ? { signal: options.signal } : {}) });
     opened.unshift(prefetch);

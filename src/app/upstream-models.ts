@@ -3,13 +3,15 @@ import { isKiwiError, KiwiError } from '../errors.js';
 import { DEFAULT_ANTHROPIC_VERSION } from '../llm/anthropic-provider.js';
 import { endpointUrl } from '../llm/provider-options.js';
 import type { HttpClient } from '../primitives/http-client.js';
+import type { SharedCache } from '../contracts/shared-cache.js';
 import type { UpstreamConfig } from './upstream-config.js';
 
 /**
  * Each upstream's own model list (`GET {base}/models` for OpenAI-compatible servers, Anthropic's
  * `GET /v1/models`), so that `GET /v1/models` shows what a model picker can really ask for. A
- * list is cached per upstream; concurrent askers share one request; a failure is logged and
- * counts as an empty list (the configured ids are still listed) until a shorter retry time.
+ * list is cached per upstream (and, with Redis, shared by the replicas: keyed by the upstream's
+ * URL, never its key); concurrent askers share one request; a failure is logged and counts as an
+ * empty list (the configured ids are still listed) until a shorter retry time.
  */
 
 export interface UpstreamModelsDeps {
@@ -17,6 +19,8 @@ export interface UpstreamModelsDeps {
   /** Told why an upstream's list could not be read. */
   log?: (line: string) => void;
   now?: () => number;
+  /** Lists the other replicas read (Redis), so that N replicas ask each upstream once, not N times. */
+  shared?: SharedCache;
 }
 
 export interface UpstreamModelsOptions {
@@ -56,6 +60,23 @@ export function createUpstreamModels(deps: UpstreamModelsDeps, options: Upstream
   const inFlight = new Set<AbortController>();
   let closed = false;
 
+  /** A list another replica read (a failure is not shared: each replica says its own). */
+  async function sharedIds(u: UpstreamConfig): Promise<string[]> {
+    const key = `models:${listRequest(u).url.href}`;
+    const cached = await deps.shared?.get(key).catch(() => undefined);
+    if (cached !== undefined) {
+      try {
+        const ids = JSON.parse(cached) as unknown;
+        if (Array.isArray(ids) && ids.every((id) => typeof id === 'string' && MODEL_ID.test(id))) return ids.slice(0, o.maxModels);
+      } catch {
+        // not one of ours: read it afresh
+      }
+    }
+    const ids = await fetchIds(u);
+    await deps.shared?.set(key, JSON.stringify(ids), o.ttlMs).catch(() => undefined);
+    return ids;
+  }
+
   async function fetchIds(u: UpstreamConfig): Promise<string[]> {
     const { url, headers } = listRequest(u);
     const controller = new AbortController();
@@ -91,7 +112,7 @@ export function createUpstreamModels(deps: UpstreamModelsDeps, options: Upstream
       slots.set(u.name, { expires: now() + ttl, ids: Promise.resolve(ids) });
       return ids;
     };
-    const ids = fetchIds(u).then(
+    const ids = sharedIds(u).then(
       (found) => settle(found, o.ttlMs),
       (error: unknown) => {
         if (!closed) {

@@ -5,6 +5,7 @@ import { createOpenAiProvider } from '../llm/openai-provider.js';
 import type { ChatProvider } from '../llm/types.js';
 import { createHttpClient, type HttpClient } from '../primitives/http-client.js';
 import type { GatewayConfig } from './gateway-config.js';
+import type { SharedCache } from '../contracts/shared-cache.js';
 import type { UpstreamConfig } from './upstream-config.js';
 import { isModelGlob, modelMatches } from '../model-glob.js';
 import { createUpstreamModels, type UpstreamModelsOptions } from './upstream-models.js';
@@ -54,6 +55,8 @@ export interface UpstreamsOptions {
   log?: (line: string) => void;
   /** Caching and bounds of the upstreams' model lists. */
   modelLists?: UpstreamModelsOptions;
+  /** Model lists the replicas share (Redis). */
+  sharedCache?: SharedCache;
 }
 
 interface Entry {
@@ -74,7 +77,7 @@ export function createUpstreams(config: GatewayConfig, options: UpstreamsOptions
 
   // Only for the model lists: providers keep their own clients when none is injected.
   const ownHttp = options.http === undefined ? createHttpClient() : undefined;
-  const lists = createUpstreamModels({ http: options.http ?? (ownHttp as HttpClient), ...(options.log ? { log: options.log } : {}) }, options.modelLists);
+  const lists = createUpstreamModels({ http: options.http ?? (ownHttp as HttpClient), ...(options.log ? { log: options.log } : {}), ...(options.sharedCache ? { shared: options.sharedCache } : {}) }, options.modelLists);
   const owner = (model: string): Entry | undefined => entries.find((e) => e.config.models.some((p) => modelMatches(p, model)));
 
   function route(model: string): Route {

@@ -3,6 +3,7 @@ import { createMemoryBudgetHolds, type BudgetHolds } from '../budgets/budget-hol
 import { createMemoryRequestSlots, type RequestSlots } from '../clients/request-slots.js';
 import { createMemoryTokenBuckets, type TokenBuckets } from '../policy/token-buckets.js';
 import type { KernelEventsBus } from '../contracts/kernel-events-bus.js';
+import { NO_SHARED_CACHE, type SharedCache } from '../contracts/shared-cache.js';
 import { createMemoryKernelEventsBus, createRedisKernelEventsBus } from './kernel-events-bus.js';
 import { connectRedis, redisFailure, shownRedisUrl } from './redis-client.js';
 import { createRedisMcpSessions, LOCAL_MCP_SESSIONS, type McpSessionDirectory } from './mcp-sessions.js';
@@ -14,8 +15,8 @@ import { createRedisTokenBuckets } from './redis-token-buckets.js';
 /**
  * What the replicas of one gateway must share that is counted or fleeting rather than stored
  * (that is Postgres's): the policy's rate limits, each client's running requests, its repeated
- * calls and what its running requests hold of its budget; word of what the kernel committed; and
- * legacy MCP sessions (DESIGN §7). In Redis when `REDIS_URL` is set, so any number of `kiwi
+ * calls and what its running requests hold of its budget; word of what the kernel committed;
+ * legacy MCP sessions; and the upstreams' model lists (DESIGN §7). In Redis when `REDIS_URL` is set, so any number of `kiwi
  * serve` processes act as one; otherwise in this process, which is exactly right for one gateway
  * and needs nothing installed.
  */
@@ -31,6 +32,8 @@ export interface SharedState {
   kernelEvents: KernelEventsBus;
   /** Legacy MCP sessions any replica can serve. */
   mcpSessions: McpSessionDirectory;
+  /** Answers the replicas read once for all (upstreams' model lists). */
+  cache: SharedCache;
   close(): Promise<void>;
 }
 
@@ -55,6 +58,7 @@ export async function openSharedState(options: SharedStateOptions): Promise<Shar
       budgetHolds: (o) => createMemoryBudgetHolds(o),
       kernelEvents: createMemoryKernelEventsBus(),
       mcpSessions: LOCAL_MCP_SESSIONS,
+      cache: NO_SHARED_CACHE,
       close: async () => undefined,
     };
   }
@@ -82,6 +86,10 @@ export async function openSharedState(options: SharedStateOptions): Promise<Shar
     },
     kernelEvents,
     mcpSessions: createRedisMcpSessions(redis, { url, prefix }),
+    cache: {
+      get: async (key) => (await redis.get(`${prefix}cache:${key}`)) ?? undefined,
+      set: async (key, value, ttlMs) => void (await redis.set(`${prefix}cache:${key}`, value, { expiration: { type: 'PX', value: ttlMs } })),
+    },
     async close() {
       slots.close();
       for (const h of holds) h.close();

@@ -151,6 +151,38 @@ describe('GET /v1/models: every upstream’s own list', () => {
   });
 });
 
+describe('model lists shared by replicas', () => {
+  it('asks an upstream once for replicas that share a cache; a failure is not shared', async () => {
+    const local = await llmServer();
+    const http = createHttpClient();
+    const cached = new Map<string, string>();
+    const shared = { get: async (k: string) => cached.get(k), set: async (k: string, v: string) => void cached.set(k, v) };
+    try {
+      const config = await loadGatewayConfig(path.join(root, 'absent.yaml'), { env: { KIWI_UPSTREAM_URL: local.url }, root });
+      const u = config.upstreams[1];
+      if (u === undefined) throw new Error('no upstream');
+      local.models({ status: 503, body: 'down' });
+      const [one, two] = [createUpstreamModels({ http, shared }), createUpstreamModels({ http, shared })];
+      expect(await one.list(u)).toEqual([]);
+      expect(await two.list(u)).toEqual([]);
+      expect(local.requests).toHaveLength(2);
+      local.models(['llama3.1:8b']);
+      const [three, four] = [createUpstreamModels({ http, shared }), createUpstreamModels({ http, shared })];
+      expect(await three.list(u)).toEqual(['llama3.1:8b']);
+      expect(await four.list(u)).toEqual(['llama3.1:8b']);
+      expect(local.requests).toHaveLength(3);
+      // Keyed by where the list is read, never by a key.
+      expect([...cached.keys()]).toEqual([`models:${local.url}/v1/models`]);
+      // What is not a list of model ids is read afresh.
+      cached.set(`models:${local.url}/v1/models`, '{"not":"a list"}');
+      expect(await createUpstreamModels({ http, shared }).list(u)).toEqual(['llama3.1:8b']);
+      expect(local.requests).toHaveLength(4);
+    } finally {
+      await http.close();
+    }
+  });
+});
+
 describe('the URL rule for KIWI_UPSTREAM_URL', () => {
   it('posts to /v1/chat/completions with Ollama’s root URL and with …/v1', async () => {
     for (const suffix of ['', '/', '/v1']) {

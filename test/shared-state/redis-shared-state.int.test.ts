@@ -270,6 +270,11 @@ describe.skipIf(!redisAvailable())('shared state in Redis', () => {
     const there = await openSharedState({ redisUrl: server.url, prefix: prefix() });
     try {
       expect(there.where).toBe(`${server.url}`);
+      // The cache replicas share: a value until its time is up.
+      await there.cache.set('models:x', '["a"]', 100);
+      expect(await there.cache.get('models:x')).toBe('["a"]');
+      await new Promise((r) => setTimeout(r, 150));
+      expect(await there.cache.get('models:x')).toBeUndefined();
     } finally {
       await there.close();
     }

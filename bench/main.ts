@@ -4,6 +4,7 @@ import { runHooksBench } from './hooks/run-hooks.js';
 import { runKernelBench } from './kernel/run-kernel.js';
 import { runBuildTraces } from './prefetch/build-traces.js';
 import { runPrefetchBench } from './prefetch/run-prefetch.js';
+import { runReplicasBench } from './replicas/run-replicas.js';
 import { runLearnedRankerBench } from './resolve/learned-ranker/run-learned-ranker.js';
 import { runMultiStepBench } from './resolve/multi-step.js';
 import { runResolveBench } from './resolve/run-resolve.js';
@@ -20,6 +21,7 @@ const BENCHES: Record<string, (argv: string[]) => Promise<void>> = {
   'resolve-scale': runScaleBench,
   gateway: runGatewayBench,
   kernel: runKernelBench,
+  replicas: runReplicasBench,
   hooks: runHooksBench,
   sandbox: runSandboxBench,
   prefetch: runPrefetchBench,

@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 const LAYERS = [
   ['base', ['contracts']],
   ['model', ['registry', 'hooks', 'policy']],
-  ['backends', ['primitives', 'mcp-client', 'llm', 'embed', 'store', 'kernel', 'audit', 'budgets', 'clients', 'checkpoints', 'shared-state']],
+  ['backends', ['primitives', 'mcp-client', 'llm', 'embed', 'store', 'kernel', 'audit', 'budgets', 'clients', 'checkpoints', 'shared-state', 'telemetry']],
   ['calls', ['executor', 'proxy', 'project']],
   ['resolution', ['intent', 'resolver', 'prefetch', 'datasets']],
   ['agent', ['loop', 'runs', 'threads', 'anneal']],

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { createChatJournal, type ChatJournal } from '../kernel/chat-journal.js';
 import type { KernelLimits } from '../kernel/kernel-limits.js';
 import type { KernelEventsBus } from '../contracts/kernel-events-bus.js';
+import type { Tracing } from '../contracts/tracing.js';
 import { KERNEL_POLICY_FILE, KERNEL_STATE_DIR, openKernel, type Kernel } from '../kernel/open-kernel.js';
 
 /**
@@ -20,7 +21,7 @@ export interface GatewayKernel {
   close(): Promise<void>;
 }
 
-export async function openGatewayKernel(options: { root: string; env: Record<string, string | undefined>; limits?: KernelLimits; events?: KernelEventsBus; log?: (line: string) => void }): Promise<GatewayKernel> {
+export async function openGatewayKernel(options: { root: string; env: Record<string, string | undefined>; limits?: KernelLimits; events?: KernelEventsBus; tracing?: Tracing; log?: (line: string) => void }): Promise<GatewayKernel> {
   // A server shared with other gateways, or the embedded database.
   const databaseUrl = options.env['DATABASE_URL'] === '' ? undefined : options.env['DATABASE_URL'];
   const shared = databaseUrl !== undefined;
@@ -31,6 +32,7 @@ export async function openGatewayKernel(options: { root: string; env: Record<str
       policyFile: path.join(options.root, KERNEL_POLICY_FILE),
       chats: journal,
       ...(options.events ? { events: options.events } : {}),
+      ...(options.tracing ? { tracing: options.tracing } : {}),
       ...(databaseUrl === undefined ? {} : { databaseUrl }),
       ...(options.limits === undefined ? {} : { limits: options.limits }),
     }).catch((error: unknown) => {

@@ -36,6 +36,8 @@ import { openGatewayPrefetch, type GatewayPrefetch } from './gateway-prefetch.js
 import type { RunLoop } from '../loop/loop-types.js';
 import { createUpstreams, type Upstreams } from './upstreams.js';
 import { openSharedState } from '../shared-state/shared-state.js';
+import { tracingFromEnv } from './tracing-env.js';
+import { tracedProvider, tracedResolve } from './traced-loop.js';
 
 export interface GatewayOptions extends Omit<ProjectOptions, 'source' | 'threads'> {
   /** The address it will listen on (default: the config's host). Only on loopback may it serve without client keys. */
@@ -68,6 +70,8 @@ export interface Gateway {
   budgets: GatewayBudgets | undefined;
   /** Where rate limits and running requests are counted: "this process", or the Redis replicas share. */
   sharedStateWhere: string;
+  /** Where traces go (OTLP/HTTP), or undefined when they are off. */
+  tracesEndpoint: string | undefined;
   /**
    * Ends the kernel's streams (agents', runners', execution events): at shutdown, before the
    * requests in flight get their grace period, which a stream that never ends would only use up.
@@ -90,15 +94,21 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     return threadRuntime;
   };
   const port: ThreadPort = { spawn: (plan, call) => runtimeOfThreads().port.spawn(plan, call), background: (plan, call) => runtimeOfThreads().port.background(plan, call) };
-  // Rate limits, concurrency caps and the loop detector: in Redis when replicas share them (REDIS_URL), else here.
-  const shared = await openSharedState({ redisUrl: options.env['REDIS_URL'], prefix: options.env['KIWI_REDIS_PREFIX'], ...(options.log ? { log: options.log } : {}) });
-  const opened: { close(): Promise<void> }[] = [shared];
+  // Spans over OTLP when the OTEL_* variables say where (tracing-env.ts); nothing otherwise.
+  const traced = tracingFromEnv(options.env);
+  const { tracing } = traced;
+  // Off, nothing is wrapped at all: tracing must cost nothing then.
+  const tracingOn = traced.endpoint === undefined ? {} : { tracing };
+  const opened: { close(): Promise<void> }[] = [traced];
   try {
+    // Rate limits, concurrency caps and the loop detector: in Redis when replicas share them (REDIS_URL), else here.
+    const shared = await openSharedState({ redisUrl: options.env['REDIS_URL'], prefix: options.env['KIWI_REDIS_PREFIX'], ...(options.log ? { log: options.log } : {}) });
+    opened.unshift(shared);
     // Keys and the budgets' ledger in the Postgres that replicas share (DATABASE_URL), else in files.
     const databaseUrl = databaseUrlOf(options.env);
     const database = databaseUrl === undefined ? undefined : await openGatewayDatabase(databaseUrl);
     if (database !== undefined) opened.unshift(database);
-    const project = await openProject({ ...options, source: 'gateway', threads: port, buckets: shared.buckets, loops: shared.loops });
+    const project = await openProject({ ...options, source: 'gateway', threads: port, buckets: shared.buckets, loops: shared.loops, ...tracingOn });
     opened.unshift(project);
     const config = await loadGatewayConfig(path.join(project.root, '.ai', 'config', 'gateway.yaml'), { env: options.env, root: project.root });
     // The two slow opens at once: the embedder loads in a worker thread while PGlite starts on
@@ -112,7 +122,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
         env: options.env,
         ...(options.log ? { log: options.log } : {}),
       }),
-      openGatewayKernel({ root: project.root, env: options.env, limits: config.kernelLimits, events: shared.kernelEvents, ...(options.log ? { log: options.log } : {}) }),
+      openGatewayKernel({ root: project.root, env: options.env, limits: config.kernelLimits, events: shared.kernelEvents, ...tracingOn, ...(options.log ? { log: options.log } : {}) }),
     );
     opened.unshift(kernel, runtime);
     await runtime.sync({ ...(options.onIndexProgress ? { onProgress: options.onIndexProgress } : {}), ...(options.signal ? { signal: options.signal } : {}) });
@@ -143,7 +153,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
       inFlight.add(controller);
       let cancelled = false;
       const summary = { request, mode: run.mode, client: run.caller.client, ...(run.endpoint === undefined ? {} : { endpoint: run.endpoint }) };
-      return (async function* tracked() {
+      const chat = (async function* tracked() {
         let meter: BudgetMeter | undefined;
         try {
           // Over budget: refused (429) before the request is recorded or anything goes upstream;
@@ -166,8 +176,9 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
           const forRequest = prefetch.forRequest({ mode: run.mode, caller: run.caller, conversation: run.conversation, maxToolCalls: config.limits.maxToolCalls });
           const loop = runAgentLoop(
             {
-              provider: route.provider,
+              provider: traced.endpoint === undefined ? route.provider : tracedProvider(route.provider, tracing, route.upstream),
               ...forRequest,
+              ...(traced.endpoint === undefined ? {} : { resolve: tracedResolve(forRequest.resolve, tracing) }),
               ...(meter === undefined ? {} : { budget: meter }),
               describeTool,
               steps,
@@ -192,6 +203,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
           run.signal?.removeEventListener('abort', onClientAbort);
         }
       })();
+      return traced.endpoint === undefined ? chat : tracing.spanIterable('kiwi.chat', { 'kiwi.client': run.caller.client, 'kiwi.mode': run.mode, 'gen_ai.request.model': request.model }, chat);
     };
 
     const host = options.host ?? config.host;
@@ -211,6 +223,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
       kernel: kernel.kernel,
       streamsEnd: streams.signal,
       kernelEvents: shared.kernelEvents,
+      ...tracingOn,
       models: () => upstreams.models(),
       health: () => ({ session: project.session, tools: runtime.toolCount, embedder: runtime.embedderId, upstreams: config.upstreams.map((u) => u.name) }),
       metrics,
@@ -232,6 +245,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
       auth,
       budgets,
       sharedStateWhere: shared.where,
+      tracesEndpoint: traced.endpoint,
       endStreams: () => streams.abort(),
       async close() {
         shuttingDown = true;

@@ -31,6 +31,7 @@ export const auditRecordSchema = z.object({
   help: z.string().optional(),
   sandbox: z.enum(['bwrap', 'none']).optional(),
   sandbox_reason: z.string().optional(),
+  trace_id: z.string().regex(/^[0-9a-f]{32}$/).optional(),
 });
 
 export interface ReadAuditTailOptions {

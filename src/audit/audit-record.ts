@@ -41,6 +41,8 @@ export interface AuditRecord {
   /** How the call ran (call-isolation.ts): `bwrap`, or `none` with `sandbox_reason` (`nothing ran` for a refused call or a help signal). */
   sandbox?: 'bwrap' | 'none';
   sandbox_reason?: string;
+  /** The OpenTelemetry trace the call was part of (32 hex digits), when traces are sent. */
+  trace_id?: string;
 }
 
 export interface RecordCaps {
@@ -94,6 +96,7 @@ export function serializeAuditRecord(record: AuditRecord, caps: RecordCaps): str
     ['help', record.help === undefined ? undefined : str(record.help, STRING_CAPS.source)],
     ['sandbox', record.sandbox === 'bwrap' || record.sandbox === 'none' ? `"${record.sandbox}"` : undefined],
     ['sandbox_reason', record.sandbox_reason === undefined ? undefined : text(record.sandbox_reason, STRING_CAPS.reason)],
+    ['trace_id', record.trace_id === undefined || !/^[0-9a-f]{32}$/.test(record.trace_id) ? undefined : `"${record.trace_id}"`],
   ];
   const args = auditValueJson(record.args, caps.maxStringChars);
   const result = auditValueJson(record.result, caps.maxStringChars);

@@ -3,6 +3,8 @@ import { KiwiError } from '../errors.js';
 import type { RunLoop } from '../loop/loop-types.js';
 import type { Kernel } from '../kernel/open-kernel.js';
 import type { KernelEventsBus } from '../contracts/kernel-events-bus.js';
+import type { Tracing } from '../contracts/tracing.js';
+import { trackBody } from './track-body.js';
 import type { MetricFamily } from '../metric-family.js';
 import { anthropicMessagesProtocol } from './anthropic-messages.js';
 import { createChatHandler } from './chat-handler.js';
@@ -51,7 +53,11 @@ export interface GatewayAppDeps {
   };
   /** Told about failures that are not KiwiErrors (bugs), whose messages clients never see: log them here. */
   onError?: (error: unknown, info: { requestId: string; route: string }) => void;
+  /** A span per request (until its response has ended), and its trace id in `x-kiwi-trace-id`. */
+  tracing?: Tracing;
 }
+
+export const TRACE_ID_HEADER = 'x-kiwi-trace-id';
 
 export const DEFAULT_KEEP_ALIVE_MS = 15_000;
 
@@ -127,6 +133,26 @@ export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
       }
     }
   });
+
+  if (deps.tracing !== undefined) {
+    const tracing = deps.tracing;
+    app.use('*', async (c, next) => {
+      // Ids in paths (executions, steps, runners) would make every span's name its own.
+      const route = c.req.path.replace(/\/(?=[^/]*\d)[^/]{8,}(?=\/|$)/g, '/:id');
+      const span = tracing.start(`${c.req.method} ${route}`, { 'http.request.method': c.req.method, 'url.path': c.req.path.slice(0, 256) });
+      if (span.traceId !== undefined) c.header(TRACE_ID_HEADER, span.traceId);
+      try {
+        await span.run(next);
+      } catch (error) {
+        span.end(error);
+        throw error;
+      }
+      span.setAttributes({ 'http.response.status_code': c.res.status });
+      // A streamed answer is part of its request: the span ends when its body has.
+      if (sentDirectly(c.res)) span.end();
+      else c.res = trackBody(c.res, () => span.end());
+    });
+  }
 
   app.use('*', guard.middleware);
 

@@ -8,6 +8,7 @@ import { createAgentHub } from './agent-hub.js';
 import { createAgents, type Agents } from './agents.js';
 import { watchCommittedEvents } from './committed-events.js';
 import type { KernelEventsBus } from '../contracts/kernel-events-bus.js';
+import type { Tracing } from '../contracts/tracing.js';
 import { createExecutions, type Executions } from './executions.js';
 import { createIntents, type Intents } from './intents.js';
 import { DEFAULT_KERNEL_LIMITS, type KernelLimits } from './kernel-limits.js';
@@ -67,6 +68,8 @@ export interface OpenKernelOptions {
   databaseUrl?: string;
   /** Told of every committed event, for waiters in this process and, through Redis, in the other replicas. */
   events?: KernelEventsBus;
+  /** A span per write (transaction); absent, none. */
+  tracing?: Tracing;
   /** In memory instead of on disk (tests). */
   inMemory?: boolean;
   /** Rebuno's policy rules for invoke_tool (kernel-policy-file.ts); absent: nothing runs. */
@@ -98,10 +101,12 @@ export async function openKernel(options: OpenKernelOptions): Promise<Kernel> {
     throw error;
   }
   const metrics = createKernelMetrics();
-  const db = watchCommittedEvents(opened, (notes) => {
+  const watched = watchCommittedEvents(opened, (notes) => {
     metrics.committed(notes.flatMap((n) => n.types));
     options.events?.publish(notes);
   });
+  const tracing = options.tracing;
+  const db: SqlDb = tracing ? { ...watched, transaction: (fn) => tracing.span('kiwi.kernel.write', { 'db.system': watched.kind === 'pglite' ? 'pglite' : 'postgresql' }, () => watched.transaction(fn)) } : watched;
   const now = options.now ?? ((): Date => new Date());
   // Embedded, the database is this process's alone: what a previous run held has lost its
   // connections, and the schemas of its runners went with their streams. On a shared server,

@@ -5,6 +5,7 @@ import { createAuditLog, type AuditLog } from '../audit/audit-log.js';
 import { readCheckpointSettings } from '../checkpoints/checkpoint-config.js';
 import { createCheckpointer, type Checkpointer } from '../checkpoints/checkpointer.js';
 import { createLoopDetector, type LoopDetector } from '../audit/loop-detector.js';
+import type { Tracing } from '../contracts/tracing.js';
 import { grantFor } from '../executor/execute-plan.js';
 import { createMcpClientPool, type McpClientPool } from '../mcp-client/client-pool.js';
 import { loadPolicyFile } from '../policy/policy-file.js';
@@ -33,6 +34,8 @@ export interface ProjectOptions {
   buckets?: TokenBuckets;
   /** Where repeated calls are counted: shared by replicas (Redis); absent, in this process. */
   loops?: LoopDetector;
+  /** Spans of each call's stages and run; absent, none. */
+  tracing?: Tracing;
 }
 
 /** Everything one process needs to run tools for a project, wired once and closed once. */
@@ -85,6 +88,7 @@ export async function openProject(options: ProjectOptions): Promise<Project> {
     loops: options.loops ?? createLoopDetector(),
     rateLimiter: createRateLimiter({ root, ...(options.buckets ? { buckets: options.buckets } : {}) }),
     plan: { root, env: options.env },
+    ...(options.tracing ? { tracing: options.tracing } : {}),
     checkpoints,
     ...(options.threads ? { threads: options.threads } : {}),
   });

@@ -6,6 +6,7 @@ import type { RateLimiter } from '../policy/rate-limiter.js';
 import type { AuthorizeDeps } from './authorization.js';
 import type { CallHookDeps } from './call-hooks.js';
 import type { CallStage } from './call-state.js';
+import type { Tracing } from '../contracts/tracing.js';
 import { approvalStage } from './stages/approval-stage.js';
 import { auditStage } from './stages/audit-stage.js';
 import { authorizeStage } from './stages/authorize-stage.js';
@@ -34,6 +35,8 @@ export interface StageDeps extends AuthorizeDeps {
   hooks: CallHookDeps;
   checkpoints?: Pick<Checkpointer, 'before'>;
   now: () => number;
+  /** A span per stage a call passes (nested: each holds the ones after it); absent, none. */
+  tracing?: Tracing;
 }
 
 /**
@@ -43,15 +46,29 @@ export interface StageDeps extends AuthorizeDeps {
  * a stage in its own file and a line here.
  */
 export function standardStages(deps: StageDeps): ProxyStages {
-  const audit = auditStage(deps);
-  const budget = budgetStage();
-  const gates = [authorizeStage(deps), rateLimitStage(deps), hookGateStage(deps.hooks), approvalStage({ rules: deps.context.approvals, hooks: deps.hooks, now: deps.now })];
-  const loopCheck = loopCheckStage(deps.loops);
-  const run = deps.checkpoints ? [checkpointStage(deps.checkpoints)] : [];
+  const named = (name: string, stage: CallStage): CallStage => (deps.tracing ? tracedStage(deps.tracing, name, stage) : stage);
+  const audit = named('audit', auditStage(deps));
+  const budget = named('budget', budgetStage());
+  const gates = [
+    named('authorize', authorizeStage(deps)),
+    named('rate_limit', rateLimitStage(deps)),
+    named('hooks', hookGateStage(deps.hooks)),
+    named('approval', approvalStage({ rules: deps.context.approvals, hooks: deps.hooks, now: deps.now })),
+  ];
+  const loopCheck = named('loop_check', loopCheckStage(deps.loops));
+  const run = deps.checkpoints ? [named('checkpoint', checkpointStage(deps.checkpoints))] : [];
   return {
-    call: [audit, budget, hookEventsStage(deps.hooks), ...gates, loopCheck, ...run],
+    call: [audit, budget, named('hook_events', hookEventsStage(deps.hooks)), ...gates, loopCheck, ...run],
     // A reused result ran once already: its hooks fired then, so no events fire for it again.
     reuse: [audit, budget, ...gates, loopCheck],
     run,
+  };
+}
+
+/** The stage inside a span `kiwi.proxy.NAME`, which also holds the stages after it and the run. */
+function tracedStage(tracing: Tracing, name: string, stage: CallStage): CallStage {
+  return (next) => {
+    const handler = stage(next);
+    return (call) => tracing.span(`kiwi.proxy.${name}`, { 'kiwi.tool': call.request.tool, 'kiwi.call_id': call.callId }, () => handler(call));
   };
 }

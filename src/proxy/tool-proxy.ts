@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { AuditLog } from '../audit/audit-log.js';
 import type { LoopDetector } from '../audit/loop-detector.js';
+import type { Tracing } from '../contracts/tracing.js';
 import type { Checkpointer } from '../checkpoints/checkpointer.js';
 import type { PrimitiveDeps } from '../executor/execute-plan.js';
 import type { PlanContext } from '../executor/plan.js';
@@ -29,6 +30,8 @@ export interface ToolProxyDeps {
   loops: LoopDetector;
   rateLimiter: RateLimiter;
   plan: PlanContext;
+  /** Spans of each stage and each tool run (contracts/tracing.ts); absent, none. */
+  tracing?: Tracing;
   /** Takes a git checkpoint before each allowed call of a tool that may change state; absent: none. */
   checkpoints?: Pick<Checkpointer, 'before'>;
   /** Where thread plans and the hooks' directives run (the gateway's thread runtime); absent, thread plans are refused. */
@@ -90,7 +93,9 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
       : {}),
   };
   const stages = standardStages({ ...deps, hooks, now });
-  const execute = runPlan({ primitives: deps.primitives, ...(threads ? { threads } : {}) });
+  const run = runPlan({ primitives: deps.primitives, ...(threads ? { threads } : {}) });
+  const tracing = deps.tracing;
+  const execute: CallHandler = tracing ? (call) => tracing.span('kiwi.tool.run', { 'kiwi.tool': call.request.tool, 'kiwi.call_id': call.callId }, () => run(call)) : run;
   const callChain = composeStages(stages.call, execute);
   const runChain = composeStages(stages.run, execute);
 

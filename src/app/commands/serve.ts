@@ -40,6 +40,7 @@ export async function serveCommand(ctx: CliContext): Promise<number> {
         ? 'limits: rate limits and running requests counted in this process (set REDIS_URL to share them between replicas: docs/replicas.md)'
         : `limits: rate limits and running requests shared with other replicas through ${gateway.sharedStateWhere}`,
     );
+    if (gateway.tracesEndpoint !== undefined) ctx.io.out(`traces: OpenTelemetry spans sent over OTLP/HTTP to ${gateway.tracesEndpoint} (the OTEL_* variables: docs/observability.md)`);
     const p = config.prefetch;
     ctx.io.out(
       p.enabled

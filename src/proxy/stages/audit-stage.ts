@@ -1,4 +1,5 @@
 import type { AuditLog } from '../../audit/audit-log.js';
+import type { Tracing } from '../../contracts/tracing.js';
 import type { AuditRecord } from '../../audit/audit-record.js';
 import { resultPreview } from '../../audit/result-preview.js';
 import type { Isolation } from '../call-isolation.js';
@@ -12,10 +13,11 @@ export const NOTHING_RAN: Isolation = { sandbox: 'none', sandbox_reason: 'nothin
  * Outermost: every call gets one record, however it ends — allowed, refused by any stage, or
  * failed — with what the stages found on the way (checkpoint, approval, loop, isolation, notes).
  */
-export function auditStage(deps: { audit: AuditLog; now: () => number }): CallStage {
+export function auditStage(deps: { audit: AuditLog; now: () => number; tracing?: Tracing }): CallStage {
   return (next) => async (call) => {
     const ts = new Date().toISOString();
     const t0 = deps.now();
+    const traceId = deps.tracing?.traceId();
     let outcome: CallOutcome;
     try {
       outcome = await next(call);
@@ -37,6 +39,7 @@ export function auditStage(deps: { audit: AuditLog; now: () => number }): CallSt
       ...(call.reusedFrom ? { reused: call.reusedFrom } : {}),
       ...verdict(call, outcome),
       ...(call.notes.length > 0 ? { notes: call.notes } : {}),
+      ...(traceId === undefined ? {} : { trace_id: traceId }),
     });
     return { ...outcome, durationMs: elapsed, stuck: outcome.status !== 'denied' && call.stuck, ...(call.directives.length > 0 ? { directives: call.directives } : {}) };
   };

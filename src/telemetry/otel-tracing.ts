@@ -1,0 +1,127 @@
+import { context, SpanStatusCode, trace, type Attributes, type Context } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { BatchSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
+import type { SpanAttributes, Tracing } from '../contracts/tracing.js';
+
+/**
+ * contracts/tracing.ts on OpenTelemetry: spans batched and sent over OTLP/HTTP (JSON) to
+ * `endpoint`. The running span follows the code through awaits (AsyncLocalStorage); a streamed
+ * answer, pulled by whoever reads the response, is put back in its request's context at every
+ * pull (`spanIterable`).
+ */
+export interface OtelTracing extends Tracing {
+  /** Sends what is batched. */
+  flush(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface OtelOptions {
+  /** Where traces go: `…/v1/traces`. */
+  endpoint: string;
+  headers?: Record<string, string>;
+  serviceName: string;
+  serviceVersion: string;
+  /** Longest wait before a batch is sent; default 5000 ms (the OpenTelemetry default). */
+  batchDelayMs?: number;
+}
+
+export function createOtelTracing(options: OtelOptions): OtelTracing {
+  // The context manager is OpenTelemetry's one global; set once per process.
+  if (!contextManagerSet) {
+    context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+    contextManagerSet = true;
+  }
+  const provider = new TracerProvider({
+    resource: resourceFromAttributes({ 'service.name': options.serviceName, 'service.version': options.serviceVersion }),
+    spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url: options.endpoint, ...(options.headers ? { headers: options.headers } : {}) }), scheduledDelayMillis: options.batchDelayMs ?? 5000 })],
+  });
+  const tracer = provider.getTracer('kiwi-gateway', options.serviceVersion);
+
+  const run = async <T>(name: string, attributes: SpanAttributes, fn: (span: { setAttributes(a: SpanAttributes): void }) => T | Promise<T>, parent?: Context): Promise<T> => {
+    const span = tracer.startSpan(name, { attributes: clean(attributes) }, parent ?? context.active());
+    const ctx = trace.setSpan(parent ?? context.active(), span);
+    try {
+      return await context.with(ctx, () => fn({ setAttributes: (a) => span.setAttributes(clean(a)) }));
+    } catch (error) {
+      span.recordException(error instanceof Error ? error : String(error));
+      span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+      throw error;
+    } finally {
+      span.end();
+    }
+  };
+
+  return {
+    start(name, attributes) {
+      const parent = context.active();
+      const span = tracer.startSpan(name, { attributes: clean(attributes) }, parent);
+      const ctx = trace.setSpan(parent, span);
+      let ended = false;
+      return {
+        traceId: span.spanContext().traceId,
+        setAttributes: (a) => span.setAttributes(clean(a)),
+        run: (fn) => context.with(ctx, fn),
+        end(error) {
+          if (ended) return;
+          ended = true;
+          if (error !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+          span.end();
+        },
+      };
+    },
+    span: (name, attributes, fn) => run(name, attributes, fn),
+    spanIterable<T>(name: string, attributes: SpanAttributes, iterable: AsyncIterable<T>): AsyncIterable<T> {
+      const parent = context.active();
+      return {
+        [Symbol.asyncIterator]() {
+          const span = tracer.startSpan(name, { attributes: clean(attributes) }, parent);
+          const ctx = trace.setSpan(parent, span);
+          const inner = context.with(ctx, () => iterable[Symbol.asyncIterator]());
+          let ended = false;
+          const end = (error?: unknown): void => {
+            if (ended) return;
+            ended = true;
+            if (error !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+            span.end();
+          };
+          return {
+            async next() {
+              try {
+                const step = await context.with(ctx, () => inner.next());
+                if (step.done === true) end();
+                return step;
+              } catch (error) {
+                end(error);
+                throw error;
+              }
+            },
+            async return(value?: unknown) {
+              try {
+                return (await context.with(ctx, () => inner.return?.(value))) ?? { done: true as const, value: undefined as T };
+              } finally {
+                end();
+              }
+            },
+          };
+        },
+      };
+    },
+    traceId() {
+      const id = trace.getSpan(context.active())?.spanContext().traceId;
+      return id === undefined || /^0+$/.test(id) ? undefined : id;
+    },
+    flush: () => provider.forceFlush(),
+    close: () => provider.shutdown(),
+  };
+}
+
+let contextManagerSet = false;
+
+/** OpenTelemetry attributes: undefined values left out. */
+function clean(attributes: SpanAttributes): Attributes {
+  const out: Attributes = {};
+  for (const [k, v] of Object.entries(attributes)) if (v !== undefined) out[k] = v as Attributes[string];
+  return out;
+}

@@ -101,6 +101,20 @@ function runDirective(ctx: MetaContext, directive: Directive, provided: Record<s
   }
   const steps = directiveSteps(directive);
   const view = directiveView(ctx.project, directive);
+  const text = directiveInstructions(directive, provided);
+  return textResult(text, {
+    status: 'ready',
+    ...view,
+    process: steps,
+    provided_inputs: provided,
+    instructions: 'Follow each process step in order. Use provided_inputs for any matching input names.',
+  });
+}
+
+/** What an agent is told to do for a directive it follows itself: its steps, the inputs given, its Markdown. */
+export function directiveInstructions(directive: Directive, provided: Record<string, unknown>): string {
+  const inputs = directive.inputs ?? [];
+  const steps = directiveSteps(directive);
   const lines = [`directive ${directive.name} ${directive.version}: ${directive.description}`];
   const given = Object.entries(provided).filter(([name]) => inputs.some((i) => i.name === name));
   if (given.length > 0) lines.push('', 'inputs:', ...given.map(([name, value]) => `- ${name} = ${preview(value)}`));
@@ -113,13 +127,7 @@ function runDirective(ctx: MetaContext, directive: Directive, provided: Record<s
     '',
     directive.body,
   );
-  return textResult(lines.join('\n'), {
-    status: 'ready',
-    ...view,
-    process: steps,
-    provided_inputs: provided,
-    instructions: 'Follow each process step in order. Use provided_inputs for any matching input names.',
-  });
+  return lines.join('\n');
 }
 
 function runKnowledge(ctx: MetaContext, entry: Knowledge): MetaResult {

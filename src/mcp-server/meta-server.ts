@@ -19,6 +19,7 @@ import { help, helpShape } from './meta-help.js';
 import { load, loadShape } from './meta-load.js';
 import { resolve, resolveShape } from './meta-resolve.js';
 import { search, searchShape } from './meta-search.js';
+import { registerRegistryViews } from './meta-browse.js';
 import { KIWI_VERSION } from '../version.js';
 
 export interface MetaServerDeps {
@@ -145,6 +146,7 @@ export function createMetaServer(deps: MetaServerDeps): McpServer {
     (args, extra) => recorded('resolve', args, extra, (c, signal) => resolve(c, args, signal)),
   );
 
+  registerRegistryViews(server, deps.project);
   return server;
 }
 

@@ -332,3 +332,36 @@ describe('meta-server: resolve', () => {
     await expectError(call('resolve', { intent: 'echo hi', execute: 'yes' }), /execute must be true or false/);
   });
 });
+
+describe('the registry for clients that browse: knowledge as resources, directives as prompts', () => {
+  it('lists the knowledge entries as resources and reads one as Markdown with its front matter', async () => {
+    const { resources } = await client.listResources();
+    const ids = resources.map((r) => r.name).sort();
+    expect(ids).toEqual([...project.registry.knowledge.keys()].sort());
+    const style = resources.find((r) => r.name === 'style-guide');
+    expect(style).toMatchObject({ uri: 'kiwi://knowledge/style-guide', mimeType: 'text/markdown' });
+    const read = await client.readResource({ uri: 'kiwi://knowledge/style-guide' });
+    const content = read.contents[0] as { text: string; mimeType: string };
+    expect(content.mimeType).toBe('text/markdown');
+    expect(content.text).toMatch(/^---\nid: style-guide\n/);
+    expect(content.text).toContain(project.registry.knowledge.get('style-guide')?.body.trim().slice(0, 40) ?? 'missing');
+    await expect(client.readResource({ uri: 'kiwi://knowledge/no-such-entry' })).rejects.toThrow(/no knowledge entry "no-such-entry"/);
+    await expect(client.readResource({ uri: 'kiwi://knowledge/%E0%A4%A' })).rejects.toThrow(/no knowledge entry ""/);
+  });
+
+  it('offers each directive as a prompt with its inputs as arguments, and gives its steps with the inputs filled in', async () => {
+    const { prompts } = await client.listPrompts();
+    const summarize = prompts.find((p) => p.name === 'summarize_docs');
+    expect(summarize?.arguments).toEqual([
+      { name: 'topic', description: 'What the summary should focus on', required: true },
+      { name: 'length', description: 'How many sentences (integer)', required: false },
+    ]);
+    const got = await client.getPrompt({ name: 'summarize_docs', arguments: { topic: 'setup' } });
+    const text = (got.messages[0]?.content as { text: string }).text;
+    expect(text).toMatch(/^directive summarize_docs \S+: /);
+    expect(text).toContain('- topic = "setup"');
+    expect(text).toContain('Follow each step in order');
+    await expect(client.getPrompt({ name: 'summarize_docs', arguments: {} })).rejects.toThrow(/topic/);
+    await expect(client.getPrompt({ name: 'no_such_directive', arguments: {} })).rejects.toThrow(/not found/);
+  });
+});

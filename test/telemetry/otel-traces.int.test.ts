@@ -87,7 +87,8 @@ describe('OpenTelemetry traces', () => {
     await expect.poll(() => spans.some((s) => s.name === 'kiwi.kernel.write'), { timeout: 5000 }).toBe(true);
     expect(contentTypes.every((t) => t.startsWith('application/json'))).toBe(true);
 
-    const records = await readAuditTail({ dir: path.join(served.root, '.ai', 'logs', 'audit'), limit: 10 });
-    expect(records.find((r) => r.tool === 'word_count')?.trace_id).toBe(traceId);
+    // The audit log writes behind the calls.
+    const recorded = async () => (await readAuditTail({ dir: path.join(served.root, '.ai', 'logs', 'audit'), limit: 10 })).find((r) => r.tool === 'word_count')?.trace_id;
+    await expect.poll(recorded, { timeout: 5000 }).toBe(traceId);
   }, 60_000);
 });

@@ -164,14 +164,32 @@ export async function writeLoopSse(res: ServerResponse, headers: Record<string, 
   };
   res.once('close', onClose);
   res.writeHead(200, headers);
+  // Events that are ready together (an upstream read holds several chunks) go out in one socket
+  // write: the response is corked at the first and uncorked once this turn of the event loop ends.
+  let corked = false;
+  const uncork = (): void => {
+    if (!corked) return;
+    corked = false;
+    res.uncork();
+  };
   try {
     for (;;) {
       const text = await pump.next();
       if (gone) return;
       if (text === undefined) break;
-      if (text !== '' && !res.write(text)) await drained(res);
+      if (text === '') continue;
+      if (!corked) {
+        corked = true;
+        res.cork();
+        setImmediate(uncork);
+      }
+      if (!res.write(text)) {
+        uncork();
+        await drained(res);
+      }
       if (gone) return;
     }
+    uncork();
     res.end();
   } finally {
     res.off('close', onClose);

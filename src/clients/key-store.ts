@@ -1,9 +1,9 @@
 /**
  * Client API keys, kept in `.ai/state/keys.json` (mode 0600), or in Postgres when gateways share
- * one (sql-key-store.ts): only a SHA-256 of each key is stored, so the store lets nobody in. A key is `kiwi_<id>_<secret>` with 256 random bits of
- * secret: a plain hash is enough for keys that cannot be guessed (a slow password hash only
- * helps against human-chosen secrets). Writers replace the file whole (temp file + rename), so a
- * reader never sees half a file.
+ * one (sql-key-store.ts): only a SHA-256 of each key is stored, so the store lets nobody in. A
+ * key is `kiwi_<id>_<secret>` with 256 random bits of secret: a plain hash is enough for keys
+ * that cannot be guessed (a slow password hash only helps against human-chosen secrets). Writers
+ * replace the file whole (temp file + rename), so a reader never sees half a file.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, stat } from 'node:fs/promises';

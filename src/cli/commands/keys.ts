@@ -54,7 +54,7 @@ async function keysAction(ctx: CliContext, store: KeyStore, root: string, values
     if (values.json) ctx.io.out(JSON.stringify({ ...record, key }));
     else {
       ctx.io.out(key);
-      ctx.io.err(`kiwi: key ${record.id} for client ${record.client} (${describeGrants(record)}${policy ? `; policy ${policy}` : ''}) created; it is shown once, only its hash is kept. Clients send it as \`Authorization: Bearer KEY\` or \`x-api-key: KEY\`.`);
+      ctx.io.err(`kiwi: key ${record.id} for client ${record.client} (${describeGrants(record)}${policy ? `; policy ${policy}` : ''}) created in ${store.where}; it is shown once, only its hash is kept. Clients send it as \`Authorization: Bearer KEY\` or \`x-api-key: KEY\`.`);
     }
     return 0;
   }
@@ -63,7 +63,7 @@ async function keysAction(ctx: CliContext, store: KeyStore, root: string, values
     const { keys } = await store.read();
     const shown = keys.map(({ hash: _hash, ...rest }) => rest);
     if (values.json) ctx.io.out(JSON.stringify(shown));
-    else if (keys.length === 0) ctx.io.out('no client keys: the gateway serves loopback without keys, and refuses other addresses; `kiwi keys create NAME` makes one');
+    else if (keys.length === 0) ctx.io.out(`no client keys in ${store.where}: the gateway serves loopback without keys, and refuses other addresses; \`kiwi keys create NAME\` makes one`);
     else for (const k of shown) ctx.io.out(`${k.id}  ${k.client}  ${describeGrants(k)}  created ${k.created}${k.revoked ? `  REVOKED ${k.revoked}` : ''}${k.policy ? `  policy ${k.policy}` : ''}`);
     return 0;
   }

@@ -61,6 +61,8 @@ interface Session {
 
 const DEFAULT_ORIGINS = ['http://127.0.0.1:*', 'http://localhost:*'];
 const SESSION_HEADER = 'mcp-session-id';
+/** The ids sessions get here (randomUUID). */
+const SESSION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 export function createMcpRoute(deps: MetaServerDeps, options: McpRouteOptions = {}): McpRoute {
   const allowedOrigins = options.allowedOrigins ?? DEFAULT_ORIGINS;
@@ -71,6 +73,8 @@ export function createMcpRoute(deps: MetaServerDeps, options: McpRouteOptions = 
   const sessions = new Map<string, Session>();
   const callerOf = (request: Request): Caller => options.callerOf?.(request) ?? LOCAL_CALLER;
   const directory = options.directory ?? LOCAL_MCP_SESSIONS;
+  /** Sessions being brought up from the directory: a second request of one waits for the first's. */
+  const restoring = new Map<string, Promise<Session | undefined>>();
   let closing = false;
 
   async function closeSession(session: Session): Promise<void> {
@@ -230,14 +234,20 @@ export function createMcpRoute(deps: MetaServerDeps, options: McpRouteOptions = 
     if (sessionId !== null) {
       const caller = callerOf(request);
       let session = sessions.get(sessionId);
-      if (directory.shared && (session === undefined || session.listed)) {
+      // Only ids this gateway could have made are looked up elsewhere.
+      if (directory.shared && SESSION_ID.test(sessionId) && (session === undefined || session.listed)) {
         // Redis away: a session of this replica goes on; another replica's cannot be brought here.
         const record = await directory.get(sessionId, idleTimeoutMs).catch(() => null);
         if (record === undefined && session !== undefined) {
           await closeSession(session); // closed through another replica, or expired everywhere
           session = undefined;
         } else if (record && session === undefined && ownedBy(caller, record.client)) {
-          session = await restoreSession(sessionId, record, caller);
+          let bringing = restoring.get(sessionId);
+          if (bringing === undefined) {
+            bringing = restoreSession(sessionId, record, caller).finally(() => restoring.delete(sessionId));
+            restoring.set(sessionId, bringing);
+          }
+          session = await bringing;
         }
       }
       // Another client's session id is answered like an unknown one: ids are not for sharing, and a leaked one opens nothing.

@@ -73,6 +73,24 @@ describe.skipIf(!redisAvailable() || !postgresAvailable())('replicas share limit
     streams[1]?.abort();
   });
 
+  it('an MCP session opened on one replica serves requests sent to the other at once', async () => {
+    const [a, b] = replicas as [DemoGateway, DemoGateway];
+    const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+    const init = await fetch(`${a.server.url}/mcp`, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } }) });
+    const id = init.headers.get('mcp-session-id') ?? '';
+    await init.text();
+    expect(id).toMatch(/^[0-9a-f-]{36}$/);
+    const inSession = { ...headers, 'mcp-session-id': id, 'mcp-protocol-version': '2025-06-18' };
+    await (await fetch(`${a.server.url}/mcp`, { method: 'POST', headers: inSession, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) })).text();
+    // Two at once: this pair of replicas lets a client run two requests.
+    const answers = await Promise.all([2, 3].map((n) => fetch(`${b.server.url}/mcp`, { method: 'POST', headers: inSession, body: JSON.stringify({ jsonrpc: '2.0', id: n, method: 'tools/list' }) })));
+    expect(answers.map((r) => r.status)).toEqual([200, 200]);
+    for (const r of answers) expect(await r.text()).toContain('"name":"execute"');
+    // An id this gateway could not have made is not even looked up.
+    const forged = await fetch(`${b.server.url}/mcp`, { method: 'POST', headers: { ...inSession, 'mcp-session-id': 'x'.repeat(4000) }, body: JSON.stringify({ jsonrpc: '2.0', id: 6, method: 'tools/list' }) });
+    expect(forged.status).toBe(404);
+  });
+
   /** A streamed chat through `replica` whose call waits for a person; resolves once the stream says so. */
   async function chatThatWaits(replica: DemoGateway, version: string) {
     replica.llm.replyOnce(openAiStream([`Shipping. [TOOL: ship_release {"version": "${version}"}]`]), openAiStream(['Done.']));

@@ -1,14 +1,14 @@
-import { open, readFile, unlink } from 'node:fs/promises';
 import { abortableDelay } from '../abort.js';
 import { processAlive } from '../process-alive.js';
+import { removeStaleLock, tryLockFile } from './lock-file.js';
 
 /**
- * A lock file that waits: the file holds its owner's pid, made exclusively; while its owner runs,
- * others wait (polling every `pollMs`), and one left by a process that is gone is taken over.
- * For work that several processes may start at once on one folder but only one may do at a
- * time, such as building the search index (gateways started together on one project).
- * sql/dir-lock.ts is its sibling that refuses instead of waiting.
+ * A lock file that waits (lock-file.ts): while its owner runs, others wait, polling every
+ * `pollMs`, and one left by a process that is gone is taken over. For work that several
+ * processes may start at once on one folder but only one may do at a time, such as building the
+ * search index (gateways started together on one project).
  */
+
 /** Polls a lock file without a pid may stay so before it is taken over. */
 const BLANK_POLLS = 20;
 
@@ -16,21 +16,13 @@ export async function waitForLock(file: string, options: { pollMs?: number; sign
   let told = false;
   let blank = 0;
   for (;;) {
-    try {
-      const handle = await open(file, 'wx', 0o600);
-      await handle.writeFile(String(process.pid));
-      await handle.close();
-      return async () => {
-        await unlink(file).catch(() => undefined);
-      };
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    }
-    const owner = Number.parseInt(await readFile(file, 'utf8').catch(() => ''), 10);
+    const taken = await tryLockFile(file);
+    if (taken.ok) return taken.unlock;
+    const { owner } = taken;
     // A file without a pid is one being written this instant, or one whose writer died at once: give it a moment.
     const waiting = Number.isNaN(owner) ? ++blank < BLANK_POLLS : processAlive(owner);
     if (!waiting) {
-      await unlink(file).catch(() => undefined);
+      await removeStaleLock(file);
       blank = 0;
       continue;
     }

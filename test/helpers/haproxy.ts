@@ -1,8 +1,9 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { findBinary } from './find-binary.js';
 import { freePort } from './free-port.js';
 
 /**
@@ -17,10 +18,7 @@ export interface Haproxy {
 }
 
 export function haproxyPath(): string | undefined {
-  for (const dir of [...(process.env['PATH'] ?? '').split(path.delimiter), '/usr/sbin', '/usr/bin']) {
-    if (dir !== '' && existsSync(path.join(dir, 'haproxy'))) return path.join(dir, 'haproxy');
-  }
-  return undefined;
+  return findBinary('haproxy', ['/usr/sbin', '/usr/bin']);
 }
 
 /** CI sets KIWI_REQUIRE_HAPROXY=1: there a missing HAProxy fails instead of skipping. */

@@ -1,10 +1,11 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { processAlive } from '../../src/process-alive.js';
 import { abandonedEntries } from './abandoned-entries.js';
+import { findBinary } from './find-binary.js';
 import { freePort } from './free-port.js';
 import { commandLine } from './postgres-server.js';
 
@@ -22,10 +23,7 @@ export interface RedisServer {
 const DIR_PREFIX = 'kiwi-redis-';
 
 export function redisServerPath(): string | undefined {
-  for (const dir of [...(process.env['PATH'] ?? '').split(path.delimiter), '/usr/bin', '/usr/local/bin']) {
-    if (dir !== '' && existsSync(path.join(dir, 'redis-server'))) return path.join(dir, 'redis-server');
-  }
-  return undefined;
+  return findBinary('redis-server', ['/usr/bin', '/usr/local/bin']);
 }
 
 /** Whether the tests can run against Redis here. CI sets KIWI_REQUIRE_REDIS=1: there a missing server fails instead of skipping. */

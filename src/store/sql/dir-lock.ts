@@ -1,6 +1,6 @@
-import { open, readFile, unlink } from 'node:fs/promises';
 import { KiwiError } from '../../errors.js';
 import { processAlive } from '../../process-alive.js';
+import { removeStaleLock, tryLockFile } from '../lock-file.js';
 
 /**
  * One process at a time on an embedded database: PGlite has no server to arbitrate, and two
@@ -9,21 +9,12 @@ import { processAlive } from '../../process-alive.js';
  */
 export async function lockDir(file: string, what: string): Promise<() => Promise<void>> {
   for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      const handle = await open(file, 'wx', 0o600);
-      await handle.writeFile(String(process.pid));
-      await handle.close();
-      return async () => {
-        await unlink(file).catch(() => undefined);
-      };
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-      const owner = Number.parseInt(await readFile(file, 'utf8').catch(() => ''), 10);
-      if (processAlive(owner)) {
-        throw new KiwiError('CONFLICT', `${what} is in use by process ${owner}${owner === process.pid ? ' (this one)' : ''}: stop that gateway first, or set DATABASE_URL to share a Postgres server between gateways`);
-      }
-      await unlink(file).catch(() => undefined);
+    const taken = await tryLockFile(file);
+    if (taken.ok) return taken.unlock;
+    if (processAlive(taken.owner)) {
+      throw new KiwiError('CONFLICT', `${what} is in use by process ${taken.owner}${taken.owner === process.pid ? ' (this one)' : ''}: stop that gateway first, or set DATABASE_URL to share a Postgres server between gateways`);
     }
+    await removeStaleLock(file);
   }
   throw new KiwiError('CONFLICT', `${what}: could not take its lock file ${file}`);
 }

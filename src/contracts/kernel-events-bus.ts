@@ -20,27 +20,56 @@ export interface KernelEventsBus {
   subscribe(listener: (notes: readonly CommittedEvents[]) => void): () => void;
 }
 
-/** Resolves when an event of `execution` is noted (true), after `ms` (false), or at `signal`'s abort (rejects). */
-export function nextEventOf(bus: KernelEventsBus | undefined, execution: string, ms: number, signal?: AbortSignal): Promise<boolean> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const done = (value: boolean): void => {
-      clearTimeout(timer);
-      unsubscribe?.();
-      signal?.removeEventListener('abort', onAbort);
-      resolve(value);
-    };
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      unsubscribe?.();
-      reject(signal?.reason);
-    };
-    const timer = setTimeout(() => done(false), ms);
-    const unsubscribe = bus?.subscribe((notes) => {
-      if (notes.some((n) => n.execution === execution)) done(true);
-    });
-    signal?.addEventListener('abort', onAbort, { once: true });
+/**
+ * Notes of one execution's events, for a waiter that reads the database and then waits: it
+ * listens from the start, so a note that comes while it reads is not missed (its next `wait`
+ * returns at once). `close` stops listening.
+ */
+export interface ExecutionWatch {
+  /** True when a note came since the last wait (or comes within `ms`); false after `ms`; rejects at `signal`'s abort. */
+  wait(ms: number, signal?: AbortSignal): Promise<boolean>;
+  close(): void;
+}
+
+export function watchExecution(bus: KernelEventsBus | undefined, execution: string): ExecutionWatch {
+  let noted = false;
+  let wake: (() => void) | undefined;
+  const unsubscribe = bus?.subscribe((notes) => {
+    if (!notes.some((n) => n.execution === execution)) return;
+    noted = true;
+    wake?.();
   });
+  return {
+    wait(ms, signal) {
+      if (noted) {
+        noted = false;
+        return Promise.resolve(true);
+      }
+      return new Promise((resolve, reject) => {
+        if (signal?.aborted) return reject(signal.reason);
+        const done = (): void => {
+          clearTimeout(timer);
+          wake = undefined;
+          signal?.removeEventListener('abort', onAbort);
+        };
+        const onAbort = (): void => {
+          done();
+          reject(signal?.reason);
+        };
+        const timer = setTimeout(() => {
+          done();
+          resolve(false);
+        }, ms);
+        wake = () => {
+          done();
+          noted = false;
+          resolve(true);
+        };
+        signal?.addEventListener('abort', onAbort, { once: true });
+      });
+    },
+    close: () => unsubscribe?.(),
+  };
 }
 
 /** How often a waiter on the bus looks for itself: often when only this process's notes come, seldom when every replica's do. */

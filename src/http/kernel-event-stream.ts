@@ -1,5 +1,5 @@
 import type { Context } from 'hono';
-import { lookEveryMs, nextEventOf, type KernelEventsBus } from '../contracts/kernel-events-bus.js';
+import { lookEveryMs, watchExecution, type KernelEventsBus } from '../contracts/kernel-events-bus.js';
 import type { Kernel } from '../kernel/open-kernel.js';
 import { TERMINAL_STATUSES } from '../kernel/types.js';
 import { wireEvent } from './kernel-wire.js';
@@ -23,7 +23,12 @@ export async function streamExecutionEvents(c: Context, kernel: Kernel, id: stri
   return openSseChannel(c, (channel) => {
     let after = afterSequence;
     let open = true;
-    void channel.closed.then(() => (open = false));
+    // Listening before the first read: events written while it reads still wake it.
+    const watch = watchExecution(options.events, id);
+    void channel.closed.then(() => {
+      open = false;
+      watch.close();
+    });
     void (async () => {
       try {
         while (open) {
@@ -37,7 +42,7 @@ export async function streamExecutionEvents(c: Context, kernel: Kernel, id: stri
           // Nothing new, and nothing more will come: the end was sent before after_sequence.
           if (events.length === 0 && TERMINAL_STATUSES.has((await kernel.executions.get(id)).status)) return channel.close();
           const stop = new AbortController();
-          await Promise.race([channel.closed, nextEventOf(options.events, id, pollMs, stop.signal)]).finally(() => stop.abort());
+          await Promise.race([channel.closed, watch.wait(pollMs, stop.signal)]).finally(() => stop.abort());
         }
       } catch {
         channel.close();

@@ -1,4 +1,4 @@
-import { lookEveryMs, nextEventOf, type KernelEventsBus } from '../contracts/kernel-events-bus.js';
+import { lookEveryMs, watchExecution, type KernelEventsBus } from '../contracts/kernel-events-bus.js';
 import { KiwiError } from '../errors.js';
 import type { ChatExecution } from '../kernel/chat-journal.js';
 import type { Kernel } from '../kernel/open-kernel.js';
@@ -59,11 +59,17 @@ export function createChatApprovals(deps: ChatApprovalDeps): ChatApprovals {
   }
 
   async function answerOf(stepId: string, signal: AbortSignal): Promise<ApprovalAnswer> {
-    for (;;) {
-      if (signal.aborted) throw signal.reason;
-      const decision = await (await deps.kernel()).approvalOf(deps.execution.id, stepId);
-      if (decision !== undefined) return decision;
-      await nextEventOf(deps.events, deps.execution.id, pollMs, signal);
+    // Listening before the first read: an answer written while it reads still wakes it.
+    const watch = watchExecution(deps.events, deps.execution.id);
+    try {
+      for (;;) {
+        if (signal.aborted) throw signal.reason;
+        const decision = await (await deps.kernel()).approvalOf(deps.execution.id, stepId);
+        if (decision !== undefined) return decision;
+        await watch.wait(pollMs, signal);
+      }
+    } finally {
+      watch.close();
     }
   }
 

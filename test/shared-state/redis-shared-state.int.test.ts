@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isKiwiError } from '../../src/errors.js';
 import { connectRedis, shownRedisUrl, type Redis } from '../../src/shared-state/redis-client.js';
-import { nextEventOf } from '../../src/contracts/kernel-events-bus.js';
+import { watchExecution } from '../../src/contracts/kernel-events-bus.js';
 import { createRedisKernelEventsBus } from '../../src/shared-state/kernel-events-bus.js';
 import { createRedisMcpSessions } from '../../src/shared-state/mcp-sessions.js';
 import { createRedisBudgetHolds } from '../../src/shared-state/redis-budget-holds.js';
@@ -229,15 +229,20 @@ describe.skipIf(!redisAvailable())('shared state in Redis', () => {
         { by: 'two', notes: [{ execution: 'e1', types: ['execution.cancelled'] }] },
       ]);
       // A waiter on another replica wakes for its own execution's events only; else at its timeout.
-      const waiting = nextEventOf(two, 'e2', 5000);
+      const watch = watchExecution(two, 'e2');
+      const waiting = watch.wait(5000);
       one.publish([{ execution: 'e3', types: ['step.completed'] }]);
       one.publish([{ execution: 'e2', types: ['step.completed'] }]);
       expect(await waiting).toBe(true);
-      expect(await nextEventOf(two, 'e4', 30)).toBe(false);
+      expect(await watch.wait(30)).toBe(false);
+      // A note that comes while the waiter is busy elsewhere (reading the database) is kept for its next wait.
+      one.publish([{ execution: 'e2', types: ['execution.cancelled'] }]);
+      await expect.poll(async () => watch.wait(0)).toBe(true);
       const stop = new AbortController();
-      const stopped = nextEventOf(two, 'e5', 5000, stop.signal);
+      const stopped = watch.wait(5000, stop.signal);
       stop.abort('chat ended');
       await expect(stopped).rejects.toBe('chat ended');
+      watch.close();
     } finally {
       await Promise.all([one.close(), two.close()]);
     }

@@ -6,7 +6,7 @@ import { fileKeyStore, KEY_FILE, newKey, noSuchKey, parseKeyRecord, type KeyReco
  * Client keys in Postgres (table `client_keys`, kernel migration 13), for gateways that share a
  * server (`DATABASE_URL`): a key made or revoked through any of them (`kiwi keys` with the same
  * DATABASE_URL) counts on all. As in the file, only each key's SHA-256 is stored. `stamp` is the
- * number of keys and the last change, which every create and revoke moves.
+ * number of keys and the newest version, which every create and revoke moves.
  */
 export function sqlKeyStore(db: SqlDb, where: string): KeyStore {
   const read = async (): Promise<KeyRecord[]> => {
@@ -17,14 +17,13 @@ export function sqlKeyStore(db: SqlDb, where: string): KeyStore {
     where,
     read: async () => ({ version: 1, keys: await read() }),
     async stamp() {
-      const [row] = await db.query<{ n: string | number; changed: string | null }>('select count(*) as n, max(changed_at) as changed from client_keys');
-      return `${row?.n ?? 0}:${row?.changed ?? ''}`;
+      const [row] = await db.query<{ n: string | number; version: string | number | null }>('select count(*) as n, max(version) as version from client_keys');
+      return `${row?.n ?? 0}:${row?.version ?? ''}`;
     },
     async create(client, options = {}) {
       // The id is the primary key: a clash (one in four billion) fails the insert rather than overwriting.
       const made = newKey(client, options, () => false);
-      const at = (options.now ?? new Date()).toISOString();
-      await db.query('insert into client_keys (id, client, hash, record, changed_at) values ($1, $2, $3, $4, $5)', [made.record.id, made.record.client, made.record.hash, JSON.stringify(made.record), at]);
+      await db.query('insert into client_keys (id, client, hash, record) values ($1, $2, $3, $4)', [made.record.id, made.record.client, made.record.hash, JSON.stringify(made.record)]);
       return made;
     },
     async revoke(idOrClient, now = new Date()) {
@@ -36,7 +35,7 @@ export function sqlKeyStore(db: SqlDb, where: string): KeyStore {
           const record = parseKeyRecord(JSON.parse(row.record), where);
           if (record.revoked !== undefined) continue;
           const next = { ...record, revoked: now.toISOString() };
-          await tx.query('update client_keys set record = $2, changed_at = $3 where id = $1', [record.id, JSON.stringify(next), now.toISOString()]);
+          await tx.query("update client_keys set record = $2, version = nextval('client_keys_version') where id = $1", [record.id, JSON.stringify(next)]);
           revoked.push(next);
         }
         return revoked;

@@ -250,13 +250,15 @@ export const KERNEL_MIGRATIONS: readonly Migration[] = [
     name: 'client keys shared by gateways',
     statements: [
       // A key's record as the key file holds it (clients/key-store.ts), its hash, never the key
-      // (clients/sql-key-store.ts); changed_at moves on every create and revoke.
+      // (clients/sql-key-store.ts); every create and revoke takes the next version, so gateways
+      // see a change even when two come within one millisecond.
+      'create sequence client_keys_version',
       `create table client_keys (
         id text primary key,
         client text not null,
         hash text not null unique,
         record text not null,
-        changed_at text not null
+        version bigint not null default nextval('client_keys_version')
       )`,
       'create index client_keys_client on client_keys (client)',
     ],

@@ -198,7 +198,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
         } finally {
           // Every way out (finish, failure, client abort, a consumer that stopped): the loop has
           // charged what it used by now, so what the request held is released.
-          meter?.end();
+          await meter?.end();
           inFlight.delete(controller);
           run.signal?.removeEventListener('abort', onClientAbort);
         }

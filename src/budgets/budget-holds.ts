@@ -18,8 +18,11 @@ export interface HeldAmount {
 export interface BudgetHold {
   /** Changes what it holds (a running request holds less once its charges are in the ledger). */
   set(amount: HeldAmount): void;
-  /** Ends the hold; calling it again does nothing. */
-  release(): void;
+  /**
+   * Ends the hold; calling it again does nothing. Resolves once it is gone where the holds are
+   * kept (Redis: a request's next one, through any replica, must not find it still there).
+   */
+  release(): Promise<void>;
 }
 
 export type ReserveResult = { ok: true; hold: BudgetHold } | { ok: false; held: HeldAmount };
@@ -81,7 +84,7 @@ export function createMemoryBudgetHolds(options: { ttlMs: number; now?: () => nu
           set(next) {
             entry.amount = { ...next };
           },
-          release: () => drop(entry),
+          release: async () => drop(entry),
         },
       };
     },

@@ -54,8 +54,8 @@ export interface BudgetMeter {
   countSpawn(): void;
   /** The budget that ran out, if one did. */
   exhausted(): BudgetStop | undefined;
-  /** The request is over, whichever way: what it held is released (its charges stay). Again: nothing. */
-  end(): void;
+  /** The request is over, whichever way: what it held is released (its charges stay); resolves once it is. Again: nothing. */
+  end(): Promise<void>;
 }
 
 export interface Budgets {
@@ -164,7 +164,7 @@ export function createBudgets(deps: { config: BudgetConfig; ledger: BudgetLedger
         countToolCall: () => record({ toolCalls: 1 }),
         countSpawn: () => record({ spawns: 1 }),
         exhausted,
-        end: () => hold?.release(),
+        end: async () => hold?.release(),
       };
     },
   };

@@ -94,13 +94,13 @@ export function createRedisBudgetHolds(redis: Redis, options: { url: string; pre
             if (released) return;
             runScript(redis, SET, [zset, hash], [id, arg(next.tokens), arg(next.spendUsd)]).catch(() => undefined);
           },
-          release() {
+          async release() {
             if (released) return;
             released = true;
             leases.remove(zset, id);
-            if (--holding === 0) for (const wake of waiters.splice(0)) wake();
             // If this fails (Redis away), the hold is no longer renewed and lapses within its TTL.
-            Promise.all([redis.zRem(zset, id), redis.hDel(hash, id)]).catch(() => undefined);
+            await Promise.all([redis.zRem(zset, id), redis.hDel(hash, id)]).catch(() => undefined);
+            if (--holding === 0) for (const wake of waiters.splice(0)) wake();
           },
         },
       };

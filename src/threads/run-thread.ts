@@ -177,7 +177,7 @@ async function endingHold(meter: BudgetMeter | undefined, run: () => Promise<Thr
   try {
     return await run();
   } finally {
-    meter?.end();
+    await meter?.end();
   }
 }
 

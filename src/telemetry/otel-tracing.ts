@@ -3,7 +3,7 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
-import type { SpanAttributes, Tracing } from '../contracts/tracing.js';
+import type { SpanAttributes, StartedSpan, Tracing } from '../contracts/tracing.js';
 
 /**
  * contracts/tracing.ts on OpenTelemetry: spans batched and sent over OTLP/HTTP (JSON) to
@@ -39,69 +39,62 @@ export function createOtelTracing(options: OtelOptions): OtelTracing {
   });
   const tracer = provider.getTracer('kiwi-gateway', options.serviceVersion);
 
-  const run = async <T>(name: string, attributes: SpanAttributes, fn: (span: { setAttributes(a: SpanAttributes): void }) => T | Promise<T>, parent?: Context): Promise<T> => {
-    const span = tracer.startSpan(name, { attributes: clean(attributes) }, parent ?? context.active());
-    const ctx = trace.setSpan(parent ?? context.active(), span);
-    try {
-      return await context.with(ctx, () => fn({ setAttributes: (a) => span.setAttributes(clean(a)) }));
-    } catch (error) {
-      span.recordException(error instanceof Error ? error : String(error));
-      span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
-      throw error;
-    } finally {
-      span.end();
-    }
+  /** A span, a child of `parent`'s; ending it with an error records the error and marks the span failed. */
+  const open = (name: string, attributes: SpanAttributes, parent: Context): StartedSpan => {
+    const span = tracer.startSpan(name, { attributes: clean(attributes) }, parent);
+    const ctx = trace.setSpan(parent, span);
+    let ended = false;
+    return {
+      traceId: span.spanContext().traceId,
+      setAttributes: (a) => span.setAttributes(clean(a)),
+      run: (fn) => context.with(ctx, fn),
+      end(error) {
+        if (ended) return;
+        ended = true;
+        if (error !== undefined) {
+          span.recordException(error instanceof Error ? error : String(error));
+          span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+        }
+        span.end();
+      },
+    };
   };
 
   return {
-    start(name, attributes) {
-      const parent = context.active();
-      const span = tracer.startSpan(name, { attributes: clean(attributes) }, parent);
-      const ctx = trace.setSpan(parent, span);
-      let ended = false;
-      return {
-        traceId: span.spanContext().traceId,
-        setAttributes: (a) => span.setAttributes(clean(a)),
-        run: (fn) => context.with(ctx, fn),
-        end(error) {
-          if (ended) return;
-          ended = true;
-          if (error !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
-          span.end();
-        },
-      };
+    start: (name, attributes) => open(name, attributes, context.active()),
+    async span(name, attributes, fn) {
+      const span = open(name, attributes, context.active());
+      try {
+        const result = await span.run(() => fn(span));
+        span.end();
+        return result;
+      } catch (error) {
+        span.end(error);
+        throw error;
+      }
     },
-    span: (name, attributes, fn) => run(name, attributes, fn),
     spanIterable<T>(name: string, attributes: SpanAttributes, iterable: AsyncIterable<T>): AsyncIterable<T> {
       const parent = context.active();
       return {
         [Symbol.asyncIterator]() {
-          const span = tracer.startSpan(name, { attributes: clean(attributes) }, parent);
-          const ctx = trace.setSpan(parent, span);
-          const inner = context.with(ctx, () => iterable[Symbol.asyncIterator]());
-          let ended = false;
-          const end = (error?: unknown): void => {
-            if (ended) return;
-            ended = true;
-            if (error !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
-            span.end();
-          };
+          const span = open(name, attributes, parent);
+          const inner = span.run(() => iterable[Symbol.asyncIterator]());
           return {
             async next() {
               try {
-                const step = await context.with(ctx, () => inner.next());
-                if (step.done === true) end();
+                const step = await span.run(() => inner.next());
+                if (step.done === true) span.end();
                 return step;
               } catch (error) {
-                end(error);
+                span.end(error);
                 throw error;
               }
             },
             async return(value?: unknown) {
               try {
-                return (await context.with(ctx, () => inner.return?.(value))) ?? { done: true as const, value: undefined as T };
+                return (await span.run(() => inner.return?.(value))) ?? { done: true as const, value: undefined as T };
               } finally {
-                end();
+                span.end();
               }
             },
           };

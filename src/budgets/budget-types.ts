@@ -53,6 +53,12 @@ export interface BudgetTotals {
 
 export const emptyTotals = (): BudgetTotals => ({ tokens: 0, spendUsd: 0, unpricedTokens: 0, estimatedTokens: 0, estimatedUsd: 0, toolCalls: 0, spawns: 0, turns: 0 });
 
+/** Adds `more` into `into`, field by field; returns `into`. */
+export function addTotals(into: BudgetTotals, more: BudgetTotals): BudgetTotals {
+  for (const k of Object.keys(into) as (keyof BudgetTotals)[]) into[k] += more[k];
+  return into;
+}
+
 /** The first limit of `limits` that `totals` reached (the order is the one people read: money first). */
 export function firstReached(totals: BudgetTotals, limits: BudgetLimits, elapsedMs = 0): { resource: BudgetResource; used: number; limit: number } | undefined {
   const checks: [BudgetResource, number, number | undefined][] = [

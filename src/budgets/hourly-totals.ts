@@ -1,4 +1,4 @@
-import { emptyTotals, type BudgetTotals } from './budget-types.js';
+import { addTotals, emptyTotals, type BudgetTotals } from './budget-types.js';
 import { hourOf } from './budget-window.js';
 
 /** A ledger's unit of use: one upstream turn, tool call or spawn, as the ledgers store it. */
@@ -56,17 +56,7 @@ export function createHourlyTotals(): HourlyTotals {
     sum(key, since) {
       const total = emptyTotals();
       const from = hourOf(since);
-      for (const [hour, t] of buckets.get(key) ?? []) {
-        if (hour < from) continue;
-        total.tokens += t.tokens;
-        total.spendUsd += t.spendUsd;
-        total.unpricedTokens += t.unpricedTokens;
-        total.estimatedTokens += t.estimatedTokens;
-        total.estimatedUsd += t.estimatedUsd;
-        total.toolCalls += t.toolCalls;
-        total.spawns += t.spawns;
-        total.turns += t.turns;
-      }
+      for (const [hour, t] of buckets.get(key) ?? []) if (hour >= from) addTotals(total, t);
       return total;
     },
     prune(oldest) {

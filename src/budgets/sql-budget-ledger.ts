@@ -3,6 +3,7 @@ import { describeError, KiwiError } from '../errors.js';
 import type { SqlQueryable, SqlValue } from '../store/sql/sql-db.js';
 import type { BudgetLedger, LedgerEntry } from './budget-ledger.js';
 import { HOUR_MS, hourOf } from './budget-window.js';
+import { addTotals } from './budget-types.js';
 import { createHourlyTotals, ledgerKeyName } from './hourly-totals.js';
 
 /**
@@ -118,17 +119,7 @@ export async function openSqlBudgetLedger(options: { db: SqlQueryable; retainMs:
     },
     totals(key, since) {
       const name = ledgerKeyName(key);
-      const [a, b] = [own.sum(name, since), others.sum(name, since)];
-      return {
-        tokens: a.tokens + b.tokens,
-        spendUsd: a.spendUsd + b.spendUsd,
-        unpricedTokens: a.unpricedTokens + b.unpricedTokens,
-        estimatedTokens: a.estimatedTokens + b.estimatedTokens,
-        estimatedUsd: a.estimatedUsd + b.estimatedUsd,
-        toolCalls: a.toolCalls + b.toolCalls,
-        spawns: a.spawns + b.spawns,
-        turns: a.turns + b.turns,
-      };
+      return addTotals(own.sum(name, since), others.sum(name, since));
     },
     async refresh(keys = []) {
       const since = hourOf(now() - options.retainMs);

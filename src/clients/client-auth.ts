@@ -5,9 +5,9 @@
  * creating a key is how a gateway is locked; revoking keys never opens it again (deleting the
  * key file does, on loopback).
  *
- * The store is re-read when it changes (looked at no more than once a second, and at once, at
- * most every 250 ms, when a key it does not know comes: a key just made through another replica
- * works at once), so `kiwi keys create|revoke` works on a running gateway. A store or client
+ * The store is re-read when it changes (looked at no more than once a second, and when a key it
+ * does not know comes, at most every 250 ms: a key just made through another replica works within
+ * that), so `kiwi keys create|revoke` works on a running gateway. A store or client
  * policy that cannot be read fails closed: every request is refused with the reason.
  */
 import path from 'node:path';
@@ -95,6 +95,23 @@ export function createClientAuth(options: ClientAuthOptions): ClientAuth {
   }
 
   let missedAt = -Infinity;
+  let missReload: Promise<Loaded> | undefined;
+
+  /**
+   * The store read again for a key it does not know: at once, unless it was read for a miss less
+   * than MISS_RECHECK_MS ago; then after the rest of that time. Misses meanwhile wait for the same
+   * read: a key just made elsewhere is served after at most that wait, never refused, and a flood
+   * of wrong keys reads the store at most once per MISS_RECHECK_MS.
+   */
+  function reloadForMiss(): Promise<Loaded> {
+    missReload ??= (async () => {
+      const wait = missedAt + MISS_RECHECK_MS - now();
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      missedAt = now();
+      return current(true);
+    })().finally(() => (missReload = undefined));
+    return missReload;
+  }
 
   async function current(force = false): Promise<Loaded> {
     if (!force && loaded !== undefined && now() - checkedAt < recheckMs) return loaded;
@@ -110,9 +127,11 @@ export function createClientAuth(options: ClientAuthOptions): ClientAuth {
   async function authenticate(headers: AuthHeaders): Promise<AuthResult> {
     let store = await current();
     const presented = presentedKey(headers);
-    if (presented.ok && !store.byHash.has(hashKey(presented.key)) && now() - missedAt >= MISS_RECHECK_MS) {
-      missedAt = now();
-      store = await current(true);
+    if (presented.ok && !store.byHash.has(hashKey(presented.key))) {
+      // Open on loopback, every client's SDK sends some key: it is served anyway, so it never
+      // waits for a look, and looks at most every MISS_RECHECK_MS for a first key made elsewhere.
+      const open = store.total === 0 && options.openWithoutKeys;
+      if (!open || now() - missedAt >= MISS_RECHECK_MS) store = await reloadForMiss();
     }
     if (store.error !== undefined) return { ok: false, status: 503, message: `The gateway's key store cannot be read, so no request is served: ${store.error}` };
     if (store.total === 0 && options.openWithoutKeys) return { ok: true, caller: LOCAL_CALLER };

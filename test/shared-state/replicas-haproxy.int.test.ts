@@ -136,8 +136,13 @@ describe.skipIf(!haproxyAvailable() || !redisAvailable() || !postgresAvailable()
     const out: string[] = [];
     expect(await runCli(['keys', 'create', 'ops', '--project', root], { env: { PATH: process.env['PATH'], ...env }, cwd: root, io: { out: (l) => out.push(l), err: () => undefined } })).toBe(0);
     const key = out[0] ?? '';
-    // Each replica, asked directly, knows the key at once; and within its next look, that keys are now needed.
-    for (const replica of replicas) expect((await fetch(`${replica.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(200);
+    // Each replica, asked directly, knows the key at once: it serves ops, not the local operator
+    // whose chats ran above (ops sees none of them); and within its next look, that keys are now needed.
+    for (const replica of replicas) {
+      const listed = await fetch(`${replica.url}/v0/executions`, { headers: { authorization: `Bearer ${key}` } });
+      expect(listed.status).toBe(200);
+      expect(((await listed.json()) as { executions: unknown[] }).executions).toEqual([]);
+    }
     for (const replica of replicas) await expect.poll(async () => (await fetch(`${replica.url}/v1/models`)).status).toBe(401);
     expect((await fetch(`${balancer.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(200);
   });

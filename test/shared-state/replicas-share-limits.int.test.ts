@@ -141,9 +141,37 @@ describe.skipIf(!redisAvailable() || !postgresAvailable())('replicas share limit
     const code = await runCli(['keys', 'create', 'ops', '--project', a.root], { env: { PATH: process.env['PATH'], DATABASE_URL: postgres.url }, cwd: a.root, io: { out: (l) => out.push(l), err: () => undefined } });
     expect(code).toBe(0);
     const key = out[0] ?? '';
+    const asOps = { authorization: `Bearer ${key}` };
     for (const replica of [a, b]) {
-      expect((await fetch(`${replica.server.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(200);
+      // Served as ops, not as the local operator whose chats ran above: it sees none of them.
+      const listed = await fetch(`${replica.server.url}/v0/executions`, { headers: asOps });
+      expect(listed.status).toBe(200);
+      expect(((await listed.json()) as { executions: unknown[] }).executions).toEqual([]);
       expect((await fetch(`${replica.server.url}/v1/models`)).status).toBe(401);
     }
+  });
+
+  it("another client's key cannot use a client's MCP session on any replica", async () => {
+    const [a, b] = replicas as [DemoGateway, DemoGateway];
+    const keyOf = async (name: string): Promise<string> => {
+      const out: string[] = [];
+      expect(await runCli(['keys', 'create', name, '--project', a.root], { env: { PATH: process.env['PATH'], DATABASE_URL: postgres.url }, cwd: a.root, io: { out: (l) => out.push(l), err: () => undefined } })).toBe(0);
+      return out[0] ?? '';
+    };
+    const [alice, eve] = [await keyOf('alice-mcp'), await keyOf('eve')];
+    const headers = (key: string, id?: string) => ({ 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${key}`, ...(id ? { 'mcp-session-id': id, 'mcp-protocol-version': '2025-06-18' } : {}) });
+    const init = await fetch(`${a.server.url}/mcp`, { method: 'POST', headers: headers(alice), body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'alice', version: '1' } } }) });
+    const id = init.headers.get('mcp-session-id') ?? '';
+    expect(init.status, await init.text()).toBe(200);
+    expect(id).toMatch(/^[0-9a-f-]{36}$/);
+    const list = (replica: DemoGateway, key: string) => fetch(`${replica.server.url}/mcp`, { method: 'POST', headers: headers(key, id), body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' }) });
+    // Eve first, on the replica that never saw the session: nothing is brought up for her.
+    for (const replica of [b, a]) {
+      const stolen = await list(replica, eve);
+      expect(stolen.status).toBe(404);
+      expect(await stolen.text()).toContain('Session not found');
+    }
+    expect((await list(b, alice)).status).toBe(200);
+    expect((await list(b, eve)).status).toBe(404);
   });
 });

@@ -1,10 +1,11 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { findBinary } from './find-binary.js';
 import { freePort } from './free-port.js';
+import { serverProcess } from './server-process.js';
 
 /**
  * HAProxy from Debian's `haproxy` package (.ci/run installs it) in front of replicas: HTTP mode,
@@ -61,22 +62,11 @@ export async function startHaproxy(servers: { port: number }[]): Promise<Haproxy
     ].join('\n'),
   );
   const child = spawn(bin, ['-f', config, '-db'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  child.stdout.on('data', (d: Buffer) => (output += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (output += d.toString()));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const stop = async (): Promise<void> => {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGTERM');
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    }
-    rmSync(dir, { recursive: true, force: true });
-  };
+  const { output, stop } = serverProcess(child, dir);
   for (let attempt = 0; !(await connects(port)); attempt++) {
     if (child.exitCode !== null || attempt >= 100) {
       await stop();
-      throw new Error(`HAProxy did not start:\n${output}`);
+      throw new Error(`HAProxy did not start:\n${output()}`);
     }
     await new Promise((r) => setTimeout(r, 50));
   }

@@ -7,6 +7,7 @@ import { processAlive } from '../../src/process-alive.js';
 import { abandonedEntries } from './abandoned-entries.js';
 import { findBinary } from './find-binary.js';
 import { freePort } from './free-port.js';
+import { serverProcess } from './server-process.js';
 import { commandLine } from './postgres-server.js';
 
 /**
@@ -71,19 +72,7 @@ export async function startRedis(): Promise<RedisServer> {
   const port = await freePort();
   const server = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--loglevel', 'warning'], { stdio: ['ignore', 'pipe', 'pipe'] });
   if (server.pid !== undefined) writeFileSync(path.join(dir, 'server.pid'), String(server.pid));
-  let log = '';
-  const keep = (d: Buffer): void => void (log = (log + d.toString()).slice(-4000));
-  server.stdout?.on('data', keep);
-  server.stderr?.on('data', keep);
-  const exited = new Promise<void>((resolve) => server.once('exit', () => resolve()));
-  const stop = async (): Promise<void> => {
-    if (server.exitCode === null && server.signalCode === null) {
-      server.kill('SIGTERM');
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
-      if (server.exitCode === null && server.signalCode === null) server.kill('SIGKILL');
-    }
-    rmSync(dir, { recursive: true, force: true });
-  };
+  const { output, stop } = serverProcess(server, dir);
   for (let attempt = 0; ; attempt++) {
     try {
       await ping(port);
@@ -91,7 +80,7 @@ export async function startRedis(): Promise<RedisServer> {
     } catch (error) {
       if (server.exitCode !== null || attempt >= 100) {
         await stop();
-        throw new Error(`Redis did not start: ${(error as Error).message}\n${log}`);
+        throw new Error(`Redis did not start: ${(error as Error).message}\n${output()}`);
       }
       await new Promise((r) => setTimeout(r, 50));
     }

@@ -4,6 +4,7 @@ import { createClientAuth, type ClientAuth } from '../clients/client-auth.js';
 import { isLoopbackHost } from '../clients/loopback.js';
 import { KEY_FILE, readKeyFile } from '../clients/key-store.js';
 import { projectKeyStore } from '../clients/sql-key-store.js';
+import { createSqlAuditLog } from '../audit/sql-audit-log.js';
 import { databaseUrlOf, openGatewayDatabase } from '../kernel/gateway-database.js';
 import { createMcpRoute } from '../http/mcp-route.js';
 import { logInternalError } from '../http/log-internal-error.js';
@@ -18,7 +19,7 @@ import { checkTool } from '../policy/permission-context.js';
 import { callContext } from '../proxy/call-context.js';
 import { runAgentLoop } from '../loop/agent-loop.js';
 import { createChatApprovals } from '../runs/chat-approvals.js';
-import { CHAT_AGENT_ID, chatInput, chatLabels, recordChat } from '../runs/chat-execution.js';
+import { afterWrites, CHAT_AGENT_ID, chatInput, chatLabels, recordChat } from '../runs/chat-execution.js';
 import { executionSteps } from '../runs/execution-steps.js';
 import { withLimitHooks } from '../loop/limit-hooks.js';
 import { createGatewayThreads, type GatewayThreads } from './gateway-threads.js';
@@ -108,7 +109,8 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     const databaseUrl = databaseUrlOf(options.env);
     const database = databaseUrl === undefined ? undefined : await openGatewayDatabase(databaseUrl);
     if (database !== undefined) opened.unshift(database);
-    const project = await openProject({ ...options, source: 'gateway', threads: port, buckets: shared.buckets, loops: shared.loops, ...tracingOn });
+    const openAudit = database === undefined ? {} : { openAudit: (session: string) => createSqlAuditLog({ db: database, sessionId: session, ...(options.log ? { onWarning: options.log } : {}) }) };
+    const project = await openProject({ ...options, source: 'gateway', threads: port, buckets: shared.buckets, loops: shared.loops, ...openAudit, ...tracingOn });
     opened.unshift(project);
     const config = await loadGatewayConfig(path.join(project.root, '.ai', 'config', 'gateway.yaml'), { env: options.env, root: project.root });
     // The two slow opens at once: the embedder loads in a worker thread while PGlite starts on
@@ -194,7 +196,8 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
           );
           const caller = { session: run.conversation, client: run.caller.client, source: 'gateway' as const, ...(run.caller.context ? { context: run.caller.context } : {}) };
           const hooked = withLimitHooks(loop, (code, detail) => project.proxy.limitReached(caller, code, detail), options.log);
-          yield* execution === undefined || chatSteps === undefined ? hooked : recordChat(hooked, execution, { mode: run.mode, cancelled: () => cancelled, steps: chatSteps, ...(approvals ? { approvals } : {}) });
+          const recorded = execution === undefined || chatSteps === undefined ? hooked : recordChat(hooked, execution, { mode: run.mode, cancelled: () => cancelled, steps: chatSteps, ...(approvals ? { approvals } : {}) });
+          yield* database === undefined ? recorded : afterWrites(recorded, () => Promise.all([meter?.written(), execution?.written()]));
         } finally {
           // Every way out (finish, failure, client abort, a consumer that stopped): the loop has
           // charged what it used by now, so what the request held is released.

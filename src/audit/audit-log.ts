@@ -12,7 +12,11 @@ export interface AuditLogOptions {
   /** e.g. `<project>/.ai/logs/audit`; date folders are created under it. */
   dir: string;
   sessionId: string;
-  /** How long an append may wait for company before its group is written. Default 50. */
+  /**
+   * How long an append may wait for company before its group is written. Default 0: a group is
+   * written as soon as the one before it ends, so under load many records share one fsync and
+   * alone a record waits only for its own (the call's result waits for it: audit-stage.ts).
+   */
   flushIntervalMs?: number;
   /** Most records in one group commit. Default 256. */
   maxBatch?: number;
@@ -60,8 +64,11 @@ export interface AuditLogStats {
 }
 
 export interface AuditLog {
-  /** Buffers the record; never throws. Problems surface on the next `flush()`/`close()`. */
-  append(record: AuditRecord): void;
+  /**
+   * Queues the record; resolves once it is durable, or lost (a write error, the caps): problems
+   * surface on the next `flush()`/`close()`, never here. Never rejects.
+   */
+  append(record: AuditRecord): Promise<void>;
   /** Resolves once every record appended so far is on disk; rejects with the first write error since the last flush. */
   flush(options?: { signal?: AbortSignal }): Promise<void>;
   /** Flushes and closes the file; later appends are dropped. Idempotent. */
@@ -72,8 +79,9 @@ export interface AuditLog {
 }
 
 const MiB = 1024 * 1024;
+const SETTLED = Promise.resolve();
 
-interface Pending { day: string; line: string; bytes: number }
+interface Pending { day: string; line: string; bytes: number; settle: () => void }
 interface OpenFile { day: string; part: number; path: string; handle: FileHandle; size: number }
 
 export function createAuditLog(options: AuditLogOptions): AuditLog {
@@ -82,7 +90,7 @@ export function createAuditLog(options: AuditLogOptions): AuditLog {
     throw new KiwiError('INVALID_INPUT', 'audit log dir is empty: pass the folder for audit files, e.g. <project>/.ai/logs/audit');
   }
   const dir = resolve(options.dir);
-  const flushIntervalMs = checkInt('flushIntervalMs', options.flushIntervalMs ?? 50, 0, 60_000);
+  const flushIntervalMs = checkInt('flushIntervalMs', options.flushIntervalMs ?? 0, 0, 60_000);
   const maxBatch = checkInt('maxBatch', options.maxBatch ?? 256, 1, 100_000);
   const maxRecordBytes = checkInt('maxRecordBytes', options.maxRecordBytes ?? 64 * 1024, MIN_LINE_BYTES, 64 * MiB);
   const maxPendingBytes = checkInt('maxPendingBytes', options.maxPendingBytes ?? 16 * MiB, maxRecordBytes, 2 ** 31);
@@ -120,10 +128,10 @@ export function createAuditLog(options: AuditLogOptions): AuditLog {
     else failure = { error: new KiwiError('INTERNAL', message, { cause }), lost };
   }
 
-  function append(record: AuditRecord): void {
+  function append(record: AuditRecord): Promise<void> {
     if (closing) {
       fail('an audit record was appended after close(): create a new audit log for further calls', 1);
-      return;
+      return SETTLED;
     }
     let line: string;
     let day: string;
@@ -133,18 +141,21 @@ export function createAuditLog(options: AuditLogOptions): AuditLog {
       day = auditDateFolder(Number.isNaN(started.getTime()) ? now() : started);
     } catch (error) {
       fail(`could not serialise an audit record: ${describeError(error)}`, 1, error);
-      return;
+      return SETTLED;
     }
     const bytes = Buffer.byteLength(line);
     if (pendingBytes + bytes > maxPendingBytes) {
       fail(`the audit log fell behind: over ${maxPendingBytes} bytes were waiting for ${dir}; check that the disk is not stalled or full`, 1);
-      return;
+      return SETTLED;
     }
-    pending.push({ day, line, bytes });
+    let settle!: () => void;
+    const promise = new Promise<void>((resolveWritten) => (settle = resolveWritten));
+    pending.push({ day, line, bytes, settle });
     pendingBytes += bytes;
     counts.appended += 1;
     if (pending.length >= maxBatch) void startDrain();
     else if (!timer && !draining) timer = setTimeout(onTimer, flushIntervalMs);
+    return promise;
   }
 
   function onTimer(): void {
@@ -171,6 +182,7 @@ export function createAuditLog(options: AuditLogOptions): AuditLog {
       const batch = pending.splice(0, maxBatch);
       for (const entry of batch) pendingBytes -= entry.bytes;
       for (const group of groupByDay(batch)) await writeDay(group);
+      for (const entry of batch) entry.settle();
     }
   }
 

@@ -137,7 +137,7 @@ async function readFileTail(path: string, need: number, maxLineBytes: number, ta
       if (line.kind === 'torn') tail.torn += 1;
       else if (line.kind === 'oversized') tail.malformed += 1;
       else {
-        const record = parseLine(line.text);
+        const record = parseAuditLine(line.text);
         if (record === null) continue;
         if (record === 'malformed') tail.malformed += 1;
         else if (newestFirst.push(record) >= need) break;
@@ -202,7 +202,8 @@ async function* linesFromEnd(handle: FileHandle, size: number, maxLineBytes: num
   if (first) yield first;
 }
 
-function parseLine(text: string): AuditRecord | 'malformed' | null {
+/** One line of a file or a row of the shared log: a record, `'malformed'`, or null for a blank line. */
+export function parseAuditLine(text: string): AuditRecord | 'malformed' | null {
   if (text.trim() === '') return null;
   let value: unknown;
   try {

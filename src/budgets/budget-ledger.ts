@@ -41,8 +41,11 @@ export interface LedgerEntry {
 export type LedgerKey = { client: string } | { run: string };
 
 export interface BudgetLedger {
-  /** Counted at once; written in order in the background, what piles up meanwhile in one write (`flush` waits for it). */
-  record(entry: LedgerEntry): void;
+  /**
+   * Counted at once; written in order, what piles up meanwhile in one write. Resolves once the
+   * entry is durable (or its write failed: it still counts here). Never rejects.
+   */
+  record(entry: LedgerEntry): Promise<void>;
   /** What `key` used from `since` (rounded down to the hour) on. */
   totals(key: LedgerKey, since: number): BudgetTotals;
   /** Catches up on what other processes recorded (for `keys` at least: a ledger may look at those alone). */
@@ -85,7 +88,7 @@ export async function openBudgetLedger(options: BudgetLedgerOptions): Promise<Bu
   /** Bytes of each day file already read (through its last whole line). */
   const offsets = new Map<string, number>();
   let lastDay = '';
-  const pending: LedgerEntry[] = [];
+  const pending: { entry: LedgerEntry; settle: () => void }[] = [];
   let writing: Promise<void> | undefined;
   const checked = new Set<string>();
 
@@ -160,7 +163,7 @@ export async function openBudgetLedger(options: BudgetLedgerOptions): Promise<Bu
     while (pending.length > 0) {
       const batch = pending.splice(0);
       const byDay = new Map<string, string[]>();
-      for (const entry of batch) {
+      for (const { entry } of batch) {
         const name = dayFile(entry.at);
         let lines = byDay.get(name);
         if (lines === undefined) byDay.set(name, (lines = []));
@@ -169,6 +172,7 @@ export async function openBudgetLedger(options: BudgetLedgerOptions): Promise<Bu
       for (const [name, lines] of byDay) {
         await append(name, lines).catch((error: unknown) => options.onError?.(`budget ledger: could not write ${lines.length} record(s) (${describeError(error)}); they count until the gateway restarts`));
       }
+      for (const { settle } of batch) settle();
     }
   }
 
@@ -188,8 +192,11 @@ export async function openBudgetLedger(options: BudgetLedgerOptions): Promise<Bu
   return {
     record(entry) {
       count(toLine(entry));
-      pending.push(entry);
+      let settle!: () => void;
+      const written = new Promise<void>((resolve) => (settle = resolve));
+      pending.push({ entry, settle });
       kick();
+      return written;
     },
     totals: (key, since) => totals.sum(ledgerKeyName(key), since),
     async refresh() {

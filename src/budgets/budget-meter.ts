@@ -54,7 +54,9 @@ export interface BudgetMeter {
   countSpawn(): void;
   /** The budget that ran out, if one did. */
   exhausted(): BudgetStop | undefined;
-  /** The request is over, whichever way: what it held is released (its charges stay); resolves once it is. Again: nothing. */
+  /** Resolves once every charge so far is durable (ledger.record). */
+  written(): Promise<void>;
+  /** The request is over, whichever way: what it held is released (its charges stay); resolves once it is and its charges are written. Again: nothing. */
   end(): Promise<void>;
 }
 
@@ -129,8 +131,11 @@ export function createBudgets(deps: { config: BudgetConfig; ledger: BudgetLedger
         hold = reserved.hold;
       }
 
+      // The request's charges not yet durable: its end waits for them, so a gateway killed after a
+      // request ended has lost none of its charges.
+      const unwritten = new Set<Promise<void>>();
       const record = (counts: { input?: number; output?: number; usd?: number; toolCalls?: number; spawns?: number; turns?: number; estimated?: boolean }): void => {
-        ledger.record({
+        const written = ledger.record({
           at: now(),
           client: options.client,
           model: options.model,
@@ -143,6 +148,8 @@ export function createBudgets(deps: { config: BudgetConfig; ledger: BudgetLedger
           ...(run === undefined ? {} : { directive: run.directive, run: run.run }),
           ...(counts.estimated === true ? { estimated: true } : {}),
         });
+        unwritten.add(written);
+        void written.then(() => unwritten.delete(written));
       };
       return {
         charge(usage) {
@@ -164,7 +171,12 @@ export function createBudgets(deps: { config: BudgetConfig; ledger: BudgetLedger
         countToolCall: () => record({ toolCalls: 1 }),
         countSpawn: () => record({ spawns: 1 }),
         exhausted,
-        end: async () => hold?.release(),
+        written: async () => {
+          await Promise.all(unwritten);
+        },
+        async end() {
+          await Promise.all([hold?.release(), ...unwritten]);
+        },
       };
     },
   };

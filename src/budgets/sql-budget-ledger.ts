@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { describeError, KiwiError } from '../errors.js';
+import { createGroupCommit } from '../group-commit.js';
 import type { SqlQueryable, SqlValue } from '../store/sql/sql-db.js';
 import type { BudgetLedger, LedgerEntry } from './budget-ledger.js';
 import { HOUR_MS, hourOf } from './budget-window.js';
@@ -11,8 +12,8 @@ import { createHourlyTotals, ledgerKeyName } from './hourly-totals.js';
  * share a server (`DATABASE_URL`): every replica charges the same clients, so each must count
  * what the others charged.
  *
- * What this process records counts here at once and is written in the background, a batch per
- * insert. What others recorded is read when a request is admitted (`refresh(keys)`), for the
+ * What this process records counts here at once and is written in group commits (group-commit.ts):
+ * `record` resolves once its row is in. What others recorded is read when a request is admitted (`refresh(keys)`), for the
  * keys it needs: one query per key, summed per hour by the server, of every row this process did
  * not write. Own and others' totals are kept apart, so a row is never counted twice however a
  * write and a read interleave. A batch that cannot be written is kept and tried again (the totals
@@ -21,7 +22,6 @@ import { createHourlyTotals, ledgerKeyName } from './hourly-totals.js';
 
 /** Entries kept while the database does not answer; beyond it the oldest go (they still count here). */
 const MAX_PENDING = 100_000;
-const RETRY_MS = 1_000;
 const COLUMNS = ['writer', 'at', 'client', 'model', 'input', 'output', 'usd', 'tool_calls', 'spawns', 'turns', 'directive', 'run', 'estimated'] as const;
 /** Rows per insert: 13 parameters each, under Postgres's 65 535. */
 const ROWS_PER_INSERT = 1_000;
@@ -32,51 +32,22 @@ export async function openSqlBudgetLedger(options: { db: SqlQueryable; retainMs:
   const writer = randomUUID();
   const own = createHourlyTotals();
   const others = createHourlyTotals();
-  const pending: LedgerEntry[] = [];
-  let writing: Promise<void> | undefined;
-  let retry: NodeJS.Timeout | undefined;
-  let warned = false;
   let lastSweep = 0;
 
   const usage = (e: LedgerEntry) => ({ in: e.input, out: e.output, usd: e.usd, calls: e.toolCalls, spawns: e.spawns, turns: e.turns, ...(e.estimated === true ? { estimated: true as const } : {}) });
   const row = (e: LedgerEntry): SqlValue[] => [writer, e.at, e.client, e.model ?? null, e.input, e.output, e.usd ?? null, e.toolCalls, e.spawns, e.turns, e.directive ?? null, e.run ?? null, e.estimated === true];
 
-  async function insert(batch: LedgerEntry[]): Promise<void> {
-    const values = batch.map((_, i) => `(${COLUMNS.map((__, j) => `$${i * COLUMNS.length + j + 1}`).join(', ')})`).join(', ');
-    await db.query(`insert into budget_usage (${COLUMNS.join(', ')}) values ${values}`, batch.flatMap(row));
-  }
-
-  async function drain(): Promise<void> {
-    while (pending.length > 0) {
-      const batch = pending.slice(0, ROWS_PER_INSERT);
-      try {
-        await insert(batch);
-      } catch (error) {
-        if (!warned) options.onError?.(`budget ledger: could not write ${pending.length} record(s) to Postgres (${describeError(error)}); trying again every second, they count here meanwhile`);
-        warned = true;
-        retry ??= setTimeout(() => {
-          retry = undefined;
-          kick();
-        }, RETRY_MS);
-        retry.unref();
-        return;
-      }
-      warned = false;
-      pending.splice(0, batch.length);
-    }
-  }
-
-  function kick(): void {
-    if (writing !== undefined || retry !== undefined) return;
-    writing = drain().finally(() => {
-      writing = undefined;
-      if (pending.length > 0 && retry === undefined) kick();
-    });
-  }
-
-  const flush = async (): Promise<void> => {
-    while (writing !== undefined) await writing;
-  };
+  const writes = createGroupCommit<LedgerEntry>({
+    what: 'record',
+    store: 'Postgres',
+    maxBatch: ROWS_PER_INSERT,
+    maxWaiting: MAX_PENDING,
+    onFailure: (message) => options.onError?.(`budget ledger: ${message}, they count here meanwhile`),
+    async write(batch) {
+      const values = batch.map((_, i) => `(${COLUMNS.map((__, j) => `$${i * COLUMNS.length + j + 1}`).join(', ')})`).join(', ');
+      await db.query(`insert into budget_usage (${COLUMNS.join(', ')}) values ${values}`, batch.flatMap(row));
+    },
+  });
 
   /** Others' rows for one key, summed per hour by the server, in place of what was read before. */
   async function readOthers(key: string, column: 'client' | 'run', value: string, since: number): Promise<void> {
@@ -110,12 +81,7 @@ export async function openSqlBudgetLedger(options: { db: SqlQueryable; retainMs:
     record(entry) {
       own.add(ledgerKeyName({ client: entry.client }), entry.at, usage(entry));
       if (entry.run !== undefined) own.add(ledgerKeyName({ run: entry.run }), entry.at, usage(entry));
-      pending.push(entry);
-      if (pending.length > MAX_PENDING) {
-        pending.splice(0, pending.length - MAX_PENDING);
-        options.onError?.(`budget ledger: more than ${MAX_PENDING} records wait for Postgres; the oldest are dropped (they count in this process until it restarts)`);
-      }
-      kick();
+      return writes.add(entry);
     },
     totals(key, since) {
       const name = ledgerKeyName(key);
@@ -135,17 +101,11 @@ export async function openSqlBudgetLedger(options: { db: SqlQueryable; retainMs:
       }
       own.prune(hourOf(now() - options.retainMs - HOUR_MS));
     },
-    flush,
+    flush: () => writes.idle(),
     async close() {
-      await flush();
-      if (retry !== undefined) {
-        clearTimeout(retry);
-        retry = undefined;
-        // One last try: what still fails is lost to the other replicas (and said so).
-        await drain();
-        clearTimeout(retry);
-        if (pending.length > 0) options.onError?.(`budget ledger: ${pending.length} record(s) could not be written to Postgres before closing`);
-      }
+      // What still fails is lost to the other replicas (and said so).
+      const left = await writes.close();
+      if (left > 0) options.onError?.(`budget ledger: ${left} record(s) could not be written to Postgres before closing`);
     },
   };
 }

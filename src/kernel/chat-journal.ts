@@ -35,6 +35,12 @@ export interface ChatExecution {
   block(stepId: string, payload: { tool_id: string; arguments: unknown; reason: string }): Promise<boolean>;
   /** Its last events and its end; later calls do nothing. */
   end(status: 'completed' | 'failed' | 'cancelled', drafts: EventDraft[], output?: unknown): void;
+  /**
+   * Resolves once everything recorded for it so far is written (or its write failed: it is kept
+   * and tried again). The write starts as soon as the one under way ends, shared by every chat
+   * that waits meanwhile, instead of after the journal's interval.
+   */
+  written(): Promise<void>;
 }
 
 export interface ChatJournal {
@@ -127,6 +133,14 @@ export function createChatJournal(deps: ChatJournalDeps): ChatJournal {
     schedule();
   };
 
+  let queued: Promise<void> | undefined;
+  /** A write right after the one under way, taking everything queued by then: every waiter meanwhile shares it. */
+  const flushSoon = (): Promise<void> =>
+    (queued ??= writing.then(() => {
+      queued = undefined;
+      return flush();
+    }));
+
   /** One batch at a time, in order; a failed batch is merged back in front of what came since. */
   function flush(): Promise<void> {
     clearTimeout(timer);
@@ -202,6 +216,7 @@ export function createChatJournal(deps: ChatJournalDeps): ChatJournal {
           entry.write.end = { status, at: when, ...(output === undefined ? {} : { output: JSON.stringify(output) }) };
           touch(entry);
         },
+        written: () => (dirty.has(id) ? flushSoon() : writing),
       };
       execution.record([
         { type: 'execution.created', payload: { agent_id: start.agentId, input: start.input ?? null, labels: Object.keys(start.labels).length === 0 ? null : start.labels } },

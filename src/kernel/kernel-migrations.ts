@@ -263,4 +263,25 @@ export const KERNEL_MIGRATIONS: readonly Migration[] = [
       'create index client_keys_client on client_keys (client)',
     ],
   },
+  {
+    version: 14,
+    name: 'audit records shared by gateways',
+    statements: [
+      // Each call's audit record (audit/sql-audit-log.ts): the JSON line the files would hold,
+      // with what readers filter on in columns. \`session\` is the gateway process that wrote it.
+      `create table audit_records (
+        id bigint generated always as identity primary key,
+        at timestamptz not null,
+        session text not null,
+        client text,
+        tool text not null,
+        decision text not null,
+        trace_id text,
+        line text not null
+      )`,
+      'create index audit_records_session on audit_records (session, id)',
+      'create index audit_records_client on audit_records (client, id)',
+      'create index audit_records_at on audit_records (at)',
+    ],
+  },
 ];

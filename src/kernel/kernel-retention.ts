@@ -5,14 +5,15 @@ import type { KernelLimits } from './kernel-limits.js';
  * What the kernel forgets, on the watcher's beat (reaper.ts): the schemas of runners silent (no
  * stream, no publish) for `idleRunnerSchemasMs`, the records of runners silent for
  * `retentionMs`, and executions ended `retentionMs` ago, whose events, steps, labels, sessions,
- * signals and jobs go with them (on delete cascade). Executions go in batches, each its own
+ * signals and jobs go with them (on delete cascade), and audit records written `retentionMs` ago
+ * (a shared server's audit log: audit/sql-audit-log.ts). Executions and records go in batches, each its own
  * statement, and at most `maxBatches` a pass: one pass never holds locks for long, and a backlog
  * (the first pass after retention was lowered) is worked off over the next beats.
  */
 
 export interface Retention {
   /** One pass; what it deleted. */
-  sweep(at: Date): Promise<{ executions: number; runners: number; schemaRunners: number }>;
+  sweep(at: Date): Promise<{ executions: number; runners: number; schemaRunners: number; auditRecords: number }>;
 }
 
 export interface RetentionDeps {
@@ -41,16 +42,18 @@ export function createRetention(deps: RetentionDeps): Retention {
       const schemaRunners = await db.query<{ runner_id: string }>('delete from kernel_runner_tools where runner_id in (select id from kernel_runners where seen_at < $1) returning runner_id', [idleSince]);
       const cutoff = new Date(at.getTime() - limits.retentionMs).toISOString();
       const runners = await db.query('delete from kernel_runners where seen_at < $1 returning id', [cutoff]);
-      let executions = 0;
-      for (let batch = 0; batch < maxBatches; batch++) {
-        const deleted = await db.query(
-          "delete from kernel_executions where id in (select id from kernel_executions where status in ('completed', 'failed', 'cancelled') and updated_at < $1 order by updated_at limit $2) returning id",
-          [cutoff, batchSize],
-        );
-        executions += deleted.length;
-        if (deleted.length < batchSize) break;
-      }
-      return { executions, runners: runners.length, schemaRunners: new Set(schemaRunners.map((r) => r.runner_id)).size };
+      const inBatches = async (sql: string): Promise<number> => {
+        let deleted = 0;
+        for (let batch = 0; batch < maxBatches; batch++) {
+          const rows = await db.query(sql, [cutoff, batchSize]);
+          deleted += rows.length;
+          if (rows.length < batchSize) break;
+        }
+        return deleted;
+      };
+      const executions = await inBatches("delete from kernel_executions where id in (select id from kernel_executions where status in ('completed', 'failed', 'cancelled') and updated_at < $1 order by updated_at limit $2) returning id");
+      const auditRecords = await inBatches('delete from audit_records where id in (select id from audit_records where at < $1 order by id limit $2) returning id');
+      return { executions, runners: runners.length, schemaRunners: new Set(schemaRunners.map((r) => r.runner_id)).size, auditRecords };
     },
   };
 }

@@ -36,6 +36,8 @@ export interface ProjectOptions {
   loops?: LoopDetector;
   /** Spans of each call's stages and run; absent, none. */
   tracing?: Tracing;
+  /** Where this session's audit records go: shared by replicas (Postgres); absent, files under `.ai/logs/audit`. */
+  openAudit?: (session: string) => AuditLog;
 }
 
 /** Everything one process needs to run tools for a project, wired once and closed once. */
@@ -66,7 +68,7 @@ export async function openProject(options: ProjectOptions): Promise<Project> {
   const checkpoints = createCheckpointer({ root, env: options.env, settings: await readCheckpointSettings(path.join(root, '.ai', 'config', 'gateway.yaml'), root) });
   const session = options.session ?? newSessionId(options.source ?? 'cli');
   const auditDir = path.join(root, '.ai', 'logs', 'audit');
-  const audit = createAuditLog({ dir: auditDir, sessionId: session });
+  const audit = options.openAudit?.(session) ?? createAuditLog({ dir: auditDir, sessionId: session });
   const { network = [], secrets = {}, ...sandboxSettings } = policy.sandbox ?? { mode: 'auto' as const };
   const opened = await openSandbox({ ...sandboxSettings, ...(options.env.PATH ? { path: options.env.PATH } : {}) });
   const sandbox = { sandbox: opened, root, writeGlobs: policy.rules.fsWrite, readGlobs: policy.rules.fsRead, networkTools: network, toolSecrets: secrets };

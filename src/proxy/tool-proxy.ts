@@ -124,18 +124,18 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
       const ts = new Date().toISOString();
       const t0 = now();
       // A signal names no item, whatever its caller carries.
-      const record = (fields: { decision: 'allow' | 'deny'; reason?: string; checkpoint?: string; notes?: string[] }): void =>
+      const record = (fields: { decision: 'allow' | 'deny'; reason?: string; checkpoint?: string; notes?: string[] }): Promise<void> =>
         deps.audit.append({ ts, session: caller.session, client: caller.client, call_id: callId, tool: HELP_TOOL, args, duration_ms: Math.round((now() - t0) * 1000) / 1000, source: caller.source, ...NOTHING_RAN, help: signal.action, ...fields });
       // Each signal writes a record and may take a checkpoint and send webhooks: signals are rate-limited as calls are.
       const rate = await deps.rateLimiter.take(callContext(deps.context, caller.context), HELP_TOOL, caller.client);
       if (!rate.allowed) {
-        record({ decision: 'deny', reason: rate.reason });
+        await record({ decision: 'deny', reason: rate.reason });
         return { callId, notes: [], directives: [], refused: rate.reason };
       }
       const checkpoint = signal.action === 'checkpoint' && deps.checkpoints ? await deps.checkpoints.before({ tool: HELP_TOOL, callId, session: caller.session }, caller.signal) : undefined;
       const fired = await fireCallHooks(hooks, request, 'help', { code: signal.action, detail: { message: signal.message }, args, tool: undefined, event: args });
       // Nothing was asked for, so nothing was refused.
-      record({ decision: 'allow', ...(checkpoint ? { checkpoint } : {}), ...(fired.notes.length > 0 ? { notes: fired.notes } : {}) });
+      await record({ decision: 'allow', ...(checkpoint ? { checkpoint } : {}), ...(fired.notes.length > 0 ? { notes: fired.notes } : {}) });
       return { callId, notes: fired.notes, directives: fired.directives, ...(checkpoint ? { checkpoint } : {}) };
     },
   };

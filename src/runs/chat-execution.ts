@@ -130,3 +130,15 @@ export async function* recordChat(
 export function keep(text: string): string {
   return text.length <= KEPT_CHARS ? text : `${text.slice(0, KEPT_CHARS)}…`;
 }
+
+/**
+ * The events passed on, each `start` (which shows the execution's id) and `finish` (which ends
+ * the answer) only once `written()` resolves: with a database replicas share, a gateway killed
+ * after either has lost neither the execution nor the charges it showed (docs/replicas.md).
+ */
+export async function* afterWrites(events: AsyncIterable<LoopEvent>, written: () => Promise<unknown>): AsyncGenerator<LoopEvent> {
+  for await (const event of events) {
+    if (event.type === 'start' || event.type === 'finish') await written();
+    yield event;
+  }
+}

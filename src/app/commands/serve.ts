@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import { openGateway } from '../open-gateway.js';
 import { listen } from '../../http/listen.js';
 import { KiwiError } from '../../errors.js';
+import { databaseUrlOf } from '../../kernel/gateway-database.js';
 import { isLoopbackHost } from '../../clients/loopback.js';
 import { UsageError, type CliContext } from '../../cli/io.js';
 import { parseFlags } from '../../cli/parse-flags.js';
@@ -20,7 +21,8 @@ export async function serveCommand(ctx: CliContext): Promise<number> {
   if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65_535)) throw new UsageError(`--port must be a whole number from 0 to 65535, got ${values.port}`);
 
   const log = (line: string): void => ctx.io.err(`kiwi: ${line}`);
-  const gateway = await openGateway({ ...projectOptions(ctx, values), log, onIndexProgress: progressLine(ctx), ...(values.host ? { host: values.host } : {}), ...(ctx.signal ? { signal: ctx.signal } : {}) });
+  const options = projectOptions(ctx, values);
+  const gateway = await openGateway({ ...options, log, onIndexProgress: progressLine(ctx), ...(values.host ? { host: values.host } : {}), ...(ctx.signal ? { signal: ctx.signal } : {}) });
   try {
     const { config, project, runtime } = gateway;
     const host = values.host ?? config.host;
@@ -32,7 +34,8 @@ export async function serveCommand(ctx: CliContext): Promise<number> {
     const { registry } = project;
     ctx.io.out(`Kiwi Gateway listening on ${listener.url}`);
     ctx.io.out(`project ${project.root}: ${runtime.toolCount} resolvable ${runtime.toolCount === 1 ? 'tool' : 'tools'} (${registry.tools.size} in all, ${registry.errors.length} invalid${registry.warnings.length > 0 ? `, ${registry.warnings.length} warnings: run \`kiwi tools validate\`` : ''}), ${registry.directives.size} directives, ${registry.knowledge.size} knowledge entries; ${project.policy.label}`);
-    ctx.io.out(`resolver: ${runtime.embedderId}; audit log ${project.auditDir} (session ${project.session})`);
+    const auditWhere = databaseUrlOf(options.env) === undefined ? project.auditDir : 'in Postgres (DATABASE_URL, table audit_records)';
+    ctx.io.out(`resolver: ${runtime.embedderId}; audit log ${auditWhere} (session ${project.session})`);
     ctx.io.out(describeGatewayConfig(config, listener.url));
     ctx.io.out(describeAccess(access, config.allowedHosts, host));
     ctx.io.out(

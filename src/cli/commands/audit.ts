@@ -1,11 +1,15 @@
 import path from 'node:path';
 import { formatAuditRecord, readAuditTail } from '../../audit/audit-reader.js';
+import { readSqlAuditTail } from '../../audit/sql-audit-reader.js';
+import type { AuditRecord } from '../../audit/audit-record.js';
+import { databaseUrlOf, openGatewayDatabase } from '../../kernel/gateway-database.js';
 import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
 import { projectOptions } from '../project-options.js';
 
 const USAGE = 'kiwi audit tail [-n N] [--session ID] [--json] [--project DIR]';
 
+/** `kiwi audit tail`: the last records of the project's audit files, or with DATABASE_URL of the log the gateways sharing that Postgres write. */
 export async function auditCommand(ctx: CliContext): Promise<number> {
   const { values, positionals } = parseFlags(
     ctx.argv,
@@ -15,9 +19,23 @@ export async function auditCommand(ctx: CliContext): Promise<number> {
   if (positionals[0] !== 'tail' || positionals.length > 1) throw new UsageError(`usage: ${USAGE}`);
   const limit = Number(values.n);
   if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) throw new UsageError(`-n must be a whole number from 1 to 10000, got ${values.n}`);
-  const dir = path.join(projectOptions(ctx, values).projectDir, '.ai', 'logs', 'audit');
-  const records = await readAuditTail({ dir, limit, ...(values.session ? { session: values.session } : {}) });
-  if (records.length === 0) ctx.io.err(`kiwi: no audit records under ${dir}`);
+  const session = values.session ? { session: values.session } : {};
+  let records: AuditRecord[];
+  let where: string;
+  const databaseUrl = databaseUrlOf(ctx.env);
+  if (databaseUrl === undefined) {
+    where = path.join(projectOptions(ctx, values).projectDir, '.ai', 'logs', 'audit');
+    records = await readAuditTail({ dir: where, limit, ...session });
+  } else {
+    where = 'the Postgres of DATABASE_URL';
+    const database = await openGatewayDatabase(databaseUrl, { maxConnections: 1 });
+    try {
+      records = (await readSqlAuditTail(database, { limit, ...session })).records;
+    } finally {
+      await database.close();
+    }
+  }
+  if (records.length === 0) ctx.io.err(`kiwi: no audit records ${databaseUrl === undefined ? 'under' : 'in'} ${where}`);
   for (const r of records) ctx.io.out(values.json ? JSON.stringify(r) : formatAuditRecord(r));
   return 0;
 }

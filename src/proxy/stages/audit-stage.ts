@@ -26,7 +26,8 @@ export function auditStage(deps: { audit: AuditLog; now: () => number; tracing?:
     }
     const elapsed = deps.now() - t0;
     const { request } = call;
-    deps.audit.append({
+    // Durable before the result goes back: a gateway killed after this loses no record of a call anyone saw the result of.
+    await deps.audit.append({
       ts,
       session: request.session,
       client: request.client,

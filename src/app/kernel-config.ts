@@ -16,6 +16,8 @@ const fields = z.strictObject({
   // The watcher notes open streams every 30 s: an expiry near that would drop a connected runner's schemas.
   idle_runner_schemas_ms: z.number().int().min(60_000, 'must be at least 60000 (1 minute)').max(7 * 86_400_000).optional(),
   retention_days: z.number().int().min(1).max(3650).optional(),
+  // Below a few heartbeats of a loaded replica, a busy gateway would be taken for dead.
+  instance_timeout_ms: z.number().int().min(3_000, 'must be at least 3000 (3 s)').max(3_600_000).optional(),
 });
 
 export const kernelSchema = fields.optional();
@@ -33,5 +35,6 @@ export function kernelLimits(k: z.output<typeof fields> = {}): KernelLimits {
     maxToolBytesPerClient: k.max_tool_bytes_per_client ?? d.maxToolBytesPerClient,
     idleRunnerSchemasMs: k.idle_runner_schemas_ms ?? d.idleRunnerSchemasMs,
     retentionMs: k.retention_days === undefined ? d.retentionMs : k.retention_days * 86_400_000,
+    instanceTimeoutMs: k.instance_timeout_ms ?? d.instanceTimeoutMs,
   };
 }

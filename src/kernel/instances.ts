@@ -4,15 +4,14 @@ import { lockExecution, setExecutionStatus } from './execution-rows.js';
 import { cancelOpenSteps } from './steps.js';
 
 /**
- * Kernel instances on one database. Each says it is alive every `HEARTBEAT_MS`; one silent for
- * `DEAD_AFTER_MS` has gone (killed, or cut off from the database), and the watcher of any other
+ * Kernel instances on one database. Each says it is alive every `heartbeatMs(deadAfterMs)`; one
+ * silent for `deadAfterMs` (kernel.instance_timeout_ms) has gone (killed, or cut off from the database), and the watcher of any other
  * recovers what it held, as a restart does (§16): the executions its agents held go back to
  * pending to be assigned again, its open steps cancelled; the chats it ran fail.
  */
 
+/** The longest wait between heartbeats; shorter when `deadAfterMs` is short (a quarter of it). */
 export const HEARTBEAT_MS = 10_000;
-/** Longer than the watcher's beat and several heartbeats: a busy instance is not taken for dead. */
-export const DEAD_AFTER_MS = 45_000;
 
 export interface Instances {
   /** Says this instance is alive, now and every `intervalMs` (0: once). */
@@ -23,7 +22,10 @@ export interface Instances {
   stop(): Promise<void>;
 }
 
-export function createInstances(db: SqlDb, instanceId: string, now: () => Date): Instances {
+/** Several heartbeats fit in `deadAfterMs`: a busy instance is not taken for dead. */
+export const heartbeatMs = (deadAfterMs: number): number => Math.min(HEARTBEAT_MS, Math.floor(deadAfterMs / 4));
+
+export function createInstances(db: SqlDb, instanceId: string, now: () => Date, deadAfterMs: number): Instances {
   let timer: NodeJS.Timeout | undefined;
   const beat = async (): Promise<void> => {
     const at = now().toISOString();
@@ -38,7 +40,7 @@ export function createInstances(db: SqlDb, instanceId: string, now: () => Date):
       }
     },
     async recoverDead(at) {
-      const cutoff = new Date(at.getTime() - DEAD_AFTER_MS).toISOString();
+      const cutoff = new Date(at.getTime() - deadAfterMs).toISOString();
       const dead = await db.query<{ id: string }>('select id from kernel_instances where heartbeat_at < $1 and id <> $2', [cutoff, instanceId]);
       for (const { id } of dead) {
         await recoverExecutions(db, at, id);

@@ -30,6 +30,11 @@ export interface KernelLimits {
   idleRunnerSchemasMs: number;
   /** Ended executions, and runners without a stream, are deleted this long after. */
   retentionMs: number;
+  /**
+   * On a shared server, a gateway silent this long is taken for dead and another takes over what
+   * it held (instances.ts); it says it is alive every quarter of this (at most every 10 s).
+   */
+  instanceTimeoutMs: number;
 }
 
 export const DEFAULT_KERNEL_LIMITS: Readonly<KernelLimits> = {
@@ -41,6 +46,7 @@ export const DEFAULT_KERNEL_LIMITS: Readonly<KernelLimits> = {
   maxToolBytesPerClient: 16 * 1024 * 1024,
   idleRunnerSchemasMs: 10 * 60_000,
   retentionMs: 30 * 24 * 3_600_000,
+  instanceTimeoutMs: 45_000,
 };
 
 /** Where each quota is set, for the message that refuses a request over it. */
@@ -52,6 +58,7 @@ export const LIMIT_KEYS: Readonly<Record<keyof KernelLimits, string>> = {
   maxToolBytesPerClient: 'kernel.max_tool_bytes_per_client',
   idleRunnerSchemasMs: 'kernel.idle_runner_schemas_ms',
   retentionMs: 'kernel.retention_days',
+  instanceTimeoutMs: 'kernel.instance_timeout_ms',
 };
 
 /** Labels of one execution: at most 64, keys of 1 to 64 characters, values of at most 256. */

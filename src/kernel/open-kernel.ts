@@ -16,10 +16,10 @@ import { createKernelMetrics } from './kernel-metrics.js';
 import { createRetention } from './kernel-retention.js';
 import { createRuleRateLimiter, NO_POLICY } from './kernel-policy.js';
 import { loadKernelPolicy } from './kernel-policy-file.js';
-import { createReaper, type Reaper } from './reaper.js';
+import { createReaper, reaperBeatMs, type Reaper } from './reaper.js';
 import { createRunnerHub } from './runner-hub.js';
 import { createRunners, type Runners } from './runners.js';
-import { createInstances, HEARTBEAT_MS, recoverExecutions } from './instances.js';
+import { createInstances, heartbeatMs, recoverExecutions } from './instances.js';
 import { createSignals, type Signals } from './signals.js';
 import { createToolSchemas, type ToolSchemas } from './tool-schemas.js';
 import { uuidv7 } from './uuidv7.js';
@@ -116,17 +116,17 @@ export async function openKernel(options: OpenKernelOptions): Promise<Kernel> {
     await db.query('delete from kernel_instances');
     await db.query('delete from kernel_runner_tools');
   }
-  const instanceId = uuidv7();
-  const instances = createInstances(db, instanceId, now);
-  // Embedded, no other instance shares the database: one sign of life is enough.
-  await instances.start(db.kind === 'pglite' ? 0 : (options.heartbeatIntervalMs ?? HEARTBEAT_MS));
   const limits: KernelLimits = { ...DEFAULT_KERNEL_LIMITS, ...options.limits };
+  const instanceId = uuidv7();
+  const instances = createInstances(db, instanceId, now, limits.instanceTimeoutMs);
+  // Embedded, no other instance shares the database: one sign of life is enough.
+  await instances.start(db.kind === 'pglite' ? 0 : (options.heartbeatIntervalMs ?? heartbeatMs(limits.instanceTimeoutMs)));
   const schemas = createToolSchemas(db, now, limits);
   const agents = createAgents({ db, hub: createAgentHub(), instanceId, now });
   const runners = createRunners({ db, hub: createRunnerHub(), agents, schemas, metrics, instanceId, now, stepTimeoutMs: STEP_TIMEOUT_MS });
   const signals = createSignals({ db, agents, runners, now, stepTimeoutMs: STEP_TIMEOUT_MS, policyVersion: () => policy.version });
   const retention = createRetention({ db, limits, connectedRunners: () => runners.connectedIds() });
-  const reaper = createReaper({ db, agents, now, recoverDead: (at) => instances.recoverDead(at), retain: (at) => retention.sweep(at), ...(options.executionTimeoutMs === undefined ? {} : { executionTimeoutMs: options.executionTimeoutMs }), ...(options.reaperIntervalMs ? { intervalMs: options.reaperIntervalMs } : {}) });
+  const reaper = createReaper({ db, agents, now, recoverDead: (at) => instances.recoverDead(at), retain: (at) => retention.sweep(at), ...(options.executionTimeoutMs === undefined ? {} : { executionTimeoutMs: options.executionTimeoutMs }), intervalMs: options.reaperIntervalMs || reaperBeatMs(limits.instanceTimeoutMs) });
   if (options.reaperIntervalMs !== 0) reaper.start();
   if (options.queueIntervalMs !== 0) runners.start(options.queueIntervalMs ?? 1000);
   const executions = createExecutions(db, { now, limits });

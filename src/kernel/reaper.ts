@@ -36,6 +36,9 @@ export interface ReaperDeps {
   onError?: (error: unknown) => void;
 }
 
+/** The watcher's beat: 30 s, or the instance timeout when shorter, so a dead gateway's work is taken over within twice that. */
+export const reaperBeatMs = (instanceTimeoutMs: number): number => Math.min(30_000, instanceTimeoutMs);
+
 export function createReaper(deps: ReaperDeps): Reaper {
   const { db, agents, now } = deps;
   const executionTimeoutMs = deps.executionTimeoutMs ?? 60 * 60_000;

@@ -9,7 +9,7 @@ import { serverProcess } from './server-process.js';
 
 /**
  * HAProxy from Debian's `haproxy` package (.ci/run installs it) in front of replicas: HTTP mode,
- * round robin, no stickiness, on 127.0.0.1 and a free port. As a load balancer does, it sends each
+ * round robin, no stickiness, health checks, on 127.0.0.1 and a free port. As a load balancer does, it sends each
  * request to the next server, so consecutive requests of one client land on different replicas.
  */
 
@@ -52,12 +52,15 @@ export async function startHaproxy(servers: { port: number }[]): Promise<Haproxy
       '  timeout server 120s',
       // A new server connection per request, so each request is balanced on its own.
       '  option http-server-close',
+      // A request whose replica refuses the connection (a killed one, before its check fails) goes to another.
+      '  option redispatch',
+      '  retries 3',
       'frontend kiwi',
       `  bind 127.0.0.1:${port}`,
       '  default_backend replicas',
       'backend replicas',
       '  balance roundrobin',
-      ...servers.map((s, i) => `  server r${i + 1} 127.0.0.1:${s.port}`),
+      ...servers.map((s, i) => `  server r${i + 1} 127.0.0.1:${s.port} check inter 500ms fall 1 rise 2`),
       '',
     ].join('\n'),
   );

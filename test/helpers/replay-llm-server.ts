@@ -66,6 +66,8 @@ export interface ReplayLlmServer {
   reply(answer: ReplayAnswer): void;
   /** Answers for the next requests, one each, in order. */
   replyOnce(...answers: ReplayAnswer[]): void;
+  /** Drops the replyOnce answers no request has taken yet (a test cut short left them). */
+  forgetQueued(): void;
   /** The answer to every GET …/models: ids, a failure, a body as given, or 'stall' (headers never come). Unset: 404. */
   models(answer: ModelsAnswer): void;
   /** Resolves with the request at `index` once it has arrived. */
@@ -217,6 +219,9 @@ export async function startReplayLlmServer(): Promise<ReplayLlmServer> {
     requests,
     reply(next) {
       standing = next;
+    },
+    forgetQueued() {
+      queued.length = 0;
     },
     replyOnce(...answers) {
       queued.push(...answers);

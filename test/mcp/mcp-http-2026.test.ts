@@ -129,6 +129,9 @@ async function connect(path: string, options: { elicit?: (message: string) => Re
   return client;
 }
 
+/** The call again with the state a round gave: the 2.x types leave `requestState` off tools/call's params, though the client sends it. */
+const withState = (call: Record<string, unknown>, requestState: string) => ({ ...call, requestState }) as unknown as Parameters<Client['callTool']>[0];
+
 const text = (r: CallToolResult): string => r.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n');
 
 async function post(path: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
@@ -190,13 +193,13 @@ describe('/mcp for protocol 2026-07-28 (the real 2.x SDK client)', () => {
     const first = (await client.callTool(call, { allowInputRequired: true })) as unknown as { resultType: string; requestState: string; _meta: Record<string, unknown> };
     expect(first).toMatchObject({ resultType: 'input_required', requestState: expect.stringMatching(/^kiwi-wait\./), _meta: { [WAITING_META]: 'waiting for approval (test): answer wait-1', [EXECUTION_ID_META]: 'exec-wait-1' } });
     // Not answered yet: the round waits, then hands the same wait back.
-    const second = (await client.callTool({ ...call, requestState: first.requestState }, { allowInputRequired: true })) as unknown as { resultType: string };
+    const second = (await client.callTool(withState(call, first.requestState), { allowInputRequired: true })) as unknown as { resultType: string };
     expect(second.resultType).toBe('input_required');
     approvals.get('exec-wait-1')?.('yes');
-    const done = (await client.callTool({ ...call, requestState: first.requestState }, { allowInputRequired: true })) as CallToolResult;
+    const done = (await client.callTool(withState(call, first.requestState), { allowInputRequired: true })) as CallToolResult;
     expect(text(done)).toBe('granted: yes');
     // Collected: the state opens nothing any more.
-    const again = (await client.callTool({ ...call, requestState: first.requestState }, { allowInputRequired: true })) as CallToolResult;
+    const again = (await client.callTool(withState(call, first.requestState), { allowInputRequired: true })) as CallToolResult;
     expect(again).toMatchObject({ isError: true, structuredContent: { error: { code: 'NOT_FOUND' } } });
   });
 
@@ -215,17 +218,17 @@ describe('the doors of /mcp for protocol 2026-07-28', () => {
     const call = { name: 'execute', arguments: { item_type: 'tool', action: 'run', item_id: 'echo_text', parameters: { text: 'wait-3' } } };
     const first = (await owner.callTool(call, { allowInputRequired: true })) as unknown as { requestState: string };
     const thief = await connect('/waits', { manual: true, client: 'mallory' });
-    const stolen = (await thief.callTool({ ...call, requestState: first.requestState }, { allowInputRequired: true })) as CallToolResult;
+    const stolen = (await thief.callTool(withState(call, first.requestState), { allowInputRequired: true })) as CallToolResult;
     expect(stolen).toMatchObject({ isError: true, structuredContent: { error: { code: 'NOT_FOUND', message: expect.stringMatching(/no execute call of yours waits/) } } });
     for (const forged of ['kiwi-wait.bm90IGpzb24', `kiwi-wait.${Buffer.from(JSON.stringify({ e: 'exec-wait-3', t: 'execute', m: '', x: 1 })).toString('base64url')}`, 'x'.repeat(5000)]) {
-      const r = (await thief.callTool({ ...call, requestState: forged }, { allowInputRequired: true })) as CallToolResult;
+      const r = (await thief.callTool(withState(call, forged), { allowInputRequired: true })) as CallToolResult;
       expect(r).toMatchObject({ isError: true, structuredContent: { error: { code: 'NOT_FOUND' } } });
     }
     // A state for execute is no state for resolve.
-    const crossed = (await owner.callTool({ name: 'resolve', arguments: { intent: 'echo hi' }, requestState: first.requestState }, { allowInputRequired: true })) as CallToolResult;
+    const crossed = (await owner.callTool(withState({ name: 'resolve', arguments: { intent: 'echo hi' } }, first.requestState), { allowInputRequired: true })) as CallToolResult;
     expect(crossed).toMatchObject({ isError: true, structuredContent: { error: { code: 'NOT_FOUND' } } });
     approvals.get('exec-wait-3')?.('late');
-    const mine = (await owner.callTool({ ...call, requestState: first.requestState }, { allowInputRequired: true })) as CallToolResult;
+    const mine = (await owner.callTool(withState(call, first.requestState), { allowInputRequired: true })) as CallToolResult;
     expect(text(mine)).toBe('granted: late');
   });
 

@@ -47,7 +47,9 @@ export function mcpRecorder(
       }, controller.signal);
       if (cancelled) throw new KiwiError('TOOL_CANCELLED', `The execution ${execution.id} was cancelled; its running tool was stopped.`);
       const text = result.content.map((c) => (c.type === 'text' ? c.text : '')).join('');
-      execution.end('completed', [...steps.cancelOpen(), { type: 'execution.completed', payload: { output: { is_error: result.isError === true, text: keep(text) } } }]);
+      // The output on the execution too: a round of an approval wait on another replica answers with it (execution-outcome.ts).
+      const output = { is_error: result.isError === true, text: keep(text) };
+      execution.end('completed', [...steps.cancelOpen(), { type: 'execution.completed', payload: { output } }], output);
       return execution.recorded ? { ...result, _meta: { ...result._meta, [EXECUTION_ID_META]: execution.id } } : result;
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);

@@ -169,6 +169,18 @@ describe('/mcp for protocol 2026-07-28 (the real 2.x SDK client)', () => {
     expect(routes[0]?.stats().sessions).toBe(0);
   });
 
+  it('answers server/discover with the revision it serves, and a client that negotiates (mode auto) lands on it', async () => {
+    const body = { jsonrpc: '2.0', id: 1, method: 'server/discover', params: { _meta: modernCall('x', {}).params._meta } };
+    const res = await post('/mcp', body, { 'mcp-protocol-version': MODERN, 'mcp-method': 'server/discover' });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ result: { supportedVersions: [MODERN], capabilities: { tools: {} } } });
+    const transport = new StreamableHTTPClientTransport(new URL(`${base}/mcp`));
+    const auto = new Client({ name: 'auto', version: '1' }, { versionNegotiation: { mode: 'auto' } });
+    await auto.connect(transport);
+    clients.push(auto);
+    expect(auto.getNegotiatedProtocolVersion()).toBe(MODERN);
+  });
+
   it('asks back with a menu (input_required) when an intent is ambiguous, and runs the tool the client picks', async () => {
     const asked: string[] = [];
     const client = await connect('/mcp', { elicit: (message) => (asked.push(message), { tool: 'echo_text' }) });

@@ -26,6 +26,8 @@ import { createGatewayThreads, type GatewayThreads } from './gateway-threads.js'
 import { threadJournal } from '../runs/thread-execution.js';
 import { openGatewayKernel } from './gateway-kernel.js';
 import { gatewayMetricFamilies, type GatewayMetrics } from './gateway-metrics.js';
+import { createApprovalWaits } from '../mcp-server/approval-waits.js';
+import { kernelOutcome } from '../mcp-server/execution-outcome.js';
 import { mcpRecorder } from '../mcp-server/mcp-execution.js';
 import { createToolMenu } from '../loop/tool-menu.js';
 import { openGatewayBudgets, type GatewayBudgets } from './gateway-budgets.js';
@@ -216,7 +218,10 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     const record = config.recordChats ? { record: mcpRecorder(kernel.journal, { call: (call) => project.proxy.call(call), stepDeadlineMs: config.limits.maxDurationMs, kernel: kernel.kernel, events: shared.kernelEvents, ...(budgets ? { budgets } : {}) }) } : {};
     const threads = createGatewayThreads({ project, runtime, upstreams, config, describeTool, steps, budgets, ...(config.recordChats && options.unattended !== true ? { journal: threadJournal(kernel.journal, { kernel: kernel.kernel, events: shared.kernelEvents }) } : {}) });
     threadRuntime = threads;
-    const metaDeps = { project, resolver: runtime.resolver, steps, threads, ...record };
+    // A client of MCP 2026-07-28 is handed its approval waits back as input_required; a round on another replica reads the kernel.
+    const waits = config.recordChats ? createApprovalWaits({ outcome: kernelOutcome({ kernel: kernel.kernel, events: shared.kernelEvents }) }) : undefined;
+    if (waits) opened.unshift({ close: async () => waits.close() });
+    const metaDeps = { project, resolver: runtime.resolver, steps, threads, ...record, ...(waits ? { waits } : {}) };
     const mcp = createMcpRoute(metaDeps, { allowedOrigins: config.mcp.allowedOrigins, maxBodyBytes: config.maxBodyBytes, callerOf: guard.callerOf, directory: shared.mcpSessions });
     opened.unshift(mcp);
     const metrics = (): GatewayMetrics => ({ uptime_s: Math.round((Date.now() - startedAt) / 1000), prefetch: prefetch.counters.snapshot(), transitions: prefetch.transitions.stats() });

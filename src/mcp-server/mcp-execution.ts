@@ -1,5 +1,6 @@
 import { KiwiError } from '../errors.js';
 import type { ChatJournal } from '../kernel/chat-journal.js';
+import { EXECUTION_ID_META } from './meta-common.js';
 import type { MetaRecorder } from './meta-server.js';
 import type { CallOutcome, ToolCall } from '../proxy/tool-call.js';
 import { CHAT_AGENT_ID, keep } from '../runs/chat-execution.js';
@@ -15,9 +16,6 @@ import { recordedCall } from '../runs/recorded-call.js';
  * answers with an error saying so). A call that needs a person's approval waits on its step
  * (chat-approvals.ts), the client told how to answer.
  */
-/** Where a recorded result names its execution (GET /v0/executions/{id}/events). */
-export const EXECUTION_ID_META = 'kiwi.gateway/execution_id';
-
 export function mcpRecorder(
   journal: ChatJournal,
   options: { call: (call: ToolCall) => Promise<CallOutcome>; stepDeadlineMs: number; kernel: ChatApprovalDeps['kernel']; events?: ChatApprovalDeps['events']; budgets?: Pick<Budgets, 'admit'> },
@@ -45,11 +43,13 @@ export function mcpRecorder(
     try {
       const result = await run(async (call, details) => {
         // The proxy's budget stage counts the call on the client's budget.
-        return recordedCall({ steps, approvals }, { ...call, signal: controller.signal, ...(meter ? { budget: meter } : {}) }, details, options.call, (ask, step) => request.notify(waitingText(ask.reason, step, ask.timeoutMs)));
+        return recordedCall({ steps, approvals }, { ...call, signal: controller.signal, ...(meter ? { budget: meter } : {}) }, details, options.call, (ask, step) => request.waiting({ executionId: execution.id, stepId: step, message: waitingText(ask.reason, step, ask.timeoutMs) }));
       }, controller.signal);
       if (cancelled) throw new KiwiError('TOOL_CANCELLED', `The execution ${execution.id} was cancelled; its running tool was stopped.`);
       const text = result.content.map((c) => (c.type === 'text' ? c.text : '')).join('');
-      execution.end('completed', [...steps.cancelOpen(), { type: 'execution.completed', payload: { output: { is_error: result.isError === true, text: keep(text) } } }]);
+      // The output on the execution too: a round of an approval wait on another replica answers with it (execution-outcome.ts).
+      const output = { is_error: result.isError === true, text: keep(text) };
+      execution.end('completed', [...steps.cancelOpen(), { type: 'execution.completed', payload: { output } }], output);
       return execution.recorded ? { ...result, _meta: { ...result._meta, [EXECUTION_ID_META]: execution.id } } : result;
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);

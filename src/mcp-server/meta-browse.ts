@@ -4,7 +4,7 @@
  * inputs as the prompt's arguments; the prompt is what `execute` answers for a directive an agent
  * follows itself). Both are read-only views of what `load` already shows; nothing runs.
  */
-import { ResourceTemplate, type McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { ResourceTemplate, type McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import type { Project } from '../project/open-project.js';
 import { directiveInstructions } from './meta-execute.js';

@@ -5,7 +5,7 @@
 import type { SplitOptions } from '../resolver/split-steps.js';
 import { realpath } from 'node:fs/promises';
 import path from 'node:path';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { createDataFence } from '../data-fence.js';
 import { describeError, isKiwiError, KiwiError } from '../errors.js';
@@ -37,6 +37,9 @@ export interface MetaContext {
 export function proxyCall(ctx: MetaContext, call: ToolCall, details: Record<string, unknown> = {}): Promise<CallOutcome> {
   return ctx.runCall ? ctx.runCall(call, details) : ctx.project.proxy.call(call);
 }
+
+/** Where a recorded result names its execution (GET /v0/executions/{id}/events). */
+export const EXECUTION_ID_META = 'kiwi.gateway/execution_id';
 
 export type ItemType = 'directive' | 'tool' | 'knowledge';
 export type MetaResult = CallToolResult;

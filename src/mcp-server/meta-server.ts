@@ -1,13 +1,13 @@
 /**
  * The gateway as an MCP server: five meta-tools (search, load, execute, help, resolve) stand in
  * for every tool schema of the project, with the argument names Kiwi MCP used. Transport-free:
- * the stdio command and the /mcp route connect a fresh server per client session.
+ * the stdio command and the /mcp route make a fresh server per client session (2025-06-18) or
+ * per request (2026-07-28, which has no sessions).
  */
 import { resolvableTools } from '../resolver/resolver.js';
 import { catalogActionWords, type SplitOptions } from '../resolver/split-steps.js';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import type { ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
+import { McpServer, type ServerContext, type ServerNotification } from '@modelcontextprotocol/server';
+import { z } from 'zod';
 import { LOCAL_CALLER } from '../clients/client-auth.js';
 import type { Project } from '../project/open-project.js';
 import type { Caller } from '../policy/caller.js';
@@ -20,6 +20,8 @@ import { load, loadShape } from './meta-load.js';
 import { resolve, resolveShape } from './meta-resolve.js';
 import { search, searchShape } from './meta-search.js';
 import { registerRegistryViews } from './meta-browse.js';
+import type { ApprovalWaits, MetaAnswer, WaitingAt } from './approval-waits.js';
+import { menuChoice, menuRound } from './ask-back-menu.js';
 import { KIWI_VERSION } from '../version.js';
 
 export interface MetaServerDeps {
@@ -36,6 +38,14 @@ export interface MetaServerDeps {
   record?: MetaRecorder;
   /** Runs executed directives as threads (the gateway); absent: `execute` returns their steps. */
   threads?: MetaThreads;
+  /**
+   * The protocol this server answers: `modern` (2026-07-28) asks back with `input_required`
+   * results (a menu when an intent is ambiguous, approval waits through `waits`); `legacy`
+   * (2025-06-18, the default) keeps the call open and tells the client with notifications.
+   */
+  era?: 'modern' | 'legacy';
+  /** Approval waits handed back as `input_required` (modern only); absent: the call waits inside its request. */
+  waits?: ApprovalWaits;
 }
 
 /**
@@ -43,7 +53,7 @@ export interface MetaServerDeps {
  * tool calls become steps) and a signal that also fires when the execution is cancelled.
  */
 export type MetaRecorder = (
-  request: { tool: 'execute' | 'resolve'; arguments: unknown; caller: Caller; signal: AbortSignal; notify(message: string): void },
+  request: { tool: 'execute' | 'resolve'; arguments: unknown; caller: Caller; signal: AbortSignal; waiting(at: WaitingAt): void },
   run: (runCall: NonNullable<MetaContext['runCall']>, signal: AbortSignal) => Promise<MetaResult>,
 ) => Promise<MetaResult>;
 
@@ -70,12 +80,18 @@ export function createMetaServer(deps: MetaServerDeps): McpServer {
   // Logging: a call that waits for a person says so to the client while the tool call is open.
   const server = new McpServer(deps.serverInfo ?? DEFAULT_INFO, { instructions: INSTRUCTIONS, maxToolInputElements: MAX_INPUT_ELEMENTS, capabilities: { logging: {} } });
   const record = deps.record;
-  const recorded = (tool: 'execute' | 'resolve', args: unknown, extra: ToolExtra, run: (ctx: MetaContext, signal: AbortSignal) => Promise<MetaResult>): Promise<MetaResult> => {
+  const modern = deps.era === 'modern';
+  const waits = modern ? deps.waits : undefined;
+  const recorded = (tool: 'execute' | 'resolve', args: unknown, extra: ServerContext, run: (ctx: MetaContext, signal: AbortSignal) => Promise<MetaResult>): Promise<MetaAnswer> => {
     const notify = notifier(extra);
     const told = { ...ctx, notify: (message: string) => notify(message, 'info') };
-    // A call waiting for a person is worth a warning in a client's log.
-    const waiting = (message: string): void => notify(message, 'warning');
-    return guard(() => (record === undefined ? run(told, extra.signal) : record({ tool, arguments: args, caller: ctx.caller, signal: extra.signal, notify: waiting }, (runCall, s) => run({ ...told, runCall }, s))));
+    const work = (waiting: (at: WaitingAt) => void, signal: AbortSignal): Promise<MetaResult> =>
+      guard(() => (record === undefined ? run(told, signal) : record({ tool, arguments: args, caller: ctx.caller, signal, waiting }, (runCall, s) => run({ ...told, runCall }, s))));
+    // A 2025 client keeps its call open while a person decides, and a warning in its log says so.
+    if (waits === undefined || record === undefined) return work((at) => notify(at.message, 'warning'), extra.mcpReq.signal);
+    const state = extra.mcpReq.requestState<unknown>();
+    if (typeof state === 'string') return waits.follow(tool, ctx.caller, state, extra.mcpReq.signal);
+    return waits.start(tool, ctx.caller, work, extra.mcpReq.signal);
   };
 
   server.registerTool(
@@ -85,10 +101,10 @@ export function createMetaServer(deps: MetaServerDeps): McpServer {
       description:
         'Find tools, directives or knowledge entries of this project by what they do. Tools come back with their parameters. ' +
         'Example: {"item_type": "tool", "query": "read a file"}',
-      inputSchema: searchShape,
+      inputSchema: z.object(searchShape),
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
-    (args, extra) => guard(() => search(ctx, args, extra.signal)),
+    (args, extra) => guard(() => search(ctx, args, extra.mcpReq.signal)),
   );
 
   server.registerTool(
@@ -98,7 +114,7 @@ export function createMetaServer(deps: MetaServerDeps): McpServer {
       description:
         "Read one item in full: a tool's manifest and parameter schema, a directive's metadata, inputs, steps and Markdown, or a knowledge entry. " +
         'Example: {"item_type": "directive", "item_id": "review_changes"}',
-      inputSchema: loadShape,
+      inputSchema: z.object(loadShape),
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
     (args) => guard(() => load(ctx, args)),
@@ -112,7 +128,7 @@ export function createMetaServer(deps: MetaServerDeps): McpServer {
         'action "run": a tool runs (through the project policy) with parameters as its arguments; a directive runs as a thread where the gateway can ' +
         '(async: true answers its id at once; "status", "stream", "cancel", "resume" then take that id), else returns its steps for you to follow; ' +
         'knowledge returns its content. Example: {"item_type": "tool", "action": "run", "item_id": "read_file", "parameters": {"path": "README.md"}}',
-      inputSchema: executeShape,
+      inputSchema: z.object(executeShape),
       annotations: { destructiveHint: true, openWorldHint: true },
     },
     (args, extra) => recorded('execute', args, extra, (c, signal) => execute(c, args, signal)),
@@ -126,11 +142,11 @@ export function createMetaServer(deps: MetaServerDeps): McpServer {
         'Short usage guidance for the meta-tools and item kinds. Topics: overview, search, load, execute, resolve, directives, tools, knowledge. ' +
         'With action "stuck", "escalate" or "checkpoint" and a message, it signals the people running this project instead (audited; their hooks see it). ' +
         'Example: {"action": "escalate", "message": "the migration would drop a table; a person must decide"}',
-      inputSchema: helpShape,
+      inputSchema: z.object(helpShape),
       // A signal writes an audit record, may take a checkpoint and fires hooks (webhooks): not read-only, never destructive.
       annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: false },
     },
-    (args, extra) => guard(() => help(ctx, args, extra.signal)),
+    (args, extra) => guard(() => help(ctx, args, extra.mcpReq.signal)),
   );
 
   server.registerTool(
@@ -140,30 +156,35 @@ export function createMetaServer(deps: MetaServerDeps): McpServer {
       description:
         'Say what you want in plain words; the gateway picks the tool, fills its arguments and runs it through the project policy (execute: false only shows the call). ' +
         'If it cannot tell, it answers "unresolved" with candidates and the missing arguments. Example: {"intent": "read the file docs/setup.md"}',
-      inputSchema: resolveShape,
+      inputSchema: z.object(resolveShape),
       annotations: { destructiveHint: true, openWorldHint: true },
     },
-    (args, extra) => recorded('resolve', args, extra, (c, signal) => resolve(c, args, signal)),
+    async (args, extra) => {
+      // The new protocol asks back: an ambiguous intent becomes a menu the client answers, and its pick is the next round's intent.
+      const round = modern ? menuRound(extra) : undefined;
+      const picked = round?.picked;
+      const asked = picked === undefined ? args : { ...args, intent: `\`${picked}\` ${args.intent}` };
+      const answer = await recorded('resolve', asked, extra, (c, signal) => resolve(c, asked, signal));
+      return round === undefined ? answer : menuChoice(answer, round);
+    },
   );
 
   registerRegistryViews(server, deps.project);
   return server;
 }
 
-type ToolExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
-
 /**
  * Tells the client something while its tool call runs: as progress when it asked for progress
  * (which also keeps an SDK client's request timeout from running out), else as a log message.
  */
-function notifier(extra: ToolExtra): (message: string, level: 'info' | 'warning') => void {
+function notifier(extra: ServerContext): (message: string, level: 'info' | 'warning') => void {
   let progress = 0; // MCP asks for progress that grows with each notification
   return (message, level) => {
-    const token = extra._meta?.progressToken;
+    const token = extra.mcpReq._meta?.progressToken;
     const notification: ServerNotification =
       token === undefined
         ? { method: 'notifications/message', params: { level, logger: 'kiwi-gateway', data: message } }
         : { method: 'notifications/progress', params: { progressToken: token, progress: ++progress, message } };
-    void extra.sendNotification(notification).catch(() => undefined);
+    void extra.mcpReq.notify(notification).catch(() => undefined);
   };
 }

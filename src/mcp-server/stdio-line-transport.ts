@@ -1,6 +1,5 @@
 import type { Readable, Writable } from 'node:stream';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { ErrorCode, JSONRPCMessageSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { parseJSONRPCMessage, ProtocolErrorCode as ErrorCode, type JSONRPCMessage, type Transport } from '@modelcontextprotocol/server';
 import { KiwiError } from '../errors.js';
 import { jsonTooDeepAt, MAX_JSON_DEPTH } from '../json-depth.js';
 
@@ -110,12 +109,14 @@ export function createStdioLineTransport(stdin: Readable, stdout: Writable, opti
       reject(ErrorCode.InvalidRequest, id, `Invalid request: the message is nested more than ${MAX_JSON_DEPTH} levels deep; flatten it`);
       return;
     }
-    const parsed = JSONRPCMessageSchema.safeParse(value);
-    if (!parsed.success) {
-      reject(ErrorCode.InvalidRequest, id, `Invalid request: a line is JSON but not a JSON-RPC 2.0 message (${parsed.error.issues[0]?.message ?? 'invalid'})`);
+    let message: JSONRPCMessage;
+    try {
+      message = parseJSONRPCMessage(value);
+    } catch (error) {
+      reject(ErrorCode.InvalidRequest, id, `Invalid request: a line is JSON but not a JSON-RPC 2.0 message (${firstLine(error)})`);
       return;
     }
-    transport.onmessage?.(parsed.data as JSONRPCMessage);
+    transport.onmessage?.(message);
   }
 
   return transport;
@@ -126,4 +127,10 @@ function idOf(value: unknown): string | number | null {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return null;
   const id = (value as { id?: unknown }).id;
   return typeof id === 'string' || typeof id === 'number' ? id : null;
+}
+
+/** The first line of what the SDK's parser threw (a zod report runs to many lines). */
+function firstLine(error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error);
+  return text.split('\n')[0]?.slice(0, 200) || 'invalid';
 }

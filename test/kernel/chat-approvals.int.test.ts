@@ -2,6 +2,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readAuditTail } from '../../src/audit/audit-reader.js';
@@ -167,6 +168,32 @@ describe("an MCP client's call that needs a person", () => {
       const result = (await running) as { content: { type: string; text: string }[]; isError?: boolean };
       expect(result.isError).not.toBe(true);
       expect(result.content.map((c) => c.text).join('')).toContain('shipped v3.0');
+    } finally {
+      await client.close();
+    }
+  }, 60_000);
+});
+
+describe("an MCP 2026-07-28 client's call that needs a person (the real 2.x client, no session)", () => {
+  it('is handed back as input_required naming its execution; the SDK retries round by round and gets the result once granted', async () => {
+    const client = new ModernClient({ name: 'approvals-2026', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+    await client.connect(new ModernTransport(new URL(`${url}/mcp`)));
+    try {
+      const call = { name: 'execute', arguments: { item_type: 'tool', action: 'run', item_id: 'ship_release', parameters: { version: 'v5.0' } } };
+      const first = (await client.callTool(call, { allowInputRequired: true })) as unknown as { resultType: string; _meta: Record<string, string> };
+      expect(first).toMatchObject({ resultType: 'input_required', _meta: { 'kiwi.gateway/waiting': expect.stringMatching(/waiting for approval .*kiwi approvals grant [0-9a-f-]{36}/) } });
+      const executionId = first._meta['kiwi.gateway/execution_id'] as string;
+      const stepId = /kiwi approvals grant ([0-9a-f-]{36})/.exec(first._meta['kiwi.gateway/waiting'] ?? '')?.[1] as string;
+      expect((await events(executionId)).map((e) => e.type)).toContain('step.approval_required');
+      // The SDK's own driver follows the wait (its requestState) while a person grants it.
+      const state = (first as unknown as { requestState: string }).requestState;
+      const following = client.callTool({ ...call, requestState: state } as unknown as Parameters<ModernClient['callTool']>[0]);
+      const granted = await cli(['approvals', 'grant', stepId, '--url', url]);
+      expect(granted.out.join('\n')).toMatch(/^granted: ship_release \{"version":"v5\.0"\}/);
+      const result = (await following) as { content: { type: string; text: string }[]; isError?: boolean };
+      expect(result.isError).not.toBe(true);
+      expect(result.content.map((c) => c.text).join('')).toContain('shipped v5.0');
+      expect((await story(executionId)).at(-1)?.type).toBe('execution.completed');
     } finally {
       await client.close();
     }

@@ -2,6 +2,7 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/app/run-cli.js';
@@ -109,6 +110,40 @@ describe.skipIf(!haproxyAvailable() || !redisAvailable() || !postgresAvailable()
         const res = await fetch(`${balancer.url}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': transport.sessionId ?? 'none', 'mcp-protocol-version': '2025-06-18' }, body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/list' }) });
         expect(res.status).toBe(404);
       }
+    } finally {
+      await client.close();
+    }
+  }, 60_000);
+
+  it('4. a client of MCP 2026-07-28 works with no session at all, its approval wait followed on whichever replica each round reaches (the real SDK 2.x client)', async () => {
+    const sessions: Array<string | null> = [];
+    const transport = new ModernTransport(new URL(`${balancer.url}/mcp`), {
+      fetch: async (url, init) => {
+        const response = await fetch(url, init);
+        sessions.push(response.headers.get('mcp-session-id'));
+        return response;
+      },
+    });
+    const client = new ModernClient({ name: 'replicas-2026', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+    await client.connect(transport);
+    try {
+      for (let i = 0; i < 4; i++) expect((await client.listTools()).tools.map((t) => t.name)).toContain('execute');
+      // The call waits for a person on the replica that ran it; each later round lands on another replica, which reads the kernel.
+      const call = { name: 'execute', arguments: { item_type: 'tool', action: 'run', item_id: 'ship_release', parameters: { version: 'v4' } } };
+      const first = (await client.callTool(call, { allowInputRequired: true })) as unknown as { resultType: string; requestState: string; _meta: Record<string, string> };
+      expect(first.resultType).toBe('input_required');
+      const executionId = first._meta['kiwi.gateway/execution_id'] as string;
+      const stepId = /kiwi approvals grant ([0-9a-f-]{36})/.exec(first._meta['kiwi.gateway/waiting'] ?? '')?.[1] as string;
+      const signal = await fetch(`${balancer.url}/v0/executions/${executionId}/signal`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ signal_type: 'step.approve', payload: { step_id: stepId, approved: true } }) });
+      expect(signal.status).toBe(200);
+      const texts: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        const round = (await client.callTool({ ...call, requestState: first.requestState } as unknown as Parameters<ModernClient['callTool']>[0], { allowInputRequired: true })) as { content?: { text: string }[] };
+        texts.push((round.content ?? []).map((c) => c.text).join(''));
+      }
+      // Round robin: one round reached the replica that ran the call, the other two read the kernel's record; each answered the result.
+      expect(texts).toEqual([expect.stringContaining('shipped v4'), expect.stringContaining('shipped v4'), expect.stringContaining('shipped v4')]);
+      expect(sessions.every((h) => h === null)).toBe(true);
     } finally {
       await client.close();
     }

@@ -2,7 +2,8 @@ import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createThreadWriter, listThreads, THREADS_DIR, type ThreadHeader } from '../../src/threads/thread-store.js';
+import { type ThreadHeader } from '../../src/threads/thread-store.js';
+import { fileThreadStore, THREADS_DIR } from '../../src/threads/file-thread-store.js';
 
 /** `kiwi threads list` reads a thread's first and last lines from the ends of its file, however long it is. */
 
@@ -19,36 +20,36 @@ const header = (id: string): ThreadHeader => ({ type: 'thread', id, directive: '
 describe('listThreads', () => {
   it("finds a long transcript's end, and tells a thread cut short (a torn last line, no lock) from a running one", async () => {
     const long = '0195aaaa-bbbb-4ccc-8ddd-eeeeffff4000';
-    const w = createThreadWriter(root, header(long));
-    for (let turn = 1; turn <= 40; turn++) w.append({ type: 'turn', turn, text: `é${'x'.repeat(60_000)}` });
-    w.append({ type: 'end', status: 'completed', result: 'done', steps_taken: 0, ended_at: new Date().toISOString() });
-    w.close();
+    const w = await fileThreadStore(root).create(header(long));
+    for (let turn = 1; turn <= 40; turn++) await w.append({ type: 'turn', turn, text: `é${'x'.repeat(60_000)}` });
+    await w.append({ type: 'end', status: 'completed', result: 'done', steps_taken: 0, ended_at: new Date().toISOString() });
+    await w.close();
 
     const torn = '0195aaaa-bbbb-4ccc-8ddd-eeeeffff4001';
-    createThreadWriter(root, header(torn)).close();
+    await (await fileThreadStore(root).create(header(torn))).close();
     appendFileSync(path.join(root, THREADS_DIR, `${torn}.jsonl`), '{"type":"turn","turn":1,"te');
 
     const running = '0195aaaa-bbbb-4ccc-8ddd-eeeeffff4002';
-    const open = createThreadWriter(root, header(running));
+    const open = await fileThreadStore(root).create(header(running));
     try {
-      const byId = new Map((await listThreads(root)).map((t) => [t.header.id, t]));
+      const byId = new Map((await fileThreadStore(root).list()).map((t) => [t.header.id, t]));
       expect(byId.get(long)).toMatchObject({ end: { status: 'completed', result: 'done' }, running: false });
       expect(byId.get(torn)).toMatchObject({ running: false });
       expect(byId.get(torn)?.end).toBeUndefined();
       expect(byId.get(running)).toMatchObject({ running: true });
     } finally {
-      open.close();
+      await open.close();
     }
   });
 
   it('takes a lock holding no real pid (0, -1, 1.5) as held by nobody: kill(0) and kill(-1) reach process groups', async () => {
     const ids = ['0195aaaa-bbbb-4ccc-8ddd-eeeeffff4010', '0195aaaa-bbbb-4ccc-8ddd-eeeeffff4011', '0195aaaa-bbbb-4ccc-8ddd-eeeeffff4012'];
-    [0, -1, 1.5].forEach((pid, i) => {
+    for (const [i, pid] of [0, -1, 1.5].entries()) {
       const id = ids[i] as string;
-      createThreadWriter(root, header(id)).close();
+      await (await fileThreadStore(root).create(header(id))).close();
       writeFileSync(path.join(root, THREADS_DIR, `${id}.lock`), JSON.stringify({ pid, host: hostname() }));
-    });
-    const running = new Map((await listThreads(root)).map((t) => [t.header.id, t.running]));
+    }
+    const running = new Map((await fileThreadStore(root).list()).map((t) => [t.header.id, t.running]));
     expect(ids.map((id) => running.get(id))).toEqual([false, false, false]);
   });
 });

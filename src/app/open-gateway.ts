@@ -217,7 +217,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     if (database !== undefined) await warnUnreadKeyFile(project.root, options.log);
     const guard = createRequestGuard({ allowedHosts: config.allowedHosts, allowedOrigins: config.allowedOrigins, mcpOrigins: config.mcp.allowedOrigins, auth, maxConcurrentPerClient: config.maxConcurrentPerClient, slots: shared.slots });
     const record = config.recordChats ? { record: mcpRecorder(kernel.journal, { call: (call) => project.proxy.call(call), stepDeadlineMs: config.limits.maxDurationMs, kernel: kernel.kernel, events: shared.kernelEvents, ...(budgets ? { budgets } : {}) }) } : {};
-    const store = projectThreadStore(project.root);
+    const store = projectThreadStore(project.root, database, { holdMs: config.kernelLimits.instanceTimeoutMs });
     const threads = createGatewayThreads({ project, runtime, upstreams, config, describeTool, steps, budgets, store, ...(config.recordChats && options.unattended !== true ? { journal: threadJournal(kernel.journal, { kernel: kernel.kernel, events: shared.kernelEvents }) } : {}) });
     threadRuntime = threads;
     // A client of MCP 2026-07-28 is handed its approval waits back as input_required; a round on another replica reads the kernel.

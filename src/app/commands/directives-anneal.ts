@@ -20,7 +20,7 @@ export async function annealCommand(ctx: CliContext, name: string, values: { mod
   try {
     const config = await loadGatewayConfig(path.join(project.root, '.ai', 'config', 'gateway.yaml'), { env: options.env, root: project.root });
     const upstreams = createUpstreams(config, { http: project.http });
-    const threads = await openProjectThreadStore(project.root);
+    const threads = await openProjectThreadStore(project.root, options.env);
     try {
       const outcome = await annealDirective(
         { threads: threads.store, registry: project.registry, route: (model) => upstreams.route(model), tierModel: tierModelOf(config) },

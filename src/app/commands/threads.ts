@@ -38,7 +38,7 @@ export async function threadsCommand(ctx: CliContext): Promise<number> {
   if (action === 'resume' && id !== undefined && rest.length === 0) return resume(ctx, id, values);
   const reading = action === 'list' && id === undefined ? { list: true as const } : (action === 'show' || action === 'follow') && id !== undefined && rest.length === 0 ? { id, follow: action === 'follow' } : undefined;
   if (reading === undefined) throw new UsageError(`usage: ${USAGE}`);
-  const { store, close } = await openProjectThreadStore(root);
+  const { store, close } = await openProjectThreadStore(root, ctx.env);
   try {
     return await ('list' in reading ? list(ctx, store, values.json === true) : show(ctx, store, reading.id, reading.follow, values.json === true));
   } finally {

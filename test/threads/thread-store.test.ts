@@ -52,4 +52,21 @@ describe('listThreads', () => {
     const running = new Map((await fileThreadStore(root).list()).map((t) => [t.header.id, t.running]));
     expect(ids.map((id) => running.get(id))).toEqual([false, false, false]);
   });
+
+  it('leaves out lines that are not a thread\'s, and a header naming another thread; ids are never paths', async () => {
+    const store = fileThreadStore(root);
+    const id = '0195aaaa-bbbb-4ccc-8ddd-eeeeffff4020';
+    const first = header(id);
+    const w = await store.create(first);
+    await w.append({ type: 'call', call_id: 'c1', tool: 'write_file', arguments: { content: 'x'.repeat(2 * 1024 * 1024) } });
+    await w.close();
+    appendFileSync(path.join(root, THREADS_DIR, `${id}.jsonl`), ['{"type":"turn","turn":2}', JSON.stringify(header(id)), '{"type":"shell"}', '7', ''].join('\n'));
+    expect(await store.read(id)).toEqual([first, { type: 'call', call_id: 'c1', tool: 'write_file', arguments: `(arguments of ${2 * 1024 * 1024 + 14} characters, not kept: more than a thread's line holds)` }]);
+
+    const copied = '0195aaaa-bbbb-4ccc-8ddd-eeeeffff4021';
+    writeFileSync(path.join(root, THREADS_DIR, `${copied}.jsonl`), `${JSON.stringify(header(id))}\n`);
+    await expect(store.readHeader(copied)).rejects.toThrow(`no thread ${copied}`);
+    expect((await store.list()).map((t) => t.header.id)).toEqual([id]);
+    await expect(store.read('../../etc/passwd')).rejects.toThrow('is not a thread id');
+  });
 });

@@ -7,7 +7,7 @@ import { parseDirective } from '../registry/directive-parser.js';
 import { signText } from '../registry/signature.js';
 import type { Directive, Registry } from '../registry/types.js';
 import { classifyThread } from '../threads/failure-class.js';
-import { listThreads, readThread } from '../threads/thread-store.js';
+import type { ThreadStore } from '../threads/thread-store.js';
 import { directiveModel, findDirective } from '../threads/run-thread.js';
 import { annealProblems, droppedPermissions } from './anneal-check.js';
 import { annealMessages, extractDirectiveFile, FILE_END, FILE_START, nextVersion, type FailedRun } from './anneal-prompt.js';
@@ -22,7 +22,8 @@ import { annealMessages, extractDirectiveFile, FILE_END, FILE_START, nextVersion
  */
 
 export interface AnnealDeps {
-  root: string;
+  /** Where the directive's threads are (`.ai/threads/`, or the Postgres replicas share). */
+  threads: ThreadStore;
   registry: Registry;
   /** The provider and upstream model id for a model name (the gateway's upstreams; throws UNKNOWN_MODEL). */
   route(model: string): { provider: ChatProvider; model: string; upstream: string };
@@ -61,7 +62,7 @@ const MAX_ANSWER_CHARS = 1024 * 1024;
 
 export async function annealDirective(deps: AnnealDeps, options: AnnealOptions): Promise<AnnealOutcome> {
   const directive = findDirective(deps.registry.directives, options.name);
-  const runs = options.thread === undefined ? await recentFailures(deps.root, directive) : [await namedFailure(deps.root, directive, options.thread)];
+  const runs = options.thread === undefined ? await recentFailures(deps.threads, directive) : [await namedFailure(deps.threads, directive, options.thread)];
   const model = directiveModel(deps.tierModel, directive, { model: options.model });
   if (model === DEMO_MODEL_ID) throw new KiwiError('INVALID_INPUT', `annealing needs a real model, and ${directive.name}'s tier runs on the offline demo model, which cannot write directives; configure an upstream in .ai/config/gateway.yaml, or pass --model`);
   const route = deps.route(model);
@@ -103,25 +104,25 @@ export async function annealDirective(deps: AnnealDeps, options: AnnealOptions):
   };
 }
 
-async function recentFailures(root: string, directive: Directive): Promise<FailedRun[]> {
+async function recentFailures(threads: ThreadStore, directive: Directive): Promise<FailedRun[]> {
   const runs: FailedRun[] = [];
-  for (const summary of await listThreads(root, MAX_THREADS_SCANNED)) {
+  for (const summary of await threads.list(MAX_THREADS_SCANNED)) {
     if (runs.length >= MAX_ANNEAL_THREADS) break;
     const header = summary.header;
     // Failures of an older version were what made the version that runs; a transcript without a version predates versions being recorded.
     if (header.directive !== directive.name || (header.version !== undefined && header.version !== directive.version) || summary.end === undefined) continue;
-    const lines = await readThread(root, header.id);
+    const lines = await threads.read(header.id);
     const failure = classifyThread(lines);
     if (failure !== undefined) runs.push({ id: header.id, failure, lines });
   }
   if (runs.length === 0) {
-    throw new KiwiError('NOT_FOUND', `no failed thread of directive ${directive.name} (version ${directive.version}) in .ai/threads/, so there is nothing to learn from; \`kiwi threads list\` shows the threads, --thread ID names one`);
+    throw new KiwiError('NOT_FOUND', `no failed thread of directive ${directive.name} (version ${directive.version}) in ${threads.where}, so there is nothing to learn from; \`kiwi threads list\` shows the threads, --thread ID names one`);
   }
   return runs;
 }
 
-async function namedFailure(root: string, directive: Directive, id: string): Promise<FailedRun> {
-  const lines = await readThread(root, id);
+async function namedFailure(threads: ThreadStore, directive: Directive, id: string): Promise<FailedRun> {
+  const lines = await threads.read(id);
   const header = lines[0];
   if (header?.type !== 'thread' || header.directive !== directive.name) throw new KiwiError('INVALID_INPUT', `thread ${id} ran ${header?.type === 'thread' ? `directive ${header.directive}` : 'nothing readable'}, not ${directive.name}`);
   const failure = classifyThread(lines);

@@ -4,6 +4,7 @@ import type { ThreadPort, ToolCall } from '../proxy/tool-call.js';
 import type { ResolverRuntime } from '../resolver/resolver-runtime.js';
 import { KiwiError } from '../errors.js';
 import { resumeThread, runThread, threadOutcomeBody, type ThreadDeps, type ThreadOutcome, type ThreadResume, type ThreadStart } from '../threads/run-thread.js';
+import type { ThreadStore } from '../threads/thread-store.js';
 import type { AgentLoopDeps } from '../loop/agent-loop.js';
 import type { GatewayBudgets } from './gateway-budgets.js';
 import type { GatewayConfig } from './gateway-config.js';
@@ -14,6 +15,8 @@ import type { Upstreams } from './upstreams.js';
 export interface GatewayThreads {
   run(start: ThreadStart): Promise<ThreadOutcome>;
   resume(resume: ThreadResume): Promise<ThreadOutcome>;
+  /** Where their transcripts are: `.ai/threads/`, or the Postgres replicas share. */
+  store: ThreadStore;
   /**
    * Starts one that runs on after the caller is answered (MCP's async mode, hooks): answers its
    * id once its first line is written, or throws why it could not start. It ends on its own, when
@@ -39,12 +42,14 @@ export function createGatewayThreads(deps: {
   describeTool: NonNullable<AgentLoopDeps['describeTool']>;
   steps: NonNullable<AgentLoopDeps['steps']>;
   budgets: GatewayBudgets | undefined;
+  store: ThreadStore;
   /** Each run as a kernel execution (when the gateway records chats): its calls can wait for a person. */
   journal?: ThreadDeps['journal'];
 }): GatewayThreads {
   const { project, runtime, upstreams, config, budgets } = deps;
   const threadDeps: ThreadDeps = {
     root: project.root,
+    store: deps.store,
     directives: project.registry.directives,
     tools: project.registry.tools,
     policy: project.policy,
@@ -108,6 +113,7 @@ export function createGatewayThreads(deps: {
   return {
     run,
     resume,
+    store: deps.store,
     background,
     port: {
       async spawn(plan, call) {

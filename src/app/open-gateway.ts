@@ -23,6 +23,7 @@ import { afterWrites, CHAT_AGENT_ID, chatInput, chatLabels, recordChat } from '.
 import { executionSteps } from '../runs/execution-steps.js';
 import { withLimitHooks } from '../loop/limit-hooks.js';
 import { createGatewayThreads, type GatewayThreads } from './gateway-threads.js';
+import { projectThreadStore } from './project-thread-store.js';
 import { threadJournal } from '../runs/thread-execution.js';
 import { openGatewayKernel } from './gateway-kernel.js';
 import { gatewayMetricFamilies, type GatewayMetrics } from './gateway-metrics.js';
@@ -107,7 +108,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     // Rate limits, concurrency caps and the loop detector: in Redis when replicas share them (REDIS_URL), else here.
     const shared = await openSharedState({ redisUrl: options.env['REDIS_URL'], prefix: options.env['KIWI_REDIS_PREFIX'], ...(options.log ? { log: options.log } : {}) });
     opened.unshift(shared);
-    // Keys and the budgets' ledger in the Postgres that replicas share (DATABASE_URL), else in files.
+    // Keys, the budgets' ledger, audit records and threads in the Postgres that replicas share (DATABASE_URL), else in files.
     const databaseUrl = databaseUrlOf(options.env);
     const database = databaseUrl === undefined ? undefined : await openGatewayDatabase(databaseUrl);
     if (database !== undefined) opened.unshift(database);
@@ -216,7 +217,8 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     if (database !== undefined) await warnUnreadKeyFile(project.root, options.log);
     const guard = createRequestGuard({ allowedHosts: config.allowedHosts, allowedOrigins: config.allowedOrigins, mcpOrigins: config.mcp.allowedOrigins, auth, maxConcurrentPerClient: config.maxConcurrentPerClient, slots: shared.slots });
     const record = config.recordChats ? { record: mcpRecorder(kernel.journal, { call: (call) => project.proxy.call(call), stepDeadlineMs: config.limits.maxDurationMs, kernel: kernel.kernel, events: shared.kernelEvents, ...(budgets ? { budgets } : {}) }) } : {};
-    const threads = createGatewayThreads({ project, runtime, upstreams, config, describeTool, steps, budgets, ...(config.recordChats && options.unattended !== true ? { journal: threadJournal(kernel.journal, { kernel: kernel.kernel, events: shared.kernelEvents }) } : {}) });
+    const store = projectThreadStore(project.root, database, { holdMs: config.kernelLimits.instanceTimeoutMs });
+    const threads = createGatewayThreads({ project, runtime, upstreams, config, describeTool, steps, budgets, store, ...(config.recordChats && options.unattended !== true ? { journal: threadJournal(kernel.journal, { kernel: kernel.kernel, events: shared.kernelEvents }) } : {}) });
     threadRuntime = threads;
     // A client of MCP 2026-07-28 is handed its approval waits back as input_required; a round on another replica reads the kernel.
     const waits = config.recordChats ? createApprovalWaits({ outcome: kernelOutcome({ kernel: kernel.kernel, events: shared.kernelEvents }) }) : undefined;

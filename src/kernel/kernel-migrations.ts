@@ -284,4 +284,34 @@ export const KERNEL_MIGRATIONS: readonly Migration[] = [
       'create index audit_records_at on audit_records (at)',
     ],
   },
+  {
+    version: 15,
+    name: 'thread transcripts shared by gateways',
+    statements: [
+      // A directive thread (threads/sql-thread-store.ts): its header and last line again, for
+      // `kiwi threads list` without reading the lines; `lines` and `bytes` for reads that stop at
+      // a cap. `holder` is the process writing it, whose hold lapses at `held_until` unless renewed.
+      `create table threads (
+        id text primary key,
+        client text not null,
+        directive text not null,
+        header text not null,
+        last_line text not null,
+        lines integer not null,
+        bytes bigint not null,
+        written_at timestamptz not null,
+        holder text,
+        held_by text,
+        held_until timestamptz
+      )`,
+      'create index threads_written on threads (written_at desc, id desc)',
+      'create index threads_holder on threads (holder) where holder is not null',
+      `create table thread_lines (
+        thread_id text not null references threads (id) on delete cascade,
+        seq integer not null,
+        line text not null,
+        primary key (thread_id, seq)
+      )`,
+    ],
+  },
 ];

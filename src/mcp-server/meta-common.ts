@@ -12,6 +12,7 @@ import { describeError, isKiwiError, KiwiError } from '../errors.js';
 import type { Project } from '../project/open-project.js';
 import type { Caller } from '../policy/caller.js';
 import type { ThreadOutcome, ThreadResume, ThreadStart } from '../threads/run-thread.js';
+import type { ThreadStore } from '../threads/thread-store.js';
 import type { CallOutcome, ToolCall } from '../proxy/tool-call.js';
 import type { Directive, Knowledge, Tier, Tool } from '../registry/types.js';
 import type { Resolver } from '../resolver/types.js';
@@ -202,6 +203,8 @@ function fenced(text: string, lead: string): string {
 /** How `execute` runs directives as threads where the gateway runs them (meta-thread.ts). */
 export interface MetaThreads {
   run(start: ThreadStart): Promise<ThreadOutcome>;
+  /** Their transcripts, read by `status` and `stream`, wherever this gateway keeps them. */
+  store: ThreadStore;
   resume(resume: ThreadResume): Promise<ThreadOutcome>;
   background(job: { start: ThreadStart } | { resume: ThreadResume }): Promise<string>;
   cancel(id: string): boolean;

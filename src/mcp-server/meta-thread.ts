@@ -4,7 +4,7 @@ import { ownedBy } from '../clients/access.js';
 import { isKiwiError, KiwiError } from '../errors.js';
 import type { Directive } from '../registry/types.js';
 import { threadOutcomeBody, type ThreadOutcome, type ThreadResume, type ThreadStart } from '../threads/run-thread.js';
-import { isThreadOver, isThreadRunning, readThread, readThreadHeader, type ThreadLine, type ThreadRecord } from '../threads/thread-store.js';
+import { isThreadOver, type ThreadLine, type ThreadRecord, type ThreadStore } from '../threads/thread-store.js';
 import { threadLineText } from '../threads/thread-text.js';
 import { errorResult, type MetaContext, type MetaResult, type MetaThreads } from './meta-common.js';
 
@@ -41,16 +41,17 @@ export async function runDirectiveThread(ctx: MetaContext, threads: MetaThreads,
 
 export async function threadAction(ctx: MetaContext, threads: MetaThreads, action: ThreadAction, id: string, parameters: Record<string, unknown>, options: { async?: boolean; signal?: AbortSignal }): Promise<MetaResult> {
   return refusals(async () => {
-    await checkOwner(ctx, id);
-    const lines = (): Promise<ThreadLine[]> => readThread(ctx.project.root, id);
+    const { store } = threads;
+    await checkOwner(ctx, store, id);
+    const lines = (): Promise<ThreadLine[]> => store.read(id);
     switch (action) {
       case 'status':
-        return statusResult(ctx, id, await lines());
+        return statusResult(store, id, await lines());
       case 'stream':
-        return stream(ctx, id, await lines(), parse(streamParameters, parameters, 'stream takes parameters {"after": LINE, "wait_s": SECONDS}'), options.signal);
+        return stream(store, id, await lines(), parse(streamParameters, parameters, 'stream takes parameters {"after": LINE, "wait_s": SECONDS}'), options.signal);
       case 'cancel':
-        if (threads.cancel(id)) return statusResult(ctx, id, await lines(), 'cancelling');
-        throw new KiwiError('CONFLICT', isThreadRunning(ctx.project.root, id) ? `thread ${id} runs in another process, which alone can cancel it` : `thread ${id} is not running`);
+        if (threads.cancel(id)) return statusResult(store, id, await lines(), 'cancelling');
+        throw new KiwiError('CONFLICT', (await store.isRunning(id)) ? `thread ${id} runs in another process, which alone can cancel it` : `thread ${id} is not running`);
       case 'resume': {
         const { message } = parse(resumeParameters, parameters, 'resume takes parameters {"message": TEXT} (optional)');
         const resume: ThreadResume = { id, client: ctx.caller.client, ...(ctx.caller.context ? { context: ctx.caller.context } : {}), ...(message !== undefined ? { message } : {}) };
@@ -71,8 +72,8 @@ async function refusals(run: () => Promise<MetaResult>): Promise<MetaResult> {
 }
 
 /** Another client's thread is answered as no thread at all: its id tells nothing. Only the first line is read. */
-async function checkOwner(ctx: MetaContext, id: string): Promise<void> {
-  const header = await readThreadHeader(ctx.project.root, id);
+async function checkOwner(ctx: MetaContext, store: ThreadStore, id: string): Promise<void> {
+  const header = await store.readHeader(id);
   if (!ownedBy(ctx.caller, header.client)) throw new KiwiError('NOT_FOUND', `no thread ${id} of client ${ctx.caller.client}`);
 }
 
@@ -100,14 +101,14 @@ function outcomeResult(outcome: ThreadOutcome): MetaResult {
 }
 
 /** Where a thread stands: its end when its last line is one, else running (a live process writes it) or cut short. */
-function statusResult(ctx: MetaContext, id: string, lines: readonly ThreadLine[], status?: string): MetaResult {
+async function statusResult(store: ThreadStore, id: string, lines: readonly ThreadLine[], status?: string): Promise<MetaResult> {
   const last = lines.at(-1);
   const header = lines[0] as Extract<ThreadLine, { type: 'thread' }>;
   const turns = lines.filter((l): l is Extract<ThreadLine, { type: 'turn' }> => l.type === 'turn');
   const body = {
     thread: id,
     directive: header.directive,
-    status: status ?? (last?.type === 'end' ? last.status : isThreadRunning(ctx.project.root, id) ? 'running' : 'cut_short'),
+    status: status ?? (last?.type === 'end' ? last.status : (await store.isRunning(id)) ? 'running' : 'cut_short'),
     steps_taken: lines.filter((l) => l.type === 'result').length,
     result: last?.type === 'end' ? last.result : (turns.at(-1)?.text ?? ''),
     ...(last?.type === 'end' && last.limit ? { limit: last.limit } : {}),
@@ -121,17 +122,17 @@ function statusResult(ctx: MetaContext, id: string, lines: readonly ThreadLine[]
  * The thread's lines from `after` on (at most 500, and 1 MB of JSON, but always one); when there are none yet and it still runs,
  * it waits up to `wait_s` (default 30) for the next. `next` is the cursor for the next call.
  */
-async function stream(ctx: MetaContext, id: string, first: ThreadLine[], p: { after?: number; wait_s?: number }, signal: AbortSignal | undefined): Promise<MetaResult> {
+async function stream(store: ThreadStore, id: string, first: ThreadLine[], p: { after?: number; wait_s?: number }, signal: AbortSignal | undefined): Promise<MetaResult> {
   const after = p.after ?? 0;
   const deadline = Date.now() + (p.wait_s ?? 30) * 1000;
   let lines = first;
-  const ended = (): boolean => isThreadOver(ctx.project.root, id, lines);
-  while (lines.length <= after && !ended() && Date.now() < deadline && (await abortableDelay(POLL_MS, signal))) {
-    lines = await readThread(ctx.project.root, id);
+  const ended = (): Promise<boolean> => isThreadOver(store, id, lines);
+  while (lines.length <= after && !(await ended()) && Date.now() < deadline && (await abortableDelay(POLL_MS, signal))) {
+    lines = await store.read(id);
   }
   const shown = capped(lines.slice(after, after + MAX_STREAM_LINES));
   const next = after + shown.length;
-  const body = { thread: id, lines: shown, next, ended: next >= lines.length && ended() };
+  const body = { thread: id, lines: shown, next, ended: next >= lines.length && (await ended()) };
   const text = [...shown.map((l) => threadLineText(l, NOTIFY)), body.ended ? '(the thread has ended)' : `(more may come: stream again with parameters {"after": ${next}})`].join('\n');
   return { content: [{ type: 'text', text }], structuredContent: body };
 }

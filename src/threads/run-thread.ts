@@ -19,7 +19,7 @@ import { createFailureTally } from './failure-class.js';
 import { checkInputs } from '../registry/directive-input-values.js';
 import { threadMessages } from './thread-inputs.js';
 import { resumePoint } from './thread-resume.js';
-import { createThreadWriter, readThread, reopenThreadWriter, type ThreadHeader, type ThreadRecord, type ThreadStatus, type ThreadWriter } from './thread-store.js';
+import type { ThreadHeader, ThreadRecord, ThreadStatus, ThreadStore, ThreadWriter } from './thread-store.js';
 import { shownPath } from '../shown-path.js';
 
 /**
@@ -27,12 +27,14 @@ import { shownPath } from '../shown-path.js';
  * prompt, only the tools its `<permissions>` declare (intersected with the caller's rights, never
  * wider: a call outside them is denied by the proxy and shown to the agent), its `<limits>` over
  * the gateway's, its hooks on every call, and the model its `<model tier>` maps to. Everything it
- * does is written to `.ai/threads/<id>.jsonl` as it happens; its calls are audited under the
- * thread's id.
+ * does is written to its store (thread-store.ts) as it happens, each line durable before the run
+ * goes on; its calls are audited under the thread's id.
  */
 
 export interface ThreadDeps {
   root: string;
+  /** Where transcripts are written and read: `.ai/threads/`, or the Postgres replicas share. */
+  store: ThreadStore;
   directives: ReadonlyMap<string, Directive>;
   tools: ReadonlyMap<string, Tool>;
   /** The project's policy: a thread's rights are the directive's within it (and within the caller's). */
@@ -95,7 +97,7 @@ export interface ThreadStart {
   signal?: AbortSignal;
   /** Each record as it is written (`kiwi directives run` prints them). */
   onRecord?: (record: ThreadRecord) => void;
-  /** The thread exists (its first line is on disk): its id, before it runs. */
+  /** The thread exists (its first line is written): its id, before it runs. */
   onStart?: (id: string) => void;
 }
 
@@ -141,10 +143,12 @@ export async function runThread(deps: ThreadDeps, start: ThreadStart): Promise<T
   // Refused before anything is written when a budget is already spent.
   const meter = await admit(deps, start.client, setup, id, messages);
   const header: ThreadHeader = { type: 'thread', id, directive: directive.name, version: directive.version, inputs, model: setup.model, client: start.client, ...(start.parent ? { parent: start.parent.id } : {}), depth, started_at: new Date().toISOString() };
-  return endingHold(meter, () => {
-    const writer = createThreadWriter(deps.root, header);
-    start.onStart?.(id);
-    return drive(deps, setup, { id, depth, client: start.client, writer, meter, inputs, messages, done: { turns: 0, calls: 0, steps: 0 } }, start);
+  return endingHold(meter, async () => {
+    const writer = await deps.store.create(header);
+    return closing(writer, () => {
+      start.onStart?.(id);
+      return drive(deps, setup, { id, depth, client: start.client, writer, meter, inputs, messages, done: { turns: 0, calls: 0, steps: 0 } }, start);
+    });
   });
 }
 
@@ -154,7 +158,7 @@ export async function runThread(deps: ThreadDeps, start: ThreadStart): Promise<T
  * already used (a thread that used up its turns or calls is not resumed).
  */
 export async function resumeThread(deps: ThreadDeps, resume: ThreadResume): Promise<ThreadOutcome> {
-  const lines = await readThread(deps.root, resume.id);
+  const lines = await deps.store.read(resume.id);
   const header = lines[0];
   if (header?.type !== 'thread') throw new KiwiError('INVALID_INPUT', `thread ${resume.id} has no header line; it cannot be resumed`);
   const directive = findDirective(deps.directives, header.directive);
@@ -164,12 +168,23 @@ export async function resumeThread(deps: ThreadDeps, resume: ThreadResume): Prom
   const [system, user] = threadMessages(directive, inputs, setup.allowed) as [ChatMessage, ChatMessage];
   const messages: ChatMessage[] = [system, { role: 'user', content: `${user.content}\n\n${point.recap}` }];
   const meter = await admit(deps, resume.client, setup, header.id, messages);
-  return endingHold(meter, () => {
-    const writer = reopenThreadWriter(deps.root, header.id, { type: 'resume', client: resume.client, model: setup.model, ...(resume.message === undefined ? {} : { message: resume.message }), at: new Date().toISOString() });
-    resume.onStart?.(header.id);
+  return endingHold(meter, async () => {
+    const writer = await deps.store.reopen(header.id, { type: 'resume', client: resume.client, model: setup.model, ...(resume.message === undefined ? {} : { message: resume.message }), at: new Date().toISOString() });
     const limits = { ...setup.limits, maxTurns: setup.limits.maxTurns - point.done.turns, maxToolCalls: setup.limits.maxToolCalls - point.done.calls };
-    return drive(deps, { ...setup, limits }, { id: header.id, depth: header.depth, client: resume.client, writer, meter, inputs, messages, done: point.done }, resume);
+    return closing(writer, () => {
+      resume.onStart?.(header.id);
+      return drive(deps, { ...setup, limits }, { id: header.id, depth: header.depth, client: resume.client, writer, meter, inputs, messages, done: point.done }, resume);
+    });
   });
+}
+
+/** The thread is let go however its run ends: a run whose last line could not be written included. */
+async function closing(writer: ThreadWriter, run: () => Promise<ThreadOutcome>): Promise<ThreadOutcome> {
+  try {
+    return await run();
+  } finally {
+    await writer.close();
+  }
 }
 
 /** Runs the thread; whichever way it ends (a writer that could not open included), what its meter held is released. */
@@ -247,10 +262,16 @@ async function drive(deps: ThreadDeps, setup: Setup, run: Run, start: Pick<Threa
   const signals = [start.signal, journal?.signal].filter((s): s is AbortSignal => s !== undefined);
   const signal = signals.length === 0 ? undefined : AbortSignal.any(signals);
   const tally = createFailureTally();
-  const record = (r: ThreadRecord): void => {
-    writer.append(r);
-    tally.observe(r);
-    start.onRecord?.(r);
+  // One line after another, each durable before the run goes on: the loop awaits each. A line that
+  // could not be written fails every line after it (the end included), which ends the run.
+  let written: Promise<void> = Promise.resolve();
+  const record = (r: ThreadRecord): Promise<void> => {
+    written = written.then(async () => {
+      await writer.append(r);
+      tally.observe(r);
+      start.onRecord?.(r);
+    });
+    return written;
   };
 
   let spawned = 0;
@@ -265,18 +286,18 @@ async function drive(deps: ThreadDeps, setup: Setup, run: Run, start: Pick<Threa
   let turn = run.done.turns + 1;
   let text = '';
   let last = '';
-  const endTurn = (): void => {
-    if (text.trim() === '') return;
-    record({ type: 'turn', turn, text });
+  const endTurn = (): Promise<void> => {
+    if (text.trim() === '') return written;
+    const done = record({ type: 'turn', turn, text });
     last = text;
     text = '';
+    return done;
   };
-  const end = (status: ThreadStatus, extra: { limit?: string; error?: string; code?: string } = {}, given?: string): ThreadOutcome => {
-    endTurn();
+  const end = async (status: ThreadStatus, extra: { limit?: string; error?: string; code?: string } = {}, given?: string): Promise<ThreadOutcome> => {
+    await endTurn();
     const result = given ?? last;
     const failure = tally.classify({ status, ...extra });
-    record({ type: 'end', status, result, steps_taken: steps, ...extra, ...(failure ? { failure } : {}), ended_at: new Date().toISOString() });
-    writer.close();
+    await record({ type: 'end', status, result, steps_taken: steps, ...extra, ...(failure ? { failure } : {}), ended_at: new Date().toISOString() });
     const outcome = { id, status, steps_taken: steps, result, ...(extra.limit ? { limit: extra.limit } : {}), ...(extra.error ? { error: extra.error } : {}), ...(failure ? { failure } : {}), audit: { session: id } };
     journal?.end(outcome);
     return outcome;
@@ -285,9 +306,11 @@ async function drive(deps: ThreadDeps, setup: Setup, run: Run, start: Pick<Threa
   const signalHelp = deps.help;
   const call = (c: ToolCall): Promise<CallOutcome> => {
     if (journal === undefined) return deps.call(c);
+    // Announced from inside the call, which cannot wait for it: the line is queued, and the call's
+    // result is written after it. Should it fail, the next line the run awaits says so.
     const waiting = (w: { stepId: string; reason: string }): void => {
-      endTurn();
-      record({ type: 'approval', tool: c.tool, step_id: w.stepId, reason: w.reason });
+      void endTurn().catch(() => undefined);
+      void record({ type: 'approval', tool: c.tool, step_id: w.stepId, reason: w.reason }).catch(() => undefined);
     };
     return journal.call(c, deps.call, waiting);
   };
@@ -321,34 +344,34 @@ async function drive(deps: ThreadDeps, setup: Setup, run: Run, start: Pick<Threa
           text += event.text;
           break;
         case 'turn':
-          endTurn();
+          await endTurn();
           turn = run.done.turns + event.turn;
           break;
         case 'call':
-          endTurn(); // the text that led to the call comes before it
-          record({ type: 'call', call_id: event.callId, tool: event.call.tool, arguments: event.call.arguments });
+          await endTurn(); // the text that led to the call comes before it
+          await record({ type: 'call', call_id: event.callId, tool: event.call.tool, arguments: event.call.arguments });
           break;
         case 'result':
           steps++;
-          record({ type: 'result', call_id: event.callId, tool: event.tool, status: event.status, ...(event.isError && event.status === 'ok' ? { is_error: true } : {}), text: event.text });
+          await record({ type: 'result', call_id: event.callId, tool: event.tool, status: event.status, ...(event.isError && event.status === 'ok' ? { is_error: true } : {}), text: event.text });
           break;
         case 'unresolved':
-          endTurn();
-          record({ type: 'unresolved', intent: event.intent, reason: event.reason });
+          await endTurn();
+          await record({ type: 'unresolved', intent: event.intent, reason: event.reason });
           break;
         case 'help':
-          endTurn();
-          record({ type: 'help', action: event.action, message: event.message, ...(event.checkpoint ? { checkpoint: event.checkpoint } : {}) });
+          await endTurn();
+          await record({ type: 'help', action: event.action, message: event.message, ...(event.checkpoint ? { checkpoint: event.checkpoint } : {}) });
           // Only an escalation that was taken ends the thread; one refused (the rate limit) leaves the agent to go on.
-          if (event.stop !== undefined) return end('escalated', {}, event.message);
+          if (event.stop !== undefined) return await end('escalated', {}, event.message);
           break;
         case 'finish':
-          return end('completed', event.limit ? { limit: event.limit } : {});
+          return await end('completed', event.limit ? { limit: event.limit } : {});
         default:
           break;
       }
     }
-    return end('failed', { error: 'the agent loop ended without finishing' });
+    return await end('failed', { error: 'the agent loop ended without finishing' });
   } catch (error) {
     const cancelled = signal?.aborted === true || (isKiwiError(error) && error.code === 'TOOL_CANCELLED');
     // Whoever cancelled says why (`cancel`, a shutdown, the kernel) better than the loop's words for it.

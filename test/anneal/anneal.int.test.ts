@@ -12,7 +12,8 @@ import { createMetaServer } from '../../src/mcp-server/meta-server.js';
 import { openProject } from '../../src/project/open-project.js';
 import { loadRegistry } from '../../src/registry/load-registry.js';
 import { verifySignature } from '../../src/registry/signature.js';
-import { createThreadWriter, type ThreadRecord } from '../../src/threads/thread-store.js';
+import { type ThreadRecord } from '../../src/threads/thread-store.js';
+import { fileThreadStore } from '../../src/threads/file-thread-store.js';
 import { openHashResolver } from '../fixtures/mcp-meta/meta-project.js';
 import { openAiStream } from '../helpers/openai-sse.js';
 import { startReplayLlmServer, type ReplayLlmServer } from '../helpers/replay-llm-server.js';
@@ -56,11 +57,11 @@ const answer = (file: string): ReturnType<typeof openAiStream> => openAiStream([
 
 let counter = 0;
 /** A finished thread's transcript, as run-thread writes it. */
-function thread(directive: string, version: string | undefined, records: ThreadRecord[]): string {
+async function thread(directive: string, version: string | undefined, records: ThreadRecord[]): Promise<string> {
   const id = `0195aaaa-bbbb-4ccc-8ddd-${String(++counter).padStart(12, '0')}`;
-  const writer = createThreadWriter(temp.root, { type: 'thread', id, directive, ...(version ? { version } : {}), inputs: {}, model: 'gpt-4o-mini', client: 'local', depth: 1, started_at: new Date().toISOString() });
-  for (const r of records) writer.append(r);
-  writer.close();
+  const writer = await fileThreadStore(temp.root).create({ type: 'thread', id, directive, ...(version ? { version } : {}), inputs: {}, model: 'gpt-4o-mini', client: 'local', depth: 1, started_at: new Date().toISOString() });
+  for (const r of records) await writer.append(r);
+  await writer.close();
   return id;
 }
 const ended = (fields: Partial<Extract<ThreadRecord, { type: 'end' }>> = {}): ThreadRecord => ({ type: 'end', status: 'completed', result: 'done', steps_taken: 1, ended_at: new Date().toISOString(), ...fields });
@@ -96,15 +97,15 @@ afterEach(() => {
 
 describe('kiwi directives anneal', () => {
   it('writes the improved directive, signed, beside the old one, which is unchanged; the registry runs the new version and keeps the old loadable', async () => {
-    const failed = thread('fixer', '1.0.0', [
+    const failed = await thread('fixer', '1.0.0', [
       { type: 'turn', turn: 1, text: 'Reading it. [TOOL: read_file {"path": "README"}]' },
       { type: 'call', call_id: 'c1', tool: 'read_file', arguments: { path: 'README' } },
       { type: 'result', call_id: 'c1', tool: 'read_file', status: 'error', text: 'TOOL_FAILED: no such file README' },
       { type: 'turn', turn: 2, text: 'I could not find it.' },
       ended({ failure: 'tool_error' }),
     ]);
-    const fine = thread('fixer', '1.0.0', [{ type: 'result', call_id: 'c2', tool: 'read_file', status: 'ok', text: 'SUCCESSFUL RUN' }, ended()]);
-    thread('other', '1.0.0', [{ type: 'result', call_id: 'c3', tool: 'x', status: 'denied', text: 'OTHER DIRECTIVE' }, ended()]);
+    const fine = await thread('fixer', '1.0.0', [{ type: 'result', call_id: 'c2', tool: 'read_file', status: 'ok', text: 'SUCCESSFUL RUN' }, ended()]);
+    await thread('other', '1.0.0', [{ type: 'result', call_id: 'c3', tool: 'x', status: 'denied', text: 'OTHER DIRECTIVE' }, ended()]);
     const improved = fixer('1.0.1', [TOOL, READ], { step: 'Read README.md (with its extension) and fix the typo' });
     llm.replyOnce(answer(improved));
     const before = llm.requests.length;
@@ -182,8 +183,8 @@ describe('kiwi directives anneal', () => {
   });
 
   describe('refuses, writing nothing,', () => {
-    beforeEach(() => {
-      thread('fixer', '1.0.0', [{ type: 'result', call_id: 'c', tool: 'read_file', status: 'denied', text: 'denied' }, ended({ failure: 'denied' })]);
+    beforeEach(async () => {
+      await thread('fixer', '1.0.0', [{ type: 'result', call_id: 'c', tool: 'read_file', status: 'denied', text: 'denied' }, ended({ failure: 'denied' })]);
     });
 
     const refused = async (file: string, pattern: RegExp): Promise<void> => {
@@ -223,14 +224,14 @@ describe('kiwi directives anneal', () => {
   });
 
   it('refuses a directive with no failed thread, or a named thread that did not fail, before asking the model', async () => {
-    const fine = thread('fixer', '1.0.0', [{ type: 'result', call_id: 'c', tool: 'read_file', status: 'ok', text: 'ok' }, ended()]);
+    const fine = await thread('fixer', '1.0.0', [{ type: 'result', call_id: 'c', tool: 'read_file', status: 'ok', text: 'ok' }, ended()]);
     const before = llm.requests.length;
     const none = await kiwi('directives', 'anneal', 'fixer');
     expect(none.code).toBe(1);
     expect(none.err).toMatch(/no failed thread of directive fixer \(version 1\.0\.0\) in \.ai\/threads\/, so there is nothing to learn from/);
     const named = await kiwi('directives', 'anneal', 'fixer', '--thread', fine);
     expect(named.err).toMatch(new RegExp(`thread ${fine} did not fail`));
-    const other = thread('other', '1.0.0', [ended({ status: 'failed', error: 'x' })]);
+    const other = await thread('other', '1.0.0', [ended({ status: 'failed', error: 'x' })]);
     expect((await kiwi('directives', 'anneal', 'fixer', '--thread', other)).err).toMatch(/ran directive other, not fixer/);
     expect(llm.requests.length).toBe(before);
     expect(directiveFiles()).toEqual(['fixer.md']);

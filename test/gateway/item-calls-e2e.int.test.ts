@@ -3,7 +3,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readAuditTail } from '../../src/audit/audit-reader.js';
 import { openProject } from '../../src/project/open-project.js';
-import { readThread } from '../../src/threads/thread-store.js';
+import { fileThreadStore } from '../../src/threads/file-thread-store.js';
 import { serveDemoGateway, type DemoGateway } from '../helpers/demo-gateway.js';
 import { allowTools, copyDemoProject } from '../helpers/demo-project.js';
 import { openAiStream } from '../helpers/openai-sse.js';
@@ -65,7 +65,7 @@ describe('directives and knowledge named by intents, through the gateway', () =>
     const followUp = JSON.stringify(served.llm.requests[before + 2]?.body);
     expect(followUp).toMatch(/\\"status\\": \\"completed\\"/);
     const id = /\\"thread\\": \\"([0-9a-f-]{36})\\"/.exec(followUp)?.[1] as string;
-    expect((await readThread(served.root, id))[0]).toMatchObject({ type: 'thread', directive: 'review_changes', inputs: { focus: 'docs' }, depth: 1 });
+    expect((await fileThreadStore(served.root).read(id))[0]).toMatchObject({ type: 'thread', directive: 'review_changes', inputs: { focus: 'docs' }, depth: 1 });
     await expect.poll(async () => (await audited('review_changes')).map((r) => [r.item, r.decision, r.source])).toEqual([['directive', 'allow', 'gateway']]);
   }, 60_000);
 

@@ -5,7 +5,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKey, KEY_FILE } from '../../src/clients/key-store.js';
-import { createThreadWriter } from '../../src/threads/thread-store.js';
+import { fileThreadStore } from '../../src/threads/file-thread-store.js';
 import { serveDemoGateway, type DemoGateway } from '../helpers/demo-gateway.js';
 import { openAiStream } from '../helpers/openai-sse.js';
 
@@ -104,7 +104,7 @@ describe('ids and parameters', () => {
       }
       // The owner's own thread, so that what is refused is the parameter.
       const id = '0195aaaa-bbbb-4ccc-8ddd-eeeeffff5000';
-      createThreadWriter(served.root, { type: 'thread', id, directive: 'review_changes', inputs: {}, model: 'gpt-4o-mini', client: 'owner', depth: 1, started_at: new Date().toISOString() }).close();
+      await (await fileThreadStore(served.root).create({ type: 'thread', id, directive: 'review_changes', inputs: {}, model: 'gpt-4o-mini', client: 'owner', depth: 1, started_at: new Date().toISOString() })).close();
       expect(text(await mine.call('execute', { item_type: 'directive', action: 'stream', item_id: id, parameters: { wait_s: 1e9 } }))).toMatch(/wait_s: .*300/);
       expect(text(await mine.call('execute', { item_type: 'directive', action: 'stream', item_id: id, parameters: { after: 'x' } }))).toMatch(/after: /);
       expect(text(await mine.call('execute', { item_type: 'directive', action: 'resume', item_id: id, parameters: { message: 'x'.repeat(4001) } }))).toMatch(/message: .*4000/);

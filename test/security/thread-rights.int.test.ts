@@ -4,7 +4,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKey, KEY_FILE } from '../../src/clients/key-store.js';
-import { readThread, type ThreadLine } from '../../src/threads/thread-store.js';
+import { type ThreadLine } from '../../src/threads/thread-store.js';
+import { fileThreadStore } from '../../src/threads/file-thread-store.js';
 import { serveDemoGateway, type DemoGateway } from '../helpers/demo-gateway.js';
 import { openAiStream } from '../helpers/openai-sse.js';
 
@@ -39,7 +40,7 @@ describe('a directive run as a thread never widens its caller', () => {
     try {
       served.llm.replyOnce(openAiStream(['[TOOL: git_status]']), openAiStream(['Nothing to review.']));
       const result = (await client.callTool(run)) as { structuredContent?: { thread?: string } };
-      const lines = await readThread(served.root, String(result.structuredContent?.thread));
+      const lines = await fileThreadStore(served.root).read(String(result.structuredContent?.thread));
       expect(lines[0]).toMatchObject({ client: 'narrow' });
       const denied = lines.find((l): l is Extract<ThreadLine, { type: 'result' }> => l.type === 'result');
       expect(denied).toMatchObject({ tool: 'git_status', status: 'denied', text: expect.stringMatching(/git_status/) });

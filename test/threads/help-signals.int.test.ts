@@ -3,7 +3,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readAuditTail } from '../../src/audit/audit-reader.js';
 import { runCli } from '../../src/app/run-cli.js';
-import { readThread, type ThreadLine } from '../../src/threads/thread-store.js';
+import { type ThreadLine } from '../../src/threads/thread-store.js';
+import { fileThreadStore } from '../../src/threads/file-thread-store.js';
 import { serveDemoGateway, type DemoGateway } from '../helpers/demo-gateway.js';
 import { openAiStream } from '../helpers/openai-sse.js';
 
@@ -72,7 +73,7 @@ describe('help signals in a thread', () => {
     expect(requests[1]?.messages.at(-1)?.content).toMatch(/Intent: help stuck: cannot find the config file\nYour "stuck" signal is recorded\. Try another way/);
     expect(requests[2]?.messages.at(-1)?.content).toMatch(/Intent: help checkpoint: the README is read\nYour checkpoint is recorded/);
 
-    const lines = await readThread(served.root, outcome.id);
+    const lines = await fileThreadStore(served.root).read(outcome.id);
     expect(helpLines(lines).map((l) => [l.action, l.message])).toEqual([
       ['stuck', 'cannot find the config file'],
       ['checkpoint', 'the README is read'],

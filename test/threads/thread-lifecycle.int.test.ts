@@ -8,7 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readAuditTail } from '../../src/audit/audit-reader.js';
 import { runCli } from '../../src/app/run-cli.js';
 import { isKiwiError } from '../../src/errors.js';
-import { createThreadWriter, readThread, THREADS_DIR, type ThreadLine } from '../../src/threads/thread-store.js';
+import { type ThreadLine } from '../../src/threads/thread-store.js';
+import { fileThreadStore, THREADS_DIR } from '../../src/threads/file-thread-store.js';
 import { serveDemoGateway, type DemoGateway } from '../helpers/demo-gateway.js';
 import { allowTools } from '../helpers/demo-project.js';
 import { openAiStream } from '../helpers/openai-sse.js';
@@ -90,7 +91,7 @@ describe('resuming a thread', () => {
     expect(user).toMatch(/<<<DATA [0-9a-f]{24}\n\[turn 1\] README first\.\n→ read_file \{"path":"README\.md"\}\n✓ read_file: .*\nended .*: failed, 1 step\(s\), failure: model_error: .*answered 500.*\nDATA [0-9a-f]{24}>>>/);
     expect(user).toMatch(/do not repeat calls that already succeeded\.\nThe person resuming it says: the upstream is back$/);
 
-    const lines = await readThread(served.root, failed.id);
+    const lines = await fileThreadStore(served.root).read(failed.id);
     expect(types(lines)).toEqual(['thread', 'turn', 'call:read_file', 'result:read_file', 'end', 'resume', 'turn', 'end']);
     expect(lines[5]).toMatchObject({ type: 'resume', client: 'local', model: 'gpt-4o-mini', message: 'the upstream is back' });
     expect(lines[6]).toMatchObject({ type: 'turn', turn: 2 });
@@ -103,7 +104,7 @@ describe('resuming a thread', () => {
     const id = '0195aaaa-bbbb-4ccc-8ddd-eeeeffff1000';
     const file = path.join(served.root, THREADS_DIR, `${id}.jsonl`);
     const lock = path.join(served.root, THREADS_DIR, `${id}.lock`);
-    createThreadWriter(served.root, { type: 'thread', id, directive: 'review_changes', inputs: {}, model: 'gpt-4o-mini', client: 'local', depth: 1, started_at: new Date().toISOString() }).close();
+    await (await fileThreadStore(served.root).create({ type: 'thread', id, directive: 'review_changes', inputs: {}, model: 'gpt-4o-mini', client: 'local', depth: 1, started_at: new Date().toISOString() })).close();
     appendFileSync(file, '{"type":"turn","turn":1,"text":"Looking."}\n{"type":"call","call_id":"c1","to');
 
     // A live process holds the lock: refused, naming it.
@@ -125,14 +126,14 @@ describe('resuming a thread', () => {
     const sent = served.llm.requests.at(-1)?.body as { messages: { content: string }[] };
     expect(sent.messages.at(-1)?.content).toMatch(/stopped: it was cut short \(the process running it stopped\)/);
     // The torn line is skipped; what follows it is read.
-    expect(types(await readThread(served.root, id))).toEqual(['thread', 'turn', 'resume', 'turn', 'end']);
+    expect(types(await fileThreadStore(served.root).read(id))).toEqual(['thread', 'turn', 'resume', 'turn', 'end']);
   }, 60_000);
 
   it("is refused when the thread used up a limit that bounds it, or the id is not a thread's", async () => {
     const id = '0195aaaa-bbbb-4ccc-8ddd-eeeeffff1001';
-    const w = createThreadWriter(served.root, { type: 'thread', id, directive: 'review_changes', inputs: {}, model: 'gpt-4o-mini', client: 'local', depth: 1, started_at: new Date().toISOString() });
-    w.append({ type: 'end', status: 'completed', result: '', steps_taken: 0, limit: 'turns', ended_at: new Date().toISOString() });
-    w.close();
+    const w = await fileThreadStore(served.root).create({ type: 'thread', id, directive: 'review_changes', inputs: {}, model: 'gpt-4o-mini', client: 'local', depth: 1, started_at: new Date().toISOString() });
+    await w.append({ type: 'end', status: 'completed', result: '', steps_taken: 0, limit: 'turns', ended_at: new Date().toISOString() });
+    await w.close();
     expect(await refusal(served.gateway.threads.resume({ id, client: 'local' }))).toMatch(/^CONFLICT: thread .* used up its turns limit; raise it in the directive review_changes's <limits>/);
     expect(await refusal(served.gateway.threads.resume({ id: '../../etc/passwd', client: 'local' }))).toMatch(/^INVALID_INPUT: "..\/..\/etc\/passwd" is not a thread id/);
     expect(await refusal(served.gateway.threads.resume({ id: '0195aaaa-bbbb-4ccc-8ddd-eeeeffff9999', client: 'local' }))).toMatch(/^NOT_FOUND: no thread/);
@@ -191,9 +192,9 @@ describe('threads over MCP', () => {
 
   it('streams a long thread in pieces of at most 1 MB', async () => {
     const id = '0195aaaa-bbbb-4ccc-8ddd-eeeeffff3000';
-    const w = createThreadWriter(served.root, { type: 'thread', id, directive: 'review_changes', inputs: {}, model: 'gpt-4o-mini', client: 'local', depth: 1, started_at: new Date().toISOString() });
-    for (let turn = 1; turn <= 40; turn++) w.append({ type: 'turn', turn, text: 'x'.repeat(60_000) });
-    w.close();
+    const w = await fileThreadStore(served.root).create({ type: 'thread', id, directive: 'review_changes', inputs: {}, model: 'gpt-4o-mini', client: 'local', depth: 1, started_at: new Date().toISOString() });
+    for (let turn = 1; turn <= 40; turn++) await w.append({ type: 'turn', turn, text: 'x'.repeat(60_000) });
+    await w.close();
     const first = (await execute({ action: 'stream', item_id: id, parameters: { wait_s: 0 } })).structuredContent as { next: number; ended: boolean };
     expect(first.next).toBeGreaterThan(1);
     expect(first.next).toBeLessThan(41);
@@ -205,7 +206,7 @@ describe('threads over MCP', () => {
 
   it("answers another client's thread as no thread, and refuses bad parameters with the form to use", async () => {
     const id = '0195aaaa-bbbb-4ccc-8ddd-eeeeffff2000';
-    createThreadWriter(served.root, { type: 'thread', id, directive: 'review_changes', inputs: {}, model: 'gpt-4o-mini', client: 'ops', depth: 1, started_at: new Date().toISOString() }).close();
+    await (await fileThreadStore(served.root).create({ type: 'thread', id, directive: 'review_changes', inputs: {}, model: 'gpt-4o-mini', client: 'ops', depth: 1, started_at: new Date().toISOString() })).close();
     const other = await execute({ action: 'status', item_id: id });
     expect(other.isError).toBe(true);
     expect(other.content?.[0]?.text).toMatch(`no thread ${id} of client local`);
@@ -224,8 +225,8 @@ describe("a thread's call that needs a person", () => {
     return { code, out: out.join('\n') };
   };
   const waitingStep = async (id: string): Promise<string> => {
-    await expect.poll(async () => (await readThread(served.root, id)).some((l) => l.type === 'approval'), { timeout: 10_000 }).toBe(true);
-    const line = (await readThread(served.root, id)).find((l): l is Extract<ThreadLine, { type: 'approval' }> => l.type === 'approval');
+    await expect.poll(async () => (await fileThreadStore(served.root).read(id)).some((l) => l.type === 'approval'), { timeout: 10_000 }).toBe(true);
+    const line = (await fileThreadStore(served.root).read(id)).find((l): l is Extract<ThreadLine, { type: 'approval' }> => l.type === 'approval');
     return line?.step_id as string;
   };
 
@@ -236,8 +237,8 @@ describe("a thread's call that needs a person", () => {
     const listed = await cli(['approvals', 'list', '--url', served.server.url]);
     expect(listed.out).toMatch(new RegExp(`${step}  ship_release \\{"version":"1.2.3"\\}  \\(agent gateway, execution `));
     expect((await cli(['approvals', 'grant', step, '--url', served.server.url, '--as', 'alice'])).code).toBe(0);
-    await expect.poll(async () => (await readThread(served.root, id)).at(-1)?.type, { timeout: 10_000 }).toBe('end');
-    const lines = await readThread(served.root, id);
+    await expect.poll(async () => (await fileThreadStore(served.root).read(id)).at(-1)?.type, { timeout: 10_000 }).toBe('end');
+    const lines = await fileThreadStore(served.root).read(id);
     expect(lines.find((l) => l.type === 'result')).toMatchObject({ tool: 'ship_release', status: 'ok', text: 'shipped 1.2.3' });
     expect(lines.at(-1)).toMatchObject({ status: 'completed', result: 'Shipped.' });
   }, 60_000);
@@ -249,7 +250,7 @@ describe("a thread's call that needs a person", () => {
     const waiting = JSON.parse((await cli(['approvals', 'list', '--url', served.server.url, '--json'])).out) as { stepId: string; executionId: string }[];
     const execution = waiting.find((w) => w.stepId === step)?.executionId as string;
     expect((await fetch(`${served.server.url}/v0/executions/${execution}/cancel`, { method: 'POST' })).status).toBe(200);
-    await expect.poll(async () => (await readThread(served.root, id)).at(-1), { timeout: 10_000 }).toMatchObject({ type: 'end', status: 'cancelled', error: `thread ${id} was cancelled through its execution ${execution}` });
+    await expect.poll(async () => (await fileThreadStore(served.root).read(id)).at(-1), { timeout: 10_000 }).toMatchObject({ type: 'end', status: 'cancelled', error: `thread ${id} was cancelled through its execution ${execution}` });
   }, 60_000);
 
   it('`kiwi threads cancel` stops it through the gateway it runs on', async () => {
@@ -259,7 +260,7 @@ describe("a thread's call that needs a person", () => {
     const cancelled = await cli(['threads', 'cancel', id, '--url', served.server.url]);
     expect(cancelled.code).toBe(0);
     expect(cancelled.out).toMatch(new RegExp(`^cancelled: thread ${id} \\(execution [0-9a-f-]{36}\\)`));
-    await expect.poll(async () => (await readThread(served.root, id)).at(-1), { timeout: 10_000 }).toMatchObject({ type: 'end', status: 'cancelled' });
+    await expect.poll(async () => (await fileThreadStore(served.root).read(id)).at(-1), { timeout: 10_000 }).toMatchObject({ type: 'end', status: 'cancelled' });
     // Ended now: nothing runs under its id any more.
     const again = await cli(['threads', 'cancel', id, '--url', served.server.url]);
     expect(again.code).not.toBe(0);
@@ -300,7 +301,7 @@ describe('the threads a gateway runs', () => {
     expect(String(refused[0]?.reason)).toMatch(/16 threads already run in the background/);
     await served.llm.request(asked + 15); // every one that started is waiting on its upstream
     await served.gateway.threads.close();
-    for (const s of starts) if (s.status === 'fulfilled') expect((await readThread(served.root, s.value)).at(-1)).toMatchObject({ type: 'end', status: 'cancelled' });
+    for (const s of starts) if (s.status === 'fulfilled') expect((await fileThreadStore(served.root).read(s.value)).at(-1)).toMatchObject({ type: 'end', status: 'cancelled' });
   }, 60_000);
 
   it('cancels a thread whose caller waits for it, over MCP too', async () => {
@@ -328,7 +329,7 @@ describe('background threads at shutdown', () => {
     const id = await served.gateway.threads.background({ start: { directive: 'review_changes', client: 'local' } });
     await served.llm.request(asked); // it runs: its upstream stalls
     await served.gateway.threads.close();
-    expect((await readThread(served.root, id)).at(-1)).toMatchObject({ type: 'end', status: 'cancelled', error: 'the gateway is shutting down' });
+    expect((await fileThreadStore(served.root).read(id)).at(-1)).toMatchObject({ type: 'end', status: 'cancelled', error: 'the gateway is shutting down' });
   }, 60_000);
 });
 
@@ -343,8 +344,8 @@ describe("a hook's directive", () => {
     const note = record?.notes?.find((n) => n.startsWith('a hook started thread'));
     const id = /a hook started thread ([0-9a-f-]{36}) running directive review_changes with \{"focus":"\/.*\/README.md"\}/.exec(note ?? '')?.[1];
     expect(id, JSON.stringify(record?.notes)).toBeDefined();
-    await expect.poll(async () => JSON.stringify(await readThread(served.root, id as string)), { timeout: 10_000 }).toMatch(/"type":"end"/);
-    const lines = await readThread(served.root, id as string);
+    await expect.poll(async () => JSON.stringify(await fileThreadStore(served.root).read(id as string)), { timeout: 10_000 }).toMatch(/"type":"end"/);
+    const lines = await fileThreadStore(served.root).read(id as string);
     // The hook's input is filled from the checked arguments: the path made absolute.
     expect(lines[0]).toMatchObject({ directive: 'review_changes', inputs: { focus: path.join(served.root, 'README.md') }, client: 'local', depth: 1 });
     expect(lines.at(-1)).toMatchObject({ status: 'completed', result: 'Reviewed what the hook asked.' });

@@ -8,7 +8,8 @@ import { runCli } from '../../src/app/run-cli.js';
 import { isKiwiError } from '../../src/errors.js';
 import { directiveModel } from '../../src/threads/run-thread.js';
 import { checkInputs } from '../../src/registry/directive-input-values.js';
-import { createThreadWriter, listThreads, readThread, THREADS_DIR, type ThreadLine } from '../../src/threads/thread-store.js';
+import { type ThreadLine } from '../../src/threads/thread-store.js';
+import { fileThreadStore, THREADS_DIR } from '../../src/threads/file-thread-store.js';
 import type { Directive } from '../../src/registry/types.js';
 import { serveDemoGateway, type DemoGateway } from '../helpers/demo-gateway.js';
 import { allowTools } from '../helpers/demo-project.js';
@@ -85,7 +86,7 @@ describe('a directive run as a thread', () => {
     expect(first.messages.at(-1)?.content).toBe('Run the directive review_changes with the inputs {"focus":"docs"}.');
     expect(JSON.stringify(requests[2]?.body)).toMatch(/denied by directive review_changes: tool `word_count` is not in `tools`/);
 
-    const lines = await readThread(served.root, outcome.id);
+    const lines = await fileThreadStore(served.root).read(outcome.id);
     expect(types(lines)).toEqual(['thread', 'turn', 'call:read_file', 'result:read_file', 'turn', 'call:word_count', 'result:word_count', 'turn', 'end']);
     expect(lines[0]).toMatchObject({ type: 'thread', directive: 'review_changes', inputs: { focus: 'docs' }, model: 'gpt-4o-mini', client: 'local', depth: 1 });
     expect(lines[3]).toMatchObject({ status: 'ok', text: expect.stringContaining('one two three') });
@@ -118,7 +119,7 @@ describe('a directive run as a thread', () => {
     expect(shown[0]).toMatch(/^thread .*: directive review_changes \{\} on kiwi-demo/);
     // The demo's last call was denied before its answer: the run counts as ended on that failure.
     expect(shown.at(-1)).toMatch(/^ended .*: completed, 3 step\(s\), failure: denied$/);
-    expect((await listThreads(served.root)).map((t) => t.header.id)).toContain(id);
+    expect((await fileThreadStore(served.root).list()).map((t) => t.header.id)).toContain(id);
     expect(readFileSync(path.join(served.root, THREADS_DIR, `${id}.jsonl`), 'utf8').split('\n').filter(Boolean).length).toBe(shown.length);
   }, 60_000);
 
@@ -141,7 +142,7 @@ describe('a directive run as a thread', () => {
       const result = (await client.callTool({ name: 'execute', arguments: { item_type: 'directive', action: 'run', item_id: 'review_changes', parameters: { focus: 'mcp' } } })) as { structuredContent?: Record<string, unknown>; isError?: boolean };
       expect(result.isError).not.toBe(true);
       expect(result.structuredContent).toMatchObject({ status: 'completed', steps_taken: 1, result: 'Reviewed.', thread: expect.stringMatching(/^[0-9a-f-]{36}$/) });
-      const lines = await readThread(served.root, String(result.structuredContent?.['thread']));
+      const lines = await fileThreadStore(served.root).read(String(result.structuredContent?.['thread']));
       expect(lines[0]).toMatchObject({ directive: 'review_changes', inputs: { focus: 'mcp' }, client: 'local' });
     } finally {
       await client.close();
@@ -168,14 +169,14 @@ describe('a directive run as a thread', () => {
 describe('kiwi threads follow', () => {
   it("prints a thread's lines as they are written, until its end", async () => {
     const id = '0195aaaa-bbbb-4ccc-8ddd-eeeeffff0000';
-    const writer = createThreadWriter(served.root, { type: 'thread', id, directive: 'review_changes', inputs: {}, model: 'kiwi-demo', client: 'local', depth: 1, started_at: new Date().toISOString() });
+    const writer = await fileThreadStore(served.root).create({ type: 'thread', id, directive: 'review_changes', inputs: {}, model: 'kiwi-demo', client: 'local', depth: 1, started_at: new Date().toISOString() });
     const out: string[] = [];
     const following = runCli(['threads', 'follow', id, '--project', served.root], { env: { ...served.env, PATH: process.env['PATH'] }, cwd: served.root, io: { out: (l) => out.push(l), err: () => undefined } });
     await expect.poll(() => out.length).toBe(1);
-    writer.append({ type: 'call', call_id: 'c1', tool: 'git_status', arguments: {} });
+    await writer.append({ type: 'call', call_id: 'c1', tool: 'git_status', arguments: {} });
     await expect.poll(() => out.at(-1)).toBe('→ git_status {}');
-    writer.append({ type: 'end', status: 'completed', result: 'done', steps_taken: 1, ended_at: new Date().toISOString() });
-    writer.close();
+    await writer.append({ type: 'end', status: 'completed', result: 'done', steps_taken: 1, ended_at: new Date().toISOString() });
+    await writer.close();
     expect(await following).toBe(0);
     expect(out.at(-1)).toMatch(/^ended .*: completed, 1 step\(s\)$/);
   });
@@ -183,20 +184,20 @@ describe('kiwi threads follow', () => {
   it('stops on Ctrl-C while a thread runs on', async () => {
     const id = '0195aaaa-bbbb-4ccc-8ddd-eeeeffff0001';
     // Its writer stays open: the thread runs on (its lock is held) while follow waits.
-    const writer = createThreadWriter(served.root, { type: 'thread', id, directive: 'review_changes', inputs: {}, model: 'kiwi-demo', client: 'local', depth: 1, started_at: new Date().toISOString() });
+    const writer = await fileThreadStore(served.root).create({ type: 'thread', id, directive: 'review_changes', inputs: {}, model: 'kiwi-demo', client: 'local', depth: 1, started_at: new Date().toISOString() });
     try {
       const stop = new AbortController();
       const following = runCli(['threads', 'follow', id, '--project', served.root], { env: { ...served.env, PATH: process.env['PATH'] }, cwd: served.root, io: { out: () => undefined, err: () => undefined }, signal: stop.signal });
       setTimeout(() => stop.abort(), 300);
       expect(await following).toBe(130);
     } finally {
-      writer.close();
+      await writer.close();
     }
   });
 
   it('stops at a thread cut short (no end, no live process), saying how to go on', async () => {
     const id = '0195aaaa-bbbb-4ccc-8ddd-eeeeffff0002';
-    createThreadWriter(served.root, { type: 'thread', id, directive: 'review_changes', inputs: {}, model: 'kiwi-demo', client: 'local', depth: 1, started_at: new Date().toISOString() }).close();
+    await (await fileThreadStore(served.root).create({ type: 'thread', id, directive: 'review_changes', inputs: {}, model: 'kiwi-demo', client: 'local', depth: 1, started_at: new Date().toISOString() })).close();
     const err: string[] = [];
     const code = await runCli(['threads', 'follow', id, '--project', served.root], { env: { ...served.env, PATH: process.env['PATH'] }, cwd: served.root, io: { out: () => undefined, err: (l) => err.push(l) } });
     expect(code).toBe(1);
@@ -215,7 +216,7 @@ describe('nested threads', () => {
     );
     const parent = await served.gateway.threads.run({ directive: 'delegate', client: 'local' });
     expect(parent).toMatchObject({ status: 'completed', steps_taken: 2, result: 'Parent done.' });
-    const lines = await readThread(served.root, parent.id);
+    const lines = await fileThreadStore(served.root).read(parent.id);
     const results = lines.filter((l): l is Extract<ThreadLine, { type: 'result' }> => l.type === 'result');
     expect(results.map((r) => [r.tool, r.status])).toEqual([
       ['read_on_a_budget', 'ok'],
@@ -224,7 +225,7 @@ describe('nested threads', () => {
     expect(results[1]?.text).toMatch(/directive delegate may spawn at most 1 thread/);
     const child = JSON.parse(results[0]?.text ?? '{}') as { thread: string; status: string };
     expect(child.status).toBe('completed');
-    const childLines = await readThread(served.root, child.thread);
+    const childLines = await fileThreadStore(served.root).read(child.thread);
     expect(childLines[0]).toMatchObject({ directive: 'tight', parent: parent.id, depth: 2 });
     // tight may read files, but the parent may not: the child gets the intersection.
     const read = childLines.find((l): l is Extract<ThreadLine, { type: 'result' }> => l.type === 'result');

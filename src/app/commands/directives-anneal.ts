@@ -3,6 +3,7 @@ import { annealDirective } from '../../anneal/anneal-directive.js';
 import { loadGatewayConfig } from '../gateway-config.js';
 import { tierModelOf } from '../tier-model.js';
 import { createUpstreams } from '../upstreams.js';
+import { openProjectThreadStore } from '../project-thread-store.js';
 import { openProject } from '../../project/open-project.js';
 import type { CliContext } from '../../cli/io.js';
 import { projectOptions } from '../../cli/project-options.js';
@@ -19,9 +20,10 @@ export async function annealCommand(ctx: CliContext, name: string, values: { mod
   try {
     const config = await loadGatewayConfig(path.join(project.root, '.ai', 'config', 'gateway.yaml'), { env: options.env, root: project.root });
     const upstreams = createUpstreams(config, { http: project.http });
+    const threads = await openProjectThreadStore(project.root, options.env);
     try {
       const outcome = await annealDirective(
-        { root: project.root, registry: project.registry, route: (model) => upstreams.route(model), tierModel: tierModelOf(config) },
+        { threads: threads.store, registry: project.registry, route: (model) => upstreams.route(model), tierModel: tierModelOf(config) },
         { name, ...(values.thread ? { thread: values.thread } : {}), ...(values.model ? { model: values.model } : {}), ...(ctx.signal ? { signal: ctx.signal } : {}) },
       );
       if (values.json) {
@@ -34,6 +36,7 @@ export async function annealCommand(ctx: CliContext, name: string, values: { mod
       ctx.io.out(`wrote ${shown(outcome.file)} (signed), beside ${shown(outcome.previous.file)}, which is unchanged; version ${outcome.version} now runs, and load can still read ${outcome.previous.version} by its version`);
       return 0;
     } finally {
+      await threads.close();
       await upstreams.close();
     }
   } finally {

@@ -3,7 +3,8 @@ import { LOCAL_CLIENT } from '../../clients/client-auth.js';
 import { openGateway } from '../open-gateway.js';
 import { KiwiError } from '../../errors.js';
 import { TERMINAL_STATUSES, type ExecutionStatus } from '../../kernel/types.js';
-import { checkThreadId, isThreadOver, listThreads, readThread, type ThreadLine, type ThreadRecord } from '../../threads/thread-store.js';
+import { checkThreadId, isThreadOver, type ThreadLine, type ThreadRecord, type ThreadStore } from '../../threads/thread-store.js';
+import { openProjectThreadStore } from '../project-thread-store.js';
 import { clientKey, defaultGatewayBase } from '../../cli/gateway-address.js';
 import { createKernelClient } from '../../cli/kernel-client.js';
 import { UsageError, type CliContext } from '../../cli/io.js';
@@ -19,10 +20,11 @@ const USAGE = 'kiwi threads list | show ID | follow ID | resume ID [--message TE
 const FOLLOW_MS = 250;
 
 /**
- * `kiwi threads …`: the directive threads of this project (`.ai/threads/`), newest first, one's
- * transcript, or one followed live: what it writes is printed as it is written, until its end
- * (or Ctrl-C, or until it shows as cut short: no live process holds it). `resume` goes on with one that stopped,
- * here, as `kiwi directives run` runs one. `cancel` stops one a running gateway runs, through the
+ * `kiwi threads …`: the directive threads of this project (`.ai/threads/`, or with DATABASE_URL
+ * those of every gateway on that Postgres), newest first, one's transcript, or one followed live:
+ * what it writes is printed as it is written, until its end (or Ctrl-C, or until it shows as cut
+ * short: no live process holds it). `resume` goes on with one that stopped, here, as
+ * `kiwi directives run` runs one. `cancel` stops one a running gateway runs, through the
  * kernel: each run of a thread there is an execution labelled with the thread's id.
  */
 export async function threadsCommand(ctx: CliContext): Promise<number> {
@@ -33,23 +35,35 @@ export async function threadsCommand(ctx: CliContext): Promise<number> {
   if ((values.message !== undefined || values.model !== undefined) && action !== 'resume') throw new UsageError(`--message and --model are for resume; usage: ${USAGE}`);
   if ((values.url !== undefined || values.key !== undefined) && action !== 'cancel') throw new UsageError(`--url and --key are for cancel; usage: ${USAGE}`);
   if (action === 'cancel' && id !== undefined && rest.length === 0) return cancel(ctx, id, values);
-  if (action === 'list' && id === undefined) {
-    const threads = await listThreads(root);
-    if (values.json) ctx.io.out(JSON.stringify(threads));
-    else if (threads.length === 0) ctx.io.out('no threads yet; `kiwi directives run NAME` starts one');
-    else for (const t of threads) ctx.io.out(`${t.header.id}  ${t.header.started_at}  ${t.header.directive}  ${t.end ? `${t.end.status}, ${t.end.steps_taken} step(s)${t.end.failure ? `, failure: ${t.end.failure}` : ''}` : t.running ? 'running' : 'cut short (`kiwi threads resume ID` goes on)'}  (${t.header.model}, client ${t.header.client})`);
-    return 0;
-  }
   if (action === 'resume' && id !== undefined && rest.length === 0) return resume(ctx, id, values);
-  if ((action !== 'show' && action !== 'follow') || id === undefined || rest.length > 0) throw new UsageError(`usage: ${USAGE}`);
-  const print = (line: ThreadLine): void => ctx.io.out(values.json ? JSON.stringify(line) : threadLineText(line, SHOWN));
-  let lines = await readThread(root, id);
+  const reading = action === 'list' && id === undefined ? { list: true as const } : (action === 'show' || action === 'follow') && id !== undefined && rest.length === 0 ? { id, follow: action === 'follow' } : undefined;
+  if (reading === undefined) throw new UsageError(`usage: ${USAGE}`);
+  const { store, close } = await openProjectThreadStore(root, ctx.env);
+  try {
+    return await ('list' in reading ? list(ctx, store, values.json === true) : show(ctx, store, reading.id, reading.follow, values.json === true));
+  } finally {
+    await close();
+  }
+}
+
+async function list(ctx: CliContext, store: ThreadStore, json: boolean): Promise<number> {
+  const threads = await store.list();
+  if (json) ctx.io.out(JSON.stringify(threads));
+  else if (threads.length === 0) ctx.io.out('no threads yet; `kiwi directives run NAME` starts one');
+  else for (const t of threads) ctx.io.out(`${t.header.id}  ${t.header.started_at}  ${t.header.directive}  ${t.end ? `${t.end.status}, ${t.end.steps_taken} step(s)${t.end.failure ? `, failure: ${t.end.failure}` : ''}` : t.running ? 'running' : 'cut short (`kiwi threads resume ID` goes on)'}  (${t.header.model}, client ${t.header.client})`);
+  return 0;
+}
+
+/** A thread's transcript; followed, each line as it is written until its end, or until no live process holds it. */
+async function show(ctx: CliContext, store: ThreadStore, id: string, follow: boolean, json: boolean): Promise<number> {
+  const print = (line: ThreadLine): void => ctx.io.out(json ? JSON.stringify(line) : threadLineText(line, SHOWN));
+  let lines = await store.read(id);
   lines.forEach(print);
-  if (action === 'show') return 0;
+  if (!follow) return 0;
   let shown = lines.length;
-  while (!isThreadOver(root, id, lines)) {
+  while (!(await isThreadOver(store, id, lines))) {
     if (!(await abortableDelay(FOLLOW_MS, ctx.signal))) return 130;
-    lines = await readThread(root, id);
+    lines = await store.read(id);
     lines.slice(shown).forEach(print);
     shown = lines.length;
   }

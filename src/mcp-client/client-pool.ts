@@ -3,14 +3,15 @@ import { throwIfAborted } from '../abort.js';
 import { KiwiError } from '../errors.js';
 import { createAddressGuard, type AddressGuard } from '../primitives/address-guard.js';
 import { toCallResult, type McpCallResult } from './call-result.js';
-import { openMcpConnection, type McpConnection, type McpServerSandbox } from './connection.js';
+import { openMcpConnection, type McpConnection } from './connection.js';
 import { classifyCallError } from './mcp-errors.js';
 import { parseMcpServerSpec, specKey, type McpServerSpec } from './server-spec.js';
+import type { McpServerSandbox } from './stdio-child.js';
 import { linkSignal, untilAborted } from './signals.js';
 import { fetchToolCatalog, findTool, unknownToolError, type McpToolInfo } from './tool-catalog.js';
 
 export type { McpCallResult } from './call-result.js';
-export type { McpServerSandbox } from './connection.js';
+export type { McpServerSandbox } from './stdio-child.js';
 export type { McpServerSpec } from './server-spec.js';
 export type { McpToolInfo } from './tool-catalog.js';
 
@@ -67,7 +68,6 @@ interface Entry {
   /** Aborts this entry's connect when it is retired before the handshake finished. */
   readonly abort: AbortController;
   readonly connecting: Promise<McpConnection>;
-  pid: number | null;
   tools: { list: McpToolInfo[]; fetchedAt: number } | undefined;
   toolsFetch: { version: number; promise: Promise<McpToolInfo[]> } | undefined;
   /** Bumped by `tools/list_changed`, so a listing that started before the notice is not cached as current. */
@@ -107,7 +107,6 @@ export function createMcpClientPool(options: McpClientPoolOptions = {}): McpClie
       spec,
       key,
       abort,
-      pid: null,
       tools: undefined,
       toolsFetch: undefined,
       toolsVersion: 0,
@@ -120,11 +119,12 @@ export function createMcpClientPool(options: McpClientPoolOptions = {}): McpClie
         signal: AbortSignal.any([poolAbort.signal, abort.signal]),
         onSpawn(pid) {
           spawned += 1;
-          entry.pid = pid;
           livePids.add(pid);
         },
+        onExit(pid) {
+          livePids.delete(pid);
+        },
         onClose() {
-          if (entry.pid !== null) livePids.delete(entry.pid);
           // A crashed server leaves the pool at once, so the next call starts a fresh one.
           if (entries.get(spec.name) === entry) entries.delete(spec.name);
         },
@@ -199,6 +199,8 @@ export function createMcpClientPool(options: McpClientPoolOptions = {}): McpClie
           closeReason: connection.closeReason,
           stderr: connection.stderrTail(),
           signal,
+          protocolVersion: connection.protocolVersion,
+          badMessage: connection.lastBadMessage(),
         });
         if (failure.dropConnection) void retire(entry);
         if (!(failure.retryOnFreshConnection && attempt === 0)) throw failure.error;
@@ -259,7 +261,7 @@ export function createMcpClientPool(options: McpClientPoolOptions = {}): McpClie
         // The SDK never removes its abort listener, so it gets a per-call signal rather than the caller's.
         const link = linkSignal(signal);
         try {
-          const raw = await connection.client.callTool({ name: found.name, arguments: args }, undefined, {
+          const raw = await connection.client.callTool({ name: found.name, arguments: args }, {
             timeout: callTimeoutMs,
             ...(link === undefined ? {} : { signal: link.signal }),
           });

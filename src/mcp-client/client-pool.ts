@@ -43,8 +43,11 @@ export interface McpClientPool {
   closeServer(name: string): Promise<void>;
   /** Closes every connection and reaps every child; later calls fail. */
   close(): Promise<void>;
-  /** `spawned` counts stdio children started in total; `pids` are the ones running now. */
-  stats(): { connections: number; spawned: number; pids: number[] };
+  /**
+   * `spawned` counts stdio children started in total; `pids` are the ones running now; `protocols`
+   * the protocol revision each open connection speaks, by server name (`2026-07-28`, `2025-06-18`, …).
+   */
+  stats(): { connections: number; spawned: number; pids: number[]; protocols: Record<string, string> };
 }
 
 const optionsSchema = z.strictObject({
@@ -68,6 +71,8 @@ interface Entry {
   /** Aborts this entry's connect when it is retired before the handshake finished. */
   readonly abort: AbortController;
   readonly connecting: Promise<McpConnection>;
+  /** Set once connected: the protocol revision agreed with the server. */
+  protocolVersion: string | undefined;
   tools: { list: McpToolInfo[]; fetchedAt: number } | undefined;
   toolsFetch: { version: number; promise: Promise<McpToolInfo[]> } | undefined;
   /** Bumped by `tools/list_changed`, so a listing that started before the notice is not cached as current. */
@@ -107,6 +112,7 @@ export function createMcpClientPool(options: McpClientPoolOptions = {}): McpClie
       spec,
       key,
       abort,
+      protocolVersion: undefined,
       tools: undefined,
       toolsFetch: undefined,
       toolsVersion: 0,
@@ -135,9 +141,12 @@ export function createMcpClientPool(options: McpClientPoolOptions = {}): McpClie
         },
       })),
     };
-    entry.connecting.catch(() => {
-      if (entries.get(spec.name) === entry) entries.delete(spec.name);
-    });
+    entry.connecting.then(
+      (connection) => (entry.protocolVersion = connection.protocolVersion),
+      () => {
+        if (entries.get(spec.name) === entry) entries.delete(spec.name);
+      },
+    );
     return entry;
   }
 
@@ -287,7 +296,9 @@ export function createMcpClientPool(options: McpClientPoolOptions = {}): McpClie
     },
 
     stats() {
-      return { connections: entries.size, spawned, pids: [...livePids] };
+      const protocols: Record<string, string> = {};
+      for (const [name, entry] of entries) if (entry.protocolVersion !== undefined) protocols[name] = entry.protocolVersion;
+      return { connections: entries.size, spawned, pids: [...livePids], protocols };
     },
   };
 }

@@ -17,7 +17,7 @@ export interface McpConnection {
   readonly closeReason: CloseReason | null;
   /** The last few KiB the stdio child wrote to stderr, for error messages. */
   stderrTail(): string;
-  /** The last message from the server the SDK could not read (not JSON, not JSON-RPC), for error messages. */
+  /** What was wrong with the last message from the server the SDK could not read, for error messages. */
   lastBadMessage(): string | undefined;
   /** Closes the transport and, for stdio, resolves only once the child has exited and was reaped. */
   close(reason?: CloseReason): Promise<void>;
@@ -160,7 +160,7 @@ async function open(spec: McpServerSpec, options: ConnectionOptions, negotiation
   };
   client.onerror = (error) => {
     if (isMessageTooLarge(error)) void opened.close('too-large');
-    else if (isUnreadable(error)) badMessage = error.message.slice(0, 300);
+    else badMessage = describeUnreadable(error) ?? badMessage;
   };
 
   async function shutDown(): Promise<void> {
@@ -194,9 +194,15 @@ async function open(spec: McpServerSpec, options: ConnectionOptions, negotiation
   return opened;
 }
 
-/** What the SDK reports for a line or body it could not read as JSON-RPC (JSON.parse's SyntaxError, zod's report). */
-function isUnreadable(error: Error): boolean {
-  return error instanceof SyntaxError || error.name === 'ZodError' || /JSON|Invalid input|Unexpected token/i.test(error.message);
+/**
+ * What the SDK reports for a message it could not read: zod's report (a JSON value that is not
+ * JSON-RPC, too long to quote) or JSON.parse's. Lines that are not JSON at all the SDK skips
+ * without a word, since servers print logs to stdout.
+ */
+function describeUnreadable(error: Error): string | undefined {
+  if (error.name === 'ZodError') return 'JSON that is not a JSON-RPC 2.0 message';
+  if (error instanceof SyntaxError) return `something that is not JSON (${error.message.slice(0, 200)})`;
+  return undefined;
 }
 
 function withDeadline(promise: Promise<unknown>, ms: number): Promise<void> {

@@ -133,9 +133,6 @@ export function connectError(spec: McpServerSpec, error: unknown, ctx: ConnectCo
         `(it speaks ${SPOKEN_VERSIONS}). Upgrade the server or its MCP SDK.`,
     );
   }
-  if (isSdkError(error, SdkErrorCode.EraNegotiationFailed)) {
-    return make('MCP_ERROR', `${server} and the gateway could not agree on an MCP protocol version: ${describeCause(error)}. The gateway speaks ${SPOKEN_VERSIONS}.`);
-  }
   if (ctx.exited || isSdkError(error, SdkErrorCode.ConnectionClosed)) {
     return make(
       'MCP_ERROR',
@@ -160,7 +157,7 @@ function isSdkError(error: unknown, code: SdkErrorCode): boolean {
 }
 
 function badMessageHint(badMessage: string | undefined): string {
-  return badMessage === undefined ? '' : ` It wrote something that is not a JSON-RPC message: ${JSON.stringify(badMessage)}.`;
+  return badMessage === undefined ? '' : ` It sent ${badMessage}, which the gateway ignored; an MCP server sends nothing but MCP messages.`;
 }
 
 function isSpawnError(error: unknown): boolean {
@@ -173,7 +170,9 @@ function isSpawnError(error: unknown): boolean {
 export function describeCause(error: unknown): string {
   const parts: string[] = [];
   for (let e: unknown = error, depth = 0; e !== undefined && e !== null && depth < 3; depth++) {
-    parts.push(e instanceof Error ? e.message : String(e));
+    const message = e instanceof Error ? e.message : String(e);
+    // The SDK 2.x often repeats its cause in its own message.
+    if (!parts.some((part) => part.includes(message))) parts.push(message);
     e = e instanceof Error ? e.cause : undefined;
   }
   const [first, ...rest] = parts;

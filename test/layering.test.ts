@@ -127,4 +127,13 @@ describe('the layers of DESIGN §8', () => {
       .map((i) => `${i.from} (${layerName(folderOf(i.from))}) → ${i.to}`);
     expect(outside).toEqual([]);
   });
+
+  it('imports only packages the gateway depends on (not devDependencies, which an install for use leaves out)', () => {
+    const manifest = JSON.parse(readFileSync(path.join(SRC, '..', 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+    const packageOf = (spec: string): string => spec.split('/').slice(0, spec.startsWith('@') ? 2 : 1).join('/');
+    const missing = imports
+      .filter((i) => i.external && !i.to.startsWith('node:') && !(packageOf(i.to) in manifest.dependencies))
+      .map((i) => `${i.from} → ${i.to}`);
+    expect(missing).toEqual([]);
+  });
 });

@@ -3,14 +3,15 @@ import { throwIfAborted } from '../abort.js';
 import { KiwiError } from '../errors.js';
 import { createAddressGuard, type AddressGuard } from '../primitives/address-guard.js';
 import { toCallResult, type McpCallResult } from './call-result.js';
-import { openMcpConnection, type McpConnection, type McpServerSandbox } from './connection.js';
+import { openMcpConnection, type McpConnection } from './connection.js';
 import { classifyCallError } from './mcp-errors.js';
 import { parseMcpServerSpec, specKey, type McpServerSpec } from './server-spec.js';
+import type { McpServerSandbox } from './stdio-child.js';
 import { linkSignal, untilAborted } from './signals.js';
 import { fetchToolCatalog, findTool, unknownToolError, type McpToolInfo } from './tool-catalog.js';
 
 export type { McpCallResult } from './call-result.js';
-export type { McpServerSandbox } from './connection.js';
+export type { McpServerSandbox } from './stdio-child.js';
 export type { McpServerSpec } from './server-spec.js';
 export type { McpToolInfo } from './tool-catalog.js';
 
@@ -42,8 +43,11 @@ export interface McpClientPool {
   closeServer(name: string): Promise<void>;
   /** Closes every connection and reaps every child; later calls fail. */
   close(): Promise<void>;
-  /** `spawned` counts stdio children started in total; `pids` are the ones running now. */
-  stats(): { connections: number; spawned: number; pids: number[] };
+  /**
+   * `spawned` counts stdio children started in total; `pids` are the ones running now; `protocols`
+   * the protocol revision each open connection speaks, by server name (`2026-07-28`, `2025-06-18`, …).
+   */
+  stats(): { connections: number; spawned: number; pids: number[]; protocols: Record<string, string> };
 }
 
 const optionsSchema = z.strictObject({
@@ -67,7 +71,8 @@ interface Entry {
   /** Aborts this entry's connect when it is retired before the handshake finished. */
   readonly abort: AbortController;
   readonly connecting: Promise<McpConnection>;
-  pid: number | null;
+  /** Set once connected: the protocol revision agreed with the server. */
+  protocolVersion: string | undefined;
   tools: { list: McpToolInfo[]; fetchedAt: number } | undefined;
   toolsFetch: { version: number; promise: Promise<McpToolInfo[]> } | undefined;
   /** Bumped by `tools/list_changed`, so a listing that started before the notice is not cached as current. */
@@ -107,7 +112,7 @@ export function createMcpClientPool(options: McpClientPoolOptions = {}): McpClie
       spec,
       key,
       abort,
-      pid: null,
+      protocolVersion: undefined,
       tools: undefined,
       toolsFetch: undefined,
       toolsVersion: 0,
@@ -120,11 +125,12 @@ export function createMcpClientPool(options: McpClientPoolOptions = {}): McpClie
         signal: AbortSignal.any([poolAbort.signal, abort.signal]),
         onSpawn(pid) {
           spawned += 1;
-          entry.pid = pid;
           livePids.add(pid);
         },
+        onExit(pid) {
+          livePids.delete(pid);
+        },
         onClose() {
-          if (entry.pid !== null) livePids.delete(entry.pid);
           // A crashed server leaves the pool at once, so the next call starts a fresh one.
           if (entries.get(spec.name) === entry) entries.delete(spec.name);
         },
@@ -135,9 +141,12 @@ export function createMcpClientPool(options: McpClientPoolOptions = {}): McpClie
         },
       })),
     };
-    entry.connecting.catch(() => {
-      if (entries.get(spec.name) === entry) entries.delete(spec.name);
-    });
+    entry.connecting.then(
+      (connection) => (entry.protocolVersion = connection.protocolVersion),
+      () => {
+        if (entries.get(spec.name) === entry) entries.delete(spec.name);
+      },
+    );
     return entry;
   }
 
@@ -199,6 +208,8 @@ export function createMcpClientPool(options: McpClientPoolOptions = {}): McpClie
           closeReason: connection.closeReason,
           stderr: connection.stderrTail(),
           signal,
+          protocolVersion: connection.protocolVersion,
+          badMessage: connection.lastBadMessage(),
         });
         if (failure.dropConnection) void retire(entry);
         if (!(failure.retryOnFreshConnection && attempt === 0)) throw failure.error;
@@ -259,7 +270,7 @@ export function createMcpClientPool(options: McpClientPoolOptions = {}): McpClie
         // The SDK never removes its abort listener, so it gets a per-call signal rather than the caller's.
         const link = linkSignal(signal);
         try {
-          const raw = await connection.client.callTool({ name: found.name, arguments: args }, undefined, {
+          const raw = await connection.client.callTool({ name: found.name, arguments: args }, {
             timeout: callTimeoutMs,
             ...(link === undefined ? {} : { signal: link.signal }),
           });
@@ -285,7 +296,9 @@ export function createMcpClientPool(options: McpClientPoolOptions = {}): McpClie
     },
 
     stats() {
-      return { connections: entries.size, spawned, pids: [...livePids] };
+      const protocols: Record<string, string> = {};
+      for (const [name, entry] of entries) if (entry.protocolVersion !== undefined) protocols[name] = entry.protocolVersion;
+      return { connections: entries.size, spawned, pids: [...livePids], protocols };
     },
   };
 }

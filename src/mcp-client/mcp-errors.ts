@@ -1,5 +1,4 @@
-import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ErrorCode as RpcCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { ProtocolError, SdkError, SdkErrorCode, SdkHttpError, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/client';
 import { KiwiError } from '../errors.js';
 import { isMessageTooLarge } from './capped-fetch.js';
 import { describeSpec, type McpServerSpec } from './server-spec.js';
@@ -23,12 +22,16 @@ export interface CallContext {
   closeReason: CloseReason | null;
   stderr: string;
   signal: AbortSignal | undefined;
+  /** The protocol revision the connection speaks, named in errors that may come of it. */
+  protocolVersion: string;
+  /** The last message from the server the SDK could not read. */
+  badMessage: string | undefined;
 }
 
 /** Turns whatever the SDK threw for one request into a KiwiError that says what happened and what to do. */
 export function classifyCallError(error: unknown, ctx: CallContext): CallFailure {
   const server = `MCP server "${ctx.spec.name}"`;
-  const details = { server: ctx.spec.name, activity: ctx.activity, cause: describeCause(error) };
+  const details = { server: ctx.spec.name, activity: ctx.activity, protocolVersion: ctx.protocolVersion, cause: describeCause(error) };
   const fail = (code: KiwiError['code'], message: string, dropConnection: boolean, extra: Record<string, unknown> = {}): CallFailure => ({
     error: new KiwiError(code, message, { cause: error, details: { ...details, ...extra } }),
     dropConnection,
@@ -51,27 +54,33 @@ export function classifyCallError(error: unknown, ctx: CallContext): CallFailure
       false,
     );
   }
-  if (ctx.closeReason === 'exited' || (error instanceof McpError && error.code === RpcCode.ConnectionClosed)) {
+  if (ctx.closeReason === 'exited' || isSdkError(error, SdkErrorCode.ConnectionClosed)) {
     const action = ctx.spec.transport === 'stdio' ? 'restarted' : 'reconnected';
     return fail('MCP_ERROR', `${server} exited during ${ctx.activity}; it will be ${action} on the next call.${stderrHint(ctx.stderr)}`, true, {
       stderrTail: ctx.stderr,
     });
   }
-  if (error instanceof McpError && error.code === RpcCode.RequestTimeout) {
+  if (isSdkError(error, SdkErrorCode.RequestTimeout)) {
     return fail(
       'MCP_TIMEOUT',
       `${server} did not answer ${ctx.activity} within ${ctx.timeoutMs} ms; the request was cancelled. ` +
-        `Raise callTimeoutMs if the tool is slow, or check the server.`,
+        `Raise callTimeoutMs if the tool is slow, or check the server.${badMessageHint(ctx.badMessage)}`,
       false,
     );
   }
-  if (error instanceof StreamableHTTPError && error.code === 404) {
+  if (error instanceof SdkHttpError && error.status === 404) {
     // The server forgot our session (it restarted or expired it); the request never ran, so a retry is safe.
     const failure = fail('MCP_ERROR', `${server} no longer knows this session (HTTP 404) during ${ctx.activity}; reconnect and try again.`, true);
     return { ...failure, retryOnFreshConnection: true };
   }
-  if (error instanceof McpError) {
-    return fail('MCP_ERROR', `${server} answered ${ctx.activity} with JSON-RPC error ${error.code}: ${error.message}`, false, { rpcCode: error.code });
+  if (error instanceof ProtocolError) {
+    return fail('MCP_ERROR', `${server} answered ${ctx.activity} with JSON-RPC error ${error.code} (protocol ${ctx.protocolVersion}): ${error.message}`, false, {
+      rpcCode: error.code,
+    });
+  }
+  if (isSdkError(error, SdkErrorCode.InvalidResult) || error instanceof SyntaxError) {
+    // The request was answered, with something that is not what MCP says it answers; the connection itself still works.
+    return fail('MCP_ERROR', `${server} answered ${ctx.activity} with a result that is not valid MCP (protocol ${ctx.protocolVersion}): ${describeCause(error)}`, false);
   }
   if (ctx.spec.transport !== 'stdio') {
     return fail(
@@ -91,6 +100,8 @@ export interface ConnectContext {
   pid: number | null;
   signal: AbortSignal | undefined;
   connectTimeoutMs: number;
+  /** The last message from the server the SDK could not read. */
+  badMessage?: string | undefined;
 }
 
 /** Turns a failed connect/handshake into a KiwiError; the connection has already been closed and its child reaped. */
@@ -107,14 +118,22 @@ export function connectError(spec: McpServerSpec, error: unknown, ctx: ConnectCo
         `is executable, and that cwd exists.`,
     );
   }
-  if (error instanceof McpError && error.code === RpcCode.RequestTimeout) {
+  if (isSdkError(error, SdkErrorCode.RequestTimeout)) {
     return make(
       'MCP_TIMEOUT',
       `${server} did not finish the MCP handshake within ${ctx.connectTimeoutMs} ms. Check that it is an MCP server ` +
-        `(JSON-RPC on ${spec.transport === 'stdio' ? 'stdin/stdout' : 'this URL'}), or raise connectTimeoutMs.`,
+        `(JSON-RPC on ${spec.transport === 'stdio' ? 'stdin/stdout' : 'this URL'}), or raise connectTimeoutMs.${badMessageHint(ctx.badMessage)}`,
     );
   }
-  if (ctx.exited || (error instanceof McpError && error.code === RpcCode.ConnectionClosed)) {
+  const unsupported = /protocol version is not supported: (.*)$/.exec(describeCause(error));
+  if (unsupported) {
+    return make(
+      'MCP_ERROR',
+      `${server} answered the MCP handshake with protocol version ${JSON.stringify(unsupported[1]?.slice(0, 40))}, which the gateway does not speak ` +
+        `(it speaks ${SPOKEN_VERSIONS}). Upgrade the server or its MCP SDK.`,
+    );
+  }
+  if (ctx.exited || isSdkError(error, SdkErrorCode.ConnectionClosed)) {
     return make(
       'MCP_ERROR',
       `${server} exited before finishing the MCP handshake.${stderrHint(ctx.stderr)} Check the command, its arguments and its environment.`,
@@ -130,6 +149,17 @@ export function connectError(spec: McpServerSpec, error: unknown, ctx: ConnectCo
   return make('MCP_ERROR', `Could not connect to ${server}: ${describeCause(error)}.`);
 }
 
+/** The revisions the client speaks, newest first, for errors about versions (the SDK's list holds the 2025 era and older). */
+const SPOKEN_VERSIONS = ['2026-07-28', ...SUPPORTED_PROTOCOL_VERSIONS].join(', ');
+
+function isSdkError(error: unknown, code: SdkErrorCode): boolean {
+  return error instanceof SdkError && error.code === code;
+}
+
+function badMessageHint(badMessage: string | undefined): string {
+  return badMessage === undefined ? '' : ` It sent ${badMessage}, which the gateway ignored; an MCP server sends nothing but MCP messages.`;
+}
+
 function isSpawnError(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
   const syscall = (error as NodeJS.ErrnoException).syscall;
@@ -140,7 +170,9 @@ function isSpawnError(error: unknown): boolean {
 export function describeCause(error: unknown): string {
   const parts: string[] = [];
   for (let e: unknown = error, depth = 0; e !== undefined && e !== null && depth < 3; depth++) {
-    parts.push(e instanceof Error ? e.message : String(e));
+    const message = e instanceof Error ? e.message : String(e);
+    // The SDK 2.x often repeats its cause in its own message.
+    if (!parts.some((part) => part.includes(message))) parts.push(message);
     e = e instanceof Error ? e.cause : undefined;
   }
   const [first, ...rest] = parts;

@@ -1,4 +1,4 @@
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { Client } from '@modelcontextprotocol/client';
 import { KiwiError } from '../errors.js';
 import { closeNames } from './close-names.js';
 

@@ -5,6 +5,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { PassThrough, type Writable } from 'node:stream';
+import { Client as ModernClient, type CallToolResult as ModernCallToolResult } from '@modelcontextprotocol/client';
+import { StdioClientTransport as ModernStdioTransport } from '@modelcontextprotocol/client/stdio';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -100,6 +102,33 @@ describe('kiwi mcp (stdio)', () => {
       const user = (await client.callTool({ name: 'load', arguments: { item_type: 'knowledge', item_id: 'user-note' } })) as CallToolResult;
       expect(text(user)).toContain('git status -sb');
       expect(stderr).toMatch(/MCP server on stdio for /);
+    },
+    SLOW,
+  );
+
+  it(
+    'answers a client of 2026-07-28 (the SDK 2.x client, negotiating) with no initialize',
+    async () => {
+      // A subclass of the SDK's transport probes in place; its own class would start a second `kiwi mcp` to probe.
+      class InPlace extends ModernStdioTransport {}
+      const transport = new InPlace({ command: process.execPath, args: [...ARGS, meta.temp.root], cwd: REPO_ROOT, env: childEnv(), stderr: 'pipe' });
+      let stderr = '';
+      transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+      const modern = new ModernClient({ name: 'stdio-2026', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
+      try {
+        await modern.connect(transport);
+        expect(modern.getNegotiatedProtocolVersion()).toBe('2026-07-28');
+        const ran = (await modern.callTool({
+          name: 'execute',
+          arguments: { item_type: 'tool', action: 'run', item_id: 'echo_text', parameters: { text: 'hello in 2026' } },
+        })) as ModernCallToolResult;
+        expect(ran.isError, JSON.stringify(ran.content)).toBe(false);
+        expect(text(ran as CallToolResult)).toMatch(/\n<<<DATA (\w+)\nhello in 2026\nDATA \1>>>$/);
+        expect((await modern.listTools()).tools.map((tool) => tool.name)).toContain('resolve');
+        expect(stderr).toMatch(/MCP server on stdio for /);
+      } finally {
+        await modern.close();
+      }
     },
     SLOW,
   );

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
+import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { createMetaServer } from '../../mcp-server/meta-server.js';
 import { createStdioLineTransport } from '../../mcp-server/stdio-line-transport.js';
 import { openProject, type Project } from '../../project/open-project.js';
@@ -51,14 +52,18 @@ export async function mcpCommand(ctx: CliContext, streams: StdioStreams = { stdi
       () => undefined,
     );
     const resolver: Resolver = { resolve: async (intent, resolveOptions) => (await index).resolver.resolve(intent, resolveOptions) };
-    const server = createMetaServer({ project, resolver });
-    const transport = createStdioLineTransport(streams.stdin, streams.stdout);
+    const served = project;
     const ended = untilEnded(streams.stdin, ctx.signal);
-    transport.onerror = (error) => ctx.io.err(`kiwi mcp: ${error.message}`);
-    await server.connect(transport);
+    // Both protocols on one pipe: the client's first message picks the era (`server/discover` or
+    // a request naming 2026-07-28 in its _meta: 2026-07-28; `initialize`: 2025) and the SDK pins
+    // one server of that era for the connection. The line transport keeps its caps under it.
+    const server = serveStdio(({ era }) => createMetaServer({ project: served, resolver, era }), {
+      transport: createStdioLineTransport(streams.stdin, streams.stdout),
+      onerror: (error) => ctx.io.err(`kiwi mcp: ${error.message}`),
+    });
     ctx.io.err(`kiwi: MCP server on stdio for ${project.root} (session ${project.session})`);
     // A broken index or model ends the server with its reason, as it would have before serving.
-    await Promise.race([ended.promise, failed, new Promise<void>((resolve) => (server.server.onclose = resolve))]);
+    await Promise.race([ended.promise, failed]);
     ended.dispose();
     await server.close();
     // The client went away: an index still opening is waited for, so that a broken one is

@@ -80,7 +80,7 @@ export async function runGatewayBench(argv: string[]): Promise<void> {
     const proxyUrl = `${proxy.url}/v1/chat/completions`;
 
     console.error(`pass-through: ${settings.warmup} + ${settings.requests} rounds of streaming requests (direct, gateway, reference proxy)…`);
-    // --cpu-profile DIR: the gateway process's CPU profile of the pass-through and the intent phases.
+    // --cpu-profile DIR: the gateway process's CPU profile of the pass-through, load and intent phases.
     const profileDir = values['cpu-profile'];
     const profileLines: string[] = [];
     const profiled = async <T>(name: string, requests: number, phase: () => Promise<T>): Promise<T> => {
@@ -103,7 +103,7 @@ export async function runGatewayBench(argv: string[]): Promise<void> {
     console.error(`load: ${settings.concurrency} clients × ${settings.seconds} s, direct, via the gateway, via the bare proxy${settings.prefetch ? ', via a gateway without prefetch' : ''}, via a gateway without recording…`);
     const loadArgs = { concurrency: settings.concurrency, seconds: settings.seconds };
     const loadDirect = await helper.call<LoadResult>('load', { ...loadArgs, url: targets.direct });
-    const loadGateway = await helper.call<LoadResult>('load', { ...loadArgs, url: targets.gateway });
+    const loadGateway = await profiled('load', 1, () => helper.call<LoadResult>('load', { ...loadArgs, url: targets.gateway }));
     const loadProxy = await helper.call<LoadResult>('load', { ...loadArgs, url: proxyUrl });
     // What prefetch costs: the same load through a second gateway with prefetch off.
     let loadNoPrefetch: LoadResult | undefined;

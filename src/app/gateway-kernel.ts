@@ -31,6 +31,8 @@ export async function openGatewayKernel(options: { root: string; env: Record<str
       root: options.root,
       policyFile: path.join(options.root, KERNEL_POLICY_FILE),
       chats: journal,
+      // Its writes run in WebAssembly on the calling thread: on the request thread they stalled every chat.
+      pgliteThread: true,
       ...(options.events ? { events: options.events } : {}),
       ...(options.tracing ? { tracing: options.tracing } : {}),
       ...(databaseUrl === undefined ? {} : { databaseUrl }),

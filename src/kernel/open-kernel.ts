@@ -72,6 +72,8 @@ export interface OpenKernelOptions {
   tracing?: Tracing;
   /** In memory instead of on disk (tests). */
   inMemory?: boolean;
+  /** Embedded PGlite on a worker thread of its own, off the thread that serves requests (the gateway). */
+  pgliteThread?: boolean;
   /** Rebuno's policy rules for invoke_tool (kernel-policy-file.ts); absent: nothing runs. */
   policyFile?: string;
   /** The clock (tests move it). */
@@ -93,7 +95,7 @@ export interface OpenKernelOptions {
 export async function openKernel(options: OpenKernelOptions): Promise<Kernel> {
   const policy = options.policyFile === undefined ? NO_POLICY : await loadKernelPolicy(options.policyFile);
   const dir = path.join(options.root, KERNEL_STATE_DIR);
-  const opened: SqlDb = options.databaseUrl !== undefined ? await openPostgresDb(options.databaseUrl) : await openPgliteDb(options.inMemory ? undefined : dir);
+  const opened: SqlDb = options.databaseUrl !== undefined ? await openPostgresDb(options.databaseUrl) : await openPgliteDb(options.inMemory ? undefined : dir, { thread: options.pgliteThread === true });
   try {
     await migrate(opened, KERNEL_MIGRATIONS);
   } catch (error) {

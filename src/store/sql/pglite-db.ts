@@ -3,6 +3,7 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { lockDir } from './dir-lock.js';
+import { openPgliteWorker } from './pglite-worker-db.js';
 import type { SqlDb, SqlQueryable, SqlValue } from './sql-db.js';
 
 /**
@@ -36,26 +37,38 @@ const DROP_TEMPLATES = [
 /**
  * Postgres embedded in the process (PGlite, WebAssembly), on disk under `dir`, or in memory when
  * `dir` is undefined (tests). It has one connection, so its transactions run one at a time: the
- * row locks that keep several gateways apart on a server cost nothing here.
+ * row locks that keep several gateways apart on a server cost nothing here. With `thread`, it
+ * runs on a worker thread of its own (pglite-worker-db.ts), off the thread that serves requests.
  */
-export async function openPgliteDb(dir: string | undefined): Promise<SqlDb> {
+export async function openPgliteDb(dir: string | undefined, options: { thread?: boolean } = {}): Promise<SqlDb> {
   let unlock = async (): Promise<void> => undefined;
   if (dir !== undefined) {
     await mkdir(dir, { recursive: true });
     unlock = await lockDir(`${dir}.lock`, `the embedded kernel database ${dir}`);
   }
-  let opened: PGlite | undefined;
+  let db: SqlDb | undefined;
   const fresh = dir !== undefined && !existsSync(path.join(dir, 'PG_VERSION'));
   try {
-    opened = await PGlite.create({ ...(dir === undefined ? {} : { dataDir: dir }), initDbStartParams: INITDB_PARAMS, startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${SHARED_BUFFERS}`] });
+    const settings = { ...(dir === undefined ? {} : { dataDir: dir }), initDbStartParams: INITDB_PARAMS, startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${SHARED_BUFFERS}`] };
+    db = options.thread === true ? await openPgliteWorker(settings) : inProcess(await PGlite.create(settings));
     // One statement at a time: DROP DATABASE refuses to run inside a transaction.
-    if (fresh) for (const sql of DROP_TEMPLATES) await opened.exec(sql);
+    if (fresh) for (const sql of DROP_TEMPLATES) await db.exec(sql);
   } catch (error) {
-    await opened?.close();
+    await db?.close();
     await unlock();
     throw error;
   }
-  const db = opened;
+  const opened = db;
+  return {
+    ...opened,
+    async close() {
+      await opened.close();
+      await unlock();
+    },
+  };
+}
+
+function inProcess(db: PGlite): SqlDb {
   const queryable = (q: Pick<PGlite, 'query'>): SqlQueryable => ({
     async query<Row extends Record<string, unknown>>(sql: string, params: readonly SqlValue[] = []) {
       return (await q.query<Row>(sql, [...params])).rows;
@@ -68,9 +81,6 @@ export async function openPgliteDb(dir: string | undefined): Promise<SqlDb> {
     async exec(sql) {
       await db.exec(sql);
     },
-    async close() {
-      await db.close();
-      await unlock();
-    },
+    close: () => db.close(),
   };
 }

@@ -1,9 +1,7 @@
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { serve } from '@hono/node-server';
 import { Client, StreamableHTTPClientTransport, type CallToolResult } from '@modelcontextprotocol/client';
 import { Hono } from 'hono';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { listen, type Listener } from '../../src/http/listen.js';
 import { createMcpRoute, type McpRoute } from '../../src/http/mcp-route.js';
 import { createApprovalWaits, WAITING_META } from '../../src/mcp-server/approval-waits.js';
 import { EXECUTION_ID_META } from '../../src/mcp-server/meta-common.js';
@@ -24,7 +22,7 @@ const MODERN = '2026-07-28';
 let meta: MetaProject;
 let project: Project;
 let hashResolver: Awaited<ReturnType<typeof openHashResolver>>;
-let server: Server;
+let server: Listener | undefined;
 let base = '';
 const routes: McpRoute[] = [];
 let clients: Client[] = [];
@@ -79,10 +77,8 @@ beforeAll(async () => {
   const callerOf = (r: Request) => ({ client: r.headers.get('x-test-client') ?? 'local' });
   mount('/mcp', createMcpRoute({ project, resolver: ambiguousFirst(hashResolver.resolver) }, { maxBodyBytes: MAX_BODY, callerOf }));
   mount('/waits', createMcpRoute({ project, resolver: hashResolver.resolver, record: waitingRecorder, waits: createApprovalWaits({ roundMs: 100 }) }, { callerOf }));
-  await new Promise<void>((resolve) => {
-    server = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve()) as Server;
-  });
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  server = await listen(app.fetch, { host: '127.0.0.1', port: 0 });
+  base = server.url;
 });
 
 afterEach(async () => {
@@ -92,8 +88,7 @@ afterEach(async () => {
 
 afterAll(async () => {
   await Promise.allSettled(routes.map((r) => r.close()));
-  server?.closeAllConnections();
-  await new Promise((resolve) => server?.close(resolve));
+  await server?.close(0);
   await hashResolver?.close();
   await project?.close();
   meta?.remove();

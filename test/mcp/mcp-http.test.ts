@@ -1,11 +1,9 @@
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { serve } from '@hono/node-server';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { Hono } from 'hono';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { listen, type Listener } from '../../src/http/listen.js';
 import { createMcpRoute, type McpRoute } from '../../src/http/mcp-route.js';
 import { originAllowed } from '../../src/http/request-guard.js';
 import type { Project } from '../../src/project/open-project.js';
@@ -24,7 +22,7 @@ const HEADERS = { 'content-type': 'application/json', accept: 'application/json,
 let meta: MetaProject;
 let project: Project;
 let resolver: Awaited<ReturnType<typeof openHashResolver>>;
-let server: Server;
+let server: Listener | undefined;
 let base = '';
 /** Routes the test app serves; each test that makes one closes it. */
 const routes: McpRoute[] = [];
@@ -50,10 +48,8 @@ beforeAll(async () => {
   mount(app, '/site', createMcpRoute(deps, { allowedOrigins: ['https://app.example.com'] }));
   mount(app, '/mine', createMcpRoute(deps, { maxSessionsPerClient: 1, callerOf: (r) => ({ client: r.headers.get('x-test-client') ?? 'local' }) }));
   mount(app, '/shared', createMcpRoute(deps, { maxSessions: 4, maxSessionsPerClient: 2, callerOf: (r) => ({ client: r.headers.get('x-test-client') ?? 'local' }) }));
-  await new Promise<void>((resolve) => {
-    server = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve()) as Server;
-  });
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  server = await listen(app.fetch, { host: '127.0.0.1', port: 0 });
+  base = server.url;
 });
 
 afterEach(async () => {
@@ -63,8 +59,7 @@ afterEach(async () => {
 
 afterAll(async () => {
   await Promise.allSettled(routes.map((r) => r.close()));
-  server?.closeAllConnections();
-  await new Promise((resolve) => server?.close(resolve));
+  await server?.close(0);
   await resolver?.close();
   await project?.close();
   meta?.remove();

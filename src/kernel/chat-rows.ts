@@ -53,22 +53,6 @@ export async function writeChats(tx: SqlQueryable, writes: readonly ChatWrite[],
   const firstSequence = new Map<string, number>();
   const fresh = writes.filter((w) => w.create !== undefined);
   for (const w of fresh) firstSequence.set(w.id, 1);
-  await insertJson(
-    tx,
-    'kernel_executions',
-    ['id', 'agent_id', 'status', 'input', 'labels', 'output', 'created_at', 'updated_at', 'last_sequence', 'origin', 'owner', 'block_reason', 'block_ref', 'client'],
-    fresh.map((w) => {
-      const c = w.create as NonNullable<ChatWrite['create']>;
-      const blocked = w.end === undefined && w.block !== undefined;
-      return [w.id, c.agentId, w.end?.status ?? (blocked ? 'blocked' : 'running'), c.input, JSON.stringify(c.labels), w.end?.output ?? null, c.createdAt, w.end?.at ?? c.createdAt, w.events.length, 'chat', owner, blocked ? 'approval' : null, blocked ? (w.block as string) : null, c.client];
-    }),
-  );
-  await insertJson(
-    tx,
-    'kernel_execution_labels',
-    ['execution_id', 'key', 'value'],
-    fresh.flatMap((w) => Object.entries(w.create?.labels ?? {}).map(([key, value]) => [w.id, key, value])),
-  );
   const known = writes.filter((w) => w.create === undefined && (w.events.length > 0 || w.steps.length > 0 || w.end !== undefined || w.block !== undefined));
   if (known.length > 0) {
     // Only a chat not ended is written to: the row locks this takes order it after a cancel under
@@ -88,36 +72,66 @@ export async function writeChats(tx: SqlQueryable, writes: readonly ChatWrite[],
   }
   const gone = known.filter((w) => !firstSequence.has(w.id)).map((w) => w.id);
   const live = writes.filter((w) => firstSequence.has(w.id));
-  const ended = live.filter((w) => w.end !== undefined).map((w) => w.id);
+  // Only a chat written before can have signals waiting: one new in this batch was never seen by anyone.
+  const ended = live.filter((w) => w.end !== undefined && w.create === undefined).map((w) => w.id);
   if (ended.length > 0) await tx.query('delete from kernel_signals where execution_id in (select value from json_array_elements_text($1::json))', [JSON.stringify(ended)]);
-  await insertJson(
-    tx,
-    'kernel_steps',
-    ['id', 'execution_id', 'tool_id', 'arguments', 'remote', 'status', 'attempt', 'max_attempts', 'deadline', 'result', 'error', 'created_at', 'completed_at'],
-    live.flatMap((w) => w.steps.map((s) => [s.id, w.id, s.toolId, s.arguments, false, s.status, 1, 1, s.deadline, s.result ?? null, s.error ?? null, s.createdAt, s.completedAt ?? null])),
-    // A step settles once: a cancel that got there first stays.
-    "on conflict (id) do update set status = excluded.status, result = excluded.result, error = excluded.error, completed_at = excluded.completed_at where kernel_steps.status = 'running'",
-  );
-  await insertJson(
-    tx,
-    'kernel_events',
-    ['execution_id', 'sequence', 'id', 'step_id', 'type', 'timestamp', 'payload', 'causation_id', 'correlation_id'],
-    live.flatMap((w) => {
-      const first = firstSequence.get(w.id) as number;
-      return w.events.map((e, i) => [w.id, first + i, e.id, e.stepId ?? null, e.type, e.timestamp, e.payload, e.causationId, e.correlationId]);
-    }),
-  );
+  // Every row in one statement: a statement costs PGlite far more than a row does.
+  await insertJson(tx, [
+    {
+      table: 'kernel_executions',
+      columns: ['id', 'agent_id', 'status', 'input', 'labels', 'output', 'created_at', 'updated_at', 'last_sequence', 'origin', 'owner', 'block_reason', 'block_ref', 'client'],
+      rows: fresh.map((w) => {
+        const c = w.create as NonNullable<ChatWrite['create']>;
+        const blocked = w.end === undefined && w.block !== undefined;
+        return [w.id, c.agentId, w.end?.status ?? (blocked ? 'blocked' : 'running'), c.input, JSON.stringify(c.labels), w.end?.output ?? null, c.createdAt, w.end?.at ?? c.createdAt, w.events.length, 'chat', owner, blocked ? 'approval' : null, blocked ? (w.block as string) : null, c.client];
+      }),
+    },
+    {
+      table: 'kernel_execution_labels',
+      columns: ['execution_id', 'key', 'value'],
+      rows: fresh.flatMap((w) => Object.entries(w.create?.labels ?? {}).map(([key, value]) => [w.id, key, value])),
+    },
+    {
+      table: 'kernel_steps',
+      columns: ['id', 'execution_id', 'tool_id', 'arguments', 'remote', 'status', 'attempt', 'max_attempts', 'deadline', 'result', 'error', 'created_at', 'completed_at'],
+      rows: live.flatMap((w) => w.steps.map((s) => [s.id, w.id, s.toolId, s.arguments, false, s.status, 1, 1, s.deadline, s.result ?? null, s.error ?? null, s.createdAt, s.completedAt ?? null])),
+      // A step settles once: a cancel that got there first stays.
+      tail: "on conflict (id) do update set status = excluded.status, result = excluded.result, error = excluded.error, completed_at = excluded.completed_at where kernel_steps.status = 'running'",
+    },
+    {
+      table: 'kernel_events',
+      columns: ['execution_id', 'sequence', 'id', 'step_id', 'type', 'timestamp', 'payload', 'causation_id', 'correlation_id'],
+      rows: live.flatMap((w) => {
+        const first = firstSequence.get(w.id) as number;
+        return w.events.map((e, i) => [w.id, first + i, e.id, e.stepId ?? null, e.type, e.timestamp, e.payload, e.causationId, e.correlationId]);
+      }),
+    },
+  ]);
   for (const w of live) noteEvents(tx, w.id, w.events.map((e) => e.type));
   return gone;
 }
 
+interface TableRows {
+  table: string;
+  columns: readonly string[];
+  rows: readonly SqlValue[][];
+  tail?: string;
+}
+
 /**
- * Rows given as one JSON parameter, read back with the table's own row type: one statement and
- * one parameter however many rows (binding each value costs far more, in PGlite most of all).
+ * The rows of each table given as one JSON parameter, read back with the table's own row type,
+ * all tables in one statement (each insert a part of its WITH; the foreign keys are checked at
+ * its end, when every part has run): one statement and one parameter a table however many rows
+ * (binding each value, or a statement each, costs far more, in PGlite most of all).
  */
-async function insertJson(tx: SqlQueryable, table: string, columns: readonly string[], rows: readonly SqlValue[][], tail = ''): Promise<void> {
-  if (rows.length === 0) return;
-  const records = rows.map((row) => Object.fromEntries(columns.map((c, i) => [c, row[i] ?? null])));
-  const list = columns.join(', ');
-  await tx.query(`insert into ${table} (${list}) select ${list} from json_populate_recordset(null::${table}, $1::json) ${tail}`, [JSON.stringify(records)]);
+async function insertJson(tx: SqlQueryable, tables: readonly TableRows[]): Promise<void> {
+  const parts = tables.filter((t) => t.rows.length > 0);
+  if (parts.length === 0) return;
+  const inserts = parts.map(({ table, columns, tail }, i) => {
+    const list = columns.join(', ');
+    return `insert into ${table} (${list}) select ${list} from json_populate_recordset(null::${table}, $${i + 1}::json) ${tail ?? ''}`;
+  });
+  const params = parts.map(({ columns, rows }) => JSON.stringify(rows.map((row) => Object.fromEntries(columns.map((c, i) => [c, row[i] ?? null])))));
+  const [only] = inserts;
+  await tx.query(inserts.length === 1 && only !== undefined ? only : `with ${inserts.map((sql, i) => `w${i} as (${sql})`).join(', ')} select 1`, params);
 }

@@ -224,7 +224,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     const waits = config.recordChats ? createApprovalWaits({ outcome: kernelOutcome({ kernel: kernel.kernel, events: shared.kernelEvents }) }) : undefined;
     if (waits) opened.unshift({ close: async () => waits.close() });
     const metaDeps = { project, resolver: runtime.resolver, steps, threads, ...record, ...(waits ? { waits } : {}) };
-    const mcp = createMcpRoute(metaDeps, { allowedOrigins: config.mcp.allowedOrigins, maxBodyBytes: config.maxBodyBytes, callerOf: guard.callerOf, directory: shared.mcpSessions });
+    const mcp = createMcpRoute(metaDeps, { allowedOrigins: config.mcp.allowedOrigins, allowedHosts: config.allowedHosts, maxBodyBytes: config.maxBodyBytes, callerOf: guard.callerOf, directory: shared.mcpSessions });
     opened.unshift(mcp);
     const metrics = (): GatewayMetrics => ({ uptime_s: Math.round((Date.now() - startedAt) / 1000), prefetch: prefetch.counters.snapshot(), transitions: prefetch.transitions.stats() });
     const streams = new AbortController();

@@ -16,11 +16,13 @@ import type { Caller } from '../policy/caller.js';
 import { createLegacySessions, SESSION_HEADER } from './mcp-legacy-sessions.js';
 import { rpcError } from './mcp-rpc-error.js';
 import { DEFAULT_MAX_BODY_BYTES, readJsonBody } from './read-json-body.js';
-import { originAllowed } from './request-guard.js';
+import { DEFAULT_ALLOWED_HOSTS, originAccepted } from './request-guard.js';
 
 export interface McpRouteOptions {
   /** Origins a browser may call from: exact origins, or `scheme://host:*` for any port. Default: 127.0.0.1 and localhost, any port. */
   allowedOrigins?: string[];
+  /** The gateway's names (`allowed_hosts`): a page of its own origin on one of them may call. Default: localhost, 127.0.0.1, [::1]. */
+  allowedHosts?: readonly string[];
   /** Largest POST body (default 4 MiB). */
   maxBodyBytes?: number;
   /** 2025 sessions open at once (default 64); when all are open, an idle one of the client holding the most is closed for a new one. */
@@ -47,6 +49,7 @@ const DEFAULT_ORIGINS = ['http://127.0.0.1:*', 'http://localhost:*'];
 
 export function createMcpRoute(deps: MetaServerDeps, options: McpRouteOptions = {}): McpRoute {
   const allowedOrigins = options.allowedOrigins ?? DEFAULT_ORIGINS;
+  const allowedHosts = options.allowedHosts ?? DEFAULT_ALLOWED_HOSTS;
   const maxBodyBytes = positive(options.maxBodyBytes, DEFAULT_MAX_BODY_BYTES, 'maxBodyBytes');
   const callerOf = (request: Request): Caller => options.callerOf?.(request) ?? LOCAL_CALLER;
   const legacy = createLegacySessions(deps, {
@@ -72,7 +75,7 @@ export function createMcpRoute(deps: MetaServerDeps, options: McpRouteOptions = 
     const request = c.req.raw;
     if (closing) return rpcError(503, 'The gateway is shutting down; reconnect when it is back');
     const origin = request.headers.get('origin');
-    if (origin !== null && !originAllowed(origin, allowedOrigins)) {
+    if (origin !== null && !originAccepted(origin, { host: request.headers.get('host') ?? new URL(request.url).host, allowedHosts, allowedOrigins })) {
       return rpcError(403, `Origin ${JSON.stringify(origin.slice(0, 200))} may not call this gateway (DNS-rebinding protection); allowed: ${allowedOrigins.join(', ')}. Add it to the gateway's allowed origins if it is yours.`);
     }
     if (!['POST', 'GET', 'DELETE'].includes(request.method)) {

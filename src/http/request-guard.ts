@@ -55,7 +55,7 @@ export function createRequestGuard(options: RequestGuardOptions): RequestGuard {
     }
     const origin = c.req.header('origin');
     const origins = c.req.path === '/mcp' ? mcpOrigins : options.allowedOrigins;
-    if (origin !== undefined && !originAllowed(origin, origins)) {
+    if (origin !== undefined && !originAccepted(origin, { host, allowedHosts: options.allowedHosts, allowedOrigins: origins })) {
       const allowed = origins.length > 0 ? origins.join(', ') : 'none';
       return refuse(c, 403, 'permission_error', `Origin ${JSON.stringify(origin.slice(0, 200))} may not call this gateway (a web page must not drive it); allowed origins: ${allowed}. Add it to \`allowed_origins\` in .ai/config/gateway.yaml if the page is yours`);
     }
@@ -111,6 +111,25 @@ export function hostAllowed(host: string, allowed: readonly string[]): boolean {
     const e = entry.toLowerCase();
     return e === '*' || e === value || e === name;
   });
+}
+
+/**
+ * Whether a browser page of `origin` may call: one listed in `allowedOrigins`, or a page of the
+ * gateway's own origin (the request's scheme and Host, that Host one of `allowedHosts`). Such a
+ * page is no other site: a rebinding page's Host names the attacker's domain, which
+ * `allowedHosts` refuses, and a same-origin page could read the answers anyway.
+ */
+export function originAccepted(origin: string, request: { host: string; allowedHosts: readonly string[]; allowedOrigins: readonly string[] }): boolean {
+  return (hostAllowed(request.host, request.allowedHosts) && sameOrigin(origin, request.host)) || originAllowed(origin, request.allowedOrigins);
+}
+
+function sameOrigin(origin: string, host: string): boolean {
+  try {
+    const url = new URL(origin);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.host === new URL(`${url.protocol}//${host}`).host;
+  } catch {
+    return false;
+  }
 }
 
 /** `scheme://host:*` allows that host on any port; anything else must equal the request's origin. */

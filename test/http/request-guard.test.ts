@@ -102,6 +102,24 @@ describe('origins', () => {
     expect((await from('https://app.example.com', '/v1/chat/completions')).status).toBe(200);
     expect((await from('https://evil.example', '/mcp')).status).toBe(403);
   });
+
+  it("serves a page of the gateway's own origin (the Host it was asked by), and only that one", async () => {
+    const guard = createRequestGuard({ allowedHosts: ['localhost', 'gw.example.com'], allowedOrigins: [] });
+    const hono = new Hono();
+    hono.use('*', guard.middleware);
+    hono.all('*', (c) => c.json({ ok: true }));
+    const ask = (host: string, origin: string) => hono.request('http://x/v1/models', { headers: { host, origin } });
+    expect((await ask('localhost:8787', 'http://localhost:8787')).status).toBe(200);
+    expect((await ask('gw.example.com', 'https://gw.example.com')).status).toBe(200);
+    expect((await ask('LOCALHOST:8787', 'http://localhost:8787')).status).toBe(200);
+    // Another port, another name, a rebinding page (its Host is the attacker's), an opaque or odd origin: refused.
+    expect((await ask('localhost:8787', 'http://localhost:9999')).status).toBe(403);
+    expect((await ask('localhost:8787', 'http://gw.example.com:8787')).status).toBe(403);
+    expect((await ask('evil.example:8787', 'http://evil.example:8787')).status).toBe(403);
+    expect((await ask('localhost:8787', 'null')).status).toBe(403);
+    expect((await ask('localhost:8787', 'file://localhost:8787')).status).toBe(403);
+    expect((await ask('localhost:8787', 'http://localhost:8787@evil.example')).status).toBe(403);
+  });
 });
 
 describe('hostAllowed', () => {

@@ -150,6 +150,8 @@ describe('/mcp over Streamable HTTP', () => {
     const local = await fetch(`${base}/site`, { method: 'POST', headers: { ...HEADERS, origin: 'http://localhost:5173' }, body: JSON.stringify(INITIALIZE) });
     expect(local.status).toBe(403);
     await local.text();
+    // A page of the gateway's own origin is no other site, listed or not.
+    expect((await initialize('/site', { origin: base })).status).toBe(200);
   });
 
   it('refuses a body over the cap (413), declared or streamed', async () => {

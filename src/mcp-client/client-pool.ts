@@ -8,6 +8,7 @@ import { classifyCallError } from './mcp-errors.js';
 import { parseMcpServerSpec, specKey, type McpServerSpec } from './server-spec.js';
 import type { McpServerSandbox } from './stdio-child.js';
 import { linkSignal, untilAborted } from './signals.js';
+import { cachedToolList, type ToolListCache } from './tool-list-cache.js';
 import { fetchToolCatalog, findTool, unknownToolError, type McpToolInfo } from './tool-catalog.js';
 
 export type { McpCallResult } from './call-result.js';
@@ -65,7 +66,7 @@ const optionsSchema = z.strictObject({
 
 const argsSchema = z.record(z.string(), z.unknown());
 
-interface Entry {
+interface Entry extends ToolListCache {
   readonly spec: McpServerSpec;
   readonly key: string;
   /** Aborts this entry's connect when it is retired before the handshake finished. */
@@ -73,10 +74,6 @@ interface Entry {
   readonly connecting: Promise<McpConnection>;
   /** Set once connected: the protocol revision agreed with the server. */
   protocolVersion: string | undefined;
-  tools: { list: McpToolInfo[]; fetchedAt: number } | undefined;
-  toolsFetch: { version: number; promise: Promise<McpToolInfo[]> } | undefined;
-  /** Bumped by `tools/list_changed`, so a listing that started before the notice is not cached as current. */
-  toolsVersion: number;
 }
 
 const MIB = 1024 * 1024;
@@ -217,30 +214,8 @@ export function createMcpClientPool(options: McpClientPoolOptions = {}): McpClie
     }
   }
 
-  /** The cached list while fresh; otherwise one shared fetch per list version. */
-  async function catalog(entry: Entry, connection: McpConnection, signal: AbortSignal | undefined, force: boolean) {
-    if (!force && entry.tools !== undefined && now() - entry.tools.fetchedAt < schemaTtlMs) {
-      return { list: entry.tools.list, fetched: false };
-    }
-    const version = entry.toolsVersion;
-    if (force || entry.toolsFetch?.version !== version) {
-      const promise = fetchToolCatalog(connection.client, entry.spec.name, callTimeoutMs).then((list) => {
-        if (entry.toolsVersion === version) entry.tools = { list, fetchedAt: now() };
-        return list;
-      });
-      promise.catch(() => undefined);
-      const fetch = { version, promise };
-      entry.toolsFetch = fetch;
-      void promise.finally(() => {
-        if (entry.toolsFetch === fetch) entry.toolsFetch = undefined;
-      }).catch(() => undefined);
-    }
-    const shared = entry.toolsFetch?.promise;
-    if (shared === undefined) throw new Error('unreachable: no tools fetch in flight');
-    // The fetch is shared, so one caller's abort must not cancel it for the others.
-    const list = await untilAborted(shared, signal, () => signalAbortError());
-    return { list, fetched: true };
-  }
+  const catalog = (entry: Entry, connection: McpConnection, signal: AbortSignal | undefined, force: boolean) =>
+    cachedToolList(entry, () => fetchToolCatalog(connection.client, entry.spec.name, callTimeoutMs), { ttlMs: schemaTtlMs, now, force, signal });
 
   return {
     async listTools(spec, signal) {
@@ -301,11 +276,6 @@ export function createMcpClientPool(options: McpClientPoolOptions = {}): McpClie
       return { connections: entries.size, spawned, pids: [...livePids], protocols };
     },
   };
-}
-
-// classifyCallError reads `signal.aborted`; this only has to be some non-Kiwi error.
-function signalAbortError(): Error {
-  return new Error('aborted by the caller');
 }
 
 function nameOf(spec: unknown): string {

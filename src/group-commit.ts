@@ -24,7 +24,7 @@ export interface GroupCommitOptions<T> {
   maxBatch: number;
   /** Items kept while the store is away; beyond, the oldest go. */
   maxWaiting: number;
-  /** Told once per failing spell, and of every drop. */
+  /** Told once per failing spell, and once per spell that drops items. */
   onFailure(message: string): void;
   /** What an item is and where it goes, for messages: "record", "Postgres". */
   what: string;
@@ -40,6 +40,8 @@ export function createGroupCommit<T>(options: GroupCommitOptions<T>): GroupCommi
   let writing: Promise<void> | undefined;
   let retry: NodeJS.Timeout | undefined;
   let failing = false;
+  /** Drops are told once per failing spell, not once per item. */
+  let toldDrops = false;
 
   async function drain(): Promise<void> {
     while (queue.length > 0) {
@@ -58,6 +60,7 @@ export function createGroupCommit<T>(options: GroupCommitOptions<T>): GroupCommi
         return;
       }
       failing = false;
+      toldDrops = false;
       queue.splice(0, batch.length);
       for (const w of batch) w.settle();
     }
@@ -84,7 +87,8 @@ export function createGroupCommit<T>(options: GroupCommitOptions<T>): GroupCommi
       if (queue.length > options.maxWaiting) {
         const dropped = queue.splice(0, queue.length - options.maxWaiting);
         for (const w of dropped) w.settle();
-        options.onFailure(`more than ${options.maxWaiting} ${options.what}s wait for ${options.store}; the oldest ${dropped.length} are dropped`);
+        if (!toldDrops) options.onFailure(`more than ${options.maxWaiting} ${options.what}s wait for ${options.store}; the oldest are dropped until it answers`);
+        toldDrops = true;
       }
       kick();
       return written;

@@ -12,10 +12,10 @@ import { createHourlyTotals, ledgerKeyName } from './hourly-totals.js';
  * share a server (`DATABASE_URL`): every replica charges the same clients, so each must count
  * what the others charged.
  *
- * What this process records counts here at once and is written in group commits (group-commit.ts):
- * `record` resolves once its row is in. What others recorded is read when a request is admitted (`refresh(keys)`), for the
- * keys it needs: one query per key, summed per hour by the server, of every row this process did
- * not write. Own and others' totals are kept apart, so a row is never counted twice however a
+ * What this process records counts here at once and is written in group commits
+ * (group-commit.ts): `record` resolves once its row is in. What others recorded is read when a
+ * request is admitted (`refresh(keys)`), for the keys it needs: one query per key, summed per
+ * hour by the server, of every row this process did not write. Own and others' totals are kept apart, so a row is never counted twice however a
  * write and a read interleave. A batch that cannot be written is kept and tried again (the totals
  * here already count it); past `MAX_PENDING` entries the oldest are dropped, with a message.
  */

@@ -45,6 +45,16 @@ afterEach(async () => {
 });
 
 describe('createAuditLog', () => {
+  it('resolves an append once its record is on disk, with no wait for company by default', async () => {
+    const log = open();
+    await log.append(rec('c1'));
+    // Read without flush or close: the record is already in the file.
+    expect((await lines(log.path())).map((l) => (JSON.parse(l) as AuditRecord).call_id)).toEqual(['c1']);
+    await Promise.all([log.append(rec('c2')), log.append(rec('c3'))]);
+    expect((await lines(log.path())).map((l) => (JSON.parse(l) as AuditRecord).call_id)).toEqual(['c1', 'c2', 'c3']);
+    expect(log.stats()).toMatchObject({ written: 3, dropped: 0 });
+  });
+
   it('round-trips records through the file and the reader', async () => {
     const log = open();
     const records: AuditRecord[] = [

@@ -66,6 +66,10 @@ export function gatewayReport(input: GatewayBenchInput) {
   const prefetchCost = gatewayNoPrefetch === undefined || gatewayNoPrefetch.rps === 0 ? null : round(1 - input.load.gateway.rps / gatewayNoPrefetch.rps, 3);
   // What recording each chat as a kernel execution costs (kernel.record_chats).
   const recordingCost = gatewayNoRecording === undefined || gatewayNoRecording.rps === 0 ? null : round(1 - input.load.gateway.rps / gatewayNoRecording.rps, 3);
+  // The same on the thread that serves requests alone: its busy time per request, recorded or not.
+  const recordedUs = input.load.gateway.threadUsPerRequest;
+  const unrecordedUs = gatewayNoRecording?.threadUsPerRequest;
+  const recordingThreadCost = recordedUs === undefined || unrecordedUs === undefined || recordedUs === 0 ? null : round(1 - unrecordedUs / recordedUs, 3);
   // Loop overhead per request: what is left of the total after the parts measured on their own.
   // Resolution is timed separately in the gateway process; its i-th sample is paired with the i-th request.
   const overhead = intents.map((s, i) => s.totalMs - s.turn1Ms - s.turn2Ms - s.toolMs - (input.resolveMs[i] ?? 0));
@@ -87,7 +91,12 @@ export function gatewayReport(input: GatewayBenchInput) {
       ...(gatewayNoPrefetch === undefined ? {} : { via_gateway_without_prefetch: round(gatewayNoPrefetch.rps, 1) }),
       ...(gatewayNoRecording === undefined ? {} : { via_gateway_without_recording: round(gatewayNoRecording.rps, 1) }),
     },
-    ratios: { throughput_vs_bare_proxy: vsBareProxy, prefetch_throughput_cost: prefetchCost, recording_throughput_cost: recordingCost },
+    ratios: { throughput_vs_bare_proxy: vsBareProxy, prefetch_throughput_cost: prefetchCost, recording_throughput_cost: recordingCost, recording_request_thread_cost: recordingThreadCost },
+    request_thread_us_per_request: {
+      what: "CPU time of the gateway process's main thread per request under load (Linux /proc); the embedded PGlite runs on a thread of its own",
+      via_gateway: recordedUs === undefined ? null : round(recordedUs, 1),
+      via_gateway_without_recording: unrecordedUs === undefined ? null : round(unrecordedUs, 1),
+    },
     added_ms_new_message: {
       requests: input.newMessages.gateway.firstToken.length,
       menu: input.project.tools <= input.project.toolMenu ? 'the whole catalog, no search (it fits the menu)' : 'searched for each new message',
@@ -192,7 +201,7 @@ export function printGatewayReport(r: GatewayReport): void {
     `goal: added p50 ≤ ${GOAL.p50Ms} ms and p99 ≤ ${GOAL.p99Ms} ms for pass-through — first token ${yes(r.goal.first_token_met)} (p50 ${r.added_ms.first_token.p50.toFixed(3)}, p99 ${r.added_ms.first_token.p99.toFixed(3)}), full response ${yes(r.goal.full_response_met)} (p50 ${r.added_ms.full_response.p50.toFixed(3)}, p99 ${r.added_ms.full_response.p99.toFixed(3)})`,
     `goal: throughput ≥ ${GOAL.throughputVsBareProxy} of the bare proxy's — ${r.ratios.throughput_vs_bare_proxy ?? '-'}: ${yes(r.goal.throughput_met)}`,
     `goal: prefetch costs ≤ ${GOAL.prefetchThroughputCost} of throughput — ${r.ratios.prefetch_throughput_cost ?? '- (run without --no-prefetch to measure)'}${r.goal.prefetch_cost_met === null ? '' : `: ${yes(r.goal.prefetch_cost_met)}`}`,
-    `recording chats as kernel executions costs ${r.ratios.recording_throughput_cost ?? '-'} of throughput`,
+    `recording chats as kernel executions costs ${r.ratios.recording_throughput_cost ?? '-'} of throughput, ${r.ratios.recording_request_thread_cost ?? '-'} of the request thread (${r.request_thread_us_per_request.via_gateway ?? '-'} µs of it a chat recorded, ${r.request_thread_us_per_request.via_gateway_without_recording ?? '-'} not)`,
   ];
   console.log(lines.join('\n'));
 }

@@ -34,6 +34,8 @@ export interface LoadResult {
   seconds: number;
   rps: number;
   latency: number[];
+  /** Through a gateway in the bench's process: its main thread's busy time per request (event-loop utilisation), in µs. */
+  threadUsPerRequest?: number;
 }
 
 export interface IntentSample {

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -103,14 +104,14 @@ export async function runGatewayBench(argv: string[]): Promise<void> {
     console.error(`load: ${settings.concurrency} clients × ${settings.seconds} s, direct, via the gateway, via the bare proxy${settings.prefetch ? ', via a gateway without prefetch' : ''}, via a gateway without recording…`);
     const loadArgs = { concurrency: settings.concurrency, seconds: settings.seconds };
     const loadDirect = await helper.call<LoadResult>('load', { ...loadArgs, url: targets.direct });
-    const loadGateway = await profiled('load', 1, () => helper.call<LoadResult>('load', { ...loadArgs, url: targets.gateway }));
+    const loadGateway = await profiled('load', 1, () => onRequestThread(() => helper.call<LoadResult>('load', { ...loadArgs, url: targets.gateway })));
     const loadProxy = await helper.call<LoadResult>('load', { ...loadArgs, url: proxyUrl });
     // What prefetch costs: the same load through a second gateway with prefetch off.
     let loadNoPrefetch: LoadResult | undefined;
     if (settings.prefetch) {
       const bare = await openComparisonGateway(upstream.ready.url, { prefetch: false });
       try {
-        loadNoPrefetch = await helper.call<LoadResult>('load', { ...loadArgs, url: `${bare.url}/v1/chat/completions` });
+        loadNoPrefetch = await onRequestThread(() => helper.call<LoadResult>('load', { ...loadArgs, url: `${bare.url}/v1/chat/completions` }));
       } finally {
         await bare.close();
       }
@@ -119,7 +120,7 @@ export async function runGatewayBench(argv: string[]): Promise<void> {
     const unrecorded = await openComparisonGateway(upstream.ready.url, { prefetch: settings.prefetch, recordChats: false });
     let loadNoRecording: LoadResult;
     try {
-      loadNoRecording = await helper.call<LoadResult>('load', { ...loadArgs, url: `${unrecorded.url}/v1/chat/completions` });
+      loadNoRecording = await onRequestThread(() => helper.call<LoadResult>('load', { ...loadArgs, url: `${unrecorded.url}/v1/chat/completions` }));
     } finally {
       await unrecorded.close();
     }
@@ -164,6 +165,34 @@ export async function runGatewayBench(argv: string[]): Promise<void> {
     await project?.remove();
   }
 }
+
+/**
+ * A load through a gateway served by this process, with the CPU time its main thread (where
+ * requests are served; the kernel's PGlite has a thread of its own) used per request. CPU time,
+ * not busy wall time: on a machine with more busy threads than cores a thread is also busy while
+ * it waits for a core.
+ */
+async function onRequestThread(phase: () => Promise<LoadResult>): Promise<LoadResult> {
+  const before = mainThreadCpuUs();
+  const result = await phase();
+  const after = mainThreadCpuUs();
+  return before === undefined || after === undefined || result.requests === 0 ? result : { ...result, threadUsPerRequest: (after - before) / result.requests };
+}
+
+/** This process's main thread's CPU time (user and system) from /proc, in µs; undefined where there is no /proc (not Linux). */
+function mainThreadCpuUs(): number | undefined {
+  try {
+    // Fields after the command name (which may hold spaces, so split after its closing parenthesis): utime and stime are the 12th and 13th.
+    const stat = readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS_PER_S;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Linux's USER_HZ: /proc counts CPU time in hundredths of a second on every architecture Node runs on. */
+const CLOCK_TICKS_PER_S = 100;
 
 /** A second gateway on its own copy of the project, listening: with prefetch or recording off, the baseline of what it costs. */
 async function openComparisonGateway(upstreamUrl: string, options: { prefetch: boolean; recordChats?: boolean }): Promise<{ url: string; close(): Promise<void> }> {

@@ -97,6 +97,8 @@ export function createMcpClientPool(options: McpClientPoolOptions = {}): McpClie
   const entries = new Map<string, Entry>();
   const closing = new Set<{ name: string; done: Promise<void> }>();
   const livePids = new Set<number>();
+  /** Servers (by spec) that refused the 2026-07-28 probe: a reconnect starts them once, not twice. */
+  const legacyServers = new Set<string>();
   const poolAbort = new AbortController();
   let spawned = 0;
   let closed = false;
@@ -120,6 +122,12 @@ export function createMcpClientPool(options: McpClientPoolOptions = {}): McpClie
         addressGuard,
         ...(options.sandbox ? { sandbox: options.sandbox } : {}),
         signal: AbortSignal.any([poolAbort.signal, abort.signal]),
+        knownLegacy: legacyServers.has(key),
+        onProbeRefused() {
+          // The registry names a bounded set of servers; the cap is only a backstop.
+          if (legacyServers.size >= 1000) legacyServers.clear();
+          legacyServers.add(key);
+        },
         onSpawn(pid) {
           spawned += 1;
           livePids.add(pid);

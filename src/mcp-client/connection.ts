@@ -40,6 +40,10 @@ export interface ConnectionOptions {
   onClose(connection: McpConnection): void;
   onToolsChanged(connection: McpConnection): void;
   signal?: AbortSignal;
+  /** The server refused the 2026-07-28 probe before: it gets the 2025 handshake at once. */
+  knownLegacy?: boolean;
+  /** Told when a stdio server refuses the probe, so the next connection need not ask again. */
+  onProbeRefused?(): void;
 }
 
 /**
@@ -60,7 +64,7 @@ const TERMINATE_SESSION_WAIT_MS = 2000;
  */
 export async function openMcpConnection(spec: McpServerSpec, options: ConnectionOptions): Promise<McpConnection> {
   // The HTTP+SSE transport predates 2026-07-28: no server behind it speaks the new protocol.
-  if (spec.transport === 'sse') return open(spec, options, 'legacy');
+  if (spec.transport === 'sse' || options.knownLegacy === true) return open(spec, options, 'legacy');
   try {
     return await open(spec, options, 'auto');
   } catch (error) {
@@ -68,6 +72,7 @@ export async function openMcpConnection(spec: McpServerSpec, options: Connection
     // no revision of 2026-07-28 or later is a 2025 server: a fresh child gets the 2025 handshake.
     // Over HTTP the same error means an outage or a 5xx, which the caller is told as it is.
     if (!(error instanceof ProbeRefused)) throw error;
+    options.onProbeRefused?.();
     return open(spec, options, 'legacy');
   }
 }

@@ -81,6 +81,10 @@ describe('2025 servers', () => {
     expect((await pool.callTool(flaky('--exit-on-probe'), 'echo', { text: 'strict' })).text).toBe('strict');
     const { spawned, pids, protocols } = pool.stats();
     expect({ spawned, running: pids.length, protocols }).toEqual({ spawned: 2, running: 1, protocols: { flaky: '2025-11-25' } });
+    // Started again (it was closed), it is not probed again: one more child, not two.
+    await pool.closeServer('flaky');
+    expect((await pool.callTool(flaky('--exit-on-probe'), 'echo', { text: 'again' })).text).toBe('again');
+    expect(pool.stats()).toMatchObject({ spawned: 3, protocols: { flaky: '2025-11-25' } });
   });
 
   it('get it when server/discover offers no revision the gateway speaks', async () => {

@@ -5,7 +5,8 @@
  * number of replicas.
  */
 
-export type SlotTake = { ok: true; release(): void } | { ok: false; running: number };
+/** `release` resolves once the slot is free for the client's next request, wherever it lands; never rejects. */
+export type SlotTake = { ok: true; release(): Promise<void> } | { ok: false; running: number };
 
 export interface RequestSlots {
   /** One of the client's `max` slots, released (once) when the request ends; or how many it has running now. */
@@ -24,7 +25,7 @@ export function createMemoryRequestSlots(): RequestSlots {
       let released = false;
       return {
         ok: true,
-        release() {
+        async release() {
           if (released) return;
           released = true;
           const left = (running.get(client) ?? 1) - 1;

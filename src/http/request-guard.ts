@@ -89,11 +89,13 @@ export function createRequestGuard(options: RequestGuardOptions): RequestGuard {
     try {
       await next();
     } catch (error) {
-      end();
+      await end();
       throw error;
     }
-    // A response the handler wrote to Node itself has ended by now: its handler awaited it.
-    if (sentDirectly(c.res)) end();
+    // A response the handler wrote to Node itself has ended by now (its handler awaited it): a
+    // streamed chat's slot is freed just after its end, so a client's next request may, rarely,
+    // reach another replica before that. Any other response ends only once its slot is free.
+    if (sentDirectly(c.res) || c.res.body === null) await end();
     else c.res = trackBody(c.res, end);
   };
 

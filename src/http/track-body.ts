@@ -1,7 +1,10 @@
-/** Calls `done` once the response body has been sent or abandoned (SSE streams stay open while a tool runs). */
-export function trackBody(response: Response, done: () => void): Response {
+/**
+ * Calls `done` once the response body has been sent or abandoned (SSE streams stay open while a
+ * tool runs); a body that ends waits for `done` before its end goes out.
+ */
+export function trackBody(response: Response, done: () => void | Promise<void>): Response {
   if (response.body === null) {
-    done();
+    void done();
     return response;
   }
   const reader = response.body.getReader();
@@ -10,16 +13,16 @@ export function trackBody(response: Response, done: () => void): Response {
       try {
         const { done: finished, value } = await reader.read();
         if (finished) {
+          await done();
           controller.close();
-          done();
         } else controller.enqueue(value);
       } catch (error) {
         controller.error(error);
-        done();
+        void done();
       }
     },
     async cancel(reason) {
-      done();
+      void done();
       await reader.cancel(reason).catch(() => undefined);
     },
   });

@@ -41,12 +41,12 @@ export function createRedisRequestSlots(redis: Redis, options: { url: string; pr
       let released = false;
       return {
         ok: true,
-        release() {
+        async release() {
           if (released) return;
           released = true;
           leases.remove(key(client), id);
           // If this fails (Redis away), the lease is no longer renewed and lapses within its TTL.
-          redis.zRem(key(client), id).catch(() => undefined);
+          await redis.zRem(key(client), id).catch(() => undefined);
         },
       };
     },

@@ -63,6 +63,35 @@ describe('request guard', () => {
     expect(((await res.json()) as { error: { message: string } }).error.message).toBe('Redis (redis://cache:6379) did not answer a concurrency check: connection refused; requests are refused until it answers again');
   });
 
+  it('ends a response only once its slot is free (shared slots are released over the network)', async () => {
+    const order: string[] = [];
+    let releases = 0;
+    const slots = {
+      acquire: async () => ({
+        ok: true as const,
+        release: async () => {
+          releases += 1;
+          await new Promise((resolve) => setTimeout(resolve, 20));
+          order.push('released');
+        },
+      }),
+      held: () => ({}),
+    };
+    const guard = createRequestGuard({ allowedHosts: ['localhost'], allowedOrigins: [], auth, slots });
+    const hono = new Hono();
+    hono.use('*', guard.middleware);
+    hono.post('/v1/chat/completions', (c) => c.json({ ran: true }));
+    hono.post('/v1/empty', (c) => c.body(null, 204));
+    const res = await post(hono, 'a');
+    expect(await res.json()).toEqual({ ran: true });
+    order.push('body ended');
+    const empty = await post(hono, 'a', '/v1/empty');
+    order.push('empty answered');
+    expect(empty.status).toBe(204);
+    expect(order).toEqual(['released', 'body ended', 'released', 'empty answered']);
+    expect(releases).toBe(2);
+  });
+
   it('answers refusals on /mcp as JSON-RPC, and 401 with WWW-Authenticate', async () => {
     const { hono } = app(2);
     const res = await hono.request('/mcp', { method: 'POST' });

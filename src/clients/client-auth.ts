@@ -60,11 +60,12 @@ interface Loaded {
 }
 
 const MAX_HEADER = 512;
-/** An unknown key makes the store be looked at again at once, but no more often than this (a flood of wrong keys must not become a flood of reads). */
+/** An unknown key makes the store be looked at again at once, but no more often than this (a flood of wrong keys must not become a flood of reads); a store may say less. */
 const MISS_RECHECK_MS = 250;
 
 export function createClientAuth(options: ClientAuthOptions): ClientAuth {
   const recheckMs = options.recheckMs ?? 1000;
+  const missRecheckMs = options.store.missRecheckMs ?? MISS_RECHECK_MS;
   const now = options.now ?? Date.now;
   let loaded: Loaded | undefined;
   let checkedAt = -Infinity;
@@ -99,13 +100,13 @@ export function createClientAuth(options: ClientAuthOptions): ClientAuth {
 
   /**
    * The store read again for a key it does not know: at once, unless it was read for a miss less
-   * than MISS_RECHECK_MS ago; then after the rest of that time. Misses meanwhile wait for the same
+   * than missRecheckMs ago; then after the rest of that time. Misses meanwhile wait for the same
    * read: a key just made elsewhere is served after at most that wait, never refused, and a flood
-   * of wrong keys reads the store at most once per MISS_RECHECK_MS.
+   * of wrong keys reads the store at most once per missRecheckMs.
    */
   function reloadForMiss(): Promise<Loaded> {
     missReload ??= (async () => {
-      const wait = missedAt + MISS_RECHECK_MS - now();
+      const wait = missedAt + missRecheckMs - now();
       if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
       missedAt = now();
       return current(true);
@@ -129,9 +130,9 @@ export function createClientAuth(options: ClientAuthOptions): ClientAuth {
     const presented = presentedKey(headers);
     if (presented.ok && !store.byHash.has(hashKey(presented.key))) {
       // Open on loopback, every client's SDK sends some key: it is served anyway, so it never
-      // waits for a look, and looks at most every MISS_RECHECK_MS for a first key made elsewhere.
+      // waits for a look, and looks at most every missRecheckMs for a first key made elsewhere.
       const open = store.total === 0 && options.openWithoutKeys;
-      if (!open || now() - missedAt >= MISS_RECHECK_MS) store = await reloadForMiss();
+      if (!open || now() - missedAt >= missRecheckMs) store = await reloadForMiss();
     }
     if (store.error !== undefined) return { ok: false, status: 503, message: `The gateway's key store cannot be read, so no request is served: ${store.error}` };
     if (store.total === 0 && options.openWithoutKeys) return { ok: true, caller: LOCAL_CALLER };

@@ -53,6 +53,11 @@ export interface KeyStore {
   read(): Promise<KeyFile>;
   /** Changes whenever the keys do; cheap, for a gateway that looks every second. */
   stamp(): Promise<string>;
+  /**
+   * How often a key the gateway does not know may make it look at the store again (client-auth.ts);
+   * absent, 250 ms: a flood of wrong keys must not become a flood of reads of a shared store.
+   */
+  readonly missRecheckMs?: number;
   create(client: string, options?: KeyGrants & { policy?: string; now?: Date }): Promise<CreatedKey>;
   revoke(idOrClient: string, now?: Date): Promise<KeyRecord[]>;
 }
@@ -62,6 +67,8 @@ export function fileKeyStore(file: string): KeyStore {
     where: file,
     read: () => readKeyFile(file),
     stamp: () => fileStamp(file),
+    // Looking is one stat of the file (read only if it changed): every unknown key may look at once.
+    missRecheckMs: 0,
     create: (client, options) => createKey(file, client, options),
     revoke: (idOrClient, now) => revokeKeys(file, idOrClient, now),
   };

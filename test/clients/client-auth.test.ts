@@ -68,7 +68,8 @@ describe('client auth', () => {
     await createKey(file, 'first');
     const store = fileKeyStore(file);
     let stamps = 0;
-    const counted = { ...store, stamp: () => (stamps++, store.stamp()) };
+    // A store shared by replicas: its looks are rationed (250 ms by default).
+    const counted = { ...store, missRecheckMs: undefined, stamp: () => (stamps++, store.stamp()) };
     const policy = createPermissionContext(temp.root, { ...emptyRules(), tools: ['*'] }, 'policy test');
     const a = createClientAuth({ root: temp.root, store: counted, policy, openWithoutKeys: false, recheckMs: 60_000, now: () => clock });
     expect(await a.mode()).toMatchObject({ mode: 'keys', activeKeys: 1 });
@@ -96,12 +97,28 @@ describe('client auth', () => {
   it('open on loopback, serves the placeholder keys SDKs send without waiting, looking at the store at most every 250 ms', async () => {
     const store = fileKeyStore(file);
     let stamps = 0;
-    const counted = { ...store, stamp: () => (stamps++, store.stamp()) };
+    // A store shared by replicas asks for the 250 ms throttle (the file's own looks are one stat: below).
+    const counted = { ...store, missRecheckMs: 250, stamp: () => (stamps++, store.stamp()) };
     const policy = createPermissionContext(temp.root, { ...emptyRules(), tools: ['*'] }, 'policy test');
     const a = createClientAuth({ root: temp.root, store: counted, policy, openWithoutKeys: true, recheckMs: 60_000, now: () => clock });
     for (let i = 0; i < 20; i++) expect(await a.authenticate({ authorization: 'Bearer unused' })).toMatchObject({ ok: true, caller: { client: 'local' } });
     // The first look, and the one for the first placeholder key; none for the other 19.
     expect(stamps).toBe(2);
+  });
+
+  it('looks at a key file again for every unknown key, with no wait: a look is one stat, the file read only when it changed', async () => {
+    await createKey(file, 'first');
+    const store = fileKeyStore(file);
+    let stamps = 0;
+    let reads = 0;
+    const counted = { ...store, stamp: () => (stamps++, store.stamp()), read: () => (reads++, store.read()) };
+    const policy = createPermissionContext(temp.root, { ...emptyRules(), tools: ['*'] }, 'policy test');
+    const a = createClientAuth({ root: temp.root, store: counted, policy, openWithoutKeys: false, recheckMs: 60_000, now: () => clock });
+    for (let i = 0; i < 3; i++) expect(await a.authenticate({ authorization: `Bearer kiwi_00000000_wrong${i}` })).toMatchObject({ ok: false, status: 401 });
+    expect({ stamps, reads }).toEqual({ stamps: 4, reads: 1 });
+    const { key } = await createKey(file, 'second');
+    expect(await a.authenticate({ authorization: `Bearer ${key}` })).toMatchObject({ ok: true, caller: { client: 'second' } });
+    expect(reads).toBe(2);
   });
 
   it('revoking the last key locks the gateway shut, not open, even on loopback', async () => {

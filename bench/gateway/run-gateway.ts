@@ -81,7 +81,7 @@ export async function runGatewayBench(argv: string[]): Promise<void> {
     const proxyUrl = `${proxy.url}/v1/chat/completions`;
 
     console.error(`pass-through: ${settings.warmup} + ${settings.requests} rounds of streaming requests (direct, gateway, reference proxy)…`);
-    // --cpu-profile DIR: the gateway process's CPU profile of the pass-through, load and intent phases.
+    // --cpu-profile DIR: the gateway process's CPU profile of the pass-through, load (recorded and not) and intent phases.
     const profileDir = values['cpu-profile'];
     const profileLines: string[] = [];
     const profiled = async <T>(name: string, requests: number, phase: () => Promise<T>): Promise<T> => {
@@ -120,7 +120,7 @@ export async function runGatewayBench(argv: string[]): Promise<void> {
     const unrecorded = await openComparisonGateway(upstream.ready.url, { prefetch: settings.prefetch, recordChats: false });
     let loadNoRecording: LoadResult;
     try {
-      loadNoRecording = await onRequestThread(() => helper.call<LoadResult>('load', { ...loadArgs, url: `${unrecorded.url}/v1/chat/completions` }));
+      loadNoRecording = await profiled('load-unrecorded', 1, () => onRequestThread(() => helper.call<LoadResult>('load', { ...loadArgs, url: `${unrecorded.url}/v1/chat/completions` })));
     } finally {
       await unrecorded.close();
     }

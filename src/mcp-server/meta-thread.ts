@@ -127,8 +127,25 @@ async function stream(store: ThreadStore, id: string, first: ThreadLine[], p: { 
   const deadline = Date.now() + (p.wait_s ?? 30) * 1000;
   let lines = first;
   const ended = (): Promise<boolean> => isThreadOver(store, id, lines);
-  while (lines.length <= after && !(await ended()) && Date.now() < deadline && (await abortableDelay(POLL_MS, signal))) {
+  if (lines.length <= after) {
+    // The stamp, then the transcript: a line written after the stamp moves it, so none is missed.
+    let seen = await store.stamp(id);
     lines = await store.read(id);
+    // Each beat looks at the stamp; the transcript is read again only when it moved.
+    const fresh = async (): Promise<void> => {
+      const now = await store.stamp(id);
+      if (now === seen) return;
+      seen = now;
+      lines = await store.read(id);
+    };
+    while (lines.length <= after && Date.now() < deadline) {
+      if (await ended()) {
+        await fresh(); // what its writer wrote before it let go
+        break;
+      }
+      if (!(await abortableDelay(POLL_MS, signal))) break;
+      await fresh();
+    }
   }
   const shown = capped(lines.slice(after, after + MAX_STREAM_LINES));
   const next = after + shown.length;

@@ -59,6 +59,11 @@ export function fileThreadStore(root: string): ThreadStore {
       }
       return transcript(text.split('\n'), id);
     },
+    async stamp(id) {
+      const info = statSync(fileOf(id), { throwIfNoEntry: false });
+      if (info === undefined) throw noSuchThread(id);
+      return `${info.size}:${info.mtimeMs}`;
+    },
     async readHeader(id) {
       const header = headerOf((await readEdges(fileOf(id))).header, id);
       if (header === undefined) throw noSuchThread(id);

@@ -117,6 +117,12 @@ export function sqlThreadStore(db: SqlDb, options: SqlThreadStoreOptions = {}): 
       const rows = await db.query<{ line: string }>('select line from thread_lines where thread_id = $1 and seq <= $2 order by seq', [id, row.lines]);
       return transcript(rows.map((r) => r.line), id);
     },
+    async stamp(id) {
+      checkThreadId(id);
+      const [row] = await db.query<{ lines: number | string }>('select lines from threads where id = $1', [id]);
+      if (row === undefined) throw noSuchThread(id);
+      return String(row.lines);
+    },
     async readHeader(id) {
       checkThreadId(id);
       const [row] = await db.query<{ header: string }>('select header from threads where id = $1', [id]);

@@ -67,6 +67,11 @@ export interface ThreadStore {
   reopen(id: string, resume: ResumeRecord): Promise<ThreadWriter>;
   /** Every line of a thread, in order (one torn by a crash, or not a thread's line, left out); NOT_FOUND, PAYLOAD_TOO_LARGE past the read cap. */
   read(id: string): Promise<ThreadLine[]>;
+  /**
+   * Changes whenever a line is written to the thread, and costs far less than `read`: followers
+   * look at it on every beat and read again only when it moved. NOT_FOUND when there is no such thread.
+   */
+  stamp(id: string): Promise<string>;
   /** A thread's first line only; NOT_FOUND when there is no such thread. */
   readHeader(id: string): Promise<ThreadHeader>;
   /** The most recently written first. */

@@ -46,8 +46,11 @@ describe.skipIf(!postgresAvailable())('threads in Postgres', () => {
     const writer = await a.create(header(id));
     expect(await b.readHeader(id)).toMatchObject({ id, directive: 'review_changes', client: 'local', inputs: { focus: 'docs' } });
     expect((await b.list()).find((t) => t.header.id === id)).toMatchObject({ running: true });
-    // Each line is there for the other replica as soon as append resolves.
+    // Each line is there for the other replica as soon as append resolves, and moves the stamp followers look at.
+    const before = await b.stamp(id);
+    expect(await b.stamp(id)).toBe(before);
     await writer.append({ type: 'turn', turn: 1, text: 'Looking.' });
+    expect(await b.stamp(id)).not.toBe(before);
     expect(types(await b.read(id))).toEqual(['thread', 'turn']);
     expect(await isThreadOver(b, id, await b.read(id))).toBe(false);
     await writer.append({ type: 'call', call_id: 'c1', tool: 'git_status', arguments: {} });
@@ -139,6 +142,12 @@ describe.skipIf(!postgresAvailable())('threads in Postgres', () => {
     // The size is checked before any line is read.
     await db.query('update threads set bytes = 40000000 where id = $1', [id]);
     expect(await refusal(store.read(id))).toBe(`PAYLOAD_TOO_LARGE: thread ${id} is 40000000 bytes, more than the ${32 * 1024 * 1024} read back; read it in the threads table of DATABASE_URL with other tools`);
+  });
+
+  it("answers a stamp only for a thread that exists, by a thread's id", async () => {
+    const store = sqlThreadStore(db);
+    await expect(store.stamp(randomUUID())).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(store.stamp("x' or '1'='1")).rejects.toMatchObject({ code: 'INVALID_INPUT' });
   });
 
   it('takes an id only as a thread id, never a path or SQL, and leaves out forged lines and headers', async () => {

@@ -17,6 +17,21 @@ afterEach(() => {
 
 const header = (id: string): ThreadHeader => ({ type: 'thread', id, directive: 'd', inputs: {}, model: 'm', client: 'local', depth: 1, started_at: new Date().toISOString() });
 
+describe("a thread file's stamp", () => {
+  it('moves when a line is written, stays otherwise, and is NOT_FOUND for no thread', async () => {
+    const store = fileThreadStore(root);
+    const id = '0190d2a0-0000-7000-8000-000000000001';
+    const w = await store.create(header(id));
+    const before = await store.stamp(id);
+    expect(await store.stamp(id)).toBe(before);
+    await w.append({ type: 'turn', turn: 1, text: 'more' });
+    expect(await store.stamp(id)).not.toBe(before);
+    await w.close();
+    await expect(store.stamp('0190d2a0-0000-7000-8000-000000000002')).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(store.stamp('../keys')).rejects.toMatchObject({ code: 'INVALID_INPUT' });
+  });
+});
+
 describe('listThreads', () => {
   it("finds a long transcript's end, and tells a thread cut short (a torn last line, no lock) from a running one", async () => {
     const long = '0195aaaa-bbbb-4ccc-8ddd-eeeeffff4000';

@@ -57,16 +57,27 @@ async function list(ctx: CliContext, store: ThreadStore, json: boolean): Promise
 /** A thread's transcript; followed, each line as it is written until its end, or until no live process holds it. */
 async function show(ctx: CliContext, store: ThreadStore, id: string, follow: boolean, json: boolean): Promise<number> {
   const print = (line: ThreadLine): void => ctx.io.out(json ? JSON.stringify(line) : threadLineText(line, SHOWN));
+  // The stamp before the read: a line written after it moves it, so none is missed.
+  let seen = follow ? await store.stamp(id) : '';
   let lines = await store.read(id);
   lines.forEach(print);
   if (!follow) return 0;
   let shown = lines.length;
-  while (!(await isThreadOver(store, id, lines))) {
-    if (!(await abortableDelay(FOLLOW_MS, ctx.signal))) return 130;
+  // Each beat looks at the stamp; the transcript is read again only when it moved.
+  const fresh = async (): Promise<void> => {
+    const now = await store.stamp(id);
+    if (now === seen) return;
+    seen = now;
     lines = await store.read(id);
     lines.slice(shown).forEach(print);
     shown = lines.length;
+  };
+  while (!(await isThreadOver(store, id, lines))) {
+    if (!(await abortableDelay(FOLLOW_MS, ctx.signal))) return 130;
+    await fresh();
   }
+  // What its writer wrote before it let go.
+  await fresh();
   if (lines.at(-1)?.type === 'end') return 0;
   // Its process is gone without writing an end: waiting would never stop.
   ctx.io.err(`thread ${id} was cut short: no process writes it any more; \`kiwi threads resume ${id}\` goes on with it`);

@@ -6,6 +6,7 @@ import { KEY_FILE, readKeyFile } from '../clients/key-store.js';
 import { projectKeyStore } from '../clients/sql-key-store.js';
 import { createSqlAuditLog } from '../audit/sql-audit-log.js';
 import { databaseUrlOf, openGatewayDatabase } from '../kernel/gateway-database.js';
+import { TERMINAL_STATUSES } from '../kernel/types.js';
 import { createMcpRoute } from '../http/mcp-route.js';
 import { logInternalError } from '../http/log-internal-error.js';
 import { createRequestGuard } from '../http/request-guard.js';
@@ -223,7 +224,16 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     // A client of MCP 2026-07-28 is handed its approval waits back as input_required; a round on another replica reads the kernel.
     const waits = config.recordChats ? createApprovalWaits({ outcome: kernelOutcome({ kernel: kernel.kernel, events: shared.kernelEvents }) }) : undefined;
     if (waits) opened.unshift({ close: async () => waits.close() });
-    const metaDeps = { project, resolver: runtime.resolver, steps, threads, ...record, ...(waits ? { waits } : {}) };
+    // A thread another replica runs is cancelled through its execution (labelled with the thread's id).
+    const cancelElsewhere = async (id: string): Promise<boolean> => {
+      const k = await kernel.kernel();
+      const live = (await k.executions.list({ labels: { thread: id }, limit: 10 })).executions.find((e) => !TERMINAL_STATUSES.has(e.status));
+      if (live === undefined) return false;
+      await k.executions.cancel(live.id);
+      return true;
+    };
+    const metaThreads = config.recordChats ? { ...threads, cancelElsewhere } : threads;
+    const metaDeps = { project, resolver: runtime.resolver, steps, threads: metaThreads, ...record, ...(waits ? { waits } : {}) };
     const mcp = createMcpRoute(metaDeps, { allowedOrigins: config.mcp.allowedOrigins, allowedHosts: config.allowedHosts, maxBodyBytes: config.maxBodyBytes, callerOf: guard.callerOf, directory: shared.mcpSessions });
     opened.unshift(mcp);
     const metrics = (): GatewayMetrics => ({ uptime_s: Math.round((Date.now() - startedAt) / 1000), prefetch: prefetch.counters.snapshot(), transitions: prefetch.transitions.stats() });

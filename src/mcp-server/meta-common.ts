@@ -208,4 +208,6 @@ export interface MetaThreads {
   resume(resume: ThreadResume): Promise<ThreadOutcome>;
   background(job: { start: ThreadStart } | { resume: ThreadResume }): Promise<string>;
   cancel(id: string): boolean;
+  /** Cancels the thread's execution in the kernel, which another replica running it hears of; false when it has none running. */
+  cancelElsewhere?(id: string): Promise<boolean>;
 }

@@ -51,7 +51,10 @@ export async function threadAction(ctx: MetaContext, threads: MetaThreads, actio
         return stream(store, id, await lines(), parse(streamParameters, parameters, 'stream takes parameters {"after": LINE, "wait_s": SECONDS}'), options.signal);
       case 'cancel':
         if (threads.cancel(id)) return statusResult(store, id, await lines(), 'cancelling');
-        throw new KiwiError('CONFLICT', (await store.isRunning(id)) ? `thread ${id} runs in another process, which alone can cancel it` : `thread ${id} is not running`);
+        if (!(await store.isRunning(id))) throw new KiwiError('CONFLICT', `thread ${id} is not running`);
+        // Run by another replica: cancelled through its execution, which that replica hears of.
+        if (await threads.cancelElsewhere?.(id)) return statusResult(store, id, await lines(), 'cancelling');
+        throw new KiwiError('CONFLICT', `thread ${id} runs in another process that records no execution for it (\`kiwi directives run\`), which alone can cancel it`);
       case 'resume': {
         const { message } = parse(resumeParameters, parameters, 'resume takes parameters {"message": TEXT} (optional)');
         const resume: ThreadResume = { id, client: ctx.caller.client, ...(ctx.caller.context ? { context: ctx.caller.context } : {}), ...(message !== undefined ? { message } : {}) };

@@ -31,6 +31,7 @@ export function threadJournal(journal: ChatJournal, options: { kernel: ChatAppro
       async call(call, through, onWaiting) {
         return recordedCall({ steps, approvals }, call, { thread: run.id }, through, (ask, stepId) => onWaiting({ stepId, reason: ask.reason, timeoutMs: ask.timeoutMs }));
       },
+      written: () => execution.written(),
       end(outcome) {
         const output = { thread: outcome.id, status: outcome.status, result: keep(outcome.result) };
         const last =

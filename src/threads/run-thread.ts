@@ -79,6 +79,8 @@ export interface ThreadJournal {
   /** A call as a step: `through` makes it, able to ask a person; `onWaiting` when one is asked. */
   call(call: ToolCall, through: (call: ToolCall) => Promise<CallOutcome>, onWaiting: (waiting: { stepId: string; reason: string; timeoutMs: number }) => void): Promise<CallOutcome>;
   end(outcome: ThreadOutcome): void;
+  /** Resolves once the run's execution is written: a replica asked to cancel the thread finds it from then on. */
+  written(): Promise<void>;
 }
 
 export interface ThreadStart {
@@ -145,10 +147,7 @@ export async function runThread(deps: ThreadDeps, start: ThreadStart): Promise<T
   const header: ThreadHeader = { type: 'thread', id, directive: directive.name, version: directive.version, inputs, model: setup.model, client: start.client, ...(start.parent ? { parent: start.parent.id } : {}), depth, started_at: new Date().toISOString() };
   return endingHold(meter, async () => {
     const writer = await deps.store.create(header);
-    return closing(writer, () => {
-      start.onStart?.(id);
-      return drive(deps, setup, { id, depth, client: start.client, writer, meter, inputs, messages, done: { turns: 0, calls: 0, steps: 0 } }, start);
-    });
+    return closing(writer, () => drive(deps, setup, { id, depth, client: start.client, writer, meter, inputs, messages, done: { turns: 0, calls: 0, steps: 0 } }, start));
   });
 }
 
@@ -171,10 +170,7 @@ export async function resumeThread(deps: ThreadDeps, resume: ThreadResume): Prom
   return endingHold(meter, async () => {
     const writer = await deps.store.reopen(header.id, { type: 'resume', client: resume.client, model: setup.model, ...(resume.message === undefined ? {} : { message: resume.message }), at: new Date().toISOString() });
     const limits = { ...setup.limits, maxTurns: setup.limits.maxTurns - point.done.turns, maxToolCalls: setup.limits.maxToolCalls - point.done.calls };
-    return closing(writer, () => {
-      resume.onStart?.(header.id);
-      return drive(deps, { ...setup, limits }, { id: header.id, depth: header.depth, client: resume.client, writer, meter, inputs, messages, done: point.done }, resume);
-    });
+    return closing(writer, () => drive(deps, { ...setup, limits }, { id: header.id, depth: header.depth, client: resume.client, writer, meter, inputs, messages, done: point.done }, resume));
   });
 }
 
@@ -255,10 +251,13 @@ interface Run {
   done: { turns: number; calls: number; steps: number };
 }
 
-async function drive(deps: ThreadDeps, setup: Setup, run: Run, start: Pick<ThreadStart, 'signal' | 'onRecord'>): Promise<ThreadOutcome> {
+async function drive(deps: ThreadDeps, setup: Setup, run: Run, start: Pick<ThreadStart, 'signal' | 'onRecord' | 'onStart'>): Promise<ThreadOutcome> {
   const { directive, context } = setup;
   const { id, depth, writer, meter } = run;
   const journal = deps.journal?.({ id, directive: directive.name, inputs: run.inputs, client: run.client, maxDurationMs: setup.limits.maxDurationMs });
+  // Said started once its first line and its execution are written: from then on any replica can read it and cancel it.
+  await journal?.written();
+  start.onStart?.(id);
   const signals = [start.signal, journal?.signal].filter((s): s is AbortSignal => s !== undefined);
   const signal = signals.length === 0 ? undefined : AbortSignal.any(signals);
   const tally = createFailureTally();

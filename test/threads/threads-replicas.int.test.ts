@@ -58,6 +58,19 @@ describe.skipIf(!postgresAvailable())('threads across replicas', () => {
     return out;
   };
 
+  it('is cancelled through a replica other than the one running it', async () => {
+    const [first, second] = replicas as [KiwiServeProcess, KiwiServeProcess];
+    const [onFirst, onSecond] = [await mcp(first), await mcp(second)];
+    llm.replyOnce({ recording: openAiStream(['Thinking…']), stallAfterChunks: 1 });
+    const id = String((await onFirst({ action: 'run', item_id: 'review_changes', async: true, parameters: { focus: 'cancel' } })).structuredContent?.['thread']);
+    expect((await onSecond({ action: 'cancel', item_id: id })).structuredContent).toMatchObject({ thread: id, status: 'cancelling' });
+    await expect.poll(async () => (await onSecond({ action: 'status', item_id: id })).structuredContent?.['status'], { timeout: 10_000, interval: 200 }).toBe('cancelled');
+    // Over: nothing runs it any more, here or there.
+    const again = await onSecond({ action: 'cancel', item_id: id });
+    expect(again.isError).toBe(true);
+    expect(again.content?.[0]?.text).toContain(`thread ${id} is not running`);
+  }, 30_000);
+
   it('is read on every replica while it runs, refused a resume elsewhere until its replica dies, then resumed there', async () => {
     const [first, second] = replicas as [KiwiServeProcess, KiwiServeProcess];
     const [onFirst, onSecond] = [await mcp(first), await mcp(second)];

@@ -22,18 +22,25 @@ export function createMemoryRequestSlots(): RequestSlots {
       const now = running.get(client) ?? 0;
       if (now >= max) return { ok: false, running: now };
       running.set(client, now + 1);
-      let released = false;
-      return {
-        ok: true,
-        async release() {
-          if (released) return;
-          released = true;
-          const left = (running.get(client) ?? 1) - 1;
-          if (left <= 0) running.delete(client);
-          else running.set(client, left);
-        },
-      };
+      return takenSlot(() => {
+        const left = (running.get(client) ?? 1) - 1;
+        if (left <= 0) running.delete(client);
+        else running.set(client, left);
+      });
     },
     held: () => Object.fromEntries(running),
+  };
+}
+
+/** A slot taken: `free` runs on its first release only; a second release resolves at once. */
+export function takenSlot(free: () => void | Promise<void>): SlotTake {
+  let released = false;
+  return {
+    ok: true,
+    async release() {
+      if (released) return;
+      released = true;
+      await free();
+    },
   };
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { RequestSlots } from '../clients/request-slots.js';
+import { takenSlot, type RequestSlots } from '../clients/request-slots.js';
 import { redisFailure, type Redis } from './redis-client.js';
 import { createLeases, LUA_NOW } from './redis-leases.js';
 import { redisScript, runScript } from './redis-script.js';
@@ -38,17 +38,11 @@ export function createRedisRequestSlots(redis: Redis, options: { url: string; pr
       }
       if (reply !== -1) return { ok: false, running: Number(reply) };
       leases.add(key(client), id);
-      let released = false;
-      return {
-        ok: true,
-        async release() {
-          if (released) return;
-          released = true;
-          leases.remove(key(client), id);
-          // If this fails (Redis away), the lease is no longer renewed and lapses within its TTL.
-          await redis.zRem(key(client), id).catch(() => undefined);
-        },
-      };
+      return takenSlot(async () => {
+        leases.remove(key(client), id);
+        // If this fails (Redis away), the lease is no longer renewed and lapses within its TTL.
+        await redis.zRem(key(client), id).catch(() => undefined);
+      });
     },
     held: () => Object.fromEntries([...leases.count()].map(([k, n]) => [k.slice(`${options.prefix}slots:`.length), n])),
     close: () => leases.close(),

@@ -1,28 +1,17 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createClientAuth } from '../../src/clients/client-auth.js';
 import { sqlKeyStore } from '../../src/clients/sql-key-store.js';
-import { openGatewayDatabase } from '../../src/kernel/gateway-database.js';
 import { createPermissionContext, emptyRules } from '../../src/policy/permission-context.js';
-import type { SqlDb } from '../../src/store/sql/sql-db.js';
-import { postgresAvailable, type PostgresServer } from '../helpers/postgres-server.js';
-import { postgresDatabase } from '../helpers/run-resources.js';
+import { gatewayDatabaseForFile } from '../helpers/gateway-database.js';
+import { postgresAvailable } from '../helpers/postgres-server.js';
 
 /** Client keys in Postgres: two stores on one database stand for two gateways (or `kiwi keys` and a gateway). */
 describe.skipIf(!postgresAvailable())('client keys in Postgres', () => {
-  let server: PostgresServer;
-  let db: SqlDb;
+  const pg = gatewayDatabaseForFile();
 
-  beforeAll(async () => {
-    server = await postgresDatabase();
-    db = await openGatewayDatabase(server.url);
-  });
-  afterAll(async () => {
-    await db?.close();
-    await server?.stop();
-  });
 
   it('keeps keys as the file does: hashed, with their roles and scopes, revoked by id or by client', async () => {
-    const store = sqlKeyStore(db, 'test db');
+    const store = sqlKeyStore(pg.db, 'test db');
     const stamp0 = await store.stamp();
     const made = await store.create('ci-bot', { roles: ['client', 'agent'], agents: ['support-*'], policy: '.ai/config/clients/ci.yaml' });
     expect(made.key).toMatch(/^kiwi_[0-9a-f]{8}_/);
@@ -44,7 +33,7 @@ describe.skipIf(!postgresAvailable())('client keys in Postgres', () => {
   it('a key made through one gateway works on another at once, and a revoke within its next look', async () => {
     let clock = 0;
     const policy = createPermissionContext('/nonexistent', { ...emptyRules(), tools: ['*'] }, 'policy test');
-    const [here, there] = [sqlKeyStore(db, 'test db'), sqlKeyStore(db, 'test db')];
+    const [here, there] = [sqlKeyStore(pg.db, 'test db'), sqlKeyStore(pg.db, 'test db')];
     const auth = createClientAuth({ root: '/nonexistent', store: there, policy, openWithoutKeys: false, now: () => clock });
     await auth.mode(); // it has looked
     const { key, record } = await here.create('newcomer');

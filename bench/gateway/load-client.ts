@@ -36,6 +36,8 @@ export interface LoadResult {
   latency: number[];
   /** Through a gateway in the bench's process: its main thread's busy time per request (event-loop utilisation), in µs. */
   threadUsPerRequest?: number;
+  /** The same, the gateway process's CPU time on all its threads per request, in µs. */
+  processUsPerRequest?: number;
 }
 
 export interface IntentSample {

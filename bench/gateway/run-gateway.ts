@@ -105,7 +105,7 @@ export async function runGatewayBench(argv: string[]): Promise<void> {
     const loadArgs = { concurrency: settings.concurrency, seconds: settings.seconds };
     const loadDirect = await helper.call<LoadResult>('load', { ...loadArgs, url: targets.direct });
     const loadGateway = await profiled('load', 1, () => onRequestThread(() => helper.call<LoadResult>('load', { ...loadArgs, url: targets.gateway })));
-    const loadProxy = await helper.call<LoadResult>('load', { ...loadArgs, url: proxyUrl });
+    const loadProxy = await onRequestThread(() => helper.call<LoadResult>('load', { ...loadArgs, url: proxyUrl }));
     // What prefetch costs: the same load through a second gateway with prefetch off.
     let loadNoPrefetch: LoadResult | undefined;
     if (settings.prefetch) {
@@ -168,15 +168,20 @@ export async function runGatewayBench(argv: string[]): Promise<void> {
 
 /**
  * A load through a gateway served by this process, with the CPU time its main thread (where
- * requests are served; the kernel's PGlite has a thread of its own) used per request. CPU time,
+ * requests are served; the kernel's PGlite has a thread of its own) and the whole process (every
+ * thread: PGlite, the embedder, LanceDB, the garbage collector) used per request. CPU time,
  * not busy wall time: on a machine with more busy threads than cores a thread is also busy while
  * it waits for a core.
  */
 async function onRequestThread(phase: () => Promise<LoadResult>): Promise<LoadResult> {
   const before = mainThreadCpuUs();
+  const processBefore = process.cpuUsage();
   const result = await phase();
   const after = mainThreadCpuUs();
-  return before === undefined || after === undefined || result.requests === 0 ? result : { ...result, threadUsPerRequest: (after - before) / result.requests };
+  const processUs = process.cpuUsage(processBefore);
+  if (result.requests === 0) return result;
+  const perRequest = { processUsPerRequest: (processUs.user + processUs.system) / result.requests };
+  return before === undefined || after === undefined ? { ...result, ...perRequest } : { ...result, ...perRequest, threadUsPerRequest: (after - before) / result.requests };
 }
 
 /** This process's main thread's CPU time (user and system) from /proc, in µs; undefined where there is no /proc (not Linux). */

@@ -2,7 +2,6 @@ import type { Context, Hono } from 'hono';
 import { checkExecution, checkRunner, checkServes, executionScope, hasRole, seesSessions, servesAgent, type ExecutionAction } from '../clients/access.js';
 import { LOCAL_CALLER } from '../clients/client-auth.js';
 import type { Caller } from '../policy/caller.js';
-import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { isKiwiError, KiwiError } from '../errors.js';
 import type { Kernel } from '../kernel/open-kernel.js';
 import type { KernelEventsBus } from '../contracts/kernel-events-bus.js';
@@ -11,7 +10,7 @@ import { readToolSchemas } from '../kernel/tool-schemas.js';
 import { EXECUTION_STATUSES, type ExecutionStatus } from '../kernel/types.js';
 import { streamExecutionEvents } from './kernel-event-stream.js';
 import { wireEvent, wireExecution, wireExecutionPage, wireTool } from './kernel-wire.js';
-import { readJsonBody } from './read-json-body.js';
+import { apiError, intParam, MAX_ID_CHARS, readId, readObject as readBodyObject } from './json-api.js';
 import { openSseChannel } from './sse-channel.js';
 
 /**
@@ -40,31 +39,11 @@ export interface KernelRouteDeps {
 
 /** §1: bodies over 1 MiB are refused. */
 const MAX_BODY_BYTES = 1024 * 1024;
-const MAX_ID_CHARS = 256;
 
-const SPEC_CODES: Partial<Record<string, [ContentfulStatusCode, string]>> = {
-  INVALID_INPUT: [400, 'VALIDATION_ERROR'],
-  PAYLOAD_TOO_LARGE: [400, 'VALIDATION_ERROR'],
-  REQUEST_TIMEOUT: [400, 'VALIDATION_ERROR'],
-  UNAUTHORIZED: [401, 'UNAUTHORIZED'],
-  POLICY_DENIED: [403, 'FORBIDDEN'],
-  NOT_FOUND: [404, 'NOT_FOUND'],
-  CONFLICT: [409, 'CONFLICT'],
-  // A full quota is the spec's 409 and not its 429: the TS SDK retries a 429 (three times, after
-  // Retry-After), which cannot help a quota that stays full; on 409 it throws ConflictError at once.
-  QUOTA_EXCEEDED: [409, 'CONFLICT'],
-};
 
 export function mountKernelRoutes(app: Hono, deps: KernelRouteDeps): void {
   const streaming = deps.streamsEnd ? { until: deps.streamsEnd } : {};
-  const fail = (c: Context, error: unknown): Response => {
-    const mapped = isKiwiError(error) ? SPEC_CODES[error.code] : undefined;
-    if (mapped === undefined || !isKiwiError(error)) {
-      deps.onError?.(error, { requestId: deps.requestId(c), route: c.req.path });
-      return c.json({ error: 'internal error', code: 'INTERNAL_ERROR' }, 500);
-    }
-    return c.json({ error: error.message, code: mapped[1] }, mapped[0]);
-  };
+  const fail = (c: Context, error: unknown): Response => apiError(c, error, (bug) => deps.onError?.(bug, { requestId: deps.requestId(c), route: c.req.path }));
   const route =
     (handler: (c: Context, kernel: Kernel, caller: Caller) => Promise<Response>) =>
     async (c: Context): Promise<Response> => {
@@ -309,16 +288,6 @@ export function mountKernelRoutes(app: Hono, deps: KernelRouteDeps): void {
 
 }
 
-/**
- * An id from the path or a body: at most 256 characters, no control characters (a NUL would
- * reach the database, §1). Checked before any lookup, so a bad one is a 400 and never a 500.
- */
-function readId(value: string | undefined, what: string): string {
-  if (value === undefined || value === '') throw new KiwiError('INVALID_INPUT', `the ${what} is required`);
-  if (value.length > MAX_ID_CHARS) throw new KiwiError('INVALID_INPUT', `the ${what} is longer than ${MAX_ID_CHARS} characters`);
-  if (/[\u0000-\u001f\u007f]/.test(value)) throw new KiwiError('INVALID_INPUT', `the ${what} contains a control character`);
-  return value;
-}
 
 /** A body's id field: left to the kernel's own checks when absent or not a string (their messages are the spec's), else as readId. */
 function bodyId(body: Record<string, unknown>, field: string): unknown {
@@ -331,13 +300,6 @@ function checkCreate(caller: Caller): void {
   if (!hasRole(caller, 'client') && !hasRole(caller, 'admin')) throw new KiwiError('POLICY_DENIED', 'making executions needs a key with the client role (`kiwi keys create NAME --role client`)');
 }
 
-/** A whole number in [min, max]: over max is clamped, anything unreadable is the default (§5). */
-function intParam(value: string | undefined, fallback: number, min: number, max: number): number {
-  if (value === undefined || !/^\d+$/.test(value)) return fallback;
-  const n = Number(value);
-  if (n < min) return fallback;
-  return Math.min(n, max);
-}
 
 /** `key:value` pairs, split at the first colon (§5). */
 function readLabelFilter(pairs: string[]): Record<string, string> {
@@ -363,11 +325,7 @@ function readCreate(b: Record<string, unknown>): { agentId: string; input: unkno
 }
 
 /** A request body that is a JSON object (§1), capped at 1 MiB. */
-async function readObject(c: Context): Promise<Record<string, unknown>> {
-  const body = await readJsonBody(c, MAX_BODY_BYTES);
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new KiwiError('INVALID_INPUT', 'the body must be a JSON object');
-  return body as Record<string, unknown>;
-}
+const readObject = (c: Context): Promise<Record<string, unknown>> => readBodyObject(c, MAX_BODY_BYTES);
 
 /** The `<kind>_id` and `consumer_id` of an agent or runner stream (§6.1, §7.1). */
 function streamIds(c: Context, kind: 'agent' | 'runner'): [string, string] {

@@ -2,11 +2,12 @@ import path from 'node:path';
 import { createGatewayApp, type GatewayApp } from '../http/app.js';
 import { createClientAuth, type ClientAuth } from '../clients/client-auth.js';
 import { isLoopbackHost } from '../clients/loopback.js';
-import { KEY_FILE, readKeyFile } from '../clients/key-store.js';
+import { KEY_FILE, readKeyFile, type KeyStore } from '../clients/key-store.js';
 import { projectKeyStore } from '../clients/sql-key-store.js';
 import { createSqlAuditLog } from '../audit/sql-audit-log.js';
 import { databaseUrlOf, openGatewayDatabase } from '../kernel/gateway-database.js';
 import { TERMINAL_STATUSES } from '../kernel/types.js';
+import type { AdminKeys } from '../http/admin-keys.js';
 import { createMcpRoute } from '../http/mcp-route.js';
 import { logInternalError } from '../http/log-internal-error.js';
 import { createRequestGuard } from '../http/request-guard.js';
@@ -16,6 +17,7 @@ import { KiwiError } from '../errors.js';
 import { openProjectResolverRuntime, type ResolverRuntime } from '../resolver/resolver-runtime.js';
 import { compactSchema } from '../resolver/compact-schema.js';
 import { catalogActionWords } from '../resolver/split-steps.js';
+import { clientPolicyFile } from '../policy/client-policy-file.js';
 import { checkTool } from '../policy/permission-context.js';
 import { callContext } from '../proxy/call-context.js';
 import { runAgentLoop } from '../loop/agent-loop.js';
@@ -214,7 +216,8 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     };
 
     const host = options.host ?? config.host;
-    const auth = createClientAuth({ root: project.root, store: projectKeyStore(project.root, database), policy: project.policy, openWithoutKeys: isLoopbackHost(host) });
+    const keyStore = projectKeyStore(project.root, database);
+    const auth = createClientAuth({ root: project.root, store: keyStore, policy: project.policy, openWithoutKeys: isLoopbackHost(host) });
     if (database !== undefined) await warnUnreadKeyFile(project.root, options.log);
     const guard = createRequestGuard({ allowedHosts: config.allowedHosts, allowedOrigins: config.allowedOrigins, mcpOrigins: config.mcp.allowedOrigins, auth, maxConcurrentPerClient: config.maxConcurrentPerClient, slots: shared.slots });
     const record = config.recordChats ? { record: mcpRecorder(kernel.journal, { call: (call) => project.proxy.call(call), stepDeadlineMs: config.limits.maxDurationMs, kernel: kernel.kernel, events: shared.kernelEvents, ...(budgets ? { budgets } : {}) }) } : {};
@@ -248,6 +251,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
       health: () => ({ session: project.session, tools: runtime.toolCount, embedder: runtime.embedderId, upstreams: config.upstreams.map((u) => u.name) }),
       metrics,
       metricFamilies: () => gatewayMetricFamilies(metrics()),
+      admin: { kernel: kernel.kernel, keys: adminKeys(project.root, keyStore), counters: metrics },
       mcp: (c) => mcp.handle(c),
       guard,
       ...(options.log ? { onError: logInternalError(options.log) } : {}),
@@ -279,6 +283,25 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     await closeAll(opened);
     throw error;
   }
+}
+
+/** The keys as the admin API changes them: the gateway's own store, a policy file checked before a key names it. */
+function adminKeys(root: string, store: KeyStore): AdminKeys {
+  return {
+    where: store.where,
+    list: async () => (await store.read()).keys,
+    async create(client, grants) {
+      const policy = grants.policy === undefined ? undefined : await clientPolicyFile(root, path.resolve(root, grants.policy), client);
+      return store.create(client, { ...grants, ...(policy === undefined ? {} : { policy }) });
+    },
+    async revoke(id) {
+      const { keys } = await store.read();
+      if (!keys.some((k) => k.id === id)) throw new KiwiError('NOT_FOUND', `not found: key ${id.slice(0, 80)}`);
+      // The store revokes by id or by client name: a client named like this id would lose its keys too.
+      if (keys.some((k) => k.client === id)) throw new KiwiError('CONFLICT', `a client is also named ${id}; revoke this key with \`kiwi keys revoke\` after renaming that client`);
+      return store.revoke(id);
+    },
+  };
 }
 
 /** With DATABASE_URL the keys are in Postgres: keys left in the project's file would silently stop working. */

@@ -8,8 +8,8 @@
  *   sessions, and alone sees their session and consumer ids;
  * - `runner`: serves the tools its key names, under runner ids its client registered;
  * - `approver`: reads every client's executions, to see what a call will do, and answers their
- *   approvals;
- * - `admin`: everything.
+ *   approvals (in the admin API and the console: those two areas alone);
+ * - `admin`: everything, the admin API's keys, usage, policies, audit, threads and tools included.
  *
  * Nobody answers an approval of their own (their client's execution, or one whose agent they
  * serve), admins included. Another client's object is NOT_FOUND (404), never FORBIDDEN, so that
@@ -124,6 +124,23 @@ export function checkServes(caller: Caller, toolIds: Iterable<string>): void {
     const shown = outside.slice(0, 5).map((t) => JSON.stringify(t.slice(0, 80))).join(', ');
     throw denied(`this key does not serve ${shown}${outside.length > 5 ? ` and ${outside.length - 5} more` : ''}; a runner key names the tools it serves (\`kiwi keys create NAME --role runner --tool TOOL_ID\`)`);
   }
+}
+
+/** The parts of the admin API (/admin/v1) and the console, each behind one decision. */
+export type AdminArea = 'keys' | 'usage' | 'policy' | 'approvals' | 'executions' | 'threads' | 'audit' | 'tools' | 'playground' | 'counters';
+
+const APPROVER_AREAS: ReadonlySet<AdminArea> = new Set(['approvals', 'executions']);
+
+/** Whether the caller may use that part of the admin API; the console shows only these. */
+export function mayAdminister(caller: Caller, area: AdminArea): boolean {
+  return hasRole(caller, 'admin') || (hasRole(caller, 'approver') && APPROVER_AREAS.has(area));
+}
+
+/** Throws POLICY_DENIED, naming the role it takes, when the caller may not use that part of the admin API. */
+export function checkAdminister(caller: Caller, area: AdminArea): void {
+  if (mayAdminister(caller, area)) return;
+  const role = APPROVER_AREAS.has(area) ? 'the approver or admin role' : 'the admin role';
+  throw denied(`the admin API's ${area} need a key with ${role}; the key of client ${caller.client} has ${(caller.roles ?? ['client']).join(', ')} (\`kiwi keys create NAME --role admin\`)`);
 }
 
 export function executionNotFound(id: string): KiwiError {

@@ -6,6 +6,7 @@ import type { KernelEventsBus } from '../contracts/kernel-events-bus.js';
 import type { Tracing } from '../contracts/tracing.js';
 import { trackBody } from './track-body.js';
 import type { MetricFamily } from '../metric-family.js';
+import { ADMIN_ROUTES, mountAdminRoutes, type AdminRouteDeps } from './admin-routes.js';
 import { anthropicMessagesProtocol } from './anthropic-messages.js';
 import { createChatHandler } from './chat-handler.js';
 import { mountKernelRoutes } from './kernel-routes.js';
@@ -37,6 +38,8 @@ export interface GatewayAppDeps {
   metricFamilies?: () => MetricFamily[];
   /** Mounted on /mcp (all methods) when given. */
   mcp?: (c: Context) => Promise<Response>;
+  /** The admin API under /admin/v1 (admin-routes.ts) when given. */
+  admin?: Pick<AdminRouteDeps, 'kernel' | 'keys' | 'counters'>;
   /** The kernel's v0 API (kernel-routes.ts) when given: it opens on first use. */
   kernel?: () => Promise<Kernel>;
   /** Aborted when the gateway stops: the kernel's streams end then instead of holding the shutdown's grace period. */
@@ -111,6 +114,7 @@ export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
           ['GET', '/v0/health'],
           ['GET', '/v0/ready'],
         ] as [string, string][])),
+    ...(deps.admin === undefined ? [] : ADMIN_ROUTES),
   ];
   const listing = routes.map(([m, p]) => `${m} ${p}`).join(', ');
 
@@ -171,6 +175,7 @@ export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
   }
   const mcp = deps.mcp;
   if (mcp !== undefined) app.all('/mcp', (c) => mcp(c));
+  if (deps.admin !== undefined) mountAdminRoutes(app, { ...deps.admin, requestId, callerOf: guard.callerOf, ...(deps.onError === undefined ? {} : { onError: deps.onError }) });
   if (deps.kernel !== undefined) mountKernelRoutes(app, { kernel: deps.kernel, requestId, callerOf: guard.callerOf, ...(deps.onError === undefined ? {} : { onError: deps.onError }), ...(deps.streamsEnd ? { streamsEnd: deps.streamsEnd } : {}), ...(deps.kernelEvents ? { events: deps.kernelEvents } : {}) });
 
   for (const [method, path] of routes.filter(([, p]) => p !== '/mcp')) {

@@ -13,15 +13,18 @@ export const MAX_ID_CHARS = 256;
 
 const API_CODES: Partial<Record<string, [ContentfulStatusCode, string]>> = {
   INVALID_INPUT: [400, 'VALIDATION_ERROR'],
+  INVALID_POLICY: [400, 'VALIDATION_ERROR'],
   PAYLOAD_TOO_LARGE: [400, 'VALIDATION_ERROR'],
   REQUEST_TIMEOUT: [400, 'VALIDATION_ERROR'],
   UNAUTHORIZED: [401, 'UNAUTHORIZED'],
   POLICY_DENIED: [403, 'FORBIDDEN'],
   NOT_FOUND: [404, 'NOT_FOUND'],
+  TOOL_NOT_FOUND: [404, 'NOT_FOUND'],
   CONFLICT: [409, 'CONFLICT'],
   // A full quota is the spec's 409 and not its 429: the TS SDK retries a 429 (three times, after
   // Retry-After), which cannot help a quota that stays full; on 409 it throws ConflictError at once.
   QUOTA_EXCEEDED: [409, 'CONFLICT'],
+  UNAVAILABLE: [503, 'SERVICE_UNAVAILABLE'],
 };
 
 /** The error's answer; anything that is not a KiwiError with a known code is a bug, told to `onBug` and shown as "internal error". */

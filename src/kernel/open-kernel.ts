@@ -27,6 +27,7 @@ import { KERNEL_MIGRATIONS } from './kernel-migrations.js';
 import type { ChatJournal } from './chat-journal.js';
 import { approvalDecision, type ApprovalDecision } from './approval-decision.js';
 import { writeChats, type ChatWrite } from './chat-rows.js';
+import { waitingApproval, waitingApprovals, type WaitingApproval } from './waiting-approvals.js';
 
 /** The kernel's state: embedded PGlite under `.ai/state/kernel/` by default, a Postgres server when DATABASE_URL is set. */
 export interface Kernel {
@@ -47,6 +48,8 @@ export interface Kernel {
   writeChats(writes: ChatWrite[]): Promise<string[]>;
   /** Which of these executions are cancelled. */
   cancelledAmong(ids: string[]): Promise<string[]>;
+  /** The calls waiting for a person's approval, oldest first, and the one a step waits for. */
+  approvals: { waiting(limit: number): Promise<WaitingApproval[]>; of(stepId: string): Promise<WaitingApproval | undefined> };
   /** How a step that waited for approval was answered; undefined while it waits. */
   approvalOf(executionId: string, stepId: string): Promise<ApprovalDecision | undefined>;
   /** True while the database answers (GET /v0/ready). */
@@ -169,6 +172,7 @@ export async function openKernel(options: OpenKernelOptions): Promise<Kernel> {
       const rows = await db.query<{ id: string }>("select id from kernel_executions where status = 'cancelled' and id in (select value from json_array_elements_text($1::json))", [JSON.stringify(ids)]);
       return rows.map((r) => r.id);
     },
+    approvals: { waiting: (limit) => waitingApprovals(db, limit), of: (stepId) => waitingApproval(db, stepId) },
     approvalOf: (executionId, stepId) => approvalDecision(db, executionId, stepId),
     async ready() {
       try {

@@ -3,7 +3,7 @@ import type { KeyRecord, KeyStore } from '../../clients/key-store.js';
 import { projectKeyStore } from '../../clients/sql-key-store.js';
 import { databaseUrlOf, openGatewayDatabase } from '../../kernel/gateway-database.js';
 import type { Role } from '../../policy/caller.js';
-import { loadPolicyFile } from '../../policy/policy-file.js';
+import { clientPolicyFile } from '../../policy/client-policy-file.js';
 import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
 import { projectOptions } from '../project-options.js';
@@ -42,11 +42,7 @@ async function keysAction(ctx: CliContext, store: KeyStore, root: string, values
     if (target === undefined) throw new UsageError(`name the client the key is for, e.g. \`kiwi keys create ci-bot\`; usage: ${USAGE}`);
     let policy: string | undefined;
     if (values.policy !== undefined) {
-      // Checked now, so a typo fails here and not on the client's first request.
-      const absolute = path.resolve(ctx.cwd, values.policy);
-      await loadPolicyFile(absolute, root);
-      policy = path.relative(root, absolute).split(path.sep).join('/');
-      if (policy.startsWith('..') || path.isAbsolute(policy)) throw new UsageError(`--policy ${values.policy} is outside the project ${root}; keep client policies in the project, e.g. .ai/config/clients/${target}.yaml`);
+      policy = await clientPolicyFile(root, path.resolve(ctx.cwd, values.policy), target);
     }
     const roles = values.role?.flatMap((r) => r.split(',')).map((r) => r.trim()).filter((r) => r !== '') as Role[] | undefined;
     const grants = { ...(roles ? { roles } : {}), ...(values.agent ? { agents: values.agent } : {}), ...(values.tool ? { tools: values.tool } : {}) };

@@ -1,0 +1,58 @@
+import type { Context, Hono } from 'hono';
+import { checkAdminister } from '../clients/access.js';
+import { LOCAL_CALLER } from '../clients/client-auth.js';
+import type { Kernel } from '../kernel/open-kernel.js';
+import type { Caller } from '../policy/caller.js';
+import { mountAdminApprovals } from './admin-approvals.js';
+import { mountAdminExecutions } from './admin-executions.js';
+import { mountAdminKeys, type AdminKeys } from './admin-keys.js';
+import { ADMIN_PREFIX, type AdminRoute } from './admin-route.js';
+import { apiError } from './json-api.js';
+
+/**
+ * The admin API under /admin/v1, for the people who run the gateway (and the console, which
+ * reads it): keys, approvals, executions, counters. JSON, with the kernel API's errors
+ * (`{"error", "code"}`). Every route names its area, and clients/access.ts decides who may use
+ * it: admin keys everything, approver keys approvals and executions. The request guard has
+ * admitted the key already (or the keyless local operator on loopback, who has every role).
+ */
+
+export interface AdminRouteDeps {
+  requestId(c: Context): string;
+  /** The client key that sent a request; absent (an app without keys): the local operator. */
+  callerOf?: (request: Request) => Caller | undefined;
+  /** Told about failures that are not KiwiErrors (bugs); the client sees "internal error". */
+  onError?: (error: unknown, info: { requestId: string; route: string }) => void;
+  /** The kernel (its database), opened on first use. */
+  kernel(): Promise<Kernel>;
+  keys: AdminKeys;
+  /** The gateway's counters (prefetch, resolution), as GET /metrics serves them. */
+  counters(): Record<string, unknown>;
+}
+
+export function mountAdminRoutes(app: Hono, deps: AdminRouteDeps): void {
+  const route: AdminRoute = (area, handler) => async (c) => {
+    try {
+      const caller = deps.callerOf?.(c.req.raw) ?? LOCAL_CALLER;
+      checkAdminister(caller, area);
+      return await handler(c, caller);
+    } catch (error) {
+      return apiError(c, error, (bug) => deps.onError?.(bug, { requestId: deps.requestId(c), route: c.req.path }));
+    }
+  };
+  mountAdminKeys(app, route, deps.keys);
+  mountAdminApprovals(app, route, deps.kernel);
+  mountAdminExecutions(app, route, deps.kernel);
+  app.get(`${ADMIN_PREFIX}/counters`, route('counters', async (c) => c.json(deps.counters())));
+}
+
+/** The admin API's routes, for the app's list of what it serves and its 405s. */
+export const ADMIN_ROUTES: [method: string, path: string][] = [
+  ['GET, POST', `${ADMIN_PREFIX}/keys`],
+  ['DELETE', `${ADMIN_PREFIX}/keys/:id`],
+  ['GET', `${ADMIN_PREFIX}/approvals`],
+  ['POST', `${ADMIN_PREFIX}/approvals/:stepId`],
+  ['GET', `${ADMIN_PREFIX}/executions`],
+  ['GET', `${ADMIN_PREFIX}/executions/:id`],
+  ['GET', `${ADMIN_PREFIX}/counters`],
+];

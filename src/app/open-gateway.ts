@@ -251,7 +251,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
       health: () => ({ session: project.session, tools: runtime.toolCount, embedder: runtime.embedderId, upstreams: config.upstreams.map((u) => u.name) }),
       metrics,
       metricFamilies: () => gatewayMetricFamilies(metrics()),
-      admin: { kernel: kernel.kernel, keys: adminKeys(project.root, keyStore), counters: metrics },
+      admin: { kernel: kernel.kernel, keys: adminKeys(project.root, keyStore, auth), counters: metrics },
       mcp: (c) => mcp.handle(c),
       guard,
       ...(options.log ? { onError: logInternalError(options.log) } : {}),
@@ -286,20 +286,24 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
 }
 
 /** The keys as the admin API changes them: the gateway's own store, a policy file checked before a key names it. */
-function adminKeys(root: string, store: KeyStore): AdminKeys {
+function adminKeys(root: string, store: KeyStore, auth: Pick<ClientAuth, 'changed'>): AdminKeys {
   return {
     where: store.where,
     list: async () => (await store.read()).keys,
     async create(client, grants) {
       const policy = grants.policy === undefined ? undefined : await clientPolicyFile(root, path.resolve(root, grants.policy), client);
-      return store.create(client, { ...grants, ...(policy === undefined ? {} : { policy }) });
+      const made = await store.create(client, { ...grants, ...(policy === undefined ? {} : { policy }) });
+      auth.changed();
+      return made;
     },
     async revoke(id) {
       const { keys } = await store.read();
       if (!keys.some((k) => k.id === id)) throw new KiwiError('NOT_FOUND', `not found: key ${id.slice(0, 80)}`);
       // The store revokes by id or by client name: a client named like this id would lose its keys too.
       if (keys.some((k) => k.client === id)) throw new KiwiError('CONFLICT', `a client is also named ${id}; revoke this key with \`kiwi keys revoke\` after renaming that client`);
-      return store.revoke(id);
+      const revoked = await store.revoke(id);
+      auth.changed();
+      return revoked;
     },
   };
 }

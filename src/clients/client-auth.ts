@@ -45,6 +45,11 @@ export interface ClientAuthOptions {
 
 export interface ClientAuth {
   authenticate(headers: AuthHeaders): Promise<AuthResult>;
+  /**
+   * The store was changed through this gateway (the admin API made or revoked a key): the next
+   * request reads it, so a revoked key is refused at once here (other gateways within recheckMs).
+   */
+  changed(): void;
   /** For the banner and /healthz: `open` (loopback, no keys), `keys` (every request needs one), or `closed` (no usable keys). */
   mode(): Promise<{ mode: 'open' | 'keys' | 'closed'; activeKeys: number; clients: number }>;
 }
@@ -114,15 +119,26 @@ export function createClientAuth(options: ClientAuthOptions): ClientAuth {
     return missReload;
   }
 
+  /** Bumped by changed(): a read that started before it may not be kept. */
+  let generation = 0;
+
   async function current(force = false): Promise<Loaded> {
     if (!force && loaded !== undefined && now() - checkedAt < recheckMs) return loaded;
-    loading ??= (async () => {
+    if (loading !== undefined) return loading;
+    const started = generation;
+    const read = (async () => {
       const stamp = await options.store.stamp().catch((error: unknown) => `error:${describeError(error)}`);
-      checkedAt = now();
-      if (loaded?.stamp !== stamp) loaded = await load(stamp);
-      return loaded;
-    })().finally(() => (loading = undefined));
-    return loading;
+      const fresh = loaded?.stamp === stamp ? loaded : await load(stamp);
+      if (started === generation) {
+        checkedAt = now();
+        loaded = fresh;
+      }
+      return fresh;
+    })().finally(() => {
+      if (loading === read) loading = undefined;
+    });
+    loading = read;
+    return read;
   }
 
   async function authenticate(headers: AuthHeaders): Promise<AuthResult> {
@@ -153,7 +169,13 @@ export function createClientAuth(options: ClientAuthOptions): ClientAuth {
     return { mode: store.error !== undefined || store.active === 0 ? 'closed' : 'keys', ...counts };
   }
 
-  return { authenticate, mode };
+  function changed(): void {
+    generation++;
+    checkedAt = -Infinity;
+    loading = undefined;
+  }
+
+  return { authenticate, changed, mode };
 }
 
 type Presented = { ok: true; key: string } | { ok: false; message: string };

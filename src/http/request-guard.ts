@@ -72,8 +72,8 @@ export function createRequestGuard(options: RequestGuardOptions): RequestGuard {
     }
     callers.set(c.req.raw, caller);
     if (open) return next();
-    // /v0 asks clients/access.ts route by route (its objects have owners); the rest is a client's.
-    const refusal = c.req.path.startsWith('/v0/') || c.req.path === '/metrics' ? undefined : clientUseRefusal(caller);
+    // /v0 and /admin ask clients/access.ts route by route (their objects have owners, their areas roles); the rest is a client's.
+    const refusal = jsonApi(c.req.path) || c.req.path === '/metrics' ? undefined : clientUseRefusal(caller);
     if (refusal !== undefined) return refuse(c, 403, 'permission_error', refusal);
 
     let slot: SlotTake;
@@ -148,11 +148,16 @@ export function originAllowed(origin: string, allowed: readonly string[]): boole
   return allowed.some((entry) => (entry.endsWith(':*') ? entry.slice(0, -2).toLowerCase() === hostOnly : entry.replace(/\/$/, '').toLowerCase() === url.origin));
 }
 
+/** The kernel's and the admin API: `{"error", "code"}` errors, and roles checked by each route. */
+function jsonApi(path: string): boolean {
+  return path.startsWith('/v0/') || path.startsWith('/admin/');
+}
+
 function refuse(c: Context, status: 401 | 403 | 429 | 503, type: string, message: string, headers?: Record<string, string>): Response {
   const body =
     c.req.path === '/mcp'
       ? { jsonrpc: '2.0', error: { code: -32001, message }, id: null }
-      : c.req.path.startsWith('/v0/')
+      : jsonApi(c.req.path)
         ? { error: message, code: KERNEL_CODES[status] }
         : // Both SDKs read this: OpenAI's `error.message/type/code`, Anthropic's `type: "error"` + `error.type/message`.
           { type: 'error', error: { type, message, param: null, code: type === 'authentication_error' ? 'invalid_api_key' : null } };

@@ -49,6 +49,18 @@ describe('client auth', () => {
     expect(await a.mode()).toEqual({ mode: 'keys', activeKeys: 1, clients: 1 });
   });
 
+  it('refuses a key revoked through this gateway at once: changed() makes the next request read the store', async () => {
+    const { key, record } = await createKey(file, 'ci-bot');
+    await createKey(file, 'other');
+    const a = auth();
+    expect(await a.authenticate({ authorization: `Bearer ${key}` })).toMatchObject({ ok: true });
+    await revokeKeys(file, record.id);
+    // Within the recheck interval the old view would stand; changed() ends it.
+    expect(await a.authenticate({ authorization: `Bearer ${key}` })).toMatchObject({ ok: true });
+    a.changed();
+    expect(await a.authenticate({ authorization: `Bearer ${key}` })).toMatchObject({ ok: false, status: 401 });
+  });
+
   it('sees keys created and revoked on a running gateway once the file changed and a second passed', async () => {
     const a = auth();
     expect(await a.authenticate({})).toMatchObject({ ok: true, caller: { client: 'local' } });

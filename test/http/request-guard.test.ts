@@ -10,6 +10,7 @@ const auth: ClientAuth = {
     if (key === 'runner') return { ok: true, caller: { client: 'ops', roles: ['runner'], tools: ['*'] } };
     return key === 'a' || key === 'b' ? { ok: true, caller: { client: key } } : { ok: false, status: 401, message: 'needs a key' };
   },
+  changed() {},
   mode: async () => ({ mode: 'keys', activeKeys: 2, clients: 2 }),
 };
 

@@ -14,6 +14,7 @@ const stepSchema = z.discriminatedUnion('type', [
   z.looseObject({ type: z.literal('unresolved'), reason: z.string(), candidates: z.array(z.string()).catch([]) }),
   z.looseObject({ type: z.literal('call'), call: z.looseObject({ tool: z.string(), arguments: z.unknown() }) }),
   z.looseObject({ type: z.literal('result'), status: z.string(), isError: z.boolean().catch(false), text: z.string() }),
+  z.looseObject({ type: z.literal('approval'), tool: z.string(), reason: z.string().catch(''), stepId: z.string(), timeoutMs: z.number().catch(0) }),
   z.looseObject({ type: z.literal('finish'), reason: z.string(), turns: z.number().catch(0), toolCalls: z.number().catch(0), limit: z.string().optional() }),
 ]);
 
@@ -80,6 +81,12 @@ export function createChatTranscript(io: CliIo): ChatTranscript {
       }
       case 'call':
         return line(`→ call ${oneLine(`${e.call.tool} ${JSON.stringify(e.call.arguments ?? {})}`)}`);
+      case 'approval': {
+        // Without this line the chat looks hung while it waits for a person.
+        const within = e.timeoutMs > 0 ? ` within ${Math.round(e.timeoutMs / 1000)} s` : '';
+        line(`  waits for approval: ${oneLine(e.tool)}${e.reason === '' ? '' : ` (${oneLine(e.reason)})`}`);
+        return line(`  answer${within}: kiwi approvals grant ${oneLine(e.stepId)}   (or: kiwi approvals deny ${oneLine(e.stepId)} --reason TEXT)`);
+      }
       case 'result':
         return result(e.status === 'denied' ? 'denied' : e.status === 'error' || e.isError ? 'error' : 'result', e.text);
       case 'finish':

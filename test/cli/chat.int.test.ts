@@ -102,6 +102,22 @@ describe('kiwi chat with a running gateway', () => {
     expect(r.out).toMatch(/^\(offline demo model\) Let me try to read it\.\n/);
   });
 
+  it('shows a call that waits for a person, with the command that answers it, and the command works', async () => {
+    let answered: Promise<number> | undefined;
+    const r = await chat(['save a note that the docs ship on Friday', '--url', server.url], {
+      onWrite(text) {
+        const command = /answer within \d+ s: (kiwi approvals grant \S+)/.exec(text)?.[1];
+        if (command === undefined || answered !== undefined) return;
+        const stepId = command.split(' ').at(-1) as string;
+        answered = runCli(['approvals', 'deny', stepId, '--reason', 'not today', '--url', server.url], { env, cwd: root, io: { out: () => undefined, err: () => undefined } });
+      },
+    });
+    expect(r.code).toBe(0);
+    expect(await answered).toBe(0);
+    expect(r.out).toMatch(/→ call save_note .*\n {2}waits for approval: save_note \(.*requires_approval.*\)\n {2}answer within \d+ s: kiwi approvals grant [0-9a-f-]{36} {3}\(or: kiwi approvals deny [0-9a-f-]{36} --reason TEXT\)\n/);
+    expect(r.out).toMatch(/\n {2}denied: .*not today/);
+  });
+
   it('prints the events as JSON lines with --json, the text as "text" events; a base URL ending in /v1 works', async () => {
     const r = await chat(['how many words are in the README?', '--json', '--url', `${server.url}/v1/`]);
     expect(r.code).toBe(0);

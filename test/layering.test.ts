@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -16,7 +16,7 @@ const LAYERS = [
   ['calls', ['executor', 'proxy', 'project']],
   ['resolution', ['intent', 'resolver', 'prefetch', 'datasets']],
   ['agent', ['loop', 'runs', 'threads', 'anneal']],
-  ['edges', ['http', 'mcp-server', 'cli', 'runner']],
+  ['edges', ['http', 'mcp-server', 'cli', 'runner', 'console']],
   ['app', ['app']],
 ] as const;
 
@@ -31,7 +31,7 @@ function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const full = path.join(dir, entry.name);
     if (entry.isDirectory()) return sourceFiles(full);
-    return /\.(m?ts|mjs)$/.test(entry.name) && !entry.name.endsWith('.d.ts') ? [path.relative(SRC, full)] : [];
+    return /\.(m?ts|tsx|mjs)$/.test(entry.name) && !entry.name.endsWith('.d.ts') ? [path.relative(SRC, full)] : [];
   });
 }
 
@@ -42,8 +42,13 @@ function importsOf(file: string): Import[] {
   return specs.map((spec) => {
     if (!spec.startsWith('.')) return { from: file, to: spec, external: true };
     const target = path.normalize(path.join(path.dirname(file), spec));
-    return { from: file, to: target.endsWith('.mjs') ? target : target.replace(/\.js$/, '.ts'), external: false };
+    return { from: file, to: target.endsWith('.mjs') ? target : resolveSource(target.replace(/\.js$/, '')), external: false };
   });
+}
+
+/** `x.js` in an import is the source `x.ts`, or `x.tsx` for a file of JSX. */
+function resolveSource(base: string): string {
+  return existsSync(path.join(SRC, `${base}.tsx`)) ? `${base}.tsx` : `${base}.ts`;
 }
 
 const folderOf = (file: string): string => (file.includes(path.sep) ? file.split(path.sep)[0] ?? file : '.');

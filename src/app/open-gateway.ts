@@ -252,6 +252,8 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
       metrics,
       metricFamilies: () => gatewayMetricFamilies(metrics()),
       admin: { kernel: kernel.kernel, keys: adminKeys(project.root, keyStore, auth), counters: metrics },
+      // Sessions are signed with the key's hash, and with this secret when the deployment sets one (docs/console.md).
+      console: { auth, sessionSecret: options.env['KIWI_SESSION_SECRET'] ?? '' },
       mcp: (c) => mcp.handle(c),
       guard,
       ...(options.log ? { onError: logInternalError(options.log) } : {}),

@@ -22,7 +22,13 @@ export { LOCAL_CLIENT };
 /** The one caller of a gateway without keys on loopback, the CLI and stdio MCP: one person's machine, every role. */
 export const LOCAL_CALLER: Caller = Object.freeze({ client: LOCAL_CLIENT, roles: ROLES, agents: ['*'], tools: ['*'] });
 
-export type AuthResult = { ok: true; caller: Caller } | { ok: false; status: 401 | 403 | 503; message: string };
+export type AuthResult = { ok: true; caller: Caller; key?: KeyIdentity } | { ok: false; status: 401 | 403 | 503; message: string };
+
+/** Which key a caller came with: its public id, and its hash (which never leaves the gateway; console sessions are signed with it). */
+export interface KeyIdentity {
+  id: string;
+  hash: string;
+}
 
 export interface AuthHeaders {
   authorization?: string | undefined;
@@ -50,6 +56,8 @@ export interface ClientAuth {
    * request reads it, so a revoked key is refused at once here (other gateways within recheckMs).
    */
   changed(): void;
+  /** The active key with this id, and who it makes the caller; undefined when there is none (unknown, revoked, unusable policy). */
+  keyById(id: string): Promise<{ caller: Caller; key: KeyIdentity } | undefined>;
   /** For the banner and /healthz: `open` (loopback, no keys), `keys` (every request needs one), or `closed` (no usable keys). */
   mode(): Promise<{ mode: 'open' | 'keys' | 'closed'; activeKeys: number; clients: number }>;
 }
@@ -159,7 +167,15 @@ export function createClientAuth(options: ClientAuthOptions): ClientAuth {
     const entry = store.byHash.get(hashKey(presented.key));
     if (entry === undefined) return { ok: false, status: 401, message: 'The API key is not valid: it was revoked, belongs to another gateway, or was mistyped; `kiwi keys list` shows the active keys' };
     if (entry.caller === undefined) return { ok: false, status: 403, message: entry.error ?? 'this client cannot be served' };
-    return { ok: true, caller: entry.caller };
+    return { ok: true, caller: entry.caller, key: { id: entry.record.id, hash: entry.record.hash } };
+  }
+
+  async function keyById(id: string): ReturnType<ClientAuth['keyById']> {
+    const store = await current();
+    for (const entry of store.byHash.values()) {
+      if (entry.record.id === id && entry.caller !== undefined) return { caller: entry.caller, key: { id, hash: entry.record.hash } };
+    }
+    return undefined;
   }
 
   async function mode(): ReturnType<ClientAuth['mode']> {
@@ -175,7 +191,7 @@ export function createClientAuth(options: ClientAuthOptions): ClientAuth {
     loading = undefined;
   }
 
-  return { authenticate, changed, mode };
+  return { authenticate, changed, keyById, mode };
 }
 
 type Presented = { ok: true; key: string } | { ok: false; message: string };

@@ -6,6 +6,9 @@ import type { KernelEventsBus } from '../contracts/kernel-events-bus.js';
 import type { Tracing } from '../contracts/tracing.js';
 import { trackBody } from './track-body.js';
 import type { MetricFamily } from '../metric-family.js';
+import { mountConsole, type ConsoleDeps } from '../console/console-routes.js';
+import type { AdminCall } from '../console/console-route.js';
+import type { Caller } from '../policy/caller.js';
 import { ADMIN_ROUTES, mountAdminRoutes, type AdminRouteDeps } from './admin-routes.js';
 import { anthropicMessagesProtocol } from './anthropic-messages.js';
 import { createChatHandler } from './chat-handler.js';
@@ -40,6 +43,8 @@ export interface GatewayAppDeps {
   mcp?: (c: Context) => Promise<Response>;
   /** The admin API under /admin/v1 (admin-routes.ts) when given. */
   admin?: Pick<AdminRouteDeps, 'kernel' | 'keys' | 'counters'>;
+  /** The web console at /ui (src/console), over the admin API, when given with it. */
+  console?: Pick<ConsoleDeps, 'auth' | 'sessionSecret'>;
   /** The kernel's v0 API (kernel-routes.ts) when given: it opens on first use. */
   kernel?: () => Promise<Kernel>;
   /** Aborted when the gateway stops: the kernel's streams end then instead of holding the shutdown's grace period. */
@@ -115,6 +120,7 @@ export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
           ['GET', '/v0/ready'],
         ] as [string, string][])),
     ...(deps.admin === undefined ? [] : ADMIN_ROUTES),
+    ...(deps.admin === undefined || deps.console === undefined ? [] : ([['GET', '/ui']] as [string, string][])),
   ];
   const listing = routes.map(([m, p]) => `${m} ${p}`).join(', ');
 
@@ -175,7 +181,22 @@ export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
   }
   const mcp = deps.mcp;
   if (mcp !== undefined) app.all('/mcp', (c) => mcp(c));
-  if (deps.admin !== undefined) mountAdminRoutes(app, { ...deps.admin, requestId, callerOf: guard.callerOf, ...(deps.onError === undefined ? {} : { onError: deps.onError }) });
+  if (deps.admin !== undefined) {
+    // The console calls the admin API in this process as its logged-in person: same routes, same checks.
+    const consoleCallers = new WeakMap<Request, Caller>();
+    const adminApi = new Hono();
+    mountAdminRoutes(adminApi, { ...deps.admin, requestId, callerOf: (r) => consoleCallers.get(r) ?? guard.callerOf(r), ...(deps.onError === undefined ? {} : { onError: deps.onError }) });
+    app.route('/', adminApi);
+    if (deps.console !== undefined) {
+      const admin: AdminCall = async (caller, method, route, body) => {
+        const request = new Request(`http://console${route}`, { method, ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }) });
+        consoleCallers.set(request, caller);
+        const res = await adminApi.fetch(request);
+        return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+      };
+      mountConsole(app, { ...deps.console, admin, ...(deps.streamsEnd ? { until: deps.streamsEnd } : {}) });
+    }
+  }
   if (deps.kernel !== undefined) mountKernelRoutes(app, { kernel: deps.kernel, requestId, callerOf: guard.callerOf, ...(deps.onError === undefined ? {} : { onError: deps.onError }), ...(deps.streamsEnd ? { streamsEnd: deps.streamsEnd } : {}), ...(deps.kernelEvents ? { events: deps.kernelEvents } : {}) });
 
   for (const [method, path] of routes.filter(([, p]) => p !== '/mcp')) {

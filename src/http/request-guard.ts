@@ -59,6 +59,8 @@ export function createRequestGuard(options: RequestGuardOptions): RequestGuard {
       const allowed = origins.length > 0 ? origins.join(', ') : 'none';
       return refuse(c, 403, 'permission_error', `Origin ${JSON.stringify(origin.slice(0, 200))} may not call this gateway (a web page must not drive it); allowed origins: ${allowed}. Add it to \`allowed_origins\` in .ai/config/gateway.yaml if the page is yours`);
     }
+    // The console logs people in with a session cookie of its own (console-routes.tsx); the checks above still hold for it.
+    if (c.req.path === '/ui' || c.req.path.startsWith('/ui/')) return next();
     const open = OPEN_PATHS.has(c.req.path);
     let caller: Caller = LOCAL_CALLER;
     if (options.auth !== undefined) {

@@ -38,7 +38,7 @@ describe('client auth', () => {
     const { key } = await createKey(file, 'ci-bot');
     const a = auth();
     // A key made without roles is a client's, and nothing more.
-    expect(await a.authenticate({ authorization: `Bearer ${key}` })).toEqual({ ok: true, caller: { client: 'ci-bot', roles: ['client'] } });
+    expect(await a.authenticate({ authorization: `Bearer ${key}` })).toEqual({ ok: true, caller: { client: 'ci-bot', roles: ['client'] }, key: { id: expect.stringMatching(/^key_/), hash: expect.stringMatching(/^sha256:/) } });
     expect(await a.authenticate({ apiKey: key })).toMatchObject({ ok: true, caller: { client: 'ci-bot' } });
     expect(await a.authenticate({ authorization: `bearer  ${key} ` })).toMatchObject({ ok: true });
     expect(await a.authenticate({})).toMatchObject({ ok: false, status: 401, message: expect.stringMatching(/needs a client key/) });
@@ -57,8 +57,10 @@ describe('client auth', () => {
     await revokeKeys(file, record.id);
     // Within the recheck interval the old view would stand; changed() ends it.
     expect(await a.authenticate({ authorization: `Bearer ${key}` })).toMatchObject({ ok: true });
+    expect(await a.keyById(record.id)).toMatchObject({ caller: { client: 'ci-bot' }, key: { id: record.id, hash: record.hash } });
     a.changed();
     expect(await a.authenticate({ authorization: `Bearer ${key}` })).toMatchObject({ ok: false, status: 401 });
+    expect(await a.keyById(record.id)).toBeUndefined();
   });
 
   it('sees keys created and revoked on a running gateway once the file changed and a second passed', async () => {
@@ -188,8 +190,8 @@ describe('isLoopbackHost', () => {
     const { key: agent } = await createKey(file, 'support-bot', { roles: ['agent'], agents: ['support-*', 'triage'] });
     const { key: runner } = await createKey(file, 'ops', { roles: ['runner', 'client'], tools: ['read_file'] });
     const a = auth();
-    expect(await a.authenticate({ apiKey: agent })).toEqual({ ok: true, caller: { client: 'support-bot', roles: ['agent'], agents: ['support-*', 'triage'] } });
-    expect(await a.authenticate({ apiKey: runner })).toEqual({ ok: true, caller: { client: 'ops', roles: ['runner', 'client'], tools: ['read_file'] } });
+    expect(await a.authenticate({ apiKey: agent })).toMatchObject({ ok: true, caller: { client: 'support-bot', roles: ['agent'], agents: ['support-*', 'triage'] } });
+    expect(await a.authenticate({ apiKey: runner })).toMatchObject({ ok: true, caller: { client: 'ops', roles: ['runner', 'client'], tools: ['read_file'] } });
 
     const old = { version: 1, keys: [{ id: 'key_0000abcd', client: 'legacy', hash: `sha256:${'0'.repeat(64)}`, created: '2026-01-01T00:00:00.000Z' }] };
     writeFileSync(file, JSON.stringify(old));

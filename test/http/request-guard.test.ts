@@ -11,6 +11,7 @@ const auth: ClientAuth = {
     return key === 'a' || key === 'b' ? { ok: true, caller: { client: key } } : { ok: false, status: 401, message: 'needs a key' };
   },
   changed() {},
+  keyById: async () => undefined,
   mode: async () => ({ mode: 'keys', activeKeys: 2, clients: 2 }),
 };
 

@@ -1,0 +1,173 @@
+import { Json, When } from './console-layout.js';
+import { query, render, type ConsoleRouter } from './console-route.js';
+
+/**
+ * Executions: the list (live), and one execution as a timeline of its events: what came in,
+ * each intent and what it resolved to, each call (with its approval when it needed one) and its
+ * result, and how it ended.
+ */
+
+interface ExecutionRow {
+  id: string;
+  status: string;
+  client: string;
+  agent_id: string;
+  labels: Record<string, string>;
+  created_at: string;
+  updated_at: string;
+}
+
+interface WireEvent {
+  sequence: number;
+  type: string;
+  timestamp: string;
+  step_id?: string;
+  payload: Record<string, unknown>;
+}
+
+const STATUSES = ['', 'pending', 'running', 'blocked', 'completed', 'failed', 'cancelled'];
+
+export function mountExecutionPages(router: ConsoleRouter): void {
+  router.page('/ui/executions', 'executions', async (c, r) => {
+    const status = c.req.query('status') ?? '';
+    const client = c.req.query('client') ?? '';
+    const page = (await r.api('GET', `/admin/v1/executions${query({ status, client, limit: '100' })}`)) as { executions: ExecutionRow[] };
+    return render(
+      c,
+      { title: 'Executions', viewer: r.viewer, current: '/ui/executions', live: 'executions' },
+      <>
+        <h1>Executions</h1>
+        <form class="filters" method="get" action="/ui/executions">
+          <label>
+            Status
+            <select name="status">
+              {STATUSES.map((s) => (
+                <option value={s} selected={s === status}>
+                  {s === '' ? 'any' : s}
+                </option>
+              ))}
+            </select>
+          </label>
+          <label>
+            Client
+            <input type="text" name="client" value={client} maxlength={64} />
+          </label>
+          <button type="submit">Filter</button>
+        </form>
+        {page.executions.length === 0 ? <p class="empty">No executions.</p> : <ExecutionTable rows={page.executions} />}
+      </>,
+    );
+  });
+
+  router.page('/ui/executions/:id', 'executions', async (c, r) => {
+    const id = c.req.param('id') ?? '';
+    const answer = (await r.api('GET', `/admin/v1/executions/${encodeURIComponent(id)}?limit=1000`)) as { execution: ExecutionRow & { input: unknown; output?: unknown }; events: WireEvent[] };
+    const e = answer.execution;
+    return render(
+      c,
+      { title: `Execution ${e.id}`, viewer: r.viewer, current: '/ui/executions', live: 'execution' },
+      <>
+        <h1>
+          Execution <code>{e.id}</code>
+        </h1>
+        <p class="meta">
+          <span class={`status ${e.status}`}>{e.status}</span> · client <strong>{e.client}</strong> · agent <code>{e.agent_id}</code> · started <When at={e.created_at} /> · last change <When at={e.updated_at} />
+        </p>
+        <ol class="timeline">
+          {answer.events.map((event) => (
+            <li class={`event ${event.type.replaceAll('.', '-')}`}>
+              <When at={event.timestamp} /> <strong>{event.type}</strong> <Summary event={event} />
+              <details>
+                <summary>details</summary>
+                <Json value={event.payload} />
+              </details>
+            </li>
+          ))}
+        </ol>
+      </>,
+    );
+  });
+}
+
+export function ExecutionTable(props: { rows: ExecutionRow[] }) {
+  return (
+    <div class="table">
+      <table>
+        <thead>
+          <tr>
+            <th>Started</th>
+            <th>Status</th>
+            <th>Client</th>
+            <th>Agent</th>
+            <th>Kind</th>
+            <th>Id</th>
+          </tr>
+        </thead>
+        <tbody>
+          {props.rows.map((e) => (
+            <tr>
+              <td>
+                <When at={e.created_at} />
+              </td>
+              <td>
+                <span class={`status ${e.status}`}>{e.status}</span>
+              </td>
+              <td>{e.client}</td>
+              <td>
+                <code>{e.agent_id}</code>
+              </td>
+              <td>{e.labels['kind'] ?? ''}</td>
+              <td>
+                <a href={`/ui/executions/${encodeURIComponent(e.id)}`}>
+                  <code>{e.id}</code>
+                </a>
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+const str = (v: unknown): string => (typeof v === 'string' ? v : v === undefined || v === null ? '' : JSON.stringify(v));
+const record = (v: unknown): Record<string, unknown> => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
+
+/** What an event says, in a line; the whole payload is under "details". */
+function Summary(props: { event: WireEvent }) {
+  const p = props.event.payload;
+  switch (props.event.type) {
+    case 'execution.created': {
+      const input = record(p['input']);
+      return <span>{`${str(input['model'])} ${input['last_user_message'] === undefined ? '' : `“${str(input['last_user_message']).slice(0, 200)}”`}`}</span>;
+    }
+    case 'intent.accepted': {
+      const d = record(p['details']);
+      const confidence = typeof d['confidence'] === 'number' ? ` (confidence ${d['confidence'].toFixed(2)})` : '';
+      return <span>{`“${str(d['intent']).slice(0, 200)}” → ${str(d['tool_id'])} ${str(d['arguments']).slice(0, 300)}${confidence}`}</span>;
+    }
+    case 'intent.unresolved':
+      return <span>{`“${str(p['intent']).slice(0, 200)}”: ${str(p['reason'])}`}</span>;
+    case 'step.created':
+      return <span>{`${str(p['tool_id'])} ${str(p['arguments']).slice(0, 300)}`}</span>;
+    case 'step.approval_required':
+      return <span>{`waits for a person: ${str(p['reason'])}`}</span>;
+    case 'signal.received': {
+      const answer = record(p['payload']);
+      if (p['signal_type'] !== 'step.approve') return <span>{str(p['signal_type'])}</span>;
+      return <span>{`${answer['approved'] === true ? 'granted' : 'denied'} by ${str(answer['decided_by'])}${answer['reason'] === undefined ? '' : `: ${str(answer['reason'])}`}`}</span>;
+    }
+    case 'step.completed':
+      return <span>{str(p['result']).slice(0, 300)}</span>;
+    case 'step.failed':
+      return <span>{str(p['error']).slice(0, 300)}</span>;
+    case 'execution.completed': {
+      const out = record(p['output']);
+      return <span>{`${str(out['finish_reason'])}: ${str(out['turns'])} turns, ${str(out['tool_calls'])} tool calls`}</span>;
+    }
+    case 'execution.failed':
+      return <span>{str(p['error']).slice(0, 300)}</span>;
+    default:
+      return null;
+  }
+}

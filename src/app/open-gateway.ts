@@ -4,7 +4,9 @@ import { createClientAuth, type ClientAuth } from '../clients/client-auth.js';
 import { isLoopbackHost } from '../clients/loopback.js';
 import { KEY_FILE, readKeyFile, type KeyStore } from '../clients/key-store.js';
 import { projectKeyStore } from '../clients/sql-key-store.js';
+import { fileAuditQuery } from '../audit/file-audit-query.js';
 import { createSqlAuditLog } from '../audit/sql-audit-log.js';
+import { sqlAuditQuery } from '../audit/sql-audit-query.js';
 import { databaseUrlOf, openGatewayDatabase } from '../kernel/gateway-database.js';
 import { TERMINAL_STATUSES } from '../kernel/types.js';
 import type { AdminKeys } from '../http/admin-keys.js';
@@ -251,7 +253,14 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
       health: () => ({ session: project.session, tools: runtime.toolCount, embedder: runtime.embedderId, upstreams: config.upstreams.map((u) => u.name) }),
       metrics,
       metricFamilies: () => gatewayMetricFamilies(metrics()),
-      admin: { kernel: kernel.kernel, keys: adminKeys(project.root, keyStore, auth), counters: metrics },
+      admin: {
+        kernel: kernel.kernel,
+        keys: adminKeys(project.root, keyStore, auth),
+        counters: metrics,
+        // Where the project's audit log is written: the shared table with DATABASE_URL, else its files.
+        audit: database === undefined ? fileAuditQuery(project.auditDir) : sqlAuditQuery(database),
+        threads: store,
+      },
       // Sessions are signed with the key's hash, and with this secret when the deployment sets one (docs/console.md).
       console: { auth, sessionSecret: options.env['KIWI_SESSION_SECRET'] ?? '' },
       mcp: (c) => mcp.handle(c),

@@ -7,6 +7,7 @@ import { KiwiError, describeError } from '../errors.js';
 import { isDateFolder, isMissing, listAuditFiles, listDateFolders, validateSessionId } from './audit-files.js';
 import type { AuditFileName } from './audit-files.js';
 import type { AuditRecord } from './audit-record.js';
+import { linesFromEnd } from './lines-from-end.js';
 
 /** What a line of an audit file must look like; extra keys are dropped. */
 export const auditRecordSchema = z.object({
@@ -59,7 +60,6 @@ export interface AuditTail {
 }
 
 const MAX_LIMIT = 100_000;
-const CHUNK = 64 * 1024;
 
 export async function readAuditTail(options: ReadAuditTailOptions): Promise<AuditRecord[]> {
   return (await readAuditTailWithStats(options)).records;
@@ -151,57 +151,6 @@ async function readFileTail(path: string, need: number, maxLineBytes: number, ta
   return newestFirst.reverse();
 }
 
-type TailLine = { kind: 'line'; text: string } | { kind: 'torn' } | { kind: 'oversized' };
-
-/** Lines from last to first, reading the file backwards in chunks; memory is bounded by `maxLineBytes`. */
-async function* linesFromEnd(handle: FileHandle, size: number, maxLineBytes: number, signal?: AbortSignal): AsyncGenerator<TailLine> {
-  // `carry` holds the start-unknown fragment after the newest newline seen so far.
-  let carry: Buffer[] = [];
-  let carryBytes = 0;
-  let atTail = true; // the fragment is after the file's last newline: a torn line if non-empty
-  let oversized = false;
-  const finish = (head: Buffer): TailLine | undefined => {
-    const wasTail = atTail;
-    const wasOversized = oversized;
-    const bytes = carryBytes + head.length;
-    const parts = [head, ...carry];
-    carry = [];
-    carryBytes = 0;
-    atTail = false;
-    oversized = false;
-    if (wasTail) return bytes > 0 ? { kind: 'torn' } : undefined;
-    if (wasOversized || bytes > maxLineBytes) return { kind: 'oversized' };
-    return { kind: 'line', text: Buffer.concat(parts).toString('utf8') };
-  };
-  let position = size;
-  const chunk = Buffer.alloc(Math.min(CHUNK, Math.max(size, 1)));
-  while (position > 0) {
-    throwIfAborted(signal, 'reading the audit log');
-    const length = Math.min(chunk.length, position);
-    position -= length;
-    await readExactly(handle, chunk, length, position);
-    let end = length;
-    let newline = chunk.lastIndexOf(0x0a, end - 1);
-    while (newline !== -1 && newline < end) {
-      const line = finish(chunk.subarray(newline + 1, end));
-      if (line) yield line;
-      end = newline;
-      newline = end === 0 ? -1 : chunk.lastIndexOf(0x0a, end - 1);
-    }
-    if (end > 0 && !oversized) {
-      carry.unshift(Buffer.from(chunk.subarray(0, end)));
-      carryBytes += end;
-      if (carryBytes > maxLineBytes && !atTail) {
-        oversized = true;
-        carry = [];
-      }
-      if (atTail && carryBytes > maxLineBytes) carry = [];
-    }
-  }
-  const first = finish(Buffer.alloc(0));
-  if (first) yield first;
-}
-
 /** One line of a file or a row of the shared log: a record, `'malformed'`, or null for a blank line. */
 export function parseAuditLine(text: string): AuditRecord | 'malformed' | null {
   if (text.trim() === '') return null;
@@ -213,15 +162,6 @@ export function parseAuditLine(text: string): AuditRecord | 'malformed' | null {
   }
   const parsed = auditRecordSchema.safeParse(value);
   return parsed.success ? { ...parsed.data, args: parsed.data.args } : 'malformed';
-}
-
-async function readExactly(handle: FileHandle, buffer: Buffer, length: number, position: number): Promise<void> {
-  let offset = 0;
-  while (offset < length) {
-    const { bytesRead } = await handle.read(buffer, offset, length - offset, position + offset);
-    if (bytesRead === 0) throw new KiwiError('INTERNAL', 'an audit file shrank while it was being read: read it again');
-    offset += bytesRead;
-  }
 }
 
 function readError(path: string, error: unknown): KiwiError {

@@ -1,20 +1,24 @@
 import type { Context, Hono } from 'hono';
+import type { AuditQuery } from '../audit/audit-query.js';
 import { checkAdminister } from '../clients/access.js';
 import { LOCAL_CALLER } from '../clients/client-auth.js';
 import type { Kernel } from '../kernel/open-kernel.js';
 import type { Caller } from '../policy/caller.js';
 import { mountAdminApprovals } from './admin-approvals.js';
+import { mountAdminAudit } from './admin-audit.js';
 import { mountAdminExecutions } from './admin-executions.js';
 import { mountAdminKeys, type AdminKeys } from './admin-keys.js';
 import { ADMIN_PREFIX, type AdminRoute } from './admin-route.js';
+import { mountAdminThreads, type AdminThreads } from './admin-threads.js';
 import { apiError } from './json-api.js';
 
 /**
  * The admin API under /admin/v1, for the people who run the gateway (and the console, which
- * reads it): keys, approvals, executions, counters. JSON, with the kernel API's errors
- * (`{"error", "code"}`). Every route names its area, and clients/access.ts decides who may use
- * it: admin keys everything, approver keys approvals and executions. The request guard has
- * admitted the key already (or the keyless local operator on loopback, who has every role).
+ * reads it): keys, approvals, executions, the audit log, threads, counters. JSON, with the
+ * kernel API's errors (`{"error", "code"}`). Every route names its area, and clients/access.ts
+ * decides who may use it: admin keys everything, approver keys approvals and executions. The
+ * request guard has admitted the key already (or the keyless local operator on loopback, who
+ * has every role).
  */
 
 export interface AdminRouteDeps {
@@ -28,6 +32,10 @@ export interface AdminRouteDeps {
   keys: AdminKeys;
   /** The gateway's counters (prefetch, resolution), as GET /metrics serves them. */
   counters(): Record<string, unknown>;
+  /** The audit log (its files, or the table gateways sharing a Postgres write), a page at a time. */
+  audit: AuditQuery;
+  /** The directive threads (their files, or Postgres's). */
+  threads: AdminThreads;
 }
 
 export function mountAdminRoutes(app: Hono, deps: AdminRouteDeps): void {
@@ -43,6 +51,8 @@ export function mountAdminRoutes(app: Hono, deps: AdminRouteDeps): void {
   mountAdminKeys(app, route, deps.keys);
   mountAdminApprovals(app, route, deps.kernel);
   mountAdminExecutions(app, route, deps.kernel);
+  mountAdminAudit(app, route, deps.audit);
+  mountAdminThreads(app, route, deps.threads);
   app.get(`${ADMIN_PREFIX}/counters`, route('counters', async (c) => c.json(deps.counters())));
 }
 
@@ -54,5 +64,8 @@ export const ADMIN_ROUTES: [method: string, path: string][] = [
   ['POST', `${ADMIN_PREFIX}/approvals/:stepId`],
   ['GET', `${ADMIN_PREFIX}/executions`],
   ['GET', `${ADMIN_PREFIX}/executions/:id`],
+  ['GET', `${ADMIN_PREFIX}/audit`],
+  ['GET', `${ADMIN_PREFIX}/threads`],
+  ['GET', `${ADMIN_PREFIX}/threads/:id`],
   ['GET', `${ADMIN_PREFIX}/counters`],
 ];

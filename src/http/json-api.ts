@@ -62,3 +62,20 @@ export function intParam(value: string | undefined, fallback: number, min: numbe
   if (n < min) return fallback;
   return Math.min(n, max);
 }
+
+const ISO_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:\d{2}))?$/;
+
+/**
+ * A point in time from outside, ISO 8601: a day (`2026-11-28`, its midnight UTC) or a time with
+ * its zone (`2026-11-28T09:30:00Z`, `…+02:00`). A time without a zone is refused rather than read
+ * in the server's, and a day that does not exist (February 30) rather than moved to March.
+ */
+export function readTime(value: string, what: string): Date {
+  const match = ISO_TIME.exec(value);
+  const at = Date.parse(value);
+  const day = match === null ? undefined : new Date(Date.UTC(Number(match[1]), Number(match[2]) - 1, Number(match[3])));
+  if (match === null || Number.isNaN(at) || day?.toISOString().slice(0, 10) !== value.slice(0, 10)) {
+    throw new KiwiError('INVALID_INPUT', `${what} ${JSON.stringify(value.slice(0, 40))} is not a time: use ISO 8601 with a zone, e.g. 2026-11-28 or 2026-11-28T09:30:00Z`);
+  }
+  return new Date(at);
+}

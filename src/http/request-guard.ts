@@ -3,7 +3,8 @@
  * names (a web page that rebinds its DNS name to 127.0.0.1 still sends its own name), a browser
  * Origin must be listed, the caller must be a known client (see clients/client-auth.ts), and a
  * client may have only so many requests running at once. Refusals are answered in the shape the
- * route's clients read: JSON-RPC on /mcp, the OpenAI/Anthropic error object elsewhere.
+ * route's clients read: JSON-RPC on /mcp, `{"error", "code"}` on the JSON APIs (/v0, /admin/v1),
+ * the OpenAI/Anthropic error object elsewhere.
  */
 import type { Context, MiddlewareHandler } from 'hono';
 import type { ClientAuth } from '../clients/client-auth.js';
@@ -11,6 +12,7 @@ import { clientUseRefusal } from '../clients/access.js';
 import { LOCAL_CALLER } from '../clients/client-auth.js';
 import type { Caller } from '../policy/caller.js';
 import { createMemoryRequestSlots, type RequestSlots, type SlotTake } from '../clients/request-slots.js';
+import { ADMIN_PREFIX } from './admin-route.js';
 import { sentDirectly } from './node-bindings.js';
 import { trackBody } from './track-body.js';
 
@@ -74,8 +76,9 @@ export function createRequestGuard(options: RequestGuardOptions): RequestGuard {
     }
     callers.set(c.req.raw, caller);
     if (open) return next();
-    // /v0 and /admin ask clients/access.ts route by route (their objects have owners, their areas roles); the rest is a client's.
-    const refusal = jsonApi(c.req.path) || c.req.path === '/metrics' ? undefined : clientUseRefusal(caller);
+    // /v0 and the admin API ask clients/access.ts route by route (objects have owners, areas
+    // roles: an approver key answers approvals there); the rest is a client's.
+    const refusal = isJsonApi(c.req.path) || c.req.path === '/metrics' ? undefined : clientUseRefusal(caller);
     if (refusal !== undefined) return refuse(c, 403, 'permission_error', refusal);
 
     let slot: SlotTake;
@@ -102,6 +105,11 @@ export function createRequestGuard(options: RequestGuardOptions): RequestGuard {
   };
 
   return { middleware, callerOf: (request) => callers.get(request), running: () => slots.held() };
+}
+
+/** The kernel's API and the admin API: errors as `{"error", "code"}` (json-api.ts), access decided by each route. */
+function isJsonApi(path: string): boolean {
+  return path.startsWith('/v0/') || path.startsWith(`${ADMIN_PREFIX}/`);
 }
 
 /** The kernel's error codes (its §3) for the refusals here. */
@@ -150,16 +158,11 @@ export function originAllowed(origin: string, allowed: readonly string[]): boole
   return allowed.some((entry) => (entry.endsWith(':*') ? entry.slice(0, -2).toLowerCase() === hostOnly : entry.replace(/\/$/, '').toLowerCase() === url.origin));
 }
 
-/** The kernel's and the admin API: `{"error", "code"}` errors, and roles checked by each route. */
-function jsonApi(path: string): boolean {
-  return path.startsWith('/v0/') || path.startsWith('/admin/');
-}
-
 function refuse(c: Context, status: 401 | 403 | 429 | 503, type: string, message: string, headers?: Record<string, string>): Response {
   const body =
     c.req.path === '/mcp'
       ? { jsonrpc: '2.0', error: { code: -32001, message }, id: null }
-      : jsonApi(c.req.path)
+      : isJsonApi(c.req.path)
         ? { error: message, code: KERNEL_CODES[status] }
         : // Both SDKs read this: OpenAI's `error.message/type/code`, Anthropic's `type: "error"` + `error.type/message`.
           { type: 'error', error: { type, message, param: null, code: type === 'authentication_error' ? 'invalid_api_key' : null } };

@@ -116,6 +116,18 @@ describe('the kernel API behind the guard', () => {
     expect((await hono.request('/v0/ready')).status).toBe(200);
     expect((await hono.request('/v0/executions', { headers: { authorization: 'Bearer a' } })).status).toBe(200);
   });
+
+  it("lets the admin API decide by area who may use it, and refuses there in the kernel's error shape", async () => {
+    const guard = createRequestGuard({ allowedHosts: ['localhost'], allowedOrigins: [], auth });
+    const hono = new Hono();
+    hono.use('*', guard.middleware);
+    hono.all('*', (c) => c.json({ ok: true }));
+    const refused = await hono.request('/admin/v1/approvals');
+    expect(refused.status).toBe(401);
+    expect(await refused.json()).toEqual({ error: 'needs a key', code: 'UNAUTHORIZED' });
+    // A key without the client role (an approver's, a runner's) reaches the admin routes, which check its roles.
+    expect((await hono.request('/admin/v1/approvals', { headers: { authorization: 'Bearer runner' } })).status).toBe(200);
+  });
 });
 
 describe('origins', () => {

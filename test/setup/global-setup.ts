@@ -118,7 +118,7 @@ async function buildCli(): Promise<string> {
   const out = path.join(REPO_ROOT, `${CLI_BUILD_PREFIX}${process.pid}`);
   const files = readdirSync(src, { recursive: true, encoding: 'utf8' });
   await build({
-    entryPoints: files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts')).map((f) => path.join(src, f)),
+    entryPoints: files.filter((f) => (f.endsWith('.ts') || f.endsWith('.tsx')) && !f.endsWith('.d.ts')).map((f) => path.join(src, f)),
     outdir: out,
     outbase: src,
     format: 'esm',
@@ -126,7 +126,8 @@ async function buildCli(): Promise<string> {
     target: 'node20',
     logLevel: 'warning',
   });
-  for (const f of files.filter((f) => f.endsWith('.mjs'))) cpSync(path.join(src, f), path.join(out, f));
+  // What the build copies beside the compiled code (package.json's build): worker scripts and the console's assets.
+  for (const f of files.filter((f) => f.endsWith('.mjs') || f.startsWith(path.join('console', 'assets') + path.sep))) cpSync(path.join(src, f), path.join(out, f));
   return path.join(out, 'app', 'main.js');
 }
 

@@ -173,4 +173,15 @@ describe.skipIf(!postgresAvailable())('threads in Postgres', () => {
     expect((await store.list()).map((t) => t.header.id)).not.toContain(other);
     expect(await refusal(store.readHeader(other))).toMatch(/^NOT_FOUND/);
   });
+
+  it('lists the most recently written first, at most as many as asked for (the admin API pages on that)', async () => {
+    const store = sqlThreadStore(db);
+    const [a, b, c] = [randomUUID(), randomUUID(), randomUUID()];
+    const writers: ThreadWriter[] = [];
+    for (const id of [a, b, c]) writers.push(await store.create(header(id)));
+    await writers[0]?.append({ type: 'turn', turn: 1, text: 'a goes on' });
+    for (const w of writers) await w.close();
+    expect((await store.list(2)).map((t) => t.header.id)).toEqual([a, c]);
+    expect((await store.list(3)).map((t) => t.header.id)).toEqual([a, c, b]);
+  });
 });

@@ -1,4 +1,4 @@
-import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -33,6 +33,19 @@ describe("a thread file's stamp", () => {
 });
 
 describe('listThreads', () => {
+  it('lists the most recently written first, at most as many as asked for (the admin API pages on that)', async () => {
+    const store = fileThreadStore(root);
+    const ids = ['0190d2a0-0000-7000-8000-00000000000a', '0190d2a0-0000-7000-8000-00000000000b', '0190d2a0-0000-7000-8000-00000000000c'];
+    for (const [i, id] of ids.entries()) {
+      await (await store.create(header(id))).close();
+      utimesSync(path.join(root, THREADS_DIR, `${id}.jsonl`), 1_700_000_000 + i, 1_700_000_000 + i);
+    }
+    // The first one written to last.
+    utimesSync(path.join(root, THREADS_DIR, `${ids[0]}.jsonl`), 1_700_000_100, 1_700_000_100);
+    expect((await store.list(2)).map((t) => t.header.id)).toEqual([ids[0], ids[2]]);
+    expect(await store.list(5)).toHaveLength(3);
+  });
+
   it("finds a long transcript's end, and tells a thread cut short (a torn last line, no lock) from a running one", async () => {
     const long = '0195aaaa-bbbb-4ccc-8ddd-eeeeffff4000';
     const w = await fileThreadStore(root).create(header(long));

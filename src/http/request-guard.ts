@@ -3,7 +3,8 @@
  * names (a web page that rebinds its DNS name to 127.0.0.1 still sends its own name), a browser
  * Origin must be listed, the caller must be a known client (see clients/client-auth.ts), and a
  * client may have only so many requests running at once. Refusals are answered in the shape the
- * route's clients read: JSON-RPC on /mcp, the OpenAI/Anthropic error object elsewhere.
+ * route's clients read: JSON-RPC on /mcp, `{"error", "code"}` on the v0 and admin APIs, the
+ * OpenAI/Anthropic error object elsewhere.
  */
 import type { Context, MiddlewareHandler } from 'hono';
 import type { ClientAuth } from '../clients/client-auth.js';
@@ -11,6 +12,7 @@ import { clientUseRefusal } from '../clients/access.js';
 import { LOCAL_CALLER } from '../clients/client-auth.js';
 import type { Caller } from '../policy/caller.js';
 import { createMemoryRequestSlots, type RequestSlots, type SlotTake } from '../clients/request-slots.js';
+import { ADMIN_PREFIX } from './admin-route.js';
 import { sentDirectly } from './node-bindings.js';
 import { trackBody } from './track-body.js';
 
@@ -72,8 +74,9 @@ export function createRequestGuard(options: RequestGuardOptions): RequestGuard {
     }
     callers.set(c.req.raw, caller);
     if (open) return next();
-    // /v0 asks clients/access.ts route by route (its objects have owners); the rest is a client's.
-    const refusal = c.req.path.startsWith('/v0/') || c.req.path === '/metrics' ? undefined : clientUseRefusal(caller);
+    // /v0 and the admin API ask clients/access.ts route by route (objects have owners, areas
+    // their roles: an approver key answers approvals there); the rest is a client's.
+    const refusal = isJsonApi(c.req.path) || c.req.path === '/metrics' ? undefined : clientUseRefusal(caller);
     if (refusal !== undefined) return refuse(c, 403, 'permission_error', refusal);
 
     let slot: SlotTake;
@@ -103,6 +106,11 @@ export function createRequestGuard(options: RequestGuardOptions): RequestGuard {
 }
 
 /** The kernel's error codes (its §3) for the refusals here. */
+/** The kernel's v0 API and the admin API: their errors are `{"error", "code"}` (json-api.ts). */
+function isJsonApi(path: string): boolean {
+  return path.startsWith('/v0/') || path.startsWith(`${ADMIN_PREFIX}/`);
+}
+
 const KERNEL_CODES: Record<401 | 403 | 429 | 503, string> = { 401: 'UNAUTHORIZED', 403: 'FORBIDDEN', 429: 'RATE_LIMITED', 503: 'SERVICE_UNAVAILABLE' };
 
 /** A host name entry matches any port; `name:port` only that port. Case-insensitive. */
@@ -152,7 +160,7 @@ function refuse(c: Context, status: 401 | 403 | 429 | 503, type: string, message
   const body =
     c.req.path === '/mcp'
       ? { jsonrpc: '2.0', error: { code: -32001, message }, id: null }
-      : c.req.path.startsWith('/v0/')
+      : isJsonApi(c.req.path)
         ? { error: message, code: KERNEL_CODES[status] }
         : // Both SDKs read this: OpenAI's `error.message/type/code`, Anthropic's `type: "error"` + `error.type/message`.
           { type: 'error', error: { type, message, param: null, code: type === 'authentication_error' ? 'invalid_api_key' : null } };

@@ -114,6 +114,17 @@ describe('the kernel API behind the guard', () => {
     expect((await hono.request('/v0/ready')).status).toBe(200);
     expect((await hono.request('/v0/executions', { headers: { authorization: 'Bearer a' } })).status).toBe(200);
   });
+
+  it('leaves the admin API to decide by area (a runner key reaches it), and refuses there in its shape', async () => {
+    const guard = createRequestGuard({ allowedHosts: ['localhost'], allowedOrigins: [], auth });
+    const hono = new Hono();
+    hono.use('*', guard.middleware);
+    hono.all('*', (c) => c.json({ ok: true }));
+    expect((await hono.request('/admin/v1/approvals', { headers: { authorization: 'Bearer runner' } })).status).toBe(200);
+    const refused = await hono.request('/admin/v1/approvals');
+    expect(refused.status).toBe(401);
+    expect(await refused.json()).toEqual({ error: 'needs a key', code: 'UNAUTHORIZED' });
+  });
 });
 
 describe('origins', () => {

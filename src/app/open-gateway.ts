@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { createGatewayApp, type GatewayApp } from '../http/app.js';
-import { createClientAuth, type ClientAuth } from '../clients/client-auth.js';
+import { createClientAuth, keyCaller, type ClientAuth } from '../clients/client-auth.js';
 import { isLoopbackHost } from '../clients/loopback.js';
 import { KEY_FILE, readKeyFile, type KeyStore } from '../clients/key-store.js';
 import { projectKeyStore } from '../clients/sql-key-store.js';
@@ -8,6 +8,7 @@ import { createSqlAuditLog } from '../audit/sql-audit-log.js';
 import { databaseUrlOf, openGatewayDatabase } from '../kernel/gateway-database.js';
 import { TERMINAL_STATUSES } from '../kernel/types.js';
 import type { AdminKeys } from '../http/admin-keys.js';
+import type { AdminCatalog } from '../http/admin-tools.js';
 import { createMcpRoute } from '../http/mcp-route.js';
 import { logInternalError } from '../http/log-internal-error.js';
 import { createRequestGuard } from '../http/request-guard.js';
@@ -251,7 +252,19 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
       health: () => ({ session: project.session, tools: runtime.toolCount, embedder: runtime.embedderId, upstreams: config.upstreams.map((u) => u.name) }),
       metrics,
       metricFamilies: () => gatewayMetricFamilies(metrics()),
-      admin: { kernel: kernel.kernel, keys: adminKeys(project.root, keyStore), counters: metrics },
+      admin: {
+        kernel: kernel.kernel,
+        keys: adminKeys(project.root, keyStore),
+        counters: metrics,
+        usage: {
+          ...(budgets === undefined ? {} : { budgets: { usage: budgets.usage, config: config.budgets, ledgerWhere: budgets.ledgerWhere } }),
+          holdsWhere: shared.where,
+          keyClients: async () => (await keyStore.read()).keys.filter((k) => k.revoked === undefined).map((k) => k.client),
+        },
+        catalog: adminCatalog(project, keyStore),
+        // The resolver itself, not a request's prefetching one: trying an intent must leave no prediction behind.
+        playground: { resolve: (text, o) => runtime.resolver.resolve(text, o), steps, gates: runtime.gates },
+      },
       mcp: (c) => mcp.handle(c),
       guard,
       ...(options.log ? { onError: logInternalError(options.log) } : {}),
@@ -300,6 +313,18 @@ function adminKeys(root: string, store: KeyStore): AdminKeys {
       // The store revokes by id or by client name: a client named like this id would lose its keys too.
       if (keys.some((k) => k.client === id)) throw new KiwiError('CONFLICT', `a client is also named ${id}; revoke this key with \`kiwi keys revoke\` after renaming that client`);
       return store.revoke(id);
+    },
+  };
+}
+
+/** The catalog and policy as the admin API reads them; a key's caller made as the request guard makes it. */
+function adminCatalog(project: Project, store: KeyStore): AdminCatalog {
+  return {
+    tools: project.registry.tools,
+    policy: project.policy,
+    async key(id) {
+      const record = (await store.read()).keys.find((k) => k.id === id);
+      return record === undefined ? undefined : { record, served: await keyCaller(record, { root: project.root, policy: project.policy }) };
     },
   };
 }

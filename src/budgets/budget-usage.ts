@@ -46,6 +46,8 @@ export interface BudgetUsage {
   clients(since: number): Promise<string[]>;
   /** `window`: as budgets write it (`1h`, `7d`); default the client's budget window, else 1d. */
   of(client: string, window?: string): Promise<ClientUsage>;
+  /** The window's length; INVALID_INPUT, saying what may be asked, when it is not one `of` can total. */
+  windowMs(window: string): number;
 }
 
 export function createBudgetUsage(deps: { config: BudgetConfig; ledger: BudgetLedger; holds: BudgetHolds; retainMs: number; now?: () => number }): BudgetUsage {
@@ -53,6 +55,7 @@ export function createBudgetUsage(deps: { config: BudgetConfig; ledger: BudgetLe
   const now = deps.now ?? Date.now;
   return {
     retainMs,
+    windowMs: (window) => usageWindowMs(window, retainMs),
     async clients(since) {
       await ledger.refresh();
       return [...new Set([...config.clients.keys(), ...(await ledger.clients(since))])].sort();

@@ -39,7 +39,7 @@ export interface GatewayAppDeps {
   /** Mounted on /mcp (all methods) when given. */
   mcp?: (c: Context) => Promise<Response>;
   /** The admin API under /admin/v1 (admin-routes.ts) when given. */
-  admin?: Pick<AdminRouteDeps, 'kernel' | 'keys' | 'counters'>;
+  admin?: Pick<AdminRouteDeps, 'kernel' | 'keys' | 'counters' | 'usage' | 'catalog' | 'playground'>;
   /** The kernel's v0 API (kernel-routes.ts) when given: it opens on first use. */
   kernel?: () => Promise<Kernel>;
   /** Aborted when the gateway stops: the kernel's streams end then instead of holding the shutdown's grace period. */

@@ -73,6 +73,8 @@ describe('budget usage', () => {
 
   it('refuses a window it cannot total, saying what it can', async () => {
     const usage = createBudgetUsage({ config: toBudgetConfig(PRICES, undefined, undefined), ledger, holds: createMemoryBudgetHolds({ ttlMs: HOUR }), retainMs: DAY, now: () => now });
+    expect(usage.windowMs('2h')).toBe(2 * HOUR);
+    expect(() => usage.windowMs('2d')).toThrow(/longer than the ledger keeps/);
     await expect(usage.of('ci', '7d')).rejects.toThrow(/window 7d is longer than the ledger keeps \(24h/);
     await expect(usage.of('ci', 'week')).rejects.toThrow(/window "week" is not a number of hours or days/);
     await expect(usage.of('ci', '0h')).rejects.toMatchObject({ code: 'INVALID_INPUT' });

@@ -5,6 +5,7 @@ import { openSqlBudgetLedger } from '../budgets/sql-budget-ledger.js';
 import type { SqlDb } from '../store/sql/sql-db.js';
 import type { SharedState } from '../shared-state/shared-state.js';
 import { createBudgets, type Budgets } from '../budgets/budget-meter.js';
+import { createBudgetUsage, type BudgetUsage } from '../budgets/budget-usage.js';
 import { HOUR_MS } from '../budgets/budget-window.js';
 import type { GatewayConfig } from './gateway-config.js';
 
@@ -12,6 +13,10 @@ import type { GatewayConfig } from './gateway-config.js';
 export const BUDGET_STATE_DIR = path.join('.ai', 'state', 'budgets');
 
 export interface GatewayBudgets extends Budgets {
+  /** What clients used and what their budgets leave (the admin API's usage). */
+  usage: BudgetUsage;
+  /** Where the ledger is, for people: its folder, or Postgres. */
+  ledgerWhere: string;
   /** True for an upstream that costs nothing (the offline demo). */
   isFree(upstream: string): boolean;
   /** Resolves once no request holds any budget (each running one ended) and their charges are on disk. */
@@ -41,6 +46,8 @@ export async function openGatewayBudgets(options: { root: string; config: Gatewa
   const holds = options.shared.budgetHolds({ ttlMs: options.config.limits.maxDurationMs + HOLD_MARGIN_MS });
   return {
     ...createBudgets({ config: budgets, ledger, holds }),
+    usage: createBudgetUsage({ config: budgets, ledger, holds, retainMs }),
+    ledgerWhere: options.database === undefined ? path.join(options.root, BUDGET_STATE_DIR) : 'Postgres (DATABASE_URL)',
     isFree: (upstream) => free.has(upstream),
     async settled() {
       await holds.idle();

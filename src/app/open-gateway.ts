@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { createGatewayApp, type GatewayApp } from '../http/app.js';
-import { createClientAuth, type ClientAuth } from '../clients/client-auth.js';
+import { createClientAuth, keyCaller, type ClientAuth } from '../clients/client-auth.js';
 import { isLoopbackHost } from '../clients/loopback.js';
 import { KEY_FILE, readKeyFile, type KeyStore } from '../clients/key-store.js';
 import { projectKeyStore } from '../clients/sql-key-store.js';
@@ -10,6 +10,7 @@ import { sqlAuditQuery } from '../audit/sql-audit-query.js';
 import { databaseUrlOf, openGatewayDatabase } from '../kernel/gateway-database.js';
 import { TERMINAL_STATUSES } from '../kernel/types.js';
 import type { AdminKeys } from '../http/admin-keys.js';
+import type { AdminCatalog } from '../http/admin-tools.js';
 import { createMcpRoute } from '../http/mcp-route.js';
 import { logInternalError } from '../http/log-internal-error.js';
 import { createRequestGuard } from '../http/request-guard.js';
@@ -260,6 +261,14 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
         // Where the project's audit log is written: the shared table with DATABASE_URL, else its files.
         audit: database === undefined ? fileAuditQuery(project.auditDir) : sqlAuditQuery(database),
         threads: store,
+        usage: {
+          ...(budgets === undefined ? {} : { budgets: { usage: budgets.usage, config: config.budgets, ledgerWhere: budgets.ledgerWhere } }),
+          holdsWhere: shared.where,
+          keyClients: async () => (await keyStore.read()).keys.filter((k) => k.revoked === undefined).map((k) => k.client),
+        },
+        catalog: adminCatalog(project, keyStore),
+        // The resolver itself, not a request's prefetching one: trying an intent must leave no prediction behind.
+        playground: { resolve: (text, o) => runtime.resolver.resolve(text, o), steps, gates: runtime.gates },
       },
       // Sessions are signed with the key's hash, and with this secret when the deployment sets one (docs/console.md).
       console: { auth, sessionSecret: options.env['KIWI_SESSION_SECRET'] ?? '' },
@@ -315,6 +324,18 @@ function adminKeys(root: string, store: KeyStore, auth: Pick<ClientAuth, 'change
       const revoked = await store.revoke(id);
       auth.changed();
       return revoked;
+    },
+  };
+}
+
+/** The catalog and policy as the admin API reads them; a key's caller made as the request guard makes it. */
+function adminCatalog(project: Project, store: KeyStore): AdminCatalog {
+  return {
+    tools: project.registry.tools,
+    policy: project.policy,
+    async key(id) {
+      const record = (await store.read()).keys.find((k) => k.id === id);
+      return record === undefined ? undefined : { record, served: await keyCaller(record, { root: project.root, policy: project.policy }) };
     },
   };
 }

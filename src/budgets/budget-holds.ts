@@ -9,6 +9,9 @@
  * `reserve` is one script that checks and holds in one step.
  */
 
+/** What a client's requests hold under. */
+export const clientHoldKey = (client: string): string => `client:${client}`;
+
 /** An amount of a budget: tokens, and US dollars of priced tokens. */
 export interface HeldAmount {
   tokens: number;

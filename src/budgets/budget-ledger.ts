@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { describeError, KiwiError } from '../errors.js';
 import type { BudgetTotals } from './budget-types.js';
 import { HOUR_MS, hourOf } from './budget-window.js';
-import { createHourlyTotals, ledgerKeyName } from './hourly-totals.js';
+import { clientsOf, createHourlyTotals, ledgerKeyName } from './hourly-totals.js';
 
 /**
  * What clients (and directive runs) used, as an append-only JSONL file per UTC day under
@@ -48,6 +48,8 @@ export interface BudgetLedger {
   record(entry: LedgerEntry): Promise<void>;
   /** What `key` used from `since` (rounded down to the hour) on. */
   totals(key: LedgerKey, since: number): BudgetTotals;
+  /** The clients that used something from `since` (rounded down to the hour) on, as far as this ledger knows (refresh first). */
+  clients(since: number): Promise<string[]>;
   /** Catches up on what other processes recorded (for `keys` at least: a ledger may look at those alone). */
   refresh(keys?: readonly LedgerKey[]): Promise<void>;
   flush(): Promise<void>;
@@ -199,6 +201,7 @@ export async function openBudgetLedger(options: BudgetLedgerOptions): Promise<Bu
       return written;
     },
     totals: (key, since) => totals.sum(ledgerKeyName(key), since),
+    clients: async (since) => clientsOf(totals.keys(since)),
     async refresh() {
       // Other writers append to the day of their clock: the day last looked at and today.
       const today = dayFile(now());

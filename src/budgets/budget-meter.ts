@@ -1,7 +1,7 @@
 import { KiwiError } from '../errors.js';
 import type { ChatUsage } from '../llm/types.js';
 import { budgetOf, type BudgetConfig } from './budget-config.js';
-import { createMemoryBudgetHolds, type BudgetHold, type BudgetHolds, type HeldAmount } from './budget-holds.js';
+import { clientHoldKey, createMemoryBudgetHolds, type BudgetHold, type BudgetHolds, type HeldAmount } from './budget-holds.js';
 import type { BudgetLedger } from './budget-ledger.js';
 import { emptyTotals, firstReached, type BudgetLimits, type BudgetStop, type BudgetTotals } from './budget-types.js';
 import { windowStart } from './budget-window.js';
@@ -118,7 +118,7 @@ export function createBudgets(deps: { config: BudgetConfig; ledger: BudgetLedger
         const start = windowStart(now(), budget.windowMs);
         const used = clientTotals(start);
         const room = { tokens: (budget.limits.tokens ?? Infinity) - used.tokens, spendUsd: (budget.limits.spendUsd ?? Infinity) - used.spendUsd };
-        const reserved = await holds.reserve(`client:${options.client}`, cap, room);
+        const reserved = await holds.reserve(clientHoldKey(options.client), cap, room);
         if (!reserved.ok) {
           const totals = clientTotals(start);
           const hit = firstReached(plus(totals, reserved.held), budget.limits);

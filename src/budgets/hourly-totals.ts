@@ -23,6 +23,8 @@ export interface HourlyTotals {
   sum(key: string, since: number): BudgetTotals;
   /** Forgets hours before `oldest`. */
   prune(oldest: number): void;
+  /** The keys that have a total from the hour of `since` on. */
+  keys(since: number): string[];
 }
 
 export function createHourlyTotals(): HourlyTotals {
@@ -59,6 +61,10 @@ export function createHourlyTotals(): HourlyTotals {
       for (const [hour, t] of buckets.get(key) ?? []) if (hour >= from) addTotals(total, t);
       return total;
     },
+    keys(since) {
+      const from = hourOf(since);
+      return [...buckets].filter(([, byHour]) => [...byHour.keys()].some((hour) => hour >= from)).map(([key]) => key);
+    },
     prune(oldest) {
       for (const [key, byHour] of buckets) {
         for (const hour of byHour.keys()) if (hour < oldest) byHour.delete(hour);
@@ -70,3 +76,6 @@ export function createHourlyTotals(): HourlyTotals {
 
 /** The key a ledger files a total under. */
 export const ledgerKeyName = (key: { client: string } | { run: string }): string => ('client' in key ? `client:${key.client}` : `run:${key.run}`);
+
+/** The clients among a ledger's keys. */
+export const clientsOf = (keys: Iterable<string>): string[] => [...keys].filter((k) => k.startsWith('client:')).map((k) => k.slice('client:'.length));

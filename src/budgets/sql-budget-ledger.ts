@@ -5,7 +5,7 @@ import type { SqlQueryable, SqlValue } from '../store/sql/sql-db.js';
 import type { BudgetLedger, LedgerEntry } from './budget-ledger.js';
 import { HOUR_MS, hourOf } from './budget-window.js';
 import { addTotals } from './budget-types.js';
-import { createHourlyTotals, ledgerKeyName } from './hourly-totals.js';
+import { clientsOf, createHourlyTotals, ledgerKeyName } from './hourly-totals.js';
 
 /**
  * The budget ledger in Postgres (table `budget_usage`, kernel migration 12), for gateways that
@@ -86,6 +86,16 @@ export async function openSqlBudgetLedger(options: { db: SqlQueryable; retainMs:
     totals(key, since) {
       const name = ledgerKeyName(key);
       return addTotals(own.sum(name, since), others.sum(name, since));
+    },
+    async clients(since) {
+      let rows: { client: string }[];
+      try {
+        rows = await db.query<{ client: string }>('select distinct client from budget_usage where at >= $1', [hourOf(since)]);
+      } catch (error) {
+        throw new KiwiError('UNAVAILABLE', `the budget ledger in Postgres did not answer (${describeError(error)}); try again once it does`, { cause: error });
+      }
+      // Its own records not yet written count here already.
+      return [...new Set([...clientsOf(own.keys(since)), ...rows.map((r) => r.client)])];
     },
     async refresh(keys = []) {
       const since = hourOf(now() - options.retainMs);

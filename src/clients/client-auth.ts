@@ -89,22 +89,10 @@ export function createClientAuth(options: ClientAuthOptions): ClientAuth {
       const data = await options.store.read();
       const active = data.keys.filter((k) => k.revoked === undefined);
       const byHash = new Map<string, { record: KeyRecord; caller?: Caller; error?: string }>();
-      for (const record of active) byHash.set(record.hash, await callerFor(record));
+      for (const record of active) byHash.set(record.hash, { record, ...(await keyCaller(record, options)) });
       return { stamp, byHash, active: active.length, total: data.keys.length, clients: new Set(active.map((k) => k.client)).size };
     } catch (error) {
       return { stamp, byHash: new Map(), active: 0, total: 0, clients: 0, error: describeError(error) };
-    }
-  }
-
-  async function callerFor(record: KeyRecord): Promise<{ record: KeyRecord; caller?: Caller; error?: string }> {
-    const grants: Caller = { client: record.client, roles: record.roles ?? ['client'], ...(record.agents ? { agents: record.agents } : {}), ...(record.tools ? { tools: record.tools } : {}) };
-    if (record.policy === undefined) return { record, caller: grants };
-    try {
-      const own = await loadPolicyFile(path.resolve(options.root, record.policy), options.root);
-      const context = childContext(options.policy, own.rules, `client ${record.client} (${own.label})`);
-      return { record, caller: { ...grants, context } };
-    } catch (error) {
-      return { record, error: `the policy of client ${record.client} cannot be used (${describeError(error)}); fix ${record.policy}, or revoke and recreate the key` };
     }
   }
 
@@ -192,6 +180,22 @@ export function createClientAuth(options: ClientAuthOptions): ClientAuth {
   }
 
   return { authenticate, changed, keyById, mode };
+}
+
+/**
+ * The caller a key is served as: its client, roles and scopes, and its policy file (when it
+ * names one) narrowing the project's policy; or why it cannot be served (the file does not parse).
+ */
+export async function keyCaller(record: KeyRecord, options: Pick<ClientAuthOptions, 'root' | 'policy'>): Promise<{ caller: Caller } | { error: string }> {
+  const grants: Caller = { client: record.client, roles: record.roles ?? ['client'], ...(record.agents ? { agents: record.agents } : {}), ...(record.tools ? { tools: record.tools } : {}) };
+  if (record.policy === undefined) return { caller: grants };
+  try {
+    const own = await loadPolicyFile(path.resolve(options.root, record.policy), options.root);
+    const context = childContext(options.policy, own.rules, `client ${record.client} (${own.label})`);
+    return { caller: { ...grants, context } };
+  } catch (error) {
+    return { error: `the policy of client ${record.client} cannot be used (${describeError(error)}); fix ${record.policy}, or revoke and recreate the key` };
+  }
 }
 
 type Presented = { ok: true; key: string } | { ok: false; message: string };

@@ -47,16 +47,21 @@ export function mountAdminKeys(app: Hono, route: AdminRoute, keys: AdminKeys): v
   app.delete(
     `${ADMIN_PREFIX}/keys/:id`,
     route('keys', async (c) => {
-      const id = readId(c.req.param('id'), 'key id');
-      if (!id.startsWith('key_')) throw new KiwiError('INVALID_INPUT', `${JSON.stringify(id.slice(0, 80))} is not a key id; key ids start with key_ (GET ${ADMIN_PREFIX}/keys lists them)`);
-      const revoked = await keys.revoke(id);
+      const revoked = await keys.revoke(readKeyId(c.req.param('id')));
       return c.json({ revoked: revoked.map(shownKey) });
     }),
   );
 }
 
+/** A key id from the path: checked, so that a client's name or anything else is a 400 and not a lookup. */
+export function readKeyId(value: string | undefined): string {
+  const id = readId(value, 'key id');
+  if (!id.startsWith('key_')) throw new KiwiError('INVALID_INPUT', `${JSON.stringify(id.slice(0, 80))} is not a key id; key ids start with key_ (GET ${ADMIN_PREFIX}/keys lists them)`);
+  return id;
+}
+
 /** A record as the API shows it: everything but the hash. */
-function shownKey({ hash: _hash, ...rest }: KeyRecord): Omit<KeyRecord, 'hash'> {
+export function shownKey({ hash: _hash, ...rest }: KeyRecord): Omit<KeyRecord, 'hash'> {
   return rest;
 }
 

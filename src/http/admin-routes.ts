@@ -8,17 +8,22 @@ import { mountAdminApprovals } from './admin-approvals.js';
 import { mountAdminAudit } from './admin-audit.js';
 import { mountAdminExecutions } from './admin-executions.js';
 import { mountAdminKeys, type AdminKeys } from './admin-keys.js';
+import { mountAdminPlayground, type AdminPlayground } from './admin-playground.js';
+import { mountAdminPolicy } from './admin-policy.js';
 import { ADMIN_PREFIX, type AdminRoute } from './admin-route.js';
 import { mountAdminThreads, type AdminThreads } from './admin-threads.js';
+import { mountAdminTools, type AdminCatalog } from './admin-tools.js';
+import { mountAdminUsage, type AdminUsage } from './admin-usage.js';
 import { apiError } from './json-api.js';
 
 /**
  * The admin API under /admin/v1, for the people who run the gateway (and the console, which
- * reads it): keys, approvals, executions, the audit log, threads, counters. JSON, with the
- * kernel API's errors (`{"error", "code"}`). Every route names its area, and clients/access.ts
- * decides who may use it: admin keys everything, approver keys approvals and executions. The
- * request guard has admitted the key already (or the keyless local operator on loopback, who
- * has every role).
+ * reads it): keys, approvals, executions, the audit log, threads, counters, usage and budgets, a
+ * key's effective policy, the tool catalog and the resolution playground. JSON, with the kernel
+ * API's errors (`{"error", "code"}`). Every route names its area, and clients/access.ts decides
+ * who may use it: admin keys everything, approver keys approvals and executions. The request
+ * guard has admitted the key already (or the keyless local operator on loopback, who has every
+ * role).
  */
 
 export interface AdminRouteDeps {
@@ -30,6 +35,12 @@ export interface AdminRouteDeps {
   /** The kernel (its database), opened on first use. */
   kernel(): Promise<Kernel>;
   keys: AdminKeys;
+  /** What clients used and what their budgets leave. */
+  usage: AdminUsage;
+  /** The tool catalog, the project's policy and the keys' rights. */
+  catalog: AdminCatalog;
+  /** The resolver, for intents tried without running anything. */
+  playground: AdminPlayground;
   /** The gateway's counters (prefetch, resolution), as GET /metrics serves them. */
   counters(): Record<string, unknown>;
   /** The audit log (its files, or the table gateways sharing a Postgres write), a page at a time. */
@@ -53,6 +64,10 @@ export function mountAdminRoutes(app: Hono, deps: AdminRouteDeps): void {
   mountAdminExecutions(app, route, deps.kernel);
   mountAdminAudit(app, route, deps.audit);
   mountAdminThreads(app, route, deps.threads);
+  mountAdminUsage(app, route, deps.usage);
+  mountAdminPolicy(app, route, deps.catalog);
+  mountAdminTools(app, route, deps.catalog);
+  mountAdminPlayground(app, route, deps.playground, deps.catalog);
   app.get(`${ADMIN_PREFIX}/counters`, route('counters', async (c) => c.json(deps.counters())));
 }
 
@@ -68,4 +83,8 @@ export const ADMIN_ROUTES: [method: string, path: string][] = [
   ['GET', `${ADMIN_PREFIX}/threads`],
   ['GET', `${ADMIN_PREFIX}/threads/:id`],
   ['GET', `${ADMIN_PREFIX}/counters`],
+  ['GET', `${ADMIN_PREFIX}/usage`],
+  ['GET', `${ADMIN_PREFIX}/keys/:id/policy`],
+  ['GET', `${ADMIN_PREFIX}/tools`],
+  ['POST', `${ADMIN_PREFIX}/playground`],
 ];

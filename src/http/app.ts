@@ -42,7 +42,7 @@ export interface GatewayAppDeps {
   /** Mounted on /mcp (all methods) when given. */
   mcp?: (c: Context) => Promise<Response>;
   /** The admin API under /admin/v1 (admin-routes.ts) when given. */
-  admin?: Pick<AdminRouteDeps, 'kernel' | 'keys' | 'counters' | 'audit' | 'threads'>;
+  admin?: Pick<AdminRouteDeps, 'kernel' | 'keys' | 'counters' | 'audit' | 'threads' | 'usage' | 'catalog' | 'playground'>;
   /** The web console at /ui (src/console), over the admin API, when given with it. */
   console?: Pick<ConsoleDeps, 'auth' | 'sessionSecret'>;
   /** The kernel's v0 API (kernel-routes.ts) when given: it opens on first use. */

@@ -7,7 +7,7 @@ import { directiveDocument, knowledgeDocument } from './item-document.js';
 import { createLlmArgumentFiller } from './llm-argument-filler.js';
 import { loadResolverConfig, type ArgumentModelConfig } from './resolver-config.js';
 import { loadResolverModel } from './learned-model.js';
-import { createResolver, resolvableTools, type ResolverSettings } from './resolver.js';
+import { createResolver, resolvableTools, type ResolverGates, type ResolverSettings } from './resolver.js';
 import type { StagedResolver } from './types.js';
 import { openToolIndex, type SyncOptions, type SyncReport, type ToolIndex } from '../store/tool-index.js';
 import { waitForLock } from '../store/wait-lock.js';
@@ -45,6 +45,8 @@ export interface ResolverRuntime {
   /** The tools intents resolve to (`resolvableTools`), and its settings: what a second index over the same tools needs (prefetch). */
   tools: ReadonlyMap<string, Tool>;
   settings: Partial<ResolverSettings>;
+  /** The threshold and gate the resolver applies (what its answers are measured against). */
+  gates: ResolverGates;
   /** Brings the index in line with the tools, directives and knowledge (incremental); call before resolving. */
   sync(options?: SyncOptions): Promise<RuntimeSyncReport>;
   close(): Promise<void>;
@@ -106,6 +108,7 @@ export async function openResolverRuntime(options: ResolverRuntimeOptions): Prom
       itemCount: targets.size,
       tools,
       settings: options.settings ?? {},
+      gates: resolver.gates,
       async sync(syncOptions) {
         unlock ??= await takeLock();
         try {

@@ -36,6 +36,21 @@ export interface ResolverSettings {
   targetPrecision: number;
 }
 
+/** The bars a resolution must clear to become a call, as this resolver applies them. */
+export interface ResolverGates {
+  /** Below this retrieval confidence no tool fits (`threshold`). */
+  threshold: number;
+  /**
+   * What the whole-call confidence of a call made from plain words must reach to run: 0, every
+   * such call runs (no learned model, or a target precision of 0); null, none does (no gate of the
+   * model reaches the target precision), so only calls that state everything run.
+   */
+  callGate: number | null;
+  targetPrecision: number;
+  /** Confidences are calibrated by the learned model (models/resolver/model.json). */
+  calibrated: boolean;
+}
+
 export const DEFAULT_RESOLVER_SETTINGS: ResolverSettings = { textWeight: 0.4, pool: 50, threshold: 0.55, marginWeight: 1, targetPrecision: 0.95 };
 
 export interface ResolverDeps {
@@ -67,7 +82,7 @@ export function resolvableTools(tools: Iterable<Tool>): Map<string, Tool> {
   return out;
 }
 
-export function createResolver(deps: ResolverDeps): StagedResolver {
+export function createResolver(deps: ResolverDeps): StagedResolver & { gates: ResolverGates } {
   const settings = { ...DEFAULT_RESOLVER_SETTINGS, ...deps.settings };
   const gate = deps.model ? gateFor(deps.model, settings.targetPrecision) : 0;
   const now = deps.now ?? (() => performance.now());
@@ -178,7 +193,7 @@ export function createResolver(deps: ResolverDeps): StagedResolver {
     const timings = { embedMs: retrieval.timings.embedMs, searchMs: retrieval.timings.searchMs, fillMs: 0, totalMs: 0 };
     const finish = () => ({ ...timings, totalMs: retrieval.timings.totalMs + (now() - t0) });
     if (!intent) {
-      return { status: 'unresolved', reason: 'the intent is empty; say what should be done', missing: [], confidence: 0, candidates: [], timings: finish(), notes };
+      return { status: 'unresolved', stop: 'intent', reason: 'the intent is empty; say what should be done', missing: [], confidence: 0, candidates: [], timings: finish(), notes };
     }
     // Recomputed from this intent, not taken from the retrieval: an exact call, or a tool the real intent names, wins whatever was prefetched.
     const exact = readExactCall(intent, targets);
@@ -189,7 +204,7 @@ export function createResolver(deps: ResolverDeps): StagedResolver {
     }
     if (exact.kind === 'invalid') {
       const candidates = exact.tool ? [{ tool: exact.tool.id, score: 1, ...itemField(exact.tool.id) }] : retrieval.candidates.slice(0, 3);
-      return { status: 'unresolved', reason: exact.reason, missing: exact.missing, confidence: 0, candidates, timings: finish(), notes };
+      return { status: 'unresolved', stop: 'exact_call', reason: exact.reason, missing: exact.missing, confidence: 0, candidates, timings: finish(), notes };
     }
     const named = namedTool(intent, targets);
     if (named) notes.push(`the intent names the ${kindOf(named) ?? 'tool'} \`${named}\``);
@@ -200,11 +215,12 @@ export function createResolver(deps: ResolverDeps): StagedResolver {
     const best = candidates[0];
     const tool = best ? targetOf(best) : undefined;
     if (!best || !tool) {
-      return { status: 'unresolved', reason: 'no tool in the catalog matches this intent', missing: [], confidence: 0, candidates, timings: finish(), notes };
+      return { status: 'unresolved', stop: 'match', reason: 'no tool in the catalog matches this intent', missing: [], confidence: 0, candidates, timings: finish(), notes };
     }
     if (confidence < settings.threshold) {
       return {
         status: 'unresolved',
+        stop: 'threshold',
         reason: `no tool fits well enough (best: \`${best.tool}\`, confidence ${confidence.toFixed(2)} < ${settings.threshold}); rephrase the intent or name the tool`,
         missing: [],
         confidence,
@@ -220,6 +236,7 @@ export function createResolver(deps: ResolverDeps): StagedResolver {
     if (filled.missing.length > 0) {
       return {
         status: 'unresolved',
+        stop: 'arguments',
         reason: `\`${tool.id}\` fits, but the intent does not give ${filled.missing.map((m) => `\`${m}\``).join(', ')}; add ${filled.missing.length > 1 ? 'them' : 'it'} (e.g. ${filled.missing[0]}=…)`,
         missing: filled.missing,
         found: filled.arguments,
@@ -238,6 +255,7 @@ export function createResolver(deps: ResolverDeps): StagedResolver {
       const bar = gate === null ? `no confidence reaches ${settings.targetPrecision} precision on unseen catalogs` : `calls run at ${gate.toFixed(2)} and above, for ${settings.targetPrecision} precision`;
       return {
         status: 'unresolved',
+        stop: 'gate',
         reason: `\`${tool.id}\` may fit, but a call from plain words is not sure enough to run (confidence ${callConfidence.toFixed(2)}; ${bar}); write it exactly as ${tool.id} {…its arguments…}`,
         missing: [],
         found: filled.arguments,
@@ -258,7 +276,7 @@ export function createResolver(deps: ResolverDeps): StagedResolver {
     return resolution;
   }
 
-  return { resolve, retrieve, complete, embedQuery };
+  return { resolve, retrieve, complete, embedQuery, gates: { threshold: settings.threshold, callGate: gate, targetPrecision: settings.targetPrecision, calibrated: deps.model !== undefined } };
 }
 
 /** Tools first: an item whose id a tool has is reached through that tool (`callableItems` leaves it out). */

@@ -34,12 +34,22 @@ export interface ResolutionTimings {
   totalMs: number;
 }
 
+/**
+ * Where a resolution stopped short of a call: the intent was empty (`intent`), an exact call did
+ * not validate (`exact_call`), nothing in the catalog matched (`match`), the best match fits too
+ * poorly (`threshold`), the intent lacks required values (`arguments`), or a call made from plain
+ * words is below the calibrated gate (`gate`). The last three found a tool the agent is asked about.
+ */
+export type UnresolvedStop = 'intent' | 'exact_call' | 'match' | 'threshold' | 'arguments' | 'gate';
+
 export type Resolution =
   | { status: 'resolved'; call: ToolCallSpec; confidence: number; candidates: Candidate[]; timings: ResolutionTimings; notes: string[] }
   | {
       status: 'unresolved';
       /** Why no call was made, in words an agent can act on. */
       reason: string;
+      /** Which check stopped it (see `UnresolvedStop`); absent from resolvers that do not say. */
+      stop?: UnresolvedStop;
       /** Required arguments the intent did not give, for the best candidate. */
       missing: string[];
       /** The values that were found for the best candidate, when only some were missing: the agent repeats them in its exact call. */

@@ -48,6 +48,14 @@ describe.skipIf(!postgresAvailable())('the budget ledger in Postgres', () => {
     expect(a.totals({ client: 'alice' }, T)).toMatchObject(expected);
     expect(b.totals({ client: 'alice' }, T)).toMatchObject(expected);
     expect(b.totals({ client: 'bob' }, T).tokens).toBe(0);
+    // Every client that used something, whichever gateway wrote it, and one not yet written.
+    a.record(turn('dave'));
+    b.record(turn('erin', { at: T - 2 * HOUR_MS }));
+    await b.flush();
+    expect(await b.clients(T)).toEqual(expect.arrayContaining(['alice']));
+    expect(await a.clients(T)).toEqual(expect.arrayContaining(['alice', 'dave']));
+    expect(await a.clients(T)).not.toContain('erin');
+    expect(await a.clients(T - 2 * HOUR_MS)).toContain('erin');
   });
 
   it('totals a directive run across gateways, and only from the hour asked', async () => {

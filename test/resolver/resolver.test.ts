@@ -59,13 +59,16 @@ describe('resolver (hash embedder, real LanceDB)', () => {
     const model = { version: 1 as const, embedder: 'hash', calibration: { mean: [0], std: [1], weights: [1], bias: 0 }, gates: [{ precision: 0.95, threshold: 0.999 }, { precision: 0.99, threshold: null }], card: {} };
     const strict = createResolver({ tools: resolvableTools(TOOLS), search: index, embedder: createHashEmbedder({ dimensions: 128 }), settings: { threshold: 0.3 }, model });
     const r = await strict.resolve('get the weather forecast for "Paris" for 3 days');
-    expect(r).toMatchObject({ status: 'unresolved', missing: [], found: { city: 'Paris' }, reason: expect.stringMatching(/`get_weather_forecast` may fit, but a call from plain words is not sure enough to run \(confidence 0\.\d\d; calls run at 1\.00 and above, for 0\.95 precision\)/) });
+    expect(strict.gates).toEqual({ threshold: 0.3, callGate: 0.999, targetPrecision: 0.95, calibrated: true });
+    expect(r).toMatchObject({ status: 'unresolved', stop: 'gate', missing: [], found: { city: 'Paris' }, reason: expect.stringMatching(/`get_weather_forecast` may fit, but a call from plain words is not sure enough to run \(confidence 0\.\d\d; calls run at 1\.00 and above, for 0\.95 precision\)/) });
     expect(r.candidates[0]?.tool).toBe('get_weather_forecast');
     expect(await strict.resolve('get_weather_forecast {"city": "Paris"}')).toMatchObject({ status: 'resolved', confidence: 1 });
 
     const unreachable = createResolver({ tools: resolvableTools(TOOLS), search: index, embedder: createHashEmbedder({ dimensions: 128 }), settings: { threshold: 0.3, targetPrecision: 0.99 }, model });
     expect(await unreachable.resolve('get the weather forecast for "Paris" for 3 days')).toMatchObject({ status: 'unresolved', reason: expect.stringMatching(/no confidence reaches 0\.99 precision on unseen catalogs/) });
+    expect(unreachable.gates.callGate).toBeNull();
     const open = createResolver({ tools: resolvableTools(TOOLS), search: index, embedder: createHashEmbedder({ dimensions: 128 }), settings: { threshold: 0.3, targetPrecision: 0 }, model });
+    expect(open.gates.callGate).toBe(0);
     expect(await open.resolve('get the weather forecast for "Paris" for 3 days')).toMatchObject({ status: 'resolved', call: { tool: 'get_weather_forecast', arguments: { city: 'Paris' } } });
   });
 
@@ -74,7 +77,7 @@ describe('resolver (hash embedder, real LanceDB)', () => {
     expect(exact).toMatchObject({ status: 'resolved', call: { tool: 'send_slack_message', arguments: { channel: '#ops', text: 'deploy done' } }, confidence: 1 });
     expect(exact.timings.embedMs).toBe(0);
     const short = await resolver.resolve('send_slack_message(channel="#ops")');
-    expect(short).toMatchObject({ status: 'unresolved', missing: ['text'], candidates: [{ tool: 'send_slack_message' }] });
+    expect(short).toMatchObject({ status: 'unresolved', stop: 'exact_call', missing: ['text'], candidates: [{ tool: 'send_slack_message' }] });
     const unknown = await resolver.resolve('get_weather {"city": "Paris"}');
     expect(unknown).toMatchObject({ status: 'unresolved', reason: expect.stringMatching(/there is no tool `get_weather`/) });
     expect(unknown.candidates[0]?.tool).toBe('get_weather_forecast');
@@ -96,6 +99,7 @@ describe('resolver (hash embedder, real LanceDB)', () => {
     if (r.status !== 'unresolved') return;
     expect(r.candidates[0]?.tool).toBe('send_slack_message');
     expect(r.missing).toEqual(expect.arrayContaining(['text']));
+    expect(r.stop).toBe('arguments');
     expect(r.reason).toMatch(/does not give/);
   });
 
@@ -112,13 +116,13 @@ describe('resolver (hash embedder, real LanceDB)', () => {
 
   it('abstains when nothing fits', async () => {
     const r = await resolver.resolve('zebra quantum lullaby');
-    expect(r.status).toBe('unresolved');
+    expect(r).toMatchObject({ status: 'unresolved', stop: expect.stringMatching(/^(threshold|match)$/) });
   });
 
   it('answers an empty or NUL-only intent with a clear unresolved, not an error', async () => {
     for (const text of ['', '   ', '\u0000\u0000']) {
       const r = await resolver.resolve(text);
-      expect(r).toMatchObject({ status: 'unresolved', candidates: [] });
+      expect(r).toMatchObject({ status: 'unresolved', stop: 'intent', candidates: [] });
       if (r.status === 'unresolved') expect(r.reason).toMatch(/empty/);
     }
   });

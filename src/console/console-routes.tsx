@@ -14,6 +14,7 @@ import { mountExecutionPages } from './execution-pages.js';
 import { mountKeyPages } from './key-pages.js';
 import { mountLiveEvents } from './live-events.js';
 import { mountOverviewPage } from './overview-page.js';
+import { mountToolPages } from './tool-pages.js';
 
 /**
  * The web console at /ui, served by the gateway on its own origin: server-rendered pages over
@@ -189,6 +190,7 @@ export function mountConsole(app: Hono, deps: ConsoleDeps): void {
   mountApprovalPages(router);
   mountExecutionPages(router);
   mountKeyPages(router);
+  mountToolPages(router);
   mountLiveEvents(app, { sessionOf, admin: deps.admin, ...(deps.until ? { until: deps.until } : {}) });
 }
 

@@ -51,6 +51,11 @@ export function mountKeyPages(router: ConsoleRouter): void {
                 <tr class={k.revoked === undefined ? '' : 'revoked'}>
                   <td>
                     <code>{k.id}</code>
+                    {k.revoked === undefined && r.viewer.may('policy') ? (
+                      <div>
+                        <a href={`/ui/keys/${encodeURIComponent(k.id)}/policy`}>what it may do</a>
+                      </div>
+                    ) : null}
                   </td>
                   <td>{k.client}</td>
                   <td>{(k.roles ?? ['client']).join(', ')}</td>

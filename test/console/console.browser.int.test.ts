@@ -87,6 +87,17 @@ describe.skipIf(!chromiumAvailable())('the console in a browser', () => {
     await expect.poll(() => page.locator('.notice.ok').textContent()).toMatch(/Revoked key_\w+ of alice/);
     const refused = await fetch(`${url}/v1/models`, { headers: { authorization: `Bearer ${keys.alice}` } });
     expect(refused.status).toBe(401);
+
+    // The playground: candidates with scores for an intent, and nothing runs.
+    await page.goto(`${url}/ui/tools`);
+    await page.fill('form.playground input[name=intent]', 'read_file "package.json"');
+    await Promise.all([page.waitForNavigation(), page.click('form.playground button')]);
+    const step = page.locator('article.step').first();
+    expect(await step.locator('h2').textContent()).toMatch(/would run|asked back/);
+    const candidates = await step.locator('table.candidates tbody tr').allTextContents();
+    expect(candidates[0]).toMatch(/^read_file\s*\d\.\d{3}\s*allowed$/);
+    expect(await page.locator('.preview .meta').first().textContent()).toMatch(/Nothing was run/);
+    await shot(page, 'playground');
     await context.close();
   });
 

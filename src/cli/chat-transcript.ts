@@ -34,7 +34,8 @@ export interface ChatTranscript {
   end(): void;
 }
 
-export function createChatTranscript(io: CliIo): ChatTranscript {
+/** `consoleUrl`: the console's approval queue, shown beside the command that answers a waiting call. */
+export function createChatTranscript(io: CliIo, options: { consoleUrl?: string } = {}): ChatTranscript {
   const write = io.write?.bind(io) ?? lineBuffered(io);
   let atLineStart = true;
   // Spaces at the end of what came so far: written only if more text follows on the line, so a
@@ -85,7 +86,8 @@ export function createChatTranscript(io: CliIo): ChatTranscript {
         // Without this line the chat looks hung while it waits for a person.
         const within = e.timeoutMs > 0 ? ` within ${Math.round(e.timeoutMs / 1000)} s` : '';
         line(`  waits for approval: ${oneLine(e.tool)}${e.reason === '' ? '' : ` (${oneLine(e.reason)})`}`);
-        return line(`  answer${within}: kiwi approvals grant ${oneLine(e.stepId)}   (or: kiwi approvals deny ${oneLine(e.stepId)} --reason TEXT)`);
+        line(`  answer${within}: kiwi approvals grant ${oneLine(e.stepId)}   (or: kiwi approvals deny ${oneLine(e.stepId)} --reason TEXT)`);
+        return options.consoleUrl === undefined ? undefined : line(`  or in the console: ${oneLine(options.consoleUrl)}`);
       }
       case 'result':
         return result(e.status === 'denied' ? 'denied' : e.status === 'error' || e.isError ? 'error' : 'result', e.text);

@@ -116,6 +116,30 @@ describe('kiwi chat with a running gateway', () => {
     expect(await answered).toBe(0);
     expect(r.out).toMatch(/→ call save_note .*\n {2}waits for approval: save_note \(.*requires_approval.*\)\n {2}answer within \d+ s: kiwi approvals grant [0-9a-f-]{36} {3}\(or: kiwi approvals deny [0-9a-f-]{36} --reason TEXT\)\n/);
     expect(r.out).toMatch(/\n {2}denied: .*not today/);
+    expect(r.out).toContain(`  or in the console: ${server.url}/ui/approvals\n`);
+  });
+
+  it('opens the console without a login on a keyless loopback gateway, and lists a waiting call there', async () => {
+    let listed: string | undefined;
+    const r = await chat(['save a note that the console works', '--url', server.url], {
+      onWrite(text) {
+        const stepId = /kiwi approvals grant (\S+)/.exec(text)?.[1];
+        if (stepId === undefined || listed !== undefined) return;
+        listed = '';
+        void (async () => {
+          // The local operator's session starts at the login page, without a key.
+          const login = await fetch(`${server.url}/ui/login`, { redirect: 'manual' });
+          expect(login.status).toBe(303);
+          const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0] as string;
+          listed = await (await fetch(`${server.url}/ui/approvals`, { headers: { cookie } })).text();
+          const csrf = /name="_csrf" value="([^"]+)"/.exec(listed)?.[1] ?? '';
+          await fetch(`${server.url}/ui/approvals/${stepId}`, { method: 'POST', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, body: `_csrf=${csrf}&decision=deny&reason=checked`, redirect: 'manual' });
+        })();
+      },
+    });
+    expect(r.code).toBe(0);
+    expect(listed).toMatch(/<h2><span class="tool">save_note<\/span> for <span class="client">local<\/span><\/h2>/);
+    expect(r.out).toMatch(/\n {2}denied: .*checked/);
   });
 
   it('prints the events as JSON lines with --json, the text as "text" events; a base URL ending in /v1 works', async () => {

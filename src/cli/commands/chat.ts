@@ -40,7 +40,9 @@ export async function chatCommand(ctx: CliContext): Promise<number> {
   const key = clientKey(values.key ?? ctx.env['KIWI_API_KEY']);
 
   const http = createHttpClient();
-  const transcript = values.json ? undefined : createChatTranscript(ctx.io);
+  // The console answers a waiting call too: on the gateway's origin, under /ui (a path prefix before /v1 is kept).
+  const consoleUrl = new URL(url.replace(/\/v1\/chat\/completions$/, '/ui/approvals'));
+  const transcript = values.json ? undefined : createChatTranscript(ctx.io, { consoleUrl: consoleUrl.toString() });
   let received = false;
   let finished = false;
   try {

@@ -1,0 +1,154 @@
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createKey, KEY_FILE } from '../../src/clients/key-store.js';
+import { serveDemoGateway, type DemoGateway } from '../helpers/demo-gateway.js';
+
+/**
+ * The console's doors, route by route, without a browser: who gets a page, who is sent to log in,
+ * who is refused, and what a change needs. The gateway is `kiwi serve`'s on a copy of the demo
+ * `.ai/` with keys (its upstream a local server replaying recorded streams).
+ */
+
+let served: DemoGateway;
+let url: string;
+const keys = { admin: '', approver: '', client: '' };
+
+beforeAll(async () => {
+  served = await serveDemoGateway({ prefix: 'kiwi-console-doors-' });
+  url = served.server.url;
+  const file = path.join(served.root, KEY_FILE);
+  keys.admin = (await createKey(file, 'ops', { roles: ['admin'] })).key;
+  keys.approver = (await createKey(file, 'reviewer', { roles: ['approver'] })).key;
+  keys.client = (await createKey(file, 'alice')).key;
+}, 120_000);
+
+afterAll(async () => {
+  await served?.close();
+});
+
+const FORM = 'application/x-www-form-urlencoded';
+
+/** The session cookie a login with `key` gets (undefined when refused), and the answer. */
+async function login(key: string): Promise<{ status: number; cookie?: string; body: string }> {
+  const res = await fetch(`${url}/ui/login`, { method: 'POST', headers: { 'content-type': FORM }, body: `key=${encodeURIComponent(key)}`, redirect: 'manual' });
+  const cookie = res.headers.get('set-cookie')?.split(';')[0];
+  return { status: res.status, ...(cookie === undefined ? {} : { cookie }), body: await res.text() };
+}
+
+async function page(route: string, cookie?: string): Promise<{ status: number; location: string | null; body: string; headers: Headers }> {
+  const res = await fetch(`${url}${route}`, { headers: cookie === undefined ? {} : { cookie }, redirect: 'manual' });
+  return { status: res.status, location: res.headers.get('location'), body: await res.text(), headers: res.headers };
+}
+
+/** The CSRF token of the session, as its pages carry it. */
+async function csrfOf(cookie: string): Promise<string> {
+  return /name="_csrf" value="([^"]+)"/.exec((await page('/ui', cookie)).body)?.[1] ?? '';
+}
+
+const PAGES: [route: string, approver: boolean][] = [
+  ['/ui', true],
+  ['/ui/approvals', true],
+  ['/ui/executions', true],
+  ['/ui/keys', false],
+  ['/ui/tools', false],
+  ['/ui/keys/key_00000000/policy', false],
+];
+
+const CHANGES = ['/ui/approvals/step-1', '/ui/keys', '/ui/keys/key_00000000/revoke', '/ui/playground'];
+
+describe('the doors of /ui', () => {
+  it('sends every page to the login without a session, and refuses every change', async () => {
+    for (const [route] of PAGES) expect(await page(route), route).toMatchObject({ status: 303, location: '/ui/login' });
+    for (const route of CHANGES) expect((await fetch(`${url}${route}`, { method: 'POST', headers: { 'content-type': FORM }, body: '_csrf=x' })).status, route).toBe(401);
+    expect((await page('/ui/events')).status).toBe(401);
+  });
+
+  it('logs in admin and approver keys only, into an HttpOnly SameSite=Strict cookie', async () => {
+    const admin = await login(keys.admin);
+    expect(admin.status).toBe(303);
+    expect(admin.cookie).toMatch(/^kiwi_console=v1\.key_/);
+    const client = await login(keys.client);
+    expect(client.status).toBe(403);
+    expect(client.cookie).toBeUndefined();
+    expect(client.body).toMatch(/no console access/);
+    expect((await login('kiwi_0_wrong')).status).toBe(401);
+    expect((await login('x'.repeat(20_000))).status).toBe(401);
+    const set = (await fetch(`${url}/ui/login`, { method: 'POST', headers: { 'content-type': FORM }, body: `key=${encodeURIComponent(keys.approver)}`, redirect: 'manual' })).headers.get('set-cookie') ?? '';
+    expect(set).toMatch(/HttpOnly/);
+    expect(set).toMatch(/SameSite=Strict/);
+    expect(set).toMatch(/Path=\/ui/);
+  });
+
+  it('serves every page to an admin, and to an approver only its areas, with the security headers', async () => {
+    const admin = (await login(keys.admin)).cookie as string;
+    const approver = (await login(keys.approver)).cookie as string;
+    for (const [route, approverMay] of PAGES) {
+      const policyPage = route.endsWith('/policy');
+      const a = await page(route, admin);
+      expect(a.status, route).toBe(policyPage ? 404 : 200);
+      expect(a.headers.get('content-security-policy'), route).toMatch(/default-src 'none'; script-src 'self'/);
+      expect(a.headers.get('x-frame-options')).toBe('DENY');
+      expect((await page(route, approver)).status, route).toBe(approverMay ? 200 : 403);
+    }
+    // No inline script or style anywhere: the CSP would block it, so none may be needed.
+    for (const [route] of PAGES.filter(([r]) => !r.endsWith('/policy'))) {
+      const body = (await page(route, admin)).body;
+      expect(body, route).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>|\sstyle=|\son[a-z]+=/i);
+    }
+  });
+
+  it('refuses a forged, tampered, foreign or ended session', async () => {
+    const admin = (await login(keys.admin)).cookie as string;
+    const [name, value] = admin.split('=') as [string, string];
+    const parts = value.split('.');
+    const tampered = [
+      `${name}=${[parts[0], parts[1], String(Date.now() + 10 ** 10), parts[3], parts[4]].join('.')}`,
+      `${name}=${[...parts.slice(0, 4), 'A'.repeat(43)].join('.')}`,
+      `${name}=${['v1', 'local', ...parts.slice(2)].join('.')}`,
+      `${name}=${'v1.key_x.1.2.3'}`,
+      `${name}=${'a'.repeat(600)}`,
+    ];
+    for (const cookie of tampered) expect(await page('/ui/keys', cookie), cookie.slice(0, 60)).toMatchObject({ status: 303, location: '/ui/login' });
+  });
+
+  it('takes a change only with the session token, as a small url-encoded form', async () => {
+    const admin = (await login(keys.admin)).cookie as string;
+    const csrf = await csrfOf(admin);
+    expect(csrf).not.toBe('');
+    const post = (route: string, body: string, type = FORM) => fetch(`${url}${route}`, { method: 'POST', headers: { cookie: admin, 'content-type': type }, body, redirect: 'manual' });
+    expect((await post('/ui/keys', 'client=mallory&role=admin')).status).toBe(403);
+    expect((await post('/ui/keys', `client=mallory&role=admin&_csrf=${csrf}x`)).status).toBe(403);
+    expect((await post('/ui/keys', JSON.stringify({ client: 'mallory', _csrf: csrf }), 'application/json')).status).toBe(400);
+    expect((await post('/ui/keys', `client=mallory&_csrf=${csrf}&pad=${'x'.repeat(20_000)}`)).status).toBe(400);
+    // Another session's token is not this one's.
+    const other = await csrfOf((await login(keys.admin)).cookie as string);
+    expect((await post('/ui/keys', `client=mallory&_csrf=${other}`)).status).toBe(403);
+    const listed = (await (await fetch(`${url}/admin/v1/keys`, { headers: { authorization: `Bearer ${keys.admin}` } })).json()) as { keys: { client: string }[] };
+    expect(listed.keys.some((k) => k.client === 'mallory')).toBe(false);
+    // With it, the change is made; the API's refusal (a bad name) is shown, not a crash.
+    const made = await post('/ui/keys', `client=carol&role=client&_csrf=${csrf}`);
+    expect(made.status).toBe(201);
+    expect(await made.text()).toMatch(/kiwi_[0-9a-f]+_/);
+    const bad = await post('/ui/keys', `client=bad%20name&role=client&_csrf=${csrf}`);
+    expect(bad.status).toBe(400);
+    expect(await bad.text()).toMatch(/client name .* is not valid/);
+    // An approver's token does not open an admin's change.
+    const approver = (await login(keys.approver)).cookie as string;
+    const approverCsrf = await csrfOf(approver);
+    expect((await fetch(`${url}/ui/keys`, { method: 'POST', headers: { cookie: approver, 'content-type': FORM }, body: `client=x&_csrf=${approverCsrf}`, redirect: 'manual' })).status).toBe(403);
+  });
+
+  it('refuses other origins and host names before the console runs', async () => {
+    const admin = (await login(keys.admin)).cookie as string;
+    const csrf = await csrfOf(admin);
+    const foreign = await fetch(`${url}/ui/keys`, { method: 'POST', headers: { cookie: admin, 'content-type': FORM, origin: 'https://evil.example' }, body: `client=mallory&_csrf=${csrf}`, redirect: 'manual' });
+    expect(foreign.status).toBe(403);
+  });
+
+  it('logs out by clearing the cookie', async () => {
+    const admin = (await login(keys.admin)).cookie as string;
+    const out = await fetch(`${url}/ui/logout`, { method: 'POST', headers: { cookie: admin, 'content-type': FORM }, body: '', redirect: 'manual' });
+    expect(out.status).toBe(303);
+    expect(out.headers.get('set-cookie')).toMatch(/kiwi_console=;/);
+  });
+});

@@ -1,5 +1,6 @@
 import type { MetricFamily } from '../metric-family.js';
 import type { PrefetchCounters } from '../prefetch/types.js';
+import type { PreviewDecision } from '../resolver/resolution-preview.js';
 
 /**
  * The gateway's own counters, the ones GET /metrics serves as JSON (and `kiwi stats` prints),
@@ -10,6 +11,8 @@ import type { PrefetchCounters } from '../prefetch/types.js';
 export type GatewayMetrics = {
   uptime_s: number;
   prefetch: PrefetchCounters;
+  /** The intents of chats by how they were resolved (resolver/resolution-counts.ts). */
+  resolution: Record<PreviewDecision, number>;
   transitions: { tools: number; pairs: number; observations: number };
 };
 
@@ -36,6 +39,12 @@ const PREFETCH: Record<keyof PrefetchCounters, [name: string, help: string, ms?:
 export function gatewayMetricFamilies(m: GatewayMetrics): MetricFamily[] {
   return [
     { name: 'kiwi_uptime_seconds', help: 'Seconds since the gateway started', type: 'gauge', samples: [{ value: m.uptime_s }] },
+    {
+      name: 'kiwi_intents_total',
+      help: 'Intents of chats by how they were resolved: resolved (the call ran), asked_back (a tool fits; the agent was asked for values or the exact call), unresolved',
+      type: 'counter',
+      samples: Object.entries(m.resolution).map(([decision, value]) => ({ labels: { decision }, value })),
+    },
     ...Object.entries(PREFETCH).map(([key, [name, help, ms]]): MetricFamily => {
       const value = m.prefetch[key as keyof PrefetchCounters];
       return { name: `kiwi_prefetch_${name}_total`, help, type: 'counter', samples: [{ value: ms ? value / 1000 : value }] };

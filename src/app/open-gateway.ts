@@ -19,6 +19,7 @@ import type { ThreadPort } from '../proxy/tool-call.js';
 import { KiwiError } from '../errors.js';
 import { openProjectResolverRuntime, type ResolverRuntime } from '../resolver/resolver-runtime.js';
 import { compactSchema } from '../resolver/compact-schema.js';
+import { countingResolve, createResolutionCounts } from '../resolver/resolution-counts.js';
 import { catalogActionWords } from '../resolver/split-steps.js';
 import { clientPolicyFile } from '../policy/client-policy-file.js';
 import { checkTool } from '../policy/permission-context.js';
@@ -155,6 +156,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     let shuttingDown = false;
     const budgets = await openGatewayBudgets({ root: project.root, config, database, shared, ...(options.log ? { log: options.log } : {}) });
     if (budgets !== undefined) opened.unshift(budgets);
+    const resolutions = createResolutionCounts();
     const runLoop: RunLoop = (request, run) => {
       const route = upstreams.route(request.model);
       const controller = new AbortController();
@@ -189,7 +191,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
             {
               provider: traced.endpoint === undefined ? route.provider : tracedProvider(route.provider, tracing, route.upstream),
               ...forRequest,
-              ...(traced.endpoint === undefined ? {} : { resolve: tracedResolve(forRequest.resolve, tracing) }),
+              resolve: countingResolve(traced.endpoint === undefined ? forRequest.resolve : tracedResolve(forRequest.resolve, tracing), resolutions),
               ...(meter === undefined ? {} : { budget: meter }),
               describeTool,
               steps,
@@ -242,7 +244,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     const metaDeps = { project, resolver: runtime.resolver, steps, threads: metaThreads, ...record, ...(waits ? { waits } : {}) };
     const mcp = createMcpRoute(metaDeps, { allowedOrigins: config.mcp.allowedOrigins, allowedHosts: config.allowedHosts, maxBodyBytes: config.maxBodyBytes, callerOf: guard.callerOf, directory: shared.mcpSessions });
     opened.unshift(mcp);
-    const metrics = (): GatewayMetrics => ({ uptime_s: Math.round((Date.now() - startedAt) / 1000), prefetch: prefetch.counters.snapshot(), transitions: prefetch.transitions.stats() });
+    const metrics = (): GatewayMetrics => ({ uptime_s: Math.round((Date.now() - startedAt) / 1000), prefetch: prefetch.counters.snapshot(), resolution: resolutions.snapshot(), transitions: prefetch.transitions.stats() });
     const streams = new AbortController();
     const app = createGatewayApp({
       runLoop,
@@ -257,7 +259,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
       admin: {
         kernel: kernel.kernel,
         keys: adminKeys(project.root, keyStore, auth),
-        counters: metrics,
+        counters: () => ({ ...metrics(), upstreams: config.upstreams.map((u) => u.name) }),
         // Where the project's audit log is written: the shared table with DATABASE_URL, else its files.
         audit: database === undefined ? fileAuditQuery(project.auditDir) : sqlAuditQuery(database),
         threads: store,

@@ -4,7 +4,8 @@ import { BarChart, Gauge } from './svg-charts.js';
 
 /**
  * The overview: what waits for a person, what runs, requests per minute and how long they took
- * (from the newest executions, which every replica shares), and this gateway's prefetch hits.
+ * (from the newest executions, which every replica shares), and this replica's upstreams,
+ * resolution rate and prefetch hits.
  */
 
 interface ExecutionRow {
@@ -41,6 +42,9 @@ export function mountOverviewPage(router: ConsoleRouter): void {
     const live = rows.filter((e) => e.status === 'running' || e.status === 'blocked' || e.status === 'pending');
     const prefetch = (counters?.['prefetch'] ?? {}) as Record<string, number>;
     const lookups = (prefetch['hits'] ?? 0) + (prefetch['misses'] ?? 0);
+    const resolution = (counters?.['resolution'] ?? {}) as Record<string, number>;
+    const intents = (resolution['resolved'] ?? 0) + (resolution['asked_back'] ?? 0) + (resolution['unresolved'] ?? 0);
+    const upstreams = (counters?.['upstreams'] ?? []) as string[];
     return render(
       c,
       { title: 'Overview', viewer: r.viewer, current: '/ui', live: 'overview' },
@@ -64,6 +68,11 @@ export function mountOverviewPage(router: ConsoleRouter): void {
               <span class="number">{`${Math.round(Number(counters['uptime_s'] ?? 0) / 60)} min`}</span> up (this replica)
             </div>
           )}
+          {counters === undefined ? null : (
+            <div class="tile">
+              <span class="number">{upstreams.length}</span> {`upstream${upstreams.length === 1 ? '' : 's'}${upstreams.length === 0 ? ' (the offline demo model)' : `: ${upstreams.join(', ')}`}`}
+            </div>
+          )}
         </section>
         <section class="charts">
           <figure>
@@ -74,6 +83,12 @@ export function mountOverviewPage(router: ConsoleRouter): void {
             <figure>
               <Gauge value={lookups === 0 ? undefined : (prefetch['hits'] ?? 0) / lookups} title="Prefetch hit rate: intents whose search was ready when they closed" />
               <figcaption>{`Prefetch hits: ${prefetch['hits'] ?? 0} of ${lookups} intents (this replica)`}</figcaption>
+            </figure>
+          )}
+          {counters === undefined ? null : (
+            <figure>
+              <Gauge value={intents === 0 ? undefined : (resolution['resolved'] ?? 0) / intents} title="Resolution rate: intents whose call ran" />
+              <figcaption>{`Intents resolved: ${resolution['resolved'] ?? 0} of ${intents}; asked back ${resolution['asked_back'] ?? 0}, unresolved ${resolution['unresolved'] ?? 0} (this replica)`}</figcaption>
             </figure>
           )}
         </section>

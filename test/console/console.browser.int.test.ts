@@ -39,8 +39,8 @@ afterAll(async () => {
   await served?.close();
 });
 
-async function loggedIn(key: string): Promise<{ context: BrowserContext; page: Page }> {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+async function loggedIn(key: string, viewport = { width: 1280, height: 860 }): Promise<{ context: BrowserContext; page: Page }> {
+  const context = await browser.newContext({ viewport });
   const page = await context.newPage();
   await page.goto(`${url}/ui/login`);
   await page.fill('input[name=key]', key);
@@ -111,6 +111,19 @@ describe.skipIf(!chromiumAvailable())('the console in a browser', () => {
     expect(keysPage?.status()).toBe(403);
     expect(await page.locator('.notice.error').textContent()).toMatch(/may not open keys/);
     await context.close();
+
+    // On a phone: nothing wider than the screen, the queue readable.
+    const phone = await loggedIn(keys.approver, { width: 390, height: 844 });
+    const chat = await chatThatWaits(url, served.llm, 'v9.10', keys.bob);
+    for (const route of ['/ui', '/ui/executions', '/ui/approvals']) {
+      await phone.page.goto(`${url}${route}`);
+      expect(await phone.page.evaluate(() => document.documentElement.scrollWidth), route).toBeLessThanOrEqual(390);
+    }
+    expect(await phone.page.locator(`li.approval[data-step="${chat.stepId}"] button.grant`).isVisible()).toBe(true);
+    await shot(phone.page, 'approvals-phone');
+    await phone.page.locator(`li.approval[data-step="${chat.stepId}"] button.deny`).click();
+    await chat.rest;
+    await phone.context.close();
 
     const client = await loggedIn(keys.bob);
     expect(await client.page.locator('.notice.error').textContent()).toMatch(/no console access/);

@@ -1,10 +1,11 @@
 import { Json, When } from './console-layout.js';
-import { query, render, type ConsoleRouter } from './console-route.js';
+import { query, render, type ConsoleRequest, type ConsoleRouter } from './console-route.js';
 
 /**
  * Executions: the list (live), and one execution as a timeline of its events: what came in,
- * each intent and what it resolved to, each call (with its approval when it needed one) and its
- * result, and how it ended.
+ * each intent and what it resolved to (with the closest candidates and their scores), each call
+ * (with its approval when it needed one, and for admins the proxy's stages from its audit
+ * record) and its result, and how it ended.
  */
 
 interface ExecutionRow {
@@ -63,6 +64,7 @@ export function mountExecutionPages(router: ConsoleRouter): void {
     const id = c.req.param('id') ?? '';
     const answer = (await r.api('GET', `/admin/v1/executions/${encodeURIComponent(id)}?limit=1000`)) as { execution: ExecutionRow & { input: unknown; output?: unknown }; events: WireEvent[] };
     const e = answer.execution;
+    const stages = r.viewer.may('audit') ? await proxyStages(r, e.client, answer.events) : new Map<string, AuditRecord>();
     return render(
       c,
       { title: `Execution ${e.id}`, viewer: r.viewer, current: '/ui/executions', live: 'execution' },
@@ -77,6 +79,7 @@ export function mountExecutionPages(router: ConsoleRouter): void {
           {answer.events.map((event) => (
             <li class={`event ${event.type.replaceAll('.', '-')}`}>
               <When at={event.timestamp} /> <strong>{event.type}</strong> <Summary event={event} />
+              <Stages record={stages.get(str(event.payload['call_id']))} />
               <details>
                 <summary>details</summary>
                 <Json value={event.payload} />
@@ -130,6 +133,58 @@ export function ExecutionTable(props: { rows: ExecutionRow[] }) {
   );
 }
 
+interface AuditRecord {
+  call_id: string;
+  decision: string;
+  reason?: string;
+  duration_ms?: number;
+  checkpoint?: string;
+  notes?: string[];
+  sandbox?: string;
+  sandbox_reason?: string;
+  approval?: { approved: boolean; decided_by: string; waited_ms: number };
+  reused?: string;
+}
+
+/**
+ * How the tool proxy ran each call of the execution, from the audit records of its client in the
+ * span of its steps, by the call id each step's end names. One page of the audit log: a busy
+ * client's records past it are not shown here (the audit page has them all).
+ */
+async function proxyStages(r: ConsoleRequest, client: string, events: WireEvent[]): Promise<Map<string, AuditRecord>> {
+  const ends = events.filter((e) => typeof e.payload['call_id'] === 'string');
+  const first = events.find((e) => e.type === 'step.created');
+  const last = ends.at(-1);
+  if (first === undefined || last === undefined) return new Map();
+  const since = new Date(Date.parse(first.timestamp) - 1000).toISOString();
+  const until = new Date(Date.parse(last.timestamp) + 1000).toISOString();
+  const page = (await r.api('GET', `/admin/v1/audit${query({ client, since, until, limit: '200' })}`)) as { records: AuditRecord[] };
+  const wanted = new Set(ends.map((e) => String(e.payload['call_id'])));
+  return new Map(page.records.filter((a) => wanted.has(a.call_id)).map((a) => [a.call_id, a]));
+}
+
+/** The proxy's stages of one call: the policy's decision, the person's answer, the hooks, the checkpoint, the sandbox. */
+function Stages(props: { record: AuditRecord | undefined }) {
+  const a = props.record;
+  if (a === undefined) return null;
+  const stages = [
+    `policy: ${a.decision}${a.reason === undefined ? '' : ` (${a.reason})`}`,
+    ...(a.approval === undefined ? [] : [`approval: ${a.approval.approved ? 'granted' : 'denied'} by ${a.approval.decided_by} after ${Math.round(a.approval.waited_ms / 1000)} s`]),
+    ...(a.notes ?? []).map((n) => `hook: ${n}`),
+    ...(a.checkpoint === undefined ? [] : [`checkpoint: ${a.checkpoint}`]),
+    ...(a.reused === undefined ? [] : [`reused the prefetched call ${a.reused}`]),
+    ...(a.sandbox === undefined ? [] : [`sandbox: ${a.sandbox}${a.sandbox_reason === undefined ? '' : ` (${a.sandbox_reason})`}`]),
+    ...(a.duration_ms === undefined ? [] : [`ran ${Math.round(a.duration_ms)} ms`]),
+  ];
+  return (
+    <ul class="stages">
+      {stages.map((stage) => (
+        <li>{stage}</li>
+      ))}
+    </ul>
+  );
+}
+
 const str = (v: unknown): string => (typeof v === 'string' ? v : v === undefined || v === null ? '' : JSON.stringify(v));
 const record = (v: unknown): Record<string, unknown> => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
 
@@ -144,7 +199,15 @@ function Summary(props: { event: WireEvent }) {
     case 'intent.accepted': {
       const d = record(p['details']);
       const confidence = typeof d['confidence'] === 'number' ? ` (confidence ${d['confidence'].toFixed(2)})` : '';
-      return <span>{`“${str(d['intent']).slice(0, 200)}” → ${str(d['tool_id'])} ${str(d['arguments']).slice(0, 300)}${confidence}`}</span>;
+      const candidates = Array.isArray(d['candidates']) ? (d['candidates'] as unknown[]).map(record) : [];
+      return (
+        <span>
+          {`“${str(d['intent']).slice(0, 200)}” → ${str(d['tool_id'])} ${str(d['arguments']).slice(0, 300)}${confidence}`}
+          {candidates.length === 0 ? null : (
+            <span class="candidates">{` · candidates ${candidates.map((c) => `${str(c['tool'])} ${typeof c['score'] === 'number' ? c['score'].toFixed(3) : '?'}`).join(', ')}`}</span>
+          )}
+        </span>
+      );
     }
     case 'intent.unresolved':
       return <span>{`“${str(p['intent']).slice(0, 200)}”: ${str(p['reason'])}`}</span>;

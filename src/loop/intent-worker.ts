@@ -120,7 +120,9 @@ export function createIntentWorker(deps: IntentWorkerDeps): IntentWorker {
     }
     toolCalls++;
     const callId = `${GATEWAY_CALL_PREFIX}${deps.newId()}`;
-    deps.push({ type: 'call', index, callId, intent, call, confidence: resolution.confidence });
+    // The closest few, as the execution's record of how the intent was resolved.
+    const candidates = resolution.candidates.slice(0, 3).map((c) => ({ tool: c.tool, score: c.score }));
+    deps.push({ type: 'call', index, callId, intent, call, confidence: resolution.confidence, candidates });
     if (deps.mode === 'resolve-only') {
       turn.handedOut++;
       return true;
@@ -131,7 +133,7 @@ export function createIntentWorker(deps: IntentWorkerDeps): IntentWorker {
     const cost = { ...deps.cost?.(), tool_calls: toolCalls };
     const outcome = await deps.call({ tool: call.tool, ...(call.item ? { item: call.item } : {}), args: call.arguments, source: 'gateway', signal, cost, limits: hookLimits, ...(approve ? { approve } : {}) });
     const shown = shownResult(outcome, limits.maxResultChars);
-    deps.push({ type: 'result', index, callId, tool: call.tool, ...shown, durationMs: Math.max(0, deps.now() - t0) });
+    deps.push({ type: 'result', index, callId, tool: call.tool, ...shown, durationMs: Math.max(0, deps.now() - t0), proxyCallId: outcome.callId });
     const ok = !shown.isError;
     turn.items.push({ kind: 'outcome', intent, call, outcome, ...(step ? { step: ok ? { ...step, notRun: [] } : step } : {}) });
     return ok;

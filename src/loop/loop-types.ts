@@ -60,7 +60,7 @@ export type LoopEvent =
    * The intent resolved to this call. In execute mode a `result` with the same `callId` follows;
    * in resolve-only mode this is the native tool call the client runs itself.
    */
-  | { type: 'call'; index: number; callId: string; intent: string; call: ToolCallSpec; confidence: number }
+  | { type: 'call'; index: number; callId: string; intent: string; call: ToolCallSpec; confidence: number; candidates?: { tool: string; score: number }[] }
   /**
    * The upstream called one of the client's own tools (`ChatRequest.clientTools`): the client
    * runs it. Sent when the turn's intents are done; the request then finishes with `tool_calls`.
@@ -86,6 +86,8 @@ export type LoopEvent =
       isError: boolean;
       text: string;
       durationMs: number;
+      /** The tool proxy's id of the call: its audit record's `call_id`. */
+      proxyCallId?: string;
     }
   /**
    * Exactly once, last, unless the iterator throws. `reason` is the last turn's; `tool_calls` when

@@ -74,7 +74,7 @@ export async function* recordChat(
           intents.set(event.index, event.text);
           break;
         case 'call': {
-          const details = { intent: intents.get(event.index) ?? '', confidence: event.confidence };
+          const details = { intent: intents.get(event.index) ?? '', confidence: event.confidence, ...(event.candidates === undefined ? {} : { candidates: event.candidates }) };
           if (options.mode === 'resolve-only') {
             const handed = { tool_id: event.call.tool, arguments: event.call.arguments, ...details, handed_to_client: true };
             execution.record([{ type: 'intent.accepted', payload: { intent_type: 'invoke_tool', details: handed } }]);
@@ -88,7 +88,7 @@ export async function* recordChat(
         case 'result': {
           const step = stepOf.get(event.callId);
           stepOf.delete(event.callId);
-          if (step !== undefined) steps.settle(step, event.status, event.text);
+          if (step !== undefined) steps.settle(step, event.status, event.text, event.proxyCallId);
           break;
         }
         case 'unresolved':

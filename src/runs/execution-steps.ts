@@ -11,7 +11,8 @@ import { uuidv7 } from '../kernel/uuidv7.js';
 export interface ExecutionSteps {
   /** Returns the step's id. */
   open(call: { tool: string; arguments: unknown }, details: Record<string, unknown>): string;
-  settle(stepId: string, status: 'ok' | 'denied' | 'error', text: string): void;
+  /** `proxyCallId`: the tool proxy's id of the call (its audit record's), so a reader can find how the proxy ran it. */
+  settle(stepId: string, status: 'ok' | 'denied' | 'error', text: string, proxyCallId?: string): void;
   /** The kernel itself wrote how this step ended (an approval denied): nothing more is written for it. */
   settledElsewhere(stepId: string): void;
   /** A `step.cancelled` for each step still open, to go before the execution's end. */
@@ -41,16 +42,17 @@ export function executionSteps(execution: ChatExecution, stepDeadlineMs: number)
       );
       return step.id;
     },
-    settle(stepId, status, text) {
+    settle(stepId, status, text, proxyCallId) {
       const step = open.get(stepId);
       if (step === undefined) return;
       open.delete(stepId);
       const completedAt = new Date().toISOString();
+      const audited = proxyCallId === undefined ? {} : { call_id: proxyCallId };
       if (status === 'ok') {
-        execution.record([{ type: 'step.completed', stepId, payload: { result: text } }], { ...step, status: 'succeeded', result: JSON.stringify(text), completedAt });
+        execution.record([{ type: 'step.completed', stepId, payload: { result: text, ...audited } }], { ...step, status: 'succeeded', result: JSON.stringify(text), completedAt });
         return;
       }
-      const payload = { error: text, retryable: false, ...(status === 'denied' ? { denied: true } : {}) };
+      const payload = { error: text, retryable: false, ...(status === 'denied' ? { denied: true } : {}), ...audited };
       execution.record([{ type: 'step.failed', stepId, payload }], { ...step, status: 'failed', error: text, completedAt });
     },
     settledElsewhere(stepId) {

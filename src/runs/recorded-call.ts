@@ -18,6 +18,6 @@ export async function recordedCall(
   const step = parts.steps.open({ tool: call.tool, arguments: call.args }, details);
   const approve = (ask: ApprovalAsk): Promise<ApprovalAnswer> => parts.approvals.approveStep(step, ask, () => announce(ask, step));
   const outcome = await through({ ...call, approve });
-  parts.steps.settle(step, outcome.status === 'ok' && outcome.result.isError ? 'error' : outcome.status, outcomeText(outcome));
+  parts.steps.settle(step, outcome.status === 'ok' && outcome.result.isError ? 'error' : outcome.status, outcomeText(outcome), outcome.callId);
   return outcome;
 }

@@ -77,6 +77,9 @@ describe.skipIf(!chromiumAvailable())('the console in a browser', () => {
     const timeline = (await page.locator('ol.timeline').textContent()) ?? '';
     for (const step of ['execution.created', 'intent.accepted', 'step.approval_required', 'signal.received', 'step.completed', 'execution.completed']) expect(timeline).toContain(step);
     expect(timeline).toMatch(/granted by ops/);
+    // The resolution's candidates, and the proxy's stages from the call's audit record.
+    expect(timeline).toMatch(/candidates ship_release \d\.\d{3}/);
+    await expect.poll(async () => page.locator('ul.stages').first().textContent(), { timeout: 10_000 }).toMatch(/policy: allow[\s\S]*approval: granted by ops/);
     expect(timeline).toMatch(/shipped v9\.9/);
     await shot(page, 'execution-timeline');
 
@@ -117,7 +120,7 @@ describe.skipIf(!chromiumAvailable())('the console in a browser', () => {
     const chat = await chatThatWaits(url, served.llm, 'v9.10', keys.bob);
     for (const route of ['/ui', '/ui/executions', '/ui/approvals']) {
       await phone.page.goto(`${url}${route}`);
-      expect(await phone.page.evaluate(() => document.documentElement.scrollWidth), route).toBeLessThanOrEqual(390);
+      expect(await phone.page.evaluate('document.documentElement.scrollWidth'), route).toBeLessThanOrEqual(390);
     }
     expect(await phone.page.locator(`li.approval[data-step="${chat.stepId}"] button.grant`).isVisible()).toBe(true);
     await shot(phone.page, 'approvals-phone');

@@ -186,9 +186,18 @@ describe('agent loop: execute mode', () => {
     expect(events[0]).toEqual({ type: 'start', id: 'kiwi-1', model: 'client-model' });
     expect(ofType(events, 'intent')).toEqual([{ type: 'intent', index: 0, text: 'echo the text "hello world"', raw: '[TOOL: echo the text "hello world"]' }]);
     expect(ofType(events, 'call')).toEqual([
-      { type: 'call', index: 0, callId: 'call_kiwi_2', intent: 'echo the text "hello world"', call: { tool: 'echo_text', arguments: { text: 'hello world' } }, confidence: expect.any(Number) },
+      {
+        type: 'call',
+        index: 0,
+        callId: 'call_kiwi_2',
+        intent: 'echo the text "hello world"',
+        call: { tool: 'echo_text', arguments: { text: 'hello world' } },
+        confidence: expect.any(Number),
+        // The closest few, best first: what the execution records of how it was resolved.
+        candidates: [{ tool: 'echo_text', score: expect.any(Number) }, expect.anything(), expect.anything()],
+      },
     ]);
-    expect(ofType(events, 'result')).toEqual([{ type: 'result', index: 0, callId: 'call_kiwi_2', tool: 'echo_text', status: 'ok', isError: false, text: 'echo: hello world', durationMs: expect.any(Number) }]);
+    expect(ofType(events, 'result')).toEqual([{ type: 'result', index: 0, callId: 'call_kiwi_2', tool: 'echo_text', status: 'ok', isError: false, text: 'echo: hello world', durationMs: expect.any(Number), proxyCallId: expect.any(String) }]);
     expect(textOf(events)).toBe('Let me check.  then I will answer.The tool said hello world.');
     expect(finishOf(events)).toEqual({ type: 'finish', reason: 'stop', usage: { inputTokens: 70, outputTokens: 15 }, turns: 2, toolCalls: 1 });
     expect(events.map((e) => e.type).filter((t) => t !== 'text')).toEqual(['start', 'intent', 'call', 'result', 'turn', 'finish']);

@@ -92,7 +92,7 @@ export function Json(props: { value: unknown }) {
   );
 }
 
-export function Notice(props: { kind: 'ok' | 'error'; children: Child }) {
+export function Notice(props: { kind: 'ok' | 'warn' | 'error'; children: Child }) {
   return (
     <p class={`notice ${props.kind}`} role={props.kind === 'error' ? 'alert' : 'status'}>
       {props.children}

@@ -7,6 +7,7 @@ import { mayAdminister } from '../clients/access.js';
 import { LOCAL_CALLER, type ClientAuth } from '../clients/client-auth.js';
 import type { Caller } from '../policy/caller.js';
 import { mountApprovalPages } from './approval-pages.js';
+import { mountAuditPage } from './audit-page.js';
 import { Layout, Notice, type Viewer } from './console-layout.js';
 import { ConsoleError, renderError, type AdminCall, type ConsoleRequest, type ConsoleRouter } from './console-route.js';
 import { checkSession, csrfMatches, newSession, SESSION_COOKIE, sessionKeyId, type SessionKey } from './console-session.js';
@@ -189,6 +190,7 @@ export function mountConsole(app: Hono, deps: ConsoleDeps): void {
   mountApprovalPages(router);
   mountExecutionPages(router);
   mountKeyPages(router);
+  mountAuditPage(router);
   mountLiveEvents(app, { sessionOf, admin: deps.admin, ...(deps.until ? { until: deps.until } : {}) });
 }
 

@@ -15,6 +15,7 @@ import { mountExecutionPages } from './execution-pages.js';
 import { mountKeyPages } from './key-pages.js';
 import { mountLiveEvents } from './live-events.js';
 import { mountOverviewPage } from './overview-page.js';
+import { mountThreadPages } from './thread-pages.js';
 
 /**
  * The web console at /ui, served by the gateway on its own origin: server-rendered pages over
@@ -191,6 +192,7 @@ export function mountConsole(app: Hono, deps: ConsoleDeps): void {
   mountExecutionPages(router);
   mountKeyPages(router);
   mountAuditPage(router);
+  mountThreadPages(router);
   mountLiveEvents(app, { sessionOf, admin: deps.admin, ...(deps.until ? { until: deps.until } : {}) });
 }
 

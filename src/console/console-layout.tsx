@@ -21,6 +21,7 @@ const AREAS: [AdminArea, string, string][] = [
   ['executions', '/ui/executions', 'Executions'],
   ['audit', '/ui/audit', 'Audit'],
   ['threads', '/ui/threads', 'Threads'],
+  ['usage', '/ui/usage', 'Usage'],
   ['tools', '/ui/tools', 'Tools'],
   ['keys', '/ui/keys', 'Keys'],
 ];

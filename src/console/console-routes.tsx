@@ -16,6 +16,7 @@ import { mountKeyPages } from './key-pages.js';
 import { mountLiveEvents } from './live-events.js';
 import { mountOverviewPage } from './overview-page.js';
 import { mountThreadPages } from './thread-pages.js';
+import { mountUsagePage } from './usage-page.js';
 
 /**
  * The web console at /ui, served by the gateway on its own origin: server-rendered pages over
@@ -193,6 +194,7 @@ export function mountConsole(app: Hono, deps: ConsoleDeps): void {
   mountKeyPages(router);
   mountAuditPage(router);
   mountThreadPages(router);
+  mountUsagePage(router);
   mountLiveEvents(app, { sessionOf, admin: deps.admin, ...(deps.until ? { until: deps.until } : {}) });
 }
 

@@ -22,7 +22,6 @@ const AREAS: [AdminArea, string, string][] = [
   ['audit', '/ui/audit', 'Audit'],
   ['threads', '/ui/threads', 'Threads'],
   ['usage', '/ui/usage', 'Usage'],
-  ['tools', '/ui/tools', 'Tools'],
   ['keys', '/ui/keys', 'Keys'],
 ];
 

@@ -21,6 +21,7 @@ const AREAS: [AdminArea, string, string][] = [
   ['executions', '/ui/executions', 'Executions'],
   ['audit', '/ui/audit', 'Audit'],
   ['threads', '/ui/threads', 'Threads'],
+  ['usage', '/ui/usage', 'Usage'],
   ['tools', '/ui/tools', 'Tools'],
   ['keys', '/ui/keys', 'Keys'],
 ];
@@ -92,7 +93,7 @@ export function Json(props: { value: unknown }) {
   );
 }
 
-export function Notice(props: { kind: 'ok' | 'error'; children: Child }) {
+export function Notice(props: { kind: 'ok' | 'warn' | 'error'; children: Child }) {
   return (
     <p class={`notice ${props.kind}`} role={props.kind === 'error' ? 'alert' : 'status'}>
       {props.children}

@@ -7,6 +7,7 @@ import { mayAdminister } from '../clients/access.js';
 import { LOCAL_CALLER, type ClientAuth } from '../clients/client-auth.js';
 import type { Caller } from '../policy/caller.js';
 import { mountApprovalPages } from './approval-pages.js';
+import { mountAuditPage } from './audit-page.js';
 import { Layout, Notice, type Viewer } from './console-layout.js';
 import { ConsoleError, renderError, type AdminCall, type ConsoleRequest, type ConsoleRouter } from './console-route.js';
 import { checkSession, csrfMatches, newSession, SESSION_COOKIE, sessionKeyId, type SessionKey } from './console-session.js';
@@ -14,7 +15,9 @@ import { mountExecutionPages } from './execution-pages.js';
 import { mountKeyPages } from './key-pages.js';
 import { mountLiveEvents } from './live-events.js';
 import { mountOverviewPage } from './overview-page.js';
+import { mountThreadPages } from './thread-pages.js';
 import { mountToolPages } from './tool-pages.js';
+import { mountUsagePage } from './usage-page.js';
 
 /**
  * The web console at /ui, served by the gateway on its own origin: server-rendered pages over
@@ -190,6 +193,9 @@ export function mountConsole(app: Hono, deps: ConsoleDeps): void {
   mountApprovalPages(router);
   mountExecutionPages(router);
   mountKeyPages(router);
+  mountAuditPage(router);
+  mountThreadPages(router);
+  mountUsagePage(router);
   mountToolPages(router);
   mountLiveEvents(app, { sessionOf, admin: deps.admin, ...(deps.until ? { until: deps.until } : {}) });
 }

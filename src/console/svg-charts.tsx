@@ -45,3 +45,21 @@ export function Gauge(props: { value: number | undefined; title: string }) {
     </svg>
   );
 }
+
+/**
+ * How much of a limit is gone, as a thin bar: `used`, then `held` (what running requests hold)
+ * after it in a lighter shade; the whole bar turns to the danger colour once the limit is reached.
+ */
+export function ShareBar(props: { used: number; held?: number; limit: number; title: string }) {
+  const share = (n: number): number => (props.limit <= 0 ? 1 : Math.min(1, Math.max(0, n / props.limit)));
+  const used = Math.round(share(props.used) * WIDTH);
+  const held = Math.min(WIDTH - used, Math.round(share(props.held ?? 0) * WIDTH));
+  return (
+    <svg class={`chart share${props.used >= props.limit ? ' reached' : ''}`} viewBox={`0 0 ${WIDTH} 14`} role="img" aria-label={props.title}>
+      <title>{props.title}</title>
+      <rect class="track" x="0" y="0" width={WIDTH} height="14" />
+      <rect class="bar" x="0" y="0" width={used} height="14" />
+      {held === 0 ? null : <rect class="held" x={used} y="0" width={held} height="14" />}
+    </svg>
+  );
+}

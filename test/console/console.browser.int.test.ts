@@ -60,8 +60,9 @@ describe.skipIf(!chromiumAvailable())('the console in a browser', () => {
     await page.goto(`${url}/ui/executions`);
     const chat = await chatThatWaits(url, served.llm, 'v9.9', keys.alice);
     // No reload: the live stream says it changed, and the page fetched its list again.
-    await page.locator(`a[href="/ui/executions/${chat.executionId}"]`).waitFor({ timeout: 10_000 });
-    expect(await page.locator('tr', { has: page.locator(`a[href="/ui/executions/${chat.executionId}"]`) }).textContent()).toMatch(/blocked.*alice/);
+    const row = page.locator('tr', { has: page.locator(`a[href="/ui/executions/${chat.executionId}"]`) });
+    // It may show running first: the block is written a moment after the chat shows its id.
+    await expect.poll(async () => (await row.count()) === 0 ? '' : row.textContent(), { timeout: 10_000 }).toMatch(/blocked.*alice/);
     await shot(page, 'executions');
 
     await page.goto(`${url}/ui/approvals`);

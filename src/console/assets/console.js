@@ -4,7 +4,8 @@
 (() => {
   const main = document.querySelector('main[data-live]');
   if (main && 'EventSource' in window) {
-    const events = new EventSource('/ui/events');
+    // The stream watches what this page shows (a thread's page: that thread's lines), live-events.ts.
+    const events = new EventSource(`/ui/events?live=${encodeURIComponent(main.dataset.live)}`);
     let busy = false;
     let again = false;
     const refresh = async () => {

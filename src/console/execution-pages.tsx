@@ -220,6 +220,8 @@ function Summary(props: { event: WireEvent }) {
       if (p['signal_type'] !== 'step.approve') return <span>{str(p['signal_type'])}</span>;
       return <span>{`${answer['approved'] === true ? 'granted' : 'denied'} by ${str(answer['decided_by'])}${answer['reason'] === undefined ? '' : `: ${str(answer['reason'])}`}`}</span>;
     }
+    case 'turn.started':
+      return <span>{`upstream turn ${str(p['turn'])}, with the results so far`}</span>;
     case 'step.completed':
       return <span>{str(p['result']).slice(0, 300)}</span>;
     case 'step.failed':

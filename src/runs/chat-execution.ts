@@ -10,8 +10,8 @@ import type { LoopEvent, LoopMode } from '../loop/loop-types.js';
  * A chat request told as a kernel execution (GET /v0/executions/{id}/events): created and
  * started when it arrives; per intent `intent.accepted` with the call it resolved to and a step
  * that completes or fails with the tool's result (a denial is a failed step saying so), or
- * `intent.unresolved`; calls handed to the client; then `execution.completed` with the answer's
- * start, or `execution.failed`. The events go to the journal, which writes them behind.
+ * `intent.unresolved`; calls handed to the client; `turn.started` for each upstream turn after
+ * the first; then `execution.completed` with the answer's start, or `execution.failed`. The events go to the journal, which writes them behind.
  */
 
 /** The agent id of every chat the gateway runs itself. */
@@ -109,6 +109,9 @@ export async function* recordChat(
           ]);
           break;
         case 'turn':
+          // Only turns after the first come as events: a chat without intents writes nothing more.
+          execution.record([{ type: 'turn.started', payload: { turn: event.turn } }]);
+          break;
         case 'approval':
           break;
       }

@@ -76,7 +76,8 @@ describe.skipIf(!chromiumAvailable())('the console in a browser', () => {
     await page.goto(`${url}/ui/executions/${chat.executionId}`);
     await expect.poll(async () => page.locator('.status').first().textContent(), { timeout: 10_000 }).toBe('completed');
     const timeline = (await page.locator('ol.timeline').textContent()) ?? '';
-    for (const step of ['execution.created', 'intent.accepted', 'step.approval_required', 'signal.received', 'step.completed', 'execution.completed']) expect(timeline).toContain(step);
+    for (const step of ['execution.created', 'intent.accepted', 'step.approval_required', 'signal.received', 'step.completed', 'turn.started', 'execution.completed']) expect(timeline).toContain(step);
+    expect(timeline).toMatch(/upstream turn 2, with the results so far/);
     expect(timeline).toMatch(/granted by ops/);
     // The resolution's candidates, and the proxy's stages from the call's audit record.
     expect(timeline).toMatch(/candidates ship_release \d\.\d{3}/);

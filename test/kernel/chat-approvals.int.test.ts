@@ -118,6 +118,7 @@ describe("a chat's call that needs a person", () => {
       'step.dispatched',
       'execution.resumed',
       'step.completed',
+      'turn.started',
       'execution.completed',
     ]);
     expect(log[6]?.payload).toMatchObject({ signal_type: 'step.approve', payload: { step_id: chat.stepId, approved: true, decided_by: 'alice (key local)' } });

@@ -64,15 +64,19 @@ describe('a chat through the gateway', () => {
     const { id, text } = await chat('How many words are in the README?');
     expect(text).toContain('The README has 4 words.');
     const log = await story(id);
-    expect(log.map((e) => e.type)).toEqual(['execution.created', 'execution.started', 'intent.accepted', 'step.created', 'step.completed', 'execution.completed']);
-    expect(log.map((e) => e.sequence)).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(log.map((e) => e.type)).toEqual(['execution.created', 'execution.started', 'intent.accepted', 'step.created', 'step.completed', 'turn.started', 'execution.completed']);
+    expect(log.map((e) => e.sequence)).toEqual([1, 2, 3, 4, 5, 6, 7]);
     expect(log[0]?.payload).toMatchObject({ agent_id: 'gateway', input: { model: 'gpt-4o-mini', mode: 'execute', messages: 1, last_user_message: 'How many words are in the README?' }, labels: { kind: 'chat', client: 'local', endpoint: '/v1/chat/completions' } });
     expect(log[2]?.payload).toMatchObject({ intent_type: 'invoke_tool', details: { tool_id: 'word_count', arguments: { path: 'README.md' }, intent: 'word_count {"path": "README.md"}' } });
     expect(log[3]).toMatchObject({ type: 'step.created', payload: { tool_id: 'word_count', arguments: { path: 'README.md' }, max_attempts: 1, attempt: 1 } });
     expect(log[4]?.step_id).toBe(log[3]?.step_id);
     expect(String(log[4]?.payload['result'])).toMatch(/"words": 4/);
-    expect(log[5]?.payload).toMatchObject({ output: { finish_reason: 'stop', turns: 2, tool_calls: 1 } });
-    expect(String((log[5]?.payload['output'] as { text: string }).text)).toContain('The README has 4 words.');
+    // The proxy's id of the call: its audit record's.
+    expect(log[4]?.payload['call_id']).toEqual(expect.any(String));
+    expect(log[2]?.payload).toMatchObject({ details: { candidates: [{ tool: 'word_count', score: expect.any(Number) }] } });
+    expect(log[5]?.payload).toEqual({ turn: 2 });
+    expect(log[6]?.payload).toMatchObject({ output: { finish_reason: 'stop', turns: 2, tool_calls: 1 } });
+    expect(String((log[6]?.payload['output'] as { text: string }).text)).toContain('The README has 4 words.');
 
     const execution = (await (await fetch(`${url}/v0/executions/${id}`)).json()) as Record<string, unknown>;
     expect(execution).toMatchObject({ id, status: 'completed', agent_id: 'gateway', labels: { kind: 'chat' } });
@@ -84,7 +88,7 @@ describe('a chat through the gateway', () => {
     served.llm.replyOnce(openAiStream(['Reading. [TOOL: read_file {"path": "/etc/passwd"}]']), openAiStream(['That file is off limits.']));
     const { id } = await chat('read /etc/passwd');
     const log = await story(id);
-    expect(log.map((e) => e.type)).toEqual(['execution.created', 'execution.started', 'intent.accepted', 'step.created', 'step.failed', 'execution.completed']);
+    expect(log.map((e) => e.type)).toEqual(['execution.created', 'execution.started', 'intent.accepted', 'step.created', 'step.failed', 'turn.started', 'execution.completed']);
     expect(log[4]?.payload).toMatchObject({ retryable: false, denied: true });
     expect(String(log[4]?.payload['error'])).toMatch(/denied.*outside the project root/);
   }, 30_000);
@@ -93,7 +97,7 @@ describe('a chat through the gateway', () => {
     served.llm.replyOnce(openAiStream(['[TOOL: teleport the build server to the moon]']), openAiStream(['I cannot do that.']));
     const { id } = await chat('move the server');
     const log = await story(id);
-    expect(log.map((e) => e.type)).toEqual(['execution.created', 'execution.started', 'intent.unresolved', 'execution.completed']);
+    expect(log.map((e) => e.type)).toEqual(['execution.created', 'execution.started', 'intent.unresolved', 'turn.started', 'execution.completed']);
     expect(log[2]?.payload).toMatchObject({ intent: 'teleport the build server to the moon' });
     expect(String(log[2]?.payload['reason'])).not.toBe('');
   }, 30_000);

@@ -36,9 +36,12 @@ const LIVE_PAGES = new Set(['overview', 'approvals', 'executions', 'execution'])
 const LOOK_MS = 1000;
 /** A stream ends after this; the browser opens a new one (EventSource reconnects by itself). */
 const MAX_STREAM_MS = 15 * 60_000;
+/** Streams open at once in this process: each looks through the admin API every second. */
+const MAX_STREAMS = 64;
 
 export function mountLiveEvents(app: Hono, deps: LiveEventDeps): void {
   const lookMs = deps.lookMs ?? LOOK_MS;
+  let open = 0;
   app.get('/ui/events', async (c) => {
     const who = await deps.sessionOf(c);
     if (who === undefined) return c.text('log in first', 401);
@@ -49,19 +52,26 @@ export function mountLiveEvents(app: Hono, deps: LiveEventDeps): void {
       const parts = await Promise.all(watched.reads.map((read) => deps.admin(who.caller, 'GET', read)));
       return createHash('sha256').update(JSON.stringify(parts.map((p) => p.body))).digest('base64url');
     };
+    if (open >= MAX_STREAMS) return c.text(`${MAX_STREAMS} live pages are open on this gateway, the most it follows at once; close some, or reload later`, 503);
+    open++;
     return streamSSE(c, async (stream) => {
-      const started = Date.now();
-      let last = await fingerprint();
-      const ended = (): boolean => stream.aborted || stream.closed || deps.until?.aborted === true || Date.now() - started > MAX_STREAM_MS;
-      await stream.writeSSE({ event: 'ready', data: '' });
-      while (!ended()) {
-        await stream.sleep(lookMs);
-        if (ended()) break;
-        const now = await fingerprint();
-        if (now !== last) {
-          last = now;
-          await stream.writeSSE({ event: 'changed', data: '' });
+      try {
+        const started = Date.now();
+        let last = await fingerprint();
+        const ended = (): boolean => stream.aborted || stream.closed || deps.until?.aborted === true || Date.now() - started > MAX_STREAM_MS;
+        await stream.writeSSE({ event: 'ready', data: '' });
+        while (!ended()) {
+          await stream.sleep(lookMs);
+          // A session that ended meanwhile (its key revoked) follows nothing more.
+          if (ended() || (await deps.sessionOf(c)) === undefined) break;
+          const now = await fingerprint();
+          if (now !== last) {
+            last = now;
+            await stream.writeSSE({ event: 'changed', data: '' });
+          }
         }
+      } finally {
+        open--;
       }
     });
   });

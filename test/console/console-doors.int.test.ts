@@ -150,6 +150,24 @@ describe('the doors of /ui', () => {
     expect(foreign.status).toBe(403);
   });
 
+  it("ends a session, and its live stream, when its key is revoked: a stolen cookie dies with the key", async () => {
+    const file = path.join(served.root, KEY_FILE);
+    const { key, record } = await createKey(file, 'temp-admin', { roles: ['admin'] });
+    const cookie = (await login(key)).cookie as string;
+    expect((await page('/ui/keys', cookie)).status).toBe(200);
+    const controller = new AbortController();
+    const stream = await fetch(`${url}/ui/events`, { headers: { cookie }, signal: controller.signal });
+    expect(stream.status).toBe(200);
+    const revoked = await fetch(`${url}/admin/v1/keys/${record.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${keys.admin}` } });
+    expect(revoked.status).toBe(200);
+    expect(await page('/ui/keys', cookie)).toMatchObject({ status: 303, location: '/ui/login' });
+    // The stream ends by itself at its next look.
+    const text = await Promise.race([stream.text(), new Promise<string>((resolve) => setTimeout(() => resolve('still open'), 5000))]);
+    controller.abort();
+    expect(text).not.toBe('still open');
+    expect(text).toContain('event: ready');
+  });
+
   it('logs out by clearing the cookie', async () => {
     const admin = (await login(keys.admin)).cookie as string;
     const out = await fetch(`${url}/ui/logout`, { method: 'POST', headers: { cookie: admin, 'content-type': FORM }, body: '', redirect: 'manual' });

@@ -8,7 +8,8 @@ import { query, render, type ConsoleRequest, type ConsoleRouter } from './consol
  * record) and its result, and how it ended.
  */
 
-interface ExecutionRow {
+/** An execution as the admin API lists it. */
+export interface ExecutionRow {
   id: string;
   status: string;
   client: string;

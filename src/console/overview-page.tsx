@@ -1,4 +1,4 @@
-import { ExecutionTable } from './execution-pages.js';
+import { ExecutionTable, type ExecutionRow } from './execution-pages.js';
 import { render, type ConsoleRouter } from './console-route.js';
 import { BarChart, Gauge } from './svg-charts.js';
 
@@ -7,16 +7,6 @@ import { BarChart, Gauge } from './svg-charts.js';
  * (from the newest executions, which every replica shares), and this replica's upstreams,
  * resolution rate and prefetch hits.
  */
-
-interface ExecutionRow {
-  id: string;
-  status: string;
-  client: string;
-  agent_id: string;
-  labels: Record<string, string>;
-  created_at: string;
-  updated_at: string;
-}
 
 const MINUTES = 30;
 const SAMPLE = 200;

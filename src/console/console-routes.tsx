@@ -100,7 +100,9 @@ export function mountConsole(app: Hono, deps: ConsoleDeps): void {
 
   function startSession(c: Context, key: SessionKey): Response {
     const { cookie, session } = newSession(key, deps.sessionSecret, now(), ttlMs);
-    setCookie(c, SESSION_COOKIE, cookie, { httpOnly: true, sameSite: 'Strict', path: '/ui', expires: session.expires, secure: new URL(c.req.url).protocol === 'https:' });
+    // Behind a proxy that ends TLS the request is http: its X-Forwarded-Proto can only make the cookie stricter.
+    const https = new URL(c.req.url).protocol === 'https:' || c.req.header('x-forwarded-proto')?.split(',')[0]?.trim() === 'https';
+    setCookie(c, SESSION_COOKIE, cookie, { httpOnly: true, sameSite: 'Strict', path: '/ui', expires: session.expires, secure: https });
     return c.redirect('/ui', 303);
   }
 

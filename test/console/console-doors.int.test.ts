@@ -81,6 +81,10 @@ describe('the doors of /ui', () => {
     expect(set).toMatch(/HttpOnly/);
     expect(set).toMatch(/SameSite=Strict/);
     expect(set).toMatch(/Path=\/ui/);
+    expect(set).not.toMatch(/Secure/);
+    // Behind a proxy that ends TLS, the cookie is sent over https only.
+    const proxied = await fetch(`${url}/ui/login`, { method: 'POST', headers: { 'content-type': FORM, 'x-forwarded-proto': 'https' }, body: `key=${encodeURIComponent(keys.approver)}`, redirect: 'manual' });
+    expect(proxied.headers.get('set-cookie')).toMatch(/; Secure/);
   });
 
   it('serves every page to an admin, and to an approver only its areas, with the security headers', async () => {

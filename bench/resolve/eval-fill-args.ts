@@ -7,22 +7,16 @@
  */
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import type { Tool } from '../../src/registry/types.js';
-import { fillArguments, type FilledArguments } from '../../src/resolver/fill-args.js';
-import { argumentMatches, callMatches } from '../../src/resolver/score-call.js';
+import { fillArguments } from '../../src/resolver/fill-args.js';
+import { argumentMatches } from '../../src/resolver/score-call.js';
+import { givenToolAccuracy, givenToolOutcomes, type GivenToolOutcome } from './given-tool.js';
 import { round } from '../stats.js';
-import { readCases, type BenchCase } from '../../src/datasets/case-file.js';
+import { readCases } from '../../src/datasets/case-file.js';
 import { importCatalog } from '../../src/datasets/catalog-file.js';
 
 const USAGE = 'npx tsx bench/resolve/eval-fill-args.ts --catalog FILE --cases FILE [--cases FILE…] [--show N] [--out FILE]';
 
-interface Outcome {
-  c: BenchCase;
-  tool: Tool;
-  gold: Record<string, readonly unknown[]>;
-  filled: FilledArguments;
-  ok: boolean;
-}
+type Outcome = GivenToolOutcome;
 
 async function main(argv: string[]): Promise<void> {
   const { values } = parseArgs({
@@ -36,24 +30,11 @@ async function main(argv: string[]): Promise<void> {
   const tools = new Map(catalog.tools.map((t) => [t.id, t]));
   const cases = await readCases(values.cases);
 
-  const outcomes: Outcome[] = [];
-  let noTool = 0;
-  for (const c of cases) {
-    const gold = c.calls.length === 1 ? c.calls[0] : undefined;
-    if (!gold || gold.arguments === null) continue;
-    const tool = tools.get(gold.name);
-    if (!tool) {
-      noTool++;
-      continue;
-    }
-    const filled = fillArguments(c.intent, tool);
-    const ok = callMatches(gold as { name: string; arguments: Record<string, unknown[]> }, { tool: tool.id, arguments: filled.arguments }, { schema: tool.parameters.map((p) => p.name) });
-    outcomes.push({ c, tool, gold: gold.arguments, filled, ok });
-  }
+  const { outcomes, goldToolMissing: noTool } = givenToolOutcomes(cases, tools);
 
   const stats = parameterStats(outcomes);
   const meanUs = timeIt(outcomes);
-  const accuracy = outcomes.length ? outcomes.filter((o) => o.ok).length / outcomes.length : 0;
+  const accuracy = givenToolAccuracy(outcomes).accuracy ?? 0;
   const report = {
     bench: 'fill-args',
     catalog: values.catalog,

@@ -25,6 +25,15 @@ export interface CatalogResolver {
 }
 
 /**
+ * The resolver's settings as a bench runs them, and as its results file must say: no gate unless
+ * asked for (--set targetPrecision=…), since the benches record every call's confidence and apply
+ * the gates afterwards (shipped-gates.ts).
+ */
+export function benchSettings(settings: Partial<ResolverSettings>): ResolverSettings {
+  return { ...DEFAULT_RESOLVER_SETTINGS, targetPrecision: 0, ...settings };
+}
+
+/**
  * Indexes the catalog's tools and opens its resolver. `indexDir` keeps the LanceDB table between
  * runs (sync is incremental), for tuning; without it the index lives in a temporary folder that
  * `close` removes.
@@ -37,8 +46,7 @@ export async function openCatalogResolver(options: { catalog: ImportedCatalog; s
   try {
     // Only the kind: createEmbedder checks it and names the kinds it knows.
     const embedder = options.embedder === undefined ? {} : { embedder: { kind: options.embedder } as EmbedderConfig };
-    // No gate unless asked for (--set targetPrecision=…): the benches record every call's confidence and apply gates afterwards.
-    const settings = { targetPrecision: 0, ...options.settings };
+    const settings = benchSettings(options.settings);
     const runtime = await openResolverRuntime({ tools: options.catalog.tools, indexDir: dir, settings, ...embedder, log: (m) => console.error(m) });
     try {
       const t0 = performance.now();

@@ -1,12 +1,11 @@
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { DEFAULT_RESOLVER_SETTINGS } from '../../src/resolver/resolver.js';
 import { peakRssMb, round } from '../stats.js';
 import { readCases, spreadSample } from '../../src/datasets/case-file.js';
 import { importCatalog } from '../../src/datasets/catalog-file.js';
 import { groupResults, latency, type CaseResult } from './metrics.js';
 import { printResolveTable } from './resolve-table.js';
-import { catalogSchemas, openCatalogResolver, parseCount, parseSettings, resolveCases, warmUp } from './resolve-catalog.js';
+import { benchSettings, catalogSchemas, openCatalogResolver, parseCount, parseSettings, resolveCases, warmUp } from './resolve-catalog.js';
 
 const USAGE = 'npm run bench -- resolve --catalog FILE --cases FILE [--cases FILE…] [--out FILE] [--index DIR] [--limit N] [--embedder use-lite|static] [--set key=value…] [--verbose]';
 
@@ -41,7 +40,7 @@ export async function runResolveBench(argv: string[]): Promise<void> {
       index_reused: values.index !== undefined,
       peak_rss_mb: peakRssMb(),
       embedder: opened.embedderId,
-      settings: { ...DEFAULT_RESOLVER_SETTINGS, ...settings },
+      settings: benchSettings(settings),
       groups,
     };
     printResolveTable(groups);

@@ -7,15 +7,16 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { DEFAULT_RESOLVER_SETTINGS, type ResolverSettings } from '../../src/resolver/resolver.js';
+import type { ResolverSettings } from '../../src/resolver/resolver.js';
 import { peakRssMb, round } from '../stats.js';
 import { argumentTypes, catalogParameters, type Parameters } from './argument-types.js';
 import { readCases, spreadSample, type BenchCase } from '../../src/datasets/case-file.js';
 import { importCatalog, type ImportedCatalog } from '../../src/datasets/catalog-file.js';
 import { findDatasets, type Dataset } from '../../src/datasets/find-datasets.js';
 import { groupResults, type CaseResult, type GroupMetrics, type Schemas } from './metrics.js';
-import { catalogSchemas, openCatalogResolver, parseCount, parseSettings, resolveCases, warmUp } from './resolve-catalog.js';
+import { benchSettings, catalogSchemas, openCatalogResolver, parseCount, parseSettings, resolveCases, warmUp } from './resolve-catalog.js';
 import { loadResolverModel } from '../../src/resolver/learned-model.js';
+import { givenToolAccuracy, givenToolOutcomes } from './given-tool.js';
 import { printShippedGates, shippedGates, type DatasetRun } from './shipped-gates.js';
 import { riskCoverage, selectiveAt, THRESHOLDS } from './risk-coverage.js';
 import { ARGUMENT_LEGEND, printArgumentTable, printSuiteTable, SUITE_LEGEND, type SuiteRow } from './suite-table.js';
@@ -45,7 +46,7 @@ export async function runSuiteBench(argv: string[]): Promise<void> {
     runs.push(run.recorded);
     for (const [name, report] of Object.entries(run.reports)) {
       reports[name] = report;
-      rows.push({ name, all: report.groups['all'] as GroupMetrics, executedPrecisionSingleCall: report.executed_precision_single_call, argumentTypes: report.argument_types });
+      rows.push({ name, all: report.groups['all'] as GroupMetrics, executedPrecisionSingleCall: report.executed_precision_single_call, callGivenTool: report.call_accuracy_given_tool.accuracy, argumentTypes: report.argument_types });
     }
   }
   const runS = (performance.now() - started) / 1000;
@@ -65,7 +66,7 @@ export async function runSuiteBench(argv: string[]): Promise<void> {
       datasets_dir: datasetsDir,
       no_fit: noFitFile,
       limit: limit ?? null,
-      settings: { ...DEFAULT_RESOLVER_SETTINGS, ...settings },
+      settings: benchSettings(settings),
       embedder,
       machine,
       run_s: round(runS, 1),
@@ -114,12 +115,14 @@ async function runDataset(dataset: Dataset, options: RunOptions): Promise<{ embe
     const noFit = await resolveCases(opened.resolver, catalog, options.noFit, { label: `${dataset.name}/no-fit` });
     const schemas = catalogSchemas(catalog);
     const parameters = catalogParameters(catalog);
+    const tools = new Map(catalog.tools.map((t) => [t.id, t]));
     const reports: Record<string, SplitReport> = {};
     const recorded: DatasetRun = { name: dataset.name, schemas, splits: {} };
     for (const split of splits) {
       const name = `${dataset.name}/${split.name}`;
       const results = [...(await resolveCases(opened.resolver, catalog, split.cases, { label: name })), ...noFit];
-      reports[name] = splitReport({ dataset, split, catalog, results, schemas, parameters, indexBuildMs: opened.indexBuildMs, embedder: opened.embedderId, options });
+      const givenTool = givenToolAccuracy(givenToolOutcomes(split.cases, tools).outcomes);
+      reports[name] = splitReport({ dataset, split, catalog, results, schemas, parameters, givenTool, indexBuildMs: opened.indexBuildMs, embedder: opened.embedderId, options });
       recorded.splits[split.name] = results;
     }
     return { embedder: opened.embedderId, reports, recorded };
@@ -135,6 +138,7 @@ function splitReport(r: {
   results: CaseResult[];
   schemas: Schemas;
   parameters: Parameters;
+  givenTool: { n: number; accuracy: number | null };
   indexBuildMs: number;
   embedder: string;
   options: RunOptions;
@@ -153,6 +157,8 @@ function splitReport(r: {
     coverage: all?.coverage ?? null,
     executed_precision: all?.executed_precision ?? null,
     executed_precision_single_call: selectiveAt(oneCall, r.schemas, 0).executed_precision,
+    // The rule filler handed the gold tool (given-tool.ts): what filling alone gets right.
+    call_accuracy_given_tool: r.givenTool,
     recall_at_20: all?.recall_at_20 ?? null,
     risk_coverage: riskCoverage(r.results, r.schemas),
     argument_types: argumentTypes(r.results, r.parameters),

@@ -6,6 +6,8 @@ export interface SuiteRow {
   name: string;
   all: GroupMetrics;
   executedPrecisionSingleCall: number | null;
+  /** Call accuracy with the gold tool handed to the filler (given-tool.ts). */
+  callGivenTool: number | null;
   argumentTypes: ArgumentTypeReport;
 }
 
@@ -13,11 +15,11 @@ const f = (x: number | null | undefined) => (x === null || x === undefined ? '-'
 
 export function printSuiteTable(rows: readonly SuiteRow[], out: (line: string) => void = console.log): void {
   const width = Math.max(16, ...rows.map((r) => r.name.length));
-  const head = ['n', 'top-1', 'rec@10', 'rec@20', 'call', 'cover', 'execP', 'execP1', 'no-fit', 'p50 ms'];
+  const head = ['n', 'top-1', 'rec@10', 'rec@20', 'call', 'given', 'cover', 'execP', 'execP1', 'no-fit', 'p50 ms'];
   out(`${'dataset/split'.padEnd(width)} ${head.map((h, i) => h.padStart(i === 0 ? 5 : 6)).join(' ')}`);
   for (const r of rows) {
     const g = r.all;
-    const cells = [f(g.tool_top1), f(g.recall_at_10), f(g.recall_at_20), f(g.call_accuracy), f(g.coverage), f(g.executed_precision), f(r.executedPrecisionSingleCall), f(g.abstention_accuracy), g.latency_ms.p50.toFixed(1)];
+    const cells = [f(g.tool_top1), f(g.recall_at_10), f(g.recall_at_20), f(g.call_accuracy), f(r.callGivenTool), f(g.coverage), f(g.executed_precision), f(r.executedPrecisionSingleCall), f(g.abstention_accuracy), g.latency_ms.p50.toFixed(1)];
     out(`${r.name.padEnd(width)} ${String(g.n).padStart(5)} ${cells.map((c) => c.padStart(6)).join(' ')}`);
   }
 }
@@ -37,6 +39,7 @@ export function printArgumentTable(rows: readonly SuiteRow[], out: (line: string
 
 export const SUITE_LEGEND = [
   'n: cases with gold calls; top-1 and call: cases with one gold call; rec@k: share of gold tools in the first k candidates;',
+  'given: call accuracy when the filler is handed the gold tool (one-call cases whose tool is in the catalog): what filling alone gets right;',
   'cover: fitting cases resolved to a call to run; execP: of the calls that ran, the share fully right, over every case',
   '(a call on a multi-call case counts as wrong; no-fit cases included); execP1: the same over one-call and no-fit cases;',
   'no-fit: the no-fit intents left unresolved; p50: per-intent resolution time.',

@@ -54,8 +54,11 @@ export function argumentKind(param: ToolParameter | undefined, acceptable: reado
     case 'array':
     case 'object':
       return param.type;
-    case 'string': {
+    case 'string':
+    case 'any': {
+      // A value of any type is counted by what it is: catalogs write `any` for plain text most of all.
       const value = acceptable.find((v) => v !== '');
+      if (param.type === 'any' && typeof value !== 'string') return 'unknown';
       return param.format === 'date' || param.format === 'date-time' || param.format === 'time' || (typeof value === 'string' && DATE_LIKE.some((re) => re.test(value.trim()))) ? 'date' : 'string';
     }
   }

@@ -63,6 +63,8 @@ function checkValue(tool: Tool, param: ToolParameter, value: unknown): unknown {
         return Array.isArray(value);
       case 'object':
         return typeof value === 'object' && !Array.isArray(value);
+      case 'any':
+        return true;
     }
   })();
   if (!ok) throw new KiwiError('INVALID_INPUT', `${where} must be ${article(param.type)}, got ${describe(value)}`);

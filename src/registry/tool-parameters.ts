@@ -7,10 +7,12 @@ import type { ParameterType, ToolParameter } from './types.js';
 import { isIgnoredFormat, nullableType, withNullableUnion, withoutIgnoredKeys } from './json-schema-keys.js';
 import { STRING_FORMATS } from './string-formats.js';
 import { compilePattern } from './string-pattern.js';
+import { didYouMean } from '../did-you-mean.js';
 import { formatFieldPath, type IssueInput } from './validation-error.js';
 import type { YamlSource } from './yaml-source.js';
 import { oneOf, zodIssuesToInputs, type FieldHints } from './zod-issues.js';
 
+/** The types a manifest writes; `any` is what an unknown or missing one becomes (readType). */
 export const PARAMETER_TYPES = ['string', 'number', 'integer', 'boolean', 'array', 'object'] as const satisfies readonly ParameterType[];
 
 export function isParameterType(value: unknown): value is ParameterType {
@@ -32,10 +34,14 @@ const TYPE_ALIASES: Readonly<Record<string, ParameterType>> = {
   map: 'object',
 };
 
-const PARAMETER_NAME = /^[A-Za-z_][A-Za-z0-9_.-]{0,127}$/;
+/** A name in any script (MCP servers and OpenAPI specs publish `größe`, `名称`); one outside this is kept with a warning. */
+const PARAMETER_NAME = /^[\p{L}_][\p{L}\p{M}\p{N}_.-]{0,127}$/u;
+/** What no name may hold: nothing, control characters, or more than 128 characters. */
+const UNUSABLE_NAME = /^$|[\u0000-\u001f\u007f]|^.{129,}$/su;
 
 const fieldSchemas = {
-  type: oneOf('parameter type', PARAMETER_TYPES, TYPE_ALIASES),
+  // Any value: a type it does not know becomes `any`, with a warning (readType).
+  type: z.unknown().optional(),
   description: z.string().optional(),
   default: z.unknown().optional(),
   enum: z.array(z.unknown()).min(1, { error: 'is empty; list the allowed values, e.g. enum: [fast, slow], or remove enum' }).optional(),
@@ -51,8 +57,8 @@ const fieldSchemas = {
 
 const listEntrySchema = z.strictObject({
   name: z.string().superRefine((value, ctx) => {
-    if (!PARAMETER_NAME.test(value)) {
-      ctx.addIssue({ code: 'custom', message: `${JSON.stringify(value)} is not a parameter name; write letters, digits and "_" (starting with a letter), e.g. city` });
+    if (UNUSABLE_NAME.test(value)) {
+      ctx.addIssue({ code: 'custom', message: `${JSON.stringify(value.slice(0, 80))} is not a parameter name; write 1 to 128 characters without control characters, e.g. city` });
     }
   }),
   required: z.boolean().optional(),
@@ -126,9 +132,9 @@ function parseList(value: unknown[], source: YamlSource): ParametersResult {
       issues.push(at(source, [...path, 'name'], `parameter "${entry.name}" is declared twice; rename or remove one`));
     }
     seen.add(entry.name);
-    const parameter = toParameter(entry.name, entry, entry.required ?? false);
+    const { parameter, leniencies } = toParameter(entry.name, entry, entry.required ?? false, path, source);
     issues.push(...checkParameter(parameter, path, source));
-    warnings.push(...keepCompilablePattern(parameter, path, source));
+    warnings.push(...leniencies, ...keepCompilablePattern(parameter, path, source));
     parameters.push(parameter);
   });
   return { parameters, issues, warnings };
@@ -155,8 +161,8 @@ function parseJsonSchema(value: object, source: YamlSource): ParametersResult {
   const required = new Set(schema.data.required ?? []);
   for (const [name, raw] of Object.entries(properties)) {
     const path = ['parameters', 'properties', name];
-    if (!PARAMETER_NAME.test(name)) {
-      issues.push(at(source, path, `${JSON.stringify(name)} is not a parameter name; write letters, digits and "_", e.g. city`));
+    if (UNUSABLE_NAME.test(name)) {
+      issues.push(at(source, path, `${JSON.stringify(name.slice(0, 80))} is not a parameter name; write 1 to 128 characters without control characters, e.g. city`));
       continue;
     }
     if (raw !== null && typeof raw === 'object' && typeof (raw as Record<string, unknown>)['required'] === 'boolean') {
@@ -171,9 +177,9 @@ function parseJsonSchema(value: object, source: YamlSource): ParametersResult {
       );
       continue;
     }
-    const parameter = toParameter(name, property.data, required.has(name));
+    const { parameter, leniencies } = toParameter(name, property.data, required.has(name), path, source);
     issues.push(...checkParameter(parameter, path, source));
-    warnings.push(...keepCompilablePattern(parameter, path, source));
+    warnings.push(...leniencies, ...keepCompilablePattern(parameter, path, source));
     parameters.push(parameter);
   }
   for (const name of required) {
@@ -193,8 +199,11 @@ function parseJsonSchema(value: object, source: YamlSource): ParametersResult {
  */
 function jsonSchemaProperty(raw: unknown): unknown {
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return raw;
-  const kept = withoutIgnoredKeys(withNullableUnion(raw as Record<string, unknown>), PROPERTY_KEYS);
+  const union = withNullableUnion(raw as Record<string, unknown>);
+  const kept = withoutIgnoredKeys(union, PROPERTY_KEYS);
   if (Object.hasOwn(kept, 'type')) kept['type'] = nullableType(kept['type']);
+  // A union of several schemas is not guessed at: its member types are kept as the type, which readType takes as any value.
+  else kept['type'] = unionTypes(union);
   const format = kept['format'];
   if (typeof format === 'string' && !(PARAMETER_FORMATS as readonly string[]).includes(format) && isIgnoredFormat(format, PARAMETER_FORMATS)) delete kept['format'];
   // JSON Schema's formats annotate strings only; on another type (`{type: integer, format: date}`) they say nothing.
@@ -202,12 +211,19 @@ function jsonSchemaProperty(raw: unknown): unknown {
   return kept;
 }
 
+/** The types of an `anyOf`/`oneOf` (undefined when there is none), for the warning that names them. */
+function unionTypes(property: Record<string, unknown>): unknown {
+  const members = property['anyOf'] ?? property['oneOf'];
+  if (!Array.isArray(members)) return undefined;
+  return members.map((m) => (m !== null && typeof m === 'object' ? (m as Record<string, unknown>)['type'] : undefined) ?? 'schema');
+}
+
 function isStringType(type: unknown): boolean {
-  return type === 'string' || (typeof type === 'string' && Object.hasOwn(TYPE_ALIASES, type) && TYPE_ALIASES[type] === 'string');
+  return readType(type).type === 'string';
 }
 
 type Fields = {
-  type: string;
+  type?: unknown;
   description?: string | undefined;
   default?: unknown;
   enum?: unknown[] | undefined;
@@ -220,8 +236,29 @@ type Fields = {
   pattern?: string | undefined;
 };
 
-function toParameter(name: string, fields: Fields, required: boolean): ToolParameter {
-  const parameter: ToolParameter = { name, type: fields.type as ParameterType, required };
+/**
+ * The type a schema writes, read the way catalogs write it: any case (`String`), Kiwi's aliases
+ * (`str`, `int`), `[T, "null"]` as T. Anything else (`any`, a type it does not know, several
+ * types, none at all) is `any`, and said so, unless it is plainly `any` or absent.
+ */
+export function readType(raw: unknown): { type: ParameterType; warning?: string } {
+  if (raw === undefined || raw === 'any') return { type: 'any' };
+  if (typeof raw !== 'string') return { type: 'any', warning: `its type ${JSON.stringify(raw).slice(0, 80)} is not one type; any value is taken` };
+  if (isParameterType(raw)) return { type: raw };
+  const lower = raw.toLowerCase();
+  const known = isParameterType(lower) ? lower : Object.hasOwn(TYPE_ALIASES, lower) ? TYPE_ALIASES[lower] : undefined;
+  if (known !== undefined) return { type: known, warning: `its type ${JSON.stringify(raw.slice(0, 40))} is read as ${known}` };
+  const near = didYouMean(lower, [...PARAMETER_TYPES, ...Object.keys(TYPE_ALIASES)]);
+  const hint = near === undefined ? '' : ` (did you mean "${Object.hasOwn(TYPE_ALIASES, near) ? TYPE_ALIASES[near] : near}"?)`;
+  return { type: 'any', warning: `its type ${JSON.stringify(raw.slice(0, 40))} is not one of ${PARAMETER_TYPES.join(', ')}; any value is taken${hint}` };
+}
+
+function toParameter(name: string, fields: Fields, required: boolean, path: PropertyKey[], source: YamlSource): { parameter: ToolParameter; leniencies: IssueInput[] } {
+  const leniencies: IssueInput[] = [];
+  const type = readType(fields.type);
+  if (type.warning !== undefined) leniencies.push(at(source, [...path, 'type'], `parameter \`${name}\`: ${type.warning}`));
+  if (!PARAMETER_NAME.test(name)) leniencies.push(at(source, path, `parameter ${JSON.stringify(name.slice(0, 80))} is named with characters other than letters, digits, "_", "." and "-"; it is kept as written`));
+  const parameter: ToolParameter = { name, type: type.type, required };
   if (fields.description !== undefined) parameter.description = fields.description;
   // `default: null` (an optional value's schema) means no default, not "send null".
   if (fields.default !== undefined && fields.default !== null) parameter.default = fields.default;
@@ -236,7 +273,11 @@ function toParameter(name: string, fields: Fields, required: boolean): ToolParam
   if (parameter.type === 'string' && fields.pattern !== undefined) parameter.pattern = fields.pattern;
   const itemType = fields.items?.type;
   if (isParameterType(itemType)) parameter.items = { type: itemType };
-  return parameter;
+  // A default its enum does not list (catalogs publish them) is kept; calls are still checked against the enum.
+  if (parameter.enum !== undefined && parameter.default !== undefined && !parameter.enum.some((v) => sameValue(v, parameter.default))) {
+    leniencies.push(at(source, [...path, 'default'], `parameter \`${name}\`: its default ${JSON.stringify(parameter.default).slice(0, 80)} is not one of its enum values ${parameter.enum.map((v) => JSON.stringify(v)).join(', ').slice(0, 200)}; it is kept`));
+  }
+  return { parameter, leniencies };
 }
 
 /** Combinations zod cannot see field by field. */
@@ -250,9 +291,6 @@ function checkParameter(parameter: ToolParameter, path: PropertyKey[], source: Y
   }
   if (parameter.minimum !== undefined && parameter.maximum !== undefined && parameter.minimum > parameter.maximum) {
     issues.push(at(source, [...path, 'minimum'], `minimum ${parameter.minimum} is greater than maximum ${parameter.maximum}; swap them or remove one`));
-  }
-  if (parameter.enum !== undefined && parameter.default !== undefined && !parameter.enum.some((v) => sameValue(v, parameter.default))) {
-    issues.push(at(source, [...path, 'default'], `the default is not one of the enum values; write one of ${parameter.enum.map((v) => JSON.stringify(v)).join(', ')}`));
   }
   return issues;
 }

@@ -15,7 +15,8 @@ export interface SourceRef {
   tier: Tier;
 }
 
-export type ParameterType = 'string' | 'number' | 'integer' | 'boolean' | 'array' | 'object';
+/** `any`: the schema says nothing usable of its type (`any`, a type it does not know, several types): any JSON value. */
+export type ParameterType = 'string' | 'number' | 'integer' | 'boolean' | 'array' | 'object' | 'any';
 
 export interface ToolParameter {
   name: string;

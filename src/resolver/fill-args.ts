@@ -11,7 +11,7 @@ import { extractMentions } from './extract-values.js';
 import type { Mention } from './mention.js';
 import { extendList, plainList, readFlag } from './flags-and-lists.js';
 import { assign, scorePairs, type Context, type Scored } from './param-matching.js';
-import { profileParameters, type ParamProfile } from './param-profile.js';
+import { isTextual, profileParameters, type ParamProfile } from './param-profile.js';
 import { tokenize } from './text-words.js';
 import { exampleMentions, neighbourMentions } from './phrase-mentions.js';
 
@@ -59,7 +59,8 @@ export function fillArguments(intent: string, tool: Tool, options: FillOptions =
   }
   for (const p of profiles) {
     if (!open(p)) continue;
-    if (p.param.default !== undefined) set(p, p.param.default, 0.8, 'the schema default');
+    // A default its own enum does not list (imported catalogs have them) would fail the call's check: not used.
+    if (p.param.default !== undefined && (p.param.enum === undefined || p.param.enum.some((v) => v === p.param.default))) set(p, p.param.default, 0.8, 'the schema default');
     else result.missing.push(p.param.name);
   }
   result.confidence = certainty.length > 0 ? round(Math.min(...certainty)) : profiles.some((p) => p.param.required) ? 0 : 1;
@@ -141,7 +142,7 @@ const REQUEST_VERB =
  * start with such a verb; other text is not guessed.
  */
 function freeText(text: string, p: ParamProfile, pick: Scored | undefined): string | undefined {
-  if (!p.param.required || p.param.type !== 'string' || p.param.enum !== undefined || !p.roles.has('text')) return undefined;
+  if (!p.param.required || !isTextual(p.param) || p.param.enum !== undefined || !p.roles.has('text')) return undefined;
   if (pick !== undefined && (pick.evidence >= 0.2 || !['proper', 'phrase', 'id'].includes(pick.mention.kind))) return undefined;
   const verb = REQUEST_VERB.exec(text);
   if (verb === null) return undefined;

@@ -96,7 +96,8 @@ function defineOwn(target: Record<string, unknown>, key: string, value: unknown)
 export function parametersSchema(params: readonly ToolParameter[]): Record<string, unknown> {
   const properties: Record<string, unknown> = {};
   for (const p of params) {
-    const schema: Record<string, unknown> = { type: p.type };
+    // `any`: no type at all, as JSON Schema writes an unconstrained value.
+    const schema: Record<string, unknown> = p.type === 'any' ? {} : { type: p.type };
     if (p.description !== undefined) schema.description = p.description;
     if (p.enum !== undefined) schema.enum = p.enum;
     if (p.default !== undefined) schema.default = p.default;

@@ -75,6 +75,11 @@ const EXAMPLES = /\((?:e\.g\.|eg\.?|for example|such as|like)[,:]?\s*([^)]*)\)|\
 const NAME_FILLER = new Set(['the', 'a', 'an', 'of', 'is']);
 const COUNTED = /\b(?:how\s+many|number\s+of|count\s+of|quantity\s+of|amount\s+of|in)\s+(?:the\s+)?([a-z]+)/gi;
 
+/** A parameter whose values are read from the text as text: a string, or a value of no declared type (`any`). */
+export function isTextual(param: ToolParameter): boolean {
+  return param.type === 'string' || param.type === 'any';
+}
+
 export function profileParameters(parameters: readonly ToolParameter[]): ParamProfile[] {
   return parameters.map((param, index) => profileParameter(param, index));
 }

@@ -5,7 +5,7 @@
  * `chemical_name`).
  */
 import type { Mention } from './mention.js';
-import type { ParamProfile } from './param-profile.js';
+import { isTextual, type ParamProfile } from './param-profile.js';
 import { STOPWORDS, sameStem, type Token } from './text-words.js';
 import { sameWordForm } from './value-coercion.js';
 
@@ -58,7 +58,7 @@ const GENERIC_HEADS = new Set(['id', 'nam', 'typ', 'valu', 'data', 'info', 'numb
  */
 export function neighbourMentions(text: string, tokens: readonly Token[], profiles: readonly ParamProfile[], existing: readonly Mention[]): Mention[] {
   const heads: string[] = [];
-  for (const p of profiles) if (p.param.type === 'string' && p.param.enum === undefined) for (const n of p.name) if (!GENERIC_HEADS.has(n)) heads.push(n);
+  for (const p of profiles) if (isTextual(p.param) && p.param.enum === undefined) for (const n of p.name) if (!GENERIC_HEADS.has(n)) heads.push(n);
   if (heads.length === 0) return [];
   const out: Mention[] = [];
   const owner = (t: Token): Mention | undefined => existing.find((m) => t.start >= m.start && t.end <= m.end);

@@ -26,6 +26,8 @@ export function convertMention(m: Mention, p: ParamProfile, now?: Date): Convert
   const param = p.param;
   if (param.enum !== undefined) return enumMember(m, param.enum);
   switch (param.type) {
+    // A value the schema does not type is read from the text as text, the way catalogs mostly mean it.
+    case 'any':
     case 'string': {
       // The schema's format and pattern are checked on the call: a value that fails them is not this parameter's.
       const one = asString(m, p, now);

@@ -172,21 +172,46 @@ describe('invalid manifests', () => {
     expect(issue.message).toContain('tool_type: is missing; write one of primitive, runtime');
   });
 
-  it('rejects a bad parameter type with the parameter path', () => {
-    const issue = only('tool_id: a\ntool_type: script\nexecutor: x\nparameters:\n  - { name: city, type: strng }\n');
-    expect(issue.field).toBe('parameters[0].type');
-    expect(issue.message).toContain('parameters[0].type: "strng" is not a parameter type; write one of string, number, integer, boolean, array, object (did you mean "string"?)');
-    expect(issue.line).toBe(5);
+  it('takes a parameter type it does not know as any value, with a warning at its path naming the nearest type', () => {
+    const result = parseToolManifest('tool_id: a\ntool_type: script\nexecutor: x\nparameters:\n  - { name: city, type: strng }\n', LABEL, 'project');
+    expect(result.ok).toBe(true);
+    if (!result.ok) return;
+    expect(result.value.parameters).toEqual([{ name: 'city', type: 'any', required: false }]);
+    expect(result.warnings?.map((w) => w.message)).toEqual([expect.stringContaining('parameters[0].type: parameter `city`: its type "strng" is not one of string, number, integer, boolean, array, object; any value is taken (did you mean "string"?)')]);
+    expect(result.warnings?.[0]?.line).toBe(5);
   });
 
-  it('maps Python type names to the JSON Schema ones', () => {
-    expect(only('tool_id: a\ntool_type: script\nexecutor: x\nparameters:\n  - { name: n, type: int }\n').message).toContain('(did you mean "integer"?)');
+  it('reads the types catalogs write: any case, Python names, `any`, a union of several, none at all', () => {
+    const result = parseToolManifest(
+      'tool_id: a\ntool_type: script\nexecutor: x\nparameters:\n  type: object\n  properties:\n    a: { type: String }\n    b: { type: int }\n    c: { type: float }\n    d: { type: any }\n    e: { description: anything }\n    f: { anyOf: [{ type: string }, { type: integer }] }\n',
+      LABEL,
+      'project',
+    );
+    expect(result.ok).toBe(true);
+    if (!result.ok) return;
+    expect(result.value.parameters.map((p) => [p.name, p.type])).toEqual([['a', 'string'], ['b', 'integer'], ['c', 'number'], ['d', 'any'], ['e', 'any'], ['f', 'any']]);
+    // Each leniency is said (`kiwi tools validate` prints them); a plain `any` or no type at all is JSON Schema's own "any value".
+    const warned = result.warnings?.map((w) => w.message).join('\n') ?? '';
+    expect(warned).toMatch(/`a`: its type "String" is read as string/);
+    expect(warned).toMatch(/`b`: its type "int" is read as integer/);
+    expect(warned).toMatch(/`c`: its type "float" is read as number/);
+    expect(warned).toMatch(/`f`: its type \["string","integer"\] is not one type; any value is taken/);
+    expect(warned).not.toMatch(/`[de]`/);
   });
 
-  it('rejects a bad type inside a JSON-Schema parameter', () => {
-    const issue = only('tool_id: a\ntool_type: script\nexecutor: x\nparameters:\n  type: object\n  properties:\n    n: { type: float }\n');
-    expect(issue.field).toBe('parameters.properties.n.type');
-    expect(issue.message).toContain('(did you mean "number"?)');
+  it('keeps a default its enum does not list, and a name in any script, with a warning for the default', () => {
+    const result = parseToolManifest('tool_id: a\ntool_type: script\nexecutor: x\nparameters:\n  type: object\n  properties:\n    unit: { type: string, enum: [celsius, fahrenheit], default: Kelvin }\n    größe: { type: integer }\n    名称: { type: string }\n', LABEL, 'project');
+    expect(result.ok).toBe(true);
+    if (!result.ok) return;
+    expect(result.value.parameters.map((p) => p.name)).toEqual(['unit', 'größe', '名称']);
+    expect(result.value.parameters[0]?.default).toBe('Kelvin');
+    expect(result.warnings?.map((w) => w.message)).toEqual([expect.stringContaining('its default "Kelvin" is not one of its enum values "celsius", "fahrenheit"; it is kept')]);
+  });
+
+  it('refuses a parameter name no tool could use: empty, with control characters, or too long', () => {
+    for (const name of ['""', '"a\\u0001b"', `"${'n'.repeat(129)}"`]) {
+      expect(only(`tool_id: a\ntool_type: script\nexecutor: x\nparameters:\n  type: object\n  properties:\n    ${name}: { type: string }\n`).message, name).toMatch(/is not a parameter name/);
+    }
   });
 
   it('rejects required names missing from JSON-Schema properties', () => {
@@ -248,8 +273,8 @@ describe('invalid manifests', () => {
   });
 
   it('reports every problem of a file at once', () => {
-    const found = issues('tool_id: a\ntool_type: scrpt\nexecutor: x\ncolour: red\nparameters:\n  - { name: q, type: strng }\n');
-    expect(found.map((i) => i.field).sort()).toEqual(['colour', 'parameters[0].type', 'tool_type']);
+    const found = issues('tool_id: a\ntool_type: scrpt\nexecutor: x\ncolour: red\nparameters:\n  - { name: q, type: string, enum: [] }\n');
+    expect(found.map((i) => i.field).sort()).toEqual(['colour', 'parameters[0].enum', 'tool_type']);
   });
 });
 

@@ -28,17 +28,29 @@ export function quoted(text: string): Mention[] {
         if (inner) out.push(typed({ kind: 'quoted', start: s, end: text.length, text: inner }));
         break;
       }
-      const inner = text.slice(s + 1, e).trim();
+      const inner = trimClosed(text.slice(s + 1, e));
       if (inner) out.push(typed({ kind: 'quoted', start: s, end: e + 1, text: inner }));
       from = e + 1;
     }
   }
   SINGLE_QUOTED.lastIndex = 0;
   for (let m = SINGLE_QUOTED.exec(text); m !== null; m = SINGLE_QUOTED.exec(text)) {
-    const inner = (m[1] ?? '').trim();
+    const inner = trimClosed(m[1] ?? '');
     if (inner) out.push(typed({ kind: 'quoted', start: m.index, end: m.index + m[0].length, text: inner }));
   }
   return out.sort((a, b) => a.start - b.start);
+}
+
+/**
+ * A quoted value, without the sentence's punctuation that English puts inside the quotes when
+ * the value is one token ("my token is "abcd1234."" is `abcd1234`); a quoted sentence keeps its
+ * full stop.
+ */
+function trimClosed(raw: string): string {
+  const inner = raw.trim();
+  if (/\s/.test(inner)) return inner;
+  const bare = inner.replace(/[.,;:]+$/, '');
+  return bare === '' ? inner : bare;
 }
 
 /**

@@ -56,6 +56,12 @@ describe('quoted strings', () => {
     expect(fill('Post the text "the cat sat on the mat.', { name: 'text', required: true }).arguments).toEqual({ text: 'the cat sat on the mat.' });
   });
 
+  it('drops the full stop English puts inside the quotes after a one-token value, and keeps a quoted sentence whole', () => {
+    expect(fill('I have an access token "abcd1234." Could you list the roles?', { name: 'accessToken', required: true }).arguments).toEqual({ accessToken: 'abcd1234' });
+    expect(fill("my user ID is 'g-user123,' please", { name: 'userId', required: true }).arguments).toEqual({ userId: 'g-user123' });
+    expect(fill('In the comment, add "Sending multiple spam emails."', { name: 'comment', required: true }).arguments).toEqual({ comment: 'Sending multiple spam emails.' });
+  });
+
   it('assigns several quoted values by the parameter words before each', () => {
     const r = fill('Pair device "dev-1" with actuator "act-9"', { name: 'device_id', required: true }, { name: 'actuator_id', required: true });
     expect(r.arguments).toEqual({ device_id: 'dev-1', actuator_id: 'act-9' });

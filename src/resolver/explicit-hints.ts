@@ -64,9 +64,10 @@ function valueSpan(text: string, from: number, limit: number, sep: string): { ra
     const inner = open === '[' || open === '{' ? text.slice(from, stop + 1) : text.slice(from + 1, stop);
     return { raw: inner, end: Math.min(text.length, stop + 1) };
   }
-  // `key=value` is one token; `key: value` runs to the next comma, semicolon, line or key.
+  // `key=value` is one token; `key: value` runs to the next comma, semicolon, line, closing
+  // parenthesis ("(ICAO: AVL)"), sentence end or key.
   const rest = text.slice(from, limit);
-  const m = sep === '=' ? /^[^\s,;]+/.exec(rest) : /^[^,;\n]+/.exec(rest);
+  const m = sep === '=' ? /^[^\s,;]+/.exec(rest) : /^(?:[^,;\n)!?.]|\.(?!\s+[A-Z])|[!?](?!\s))+/.exec(rest);
   if (m === null) return undefined;
   const raw = m[0].trim().replace(/[.,;:!?)]+$/, '');
   return raw ? { raw, end: from + m[0].length } : undefined;

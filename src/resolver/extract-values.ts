@@ -159,23 +159,50 @@ function properNames(text: string, claimed: readonly Mention[]): Mention[] {
   const out: Mention[] = [];
   PROPER.lastIndex = 0;
   for (let m = PROPER.exec(masked); m !== null; m = PROPER.exec(masked)) {
-    const words: Array<{ word: string; start: number }> = [];
+    const all: Array<{ word: string; start: number }> = [];
     WORD_IN_NAME.lastIndex = 0;
-    for (let w = WORD_IN_NAME.exec(m[0]); w !== null; w = WORD_IN_NAME.exec(m[0])) words.push({ word: w[0], start: m.index + w.index });
+    for (let w = WORD_IN_NAME.exec(m[0]); w !== null; w = WORD_IN_NAME.exec(m[0])) all.push({ word: w[0], start: m.index + w.index });
+    for (const words of sentences(all)) {
+      const name = nameOf(words);
+      if (name !== undefined) out.push(name);
+    }
+  }
+  return out;
+
+  /** A run's words as a name: the sentence's first word (mostly a verb) and words that are never names left out. */
+  function nameOf(words: Array<{ word: string; start: number }>): Mention | undefined {
+    const start = words[0]?.start ?? 0;
     let first = 0;
     // The first word of a sentence is capitalised anyway, and in an intent it is mostly a verb.
-    if (sentenceStart(text, m.index)) first = 1;
+    if (sentenceStart(text, start)) first = 1;
     while (first < words.length && NOT_NAMES.has(words[first]?.word ?? '')) first++;
     const head = words[first];
     const tail = words[words.length - 1];
-    if (head === undefined || tail === undefined) continue;
+    if (head === undefined || tail === undefined) return undefined;
     let value = text.slice(head.start, tail.start + tail.word.length).replace(/['’]s$/, '');
     if (!ABBREVIATIONS.test(value)) value = value.replace(/[.'’-]+$/, '');
-    if (!value || NOT_NAMES.has(value) || /^[\d.]+$/.test(value)) continue;
+    if (!value || NOT_NAMES.has(value) || /^[\d.]+$/.test(value)) return undefined;
     // One word of random-looking case ("LZXZMlLsw") is an identifier, not a name.
     const kind = !value.includes(' ') && value.length >= 6 && /[a-z][A-Z]/.test(value) ? 'id' : 'proper';
-    out.push({ kind, start: head.start, end: head.start + value.length, text: value });
+    return { kind, start: head.start, end: head.start + value.length, text: value };
   }
+}
+
+/**
+ * A run of capitalised words cut where a sentence ends inside it ("… in Germany. I need …"): a
+ * word ending in a full stop that is not an abbreviation ("St.", "Dr.") or an initial ("J.").
+ */
+function sentences<W extends { word: string }>(words: readonly W[]): W[][] {
+  const out: W[][] = [];
+  let current: W[] = [];
+  for (const w of words) {
+    current.push(w);
+    if (/[.!?]$/.test(w.word) && !ABBREVIATIONS.test(w.word) && !/^[A-Z]\.$/.test(w.word) && !/\.[A-Za-z]/.test(w.word)) {
+      out.push(current);
+      current = [];
+    }
+  }
+  if (current.length > 0) out.push(current);
   return out;
 }
 

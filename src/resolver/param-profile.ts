@@ -6,6 +6,7 @@
 import { formatProblem } from '../registry/string-formats.js';
 import { compilePattern, MAX_MATCHED_CHARS } from '../registry/string-pattern.js';
 import type { ParameterType, ToolParameter } from '../registry/types.js';
+import { asksCountryCode } from './country-codes.js';
 import { dateFormatOf, type DateFormat } from './date-values.js';
 import { STOPWORDS, splitName, stem } from './text-words.js';
 import { UNIT_FORMS } from './units.js';
@@ -38,6 +39,8 @@ export interface ParamProfile {
   fits: (value: string) => boolean;
   /** The pattern turns ordinary words away, so a value that matches it is evidence for this parameter. */
   selectivePattern: boolean;
+  /** It takes a country's ISO code (country-codes.ts): a country written by name is sent as its code, and nothing else goes there. */
+  countryCode: boolean;
 }
 
 const stems = (words: string): ReadonlySet<string> => new Set(words.split(' ').map(stem));
@@ -126,7 +129,8 @@ function profileParameter(param: ToolParameter, index: number): ParamProfile {
       if (word.length >= 3 && !STOPWORDS.has(word)) counts.add(stem(word));
     }
   }
-  return { param, index, name, desc, examples, roles, units, counts, dateFormat, itemType, ...stringChecks(param) };
+  const countryCode = isTextual(param) && param.enum === undefined && asksCountryCode(param.name, description);
+  return { param, index, name, desc, examples, roles, units, counts, dateFormat, itemType, countryCode, ...stringChecks(param) };
 }
 
 const FORMAT_ROLES: Readonly<Partial<Record<NonNullable<ToolParameter['format']>, Role>>> = {

@@ -4,6 +4,7 @@
  */
 import { formatDate, relativeDate } from './date-values.js';
 import type { Mention } from './mention.js';
+import { countryCode } from './country-codes.js';
 import type { ParamProfile } from './param-profile.js';
 import { convertUnit, unitParts } from './units.js';
 
@@ -29,6 +30,10 @@ export function convertMention(m: Mention, p: ParamProfile, now?: Date): Convert
     // A value the schema does not type is read from the text as text, the way catalogs mostly mean it.
     case 'any':
     case 'string': {
+      if (p.countryCode) {
+        const code = m.kind === 'json' ? undefined : countryCode(m.text);
+        return code === undefined || !p.fits(code) ? undefined : { value: code, example: 0 };
+      }
       // The schema's format and pattern are checked on the call: a value that fails them is not this parameter's.
       const one = asString(m, p, now);
       if (one === undefined || !p.fits(one.value as string)) return undefined;

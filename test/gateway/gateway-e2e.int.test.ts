@@ -237,6 +237,9 @@ describe('kiwi serve', () => {
     const health = (await (await fetch(`${base}/healthz`)).json()) as { status: string };
     expect(health.status).toBe('ok');
     expect(out.join('\n')).toContain('kiwi-demo');
+    // The banner names the console, which opens without a login on this keyless loopback gateway.
+    expect(out.join('\n')).toContain(`console: ${base}/ui (no login on this machine); admin API: ${base}/admin/v1`);
+    expect((await fetch(`${base}/ui/login`, { redirect: 'manual' })).status).toBe(303);
     stop.abort();
     expect(await exit).toBe(0);
     expect(err.join('\n')).toContain('shutting down');

@@ -33,6 +33,7 @@ export async function serveCommand(ctx: CliContext): Promise<number> {
     const listener = await listen((request, env) => gateway.app.fetch(request, env), { host, port: port ?? config.port, ...config.listen });
     const { registry } = project;
     ctx.io.out(`Kiwi Gateway listening on ${listener.url}`);
+    ctx.io.out(`console: ${listener.url}/ui (${access.mode === 'open' ? 'no login on this machine' : 'log in with an admin or approver key'}); admin API: ${listener.url}/admin/v1`);
     ctx.io.out(`project ${project.root}: ${runtime.toolCount} resolvable ${runtime.toolCount === 1 ? 'tool' : 'tools'} (${registry.tools.size} in all, ${registry.errors.length} invalid${registry.warnings.length > 0 ? `, ${registry.warnings.length} warnings: run \`kiwi tools validate\`` : ''}), ${registry.directives.size} directives, ${registry.knowledge.size} knowledge entries; ${project.policy.label}`);
     const auditWhere = databaseUrlOf(options.env) === undefined ? project.auditDir : 'in Postgres (DATABASE_URL, table audit_records)';
     ctx.io.out(`resolver: ${runtime.embedderId}; audit log ${auditWhere} (session ${project.session})`);

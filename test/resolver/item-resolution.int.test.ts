@@ -83,6 +83,8 @@ function knowledge(text: string): Knowledge {
 let dir: string;
 let withItems: ResolverRuntime;
 let toolsOnly: ResolverRuntime;
+/** With the shipped model and its default gate, as a gateway resolves. */
+let gated: ResolverRuntime;
 
 beforeAll(async () => {
   dir = mkdtempSync(path.join(tmpdir(), 'kiwi-items-'));
@@ -91,11 +93,14 @@ beforeAll(async () => {
   toolsOnly = await openResolverRuntime({ ...common, directives: [], knowledge: [], indexDir: path.join(dir, 'without') });
   await withItems.sync();
   await toolsOnly.sync();
+  gated = await openResolverRuntime({ tools: TOOLS, directives: [directive(DEPLOY)], knowledge: [knowledge(RATE_LIMITS)], indexDir: path.join(dir, 'gated') });
+  await gated.sync();
 }, 60_000);
 
 afterAll(async () => {
   await withItems?.close();
   await toolsOnly?.close();
+  await gated?.close();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
@@ -113,6 +118,12 @@ describe('directives and knowledge as intents (USE-lite, real LanceDB)', () => {
     const r = await withItems.resolver.resolve('load knowledge about API rate limiting');
     expect(r).toMatchObject({ status: 'resolved', call: { tool: 'api-rate-limits', item: 'knowledge', arguments: {} } });
     expect(r.candidates[0]).toMatchObject({ tool: 'api-rate-limits', item: 'knowledge' });
+  });
+
+  it('loads a knowledge entry past the retrieval threshold without the call gate, which still holds tools and directives', async () => {
+    // Loading an entry changes nothing; a call from plain words does, and the default gate asks it back.
+    expect(await gated.resolver.resolve('load knowledge about API rate limiting')).toMatchObject({ status: 'resolved', call: { tool: 'api-rate-limits', item: 'knowledge' } });
+    expect(await gated.resolver.resolve('run the deploy checklist for environment "staging"')).toMatchObject({ status: 'unresolved', stop: 'gate' });
   });
 
   it('resolves a directive intent to the directive, its inputs filled from the intent like a tool\'s arguments', async () => {

@@ -7,6 +7,7 @@ import { formatProblem } from '../registry/string-formats.js';
 import { compilePattern, MAX_MATCHED_CHARS } from '../registry/string-pattern.js';
 import type { ParameterType, ToolParameter } from '../registry/types.js';
 import { asksCountryCode } from './country-codes.js';
+import { asksCurrency } from './currency-codes.js';
 import { dateFormatOf, type DateFormat } from './date-values.js';
 import { STOPWORDS, splitName, stem } from './text-words.js';
 import { UNIT_FORMS } from './units.js';
@@ -41,6 +42,8 @@ export interface ParamProfile {
   selectivePattern: boolean;
   /** It takes a country's ISO code (country-codes.ts): a country written by name is sent as its code, and nothing else goes there. */
   countryCode: boolean;
+  /** It asks for a currency (currency-codes.ts): the only kind of text parameter a currency code ("USD") goes to. */
+  currency: boolean;
 }
 
 const stems = (words: string): ReadonlySet<string> => new Set(words.split(' ').map(stem));
@@ -130,7 +133,8 @@ function profileParameter(param: ToolParameter, index: number): ParamProfile {
     }
   }
   const countryCode = isTextual(param) && param.enum === undefined && asksCountryCode(param.name, description);
-  return { param, index, name, desc, examples, roles, units, counts, dateFormat, itemType, countryCode, ...stringChecks(param) };
+  const currency = asksCurrency(param.name, description);
+  return { param, index, name, desc, examples, roles, units, counts, dateFormat, itemType, countryCode, currency, ...stringChecks(param) };
 }
 
 const FORMAT_ROLES: Readonly<Partial<Record<NonNullable<ToolParameter['format']>, Role>>> = {

@@ -5,6 +5,7 @@
 import { formatDate, relativeDate } from './date-values.js';
 import type { Mention } from './mention.js';
 import { countryCode } from './country-codes.js';
+import { isCurrencyCode } from './currency-codes.js';
 import type { ParamProfile } from './param-profile.js';
 import { convertUnit, unitParts } from './units.js';
 
@@ -30,6 +31,9 @@ export function convertMention(m: Mention, p: ParamProfile, now?: Date): Convert
     // A value the schema does not type is read from the text as text, the way catalogs mostly mean it.
     case 'any':
     case 'string': {
+      // "500 USD": the code is the currency's, not the amount's, the term's or an id's (unless the
+      // parameter's own pattern asks for such a code).
+      if (!p.currency && !p.selectivePattern && m.kind !== 'json' && isCurrencyCode(m.text)) return undefined;
       if (p.countryCode) {
         const code = m.kind === 'json' ? undefined : countryCode(m.text);
         return code === undefined || !p.fits(code) ? undefined : { value: code, example: 0 };

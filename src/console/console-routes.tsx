@@ -77,7 +77,9 @@ export function mountConsole(app: Hono, deps: ConsoleDeps): void {
   });
 
   app.get('/ui/assets/:name', (c) => {
-    const asset = ASSETS[c.req.param('name')];
+    const name = c.req.param('name');
+    // Own keys only: `__proto__` or `constructor` is no asset.
+    const asset = Object.hasOwn(ASSETS, name) ? ASSETS[name] : undefined;
     if (asset === undefined) return c.text('not found', 404);
     return c.body(asset[1], 200, { 'content-type': asset[0] });
   });

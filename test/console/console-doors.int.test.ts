@@ -172,6 +172,12 @@ describe('the doors of /ui', () => {
     expect(text).toContain('event: ready');
   });
 
+  it('serves its two assets to anyone, and nothing else under /ui/assets', async () => {
+    expect((await page('/ui/assets/console.js')).status).toBe(200);
+    expect((await page('/ui/assets/console.css')).headers.get('content-type')).toMatch(/^text\/css/);
+    for (const name of ['__proto__', 'constructor', 'toString', '..%2Fconsole-routes.tsx', 'x.js']) expect((await page(`/ui/assets/${name}`)).status, name).toBe(404);
+  });
+
   it('logs out by clearing the cookie', async () => {
     const admin = (await login(keys.admin)).cookie as string;
     const out = await fetch(`${url}/ui/logout`, { method: 'POST', headers: { cookie: admin, 'content-type': FORM }, body: '', redirect: 'manual' });

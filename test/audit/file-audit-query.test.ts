@@ -2,10 +2,11 @@ import { appendFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { AuditFilter, AuditQuery } from '../../src/audit/audit-query.js';
+import type { AuditFilter } from '../../src/audit/audit-query.js';
 import type { AuditRecord } from '../../src/audit/audit-record.js';
 import { fileAuditQuery } from '../../src/audit/file-audit-query.js';
-import { isKiwiError } from '../../src/errors.js';
+import { auditPages } from '../helpers/audit-pages.js';
+import { refusal } from '../helpers/expect-failure.js';
 
 let dir: string;
 
@@ -22,27 +23,7 @@ async function put(day: string, file: string, records: AuditRecord[], tail = '')
   await writeFile(path.join(dir, day, file), records.map((r) => `${JSON.stringify(r)}\n`).join('') + tail);
 }
 
-/** Every page from the newest on, and the call ids of each. */
-async function pages(query: AuditQuery, filter: AuditFilter, limit: number): Promise<{ ids: string[]; capped: boolean }[]> {
-  const out: { ids: string[]; capped: boolean }[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await query.page({ ...filter, limit, ...(cursor === undefined ? {} : { cursor }) });
-    out.push({ ids: page.records.map((r) => r.call_id), capped: page.scanCapped });
-    cursor = page.nextCursor === '' ? undefined : page.nextCursor;
-    if (out.length > 100) throw new Error('the pages never end');
-  } while (cursor !== undefined);
-  return out;
-}
 
-const refusal = async (promise: Promise<unknown>): Promise<string> => {
-  try {
-    await promise;
-  } catch (error) {
-    return isKiwiError(error) ? `${error.code}: ${error.message}` : String(error);
-  }
-  return 'not refused';
-};
 
 beforeEach(async () => {
   dir = await mkdtemp(path.join(tmpdir(), 'kiwi-audit-query-'));
@@ -67,7 +48,7 @@ describe('the audit files, a page at a time', () => {
 
   it('pages on from its cursor without a record twice or one left out, and ends with an empty cursor', async () => {
     const query = fileAuditQuery(dir);
-    expect(await pages(query, {}, 2)).toEqual([
+    expect(await auditPages(query, {}, 2)).toEqual([
       { ids: ['c-1', 'g-3'], capped: false },
       { ids: ['g-2', 'g-1'], capped: false },
       { ids: ['d1-b', 'd1-a'], capped: false },
@@ -88,7 +69,7 @@ describe('the audit files, a page at a time', () => {
     expect(await ids({ since: new Date('2025-01-02T09:00:00Z'), until: new Date('2025-01-02T13:00:00Z') })).toEqual(['c-1', 'g-2']);
     expect(await ids({ until: new Date('2025-01-02T00:00:00Z') })).toEqual(['d1-b', 'd1-a']);
     expect(await ids({ client: 'nobody' })).toEqual([]);
-    expect(await pages(query, { client: 'ci' }, 1)).toEqual([
+    expect(await auditPages(query, { client: 'ci' }, 1)).toEqual([
       { ids: ['g-2'], capped: false },
       { ids: ['d1-b'], capped: false },
     ]);
@@ -100,14 +81,14 @@ describe('the audit files, a page at a time', () => {
     const first = await query.page({ client: 'ci', limit: 50 });
     expect(first).toMatchObject({ records: [], scanCapped: true });
     expect(first.nextCursor).not.toBe('');
-    const all = await pages(query, { client: 'ci' }, 50);
+    const all = await auditPages(query, { client: 'ci' }, 50);
     expect(all.flatMap((p) => p.ids)).toEqual(['g-2', 'd1-b']);
     expect(all.some((p) => p.capped)).toBe(true);
     expect(all.at(-1)?.capped).toBe(false);
   });
 
   it('stops at its file cap the same way', async () => {
-    const all = await pages(fileAuditQuery(dir, { maxScanFiles: 1 }), {}, 50);
+    const all = await auditPages(fileAuditQuery(dir, { maxScanFiles: 1 }), {}, 50);
     expect(all.flatMap((p) => p.ids)).toEqual(['c-1', 'g-3', 'g-2', 'g-1', 'd1-b', 'd1-a']);
     expect(all.map((p) => p.capped)).toEqual([true, true, true, false]);
   });

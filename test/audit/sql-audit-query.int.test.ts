@@ -1,11 +1,12 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { AuditFilter, AuditQuery } from '../../src/audit/audit-query.js';
+import type { AuditFilter } from '../../src/audit/audit-query.js';
 import type { AuditRecord } from '../../src/audit/audit-record.js';
 import { createSqlAuditLog } from '../../src/audit/sql-audit-log.js';
 import { sqlAuditQuery } from '../../src/audit/sql-audit-query.js';
 import { isKiwiError } from '../../src/errors.js';
 import { gatewayDatabaseForFile } from '../helpers/gateway-database.js';
 import { postgresAvailable } from '../helpers/postgres-server.js';
+import { auditPages } from '../helpers/audit-pages.js';
 
 /** The shared audit log (DATABASE_URL) searched a page at a time, as the admin API does; two logs stand for two replicas. */
 describe.skipIf(!postgresAvailable())('the audit log in Postgres, a page at a time', () => {
@@ -23,22 +24,11 @@ describe.skipIf(!postgresAvailable())('the audit log in Postgres, a page at a ti
     await Promise.all([a.close(), b.close()]);
   });
 
-  async function pages(query: AuditQuery, filter: AuditFilter, limit: number): Promise<{ ids: string[]; capped: boolean }[]> {
-    const out: { ids: string[]; capped: boolean }[] = [];
-    let cursor: string | undefined;
-    do {
-      const page = await query.page({ ...filter, limit, ...(cursor === undefined ? {} : { cursor }) });
-      out.push({ ids: page.records.map((r) => r.call_id), capped: page.scanCapped });
-      cursor = page.nextCursor === '' ? undefined : page.nextCursor;
-      if (out.length > 100) throw new Error('the pages never end');
-    } while (cursor !== undefined);
-    return out;
-  }
 
   it("reads every replica's records, the last written first, and pages on from its cursor", async () => {
     const query = sqlAuditQuery(pg.db);
     expect((await query.page({ limit: 50 })).records.map((r) => r.call_id)).toEqual(['r5', 'r4', 'r3', 'r2', 'r1']);
-    expect(await pages(query, {}, 2)).toEqual([
+    expect(await auditPages(query, {}, 2)).toEqual([
       { ids: ['r5', 'r4'], capped: false },
       { ids: ['r3', 'r2'], capped: false },
       { ids: ['r1'], capped: false },
@@ -61,7 +51,7 @@ describe.skipIf(!postgresAvailable())('the audit log in Postgres, a page at a ti
     const query = sqlAuditQuery(pg.db, { maxScanRows: 2 });
     const first = await query.page({ decision: 'deny', limit: 50 });
     expect(first).toMatchObject({ records: [], scanCapped: true });
-    const all = await pages(query, { decision: 'deny' }, 50);
+    const all = await auditPages(query, { decision: 'deny' }, 50);
     expect(all.flatMap((p) => p.ids)).toEqual(['r2']);
     expect(all.map((p) => p.capped)).toEqual([true, true, false]);
   });

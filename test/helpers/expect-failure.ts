@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import { KiwiError, type ErrorCode } from '../../src/errors.js';
+import { isKiwiError, KiwiError, type ErrorCode } from '../../src/errors.js';
 
 /** Awaits a promise that must reject with a KiwiError of the given code, and returns the error. */
 export async function failure(promise: Promise<unknown>, code: ErrorCode): Promise<KiwiError> {
@@ -10,4 +10,14 @@ export async function failure(promise: Promise<unknown>, code: ErrorCode): Promi
   expect(error).toBeInstanceOf(KiwiError);
   expect((error as KiwiError).code, (error as KiwiError).message).toBe(code);
   return error as KiwiError;
+}
+
+/** How a promise was refused, as `CODE: message` for a KiwiError (anything else as text), or 'not refused': one string a test can match whole. */
+export async function refusal(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+  } catch (error) {
+    return isKiwiError(error) ? `${error.code}: ${error.message}` : String(error);
+  }
+  return 'not refused';
 }

@@ -3,7 +3,6 @@ import { once } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isKiwiError } from '../../src/errors.js';
 import { openGatewayDatabase } from '../../src/kernel/gateway-database.js';
 import type { SqlDb } from '../../src/store/sql/sql-db.js';
 import { sqlThreadStore } from '../../src/threads/sql-thread-store.js';
@@ -11,6 +10,7 @@ import { isThreadOver, MAX_TEXT_CHARS, type ThreadHeader, type ThreadLine, type 
 import { postgresAvailable, type PostgresServer } from '../helpers/postgres-server.js';
 import { postgresDatabase } from '../helpers/run-resources.js';
 import { REPO_ROOT } from '../helpers/temp-project.js';
+import { refusal } from '../helpers/expect-failure.js';
 
 /** Two stores on one Postgres database stand for two replicas sharing a server (DATABASE_URL). */
 describe.skipIf(!postgresAvailable())('threads in Postgres', () => {
@@ -30,14 +30,6 @@ describe.skipIf(!postgresAvailable())('threads in Postgres', () => {
 
   const header = (id: string = randomUUID(), fields: Partial<ThreadHeader> = {}): ThreadHeader => ({ type: 'thread', id, directive: 'review_changes', inputs: { focus: 'docs' }, model: 'gpt-4o-mini', client: 'local', depth: 1, started_at: new Date().toISOString(), ...fields });
   const resumed = { type: 'resume', client: 'local', model: 'gpt-4o-mini', at: new Date().toISOString() } as const;
-  const refusal = async (promise: Promise<unknown>): Promise<string> => {
-    try {
-      await promise;
-    } catch (error) {
-      return isKiwiError(error) ? `${error.code}: ${error.message}` : String(error);
-    }
-    return 'not refused';
-  };
   const types = (lines: readonly ThreadLine[]): string[] => lines.map((l) => l.type);
 
   it('lists, reads and follows on one replica, line by line, a thread another writes', async () => {

@@ -1,3 +1,4 @@
+import { EXECUTION_STATUSES } from '../kernel/types.js';
 import { Json, When } from './console-layout.js';
 import { query, render, type ConsoleRequest, type ConsoleRouter } from './console-route.js';
 
@@ -27,7 +28,8 @@ interface WireEvent {
   payload: Record<string, unknown>;
 }
 
-const STATUSES = ['', 'pending', 'running', 'blocked', 'completed', 'failed', 'cancelled'];
+/** The status filter: any, or one of the kernel's. */
+const STATUSES = ['', ...EXECUTION_STATUSES];
 
 export function mountExecutionPages(router: ConsoleRouter): void {
   router.page('/ui/executions', 'executions', async (c, r) => {

@@ -16,7 +16,6 @@ const ALIASES: Readonly<Record<string, string>> = {
   britain: 'GB',
   'great britain': 'GB',
   england: 'GB',
-  'the netherlands': 'NL',
   holland: 'NL',
   'south korea': 'KR',
   korea: 'KR',
@@ -26,17 +25,17 @@ const ALIASES: Readonly<Record<string, string>> = {
   uae: 'AE',
   'ivory coast': 'CI',
   vietnam: 'VN',
-  'the philippines': 'PH',
 };
 
 /** Region codes ICU names that are no country: groupings, unknown, private use. */
 const NOT_COUNTRIES: ReadonlySet<string> = new Set(['EU', 'EZ', 'UN', 'ZZ', 'QO', 'XA', 'XB']);
 
-let byName: Map<string, string> | undefined;
+/** Countries by every name they are written with, and the codes themselves. */
+let countries: { byName: Map<string, string>; codes: Set<string> } | undefined;
 
-function names(): Map<string, string> {
-  if (byName !== undefined) return byName;
-  byName = new Map(Object.entries(ALIASES));
+function known(): { byName: Map<string, string>; codes: Set<string> } {
+  if (countries !== undefined) return countries;
+  const byName = new Map(Object.entries(ALIASES));
   const display = new Intl.DisplayNames(['en'], { type: 'region', fallback: 'none' });
   for (let a = 65; a <= 90; a++) {
     for (let b = 65; b <= 90; b++) {
@@ -50,14 +49,16 @@ function names(): Map<string, string> {
       for (const written of [name, plain, other]) if (written !== undefined && !byName.has(written.toLowerCase())) byName.set(written.toLowerCase(), code);
     }
   }
-  return byName;
+  countries = { byName, codes: new Set(byName.values()) };
+  return countries;
 }
 
 /** The alpha-2 code of a country written by name (or already as its code); undefined for anything else. */
 export function countryCode(text: string): string | undefined {
   const t = text.trim().replace(/^the\s+/i, '').toLowerCase();
-  if (/^[a-z]{2}$/.test(t) && [...names().values()].includes(t.toUpperCase())) return t.toUpperCase();
-  return names().get(t) ?? names().get(`the ${t}`);
+  const { byName, codes } = known();
+  if (/^[a-z]{2}$/.test(t) && codes.has(t.toUpperCase())) return t.toUpperCase();
+  return byName.get(t);
 }
 
 /** Whether a parameter asks for a country code: by its name (`countryCode`, `country_iso`) or its description ("ISO 3166", "2-letter country code"). */

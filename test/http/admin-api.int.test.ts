@@ -111,6 +111,7 @@ describe('keys', () => {
       [{ client: 'x', policy: '../outside.yaml' }, /does not exist|outside the project/],
       ['[1, 2]', /must be a JSON object/],
       ['{not json', /JSON/],
+      [JSON.stringify({ client: 'x', pad: 'x'.repeat(70 * 1024) }), /larger than the gateway's limit of 65536 bytes/],
     ];
     for (const [body, message] of cases) {
       const r = await call('POST', '/admin/v1/keys', keys.admin, body);
@@ -133,6 +134,16 @@ describe('keys', () => {
     const escaped = await call('POST', '/admin/v1/keys', keys.admin, { client: 'eve', policy: '.ai/config/clients/escape.yaml' });
     expect(escaped.status).toBe(400);
     expect(escaped.json['error']).toMatch(/outside the project/);
+
+    // A secret is never read as a policy, even through a link: its parse error would quote it.
+    writeFileSync(path.join(served.root, '.env'), 'OPENAI_API_KEY=sk-live-do-not-leak\n');
+    symlinkSync(path.join(served.root, '.env'), path.join(clients, 'env-link.yaml'));
+    for (const policy of ['.env', '.ai/config/clients/env-link.yaml', '.git/config']) {
+      const secret = await call('POST', '/admin/v1/keys', keys.admin, { client: 'mallory', policy });
+      expect(secret.status, policy).toBe(400);
+      expect(secret.json['error'], policy).toMatch(/is (an environment file|git metadata), not a policy file|does not exist/);
+      expect(JSON.stringify(secret.json)).not.toContain('sk-live');
+    }
 
     writeFileSync(path.join(clients, 'broken.yaml'), 'version: [\n');
     const broken = await call('POST', '/admin/v1/keys', keys.admin, { client: 'frank', policy: '.ai/config/clients/broken.yaml' });

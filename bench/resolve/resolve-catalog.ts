@@ -6,6 +6,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { EmbedderConfig } from '../../src/embed/create-embedder.js';
+import { createOpenAiProvider } from '../../src/llm/openai-provider.js';
+import { createModelFallback } from '../../src/resolver/model-fallback.js';
 import { openResolverRuntime } from '../../src/resolver/resolver-runtime.js';
 import { DEFAULT_RESOLVER_SETTINGS, type ResolverSettings } from '../../src/resolver/resolver.js';
 import type { Resolution, StagedResolver } from '../../src/resolver/types.js';
@@ -38,7 +40,27 @@ export function benchSettings(settings: Partial<ResolverSettings>): ResolverSett
  * runs (sync is incremental), for tuning; without it the index lives in a temporary folder that
  * `close` removes.
  */
-export async function openCatalogResolver(options: { catalog: ImportedCatalog; settings: Partial<ResolverSettings>; indexDir?: string | undefined; label?: string; embedder?: string | undefined }): Promise<CatalogResolver> {
+/** A fallback model to measure (`--fallback-url`, `--fallback-model`): an OpenAI-compatible server such as llama.cpp's or Ollama's. */
+export interface BenchFallback {
+  url: string;
+  model: string;
+}
+
+/** `--fallback-url` and `--fallback-model`, both or neither. */
+export function parseFallback(url: string | undefined, model: string | undefined): BenchFallback | undefined {
+  if (url === undefined && model === undefined) return undefined;
+  if (url === undefined || model === undefined) throw new Error('--fallback-url and --fallback-model go together: the server (e.g. http://127.0.0.1:11434/v1) and the model it serves');
+  return { url, model };
+}
+
+export async function openCatalogResolver(options: {
+  catalog: ImportedCatalog;
+  settings: Partial<ResolverSettings>;
+  indexDir?: string | undefined;
+  label?: string;
+  embedder?: string | undefined;
+  fallback?: BenchFallback | undefined;
+}): Promise<CatalogResolver> {
   const dir = options.indexDir ?? (await mkdtemp(path.join(tmpdir(), 'kiwi-bench-index-')));
   const removeDir = async () => {
     if (!options.indexDir) await rm(dir, { recursive: true, force: true });
@@ -47,7 +69,12 @@ export async function openCatalogResolver(options: { catalog: ImportedCatalog; s
     // Only the kind: createEmbedder checks it and names the kinds it knows.
     const embedder = options.embedder === undefined ? {} : { embedder: { kind: options.embedder } as EmbedderConfig };
     const settings = benchSettings(options.settings);
-    const runtime = await openResolverRuntime({ tools: options.catalog.tools, indexDir: dir, settings, ...embedder, log: (m) => console.error(m) });
+    const provider = options.fallback ? createOpenAiProvider({ baseUrl: options.fallback.url }) : undefined;
+    const fallback = provider && options.fallback ? { fallback: createModelFallback({ provider, model: options.fallback.model, upstream: options.fallback.url }) } : {};
+    const runtime = await openResolverRuntime({ tools: options.catalog.tools, indexDir: dir, settings, ...embedder, ...fallback, log: (m) => console.error(m) }).catch(async (error: unknown) => {
+      await provider?.close();
+      throw error;
+    });
     try {
       const t0 = performance.now();
       await runtime.sync({ onProgress: createProgress(options.label ? `${options.label}: ` : '').counter('embedding tools') });
@@ -59,11 +86,13 @@ export async function openCatalogResolver(options: { catalog: ImportedCatalog; s
         indexBuildMs,
         async close() {
           await runtime.close();
+          await provider?.close();
           await removeDir();
         },
       };
     } catch (error) {
       await runtime.close();
+      await provider?.close();
       throw error;
     }
   } catch (error) {
@@ -130,4 +159,26 @@ export function parseCount(option: string, raw: string | undefined): number | un
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 1) throw new Error(`--${option} ${raw}: write a whole number of 1 or more`);
   return n;
+}
+
+/** What the fallback model was asked over a run and what it cost: for the results file and the printout. */
+export function fallbackSummary(results: readonly CaseResult[]): { asked: number; outcomes: Record<string, number>; seconds: number; input_tokens: number; output_tokens: number } {
+  const outcomes: Record<string, number> = { called: 0, refused: 0, declined: 0, failed: 0 };
+  let seconds = 0;
+  let input = 0;
+  let output = 0;
+  for (const r of results) {
+    const used = r.resolution.fallback;
+    if (used === undefined) continue;
+    outcomes[used.outcome] = (outcomes[used.outcome] ?? 0) + 1;
+    seconds += used.ms / 1000;
+    input += used.inputTokens ?? 0;
+    output += used.outputTokens ?? 0;
+  }
+  const asked = Object.values(outcomes).reduce((a, b) => a + b, 0);
+  return { asked, outcomes, seconds: round3(seconds), input_tokens: input, output_tokens: output };
+}
+
+function round3(x: number): number {
+  return Math.round(x * 1000) / 1000;
 }

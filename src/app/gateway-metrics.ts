@@ -1,6 +1,7 @@
 import type { MetricFamily } from '../metric-family.js';
 import type { PrefetchCounters } from '../prefetch/types.js';
 import type { PreviewDecision } from '../resolver/resolution-preview.js';
+import type { FallbackCounters } from '../resolver/resolution-counts.js';
 
 /**
  * The gateway's own counters, the ones GET /metrics serves as JSON (and `kiwi stats` prints),
@@ -13,6 +14,8 @@ export type GatewayMetrics = {
   prefetch: PrefetchCounters;
   /** The intents of chats by how they were resolved (resolver/resolution-counts.ts). */
   resolution: Record<PreviewDecision, number>;
+  /** The resolver's fallback model: asked by outcome, and its time, tokens and cost. */
+  fallback: FallbackCounters;
   transitions: { tools: number; pairs: number; observations: number };
 };
 
@@ -45,6 +48,23 @@ export function gatewayMetricFamilies(m: GatewayMetrics): MetricFamily[] {
       type: 'counter',
       samples: Object.entries(m.resolution).map(([decision, value]) => ({ labels: { decision }, value })),
     },
+    {
+      name: 'kiwi_resolver_fallback_total',
+      help: "Intents the resolver's fallback model was asked about, by outcome: called (its call ran), refused (a check stopped its call), declined (it called nothing), failed",
+      type: 'counter',
+      samples: Object.entries(m.fallback.asked).map(([outcome, value]) => ({ labels: { outcome }, value })),
+    },
+    { name: 'kiwi_resolver_fallback_seconds_total', help: "Time spent waiting for the resolver's fallback model", type: 'counter', samples: [{ value: m.fallback.seconds }] },
+    {
+      name: 'kiwi_resolver_fallback_tokens_total',
+      help: "Tokens the resolver's fallback model read (input) and wrote (output)",
+      type: 'counter',
+      samples: [
+        { labels: { direction: 'input' }, value: m.fallback.inputTokens },
+        { labels: { direction: 'output' }, value: m.fallback.outputTokens },
+      ],
+    },
+    { name: 'kiwi_resolver_fallback_spend_usd_total', help: "US dollars spent on the resolver's fallback model (priced models only)", type: 'counter', samples: [{ value: m.fallback.usd }] },
     ...Object.entries(PREFETCH).map(([key, [name, help, ms]]): MetricFamily => {
       const value = m.prefetch[key as keyof PrefetchCounters];
       return { name: `kiwi_prefetch_${name}_total`, help, type: 'counter', samples: [{ value: ms ? value / 1000 : value }] };

@@ -46,6 +46,7 @@ import { loadGatewayConfig, type GatewayConfig } from './gateway-config.js';
 import { openGatewayPrefetch, type GatewayPrefetch } from './gateway-prefetch.js';
 import type { RunLoop } from '../loop/loop-types.js';
 import { createUpstreams, type Upstreams } from './upstreams.js';
+import { routeResolverFallback } from './resolver-fallback.js';
 import { openSharedState } from '../shared-state/shared-state.js';
 import { tracingFromEnv } from './tracing-env.js';
 import { tracedProvider, tracedResolve } from './traced-loop.js';
@@ -123,6 +124,8 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     const project = await openProject({ ...options, source: 'gateway', threads: port, buckets: shared.buckets, loops: shared.loops, ...openAudit, ...tracingOn });
     opened.unshift(project);
     const config = await loadGatewayConfig(path.join(project.root, '.ai', 'config', 'gateway.yaml'), { env: options.env, root: project.root });
+    const upstreams = createUpstreams(config, { http: project.http, demoTurnsFile: path.join(project.root, '.ai', 'demo', 'agent-turns.yaml'), sharedCache: shared.cache, ...(options.log ? { log: options.log } : {}) });
+    opened.unshift(upstreams);
     // The two slow opens at once: the embedder loads in a worker thread while PGlite starts on
     // this one (each about a second).
     const [runtime, kernel] = await openBoth(
@@ -132,14 +135,13 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
         directives: project.registry.directives.values(),
         knowledge: project.registry.knowledge.values(),
         env: options.env,
+        fallbackModel: routeResolverFallback({ config, upstreams, ...tracingOn }),
         ...(options.log ? { log: options.log } : {}),
       }),
       openGatewayKernel({ root: project.root, env: options.env, limits: config.kernelLimits, events: shared.kernelEvents, ...tracingOn, ...(options.log ? { log: options.log } : {}) }),
     );
     opened.unshift(kernel, runtime);
     await runtime.sync({ ...(options.onIndexProgress ? { onProgress: options.onIndexProgress } : {}), ...(options.signal ? { signal: options.signal } : {}) });
-    const upstreams = createUpstreams(config, { http: project.http, demoTurnsFile: path.join(project.root, '.ai', 'demo', 'agent-turns.yaml'), sharedCache: shared.cache, ...(options.log ? { log: options.log } : {}) });
-    opened.unshift(upstreams);
     const prefetch = await openGatewayPrefetch({ config: config.prefetch, project, runtime, ...(options.log ? { log: options.log } : {}), ...(options.signal ? { signal: options.signal } : {}) });
     opened.unshift(prefetch);
     const startedAt = Date.now();
@@ -244,7 +246,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     const metaDeps = { project, resolver: runtime.resolver, steps, threads: metaThreads, ...record, ...(waits ? { waits } : {}) };
     const mcp = createMcpRoute(metaDeps, { allowedOrigins: config.mcp.allowedOrigins, allowedHosts: config.allowedHosts, maxBodyBytes: config.maxBodyBytes, callerOf: guard.callerOf, directory: shared.mcpSessions });
     opened.unshift(mcp);
-    const metrics = (): GatewayMetrics => ({ uptime_s: Math.round((Date.now() - startedAt) / 1000), prefetch: prefetch.counters.snapshot(), resolution: resolutions.snapshot(), transitions: prefetch.transitions.stats() });
+    const metrics = (): GatewayMetrics => ({ uptime_s: Math.round((Date.now() - startedAt) / 1000), prefetch: prefetch.counters.snapshot(), resolution: resolutions.snapshot(), fallback: resolutions.fallback(), transitions: prefetch.transitions.stats() });
     const streams = new AbortController();
     const app = createGatewayApp({
       runLoop,

@@ -26,6 +26,7 @@ export function tracedResolve(resolve: AgentLoopDeps['resolve'], tracing: Tracin
         'kiwi.resolution.confidence': resolution.confidence,
         'kiwi.resolution.candidates': resolution.candidates.slice(0, 5).map((c) => `${c.tool} ${c.score.toFixed(3)}`),
         ...(resolution.status === 'resolved' ? { 'kiwi.tool': resolution.call.tool } : { 'kiwi.resolution.reason': resolution.reason.slice(0, 256) }),
+        ...(resolution.fallback === undefined ? {} : { 'kiwi.resolution.fallback.model': resolution.fallback.model, 'kiwi.resolution.fallback.outcome': resolution.fallback.outcome, 'kiwi.resolution.fallback.ms': resolution.fallback.ms }),
       });
       return resolution;
     });

@@ -33,6 +33,16 @@ export const auditRecordSchema = z.object({
   sandbox: z.enum(['bwrap', 'none']).optional(),
   sandbox_reason: z.string().optional(),
   trace_id: z.string().regex(/^[0-9a-f]{32}$/).optional(),
+  resolved_by: z
+    .object({
+      model: z.string(),
+      upstream: z.string(),
+      ms: z.number().nonnegative(),
+      input_tokens: z.number().int().nonnegative().optional(),
+      output_tokens: z.number().int().nonnegative().optional(),
+      usd: z.number().nonnegative().optional(),
+    })
+    .optional(),
 });
 
 export interface ReadAuditTailOptions {
@@ -183,6 +193,7 @@ export function formatAuditRecord(record: AuditRecord): string {
   if (record.stuck) parts.push('STUCK');
   if (record.source) parts.push(`[${clean(record.source, 20)}]`);
   if (record.reused) parts.push(`reused prefetched ${clean(record.reused, 60)}`);
+  if (record.resolved_by) parts.push(`resolved by ${clean(record.resolved_by.model, 60)} in ${formatDuration(record.resolved_by.ms)}`);
   if (record.checkpoint) parts.push(`checkpoint ${clean(record.checkpoint.slice(0, 12), 12)}`);
   if (record.approval) parts.push(`${record.approval.approved ? 'approved' : 'not approved'} by ${clean(record.approval.decided_by, 60)}`);
   if (record.error) parts.push(`error ${clean(record.error.code, 40)}: ${clean(record.error.message, 200)}`);

@@ -43,6 +43,19 @@ export interface AuditRecord {
   sandbox_reason?: string;
   /** The OpenTelemetry trace the call was part of (32 hex digits), when traces are sent. */
   trace_id?: string;
+  /** The call was written by the resolver's fallback model (resolver.yaml `fallback:`): which, how long it took, what it cost. */
+  resolved_by?: ResolvedBy;
+}
+
+export interface ResolvedBy {
+  model: string;
+  /** The gateway.yaml upstream that served it. */
+  upstream: string;
+  ms: number;
+  input_tokens?: number;
+  output_tokens?: number;
+  /** US dollars, when gateway.yaml prices the model. */
+  usd?: number;
 }
 
 export interface RecordCaps {
@@ -97,6 +110,7 @@ export function serializeAuditRecord(record: AuditRecord, caps: RecordCaps): str
     ['sandbox', record.sandbox === 'bwrap' || record.sandbox === 'none' ? `"${record.sandbox}"` : undefined],
     ['sandbox_reason', record.sandbox_reason === undefined ? undefined : text(record.sandbox_reason, STRING_CAPS.reason)],
     ['trace_id', record.trace_id === undefined || !/^[0-9a-f]{32}$/.test(record.trace_id) ? undefined : `"${record.trace_id}"`],
+    ['resolved_by', record.resolved_by === undefined ? undefined : resolvedByJson(record.resolved_by, str)],
   ];
   const args = auditValueJson(record.args, caps.maxStringChars);
   const result = auditValueJson(record.result, caps.maxStringChars);
@@ -134,6 +148,17 @@ function approvalJson(a: NonNullable<AuditRecord['approval']>, str: (v: unknown,
   const waited = Number.isFinite(a.waited_ms) ? Math.max(0, Math.round(a.waited_ms)) : 0;
   const reason = a.reason === undefined ? '' : `,"reason":${text(a.reason, STRING_CAPS.approvalReason)}`;
   return `{"approved":${a.approved === true},"decided_by":${str(a.decided_by, STRING_CAPS.session)}${reason},"waited_ms":${waited}}`;
+}
+
+function resolvedByJson(r: ResolvedBy, str: (v: unknown, max: number) => string): string {
+  const count = (n: number | undefined): number | undefined => (typeof n === 'number' && Number.isFinite(n) ? Math.max(0, Math.round(n)) : undefined);
+  const parts = [`"model":${str(r.model, STRING_CAPS.tool)}`, `"upstream":${str(r.upstream, STRING_CAPS.session)}`, `"ms":${count(r.ms) ?? 0}`];
+  const inTokens = count(r.input_tokens);
+  const outTokens = count(r.output_tokens);
+  if (inTokens !== undefined) parts.push(`"input_tokens":${inTokens}`);
+  if (outTokens !== undefined) parts.push(`"output_tokens":${outTokens}`);
+  if (typeof r.usd === 'number' && Number.isFinite(r.usd) && r.usd >= 0) parts.push(`"usd":${r.usd}`);
+  return `{${parts.join(',')}}`;
 }
 
 /** An id or name cut to `max` characters; these are ours or checked, so a plain cut is enough. */

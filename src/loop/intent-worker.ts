@@ -3,7 +3,8 @@ import type { ApprovalAsk } from '../proxy/approval.js';
 import type { CallOutcome } from '../proxy/tool-call.js';
 import type { SplitOptions } from '../resolver/split-steps.js';
 import { planSteps, runPlannedSteps, type PlannedStep } from '../resolver/step-plan.js';
-import type { Resolution } from '../resolver/types.js';
+import type { FallbackUse, Resolution } from '../resolver/types.js';
+import type { ResolvedBy } from '../audit/audit-record.js';
 import { notRunReason, repeatReason, shownResult, toolCallLimitReason, type FeedbackItem, type StepPlace } from './agent-feedback.js';
 import { parseHelpIntent } from '../intent/help-intent.js';
 import { GATEWAY_CALL_PREFIX, type LimitName, type LoopApprover, type LoopCall, type LoopEvent, type LoopHelp, type LoopMode } from './loop-types.js';
@@ -84,8 +85,9 @@ export function createIntentWorker(deps: IntentWorkerDeps): IntentWorker {
   let turn: TurnReport = emptyTurn();
   const hookLimits = { turns: limits.maxTurns, tool_calls: limits.maxToolCalls, tokens: limits.maxTokens, duration_ms: limits.maxDurationMs };
 
-  const unresolved = (index: number, intent: string, reason: string, missing: string[], candidates: string[], found?: Record<string, unknown>, step?: StepPlace): void => {
-    deps.push({ type: 'unresolved', index, intent, reason, missing, candidates });
+  const unresolved = (index: number, intent: string, why: { reason: string; missing: string[]; candidates: string[]; found?: Record<string, unknown>; fallback?: FallbackUse }, step?: StepPlace): void => {
+    const { reason, missing, candidates, found } = why;
+    deps.push({ type: 'unresolved', index, intent, reason, missing, candidates, ...(why.fallback ? { fallback: why.fallback } : {}) });
     const schemas = deps.describeTool ? candidates.map((id) => deps.describeTool?.(id)).filter((s): s is string => s !== undefined) : [];
     turn.items.push({ kind: 'unresolved', intent, reason, missing, candidates, ...(found ? { found } : {}), ...(schemas.length > 0 ? { schemas } : {}), ...(step ? { step } : {}) });
   };
@@ -106,7 +108,8 @@ export function createIntentWorker(deps: IntentWorkerDeps): IntentWorker {
     const resolution = planned ?? (await deps.resolve(intent, { context, signal }));
     if (signal.aborted) return false;
     if (resolution.status === 'unresolved') {
-      unresolved(index, intent, resolution.reason, resolution.missing, resolution.candidates.slice(0, 3).map((c) => c.tool), resolution.found, step);
+      const { reason, missing, found, fallback } = resolution;
+      unresolved(index, intent, { reason, missing, candidates: resolution.candidates.slice(0, 3).map((c) => c.tool), ...(found ? { found } : {}), ...(fallback ? { fallback } : {}) }, step);
       return false;
     }
     const { call } = resolution;
@@ -115,14 +118,15 @@ export function createIntentWorker(deps: IntentWorkerDeps): IntentWorker {
     repeats.set(key, times);
     if (times >= limits.maxRepeats) {
       limit ??= 'repeats';
-      unresolved(index, intent, repeatReason(call, times), [], [call.tool], undefined, step);
+      unresolved(index, intent, { reason: repeatReason(call, times), missing: [], candidates: [call.tool] }, step);
       return false;
     }
     toolCalls++;
     const callId = `${GATEWAY_CALL_PREFIX}${deps.newId()}`;
     // The closest few, as the execution's record of how the intent was resolved.
     const candidates = resolution.candidates.slice(0, 3).map((c) => ({ tool: c.tool, score: c.score }));
-    deps.push({ type: 'call', index, callId, intent, call, confidence: resolution.confidence, candidates });
+    const { fallback } = resolution;
+    deps.push({ type: 'call', index, callId, intent, call, confidence: resolution.confidence, candidates, ...(fallback ? { fallback } : {}) });
     if (deps.mode === 'resolve-only') {
       turn.handedOut++;
       return true;
@@ -131,7 +135,7 @@ export function createIntentWorker(deps: IntentWorkerDeps): IntentWorker {
     const approver = deps.approve;
     const approve = approver && ((ask: ApprovalAsk) => approver(callId, ask, (where) => deps.push({ type: 'approval', index, callId, tool: call.tool, reason: ask.reason, timeoutMs: ask.timeoutMs, ...where })));
     const cost = { ...deps.cost?.(), tool_calls: toolCalls };
-    const outcome = await deps.call({ tool: call.tool, ...(call.item ? { item: call.item } : {}), args: call.arguments, source: 'gateway', signal, cost, limits: hookLimits, ...(approve ? { approve } : {}) });
+    const outcome = await deps.call({ tool: call.tool, ...(call.item ? { item: call.item } : {}), args: call.arguments, source: 'gateway', signal, cost, limits: hookLimits, ...(approve ? { approve } : {}), ...(fallback ? { resolvedBy: resolvedBy(fallback) } : {}) });
     const shown = shownResult(outcome, limits.maxResultChars);
     deps.push({ type: 'result', index, callId, tool: call.tool, ...shown, durationMs: Math.max(0, deps.now() - t0), proxyCallId: outcome.callId });
     const ok = !shown.isError;
@@ -218,4 +222,16 @@ export function createIntentWorker(deps: IntentWorkerDeps): IntentWorker {
 
 function emptyTurn(): TurnReport {
   return { items: [], handedOut: 0 };
+}
+
+/** The fallback model's part in a call, as its audit record keeps it. */
+function resolvedBy(used: FallbackUse): ResolvedBy {
+  return {
+    model: used.model,
+    upstream: used.upstream,
+    ms: used.ms,
+    ...(used.inputTokens === undefined ? {} : { input_tokens: used.inputTokens }),
+    ...(used.outputTokens === undefined ? {} : { output_tokens: used.outputTokens }),
+    ...(used.usd === undefined ? {} : { usd: used.usd }),
+  };
 }

@@ -4,7 +4,7 @@ import type { Caller } from '../policy/caller.js';
 import type { ApprovalAnswer, ApprovalAsk } from '../proxy/approval.js';
 import type { HelpAction, HelpSignal } from '../proxy/help-signal.js';
 import type { ToolCall } from '../proxy/tool-call.js';
-import type { ToolCallSpec } from '../resolver/types.js';
+import type { FallbackUse, ToolCallSpec } from '../resolver/types.js';
 
 /**
  * The contract between the agent loop and the protocol edges (OpenAI, Anthropic, the bench).
@@ -60,7 +60,7 @@ export type LoopEvent =
    * The intent resolved to this call. In execute mode a `result` with the same `callId` follows;
    * in resolve-only mode this is the native tool call the client runs itself.
    */
-  | { type: 'call'; index: number; callId: string; intent: string; call: ToolCallSpec; confidence: number; candidates?: { tool: string; score: number }[] }
+  | { type: 'call'; index: number; callId: string; intent: string; call: ToolCallSpec; confidence: number; candidates?: { tool: string; score: number }[]; fallback?: FallbackUse }
   /**
    * The upstream called one of the client's own tools (`ChatRequest.clientTools`): the client
    * runs it. Sent when the turn's intents are done; the request then finishes with `tool_calls`.
@@ -75,7 +75,7 @@ export type LoopEvent =
   /** A help signal the loop answered itself (LoopHelp): nothing was resolved or run; `text` is what the agent was told. */
   | { type: 'help'; index: number; intent: string; action: HelpAction; message: string; text: string; checkpoint?: string; stop?: string }
   /** No call was made; `reason` is what the agent was told. */
-  | { type: 'unresolved'; index: number; intent: string; reason: string; missing: string[]; candidates: string[] }
+  | { type: 'unresolved'; index: number; intent: string; reason: string; missing: string[]; candidates: string[]; fallback?: FallbackUse }
   /** What the call returned (execute mode). `text` is already capped to `maxResultChars`. */
   | {
       type: 'result';

@@ -1,3 +1,4 @@
+import type { ResolvedBy } from '../audit/audit-record.js';
 import type { ToolResult } from '../contracts/tool-result.js';
 import type { ThreadPlan } from '../executor/plan-types.js';
 import type { LoadedHook } from '../hooks/hook-runner.js';
@@ -32,6 +33,8 @@ export interface ToolCall {
   thread?: { id: string; depth: number; onSpawn?: () => void };
   /** The request's budget, which counts each call asked of the proxy; absent, none is counted. */
   budget?: { countToolCall(): void };
+  /** The resolver's fallback model wrote this call: kept in its audit record. */
+  resolvedBy?: ResolvedBy;
 }
 
 interface OutcomeBase {

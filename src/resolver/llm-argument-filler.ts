@@ -120,7 +120,7 @@ function userMessage(intent: string, context: string | undefined, notes: string[
 }
 
 /** The first `{` to the last `}`: small models wrap JSON in ``` fences, <tool_call> tags or a sentence. */
-function jsonInText(text: string): unknown {
+export function jsonInText(text: string): unknown {
   const start = text.indexOf('{');
   const end = text.lastIndexOf('}');
   if (start < 0 || end <= start) return undefined;

@@ -5,6 +5,7 @@ import type { EmbedderConfig } from '../embed/create-embedder.js';
 import { KiwiError } from '../errors.js';
 import { substitute } from '../executor/substitute.js';
 import type { ResolverSettings } from './resolver.js';
+import { DEFAULT_FALLBACK_CANDIDATES, DEFAULT_FALLBACK_TIMEOUT_MS } from './model-fallback.js';
 import { readCappedFile } from '../read-capped-file.js';
 
 /**
@@ -15,6 +16,8 @@ import { readCappedFile } from '../read-capped-file.js';
  *   embedder: { kind: onnx, model_dir: models/all-MiniLM-L6-v2 }   # an ONNX model placed by hand
  *   embedder: { kind: http, url: http://127.0.0.1:8080, model: nomic-embed, api_key: "${EMBED_KEY:-}" }
  *   arguments: { kind: llm, url: http://127.0.0.1:8080, model: qwen2.5-0.5b-instruct }   # optional; default: rules only
+ *   fallback: { model: qwen3-0.6b }   # or { tier: fast }: a model gateway.yaml routes, asked where the rules stop short
+ *                                     # (candidates: 5, timeout_ms: 10000); docs/resolution.md "The fallback model"
  *   text_weight: 0.4      threshold: 0.55      margin_weight: 1      pool: 50
  *   target_precision: 0.95   # share of plain-words calls that must be right; below the gate for it, ask (0: run all)
  *   model: models/resolver/model.json   # the learned confidence (default: the shipped one; `kiwi model train` rebuilds it)
@@ -34,6 +37,15 @@ const Schema = z.strictObject({
       z.strictObject({ kind: z.literal('llm'), url: z.string().min(1), model: z.string().min(1), api_key: z.string().optional(), timeout_ms: z.number().int().min(100).max(120_000).optional() }),
     ])
     .optional(),
+  fallback: z
+    .strictObject({
+      model: z.string().min(1).max(512).optional(),
+      tier: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must be a tier name of gateway.yaml model_tiers, like fast').optional(),
+      candidates: z.number().int().min(1).max(20).optional(),
+      timeout_ms: z.number().int().min(100).max(120_000).optional(),
+    })
+    .refine((f) => (f.model === undefined) !== (f.tier === undefined), 'give either model (a model gateway.yaml routes) or tier (one of its model_tiers), not both or neither')
+    .optional(),
   text_weight: z.number().min(0).max(10).optional(),
   threshold: z.number().min(0).max(1).optional(),
   margin_weight: z.number().min(0).max(10).optional(),
@@ -50,10 +62,14 @@ export interface ArgumentModelConfig {
   timeoutMs?: number;
 }
 
+/** The model asked where the rules stop short, as resolver.yaml names it; the gateway routes it (gateway.yaml). */
+export type FallbackConfig = ({ model: string } | { tier: string }) & { candidates: number; timeoutMs: number };
+
 export interface ResolverConfig {
   embedder: EmbedderConfig;
   settings: Partial<ResolverSettings>;
   argumentModel: ArgumentModelConfig | null;
+  fallback: FallbackConfig | null;
   /** The learned confidence's file, when not the shipped one. */
   modelFile?: string;
 }
@@ -65,7 +81,7 @@ export async function loadResolverConfig(file: string, ctx: { env: Readonly<Reco
   try {
     text = (await readCappedFile(file, MAX_BYTES, () => new KiwiError('INVALID_INPUT', `${file}: larger than ${MAX_BYTES} bytes; it should be a few lines`))).toString('utf8');
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { embedder: { kind: 'use-lite' }, settings: {}, argumentModel: null };
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { embedder: { kind: 'use-lite' }, settings: {}, argumentModel: null, fallback: null };
     throw error;
   }
   let data: unknown;
@@ -106,5 +122,10 @@ export async function loadResolverConfig(file: string, ctx: { env: Readonly<Reco
           ...(a.timeout_ms ? { timeoutMs: a.timeout_ms } : {}),
         }
       : null;
-  return { embedder, settings, argumentModel, ...(c.model ? { modelFile: path.resolve(ctx.root, c.model) } : {}) };
+  const f = c.fallback;
+  const fallback: FallbackConfig | null =
+    f === undefined
+      ? null
+      : { ...(f.model !== undefined ? { model: f.model } : { tier: f.tier as string }), candidates: f.candidates ?? DEFAULT_FALLBACK_CANDIDATES, timeoutMs: f.timeout_ms ?? DEFAULT_FALLBACK_TIMEOUT_MS };
+  return { embedder, settings, argumentModel, fallback, ...(c.model ? { modelFile: path.resolve(ctx.root, c.model) } : {}) };
 }

@@ -5,7 +5,8 @@ import { callableItems } from '../registry/item-tools.js';
 import type { Directive, Knowledge, Tool } from '../registry/types.js';
 import { directiveDocument, knowledgeDocument } from './item-document.js';
 import { createLlmArgumentFiller } from './llm-argument-filler.js';
-import { loadResolverConfig, type ArgumentModelConfig } from './resolver-config.js';
+import { loadResolverConfig, type ArgumentModelConfig, type FallbackConfig } from './resolver-config.js';
+import type { ResolverFallback } from './model-fallback.js';
 import { loadResolverModel } from './learned-model.js';
 import { createResolver, resolvableTools, type ResolverGates, type ResolverSettings } from './resolver.js';
 import type { StagedResolver } from './types.js';
@@ -24,6 +25,8 @@ export interface ResolverRuntimeOptions {
   settings?: Partial<ResolverSettings>;
   /** An OpenAI-compatible chat model for argument filling; rules only when absent. */
   argumentModel?: ArgumentModelConfig | null;
+  /** The model asked where the rules stop short; none when absent. */
+  fallback?: ResolverFallback;
   /** The learned confidence: a file (default: the shipped models/resolver/model.json), or null for none (raw confidences, no gate). */
   model?: string | null;
   log?: (message: string) => void;
@@ -95,8 +98,12 @@ export async function openResolverRuntime(options: ResolverRuntimeOptions): Prom
       ...(items ? { items: { targets, search: items } } : {}),
       ...(options.settings ? { settings: options.settings } : {}),
       ...(llm ? { llm } : {}),
+      ...(options.fallback ? { fallback: options.fallback } : {}),
       ...(model ? { model } : {}),
     });
+    if (options.fallback && resolver.gates.callGate === null) {
+      options.log?.(`the fallback model ${options.fallback.model} is never asked: its calls must pass the same gate as any call from plain words, and no gate reaches target_precision ${resolver.gates.targetPrecision}; lower target_precision in resolver.yaml (docs/resolution.md)`);
+    }
     const documents = () => [
       ...directives.filter((d) => targets.get(d.name)?.kind === 'directive').map((d) => directiveDocument(d, embedder.id)),
       ...knowledge.filter((k) => targets.get(k.id)?.kind === 'knowledge').map((k) => knowledgeDocument(k, embedder.id)),
@@ -157,10 +164,17 @@ export async function openProjectResolverRuntime(options: {
   directives?: Iterable<Directive>;
   knowledge?: Iterable<Knowledge>;
   env: Readonly<Record<string, string | undefined>>;
+  /** Routes resolver.yaml's `fallback:` to a model (the gateway's upstreams); absent, intents resolve without it. */
+  fallbackModel?: (config: FallbackConfig) => ResolverFallback;
   log?: (message: string) => void;
   signal?: AbortSignal;
 }): Promise<ResolverRuntime> {
-  const config = await loadResolverConfig(path.join(options.root, '.ai', 'config', 'resolver.yaml'), { env: options.env, root: options.root });
+  const file = path.join(options.root, '.ai', 'config', 'resolver.yaml');
+  const config = await loadResolverConfig(file, { env: options.env, root: options.root });
+  if (config.fallback !== null && options.fallbackModel === undefined) {
+    options.log?.(`${file} names a fallback model; only the gateway routes to models (kiwi serve, and the console's playground): here intents resolve without it`);
+  }
+  const fallback = config.fallback !== null ? options.fallbackModel?.(config.fallback) : undefined;
   return openResolverRuntime({
     tools: options.tools,
     ...(options.directives ? { directives: options.directives } : {}),
@@ -169,6 +183,7 @@ export async function openProjectResolverRuntime(options: {
     embedder: config.embedder,
     settings: config.settings,
     argumentModel: config.argumentModel,
+    ...(fallback ? { fallback } : {}),
     ...(config.modelFile ? { model: config.modelFile } : {}),
     ...(options.log ? { log: options.log } : {}),
     ...(options.signal ? { signal: options.signal } : {}),

@@ -42,8 +42,25 @@ export interface ResolutionTimings {
  */
 export type UnresolvedStop = 'intent' | 'exact_call' | 'match' | 'threshold' | 'arguments' | 'gate';
 
+/**
+ * The fallback model was asked (resolver.yaml `fallback:`): which one, what came of it, and what it
+ * cost. `called`: its call is the resolution's; `refused`: its call failed a check (schema, rank,
+ * evidence, gate); `declined`: it called no function; `failed`: the request failed.
+ */
+export interface FallbackUse {
+  model: string;
+  /** The gateway.yaml upstream that served it. */
+  upstream: string;
+  outcome: 'called' | 'refused' | 'declined' | 'failed';
+  ms: number;
+  inputTokens?: number;
+  outputTokens?: number;
+  /** US dollars, when gateway.yaml prices the model. */
+  usd?: number;
+}
+
 export type Resolution =
-  | { status: 'resolved'; call: ToolCallSpec; confidence: number; candidates: Candidate[]; timings: ResolutionTimings; notes: string[] }
+  | { status: 'resolved'; call: ToolCallSpec; confidence: number; candidates: Candidate[]; timings: ResolutionTimings; notes: string[]; fallback?: FallbackUse }
   | {
       status: 'unresolved';
       /** Why no call was made, in words an agent can act on. */
@@ -58,6 +75,7 @@ export type Resolution =
       candidates: Candidate[];
       timings: ResolutionTimings;
       notes: string[];
+      fallback?: FallbackUse;
     };
 
 export interface ResolveOptions {

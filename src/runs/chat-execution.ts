@@ -74,7 +74,12 @@ export async function* recordChat(
           intents.set(event.index, event.text);
           break;
         case 'call': {
-          const details = { intent: intents.get(event.index) ?? '', confidence: event.confidence, ...(event.candidates === undefined ? {} : { candidates: event.candidates }) };
+          const details = {
+            intent: intents.get(event.index) ?? '',
+            confidence: event.confidence,
+            ...(event.candidates === undefined ? {} : { candidates: event.candidates }),
+            ...(event.fallback === undefined ? {} : { resolved_by: event.fallback }),
+          };
           if (options.mode === 'resolve-only') {
             const handed = { tool_id: event.call.tool, arguments: event.call.arguments, ...details, handed_to_client: true };
             execution.record([{ type: 'intent.accepted', payload: { intent_type: 'invoke_tool', details: handed } }]);
@@ -92,7 +97,7 @@ export async function* recordChat(
           break;
         }
         case 'unresolved':
-          execution.record([{ type: 'intent.unresolved', payload: { intent: event.intent, reason: event.reason, missing: event.missing, candidates: event.candidates } }]);
+          execution.record([{ type: 'intent.unresolved', payload: { intent: event.intent, reason: event.reason, missing: event.missing, candidates: event.candidates, ...(event.fallback === undefined ? {} : { fallback: event.fallback }) } }]);
           break;
         case 'native_call':
           execution.record([{ type: 'intent.accepted', payload: { intent_type: 'client_tool_call', details: { tool_id: event.call.name, arguments: event.call.arguments } } }]);

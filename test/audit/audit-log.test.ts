@@ -61,11 +61,19 @@ describe('createAuditLog', () => {
       rec('c1', { reason: 'rule fs.*', result: { bytes: 12 }, source: 'cli' }),
       rec('c2', { decision: 'deny', reason: 'path /etc/passwd is outside the allowed globs', duration_ms: 0 }),
       rec('c3', { error: { code: 'TOOL_TIMEOUT', message: 'took more than 30 s' }, stuck: true, source: 'mcp', args: { ü: ['ß', null, 1.5] } }),
+      rec('c4', { source: 'gateway', resolved_by: { model: 'qwen3:0.6b', upstream: 'local', ms: 212, input_tokens: 436, output_tokens: 31, usd: 0.000498 } }),
     ];
     for (const r of records) log.append(r);
     await log.close();
     expect(await readAuditTail({ dir, limit: 10, session: 's1' })).toEqual(records);
     expect((await lines(log.path())).map((l) => JSON.parse(l))).toEqual(records);
+  });
+
+  it('keeps a fallback model\'s record whole and well-formed, whatever the caller put in it', () => {
+    const odd = { model: 'm"\n'.repeat(200), upstream: 'u', ms: -5, input_tokens: Number.NaN, output_tokens: 3.7, usd: Number.POSITIVE_INFINITY };
+    const line = JSON.parse(serializeAuditRecord(rec('c5', { resolved_by: odd }), wide(64 * 1024))) as AuditRecord;
+    expect(line.resolved_by).toEqual({ model: expect.stringMatching(/^m"/), upstream: 'u', ms: 0, output_tokens: 4 });
+    expect(line.resolved_by?.model.length).toBeLessThanOrEqual(256);
   });
 
   it('writes the appends made before a flush as one group commit', async () => {

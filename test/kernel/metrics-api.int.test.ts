@@ -66,7 +66,7 @@ function parseScrape(text: string): Scrape {
 
 describe.each(kernelBackends({ policyFile, now, reaperIntervalMs: 0, queueIntervalMs: 0 }))('on %s', (_backend, open) => {
   const counters = createCounters();
-  const gateway = (): GatewayMetrics => ({ uptime_s: 42, prefetch: counters.snapshot(), resolution: { resolved: 5, asked_back: 2, unresolved: 1 }, transitions: { tools: 3, pairs: 2, observations: 9 } });
+  const gateway = (): GatewayMetrics => ({ uptime_s: 42, prefetch: counters.snapshot(), resolution: { resolved: 5, asked_back: 2, unresolved: 1 }, fallback: { asked: { called: 3, refused: 1, declined: 0, failed: 2 }, seconds: 1.5, inputTokens: 900, outputTokens: 60, usd: 0 }, transitions: { tools: 3, pairs: 2, observations: 9 } });
   const server = useKernelServer(open, { gatewayMetrics: { metrics: gateway, metricFamilies: () => gatewayMetricFamilies(gateway()) } });
 
   const post = async (p: string, body: unknown): Promise<Record<string, unknown>> => {
@@ -160,6 +160,10 @@ describe.each(kernelBackends({ policyFile, now, reaperIntervalMs: 0, queueInterv
     expect(samples.get('kiwi_intents_total{decision="resolved"}')).toBe(5);
     expect(samples.get('kiwi_intents_total{decision="asked_back"}')).toBe(2);
     expect(types.get('kiwi_intents_total')).toBe('counter');
+    expect(samples.get('kiwi_resolver_fallback_total{outcome="called"}')).toBe(3);
+    expect(samples.get('kiwi_resolver_fallback_total{outcome="failed"}')).toBe(2);
+    expect(samples.get('kiwi_resolver_fallback_seconds_total')).toBe(1.5);
+    expect(samples.get('kiwi_resolver_fallback_tokens_total{direction="input"}')).toBe(900);
     expect(samples.get('kiwi_transitions_observations')).toBe(9);
     expect(types.get('kiwi_prefetch_hits_total')).toBe('counter');
     expect(types.get('kiwi_uptime_seconds')).toBe('gauge');

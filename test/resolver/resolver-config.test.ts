@@ -22,7 +22,7 @@ describe('resolver.yaml', () => {
   });
 
   it('defaults to USE-lite and rules-only arguments when the file is missing', async () => {
-    expect(await loadResolverConfig(path.join(dir, 'absent.yaml'), ctx)).toEqual({ embedder: { kind: 'use-lite' }, settings: {}, argumentModel: null });
+    expect(await loadResolverConfig(path.join(dir, 'absent.yaml'), ctx)).toEqual({ embedder: { kind: 'use-lite' }, settings: {}, argumentModel: null, fallback: null });
   });
 
   it('reads every backend and setting, with ${ENV} in URLs and keys and model folders relative to the project', async () => {
@@ -37,7 +37,17 @@ describe('resolver.yaml', () => {
     expect(http).toMatchObject({ embedder: { kind: 'http', url: 'http://127.0.0.1:8080', model: 'e5', apiKey: 'k1' }, argumentModel: { url: 'http://127.0.0.1:9', model: 'qwen' } });
   });
 
+  it('reads the fallback model by model or by tier, with its defaults', async () => {
+    expect((await loadResolverConfig(write('fallback: { model: "qwen3:0.6b" }\n'), ctx)).fallback).toEqual({ model: 'qwen3:0.6b', candidates: 5, timeoutMs: 10_000 });
+    expect((await loadResolverConfig(write('fallback: { tier: fast, candidates: 3, timeout_ms: 2000 }\n'), ctx)).fallback).toEqual({ tier: 'fast', candidates: 3, timeoutMs: 2000 });
+  });
+
   it.each([
+    ['fallback: { model: a, tier: fast }', /fallback: give either model .* or tier/],
+    ['fallback: {}', /fallback: give either model/],
+    ['fallback: { tier: "no spaces" }', /fallback\.tier: must be a tier name/],
+    ['fallback: { model: m, candidates: 0 }', /fallback\.candidates/],
+    ['fallback: { model: m, url: "http://x" }', /Unrecognized key|url/],
     ['embedder: { kind: word2vec }', /embedder/],
     ['embedder: { kind: static, model_dir: "" }', /embedder\.model_dir/],
     ['threshold: 2', /threshold/],

@@ -41,6 +41,7 @@ export function auditStage(deps: { audit: AuditLog; now: () => number; tracing?:
       ...verdict(call, outcome),
       ...(call.notes.length > 0 ? { notes: call.notes } : {}),
       ...(traceId === undefined ? {} : { trace_id: traceId }),
+      ...(request.resolvedBy ? { resolved_by: request.resolvedBy } : {}),
     });
     return { ...outcome, durationMs: elapsed, stuck: outcome.status !== 'denied' && call.stuck, ...(call.directives.length > 0 ? { directives: call.directives } : {}) };
   };

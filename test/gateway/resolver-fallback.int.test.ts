@@ -1,0 +1,74 @@
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readAuditTail } from '../../src/audit/audit-reader.js';
+import { allowTools } from '../helpers/demo-project.js';
+import { serveDemoGateway, type DemoGateway } from '../helpers/demo-gateway.js';
+import { openAiStream } from '../helpers/openai-sse.js';
+
+/**
+ * resolver.yaml's `fallback:` through the whole gateway: the model is routed by gateway.yaml to
+ * a "local" upstream (a replay of what a llama.cpp server answers: no model runs here), its call
+ * runs through the tool proxy, and its model, time and tokens reach the audit and /metrics.
+ */
+
+let served: DemoGateway;
+
+beforeAll(async () => {
+  served = await serveDemoGateway({
+    prefix: 'kiwi-fallback-gw-',
+    prepare(root) {
+      const dir = path.join(root, '.ai', 'tools', 'project');
+      writeFileSync(path.join(dir, 'send_greeting.mjs'), 'const [person, occasion] = process.argv.slice(2);\nconsole.log(`card sent to ${person} for ${occasion}`);\n');
+      writeFileSync(
+        path.join(dir, 'send_greeting.yaml'),
+        [
+          'tool_id: send_greeting',
+          'tool_type: script',
+          'executor: node_runtime',
+          'version: "1.0.0"',
+          'description: "Send a greeting card to a person"',
+          'config: { script: send_greeting.mjs, args: ["{script}", "{person}", "{occasion}"] }',
+          'parameters:',
+          '  - { name: person, type: string, required: true, description: "Who receives the card" }',
+          '  - { name: occasion, type: string, required: true, description: "What the card celebrates" }',
+          '',
+        ].join('\n'),
+      );
+      allowTools(root, ['send_greeting']);
+      // Every call the evidence supports runs (no gate), so the fallback's part is what is tested.
+      writeFileSync(path.join(root, '.ai', 'config', 'resolver.yaml'), 'target_precision: 0\nfallback: { model: qwen3-0.6b, candidates: 3 }\n');
+    },
+    upstreams: (url) => [`{ name: recorded, kind: openai, base_url: "${url}/v1", models: ["gpt-*"] }`, `{ name: local, kind: openai, base_url: "${url}/v1", models: ["qwen3-0.6b"] }`],
+  });
+}, 120_000);
+
+afterAll(async () => {
+  await served?.close();
+});
+
+describe('the resolver fallback in the gateway', () => {
+  it('writes the call the rules could not finish, runs it, and audits the model, its time and tokens', async () => {
+    const { llm, server, gateway } = served;
+    llm.replyOnce(openAiStream(['On it. [TOOL: send a greeting card to Ada Lovelace for her birthday]']), 'openai-llamacpp-fallback-call', openAiStream(['Done: the card is on its way.']));
+    const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'not-used', maxRetries: 0 });
+    const before = llm.requests.length;
+    const completion = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Send Ada a birthday card.' }] });
+    expect(completion.choices[0]?.message.content).toContain('card sent to Ada Lovelace for birthday');
+
+    const asked = (await llm.request(before + 1)).body as { model: string; tools: { function: { name: string } }[] };
+    expect(asked.model).toBe('qwen3-0.6b');
+    expect(asked.tools.length).toBeLessThanOrEqual(3);
+    expect(asked.tools.map((t) => t.function.name)).toContain('send_greeting');
+
+    await gateway.project.audit.flush();
+    const audited = await readAuditTail({ dir: gateway.project.auditDir, limit: 20 });
+    const record = audited.find((r) => r.tool === 'send_greeting');
+    expect(record).toMatchObject({ decision: 'allow', args: { person: 'Ada Lovelace', occasion: 'birthday' }, resolved_by: { model: 'qwen3-0.6b', upstream: 'local', input_tokens: 436, output_tokens: 31 } });
+
+    const metrics = (await (await fetch(`${server.url}/metrics`)).json()) as { fallback: { asked: Record<string, number>; inputTokens: number } };
+    expect(metrics.fallback.asked).toMatchObject({ called: 1, refused: 0, failed: 0 });
+    expect(metrics.fallback.inputTokens).toBe(436);
+  });
+});

@@ -1,0 +1,179 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createOpenAiProvider } from '../../src/llm/openai-provider.js';
+import type { ChatProvider } from '../../src/llm/types.js';
+import { createModelFallback } from '../../src/resolver/model-fallback.js';
+import { createResolver, resolvableTools } from '../../src/resolver/resolver.js';
+import type { ResolverModel } from '../../src/resolver/learned-model.js';
+import { openToolIndex, type ToolIndex } from '../../src/store/tool-index.js';
+import { createHashEmbedder } from '../helpers/hash-embedder.js';
+import { makeTool } from '../helpers/make-tool.js';
+import { startReplayLlmServer, type Recording, type ReplayLlmServer } from '../helpers/replay-llm-server.js';
+
+/**
+ * The resolver's fallback model end to end: the real resolver (hash embedder, LanceDB), the real
+ * OpenAI-compatible provider, and a local server replaying what llama.cpp and Ollama answer
+ * (test/fixtures/llm-streams, hand-written in their wire format: no model runs here).
+ */
+
+const TOOLS = resolvableTools([
+  makeTool({
+    id: 'send_greeting',
+    type: 'api',
+    description: 'Send a greeting card to a person',
+    parameters: [
+      { name: 'person', type: 'string', required: true, description: 'Who receives the card' },
+      { name: 'occasion', type: 'string', required: true, description: 'What the card celebrates' },
+    ],
+  }),
+  makeTool({ id: 'get_weather_forecast', type: 'api', description: 'Get the weather forecast for a city', parameters: [{ name: 'city', type: 'string', required: true }] }),
+  makeTool({ id: 'list_open_issues', type: 'api', description: 'List the open issues of the bug tracker' }),
+]);
+const INTENT = 'send a greeting card to Ada Lovelace for her birthday';
+
+let dir: string;
+let index: ToolIndex;
+let llm: ReplayLlmServer;
+let provider: ChatProvider;
+
+beforeAll(async () => {
+  dir = mkdtempSync(path.join(tmpdir(), 'kiwi-fallback-'));
+  index = await openToolIndex({ dir, embedder: createHashEmbedder({ dimensions: 128 }) });
+  await index.sync([...TOOLS.values()]);
+  llm = await startReplayLlmServer();
+  provider = createOpenAiProvider({ baseUrl: `${llm.url}/v1` });
+});
+
+afterEach(() => llm.forgetQueued());
+
+afterAll(async () => {
+  await provider?.close();
+  await llm?.close();
+  await index?.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+function resolverWith(options: { timeoutMs?: number; model?: ResolverModel; targetPrecision?: number } = {}) {
+  const fallback = createModelFallback({ provider, model: 'qwen3-0.6b', upstream: 'local', ...(options.timeoutMs ? { timeoutMs: options.timeoutMs } : {}), price: { inputPerMtok: 1, outputPerMtok: 2 } });
+  return createResolver({
+    tools: TOOLS,
+    search: index,
+    embedder: createHashEmbedder({ dimensions: 128 }),
+    settings: { threshold: 0.3, targetPrecision: options.targetPrecision ?? 0 },
+    fallback,
+    ...(options.model ? { model: options.model } : {}),
+  });
+}
+
+/** A chat.completion in OpenAI's shape whose one tool call is `name(args)`, or whose text is `content`. */
+function answer(message: { name: string; args: unknown } | { content: string }): Recording {
+  const msg =
+    'content' in message
+      ? { role: 'assistant', content: message.content }
+      : { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: message.name, arguments: JSON.stringify(message.args) } }] };
+  const body = { id: 'chatcmpl-1', object: 'chat.completion', created: 1741703112, model: 'qwen3-0.6b', choices: [{ index: 0, message: msg, finish_reason: 'stop' }], usage: { prompt_tokens: 400, completion_tokens: 20 } };
+  return { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) };
+}
+
+describe('the fallback model', () => {
+  it('is not asked when the rules make the call', async () => {
+    const before = llm.requests.length;
+    const r = await resolverWith().resolve('get the weather forecast for "Paris"');
+    expect(r).toMatchObject({ status: 'resolved', call: { tool: 'get_weather_forecast', arguments: { city: 'Paris' } } });
+    expect(r.fallback).toBeUndefined();
+    expect(llm.requests.length).toBe(before);
+  });
+
+  it("writes the call the rules could not finish (llama.cpp's tool call), shown the top candidates as functions", async () => {
+    const resolver = resolverWith();
+    llm.replyOnce('openai-llamacpp-fallback-call');
+    const before = llm.requests.length;
+    const r = await resolver.resolve(INTENT);
+    expect(r).toMatchObject({ status: 'resolved', call: { tool: 'send_greeting', arguments: { person: 'Ada Lovelace', occasion: 'birthday' } } });
+    expect(r.fallback).toMatchObject({ model: 'qwen3-0.6b', upstream: 'local', outcome: 'called', inputTokens: 436, outputTokens: 31 });
+    expect(r.fallback?.usd).toBeCloseTo((436 * 1 + 31 * 2) / 1e6, 12);
+    expect(r.fallback?.ms).toBeGreaterThanOrEqual(0);
+    expect(r.notes.join('\n')).toMatch(/occasion: in the intent \(fallback model qwen3-0\.6b\)/);
+
+    const sent = (await llm.request(before)).body as { model: string; temperature: number; tools: { function: { name: string; parameters: { required: string[] } } }[]; tool_choice: unknown; messages: { role: string; content: string }[] };
+    expect(sent.model).toBe('qwen3-0.6b');
+    expect(sent.temperature).toBe(0);
+    expect(sent.tool_choice).toBe('auto');
+    expect(sent.tools.map((t) => t.function.name)).toContain('send_greeting');
+    expect(sent.tools.find((t) => t.function.name === 'send_greeting')?.function.parameters.required).toEqual(['person', 'occasion']);
+    expect(sent.messages.at(-1)?.content).toBe(INTENT);
+  });
+
+  it('takes the call a small model prints as JSON in its text (Ollama)', async () => {
+    const resolver = resolverWith();
+    llm.replyOnce('openai-ollama-fallback-content-json');
+    const r = await resolver.resolve(INTENT);
+    expect(r).toMatchObject({ status: 'resolved', call: { tool: 'send_greeting', arguments: { person: 'Ada Lovelace', occasion: 'birthday' } }, fallback: { outcome: 'called', inputTokens: 402 } });
+  });
+
+  it('refuses a value the intent does not hold, and asks back as the rules did', async () => {
+    const resolver = resolverWith();
+    llm.replyOnce({ recording: answer({ name: 'send_greeting', args: { person: 'Ada Lovelace', occasion: 'anniversary' } }) });
+    const r = await resolver.resolve(INTENT);
+    expect(r).toMatchObject({ status: 'unresolved', stop: 'arguments', missing: ['occasion'], found: { person: 'Ada Lovelace' }, fallback: { outcome: 'refused' } });
+    expect(r.notes.join('\n')).toMatch(/called send_greeting; refused: occasion: "anniversary" is not in the intent/);
+  });
+
+  it('refuses arguments outside the schema and a function it was not shown', async () => {
+    const resolver = resolverWith();
+    llm.replyOnce(
+      { recording: answer({ name: 'send_greeting', args: { person: 'Ada Lovelace', occasion: 'birthday', cc: 'everyone' } }) },
+      { recording: answer({ name: 'delete_everything', args: {} }) },
+    );
+    const extra = await resolver.resolve(INTENT);
+    expect(extra).toMatchObject({ status: 'unresolved', fallback: { outcome: 'refused' } });
+    expect(extra.notes.join('\n')).toMatch(/unknown argument `cc`/);
+    const unknown = await resolver.resolve(INTENT);
+    expect(unknown).toMatchObject({ status: 'unresolved', fallback: { outcome: 'failed' } });
+    expect(unknown.notes.join('\n')).toMatch(/it called "delete_everything", which is not one of the 3 candidates it was shown/);
+  });
+
+  it('lets the model decline: no function fits', async () => {
+    const resolver = resolverWith();
+    llm.replyOnce({ recording: answer({ content: 'None of these functions can send a card.' }) });
+    const r = await resolver.resolve(INTENT);
+    expect(r).toMatchObject({ status: 'unresolved', stop: 'arguments', fallback: { outcome: 'declined' } });
+    expect(r.notes.join('\n')).toMatch(/it called no function: "None of these functions can send a card\."/);
+  });
+
+  it('keeps the rules\' answer when the model server fails or stalls, saying why', async () => {
+    const resolver = resolverWith({ timeoutMs: 300 });
+    llm.replyOnce({ status: 500 }, { recording: 'openai-llamacpp-fallback-call', stallAfterChunks: 0 });
+    const failed = await resolver.resolve(INTENT);
+    expect(failed).toMatchObject({ status: 'unresolved', stop: 'arguments', fallback: { outcome: 'failed' } });
+    expect(failed.notes.join('\n')).toMatch(/fallback model qwen3-0\.6b: .*500/);
+    const stalled = await resolver.resolve(INTENT);
+    expect(stalled).toMatchObject({ status: 'unresolved', fallback: { outcome: 'failed' } });
+    expect(stalled.notes.join('\n')).toMatch(/no answer within 300 ms/);
+  });
+
+  it("stops with the intent's own cancellation, not as the model's failure", async () => {
+    const resolver = resolverWith({ timeoutMs: 5000 });
+    llm.replyOnce({ recording: 'openai-llamacpp-fallback-call', stallAfterChunks: 0 });
+    const controller = new AbortController();
+    const pending = resolver.resolve(INTENT, { signal: controller.signal });
+    await llm.request(llm.requests.length);
+    controller.abort();
+    await expect(pending).rejects.toThrow();
+  });
+
+  it('is not asked where the gate could not pass even a call with every value stated, nor where no gate reaches the target', async () => {
+    // A calibration that keeps every confidence below 0.998 (logit(r) - 3, so r = 1 - 1e-4 maps to 0.998), and a gate of 0.999.
+    const model: ResolverModel = { version: 1, embedder: 'hash', calibration: { mean: [0], std: [1], weights: [1], bias: -3 }, gates: [{ precision: 0.9, threshold: 0.999 }, { precision: 0.95, threshold: null }], card: {} };
+    const before = llm.requests.length;
+    const high = await resolverWith({ model, targetPrecision: 0.9 }).resolve(INTENT);
+    expect(high).toMatchObject({ status: 'unresolved' });
+    expect(high.fallback).toBeUndefined();
+    expect(high.notes.join('\n')).toMatch(/not asked: even a call with every value stated would stay below the gate/);
+    const none = await resolverWith({ model, targetPrecision: 0.95 }).resolve(INTENT);
+    expect(none.fallback).toBeUndefined();
+    expect(llm.requests.length).toBe(before);
+  });
+});

@@ -50,6 +50,8 @@ export interface ResolverRuntime {
   settings: Partial<ResolverSettings>;
   /** The threshold and gate the resolver applies (what its answers are measured against). */
   gates: ResolverGates;
+  /** Set when resolver.yaml names a fallback model that this runtime resolves without (no upstreams to route it): why, in words. */
+  fallbackNotUsed?: string;
   /** Brings the index in line with the tools, directives and knowledge (incremental); call before resolving. */
   sync(options?: SyncOptions): Promise<RuntimeSyncReport>;
   close(): Promise<void>;
@@ -171,11 +173,8 @@ export async function openProjectResolverRuntime(options: {
 }): Promise<ResolverRuntime> {
   const file = path.join(options.root, '.ai', 'config', 'resolver.yaml');
   const config = await loadResolverConfig(file, { env: options.env, root: options.root });
-  if (config.fallback !== null && options.fallbackModel === undefined) {
-    options.log?.(`${file} names a fallback model; only the gateway routes to models (kiwi serve, and the console's playground): here intents resolve without it`);
-  }
   const fallback = config.fallback !== null ? options.fallbackModel?.(config.fallback) : undefined;
-  return openResolverRuntime({
+  const runtime = await openResolverRuntime({
     tools: options.tools,
     ...(options.directives ? { directives: options.directives } : {}),
     ...(options.knowledge ? { knowledge: options.knowledge } : {}),
@@ -188,4 +187,6 @@ export async function openProjectResolverRuntime(options: {
     ...(options.log ? { log: options.log } : {}),
     ...(options.signal ? { signal: options.signal } : {}),
   });
+  if (config.fallback === null || fallback !== undefined) return runtime;
+  return { ...runtime, fallbackNotUsed: `${file} names a fallback model, which only the gateway routes to (kiwi serve, and the console's playground): here intents resolve without it` };
 }

@@ -140,6 +140,18 @@ describe('kiwi index / kiwi resolve (the real USE-lite model, LanceDB in .ai/vec
     expect(r.code).toBe(4);
     expect(r.out).toMatch(/^unresolved: .*word_count.*`path`/);
   }, 60_000);
+
+  it("says that it resolves without resolver.yaml's fallback model, which only the gateway routes to", async () => {
+    const file = path.join(root, '.ai', 'config', 'resolver.yaml');
+    writeFileSync(file, 'fallback: { model: "qwen3:0.6b" }\n');
+    try {
+      const r = await kiwi('resolve', 'count the words of a file');
+      expect(r.code).toBe(4);
+      expect(r.err).toMatch(/resolver\.yaml names a fallback model, which only the gateway routes to .*here intents resolve without it/);
+    } finally {
+      rmSync(file, { force: true });
+    }
+  }, 60_000);
 });
 
 describe('kiwi sign / verify', () => {

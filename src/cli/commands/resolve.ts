@@ -23,6 +23,7 @@ export async function resolveCommand(ctx: CliContext): Promise<number> {
   if (!Number.isInteger(limit) || limit < 1 || limit > 100) throw new UsageError(`--limit must be a whole number from 1 to 100, got ${values.limit}`);
   const runtime = await openProjectResolver(ctx, values.project);
   try {
+    if (runtime.fallbackNotUsed !== undefined) ctx.io.err(`kiwi: ${runtime.fallbackNotUsed}`);
     const sync = await runtime.sync();
     if (sync.added + sync.updated + sync.removed > 0) ctx.io.err(`kiwi: index updated (${sync.added} added, ${sync.updated} updated, ${sync.removed} removed)`);
     const resolveText = (text: string): Promise<Resolution> =>

@@ -6,9 +6,10 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { readCases, spreadSample } from '../../datasets/case-file.js';
+import { spreadSample } from '../../datasets/case-file.js';
 import { importCatalog } from '../../datasets/catalog-file.js';
 import { findDatasets } from '../../datasets/find-datasets.js';
+import { readSplit } from '../../datasets/read-split.js';
 import type { EmbedderConfig } from '../../embed/create-embedder.js';
 import { openResolverRuntime } from '../resolver-runtime.js';
 import type { ResolverModel } from '../learned-model.js';
@@ -46,7 +47,7 @@ export async function trainFromDatasets(options: TrainOptions): Promise<TrainRep
       continue;
     }
     const catalog = await importCatalog(dataset.catalog);
-    const all = await readCases([split.file]);
+    const all = await readSplit(split);
     const cases = options.limit === undefined ? all : spreadSample(all, options.limit);
     const indexDir = await mkdtemp(path.join(tmpdir(), 'kiwi-train-index-'));
     try {

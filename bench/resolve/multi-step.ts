@@ -13,9 +13,10 @@ import { parseArgs } from 'node:util';
 import { catalogActionWords, type SplitOptions } from '../../src/resolver/split-steps.js';
 import { planSteps, type StepPlan } from '../../src/resolver/step-plan.js';
 import type { StagedResolver } from '../../src/resolver/types.js';
-import { readCases, spreadSample, type BenchCase } from '../../src/datasets/case-file.js';
+import { spreadSample, type BenchCase } from '../../src/datasets/case-file.js';
 import { importCatalog, type ImportedCatalog } from '../../src/datasets/catalog-file.js';
 import { findDatasets } from '../../src/datasets/find-datasets.js';
+import { readSplit } from '../../src/datasets/read-split.js';
 import { openCatalogResolver, parseCount } from './resolve-catalog.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -37,11 +38,11 @@ export async function runMultiStepBench(argv: string[]): Promise<void> {
   for (const dataset of await findDatasets(datasetsDir)) {
     const dev = dataset.splits.find((s) => s.name === 'dev');
     const multi = dataset.splits.find((s) => s.name === 'multi');
-    const devCases = dev ? await readCases([dev.file]) : [];
+    const devCases = dev ? await readSplit(dev) : [];
     const groups: Array<[string, BenchCase[]]> = [
       ['single-call (dev)', devCases.filter((c) => c.calls.length === 1)],
       ['multi-call (dev)', devCases.filter((c) => c.calls.length >= 2)],
-      ['multi-call (multi)', multi ? await readCases([multi.file]) : []],
+      ['multi-call (multi)', multi ? await readSplit(multi) : []],
     ];
     const catalog = await importCatalog(dataset.catalog);
     const opened = await openCatalogResolver({ catalog, settings: {}, label: dataset.name, embedder: values.embedder });

@@ -12,7 +12,8 @@ import { peakRssMb, round } from '../stats.js';
 import { argumentTypes, catalogParameters, type Parameters } from './argument-types.js';
 import { readCases, spreadSample, type BenchCase } from '../../src/datasets/case-file.js';
 import { importCatalog, type ImportedCatalog } from '../../src/datasets/catalog-file.js';
-import { findDatasets, type Dataset } from '../../src/datasets/find-datasets.js';
+import { findDatasets, type Dataset, type DatasetSplit } from '../../src/datasets/find-datasets.js';
+import { readSplit } from '../../src/datasets/read-split.js';
 import { groupResults, type CaseResult, type GroupMetrics, type Schemas } from './metrics.js';
 import { benchSettings, catalogSchemas, openCatalogResolver, parseCount, parseSettings, resolveCases, warmUp } from './resolve-catalog.js';
 import { loadResolverModel } from '../../src/resolver/learned-model.js';
@@ -94,10 +95,10 @@ interface RunOptions {
 async function runDataset(dataset: Dataset, options: RunOptions): Promise<{ embedder: string; reports: Record<string, SplitReport>; recorded: DatasetRun }> {
   const catalog = await importCatalog(dataset.catalog);
   console.error(`${dataset.name}: ${catalog.tools.length} tools, ${catalog.skipped.length} catalog lines skipped${catalog.skipped.length ? `, e.g. ${catalog.skipped[0]}` : ''}`);
-  const splits: Array<{ name: string; file: string; cases: BenchCase[] }> = [];
+  const splits: Array<DatasetSplit & { cases: BenchCase[] }> = [];
   const seen = new Map<string, string>();
   for (const split of dataset.splits) {
-    const cases = await readCases([split.file]);
+    const cases = await readSplit(split);
     // A split with the very same intents and gold calls as another (ToolAlpaca's test_simulated is its dev) would only repeat a row.
     const key = JSON.stringify(cases.map((c) => [c.intent, c.calls]));
     const same = seen.get(key);
@@ -133,7 +134,7 @@ async function runDataset(dataset: Dataset, options: RunOptions): Promise<{ embe
 
 function splitReport(r: {
   dataset: Dataset;
-  split: { file: string; cases: BenchCase[] };
+  split: DatasetSplit & { cases: BenchCase[] };
   catalog: ImportedCatalog;
   results: CaseResult[];
   schemas: Schemas;
@@ -149,7 +150,9 @@ function splitReport(r: {
   return {
     bench: 'resolve' as const,
     catalog: r.dataset.catalog,
-    cases: `${r.split.file},${r.options.noFitFile}`,
+    cases: [...r.split.files, r.options.noFitFile].join(','),
+    // A split cut from its files by domain or source (src/datasets/dev-cuts.ts): which part.
+    cut: r.split.cut ?? null,
     tools: r.catalog.tools.length,
     catalog_lines_skipped: r.catalog.skipped.length,
     index_build_ms: round(r.indexBuildMs, 0),

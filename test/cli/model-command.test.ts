@@ -23,13 +23,17 @@ describe('kiwi model (the static embedder, two small datasets)', () => {
     expect(r.err).toMatch(/files: 4 tools, 8 one-call intents of 8 and 2 with their tool taken out/);
     expect(r.err).toMatch(/weather: 4 tools, 8 one-call intents of 8 and 2 with their tool taken out/);
     expect(r.err).toMatch(/skipped nodev: no dev\.jsonl/);
+    // A dev split of call sequences only: read, but no row, and the card says why.
+    expect(r.err).toMatch(/skipped trips: its dev split gives no row: none of its 2 cases has a single gold call/);
     expect(r.out).toMatch(/wrote .*model\.json and .*model\.md/);
 
     const model = await loadResolverModel(path.join(root, 'model.json'));
     expect(model.embedder).toMatch(/^static/);
     expect(model.gates.map((g) => g.precision)).toContain(0.95);
     expect(model.card).toMatchObject({ trained_on: { files: { split: 'dev', intents: 8, tool_removed: 2 }, weather: { split: 'dev', intents: 8, tool_removed: 2 } } });
-    expect(readFileSync(path.join(root, 'model.md'), 'utf8')).toMatch(/^# Resolver confidence \(model\.json\)[\s\S]*files\/dev: 8 one-call intents[\s\S]*precision 0\.95: /);
+    expect(Object.keys((model.card as { trained_on: object }).trained_on)).toEqual(['files', 'weather']);
+    expect((model.card as { passed_over: string[] }).passed_over).toEqual([expect.stringMatching(/^nodev: no dev\.jsonl/), expect.stringMatching(/^trips: its dev split gives no row/)]);
+    expect(readFileSync(path.join(root, 'model.md'), 'utf8')).toMatch(/^# Resolver confidence \(model\.json\)[\s\S]*files\/dev: 8 one-call intents[\s\S]*passed over: trips: [\s\S]*precision 0\.95: /);
 
     const shown = await kiwi('model', 'show', '--model', 'model.json');
     expect(shown.code).toBe(0);

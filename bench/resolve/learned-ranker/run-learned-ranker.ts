@@ -10,9 +10,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { readCases, spreadSample, type BenchCase } from '../../../src/datasets/case-file.js';
+import { spreadSample, type BenchCase } from '../../../src/datasets/case-file.js';
 import { importCatalog } from '../../../src/datasets/catalog-file.js';
 import { findDatasets } from '../../../src/datasets/find-datasets.js';
+import { readSplit } from '../../../src/datasets/read-split.js';
 import { openResolverRuntime } from '../../../src/resolver/resolver-runtime.js';
 import { fillArguments } from '../../../src/resolver/fill-args.js';
 import { fitLogistic, predict, type LogisticModel } from '../../../src/resolver/logistic.js';
@@ -60,7 +61,7 @@ export async function runLearnedRankerBench(argv: string[]): Promise<void> {
     try {
       await runtime.sync();
       for (const split of dataset.splits) {
-        const all = (await readCases([split.file])).filter((c) => c.calls.length === 1);
+        const all = (await readSplit(split)).filter((c) => c.calls.length === 1);
         const chosen = limit === undefined ? all : spreadSample(all, limit);
         const tick = createProgress('').counter(`${dataset.name}/${split.name}`);
         for (const [i, c] of chosen.entries()) {

@@ -69,9 +69,10 @@ function cardFile(out: string): string {
 
 /** The model as a short data card: what it is, what it saw, and how its gates held on datasets left out. */
 function describeModel(file: string, model: ResolverModel): string[] {
-  const card = model.card as { trained_on?: Record<string, { split: string; intents: number; tool_removed: number; calls_right: number }>; leave_one_dataset_out?: Record<string, Record<string, { coverage: number | null; executed_precision: number | null }>>; method?: string };
+  const card = model.card as { trained_on?: Record<string, { split: string; cut?: string; intents: number; tool_removed: number; calls_right: number }>; passed_over?: string[]; leave_one_dataset_out?: Record<string, Record<string, { coverage: number | null; executed_precision: number | null }>>; method?: string };
   const lines = [`# Resolver confidence (${path.basename(file)})`, '', `Embedder: ${model.embedder}. Method: ${card.method ?? 'unknown'}.`, '', 'Trained on (rebuild: `kiwi model train`):', ''];
-  for (const [d, t] of Object.entries(card.trained_on ?? {})) lines.push(`- ${d}/${t.split}: ${t.intents} one-call intents (${t.calls_right} resolved to an entirely right call), ${t.tool_removed} again with their tool taken out`);
+  for (const [d, t] of Object.entries(card.trained_on ?? {})) lines.push(`- ${d}/${t.split}${t.cut ? ` (cut by ${t.cut})` : ''}: ${t.intents} one-call intents (${t.calls_right} resolved to an entirely right call), ${t.tool_removed} again with their tool taken out`);
+  for (const why of card.passed_over ?? []) lines.push(`- passed over: ${why}`);
   lines.push('', 'Gates (calibrated confidence a call needs; chosen leave-one-dataset-out; none = no threshold reached it):', '');
   for (const g of model.gates) lines.push(`- precision ${g.precision}: ${g.threshold === null ? 'none' : g.threshold.toFixed(3)}`);
   lines.push('', 'Leave-one-dataset-out at calibrated thresholds (coverage of fitting intents / executed precision):', '');

@@ -29,6 +29,15 @@ export interface TrainingRow {
 export const GOLD_REMOVED_EVERY = 4;
 
 /**
+ * The cases rows come from: those with one gold call. A single call is never the whole answer to
+ * a multi-call case (the suite counts it wrong), and the gates are checked on one-call and no-fit
+ * cases, so a sequence's calls would teach the calibration a target nothing measures it on.
+ */
+export function oneCallCases<T extends Pick<BenchCase, 'calls'>>(cases: readonly T[]): T[] {
+  return cases.filter((c) => c.calls.length === 1);
+}
+
+/**
  * What a case is completed against: its retrieval, and for every GOLD_REMOVED_EVERY-th case
  * (`index` in the list of cases) the same retrieval again without the gold tool, its confidence
  * recomputed from the pool that is left.
@@ -57,7 +66,7 @@ export async function collectRows(
   const nameOf = (id: string): string => catalog.names.get(id) ?? id;
   const schemas = new Map(catalog.tools.map((t) => [nameOf(t.id), t.parameters.map((p) => p.name)]));
   const out: TrainingRow[] = [];
-  const usable = cases.filter((c) => c.calls.length === 1);
+  const usable = oneCallCases(cases);
   for (const [i, c] of usable.entries()) {
     const gold = c.calls[0] as BenchCase['calls'][number];
     const retrieval = await resolver.retrieve(c.intent);

@@ -1,19 +1,21 @@
 /**
  * `kiwi model train`: every dataset of a folder laid out as shared/datasets is (FORMAT.md), its
- * `dev` split only (test splits stay unseen), run through the real resolver over a real index,
- * then the calibration fitted and its gates set leave-one-dataset-out.
+ * `dev` split only (test splits stay unseen; for datasets published without one, the dev domains
+ * cut in src/datasets/dev-cuts.ts), run through the real resolver over a real index, then the
+ * calibration fitted and its gates set leave-one-dataset-out.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { readCases, spreadSample } from '../../datasets/case-file.js';
+import { spreadSample, type BenchCase } from '../../datasets/case-file.js';
 import { importCatalog } from '../../datasets/catalog-file.js';
-import { findDatasets } from '../../datasets/find-datasets.js';
+import { findDatasets, type SplitCut } from '../../datasets/find-datasets.js';
+import { readSplit } from '../../datasets/read-split.js';
 import type { EmbedderConfig } from '../../embed/create-embedder.js';
 import { openResolverRuntime } from '../resolver-runtime.js';
 import type { ResolverModel } from '../learned-model.js';
 import { DEFAULT_RESOLVER_SETTINGS } from '../resolver.js';
-import { collectRows, type TrainingRow } from './collect-rows.js';
+import { collectRows, oneCallCases, type TrainingRow } from './collect-rows.js';
 import { leaveOneDatasetOut, precisionAt, trainModel } from './train-model.js';
 
 export const TRAINING_SPLIT = 'dev';
@@ -38,6 +40,7 @@ export async function trainFromDatasets(options: TrainOptions): Promise<TrainRep
   const datasets = await findDatasets(options.datasetsDir);
   const rows: TrainingRow[] = [];
   const skipped: string[] = [];
+  const cuts = new Map<string, SplitCut>();
   let embedderId = '';
   for (const dataset of datasets) {
     const split = dataset.splits.find((s) => s.name === TRAINING_SPLIT);
@@ -46,7 +49,7 @@ export async function trainFromDatasets(options: TrainOptions): Promise<TrainRep
       continue;
     }
     const catalog = await importCatalog(dataset.catalog);
-    const all = await readCases([split.file]);
+    const all = await readSplit(split);
     const cases = options.limit === undefined ? all : spreadSample(all, options.limit);
     const indexDir = await mkdtemp(path.join(tmpdir(), 'kiwi-train-index-'));
     try {
@@ -59,6 +62,8 @@ export async function trainFromDatasets(options: TrainOptions): Promise<TrainRep
         );
         options.log(`${dataset.name}: ${catalog.tools.length} tools, ${got.filter((r) => !r.goldRemoved).length} one-call intents of ${cases.length} and ${got.filter((r) => r.goldRemoved).length} with their tool taken out`);
         rows.push(...got);
+        if (split.cut) cuts.set(dataset.name, split.cut);
+        if (got.length === 0) skipped.push(`${dataset.name}: its ${split.name} split gives no row: ${noRowWhy(cases)}`);
       } finally {
         await runtime.close();
       }
@@ -68,21 +73,39 @@ export async function trainFromDatasets(options: TrainOptions): Promise<TrainRep
   }
   const names = [...new Set(rows.map((r) => r.dataset))];
   if (names.length < 2) throw new Error(`training needs the ${TRAINING_SPLIT} split of at least two datasets, to set gates on one dataset the calibration was not fitted on; found ${names.join(', ') || 'none'} in ${options.datasetsDir}`);
-  const card = dataCard(rows, embedderId);
+  const card = dataCard(rows, embedderId, cuts, skipped);
   return { model: trainModel(rows, embedderId, card), rows, skipped };
 }
 
+function noRowWhy(cases: readonly BenchCase[]): string {
+  const oneCall = oneCallCases(cases).length;
+  if (cases.length === 0) return 'it has no case';
+  if (oneCall === 0) return `none of its ${cases.length} cases has a single gold call, and one call is never the whole answer to a sequence`;
+  return `each of its ${oneCall} one-call intents names its tool, which skips the gate`;
+}
+
 /** What the model was fitted on, and how its gates held on each dataset left out. */
-function dataCard(rows: readonly TrainingRow[], embedder: string): Record<string, unknown> {
+function dataCard(rows: readonly TrainingRow[], embedder: string, cuts: ReadonlyMap<string, SplitCut>, passedOver: readonly string[]): Record<string, unknown> {
   const outOfFold = leaveOneDatasetOut(rows);
   const datasets = [...new Set(rows.map((r) => r.dataset))];
   return {
     trained_on: Object.fromEntries(
       datasets.map((d) => {
         const mine = rows.filter((r) => r.dataset === d);
-        return [d, { split: TRAINING_SPLIT, intents: mine.filter((r) => !r.goldRemoved).length, tool_removed: mine.filter((r) => r.goldRemoved).length, calls_right: mine.filter((r) => r.callRight).length }];
+        const cut = cuts.get(d);
+        return [
+          d,
+          {
+            split: TRAINING_SPLIT,
+            ...(cut ? { cut: `${cut.field}: ${cut.values.join(', ')}` } : {}),
+            intents: mine.filter((r) => !r.goldRemoved).length,
+            tool_removed: mine.filter((r) => r.goldRemoved).length,
+            calls_right: mine.filter((r) => r.callRight).length,
+          },
+        ];
       }),
     ),
+    ...(passedOver.length > 0 ? { passed_over: passedOver } : {}),
     embedder,
     method: 'logistic calibration of logit(raw whole-call confidence); datasets weigh the same; gates from leave-one-dataset-out predictions',
     leave_one_dataset_out: Object.fromEntries(

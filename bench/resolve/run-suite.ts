@@ -15,7 +15,7 @@ import { importCatalog, type ImportedCatalog } from '../../src/datasets/catalog-
 import { findDatasets, type Dataset, type DatasetSplit } from '../../src/datasets/find-datasets.js';
 import { readSplit } from '../../src/datasets/read-split.js';
 import { groupResults, type CaseResult, type GroupMetrics, type Schemas } from './metrics.js';
-import { benchSettings, catalogSchemas, openCatalogResolver, parseCount, parseSettings, resolveCases, warmUp } from './resolve-catalog.js';
+import { benchSettings, catalogSchemas, fallbackSummary, openCatalogResolver, parseCount, parseFallback, parseSettings, resolveCases, warmUp, type BenchFallback } from './resolve-catalog.js';
 import { loadResolverModel } from '../../src/resolver/learned-model.js';
 import { givenToolAccuracy, givenToolOutcomes } from './given-tool.js';
 import { printShippedGates, shippedGates, type DatasetRun } from './shipped-gates.js';
@@ -23,12 +23,13 @@ import { riskCoverage, selectiveAt, THRESHOLDS } from './risk-coverage.js';
 import { ARGUMENT_LEGEND, printArgumentTable, printSuiteTable, SUITE_LEGEND, type SuiteRow } from './suite-table.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const USAGE = 'npm run bench -- resolve-suite [--datasets DIR] [--out FILE] [--limit N] [--no-fit FILE] [--embedder use-lite|static] [--set key=value…]';
+const USAGE = 'npm run bench -- resolve-suite [--datasets DIR] [--out FILE] [--limit N] [--no-fit FILE] [--embedder use-lite|static] [--set key=value…] [--fallback-url URL --fallback-model MODEL]';
 
 export async function runSuiteBench(argv: string[]): Promise<void> {
   const { values } = parseOptions(argv);
   const settings = parseSettings(values.set ?? []);
   const limit = parseCount('limit', values.limit);
+  const fallback = parseFallback(values['fallback-url'], values['fallback-model']);
   const datasetsDir = path.resolve(values.datasets ?? path.resolve(REPO_ROOT, '..', 'shared', 'datasets'));
   const noFitFile = path.resolve(values['no-fit'] ?? path.join(REPO_ROOT, 'bench', 'cases', 'no-fit.jsonl'));
   const datasets = await findDatasets(datasetsDir);
@@ -42,7 +43,7 @@ export async function runSuiteBench(argv: string[]): Promise<void> {
   const runs: DatasetRun[] = [];
   let embedder = '';
   for (const dataset of datasets) {
-    const run = await runDataset(dataset, { settings, limit, noFit, noFitFile, embedder: values.embedder });
+    const run = await runDataset(dataset, { settings, limit, noFit, noFitFile, embedder: values.embedder, fallback });
     embedder = run.embedder;
     runs.push(run.recorded);
     for (const [name, report] of Object.entries(run.reports)) {
@@ -58,6 +59,13 @@ export async function runSuiteBench(argv: string[]): Promise<void> {
   for (const line of SUITE_LEGEND) console.log(line);
   console.log(`\nargument ${ARGUMENT_LEGEND}:`);
   printArgumentTable(rows);
+  if (fallback) {
+    console.log(`\nfallback model ${fallback.model} at ${fallback.url}:`);
+    for (const [name, report] of Object.entries(reports)) {
+      const f = report.fallback;
+      if (f) console.log(`  ${name.padEnd(28)} asked ${f.asked} (${Object.entries(f.outcomes).map(([k, v]) => `${k} ${v}`).join(', ')}), ${f.seconds} s, ${f.input_tokens} tokens in, ${f.output_tokens} out`);
+    }
+  }
   printShippedGates(shipped, model.gates.filter((g) => g.threshold === null).map((g) => g.precision));
   const machine = `${os.cpus().length} × ${os.cpus()[0]?.model.trim() ?? 'unknown CPU'}, ${round(os.totalmem() / 2 ** 30, 1)} GiB, Node ${process.version}`;
   console.log(`\nrun time ${(runS / 60).toFixed(1)} min (${round(runS, 0)} s), peak RSS ${peakRssMb()} MB, embedder ${embedder}, ${machine}`);
@@ -68,6 +76,8 @@ export async function runSuiteBench(argv: string[]): Promise<void> {
       no_fit: noFitFile,
       limit: limit ?? null,
       settings: benchSettings(settings),
+      // The fallback model asked where the rules stopped short (resolver.yaml `fallback:`), or null: rules only.
+      fallback: fallback ?? null,
       embedder,
       machine,
       run_s: round(runS, 1),
@@ -89,6 +99,7 @@ interface RunOptions {
   limit: number | undefined;
   noFit: BenchCase[];
   noFitFile: string;
+  fallback: BenchFallback | undefined;
 }
 
 /** One catalog: imported and indexed once; its no-fit resolutions made once and added to every split. */
@@ -110,7 +121,7 @@ async function runDataset(dataset: Dataset, options: RunOptions): Promise<{ embe
     splits.push({ ...split, cases: options.limit === undefined ? cases : spreadSample(cases, options.limit) });
   }
 
-  const opened = await openCatalogResolver({ catalog, settings: options.settings, label: dataset.name, embedder: options.embedder });
+  const opened = await openCatalogResolver({ catalog, settings: options.settings, label: dataset.name, embedder: options.embedder, fallback: options.fallback });
   try {
     await warmUp(opened.resolver, splits[0]?.cases ?? []);
     const noFit = await resolveCases(opened.resolver, catalog, options.noFit, { label: `${dataset.name}/no-fit` });
@@ -165,6 +176,7 @@ function splitReport(r: {
     recall_at_20: all?.recall_at_20 ?? null,
     risk_coverage: riskCoverage(r.results, r.schemas),
     argument_types: argumentTypes(r.results, r.parameters),
+    ...(r.options.fallback ? { fallback: fallbackSummary(r.results) } : {}),
     groups,
   };
 }
@@ -173,7 +185,7 @@ function parseOptions(argv: string[]) {
   try {
     return parseArgs({
       args: argv,
-      options: { datasets: { type: 'string' }, out: { type: 'string' }, limit: { type: 'string' }, 'no-fit': { type: 'string' }, embedder: { type: 'string' }, set: { type: 'string', multiple: true } },
+      options: { datasets: { type: 'string' }, out: { type: 'string' }, limit: { type: 'string' }, 'no-fit': { type: 'string' }, embedder: { type: 'string' }, set: { type: 'string', multiple: true }, 'fallback-url': { type: 'string' }, 'fallback-model': { type: 'string' } },
       strict: true,
     });
   } catch (error) {

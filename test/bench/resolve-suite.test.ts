@@ -7,6 +7,7 @@ import { spreadSample, type BenchCase, type GoldCall } from '../../src/datasets/
 import { findDatasets } from '../../src/datasets/find-datasets.js';
 import { groupMetrics, groupResults, type CaseResult } from '../../bench/resolve/metrics.js';
 import { printResolveTable, RESOLVE_LEGEND } from '../../bench/resolve/resolve-table.js';
+import { fallbackSummary, parseFallback } from '../../bench/resolve/resolve-catalog.js';
 import { shippedGates, type DatasetRun } from '../../bench/resolve/shipped-gates.js';
 import { riskCoverage, selectiveAt, THRESHOLDS } from '../../bench/resolve/risk-coverage.js';
 import type { ToolParameter } from '../../src/registry/types.js';
@@ -167,5 +168,29 @@ describe('the resolve bench table', () => {
     expect(lines[0]?.slice(31, 36)).toBe('cases');
     expect([cases('all'), cases('gold_calls=single'), cases('gold_calls=multi'), cases('gold_calls=none')]).toEqual(['6', '3', '1', '2']);
     expect(lines.slice(-RESOLVE_LEGEND.length)).toEqual(RESOLVE_LEGEND);
+  });
+});
+
+describe('the fallback model in the resolve benches', () => {
+  it('takes --fallback-url and --fallback-model together or not at all', () => {
+    expect(parseFallback(undefined, undefined)).toBeUndefined();
+    expect(parseFallback('http://127.0.0.1:11434/v1', 'qwen3:0.6b')).toEqual({ url: 'http://127.0.0.1:11434/v1', model: 'qwen3:0.6b' });
+    expect(() => parseFallback('http://127.0.0.1:11434/v1', undefined)).toThrow(/go together/);
+    expect(() => parseFallback(undefined, 'qwen3:0.6b')).toThrow(/go together/);
+  });
+
+  it("sums what the model was asked and what it cost over a run's resolutions", () => {
+    const asked = (outcome: 'called' | 'refused' | 'declined' | 'failed', ms: number, tokens?: [number, number]): CaseResult => {
+      const r = result([{ name: 'a', arguments: null }], { unresolved: true, confidence: 0.4 });
+      r.resolution.fallback = { model: 'm', upstream: 'u', outcome, ms, ...(tokens ? { inputTokens: tokens[0], outputTokens: tokens[1] } : {}) };
+      return r;
+    };
+    expect(fallbackSummary([...RESULTS, asked('called', 200, [400, 20]), asked('refused', 150, [380, 25]), asked('failed', 1000)])).toEqual({
+      asked: 3,
+      outcomes: { called: 1, refused: 1, declined: 0, failed: 1 },
+      seconds: 1.35,
+      input_tokens: 780,
+      output_tokens: 45,
+    });
   });
 });

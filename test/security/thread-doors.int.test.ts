@@ -53,11 +53,15 @@ const text = (r: Result): string => r.content?.[0]?.text ?? '';
 function raw(headers: Record<string, string>, body: string): Promise<number> {
   const url = new URL(served.server.url);
   return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: url.hostname, port: url.port, path: '/mcp', method: 'POST', headers }, (res) => {
+    // Its own socket, not a pooled one: the server may answer 413 and close before a big body is
+    // all sent, and the write that fails then must land on a listener here, not on a pooled socket.
+    const req = httpRequest({ host: url.hostname, port: url.port, path: '/mcp', method: 'POST', headers, agent: false }, (res) => {
       res.resume();
       res.on('end', () => resolve(res.statusCode ?? 0));
     });
-    req.on('error', reject);
+    const cut = (error: NodeJS.ErrnoException): void => (error.code === 'EPIPE' || error.code === 'ECONNRESET' ? undefined : reject(error));
+    req.on('error', cut);
+    req.on('socket', (socket) => socket.on('error', cut));
     req.end(body);
   });
 }

@@ -19,7 +19,8 @@ const VERSION = /\bv?\d+\.\d+\.\d+(?:[-+][\w.]+)?\b/g;
 // a long run ("1-1-1-…") and make the scan quadratic.
 const PATH =
   /(?<![\w)])(?:~|\.{1,2})?\/(?:[\w.-]+\/)*[\w.-]+|(?<![\w-])[A-Za-z]:\\[\w.\\-]+|(?<![\w.-])[\w-]+(?:\/[\w.-]+){2,}|(?<![\w.-])[\w-]+\/[\w-]*\.[a-z][a-z0-9]{0,4}\b|(?<![\w.-])[\w-]{2,}\.[a-z][a-z0-9]{1,4}\b(?![.@\w])/g;
-const PHONE = /(?<![\w.-])\+?(?:\(\d{2,4}\)\s?|\d{2,4}[-.])\d{3,4}[-.]\d{3,5}(?![\w.-])/g;
+// A full stop after the number ends the sentence ("call 123-456-7890."); one before a digit continues it.
+const PHONE = /(?<![\w.-])\+?(?:\(\d{2,4}\)\s?|\d{2,4}[-.])\d{3,4}[-.]\d{3,5}(?![\w-]|\.\d)/g;
 const RANGE = /(?<![\w.-])\d+(?:\.\d+)?\s?[-–]\s?\d+(?:\.\d+)?(?![\w.-])/g;
 const NUMBER =
   /(?<![\w.$€£-])(-)?([$€£])?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?:(?<=\d)([A-Za-z][A-Za-z0-9]*))?(?:\s?(%|percent\b))?(?![\w.]\d)/g;
@@ -37,7 +38,7 @@ const ATTACHED_UNITS = new Set([
   'c', 'f', 'px', 'pt', 'db', 'dbm', 'kph', 'mph', 'yr', 'yrs', 'd', 'wk', 'mo',
 ]);
 const ABBREVIATIONS = /(?:Inc|Ltd|Co|Corp|Jr|Sr|St|Dr|Mr|Mrs|Ms|Prof|Bros|Ave|Mt)\.$/;
-const NOT_NAMES = new Set(['I', 'ID', 'IDs', 'URL', 'IP', 'The', 'A', 'An', 'Please', 'My', 'Our', 'This', 'That', 'These', 'Can', 'Could', 'Would', 'Will', 'Is', 'Are', 'Do', 'Does', 'What', 'How', 'Which', 'Who', 'When', 'Where', 'Why', 'If']);
+const NOT_NAMES = new Set(['I', "I'm", 'I’m', "I'd", 'I’d', "I've", 'I’ve', "I'll", 'I’ll', 'ID', 'IDs', 'URL', 'URLs', 'IP', 'API', 'APIs', 'The', 'A', 'An', 'Please', 'My', 'Our', 'This', 'That', 'These', 'Can', 'Could', 'Would', 'Will', 'Is', 'Are', 'Do', 'Does', 'What', 'How', 'Which', 'Who', 'When', 'Where', 'Why', 'If']);
 
 /** An intent names a handful of values; past this many, the rest is noise and only costs time. */
 export const MAX_MENTIONS = 100;

@@ -12,7 +12,7 @@ import type { Mention } from './mention.js';
 import { extendList, plainList, readFlag } from './flags-and-lists.js';
 import { assign, scorePairs, type Context, type Scored } from './param-matching.js';
 import { isTextual, profileParameters, type ParamProfile } from './param-profile.js';
-import { tokenize } from './text-words.js';
+import { sameStem, tokenize, type Token } from './text-words.js';
 import { exampleMentions, neighbourMentions } from './phrase-mentions.js';
 
 export interface FilledArguments {
@@ -87,10 +87,10 @@ function fillFrom(text: string, profiles: ParamProfile[], set: Setter, factor: n
     done.add(h.profile.index);
   }
   const inHint = (start: number, end: number): boolean => hints.some((h) => start < h.end && h.start < end);
-  const found = all.filter((m) => !inHint(m.start, m.end));
   const rest = profiles.filter((p) => !done.has(p.index));
   if (rest.length === 0) return;
   const tokens = tokenize(text);
+  const found = all.filter((m) => !inHint(m.start, m.end) && !onlyNameWords(m, tokens, profiles));
   const phrases = [...exampleMentions(text, tokens, rest, found), ...neighbourMentions(text, tokens, rest, found)];
   const mentions = [...found, ...phrases.filter((m) => !inHint(m.start, m.end))].sort((a, b) => a.start - b.start || b.end - a.end);
   const ctx: Context = { text, lower: text.toLowerCase(), tokens, mentions, now };
@@ -120,6 +120,16 @@ function fillFrom(text: string, profiles: ParamProfile[], set: Setter, factor: n
     const flag = readFlag(tokens, p, (t) => mentions.some((m) => m.kind !== 'phrase' && t.start >= m.start && t.end <= m.end));
     if (flag && (p.param.required || flag.certainty >= 0.6)) set(p, flag.value, flag.certainty * factor, `${flag.value} from ${flag.why}${where}`);
   }
+}
+
+/**
+ * A capitalised name made only of a parameter's name words ("CVV is 123", "the ICAO code") is
+ * that parameter named, a cue for the value beside it, not a value.
+ */
+function onlyNameWords(m: Mention, tokens: readonly Token[], profiles: readonly ParamProfile[]): boolean {
+  if (m.kind !== 'proper') return false;
+  const words = tokens.filter((t) => t.start >= m.start && t.end <= m.end);
+  return words.length > 0 && words.every((t) => profiles.some((p) => p.name.some((n) => sameStem(t.stem, n))));
 }
 
 function setPick(ctx: Context, p: ParamProfile, pick: Scored, taken: Set<Mention>, set: Setter, factor: number, where: string): void {

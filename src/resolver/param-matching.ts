@@ -11,6 +11,7 @@ import { roleWords, type ParamProfile, type Role } from './param-profile.js';
 import { convertUnit, unitParts } from './units.js';
 import { STOPWORDS, sameStem, stem, type Token } from './text-words.js';
 import { convertMention } from './value-coercion.js';
+import { secretShaped } from './secret-fields.js';
 
 export interface Scored {
   profile: ParamProfile;
@@ -48,6 +49,8 @@ const TARGET_PREPS = new Set(['to', 'until', 'till', 'through', 'ending', 'into'
  */
 const NAMING_ROLES: readonly Role[] = ['path', 'url', 'email', 'ip', 'version', 'phone'];
 const REQUIRED_MIN = 0.25;
+/** How clearly the words on a secret's left must name its parameter. */
+const SECRET_CUE = 0.5;
 const OPTIONAL_MIN_EVIDENCE = 0.5;
 /** A number followed by the noun a parameter counts is as good as its name written before it. */
 const COUNTED_NOUN = 0.6;
@@ -74,6 +77,8 @@ export function scorePairs(ctx: Context, profiles: readonly ParamProfile[]): Sco
       const parts: string[] = [];
       let evidence = 0;
       const cue = cueScore(profile, w);
+      // A secret goes only where it is written as a value (quoted) or named as one on its left ("token abcd1234").
+      if (profile.secret && (!secretShaped(mention) || (mention.kind !== 'quoted' && cue.left < SECRET_CUE))) return;
       // Lower-case words in front of a name word are a guess at a value; a run that starts with a
       // capitalised name ("Sodium chloride chemical") is a name phrase and counts like one.
       const named = mention.modifier === true && /^[A-Z]/.test(mention.text);
@@ -198,7 +203,7 @@ function windowOf(ctx: Context, m: Mention, owners: ReadonlyArray<readonly Menti
   return { left, right };
 }
 
-function cueScore(p: ParamProfile, w: Window): { score: number; words: string[] } {
+function cueScore(p: ParamProfile, w: Window): { score: number; left: number; words: string[] } {
   const words: string[] = [];
   const side = (ws: Window['left'], factor: number): number => {
     let sum = 0;
@@ -227,7 +232,8 @@ function cueScore(p: ParamProfile, w: Window): { score: number; words: string[] 
     const name = best > 0 ? Math.max(best * 0.5, best + 0.25 * (sum - best) - 0.1 * unmatched) : 0;
     return factor * (name + Math.min(desc, 0.25));
   };
-  return { score: Math.max(side(w.left, 1), side(w.right, 0.6)), words };
+  const left = side(w.left, 1);
+  return { score: Math.max(left, side(w.right, 0.6)), left, words };
 }
 
 function shapeScore(p: ParamProfile, m: Mention, w: Window): { score: number; why: string } {

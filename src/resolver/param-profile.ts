@@ -9,6 +9,7 @@ import type { ParameterType, ToolParameter } from '../registry/types.js';
 import { asksCountryCode } from './country-codes.js';
 import { asksCurrency } from './currency-codes.js';
 import { dateFormatOf, type DateFormat } from './date-values.js';
+import { holdsSecret } from './secret-fields.js';
 import { STOPWORDS, splitName, stem } from './text-words.js';
 import { UNIT_FORMS } from './units.js';
 
@@ -44,6 +45,8 @@ export interface ParamProfile {
   countryCode: boolean;
   /** It asks for a currency (currency-codes.ts): the only kind of text parameter a currency code ("USD") goes to. */
   currency: boolean;
+  /** It holds a secret (secret-fields.ts): only a value written as one and named as one goes there. */
+  secret: boolean;
 }
 
 const stems = (words: string): ReadonlySet<string> => new Set(words.split(' ').map(stem));
@@ -134,7 +137,8 @@ function profileParameter(param: ToolParameter, index: number): ParamProfile {
   }
   const countryCode = isTextual(param) && param.enum === undefined && asksCountryCode(param.name, description);
   const currency = asksCurrency(param.name, description);
-  return { param, index, name, desc, examples, roles, units, counts, dateFormat, itemType, countryCode, currency, ...stringChecks(param) };
+  const secret = isTextual(param) && param.enum === undefined && holdsSecret(param.name);
+  return { param, index, name, desc, examples, roles, units, counts, dateFormat, itemType, countryCode, currency, secret, ...stringChecks(param) };
 }
 
 const FORMAT_ROLES: Readonly<Partial<Record<NonNullable<ToolParameter['format']>, Role>>> = {

@@ -31,3 +31,27 @@ describe('phone numbers', () => {
     expect(fill('Call 123-456-7890.5 now', { name: 'phoneNumber', required: true }).arguments).not.toEqual({ phoneNumber: '123-456-7890' });
   });
 });
+
+describe('fields that hold secrets', () => {
+  const key: P = { name: 'api_key', required: true, description: 'API key for authentication.' };
+  const token: P = { name: 'accessToken', required: true };
+
+  it('takes a token named as one on its left, or a quoted one', () => {
+    expect(fill('Use my API key x7Fq92kLm to list the rates', key).arguments).toEqual({ api_key: 'x7Fq92kLm' });
+    expect(fill('My access token is "abcd1234." Create the role', token).arguments).toEqual({ accessToken: 'abcd1234' });
+    expect(fill('Reset it with the password: s3cretPw9', { name: 'password', required: true }).arguments).toEqual({ password: 's3cretPw9' });
+  });
+
+  it('never takes a name, a place, an amount or a user name for a secret', () => {
+    expect(fill('I am planning a trip to Japan, convert 100 US dollars', key).arguments).toEqual({});
+    expect(fill('Update the profile of John Smith', token).arguments).toEqual({});
+    const r = fill('Check if the user emma007 with the password letmein is authenticated', { name: 'username', required: true }, { name: 'password', required: true });
+    expect(r.arguments.password).toBeUndefined();
+    expect(r.missing).toContain('password');
+  });
+
+  it('reads which names hold secrets from the head of the name', () => {
+    expect(fill('Get the token name Bitcoin', { name: 'token_name', required: true }).arguments).toEqual({ token_name: 'Bitcoin' });
+    expect(fill('Open the key k9 settings', { name: 'key', required: true }).arguments).toEqual({ key: 'k9' });
+  });
+});

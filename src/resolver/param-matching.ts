@@ -262,7 +262,10 @@ function shapeScore(p: ParamProfile, m: Mention, w: Window): { score: number; wh
   if (kind === 'time') add(r.has('time') ? 0.7 : r.has('date') ? 0.3 : 0, 'a time');
   if (kind === 'version' && r.has('version')) add(0.8, 'a version');
   if (kind === 'phone' && r.has('phone')) add(0.8, 'a phone number');
-  if (r.has('id') && (kind === 'id' || (kind === 'number' && p.param.type !== 'number'))) add(0.4, 'an identifier');
+  // An amount of money is never an identifier; a text parameter for an amount takes it as a number would.
+  // (The name's last word must say money: a `paymentMethod` is a method.)
+  if (m.money === true && p.param.type !== 'number' && p.param.type !== 'integer') add(namesMoney(p) ? 0.5 : r.has('id') ? -0.3 : 0, 'an amount of money');
+  else if (r.has('id') && (kind === 'id' || (kind === 'number' && p.param.type !== 'number'))) add(0.4, 'an identifier');
   else if (r.has('id') && kind === 'quoted') add(0.2, '');
   const name = m.kind === 'proper' || (m.modifier === true && /^[A-Z]/.test(m.text));
   if (name || m.kind === 'phrase') {
@@ -297,6 +300,11 @@ function shapeScore(p: ParamProfile, m: Mention, w: Window): { score: number; wh
     else if (r.has('source')) add(-0.15, '');
   }
   return { score, why: why.join(', ') };
+}
+
+function namesMoney(p: ParamProfile): boolean {
+  const head = p.name[p.name.length - 1];
+  return head !== undefined && roleWords('money').has(head);
 }
 
 /** Whether a number's following noun is one the numeric parameter counts ("3 days" for `days`). */

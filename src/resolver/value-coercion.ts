@@ -64,7 +64,8 @@ function asString(m: Mention, p: ParamProfile, now: Date | undefined): Converted
   const relative = m.kind === 'reldate' && p.dateFormat !== undefined && now !== undefined ? relativeDate(m.text, now) : undefined;
   if (relative !== undefined) value = formatDate(relative, p.dateFormat);
   else if (m.date !== undefined && p.roles.has('date')) value = formatDate(m.date, p.dateFormat ?? 'YYYY-MM-DD');
-  else if (m.written !== undefined && m.unit !== undefined && unitParts(m.unit).length > 0) value = m.written;
+  // An amount of money goes without its currency, which has a parameter of its own ("500 USD"): "500".
+  else if (m.written !== undefined && m.unit !== undefined && m.money !== true && unitParts(m.unit).length > 0) value = m.written;
   else if (m.kind === 'time' && p.param.format === 'time') value = clockTime(m.text) ?? value;
   const example = exampleScore(value, p.examples);
   if (example.score > 0) return { value: example.canonical ?? value, example: example.score };

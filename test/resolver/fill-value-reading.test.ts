@@ -55,3 +55,17 @@ describe('fields that hold secrets', () => {
     expect(fill('Open the key k9 settings', { name: 'key', required: true }).arguments).toEqual({ key: 'k9' });
   });
 });
+
+describe('amounts of money in text parameters', () => {
+  it('sends the amount without its currency, and the currency to its own parameter', () => {
+    const r = fill('Transfer 500 USD from account ID 123456', { name: 'fromAccountID', required: true }, { name: 'amount', required: true }, { name: 'currency', required: true });
+    expect(r.arguments).toEqual({ fromAccountID: '123456', amount: '500', currency: 'USD' });
+    expect(fill('Please process a 111.20 dollars payment for bill ID BILL006', { name: 'billId', required: true }, { name: 'paymentAmount', required: true }).arguments).toEqual({ billId: 'BILL006', paymentAmount: '111.20' });
+  });
+
+  it('never takes an amount of money for an identifier', () => {
+    const r = fill('Initiate a wire transfer of 5000 USD to an external bank account', { name: 'fromAccountID', required: true }, { name: 'amount', required: true });
+    expect(r.arguments).toEqual({ amount: '5000' });
+    expect(r.missing).toEqual(['fromAccountID']);
+  });
+});

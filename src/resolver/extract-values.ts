@@ -8,6 +8,7 @@ import { DATE_PATTERN, RELATIVE_DATE, dateFromMatch } from './date-values.js';
 import type { Mention } from './mention.js';
 import { jsonLiterals, quoted } from './quoted-values.js';
 import { unitParts } from './units.js';
+import { currencyCode } from './currency-codes.js';
 
 
 const URL = /\b(?:https?|ftp|s3|gs|file):\/\/[^\s"'<>]+|\bwww\.[^\s"'<>]+/gi;
@@ -29,6 +30,7 @@ const ID = /(?<![\w-])(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9][\w-]*[A-Za-z0-9]
 const SLUG = /(?<![\w/.-])[A-Za-z0-9][\w.-]*\/[\w.-]*[A-Za-z0-9](?![\w/-])/g;
 const PROPER = /(?<![\w\u0001])[A-Z][A-Za-z0-9'’&.-]*(?:[ \t]+(?:(?:of|de|del|la|von|van|der)[ \t]+)?[A-Z0-9][A-Za-z0-9'’&.-]*)*/g;
 const WORD_IN_NAME = /\S+/g;
+const CURRENCY_AFTER = /^\s([A-Za-z.]+)(?:\s([A-Za-z]+))?/;
 const UNIT_AFTER = /^\s?([A-Za-z°µ][A-Za-z°µ/^²³0-9]*)/;
 const NOT_UNITS = new Set(['in', 'and', 'or', 'of', 'to', 'for', 'with', 'the', 'a', 'an', 'at', 'on', 'by', 'from', 'as', 'is', 'are', 'was', 'that', 'which', 'who', 'than', 'but', 'into', 'per', 'if', 'so', 'it', 'this']);
 const MONEY_WORDS = new Set(['usd', 'dollar', 'dollars', 'eur', 'euro', 'euros', 'gbp', 'pound', 'pounds']);
@@ -124,7 +126,16 @@ function number(text: string, m: RegExpExecArray): Mention | undefined {
   }
   else if (percent === undefined) withUnit(text, mention);
   if (mention.unit !== undefined && MONEY_WORDS.has(mention.unit)) mention.money = true;
+  else if (mention.money !== true && currencyAfter(text, mention.end)) mention.money = true;
   return mention;
+}
+
+/** Whether a currency's name follows ("1000 US dollars", "50 Swiss francs"): the number is an amount of money. */
+function currencyAfter(text: string, end: number): boolean {
+  const next = CURRENCY_AFTER.exec(text.slice(end, end + 32));
+  if (next === null) return false;
+  const [, one, two] = next;
+  return (two !== undefined && currencyCode(`${one} ${two}`) !== undefined) || currencyCode(one ?? '') !== undefined;
 }
 
 /**
@@ -137,8 +148,8 @@ function withUnit(text: string, m: Mention): Mention {
   const word = after?.[1];
   if (after === null || word === undefined || NOT_UNITS.has(word.toLowerCase())) return m;
   m.unit = word.toLowerCase();
-  const code = /^[A-Z]{3}$/.test(word) && MONEY_WORDS.has(m.unit);
-  if (unitParts(word).length > 0 && !code) {
+  // A currency ("100 USD", "500 Euros") stays a value of its own, for the parameter that asks for one.
+  if (unitParts(word).length > 0 && !MONEY_WORDS.has(m.unit)) {
     m.end += after[0].length;
     m.written = text.slice(m.start, m.end);
   }

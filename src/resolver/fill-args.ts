@@ -13,7 +13,7 @@ import { extendList, plainList, readFlag } from './flags-and-lists.js';
 import { assign, scorePairs, type Context, type Scored } from './param-matching.js';
 import { isTextual, profileParameters, type ParamProfile } from './param-profile.js';
 import { sameStem, tokenize, type Token } from './text-words.js';
-import { exampleMentions, neighbourMentions } from './phrase-mentions.js';
+import { currencyMentions, exampleMentions, neighbourMentions } from './phrase-mentions.js';
 
 export interface FilledArguments {
   arguments: Record<string, unknown>;
@@ -91,7 +91,7 @@ function fillFrom(text: string, profiles: ParamProfile[], set: Setter, factor: n
   if (rest.length === 0) return;
   const tokens = tokenize(text);
   const found = all.filter((m) => !inHint(m.start, m.end) && !onlyNameWords(m, tokens, profiles));
-  const phrases = [...exampleMentions(text, tokens, rest, found), ...neighbourMentions(text, tokens, rest, found)];
+  const phrases = [...exampleMentions(text, tokens, rest, found), ...neighbourMentions(text, tokens, rest, found), ...currencyMentions(text, rest, found)];
   const mentions = [...found, ...phrases.filter((m) => !inHint(m.start, m.end))].sort((a, b) => a.start - b.start || b.end - a.end);
   const ctx: Context = { text, lower: text.toLowerCase(), tokens, mentions, now };
 

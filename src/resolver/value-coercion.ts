@@ -5,7 +5,7 @@
 import { formatDate, relativeDate } from './date-values.js';
 import type { Mention } from './mention.js';
 import { countryCode } from './country-codes.js';
-import { isCurrencyCode } from './currency-codes.js';
+import { currencyCode, isCurrencyCode } from './currency-codes.js';
 import type { ParamProfile } from './param-profile.js';
 import { convertUnit, unitParts } from './units.js';
 
@@ -20,6 +20,8 @@ export interface Converted {
 const EXAMPLE_EXACT = 0.9;
 const EXAMPLE_STEM = 0.6;
 const ENUM_MATCH = 1.5;
+/** A currency's name for a parameter that asks for a currency: as good as one of its listed examples. */
+const CURRENCY_NAME = 0.9;
 /** A description of a fraction: "0.2", ".5" (not the ".5" of "3.5"), "fraction", "between 0 and 1". */
 const FRACTION = /(?<![\d.])0?\.\d+\b|\bfraction\b|\bbetween 0(?:\.0)? and 1\b|\b0 to 1\b/i;
 
@@ -34,6 +36,12 @@ export function convertMention(m: Mention, p: ParamProfile, now?: Date): Convert
       // "500 USD": the code is the currency's, not the amount's, the term's or an id's (unless the
       // parameter's own pattern asks for such a code).
       if (!p.currency && !p.selectivePattern && m.kind !== 'json' && isCurrencyCode(m.text)) return undefined;
+      // A currency written by name is sent as its code; a name that is no currency ("Japan", "US") does not go there.
+      if (p.currency && (m.kind === 'proper' || m.kind === 'phrase')) {
+        const code = currencyCode(m.text);
+        if (code !== undefined && p.fits(code)) return { value: code, example: CURRENCY_NAME };
+        if (m.kind === 'proper') return undefined;
+      }
       if (p.countryCode) {
         const code = m.kind === 'json' ? undefined : countryCode(m.text);
         return code === undefined || !p.fits(code) ? undefined : { value: code, example: 0 };

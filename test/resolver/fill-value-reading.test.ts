@@ -69,3 +69,30 @@ describe('amounts of money in text parameters', () => {
     expect(r.missing).toEqual(['fromAccountID']);
   });
 });
+
+describe('currencies written by name', () => {
+  const convert = (intent: string) =>
+    fill(intent, { name: 'from', required: true, description: 'The base currency.' }, { name: 'to', description: 'The currency to convert to.' }, { name: 'amount', required: true, description: 'The amount to convert.' });
+
+  it('sends the code of a currency written by name, and reads the number before it as the amount', () => {
+    expect(convert('How much would 1000 US dollars be in Japanese yen?').arguments).toEqual({ from: 'USD', to: 'JPY', amount: '1000' });
+    expect(convert('Convert 500 Euros to British pounds').arguments).toEqual({ from: 'EUR', to: 'GBP', amount: '500' });
+  });
+
+  it('never sends a country or another name for a currency', () => {
+    const r = convert('I am going to Japan, convert 200 for me');
+    expect(r.arguments.from).toBeUndefined();
+    expect(r.arguments.to).toBeUndefined();
+  });
+
+  it('knows codes and names, and nothing else', async () => {
+    const { currencyCode, currencyNameSpans } = await import('../../src/resolver/currency-codes.js');
+    expect([currencyCode('Swiss francs'), currencyCode('euro'), currencyCode('USD'), currencyCode('Gold'), currencyCode('Japan'), currencyCode('')]).toEqual(['CHF', 'EUR', 'USD', undefined, undefined, undefined]);
+    expect(currencyNameSpans('pay 5 canadian dollars').map((s) => s.code)).toEqual(['CAD']);
+    // A long text costs one pass per known name, and no more.
+    const long = 'dollar '.repeat(2000);
+    const t = performance.now();
+    expect(currencyNameSpans(long).length).toBeGreaterThan(100);
+    expect(performance.now() - t).toBeLessThan(1000);
+  });
+});

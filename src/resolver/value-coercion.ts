@@ -143,8 +143,8 @@ function exampleScore(value: string, examples: readonly string[]): { score: numb
   let best: { score: number; canonical?: string } = { score: 0 };
   for (const ex of examples) {
     const e = ex.toLowerCase();
-    // A multi-word example met word for word is no coincidence.
-    if (e === v) return { score: Math.min(1.3, EXAMPLE_EXACT + 0.15 * (e.split(' ').length - 1)) };
+    // A multi-word example met word for word is no coincidence; it is sent as the schema writes it ("JSON" → "json").
+    if (e === v) return { score: Math.min(1.3, EXAMPLE_EXACT + 0.15 * (e.split(' ').length - 1)), canonical: ex };
     if (best.score < EXAMPLE_STEM && sameWordForm(v, e)) best = { score: EXAMPLE_STEM, canonical: ex };
   }
   return best;

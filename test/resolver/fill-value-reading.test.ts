@@ -96,3 +96,10 @@ describe('currencies written by name', () => {
     expect(performance.now() - t).toBeLessThan(1000);
   });
 });
+
+describe('listed examples', () => {
+  it('sends an example met in the text as the schema writes it', () => {
+    const feed: P = { name: 'feedType', required: true, description: "The type of data feed to retrieve (e.g., 'csv', 'json', 'xml')." };
+    expect(fill('Retrieve the JSON data feed for me', feed).arguments).toEqual({ feedType: 'json' });
+  });
+});

@@ -30,6 +30,17 @@ const ID = /(?<![\w-])(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9][\w-]*[A-Za-z0-9]
 const SLUG = /(?<![\w/.-])[A-Za-z0-9][\w.-]*\/[\w.-]*[A-Za-z0-9](?![\w/-])/g;
 const PROPER = /(?<![\w\u0001])[A-Z][A-Za-z0-9'’&.-]*(?:[ \t]+(?:(?:of|de|del|la|von|van|der)[ \t]+)?[A-Z0-9][A-Za-z0-9'’&.-]*)*/g;
 const WORD_IN_NAME = /\S+/g;
+const WORDS_AFTER = /^[ \t]*([A-Za-z][A-Za-z'-]*)(?:[ \t]+([A-Za-z][A-Za-z'-]*))?(?:[ \t]+([A-Za-z][A-Za-z'-]*))?/;
+/**
+ * Counts written as words ("three interesting facts"). "one" is left out: in an intent it is
+ * mostly a pronoun ("find me a cute one").
+ */
+const NUMBER_WORDS: ReadonlyMap<string, number> = new Map(
+  ['two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten', 'eleven', 'twelve', 'thirteen', 'fourteen', 'fifteen', 'sixteen', 'seventeen', 'eighteen', 'nineteen', 'twenty']
+    .map((w, i): [string, number] => [w, i + 2])
+    .concat([['thirty', 30], ['forty', 40], ['fifty', 50], ['hundred', 100]]),
+);
+const NUMBER_WORD = /(?<![\w-])(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|hundred)(?![\w-])/gi;
 const CURRENCY_AFTER = /^\s([A-Za-z.]+)(?:\s([A-Za-z]+))?/;
 const UNIT_AFTER = /^\s?([A-Za-z°µ][A-Za-z°µ/^²³0-9]*)/;
 const NOT_UNITS = new Set(['in', 'and', 'or', 'of', 'to', 'for', 'with', 'the', 'a', 'an', 'at', 'on', 'by', 'from', 'as', 'is', 'are', 'was', 'that', 'which', 'who', 'than', 'but', 'into', 'per', 'if', 'so', 'it', 'this']);
@@ -80,6 +91,12 @@ export function extractMentions(text: string): Mention[] {
     const n = number(text, m);
     if (n && free(n.start, n.end)) claim(n);
   }
+  NUMBER_WORD.lastIndex = 0;
+  for (let m = NUMBER_WORD.exec(text); m !== null; m = NUMBER_WORD.exec(text)) {
+    const num = NUMBER_WORDS.get(m[0].toLowerCase());
+    const end = m.index + m[0].length;
+    if (num !== undefined && free(m.index, end)) claim(withUnit(text, { kind: 'number', start: m.index, end, text: String(num), num, words: wordsAfter(text, end) }));
+  }
   scan(text, SLUG, free, (s, e, v) => {
     if (/[\d._-]/.test(v) || v.split('/').every((part) => part.length >= 3)) claim({ kind: 'id', start: s, end: e, text: v });
   });
@@ -125,9 +142,16 @@ function number(text: string, m: RegExpExecArray): Mention | undefined {
     mention.written = m[0];
   }
   else if (percent === undefined) withUnit(text, mention);
+  mention.words = wordsAfter(text, mention.end);
   if (mention.unit !== undefined && MONEY_WORDS.has(mention.unit)) mention.money = true;
   else if (mention.money !== true && currencyAfter(text, mention.end)) mention.money = true;
   return mention;
+}
+
+/** Up to three words right after a number, not across punctuation or another number ("5 interesting facts"). */
+function wordsAfter(text: string, end: number): string[] {
+  const m = WORDS_AFTER.exec(text.slice(end, end + 48));
+  return m === null ? [] : m.slice(1).filter((w): w is string => w !== undefined).map((w) => w.toLowerCase());
 }
 
 /** Whether a currency's name follows ("1000 US dollars", "50 Swiss francs"): the number is an amount of money. */

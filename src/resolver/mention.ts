@@ -19,6 +19,8 @@ export interface Mention {
   date?: DateParts;
   /** The word right after a number ("kg", "employees"), lower-case. */
   unit?: string;
+  /** For a number: up to three words after it, lower-case ("interesting facts"), for the noun it counts. */
+  words?: string[];
   money?: boolean;
   percent?: boolean;
   json?: unknown;

@@ -310,6 +310,12 @@ function namesMoney(p: ParamProfile): boolean {
 /** Whether a number's following noun is one the numeric parameter counts ("3 days" for `days`). */
 function countsUnit(p: ParamProfile, m: Mention): boolean {
   if (m.num === undefined || m.unit === undefined || (p.param.type !== 'number' && p.param.type !== 'integer')) return false;
-  const noun = stem(m.unit);
-  return [...p.counts].some((c) => sameStem(noun, c));
+  const counts = (word: string): boolean => [...p.counts].some((c) => sameStem(stem(word), c));
+  if (counts(m.unit)) return true;
+  // The noun may stand after a word or two that describe it ("5 interesting facts"), not after a preposition ("3 rooms for 2 days").
+  for (const word of (m.words ?? []).slice(1)) {
+    if (STOPWORDS.has(word)) return false;
+    if (counts(word)) return true;
+  }
+  return false;
 }

@@ -103,3 +103,18 @@ describe('listed examples', () => {
     expect(fill('Retrieve the JSON data feed for me', feed).arguments).toEqual({ feedType: 'json' });
   });
 });
+
+describe('counts', () => {
+  const limit: P = { name: 'limit', type: 'integer', description: 'The maximum number of facts to return' };
+
+  it('reads a count written as a word, and the noun it counts past the words that describe it', () => {
+    expect(fill('Tell me three interesting facts about axolotls', limit).arguments).toEqual({ limit: 3 });
+    expect(fill('Find me 5 interesting facts about their habitat', limit).arguments).toEqual({ limit: 5 });
+  });
+
+  it('does not read "one" as a count, nor cross a preposition to the noun', () => {
+    expect(fill('Find me a fact, a cute one', limit).arguments).toEqual({});
+    expect(fill('Book 3 rooms for 2 days', { name: 'days', type: 'integer', description: 'Number of days' }).arguments).toEqual({ days: 2 });
+    expect(fill('Often ten-fold', { name: 'n', type: 'integer', required: true }).arguments).toEqual({});
+  });
+});

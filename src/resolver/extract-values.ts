@@ -9,6 +9,7 @@ import type { Mention } from './mention.js';
 import { jsonLiterals, quoted } from './quoted-values.js';
 import { unitParts } from './units.js';
 import { currencyCode } from './currency-codes.js';
+import { addressMentions } from './address-parts.js';
 
 
 const URL = /\b(?:https?|ftp|s3|gs|file):\/\/[^\s"'<>]+|\bwww\.[^\s"'<>]+/gi;
@@ -70,6 +71,13 @@ export function extractMentions(text: string): Mention[] {
   };
   for (const m of jsonLiterals(text)) if (free(m.start, m.end)) claim(m);
   for (const m of quoted(text)) if (free(m.start, m.end)) claim(m);
+  // An address is read whole and in parts; the parts lie inside the whole.
+  const addresses = addressMentions(text);
+  for (const whole of addresses) {
+    if (whole.part !== 'address' || !free(whole.start, whole.end)) continue;
+    for (const m of addresses) if (m.part !== 'address' && whole.start <= m.start && m.end <= whole.end) out.push(m);
+    claim(whole);
+  }
 
   scan(text, URL, free, (s, e, v) => claim({ kind: 'url', start: s, end: e, text: v }), true);
   scan(text, EMAIL, free, (s, e, v) => claim({ kind: 'email', start: s, end: e, text: v }));

@@ -7,6 +7,9 @@ export type MentionKind =
   /** Words that equal a parameter's listed example or allowed value ("lake", "staging"). */
   | 'phrase';
 
+/** Which part of a postal address a value is (address-parts.ts); `address` is the whole. */
+export type AddressPart = 'address' | 'street' | 'unit' | 'city' | 'state' | 'zip';
+
 export interface Mention {
   kind: MentionKind;
   /** Span in the intent, quotes and unit included. */
@@ -28,6 +31,8 @@ export interface Mention {
   written?: string;
   /** For a phrase: the words in front of a parameter's name word ("Sodium chloride" chemical). */
   modifier?: boolean;
+  /** For a value read from a postal address: which part of it. */
+  part?: AddressPart;
   /** For quoted text: what the text inside the quotes is, when it is one value of another kind. */
   inner?: MentionKind;
 }

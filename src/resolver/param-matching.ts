@@ -6,7 +6,7 @@
  * and each parameter once; values of the same shape keep the schema's order when the evidence
  * does not tell them apart.
  */
-import type { Mention, MentionKind } from './mention.js';
+import type { AddressPart, Mention, MentionKind } from './mention.js';
 import { roleWords, type ParamProfile, type Role } from './param-profile.js';
 import { convertUnit, unitParts } from './units.js';
 import { STOPWORDS, sameStem, stem, type Token } from './text-words.js';
@@ -267,6 +267,10 @@ function shapeScore(p: ParamProfile, m: Mention, w: Window): { score: number; wh
   if (m.money === true && p.param.type !== 'number' && p.param.type !== 'integer') add(namesMoney(p) ? 0.5 : r.has('id') ? -0.3 : 0, 'an amount of money');
   else if (r.has('id') && (kind === 'id' || (kind === 'number' && p.param.type !== 'number'))) add(0.4, 'an identifier');
   else if (r.has('id') && kind === 'quoted') add(0.2, '');
+  if (m.part !== undefined) {
+    const part = addressPartScore(p, m.part);
+    add(part, part > 0 ? `the ${m.part} of an address` : '');
+  }
   const name = m.kind === 'proper' || (m.modifier === true && /^[A-Z]/.test(m.text));
   if (name || m.kind === 'phrase') {
     if (r.has('location') && near.some((x) => LOCATION_PREPS.has(x))) add(0.35, `a place after '${near.join(' ')}'`);
@@ -300,6 +304,17 @@ function shapeScore(p: ParamProfile, m: Mention, w: Window): { score: number; wh
     else if (r.has('source')) add(-0.15, '');
   }
   return { score, why: why.join(', ') };
+}
+
+/**
+ * A part of an address for the parameter that asks for that part; the whole address for one that
+ * asks for an address and no part of it; a part where another part is asked for, never.
+ */
+function addressPartScore(p: ParamProfile, part: AddressPart): number {
+  const asked = p.addressParts;
+  if (part === 'address') return asked.size === 0 && p.roles.has('location') ? 0.8 : asked.size > 0 ? -1 : 0;
+  if (asked.has(part)) return 1;
+  return asked.size > 0 ? -1 : 0;
 }
 
 function namesMoney(p: ParamProfile): boolean {

@@ -10,6 +10,8 @@ import { asksCountryCode } from './country-codes.js';
 import { asksCurrency } from './currency-codes.js';
 import { dateFormatOf, type DateFormat } from './date-values.js';
 import { holdsSecret } from './secret-fields.js';
+import { addressPartsAsked } from './address-parts.js';
+import type { AddressPart } from './mention.js';
 import { STOPWORDS, splitName, stem } from './text-words.js';
 import { UNIT_FORMS } from './units.js';
 
@@ -47,6 +49,8 @@ export interface ParamProfile {
   currency: boolean;
   /** It holds a secret (secret-fields.ts): only a value written as one and named as one goes there. */
   secret: boolean;
+  /** The parts of a postal address its name or description asks for (address-parts.ts). */
+  addressParts: Set<AddressPart>;
 }
 
 const stems = (words: string): ReadonlySet<string> => new Set(words.split(' ').map(stem));
@@ -138,7 +142,8 @@ function profileParameter(param: ToolParameter, index: number): ParamProfile {
   const countryCode = isTextual(param) && param.enum === undefined && asksCountryCode(param.name, description);
   const currency = asksCurrency(param.name, description);
   const secret = isTextual(param) && param.enum === undefined && holdsSecret(param.name);
-  return { param, index, name, desc, examples, roles, units, counts, dateFormat, itemType, countryCode, currency, secret, ...stringChecks(param) };
+  const addressParts = addressPartsAsked(rawName, description);
+  return { param, index, name, desc, examples, roles, units, counts, dateFormat, itemType, countryCode, currency, secret, addressParts, ...stringChecks(param) };
 }
 
 const FORMAT_ROLES: Readonly<Partial<Record<NonNullable<ToolParameter['format']>, Role>>> = {

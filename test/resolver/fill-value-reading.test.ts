@@ -118,3 +118,37 @@ describe('counts', () => {
     expect(fill('Often ten-fold', { name: 'n', type: 'integer', required: true }).arguments).toEqual({});
   });
 });
+
+describe('postal addresses', () => {
+  const parts: P[] = [
+    { name: 'addressLine1', required: true, description: 'The primary address line, including street number and name.' },
+    { name: 'addressLine2', description: 'The secondary address line, such as apartment or suite number.' },
+    { name: 'city', required: true, description: 'The city of the address.' },
+    { name: 'state', required: true, description: 'The state or territory of the address.' },
+    { name: 'zipCode', required: true, description: 'The 5-digit ZIP code of the address.' },
+  ];
+
+  it('gives each part of an address to the parameter that asks for it', () => {
+    expect(fill("I'm not sure of the address. Here it is: 123 Main St, Apt 4B, New York, NY, 10001.", ...parts).arguments).toEqual({
+      addressLine1: '123 Main St', addressLine2: 'Apt 4B', city: 'New York', state: 'NY', zipCode: '10001',
+    });
+    expect(fill('Standardize 456 Elm Street, Suite 789, Los Angeles, CA 90012', ...parts).arguments).toEqual({
+      addressLine1: '456 Elm Street', addressLine2: 'Suite 789', city: 'Los Angeles', state: 'CA', zipCode: '90012',
+    });
+  });
+
+  it('gives the whole address to a parameter that asks for an address and no part of it', () => {
+    const r = fill('Ship the parcel to 456 Elm Avenue, Springfield, IL 62704 tomorrow', { name: 'delivery_address', required: true, description: 'The address to deliver to' });
+    expect(r.arguments).toEqual({ delivery_address: '456 Elm Avenue, Springfield, IL 62704' });
+  });
+
+  it('reads no address from a number and words without a street word, and stays linear on a long input', async () => {
+    const { addressMentions } = await import('../../src/resolver/address-parts.js');
+    expect(addressMentions('I have 3 Big Red Dogs, Boston, MA')).toEqual([]);
+    const long = `${'12 A B C D E '.repeat(700)}St`;
+    const t = performance.now();
+    addressMentions(long);
+    fillArguments(long, tool(...parts));
+    expect(performance.now() - t).toBeLessThan(1500);
+  });
+});

@@ -60,7 +60,24 @@ function isRealDay({ year, month, day }: DateParts): boolean {
 export type DateFormat = 'YYYY-MM-DD' | 'DD/MM/YYYY' | 'MM/DD/YYYY' | 'DD-MM-YYYY' | 'MM-DD-YYYY' | 'YYYY/MM/DD';
 
 const FORMAT_IN_TEXT = /\b(YYYY-MM-DD|DD\/MM\/YYYY|MM\/DD\/YYYY|DD-MM-YYYY|MM-DD-YYYY|YYYY\/MM\/DD)\b/i;
-const DATE_EXAMPLE = /\b(\d{4})-(\d{2})-(\d{2})\b/;
+// An example may carry its time ("2023-05-01T14:00:00"): the date ends where its digits do.
+const DATE_EXAMPLE = /\b(\d{4})-(\d{2})-(\d{2})(?![\d-])/;
+
+export interface TimeFormat {
+  /** Between the date and the time: "2022-06-20 17:00" or "2022-06-20T17:00". */
+  sep: ' ' | 'T';
+  seconds: boolean;
+}
+
+const DATE_TIME_IN_TEXT = /\b(?:YYYY-MM-DD|DD\/MM\/YYYY|MM\/DD\/YYYY|DD-MM-YYYY|MM-DD-YYYY|YYYY\/MM\/DD)([ T])HH:MM(:SS)?\b/i;
+const DATE_TIME_EXAMPLE = /\b\d{4}-\d{2}-\d{2}([ T])\d{2}:\d{2}(:\d{2})?\b/;
+
+/** Whether a description asks for a date with its time ("YYYY-MM-DD HH:MM", or such an example), and how it is written. */
+export function timeFormatOf(description: string): TimeFormat | undefined {
+  const m = DATE_TIME_IN_TEXT.exec(description) ?? DATE_TIME_EXAMPLE.exec(description);
+  if (m === null) return undefined;
+  return { sep: m[1] === 'T' ? 'T' : ' ', seconds: m[2] !== undefined };
+}
 
 /** The date format a description asks for: a written pattern, or an ISO example date. */
 export function dateFormatOf(description: string): DateFormat | undefined {

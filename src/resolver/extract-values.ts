@@ -111,7 +111,17 @@ export function extractMentions(text: string): Mention[] {
   scan(text, ID, free, (s, e, v) => claim({ kind: 'id', start: s, end: e, text: v }));
   for (const m of properNames(text, out)) claim(m);
   out.sort((a, b) => a.start - b.start);
+  joinTimes(text, out);
   return out.length > MAX_MENTIONS ? out.slice(0, MAX_MENTIONS) : out;
+}
+
+/** A time written right after a date ("2022-06-20 17:00", "June 20, 2022 at 5pm") is that date's time too. */
+function joinTimes(text: string, sorted: Mention[]): void {
+  for (let i = 0; i + 1 < sorted.length; i++) {
+    const date = sorted[i] as Mention;
+    const time = sorted[i + 1] as Mention;
+    if (date.kind === 'date' && time.kind === 'time' && /^\s*,?\s*(?:at\s+)?$/i.test(text.slice(date.end, time.start))) date.time = time.text;
+  }
 }
 
 function scan(

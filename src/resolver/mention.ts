@@ -20,6 +20,8 @@ export interface Mention {
   /** Numeric value, for numbers and for quoted text that is a number. */
   num?: number;
   date?: DateParts;
+  /** For a date: the time written right after it ("20/06/2022 17:00", "June 20, 2022 at 5pm"). */
+  time?: string;
   /** The word right after a number ("kg", "employees"), lower-case. */
   unit?: string;
   /** For a number: up to three words after it, lower-case ("interesting facts"), for the noun it counts. */

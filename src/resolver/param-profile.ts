@@ -8,7 +8,7 @@ import { compilePattern, MAX_MATCHED_CHARS } from '../registry/string-pattern.js
 import type { ParameterType, ToolParameter } from '../registry/types.js';
 import { asksCountryCode } from './country-codes.js';
 import { asksCurrency } from './currency-codes.js';
-import { dateFormatOf, type DateFormat } from './date-values.js';
+import { dateFormatOf, timeFormatOf, type DateFormat, type TimeFormat } from './date-values.js';
 import { holdsSecret } from './secret-fields.js';
 import { addressPartsAsked } from './address-parts.js';
 import type { AddressPart } from './mention.js';
@@ -37,6 +37,8 @@ export interface ParamProfile {
    */
   counts: Set<string>;
   dateFormat: DateFormat | undefined;
+  /** For a date that takes its time too ("YYYY-MM-DD HH:MM"): how the time is written after it. */
+  timeFormat: TimeFormat | undefined;
   /** For arrays: the type of one item (items.type, else string). */
   itemType: ParameterType;
   /** Whether a string is of the parameter's format and matches its pattern: a value that is not never goes there. */
@@ -143,7 +145,8 @@ function profileParameter(param: ToolParameter, index: number): ParamProfile {
   const currency = asksCurrency(param.name, description);
   const secret = isTextual(param) && param.enum === undefined && holdsSecret(param.name);
   const addressParts = addressPartsAsked(rawName, description);
-  return { param, index, name, desc, examples, roles, units, counts, dateFormat, itemType, countryCode, currency, secret, addressParts, ...stringChecks(param) };
+  const timeFormat = timeFormatOf(description);
+  return { param, index, name, desc, examples, roles, units, counts, dateFormat, timeFormat, itemType, countryCode, currency, secret, addressParts, ...stringChecks(param) };
 }
 
 const FORMAT_ROLES: Readonly<Partial<Record<NonNullable<ToolParameter['format']>, Role>>> = {

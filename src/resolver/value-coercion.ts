@@ -71,13 +71,20 @@ function asString(m: Mention, p: ParamProfile, now: Date | undefined): Converted
   let value = m.text;
   const relative = m.kind === 'reldate' && p.dateFormat !== undefined && now !== undefined ? relativeDate(m.text, now) : undefined;
   if (relative !== undefined) value = formatDate(relative, p.dateFormat);
-  else if (m.date !== undefined && p.roles.has('date')) value = formatDate(m.date, p.dateFormat ?? 'YYYY-MM-DD');
+  else if (m.date !== undefined && p.roles.has('date')) value = withTime(formatDate(m.date, p.dateFormat ?? 'YYYY-MM-DD'), m, p);
   // An amount of money goes without its currency, which has a parameter of its own ("500 USD"): "500".
   else if (m.written !== undefined && m.unit !== undefined && m.money !== true && unitParts(m.unit).length > 0) value = m.written;
   else if (m.kind === 'time' && p.param.format === 'time') value = clockTime(m.text) ?? value;
   const example = exampleScore(value, p.examples);
   if (example.score > 0) return { value: example.canonical ?? value, example: example.score };
   return { value, example: 0 };
+}
+
+/** A date and the time written with it, where the parameter asks for both ("YYYY-MM-DD HH:MM"). */
+function withTime(date: string, m: Mention, p: ParamProfile): string {
+  const clock = p.timeFormat !== undefined && m.time !== undefined ? clockTime(m.time) : undefined;
+  if (clock === undefined || p.timeFormat === undefined) return date;
+  return `${date}${p.timeFormat.sep}${p.timeFormat.seconds ? clock : clock.slice(0, 5)}`;
 }
 
 /** "2pm", "14:30", "9:05 a.m." as RFC 3339's HH:MM:SS, which `format: time` asks for; seconds unsaid are zero. */

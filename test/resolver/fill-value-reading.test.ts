@@ -152,3 +152,17 @@ describe('postal addresses', () => {
     expect(performance.now() - t).toBeLessThan(1500);
   });
 });
+
+describe('a date with its time', () => {
+  it('keeps the time written with a date where the description asks for both, in its format', () => {
+    const start: P = { name: 'start', required: true, description: 'When the meeting starts (DD/MM/YYYY HH:MM)' };
+    expect(fill('Book the meeting room on 20/06/2022 17:00 please', start).arguments).toEqual({ start: '20/06/2022 17:00' });
+    const at: P = { name: 'scheduled_at', required: true, description: 'Date and time, e.g. 2023-05-01T14:00:00' };
+    expect(fill('Schedule the post for June 20, 2022 at 5pm', at).arguments).toEqual({ scheduled_at: '2022-06-20T17:00:00' });
+  });
+
+  it('sends the date alone where only a date is asked, and the time to a parameter of its own', () => {
+    const r = fill('Book a table on 2022-06-20 at 19:30', { name: 'date', required: true, description: 'Date (YYYY-MM-DD)' }, { name: 'time', required: true, description: 'Time of the booking' });
+    expect(r.arguments).toEqual({ date: '2022-06-20', time: '19:30' });
+  });
+});

@@ -95,8 +95,9 @@ export function isTextual(param: ToolParameter): boolean {
   return param.type === 'string' || param.type === 'any';
 }
 
-export function profileParameters(parameters: readonly ToolParameter[]): ParamProfile[] {
-  return parameters.map((param, index) => profileParameter(param, index));
+/** Profiles numbered from `firstIndex` (an object's fields are numbered after the tool's parameters). */
+export function profileParameters(parameters: readonly ToolParameter[], firstIndex = 0): ParamProfile[] {
+  return parameters.map((param, index) => profileParameter(param, firstIndex + index));
 }
 
 function profileParameter(param: ToolParameter, index: number): ParamProfile {

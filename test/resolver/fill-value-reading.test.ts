@@ -166,3 +166,31 @@ describe('a date with its time', () => {
     expect(r.arguments).toEqual({ date: '2022-06-20', time: '19:30' });
   });
 });
+
+describe('objects built from their parts', () => {
+  const profile: P = { name: 'profileData', type: 'object', required: true, properties: [{ name: 'name', type: 'string', required: false }, { name: 'email', type: 'string', required: false }] };
+
+  it('builds an object from the values the text gives for its fields', () => {
+    const r = fill('Update the profile for user USER123. My name is John Doe, my email is john.doe@example.com.', { name: 'userId', required: true }, profile);
+    expect(r.arguments).toEqual({ userId: 'USER123', profileData: { name: 'John Doe', email: 'john.doe@example.com' } });
+    const quote: P = { name: 'personalDetails', type: 'object', required: true, properties: [{ name: 'familySize', type: 'integer', required: false }, { name: 'ages', type: 'array', required: false }] };
+    expect(fill('A quote for a family of four? Our ages are 35, 33, 8 and 5.', quote).arguments).toEqual({ personalDetails: { familySize: 4, ages: ['35', '33', '8', '5'] } });
+  });
+
+  it('builds no object from fields the text does not name, or from fewer than half of them', () => {
+    expect(fill('Update the profile for user USER123', { name: 'userId', required: true }, profile)).toMatchObject({ arguments: { userId: 'USER123' }, missing: ['profileData'] });
+    const car: P = { name: 'carDetails', type: 'object', required: true, properties: [{ name: 'make', type: 'string', required: false }, { name: 'model', type: 'string', required: false }, { name: 'year', type: 'integer', required: false }] };
+    expect(fill('A quote for my car, year 2020', car).missing).toEqual(['carDetails']);
+  });
+
+  it('puts a phone number, a bare year or a guessed phrase into no field', () => {
+    const info: P = { name: 'patientInfo', type: 'object', required: true, properties: [{ name: 'insuranceNumber', type: 'string', required: false }] };
+    expect(fill('His phone number 555-123-4567 changed', info).missing).toEqual(['patientInfo']);
+    const dates: P = { name: 'updateData', type: 'object', required: true, properties: [{ name: 'endDate', type: 'string', required: false }] };
+    expect(fill('Set the end date to 2024', dates).missing).toEqual(['updateData']);
+  });
+
+  it('takes an object written as JSON whole', () => {
+    expect(fill('Update it with {"name": "Ann"}', profile).arguments).toEqual({ profileData: { name: 'Ann' } });
+  });
+});

@@ -103,7 +103,7 @@ export function extractMentions(text: string): Mention[] {
   for (let m = NUMBER_WORD.exec(text); m !== null; m = NUMBER_WORD.exec(text)) {
     const num = NUMBER_WORDS.get(m[0].toLowerCase());
     const end = m.index + m[0].length;
-    if (num !== undefined && free(m.index, end)) claim(withUnit(text, { kind: 'number', start: m.index, end, text: String(num), num, words: wordsAfter(text, end) }));
+    if (num !== undefined && free(m.index, end)) claim(withUnit(text, { kind: 'number', start: m.index, end, text: String(num), num, spelled: true, words: wordsAfter(text, end) }));
   }
   scan(text, SLUG, free, (s, e, v) => {
     if (/[\d._-]/.test(v) || v.split('/').every((part) => part.length >= 3)) claim({ kind: 'id', start: s, end: e, text: v });

@@ -24,6 +24,8 @@ export interface Mention {
   time?: string;
   /** The word right after a number ("kg", "employees"), lower-case. */
   unit?: string;
+  /** For a number written as a word ("five"): a count, never an identifier or text. */
+  spelled?: boolean;
   /** For a number: up to three words after it, lower-case ("interesting facts"), for the noun it counts. */
   words?: string[];
   money?: boolean;

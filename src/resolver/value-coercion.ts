@@ -33,6 +33,8 @@ export function convertMention(m: Mention, p: ParamProfile, now?: Date): Convert
     // A value the schema does not type is read from the text as text, the way catalogs mostly mean it.
     case 'any':
     case 'string': {
+      // "five replicas" is a count: a number written as a word is no identifier, name or text.
+      if (m.spelled === true) return undefined;
       // "500 USD": the code is the currency's, not the amount's, the term's or an id's (unless the
       // parameter's own pattern asks for such a code).
       if (!p.currency && !p.selectivePattern && m.kind !== 'json' && isCurrencyCode(m.text)) return undefined;

@@ -116,6 +116,8 @@ describe('counts', () => {
     expect(fill('Find me a fact, a cute one', limit).arguments).toEqual({});
     expect(fill('Book 3 rooms for 2 days', { name: 'days', type: 'integer', description: 'Number of days' }).arguments).toEqual({ days: 2 });
     expect(fill('Often ten-fold', { name: 'n', type: 'integer', required: true }).arguments).toEqual({});
+    // A count written as a word is no identifier or text.
+    expect(fill('scale the checkout deployment to five replicas', { name: 'userId', required: true }).arguments).toEqual({});
   });
 });
 

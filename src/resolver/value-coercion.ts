@@ -2,7 +2,7 @@
  * Turning a value found in the intent into what a parameter takes: the enum member it names,
  * a number of the right kind, a date in the format the description asks for, a one-item list.
  */
-import { formatDate, relativeDate } from './date-values.js';
+import { formatDate, lastDayOf, relativeDate } from './date-values.js';
 import type { Mention } from './mention.js';
 import { countryCode } from './country-codes.js';
 import { currencyCode, isCurrencyCode } from './currency-codes.js';
@@ -73,7 +73,12 @@ function asString(m: Mention, p: ParamProfile, now: Date | undefined): Converted
   let value = m.text;
   const relative = m.kind === 'reldate' && p.dateFormat !== undefined && now !== undefined ? relativeDate(m.text, now) : undefined;
   if (relative !== undefined) value = formatDate(relative, p.dateFormat);
-  else if (m.date !== undefined && p.roles.has('date')) value = withTime(formatDate(m.date, p.dateFormat ?? 'YYYY-MM-DD'), m, p);
+  else if (m.date?.wholeMonth === true && p.roles.has('date')) {
+    // A month is a date only as the start or end of a range ("from January 2023 to December 2023"); one date is not guessed from it.
+    if (p.roles.has('target')) value = formatDate(lastDayOf(m.date), p.dateFormat ?? 'YYYY-MM-DD');
+    else if (p.roles.has('source')) value = formatDate(m.date, p.dateFormat ?? 'YYYY-MM-DD');
+    else return undefined;
+  } else if (m.date !== undefined && p.roles.has('date')) value = withTime(formatDate(m.date, p.dateFormat ?? 'YYYY-MM-DD'), m, p);
   // An amount of money goes without its currency, which has a parameter of its own ("500 USD"): "500".
   else if (m.written !== undefined && m.unit !== undefined && m.money !== true && unitParts(m.unit).length > 0) value = m.written;
   else if (m.kind === 'time' && p.param.format === 'time') value = clockTime(m.text) ?? value;

@@ -196,3 +196,17 @@ describe('objects built from their parts', () => {
     expect(fill('Update it with {"name": "Ann"}', profile).arguments).toEqual({ profileData: { name: 'Ann' } });
   });
 });
+
+describe('a month written with its year', () => {
+  const range: P[] = [{ name: 'accountID', required: true }, { name: 'startDate', required: true }, { name: 'endDate', required: true }];
+
+  it('is the first day at the start of a range and the last at its end', () => {
+    expect(fill('Get my statements for account ID 123456 from January 2023 to February 2024', ...range).arguments).toEqual({ accountID: '123456', startDate: '2023-01-01', endDate: '2024-02-29' });
+  });
+
+  it('stays as written for a text parameter, and is no single date', () => {
+    expect(fill('Get the statement for card ID CC98765 for the period January 2024', { name: 'cardId', required: true }, { name: 'statementPeriod', required: true }).arguments).toEqual({ cardId: 'CC98765', statementPeriod: 'January 2024' });
+    expect(fill('Book it in March 2025', { name: 'date', required: true, description: 'Date (YYYY-MM-DD)' }).missing).toEqual(['date']);
+    expect(fill('Due May 1, 2024', { name: 'due_date', required: true }).arguments).toEqual({ due_date: '2024-05-01' });
+  });
+});

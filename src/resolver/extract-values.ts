@@ -42,6 +42,8 @@ const NUMBER_WORDS: ReadonlyMap<string, number> = new Map(
     .concat([['thirty', 30], ['forty', 40], ['fifty', 50], ['hundred', 100]]),
 );
 const NUMBER_WORD = /(?<![\w-])(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|hundred)(?![\w-])/gi;
+/** An age written as one word ("a 49-year-old patient", "8 year old"): the number is the age. */
+const AGE = /(?<![\w.-])(\d{1,3})[- ](?:year|yr)s?[- ]old(?![\w-])/gi;
 const CURRENCY_AFTER = /^\s([A-Za-z.]+)(?:\s([A-Za-z]+))?/;
 const UNIT_AFTER = /^\s?([A-Za-z°µ][A-Za-z°µ/^²³0-9]*)/;
 const NOT_UNITS = new Set(['in', 'and', 'or', 'of', 'to', 'for', 'with', 'the', 'a', 'an', 'at', 'on', 'by', 'from', 'as', 'is', 'are', 'was', 'that', 'which', 'who', 'than', 'but', 'into', 'per', 'if', 'so', 'it', 'this']);
@@ -94,6 +96,12 @@ export function extractMentions(text: string): Mention[] {
   scan(text, PATH, free, (s, e, v) => claim({ kind: 'path', start: s, end: e, text: v }), true);
   scan(text, PHONE, free, (s, e, v) => claim({ kind: 'phone', start: s, end: e, text: v }));
   scan(text, RANGE, free, (s, e, v) => claim(withUnit(text, { kind: 'range', start: s, end: e, text: v })));
+  AGE.lastIndex = 0;
+  for (let m = AGE.exec(text); m !== null; m = AGE.exec(text)) {
+    const end = m.index + m[0].length;
+    // The unit "old" is what an age counts (text-words.ts reads "old" as age).
+    if (free(m.index, end)) claim({ kind: 'number', start: m.index, end, text: m[1] ?? '', num: Number(m[1]), unit: 'old', words: ['old'], written: m[0] });
+  }
   NUMBER.lastIndex = 0;
   for (let m = NUMBER.exec(text); m !== null; m = NUMBER.exec(text)) {
     const n = number(text, m);

@@ -210,3 +210,12 @@ describe('a month written with its year', () => {
     expect(fill('Due May 1, 2024', { name: 'due_date', required: true }).arguments).toEqual({ due_date: '2024-05-01' });
   });
 });
+
+describe('an age written as one word', () => {
+  it('reads "a 49-year-old" as the age', () => {
+    const r = fill('Rheumatology for a 49-year-old individual experiencing joint pain', { name: 'symptoms', required: true }, { name: 'age', type: 'integer' });
+    expect(r.arguments.age).toBe(49);
+    expect(fill('An 8 year old child', { name: 'age', type: 'integer', required: true }).arguments).toEqual({ age: 8 });
+    expect(fill('The 2024-year-old-fashioned item', { name: 'age', type: 'integer' }).arguments).toEqual({});
+  });
+});

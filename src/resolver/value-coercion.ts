@@ -55,6 +55,8 @@ export function convertMention(m: Mention, p: ParamProfile, now?: Date): Convert
     }
     case 'number':
     case 'integer':
+      // "two messages ago" counts; it does not name message 2.
+      if (m.spelled === true && p.roles.has('id')) return undefined;
       return asNumber(m, p);
     case 'array': {
       if (m.kind === 'json') return Array.isArray(m.json) ? { value: coerceItems(m.json, p), example: 0 } : undefined;

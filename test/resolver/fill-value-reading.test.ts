@@ -118,6 +118,7 @@ describe('counts', () => {
     expect(fill('Often ten-fold', { name: 'n', type: 'integer', required: true }).arguments).toEqual({});
     // A count written as a word is no identifier or text.
     expect(fill('scale the checkout deployment to five replicas', { name: 'userId', required: true }).arguments).toEqual({});
+    expect(fill('what did I say two messages ago?', { name: 'message_id', type: 'integer', required: true }).arguments).toEqual({});
   });
 });
 

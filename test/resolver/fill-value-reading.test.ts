@@ -220,3 +220,23 @@ describe('an age written as one word', () => {
     expect(fill('The 2024-year-old-fashioned item', { name: 'age', type: 'integer' }).arguments).toEqual({});
   });
 });
+
+describe('bounded cost', () => {
+  it('fills a tool that asks for every new reading from a long adversarial intent in bounded time', () => {
+    const params: P[] = [
+      { name: 'api_key', required: true },
+      { name: 'from', required: true, description: 'The base currency' },
+      { name: 'start', required: true, description: 'Start (YYYY-MM-DD HH:MM)' },
+      { name: 'city', required: true },
+      { name: 'limit', type: 'integer', description: 'Number of facts' },
+      { name: 'details', type: 'object', required: true, properties: [{ name: 'name', type: 'string', required: false }, { name: 'ages', type: 'array', required: false }] },
+    ];
+    for (const unit of ['12 Main St, Apt 4, ', 'three 5 interesting US dollars ', 'January 2024 2024-01-01 17:00 ', '49-year-old 1-1-1-', 'token abc123 "x" ']) {
+      const long = unit.repeat(Math.ceil(5000 / unit.length));
+      const t = performance.now();
+      const r = fillArguments(long, tool(...params));
+      expect(r.notes.some((n) => n.includes('intent cut'))).toBe(true);
+      expect(performance.now() - t).toBeLessThan(2000);
+    }
+  });
+});

@@ -50,6 +50,8 @@ const fieldSchemas = {
   allow_flags: z.boolean().optional(),
   // JSON Schema `items` of an array: only a plain type is kept; anything else in it is ignored, not an error.
   items: z.looseObject({ type: z.unknown().optional() }).optional(),
+  // An object's fields: read loosely, one level deep (nestedFields); anything in them it cannot use is ignored.
+  properties: z.record(z.string(), z.unknown()).optional(),
   minimum: z.number().optional(),
   maximum: z.number().optional(),
   pattern: z.string().optional(),
@@ -231,6 +233,7 @@ type Fields = {
   access?: string | undefined;
   allow_flags?: boolean | undefined;
   items?: { type?: unknown } | undefined;
+  properties?: Record<string, unknown> | undefined;
   minimum?: number | undefined;
   maximum?: number | undefined;
   pattern?: string | undefined;
@@ -273,11 +276,38 @@ function toParameter(name: string, fields: Fields, required: boolean, path: Prop
   if (parameter.type === 'string' && fields.pattern !== undefined) parameter.pattern = fields.pattern;
   const itemType = fields.items?.type;
   if (isParameterType(itemType)) parameter.items = { type: itemType };
+  if (parameter.type === 'object' && fields.properties !== undefined) {
+    const nested = nestedFields(fields.properties);
+    if (nested.length > 0) parameter.properties = nested;
+  }
   // A default its enum does not list (catalogs publish them) is kept; calls are still checked against the enum.
   if (parameter.enum !== undefined && parameter.default !== undefined && !parameter.enum.some((v) => sameValue(v, parameter.default))) {
     leniencies.push(at(source, [...path, 'default'], `parameter \`${name}\`: its default ${JSON.stringify(parameter.default).slice(0, 80)} is not one of its enum values ${parameter.enum.map((v) => JSON.stringify(v)).join(', ').slice(0, 200)}; it is kept`));
   }
   return { parameter, leniencies };
+}
+
+/** An object's fields are read only this many; a schema that lists more is describing data, not a call. */
+const MAX_NESTED_FIELDS = 32;
+
+/**
+ * The fields of an object parameter, one level deep: name, plain type, description, enum. Nothing
+ * in them is an error (the object itself is what the call is checked against); what cannot be
+ * read is left out.
+ */
+function nestedFields(properties: Record<string, unknown>): ToolParameter[] {
+  const out: ToolParameter[] = [];
+  for (const [name, raw] of Object.entries(properties)) {
+    if (out.length >= MAX_NESTED_FIELDS) break;
+    if (UNUSABLE_NAME.test(name) || raw === null || typeof raw !== 'object' || Array.isArray(raw)) continue;
+    const field = raw as Record<string, unknown>;
+    const type = readType(nullableType(field['type'])).type;
+    const parameter: ToolParameter = { name, type, required: false };
+    if (typeof field['description'] === 'string') parameter.description = field['description'];
+    if (Array.isArray(field['enum']) && field['enum'].length > 0) parameter.enum = field['enum'];
+    out.push(parameter);
+  }
+  return out;
 }
 
 /** Combinations zod cannot see field by field. */

@@ -33,6 +33,11 @@ export interface ToolParameter {
   allowFlags?: boolean;
   /** For `type: array`: the type of one item, when the schema says. */
   items?: { type: ParameterType };
+  /**
+   * For `type: object`: its fields as the schema names them, one level deep, all optional. Read
+   * by the argument filler to build the object from its parts; calls are not checked against them.
+   */
+  properties?: ToolParameter[];
   /** JSON Schema bounds of a number or integer, enforced on every call. */
   minimum?: number;
   maximum?: number;

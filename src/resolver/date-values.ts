@@ -8,6 +8,8 @@ export interface DateParts {
   year: number;
   month: number;
   day: number;
+  /** Written as a month only ("January 2024"): `day` is its first; the range's end is its last. */
+  wholeMonth?: boolean;
 }
 
 const MONTH_NAMES = ['january', 'february', 'march', 'april', 'may', 'june', 'july', 'august', 'september', 'october', 'november', 'december'];
@@ -27,6 +29,8 @@ export const DATE_PATTERN = new RegExp(
     `\\b(?<na>\\d{1,2})[/.](?<nb>\\d{1,2})[/.](?<ny>\\d{4})\\b`,
     `\\b${MONTH.replace('(', '(?<mm>')}\\s+${DAY.replace('(', '(?<md>')},?\\s+(?<my>\\d{4})\\b`,
     `\\b${DAY.replace('(', '(?<dd>')}(?:\\s+of)?\\s+${MONTH.replace('(', '(?<dm>')},?\\s+(?<dy>\\d{4})\\b`,
+    // A month and year alone ("January 2024"), tried after the forms with a day.
+    `\\b${MONTH.replace('(', '(?<wm>')}\\s+(?<wy>\\d{4})\\b`,
   ].join('|'),
   'gi',
 );
@@ -44,6 +48,7 @@ export function dateFromMatch(groups: Record<string, string | undefined>): DateP
     parts = a > 12 ? { year: +g['ny'], month: b, day: a } : { year: +g['ny'], month: a, day: b };
   } else if (g['my'] !== undefined) parts = { year: +g['my'], month: monthOf(g['mm']), day: +(g['md'] ?? 0) };
   else if (g['dy'] !== undefined) parts = { year: +g['dy'], month: monthOf(g['dm']), day: +(g['dd'] ?? 0) };
+  else if (g['wy'] !== undefined) parts = { year: +g['wy'], month: monthOf(g['wm']), day: 1, wholeMonth: true };
   return parts !== undefined && isRealDay(parts) ? parts : undefined;
 }
 
@@ -60,7 +65,24 @@ function isRealDay({ year, month, day }: DateParts): boolean {
 export type DateFormat = 'YYYY-MM-DD' | 'DD/MM/YYYY' | 'MM/DD/YYYY' | 'DD-MM-YYYY' | 'MM-DD-YYYY' | 'YYYY/MM/DD';
 
 const FORMAT_IN_TEXT = /\b(YYYY-MM-DD|DD\/MM\/YYYY|MM\/DD\/YYYY|DD-MM-YYYY|MM-DD-YYYY|YYYY\/MM\/DD)\b/i;
-const DATE_EXAMPLE = /\b(\d{4})-(\d{2})-(\d{2})\b/;
+// An example may carry its time ("2023-05-01T14:00:00"): the date ends where its digits do.
+const DATE_EXAMPLE = /\b(\d{4})-(\d{2})-(\d{2})(?![\d-])/;
+
+export interface TimeFormat {
+  /** Between the date and the time: "2022-06-20 17:00" or "2022-06-20T17:00". */
+  sep: ' ' | 'T';
+  seconds: boolean;
+}
+
+const DATE_TIME_IN_TEXT = /\b(?:YYYY-MM-DD|DD\/MM\/YYYY|MM\/DD\/YYYY|DD-MM-YYYY|MM-DD-YYYY|YYYY\/MM\/DD)([ T])HH:MM(:SS)?\b/i;
+const DATE_TIME_EXAMPLE = /\b\d{4}-\d{2}-\d{2}([ T])\d{2}:\d{2}(:\d{2})?\b/;
+
+/** Whether a description asks for a date with its time ("YYYY-MM-DD HH:MM", or such an example), and how it is written. */
+export function timeFormatOf(description: string): TimeFormat | undefined {
+  const m = DATE_TIME_IN_TEXT.exec(description) ?? DATE_TIME_EXAMPLE.exec(description);
+  if (m === null) return undefined;
+  return { sep: m[1] === 'T' ? 'T' : ' ', seconds: m[2] !== undefined };
+}
 
 /** The date format a description asks for: a written pattern, or an ISO example date. */
 export function dateFormatOf(description: string): DateFormat | undefined {
@@ -68,6 +90,11 @@ export function dateFormatOf(description: string): DateFormat | undefined {
   if (m?.[1] !== undefined) return m[1].toUpperCase() as DateFormat;
   if (DATE_EXAMPLE.test(description) || /\bISO\s*8601\b/i.test(description)) return 'YYYY-MM-DD';
   return undefined;
+}
+
+/** The last day of a whole month ("December 2023" → 2023-12-31), for the end of a range. */
+export function lastDayOf(parts: DateParts): DateParts {
+  return { year: parts.year, month: parts.month, day: new Date(Date.UTC(parts.year, parts.month, 0)).getUTCDate() };
 }
 
 export function formatDate({ year, month, day }: DateParts, format: DateFormat = 'YYYY-MM-DD'): string {

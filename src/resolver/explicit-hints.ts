@@ -110,7 +110,7 @@ function coerceHint(raw: string, p: ParamProfile): unknown {
         DATE_PATTERN.lastIndex = 0;
         const d = DATE_PATTERN.exec(raw);
         const parts = d && d.index === 0 && d[0].length === raw.length ? dateFromMatch(d.groups ?? {}) : undefined;
-        if (parts) return formatDate(parts, p.dateFormat);
+        if (parts && parts.wholeMonth !== true) return formatDate(parts, p.dateFormat);
       }
       return raw;
     }

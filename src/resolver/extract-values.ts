@@ -8,6 +8,8 @@ import { DATE_PATTERN, RELATIVE_DATE, dateFromMatch } from './date-values.js';
 import type { Mention } from './mention.js';
 import { jsonLiterals, quoted } from './quoted-values.js';
 import { unitParts } from './units.js';
+import { currencyCode } from './currency-codes.js';
+import { addressMentions } from './address-parts.js';
 
 
 const URL = /\b(?:https?|ftp|s3|gs|file):\/\/[^\s"'<>]+|\bwww\.[^\s"'<>]+/gi;
@@ -19,7 +21,8 @@ const VERSION = /\bv?\d+\.\d+\.\d+(?:[-+][\w.]+)?\b/g;
 // a long run ("1-1-1-…") and make the scan quadratic.
 const PATH =
   /(?<![\w)])(?:~|\.{1,2})?\/(?:[\w.-]+\/)*[\w.-]+|(?<![\w-])[A-Za-z]:\\[\w.\\-]+|(?<![\w.-])[\w-]+(?:\/[\w.-]+){2,}|(?<![\w.-])[\w-]+\/[\w-]*\.[a-z][a-z0-9]{0,4}\b|(?<![\w.-])[\w-]{2,}\.[a-z][a-z0-9]{1,4}\b(?![.@\w])/g;
-const PHONE = /(?<![\w.-])\+?(?:\(\d{2,4}\)\s?|\d{2,4}[-.])\d{3,4}[-.]\d{3,5}(?![\w.-])/g;
+// A full stop after the number ends the sentence ("call 123-456-7890."); one before a digit continues it.
+const PHONE = /(?<![\w.-])\+?(?:\(\d{2,4}\)\s?|\d{2,4}[-.])\d{3,4}[-.]\d{3,5}(?![\w-]|\.\d)/g;
 const RANGE = /(?<![\w.-])\d+(?:\.\d+)?\s?[-–]\s?\d+(?:\.\d+)?(?![\w.-])/g;
 const NUMBER =
   /(?<![\w.$€£-])(-)?([$€£])?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?:(?<=\d)([A-Za-z][A-Za-z0-9]*))?(?:\s?(%|percent\b))?(?![\w.]\d)/g;
@@ -28,6 +31,20 @@ const ID = /(?<![\w-])(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9][\w-]*[A-Za-z0-9]
 const SLUG = /(?<![\w/.-])[A-Za-z0-9][\w.-]*\/[\w.-]*[A-Za-z0-9](?![\w/-])/g;
 const PROPER = /(?<![\w\u0001])[A-Z][A-Za-z0-9'’&.-]*(?:[ \t]+(?:(?:of|de|del|la|von|van|der)[ \t]+)?[A-Z0-9][A-Za-z0-9'’&.-]*)*/g;
 const WORD_IN_NAME = /\S+/g;
+const WORDS_AFTER = /^[ \t]*([A-Za-z][A-Za-z'-]*)(?:[ \t]+([A-Za-z][A-Za-z'-]*))?(?:[ \t]+([A-Za-z][A-Za-z'-]*))?/;
+/**
+ * Counts written as words ("three interesting facts"). "one" is left out: in an intent it is
+ * mostly a pronoun ("find me a cute one").
+ */
+const NUMBER_WORDS: ReadonlyMap<string, number> = new Map(
+  ['two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten', 'eleven', 'twelve', 'thirteen', 'fourteen', 'fifteen', 'sixteen', 'seventeen', 'eighteen', 'nineteen', 'twenty']
+    .map((w, i): [string, number] => [w, i + 2])
+    .concat([['thirty', 30], ['forty', 40], ['fifty', 50], ['hundred', 100]]),
+);
+const NUMBER_WORD = /(?<![\w-])(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|hundred)(?![\w-])/gi;
+/** An age written as one word ("a 49-year-old patient", "8 year old"): the number is the age. */
+const AGE = /(?<![\w.-])(\d{1,3})[- ](?:year|yr)s?[- ]old(?![\w-])/gi;
+const CURRENCY_AFTER = /^\s([A-Za-z.]+)(?:\s([A-Za-z]+))?/;
 const UNIT_AFTER = /^\s?([A-Za-z°µ][A-Za-z°µ/^²³0-9]*)/;
 const NOT_UNITS = new Set(['in', 'and', 'or', 'of', 'to', 'for', 'with', 'the', 'a', 'an', 'at', 'on', 'by', 'from', 'as', 'is', 'are', 'was', 'that', 'which', 'who', 'than', 'but', 'into', 'per', 'if', 'so', 'it', 'this']);
 const MONEY_WORDS = new Set(['usd', 'dollar', 'dollars', 'eur', 'euro', 'euros', 'gbp', 'pound', 'pounds']);
@@ -37,7 +54,7 @@ const ATTACHED_UNITS = new Set([
   'c', 'f', 'px', 'pt', 'db', 'dbm', 'kph', 'mph', 'yr', 'yrs', 'd', 'wk', 'mo',
 ]);
 const ABBREVIATIONS = /(?:Inc|Ltd|Co|Corp|Jr|Sr|St|Dr|Mr|Mrs|Ms|Prof|Bros|Ave|Mt)\.$/;
-const NOT_NAMES = new Set(['I', 'ID', 'IDs', 'URL', 'IP', 'The', 'A', 'An', 'Please', 'My', 'Our', 'This', 'That', 'These', 'Can', 'Could', 'Would', 'Will', 'Is', 'Are', 'Do', 'Does', 'What', 'How', 'Which', 'Who', 'When', 'Where', 'Why', 'If']);
+const NOT_NAMES = new Set(['I', "I'm", 'I’m', "I'd", 'I’d', "I've", 'I’ve', "I'll", 'I’ll', 'ID', 'IDs', 'URL', 'URLs', 'IP', 'API', 'APIs', 'The', 'A', 'An', 'Please', 'My', 'Our', 'This', 'That', 'These', 'Can', 'Could', 'Would', 'Will', 'Is', 'Are', 'Do', 'Does', 'What', 'How', 'Which', 'Who', 'When', 'Where', 'Why', 'If']);
 
 /** An intent names a handful of values; past this many, the rest is noise and only costs time. */
 export const MAX_MENTIONS = 100;
@@ -56,6 +73,13 @@ export function extractMentions(text: string): Mention[] {
   };
   for (const m of jsonLiterals(text)) if (free(m.start, m.end)) claim(m);
   for (const m of quoted(text)) if (free(m.start, m.end)) claim(m);
+  // An address is read whole and in parts; the parts lie inside the whole.
+  const addresses = addressMentions(text);
+  for (const whole of addresses) {
+    if (whole.part !== 'address' || !free(whole.start, whole.end)) continue;
+    for (const m of addresses) if (m.part !== 'address' && whole.start <= m.start && m.end <= whole.end) out.push(m);
+    claim(whole);
+  }
 
   scan(text, URL, free, (s, e, v) => claim({ kind: 'url', start: s, end: e, text: v }), true);
   scan(text, EMAIL, free, (s, e, v) => claim({ kind: 'email', start: s, end: e, text: v }));
@@ -72,10 +96,22 @@ export function extractMentions(text: string): Mention[] {
   scan(text, PATH, free, (s, e, v) => claim({ kind: 'path', start: s, end: e, text: v }), true);
   scan(text, PHONE, free, (s, e, v) => claim({ kind: 'phone', start: s, end: e, text: v }));
   scan(text, RANGE, free, (s, e, v) => claim(withUnit(text, { kind: 'range', start: s, end: e, text: v })));
+  AGE.lastIndex = 0;
+  for (let m = AGE.exec(text); m !== null; m = AGE.exec(text)) {
+    const end = m.index + m[0].length;
+    // The unit "old" is what an age counts (text-words.ts reads "old" as age).
+    if (free(m.index, end)) claim({ kind: 'number', start: m.index, end, text: m[1] ?? '', num: Number(m[1]), unit: 'old', words: ['old'], written: m[0] });
+  }
   NUMBER.lastIndex = 0;
   for (let m = NUMBER.exec(text); m !== null; m = NUMBER.exec(text)) {
     const n = number(text, m);
     if (n && free(n.start, n.end)) claim(n);
+  }
+  NUMBER_WORD.lastIndex = 0;
+  for (let m = NUMBER_WORD.exec(text); m !== null; m = NUMBER_WORD.exec(text)) {
+    const num = NUMBER_WORDS.get(m[0].toLowerCase());
+    const end = m.index + m[0].length;
+    if (num !== undefined && free(m.index, end)) claim(withUnit(text, { kind: 'number', start: m.index, end, text: String(num), num, spelled: true, words: wordsAfter(text, end) }));
   }
   scan(text, SLUG, free, (s, e, v) => {
     if (/[\d._-]/.test(v) || v.split('/').every((part) => part.length >= 3)) claim({ kind: 'id', start: s, end: e, text: v });
@@ -83,7 +119,17 @@ export function extractMentions(text: string): Mention[] {
   scan(text, ID, free, (s, e, v) => claim({ kind: 'id', start: s, end: e, text: v }));
   for (const m of properNames(text, out)) claim(m);
   out.sort((a, b) => a.start - b.start);
+  joinTimes(text, out);
   return out.length > MAX_MENTIONS ? out.slice(0, MAX_MENTIONS) : out;
+}
+
+/** A time written right after a date ("2022-06-20 17:00", "June 20, 2022 at 5pm") is that date's time too. */
+function joinTimes(text: string, sorted: Mention[]): void {
+  for (let i = 0; i + 1 < sorted.length; i++) {
+    const date = sorted[i] as Mention;
+    const time = sorted[i + 1] as Mention;
+    if (date.kind === 'date' && time.kind === 'time' && /^\s*,?\s*(?:at\s+)?$/i.test(text.slice(date.end, time.start))) date.time = time.text;
+  }
 }
 
 function scan(
@@ -122,8 +168,24 @@ function number(text: string, m: RegExpExecArray): Mention | undefined {
     mention.written = m[0];
   }
   else if (percent === undefined) withUnit(text, mention);
+  mention.words = wordsAfter(text, mention.end);
   if (mention.unit !== undefined && MONEY_WORDS.has(mention.unit)) mention.money = true;
+  else if (mention.money !== true && currencyAfter(text, mention.end)) mention.money = true;
   return mention;
+}
+
+/** Up to three words right after a number, not across punctuation or another number ("5 interesting facts"). */
+function wordsAfter(text: string, end: number): string[] {
+  const m = WORDS_AFTER.exec(text.slice(end, end + 48));
+  return m === null ? [] : m.slice(1).filter((w): w is string => w !== undefined).map((w) => w.toLowerCase());
+}
+
+/** Whether a currency's name follows ("1000 US dollars", "50 Swiss francs"): the number is an amount of money. */
+function currencyAfter(text: string, end: number): boolean {
+  const next = CURRENCY_AFTER.exec(text.slice(end, end + 32));
+  if (next === null) return false;
+  const [, one, two] = next;
+  return (two !== undefined && currencyCode(`${one} ${two}`) !== undefined) || currencyCode(one ?? '') !== undefined;
 }
 
 /**
@@ -136,8 +198,8 @@ function withUnit(text: string, m: Mention): Mention {
   const word = after?.[1];
   if (after === null || word === undefined || NOT_UNITS.has(word.toLowerCase())) return m;
   m.unit = word.toLowerCase();
-  const code = /^[A-Z]{3}$/.test(word) && MONEY_WORDS.has(m.unit);
-  if (unitParts(word).length > 0 && !code) {
+  // A currency ("100 USD", "500 Euros") stays a value of its own, for the parameter that asks for one.
+  if (unitParts(word).length > 0 && !MONEY_WORDS.has(m.unit)) {
     m.end += after[0].length;
     m.written = text.slice(m.start, m.end);
   }

@@ -12,8 +12,9 @@ import type { Mention } from './mention.js';
 import { extendList, plainList, readFlag } from './flags-and-lists.js';
 import { assign, scorePairs, type Context, type Scored } from './param-matching.js';
 import { isTextual, profileParameters, type ParamProfile } from './param-profile.js';
-import { tokenize } from './text-words.js';
-import { exampleMentions, neighbourMentions } from './phrase-mentions.js';
+import { sameStem, splitName, stem, tokenize, type Token } from './text-words.js';
+import { buildObject, fieldGroups, fieldPairAcceptable } from './object-parts.js';
+import { currencyMentions, exampleMentions, neighbourMentions } from './phrase-mentions.js';
 
 export interface FilledArguments {
   arguments: Record<string, unknown>;
@@ -87,16 +88,20 @@ function fillFrom(text: string, profiles: ParamProfile[], set: Setter, factor: n
     done.add(h.profile.index);
   }
   const inHint = (start: number, end: number): boolean => hints.some((h) => start < h.end && h.start < end);
-  const found = all.filter((m) => !inHint(m.start, m.end));
   const rest = profiles.filter((p) => !done.has(p.index));
   if (rest.length === 0) return;
   const tokens = tokenize(text);
-  const phrases = [...exampleMentions(text, tokens, rest, found), ...neighbourMentions(text, tokens, rest, found)];
+  const found = all.filter((m) => !inHint(m.start, m.end) && !onlyNameWords(m, tokens, profiles));
+  const phrases = [...exampleMentions(text, tokens, rest, found), ...neighbourMentions(text, tokens, rest, found), ...currencyMentions(text, rest, found)];
   const mentions = [...found, ...phrases.filter((m) => !inHint(m.start, m.end))].sort((a, b) => a.start - b.start || b.end - a.end);
   const ctx: Context = { text, lower: text.toLowerCase(), tokens, mentions, now };
 
   const values = rest.filter((p) => p.param.type !== 'boolean');
-  const pairs = scorePairs(ctx, values).filter((s) => fromIntent || s.evidence >= 0.5);
+  // An object written as JSON is taken whole; otherwise its fields compete for values like parameters.
+  const groups = fromIntent && !mentions.some((m) => m.kind === 'json') ? fieldGroups(values, profiles.length) : [];
+  const fields = groups.flatMap((g) => g.fields);
+  const isField = new Set(fields.map((f) => f.index));
+  const pairs = scorePairs(ctx, [...values, ...fields]).filter((s) => (fromIntent || s.evidence >= 0.5) && (!isField.has(s.profile.index) || fieldPairAcceptable(s)));
   const chosen = assign(pairs);
   const taken = new Set<Mention>([...chosen.values()].map((s) => s.mention));
   for (const p of values) {
@@ -114,6 +119,9 @@ function fillFrom(text: string, profiles: ParamProfile[], set: Setter, factor: n
       const list = plainList(text, tokens, p);
       if (list) set(p, list.items, 0.5 * factor, `${list.why}${where}`);
     }
+    const group = groups.find((g) => g.parent === p);
+    const built = group === undefined ? undefined : buildObject(group, chosen, (field, pick) => pickValue(ctx, field, pick, taken));
+    if (built !== undefined) set(p, built.value, (0.35 + 0.65 * Math.min(1, built.evidence)) * factor, `built from its fields: ${built.why}`);
   }
   for (const p of rest) {
     if (p.param.type !== 'boolean') continue;
@@ -122,12 +130,26 @@ function fillFrom(text: string, profiles: ParamProfile[], set: Setter, factor: n
   }
 }
 
+/**
+ * A capitalised name made only of a parameter's name words ("CVV is 123", "the ICAO code") is
+ * that parameter named, a cue for the value beside it, not a value.
+ */
+function onlyNameWords(m: Mention, tokens: readonly Token[], profiles: readonly ParamProfile[]): boolean {
+  if (m.kind !== 'proper') return false;
+  const words = tokens.filter((t) => t.start >= m.start && t.end <= m.end);
+  const named = (t: Token): boolean => profiles.some((p) => p.name.some((n) => sameStem(t.stem, n)) || (p.param.properties ?? []).some((f) => splitName(f.name).some((w) => sameStem(t.stem, stem(w)))));
+  return words.length > 0 && words.every(named);
+}
+
+/** A pick's value; for a list, grown over the items written with it. */
+function pickValue(ctx: Context, p: ParamProfile, pick: Scored, taken: Set<Mention>): unknown {
+  if (p.param.type !== 'array' || pick.mention.kind === 'json') return pick.value;
+  const items = extendList(ctx, pick.mention, p, (m) => m !== pick.mention && taken.has(m));
+  return items.length > 0 ? items : pick.value;
+}
+
 function setPick(ctx: Context, p: ParamProfile, pick: Scored, taken: Set<Mention>, set: Setter, factor: number, where: string): void {
-  let value = pick.value;
-  if (p.param.type === 'array' && pick.mention.kind !== 'json') {
-    const items = extendList(ctx, pick.mention, p, (m) => m !== pick.mention && taken.has(m));
-    if (items.length > 0) value = items;
-  }
+  const value = pickValue(ctx, p, pick, taken);
   const sure = pick.mention.kind === 'quoted' ? 1 : 0.35 + 0.65 * Math.min(1, pick.evidence);
   set(p, value, sure * factor, `${pick.why}${where}`);
 }

@@ -6,11 +6,12 @@
  * and each parameter once; values of the same shape keep the schema's order when the evidence
  * does not tell them apart.
  */
-import type { Mention, MentionKind } from './mention.js';
+import type { AddressPart, Mention, MentionKind } from './mention.js';
 import { roleWords, type ParamProfile, type Role } from './param-profile.js';
 import { convertUnit, unitParts } from './units.js';
 import { STOPWORDS, sameStem, stem, type Token } from './text-words.js';
 import { convertMention } from './value-coercion.js';
+import { secretShaped } from './secret-fields.js';
 
 export interface Scored {
   profile: ParamProfile;
@@ -48,6 +49,8 @@ const TARGET_PREPS = new Set(['to', 'until', 'till', 'through', 'ending', 'into'
  */
 const NAMING_ROLES: readonly Role[] = ['path', 'url', 'email', 'ip', 'version', 'phone'];
 const REQUIRED_MIN = 0.25;
+/** How clearly the words on a secret's left must name its parameter. */
+const SECRET_CUE = 0.5;
 const OPTIONAL_MIN_EVIDENCE = 0.5;
 /** A number followed by the noun a parameter counts is as good as its name written before it. */
 const COUNTED_NOUN = 0.6;
@@ -74,6 +77,8 @@ export function scorePairs(ctx: Context, profiles: readonly ParamProfile[]): Sco
       const parts: string[] = [];
       let evidence = 0;
       const cue = cueScore(profile, w);
+      // A secret goes only where it is written as a value (quoted) or named as one on its left ("token abcd1234").
+      if (profile.secret && (!secretShaped(mention) || (mention.kind !== 'quoted' && cue.left < SECRET_CUE))) return;
       // Lower-case words in front of a name word are a guess at a value; a run that starts with a
       // capitalised name ("Sodium chloride chemical") is a name phrase and counts like one.
       const named = mention.modifier === true && /^[A-Z]/.test(mention.text);
@@ -198,7 +203,7 @@ function windowOf(ctx: Context, m: Mention, owners: ReadonlyArray<readonly Menti
   return { left, right };
 }
 
-function cueScore(p: ParamProfile, w: Window): { score: number; words: string[] } {
+function cueScore(p: ParamProfile, w: Window): { score: number; left: number; words: string[] } {
   const words: string[] = [];
   const side = (ws: Window['left'], factor: number): number => {
     let sum = 0;
@@ -227,7 +232,8 @@ function cueScore(p: ParamProfile, w: Window): { score: number; words: string[] 
     const name = best > 0 ? Math.max(best * 0.5, best + 0.25 * (sum - best) - 0.1 * unmatched) : 0;
     return factor * (name + Math.min(desc, 0.25));
   };
-  return { score: Math.max(side(w.left, 1), side(w.right, 0.6)), words };
+  const left = side(w.left, 1);
+  return { score: Math.max(left, side(w.right, 0.6)), left, words };
 }
 
 function shapeScore(p: ParamProfile, m: Mention, w: Window): { score: number; why: string } {
@@ -256,8 +262,15 @@ function shapeScore(p: ParamProfile, m: Mention, w: Window): { score: number; wh
   if (kind === 'time') add(r.has('time') ? 0.7 : r.has('date') ? 0.3 : 0, 'a time');
   if (kind === 'version' && r.has('version')) add(0.8, 'a version');
   if (kind === 'phone' && r.has('phone')) add(0.8, 'a phone number');
-  if (r.has('id') && (kind === 'id' || (kind === 'number' && p.param.type !== 'number'))) add(0.4, 'an identifier');
+  // An amount of money is never an identifier; a text parameter for an amount takes it as a number would.
+  // (The name's last word must say money: a `paymentMethod` is a method.)
+  if (m.money === true && p.param.type !== 'number' && p.param.type !== 'integer') add(namesMoney(p) ? 0.5 : r.has('id') ? -0.3 : 0, 'an amount of money');
+  else if (r.has('id') && (kind === 'id' || (kind === 'number' && p.param.type !== 'number'))) add(0.4, 'an identifier');
   else if (r.has('id') && kind === 'quoted') add(0.2, '');
+  if (m.part !== undefined) {
+    const part = addressPartScore(p, m.part);
+    add(part, part > 0 ? `the ${m.part} of an address` : '');
+  }
   const name = m.kind === 'proper' || (m.modifier === true && /^[A-Z]/.test(m.text));
   if (name || m.kind === 'phrase') {
     if (r.has('location') && near.some((x) => LOCATION_PREPS.has(x))) add(0.35, `a place after '${near.join(' ')}'`);
@@ -293,9 +306,31 @@ function shapeScore(p: ParamProfile, m: Mention, w: Window): { score: number; wh
   return { score, why: why.join(', ') };
 }
 
+/**
+ * A part of an address for the parameter that asks for that part; the whole address for one that
+ * asks for an address and no part of it; a part where another part is asked for, never.
+ */
+function addressPartScore(p: ParamProfile, part: AddressPart): number {
+  const asked = p.addressParts;
+  if (part === 'address') return asked.size === 0 && p.roles.has('location') ? 0.8 : asked.size > 0 ? -1 : 0;
+  if (asked.has(part)) return 1;
+  return asked.size > 0 ? -1 : 0;
+}
+
+function namesMoney(p: ParamProfile): boolean {
+  const head = p.name[p.name.length - 1];
+  return head !== undefined && roleWords('money').has(head);
+}
+
 /** Whether a number's following noun is one the numeric parameter counts ("3 days" for `days`). */
 function countsUnit(p: ParamProfile, m: Mention): boolean {
   if (m.num === undefined || m.unit === undefined || (p.param.type !== 'number' && p.param.type !== 'integer')) return false;
-  const noun = stem(m.unit);
-  return [...p.counts].some((c) => sameStem(noun, c));
+  const counts = (word: string): boolean => [...p.counts].some((c) => sameStem(stem(word), c));
+  if (counts(m.unit)) return true;
+  // The noun may stand after a word or two that describe it ("5 interesting facts"), not after a preposition ("3 rooms for 2 days").
+  for (const word of (m.words ?? []).slice(1)) {
+    if (STOPWORDS.has(word)) return false;
+    if (counts(word)) return true;
+  }
+  return false;
 }

@@ -8,7 +8,10 @@ import { compilePattern, MAX_MATCHED_CHARS } from '../registry/string-pattern.js
 import type { ParameterType, ToolParameter } from '../registry/types.js';
 import { asksCountryCode } from './country-codes.js';
 import { asksCurrency } from './currency-codes.js';
-import { dateFormatOf, type DateFormat } from './date-values.js';
+import { dateFormatOf, timeFormatOf, type DateFormat, type TimeFormat } from './date-values.js';
+import { holdsSecret } from './secret-fields.js';
+import { addressPartsAsked } from './address-parts.js';
+import type { AddressPart } from './mention.js';
 import { STOPWORDS, splitName, stem } from './text-words.js';
 import { UNIT_FORMS } from './units.js';
 
@@ -34,6 +37,8 @@ export interface ParamProfile {
    */
   counts: Set<string>;
   dateFormat: DateFormat | undefined;
+  /** For a date that takes its time too ("YYYY-MM-DD HH:MM"): how the time is written after it. */
+  timeFormat: TimeFormat | undefined;
   /** For arrays: the type of one item (items.type, else string). */
   itemType: ParameterType;
   /** Whether a string is of the parameter's format and matches its pattern: a value that is not never goes there. */
@@ -44,6 +49,10 @@ export interface ParamProfile {
   countryCode: boolean;
   /** It asks for a currency (currency-codes.ts): the only kind of text parameter a currency code ("USD") goes to. */
   currency: boolean;
+  /** It holds a secret (secret-fields.ts): only a value written as one and named as one goes there. */
+  secret: boolean;
+  /** The parts of a postal address its name or description asks for (address-parts.ts). */
+  addressParts: Set<AddressPart>;
 }
 
 const stems = (words: string): ReadonlySet<string> => new Set(words.split(' ').map(stem));
@@ -86,8 +95,9 @@ export function isTextual(param: ToolParameter): boolean {
   return param.type === 'string' || param.type === 'any';
 }
 
-export function profileParameters(parameters: readonly ToolParameter[]): ParamProfile[] {
-  return parameters.map((param, index) => profileParameter(param, index));
+/** Profiles numbered from `firstIndex` (an object's fields are numbered after the tool's parameters). */
+export function profileParameters(parameters: readonly ToolParameter[], firstIndex = 0): ParamProfile[] {
+  return parameters.map((param, index) => profileParameter(param, firstIndex + index));
 }
 
 function profileParameter(param: ToolParameter, index: number): ParamProfile {
@@ -134,7 +144,10 @@ function profileParameter(param: ToolParameter, index: number): ParamProfile {
   }
   const countryCode = isTextual(param) && param.enum === undefined && asksCountryCode(param.name, description);
   const currency = asksCurrency(param.name, description);
-  return { param, index, name, desc, examples, roles, units, counts, dateFormat, itemType, countryCode, currency, ...stringChecks(param) };
+  const secret = isTextual(param) && param.enum === undefined && holdsSecret(param.name);
+  const addressParts = addressPartsAsked(rawName, description);
+  const timeFormat = timeFormatOf(description);
+  return { param, index, name, desc, examples, roles, units, counts, dateFormat, timeFormat, itemType, countryCode, currency, secret, addressParts, ...stringChecks(param) };
 }
 
 const FORMAT_ROLES: Readonly<Partial<Record<NonNullable<ToolParameter['format']>, Role>>> = {

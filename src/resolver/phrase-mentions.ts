@@ -8,6 +8,7 @@ import type { Mention } from './mention.js';
 import { isTextual, type ParamProfile } from './param-profile.js';
 import { STOPWORDS, sameStem, type Token } from './text-words.js';
 import { sameWordForm } from './value-coercion.js';
+import { currencyNameSpans } from './currency-codes.js';
 
 /** Spans equal to an example or allowed value that are not already a value on their own, as `phrase` mentions. */
 export function exampleMentions(text: string, tokens: readonly Token[], profiles: readonly ParamProfile[], existing: readonly Mention[]): Mention[] {
@@ -86,6 +87,17 @@ export function neighbourMentions(text: string, tokens: readonly Token[], profil
       first = i;
     }
     if (first < k) push(first, k - 1);
+  }
+  return out;
+}
+
+/** Currencies written by name ("100 US dollars", "in Japanese yen"), when a parameter asks for a currency. */
+export function currencyMentions(text: string, profiles: readonly ParamProfile[], existing: readonly Mention[]): Mention[] {
+  if (!profiles.some((p) => p.currency)) return [];
+  const out: Mention[] = [];
+  for (const span of currencyNameSpans(text)) {
+    const inside = existing.some((m) => m.start <= span.start && span.end <= m.end && (m.kind === 'quoted' || m.end - m.start > span.end - span.start));
+    if (!inside && !existing.some((m) => m.start === span.start && m.end === span.end)) out.push({ kind: 'phrase', start: span.start, end: span.end, text: text.slice(span.start, span.end) });
   }
   return out;
 }

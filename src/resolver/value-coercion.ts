@@ -2,10 +2,10 @@
  * Turning a value found in the intent into what a parameter takes: the enum member it names,
  * a number of the right kind, a date in the format the description asks for, a one-item list.
  */
-import { formatDate, relativeDate } from './date-values.js';
+import { formatDate, lastDayOf, relativeDate } from './date-values.js';
 import type { Mention } from './mention.js';
 import { countryCode } from './country-codes.js';
-import { isCurrencyCode } from './currency-codes.js';
+import { currencyCode, isCurrencyCode } from './currency-codes.js';
 import type { ParamProfile } from './param-profile.js';
 import { convertUnit, unitParts } from './units.js';
 
@@ -20,6 +20,8 @@ export interface Converted {
 const EXAMPLE_EXACT = 0.9;
 const EXAMPLE_STEM = 0.6;
 const ENUM_MATCH = 1.5;
+/** A currency's name for a parameter that asks for a currency: as good as one of its listed examples. */
+const CURRENCY_NAME = 0.9;
 /** A description of a fraction: "0.2", ".5" (not the ".5" of "3.5"), "fraction", "between 0 and 1". */
 const FRACTION = /(?<![\d.])0?\.\d+\b|\bfraction\b|\bbetween 0(?:\.0)? and 1\b|\b0 to 1\b/i;
 
@@ -31,9 +33,17 @@ export function convertMention(m: Mention, p: ParamProfile, now?: Date): Convert
     // A value the schema does not type is read from the text as text, the way catalogs mostly mean it.
     case 'any':
     case 'string': {
+      // "five replicas" is a count: a number written as a word is no identifier, name or text.
+      if (m.spelled === true) return undefined;
       // "500 USD": the code is the currency's, not the amount's, the term's or an id's (unless the
       // parameter's own pattern asks for such a code).
       if (!p.currency && !p.selectivePattern && m.kind !== 'json' && isCurrencyCode(m.text)) return undefined;
+      // A currency written by name is sent as its code; a name that is no currency ("Japan", "US") does not go there.
+      if (p.currency && (m.kind === 'proper' || m.kind === 'phrase')) {
+        const code = currencyCode(m.text);
+        if (code !== undefined && p.fits(code)) return { value: code, example: CURRENCY_NAME };
+        if (m.kind === 'proper') return undefined;
+      }
       if (p.countryCode) {
         const code = m.kind === 'json' ? undefined : countryCode(m.text);
         return code === undefined || !p.fits(code) ? undefined : { value: code, example: 0 };
@@ -45,6 +55,8 @@ export function convertMention(m: Mention, p: ParamProfile, now?: Date): Convert
     }
     case 'number':
     case 'integer':
+      // "two messages ago" counts; it does not name message 2.
+      if (m.spelled === true && p.roles.has('id')) return undefined;
       return asNumber(m, p);
     case 'array': {
       if (m.kind === 'json') return Array.isArray(m.json) ? { value: coerceItems(m.json, p), example: 0 } : undefined;
@@ -63,12 +75,25 @@ function asString(m: Mention, p: ParamProfile, now: Date | undefined): Converted
   let value = m.text;
   const relative = m.kind === 'reldate' && p.dateFormat !== undefined && now !== undefined ? relativeDate(m.text, now) : undefined;
   if (relative !== undefined) value = formatDate(relative, p.dateFormat);
-  else if (m.date !== undefined && p.roles.has('date')) value = formatDate(m.date, p.dateFormat ?? 'YYYY-MM-DD');
-  else if (m.written !== undefined && m.unit !== undefined && unitParts(m.unit).length > 0) value = m.written;
+  else if (m.date?.wholeMonth === true && p.roles.has('date')) {
+    // A month is a date only as the start or end of a range ("from January 2023 to December 2023"); one date is not guessed from it.
+    if (p.roles.has('target')) value = formatDate(lastDayOf(m.date), p.dateFormat ?? 'YYYY-MM-DD');
+    else if (p.roles.has('source')) value = formatDate(m.date, p.dateFormat ?? 'YYYY-MM-DD');
+    else return undefined;
+  } else if (m.date !== undefined && p.roles.has('date')) value = withTime(formatDate(m.date, p.dateFormat ?? 'YYYY-MM-DD'), m, p);
+  // An amount of money goes without its currency, which has a parameter of its own ("500 USD"): "500".
+  else if (m.written !== undefined && m.unit !== undefined && m.money !== true && unitParts(m.unit).length > 0) value = m.written;
   else if (m.kind === 'time' && p.param.format === 'time') value = clockTime(m.text) ?? value;
   const example = exampleScore(value, p.examples);
   if (example.score > 0) return { value: example.canonical ?? value, example: example.score };
   return { value, example: 0 };
+}
+
+/** A date and the time written with it, where the parameter asks for both ("YYYY-MM-DD HH:MM"). */
+function withTime(date: string, m: Mention, p: ParamProfile): string {
+  const clock = p.timeFormat !== undefined && m.time !== undefined ? clockTime(m.time) : undefined;
+  if (clock === undefined || p.timeFormat === undefined) return date;
+  return `${date}${p.timeFormat.sep}${p.timeFormat.seconds ? clock : clock.slice(0, 5)}`;
 }
 
 /** "2pm", "14:30", "9:05 a.m." as RFC 3339's HH:MM:SS, which `format: time` asks for; seconds unsaid are zero. */
@@ -134,8 +159,8 @@ function exampleScore(value: string, examples: readonly string[]): { score: numb
   let best: { score: number; canonical?: string } = { score: 0 };
   for (const ex of examples) {
     const e = ex.toLowerCase();
-    // A multi-word example met word for word is no coincidence.
-    if (e === v) return { score: Math.min(1.3, EXAMPLE_EXACT + 0.15 * (e.split(' ').length - 1)) };
+    // A multi-word example met word for word is no coincidence; it is sent as the schema writes it ("JSON" → "json").
+    if (e === v) return { score: Math.min(1.3, EXAMPLE_EXACT + 0.15 * (e.split(' ').length - 1)), canonical: ex };
     if (best.score < EXAMPLE_STEM && sameWordForm(v, e)) best = { score: EXAMPLE_STEM, canonical: ex };
   }
   return best;

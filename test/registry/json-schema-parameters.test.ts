@@ -145,3 +145,23 @@ describe('typos inside JSON Schema parameters are still errors', () => {
     expect(found[0]).toMatch(/^\.ai\/tools\/x\.yaml:4:1: minimum: unknown key; remove it or use one of tool_id, /);
   });
 });
+
+describe('the fields of an object parameter', () => {
+  it('are read one level deep, loosely, for the filler; what cannot be read is left out', () => {
+    const yaml = JSON.stringify({
+      tool_id: 'update_profile', tool_type: 'api', executor: 'http_client', version: '1.0.0', description: 'Update a profile',
+      parameters: { type: 'object', properties: { profile: { type: 'object', properties: { name: { type: 'string', description: 'Full name' }, age: { type: ['integer', 'null'] }, plan: { enum: ['free', 'pro'] }, bad: 'x', nested: { type: 'object', properties: { deep: { type: 'string' } } } }, required: ['name'] }, note: { type: 'string', properties: { x: {} } } } },
+    });
+    const parsed = parseToolManifest(yaml, { file: 't.yaml', display: 't.yaml' }, 'project');
+    expect(parsed.ok).toBe(true);
+    if (!parsed.ok) return;
+    const [profile, note] = parsed.value.parameters;
+    expect(profile?.properties).toEqual([
+      { name: 'name', type: 'string', required: false, description: 'Full name' },
+      { name: 'age', type: 'integer', required: false },
+      { name: 'plan', type: 'any', required: false, enum: ['free', 'pro'] },
+      { name: 'nested', type: 'object', required: false },
+    ]);
+    expect(note?.properties).toBeUndefined();
+  });
+});

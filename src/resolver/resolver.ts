@@ -3,18 +3,17 @@ import type { Embedder } from '../embed/embedder.js';
 import { isReadOnlyKnowledge, type CallableItem } from '../registry/item-tools.js';
 import type { Tool } from '../registry/types.js';
 import { throwIfAborted } from '../abort.js';
-import { describeError, isKiwiError } from '../errors.js';
-import { validateArgs } from '../executor/validate-args.js';
+import { describeError } from '../errors.js';
 import { readExactCall } from './exact-call.js';
 import { fillArguments, type FilledArguments } from './fill-args.js';
 import type { LlmArgumentFiller } from './llm-argument-filler.js';
 import type { ResolverFallback } from './model-fallback.js';
-import { valueEvidence } from './value-evidence.js';
+import { callFromFallback } from './fallback-call.js';
 import { fuse, fuseSources, type Hit } from './fuse.js';
 import { parseItemRowId } from './item-document.js';
 import { preferCuedKind } from './item-cues.js';
 import { calibrate, gateFor, type ResolverModel } from './learned-model.js';
-import type { Candidate, CompleteOptions, FallbackUse, ItemKind, Resolution, ResolveOptions, Retrieval, RetrieveOptions, StagedResolver } from './types.js';
+import type { Candidate, CompleteOptions, ItemKind, Resolution, ResolveOptions, Retrieval, RetrieveOptions, StagedResolver } from './types.js';
 
 /** What the resolver needs of an index; `ToolIndex` (LanceDB) is one. */
 export interface ToolSearch {
@@ -277,80 +276,11 @@ export function createResolver(deps: ResolverDeps): StagedResolver & { gates: Re
     return { status: 'resolved', call, confidence: callConfidence, candidates, timings: finish(), notes };
   }
 
-  /**
-   * Where the rules stop short of a call (a value not found, or a call below the gate), the
-   * fallback model may choose among the top candidates and write the call. Its call runs only as
-   * any call from plain words does: it passes the tool's schema, its tool fits past the threshold,
-   * and its confidence — the tool's times the weakest evidence for any value it wrote — clears the
-   * gate. A value the text does not hold is a guess, and refuses the call.
-   */
-  async function fallBack(
-    intent: string,
-    candidates: Candidate[],
-    confidence: number,
-    options: CompleteOptions,
-    finish: () => Resolution['timings'],
-    stopped: Resolution & { status: 'unresolved' },
-  ): Promise<Resolution> {
-    const fallback = deps.fallback;
-    if (!fallback || options.rulesOnly || gate === null) return stopped;
-    const { notes } = stopped;
-    const name = `fallback model ${fallback.model}`;
-    // Even the best tool with every value stated would stay below the gate: a request would be wasted.
-    if (gate > 0 && deps.model && calibrate(deps.model, confidence) < gate) {
-      notes.push(`${name} not asked: even a call with every value stated would stay below the gate`);
-      return stopped;
-    }
-    const shown = candidates.slice(0, fallback.candidates).flatMap((c) => {
-      const tool = targetOf(c);
-      return tool ? [{ candidate: c, tool }] : [];
-    });
-    const context = options.context !== undefined ? { context: options.context } : {};
-    const answer = await fallback.ask({ intent, tools: shown.map((s) => s.tool), ...context, ...(options.signal ? { signal: options.signal } : {}) });
-    const use = (outcome: FallbackUse['outcome']): FallbackUse => ({ model: fallback.model, upstream: fallback.upstream, outcome, ...answer.cost });
-    const settled = (outcome: FallbackUse['outcome']): Resolution => ({ ...stopped, timings: finish(), fallback: use(outcome) });
-    if (answer.kind !== 'call') {
-      notes.push(`${name}: ${answer.why}`);
-      return settled(answer.kind);
-    }
-    const { tool } = answer;
-    const refuse = (why: string): Resolution => {
-      notes.push(`${name} called ${tool.id}; refused: ${why}`);
-      return settled('refused');
-    };
-    const rank = shown.findIndex((s) => s.tool === tool);
-    const chosen = shown[rank] as (typeof shown)[number];
-    // The first candidate's confidence counts its lead; another's is its own score, with no lead.
-    const toolConfidence = rank === 0 ? confidence : clamp(chosen.candidate.score);
-    if (toolConfidence < settings.threshold) return refuse(`it ranks ${rank + 1} with score ${toolConfidence.toFixed(2)}, below the threshold ${settings.threshold}`);
-    let checked: Record<string, unknown>;
-    try {
-      checked = validateArgs(tool, answer.arguments);
-    } catch (error) {
-      if (!isKiwiError(error, 'INVALID_INPUT')) throw error;
-      return refuse(error.message);
-    }
-    // What the model wrote, and the required values validation defaulted; not every optional default.
-    const args: Record<string, unknown> = {};
-    for (const p of tool.parameters) {
-      if (Object.hasOwn(checked, p.name) && (Object.hasOwn(answer.arguments, p.name) || p.required)) Object.defineProperty(args, p.name, { value: checked[p.name], enumerable: true, writable: true, configurable: true });
-    }
-    const rules = fillArguments(intent, tool, context).arguments;
-    let weakest = 1;
-    for (const p of tool.parameters) {
-      if (!Object.hasOwn(args, p.name)) continue;
-      const evidence = valueEvidence(args[p.name], p, { intent, ...context }, Object.hasOwn(rules, p.name) ? rules[p.name] : undefined);
-      if (evidence.score === 0) return refuse(`${p.name}: ${evidence.how}`);
-      weakest = Math.min(weakest, evidence.score);
-      notes.push(`${p.name}: ${evidence.how} (${name})`);
-    }
-    const raw = toolConfidence * weakest;
-    const callConfidence = deps.model ? calibrate(deps.model, raw) : raw;
-    const item = chosen.candidate.item;
-    if (item !== 'knowledge' && callConfidence < gate) return refuse(`the call's confidence ${callConfidence.toFixed(2)} is below the gate ${gate.toFixed(2)}`);
-    notes.push(`${name} at ${fallback.upstream} chose ${tool.id} (rank ${rank + 1}) in ${Math.round(answer.cost.ms)} ms`);
-    const call = { tool: tool.id, arguments: args, ...(item ? { item } : {}) };
-    return { status: 'resolved', call, confidence: callConfidence, candidates, timings: finish(), notes, fallback: use('called') };
+  /** The rules' answer, or the fallback model's call where it passes the same checks (fallback-call.ts). */
+  async function fallBack(intent: string, candidates: Candidate[], confidence: number, options: CompleteOptions, finish: () => Resolution['timings'], stopped: Resolution & { status: 'unresolved' }): Promise<Resolution> {
+    if (!deps.fallback || options.rulesOnly || gate === null) return stopped;
+    const ground = { fallback: deps.fallback, gate, threshold: settings.threshold, targetOf, ...(deps.model ? { model: deps.model } : {}) };
+    return callFromFallback(ground, { intent, candidates, confidence, options, finish, stopped });
   }
 
   async function resolve(intent: string, options: ResolveOptions = {}): Promise<Resolution> {

@@ -2,6 +2,7 @@ import { KiwiError } from '../errors.js';
 import { formatProblem } from '../registry/string-formats.js';
 import { compilePattern, MAX_MATCHED_CHARS } from '../registry/string-pattern.js';
 import type { Tool, ToolParameter } from '../registry/types.js';
+import { setOwn } from '../plain-object.js';
 
 const MAX_ARGS_BYTES = 256 * 1024;
 
@@ -37,11 +38,6 @@ export function validateArgs(tool: Tool, raw: unknown): Record<string, unknown> 
     setOwn(out, param.name, checkValue(tool, param, value));
   }
   return out;
-}
-
-/** defineProperty, not `=`: a parameter may be called `__proto__` and must stay an own property. */
-function setOwn(target: Record<string, unknown>, key: string, value: unknown): void {
-  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
 }
 
 function checkValue(tool: Tool, param: ToolParameter, value: unknown): unknown {

@@ -5,6 +5,7 @@
  * is still a typo to report, because ignoring it would silently change the tool.
  */
 import { didYouMean } from '../did-you-mean.js';
+import { setOwn } from '../plain-object.js';
 
 /** JSON Schema 2020-12 and draft-07 keywords, plus OpenAPI 3's additions to Schema Objects. */
 const JSON_SCHEMA_KEYWORDS: ReadonlySet<string> = new Set([
@@ -35,7 +36,7 @@ export function withoutIgnoredKeys(raw: Record<string, unknown>, modelled: reado
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(raw)) {
     const kept = modelled.includes(key) || (!JSON_SCHEMA_KEYWORDS.has(key) && !key.startsWith('x-') && didYouMean(key, modelled) !== undefined);
-    if (kept) Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
+    if (kept) setOwn(out, key, value);
   }
   return out;
 }

@@ -9,6 +9,7 @@ import { validateArgs } from '../executor/validate-args.js';
 import { describeError } from '../errors.js';
 import { jsonTooDeepAt } from '../json-depth.js';
 import type { Tool } from '../registry/types.js';
+import { setOwn } from '../plain-object.js';
 
 export type ExactCall =
   /** Not written in the exact form. */
@@ -77,7 +78,7 @@ function parseCallArgs(text: string): Parsed {
     if (Object.hasOwn(args, name)) return { ok: false, reason: `give \`${name}\` twice` };
     const value = literal(m[2] as string);
     if (value === undefined) return { ok: false, reason: `have no value for \`${name}\`` };
-    Object.defineProperty(args, name, { value, enumerable: true, writable: true, configurable: true });
+    setOwn(args, name, value);
   }
   return { ok: true, args };
 }

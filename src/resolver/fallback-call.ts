@@ -6,6 +6,7 @@ import { calibrate, type ResolverModel } from './learned-model.js';
 import type { ResolverFallback } from './model-fallback.js';
 import type { Candidate, CompleteOptions, FallbackUse, Resolution } from './types.js';
 import { valueEvidence } from './value-evidence.js';
+import { setOwn } from '../plain-object.js';
 
 /**
  * Where the rules stop short of a call (a value not found, or a call below the gate), the
@@ -78,7 +79,7 @@ export async function callFromFallback(g: FallbackGround, s: FallbackStop): Prom
   // What the model wrote, and the required values validation defaulted; not every optional default.
   const args: Record<string, unknown> = {};
   for (const p of tool.parameters) {
-    if (Object.hasOwn(checked, p.name) && (Object.hasOwn(answer.arguments, p.name) || p.required)) Object.defineProperty(args, p.name, { value: checked[p.name], enumerable: true, writable: true, configurable: true });
+    if (Object.hasOwn(checked, p.name) && (Object.hasOwn(answer.arguments, p.name) || p.required)) setOwn(args, p.name, checked[p.name]);
   }
   const rules = fillArguments(intent, tool, context).arguments;
   let weakest = 1;

@@ -15,6 +15,7 @@ import { isTextual, profileParameters, type ParamProfile } from './param-profile
 import { sameStem, splitName, stem, tokenize, type Token } from './text-words.js';
 import { buildObject, fieldGroups, fieldPairAcceptable } from './object-parts.js';
 import { currencyMentions, exampleMentions, neighbourMentions } from './phrase-mentions.js';
+import { setOwn } from '../plain-object.js';
 
 export interface FilledArguments {
   arguments: Record<string, unknown>;
@@ -43,8 +44,7 @@ export function fillArguments(intent: string, tool: Tool, options: FillOptions =
   if (profiles.length === 0) return result;
   const certainty: number[] = [];
   const set = (p: ParamProfile, value: unknown, sure: number, note: string): void => {
-    // defineProperty: a parameter may be called "__proto__", and must stay an own property.
-    Object.defineProperty(result.arguments, p.param.name, { value, enumerable: true, writable: true, configurable: true });
+    setOwn(result.arguments, p.param.name, value);
     certainty.push(Math.max(0, Math.min(1, sure)));
     result.notes.push(`${p.param.name}: ${note}`);
   };

@@ -5,7 +5,7 @@ import { validateArgs } from '../executor/validate-args.js';
 import { createHttpClient, type HttpClient } from '../primitives/http-client.js';
 import type { Tool, ToolParameter } from '../registry/types.js';
 import { MAX_INTENT_CHARS, type FilledArguments } from './fill-args.js';
-import { isPlainObject } from '../plain-object.js';
+import { isPlainObject, setOwn } from '../plain-object.js';
 
 /**
  * The optional generative backend for argument filling: asks an OpenAI-compatible chat server
@@ -87,11 +87,6 @@ export function functionName(toolId: string): string {
   return toolId.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64) || 'tool';
 }
 
-function defineOwn(target: Record<string, unknown>, key: string, value: unknown): void {
-  // A parameter may be called "__proto__"; it must stay an own property.
-  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
-}
-
 /** The JSON Schema of the tool's parameters, as the `parameters` of an OpenAI function. */
 export function parametersSchema(params: readonly ToolParameter[]): Record<string, unknown> {
   const properties: Record<string, unknown> = {};
@@ -102,7 +97,7 @@ export function parametersSchema(params: readonly ToolParameter[]): Record<strin
     if (p.enum !== undefined) schema.enum = p.enum;
     if (p.default !== undefined) schema.default = p.default;
     if (p.type === 'array' && p.items !== undefined) schema.items = { type: p.items.type };
-    defineOwn(properties, p.name, schema);
+    setOwn(properties, p.name, schema);
   }
   return { type: 'object', properties, required: params.filter((p) => p.required).map((p) => p.name), additionalProperties: false };
 }
@@ -285,7 +280,7 @@ export function createLlmArgumentFiller(options: LlmArgumentFillerOptions): LlmA
 /** Whether the model's value for one parameter passes on its own (or, when absent, a default stands in). */
 function validAlone(tool: Tool, param: ToolParameter, given: Record<string, unknown>, present: boolean): boolean {
   const one: Record<string, unknown> = {};
-  if (present) defineOwn(one, param.name, given[param.name]);
+  if (present) setOwn(one, param.name, given[param.name]);
   try {
     validateArgs({ ...tool, parameters: [param] }, one);
     return true;

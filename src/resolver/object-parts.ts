@@ -8,6 +8,7 @@
 import type { Scored } from './param-matching.js';
 import type { MentionKind } from './mention.js';
 import { profileParameters, type ParamProfile, type Role } from './param-profile.js';
+import { setOwn } from '../plain-object.js';
 
 export interface FieldGroup {
   parent: ParamProfile;
@@ -62,8 +63,7 @@ export function buildObject(
   for (const field of group.fields) {
     const pick = chosen.get(field.index);
     if (pick === undefined) continue;
-    // defineProperty: a field may be called "__proto__", and must stay an own property.
-    Object.defineProperty(value, field.param.name, { value: valueOf(field, pick), enumerable: true, writable: true, configurable: true });
+    setOwn(value, field.param.name, valueOf(field, pick));
     why.push(`${field.param.name} from ${pick.why}`);
     evidence = Math.min(evidence, pick.evidence);
   }

@@ -41,7 +41,7 @@ const NUMBER_WORDS: ReadonlyMap<string, number> = new Map(
     .map((w, i): [string, number] => [w, i + 2])
     .concat([['thirty', 30], ['forty', 40], ['fifty', 50], ['hundred', 100]]),
 );
-const NUMBER_WORD = /(?<![\w-])(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|hundred)(?![\w-])/gi;
+const NUMBER_WORD = new RegExp(`(?<![\\w-])(?:${[...NUMBER_WORDS.keys()].join('|')})(?![\\w-])`, 'gi');
 /** An age written as one word ("a 49-year-old patient", "8 year old"): the number is the age. */
 const AGE = /(?<![\w.-])(\d{1,3})[- ](?:year|yr)s?[- ]old(?![\w-])/gi;
 const CURRENCY_AFTER = /^\s([A-Za-z.]+)(?:\s([A-Za-z]+))?/;

@@ -8,6 +8,7 @@ import type { ThreadStore } from '../threads/thread-store.js';
 import type { AgentLoopDeps } from '../loop/agent-loop.js';
 import type { GatewayBudgets } from './gateway-budgets.js';
 import type { GatewayConfig } from './gateway-config.js';
+import { projectEnvironments } from './project-environments.js';
 import { tierModelOf } from './tier-model.js';
 import type { Upstreams } from './upstreams.js';
 
@@ -63,6 +64,7 @@ export function createGatewayThreads(deps: {
     describeTool: deps.describeTool,
     steps: deps.steps,
     ...(deps.journal ? { journal: deps.journal } : {}),
+    environments: projectEnvironments(project.root, project.registry),
   };
   // Every thread this gateway runs, by id, from its first line to its end: `cancel` and `close` reach each.
   const running = new Map<string, { controller: AbortController; done: Promise<unknown> }>();

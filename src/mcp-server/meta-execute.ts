@@ -49,6 +49,11 @@ export const executeShape = {
     .boolean({ error: 'async must be true or false' })
     .optional()
     .describe('With a directive\'s "run" or "resume": answer the thread id at once and let it run; follow it with "stream" or "status"'),
+  environment: z
+    .string({ error: 'environment must be the name of a file in .ai/environments/, e.g. "review_src"' })
+    .max(64)
+    .optional()
+    .describe('With a directive\'s "run" on the gateway: start it from this environment (.ai/environments/NAME.yaml), whose directive it must be: its pinned version, inputs, tools and knowledge'),
   project_path: projectPathSchema,
 };
 
@@ -63,6 +68,9 @@ export async function execute(ctx: MetaContext, args: ExecuteArgs, signal?: Abor
     if (type !== 'directive') return errorResult('INVALID_INPUT', `action "${args.action}" acts on a directive's thread: call it with item_type "directive" and the thread id as item_id`);
     if (ctx.threads === undefined) return errorResult('INVALID_INPUT', `action "${args.action}" needs the gateway (\`kiwi serve\`'s /mcp), which runs directives as threads; here a directive's run returns its steps`);
     return threadAction(ctx, ctx.threads, args.action, args.item_id, parameters, options);
+  }
+  if (args.environment !== undefined && (type !== 'directive' || ctx.threads === undefined)) {
+    return errorResult('INVALID_INPUT', 'environment is for a directive\'s "run" on the gateway (`kiwi serve`\'s /mcp), which runs it as a thread; elsewhere use `kiwi env run NAME`');
   }
   if (args.async && type !== 'directive') return errorResult('INVALID_INPUT', 'async is for a directive\'s run: a tool or knowledge entry answers when it is done');
   if (type === 'tool') {
@@ -79,7 +87,7 @@ export async function execute(ctx: MetaContext, args: ExecuteArgs, signal?: Abor
   }
   const found = findItem(ctx.project, type, args.item_id);
   if (found.kind === 'directive') {
-    if (ctx.threads !== undefined) return runDirectiveThread(ctx, ctx.threads, found.item, parameters, options);
+    if (ctx.threads !== undefined) return runDirectiveThread(ctx, ctx.threads, found.item, parameters, { ...options, ...(args.environment === undefined ? {} : { environment: args.environment }) });
     if (args.async) return errorResult('INVALID_INPUT', 'async needs the gateway (`kiwi serve`\'s /mcp), which runs directives as threads; here a directive\'s run returns its steps');
     return runDirective(ctx, found.item, parameters);
   }

@@ -31,8 +31,8 @@ const streamParameters = z.strictObject({
 });
 const resumeParameters = z.strictObject({ message: z.string().max(4000).optional() });
 
-export async function runDirectiveThread(ctx: MetaContext, threads: MetaThreads, directive: Directive, inputs: Record<string, unknown>, options: { async?: boolean; signal?: AbortSignal }): Promise<MetaResult> {
-  const start: ThreadStart = { directive: directive.name, inputs, client: ctx.caller.client, ...(ctx.caller.context ? { context: ctx.caller.context } : {}) };
+export async function runDirectiveThread(ctx: MetaContext, threads: MetaThreads, directive: Directive, inputs: Record<string, unknown>, options: { async?: boolean; signal?: AbortSignal; environment?: string }): Promise<MetaResult> {
+  const start: ThreadStart = { directive: directive.name, inputs, client: ctx.caller.client, ...(ctx.caller.context ? { context: ctx.caller.context } : {}), ...(options.environment === undefined ? {} : { environment: options.environment }) };
   return refusals(async () => {
     if (options.async) return started(await threads.background({ start }));
     return outcomeResult(await threads.run({ ...start, ...(options.signal ? { signal: options.signal } : {}), ...notifying(ctx) }));

@@ -15,6 +15,7 @@ const header = z.looseObject({
   id: z.string(),
   directive: z.string(),
   version: z.string().optional(),
+  environment: z.string().optional(),
   inputs: z.record(z.string(), z.unknown()),
   model: z.string(),
   client: z.string(),

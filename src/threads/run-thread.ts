@@ -19,6 +19,8 @@ import { createFailureTally } from './failure-class.js';
 import { checkInputs } from '../registry/directive-input-values.js';
 import { threadMessages } from './thread-inputs.js';
 import { resumePoint } from './thread-resume.js';
+import { directiveModel, findDirective, threadLimits } from './directive-choice.js';
+import { environmentBrief, environmentContext, loadThreadEnvironment, type EnvironmentSource, type ThreadEnvironment } from './thread-environment.js';
 import type { ThreadHeader, ThreadRecord, ThreadStatus, ThreadStore, ThreadWriter } from './thread-store.js';
 import { shownPath } from '../shown-path.js';
 
@@ -61,6 +63,8 @@ export interface ThreadDeps {
   maxDepth?: number;
   /** Records each run as a kernel execution (the gateway's, when it records chats): its calls can then wait for a person. */
   journal?: (run: ThreadRun) => ThreadJournal;
+  /** Reads `.ai/environments/` (absent: a start from an environment is refused). */
+  environments?: EnvironmentSource;
 }
 
 export interface ThreadRun {
@@ -96,6 +100,8 @@ export interface ThreadStart {
   model?: string;
   /** Overrides the directive's `<model tier>` (a thread tool's `config.model_tier`). */
   tier?: string;
+  /** Starts from this environment (thread-environment.ts): its directive version, inputs, tools and knowledge. */
+  environment?: string;
   signal?: AbortSignal;
   /** Each record as it is written (`kiwi directives run` prints them). */
   onRecord?: (record: ThreadRecord) => void;
@@ -134,17 +140,18 @@ export function threadOutcomeBody(outcome: ThreadOutcome): Record<string, unknow
 const DEFAULT_MAX_DEPTH = 3;
 
 export async function runThread(deps: ThreadDeps, start: ThreadStart): Promise<ThreadOutcome> {
-  const directive = findDirective(deps.directives, start.directive);
+  const env = start.environment === undefined ? undefined : await loadThreadEnvironment(deps.environments, start.environment, start.directive);
+  const directive = env?.directive ?? findDirective(deps.directives, start.directive);
   const depth = (start.parent?.depth ?? 0) + 1;
   const maxDepth = deps.maxDepth ?? DEFAULT_MAX_DEPTH;
   if (depth > maxDepth) throw new KiwiError('POLICY_DENIED', `thread ${start.parent?.id} may not spawn ${directive.name}: threads nest at most ${maxDepth} deep`);
-  const inputs = checkInputs(directive, start.inputs ?? {});
-  const setup = prepare(deps, directive, start);
+  const inputs = checkInputs(directive, { ...env?.inputs, ...start.inputs });
+  const setup = prepare(deps, directive, env === undefined ? start : inEnvironment(deps, env, start));
   const id = randomUUID();
-  const messages = threadMessages(directive, inputs, setup.allowed);
+  const messages = threadMessages(directive, inputs, setup.allowed, env && environmentBrief(env));
   // Refused before anything is written when a budget is already spent.
   const meter = await admit(deps, start.client, setup, id, messages);
-  const header: ThreadHeader = { type: 'thread', id, directive: directive.name, version: directive.version, inputs, model: setup.model, client: start.client, ...(start.parent ? { parent: start.parent.id } : {}), depth, started_at: new Date().toISOString() };
+  const header: ThreadHeader = { type: 'thread', id, directive: directive.name, version: directive.version, ...(env ? { environment: env.name } : {}), inputs, model: setup.model, client: start.client, ...(start.parent ? { parent: start.parent.id } : {}), depth, started_at: new Date().toISOString() };
   return endingHold(meter, async () => {
     const writer = await deps.store.create(header);
     return closing(writer, () => drive(deps, setup, { id, depth, client: start.client, writer, meter, inputs, messages, done: { turns: 0, calls: 0, steps: 0 } }, start));
@@ -160,11 +167,13 @@ export async function resumeThread(deps: ThreadDeps, resume: ThreadResume): Prom
   const lines = await deps.store.read(resume.id);
   const header = lines[0];
   if (header?.type !== 'thread') throw new KiwiError('INVALID_INPUT', `thread ${resume.id} has no header line; it cannot be resumed`);
-  const directive = findDirective(deps.directives, header.directive);
+  // A thread from an environment goes on in it, as it was saved: never with the directive's wider tools.
+  const env = header.environment === undefined ? undefined : await loadThreadEnvironment(deps.environments, header.environment, header.directive);
+  const directive = env?.directive ?? findDirective(deps.directives, header.directive);
   const inputs = checkInputs(directive, header.inputs);
-  const setup = prepare(deps, directive, resume);
+  const setup = prepare(deps, directive, env === undefined ? resume : inEnvironment(deps, env, resume));
   const point = resumePoint(lines, directive, setup.limits, resume.message);
-  const [system, user] = threadMessages(directive, inputs, setup.allowed) as [ChatMessage, ChatMessage];
+  const [system, user] = threadMessages(directive, inputs, setup.allowed, env && environmentBrief(env)) as [ChatMessage, ChatMessage];
   const messages: ChatMessage[] = [system, { role: 'user', content: `${user.content}\n\n${point.recap}` }];
   const meter = await admit(deps, resume.client, setup, header.id, messages);
   return endingHold(meter, async () => {
@@ -192,21 +201,11 @@ async function endingHold(meter: BudgetMeter | undefined, run: () => Promise<Thr
   }
 }
 
-/** The directive of that name, or NOT_FOUND naming the ones there are. */
-export function findDirective(directives: ReadonlyMap<string, Directive>, name: string): Directive {
-  const directive = directives.get(name);
-  if (directive !== undefined) return directive;
-  const known = [...directives.keys()];
-  throw new KiwiError('NOT_FOUND', `no directive ${JSON.stringify(name)}; the directives are ${known.length === 0 ? '(none)' : known.join(', ')}`);
-}
-
-/** The model a directive runs on: the one asked for, else its tier's (or `tier`'s); INVALID_INPUT saying how to map it when there is none. */
-export function directiveModel(tierModel: ThreadDeps['tierModel'], directive: Directive, asked: { model?: string | undefined; tier?: string | undefined }): string {
-  const tier = asked.tier ?? directive.modelTier;
-  const model = asked.model ?? tierModel(tier);
-  if (model !== undefined) return model;
-  const named = tier ?? 'default';
-  throw new KiwiError('INVALID_INPUT', `directive ${directive.name} asks for the model tier ${JSON.stringify(named)}, which .ai/config/gateway.yaml does not map; add model_tiers: { ${named}: MODEL }, or pass --model`);
+/** The caller's start within the environment: its rights narrowed to the environment's tools, its model unless one was asked. */
+function inEnvironment<T extends Pick<ThreadStart, 'context' | 'model' | 'tier'>>(deps: ThreadDeps, env: ThreadEnvironment, start: T): T {
+  const asked = start.model !== undefined || start.tier !== undefined;
+  const model = asked ? {} : { ...(env.model ? { model: env.model } : {}), ...(env.modelTier ? { tier: env.modelTier } : {}) };
+  return { ...start, ...model, context: environmentContext(env, start.context ?? deps.policy) };
 }
 
 /** What a thread of this directive runs with: its model, its rights, its hooks and its limits. */
@@ -377,15 +376,4 @@ async function drive(deps: ThreadDeps, setup: Setup, run: Run, start: Pick<Threa
     const why = signal?.aborted === true && signal.reason instanceof Error ? signal.reason : error;
     return end(cancelled ? 'cancelled' : 'failed', { error: why instanceof Error ? why.message : String(why), ...(isKiwiError(error) ? { code: error.code } : {}) });
   }
-}
-
-/** The directive's `<limits>` over the gateway's: turns, tokens and duration it sets replace those. */
-function threadLimits(base: LoopLimits, directive: Directive): LoopLimits {
-  const l = directive.limits;
-  return {
-    ...base,
-    ...(l.turns === undefined ? {} : { maxTurns: l.turns }),
-    ...(l.tokens === undefined ? {} : { maxTokens: l.tokens }),
-    ...(l.duration === undefined ? {} : { maxDurationMs: Math.max(1000, Math.round(l.duration * 1000)) }),
-  };
 }

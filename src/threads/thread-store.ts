@@ -17,6 +17,8 @@ export interface ThreadHeader {
   directive: string;
   /** The directive's version that ran (absent in transcripts written before it was recorded). */
   version?: string;
+  /** The environment it started from (`.ai/environments/`): a resume goes on in it. */
+  environment?: string;
   inputs: Record<string, unknown>;
   model: string;
   client: string;

@@ -50,6 +50,12 @@ afterAll(async () => {
 });
 
 describe('an environment', () => {
+  it("is shipped in the demo, as saved: an item it names changed without `kiwi env save review_src --force`", async () => {
+    const shown = await cli('env', 'show', 'review_src');
+    expect(shown.out.at(-1)).toBe('  every item is as it was saved');
+    expect(shown.code).toBe(0);
+  });
+
   it('is saved with each item pinned, listed and shown as saved', async () => {
     const file = readFileSync(path.join(served.root, '.ai', 'environments', 'status_only.yaml'), 'utf8');
     expect(file).toMatch(/directive:\n {2}name: review_changes\n {2}version: 1\.0\.0\n {2}digest: sha256:[0-9a-f]{64}\n/);

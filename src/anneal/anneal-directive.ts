@@ -51,6 +51,8 @@ export interface AnnealOutcome {
   threads: { id: string; failure: string }[];
   /** What changed, one line each. */
   summary: string[];
+  /** The new version as the registry reads it from `file`. */
+  directive: Directive;
 }
 
 /** The most recent failed runs it learns from: enough to see a pattern, few enough to fit a prompt. */
@@ -101,6 +103,7 @@ export async function annealDirective(deps: AnnealDeps, options: AnnealOptions):
     model,
     threads: runs.map((r) => ({ id: r.id, failure: r.failure })),
     summary: changeSummary(directive, parsed.value, fileText, signed),
+    directive: { ...parsed.value, source: { ...parsed.value.source, path: file } },
   };
 }
 

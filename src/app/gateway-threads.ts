@@ -8,6 +8,8 @@ import type { ThreadStore } from '../threads/thread-store.js';
 import type { AgentLoopDeps } from '../loop/agent-loop.js';
 import type { GatewayBudgets } from './gateway-budgets.js';
 import type { GatewayConfig } from './gateway-config.js';
+import { adoptAnnealed, annealOnFailure } from '../anneal/anneal-on-failure.js';
+import { annealDirective } from '../anneal/anneal-directive.js';
 import { projectEnvironments } from './project-environments.js';
 import { tierModelOf } from './tier-model.js';
 import type { Upstreams } from './upstreams.js';
@@ -85,7 +87,14 @@ export function createGatewayThreads(deps: {
     entry.done = outcome.catch(() => undefined);
     return outcome;
   };
-  const run = (start: ThreadStart): Promise<ThreadOutcome> => tracked({ start }, start.signal);
+  const run = annealOnFailure((start: ThreadStart): Promise<ThreadOutcome> => tracked({ start }, start.signal), {
+    rules: project.policy.annealing,
+    async anneal(name, thread, signal) {
+      const annealed = await annealDirective({ threads: deps.store, registry: project.registry, route: threadDeps.route, tierModel: threadDeps.tierModel }, { name, thread, ...(signal ? { signal } : {}) });
+      adoptAnnealed(project.registry, annealed.directive);
+      return annealed;
+    },
+  });
   const resume = (r: ThreadResume): Promise<ThreadOutcome> => tracked({ resume: r }, r.signal);
 
   // Counted from the request on, not from the first line: starts that are still being admitted count too.

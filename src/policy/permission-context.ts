@@ -13,6 +13,7 @@ import { KiwiError } from '../errors.js';
 import type { LoadedHook } from '../hooks/hook-runner.js';
 import type { SandboxChoice } from './sandbox-choice.js';
 import type { ApprovalRules } from './policy-hooks.js';
+import type { AnnealingRules } from './annealing-rules.js';
 
 export type Decision = { allowed: true } | { allowed: false; reason: string };
 
@@ -64,6 +65,8 @@ export interface PermissionContext {
   hooks?: readonly LoadedHook[];
   /** The policy file's `approvals`; only the root context carries them. */
   approvals?: ApprovalRules;
+  /** The policy file's `annealing`, when it turns annealing on failure on; only the root context carries it. */
+  annealing?: AnnealingRules;
 }
 
 /**

@@ -15,6 +15,7 @@ import { KiwiError } from '../errors.js';
 import { parseAllowEntry } from './private-allowance.js';
 import { readCappedFile } from '../read-capped-file.js';
 import { textPosition } from '../text-position.js';
+import { ANNEALABLE_FAILURES, DEFAULT_ANNEALED_FAILURES } from './annealing-rules.js';
 import { APPROVAL_FIELDS, approvalsSchema, HOOK_FIELDS, loadPolicyHooks, policyHooksSchema, toApprovalRules } from './policy-hooks.js';
 import { createPermissionContext, emptyRules, type PermissionContext, type PermissionRules, type RateLimit, type SandboxPolicy } from './permission-context.js';
 
@@ -62,6 +63,12 @@ const policySchema = z.strictObject({
   network: z.strictObject({ allow_private: z.array(privateHost).optional() }).optional(),
   hooks: policyHooksSchema.optional(),
   approvals: approvalsSchema.optional(),
+  annealing: z
+    .strictObject({
+      on_failure: z.boolean(),
+      failures: z.array(z.enum(ANNEALABLE_FAILURES, `must be one of ${ANNEALABLE_FAILURES.join(', ')}: a run denied, cut by a limit, cancelled or escalated is never annealed`)).min(1, 'must name at least one failure').optional(),
+    })
+    .optional(),
   rate_limits: z
     .strictObject({ per_tool: z.record(name, limit).optional(), per_client: limit.optional(), per_session: limit.optional() })
     .refine((r) => r.per_client === undefined || r.per_session === undefined, { message: 'sets both per_client and per_session (its older name); keep per_client' })
@@ -71,7 +78,8 @@ type PolicyYaml = z.infer<typeof policySchema>;
 
 /** Fields each mapping may hold, for "unknown field" messages; keys are paths with list indexes as `[]` and per_tool keys as `*`. */
 const FIELDS: Record<string, string[]> = {
-  '': ['version', 'tools', 'filesystem', 'commands', 'mcp', 'sandbox', 'network', 'hooks', 'approvals', 'rate_limits'],
+  '': ['version', 'tools', 'filesystem', 'commands', 'mcp', 'sandbox', 'network', 'hooks', 'approvals', 'annealing', 'rate_limits'],
+  annealing: ['on_failure', 'failures'],
   network: ['allow_private'],
   'hooks[]': HOOK_FIELDS,
   'hooks[].directive': ['name', 'inputs'],
@@ -134,7 +142,8 @@ export function parsePolicy(text: string, file: string, root: string): Permissio
   const context = createPermissionContext(root, toRules(parsed.data), `policy ${file}`);
   const hooks = loadPolicyHooks(parsed.data.hooks ?? [], doc, text, file);
   const network = { allowPrivate: parsed.data.network?.allow_private ?? [] };
-  return Object.freeze({ ...context, sandbox: toSandboxPolicy(parsed.data.sandbox), network, hooks, approvals: toApprovalRules(parsed.data.approvals) });
+  const annealing = parsed.data.annealing?.on_failure ? { annealing: { failures: parsed.data.annealing.failures ?? DEFAULT_ANNEALED_FAILURES } } : {};
+  return Object.freeze({ ...context, sandbox: toSandboxPolicy(parsed.data.sandbox), network, hooks, approvals: toApprovalRules(parsed.data.approvals), ...annealing });
 }
 
 function toSandboxPolicy(s: PolicyYaml['sandbox']): SandboxPolicy {

@@ -16,6 +16,7 @@ const header = z.looseObject({
   directive: z.string(),
   version: z.string().optional(),
   environment: z.string().optional(),
+  retry_of: z.string().optional(),
   inputs: z.record(z.string(), z.unknown()),
   model: z.string(),
   client: z.string(),

@@ -102,6 +102,8 @@ export interface ThreadStart {
   tier?: string;
   /** Starts from this environment (thread-environment.ts): its directive version, inputs, tools and knowledge. */
   environment?: string;
+  /** Runs again a thread that failed, on the version of its directive annealed from it (anneal-on-failure.ts). */
+  retry?: { of: string; directive: Directive };
   signal?: AbortSignal;
   /** Each record as it is written (`kiwi directives run` prints them). */
   onRecord?: (record: ThreadRecord) => void;
@@ -130,18 +132,20 @@ export interface ThreadOutcome {
   failure?: string;
   /** Its calls are in the audit log under this session. */
   audit: { session: string };
+  /** It is the retry of a failed thread, on the version annealed from it; or why that failed thread was not annealed. */
+  anneal?: { failed_thread: string; from_version: string; version: string } | { failed_thread: string; refused: string };
 }
 
 /** How a thread's outcome reads to whoever started it (a thread tool's result, an MCP answer). */
 export function threadOutcomeBody(outcome: ThreadOutcome): Record<string, unknown> {
-  return { thread: outcome.id, status: outcome.status, steps_taken: outcome.steps_taken, result: outcome.result, ...(outcome.limit ? { limit: outcome.limit } : {}), ...(outcome.error ? { error: outcome.error } : {}) };
+  return { thread: outcome.id, status: outcome.status, steps_taken: outcome.steps_taken, result: outcome.result, ...(outcome.limit ? { limit: outcome.limit } : {}), ...(outcome.error ? { error: outcome.error } : {}), ...(outcome.anneal ? { anneal: outcome.anneal } : {}) };
 }
 
 const DEFAULT_MAX_DEPTH = 3;
 
 export async function runThread(deps: ThreadDeps, start: ThreadStart): Promise<ThreadOutcome> {
   const env = start.environment === undefined ? undefined : await loadThreadEnvironment(deps.environments, start.environment, start.directive);
-  const directive = env?.directive ?? findDirective(deps.directives, start.directive);
+  const directive = start.retry?.directive ?? env?.directive ?? findDirective(deps.directives, start.directive);
   const depth = (start.parent?.depth ?? 0) + 1;
   const maxDepth = deps.maxDepth ?? DEFAULT_MAX_DEPTH;
   if (depth > maxDepth) throw new KiwiError('POLICY_DENIED', `thread ${start.parent?.id} may not spawn ${directive.name}: threads nest at most ${maxDepth} deep`);
@@ -151,7 +155,7 @@ export async function runThread(deps: ThreadDeps, start: ThreadStart): Promise<T
   const messages = threadMessages(directive, inputs, setup.allowed, env && environmentBrief(env));
   // Refused before anything is written when a budget is already spent.
   const meter = await admit(deps, start.client, setup, id, messages);
-  const header: ThreadHeader = { type: 'thread', id, directive: directive.name, version: directive.version, ...(env ? { environment: env.name } : {}), inputs, model: setup.model, client: start.client, ...(start.parent ? { parent: start.parent.id } : {}), depth, started_at: new Date().toISOString() };
+  const header: ThreadHeader = { type: 'thread', id, directive: directive.name, version: directive.version, ...(env ? { environment: env.name } : {}), ...(start.retry ? { retry_of: start.retry.of } : {}), inputs, model: setup.model, client: start.client, ...(start.parent ? { parent: start.parent.id } : {}), depth, started_at: new Date().toISOString() };
   return endingHold(meter, async () => {
     const writer = await deps.store.create(header);
     return closing(writer, () => drive(deps, setup, { id, depth, client: start.client, writer, meter, inputs, messages, done: { turns: 0, calls: 0, steps: 0 } }, start));

@@ -19,6 +19,8 @@ export interface ThreadHeader {
   version?: string;
   /** The environment it started from (`.ai/environments/`): a resume goes on in it. */
   environment?: string;
+  /** The failed thread this one runs again, on the version annealed from it. */
+  retry_of?: string;
   inputs: Record<string, unknown>;
   model: string;
   client: string;

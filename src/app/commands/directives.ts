@@ -8,6 +8,8 @@ import { parseFlags } from '../../cli/parse-flags.js';
 import { projectOptions } from '../../cli/project-options.js';
 import { annealCommand } from './directives-anneal.js';
 import { listDirectives } from '../../cli/commands/directives-list.js';
+import { annealCounts } from '../../anneal/anneal-on-failure.js';
+import { openProjectThreadStore } from '../project-thread-store.js';
 import { progressLine } from '../../cli/commands/index-tools.js';
 
 /** A turn's text is printed whole; arguments, results and reasons as one line of at most 200 characters. */
@@ -28,7 +30,16 @@ export async function directivesCommand(ctx: CliContext): Promise<number> {
     USAGE,
   );
   const [action, name, ...rest] = positionals;
-  if (action === 'list' && name === undefined) return listDirectives(ctx, values);
+  if (action === 'list' && name === undefined) {
+    return listDirectives(ctx, values, async (root) => {
+      const threads = await openProjectThreadStore(root, ctx.env);
+      try {
+        return await annealCounts(threads.store);
+      } finally {
+        await threads.close();
+      }
+    });
+  }
   if ((action !== 'run' && action !== 'anneal') || name === undefined || rest.length > 0) throw new UsageError(`usage: ${USAGE}`);
   if (action === 'anneal') {
     if (values.input !== undefined) throw new UsageError('--input is for run: annealing learns from the failed threads, which have their inputs');
@@ -66,7 +77,11 @@ export function parseInputs(pairs: string[]): Record<string, string> {
 /** Prints how a thread ended; the exit code: 0 completed, 1 otherwise. */
 export function printOutcome(ctx: CliContext, outcome: ThreadOutcome, json: boolean): number {
   if (json) ctx.io.out(JSON.stringify(outcome, null, 2));
-  else ctx.io.out(`thread ${outcome.id}: ${outcome.status}${outcome.limit ? ` (stopped by the ${outcome.limit} limit)` : ''}, ${outcome.steps_taken} step(s)${outcome.failure ? `, failure: ${outcome.failure}` : ''}; \`kiwi threads show ${outcome.id}\` has its transcript`);
+  else {
+    const a = outcome.anneal;
+    if (a !== undefined) ctx.io.out('refused' in a ? `thread ${a.failed_thread} failed and was not annealed: ${a.refused}` : `thread ${a.failed_thread} failed; annealed version ${a.from_version} → ${a.version} from it, and ran again:`);
+    ctx.io.out(`thread ${outcome.id}: ${outcome.status}${outcome.limit ? ` (stopped by the ${outcome.limit} limit)` : ''}, ${outcome.steps_taken} step(s)${outcome.failure ? `, failure: ${outcome.failure}` : ''}; \`kiwi threads show ${outcome.id}\` has its transcript`);
+  }
   return outcome.status === 'completed' ? 0 : 1;
 }
 

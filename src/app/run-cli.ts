@@ -13,6 +13,7 @@ Usage:
   kiwi directives run NAME [--input K=V]... [--model M]   run a directive as a thread here: its tools only, its limits, the model its tier maps to
   kiwi directives list                  the directives, each version that runs and the older ones beside it
   kiwi directives anneal NAME [--thread ID] [--model M]   a new signed version beside the old, written by the model from its failed threads
+  kiwi pipelines list|run NAME [--input K=V]...|runs|show RUN|resume RUN   directives run in sequence or side by side (.ai/pipelines/), each stage a thread handed the earlier stages' results
   kiwi threads list|show ID|follow ID|resume ID|cancel ID  the directive threads (.ai/threads/): their transcripts, one followed live, one that stopped resumed, one a gateway runs cancelled
   kiwi sign FILE... | kiwi verify FILE...   write / check the kiwi-mcp:validated signature line
   kiwi audit tail [-n N] [--session ID]     the latest audited calls, allowed and denied
@@ -41,6 +42,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   run: async () => (await import('../cli/commands/run.js')).runCommand,
   directives: async () => (await import('./commands/directives.js')).directivesCommand,
   threads: async () => (await import('./commands/threads.js')).threadsCommand,
+  pipelines: async () => (await import('./commands/pipelines.js')).pipelinesCommand,
   sign: async () => (await import('../cli/commands/sign.js')).signCommand,
   verify: async () => (await import('../cli/commands/sign.js')).verifyCommand,
   audit: async () => (await import('../cli/commands/audit.js')).auditCommand,

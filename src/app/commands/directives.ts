@@ -53,7 +53,7 @@ export async function directivesCommand(ctx: CliContext): Promise<number> {
   }
 }
 
-function parseInputs(pairs: string[]): Record<string, string> {
+export function parseInputs(pairs: string[]): Record<string, string> {
   const out: Record<string, string> = {};
   for (const pair of pairs) {
     const eq = pair.indexOf('=');

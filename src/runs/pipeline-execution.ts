@@ -25,6 +25,7 @@ export function pipelineJournal(journal: ChatJournal, options: { stepDeadlineMs:
     const open = new Map<string, string>();
     const journaled: PipelineJournal = {
       signal: controller.signal,
+      written: () => execution.written(),
       stageStarted(stage, thread) {
         open.set(stage.name, steps.open({ tool: stage.directive, arguments: { stage: stage.name } }, { stage: stage.name, thread }));
       },

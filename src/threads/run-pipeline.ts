@@ -33,6 +33,8 @@ export interface PipelineJournal {
   /** Fires when the run's execution is cancelled through the kernel. */
   signal: AbortSignal;
   stageStarted(stage: PipelineStage, thread: string): void;
+  /** Resolves once the run's execution is written: from then on it can be cancelled through the kernel. */
+  written(): Promise<void>;
   stageEnded(outcome: StageOutcome): void;
   end(outcome: PipelineOutcome): void;
 }
@@ -104,6 +106,7 @@ async function drive(deps: PipelineDeps, pipeline: Pipeline, state: RunState, ca
   const journal = deps.journal?.({ id: state.id, pipeline: pipeline.name, inputs: state.inputs, client: caller.client });
   const signals = [caller.signal, journal?.signal].filter((s): s is AbortSignal => s !== undefined);
   const signal = signals.length === 0 ? undefined : AbortSignal.any(signals);
+  await journal?.written();
   caller.onEvent?.({ type: 'run', run: state.id, pipeline: pipeline.name });
   const ended = new Map<string, { status: string; result: string }>();
   const outcomes: StageOutcome[] = [];

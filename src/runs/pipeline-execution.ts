@@ -1,7 +1,7 @@
-import { KiwiError } from '../errors.js';
 import type { ChatJournal } from '../kernel/chat-journal.js';
 import type { PipelineDeps, PipelineJournal } from '../threads/run-pipeline.js';
-import { CHAT_AGENT_ID, keep } from './chat-execution.js';
+import { keep } from './chat-execution.js';
+import { runEndEvent, runExecution } from './run-execution.js';
 import { executionSteps } from './execution-steps.js';
 
 /**
@@ -11,20 +11,11 @@ import { executionSteps } from './execution-steps.js';
  */
 export function pipelineJournal(journal: ChatJournal, options: { stepDeadlineMs: number }): NonNullable<PipelineDeps['journal']> {
   return (run) => {
-    const controller = new AbortController();
-    const execution = journal.begin({
-      client: run.client,
-      agentId: CHAT_AGENT_ID,
-      input: { pipeline: run.pipeline, inputs: run.inputs },
-      labels: { kind: 'pipeline', client: run.client, pipeline: run.pipeline, pipeline_run: run.id },
-      onCancel() {
-        controller.abort(new KiwiError('TOOL_CANCELLED', `pipeline run ${run.id} was cancelled through its execution ${execution.id}`));
-      },
-    });
+    const { execution, signal } = runExecution(journal, { client: run.client, input: { pipeline: run.pipeline, inputs: run.inputs }, labels: { kind: 'pipeline', client: run.client, pipeline: run.pipeline, pipeline_run: run.id }, what: `pipeline run ${run.id}` });
     const steps = executionSteps(execution, options.stepDeadlineMs);
     const open = new Map<string, string>();
     const journaled: PipelineJournal = {
-      signal: controller.signal,
+      signal,
       written: () => execution.written(),
       stageStarted(stage, thread) {
         open.set(stage.name, steps.open({ tool: stage.directive, arguments: { stage: stage.name } }, { stage: stage.name, thread }));
@@ -38,13 +29,8 @@ export function pipelineJournal(journal: ChatJournal, options: { stepDeadlineMs:
       },
       end(outcome) {
         const output = { run: outcome.run, status: outcome.status, stages: outcome.stages.map((s) => ({ ...s, result: keep(s.result) })) };
-        const last =
-          outcome.status === 'completed'
-            ? { type: 'execution.completed', payload: { output } }
-            : outcome.status === 'cancelled'
-              ? { type: 'execution.cancelled', payload: { reason: 'cancelled' } }
-              : { type: 'execution.failed', payload: { error: `stage ${outcome.stages.find((s) => s.status !== 'completed')?.stage ?? '?'} did not complete` } };
-        execution.end(outcome.status, [...steps.cancelOpen(), last], output);
+        const error = outcome.status === 'cancelled' ? 'cancelled' : `stage ${outcome.stages.find((s) => s.status !== 'completed')?.stage ?? '?'} did not complete`;
+        execution.end(outcome.status, [...steps.cancelOpen(), runEndEvent(outcome.status, { output, error })], output);
       },
     };
     return journaled;

@@ -2,11 +2,11 @@ import { spawn } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/app/run-cli.js';
-import { isKiwiError } from '../../src/errors.js';
 import type { PipelineEvent } from '../../src/threads/run-pipeline.js';
 import { fileThreadStore } from '../../src/threads/file-thread-store.js';
 import type { ThreadLine } from '../../src/threads/thread-store.js';
 import { copyDemoProject } from '../helpers/demo-project.js';
+import { refusal } from '../helpers/expect-failure.js';
 import { preparePipelineProject } from '../helpers/pipeline-project.js';
 import { kiwiCli } from '../helpers/run-resources.js';
 import { serveGateway, type ServedGateway } from '../helpers/serve-gateway.js';
@@ -36,16 +36,6 @@ const run = (pipeline: string, inputs: Record<string, unknown> = {}, events: Pip
   served.gateway.pipelines.run({ pipeline, inputs, client: 'local', onEvent: (e) => events.push(e), ...(signal ? { signal } : {}) });
 
 const said = (events: PipelineEvent[]): string[] => events.map((e) => (e.type === 'run' ? 'run' : e.type === 'stage-start' ? `start ${e.stage}` : `end ${e.outcome.stage} ${e.outcome.status}`));
-
-async function refusal(promise: Promise<unknown>): Promise<string> {
-  try {
-    await promise;
-  } catch (error) {
-    if (isKiwiError(error)) return `${error.code}: ${error.message}`;
-    throw error;
-  }
-  return 'ran';
-}
 
 describe('a pipeline run', () => {
   it('runs a parallel group, then hands its results on; a completed run is not resumed', async () => {

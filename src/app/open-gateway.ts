@@ -30,6 +30,8 @@ import { afterWrites, CHAT_AGENT_ID, chatInput, chatLabels, recordChat } from '.
 import { executionSteps } from '../runs/execution-steps.js';
 import { withLimitHooks } from '../loop/limit-hooks.js';
 import { createGatewayThreads, type GatewayThreads } from './gateway-threads.js';
+import { createGatewayPipelines, type GatewayPipelines } from './gateway-pipelines.js';
+import { pipelineJournal } from '../runs/pipeline-execution.js';
 import { projectThreadStore } from './project-thread-store.js';
 import { threadJournal } from '../runs/thread-execution.js';
 import { openGatewayKernel } from './gateway-kernel.js';
@@ -76,6 +78,8 @@ export interface Gateway {
   runLoop: RunLoop;
   /** Directives run as threads. */
   threads: GatewayThreads;
+  /** Pipelines of directives, each stage a thread. */
+  pipelines: GatewayPipelines;
   /** Who may call: client keys, or the open local mode. */
   auth: ClientAuth;
   /** What clients used and what running requests hold, when the config has budgets or prices. */
@@ -231,6 +235,8 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     const store = projectThreadStore(project.root, database, { holdMs: config.kernelLimits.instanceTimeoutMs });
     const threads = createGatewayThreads({ project, runtime, upstreams, config, describeTool, steps, budgets, store, ...(config.recordChats && options.unattended !== true ? { journal: threadJournal(kernel.journal, { kernel: kernel.kernel, events: shared.kernelEvents }) } : {}) });
     threadRuntime = threads;
+    // Recorded as executions wherever threads are: a pipeline run on `kiwi serve` can be cancelled through /v0.
+    const pipelines = createGatewayPipelines({ project, threads, ...(config.recordChats && options.unattended !== true ? { journal: pipelineJournal(kernel.journal, { stepDeadlineMs: config.limits.maxDurationMs }) } : {}) });
     // A client of MCP 2026-07-28 is handed its approval waits back as input_required; a round on another replica reads the kernel.
     const waits = config.recordChats ? createApprovalWaits({ outcome: kernelOutcome({ kernel: kernel.kernel, events: shared.kernelEvents }) }) : undefined;
     if (waits) opened.unshift({ close: async () => waits.close() });
@@ -290,6 +296,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
       prefetch,
       runLoop,
       threads,
+      pipelines,
       auth,
       budgets,
       sharedStateWhere: shared.where,

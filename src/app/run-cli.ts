@@ -14,6 +14,7 @@ Usage:
   kiwi directives list                  the directives, each version that runs and the older ones beside it
   kiwi directives anneal NAME [--thread ID] [--model M]   a new signed version beside the old, written by the model from its failed threads
   kiwi env save NAME --directive D [--tool ID]... [--knowledge ID]... | list | show NAME | run NAME [--input K=V]...   environments (.ai/environments/): a directive saved with its inputs, tools, knowledge and model tier, pinned; run starts a thread from one
+  kiwi pipelines list|run NAME [--input K=V]...|runs|show RUN|resume RUN   directives run in sequence or side by side (.ai/pipelines/), each stage a thread handed the earlier stages' results
   kiwi threads list|show ID|follow ID|resume ID|cancel ID  the directive threads (.ai/threads/): their transcripts, one followed live, one that stopped resumed, one a gateway runs cancelled
   kiwi sign FILE... | kiwi verify FILE...   write / check the kiwi-mcp:validated signature line
   kiwi audit tail [-n N] [--session ID]     the latest audited calls, allowed and denied
@@ -43,6 +44,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   directives: async () => (await import('./commands/directives.js')).directivesCommand,
   threads: async () => (await import('./commands/threads.js')).threadsCommand,
   env: async () => (await import('./commands/env.js')).envCommand,
+  pipelines: async () => (await import('./commands/pipelines.js')).pipelinesCommand,
   sign: async () => (await import('../cli/commands/sign.js')).signCommand,
   verify: async () => (await import('../cli/commands/sign.js')).verifyCommand,
   audit: async () => (await import('../cli/commands/audit.js')).auditCommand,

@@ -1,5 +1,5 @@
 import { KiwiError } from '../errors.js';
-import type { Directive } from './types.js';
+import type { Directive, DirectiveInput } from './types.js';
 
 /**
  * A directive's inputs checked against its `<inputs>` (names, required ones, types; text from the
@@ -8,26 +8,26 @@ import type { Directive } from './types.js';
 
 const MAX_INPUT_CHARS = 16 * 1024;
 
-export function checkInputs(directive: Directive, given: Record<string, unknown>): Record<string, unknown> {
+export function checkInputs(directive: Pick<Directive, 'name'> & { inputs?: readonly DirectiveInput[] | undefined }, given: Record<string, unknown>, kind: 'directive' | 'pipeline' = 'directive'): Record<string, unknown> {
   const declared = directive.inputs ?? [];
   const names = declared.map((i) => i.name);
   const out: Record<string, unknown> = {};
   for (const [name, value] of Object.entries(given)) {
     const input = declared.find((i) => i.name === name);
     if (input === undefined) {
-      throw new KiwiError('INVALID_INPUT', `directive ${directive.name} has no input ${JSON.stringify(name)}; ${names.length === 0 ? 'it takes none' : `its inputs are ${names.join(', ')}`}`);
+      throw new KiwiError('INVALID_INPUT', `${kind} ${directive.name} has no input ${JSON.stringify(name)}; ${names.length === 0 ? 'it takes none' : `its inputs are ${names.join(', ')}`}`);
     }
-    out[name] = typed(directive.name, name, input.type, value);
+    out[name] = typed(`${kind} ${directive.name}`, name, input.type, value);
   }
   const missing = declared.filter((i) => i.required && !(i.name in out)).map((i) => i.name);
-  if (missing.length > 0) throw new KiwiError('INVALID_INPUT', `directive ${directive.name} needs ${missing.map((m) => `--input ${m}=…`).join(' and ')}`);
+  if (missing.length > 0) throw new KiwiError('INVALID_INPUT', `${kind} ${directive.name} needs ${missing.map((m) => `--input ${m}=…`).join(' and ')}`);
   return out;
 }
 
-function typed(directive: string, name: string, type: string, value: unknown): unknown {
-  const wrong = (what: string): KiwiError => new KiwiError('INVALID_INPUT', `input ${name} of directive ${directive} must be ${what}, not ${JSON.stringify(value)}`);
+function typed(owner: string, name: string, type: string, value: unknown): unknown {
+  const wrong = (what: string): KiwiError => new KiwiError('INVALID_INPUT', `input ${name} of ${owner} must be ${what}, not ${JSON.stringify(value)}`);
   const text = typeof value === 'string' ? value : undefined;
-  if (text !== undefined && text.length > MAX_INPUT_CHARS) throw new KiwiError('INVALID_INPUT', `input ${name} of directive ${directive} is longer than ${MAX_INPUT_CHARS} characters`);
+  if (text !== undefined && text.length > MAX_INPUT_CHARS) throw new KiwiError('INVALID_INPUT', `input ${name} of ${owner} is longer than ${MAX_INPUT_CHARS} characters`);
   switch (type) {
     case 'integer':
     case 'number': {

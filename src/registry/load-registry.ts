@@ -8,9 +8,10 @@ import { KiwiError } from '../errors.js';
 import { parseDirective } from './directive-parser.js';
 import { compareVersions, parseVersion } from './directive-version.js';
 import { parseKnowledge } from './knowledge-parser.js';
+import { parsePipeline } from './pipeline-file.js';
 import { realpathOrNull, walkTier, type FoundFile, type SectionKind } from './registry-files.js';
 import { parseToolManifest } from './tool-manifest.js';
-import type { Directive, Knowledge, Registry, RegistryIssue, ShadowedItem, SourceRef, Tier, Tool } from './types.js';
+import type { Directive, Knowledge, Pipeline, Registry, RegistryIssue, ShadowedItem, SourceRef, Tier, Tool } from './types.js';
 import { makeIssue, type ParseResult } from './validation-error.js';
 
 export type { Registry, RegistryIssue, ShadowedItem } from './types.js';
@@ -31,6 +32,7 @@ export const DEFAULT_MAX_FILE_BYTES = 1024 * 1024;
 export const DEFAULT_MAX_FILES = 10_000;
 
 type Item = Tool | Directive | Knowledge;
+type ItemKind = Exclude<SectionKind, 'pipeline'>;
 
 interface TierItems {
   items: Map<string, Item>;
@@ -40,7 +42,7 @@ interface TierItems {
   older: Map<string, Directive[]>;
 }
 
-const KINDS: SectionKind[] = ['tool', 'directive', 'knowledge'];
+const KINDS: Exclude<SectionKind, 'pipeline'>[] = ['tool', 'directive', 'knowledge'];
 
 export async function loadRegistry(options: LoadRegistryOptions): Promise<Registry> {
   if (options.signal?.aborted) throw new KiwiError('TOOL_CANCELLED', 'loading the registry was cancelled');
@@ -59,14 +61,43 @@ export async function loadRegistry(options: LoadRegistryOptions): Promise<Regist
   const sameFolder = project.realRoot !== null && project.realRoot === (await realpathOrNull(userAi));
   const user = sameFolder ? { files: [], realRoot: null } : await walkTier(userAi, userLabel, limits, errors, options.signal);
 
-  const tiers: Array<[Tier, Record<SectionKind, TierItems>]> = [
-    ['project', collect(project.files, 'project', { errors, warnings }, options.signal)],
-    ['user', collect(user.files, 'user', { errors, warnings }, options.signal)],
+  const items = (files: FoundFile[]): FoundFile[] => files.filter((f) => f.kind !== 'pipeline');
+  const tiers: Array<[Tier, Record<ItemKind, TierItems>]> = [
+    ['project', collect(items(project.files), 'project', { errors, warnings }, options.signal)],
+    ['user', collect(items(user.files), 'user', { errors, warnings }, options.signal)],
   ];
 
   const registry: Registry = { tools: new Map(), directives: new Map(), knowledge: new Map(), errors, warnings, shadowed: [] };
   for (const kind of KINDS) merge(kind, tiers, registry);
+  // Pipelines name directives: they are checked against the directives that loaded, from either tier.
+  const pipelines = loadPipelines([['project', project.files], ['user', user.files]], registry);
+  if (pipelines.size > 0) registry.pipelines = pipelines;
   return registry;
+}
+
+/** A tier's pipeline files; a name the project tier has shadows the user tier's, and a name twice in one tier loads neither. */
+function loadPipelines(tiers: Array<[Tier, FoundFile[]]>, registry: Registry): Map<string, Pipeline> {
+  const out = new Map<string, Pipeline>();
+  for (const [tier, files] of tiers) {
+    const loaded = new Map<string, Array<{ pipeline: Pipeline; file: FoundFile }>>();
+    for (const file of files.filter((f) => f.kind === 'pipeline')) {
+      const result = parsePipeline(file.text, file.label, tier, registry.directives);
+      if (!result.ok) registry.errors.push(...result.issues);
+      else loaded.set(result.value.name, [...(loaded.get(result.value.name) ?? []), { pipeline: result.value, file }]);
+    }
+    for (const [name, found] of loaded) {
+      const first = found[0] as { pipeline: Pipeline };
+      const winner = out.get(name);
+      if (winner !== undefined) registry.shadowed.push({ id: name, kind: 'pipeline', winner: winner.source, loser: first.pipeline.source });
+      else if (found.length === 1) out.set(name, first.pipeline);
+      else
+        for (const { file } of found) {
+          const others = found.filter((o) => o.file !== file).map((o) => o.file.label.display);
+          registry.errors.push(makeIssue('pipeline', file.label, { field: 'name', text: `pipeline "${name}" is also defined in ${others.join(', ')}; names must be unique within the ${tier} tier — rename or delete one (none of them is loaded until then)` }));
+        }
+    }
+  }
+  return out;
 }
 
 function collect(
@@ -74,7 +105,7 @@ function collect(
   tier: Tier,
   { errors, warnings }: { errors: RegistryIssue[]; warnings: RegistryIssue[] },
   signal: AbortSignal | undefined,
-): Record<SectionKind, TierItems> {
+): Record<ItemKind, TierItems> {
   const groups = new Map<string, Array<{ file: FoundFile; item: Item; id: string }>>();
   for (const file of files) {
     if (signal?.aborted) throw new KiwiError('TOOL_CANCELLED', 'loading the registry was cancelled');
@@ -90,7 +121,7 @@ function collect(
     group.push({ file, item: result.value, id });
     groups.set(key, group);
   }
-  const out: Record<SectionKind, TierItems> = {
+  const out: Record<ItemKind, TierItems> = {
     tool: { items: new Map(), conflicted: new Set(), older: new Map() },
     directive: { items: new Map(), conflicted: new Set(), older: new Map() },
     knowledge: { items: new Map(), conflicted: new Set(), older: new Map() },
@@ -98,7 +129,7 @@ function collect(
   for (const group of groups.values()) {
     const first = group[0];
     if (first === undefined) continue;
-    const bucket = out[first.file.kind];
+    const bucket = out[first.file.kind as ItemKind];
     if (group.length === 1) {
       bucket.items.set(first.id, first.item);
       continue;
@@ -152,7 +183,7 @@ function idField(kind: SectionKind): string {
   return 'id';
 }
 
-function merge(kind: SectionKind, tiers: Array<[Tier, Record<SectionKind, TierItems>]>, registry: Registry): void {
+function merge(kind: ItemKind, tiers: Array<[Tier, Record<ItemKind, TierItems>]>, registry: Registry): void {
   const target = (kind === 'tool' ? registry.tools : kind === 'directive' ? registry.directives : registry.knowledge) as Map<string, Item>;
   const claimed = new Map<string, SourceRef | null>();
   for (const [, byKind] of tiers) {

@@ -34,6 +34,7 @@ const SECTIONS: ReadonlyArray<{ dir: string; kind: SectionKind; extensions: read
   { dir: 'scripts', kind: 'tool', extensions: ['.yaml', '.yml'] },
   { dir: 'directives', kind: 'directive', extensions: ['.md'] },
   { dir: 'knowledge', kind: 'knowledge', extensions: ['.md'] },
+  { dir: 'pipelines', kind: 'pipeline', extensions: ['.yaml', '.yml'] },
 ];
 
 const MAX_DEPTH = 32;

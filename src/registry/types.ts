@@ -142,12 +142,12 @@ export interface RegistryIssue {
   line?: number;
   column?: number;
   message: string;
-  kind: 'tool' | 'directive' | 'knowledge';
+  kind: 'tool' | 'directive' | 'knowledge' | 'pipeline';
 }
 
 export interface ShadowedItem {
   id: string;
-  kind: 'tool' | 'directive' | 'knowledge';
+  kind: 'tool' | 'directive' | 'knowledge' | 'pipeline';
   winner: SourceRef;
   loser: SourceRef;
 }
@@ -166,4 +166,32 @@ export interface Registry {
    * Absent when no directive has more than one.
    */
   olderDirectives?: Map<string, Directive[]>;
+  /** `.ai/pipelines/*.yaml` (pipeline-file.ts), checked against `directives`; absent when there are none. */
+  pipelines?: Map<string, Pipeline>;
+}
+
+/** A pipeline's input: a directive's, with a value used when none is given. */
+export interface PipelineInput extends DirectiveInput {
+  default?: unknown;
+}
+
+/** One stage: a directive run as a thread, its inputs templates (`${inputs.X}`, `${stages.NAME.result}`). */
+export interface PipelineStage {
+  name: string;
+  directive: string;
+  inputs: Record<string, string>;
+  modelTier?: string;
+}
+
+/** Directives run in sequence or side by side, each stage handed what earlier ones answered. */
+export interface Pipeline {
+  name: string;
+  version: string;
+  description: string;
+  inputs: PipelineInput[];
+  /** Given: no stage may do more than these allow; absent: the stages' own rights only. */
+  permissions?: PermissionTag[];
+  /** Run one after the other; the stages of a group run at once (a plain stage is a group of one). */
+  groups: PipelineStage[][];
+  source: SourceRef;
 }

@@ -1,8 +1,8 @@
-import { KiwiError } from '../errors.js';
 import type { ChatJournal } from '../kernel/chat-journal.js';
 import type { ThreadJournal, ThreadRun } from '../threads/run-thread.js';
 import { createChatApprovals, type ChatApprovalDeps } from './chat-approvals.js';
-import { CHAT_AGENT_ID, keep } from './chat-execution.js';
+import { keep } from './chat-execution.js';
+import { runEndEvent, runExecution } from './run-execution.js';
 import { executionSteps } from './execution-steps.js';
 import { recordedCall } from './recorded-call.js';
 
@@ -14,33 +14,19 @@ import { recordedCall } from './recorded-call.js';
  */
 export function threadJournal(journal: ChatJournal, options: { kernel: ChatApprovalDeps['kernel']; events?: ChatApprovalDeps['events'] }): (run: ThreadRun) => ThreadJournal {
   return (run) => {
-    const controller = new AbortController();
-    const execution = journal.begin({
-      client: run.client,
-      agentId: CHAT_AGENT_ID,
-      input: { directive: run.directive, inputs: run.inputs },
-      labels: { kind: 'thread', client: run.client, directive: run.directive, thread: run.id },
-      onCancel() {
-        controller.abort(new KiwiError('TOOL_CANCELLED', `thread ${run.id} was cancelled through its execution ${execution.id}`));
-      },
-    });
+    const { execution, signal } = runExecution(journal, { client: run.client, input: { directive: run.directive, inputs: run.inputs }, labels: { kind: 'thread', client: run.client, directive: run.directive, thread: run.id }, what: `thread ${run.id}` });
     const steps = executionSteps(execution, run.maxDurationMs);
     const approvals = createChatApprovals({ execution, steps, kernel: options.kernel, ...(options.events ? { events: options.events } : {}) });
     return {
-      signal: controller.signal,
+      signal,
       async call(call, through, onWaiting) {
         return recordedCall({ steps, approvals }, call, { thread: run.id }, through, (ask, stepId) => onWaiting({ stepId, reason: ask.reason, timeoutMs: ask.timeoutMs }));
       },
       written: () => execution.written(),
       end(outcome) {
         const output = { thread: outcome.id, status: outcome.status, result: keep(outcome.result) };
-        const last =
-          outcome.status === 'completed'
-            ? { type: 'execution.completed', payload: { output } }
-            : outcome.status === 'cancelled'
-              ? { type: 'execution.cancelled', payload: { reason: outcome.error ?? 'cancelled' } }
-              : { type: 'execution.failed', payload: { error: outcome.error ?? outcome.status } };
-        execution.end(outcome.status === 'completed' ? 'completed' : outcome.status === 'cancelled' ? 'cancelled' : 'failed', [...steps.cancelOpen(), last]);
+        const status = outcome.status === 'completed' ? 'completed' : outcome.status === 'cancelled' ? 'cancelled' : 'failed';
+        execution.end(status, [...steps.cancelOpen(), runEndEvent(status, { output, error: outcome.error ?? (status === 'cancelled' ? 'cancelled' : outcome.status) })]);
       },
     };
   };

@@ -21,6 +21,7 @@ const header = z.looseObject({
   model: z.string(),
   client: z.string(),
   parent: z.string().optional(),
+  pipeline: z.looseObject({ run: z.string(), name: z.string(), stage: z.string(), inputs: z.record(z.string(), z.unknown()) }).optional(),
   depth: z.number().int().min(0),
   started_at: z.string(),
 });

@@ -21,7 +21,7 @@ import { threadMessages } from './thread-inputs.js';
 import { resumePoint } from './thread-resume.js';
 import { directiveModel, findDirective, threadLimits } from './directive-choice.js';
 import { environmentBrief, environmentContext, loadThreadEnvironment, type EnvironmentSource, type ThreadEnvironment } from './thread-environment.js';
-import type { ThreadHeader, ThreadRecord, ThreadStatus, ThreadStore, ThreadWriter } from './thread-store.js';
+import type { PipelineRef, ThreadHeader, ThreadRecord, ThreadStatus, ThreadStore, ThreadWriter } from './thread-store.js';
 import { shownPath } from '../shown-path.js';
 
 /**
@@ -96,6 +96,8 @@ export interface ThreadStart {
   context?: PermissionContext;
   /** The thread that spawns this one. */
   parent?: { id: string; depth: number };
+  /** The pipeline run that starts it as one of its stages (written in its header). */
+  pipeline?: PipelineRef;
   /** Overrides the tier's model. */
   model?: string;
   /** Overrides the directive's `<model tier>` (a thread tool's `config.model_tier`). */
@@ -155,7 +157,7 @@ export async function runThread(deps: ThreadDeps, start: ThreadStart): Promise<T
   const messages = threadMessages(directive, inputs, setup.allowed, env && environmentBrief(env));
   // Refused before anything is written when a budget is already spent.
   const meter = await admit(deps, start.client, setup, id, messages);
-  const header: ThreadHeader = { type: 'thread', id, directive: directive.name, version: directive.version, ...(env ? { environment: env.name } : {}), ...(start.retry ? { retry_of: start.retry.of } : {}), inputs, model: setup.model, client: start.client, ...(start.parent ? { parent: start.parent.id } : {}), depth, started_at: new Date().toISOString() };
+  const header: ThreadHeader = { type: 'thread', id, directive: directive.name, version: directive.version, ...(env ? { environment: env.name } : {}), ...(start.retry ? { retry_of: start.retry.of } : {}), inputs, model: setup.model, client: start.client, ...(start.parent ? { parent: start.parent.id } : {}), ...(start.pipeline ? { pipeline: start.pipeline } : {}), depth, started_at: new Date().toISOString() };
   return endingHold(meter, async () => {
     const writer = await deps.store.create(header);
     return closing(writer, () => drive(deps, setup, { id, depth, client: start.client, writer, meter, inputs, messages, done: { turns: 0, calls: 0, steps: 0 } }, start));

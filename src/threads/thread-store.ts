@@ -26,8 +26,18 @@ export interface ThreadHeader {
   client: string;
   /** The thread that spawned this one. */
   parent?: string;
+  /** The pipeline run this thread is a stage of: a run's state is read back from its stages' headers. */
+  pipeline?: PipelineRef;
   depth: number;
   started_at: string;
+}
+
+/** `inputs` are the pipeline's own: a resume renders the stages not yet run from them. */
+export interface PipelineRef {
+  run: string;
+  name: string;
+  stage: string;
+  inputs: Record<string, unknown>;
 }
 
 export type ThreadRecord =

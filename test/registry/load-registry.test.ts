@@ -205,3 +205,27 @@ describe('duplicates and bad files', () => {
     expect(isKiwiError(error, 'TOOL_CANCELLED')).toBe(true);
   });
 });
+
+describe('loadRegistry with pipelines', () => {
+  const directive = (name: string) => `# ${name}\n\n\`\`\`xml\n<directive name="${name}" version="1.0.0">\n  <metadata><description>${name}</description><permissions></permissions></metadata>\n</directive>\n\`\`\`\n`;
+  const pipeline = (name: string, stageDirective = 'review') => `name: ${name}\nversion: "1.0.0"\ndescription: ${name}\nstages:\n  - { name: s, directive: ${stageDirective} }\n`;
+
+  it('checks them against the directives of both tiers; a name twice in a tier loads neither, and the project tier shadows the user tier', async () => {
+    const [project, user] = [tempDir(), tempDir()];
+    write(user, '.ai/directives/review.md', directive('review'));
+    write(project, '.ai/pipelines/good.yaml', pipeline('good'));
+    write(project, '.ai/pipelines/nested/bad.yml', pipeline('bad', 'deploy'));
+    write(project, '.ai/pipelines/twice-a.yaml', pipeline('twice'));
+    write(project, '.ai/pipelines/twice-b.yaml', pipeline('twice'));
+    write(user, '.ai/pipelines/good.yaml', pipeline('good'));
+    const registry = await loadRegistry({ projectDir: project, userDir: user });
+    expect([...(registry.pipelines?.keys() ?? [])]).toEqual(['good']);
+    expect(registry.pipelines?.get('good')?.source).toEqual({ path: path.join(project, '.ai/pipelines/good.yaml'), tier: 'project' });
+    expect(registry.shadowed).toEqual([{ id: 'good', kind: 'pipeline', winner: { path: path.join(project, '.ai/pipelines/good.yaml'), tier: 'project' }, loser: { path: path.join(user, '.ai/pipelines/good.yaml'), tier: 'user' } }]);
+    expect(registry.errors.map((e) => [e.kind, e.message])).toEqual([
+      ['pipeline', '.ai/pipelines/nested/bad.yml:5:27: stages[0].directive: no directive "deploy" loaded; the directives are review'],
+      ['pipeline', '.ai/pipelines/twice-a.yaml: name: pipeline "twice" is also defined in .ai/pipelines/twice-b.yaml; names must be unique within the project tier — rename or delete one (none of them is loaded until then)'],
+      ['pipeline', '.ai/pipelines/twice-b.yaml: name: pipeline "twice" is also defined in .ai/pipelines/twice-a.yaml; names must be unique within the project tier — rename or delete one (none of them is loaded until then)'],
+    ]);
+  });
+});

@@ -11,6 +11,7 @@ import { postgresAvailable, type PostgresServer } from '../helpers/postgres-serv
 import { postgresDatabase } from '../helpers/run-resources.js';
 import { REPO_ROOT } from '../helpers/temp-project.js';
 import { refusal } from '../helpers/expect-failure.js';
+import { readPipelineRun } from '../../src/threads/pipeline-runs.js';
 
 /** Two stores on one Postgres database stand for two replicas sharing a server (DATABASE_URL). */
 describe.skipIf(!postgresAvailable())('threads in Postgres', () => {
@@ -31,6 +32,26 @@ describe.skipIf(!postgresAvailable())('threads in Postgres', () => {
   const header = (id: string = randomUUID(), fields: Partial<ThreadHeader> = {}): ThreadHeader => ({ type: 'thread', id, directive: 'review_changes', inputs: { focus: 'docs' }, model: 'gpt-4o-mini', client: 'local', depth: 1, started_at: new Date().toISOString(), ...fields });
   const resumed = { type: 'resume', client: 'local', model: 'gpt-4o-mini', at: new Date().toISOString() } as const;
   const types = (lines: readonly ThreadLine[]): string[] => lines.map((l) => l.type);
+
+  it("keeps a stage thread's pipeline in its header, so any replica reads a pipeline run's state from its threads", async () => {
+    const [a, b] = [sqlThreadStore(db), sqlThreadStore(db)];
+    const run = randomUUID();
+    const stage = (name: string) => ({ pipeline: { run, name: 'release_check', stage: name, inputs: { focus: 'src' } } });
+    const first = await a.create(header(randomUUID(), stage('review')));
+    await first.append({ type: 'end', status: 'completed', result: 'looks fine', steps_taken: 1, ended_at: new Date().toISOString() });
+    await first.close();
+    const secondId = randomUUID();
+    const second = await a.create(header(secondId, stage('note')));
+    await (await a.create(header(randomUUID(), { pipeline: { run: randomUUID(), name: 'other', stage: 'x', inputs: {} } }))).close();
+
+    const state = await readPipelineRun(b, run);
+    expect(state).toMatchObject({ run, pipeline: 'release_check', inputs: { focus: 'src' } });
+    expect([...state.stages].map(([name, t]) => [name, t.end?.status, t.running])).toEqual([['note', undefined, true], ['review', 'completed', false]]);
+    await second.close(); // its process let go without an end: cut short
+    expect((await readPipelineRun(b, run)).stages.get('note')).toMatchObject({ header: { id: secondId }, running: false });
+    expect(await refusal(readPipelineRun(b, randomUUID()))).toMatch(/^NOT_FOUND: no pipeline run .* among the 2000 most recent threads/);
+    expect(await refusal(readPipelineRun(b, '../etc'))).toBe('INVALID_INPUT: "../etc" is not a pipeline run id; `kiwi pipelines runs` shows them');
+  });
 
   it('lists, reads and follows on one replica, line by line, a thread another writes', async () => {
     const [a, b] = [sqlThreadStore(db), sqlThreadStore(db)];

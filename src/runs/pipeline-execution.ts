@@ -1,0 +1,38 @@
+import type { ChatJournal } from '../kernel/chat-journal.js';
+import type { PipelineDeps, PipelineJournal } from '../threads/run-pipeline.js';
+import { keep } from './chat-execution.js';
+import { runEndEvent, runExecution } from './run-execution.js';
+import { executionSteps } from './execution-steps.js';
+
+/**
+ * Each run of a pipeline as a kernel execution: the pipeline and its inputs as the input, each
+ * stage a step (opened when its thread starts, its result `{thread, status, result}`), the
+ * stages' outcomes as the output. Cancelling the execution cancels the stages' threads.
+ */
+export function pipelineJournal(journal: ChatJournal, options: { stepDeadlineMs: number }): NonNullable<PipelineDeps['journal']> {
+  return (run) => {
+    const { execution, signal } = runExecution(journal, { client: run.client, input: { pipeline: run.pipeline, inputs: run.inputs }, labels: { kind: 'pipeline', client: run.client, pipeline: run.pipeline, pipeline_run: run.id }, what: `pipeline run ${run.id}` });
+    const steps = executionSteps(execution, options.stepDeadlineMs);
+    const open = new Map<string, string>();
+    const journaled: PipelineJournal = {
+      signal,
+      written: () => execution.written(),
+      stageStarted(stage, thread) {
+        open.set(stage.name, steps.open({ tool: stage.directive, arguments: { stage: stage.name } }, { stage: stage.name, thread }));
+      },
+      stageEnded(outcome) {
+        const step = open.get(outcome.stage);
+        if (step === undefined) return; // reused from an earlier run, or never started
+        open.delete(outcome.stage);
+        const body = JSON.stringify({ thread: outcome.thread, status: outcome.status, result: keep(outcome.result) });
+        steps.settle(step, outcome.status === 'completed' ? 'ok' : 'error', body);
+      },
+      end(outcome) {
+        const output = { run: outcome.run, status: outcome.status, stages: outcome.stages.map((s) => ({ ...s, result: keep(s.result) })) };
+        const error = outcome.status === 'cancelled' ? 'cancelled' : `stage ${outcome.stages.find((s) => s.status !== 'completed')?.stage ?? '?'} did not complete`;
+        execution.end(outcome.status, [...steps.cancelOpen(), runEndEvent(outcome.status, { output, error })], output);
+      },
+    };
+    return journaled;
+  };
+}

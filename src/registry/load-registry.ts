@@ -1,6 +1,7 @@
 /**
- * Loads the `.ai/` folders of the project and user tiers. The project tier wins; one bad file
- * never stops the others from loading — it is reported in `errors` and left out of the maps.
+ * Loads the `.ai/` folders of the project and user tiers, then the registry tier's items (read
+ * from the database by the caller). The first tier that has an id wins; one bad file never stops
+ * the others from loading — it is reported in `errors` and left out of the maps.
  */
 import { homedir } from 'node:os';
 import path from 'node:path';
@@ -25,6 +26,8 @@ export interface LoadRegistryOptions {
   maxFileBytes?: number;
   /** At most this many files are read per tier (default 10 000). */
   maxFiles?: number;
+  /** The registry tier's manifests, already read from the database (project/project-registry.ts). */
+  registryTier?: readonly FoundFile[];
 }
 
 export const DEFAULT_MAX_FILE_BYTES = 1024 * 1024;
@@ -62,6 +65,7 @@ export async function loadRegistry(options: LoadRegistryOptions): Promise<Regist
   const tiers: Array<[Tier, Record<SectionKind, TierItems>]> = [
     ['project', collect(project.files, 'project', { errors, warnings }, options.signal)],
     ['user', collect(user.files, 'user', { errors, warnings }, options.signal)],
+    ['registry', collect(options.registryTier ?? [], 'registry', { errors, warnings }, options.signal)],
   ];
 
   const registry: Registry = { tools: new Map(), directives: new Map(), knowledge: new Map(), errors, warnings, shadowed: [] };
@@ -70,7 +74,7 @@ export async function loadRegistry(options: LoadRegistryOptions): Promise<Regist
 }
 
 function collect(
-  files: FoundFile[],
+  files: readonly FoundFile[],
   tier: Tier,
   { errors, warnings }: { errors: RegistryIssue[]; warnings: RegistryIssue[] },
   signal: AbortSignal | undefined,

@@ -132,11 +132,14 @@ function nextPatch(version: string): string {
   return parts.join('.');
 }
 
-/** Text that is valid UTF-8 without NUL stays readable in the database; everything else is base64. */
+/**
+ * Text that is valid UTF-8 stays readable in the database; everything else is base64, and so is
+ * text with NUL (Postgres text cannot hold it) or a leading BOM (PGlite drops it on the way out).
+ */
 function encode(bytes: Buffer): { encoding: 'utf8' | 'base64'; content: string } {
   try {
     const text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
-    if (!text.includes('\0')) return { encoding: 'utf8', content: text };
+    if (!text.includes('\0') && !text.startsWith('\ufeff')) return { encoding: 'utf8', content: text };
   } catch {
     // not UTF-8: kept as base64 below
   }

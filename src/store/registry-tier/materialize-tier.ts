@@ -8,12 +8,13 @@ import type { TierVersion } from './tier-version.js';
 
 /**
  * Database-tier items as the registry loads them: each chosen version written once under
- * `.ai/cache/registry/<id>@<version>-<digest>/` (outside `.ai/state`, which the sandbox hides, so
- * a script runs from there as it would from `.ai/tools/`), and its manifest handed to the loader
- * as a file of the `registry` tier. A version never changes, so a folder that is there is whole:
- * it is made beside and renamed into place.
+ * `.ai/tools/.registry/<id>@<version>-<digest>/`, and its manifest handed to the loader as a file
+ * of the `registry` tier. There because the sandbox shows a tool `.ai/tools` and hides the rest of
+ * `.ai/`, so a script runs from there as from the project's own tools; the leading dot keeps the
+ * project tier's walk out of it. A version never changes, so a folder that is there is whole: it
+ * is made beside and renamed into place.
  */
-export const REGISTRY_CACHE_DIR = path.join('.ai', 'cache', 'registry');
+export const REGISTRY_CACHE_DIR = path.join('.ai', 'tools', '.registry');
 
 export async function materializeTier(versions: readonly TierVersion[], cacheDir: string, issues: RegistryIssue[]): Promise<FoundFile[]> {
   const found: FoundFile[] = [];

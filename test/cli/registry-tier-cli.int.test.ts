@@ -96,6 +96,10 @@ for (const [name, open] of registryTierBackends()) {
       expect(latest).toMatchObject({ tier: 'registry', version: '1.1.0', errors: [] });
       expect(latest.output).toContain('"status":"ok"');
       expect(latest.output).toContain('greet v2');
+      // The search index embeds it like a file tier's tool, so an intent in words finds it.
+      expect((await kiwi(consumer.root, 'index')).out).toMatch(/^indexed 1 tools and 1 directives and knowledge entries .*: 2 added/); // greet, and the knowledge entry tips
+      const resolved = await kiwi(consumer.root, 'resolve', 'greets, saying which version it is', '--json');
+      expect(JSON.parse(resolved.out).candidates[0]).toMatchObject({ tool: 'greet', textScore: 1 });
       consumer.write('.ai/config/registry.yaml', 'pins:\n  greet: "1.0.0"\n');
       const pinned = await greet();
       expect(pinned).toMatchObject({ tier: 'registry', version: '1.0.0' });

@@ -78,6 +78,22 @@ for (const [name, open] of registryTierBackends()) {
       expect((await kiwi(author.root, 'registry', 'show', 'tips')).out).toMatch(/^tips@1\.0\.0 {2}knowledge {2}pushed .* signed [0-9a-f]{16}$/m);
     });
 
+    it('refuses to push a tool whose script is missing or outside its folder, and pushes nothing of it', async () => {
+      const bad = (id: string, script: string): string => manifest('1.0.0').replace('tool_id: greet', `tool_id: ${id}`).replace('script: greet.mjs', `script: ${script}`);
+      author.write('.ai/tools/bad/escapes.yaml', bad('escapes', '../demo/greet.mjs'));
+      author.write('.ai/tools/bad/missing.yaml', bad('missing', 'gone.mjs'));
+      try {
+        const refused = await kiwi(author.root, 'registry', 'push', '.ai/tools/bad');
+        expect(refused.code).toBe(1);
+        expect(refused.err).toMatch(/tool escapes@1\.0\.0: invalid — its file \.\.\/demo\/greet\.mjs leads outside the item's folder; keep scripts beside their manifest/);
+        expect(refused.err).toMatch(/tool missing@1\.0\.0: invalid — its file gone\.mjs does not exist next to the manifest/);
+        expect(refused.out).toMatch(/0 added, 0 unchanged, 0 refused \(version exists with other content\), 2 invalid/);
+        expect((await kiwi(author.root, 'registry', 'show', 'escapes')).code).toBe(1);
+      } finally {
+        rmSync(path.join(author.root, '.ai', 'tools', 'bad'), { recursive: true });
+      }
+    });
+
     it('refuses the same version with other content, and keeps every version pushed', async () => {
       author.write('.ai/tools/demo/greet.mjs', script('v1-edited'));
       const refused = await kiwi(author.root, 'registry', 'push', '.ai/tools/demo');

@@ -4,7 +4,7 @@ import { KiwiError } from '../../errors.js';
 import { isInside } from '../../policy/path-check.js';
 import { readCappedFile } from '../../read-capped-file.js';
 import type { Directive, Knowledge, Registry, Tool } from '../../registry/types.js';
-import { checkVersion, tierFile, VERSION_LIMITS, type ItemType, type NewVersion } from './tier-version.js';
+import { checkVersion, tierFile, VERSION_LIMITS, type NewVersion } from './tier-version.js';
 
 /**
  * What `kiwi registry push` sends: each project-tier item (every version of a directive the tier
@@ -58,7 +58,7 @@ async function candidate(entry: Item, realAi: string, manifestReal: string): Pro
     }
     const version: NewVersion = {
       id,
-      type: entry.type as ItemType,
+      type: entry.type,
       version: entry.item.version,
       folder: toSlashes(path.relative(realAi, folderReal)),
       manifest: path.basename(manifestReal),

@@ -143,6 +143,17 @@ for (const [name, open] of registryTierBackends()) {
       }
     });
 
+    it('loads the folders when the tier cannot be read, and says why', async () => {
+      const project = await openProject({ projectDir: consumer.root, userDir: place.userDir, env: { ...place.env, DATABASE_URL: 'postgres://kiwi:secret@127.0.0.1:1/nowhere' } });
+      try {
+        expect(project.registry.tools.has('greet')).toBe(false);
+        expect(project.registry.tools.has('subprocess')).toBe(true);
+        expect(project.registry.errors.map((e) => e.message)).toEqual([expect.stringMatching(/^registry tier: cannot be opened \(cannot connect to the Postgres of DATABASE_URL \(postgres:\/\/kiwi:\*+@127\.0\.0\.1:1\/nowhere\).*\); its items are not loaded$/)]);
+      } finally {
+        await project.close();
+      }
+    });
+
     it('pulls a pinned version or the latest byte for byte, never over a changed file without --force', async () => {
       const file = (p: string): string => readFileSync(path.join(puller.root, '.ai', p), 'utf8');
       expect((await kiwi(puller.root, 'registry', 'pull', 'greet@1.0.0')).out).toBe('pulled tool greet@1.0.0 into .ai/tools/demo: 2 written, 0 unchanged');

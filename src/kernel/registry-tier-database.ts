@@ -1,8 +1,8 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { migrate } from '../store/sql/migrate.js';
-import type { SqlDb } from '../store/sql/sql-db.js';
 import { sqlRegistryTier, type RegistryTier } from '../store/registry-tier/sql-registry-tier.js';
+import { renewStamp } from '../store/registry-tier/tier-selection.js';
 import { KERNEL_MIGRATIONS } from './kernel-migrations.js';
 
 /**
@@ -17,6 +17,7 @@ export interface OpenedRegistryTier {
 }
 
 export const EMBEDDED_REGISTRY_DIR = path.join('.ai', 'state', 'registry');
+const EMBEDDED_STAMP_FILE = path.join('.ai', 'state', 'registry.stamp');
 
 export interface RegistryTierDatabaseOptions {
   env: Readonly<Record<string, string | undefined>>;
@@ -31,10 +32,11 @@ export interface RegistryTierDatabaseOptions {
  * registry, and most projects have no tier.
  */
 export async function openRegistryTierDatabase(options: RegistryTierDatabaseOptions): Promise<OpenedRegistryTier | undefined> {
-  const url = options.env['DATABASE_URL'];
-  if (url !== undefined && url !== '') {
+  const url = serverUrl(options.env);
+  if (url !== undefined) {
     const { openGatewayDatabase } = await import('./gateway-database.js');
-    return opened(await openGatewayDatabase(url, { maxConnections: 1 }), 'the registry tier of DATABASE_URL');
+    const db = await openGatewayDatabase(url, { maxConnections: 1 });
+    return { tier: sqlRegistryTier(db, 'the registry tier of DATABASE_URL'), close: () => db.close() };
   }
   const dir = path.join(options.userDir, EMBEDDED_REGISTRY_DIR);
   if (!options.create && !existsSync(path.join(dir, 'PG_VERSION'))) return undefined;
@@ -46,9 +48,24 @@ export async function openRegistryTierDatabase(options: RegistryTierDatabaseOpti
     await db.close();
     throw error;
   }
-  return opened(db, `the registry tier in ${dir}`);
+  const tier = sqlRegistryTier(db, `the registry tier in ${dir}`);
+  const stamp = path.join(options.userDir, EMBEDDED_STAMP_FILE);
+  const push: RegistryTier['push'] = async (version, pushedBy) => {
+    const outcome = await tier.push(version, pushedBy);
+    if (outcome.status === 'added') await renewStamp(stamp);
+    return outcome;
+  };
+  return { tier: { ...tier, push }, close: () => db.close() };
 }
 
-function opened(db: SqlDb, where: string): OpenedRegistryTier {
-  return { tier: sqlRegistryTier(db, where), close: () => db.close() };
+/** The stamp every push to the embedded tier renews (tier-selection.ts); undefined when the tier is a server's, or there is none. */
+export function embeddedTierStamp(options: Pick<RegistryTierDatabaseOptions, 'env' | 'userDir'>): string | undefined {
+  if (serverUrl(options.env) !== undefined || !existsSync(path.join(options.userDir, EMBEDDED_REGISTRY_DIR, 'PG_VERSION'))) return undefined;
+  return path.join(options.userDir, EMBEDDED_STAMP_FILE);
+}
+
+/** `DATABASE_URL`, read as gateway-database.ts reads it (unset or empty is none), without loading `pg` for it. */
+function serverUrl(env: RegistryTierDatabaseOptions['env']): string | undefined {
+  const url = env['DATABASE_URL'];
+  return url === undefined || url === '' ? undefined : url;
 }

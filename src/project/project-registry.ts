@@ -1,10 +1,11 @@
 import { homedir } from 'node:os';
 import path from 'node:path';
-import { openRegistryTierDatabase } from '../kernel/registry-tier-database.js';
+import { embeddedTierStamp, openRegistryTierDatabase } from '../kernel/registry-tier-database.js';
 import { loadRegistry, type Registry } from '../registry/load-registry.js';
 import type { FoundFile } from '../registry/registry-files.js';
 import type { RegistryIssue } from '../registry/types.js';
 import { materializeTier, REGISTRY_CACHE_DIR } from '../store/registry-tier/materialize-tier.js';
+import { readSelection, readStamp, writeSelection } from '../store/registry-tier/tier-selection.js';
 import { readRegistryPins, REGISTRY_CONFIG_FILE } from './registry-pins.js';
 
 export interface ProjectRegistryOptions {
@@ -37,10 +38,31 @@ export async function loadProjectRegistry(options: ProjectRegistryOptions): Prom
   return registry;
 }
 
+/** The embedded tier's last selection when nothing was pushed since and the pins are the same; else the database's. */
 async function readTier(options: ProjectRegistryOptions, pins: Record<string, string>, pinsFile: string, issues: RegistryIssue[]): Promise<FoundFile[]> {
+  const userDir = options.userDir ?? homedir();
+  const cacheDir = path.join(options.projectDir, REGISTRY_CACHE_DIR);
+  const stampFile = embeddedTierStamp({ env: options.env, userDir });
+  const stamp = stampFile === undefined ? undefined : await readStamp(stampFile);
+  const saved = stamp === undefined ? undefined : await readSelection(cacheDir, stamp, pins);
+  if (saved !== undefined) {
+    issues.push(...saved.issues);
+    return saved.found;
+  }
+  const fresh: RegistryIssue[] = [];
+  const found = await readDatabase(options, userDir, cacheDir, pins, pinsFile, fresh);
+  issues.push(...fresh);
+  if (stamp !== undefined && !fresh.some((i) => i.message.startsWith('registry tier: cannot'))) {
+    // Not saved (a read-only checkout): the next load asks the database again, nothing worse.
+    await writeSelection(cacheDir, stamp, pins, { found, issues: fresh }).catch(() => undefined);
+  }
+  return found;
+}
+
+async function readDatabase(options: ProjectRegistryOptions, userDir: string, cacheDir: string, pins: Record<string, string>, pinsFile: string, issues: RegistryIssue[]): Promise<FoundFile[]> {
   let opened;
   try {
-    opened = await openRegistryTierDatabase({ env: options.env, userDir: options.userDir ?? homedir(), create: false });
+    opened = await openRegistryTierDatabase({ env: options.env, userDir, create: false });
   } catch (error) {
     issues.push({ kind: 'tool', file: pinsFile, message: `registry tier: cannot be opened (${error instanceof Error ? error.message : String(error)}); its items are not loaded` });
     return [];
@@ -53,7 +75,7 @@ async function readTier(options: ProjectRegistryOptions, pins: Record<string, st
     const versions = await opened.tier.selected(pins);
     const ids = new Set(versions.map((v) => v.id));
     for (const id of Object.keys(pins)) if (!ids.has(id)) issues.push(unknownPin(pinsFile, id, pins, `${opened.tier.where} has no such version (\`kiwi registry show ${id}\` lists them)`));
-    return await materializeTier(versions, path.join(options.projectDir, REGISTRY_CACHE_DIR), issues);
+    return await materializeTier(versions, cacheDir, issues);
   } catch (error) {
     issues.push({ kind: 'tool', file: pinsFile, message: `registry tier: cannot be read (${error instanceof Error ? error.message : String(error)}); its items are not loaded` });
     return [];

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/app/run-cli.js';
+import { openRegistryTierDatabase } from '../../src/kernel/registry-tier-database.js';
 import { openProject } from '../../src/project/open-project.js';
 import { registryTierBackends, type TierPlace } from '../helpers/registry-tier-backends.js';
 import { createTempProject, type TempProject } from '../helpers/temp-project.js';
@@ -193,6 +194,28 @@ for (const [name, open] of registryTierBackends()) {
       expect(await kiwi(puller.root, 'registry', 'push', '.ai/nothing-here')).toMatchObject({ code: 1, err: expect.stringMatching(/nothing-here does not exist/) });
       expect(await kiwi(puller.root, 'registry', 'list', 'extra')).toMatchObject({ code: 2 });
       expect(await kiwi(puller.root, 'registry', 'push', '--force')).toMatchObject({ code: 2, err: expect.stringMatching(/--force is for `kiwi registry pull`/) });
+    });
+
+    it.skipIf(name !== 'embedded PGlite')('loads the embedded tier again without opening it, until a push or the pins change', async () => {
+      await greet(); // reads the database, and saves what it chose
+      const held = await openRegistryTierDatabase({ env: place.env, userDir: place.userDir, create: false });
+      try {
+        const cached = await greet();
+        expect(cached).toMatchObject({ tier: 'registry', version: '1.1.0', errors: [] });
+        expect(cached.output).toContain('greet v2');
+        consumer.write('.ai/config/registry.yaml', 'pins:\n  greet: "1.0.0"\n');
+        // Other pins: the database is asked again, and this test holds it.
+        expect((await greet()).errors.join('\n')).toMatch(/registry tier: cannot be opened \(.* is in use by process/);
+      } finally {
+        await held?.close();
+        rmSync(path.join(consumer.root, '.ai', 'config', 'registry.yaml'));
+      }
+      author.write('.ai/tools/demo/greet.yaml', manifest('1.2.0'));
+      author.write('.ai/tools/demo/greet.mjs', script('v3'));
+      expect((await kiwi(author.root, 'registry', 'push', '.ai/tools/demo')).out).toMatch(/1 added/);
+      const pushed = await greet();
+      expect(pushed).toMatchObject({ tier: 'registry', version: '1.2.0', errors: [] });
+      expect(pushed.output).toContain('greet v3');
     });
   });
 }

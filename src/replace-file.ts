@@ -6,7 +6,7 @@ import path from 'node:path';
  * Writes `text` to `file` whole or not at all: a temporary file beside it, synced, then renamed
  * over it, so a crash or a full disk never leaves half a file where a good one was.
  */
-export async function replaceFile(file: string, text: string, mode = 0o644): Promise<void> {
+export async function replaceFile(file: string, text: string | Uint8Array, mode = 0o644): Promise<void> {
   await mkdir(path.dirname(file), { recursive: true });
   const temp = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
   try {

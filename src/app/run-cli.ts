@@ -8,7 +8,8 @@ Usage:
   kiwi init [DIR]                      make a working .ai/ here (or in DIR): config, a default-deny policy, the script runtimes, a .gitignore; never overwrites
   kiwi serve [--host H] [--port P]     the gateway: OpenAI/Anthropic-compatible proxy that runs [TOOL: …] intents, and /mcp (what \`npm start\` runs)
   kiwi keys create NAME|list|revoke ID   client API keys (stored hashed); once one exists, every request needs a key
-  kiwi tools list|show TOOL|validate   the .ai/ registry (project tier, then ~/.ai)
+  kiwi tools list|show TOOL|validate   the .ai/ registry (project tier, then ~/.ai, then the registry tier)
+  kiwi registry push [PATH...]|pull ID[@VERSION] [--force]|list|show ID   the registry tier in the database: every version kept, pinned in .ai/config/registry.yaml
   kiwi run TOOL --args JSON            run one tool through the permissioned tool proxy
   kiwi directives run NAME [--input K=V]... [--model M]   run a directive as a thread here: its tools only, its limits, the model its tier maps to
   kiwi directives list                  the directives, each version that runs and the older ones beside it
@@ -62,6 +63,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   approvals: async () => (await import('../cli/commands/approvals.js')).approvalsCommand,
   runner: async () => (await import('../cli/commands/runner.js')).runnerCommand,
   keys: async () => (await import('../cli/commands/keys.js')).keysCommand,
+  registry: async () => (await import('../cli/commands/registry.js')).registryCommand,
 };
 
 /** Every command `kiwi` knows. */

@@ -124,10 +124,12 @@ export const GITIGNORE = `# Written by Kiwi Gateway at run time, not by you (\`k
 # logs/     the audit log
 # vectors/  the search index, rebuilt from tools/ when missing
 # threads/  directive thread transcripts
+# tools/.registry/  the registry tier's items as this project runs them (\`kiwi registry\`)
 /state/
 /logs/
 /vectors/
 /threads/
+/tools/.registry/
 `;
 
 export const INIT_FILES: readonly InitFile[] = [

@@ -95,8 +95,6 @@ export async function checkProjectPath(project: Project, given: string | undefin
   }
 }
 
-export const NO_REGISTRY = 'there is no remote registry yet; only the local tiers exist: "project" (.ai/ of this project) and "user" (~/.ai)';
-
 export type Item = { kind: 'tool'; item: Tool } | { kind: 'directive'; item: Directive } | { kind: 'knowledge'; item: Knowledge };
 
 export function itemTier(found: Item): Tier {
@@ -117,7 +115,7 @@ export function findItem(project: Project, type: ItemType, id: string): Item {
   const hint = broken
     ? ` A file that looks like it did not load: ${broken.message}`
     : ` Find ids with search(item_type="${type}", query="…").`;
-  throw new KiwiError(type === 'tool' ? 'TOOL_NOT_FOUND' : 'INVALID_INPUT', `no ${type} with id ${JSON.stringify(id)} in the project or user tier.${hint}`);
+  throw new KiwiError(type === 'tool' ? 'TOOL_NOT_FOUND' : 'INVALID_INPUT', `no ${type} with id ${JSON.stringify(id)} in the project, user or registry tier.${hint}`);
 }
 
 function wrap<K extends Item['kind']>(kind: K, item: Extract<Item, { kind: K }>['item'] | undefined): Item | undefined {

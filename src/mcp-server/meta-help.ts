@@ -28,7 +28,7 @@ export const helpShape = {
 };
 
 const TEXT: Record<HelpTopic, string> = {
-  overview: `Kiwi Gateway: a few meta-tools stand in for every tool, directive and knowledge entry of this project's .ai/ folder (project tier, then ~/.ai).
+  overview: `Kiwi Gateway: a few meta-tools stand in for every tool, directive and knowledge entry of this project's .ai/ folder (project tier, then ~/.ai, then the registry tier in the database).
 - search: find items by what they do
 - load: read one item in full (a tool's parameters, a directive's steps, a knowledge entry)
 - execute: run a tool, or get a directive's steps / a knowledge entry's content
@@ -39,12 +39,12 @@ Every tool call passes the project's policy (.ai/config/policy.yaml, default den
 - item_type: "tool" | "directive" | "knowledge" ("script" = tool)
 - query: words describing what you look for
 - limit: 1-50, default 10
-- source: "local" (default: project and user tiers) | "project" | "user" | "all" (same as local; there is no remote registry yet)
+- source: "all" (default: every tier) | "local" (project and user tiers) | "project" | "user" | "registry" (the database tier)
 Tools, directives and knowledge are ranked the way resolve picks them: meaning (embeddings) and keywords (BM25), fused on one scale.
 Example: search(item_type="tool", query="read a file")`,
   load: `load(item_type, item_id, source?, destination?, version?)
 Returns the item in full: a tool's manifest with its parameter schema, a directive's metadata, inputs, steps and Markdown, a knowledge entry's front matter and body.
-source picks the tier ("project" | "user"); copying between tiers (a destination other than where the item lives) is not supported yet.
+source picks the tier ("project" | "user" | "registry"); copying between tiers (a destination other than where the item lives) is not supported yet.
 Example: load(item_type="tool", item_id="read_file")`,
   execute: `execute(item_type, action="run", item_id, parameters?, async?)
 - tool: runs it through the policy-checked tool proxy with parameters as its arguments

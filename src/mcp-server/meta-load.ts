@@ -8,7 +8,6 @@ import {
   itemIdSchema,
   itemTier,
   itemTypeSchema,
-  NO_REGISTRY,
   normalizeItemType,
   projectPathSchema,
   textResult,
@@ -22,9 +21,9 @@ export const loadShape = {
   item_type: itemTypeSchema,
   item_id: itemIdSchema,
   source: z
-    .enum(['project', 'user', 'registry'], { error: 'source must be "project" or "user" (there is no remote registry yet)' })
+    .enum(['project', 'user', 'registry'], { error: 'source must be "project", "user" or "registry"' })
     .optional()
-    .describe('The tier to load from: "project" or "user" (default: whichever holds the item, project first)'),
+    .describe('The tier to load from: "project", "user" or "registry" (the database tier; default: whichever holds the item, project first)'),
   destination: z
     .enum(['project', 'user'], { error: 'destination must be "project" or "user"' })
     .optional()
@@ -37,7 +36,6 @@ type LoadArgs = z.output<z.ZodObject<typeof loadShape>>;
 
 export async function load(ctx: MetaContext, args: LoadArgs): Promise<MetaResult> {
   const type = normalizeItemType(args.item_type);
-  if (args.source === 'registry') throw new KiwiError('INVALID_INPUT', `source "registry": ${NO_REGISTRY}. Load from source "project" or "user".`);
   await checkProjectPath(ctx.project, args.project_path);
   const found = findItem(ctx.project, type, args.item_id);
   const tier = itemTier(found);
@@ -65,7 +63,7 @@ export async function load(ctx: MetaContext, args: LoadArgs): Promise<MetaResult
     }
     throw new KiwiError(
       'INVALID_INPUT',
-      `only version ${found.item.version} of ${type} ${JSON.stringify(args.item_id)} is available (older versions live in a remote registry, which does not exist yet); leave version out to load it.`,
+      `only version ${found.item.version} of ${type} ${JSON.stringify(args.item_id)} is loaded; leave version out to load it (the registry tier keeps every version it was pushed with: \`kiwi registry show ${args.item_id}\` lists them, and .ai/config/registry.yaml pins one).`,
     );
   }
   return render(ctx, found);

@@ -4,7 +4,6 @@
  * only when the resolver has no index of them.
  */
 import { z } from 'zod';
-import { KiwiError } from '../errors.js';
 import type { Directive, Knowledge, Tier, Tool } from '../registry/types.js';
 import { parametersSchema } from '../resolver/llm-argument-filler.js';
 import { stem, STOPWORDS } from '../resolver/text-words.js';
@@ -12,7 +11,6 @@ import { splitWords } from '../registry/tool-document.js';
 import {
   checkProjectPath,
   itemTypeSchema,
-  NO_REGISTRY,
   normalizeItemType,
   projectPathSchema,
   textResult,
@@ -40,9 +38,9 @@ export const searchShape = {
     .optional()
     .describe(`Most results to return (default ${DEFAULT_SEARCH_LIMIT}, at most ${MAX_SEARCH_LIMIT})`),
   source: z
-    .enum(['local', 'project', 'user', 'all', 'registry'], { error: 'source must be "local" (project and user tiers), "project", "user" or "all"' })
+    .enum(['local', 'project', 'user', 'all', 'registry'], { error: 'source must be "all" (every tier), "local" (project and user tiers), "project", "user" or "registry"' })
     .optional()
-    .describe('Which tiers to search: "local" (default: project and user), "project", "user", or "all" (the same as local: there is no remote registry yet)'),
+    .describe('Which tiers to search: "all" (default: project, user and the registry tier in the database), "local" (project and user), "project", "user" or "registry"'),
   project_path: projectPathSchema,
 };
 
@@ -58,15 +56,14 @@ interface Hit {
 
 export async function search(ctx: MetaContext, args: SearchArgs, signal?: AbortSignal): Promise<MetaResult> {
   const type = normalizeItemType(args.item_type);
-  if (args.source === 'registry') throw new KiwiError('INVALID_INPUT', `source "registry": ${NO_REGISTRY}. Use source "local".`);
   await checkProjectPath(ctx.project, args.project_path);
   const limit = args.limit ?? DEFAULT_SEARCH_LIMIT;
-  const tiers: Tier[] = args.source === 'project' ? ['project'] : args.source === 'user' ? ['user'] : ['project', 'user'];
+  const tiers: Tier[] = args.source === undefined || args.source === 'all' ? ['project', 'user', 'registry'] : args.source === 'local' ? ['project', 'user'] : [args.source];
   const hits = type === 'tool' ? await searchTools(ctx, args.query, limit, tiers, signal) : await searchItems(ctx, type, args.query, limit, tiers, signal);
   return textResult(formatHits(type, args.query, hits), {
     item_type: type,
     query: args.query,
-    source: args.source ?? 'local',
+    source: args.source ?? 'all',
     total: hits.length,
     results: hits.map((h) => ({ id: h.id, score: round(h.score), description: h.description, tier: h.tier, ...h.extra })),
   });

@@ -17,7 +17,8 @@ import { createHttpClient, type HttpClient } from '../primitives/http-client.js'
 import { openSandbox } from '../primitives/sandbox.js';
 import { createToolProxy, type ToolProxy } from '../proxy/tool-proxy.js';
 import type { CallSource, ThreadPort } from '../proxy/tool-call.js';
-import { loadRegistry, type Registry } from '../registry/load-registry.js';
+import type { Registry } from '../registry/load-registry.js';
+import { loadProjectRegistry } from './project-registry.js';
 
 export interface ProjectOptions {
   /** The folder that holds `.ai/`. */
@@ -63,7 +64,7 @@ export function newSessionId(prefix: string): string {
 
 export async function openProject(options: ProjectOptions): Promise<Project> {
   const root = await realpath(path.resolve(options.projectDir));
-  const registry = await loadRegistry({ projectDir: root, ...(options.userDir ? { userDir: options.userDir } : {}) });
+  const registry = await loadProjectRegistry({ projectDir: root, env: options.env, ...(options.userDir ? { userDir: options.userDir } : {}) });
   const policy = await loadPolicyFile(path.join(root, '.ai', 'config', 'policy.yaml'), root);
   const checkpoints = createCheckpointer({ root, env: options.env, settings: await readCheckpointSettings(path.join(root, '.ai', 'config', 'gateway.yaml'), root) });
   const session = options.session ?? newSessionId(options.source ?? 'cli');

@@ -1,6 +1,7 @@
 /**
- * Loads the `.ai/` folders of the project and user tiers. The project tier wins; one bad file
- * never stops the others from loading — it is reported in `errors` and left out of the maps.
+ * Loads the `.ai/` folders of the project and user tiers, then the registry tier's items (read
+ * from the database by the caller). The first tier that has an id wins; one bad file never stops
+ * the others from loading — it is reported in `errors` and left out of the maps.
  */
 import { homedir } from 'node:os';
 import path from 'node:path';
@@ -26,6 +27,8 @@ export interface LoadRegistryOptions {
   maxFileBytes?: number;
   /** At most this many files are read per tier (default 10 000). */
   maxFiles?: number;
+  /** The registry tier's manifests, already read from the database (project/project-registry.ts). */
+  registryTier?: readonly FoundFile[];
 }
 
 export const DEFAULT_MAX_FILE_BYTES = 1024 * 1024;
@@ -65,6 +68,7 @@ export async function loadRegistry(options: LoadRegistryOptions): Promise<Regist
   const tiers: Array<[Tier, Record<ItemKind, TierItems>]> = [
     ['project', collect(items(project.files), 'project', { errors, warnings }, options.signal)],
     ['user', collect(items(user.files), 'user', { errors, warnings }, options.signal)],
+    ['registry', collect(items([...(options.registryTier ?? [])]), 'registry', { errors, warnings }, options.signal)],
   ];
 
   const registry: Registry = { tools: new Map(), directives: new Map(), knowledge: new Map(), errors, warnings, shadowed: [] };
@@ -101,7 +105,7 @@ function loadPipelines(tiers: Array<[Tier, FoundFile[]]>, registry: Registry): M
 }
 
 function collect(
-  files: FoundFile[],
+  files: readonly FoundFile[],
   tier: Tier,
   { errors, warnings }: { errors: RegistryIssue[]; warnings: RegistryIssue[] },
   signal: AbortSignal | undefined,

@@ -8,7 +8,8 @@ export type ToolType = (typeof TOOL_TYPES)[number];
 export const PRIMITIVES = ['subprocess', 'http_client'] as const;
 export type PrimitiveId = (typeof PRIMITIVES)[number];
 
-export type Tier = 'project' | 'user';
+/** `registry`: the database tier (store/registry-tier/), after the two folders. */
+export type Tier = 'project' | 'user' | 'registry';
 
 export interface SourceRef {
   path: string;

@@ -135,8 +135,9 @@ describe('meta-server: search', () => {
     await expectError(call('search', { item_type: 'tool', query: '   ' }), /query must not be empty/);
     await expectError(call('search', { item_type: 'tool', query: 'x', limit: 100 }), /limit must be at most 50/);
     await expectError(call('search', { item_type: 'tool', query: 'x', limit: 2.5 }), /limit must be a whole number/);
-    await expectError(call('search', { item_type: 'tool', query: 'x', source: 'registry' }), /INVALID_INPUT: source "registry": there is no remote registry yet/);
-    await expectError(call('search', { item_type: 'tool', query: 'x', source: 'cloud' }), /source must be "local"/);
+    // The registry tier is searched like the others; this project has none, so it finds nothing.
+    expect(structured(await call('search', { item_type: 'tool', query: 'read a document', source: 'registry' }))).toMatchObject({ source: 'registry', total: 0, results: [] });
+    await expectError(call('search', { item_type: 'tool', query: 'x', source: 'cloud' }), /source must be "all" \(every tier\), "local"/);
   });
 });
 
@@ -176,7 +177,7 @@ describe('meta-server: load', () => {
     await expectError(call('load', { item_type: 'knowledge', item_id: 'style-guide', destination: 'user' }), /copying items between tiers is not supported yet/);
     await expectError(call('load', { item_type: 'knowledge', item_id: 'style-guide', source: 'user' }), /shadowed by the project-tier one/);
     await expectError(call('load', { item_type: 'knowledge', item_id: 'user-note', source: 'project' }), /is in the user tier, not the project tier/);
-    await expectError(call('load', { item_type: 'tool', item_id: 'echo_text', source: 'registry' }), /no remote registry yet/);
+    await expectError(call('load', { item_type: 'tool', item_id: 'echo_text', source: 'registry' }), /is in the project tier, not the registry tier/);
     await expectError(call('load', { item_type: 'tool', item_id: 'echo_text', version: '2.0.0' }), /only version 1\.0\.0/);
   });
 });

@@ -1,6 +1,6 @@
 import path from 'node:path';
-import { loadRegistry } from '../../registry/load-registry.js';
 import type { AnnealCounts } from '../../anneal/anneal-on-failure.js';
+import { loadProjectRegistry } from '../../project/project-registry.js';
 import type { Directive } from '../../registry/types.js';
 import type { CliContext } from '../io.js';
 import { projectOptions } from '../project-options.js';
@@ -17,7 +17,7 @@ export async function listDirectives(
   annealed: (root: string) => Promise<ReadonlyMap<string, AnnealCounts>>,
 ): Promise<number> {
   const options = projectOptions(ctx, values);
-  const registry = await loadRegistry({ projectDir: options.projectDir, ...(options.userDir ? { userDir: options.userDir } : {}) });
+  const registry = await loadProjectRegistry({ projectDir: options.projectDir, env: ctx.env, ...(options.userDir ? { userDir: options.userDir } : {}) });
   const root = path.resolve(options.projectDir);
   const shown = (d: Directive): string => (d.source.tier === 'project' ? shownPath(root, d.source.path) : d.source.path);
   const names = [...registry.directives.keys()].sort();

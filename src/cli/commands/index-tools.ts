@@ -1,4 +1,5 @@
-import { loadRegistry, type Registry } from '../../registry/load-registry.js';
+import { loadProjectRegistry } from '../../project/project-registry.js';
+import type { Registry } from '../../registry/load-registry.js';
 import { openProjectResolverRuntime, type ResolverRuntime } from '../../resolver/resolver-runtime.js';
 import type { CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
@@ -24,7 +25,7 @@ export async function indexCommand(ctx: CliContext): Promise<number> {
 /** Registry + resolver config + LanceDB index of a project, as `kiwi index` and `kiwi resolve` use them. */
 export async function openProjectResolver(ctx: CliContext, projectFlag: string | undefined, check: { needsAi?: boolean } = {}): Promise<ResolverRuntime> {
   const options = projectOptions(ctx, { project: projectFlag }, check);
-  const registry = await loadRegistry({ projectDir: options.projectDir, ...(options.userDir ? { userDir: options.userDir } : {}) });
+  const registry = await loadProjectRegistry({ projectDir: options.projectDir, env: ctx.env, ...(options.userDir ? { userDir: options.userDir } : {}) });
   return openRegistryResolver(ctx, options.projectDir, registry);
 }
 

@@ -1,0 +1,50 @@
+import { z } from 'zod';
+import { KiwiError } from '../errors.js';
+import { readCappedFile } from '../read-capped-file.js';
+import { formatFieldPath } from '../registry/validation-error.js';
+import { parseYamlSource } from '../registry/yaml-source.js';
+import { shownPath } from '../shown-path.js';
+import { itemId, itemVersion } from '../store/registry-tier/tier-version.js';
+
+/**
+ * `.ai/config/registry.yaml`: the versions of database-tier items this project runs instead of
+ * their latest. Committed with the project, so every checkout and replica runs the same bytes.
+ *
+ *   pins:
+ *     weather_forecast: "1.2.0"
+ */
+export const REGISTRY_CONFIG_FILE = '.ai/config/registry.yaml';
+
+const MAX_FILE_BYTES = 256 * 1024;
+
+const pinVersion = z.unknown().superRefine((value, ctx) => {
+  if (typeof value === 'number') ctx.addIssue({ code: 'custom', message: `YAML reads ${value} as a number; quote the version ("${value}")` });
+  else if (!itemVersion.safeParse(value).success) ctx.addIssue({ code: 'custom', message: 'a version is numbers separated by dots, like "1.2.0"' });
+});
+
+const registryConfig = z.strictObject({ pins: z.record(itemId, pinVersion).optional() });
+
+/** The pins of the project at `root`: id → version; none when the file is absent. */
+export async function readRegistryPins(file: string, root: string): Promise<Record<string, string>> {
+  const shown = shownPath(root, file);
+  let text: string;
+  try {
+    text = (await readCappedFile(file, MAX_FILE_BYTES, () => new KiwiError('INVALID_INPUT', `${shown}: larger than ${MAX_FILE_BYTES} bytes; it holds one line per pinned item`))).toString('utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return {};
+    if (error instanceof KiwiError) throw error;
+    throw new KiwiError('INVALID_INPUT', `${shown}: cannot be read (${(error as Error).message})`);
+  }
+  const parsed = parseYamlSource(text);
+  if (!parsed.ok) {
+    const e = parsed.errors[0];
+    throw new KiwiError('INVALID_INPUT', `${shown}${e?.line === undefined ? '' : `:${e.line}:${e.column ?? 1}`}: ${e?.text ?? 'invalid YAML'}`);
+  }
+  const checked = registryConfig.safeParse(parsed.value.data ?? {});
+  if (checked.success) return Object.fromEntries(Object.entries(checked.data.pins ?? {}).map(([id, v]) => [id, v as string]));
+  const issue = checked.error.issues[0];
+  const at = issue?.path ?? [];
+  const pos = parsed.value.locate(at);
+  const what = issue?.code === 'unrecognized_keys' ? `unknown field ${issue.keys.join(', ')}; the file has one section, pins: { ID: "VERSION" }` : (issue?.message ?? 'invalid');
+  throw new KiwiError('INVALID_INPUT', `${pos === undefined ? shown : `${shown}:${pos.line}:${pos.column}`}: ${at.length === 0 ? '' : `${formatFieldPath(at)}: `}${what}`);
+}

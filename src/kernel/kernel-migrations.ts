@@ -314,4 +314,13 @@ export const KERNEL_MIGRATIONS: readonly Migration[] = [
       )`,
     ],
   },
+  {
+    version: 16,
+    name: 'what each execution used',
+    statements: [
+      // Tokens by model and their spend (budgets/usage-summary.ts), as JSON, set when a chat or a
+      // thread run ends; null for executions that called no model.
+      'alter table kernel_executions add column usage text',
+    ],
+  },
 ];

@@ -8,7 +8,7 @@ import { signText } from '../registry/signature.js';
 import type { Directive, Registry } from '../registry/types.js';
 import { classifyThread } from '../threads/failure-class.js';
 import type { ThreadStore } from '../threads/thread-store.js';
-import { directiveModel, findDirective } from '../threads/run-thread.js';
+import { directiveModel, findDirective } from '../threads/directive-run-setup.js';
 import { annealProblems, droppedPermissions } from './anneal-check.js';
 import { annealMessages, extractDirectiveFile, FILE_END, FILE_START, nextVersion, type FailedRun } from './anneal-prompt.js';
 

@@ -9,6 +9,7 @@ import type { AgentLoopDeps } from '../loop/agent-loop.js';
 import type { GatewayBudgets } from './gateway-budgets.js';
 import type { GatewayConfig } from './gateway-config.js';
 import { tierModelOf } from './tier-model.js';
+import { usagePrices } from './usage-prices.js';
 import type { Upstreams } from './upstreams.js';
 
 /** Directives run as threads on the gateway's own pieces: its tool proxy, resolver, upstreams and limits. */
@@ -63,6 +64,7 @@ export function createGatewayThreads(deps: {
     describeTool: deps.describeTool,
     steps: deps.steps,
     ...(deps.journal ? { journal: deps.journal } : {}),
+    priceOf: usagePrices(config, upstreams),
   };
   // Every thread this gateway runs, by id, from its first line to its end: `cancel` and `close` reach each.
   const running = new Map<string, { controller: AbortController; done: Promise<unknown> }>();
@@ -118,6 +120,7 @@ export function createGatewayThreads(deps: {
     port: {
       async spawn(plan, call) {
         const outcome = await run({ ...asCaller(plan, call), ...(call.signal ? { signal: call.signal } : {}) });
+        call.thread?.onChildUsage?.(outcome.usage);
         const body = threadOutcomeBody(outcome);
         return { text: JSON.stringify(body, null, 2), data: body, isError: outcome.status !== 'completed' };
       },

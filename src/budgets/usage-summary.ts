@@ -40,7 +40,8 @@ export function createUsageTally(priceOf: PriceOf): UsageTally {
   const models = new Map<string, ChatUsage>();
   return {
     add(model, usage) {
-      if (usage === undefined) return;
+      // A call that counted nothing (the resolver's fallback model refused before answering) used nothing.
+      if (usage?.inputTokens === undefined && usage?.outputTokens === undefined) return;
       const seen = models.get(model) ?? {};
       models.set(model, {
         inputTokens: (seen.inputTokens ?? 0) + (usage.inputTokens ?? 0),

@@ -40,7 +40,7 @@ export function threadJournal(journal: ChatJournal, options: { kernel: ChatAppro
             : outcome.status === 'cancelled'
               ? { type: 'execution.cancelled', payload: { reason: outcome.error ?? 'cancelled' } }
               : { type: 'execution.failed', payload: { error: outcome.error ?? outcome.status } };
-        execution.end(outcome.status === 'completed' ? 'completed' : outcome.status === 'cancelled' ? 'cancelled' : 'failed', [...steps.cancelOpen(), last]);
+        execution.end(outcome.status === 'completed' ? 'completed' : outcome.status === 'cancelled' ? 'cancelled' : 'failed', [...steps.cancelOpen(), last], { usage: outcome.usage });
       },
     };
   };

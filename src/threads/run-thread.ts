@@ -21,6 +21,9 @@ import { threadMessages } from './thread-inputs.js';
 import { resumePoint } from './thread-resume.js';
 import type { ThreadHeader, ThreadRecord, ThreadStatus, ThreadStore, ThreadWriter } from './thread-store.js';
 import { shownPath } from '../shown-path.js';
+import { directiveModel, findDirective, threadLimits } from './directive-run-setup.js';
+import { addUsage, createUsageTally, EMPTY_USAGE, withChildren, type PriceOf, type UsageSummary } from '../budgets/usage-summary.js';
+import { countingBudget } from '../loop/counting-budget.js';
 
 /**
  * A directive run as a thread: the gateway's own agent loop with the directive as the system
@@ -61,6 +64,8 @@ export interface ThreadDeps {
   maxDepth?: number;
   /** Records each run as a kernel execution (the gateway's, when it records chats): its calls can then wait for a person. */
   journal?: (run: ThreadRun) => ThreadJournal;
+  /** What a model's tokens cost, for the usage a run reports; absent, every model is unpriced. */
+  priceOf?: PriceOf;
 }
 
 export interface ThreadRun {
@@ -124,6 +129,8 @@ export interface ThreadOutcome {
   failure?: string;
   /** Its calls are in the audit log under this session. */
   audit: { session: string };
+  /** What this run used, by model: its own turns and fallback calls, and the threads it spawned and waited for (own + children). */
+  usage: UsageSummary;
 }
 
 /** How a thread's outcome reads to whoever started it (a thread tool's result, an MCP answer). */
@@ -190,23 +197,6 @@ async function endingHold(meter: BudgetMeter | undefined, run: () => Promise<Thr
   } finally {
     await meter?.end();
   }
-}
-
-/** The directive of that name, or NOT_FOUND naming the ones there are. */
-export function findDirective(directives: ReadonlyMap<string, Directive>, name: string): Directive {
-  const directive = directives.get(name);
-  if (directive !== undefined) return directive;
-  const known = [...directives.keys()];
-  throw new KiwiError('NOT_FOUND', `no directive ${JSON.stringify(name)}; the directives are ${known.length === 0 ? '(none)' : known.join(', ')}`);
-}
-
-/** The model a directive runs on: the one asked for, else its tier's (or `tier`'s); INVALID_INPUT saying how to map it when there is none. */
-export function directiveModel(tierModel: ThreadDeps['tierModel'], directive: Directive, asked: { model?: string | undefined; tier?: string | undefined }): string {
-  const tier = asked.tier ?? directive.modelTier;
-  const model = asked.model ?? tierModel(tier);
-  if (model !== undefined) return model;
-  const named = tier ?? 'default';
-  throw new KiwiError('INVALID_INPUT', `directive ${directive.name} asks for the model tier ${JSON.stringify(named)}, which .ai/config/gateway.yaml does not map; add model_tiers: { ${named}: MODEL }, or pass --model`);
 }
 
 /** What a thread of this directive runs with: its model, its rights, its hooks and its limits. */
@@ -281,6 +271,13 @@ async function drive(deps: ThreadDeps, setup: Setup, run: Run, start: Pick<Threa
     spawned++;
     meter?.countSpawn();
   };
+  // This run's own tokens (every turn the loop charges, however it ends, and the resolver's
+  // fallback model), and what the threads it spawned and waited for used, theirs included.
+  const own = createUsageTally(deps.priceOf ?? (() => undefined));
+  let children = EMPTY_USAGE;
+  const onChildUsage = (used: UsageSummary): void => {
+    children = addUsage(children, used);
+  };
   let steps = run.done.steps;
   let turn = run.done.turns + 1;
   let text = '';
@@ -296,12 +293,13 @@ async function drive(deps: ThreadDeps, setup: Setup, run: Run, start: Pick<Threa
     await endTurn();
     const result = given ?? last;
     const failure = tally.classify({ status, ...extra });
-    await record({ type: 'end', status, result, steps_taken: steps, ...extra, ...(failure ? { failure } : {}), ended_at: new Date().toISOString() });
-    const outcome = { id, status, steps_taken: steps, result, ...(extra.limit ? { limit: extra.limit } : {}), ...(extra.error ? { error: extra.error } : {}), ...(failure ? { failure } : {}), audit: { session: id } };
+    const usage = withChildren(own.summary(), children);
+    await record({ type: 'end', status, result, steps_taken: steps, ...extra, ...(failure ? { failure } : {}), usage, ended_at: new Date().toISOString() });
+    const outcome = { id, status, steps_taken: steps, result, ...(extra.limit ? { limit: extra.limit } : {}), ...(extra.error ? { error: extra.error } : {}), ...(failure ? { failure } : {}), audit: { session: id }, usage };
     journal?.end(outcome);
     return outcome;
   };
-  const caller = { session: id, client: run.client, source: 'thread' as const, context, directive: setup.scope, thread: { id, depth, onSpawn } };
+  const caller = { session: id, client: run.client, source: 'thread' as const, context, directive: setup.scope, thread: { id, depth, onSpawn, onChildUsage } };
   const signalHelp = deps.help;
   const call = (c: ToolCall): Promise<CallOutcome> => {
     if (journal === undefined) return deps.call(c);
@@ -330,7 +328,7 @@ async function drive(deps: ThreadDeps, setup: Setup, run: Run, start: Pick<Threa
             }
           : {}),
         limits: setup.limits,
-        ...(meter ? { budget: meter } : {}),
+        budget: countingBudget(meter, (used) => own.add(setup.route.model, used)),
         ...(deps.describeTool ? { describeTool: deps.describeTool } : {}),
         ...(deps.steps ? { steps: deps.steps } : {}),
       },
@@ -347,6 +345,7 @@ async function drive(deps: ThreadDeps, setup: Setup, run: Run, start: Pick<Threa
           turn = run.done.turns + event.turn;
           break;
         case 'call':
+          if (event.fallback !== undefined) own.add(event.fallback.model, event.fallback);
           await endTurn(); // the text that led to the call comes before it
           await record({ type: 'call', call_id: event.callId, tool: event.call.tool, arguments: event.call.arguments });
           break;
@@ -355,6 +354,7 @@ async function drive(deps: ThreadDeps, setup: Setup, run: Run, start: Pick<Threa
           await record({ type: 'result', call_id: event.callId, tool: event.tool, status: event.status, ...(event.isError && event.status === 'ok' ? { is_error: true } : {}), text: event.text });
           break;
         case 'unresolved':
+          if (event.fallback !== undefined) own.add(event.fallback.model, event.fallback);
           await endTurn();
           await record({ type: 'unresolved', intent: event.intent, reason: event.reason });
           break;
@@ -377,15 +377,4 @@ async function drive(deps: ThreadDeps, setup: Setup, run: Run, start: Pick<Threa
     const why = signal?.aborted === true && signal.reason instanceof Error ? signal.reason : error;
     return end(cancelled ? 'cancelled' : 'failed', { error: why instanceof Error ? why.message : String(why), ...(isKiwiError(error) ? { code: error.code } : {}) });
   }
-}
-
-/** The directive's `<limits>` over the gateway's: turns, tokens and duration it sets replace those. */
-function threadLimits(base: LoopLimits, directive: Directive): LoopLimits {
-  const l = directive.limits;
-  return {
-    ...base,
-    ...(l.turns === undefined ? {} : { maxTurns: l.turns }),
-    ...(l.tokens === undefined ? {} : { maxTokens: l.tokens }),
-    ...(l.duration === undefined ? {} : { maxDurationMs: Math.max(1000, Math.round(l.duration * 1000)) }),
-  };
 }

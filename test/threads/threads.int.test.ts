@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readAuditTail } from '../../src/audit/audit-reader.js';
 import { runCli } from '../../src/app/run-cli.js';
 import { isKiwiError } from '../../src/errors.js';
-import { directiveModel } from '../../src/threads/run-thread.js';
+import { directiveModel } from '../../src/threads/directive-run-setup.js';
 import { checkInputs } from '../../src/registry/directive-input-values.js';
 import { type ThreadLine } from '../../src/threads/thread-store.js';
 import { fileThreadStore, THREADS_DIR } from '../../src/threads/file-thread-store.js';

@@ -1,5 +1,7 @@
 import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/app/run-cli.js';
 import { EXECUTION_ID_HEADER } from '../../src/http/chat-handler.js';
@@ -14,7 +16,8 @@ import { serveGateway, type ServedGateway } from '../helpers/serve-gateway.js';
  * What executions and threads used, through the whole gateway on 127.0.0.1 and its embedded
  * kernel database: the upstream replays recorded OpenAI streams (openai-plain reports 24 input and
  * 7 output tokens); gateway.yaml prices `gpt-*` at $1000 per million tokens and not `llama-*`.
- * Then the gateway is closed and opened again on the same database, and the CLI reads it.
+ * Then the gateway is closed and opened again on the same database, and the CLI and an MCP
+ * client read what was kept.
  */
 
 let llm: ReplayLlmServer;
@@ -156,6 +159,17 @@ describe('after the gateway is opened again on the same database', () => {
     expect(unpriced.out.at(-1)).toBe('used: llama-3.1-8b 24 in / 7 out unpriced; total $0.0000 + unpriced llama-3.1-8b');
     const thread = await cli(['executions', 'show', ids.parentExecution ?? '', '--url', served.server.url]);
     expect(thread.out.at(-1)).toBe('used: gpt-4o-mini 40 in / 18 out $0.0580; total $0.0580 (own + children)');
+  });
+
+  it("an MCP client's execute(action=\"status\") of the thread says what it used", async () => {
+    const client = new Client({ name: 'usage-test', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${served.server.url}/mcp`)));
+    try {
+      const result = (await client.callTool({ name: 'execute', arguments: { item_type: 'directive', action: 'status', item_id: ids.parent } })) as { structuredContent?: Record<string, unknown> };
+      expect(result.structuredContent).toMatchObject({ status: 'completed', usage: { models: { 'gpt-4o-mini': { input_tokens: 40, output_tokens: 18 } }, own: { spend_usd: expect.closeTo(30 * PRICED, 10) }, children: { spend_usd: expect.closeTo(28 * PRICED, 10) } } });
+    } finally {
+      await client.close();
+    }
   });
 
   it('`kiwi threads show` ends with what the run used, own + children', async () => {

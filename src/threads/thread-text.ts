@@ -1,5 +1,4 @@
 import { textHead } from '../text-cut.js';
-import { usageText } from '../budgets/usage-summary.js';
 import type { ThreadLine } from './thread-store.js';
 
 /**
@@ -28,6 +27,6 @@ export function threadLineText(line: ThreadLine, max: { turn: number; item: numb
     case 'resume':
       return `resumed ${line.at} by ${line.client} on ${line.model}${line.message === undefined ? '' : `: ${flat(line.message)}`}`;
     case 'end':
-      return `ended ${line.ended_at}: ${line.status}${line.limit ? ` (the ${line.limit} limit)` : ''}, ${line.steps_taken} step(s)${line.failure ? `, failure: ${line.failure}` : ''}${line.error ? `: ${flat(line.error)}` : ''}${line.usage ? `; used ${usageText(line.usage)}` : ''}`;
+      return `ended ${line.ended_at}: ${line.status}${line.limit ? ` (the ${line.limit} limit)` : ''}, ${line.steps_taken} step(s)${line.failure ? `, failure: ${line.failure}` : ''}${line.error ? `: ${flat(line.error)}` : ''}`;
   }
 }

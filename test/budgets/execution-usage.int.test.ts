@@ -172,9 +172,10 @@ describe('after the gateway is opened again on the same database', () => {
     }
   });
 
-  it('`kiwi threads show` ends with what the run used, own + children', async () => {
+  it('`kiwi threads show` ends with what the thread used, own + children', async () => {
     const shown = await cli(['threads', 'show', ids.parent ?? '', '--project', root]);
     expect(shown.code).toBe(0);
-    expect(shown.out.at(-1)).toMatch(/^ended .*: completed, 1 step\(s\); used gpt-4o-mini 40 in \/ 18 out \$0\.0580; total \$0\.0580 \(own \+ children\)$/);
+    expect(shown.out.at(-2)).toMatch(/^ended .*: completed, 1 step\(s\)$/);
+    expect(shown.out.at(-1)).toBe('used: gpt-4o-mini 40 in / 18 out $0.0580; total $0.0580 (own + children)');
   });
 });

@@ -92,11 +92,12 @@ async function show(ctx: CliContext, store: ThreadStore, id: string, follow: boo
   return 1;
 }
 
-/** A thread run more than once (resumed) says what all its runs used; one run's end line already does. */
+/** After an ended thread's transcript, what it used (over all its runs, when it was resumed). */
 function printTotal(ctx: CliContext, lines: readonly ThreadLine[], json: boolean): void {
   const usage = threadUsage(lines);
-  if (json || usage === undefined || lines.filter((l) => l.type === 'end').length < 2) return;
-  ctx.io.out(`used over all its runs: ${usageText(usage)}`);
+  if (json || usage === undefined) return;
+  const runs = lines.filter((l) => l.type === 'end').length;
+  ctx.io.out(`used${runs > 1 ? ` over its ${runs} runs` : ''}: ${usageText(usage)}`);
 }
 
 async function resume(ctx: CliContext, id: string, values: { message?: string; model?: string; json?: boolean; project?: string }): Promise<number> {

@@ -172,6 +172,19 @@ describe('after the gateway is opened again on the same database', () => {
     }
   });
 
+  it("the console's execution and thread pages show it by model", async () => {
+    // The keyless local operator (loopback, no keys) is given a session at the login page.
+    const first = await fetch(`${served.server.url}/ui/login`, { redirect: 'manual' });
+    const cookie = first.headers.get('set-cookie')?.split(';')[0] ?? '';
+    const text = async (route: string): Promise<string> => {
+      const res = await fetch(`${served.server.url}${route}`, { headers: { cookie }, redirect: 'manual' });
+      expect(res.status).toBe(200);
+      return (await res.text()).replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ');
+    };
+    expect(await text(`/ui/executions/${ids.unpriced}`)).toContain('Used Model Input tokens Output tokens Spend llama-3.1-8b 24 7 unpriced Total $0.0000, and the unpriced tokens of llama-3.1-8b');
+    expect(await text(`/ui/threads/${ids.parent}`)).toContain('Used (own + children) Model Input tokens Output tokens Spend gpt-4o-mini 40 18 $0.0580 Total $0.0580; its own $0.0300, the threads it spawned $0.0280');
+  });
+
   it('`kiwi threads show` ends with what the thread used, own + children', async () => {
     const shown = await cli(['threads', 'show', ids.parent ?? '', '--project', root]);
     expect(shown.code).toBe(0);

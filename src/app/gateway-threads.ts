@@ -12,6 +12,7 @@ import { adoptAnnealed, annealOnFailure } from '../anneal/anneal-on-failure.js';
 import { annealDirective } from '../anneal/anneal-directive.js';
 import { projectEnvironments } from './project-environments.js';
 import { tierModelOf } from './tier-model.js';
+import { usagePrices } from './usage-prices.js';
 import type { Upstreams } from './upstreams.js';
 
 /** Directives run as threads on the gateway's own pieces: its tool proxy, resolver, upstreams and limits. */
@@ -67,6 +68,7 @@ export function createGatewayThreads(deps: {
     steps: deps.steps,
     ...(deps.journal ? { journal: deps.journal } : {}),
     environments: projectEnvironments(project.root, project.registry),
+    priceOf: usagePrices(config, upstreams),
   };
   // Every thread this gateway runs, by id, from its first line to its end: `cancel` and `close` reach each.
   const running = new Map<string, { controller: AbortController; done: Promise<unknown> }>();
@@ -129,6 +131,7 @@ export function createGatewayThreads(deps: {
     port: {
       async spawn(plan, call) {
         const outcome = await run({ ...asCaller(plan, call), ...(call.signal ? { signal: call.signal } : {}) });
+        call.thread?.onChildUsage?.(outcome.usage);
         const body = threadOutcomeBody(outcome);
         return { text: JSON.stringify(body, null, 2), data: body, isError: outcome.status !== 'completed' };
       },

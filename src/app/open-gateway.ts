@@ -43,6 +43,9 @@ import { createToolMenu } from '../loop/tool-menu.js';
 import { openGatewayBudgets, type GatewayBudgets } from './gateway-budgets.js';
 import { requestCap } from '../budgets/request-cap.js';
 import type { BudgetMeter } from '../budgets/budget-meter.js';
+import { createUsageTally } from '../budgets/usage-summary.js';
+import { countingBudget } from '../loop/counting-budget.js';
+import { usagePrices } from './usage-prices.js';
 import { intentInstructions } from '../intent/intent-scanner.js';
 import { loadGatewayConfig, type GatewayConfig } from './gateway-config.js';
 import { openGatewayPrefetch, type GatewayPrefetch } from './gateway-prefetch.js';
@@ -163,6 +166,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     const budgets = await openGatewayBudgets({ root: project.root, config, database, shared, ...(options.log ? { log: options.log } : {}) });
     if (budgets !== undefined) opened.unshift(budgets);
     const resolutions = createResolutionCounts();
+    const priceOf = usagePrices(config, upstreams);
     const runLoop: RunLoop = (request, run) => {
       const route = upstreams.route(request.model);
       const controller = new AbortController();
@@ -192,13 +196,14 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
             : undefined;
           const chatSteps = execution && executionSteps(execution, config.limits.maxDurationMs);
           const approvals = execution && chatSteps && createChatApprovals({ execution, steps: chatSteps, kernel: kernel.kernel, events: shared.kernelEvents });
+          const usage = createUsageTally(priceOf);
           const forRequest = prefetch.forRequest({ mode: run.mode, caller: run.caller, conversation: run.conversation, maxToolCalls: config.limits.maxToolCalls });
           const loop = runAgentLoop(
             {
               provider: traced.endpoint === undefined ? route.provider : tracedProvider(route.provider, tracing, route.upstream),
               ...forRequest,
               resolve: countingResolve(traced.endpoint === undefined ? forRequest.resolve : tracedResolve(forRequest.resolve, tracing), resolutions),
-              ...(meter === undefined ? {} : { budget: meter }),
+              budget: countingBudget(meter, (used) => usage.add(route.model, used)),
               describeTool,
               steps,
               menu: (text, signal) => {
@@ -213,7 +218,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
           );
           const caller = { session: run.conversation, client: run.caller.client, source: 'gateway' as const, ...(run.caller.context ? { context: run.caller.context } : {}) };
           const hooked = withLimitHooks(loop, (code, detail) => project.proxy.limitReached(caller, code, detail), options.log);
-          const recorded = execution === undefined || chatSteps === undefined ? hooked : recordChat(hooked, execution, { mode: run.mode, cancelled: () => cancelled, steps: chatSteps, ...(approvals ? { approvals } : {}) });
+          const recorded = execution === undefined || chatSteps === undefined ? hooked : recordChat(hooked, execution, { mode: run.mode, cancelled: () => cancelled, steps: chatSteps, usage, ...(approvals ? { approvals } : {}) });
           yield* database === undefined ? recorded : afterWrites(recorded, () => Promise.all([meter?.written(), execution?.written()]));
         } finally {
           // Every way out (finish, failure, client abort, a consumer that stopped): the loop has

@@ -1,5 +1,6 @@
 import { EXECUTION_STATUSES } from '../kernel/types.js';
 import { Json, When } from './console-layout.js';
+import { UsageTable } from './usage-table.js';
 import { query, render, type ConsoleRequest, type ConsoleRouter } from './console-route.js';
 
 /**
@@ -65,7 +66,7 @@ export function mountExecutionPages(router: ConsoleRouter): void {
 
   router.page('/ui/executions/:id', 'executions', async (c, r) => {
     const id = c.req.param('id') ?? '';
-    const answer = (await r.api('GET', `/admin/v1/executions/${encodeURIComponent(id)}?limit=1000`)) as { execution: ExecutionRow & { input: unknown; output?: unknown }; events: WireEvent[] };
+    const answer = (await r.api('GET', `/admin/v1/executions/${encodeURIComponent(id)}?limit=1000`)) as { execution: ExecutionRow & { input: unknown; output?: unknown; usage?: unknown }; events: WireEvent[] };
     const e = answer.execution;
     const stages = r.viewer.may('audit') ? await proxyStages(r, e.client, answer.events) : new Map<string, AuditRecord>();
     return render(
@@ -78,6 +79,7 @@ export function mountExecutionPages(router: ConsoleRouter): void {
         <p class="meta">
           <span class={`status ${e.status}`}>{e.status}</span> · client <strong>{e.client}</strong> · agent <code>{e.agent_id}</code> · started <When at={e.created_at} /> · last change <When at={e.updated_at} />
         </p>
+        <UsageTable usage={e.usage} />
         <ol class="timeline">
           {answer.events.map((event) => (
             <li class={`event ${event.type.replaceAll('.', '-')}`}>

@@ -2,6 +2,7 @@ import type { Child } from 'hono/jsx';
 import type { ThreadLine } from '../threads/thread-store.js';
 import { Json, When } from './console-layout.js';
 import { query, render, type ConsoleRouter } from './console-route.js';
+import { UsageTable } from './usage-table.js';
 
 /**
  * Directive threads: the list, the most recently written first (live), and one thread's
@@ -23,6 +24,8 @@ interface ThreadRow {
   ended_at?: string;
   steps_taken?: number;
   failure?: string;
+  /** Over all its runs (own + children); absent until a run ends. */
+  usage?: unknown;
 }
 
 const LISTED = 100;
@@ -123,6 +126,7 @@ export function mountThreadPages(router: ConsoleRouter): void {
             </>
           )}
         </p>
+        <UsageTable usage={t.usage} />
         {t.status === 'running' ? <p class="hint">It runs: this page shows each line as it is written.</p> : null}
         {t.status === 'cut_short' ? <p class="hint">{`It did not end, and no process writes it any more: kiwi threads resume ${t.id} goes on with it.`}</p> : null}
         <ol class="transcript">

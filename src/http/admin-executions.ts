@@ -33,7 +33,7 @@ export function mountAdminExecutions(app: Hono, route: AdminRoute, kernel: () =>
         limit: intParam(c.req.query('limit'), 50, 1, 200),
       });
       // The admin API shows whose each one is; the v0 API never does.
-      return c.json({ executions: page.executions.map((e) => ({ id: e.id, status: e.status, client: e.client, agent_id: e.agentId, labels: e.labels, created_at: e.createdAt, updated_at: e.updatedAt })), next_cursor: page.nextCursor });
+      return c.json({ executions: page.executions.map((e) => ({ id: e.id, status: e.status, client: e.client, agent_id: e.agentId, labels: e.labels, ...(e.usage === undefined ? {} : { usage: e.usage }), created_at: e.createdAt, updated_at: e.updatedAt })), next_cursor: page.nextCursor });
     }),
   );
 

@@ -1,4 +1,5 @@
 import type { Hono } from 'hono';
+import { threadUsage } from '../threads/thread-usage.js';
 import { KiwiError } from '../errors.js';
 import { isThreadId, noSuchThread, type ThreadHeader, type ThreadRecord, type ThreadStatus, type ThreadStore } from '../threads/thread-store.js';
 import { ADMIN_PREFIX, type AdminRoute } from './admin-route.js';
@@ -49,7 +50,8 @@ export function mountAdminThreads(app: Hono, route: AdminRoute, threads: AdminTh
       const end = last?.type === 'end' ? last : undefined;
       const status = end?.status ?? ((await threads.isRunning(id)) ? 'running' : 'cut_short');
       const page = lines.slice(after, after + limit);
-      return c.json({ thread: shownThread(header, end, status), lines: page, next_after: Math.min(after, lines.length) + page.length, more: after + page.length < lines.length });
+      const usage = threadUsage(lines);
+      return c.json({ thread: { ...shownThread(header, end, status), ...(usage === undefined ? {} : { usage }) }, lines: page, next_after: Math.min(after, lines.length) + page.length, more: after + page.length < lines.length });
     }),
   );
 }

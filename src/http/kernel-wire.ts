@@ -4,7 +4,9 @@ import type { Execution, KernelEvent } from '../kernel/types.js';
 
 /**
  * The kernel's objects as the v0 API writes them (snake_case keys, §1). User JSON (input,
- * output, labels, payload contents) is returned exactly as stored: never re-keyed.
+ * output, labels, payload contents) is returned exactly as stored: never re-keyed. `usage` is
+ * the gateway's own field beside the spec's (tokens by model and their spend): present only on
+ * executions that called a model, so a client of the spec reads nothing new it must understand.
  */
 
 export function wireExecution(e: Execution): Record<string, unknown> {
@@ -15,6 +17,7 @@ export function wireExecution(e: Execution): Record<string, unknown> {
     labels: e.labels,
     input: e.input,
     ...('output' in e ? { output: e.output } : {}),
+    ...(e.usage === undefined ? {} : { usage: e.usage }),
     created_at: e.createdAt,
     updated_at: e.updatedAt,
   };
@@ -22,7 +25,7 @@ export function wireExecution(e: Execution): Record<string, unknown> {
 
 export function wireExecutionPage(page: ExecutionPage): Record<string, unknown> {
   return {
-    executions: page.executions.map((e) => ({ id: e.id, status: e.status, agent_id: e.agentId, labels: e.labels, created_at: e.createdAt, updated_at: e.updatedAt })),
+    executions: page.executions.map((e) => ({ id: e.id, status: e.status, agent_id: e.agentId, labels: e.labels, ...(e.usage === undefined ? {} : { usage: e.usage }), created_at: e.createdAt, updated_at: e.updatedAt })),
     next_cursor: page.nextCursor,
   };
 }

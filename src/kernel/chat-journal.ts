@@ -1,3 +1,4 @@
+import type { UsageSummary } from '../budgets/usage-summary.js';
 import type { ChatStepWrite, ChatWrite } from './chat-rows.js';
 import type { EventDraft } from './types.js';
 import { uuidv7 } from './uuidv7.js';
@@ -33,8 +34,8 @@ export interface ChatExecution {
    * approvals API can answer it. Resolves to false when nothing is written for it (not recorded, ended).
    */
   block(stepId: string, payload: { tool_id: string; arguments: unknown; reason: string }): Promise<boolean>;
-  /** Its last events and its end; later calls do nothing. */
-  end(status: 'completed' | 'failed' | 'cancelled', drafts: EventDraft[], output?: unknown): void;
+  /** Its last events and its end, with its output and what it used (when it called a model); later calls do nothing. */
+  end(status: 'completed' | 'failed' | 'cancelled', drafts: EventDraft[], kept?: { output?: unknown; usage?: UsageSummary }): void;
   /**
    * Resolves once everything recorded for it so far is written (or its write failed: it is kept
    * and tried again). The write starts as soon as the one under way ends, shared by every chat
@@ -207,13 +208,13 @@ export function createChatJournal(deps: ChatJournalDeps): ChatJournal {
           await flush();
           return !entry.ended;
         },
-        end(status, drafts, output) {
+        end(status, drafts, kept = {}) {
           if (entry.ended) return;
           entry.ended = true;
           live.delete(id);
           const when = now().toISOString();
           append(entry.write, drafts, when);
-          entry.write.end = { status, at: when, ...(output === undefined ? {} : { output: JSON.stringify(output) }) };
+          entry.write.end = { status, at: when, ...(kept.output === undefined ? {} : { output: JSON.stringify(kept.output) }), ...(kept.usage === undefined ? {} : { usage: JSON.stringify(kept.usage) }) };
           touch(entry);
         },
         written: () => (dirty.has(id) ? flushSoon() : writing),

@@ -45,7 +45,7 @@ export interface ChatWrite {
   /** The step it now waits on for a person's approval (§12.2): the row is blocked on it. */
   block?: string;
   /** Its end, once it has one. */
-  end?: { status: Extract<ExecutionStatus, 'completed' | 'failed' | 'cancelled'>; at: string; output?: string };
+  end?: { status: Extract<ExecutionStatus, 'completed' | 'failed' | 'cancelled'>; at: string; output?: string; usage?: string };
 }
 
 /** `owner`: the kernel instance running them. Returns the ids of chats that had ended in the database (cancelled) and were not written to. */
@@ -62,10 +62,10 @@ export async function writeChats(tx: SqlQueryable, writes: readonly ChatWrite[],
          status = coalesce(x.status, case when x.block_ref is not null then 'blocked' else e.status end),
          block_reason = case when x.status is not null then null when x.block_ref is not null then 'approval' else e.block_reason end,
          block_ref = case when x.status is not null then null else coalesce(x.block_ref, e.block_ref) end,
-         output = coalesce(x.output, e.output), updated_at = coalesce(x.updated_at, e.updated_at)
-       from json_to_recordset($1::json) as x(id text, n integer, status text, output text, updated_at text, block_ref text)
+         output = coalesce(x.output, e.output), usage = coalesce(x.usage, e.usage), updated_at = coalesce(x.updated_at, e.updated_at)
+       from json_to_recordset($1::json) as x(id text, n integer, status text, output text, usage text, updated_at text, block_ref text)
        where e.id = x.id and e.status in ('running', 'blocked') returning e.id, e.last_sequence`,
-      [JSON.stringify(known.map((w) => ({ id: w.id, n: w.events.length, status: w.end?.status ?? null, output: w.end?.output ?? null, updated_at: w.end?.at ?? null, block_ref: w.end === undefined ? (w.block ?? null) : null })))],
+      [JSON.stringify(known.map((w) => ({ id: w.id, n: w.events.length, status: w.end?.status ?? null, output: w.end?.output ?? null, usage: w.end?.usage ?? null, updated_at: w.end?.at ?? null, block_ref: w.end === undefined ? (w.block ?? null) : null })))],
     );
     const counts = new Map(known.map((w) => [w.id, w.events.length]));
     for (const row of rows) firstSequence.set(row.id, row.last_sequence - (counts.get(row.id) ?? 0) + 1);
@@ -79,11 +79,11 @@ export async function writeChats(tx: SqlQueryable, writes: readonly ChatWrite[],
   await insertJson(tx, [
     {
       table: 'kernel_executions',
-      columns: ['id', 'agent_id', 'status', 'input', 'labels', 'output', 'created_at', 'updated_at', 'last_sequence', 'origin', 'owner', 'block_reason', 'block_ref', 'client'],
+      columns: ['id', 'agent_id', 'status', 'input', 'labels', 'output', 'usage', 'created_at', 'updated_at', 'last_sequence', 'origin', 'owner', 'block_reason', 'block_ref', 'client'],
       rows: fresh.map((w) => {
         const c = w.create as NonNullable<ChatWrite['create']>;
         const blocked = w.end === undefined && w.block !== undefined;
-        return [w.id, c.agentId, w.end?.status ?? (blocked ? 'blocked' : 'running'), c.input, JSON.stringify(c.labels), w.end?.output ?? null, c.createdAt, w.end?.at ?? c.createdAt, w.events.length, 'chat', owner, blocked ? 'approval' : null, blocked ? (w.block as string) : null, c.client];
+        return [w.id, c.agentId, w.end?.status ?? (blocked ? 'blocked' : 'running'), c.input, JSON.stringify(c.labels), w.end?.output ?? null, w.end?.usage ?? null, c.createdAt, w.end?.at ?? c.createdAt, w.events.length, 'chat', owner, blocked ? 'approval' : null, blocked ? (w.block as string) : null, c.client];
       }),
     },
     {

@@ -10,6 +10,8 @@ export interface ExecutionRow extends Record<string, unknown> {
   input: string;
   labels: string;
   output: string | null;
+  /** What it used (budgets/usage-summary.ts), as JSON; null when it called no model. */
+  usage: string | null;
   created_at: string;
   updated_at: string;
   /** Why it is blocked (§12): 'signal' or 'approval'; null when it is not. */

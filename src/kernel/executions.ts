@@ -7,6 +7,7 @@ import { checkExecutionBounds, DEFAULT_KERNEL_LIMITS, lockClientQuota, quotaExce
 import { cancelOpenSteps } from './steps.js';
 import { TERMINAL_STATUSES, type Execution, type ExecutionStatus, type KernelEvent } from './types.js';
 import { uuidv7 } from './uuidv7.js';
+import { parseUsage } from '../budgets/usage-summary.js';
 
 /**
  * Executions (§5): created, read, listed newest first by cursor, cancelled; each change written
@@ -163,6 +164,7 @@ export function createExecutions(db: SqlDb, options: { now?: () => Date; limits?
 
 function fromRow(r: ExecutionRow): Execution {
   const output = r.output === null ? null : (JSON.parse(r.output) as unknown);
+  const usage = r.usage === null ? undefined : parseUsage(JSON.parse(r.usage));
   return {
     id: r.id,
     status: r.status,
@@ -171,6 +173,7 @@ function fromRow(r: ExecutionRow): Execution {
     labels: JSON.parse(r.labels) as Record<string, string>,
     input: JSON.parse(r.input) as unknown,
     ...(output === null ? {} : { output }),
+    ...(usage === undefined ? {} : { usage }),
     createdAt: r.created_at,
     updatedAt: r.updated_at,
   };

@@ -360,4 +360,13 @@ export const KERNEL_MIGRATIONS: readonly Migration[] = [
       'create trigger tool_version_files_immutable before update or delete on tool_version_files for each row execute function registry_version_immutable()',
     ],
   },
+  {
+    version: 17,
+    name: 'what each execution used',
+    statements: [
+      // Tokens by model and their spend (budgets/usage-summary.ts), as JSON, set when a chat or a
+      // thread run ends; null for executions that called no model.
+      'alter table kernel_executions add column usage text',
+    ],
+  },
 ];

@@ -1,3 +1,5 @@
+import type { UsageSummary } from '../budgets/usage-summary.js';
+
 /**
  * The kernel's objects as the core sees them (camelCase); kernel-wire.ts writes them in the v0
  * API's snake_case. See ../shared/kernel/V0-API.md, which the section numbers below refer to.
@@ -20,6 +22,8 @@ export interface Execution {
   input: unknown;
   /** Present only once completed with an output that is not null. */
   output?: unknown;
+  /** Tokens by model and their spend, once a chat or thread run that called a model has ended. */
+  usage?: UsageSummary;
   /** RFC 3339 with milliseconds. */
   createdAt: string;
   updatedAt: string;

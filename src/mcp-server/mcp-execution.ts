@@ -49,7 +49,7 @@ export function mcpRecorder(
       const text = result.content.map((c) => (c.type === 'text' ? c.text : '')).join('');
       // The output on the execution too: a round of an approval wait on another replica answers with it (execution-outcome.ts).
       const output = { is_error: result.isError === true, text: keep(text) };
-      execution.end('completed', [...steps.cancelOpen(), { type: 'execution.completed', payload: { output } }], output);
+      execution.end('completed', [...steps.cancelOpen(), { type: 'execution.completed', payload: { output } }], { output });
       return execution.recorded ? { ...result, _meta: { ...result._meta, [EXECUTION_ID_META]: execution.id } } : result;
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);

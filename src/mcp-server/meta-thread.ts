@@ -6,6 +6,7 @@ import type { Directive } from '../registry/types.js';
 import { threadOutcomeBody, type ThreadOutcome, type ThreadResume, type ThreadStart } from '../threads/run-thread.js';
 import { isThreadOver, type ThreadLine, type ThreadRecord, type ThreadStore } from '../threads/thread-store.js';
 import { threadLineText } from '../threads/thread-text.js';
+import { threadUsage } from '../threads/thread-usage.js';
 import { errorResult, type MetaContext, type MetaResult, type MetaThreads } from './meta-common.js';
 
 /**
@@ -99,7 +100,7 @@ function started(id: string): MetaResult {
 }
 
 function outcomeResult(outcome: ThreadOutcome): MetaResult {
-  const body = { ...threadOutcomeBody(outcome), audit: outcome.audit };
+  const body = { ...threadOutcomeBody(outcome), audit: outcome.audit, usage: outcome.usage };
   return { content: [{ type: 'text', text: JSON.stringify(body, null, 2) }], structuredContent: body, ...(outcome.status === 'completed' ? {} : { isError: true }) };
 }
 
@@ -107,6 +108,7 @@ function outcomeResult(outcome: ThreadOutcome): MetaResult {
 async function statusResult(store: ThreadStore, id: string, lines: readonly ThreadLine[], status?: string): Promise<MetaResult> {
   const last = lines.at(-1);
   const header = lines[0] as Extract<ThreadLine, { type: 'thread' }>;
+  const usage = threadUsage(lines);
   const turns = lines.filter((l): l is Extract<ThreadLine, { type: 'turn' }> => l.type === 'turn');
   const body = {
     thread: id,
@@ -116,6 +118,7 @@ async function statusResult(store: ThreadStore, id: string, lines: readonly Thre
     result: last?.type === 'end' ? last.result : (turns.at(-1)?.text ?? ''),
     ...(last?.type === 'end' && last.limit ? { limit: last.limit } : {}),
     ...(last?.type === 'end' && last.error ? { error: last.error } : {}),
+    ...(usage === undefined ? {} : { usage }),
     lines: lines.length,
   };
   return { content: [{ type: 'text', text: JSON.stringify(body, null, 2) }], structuredContent: body };

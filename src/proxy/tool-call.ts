@@ -1,3 +1,4 @@
+import type { UsageSummary } from '../budgets/usage-summary.js';
 import type { ResolvedBy } from '../audit/audit-record.js';
 import type { ToolResult } from '../contracts/tool-result.js';
 import type { ThreadPlan } from '../executor/plan-types.js';
@@ -29,8 +30,11 @@ export interface ToolCall {
   limits?: Record<string, number>;
   /** Asks a person whether the call may run; absent, a call that needs approval is denied. */
   approve?: AskApproval;
-  /** The thread making the call: a thread it spawns is its child (narrower rights, one level deeper), and counts as its spawn. */
-  thread?: { id: string; depth: number; onSpawn?: () => void };
+  /**
+   * The thread making the call: a thread it spawns is its child (narrower rights, one level deeper), and counts as its
+   * spawn; what a child it waits for used is told to `onChildUsage`, for the parent's own + children total.
+   */
+  thread?: { id: string; depth: number; onSpawn?: () => void; onChildUsage?: (usage: UsageSummary) => void };
   /** The request's budget, which counts each call asked of the proxy; absent, none is counted. */
   budget?: { countToolCall(): void };
   /** The resolver's fallback model wrote this call: kept in its audit record. */

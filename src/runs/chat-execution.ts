@@ -1,4 +1,5 @@
 import { isKiwiError, KiwiError } from '../errors.js';
+import type { UsageSummary, UsageTally } from '../budgets/usage-summary.js';
 import type { ChatExecution } from '../kernel/chat-journal.js';
 import type { EventDraft } from '../kernel/types.js';
 import type { ChatRequest } from '../llm/types.js';
@@ -12,6 +13,8 @@ import type { LoopEvent, LoopMode } from '../loop/loop-types.js';
  * that completes or fails with the tool's result (a denial is a failed step saying so), or
  * `intent.unresolved`; calls handed to the client; `turn.started` for each upstream turn after
  * the first; then `execution.completed` with the answer's start, or `execution.failed`. The events go to the journal, which writes them behind.
+ * However it ends, the execution keeps what the chat used (`usage`): the upstream model's turns,
+ * which the loop counts into the tally, and the resolver's fallback model's calls.
  */
 
 /** The agent id of every chat the gateway runs itself. */
@@ -51,10 +54,11 @@ export function chatLabels(chat: ChatSummary): Record<string, string> {
 export async function* recordChat(
   events: AsyncIterable<LoopEvent>,
   execution: ChatExecution,
-  options: { mode: LoopMode; cancelled(): boolean; steps: ExecutionSteps; approvals?: Pick<ChatApprovals, 'stepOpened'> },
+  options: { mode: LoopMode; cancelled(): boolean; steps: ExecutionSteps; usage: UsageTally; approvals?: Pick<ChatApprovals, 'stepOpened'> },
 ): AsyncGenerator<LoopEvent> {
   const intents = new Map<number, string>();
-  const { steps } = options;
+  const { steps, usage } = options;
+  const kept = (): { usage: UsageSummary } => ({ usage: usage.summary() });
   /** The step of each call the loop runs, by its call id. */
   const stepOf = new Map<string, string>();
   /** Events that end the chat, after a step.cancelled for each step still running. */
@@ -74,6 +78,7 @@ export async function* recordChat(
           intents.set(event.index, event.text);
           break;
         case 'call': {
+          if (event.fallback !== undefined) usage.add(event.fallback.model, event.fallback);
           const details = {
             intent: intents.get(event.index) ?? '',
             confidence: event.confidence,
@@ -97,6 +102,7 @@ export async function* recordChat(
           break;
         }
         case 'unresolved':
+          if (event.fallback !== undefined) usage.add(event.fallback.model, event.fallback);
           execution.record([{ type: 'intent.unresolved', payload: { intent: event.intent, reason: event.reason, missing: event.missing, candidates: event.candidates, ...(event.fallback === undefined ? {} : { fallback: event.fallback }) } }]);
           break;
         case 'native_call':
@@ -111,7 +117,7 @@ export async function* recordChat(
                 output: { finish_reason: event.reason, turns: event.turns, tool_calls: event.toolCalls, usage: event.usage, ...(event.limit === undefined ? {} : { limit: event.limit }), text: keep(answer) },
               },
             },
-          ]);
+          ], kept());
           break;
         case 'turn':
           // Only turns after the first come as events: a chat without intents writes nothing more.
@@ -126,12 +132,12 @@ export async function* recordChat(
     if (options.cancelled()) throw new KiwiError('TOOL_CANCELLED', `The execution ${execution.id} was cancelled; the upstream model call and any running tool were stopped.`, { cause: error });
     if (!(isKiwiError(error) && error.code === 'TOOL_CANCELLED')) {
       ended = true;
-      execution.end('failed', ending([{ type: 'execution.failed', payload: { error: error instanceof Error ? error.message : String(error) } }]));
+      execution.end('failed', ending([{ type: 'execution.failed', payload: { error: error instanceof Error ? error.message : String(error) } }]), kept());
     }
     throw error;
   } finally {
     // Left early, or stopped: the client went away.
-    if (!ended) execution.end('cancelled', ending([{ type: 'execution.cancelled', payload: { reason: 'client disconnected' } }]));
+    if (!ended) execution.end('cancelled', ending([{ type: 'execution.cancelled', payload: { reason: 'client disconnected' } }]), kept());
   }
 }
 

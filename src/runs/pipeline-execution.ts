@@ -30,7 +30,7 @@ export function pipelineJournal(journal: ChatJournal, options: { stepDeadlineMs:
       end(outcome) {
         const output = { run: outcome.run, status: outcome.status, stages: outcome.stages.map((s) => ({ ...s, result: keep(s.result) })) };
         const error = outcome.status === 'cancelled' ? 'cancelled' : `stage ${outcome.stages.find((s) => s.status !== 'completed')?.stage ?? '?'} did not complete`;
-        execution.end(outcome.status, [...steps.cancelOpen(), runEndEvent(outcome.status, { output, error })], output);
+        execution.end(outcome.status, [...steps.cancelOpen(), runEndEvent(outcome.status, { output, error })], { output });
       },
     };
     return journaled;

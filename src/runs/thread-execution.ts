@@ -26,7 +26,7 @@ export function threadJournal(journal: ChatJournal, options: { kernel: ChatAppro
       end(outcome) {
         const output = { thread: outcome.id, status: outcome.status, result: keep(outcome.result) };
         const status = outcome.status === 'completed' ? 'completed' : outcome.status === 'cancelled' ? 'cancelled' : 'failed';
-        execution.end(status, [...steps.cancelOpen(), runEndEvent(status, { output, error: outcome.error ?? (status === 'cancelled' ? 'cancelled' : outcome.status) })]);
+        execution.end(status, [...steps.cancelOpen(), runEndEvent(status, { output, error: outcome.error ?? (status === 'cancelled' ? 'cancelled' : outcome.status) })], { usage: outcome.usage });
       },
     };
   };

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { HELP_ACTIONS } from '../proxy/help-signal.js';
+import { usageSummarySchema } from '../budgets/usage-summary.js';
 import type { ThreadHeader, ThreadLine } from './thread-store.js';
 
 /**
@@ -35,7 +36,7 @@ const line = z.discriminatedUnion('type', [
   z.looseObject({ type: z.literal('approval'), tool: text, step_id: text, reason: text }),
   z.looseObject({ type: z.literal('resume'), client: text, model: text, message: text.optional(), at: text }),
   z.looseObject({ type: z.literal('help'), action: z.enum(HELP_ACTIONS), message: text, checkpoint: text.optional() }),
-  z.looseObject({ type: z.literal('end'), status, result: text, steps_taken: z.number().int(), limit: text.optional(), error: text.optional(), code: text.optional(), failure: text.optional(), ended_at: text }),
+  z.looseObject({ type: z.literal('end'), status, result: text, steps_taken: z.number().int(), limit: text.optional(), error: text.optional(), code: text.optional(), failure: text.optional(), usage: usageSummarySchema.optional(), ended_at: text }),
 ]);
 
 /** The line, or undefined when it is not a thread's line. */

@@ -23,6 +23,8 @@ import { directiveModel, findDirective, threadLimits } from './directive-choice.
 import { environmentBrief, environmentContext, loadThreadEnvironment, type EnvironmentSource, type ThreadEnvironment } from './thread-environment.js';
 import type { PipelineRef, ThreadHeader, ThreadRecord, ThreadStatus, ThreadStore, ThreadWriter } from './thread-store.js';
 import { shownPath } from '../shown-path.js';
+import { addUsage, createUsageTally, EMPTY_USAGE, withChildren, type PriceOf, type UsageSummary } from '../budgets/usage-summary.js';
+import { countingBudget } from '../loop/counting-budget.js';
 
 /**
  * A directive run as a thread: the gateway's own agent loop with the directive as the system
@@ -65,6 +67,8 @@ export interface ThreadDeps {
   journal?: (run: ThreadRun) => ThreadJournal;
   /** Reads `.ai/environments/` (absent: a start from an environment is refused). */
   environments?: EnvironmentSource;
+  /** What a model's tokens cost, for the usage a run reports; absent, every model is unpriced. */
+  priceOf?: PriceOf;
 }
 
 export interface ThreadRun {
@@ -136,6 +140,8 @@ export interface ThreadOutcome {
   audit: { session: string };
   /** It is the retry of a failed thread, on the version annealed from it; or why that failed thread was not annealed. */
   anneal?: { failed_thread: string; from_version: string; version: string } | { failed_thread: string; refused: string };
+  /** What this run used, by model: its own turns and fallback calls, and the threads it spawned and waited for (own + children). */
+  usage: UsageSummary;
 }
 
 /** How a thread's outcome reads to whoever started it (a thread tool's result, an MCP answer). */
@@ -286,6 +292,13 @@ async function drive(deps: ThreadDeps, setup: Setup, run: Run, start: Pick<Threa
     spawned++;
     meter?.countSpawn();
   };
+  // This run's own tokens (every turn the loop charges, however it ends, and the resolver's
+  // fallback model), and what the threads it spawned and waited for used, theirs included.
+  const own = createUsageTally(deps.priceOf ?? (() => undefined));
+  let children = EMPTY_USAGE;
+  const onChildUsage = (used: UsageSummary): void => {
+    children = addUsage(children, used);
+  };
   let steps = run.done.steps;
   let turn = run.done.turns + 1;
   let text = '';
@@ -301,12 +314,13 @@ async function drive(deps: ThreadDeps, setup: Setup, run: Run, start: Pick<Threa
     await endTurn();
     const result = given ?? last;
     const failure = tally.classify({ status, ...extra });
-    await record({ type: 'end', status, result, steps_taken: steps, ...extra, ...(failure ? { failure } : {}), ended_at: new Date().toISOString() });
-    const outcome = { id, status, steps_taken: steps, result, ...(extra.limit ? { limit: extra.limit } : {}), ...(extra.error ? { error: extra.error } : {}), ...(failure ? { failure } : {}), audit: { session: id } };
+    const usage = withChildren(own.summary(), children);
+    await record({ type: 'end', status, result, steps_taken: steps, ...extra, ...(failure ? { failure } : {}), usage, ended_at: new Date().toISOString() });
+    const outcome = { id, status, steps_taken: steps, result, ...(extra.limit ? { limit: extra.limit } : {}), ...(extra.error ? { error: extra.error } : {}), ...(failure ? { failure } : {}), audit: { session: id }, usage };
     journal?.end(outcome);
     return outcome;
   };
-  const caller = { session: id, client: run.client, source: 'thread' as const, context, directive: setup.scope, thread: { id, depth, onSpawn } };
+  const caller = { session: id, client: run.client, source: 'thread' as const, context, directive: setup.scope, thread: { id, depth, onSpawn, onChildUsage } };
   const signalHelp = deps.help;
   const call = (c: ToolCall): Promise<CallOutcome> => {
     if (journal === undefined) return deps.call(c);
@@ -335,7 +349,7 @@ async function drive(deps: ThreadDeps, setup: Setup, run: Run, start: Pick<Threa
             }
           : {}),
         limits: setup.limits,
-        ...(meter ? { budget: meter } : {}),
+        budget: countingBudget(meter, (used) => own.add(setup.route.model, used)),
         ...(deps.describeTool ? { describeTool: deps.describeTool } : {}),
         ...(deps.steps ? { steps: deps.steps } : {}),
       },
@@ -352,6 +366,7 @@ async function drive(deps: ThreadDeps, setup: Setup, run: Run, start: Pick<Threa
           turn = run.done.turns + event.turn;
           break;
         case 'call':
+          if (event.fallback !== undefined) own.add(event.fallback.model, event.fallback);
           await endTurn(); // the text that led to the call comes before it
           await record({ type: 'call', call_id: event.callId, tool: event.call.tool, arguments: event.call.arguments });
           break;
@@ -360,6 +375,7 @@ async function drive(deps: ThreadDeps, setup: Setup, run: Run, start: Pick<Threa
           await record({ type: 'result', call_id: event.callId, tool: event.tool, status: event.status, ...(event.isError && event.status === 'ok' ? { is_error: true } : {}), text: event.text });
           break;
         case 'unresolved':
+          if (event.fallback !== undefined) own.add(event.fallback.model, event.fallback);
           await endTurn();
           await record({ type: 'unresolved', intent: event.intent, reason: event.reason });
           break;

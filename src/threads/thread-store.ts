@@ -1,5 +1,6 @@
 import { KiwiError } from '../errors.js';
 import type { HelpAction } from '../proxy/help-signal.js';
+import type { UsageSummary } from '../budgets/usage-summary.js';
 
 /**
  * Where threads are kept, whichever the store: a thread's first line is the thread (directive,
@@ -51,8 +52,11 @@ export type ThreadRecord =
   | { type: 'resume'; client: string; model: string; message?: string; at: string }
   /** The agent's help signal (`[TOOL: help stuck: …]`); `checkpoint` is the git checkpoint a checkpoint signal took. */
   | { type: 'help'; action: HelpAction; message: string; checkpoint?: string }
-  /** `code`: the error code of a run that broke; `failure`: why it failed (failure-class.ts), absent when it succeeded. */
-  | { type: 'end'; status: ThreadStatus; result: string; steps_taken: number; limit?: string; error?: string; code?: string; failure?: string; ended_at: string };
+  /**
+   * `code`: the error code of a run that broke; `failure`: why it failed (failure-class.ts), absent when it succeeded;
+   * `usage`: what the run used (own + children), absent in transcripts written before it was kept.
+   */
+  | { type: 'end'; status: ThreadStatus; result: string; steps_taken: number; limit?: string; error?: string; code?: string; failure?: string; usage?: UsageSummary; ended_at: string };
 
 /** `escalated`: the agent asked for a person (`help escalate`), and its message is the result. */
 export type ThreadStatus = 'completed' | 'failed' | 'cancelled' | 'escalated';

@@ -10,7 +10,8 @@ import { openAiStream } from '../helpers/openai-sse.js';
 /**
  * resolver.yaml's `fallback:` through the whole gateway: the model is routed by gateway.yaml to
  * a "local" upstream (a replay of what a llama.cpp server answers: no model runs here), its call
- * runs through the tool proxy, and its model, time and tokens reach the audit and /metrics.
+ * runs through the tool proxy, and its model, time and tokens reach the audit, /metrics and the
+ * chat's execution.
  */
 
 let served: DemoGateway;
@@ -54,7 +55,7 @@ describe('the resolver fallback in the gateway', () => {
     llm.replyOnce(openAiStream(['On it. [TOOL: send a greeting card to Ada Lovelace for her birthday]']), 'openai-llamacpp-fallback-call', openAiStream(['Done: the card is on its way.']));
     const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'not-used', maxRetries: 0 });
     const before = llm.requests.length;
-    const completion = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Send Ada a birthday card.' }] });
+    const { data: completion, response } = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Send Ada a birthday card.' }] }).withResponse();
     expect(completion.choices[0]?.message.content).toContain('card sent to Ada Lovelace for birthday');
 
     const asked = (await llm.request(before + 1)).body as { model: string; tools: { function: { name: string } }[] };
@@ -70,5 +71,11 @@ describe('the resolver fallback in the gateway', () => {
     const metrics = (await (await fetch(`${server.url}/metrics`)).json()) as { fallback: { asked: Record<string, number>; inputTokens: number } };
     expect(metrics.fallback.asked).toMatchObject({ called: 1, refused: 0, failed: 0 });
     expect(metrics.fallback.inputTokens).toBe(436);
+
+    // The chat's execution counts the fallback model's tokens beside the upstream model's (two turns of 10 in, 5 out); neither is priced here.
+    const id = response.headers.get('x-kiwi-execution-id') ?? '';
+    await expect
+      .poll(async () => ((await (await fetch(`${server.url}/v0/executions/${id}`)).json()) as { usage?: unknown }).usage)
+      .toEqual({ models: { 'gpt-4o-mini': { input_tokens: 20, output_tokens: 10, spend_usd: 'unpriced' }, 'qwen3-0.6b': { input_tokens: 436, output_tokens: 31, spend_usd: 'unpriced' } }, spend_usd: 0, unpriced: ['gpt-4o-mini', 'qwen3-0.6b'] });
   });
 });

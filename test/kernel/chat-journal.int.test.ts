@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vites
 import { createChatJournal } from '../../src/kernel/chat-journal.js';
 import { openKernel, type Kernel } from '../../src/kernel/open-kernel.js';
 import type { ChatWrite } from '../../src/kernel/chat-rows.js';
+import type { UsageSummary } from '../../src/budgets/usage-summary.js';
 import { kernelBackends } from '../fixtures/kernel/backends.js';
 import { postgresAvailable } from '../helpers/postgres-server.js';
 import { embeddedKernelRoot, postgresDatabase } from '../helpers/run-resources.js';
@@ -13,6 +14,7 @@ import { embeddedKernelRoot, postgresDatabase } from '../helpers/run-resources.j
  */
 
 const chat = { client: 'local', agentId: 'gateway', input: { model: 'm' }, labels: { kind: 'chat' } };
+const usageOf = (i: number): UsageSummary => ({ models: { m: { input_tokens: i, output_tokens: 2 * i, spend_usd: i / 1000 }, local: { input_tokens: 1, output_tokens: 1, spend_usd: 'unpriced' } }, spend_usd: i / 1000, unpriced: ['local'] });
 
 describe.each(kernelBackends({ reaperIntervalMs: 0, queueIntervalMs: 0 }))('the chat journal on %s', (_name, open) => {
   let kernel: Kernel;
@@ -32,11 +34,12 @@ describe.each(kernelBackends({ reaperIntervalMs: 0, queueIntervalMs: 0 }))('the 
       c.record([{ type: 'intent.accepted', payload: { i } }, { type: 'step.created', stepId: `s-${c.id}`, payload: {} }], { id: `s-${c.id}`, toolId: 't', arguments: '{}', status: 'running', deadline: '2099-01-01T00:00:00.000Z' });
       if (i % 2 === 0) await journal.flush();
       c.record([{ type: 'step.completed', stepId: `s-${c.id}`, payload: { result: i } }], { id: `s-${c.id}`, toolId: 't', arguments: '{}', status: 'succeeded', deadline: '2099-01-01T00:00:00.000Z', result: String(i), completedAt: new Date().toISOString() });
-      c.end('completed', [{ type: 'execution.completed', payload: { output: i } }], i);
+      // Half end in the batch that creates them (an insert), half after one (an update): both keep what they used.
+      c.end('completed', [{ type: 'execution.completed', payload: { output: i } }], { output: i, usage: usageOf(i) });
     }
     await journal.close();
     for (const [i, c] of chats.entries()) {
-      expect(await kernel.executions.get(c.id)).toMatchObject({ status: 'completed', agentId: 'gateway', output: i, labels: { kind: 'chat' } });
+      expect(await kernel.executions.get(c.id)).toMatchObject({ status: 'completed', agentId: 'gateway', output: i, labels: { kind: 'chat' }, usage: usageOf(i) });
       const log = await kernel.executions.events(c.id, 0, 100);
       expect(log.map((e) => `${e.sequence} ${e.type}`)).toEqual(['1 execution.created', '2 execution.started', '3 intent.accepted', '4 step.created', '5 step.completed', '6 execution.completed']);
       // Written together: one time, one correlation, each caused by the one before.
@@ -45,6 +48,7 @@ describe.each(kernelBackends({ reaperIntervalMs: 0, queueIntervalMs: 0 }))('the 
     }
     const listed = await kernel.executions.list({ labels: { kind: 'chat' }, limit: 100 });
     expect(listed.executions.length).toBeGreaterThanOrEqual(30);
+    expect(listed.executions.find((e) => e.id === chats[3]?.id)?.usage).toEqual(usageOf(3));
     // A chat is never handed to an agent: the spec's agent assignment looks only at pending ones.
     expect(listed.executions.every((e) => e.status !== 'pending')).toBe(true);
   });

@@ -93,6 +93,7 @@ describe('help signals in a thread', () => {
     const shown: string[] = [];
     expect(await runCli(['threads', 'show', outcome.id, '--project', served.root], { env: { ...served.env, PATH: process.env['PATH'] }, cwd: served.root, io: { out: (l) => shown.push(l), err: () => undefined } })).toBe(0);
     expect(shown.filter((l) => l.startsWith('! help '))).toEqual(['! help stuck: cannot find the config file', '! help checkpoint: the README is read', '! help escalate: a person must choose the database']);
-    expect(shown.at(-1)).toMatch(/^ended .*: escalated, 1 step\(s\), failure: escalated$/);
+    expect(shown.at(-2)).toMatch(/^ended .*: escalated, 1 step\(s\), failure: escalated$/);
+    expect(shown.at(-1)).toMatch(/^used: /);
   }, 60_000);
 });

@@ -122,7 +122,9 @@ describe('resuming a thread', () => {
     const out: string[] = [];
     const code = await runCli(['threads', 'resume', id, '--project', served.root], { env: { ...served.env, PATH: process.env['PATH'] }, cwd: served.root, io: { out: (l) => out.push(l), err: () => undefined } });
     expect(code).toBe(0);
-    expect(out.at(-1)).toBe(`thread ${id}: completed, 0 step(s); \`kiwi threads show ${id}\` has its transcript`);
+    expect(out.at(-2)).toBe(`thread ${id}: completed, 0 step(s); \`kiwi threads show ${id}\` has its transcript`);
+    // This run's one turn; the gateway here prices no model.
+    expect(out.at(-1)).toBe('used: gpt-4o-mini 10 in / 5 out unpriced; total $0.0000 + unpriced gpt-4o-mini');
     const sent = served.llm.requests.at(-1)?.body as { messages: { content: string }[] };
     expect(sent.messages.at(-1)?.content).toMatch(/stopped: it was cut short \(the process running it stopped\)/);
     // The torn line is skipped; what follows it is read.

@@ -118,9 +118,11 @@ describe('a directive run as a thread', () => {
     expect(await runCli(['threads', 'show', id, '--project', served.root], { env, cwd: served.root, io: { out: (l) => shown.push(l), err: () => undefined } })).toBe(0);
     expect(shown[0]).toMatch(/^thread .*: directive review_changes \{\} on kiwi-demo/);
     // The demo's last call was denied before its answer: the run counts as ended on that failure.
-    expect(shown.at(-1)).toMatch(/^ended .*: completed, 3 step\(s\), failure: denied$/);
+    expect(shown.at(-2)).toMatch(/^ended .*: completed, 3 step\(s\), failure: denied$/);
+    // Then what it used: the offline demo model costs nothing.
+    expect(shown.at(-1)).toMatch(/^used: kiwi-demo \d+ in \/ \d+ out \$0\.0000; total \$0\.0000$/);
     expect((await fileThreadStore(served.root).list()).map((t) => t.header.id)).toContain(id);
-    expect(readFileSync(path.join(served.root, THREADS_DIR, `${id}.jsonl`), 'utf8').split('\n').filter(Boolean).length).toBe(shown.length);
+    expect(readFileSync(path.join(served.root, THREADS_DIR, `${id}.jsonl`), 'utf8').split('\n').filter(Boolean).length).toBe(shown.length - 1);
   }, 60_000);
 
   it("stops at the directive's spend limit, counted from the price table, and says so", async () => {

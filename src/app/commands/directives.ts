@@ -1,4 +1,5 @@
 import { LOCAL_CLIENT } from '../../clients/client-auth.js';
+import { usageText } from '../../budgets/usage-summary.js';
 import { openGateway } from '../open-gateway.js';
 import type { ThreadOutcome } from '../../threads/run-thread.js';
 import type { ThreadRecord } from '../../threads/thread-store.js';
@@ -82,6 +83,7 @@ export function printOutcome(ctx: CliContext, outcome: ThreadOutcome, json: bool
     if (a !== undefined) ctx.io.out('refused' in a ? `thread ${a.failed_thread} failed and was not annealed: ${a.refused}` : `thread ${a.failed_thread} failed; annealed version ${a.from_version} → ${a.version} from it, and ran again:`);
     ctx.io.out(`thread ${outcome.id}: ${outcome.status}${outcome.limit ? ` (stopped by the ${outcome.limit} limit)` : ''}, ${outcome.steps_taken} step(s)${outcome.failure ? `, failure: ${outcome.failure}` : ''}; \`kiwi threads show ${outcome.id}\` has its transcript`);
   }
+  if (!json) ctx.io.out(`used: ${usageText(outcome.usage)}`);
   return outcome.status === 'completed' ? 0 : 1;
 }
 

@@ -11,6 +11,8 @@ import { UsageError, type CliContext } from '../../cli/io.js';
 import { parseFlags } from '../../cli/parse-flags.js';
 import { projectOptions } from '../../cli/project-options.js';
 import { threadLineText } from '../../threads/thread-text.js';
+import { threadUsage } from '../../threads/thread-usage.js';
+import { usageText } from '../../budgets/usage-summary.js';
 import { printOutcome, printRecord, SHOWN } from './directives.js';
 import { progressLine } from '../../cli/commands/index-tools.js';
 
@@ -61,7 +63,10 @@ async function show(ctx: CliContext, store: ThreadStore, id: string, follow: boo
   let seen = follow ? await store.stamp(id) : '';
   let lines = await store.read(id);
   lines.forEach(print);
-  if (!follow) return 0;
+  if (!follow) {
+    printTotal(ctx, lines, json);
+    return 0;
+  }
   let shown = lines.length;
   // Each beat looks at the stamp; the transcript is read again only when it moved.
   const fresh = async (): Promise<void> => {
@@ -78,10 +83,21 @@ async function show(ctx: CliContext, store: ThreadStore, id: string, follow: boo
   }
   // What its writer wrote before it let go.
   await fresh();
-  if (lines.at(-1)?.type === 'end') return 0;
+  if (lines.at(-1)?.type === 'end') {
+    printTotal(ctx, lines, json);
+    return 0;
+  }
   // Its process is gone without writing an end: waiting would never stop.
   ctx.io.err(`thread ${id} was cut short: no process writes it any more; \`kiwi threads resume ${id}\` goes on with it`);
   return 1;
+}
+
+/** After an ended thread's transcript, what it used (over all its runs, when it was resumed). */
+function printTotal(ctx: CliContext, lines: readonly ThreadLine[], json: boolean): void {
+  const usage = threadUsage(lines);
+  if (json || usage === undefined) return;
+  const runs = lines.filter((l) => l.type === 'end').length;
+  ctx.io.out(`used${runs > 1 ? ` over its ${runs} runs` : ''}: ${usageText(usage)}`);
 }
 
 async function resume(ctx: CliContext, id: string, values: { message?: string; model?: string; json?: boolean; project?: string }): Promise<number> {

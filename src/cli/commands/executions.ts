@@ -2,6 +2,7 @@ import { UsageError, type CliContext } from '../io.js';
 import { clientKey, defaultGatewayBase } from '../gateway-address.js';
 import { createKernelClient, type KernelClient } from '../kernel-client.js';
 import { parseFlags } from '../parse-flags.js';
+import { parseUsage, usageText } from '../../budgets/usage-summary.js';
 
 const USAGE = 'kiwi executions list [--status S] [--agent A] [--label k:v]… [--limit N] | show ID | events ID [--after N] | cancel ID   [--url URL] [--key KEY] [--json]';
 
@@ -64,8 +65,10 @@ export async function executionsCommand(ctx: CliContext): Promise<number> {
         return 0;
       }
       case 'show': {
-        const execution = await kernel.get(`/v0/executions/${needsId()}`);
+        const execution = (await kernel.get(`/v0/executions/${needsId()}`)) as { usage?: unknown };
         ctx.io.out(JSON.stringify(execution, null, values.json ? undefined : 2));
+        const usage = parseUsage(execution.usage);
+        if (!values.json && usage !== undefined) ctx.io.out(`used: ${usageText(usage)}`);
         return 0;
       }
       case 'events': {

@@ -40,7 +40,7 @@ rate_limits:
   per_tool: { rate_me: { max: 1, per_ms: 600000 }, deploy_once: { max: 1, per_ms: 600000 } }
 approvals: { tools: ["publish_*"], timeout_s: 1 }
 hooks:
-  - when: tool.id == "echo_args" and arguments.text.contains("rm -rf")
+  - when: event.name == "before_call" and tool.id == "echo_args" and arguments.text.contains("rm -rf")
     deny: no recursive deletes here
   - when: event.name == "after_call" and tool.id == "echo_args"
     annotate: echo ran
@@ -54,6 +54,7 @@ hooks:
     webhook: "http://127.0.0.1:1/closed"
   - when: event.name == "before_call" and tool.id == "echo_args" and arguments.text == "tell both"
     webhook: "http://127.0.0.1:1/closed"
+    fallthrough: true
   - when: event.name == "before_call" and tool.id == "echo_args" and arguments.text == "tell both"
     webhook: "http://127.0.0.1:${webhookPort}/both"
   - when: event.name == "before_call" and tool.id == "deploy_once"
@@ -174,7 +175,7 @@ describe('hooks on calls', () => {
     if (outcome.status === 'denied') expect(outcome.reason).toMatch(/^the webhook of the hook at .ai\/config\/policy.yaml:\d+ failed, so the call is refused/);
   });
 
-  it("several webhooks of one event are all sent, and noted in the hooks' order; the first that fails is the reason", async () => {
+  it("several webhooks of one event (the first falling through) are all sent, and noted in the hooks' order; the first that fails is the reason", async () => {
     received.length = 0;
     const outcome = await call('echo_args', { text: 'tell both' });
     expect(outcome.status).toBe('denied');

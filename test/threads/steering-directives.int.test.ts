@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,7 +13,8 @@ import { FIXTURES } from '../helpers/temp-project.js';
  * Steering directives on the gateway as `kiwi serve` wires it, the model a local server replaying
  * recorded streams: the call waits for the directive's thread and its answer decides (skip, fail,
  * abort, continue, retry); an answer with no decision, and one that does not come in time, fail
- * closed. And a hook's `abort` stops the thread whose call it was.
+ * closed. A hook's `abort` stops the thread whose call it was. And the shipped directives: the
+ * demo policy's retry_on_timeout on a call that timed out, git_checkpoint in a git work tree.
  */
 
 const JUDGE = `# judge
@@ -63,6 +65,8 @@ parameters:
   - { name: how, type: string, required: true }
 `;
 
+const SLOW = FLAKY.replace('tool_id: flaky', 'tool_id: flaky_slow').replace('timeout_ms: 10000', 'timeout_ms: 1500');
+
 const HOOKS = `hooks:
   - when: event.name == "before_call" and client.name == "judged"
     directive: { name: judge, steer: true, timeout_s: 30, inputs: { tool: "\${tool.id}" } }
@@ -79,14 +83,16 @@ let served: DemoGateway;
 beforeAll(async () => {
   served = await serveDemoGateway({
     prefix: 'kiwi-steer-',
-    config: 'model_tiers: { balanced: gpt-4o-mini }',
+    config: 'model_tiers: { balanced: gpt-4o-mini, fast: gpt-4o-mini }',
     prepare(root) {
       writeFileSync(path.join(root, '.ai', 'directives', 'judge.md'), JUDGE);
       writeFileSync(path.join(root, '.ai', 'directives', 'worker.md'), WORKER);
       writeFileSync(path.join(root, '.ai', 'tools', 'project', 'flaky.yaml'), FLAKY);
+      writeFileSync(path.join(root, '.ai', 'tools', 'project', 'flaky_slow.yaml'), SLOW);
+      execFileSync('git', ['init', '-q'], { cwd: root });
       writeFileSync(path.join(root, '.ai', 'tools', 'project', 'flaky.mjs'), readFileSync(path.join(FIXTURES, 'proxy', 'flaky.mjs'), 'utf8'));
       const policy = path.join(root, '.ai', 'config', 'policy.yaml');
-      const text = readFileSync(policy, 'utf8').replace('tools: [', 'tools: [flaky, ').replace('write: [".ai/notes/**"]', 'write: [".ai/notes/**", "runs/**"]').replace(/^hooks:\n/m, HOOKS);
+      const text = readFileSync(policy, 'utf8').replace('tools: [', 'tools: [flaky, flaky_slow, ').replace('write: [".ai/notes/**"]', 'write: [".ai/notes/**", "runs/**"]').replace(/^hooks:\n/m, HOOKS);
       writeFileSync(policy, text);
     },
   });
@@ -160,5 +166,27 @@ describe('abort', () => {
     expect(outcome).toMatchObject({ status: 'failed', error: expect.stringMatching(/^a hook aborted the run at word_count: stop the thread here \(hook at .*policy\.yaml:\d+\)$/) });
     const lines = await fileThreadStore(served.root).read(outcome.id);
     expect(lines.filter((l) => l.type === 'call').map((l) => (l.type === 'call' ? l.tool : ''))).toEqual(['word_count']);
+  });
+});
+
+describe('the shipped hook directives', () => {
+  it("the demo policy's retry_on_timeout: a call that timed out runs again when it answers retry", async () => {
+    answer('decision: retry\nreason: a timeout may pass');
+    const outcome = await call('local', { tool: 'flaky_slow', args: { key: 'demo-timeout', fail: '1', how: 'hang' } });
+    expect(outcome).toMatchObject({ status: 'ok', result: { text: 'ok on run 2' } });
+    const record = await recordOf(outcome.callId);
+    expect(record?.steering).toEqual([{ event: 'error', hook: expect.stringMatching(/^\.ai\/config\/policy\.yaml:\d+$/), decision: 'retry', reason: 'a timeout may pass', thread: expect.any(String), attempt: 1 }]);
+    const header = (await fileThreadStore(served.root).read(record?.steering?.[0]?.thread ?? ''))[0];
+    expect(header).toMatchObject({ directive: 'retry_on_timeout', inputs: { tool: 'flaky_slow', code: 'timeout', message: expect.stringMatching(/did not finish within 1500 ms/) } });
+  });
+
+  it('git_checkpoint commits the work tree to the checkpoints ref and answers continue', async () => {
+    served.llm.replyOnce(openAiStream(['[TOOL: help checkpoint: before the deploy]']), openAiStream(['decision: continue\nreason: checkpoint taken']));
+    const outcome = await served.gateway.threads.run({ directive: 'git_checkpoint', inputs: { why: 'before the deploy' }, client: 'local' });
+    expect(outcome).toMatchObject({ status: 'completed', result: 'decision: continue\nreason: checkpoint taken' });
+    const help = (await fileThreadStore(served.root).read(outcome.id)).find((l) => l.type === 'help');
+    expect(help).toMatchObject({ action: 'checkpoint', message: 'before the deploy', checkpoint: expect.stringMatching(/^[0-9a-f]{12,}$/) });
+    const tip = execFileSync('git', ['rev-parse', 'refs/kiwi/checkpoints/main'], { cwd: served.root, encoding: 'utf8' }).trim();
+    expect(tip.startsWith(help?.type === 'help' ? (help.checkpoint ?? '-') : '-')).toBe(true);
   });
 });

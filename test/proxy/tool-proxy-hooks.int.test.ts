@@ -315,6 +315,24 @@ describe('hooks in the policy file are checked when it loads', () => {
     expect(load('  - when: tool.id == "a"\n    denny: no\n')).toMatch(/unknown field `denny` at field `hooks\[0\]`; allowed fields are when, deny/);
   });
 
+  it('refuses a retry without a bound, or past the most allowed', () => {
+    expect(load('  - when: "true"\n    retry: {}\n')).toMatch(/hooks\[0\]\.retry\.max/);
+    expect(load('  - when: "true"\n    retry: { max: 11 }\n')).toMatch(/must be at most 10/);
+    expect(load('  - when: "true"\n    retry: { max: 0 }\n')).toMatch(/must be at least 1/);
+  });
+
+  it('refuses two actions, a steering option on a plain directive, and a bad timeout', () => {
+    expect(load('  - when: "true"\n    skip: no\n    fail: no\n')).toMatch(/exactly one action: deny, require_approval, annotate, directive, webhook, retry, skip, fail, abort, continue/);
+    expect(load('  - when: "true"\n    directive: { name: x, timeout_s: 5 }\n')).toMatch(/timeout_s and retries go with `steer: true` only/);
+    expect(load('  - when: "true"\n    directive: { name: x, steer: true, timeout_s: 0 }\n')).toMatch(/timeout_s` must be at least 1/);
+    expect(load('  - when: "true"\n    continue: false\n')).toMatch(/must be true/);
+    expect(load('  - when: "true"\n    annotate: x\n    fallthrough: "yes"\n')).toMatch(/fallthrough/);
+  });
+
+  it('loads good steering ones', () => {
+    expect(load('  - when: "true"\n    directive: { name: x, steer: true, timeout_s: 30, retries: 2 }\n  - when: "true"\n    abort: stop\n    fallthrough: true\n')).toBe('loaded');
+  });
+
   it('loads a good one', () => {
     expect(load('  - when: event.name == "before_call" and not (tool.id in ["a", "b"])\n    require_approval: true\n')).toBe('loaded');
   });

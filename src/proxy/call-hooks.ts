@@ -58,6 +58,8 @@ export interface CallEventFields {
   tool: Tool | undefined;
   /** More fields of `event` for this event's conditions (`event.action` of a help signal). */
   event?: Record<string, string>;
+  /** The one who fires it applies a steering decision (a call's gate and end); otherwise a steering hook is only noted, its directive not run. */
+  steers?: boolean;
 }
 
 export async function fireCallHooks(deps: CallHookDeps, request: ToolCall, name: CallEventName, fields: CallEventFields): Promise<Fired> {
@@ -73,7 +75,8 @@ export async function fireCallHooks(deps: CallHookDeps, request: ToolCall, name:
   if (!gate) fired.notes.push(...verdict.failures);
   if (gate && verdict.approval !== undefined) fired.approval = verdict.approval;
   for (const d of verdict.directives) fired.notes.push(await directiveNote(deps, d, request));
-  if (verdict.steer !== undefined) {
+  if (verdict.steer !== undefined && fields.steers !== true) fired.notes.push(`the hook at ${verdict.steer.hook} steers, which nothing can on a ${name} event: nothing changes`);
+  else if (verdict.steer !== undefined) {
     const steered = await decideSteer(verdict.steer, request, deps.steerThread);
     if (steered.ok) fired.steer = steered.steering;
     else if (gate) fired.deny ??= `hook at ${verdict.steer.hook} failed, so the call is refused: ${steered.reason}`;

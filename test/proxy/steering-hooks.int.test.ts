@@ -50,6 +50,8 @@ hooks:
     directive: { name: judge, steer: true, timeout_s: 5 }
   - when: event.name == "after_call" and tool.id == "echo_args" and arguments.text == "judge me after"
     directive: { name: judge, steer: true }
+  - when: event.name == "help"
+    skip: no help today
   - when: event.name == "after_call" and arguments.text.startsWith("first")
     annotate: the first
   - when: event.name == "after_call" and arguments.text.startsWith("first")
@@ -174,6 +176,14 @@ describe('skip, fail and abort', () => {
   it('abort: the call does not run, and its outcome tells the caller to stop the run', async () => {
     const outcome = await call('echo_args', { text: 'abort me' });
     expect(outcome).toMatchObject({ status: 'error', error: { code: 'HOOK_ABORTED' }, abort: expect.stringMatching(/^this run must stop \(hook at /) });
+  });
+});
+
+describe('events outside a call', () => {
+  it('a steering hook on a help signal is noted and changes nothing', async () => {
+    const outcome = await project.proxy.help({ session: 'steer-test', client: 'tester', source: 'cli' }, { action: 'stuck', message: 'lost' });
+    expect(outcome.refused).toBeUndefined();
+    expect(outcome.notes).toEqual([`the hook at .ai/config/policy.yaml:${line('event.name == "help"')} steers, which nothing can on a help event: nothing changes`]);
   });
 });
 

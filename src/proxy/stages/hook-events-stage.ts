@@ -37,13 +37,13 @@ async function settled(handler: CallHandler, call: CallState): Promise<CallOutco
 }
 
 async function fireEnd(hooks: CallHookDeps, call: CallState, outcome: CallOutcome): Promise<[CallEventName, Fired]> {
-  if (outcome.status === 'ok') return ['after_call', await fireOnCall(hooks, call, 'after_call', { detail: { result: resultPreview(outcome.result) } })];
+  if (outcome.status === 'ok') return ['after_call', await fireOnCall(hooks, call, 'after_call', { detail: { result: resultPreview(outcome.result) }, steers: true })];
   if (outcome.status === 'denied') {
     const code = call.refusal ?? 'permission_denied';
     const name = code === 'rate_limited' ? 'limit' : 'denied';
-    return [name, await fireOnCall(hooks, call, name, { code, detail: { reason: outcome.reason, missing: call.request.tool } })];
+    return [name, await fireOnCall(hooks, call, name, { code, detail: { reason: outcome.reason, missing: call.request.tool }, steers: true })];
   }
-  const fired = await fireOnCall(hooks, call, 'error', { code: eventCode(outcome.error.code), detail: { message: outcome.error.message } }).catch(() => ({ notes: [], directives: [] }));
+  const fired = await fireOnCall(hooks, call, 'error', { code: eventCode(outcome.error.code), detail: { message: outcome.error.message }, steers: true }).catch(() => ({ notes: [], directives: [] }));
   return ['error', fired];
 }
 

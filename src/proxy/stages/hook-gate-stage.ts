@@ -10,7 +10,7 @@ import { fireOnCall, noteSteering } from './fire-hooks.js';
  */
 export function hookGateStage(hooks: CallHookDeps): CallStage {
   return (next) => async (call) => {
-    const before = await fireOnCall(hooks, call, 'before_call', {});
+    const before = await fireOnCall(hooks, call, 'before_call', { steers: true });
     if (before.deny !== undefined) return refused(call, before.deny, 'hook_denied');
     const steer = before.steer;
     if (steer !== undefined) {

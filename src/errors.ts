@@ -20,6 +20,9 @@ export type ErrorCode =
   | 'TOOL_TIMEOUT'
   | 'TOOL_CANCELLED'
   | 'TOOL_FAILED'
+  /** A hook decided the call fails (`fail`), or that the run that made it stops (`abort`). */
+  | 'HOOK_FAILED'
+  | 'HOOK_ABORTED'
   | 'OUTPUT_TOO_LARGE'
   | 'SPAWN_FAILED'
   | 'HTTP_TIMEOUT'
@@ -69,6 +72,8 @@ const HTTP_STATUS: Record<ErrorCode, number> = {
   TOOL_TIMEOUT: 504,
   TOOL_CANCELLED: 499,
   TOOL_FAILED: 502,
+  HOOK_FAILED: 502,
+  HOOK_ABORTED: 409,
   OUTPUT_TOO_LARGE: 502,
   SPAWN_FAILED: 502,
   HTTP_TIMEOUT: 504,

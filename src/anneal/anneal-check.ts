@@ -55,5 +55,5 @@ function tagText(tag: PermissionTag): string {
 }
 
 function hooksKey(hooks: readonly DirectiveHook[] | undefined): string {
-  return JSON.stringify((hooks ?? []).map((h) => [h.when.trim(), h.action]));
+  return JSON.stringify((hooks ?? []).map((h) => [h.when.trim(), h.action, h.fallthrough === true]));
 }

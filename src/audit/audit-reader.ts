@@ -43,6 +43,10 @@ export const auditRecordSchema = z.object({
       usd: z.number().nonnegative().optional(),
     })
     .optional(),
+  steering: z
+    .array(z.object({ event: z.string(), hook: z.string(), decision: z.string(), reason: z.string().optional(), thread: z.string().optional(), attempt: z.number().int().nonnegative() }))
+    .optional(),
+  attempts: z.number().int().nonnegative().optional(),
 });
 
 export interface ReadAuditTailOptions {

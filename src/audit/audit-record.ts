@@ -45,6 +45,21 @@ export interface AuditRecord {
   trace_id?: string;
   /** The call was written by the resolver's fallback model (resolver.yaml `fallback:`): which, how long it took, what it cost. */
   resolved_by?: ResolvedBy;
+  /** What steering hooks decided for the call, in order: on which event and attempt, which hook, its thread for a steering directive. */
+  steering?: SteerRecord[];
+  /** How many times the call ran, when a hook had it run again (`retry`). */
+  attempts?: number;
+}
+
+export interface SteerRecord {
+  event: string;
+  /** The hook, `file:line`. */
+  hook: string;
+  decision: string;
+  reason?: string;
+  thread?: string;
+  /** Which run of the call it decided on (0: before it first ran). */
+  attempt: number;
 }
 
 export interface ResolvedBy {
@@ -76,6 +91,8 @@ export const MIN_LINE_BYTES = 32 * 1024;
 // every character needs a six-byte JSON escape, so only args/result ever need the budget split.
 const STRING_CAPS = { ts: 64, session: 128, call_id: 128, tool: 256, reason: 1024, code: 64, message: 1024, source: 32, note: 160, approvalReason: 512 };
 const MAX_NOTES = 8;
+/** The last decisions of a call that ran many times (`attempts` counts them all): the line keeps its room. */
+const MAX_STEERING = 8;
 
 /**
  * One JSON line (without the newline) of at most `caps.maxLineBytes` bytes, with secrets redacted
@@ -111,6 +128,8 @@ export function serializeAuditRecord(record: AuditRecord, caps: RecordCaps): str
     ['sandbox_reason', record.sandbox_reason === undefined ? undefined : text(record.sandbox_reason, STRING_CAPS.reason)],
     ['trace_id', record.trace_id === undefined || !/^[0-9a-f]{32}$/.test(record.trace_id) ? undefined : `"${record.trace_id}"`],
     ['resolved_by', record.resolved_by === undefined ? undefined : resolvedByJson(record.resolved_by, str)],
+    ['steering', record.steering === undefined || record.steering.length === 0 ? undefined : `[${record.steering.slice(-MAX_STEERING).map((e) => steerJson(e, str, text)).join(',')}]`],
+    ['attempts', record.attempts === undefined || !Number.isInteger(record.attempts) ? undefined : String(Math.max(0, record.attempts))],
   ];
   const args = auditValueJson(record.args, caps.maxStringChars);
   const result = auditValueJson(record.result, caps.maxStringChars);
@@ -158,6 +177,14 @@ function resolvedByJson(r: ResolvedBy, str: (v: unknown, max: number) => string)
   if (inTokens !== undefined) parts.push(`"input_tokens":${inTokens}`);
   if (outTokens !== undefined) parts.push(`"output_tokens":${outTokens}`);
   if (typeof r.usd === 'number' && Number.isFinite(r.usd) && r.usd >= 0) parts.push(`"usd":${r.usd}`);
+  return `{${parts.join(',')}}`;
+}
+
+function steerJson(e: SteerRecord, str: (v: unknown, max: number) => string, text: (v: unknown, max: number) => string): string {
+  const parts = [`"event":${str(e.event, STRING_CAPS.source)}`, `"hook":${str(e.hook, STRING_CAPS.call_id)}`, `"decision":${str(e.decision, STRING_CAPS.source)}`];
+  if (e.reason !== undefined) parts.push(`"reason":${text(e.reason, STRING_CAPS.note)}`);
+  if (e.thread !== undefined) parts.push(`"thread":${str(e.thread, STRING_CAPS.call_id)}`);
+  parts.push(`"attempt":${Number.isInteger(e.attempt) ? Math.max(0, e.attempt) : 0}`);
   return `{${parts.join(',')}}`;
 }
 

@@ -1,4 +1,5 @@
 import { canonicalJson } from '../canonical-json.js';
+import { KiwiError } from '../errors.js';
 import type { ApprovalAsk } from '../proxy/approval.js';
 import type { CallOutcome } from '../proxy/tool-call.js';
 import type { SplitOptions } from '../resolver/split-steps.js';
@@ -140,6 +141,8 @@ export function createIntentWorker(deps: IntentWorkerDeps): IntentWorker {
     deps.push({ type: 'result', index, callId, tool: call.tool, ...shown, durationMs: Math.max(0, deps.now() - t0), proxyCallId: outcome.callId });
     const ok = !shown.isError;
     turn.items.push({ kind: 'outcome', intent, call, outcome, ...(step ? { step: ok ? { ...step, notRun: [] } : step } : {}) });
+    // A hook's `abort`: the whole request stops here, as a failure that says why.
+    if (outcome.abort !== undefined) throw new KiwiError('HOOK_ABORTED', `a hook aborted the run at ${call.tool}: ${outcome.abort}`);
     return ok;
   }
 

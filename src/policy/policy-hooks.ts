@@ -1,24 +1,29 @@
 /**
  * `hooks:` and `approvals:` of `.ai/config/policy.yaml`. A hook is a `when` condition (CEL, or
  * Kiwi's `and`/`or`/`not`) and exactly one action: `deny: why`, `require_approval: true`,
- * `annotate: text`, `directive: name` (or `{name, inputs}`), or `webhook: https://…`. Conditions
- * are compiled here, so a mistake is reported with the file's line and column. Webhooks are
- * allowed here and not in directives: the policy's author is the one who may send the gateway's
- * events to another machine.
+ * `annotate: text`, `directive: name` (or `{name, inputs, steer, timeout_s, retries}`),
+ * `webhook: https://…`, or a steering decision (`retry: {max}`, `skip`, `fail`, `abort`: why,
+ * `continue: true`); `fallthrough: true` lets the hooks after it act too. Conditions are
+ * compiled here, so a mistake is reported with the file's line and column. Webhooks are allowed
+ * here and not in directives: the policy's author is the one who may send the gateway's events
+ * to another machine.
  */
 import { Scalar, type Document } from 'yaml';
 import { z } from 'zod';
 import { KiwiError } from '../errors.js';
 import { createConditionCompiler, type ConditionSite } from '../hooks/condition.js';
 import type { LoadedHook } from '../hooks/hook-runner.js';
-import type { HookAction } from '../hooks/hook-types.js';
+import { DEFAULT_STEER_TIMEOUT_MS, MAX_RETRIES, type HookAction } from '../hooks/hook-types.js';
 import { textPosition } from '../text-position.js';
 
 const MAX_HOOKS = 100;
 /** An answer that does not come within this is a denial. */
 export const DEFAULT_APPROVAL_TIMEOUT_MS = 5 * 60_000;
 
+const ACTIONS = ['deny', 'require_approval', 'annotate', 'directive', 'webhook', 'retry', 'skip', 'fail', 'abort', 'continue'] as const;
+
 const text = z.string().min(1, 'must not be empty');
+const retries = z.number().int().min(1, 'must be at least 1').max(MAX_RETRIES, `must be at most ${MAX_RETRIES}`);
 const webhookUrl = text.refine(isWebhookUrl, { message: 'must be an http:// or https:// address without credentials (e.g. "https://hooks.example.com/kiwi")' });
 
 export const policyHookSchema = z
@@ -27,10 +32,28 @@ export const policyHookSchema = z
     deny: text.optional(),
     require_approval: z.literal(true, 'must be true (leave it out otherwise)').optional(),
     annotate: text.optional(),
-    directive: z.union([text, z.strictObject({ name: text, inputs: z.record(text, z.string()).optional() })]).optional(),
+    directive: z
+      .union([
+        text,
+        z.strictObject({
+          name: text,
+          inputs: z.record(text, z.string()).optional(),
+          steer: z.boolean().optional(),
+          timeout_s: z.number().int().min(1, 'must be at least 1').max(600, 'must be at most 600 (ten minutes)').optional(),
+          retries: retries.optional(),
+        }),
+      ])
+      .optional()
+      .refine((d) => typeof d !== 'object' || d.steer === true || (d.timeout_s === undefined && d.retries === undefined), { message: 'timeout_s and retries go with `steer: true` only' }),
     webhook: webhookUrl.optional(),
+    retry: z.strictObject({ max: retries }).optional(),
+    skip: text.optional(),
+    fail: text.optional(),
+    abort: text.optional(),
+    continue: z.literal(true, 'must be true (leave it out otherwise)').optional(),
+    fallthrough: z.boolean().optional(),
   })
-  .refine((h) => ACTIONS.filter((a) => h[a] !== undefined).length === 1, { message: 'must have exactly one action: deny, require_approval, annotate, directive or webhook' });
+  .refine((h) => ACTIONS.filter((a) => h[a] !== undefined).length === 1, { message: `must have exactly one action: ${ACTIONS.join(', ')}` });
 
 export const policyHooksSchema = z.array(policyHookSchema).max(MAX_HOOKS, `holds more than the ${MAX_HOOKS} hooks allowed`);
 
@@ -39,10 +62,9 @@ export const approvalsSchema = z.strictObject({
   timeout_s: z.number().int().min(1, 'must be at least 1').max(86_400, 'must be at most 86400 (a day)').optional(),
 });
 
-export const HOOK_FIELDS = ['when', 'deny', 'require_approval', 'annotate', 'directive', 'webhook'];
+export const HOOK_FIELDS = ['when', 'deny', 'require_approval', 'annotate', 'directive', 'webhook', 'retry', 'skip', 'fail', 'abort', 'continue', 'fallthrough'];
 export const APPROVAL_FIELDS = ['tools', 'timeout_s'];
 
-const ACTIONS = ['deny', 'require_approval', 'annotate', 'directive', 'webhook'] as const;
 
 type PolicyHookYaml = z.infer<typeof policyHookSchema>;
 
@@ -69,7 +91,7 @@ export function loadPolicyHooks(hooks: readonly PolicyHookYaml[], doc: Document,
       if (error instanceof KiwiError) throw new KiwiError('INVALID_POLICY', `${error.message} (field \`hooks[${i}].when\`)`, { cause: error });
       throw error;
     }
-    return { file, line: site.line, condition, action: toAction(hook) };
+    return { file, line: site.line, condition, action: toAction(hook), ...(hook.fallthrough === true ? { fallthrough: true } : {}) };
   });
 }
 
@@ -78,8 +100,15 @@ function toAction(hook: PolicyHookYaml): HookAction {
   if (hook.require_approval !== undefined) return { kind: 'require_approval' };
   if (hook.annotate !== undefined) return { kind: 'annotate', text: hook.annotate };
   if (hook.webhook !== undefined) return { kind: 'webhook', url: hook.webhook };
+  if (hook.retry !== undefined) return { kind: 'steer', decision: 'retry', max: hook.retry.max };
+  if (hook.skip !== undefined) return { kind: 'steer', decision: 'skip', reason: hook.skip };
+  if (hook.fail !== undefined) return { kind: 'steer', decision: 'fail', reason: hook.fail };
+  if (hook.abort !== undefined) return { kind: 'steer', decision: 'abort', reason: hook.abort };
+  if (hook.continue !== undefined) return { kind: 'steer', decision: 'continue' };
   const d = hook.directive as NonNullable<PolicyHookYaml['directive']>;
-  return typeof d === 'string' ? { kind: 'directive', name: d, inputs: {} } : { kind: 'directive', name: d.name, inputs: d.inputs ?? {} };
+  if (typeof d === 'string') return { kind: 'directive', name: d, inputs: {} };
+  const steer = d.steer === true ? { steer: { timeoutMs: (d.timeout_s ?? DEFAULT_STEER_TIMEOUT_MS / 1000) * 1000, retries: d.retries ?? 1 } } : {};
+  return { kind: 'directive', name: d.name, inputs: d.inputs ?? {}, ...steer };
 }
 
 /** Where a value starts in the file (inside its quotes, for a quoted one). */

@@ -6,6 +6,7 @@ import { isPlainObject } from '../plain-object.js';
 import type { HttpClient } from '../primitives/http-client.js';
 import type { Tool } from '../registry/types.js';
 import { textHead } from '../text-cut.js';
+import { decideSteer, type Steering, type SteerThread } from './hook-steering.js';
 import type { ToolCall } from './tool-call.js';
 
 /**
@@ -16,6 +17,7 @@ import type { ToolCall } from './tool-call.js';
  * webhook that fails denies the call (hooks fail closed); on the other events it is only noted.
  * Where threads can run (the gateway), a directive asked for starts as a thread in the
  * background, as the call's caller and a child of its thread; elsewhere it is handed to the agent.
+ * A steering hook's decision comes back for the stage that fired it to apply (hook-steering.ts).
  */
 
 /** `help`: an agent's help signal (help-signal.ts), with `event.action` and `event.message`. */
@@ -28,6 +30,8 @@ export interface Fired {
   approval?: string;
   notes: string[];
   directives: { name: string; inputs: Record<string, string> }[];
+  /** What the steering hook that acted decided. */
+  steer?: Steering;
 }
 
 export interface CallHookDeps {
@@ -36,6 +40,8 @@ export interface CallHookDeps {
   http: HttpClient;
   /** Starts a directive as a background thread for the call (answers its id); absent, directives go to the agent. */
   startThread?: (directive: HookDirective, request: ToolCall) => Promise<string>;
+  /** Runs a steering directive's thread and answers its outcome; absent, a steering directive fails closed. */
+  steerThread?: SteerThread;
 }
 
 export type HookDirective = Fired['directives'][number];
@@ -52,6 +58,8 @@ export interface CallEventFields {
   tool: Tool | undefined;
   /** More fields of `event` for this event's conditions (`event.action` of a help signal). */
   event?: Record<string, string>;
+  /** The one who fires it applies a steering decision (a call's gate and end); otherwise a steering hook is only noted, its directive not run. */
+  steers?: boolean;
 }
 
 export async function fireCallHooks(deps: CallHookDeps, request: ToolCall, name: CallEventName, fields: CallEventFields): Promise<Fired> {
@@ -67,6 +75,13 @@ export async function fireCallHooks(deps: CallHookDeps, request: ToolCall, name:
   if (!gate) fired.notes.push(...verdict.failures);
   if (gate && verdict.approval !== undefined) fired.approval = verdict.approval;
   for (const d of verdict.directives) fired.notes.push(await directiveNote(deps, d, request));
+  if (verdict.steer !== undefined && fields.steers !== true) fired.notes.push(`the hook at ${verdict.steer.hook} steers, which nothing can on a ${name} event: nothing changes`);
+  else if (verdict.steer !== undefined) {
+    const steered = await decideSteer(verdict.steer, request, deps.steerThread);
+    if (steered.ok) fired.steer = steered.steering;
+    else if (gate) fired.deny ??= `hook at ${verdict.steer.hook} failed, so the call is refused: ${steered.reason}`;
+    else fired.notes.push(`hook at ${verdict.steer.hook} failed: ${steered.reason}`);
+  }
   // Sent together; read back in the hooks' order, so the notes and the first failure that denies are as if sent one by one.
   const failures = await Promise.all(verdict.webhooks.map((w) => sendWebhook(deps.http, w.url, event, request.signal)));
   for (const [i, w] of verdict.webhooks.entries()) {

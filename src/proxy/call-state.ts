@@ -5,6 +5,7 @@ import type { Tool } from '../registry/types.js';
 import type { Allowed } from './authorization.js';
 import type { Isolation } from './call-isolation.js';
 import type { HookDirective } from './call-hooks.js';
+import type { Steering } from './hook-steering.js';
 import type { CallOutcome, ToolCall } from './tool-call.js';
 
 /**
@@ -37,6 +38,10 @@ export interface CallState {
   reusedFrom?: string;
   notes: string[];
   directives: HookDirective[];
+  /** How many times the call ran (a hook's `retry` runs it again). */
+  attempts: number;
+  /** What steering hooks decided, for the record. */
+  steering: NonNullable<AuditRecord['steering']>;
 }
 
 export type CallHandler = (call: CallState) => Promise<CallOutcome>;
@@ -49,7 +54,7 @@ export function composeStages(stages: readonly CallStage[], last: CallHandler): 
 }
 
 export function newCallState(request: ToolCall, callId: string, tool: Tool | undefined): CallState {
-  return { request, callId, tool, args: {}, cleared: false, stuck: false, notes: [], directives: [] };
+  return { request, callId, tool, args: {}, cleared: false, stuck: false, notes: [], directives: [], attempts: 0, steering: [] };
 }
 
 /** The outcome's own fields; the audit stage sets its duration, `stuck` and the directives asked for. */
@@ -62,6 +67,19 @@ export function refused(call: CallState, reason: string, code: string): CallOutc
 
 export function succeeded(call: CallState, result: ToolResult): CallOutcome {
   return { ...base(call), status: 'ok', result };
+}
+
+/** The call is not run: a hook decided so, and the caller reads which, without an error. */
+export function skipped(call: CallState, steering: Steering): CallOutcome {
+  const why = steering.reason === undefined ? '' : `: ${steering.reason}`;
+  return { ...base(call), status: 'ok', result: { text: `skipped by hook ${steering.hook}${why}`, isError: false }, skipped: steering.hook };
+}
+
+/** The call fails (`fail`) or its run stops (`abort`) with the hook's reason. */
+export function failedByHook(call: CallState, steering: Steering): CallOutcome & { status: 'error' } {
+  const abort = steering.decision === 'abort';
+  const message = `${steering.reason ?? `${steering.decision} by a hook`} (hook at ${steering.hook})`;
+  return { ...base(call), status: 'error', error: { code: abort ? 'HOOK_ABORTED' : 'HOOK_FAILED', message }, ...(abort ? { abort: message } : {}) };
 }
 
 /** A thrown error as an outcome: a policy refusal met while running (the address guard) is a denial, anything else an error. */

@@ -5,7 +5,7 @@ import type { PrimitiveDeps } from '../executor/execute-plan.js';
 import type { RateLimiter } from '../policy/rate-limiter.js';
 import type { AuthorizeDeps } from './authorization.js';
 import type { CallHookDeps } from './call-hooks.js';
-import type { CallStage } from './call-state.js';
+import type { CallHandler, CallStage } from './call-state.js';
 import type { Tracing } from '../contracts/tracing.js';
 import { approvalStage } from './stages/approval-stage.js';
 import { auditStage } from './stages/audit-stage.js';
@@ -33,6 +33,8 @@ export interface StageDeps extends AuthorizeDeps {
   loops: LoopDetector;
   rateLimiter: RateLimiter;
   hooks: CallHookDeps;
+  /** The executor at the end of the chain: a hook's `retry` runs the call on it again. */
+  execute: CallHandler;
   checkpoints?: Pick<Checkpointer, 'before'>;
   now: () => number;
   /** A span per stage a call passes (nested: each holds the ones after it); absent, none. */
@@ -58,7 +60,7 @@ export function standardStages(deps: StageDeps): ProxyStages {
   const loopCheck = named('loop_check', loopCheckStage(deps.loops));
   const run = deps.checkpoints ? [named('checkpoint', checkpointStage(deps.checkpoints))] : [];
   return {
-    call: [audit, budget, named('hook_events', hookEventsStage(deps.hooks)), ...gates, loopCheck, ...run],
+    call: [audit, budget, named('hook_events', hookEventsStage(deps.hooks, deps.execute)), ...gates, loopCheck, ...run],
     // A reused result ran once already: its hooks fired then, so no events fire for it again.
     reuse: [audit, budget, ...gates, loopCheck],
     run,

@@ -49,10 +49,13 @@ interface OutcomeBase {
   stuck: boolean;
   /** Directives the call's hooks asked to run next, their inputs filled. */
   directives?: { name: string; inputs: Record<string, string> }[];
+  /** A hook decided `abort`: whatever made the call (a chat, a thread) stops, for this reason. */
+  abort?: string;
 }
 
 export type CallOutcome =
-  | (OutcomeBase & { status: 'ok'; result: ToolResult })
+  /** `skipped`: a hook decided the call is not run (the hook, `file:line`); the result says so, and it is no error. */
+  | (OutcomeBase & { status: 'ok'; result: ToolResult; skipped?: string })
   | (OutcomeBase & { status: 'denied'; reason: string })
   | (OutcomeBase & { status: 'error'; error: { code: string; message: string } });
 

@@ -89,13 +89,21 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
             request.thread?.onSpawn?.();
             return threads.background({ kind: 'thread', directive: d.name, inputs: d.inputs }, request);
           },
+          steerThread: (d, request) => {
+            request.thread?.onSpawn?.();
+            return threads.spawn({ kind: 'thread', directive: d.name, inputs: d.inputs }, request);
+          },
         }
       : {}),
   };
-  const stages = standardStages({ ...deps, hooks, now });
   const run = runPlan({ primitives: deps.primitives, ...(threads ? { threads } : {}) });
   const tracing = deps.tracing;
-  const execute: CallHandler = tracing ? (call) => tracing.span('kiwi.tool.run', { 'kiwi.tool': call.request.tool, 'kiwi.call_id': call.callId }, () => run(call)) : run;
+  const traced: CallHandler = tracing ? (call) => tracing.span('kiwi.tool.run', { 'kiwi.tool': call.request.tool, 'kiwi.call_id': call.callId }, () => run(call)) : run;
+  const execute: CallHandler = (call) => {
+    call.attempts++;
+    return traced(call);
+  };
+  const stages = standardStages({ ...deps, hooks, execute, now });
   const callChain = composeStages(stages.call, execute);
   const runChain = composeStages(stages.run, execute);
 

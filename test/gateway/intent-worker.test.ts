@@ -17,7 +17,7 @@ function scriptedResolve(intent: string): Promise<Resolution> {
   return Promise.resolve({ status: 'unresolved', reason: 'no tool fits', missing: [], confidence: 0, candidates: [{ tool: 'echo_text', score: 0.1 }], timings, notes: [] });
 }
 
-function setup(overrides: { limits?: Partial<LoopLimits>; mode?: IntentWorkerDeps['mode']; resolve?: IntentWorkerDeps['resolve'] } = {}) {
+function setup(overrides: { limits?: Partial<LoopLimits>; mode?: IntentWorkerDeps['mode']; resolve?: IntentWorkerDeps['resolve']; outcome?: (call: LoopCall) => Partial<CallOutcome> } = {}) {
   const events: LoopEvent[] = [];
   const failures: unknown[] = [];
   const resolved: string[] = [];
@@ -31,7 +31,7 @@ function setup(overrides: { limits?: Partial<LoopLimits>; mode?: IntentWorkerDep
     },
     call: (call): Promise<CallOutcome> => {
       calls.push(call);
-      return Promise.resolve({ callId: 'c', tool: call.tool, durationMs: 1, stuck: false, status: 'ok', result: { text: `echo: ${JSON.stringify(call.args)}`, isError: false } });
+      return Promise.resolve({ callId: 'c', tool: call.tool, durationMs: 1, stuck: false, status: 'ok', result: { text: `echo: ${JSON.stringify(call.args)}`, isError: false }, ...overrides.outcome?.(call) } as CallOutcome);
     },
     limits: { ...DEFAULT_LOOP_LIMITS, ...overrides.limits },
     mode: overrides.mode ?? 'execute',
@@ -49,6 +49,13 @@ function setup(overrides: { limits?: Partial<LoopLimits>; mode?: IntentWorkerDep
 }
 
 describe('intent worker', () => {
+  it("a call whose hook decided abort fails the request with the hook's reason, after its result is reported", async () => {
+    const { events, failures, run } = setup({ outcome: () => ({ abort: 'stop here (hook at policy.yaml:3)' }) });
+    await run('echo one');
+    expect(events.filter((e) => e.type === 'result')).toHaveLength(1);
+    expect(failures).toEqual([expect.objectContaining({ code: 'HOOK_ABORTED', message: 'a hook aborted the run at echo_text: stop here (hook at policy.yaml:3)' })]);
+  });
+
   it('is busy from the moment an intent is queued until its work is done, a failed one included', async () => {
     let release: () => void = () => undefined;
     const { worker } = setup({ resolve: (intent) => (intent === 'slow' ? new Promise((resolve) => (release = () => resolve(scriptedResolve('echo slow')))) : Promise.reject(new Error('resolver down'))) });

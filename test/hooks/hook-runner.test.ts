@@ -67,10 +67,11 @@ describe('hooks run on events', () => {
     expect(runHooks(loaded, event({ event: { name: 'turn' }, cost: { turns: 18 } })).directives).toEqual([]);
   });
 
-  it('denies, asks for approval and annotates; the first denial is the one given', () => {
+  it('denies, asks for approval and annotates; only the first hook that matches acts', () => {
     const rm = runHooks(loaded, event({ event: { name: 'before_call' }, tool: { id: 'bash' }, arguments: { command: 'rm -rf dist' } }));
     expect(rm.deny).toBe('no recursive deletes on staging (hook at .ai/directives/deploy_staging.md:23)');
-    expect(rm.approval).toBe('a hook asks a person to approve it (.ai/directives/deploy_staging.md:24)');
+    // The approval hook below matches too, but the denial came first.
+    expect(rm.approval).toBeUndefined();
     const ls = runHooks(loaded, event({ event: { name: 'before_call' }, tool: { id: 'bash' }, arguments: { command: 'ls' } }));
     expect(ls.deny).toBeUndefined();
     expect(ls.approval).toBeDefined();
@@ -86,6 +87,44 @@ describe('hooks run on events', () => {
   it('fails closed when a filled input would be too long', () => {
     const verdict = runHooks(loaded, event({ event: { name: 'denied', code: 'permission_denied', detail: { missing: 'x'.repeat(40_000) } } }));
     expect(verdict.deny).toMatch(/^hook at \.ai\/directives\/deploy_staging\.md:7 failed, so the call is refused: input missing_cap: the filled input is more than/);
+    expect(verdict.directives).toEqual([]);
+  });
+
+  it('a fallthrough hook lets the hooks after it act too', () => {
+    const parsed = parseDirective(DIRECTIVE.replace('<hook><when>event.name == "before_call" and tool.id == "bash" and', '<hook fallthrough="true"><when>event.name == "before_call" and tool.id == "bash" and'), { file: '/p/d.md', display: 'd.md' }, 'project');
+    if (!parsed.ok) throw new Error(parsed.issues.map((i) => i.message).join('\n'));
+    const verdict = runHooks(loadDirectiveHooks('d.md', parsed.value.hooks ?? []), event({ event: { name: 'before_call' }, tool: { id: 'bash' }, arguments: { command: 'rm -rf dist' } }));
+    expect(verdict.deny).toBe('no recursive deletes on staging (hook at d.md:23)');
+    expect(verdict.approval).toBe('a hook asks a person to approve it (d.md:24)');
+  });
+
+  it('a hook whose condition fails is the match: later hooks do not act', () => {
+    const both = loadDirectiveHooks('p.yaml', [
+      { when: 'arguments.missing == "x"', line: 1, action: { kind: 'annotate', text: 'never' } },
+      { when: 'true', line: 2, action: { kind: 'annotate', text: 'later' } },
+    ]);
+    const verdict = runHooks(both, event({ event: { name: 'after_call' } }));
+    expect(verdict.annotations).toEqual([]);
+    expect(verdict.failures).toEqual([expect.stringMatching(/^hook at p\.yaml:1 failed/)]);
+  });
+});
+
+describe('steering hooks', () => {
+  const steering = loadDirectiveHooks('p.yaml', [
+    { when: 'event.name == "error"', line: 1, action: { kind: 'steer', decision: 'retry', max: 2 } },
+    { when: 'event.name == "before_call" and tool.id == "slow"', line: 2, action: { kind: 'directive', name: 'judge', inputs: { tool: '${tool.id}' }, steer: { timeoutMs: 5000, retries: 1 } } },
+    { when: 'event.name == "before_call"', line: 3, action: { kind: 'steer', decision: 'skip', reason: 'not today' } },
+  ]);
+
+  it('a decision of its own comes back with the hook that made it', () => {
+    expect(runHooks(steering, event({ event: { name: 'error', code: 'timeout' } })).steer).toEqual({ kind: 'decision', hook: 'p.yaml:1', decision: 'retry', max: 2 });
+    expect(runHooks(steering, event({ event: { name: 'before_call' } })).steer).toEqual({ kind: 'decision', hook: 'p.yaml:3', decision: 'skip', reason: 'not today' });
+    expect(runHooks(steering, event({ event: { name: 'after_call' } })).steer).toBeUndefined();
+  });
+
+  it('a steering directive comes back to be run and waited for, its inputs filled, and is not among the background directives', () => {
+    const verdict = runHooks(steering, event({ event: { name: 'before_call' }, tool: { id: 'slow' } }));
+    expect(verdict.steer).toEqual({ kind: 'directive', hook: 'p.yaml:2', name: 'judge', inputs: { tool: 'slow' }, timeoutMs: 5000, retries: 1 });
     expect(verdict.directives).toEqual([]);
   });
 });

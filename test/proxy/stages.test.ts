@@ -140,7 +140,7 @@ describe('hook stages', () => {
     const events = noteEvents('after_call', 'denied', 'limit', 'error');
     const run = async (inner: CallHandler): Promise<string[]> => {
       const call = state();
-      await composeStages([hookEventsStage(events)], inner)(call);
+      await composeStages([hookEventsStage(events, inner)], inner)(call);
       return call.notes;
     };
     expect(await run(reached())).toEqual(['after_call']);

@@ -40,7 +40,7 @@ rate_limits:
   per_tool: { rate_me: { max: 1, per_ms: 600000 }, deploy_once: { max: 1, per_ms: 600000 } }
 approvals: { tools: ["publish_*"], timeout_s: 1 }
 hooks:
-  - when: tool.id == "echo_args" and arguments.text.contains("rm -rf")
+  - when: event.name == "before_call" and tool.id == "echo_args" and arguments.text.contains("rm -rf")
     deny: no recursive deletes here
   - when: event.name == "after_call" and tool.id == "echo_args"
     annotate: echo ran
@@ -54,6 +54,7 @@ hooks:
     webhook: "http://127.0.0.1:1/closed"
   - when: event.name == "before_call" and tool.id == "echo_args" and arguments.text == "tell both"
     webhook: "http://127.0.0.1:1/closed"
+    fallthrough: true
   - when: event.name == "before_call" and tool.id == "echo_args" and arguments.text == "tell both"
     webhook: "http://127.0.0.1:${webhookPort}/both"
   - when: event.name == "before_call" and tool.id == "deploy_once"
@@ -174,7 +175,7 @@ describe('hooks on calls', () => {
     if (outcome.status === 'denied') expect(outcome.reason).toMatch(/^the webhook of the hook at .ai\/config\/policy.yaml:\d+ failed, so the call is refused/);
   });
 
-  it("several webhooks of one event are all sent, and noted in the hooks' order; the first that fails is the reason", async () => {
+  it("several webhooks of one event (the first falling through) are all sent, and noted in the hooks' order; the first that fails is the reason", async () => {
     received.length = 0;
     const outcome = await call('echo_args', { text: 'tell both' });
     expect(outcome.status).toBe('denied');
@@ -312,6 +313,24 @@ describe('hooks in the policy file are checked when it loads', () => {
     expect(load('  - when: tool.id == "a"\n    webhook: "file:///etc/passwd"\n')).toMatch(/hooks\[0\]\.webhook` must be an http/);
     expect(load('  - when: tool.id == "a"\n    webhook: "https://u:p@example.com/x"\n')).toMatch(/without credentials/);
     expect(load('  - when: tool.id == "a"\n    denny: no\n')).toMatch(/unknown field `denny` at field `hooks\[0\]`; allowed fields are when, deny/);
+  });
+
+  it('refuses a retry without a bound, or past the most allowed', () => {
+    expect(load('  - when: "true"\n    retry: {}\n')).toMatch(/hooks\[0\]\.retry\.max/);
+    expect(load('  - when: "true"\n    retry: { max: 11 }\n')).toMatch(/must be at most 10/);
+    expect(load('  - when: "true"\n    retry: { max: 0 }\n')).toMatch(/must be at least 1/);
+  });
+
+  it('refuses two actions, a steering option on a plain directive, and a bad timeout', () => {
+    expect(load('  - when: "true"\n    skip: no\n    fail: no\n')).toMatch(/exactly one action: deny, require_approval, annotate, directive, webhook, retry, skip, fail, abort, continue/);
+    expect(load('  - when: "true"\n    directive: { name: x, timeout_s: 5 }\n')).toMatch(/timeout_s and retries go with `steer: true` only/);
+    expect(load('  - when: "true"\n    directive: { name: x, steer: true, timeout_s: 0 }\n')).toMatch(/timeout_s` must be at least 1/);
+    expect(load('  - when: "true"\n    continue: false\n')).toMatch(/must be true/);
+    expect(load('  - when: "true"\n    annotate: x\n    fallthrough: "yes"\n')).toMatch(/fallthrough/);
+  });
+
+  it('loads good steering ones', () => {
+    expect(load('  - when: "true"\n    directive: { name: x, steer: true, timeout_s: 30, retries: 2 }\n  - when: "true"\n    abort: stop\n    fallthrough: true\n')).toBe('loaded');
   });
 
   it('loads a good one', () => {

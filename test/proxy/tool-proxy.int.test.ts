@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,15 +17,7 @@ let port = 0;
 let outside: string | undefined;
 
 const TOOLS: Record<string, string> = {
-  'echo_args.yaml': `tool_id: echo_args
-tool_type: script
-executor: subprocess
-version: "1.0.0"
-description: print argv
-config: { command: node, script: echo_args.mjs, args: ["{script}", "{text}"] }
-parameters:
-  - { name: text, type: string, required: true }
-`,
+  'echo_args.yaml': readFileSync(path.join(FIXTURES, 'proxy', 'echo_args.yaml'), 'utf8'),
   'flags.yaml': `tool_id: show_ref
 tool_type: script
 executor: subprocess

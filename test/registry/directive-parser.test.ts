@@ -240,10 +240,60 @@ describe('invalid directives', () => {
     const text = found.join('\n');
     expect(text).toContain('.ai/directives/demo.md:7:7: metadata.hooks[0].when: column 13: hook condition "evnt.code == \\"x\\"": Unknown variable: evnt (did you mean "event"?)');
     expect(text).toContain('metadata.hooks[1].when: the hook has no condition; add <when>event.name == "error"</when>');
-    expect(text).toContain('metadata.hooks[2]: a hook has exactly one action (<directive>, <deny>, <require_approval>, <annotate>); this one has 2');
+    expect(text).toContain('metadata.hooks[2]: a hook has exactly one action (<directive>, <deny>, <require_approval>, <annotate>, <retry>, <skip>, <fail>, <abort>, <continue>); this one has 2');
     expect(text).toContain('metadata.hooks[3].inputs: <inputs> go with a <directive> action only');
     expect(text).toContain('metadata.hooks[4].webhook: a hook has no <webhook>');
     expect(text).toContain('metadata.hooks[5]: <hooks> holds <hook> elements, not <rule>');
+  });
+
+  it('reads steering hooks: a decision of their own, a steering directive with its bounds, fallthrough', () => {
+    const hooks = [
+      '<hooks>',
+      '<hook fallthrough="true"><when>event.name == "error"</when><annotate>failed</annotate></hook>',
+      '<hook><when>event.name == "error" and event.code == "timeout"</when><retry max="2"/></hook>',
+      '<hook><when>tool.id == "a"</when><skip>not now</skip></hook>',
+      '<hook><when>tool.id == "b"</when><fail/></hook>',
+      '<hook><when>tool.id == "c"</when><abort>stop</abort></hook>',
+      '<hook><when>tool.id == "d"</when><continue/></hook>',
+      '<hook><when>event.name == "error"</when><directive steer="true" timeout_s="30" retries="3">retry_on_timeout</directive></hook>',
+      '<hook><when>event.name == "error"</when><directive steer="true">retry_on_timeout</directive></hook>',
+      '</hooks>',
+    ].join('\n');
+    expect(parse(wrap(hooks)).hooks?.map((h) => [h.action, h.fallthrough])).toEqual([
+      [{ kind: 'annotate', text: 'failed' }, true],
+      [{ kind: 'steer', decision: 'retry', max: 2 }, undefined],
+      [{ kind: 'steer', decision: 'skip', reason: 'not now' }, undefined],
+      [{ kind: 'steer', decision: 'fail', reason: 'fail by a hook' }, undefined],
+      [{ kind: 'steer', decision: 'abort', reason: 'stop' }, undefined],
+      [{ kind: 'steer', decision: 'continue' }, undefined],
+      [{ kind: 'directive', name: 'retry_on_timeout', inputs: {}, steer: { timeoutMs: 30_000, retries: 3 } }, undefined],
+      [{ kind: 'directive', name: 'retry_on_timeout', inputs: {}, steer: { timeoutMs: 60_000, retries: 1 } }, undefined],
+    ]);
+  });
+
+  it('rejects bad steering hooks, saying what to write', () => {
+    const found = issues(
+      wrap(
+        [
+          '<hooks>',
+          '<hook><when>true</when><retry max="0"/></hook>',
+          '<hook><when>true</when><retry max="lots"/></hook>',
+          '<hook fallthrough="yes"><when>true</when><continue/></hook>',
+          '<hook><when>true</when><directive timeout_s="5">x</directive></hook>',
+          '<hook><when>true</when><directive steer="maybe">x</directive></hook>',
+          '<hook><when>true</when><directive steer="true" timeout_s="0" retries="11">x</directive></hook>',
+          '</hooks>',
+        ].join('\n'),
+      ),
+    ).map((i) => i.message);
+    const text = found.join('\n');
+    expect(text).toContain('metadata.hooks[0].retry: max is a whole number from 1 to 10: <retry max="2"/>');
+    expect(text).toContain('metadata.hooks[1].retry: max is a whole number from 1 to 10');
+    expect(text).toContain('metadata.hooks[2].fallthrough: fallthrough is "true" or "false", not "yes"');
+    expect(text).toContain('metadata.hooks[3].directive: timeout_s and retries go with steer="true" only');
+    expect(text).toContain('metadata.hooks[4].directive: steer is "true" or "false", not "maybe"');
+    expect(text).toContain('metadata.hooks[5].directive: timeout_s is a whole number of seconds from 1 to 600');
+    expect(text).toContain('metadata.hooks[5].directive: retries is a whole number from 1 to 10');
   });
 
   it('rejects bad limits', () => {

@@ -40,6 +40,8 @@ export function auditStage(deps: { audit: AuditLog; now: () => number; tracing?:
       ...(call.reusedFrom ? { reused: call.reusedFrom } : {}),
       ...verdict(call, outcome),
       ...(call.notes.length > 0 ? { notes: call.notes } : {}),
+      ...(call.steering.length > 0 ? { steering: call.steering } : {}),
+      ...(call.attempts > 1 ? { attempts: call.attempts } : {}),
       ...(traceId === undefined ? {} : { trace_id: traceId }),
       ...(request.resolvedBy ? { resolved_by: request.resolvedBy } : {}),
     });

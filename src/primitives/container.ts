@@ -4,6 +4,7 @@ import path from 'node:path';
 import { isKiwiError, KiwiError } from '../errors.js';
 import type { ContainerLimits } from '../policy/isolation-choice.js';
 import { isInside } from '../policy/path-check.js';
+import { DEFAULT_CHILD_PATH } from './child-env.js';
 import { containerArgv, type ContainerMount } from './container-argv.js';
 import { INSTALL_HINT, probeContainers, type ContainerProbe, type ContainerProbeOptions } from './container-probe.js';
 import { createSecretMasks, type MaskRequest } from './sandbox-masks.js';
@@ -91,13 +92,14 @@ export function createContainerRunner(options: ContainerRunnerOptions = {}): Con
       let result: SubprocessResult;
       try {
         const { sandbox: _unused, ...plain } = req;
-        result = await runSubprocess({ ...plain, argv });
+        // Podman's own PATH is the standard one: its network helpers run iptables from /usr/sbin. The tool's PATH goes in by --env.
+        result = await runSubprocess({ ...plain, argv, env: { ...req.env, PATH: DEFAULT_CHILD_PATH } });
       } catch (error) {
         // Ending `podman run` does not end the container (conmon keeps it): remove it by name.
         await removeContainer(found.host.podman, name);
         throw retold(error, tool, name);
       }
-      return checkExit(result, tool, grant.limits);
+      return checkExit(result, tool, grant.limits, name);
     },
   };
 }
@@ -121,9 +123,9 @@ function retold(error: unknown, tool: string, name: string): unknown {
   return new KiwiError(error.code, `${tool} (in container ${name}) ${what}; the container was removed. ${error.message.replace(/^\S+ /u, '')}`, { cause: error, details: { ...error.details, container: name } });
 }
 
-function checkExit(result: SubprocessResult, tool: string, limits: ContainerLimits): SubprocessResult {
+function checkExit(result: SubprocessResult, tool: string, limits: ContainerLimits, container: string): SubprocessResult {
   const said = result.stderr.trim().split('\n').at(-1) ?? '';
-  const details = { stdout: result.stdout, stderr: result.stderr, exitCode: result.exitCode };
+  const details = { stdout: result.stdout, stderr: result.stderr, exitCode: result.exitCode, container };
   if (result.exitCode === SIGKILLED) {
     throw new KiwiError('TOOL_FAILED', `${tool} was killed in its container (SIGKILL), most likely for going over its memory limit of ${limits.memoryMb} MB; raise config.container.memory_mb in the tool (within the policy's isolation.container.memory_mb) or make it use less`, { details });
   }

@@ -58,8 +58,9 @@ export function containerArgv(host: ContainerHost, spec: ContainerSpec): string[
   out.push('--memory', `${limits.memoryMb}m`, '--memory-swap', `${limits.memoryMb}m`);
   out.push('--timeout', String(spec.timeoutSeconds), '--log-driver', 'none');
   for (const mount of [...host.systemMounts, ...spec.mounts]) out.push('--volume', `${mountPath(mount.path)}:${mount.path}:${mount.writable ? 'rw' : 'ro'}`);
+  // notmpcopyup: podman would otherwise fill the tmpfs with what it masks.
   for (const mask of spec.masks) {
-    out.push(...(mask.dir ? ['--tmpfs', `${mountPath(mask.path)}:ro,size=4k`] : ['--volume', `${mountPath(spec.emptyFile)}:${mask.path}:ro`]));
+    out.push(...(mask.dir ? ['--tmpfs', `${mountPath(mask.path)}:ro,size=4k,notmpcopyup`] : ['--volume', `${mountPath(spec.emptyFile)}:${mask.path}:ro`]));
   }
   out.push('--workdir', mountPath(spec.cwd), '--env', `PATH=${spec.childPath}`);
   for (const name of spec.envNames) if (name !== 'PATH') out.push('--env', name);

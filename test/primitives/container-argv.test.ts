@@ -44,7 +44,7 @@ describe('containerArgv', () => {
 
   it('mounts /usr and the grants as granted, and masks over them', () => {
     expect(values(argv, '--volume')).toEqual(['/usr:/usr:ro', '/p:/p:ro', '/p/out:/p/out:rw', '/tmp/empty:/p/.env:ro']);
-    expect(values(argv, '--tmpfs')).toEqual(['/tmp:rw,nosuid,nodev,size=8m,mode=1777', '/p/.ai/state:ro,size=4k']);
+    expect(values(argv, '--tmpfs')).toEqual(['/tmp:rw,nosuid,nodev,size=8m,mode=1777', '/p/.ai/state:ro,size=4k,notmpcopyup']);
   });
 
   it('passes variables by name only, PATH by value, and the tool argv unchanged after the image', () => {

@@ -36,6 +36,8 @@ beforeAll(() => {
   mkdirSync(join(root, 'out'));
   writeFileSync(join(root, 'data', 'in.txt'), 'granted text\n');
   writeFileSync(join(root, '.env'), 'TOKEN=hunter2\n');
+  mkdirSync(join(root, '.ai', 'state'), { recursive: true });
+  writeFileSync(join(root, '.ai', 'state', 'keys.json'), '{"key":"secret"}');
   grant = {
     network: false,
     readPaths: [join(root, 'data')],
@@ -70,8 +72,8 @@ describe.runIf(probe.ok)('the container executor', () => {
 
   it('masks the project secrets inside a granted folder', async () => {
     const whole = { ...grant, readPaths: [root] };
-    const r = await run(['sh', '-c', 'echo "[$(cat .env)]"; cat data/in.txt'], {}, whole);
-    expect(r.stdout).toBe('[]\ngranted text\n');
+    const r = await run(['sh', '-c', 'echo "[$(cat .env)]"; echo "[$(ls -A .ai/state)]"; cat data/in.txt'], {}, whole);
+    expect(r.stdout).toBe('[]\n[]\ngranted text\n');
   });
 
   it('passes only the given variables, and no network without a grant', async () => {

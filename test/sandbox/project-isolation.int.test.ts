@@ -1,8 +1,12 @@
+import { createHash } from 'node:crypto';
+import { cpSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readAuditTail } from '../../src/audit/audit-reader.js';
 import { createContainerRunner } from '../../src/primitives/container.js';
 import { openProject, type Project, type ProjectOptions } from '../../src/project/open-project.js';
-import { createTempProject, type TempProject } from '../helpers/temp-project.js';
+import { createTempProject, REPO_ROOT, type TempProject } from '../helpers/temp-project.js';
 
 const probe = await createContainerRunner({ warn: () => undefined }).availability();
 if (!probe.ok && process.env.KIWI_REQUIRE_CONTAINERS === '1') throw new Error(`KIWI_REQUIRE_CONTAINERS=1 but containers do not run here: ${probe.reason}`);
@@ -111,5 +115,31 @@ describe('each level runs where it says', () => {
     const outcome = await call(project, 'hungry_probe');
     if (!probe.ok) return expect(outcome).toMatchObject({ status: 'denied' });
     expect(outcome.status === 'denied' && outcome.reason).toMatch(/hungry_probe asks for config\.container\.memory_mb: 4096, more than the policy's isolation\.container\.memory_mb \(512\)/u);
+  });
+});
+
+describe("the demo's container tool", () => {
+  let demo: string;
+  beforeAll(() => {
+    demo = realpathSync(mkdtempSync(path.join(tmpdir(), 'kiwi-demo-isolation-')));
+    for (const dir of ['tools', 'config']) cpSync(path.join(REPO_ROOT, '.ai', dir), path.join(demo, '.ai', dir), { recursive: true });
+    writeFileSync(path.join(demo, 'notes.txt'), 'kiwi\n');
+  });
+  afterAll(() => rmSync(demo, { recursive: true, force: true }));
+
+  const digest = async (options: Partial<ProjectOptions>) => {
+    const project = await openProject({ projectDir: demo, env: { PATH: process.env.PATH, HOME: process.env.HOME }, session: 'demo-isolation', ...options });
+    projects.push(project);
+    return project.proxy.call({ tool: 'file_digest', args: { path: 'notes.txt' }, session: 'demo-isolation', client: 'test', source: 'cli' });
+  };
+
+  it('is refused with the reason where podman is missing', async () => {
+    const outcome = await digest({ containers: { podman: '/nonexistent/kiwi-podman' } });
+    expect(outcome.status === 'denied' && outcome.reason).toMatch(/^file_digest runs at isolation restricted, in a container, and containers do not run here: .*apt-get install podman runc/u);
+  });
+
+  it.runIf(probe.ok)('runs in a container where podman is there', async () => {
+    const outcome = await digest({});
+    expect(outcome.status === 'ok' && JSON.parse(outcome.result.text)).toMatchObject({ sha256: createHash('sha256').update('kiwi\n').digest('hex'), bytes: 5 });
   });
 });

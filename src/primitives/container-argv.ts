@@ -49,7 +49,10 @@ export function containerArgv(host: ContainerHost, spec: ContainerSpec): string[
   const { limits } = spec;
   const out = [host.podman, 'run', '--rm', '--interactive', '--pull=never', '--name', spec.name, '--runtime', host.runtime];
   out.push('--network', spec.network ? 'bridge' : 'none');
-  out.push('--read-only', '--read-only-tmpfs=false', '--tmpfs', `/tmp:rw,nosuid,nodev,size=${spec.tmpMb}m,mode=1777`);
+  // A grant of /tmp itself (a project there) is its /tmp; any other grant lies over the private one.
+  const granted = spec.mounts.filter((m) => !host.systemMounts.some((sys) => sys.path === m.path));
+  const privateTmp = granted.some((m) => m.path === '/tmp') ? [] : ['--tmpfs', `/tmp:rw,nosuid,nodev,size=${spec.tmpMb}m,mode=1777`];
+  out.push('--read-only', '--read-only-tmpfs=false', ...privateTmp);
   out.push('--user', spec.user, '--cap-drop', 'all', '--security-opt', 'no-new-privileges');
   // Podman's own defaults for these exceed the hard limits of many hosts, and `run` then fails.
   out.push('--ulimit', `nofile=${limits.openFiles}:${limits.openFiles}`, '--ulimit', `nproc=${limits.processes}:${limits.processes}`);
@@ -57,7 +60,7 @@ export function containerArgv(host: ContainerHost, spec: ContainerSpec): string[
   // Swap equal to memory: no swap on top, so the limit is the limit.
   out.push('--memory', `${limits.memoryMb}m`, '--memory-swap', `${limits.memoryMb}m`);
   out.push('--timeout', String(spec.timeoutSeconds), '--log-driver', 'none');
-  for (const mount of [...host.systemMounts, ...spec.mounts]) out.push('--volume', `${mountPath(mount.path)}:${mount.path}:${mount.writable ? 'rw' : 'ro'}`);
+  for (const mount of [...host.systemMounts, ...granted]) out.push('--volume', `${mountPath(mount.path)}:${mount.path}:${mount.writable ? 'rw' : 'ro'}`);
   // notmpcopyup: podman would otherwise fill the tmpfs with what it masks.
   for (const mask of spec.masks) {
     out.push(...(mask.dir ? ['--tmpfs', `${mountPath(mask.path)}:ro,size=4k,notmpcopyup`] : ['--volume', `${mountPath(spec.emptyFile)}:${mask.path}:ro`]));

@@ -52,6 +52,12 @@ describe('containerArgv', () => {
     expect(argv.slice(-4)).toEqual(['localhost/kiwi-base:1', 'python3', 'tool.py', '--flag; rm -rf /']);
   });
 
+  it('mounts a grant of /tmp itself instead of the private /tmp, and /usr only once', () => {
+    const argv = containerArgv(host, { ...spec, cwd: '/tmp', mounts: [{ path: '/tmp', writable: false }, { path: '/usr', writable: true }], masks: [] });
+    expect(values(argv, '--volume')).toEqual(['/usr:/usr:ro', '/tmp:/tmp:ro']);
+    expect(values(argv, '--tmpfs')).toEqual([]);
+  });
+
   it('gives the network only when granted', () => {
     expect(values(containerArgv(host, { ...spec, network: true }), '--network')).toEqual(['bridge']);
   });

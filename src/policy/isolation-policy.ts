@@ -8,6 +8,9 @@ import { matchesAny } from './permission-context.js';
  * glob, and the limits of the containers `sandboxed` and `restricted` tools run in. A per-tool
  * minimum can only raise the overall one: the first `per_tool` key (in file order) that matches
  * the tool applies, as in `rate_limits.per_tool`, and the higher of the two is the floor.
+ *
+ * The minimum defaults to `standard`: a manifest alone cannot take its tool out of the sandbox
+ * (`isolation: trusted`); the policy has to lower the floor to `trusted` first.
  */
 
 const level = z.enum(ISOLATION_LEVELS, `must be one of ${ISOLATION_LEVELS.join(', ')}`);
@@ -30,7 +33,7 @@ export const ISOLATION_FIELDS = { isolation: ['minimum', 'per_tool', 'container'
 export function toIsolationPolicy(raw: z.infer<typeof isolationSchema> | undefined): IsolationPolicy {
   const c = raw?.container;
   return {
-    minimum: raw?.minimum ?? 'trusted',
+    minimum: raw?.minimum ?? 'standard',
     perTool: raw?.per_tool ?? {},
     container: {
       cpus: c?.cpus ?? DEFAULT_CONTAINER_LIMITS.cpus,

@@ -22,8 +22,8 @@ function policyError(text: string): string {
 }
 
 describe('the policy isolation field', () => {
-  it('defaults to no floor and the default container limits', () => {
-    expect(policy('').isolation).toEqual({ minimum: 'trusted', perTool: {}, container: DEFAULT_CONTAINER_LIMITS });
+  it('defaults to the standard floor (a manifest alone cannot leave the sandbox) and the default container limits', () => {
+    expect(policy('').isolation).toEqual({ minimum: 'standard', perTool: {}, container: DEFAULT_CONTAINER_LIMITS });
   });
 
   it('reads the minimum, per-tool floors and container limits', () => {

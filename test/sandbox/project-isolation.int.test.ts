@@ -60,6 +60,11 @@ async function open(policyExtra: string, options: Partial<ProjectOptions> = {}):
 const call = (project: Project, id: string) => project.proxy.call({ tool: id, args: {}, session: 'isolation-test', client: 'test', source: 'cli' });
 
 describe('the policy isolation floor', () => {
+  it('keeps a trusted tool in the sandbox unless the policy lowers the floor', async () => {
+    const outcome = await call(await open(''), 'trusted_probe');
+    expect(outcome.status === 'denied' && outcome.reason).toMatch(/trusted_probe runs at isolation trusted, below the standard that isolation\.minimum requires/u);
+  });
+
   let project: Project;
   beforeAll(async () => {
     project = await open('isolation: { minimum: standard, per_tool: { "restricted_*": restricted, "sandboxed_*": restricted } }\n', { containers: { podman: '/nonexistent/kiwi-podman' } });
@@ -90,7 +95,7 @@ describe('the policy isolation floor', () => {
 describe('each level runs where it says', () => {
   let project: Project;
   beforeAll(async () => {
-    project = await open('');
+    project = await open('isolation: { minimum: trusted }\n');
   });
 
   it('trusted: a plain subprocess of the host', async () => {

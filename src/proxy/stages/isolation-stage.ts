@@ -1,6 +1,6 @@
 import type { PrimitiveDeps } from '../../executor/execute-plan.js';
 import type { ExecutionPlan } from '../../executor/plan-types.js';
-import { isolationRefusal } from '../../policy/isolation-policy.js';
+import { isolationRefusal, toIsolationPolicy } from '../../policy/isolation-policy.js';
 import type { PermissionContext } from '../../policy/permission-context.js';
 import type { IsolationLevel } from '../../registry/types.js';
 import type { ReadPlan } from '../authorization.js';
@@ -15,12 +15,13 @@ import { refused, type CallStage } from '../call-state.js';
 export function isolationStage(deps: { context: PermissionContext; primitives: PrimitiveDeps }): CallStage {
   let root = deps.context;
   while (root.parent !== undefined) root = root.parent;
-  const policy = root.isolation;
+  // A context made without a policy file has the policy file's defaults.
+  const policy = root.isolation ?? toIsolationPolicy(undefined);
   return (next) => async (call) => {
     const plan = call.allowed?.plan;
     const level = plan === undefined ? undefined : processLevel(plan);
     if (level === undefined) return next(call);
-    const below = policy === undefined ? undefined : isolationRefusal(policy, call.request.tool, level, root.label);
+    const below = isolationRefusal(policy, call.request.tool, level, root.label);
     if (below !== undefined) return refused(call, below, 'permission_denied');
     if (level === 'sandboxed' || level === 'restricted') {
       const probe = await deps.primitives.containers?.runner.availability();

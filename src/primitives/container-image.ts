@@ -60,7 +60,10 @@ export async function buildContainerImage(podman: string, tag = CONTAINER_IMAGE,
     writeFileSync(path.join(rootfs, 'etc', 'group'), GROUP);
     const tarball = path.join(work, 'rootfs.tar');
     await run('tar', ['--numeric-owner', '--owner=0', '--group=0', '-C', rootfs, '-cf', tarball, '.'], signal);
-    await run(podman, ['import', '--quiet', '--message', `kiwi ${KIWI_VERSION} base: mount points for the host's /usr`, tarball, tag], signal);
+    const before = await run(podman, ['image', 'inspect', '--format', '{{.Id}}', tag]).then((out) => out.trim(), () => '');
+    const after = (await run(podman, ['import', '--quiet', '--message', `kiwi ${KIWI_VERSION} base: mount points for the host's /usr`, tarball, tag], signal)).trim();
+    // The image this tag named before is left without a name: removed, unless a running container still uses it.
+    if (before !== '' && !after.endsWith(before)) await run(podman, ['rmi', before]).catch(() => undefined);
   } finally {
     rmSync(work, { recursive: true, force: true });
   }

@@ -79,7 +79,7 @@ export function createContainerRunner(options: ContainerRunnerOptions = {}): Con
         argv: req.argv,
         cwd: req.cwd,
         envNames: Object.keys(req.env),
-        childPath: req.env['PATH'] ?? '/usr/bin:/bin',
+        childPath: req.env['PATH'] ?? DEFAULT_CHILD_PATH,
         network: grant.network,
         limits: grant.limits,
         tmpMb: options.tmpMb ?? 64,
@@ -105,8 +105,9 @@ export function createContainerRunner(options: ContainerRunnerOptions = {}): Con
 }
 
 /**
- * The granted folders, then the cwd and the folders of the files the manifest's argv names inside
- * the project (its script), read-only, where no grant covers them: a tool runs from its folder.
+ * The granted folders, then the cwd and the folders of the files the argv names inside the project
+ * (the script; a path argument, which the policy checked already), read-only, where no grant
+ * covers them: a tool runs from its folder and reads what its call was allowed to name.
  */
 function mountsFor(req: SubprocessRequest, grant: ContainerGrant): ContainerMount[] {
   const mounts: ContainerMount[] = [...grant.writePaths.map((p) => ({ path: p, writable: true })), ...grant.readPaths.map((p) => ({ path: p, writable: false }))];

@@ -30,6 +30,7 @@ Usage:
   kiwi executions list|show ID|events ID|cancel ID   the kernel's executions on a running gateway (v0 API)
   kiwi approvals list|grant STEP|deny STEP [--reason R]   tool calls that wait for a person, and the answer
   kiwi runner --kernel URL [--key K] [--runner-id ID] [--tools GLOB,…] [--concurrency N]   run a kernel's remote tool calls here, through this project's tool proxy
+  kiwi containers build|check          the image that sandboxed and restricted tools run in (podman; built from this machine's files), or whether containers run here
   kiwi demo                            a guided tour of the permissioned tool proxy on the demo .ai/ (no server)
 
 Options: --project DIR (default: KIWI_PROJECT or the current folder), --json; kiwi --version.
@@ -64,6 +65,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   runner: async () => (await import('../cli/commands/runner.js')).runnerCommand,
   keys: async () => (await import('../cli/commands/keys.js')).keysCommand,
   registry: async () => (await import('../cli/commands/registry.js')).registryCommand,
+  containers: async () => (await import('../cli/commands/containers.js')).containersCommand,
 };
 
 /** Every command `kiwi` knows. */

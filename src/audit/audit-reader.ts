@@ -30,7 +30,7 @@ export const auditRecordSchema = z.object({
   notes: z.array(z.string()).optional(),
   approval: z.object({ approved: z.boolean(), decided_by: z.string(), reason: z.string().optional(), waited_ms: z.number().nonnegative() }).optional(),
   help: z.string().optional(),
-  sandbox: z.enum(['bwrap', 'none']).optional(),
+  sandbox: z.enum(['bwrap', 'podman', 'none']).optional(),
   sandbox_reason: z.string().optional(),
   trace_id: z.string().regex(/^[0-9a-f]{32}$/).optional(),
   resolved_by: z

@@ -38,8 +38,8 @@ export interface AuditRecord {
   approval?: { approved: boolean; decided_by: string; reason?: string; waited_ms: number };
   /** A help signal, not a call (`stuck`, `escalate` or `checkpoint`): nothing ran, and `decision` is allow since nothing was refused. */
   help?: string;
-  /** How the call ran (call-isolation.ts): `bwrap`, or `none` with `sandbox_reason` (`nothing ran` for a refused call or a help signal). */
-  sandbox?: 'bwrap' | 'none';
+  /** How the call ran (call-isolation.ts): `bwrap`, `podman`, or `none` with `sandbox_reason` (`nothing ran` for a refused call or a help signal). */
+  sandbox?: 'bwrap' | 'podman' | 'none';
   sandbox_reason?: string;
   /** The OpenTelemetry trace the call was part of (32 hex digits), when traces are sent. */
   trace_id?: string;
@@ -124,7 +124,7 @@ export function serializeAuditRecord(record: AuditRecord, caps: RecordCaps): str
     ['notes', record.notes === undefined || record.notes.length === 0 ? undefined : `[${notesOf(record.notes).map((n) => text(n, STRING_CAPS.note)).join(',')}]`],
     ['approval', record.approval === undefined ? undefined : approvalJson(record.approval, str, text)],
     ['help', record.help === undefined ? undefined : str(record.help, STRING_CAPS.source)],
-    ['sandbox', record.sandbox === 'bwrap' || record.sandbox === 'none' ? `"${record.sandbox}"` : undefined],
+    ['sandbox', record.sandbox === 'bwrap' || record.sandbox === 'podman' || record.sandbox === 'none' ? `"${record.sandbox}"` : undefined],
     ['sandbox_reason', record.sandbox_reason === undefined ? undefined : text(record.sandbox_reason, STRING_CAPS.reason)],
     ['trace_id', record.trace_id === undefined || !/^[0-9a-f]{32}$/.test(record.trace_id) ? undefined : `"${record.trace_id}"`],
     ['resolved_by', record.resolved_by === undefined ? undefined : resolvedByJson(record.resolved_by, str)],

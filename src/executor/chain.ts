@@ -1,6 +1,6 @@
 import { KiwiError } from '../errors.js';
 import { isReadOnlyKnowledge } from '../registry/item-tools.js';
-import { PRIMITIVES, type PrimitiveId, type Tool } from '../registry/types.js';
+import { PRIMITIVES, type IsolationLevel, type PrimitiveId, type Tool } from '../registry/types.js';
 import { isPlainObject } from '../plain-object.js';
 
 /** A tool's executor chain, from the tool itself down to the primitive that runs it. */
@@ -10,6 +10,11 @@ export interface ResolvedChain {
   primitive: PrimitiveId;
   /** Every link's config merged, the primitive's as the base and the called tool's on top. */
   config: Record<string, unknown>;
+  /**
+   * The isolation level, carried the way config is: the called tool's own, else that of the
+   * nearest link below it that states one (a runtime's level covers its scripts), else `standard`.
+   */
+  isolation: IsolationLevel;
 }
 
 const MAX_DEPTH = 16;
@@ -73,7 +78,8 @@ export function resolveChain(tools: ReadonlyMap<string, Tool>, toolId: string): 
   }
   let config: Record<string, unknown> = {};
   for (let i = links.length - 1; i >= 0; i--) config = mergeConfig(config, (links[i] as Tool).config);
-  return { links, primitive: current.id, config };
+  const isolation = links.find((l) => l.isolation !== undefined)?.isolation ?? 'standard';
+  return { links, primitive: current.id, config, isolation };
 }
 
 /** Objects merge key by key; arrays and scalars of the more specific link replace the base. */

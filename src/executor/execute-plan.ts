@@ -2,10 +2,12 @@ import type { McpClientPool } from '../mcp-client/client-pool.js';
 import { matchesAny } from '../policy/permission-context.js';
 import { KiwiError } from '../errors.js';
 import type { HttpClient } from '../primitives/http-client.js';
-import { writeFoldersOf, type Sandbox, type SandboxGrant } from '../primitives/sandbox.js';
-import { runSubprocess } from '../primitives/subprocess.js';
+import type { ContainerLimits } from '../policy/isolation-choice.js';
+import type { ContainerGrant, ContainerRunner } from '../primitives/container.js';
+import { readFoldersOf, writeFoldersOf, type Sandbox, type SandboxGrant } from '../primitives/sandbox.js';
+import { runSubprocess, type SubprocessResult } from '../primitives/subprocess.js';
 import type { ToolResult } from '../contracts/tool-result.js';
-import type { ExecutionPlan } from './plan-types.js';
+import type { ExecutionPlan, SubprocessPlan } from './plan-types.js';
 import { applyTransform } from './response-transform.js';
 
 export interface PrimitiveDeps {
@@ -13,6 +15,8 @@ export interface PrimitiveDeps {
   mcp: McpClientPool;
   /** When set, subprocess plans run in this sandbox; without it they run unsandboxed. */
   sandbox?: SubprocessSandbox;
+  /** Where `sandboxed` and `restricted` tools run, within the policy's limits; without it they are refused. */
+  containers?: { runner: ContainerRunner; limits: ContainerLimits };
 }
 
 export interface SubprocessSandbox {
@@ -33,9 +37,7 @@ export interface SubprocessSandbox {
 export async function executePlan(plan: ExecutionPlan, deps: PrimitiveDeps, signal?: AbortSignal, toolId?: string): Promise<ToolResult> {
   switch (plan.kind) {
     case 'subprocess': {
-      const { kind: _kind, fromParams: _from, paths: _paths, allowSecrets, ...request } = plan;
-      const sandbox = deps.sandbox ? { sandbox: deps.sandbox.sandbox, grant: grantFor(deps.sandbox, toolId, allowSecrets) } : undefined;
-      const r = await runSubprocess({ ...request, ...(signal ? { signal } : {}), ...(sandbox ? { sandbox } : {}) });
+      const r = await runAtLevel(plan, deps, signal, toolId);
       const failed = r.exitCode !== 0;
       const text = failed && r.stderr ? `${r.stdout}${r.stdout ? '\n' : ''}${r.stderr}` : r.stdout;
       return { text, data: parseJson(r.stdout), exitCode: r.exitCode, isError: failed };
@@ -57,21 +59,63 @@ export async function executePlan(plan: ExecutionPlan, deps: PrimitiveDeps, sign
   }
 }
 
+/** A subprocess plan at its isolation level: plain, under the sandbox, or in a container. */
+function runAtLevel(plan: SubprocessPlan, deps: PrimitiveDeps, signal: AbortSignal | undefined, toolId: string | undefined): Promise<SubprocessResult> {
+  const { kind: _kind, fromParams: _from, paths: _paths, allowSecrets, isolation, container, ...fields } = plan;
+  const request = { ...fields, ...(signal ? { signal } : {}) };
+  if (isolation === 'trusted') return runSubprocess(request);
+  if (isolation === 'standard') {
+    const sandbox = deps.sandbox ? { sandbox: deps.sandbox.sandbox, grant: grantFor(deps.sandbox, toolId, allowSecrets) } : undefined;
+    return runSubprocess({ ...request, ...(sandbox ? { sandbox } : {}) });
+  }
+  if (deps.containers === undefined || deps.sandbox === undefined) {
+    throw new KiwiError('SPAWN_FAILED', `${toolId ?? 'this tool'} is refused: isolation ${isolation} runs it in a container, and this gateway was started without one`);
+  }
+  return deps.containers.runner.run(request, containerGrantFor(deps.sandbox, deps.containers.limits, toolId, allowSecrets, plan));
+}
+
+/**
+ * What a container tool may do: the policy's read and write folders, the network only at
+ * `sandboxed` and only where the policy's `sandbox.network` grants it, and the policy's limits,
+ * which the tool's `config.container` may lower, never raise.
+ */
+export function containerGrantFor(s: SubprocessSandbox, limits: ContainerLimits, toolId: string | undefined, allowSecrets: string[][] | undefined, plan: Pick<SubprocessPlan, 'isolation' | 'container'>): ContainerGrant {
+  const asked = plan.container ?? {};
+  for (const [key, field, cap] of [['cpus', 'cpus', limits.cpus], ['memoryMb', 'memory_mb', limits.memoryMb]] as const) {
+    const wanted = asked[key];
+    if (wanted !== undefined && wanted > cap) {
+      throw new KiwiError('POLICY_DENIED', `${toolId ?? 'this tool'} asks for config.container.${field}: ${wanted}, more than the policy's isolation.container.${field} (${cap}); lower it in the tool or raise it in .ai/config/policy.yaml`);
+    }
+  }
+  return {
+    network: plan.isolation === 'sandboxed' && toolId !== undefined && matchesAny(s.networkTools, toolId),
+    readPaths: readFoldersOf(s.root, s.readGlobs ?? []),
+    writePaths: writeFoldersOf(s.root, s.writeGlobs),
+    limits: { ...limits, ...(asked.cpus ? { cpus: asked.cpus } : {}), ...(asked.memoryMb ? { memoryMb: asked.memoryMb } : {}) },
+    secrets: secretsGrant(s, toolId, allowSecrets),
+  };
+}
+
 /**
  * What a tool may do in the sandbox. A plan that did not pass the proxy's checks carries no secret
  * grants: every secret is masked. A stdio MCP server gets the grant of its own tool id.
  */
 export function grantFor(s: SubprocessSandbox, toolId: string | undefined, allowSecrets: string[][] = [[]]): SandboxGrant {
   if (!s.sandbox.active) return { writePaths: [], network: true };
-  // Like `network`, a per-tool grant of the policy itself: it joins every context's list.
-  const extra = Object.entries(s.toolSecrets ?? {}).flatMap(([glob, paths]) => (toolId !== undefined && matchesAny([glob], toolId) ? paths : []));
-  const allow = extra.length === 0 ? allowSecrets : allowSecrets.map((globs) => [...globs, ...extra]);
   return {
     writePaths: writeFoldersOf(s.root, s.writeGlobs),
     network: toolId !== undefined && matchesAny(s.networkTools, toolId),
     readPaths: [s.root],
-    secrets: { root: s.root, allow, named: [...(s.readGlobs ?? []), ...s.writeGlobs] },
+    secrets: secretsGrant(s, toolId, allowSecrets),
   };
+}
+
+/** The secrets a call may see: each context's list, joined by the policy's `sandbox.secrets` for this tool. */
+function secretsGrant(s: SubprocessSandbox, toolId: string | undefined, allowSecrets: string[][] = [[]]): NonNullable<SandboxGrant['secrets']> {
+  // Like `network`, a per-tool grant of the policy itself: it joins every context's list.
+  const extra = Object.entries(s.toolSecrets ?? {}).flatMap(([glob, paths]) => (toolId !== undefined && matchesAny([glob], toolId) ? paths : []));
+  const allow = extra.length === 0 ? allowSecrets : allowSecrets.map((globs) => [...globs, ...extra]);
+  return { root: s.root, allow, named: [...(s.readGlobs ?? []), ...s.writeGlobs] };
 }
 
 function parseJson(text: string): unknown {

@@ -1,6 +1,7 @@
 import type { McpServerSpec } from '../mcp-client/client-pool.js';
 import type { HttpRequest } from '../primitives/http-client.js';
 import type { SubprocessRequest } from '../primitives/subprocess.js';
+import type { IsolationLevel } from '../registry/types.js';
 
 /** What a call turns into once its chain is resolved and its templates are filled: data, nothing run yet. */
 export type ExecutionPlan = SubprocessPlan | HttpPlan | McpPlan | ThreadPlan;
@@ -23,6 +24,10 @@ export interface SubprocessPlan extends Omit<SubprocessRequest, 'signal' | 'kill
   paths: Array<{ param: string; value: string; access: 'read' | 'write' }>;
   /** The `filesystem.allow_secret_paths` of each context the call was checked in; the sandbox masks every other secret. */
   allowSecrets?: string[][];
+  /** Where it runs: plain, under the sandbox, or in a container (see ResolvedChain.isolation). */
+  isolation: IsolationLevel;
+  /** The tool's `config.container`: CPUs and memory it asks for, within the policy's caps. */
+  container?: { cpus?: number; memoryMb?: number };
 }
 
 export interface HttpPlan {

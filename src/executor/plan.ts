@@ -36,6 +36,8 @@ const SubprocessConfig = z.looseObject({
   script: z.string().optional(),
   /** Kiwi's bash tools read their arguments from the environment: true gives KIWI_PARAM_<NAME>, a string is the prefix. */
   params_as_env: z.union([z.boolean(), z.string().regex(/^[A-Z_][A-Z0-9_]*$/, 'must be a prefix of capitals, digits and _')]).default(false),
+  /** What a `sandboxed` or `restricted` tool asks of its container; the policy's `isolation.container` caps it. */
+  container: z.strictObject({ cpus: z.number().positive().max(256).optional(), memory_mb: z.number().int().min(16).optional() }).optional(),
 });
 
 const HttpConfig = z.looseObject({
@@ -78,6 +80,10 @@ export function planCall(chain: ResolvedChain, args: Record<string, unknown>, ct
   const thread = threadPlan(tool, chain, args);
   if (thread !== undefined) return thread;
   const serverLink = chain.links.find((l) => l.type === 'mcp_server');
+  if ((serverLink !== undefined || chain.primitive !== 'subprocess') && (chain.isolation === 'sandboxed' || chain.isolation === 'restricted')) {
+    const holder = chain.links.find((l) => l.isolation !== undefined) as Tool;
+    throw new KiwiError('CHAIN_INVALID', `tool ${tool.id}: isolation: ${chain.isolation} (from ${holder.id}, ${holder.source.path}) runs a subprocess tool in a container, and this tool runs ${serverLink ? `on MCP server ${serverLink.id}` : 'as an HTTP request'}; remove the isolation field or set it to standard`);
+  }
   const paths = pathArgs(tool, args);
   if (serverLink) return planMcp(tool, serverLink, chain, args, ctx, paths);
   return chain.primitive === 'subprocess' ? planSubprocess(tool, chain, args, ctx, paths) : planHttp(tool, chain, args, ctx, paths);
@@ -125,6 +131,8 @@ function planSubprocess(tool: Tool, chain: ResolvedChain, args: Record<string, u
     maxOutputBytes: config.max_output_bytes,
     fromParams,
     paths,
+    isolation: chain.isolation,
+    ...(config.container ? { container: { ...(config.container.cpus ? { cpus: config.container.cpus } : {}), ...(config.container.memory_mb ? { memoryMb: config.container.memory_mb } : {}) } } : {}),
   };
 }
 

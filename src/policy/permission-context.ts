@@ -11,6 +11,7 @@ import { isAbsolute, resolve } from 'node:path';
 import picomatch from 'picomatch';
 import { KiwiError } from '../errors.js';
 import type { LoadedHook } from '../hooks/hook-runner.js';
+import type { IsolationPolicy } from './isolation-choice.js';
 import type { SandboxChoice } from './sandbox-choice.js';
 import type { ApprovalRules } from './policy-hooks.js';
 import type { AnnealingRules } from './annealing-rules.js';
@@ -59,6 +60,8 @@ export interface PermissionContext {
   label: string;
   /** The policy file's `sandbox` setting; only the root context (the policy file) carries it. */
   sandbox?: SandboxPolicy;
+  /** The policy file's `isolation` (isolation-policy.ts); only the root context carries it. */
+  isolation?: IsolationPolicy;
   /** The policy file's `network`; only the root context carries it. */
   network?: NetworkPolicy;
   /** The policy file's `hooks`, compiled; only the root context carries them. */

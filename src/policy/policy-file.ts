@@ -12,6 +12,7 @@ import { parseDocument } from 'yaml';
 import { z } from 'zod';
 import { throwIfAborted } from '../abort.js';
 import { KiwiError } from '../errors.js';
+import { ISOLATION_FIELDS, isolationSchema, toIsolationPolicy } from './isolation-policy.js';
 import { parseAllowEntry } from './private-allowance.js';
 import { readCappedFile } from '../read-capped-file.js';
 import { textPosition } from '../text-position.js';
@@ -60,6 +61,7 @@ const policySchema = z.strictObject({
         .optional(),
     })
     .optional(),
+  isolation: isolationSchema.optional(),
   network: z.strictObject({ allow_private: z.array(privateHost).optional() }).optional(),
   hooks: policyHooksSchema.optional(),
   approvals: approvalsSchema.optional(),
@@ -78,8 +80,9 @@ type PolicyYaml = z.infer<typeof policySchema>;
 
 /** Fields each mapping may hold, for "unknown field" messages; keys are paths with list indexes as `[]` and per_tool keys as `*`. */
 const FIELDS: Record<string, string[]> = {
-  '': ['version', 'tools', 'filesystem', 'commands', 'mcp', 'sandbox', 'network', 'hooks', 'approvals', 'annealing', 'rate_limits'],
+  '': ['version', 'tools', 'filesystem', 'commands', 'mcp', 'sandbox', 'isolation', 'network', 'hooks', 'approvals', 'annealing', 'rate_limits'],
   annealing: ['on_failure', 'failures'],
+  ...ISOLATION_FIELDS,
   network: ['allow_private'],
   'hooks[]': HOOK_FIELDS,
   'hooks[].directive': ['name', 'inputs'],
@@ -143,7 +146,7 @@ export function parsePolicy(text: string, file: string, root: string): Permissio
   const hooks = loadPolicyHooks(parsed.data.hooks ?? [], doc, text, file);
   const network = { allowPrivate: parsed.data.network?.allow_private ?? [] };
   const annealing = parsed.data.annealing?.on_failure ? { annealing: { failures: parsed.data.annealing.failures ?? DEFAULT_ANNEALED_FAILURES } } : {};
-  return Object.freeze({ ...context, sandbox: toSandboxPolicy(parsed.data.sandbox), network, hooks, approvals: toApprovalRules(parsed.data.approvals), ...annealing });
+  return Object.freeze({ ...context, sandbox: toSandboxPolicy(parsed.data.sandbox), isolation: toIsolationPolicy(parsed.data.isolation), network, hooks, approvals: toApprovalRules(parsed.data.approvals), ...annealing });
 }
 
 function toSandboxPolicy(s: PolicyYaml['sandbox']): SandboxPolicy {
@@ -207,7 +210,7 @@ function shapeKey(path: readonly PropertyKey[]): string {
   const parts: string[] = [];
   for (const [i, p] of path.entries()) {
     if (typeof p === 'number') parts.push('[]');
-    else parts.push(path[i - 1] === 'per_tool' ? '*' : String(p));
+    else parts.push(path[i - 1] === 'per_tool' && path[i - 2] === 'rate_limits' ? '*' : String(p));
   }
   return parts.join('.').replace(/\.\[\]/gu, '[]');
 }

@@ -61,6 +61,13 @@ export interface MaskRequest {
 export interface SecretMasks {
   /** The bwrap arguments that mask everything `request` asks to hide; to be placed after the binds. */
   args(request: MaskRequest): string[];
+  /** The same as paths, parents first and none inside a masked folder, with the empty file to mount over files (a container's masks). */
+  targets(request: MaskRequest): { masks: MaskTarget[]; emptyFile: string };
+}
+
+export interface MaskTarget {
+  path: string;
+  dir: boolean;
 }
 
 export interface SecretMasksOptions {
@@ -94,43 +101,52 @@ export function createSecretMasks(options: SecretMasksOptions = {}): SecretMasks
     return walk.entries;
   }
 
+  function wantedPaths(request: MaskRequest): string[] {
+    const wanted: string[] = [];
+    const { project } = request;
+    if (project) {
+      const entries = projectEntries(project.root, project.allow);
+      const gitDirs = gitDirsOf(project);
+      const dotGit = path.join(project.root, '.git');
+      // A tool that reads all of .git reads tracked files from it too: only files git does not hold unchanged stay masked (git-clean-files.ts).
+      const readsGit = gitDirs.length === 0 && existsSync(dotGit) && !entries.some((e) => isInside(e.path, dotGit));
+      const files = readsGit ? entries.filter((e) => !e.dir).map((e) => e.path) : [];
+      const clean = cleanTracked(project.root, files);
+      wanted.push(...entries.map((e) => e.path).filter((p) => !clean.has(p)), ...gitDirs, ...gatewayEntries(project));
+    }
+    const own = new Set([userInfo().homedir, ...(request.home ? [request.home] : [])].filter((h) => path.isAbsolute(h)));
+    for (const home of own) wanted.push(...HOME_SECRETS.map((entry) => path.join(home, entry)));
+    const others = [...otherHomes(own)];
+    const keep = request.keep.map(real).filter((k): k is string => k !== undefined);
+    for (const home of others) {
+      const realHome = real(home);
+      if (realHome === undefined) continue;
+      if (keep.some((k) => isInside(k, realHome) || isInside(realHome, k))) wanted.push(...HOME_SECRETS.map((entry) => path.join(home, entry)));
+      else wanted.push(home);
+    }
+    wanted.push(...SYSTEM_SECRETS, ...sshHostKeys());
+    return wanted;
+  }
+
   return {
     args(request) {
-      const wanted: string[] = [];
-      const { project } = request;
-      if (project) {
-        const entries = projectEntries(project.root, project.allow);
-        const gitDirs = gitDirsOf(project);
-        const dotGit = path.join(project.root, '.git');
-        // A tool that reads all of .git reads tracked files from it too: only files git does not hold unchanged stay masked (git-clean-files.ts).
-        const readsGit = gitDirs.length === 0 && existsSync(dotGit) && !entries.some((e) => isInside(e.path, dotGit));
-        const files = readsGit ? entries.filter((e) => !e.dir).map((e) => e.path) : [];
-        const clean = cleanTracked(project.root, files);
-        wanted.push(...entries.map((e) => e.path).filter((p) => !clean.has(p)), ...gitDirs, ...gatewayEntries(project));
-      }
-      const own = new Set([userInfo().homedir, ...(request.home ? [request.home] : [])].filter((h) => path.isAbsolute(h)));
-      for (const home of own) wanted.push(...HOME_SECRETS.map((entry) => path.join(home, entry)));
-      const others = [...otherHomes(own)];
-      const keep = request.keep.map(real).filter((k): k is string => k !== undefined);
-      for (const home of others) {
-        const realHome = real(home);
-        if (realHome === undefined) continue;
-        if (keep.some((k) => isInside(k, realHome) || isInside(realHome, k))) wanted.push(...HOME_SECRETS.map((entry) => path.join(home, entry)));
-        else wanted.push(home);
-      }
-      wanted.push(...SYSTEM_SECRETS, ...sshHostKeys());
       empty ??= emptyFile();
-      return maskArgs(wanted, empty);
+      const file = empty;
+      return maskTargets(wantedPaths(request)).flatMap((t) => (t.dir ? ['--tmpfs', t.path, '--remount-ro', t.path] : ['--ro-bind', file, t.path]));
+    },
+    targets(request) {
+      empty ??= emptyFile();
+      return { masks: maskTargets(wantedPaths(request)), emptyFile: empty };
     },
   };
 }
 
 /**
- * Turns paths into bwrap mounts: each one that exists, by its real path (a mount follows symlinks,
- * and the type of what it masks decides the mount), parents before children, and none inside
- * another masked folder (its mount point would be gone).
+ * The paths to mount over: each one that exists, by its real path (a mount follows symlinks, and
+ * the type of what it masks decides the mount), parents before children, and none inside another
+ * masked folder (its mount point would be gone).
  */
-function maskArgs(paths: readonly string[], empty: string): string[] {
+function maskTargets(paths: readonly string[]): MaskTarget[] {
   const found = new Map<string, boolean>();
   for (const p of paths) {
     const target = real(p);
@@ -146,15 +162,11 @@ function maskArgs(paths: readonly string[], empty: string): string[] {
   }
   const sorted = [...found].sort(([a], [b]) => a.length - b.length);
   const dirs: string[] = [];
-  const out: string[] = [];
+  const out: MaskTarget[] = [];
   for (const [target, dir] of sorted) {
     if (dirs.some((d) => isInside(target, d))) continue;
-    if (dir) {
-      dirs.push(target);
-      out.push('--tmpfs', target, '--remount-ro', target);
-    } else {
-      out.push('--ro-bind', empty, target);
-    }
+    if (dir) dirs.push(target);
+    out.push({ path: target, dir });
   }
   return out;
 }

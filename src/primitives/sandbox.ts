@@ -160,3 +160,22 @@ export function writeFoldersOf(root: string, globs: string[]): string[] {
   }
   return [...folders];
 }
+
+/**
+ * The folders a set of read globs can read, as writeFoldersOf finds them but creating nothing: a
+ * folder that does not exist is not granted. Real paths inside the project only.
+ */
+export function readFoldersOf(root: string, globs: string[]): string[] {
+  const realRoot = realpathSync(root);
+  const folders = new Set<string>();
+  for (const glob of globs) {
+    const prefix = literalParts(glob);
+    const literal = prefix.slice(0, glob.split('/').length - 1);
+    const named = path.join(root, ...prefix);
+    const dir = prefix.length === glob.split('/').length && existsSync(named) ? named : path.join(root, ...literal);
+    if (!existsSync(dir)) continue;
+    const real = realpathSync(dir);
+    if (isInside(real, realRoot)) folders.add(real);
+  }
+  return [...folders];
+}

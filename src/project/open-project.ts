@@ -14,7 +14,9 @@ import { createRateLimiter } from '../policy/rate-limiter.js';
 import type { TokenBuckets } from '../policy/token-buckets.js';
 import { createAddressGuard } from '../primitives/address-guard.js';
 import { createHttpClient, type HttpClient } from '../primitives/http-client.js';
+import { createContainerRunner, type ContainerRunnerOptions } from '../primitives/container.js';
 import { openSandbox } from '../primitives/sandbox.js';
+import { DEFAULT_CONTAINER_LIMITS } from '../policy/isolation-choice.js';
 import { createToolProxy, type ToolProxy } from '../proxy/tool-proxy.js';
 import type { CallSource, ThreadPort } from '../proxy/tool-call.js';
 import type { Registry } from '../registry/load-registry.js';
@@ -37,6 +39,8 @@ export interface ProjectOptions {
   loops?: LoopDetector;
   /** Spans of each call's stages and run; absent, none. */
   tracing?: Tracing;
+  /** How `sandboxed` and `restricted` tools find podman (default: `podman` and `runc` on the env's PATH, then the standard folders). */
+  containers?: ContainerRunnerOptions;
   /** Where this session's audit records go: shared by replicas (Postgres); absent, files under `.ai/logs/audit`. */
   openAudit?: (session: string) => AuditLog;
 }
@@ -82,11 +86,13 @@ export async function openProject(options: ProjectOptions): Promise<Project> {
     sandbox: { sandbox: sandbox.sandbox, grantFor: (server) => grantFor(sandbox, server, [policy.rules.fsSecrets]) },
   });
   const http = createHttpClient({ addressGuard });
+  // Podman is probed on the first container call only: a project without such tools never starts it.
+  const containers = { runner: createContainerRunner({ ...(options.env.PATH ? { path: options.env.PATH } : {}), ...options.containers }), limits: policy.isolation?.container ?? DEFAULT_CONTAINER_LIMITS };
   const proxy = createToolProxy({
     tools: registry.tools,
     items: { directives: registry.directives, knowledge: registry.knowledge },
     context: policy,
-    primitives: { http, mcp, sandbox },
+    primitives: { http, mcp, sandbox, containers },
     audit,
     loops: options.loops ?? createLoopDetector(),
     rateLimiter: createRateLimiter({ root, ...(options.buckets ? { buckets: options.buckets } : {}) }),

@@ -7,7 +7,7 @@ export type Isolation = Pick<AuditRecord, 'sandbox' | 'sandbox_reason'>;
 
 /**
  * How a call's plan runs, for its audit record: `bwrap` when a process of the call runs in the
- * sandbox, `none` with the reason otherwise — so a reader of the log sees a call that ran
+ * sandbox, `podman` in a container (with its level), `none` with the reason otherwise — so a reader of the log sees a call that ran
  * unsandboxed, and why (`sandbox: off`, bwrap missing at start), without the start-up warning.
  * Stdio MCP servers run in the same sandbox as subprocess tools (the app wires one to both).
  */
@@ -19,7 +19,9 @@ export function isolationOf(plan: ExecutionPlan | ReadPlan, primitives: Primitiv
   };
   switch (plan.kind) {
     case 'subprocess':
-      return processIsolation();
+      if (plan.isolation === 'trusted') return { sandbox: 'none', sandbox_reason: 'isolation: trusted, a plain subprocess' };
+      if (plan.isolation === 'standard') return processIsolation();
+      return { sandbox: 'podman', sandbox_reason: `isolation: ${plan.isolation}` };
     case 'mcp':
       return plan.server.transport === 'stdio' ? processIsolation() : { sandbox: 'none', sandbox_reason: `MCP server over ${plan.server.transport}: no process runs here` };
     case 'http':

@@ -14,6 +14,7 @@ import { budgetStage } from './stages/budget-stage.js';
 import { checkpointStage } from './stages/checkpoint-stage.js';
 import { hookEventsStage } from './stages/hook-events-stage.js';
 import { hookGateStage } from './stages/hook-gate-stage.js';
+import { isolationStage } from './stages/isolation-stage.js';
 import { loopCheckStage } from './stages/loop-check-stage.js';
 import { rateLimitStage } from './stages/rate-limit-stage.js';
 
@@ -53,6 +54,7 @@ export function standardStages(deps: StageDeps): ProxyStages {
   const budget = named('budget', budgetStage());
   const gates = [
     named('authorize', authorizeStage(deps)),
+    named('isolation', isolationStage(deps)),
     named('rate_limit', rateLimitStage(deps)),
     named('hooks', hookGateStage(deps.hooks)),
     named('approval', approvalStage({ rules: deps.context.approvals, hooks: deps.hooks, now: deps.now })),

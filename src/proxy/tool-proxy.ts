@@ -74,8 +74,8 @@ export interface ToolProxy {
 
 /**
  * The only way anything executes. A call passes a chain of stages (standard-stages.ts: audit,
- * budget, hook events, authorize, rate limit, hooks, approval, loop check, checkpoint) and then
- * runs on its primitive; every call, refused ones included, is audited.
+ * budget, hook events, authorize, isolation, rate limit, hooks, approval, loop check, checkpoint)
+ * and then runs on its primitive; every call, refused ones included, is audited.
  */
 export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
   const now = deps.now ?? (() => performance.now());

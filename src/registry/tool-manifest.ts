@@ -4,7 +4,7 @@ import { verifySignature } from './signature.js';
 import { findSignature } from './markdown-parts.js';
 import { checkToolName } from './tool-name.js';
 import { parseParameters } from './tool-parameters.js';
-import { PRIMITIVES, TOOL_TYPES, type Tier, type Tool, type ToolType } from './types.js';
+import { ISOLATION_LEVELS, PRIMITIVES, TOOL_TYPES, type IsolationLevel, type Tier, type Tool, type ToolType } from './types.js';
 import { fail, makeIssue, type FileLabel, type IssueInput, type ParseResult } from './validation-error.js';
 import { parseYamlSource, type YamlSource } from './yaml-source.js';
 import { oneOf, zodIssuesToInputs, type FieldHints } from './zod-issues.js';
@@ -52,6 +52,7 @@ export const toolManifestSchema = z.strictObject({
   capabilities: z.array(z.string()).optional(),
   // Kiwi's script manifests (`tool.yaml` beside the script) write it at the top level; it joins config.
   entrypoint: z.string().min(1).optional(),
+  isolation: oneOf('known isolation level', ISOLATION_LEVELS).optional(),
 });
 
 export type ToolManifest = z.infer<typeof toolManifestSchema>;
@@ -74,6 +75,7 @@ const HINTS: FieldHints = {
   outputs: 'a JSON Schema of the result, e.g. { type: object, properties: {...} }',
   capabilities: 'a list of strings, e.g. [spawn, stdio]',
   entrypoint: 'the script file beside the manifest, e.g. main.py',
+  isolation: `one of ${ISOLATION_LEVELS.join(', ')} (no quotes)`,
 };
 
 /** Parses and validates one manifest. Never throws for bad input: every problem is an issue. */
@@ -137,6 +139,7 @@ export function parseToolManifest(text: string, label: FileLabel, tier: Tier): P
     ...(manifest.requires != null ? { requires: manifest.requires } : {}),
     ...(manifest.outputs !== undefined ? { outputs: manifest.outputs } : {}),
     ...(manifest.capabilities !== undefined ? { capabilities: manifest.capabilities } : {}),
+    ...(manifest.isolation !== undefined ? { isolation: manifest.isolation as IsolationLevel } : {}),
   };
   return params.warnings.length > 0 ? { ok: true, value: tool, warnings: params.warnings.map(toIssue) } : { ok: true, value: tool };
 }

@@ -11,6 +11,14 @@ export type PrimitiveId = (typeof PRIMITIVES)[number];
 /** `registry`: the database tier (store/registry-tier/), after the two folders. */
 export type Tier = 'project' | 'user' | 'registry';
 
+/**
+ * How far a tool's process is kept from the host, lowest first: `trusted` a plain subprocess,
+ * `standard` under the bubblewrap sandbox, `sandboxed` in a container, `restricted` in a
+ * container without a network.
+ */
+export const ISOLATION_LEVELS = ['trusted', 'standard', 'sandboxed', 'restricted'] as const;
+export type IsolationLevel = (typeof ISOLATION_LEVELS)[number];
+
 export interface SourceRef {
   path: string;
   tier: Tier;
@@ -70,6 +78,8 @@ export interface Tool {
   outputs?: Record<string, unknown>;
   /** Kiwi's `capabilities` of a primitive or runtime, shown by `load`. */
   capabilities?: string[];
+  /** The manifest's `isolation`; absent, the chain's next link that states one decides (executor/chain.ts). */
+  isolation?: IsolationLevel;
 }
 
 /** One `<read|write|execute resource=…/>` tag of a directive's `<permissions>`. */

@@ -19,6 +19,7 @@ const STEPS: Step[] = [
   { say: 'a subprocess tool (git, exact argv, no shell)', tool: 'git_status', args: {} },
   { say: 'a node script tool reading a file the policy allows', tool: 'read_file', args: { path: 'package.json', max_bytes: 240 } },
   { say: 'a Python script tool', tool: 'word_count', args: { path: 'README.md' } },
+  { say: 'a Python script in a container without a network (isolation: restricted; refused, with the reason, where podman is missing)', tool: 'file_digest', args: { path: 'package.json' } },
   { say: 'a tool of an MCP server from npm (stdio, pooled)', tool: 'search_files', args: { path: '.', pattern: '*.md' } },
   { say: 'a path that escapes the project: denied', tool: 'read_file', args: { path: '%2e%2e/%2e%2e/etc/passwd' } },
   { say: 'an argument that smuggles an option: denied', tool: 'git_diff', args: { ref: '--output=/tmp/pwned' } },

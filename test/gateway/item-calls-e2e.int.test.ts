@@ -75,7 +75,7 @@ describe('directives and knowledge named by intents, through the gateway', () =>
     const narrow = await project.proxy.call({ ...call, tool: 'review_changes', item: 'directive', args: { fokus: 'x' } });
     expect(narrow).toMatchObject({ status: 'error', error: { code: 'INVALID_INPUT', message: expect.stringMatching(/has no input "fokus"; its inputs are focus/) } });
     const unknown = await project.proxy.call({ ...call, tool: 'kiwi-permissions', item: 'directive' });
-    expect(unknown).toMatchObject({ status: 'error', error: { code: 'TOOL_NOT_FOUND', message: expect.stringMatching(/no directive `kiwi-permissions`; there are `git_checkpoint`, `retry_on_timeout`, `review_changes`, `skip_duplicate_note`/) } });
+    expect(unknown).toMatchObject({ status: 'error', error: { code: 'TOOL_NOT_FOUND', message: expect.stringMatching(/no directive `kiwi-permissions`; there are `git_checkpoint`, `release_note`, `retry_on_timeout`, `review_changes`, `skip_duplicate_note`/) } });
   });
 
   it('refuses a directive outside the gateway, as a thread tool is refused, and denies one the policy does not list', async () => {

@@ -20,7 +20,7 @@ export function copyDemoProject(prefix = 'kiwi-gateway-'): string {
     cpSync(template, dir, { recursive: true });
     return dir;
   }
-  const generated = ['logs', 'vectors', 'state'].map((d) => path.join(REPO_ROOT, '.ai', d));
+  const generated = ['logs', 'vectors', 'state', 'threads', 'notes'].map((d) => path.join(REPO_ROOT, '.ai', d));
   cpSync(path.join(REPO_ROOT, '.ai'), path.join(dir, '.ai'), { recursive: true, filter: (src) => !generated.some((g) => src.startsWith(g)) });
   symlinkSync(path.join(REPO_ROOT, 'node_modules'), path.join(dir, 'node_modules'));
   writeFileSync(path.join(dir, 'README.md'), 'one two three\nfour\n');

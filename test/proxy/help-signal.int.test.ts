@@ -33,6 +33,7 @@ tools: []
 hooks:
   - when: event.name == "help" and event.action == "escalate"
     webhook: "http://127.0.0.1:${port}/help"
+    fallthrough: true
   - when: event.name == "help" and event.action == "stuck"
     directive: { name: unstick, inputs: { why: "\${event.message}" } }
   - when: event.name == "help"

@@ -129,7 +129,7 @@ describe('an environment', () => {
     served.llm.replyOnce(openAiStream(['[TOOL: git_status {}]']), openAiStream(['Reviewed from the CLI.']));
     const ran = await cli('env', 'run', 'status_only', '--input', 'focus=src');
     expect(ran.code).toBe(0);
-    expect(ran.out.at(-1)).toMatch(/^thread [0-9a-f-]{36}: completed, 1 step\(s\)/);
+    expect(ran.out.find((l) => l.startsWith('thread '))).toMatch(/^thread [0-9a-f-]{36}: completed, 1 step\(s\)/);
     const client = new Client({ name: 'environments-test', version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(new URL(`${served.server.url}/mcp`)));
     try {

@@ -22,8 +22,8 @@ export interface ToolCall {
   /** A narrower context for this call (a directive's); it is intersected with the proxy's, never wider. */
   context?: PermissionContext;
   signal?: AbortSignal;
-  /** The directive the call runs under: its hooks fire after the policy's, and conditions read its name and limits. */
-  directive?: { name: string; hooks: readonly LoadedHook[]; limits?: Record<string, number> };
+  /** The directive the call runs under: its hooks fire after the policy's, conditions read its name and limits, and its `<tools>` (when it has one) name all it may call. */
+  directive?: { name: string; hooks: readonly LoadedHook[]; limits?: Record<string, number>; tools?: readonly string[] };
   /** What the request has used so far (`turns`, `tool_calls`, `tokens`) and may use, for hook conditions (`cost.turns > limits.turns * 0.9`). */
   cost?: Record<string, number>;
   limits?: Record<string, number>;

@@ -6,6 +6,7 @@ import { homedir } from 'node:os';
 import path from 'node:path';
 import { KiwiError } from '../errors.js';
 import { parseDirective } from './directive-parser.js';
+import { unknownToolNames } from './directive-tools.js';
 import { compareVersions, parseVersion } from './directive-version.js';
 import { parseKnowledge } from './knowledge-parser.js';
 import { realpathOrNull, walkTier, type FoundFile, type SectionKind } from './registry-files.js';
@@ -66,6 +67,7 @@ export async function loadRegistry(options: LoadRegistryOptions): Promise<Regist
 
   const registry: Registry = { tools: new Map(), directives: new Map(), knowledge: new Map(), errors, warnings, shadowed: [] };
   for (const kind of KINDS) merge(kind, tiers, registry);
+  dropUnknownToolNames(registry);
   return registry;
 }
 
@@ -172,5 +174,16 @@ function merge(kind: SectionKind, tiers: Array<[Tier, Record<SectionKind, TierIt
       const older = byKind[kind].older.get(id);
       if (older !== undefined) (registry.olderDirectives ??= new Map()).set(id, older);
     }
+  }
+}
+
+/** A directive whose `<tools>` names a tool the registry lacks does not load: its thread would be refused what its author meant it to have. */
+function dropUnknownToolNames(registry: Registry): void {
+  for (const [name, directive] of registry.directives) {
+    const issues = unknownToolNames(directive, registry.tools);
+    if (issues.length === 0) continue;
+    registry.errors.push(...issues);
+    registry.directives.delete(name);
+    registry.olderDirectives?.delete(name);
   }
 }

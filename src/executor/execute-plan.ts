@@ -3,6 +3,7 @@ import { matchesAny } from '../policy/permission-context.js';
 import { KiwiError } from '../errors.js';
 import type { HttpClient } from '../primitives/http-client.js';
 import { writeFoldersOf, type Sandbox, type SandboxGrant } from '../primitives/sandbox.js';
+import type { RequirementCheck } from '../primitives/python-requirements.js';
 import { runSubprocess } from '../primitives/subprocess.js';
 import type { ToolResult } from '../contracts/tool-result.js';
 import type { ExecutionPlan } from './plan-types.js';
@@ -11,6 +12,8 @@ import { applyTransform } from './response-transform.js';
 export interface PrimitiveDeps {
   http: HttpClient;
   mcp: McpClientPool;
+  /** Checks a Python tool's `config.requires` before it runs. */
+  requirements: RequirementCheck;
   /** When set, subprocess plans run in this sandbox; without it they run unsandboxed. */
   sandbox?: SubprocessSandbox;
 }
@@ -33,8 +36,10 @@ export interface SubprocessSandbox {
 export async function executePlan(plan: ExecutionPlan, deps: PrimitiveDeps, signal?: AbortSignal, toolId?: string): Promise<ToolResult> {
   switch (plan.kind) {
     case 'subprocess': {
-      const { kind: _kind, fromParams: _from, paths: _paths, allowSecrets, ...request } = plan;
+      const { kind: _kind, fromParams: _from, paths: _paths, allowSecrets, requires, ...request } = plan;
       const sandbox = deps.sandbox ? { sandbox: deps.sandbox.sandbox, grant: grantFor(deps.sandbox, toolId, allowSecrets) } : undefined;
+      const { cwd, env } = request;
+      if (requires !== undefined) await deps.requirements.check(request.argv[0] as string, requires, { cwd, env, ...(signal ? { signal } : {}), ...(sandbox ? { sandbox } : {}) });
       const r = await runSubprocess({ ...request, ...(signal ? { signal } : {}), ...(sandbox ? { sandbox } : {}) });
       const failed = r.exitCode !== 0;
       const text = failed && r.stderr ? `${r.stdout}${r.stdout ? '\n' : ''}${r.stderr}` : r.stdout;

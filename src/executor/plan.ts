@@ -4,6 +4,8 @@ import { z } from 'zod';
 import { KiwiError } from '../errors.js';
 import type { McpServerSpec } from '../mcp-client/client-pool.js';
 import { buildChildEnv } from '../primitives/subprocess.js';
+import type { RequirementSet } from '../primitives/python-requirements.js';
+import { parseRequirement } from '../registry/python-requirement.js';
 import type { Tool } from '../registry/types.js';
 import type { ResolvedChain } from './chain.js';
 import { authorHost } from './author-host.js';
@@ -125,6 +127,7 @@ function planSubprocess(tool: Tool, chain: ResolvedChain, args: Record<string, u
     maxOutputBytes: config.max_output_bytes,
     fromParams,
     paths,
+    ...pythonRequires(tool, config['requires'], argv[0] as string),
   };
 }
 
@@ -276,4 +279,18 @@ function pathArgs(tool: Tool, args: Record<string, unknown>): SubprocessPlan['pa
     }
   }
   return out;
+}
+
+/** `config.requires` as the executor checks it; the manifest's loader already refused one it cannot read. */
+function pythonRequires(tool: Tool, requires: unknown, python: string): { requires?: RequirementSet } {
+  if (requires === undefined || (Array.isArray(requires) && requires.length === 0)) return {};
+  const list = (Array.isArray(requires) ? requires : [requires]).map((raw) => {
+    const parsed = parseRequirement(raw);
+    if (!parsed.ok) throw new KiwiError('CHAIN_INVALID', `tool ${tool.id} (${tool.source.path}): config.requires: ${parsed.reason}`);
+    return parsed.value;
+  });
+  if (!/^python(\d+(\.\d+)?)?$/.test(path.basename(python))) {
+    throw new KiwiError('CHAIN_INVALID', `tool ${tool.id} (${tool.source.path}): config.requires lists Python packages, but the tool runs \`${python}\`, not python; run it on python_runtime or remove config.requires`);
+  }
+  return { requires: { key: `${tool.id}@${tool.version} ${python}`, tool: tool.id, list } };
 }

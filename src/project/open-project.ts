@@ -14,6 +14,7 @@ import { createRateLimiter } from '../policy/rate-limiter.js';
 import type { TokenBuckets } from '../policy/token-buckets.js';
 import { createAddressGuard } from '../primitives/address-guard.js';
 import { createHttpClient, type HttpClient } from '../primitives/http-client.js';
+import { createRequirementCheck } from '../primitives/python-requirements.js';
 import { openSandbox } from '../primitives/sandbox.js';
 import { createToolProxy, type ToolProxy } from '../proxy/tool-proxy.js';
 import type { CallSource, ThreadPort } from '../proxy/tool-call.js';
@@ -85,7 +86,7 @@ export async function openProject(options: ProjectOptions): Promise<Project> {
     tools: registry.tools,
     items: { directives: registry.directives, knowledge: registry.knowledge },
     context: policy,
-    primitives: { http, mcp, sandbox },
+    primitives: { http, mcp, sandbox, requirements: createRequirementCheck() },
     audit,
     loops: options.loops ?? createLoopDetector(),
     rateLimiter: createRateLimiter({ root, ...(options.buckets ? { buckets: options.buckets } : {}) }),

@@ -7,6 +7,7 @@ import { executePlan } from '../../src/executor/execute-plan.js';
 import { planCall, planDynamicMcp } from '../../src/executor/plan.js';
 import { validateArgs } from '../../src/executor/validate-args.js';
 import { createMcpClientPool } from '../../src/mcp-client/client-pool.js';
+import { createRequirementCheck } from '../../src/primitives/python-requirements.js';
 import { createHttpClient } from '../../src/primitives/http-client.js';
 import { parseToolManifest } from '../../src/registry/tool-manifest.js';
 import type { Tool } from '../../src/registry/types.js';
@@ -18,7 +19,7 @@ const SEEDS = path.resolve(import.meta.dirname, '../fixtures/seed-formats');
 const STANDIN = path.resolve(import.meta.dirname, '../fixtures/seed-formats-standins/named-tools-server.mjs');
 const dir = realpathSync(mkdtempSync(path.join(tmpdir(), 'kiwi-seed-run-')));
 const pool = createMcpClientPool({ connectTimeoutMs: 20_000 });
-const deps = { http: createHttpClient(), mcp: pool };
+const deps = { http: createHttpClient(), mcp: pool, requirements: createRequirementCheck() };
 const cleanups: Array<() => Promise<void>> = [];
 afterAll(async () => {
   await pool.close();

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -107,9 +107,17 @@ describe('seed formats: Kiwi manifests run against local stand-ins', () => {
     expect(() => planDynamicMcp(hosted, resolveChain(tools(hosted), hosted.id), 'x', {}, ctx({ HOSTED_TOOLS_TOKEN: 't' }))).toThrow(/websocket is not supported.*transport: http/);
   });
 
-  it('email_enricher.yaml + python_runtime.yaml: entrypoint main.py runs after python3, the arguments as JSON on stdin', async () => {
+  it('email_enricher.yaml + python_runtime.yaml: entrypoint main.py runs after python3, the arguments as JSON on stdin, once its requires are installed', async () => {
     writeFileSync(path.join(dir, 'main.py'), 'import json, sys\nargs = json.load(sys.stdin)\nprint(json.dumps({"domain": args["email"].split("@")[1], "company_name": "Stand-in"}))\n');
-    const { plan, result } = await call([seed('email_enricher.yaml'), seed('python_runtime.yaml')], 'email_enricher', { email: 'a@example.org' });
+    // Its `requires: [httpx>=0.24.0, pydantic>=2.0]` is checked first: both are "installed" as dist-info folders on its PYTHONPATH.
+    const site = path.join(dir, 'site');
+    mkdirSync(site, { recursive: true });
+    const enricher = seed('email_enricher.yaml', { env: { PYTHONPATH: site } });
+    for (const [name, version] of [['httpx', '0.27.0'], ['pydantic', '2.7.1']]) {
+      mkdirSync(path.join(site, `${name}-${version}.dist-info`));
+      writeFileSync(path.join(site, `${name}-${version}.dist-info`, 'METADATA'), `Metadata-Version: 2.1\nName: ${name}\nVersion: ${version}\n`);
+    }
+    const { plan, result } = await call([enricher, seed('python_runtime.yaml')], 'email_enricher', { email: 'a@example.org' });
     expect(plan).toMatchObject({ kind: 'subprocess', argv: ['python3', path.join(dir, 'main.py')] });
     expect(result.data).toEqual({ domain: 'example.org', company_name: 'Stand-in' });
     const fn = seed('email_enricher.yaml', { entrypoint: 'main.py:enrich' });

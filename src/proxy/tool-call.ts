@@ -11,8 +11,8 @@ export type CallSource = 'cli' | 'gateway' | 'mcp' | 'prefetch' | 'runner' | 'th
 export interface ToolCall {
   /** The tool's id; a directive's name or a knowledge entry's id when `item` says so. */
   tool: string;
-  /** A directive (run as a thread, as a thread tool is) or a knowledge entry (its content is the result); absent, a tool. */
-  item?: 'directive' | 'knowledge';
+  /** A directive (run as a thread, as a thread tool is), a knowledge entry (its content is the result), or a checkpoint to restore (`tool` is ROLLBACK_TOOL, `args.checkpoint` its id); absent, a tool. */
+  item?: 'directive' | 'knowledge' | 'checkpoint';
   args?: unknown;
   /** The conversation the call belongs to; the audit files it under this id. */
   session: string;
@@ -43,6 +43,8 @@ interface OutcomeBase {
   durationMs: number;
   /** The same call was made again and again in this session: the caller is probably looping. */
   stuck: boolean;
+  /** The git checkpoint taken before the call ran (the work tree as it was): MCP `execute action=rollback` restores it. */
+  checkpoint?: string;
   /** Directives the call's hooks asked to run next, their inputs filled. */
   directives?: { name: string; inputs: Record<string, string> }[];
 }

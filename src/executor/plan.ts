@@ -69,6 +69,7 @@ const McpServerConfig = z.discriminatedUnion('transport', [
   }),
   z.looseObject({ transport: z.literal('http'), url: z.string().url(), headers: z.record(z.string(), z.string()).default({}) }),
   z.looseObject({ transport: z.literal('sse'), url: z.string().url(), headers: z.record(z.string(), z.string()).default({}) }),
+  z.looseObject({ transport: z.literal('websocket'), url: z.string().url(), headers: z.record(z.string(), z.string()).default({}) }),
 ]);
 
 /** The runtime that runs directives as threads (Kiwi's name for it). */
@@ -214,7 +215,7 @@ function paramsEnv(args: Record<string, unknown>, setting: boolean | string): Re
 function serverSpec(server: Tool, merged: Record<string, unknown>, ctx: PlanContext): McpServerSpec {
   const config = parseConfig(McpServerConfig, mcpServerConfigForm(merged, server), server, 'mcp_server');
   const scope: SubstitutionScope = { params: {}, env: ctx.env, where: `mcp server ${server.id}: config` };
-  if (config.transport === 'http' || config.transport === 'sse') {
+  if (config.transport !== 'stdio') {
     const headers: Record<string, string> = {};
     for (const [k, v] of Object.entries(config.headers)) headers[k] = substitute(v, scope);
     return { name: server.id, transport: config.transport, url: substitute(config.url, scope), headers };

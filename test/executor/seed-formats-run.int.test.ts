@@ -102,9 +102,9 @@ describe('seed formats: Kiwi manifests run against local stand-ins', () => {
     expect(server.requests.every((r) => r.headers.authorization === 'Bearer rk')).toBe(true);
   });
 
-  it('hosted_tools_mcp.yaml: transport websocket is refused, naming the transports that work', () => {
+  it('hosted_tools_mcp.yaml: transport websocket plans a WebSocket server with its bearer token on the handshake', () => {
     const hosted = seed('hosted_tools_mcp.yaml');
-    expect(() => planDynamicMcp(hosted, resolveChain(tools(hosted), hosted.id), 'x', {}, ctx({ HOSTED_TOOLS_TOKEN: 't' }))).toThrow(/websocket is not supported.*transport: http/);
+    expect(planDynamicMcp(hosted, resolveChain(tools(hosted), hosted.id), 'x', {}, ctx({ HOSTED_TOOLS_TOKEN: 't' })).server).toEqual({ name: 'hosted_tools_mcp', transport: 'websocket', url: 'wss://tools.example.com/mcp', headers: { Authorization: 'Bearer t' } });
   });
 
   it('email_enricher.yaml + python_runtime.yaml: entrypoint main.py runs after python3, the arguments as JSON on stdin, once its requires are installed', async () => {

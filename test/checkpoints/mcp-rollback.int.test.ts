@@ -9,6 +9,7 @@ import { LOCAL_CLIENT } from '../../src/clients/client-auth.js';
 import { openProject } from '../../src/project/open-project.js';
 import { ROLLBACK_TOOL } from '../../src/registry/item-tools.js';
 import { createGitRepo, type GitRepo } from '../helpers/git-repo.js';
+import { WRITE_NOTE_TOOL } from '../helpers/write-note-tool.js';
 import { serveGateway, type ServedGateway } from '../helpers/serve-gateway.js';
 import { REPO_ROOT } from '../helpers/temp-project.js';
 
@@ -19,19 +20,10 @@ import { REPO_ROOT } from '../helpers/temp-project.js';
  * and approvals hold for a rollback as for any tool.
  */
 
-const WRITE_NOTE = `tool_id: write_note
-tool_type: script
-executor: subprocess
-version: "1.0.0"
-description: writes note.txt
-config: { command: node, args: ["-e", "require('fs').appendFileSync('note.txt', process.argv[1] + '\\\\n')", "{text}"] }
-parameters:
-  - { name: text, type: string, required: true }
-`;
 const policy = (tools: string[], extra = ''): string => `version: 1\ntools: [${tools.join(', ')}]\ncommands: [{ executable: node }]\nfilesystem: { write: ["**"] }\n${extra}`;
 
 function repoWith(policyText: string): GitRepo {
-  const repo = createGitRepo({ 'README.md': 'hello\n', '.ai/tools/write_note.yaml': WRITE_NOTE, '.ai/config/policy.yaml': policyText, '.gitignore': '.ai/logs/\nno-user-tier/\n' });
+  const repo = createGitRepo({ 'README.md': 'hello\n', '.ai/tools/write_note.yaml': WRITE_NOTE_TOOL, '.ai/config/policy.yaml': policyText, '.gitignore': '.ai/logs/\nno-user-tier/\n' });
   cpSync(path.join(REPO_ROOT, '.ai', 'tools', 'primitives'), path.join(repo.root, '.ai', 'tools', 'primitives'), { recursive: true });
   return repo;
 }

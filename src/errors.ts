@@ -25,6 +25,8 @@ export type ErrorCode =
   | 'HOOK_ABORTED'
   | 'OUTPUT_TOO_LARGE'
   | 'SPAWN_FAILED'
+  /** A Python tool's `config.requires` names a package that is missing or too old where it would run. */
+  | 'REQUIREMENT_MISSING'
   | 'HTTP_TIMEOUT'
   | 'HTTP_REDIRECT'
   | 'UPSTREAM_HTTP'
@@ -76,6 +78,7 @@ const HTTP_STATUS: Record<ErrorCode, number> = {
   HOOK_ABORTED: 409,
   OUTPUT_TOO_LARGE: 502,
   SPAWN_FAILED: 502,
+  REQUIREMENT_MISSING: 424,
   HTTP_TIMEOUT: 504,
   HTTP_REDIRECT: 502,
   UPSTREAM_HTTP: 502,

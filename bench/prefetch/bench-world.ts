@@ -5,6 +5,7 @@ import { createAuditLog } from '../../src/audit/audit-log.js';
 import { createLoopDetector } from '../../src/audit/loop-detector.js';
 import { createEmbedder, type EmbedderConfig } from '../../src/embed/create-embedder.js';
 import { createMcpClientPool } from '../../src/mcp-client/client-pool.js';
+import { createRequirementCheck } from '../../src/primitives/python-requirements.js';
 import { createRateLimiter } from '../../src/policy/rate-limiter.js';
 import { createHttpClient } from '../../src/primitives/http-client.js';
 import { openProject, newSessionId } from '../../src/project/open-project.js';
@@ -66,7 +67,7 @@ export async function openCatalogWorld(catalogFile: string, options: WorldOption
     const proxy = createToolProxy({
       tools,
       context: catalogPolicy(root),
-      primitives: { http, mcp },
+      primitives: { http, mcp, requirements: createRequirementCheck() },
       audit,
       loops: createLoopDetector(),
       rateLimiter: createRateLimiter(),

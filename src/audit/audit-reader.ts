@@ -16,7 +16,7 @@ export const auditRecordSchema = z.object({
   client: z.string().optional(),
   call_id: z.string(),
   tool: z.string(),
-  item: z.enum(['directive', 'knowledge']).optional(),
+  item: z.enum(['directive', 'knowledge', 'checkpoint']).optional(),
   args: z.unknown().optional(),
   decision: z.enum(['allow', 'deny']),
   reason: z.string().optional(),

@@ -15,7 +15,7 @@ export interface AuditRecord {
   /** The tool's id; a directive's name or a knowledge entry's id when `item` says so. */
   tool: string;
   /** Set when the call ran a directive (as a thread) or read a knowledge entry. */
-  item?: 'directive' | 'knowledge';
+  item?: 'directive' | 'knowledge' | 'checkpoint';
   /** As requested; redacted and capped by the writer with truncation markers. */
   args: unknown;
   decision: 'allow' | 'deny';
@@ -110,7 +110,7 @@ export function serializeAuditRecord(record: AuditRecord, caps: RecordCaps): str
     ['client', record.client === undefined ? undefined : str(record.client, STRING_CAPS.session)],
     ['call_id', str(record.call_id, STRING_CAPS.call_id)],
     ['tool', str(record.tool, STRING_CAPS.tool)],
-    ['item', record.item === 'directive' || record.item === 'knowledge' ? `"${record.item}"` : undefined],
+    ['item', record.item === 'directive' || record.item === 'knowledge' || record.item === 'checkpoint' ? `"${record.item}"` : undefined],
     ['args', undefined],
     ['decision', record.decision === 'allow' ? '"allow"' : '"deny"'],
     ['reason', record.reason === undefined ? undefined : text(record.reason, STRING_CAPS.reason)],

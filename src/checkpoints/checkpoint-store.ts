@@ -11,6 +11,8 @@ export interface CheckpointMeta {
   tool: string;
   callId: string;
   session: string;
+  /** The client whose call it was taken before: only that client may restore it over MCP. */
+  client?: string;
   time?: Date;
 }
 
@@ -29,6 +31,7 @@ export interface CheckpointInfo {
   tool: string;
   callId: string;
   session: string;
+  client?: string;
   /** Files that differ from the previous checkpoint; absent for the first. */
   filesChanged?: number;
 }
@@ -47,7 +50,8 @@ export async function readTip(wt: WorkTree): Promise<{ id: string; tree: string 
 }
 
 /**
- * Commits the work tree onto the checkpoint ref, unless it is the same as the newest checkpoint.
+ * Commits the work tree onto the checkpoint ref, unless it is the same as the newest checkpoint
+ * (and that one was taken for the same client).
  * Limits and git failures come back as `skipped` with a reason; only cancellation throws.
  */
 export async function takeCheckpoint(wt: WorkTree, meta: CheckpointMeta, limits: SnapshotLimits): Promise<CheckpointOutcome> {
@@ -60,7 +64,8 @@ export async function takeCheckpoint(wt: WorkTree, meta: CheckpointMeta, limits:
   try {
     for (let attempt = 0; attempt < MAX_RACES; attempt += 1) {
       const tip = attempt === 0 && firstTip !== null ? firstTip : await readTip(wt);
-      if (tip?.tree === snap.tree) return { status: 'unchanged', id: tip.id, tree: snap.tree };
+      // The same tree checkpointed for another client is not this client's to restore: it gets its own.
+      if (tip?.tree === snap.tree && (meta.client === undefined || (await checkpointClient(wt, tip.id)) === meta.client)) return { status: 'unchanged', id: tip.id, tree: snap.tree };
       const seconds = Math.floor(time.getTime() / 1000);
       const identity = {
         GIT_AUTHOR_NAME: AUTHOR.name,
@@ -105,6 +110,7 @@ export async function listCheckpoints(wt: WorkTree, limit: number): Promise<Chec
       tool: trailers.get('Kiwi-Tool') ?? '?',
       callId: trailers.get('Kiwi-Call') ?? '?',
       session: trailers.get('Kiwi-Session') ?? '?',
+      ...(trailers.has('Kiwi-Client') ? { client: trailers.get('Kiwi-Client') as string } : {}),
       ...(parent ? { filesChanged: files ? Number(files[1]) : 0 } : {}),
     });
   }
@@ -130,6 +136,12 @@ export async function resolveCheckpoint(wt: WorkTree, id: string): Promise<strin
   return full;
 }
 
+/** The client a checkpoint was taken for (its `Kiwi-Client` trailer); undefined for one taken by a person (the CLI) or before clients were recorded. */
+export async function checkpointClient(wt: WorkTree, id: string): Promise<string | undefined> {
+  const body = (await wt.git(['log', '-1', '--format=%B', id, '--'])).stdout;
+  return parseTrailers(body).get('Kiwi-Client');
+}
+
 function message(meta: CheckpointMeta, time: Date): string {
   return [
     `checkpoint before ${oneLine(meta.tool)}`,
@@ -137,6 +149,7 @@ function message(meta: CheckpointMeta, time: Date): string {
     `Kiwi-Tool: ${oneLine(meta.tool)}`,
     `Kiwi-Call: ${oneLine(meta.callId)}`,
     `Kiwi-Session: ${oneLine(meta.session)}`,
+    ...(meta.client === undefined ? [] : [`Kiwi-Client: ${oneLine(meta.client)}`]),
     `Kiwi-Time: ${time.toISOString()}`,
     '',
   ].join('\n');

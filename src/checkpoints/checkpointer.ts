@@ -1,7 +1,8 @@
-import { describeError, isKiwiError } from '../errors.js';
+import { describeError, isKiwiError, KiwiError } from '../errors.js';
 import type { CheckpointSettings } from './checkpoint-config.js';
-import { takeCheckpoint, type CheckpointMeta, type CheckpointOutcome } from './checkpoint-store.js';
+import { checkpointClient, resolveCheckpoint, takeCheckpoint, type CheckpointMeta, type CheckpointOutcome } from './checkpoint-store.js';
 import { findWorkTree, type WorkTree, type WorkTreeLookup } from './git-work-tree.js';
+import { restoreCheckpoint, type RestoreOutcome } from './restore-checkpoint.js';
 
 /**
  * What the tool proxy calls before a state-changing call runs. It never fails the call: when no
@@ -14,6 +15,11 @@ export interface Checkpointer {
    * newest one when nothing changed since), or undefined when there is none.
    */
   before(meta: CheckpointMeta, signal?: AbortSignal): Promise<string | undefined>;
+  /**
+   * Restores checkpoint `id` for `meta.client` (MCP `execute action=rollback`): one taken before
+   * another client's call, or by a person, is not found for it, as one that does not exist.
+   */
+  restore(id: string, meta: CheckpointMeta & { client: string }, signal?: AbortSignal): Promise<RestoreOutcome>;
   /** For the banner: whether checkpoints are taken here, and where, or why not. */
   status(): Promise<{ on: true; top: string; ref: string } | { on: false; reason: string }>;
 }
@@ -78,6 +84,16 @@ export function createCheckpointer(options: CheckpointerOptions): Checkpointer {
         if (!isKiwiError(error, 'TOOL_CANCELLED')) warnOnce(`no checkpoint before ${meta.tool}: ${describeError(error).split('\n')[0]}`);
         return undefined;
       }
+    },
+    async restore(id, meta, signal) {
+      const found = await workTree();
+      if (!found.found) throw new KiwiError('NOT_FOUND', `no checkpoint ${id.slice(0, 80)}: ${found.reason}, so there are no checkpoints`);
+      const wt = signal ? withSignal(found.tree, signal) : found.tree;
+      const target = await resolveCheckpoint(wt, id);
+      if ((await checkpointClient(wt, target)) !== meta.client) throw new KiwiError('NOT_FOUND', `no checkpoint ${id} of client ${meta.client} in ${wt.top}`);
+      const run = queue.then(() => restoreCheckpoint(wt, target, settings, { dryRun: false, before: { ...meta, tool: `rollback to ${target.slice(0, 12)}` } }));
+      queue = run.catch(() => undefined);
+      return run;
     },
     async status() {
       if (!settings.enabled) return { on: false, reason: 'checkpoints.enabled is false in .ai/config/gateway.yaml' };

@@ -2,7 +2,9 @@ import { mkdtemp, lstat, rm, rmdir, unlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { KiwiError } from '../errors.js';
+import { takeCheckpoint, type CheckpointMeta } from './checkpoint-store.js';
 import type { WorkTree } from './git-work-tree.js';
+import { snapshotTree, type SnapshotLimits } from './snapshot-tree.js';
 
 /**
  * Putting a checkpoint's files back into the work tree. Only the work tree's files change: HEAD,
@@ -20,6 +22,36 @@ export interface RestorePlan {
 }
 
 const GITLINK = '160000';
+
+export interface RestoreOutcome {
+  checkpoint: string;
+  dryRun: boolean;
+  plan: RestorePlan;
+  /** The checkpoint of the work tree as it was just before: restoring it undoes this restore. */
+  undo?: string;
+}
+
+/**
+ * Restores checkpoint `target` (a full id from resolveCheckpoint), as `kiwi checkpoints restore`
+ * and MCP `execute action=rollback` both do: first the work tree as it is is checkpointed under
+ * `before`, so the restore can itself be undone; a dry run only plans.
+ */
+export async function restoreCheckpoint(wt: WorkTree, target: string, limits: SnapshotLimits, options: { dryRun: boolean; before: CheckpointMeta }): Promise<RestoreOutcome> {
+  const targetTree = (await wt.git(['rev-parse', `${target}^{tree}`])).stdout.trim();
+  if (options.dryRun) return { checkpoint: target, dryRun: true, plan: await planRestore(wt, await currentTree(wt, limits), targetTree) };
+  const before = await takeCheckpoint(wt, options.before, limits);
+  if (before.status === 'skipped') throw new KiwiError('CONFLICT', `cannot checkpoint the work tree as it is now (${before.reason}), so the restore could not be undone; nothing was changed`);
+  const plan = await planRestore(wt, before.tree, targetTree);
+  await applyRestore(wt, target, plan);
+  return { checkpoint: target, dryRun: false, plan, undo: before.id };
+}
+
+/** The work tree as it is now, as a tree (written into git's objects, on no ref). */
+export async function currentTree(wt: WorkTree, limits: SnapshotLimits): Promise<string> {
+  const snap = await snapshotTree(wt, limits, Date.now() + limits.timeoutMs);
+  if (!snap.ok) throw new KiwiError('CONFLICT', `cannot read the work tree as it is now: ${snap.reason}`);
+  return snap.tree;
+}
 
 /** What restoring the checkpoint tree `target` over the work tree snapshot `current` would change. */
 export async function planRestore(wt: WorkTree, current: string, target: string): Promise<RestorePlan> {

@@ -17,12 +17,6 @@ export function httpConfigForm(config: Config, tool: Tool): Config {
 }
 
 export function mcpServerConfigForm(config: Config, server: Tool): Config {
-  if (config['transport'] === 'websocket') {
-    throw new KiwiError(
-      'CHAIN_INVALID',
-      `mcp server ${server.id} (${server.source.path}): transport: websocket is not supported — the MCP SDK's WebSocket client cannot send the auth headers and has no message size cap; use transport: http (Streamable HTTP) or sse if the server offers it`,
-    );
-  }
   return withAuth(config, server);
 }
 

@@ -4,6 +4,7 @@ import { KiwiError } from '../errors.js';
 import type { HttpClient } from '../primitives/http-client.js';
 import type { ContainerLimits } from '../policy/isolation-choice.js';
 import type { ContainerGrant, ContainerRunner } from '../primitives/container.js';
+import type { RequirementCheck } from '../primitives/python-requirements.js';
 import { readFoldersOf, writeFoldersOf, type Sandbox, type SandboxGrant } from '../primitives/sandbox.js';
 import { runSubprocess, type SubprocessResult } from '../primitives/subprocess.js';
 import type { ToolResult } from '../contracts/tool-result.js';
@@ -13,6 +14,8 @@ import { applyTransform } from './response-transform.js';
 export interface PrimitiveDeps {
   http: HttpClient;
   mcp: McpClientPool;
+  /** Checks a Python tool's `config.requires` before it runs. */
+  requirements: RequirementCheck;
   /** When set, subprocess plans run in this sandbox; without it they run unsandboxed. */
   sandbox?: SubprocessSandbox;
   /** Where `sandboxed` and `restricted` tools run, within the policy's limits; without it they are refused. */
@@ -60,9 +63,14 @@ export async function executePlan(plan: ExecutionPlan, deps: PrimitiveDeps, sign
 }
 
 /** A subprocess plan at its isolation level: plain, under the sandbox, or in a container. */
-function runAtLevel(plan: SubprocessPlan, deps: PrimitiveDeps, signal: AbortSignal | undefined, toolId: string | undefined): Promise<SubprocessResult> {
-  const { kind: _kind, fromParams: _from, paths: _paths, allowSecrets, isolation, container, ...fields } = plan;
+async function runAtLevel(plan: SubprocessPlan, deps: PrimitiveDeps, signal: AbortSignal | undefined, toolId: string | undefined): Promise<SubprocessResult> {
+  const { kind: _kind, fromParams: _from, paths: _paths, allowSecrets, isolation, container, requires, ...fields } = plan;
   const request = { ...fields, ...(signal ? { signal } : {}) };
+  // Asked of the tool's own python, sandboxed as a standard tool's run is (a container's python is the host's /usr one).
+  if (requires !== undefined) {
+    const sandbox = isolation !== 'trusted' && deps.sandbox ? { sandbox: deps.sandbox.sandbox, grant: grantFor(deps.sandbox, toolId, allowSecrets) } : undefined;
+    await deps.requirements.check(request.argv[0] as string, requires, { cwd: request.cwd, env: request.env, ...(signal ? { signal } : {}), ...(sandbox ? { sandbox } : {}) });
+  }
   if (isolation === 'trusted') return runSubprocess(request);
   if (isolation === 'standard') {
     const sandbox = deps.sandbox ? { sandbox: deps.sandbox.sandbox, grant: grantFor(deps.sandbox, toolId, allowSecrets) } : undefined;

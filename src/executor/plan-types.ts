@@ -1,5 +1,6 @@
 import type { McpServerSpec } from '../mcp-client/client-pool.js';
 import type { HttpRequest } from '../primitives/http-client.js';
+import type { RequirementSet } from '../primitives/python-requirements.js';
 import type { SubprocessRequest } from '../primitives/subprocess.js';
 import type { IsolationLevel } from '../registry/types.js';
 
@@ -22,6 +23,8 @@ export interface SubprocessPlan extends Omit<SubprocessRequest, 'signal' | 'kill
   fromParams: Array<{ index: number; param: string }>;
   /** Values of `format: path` parameters, checked against the filesystem globs before running. */
   paths: Array<{ param: string; value: string; access: 'read' | 'write' }>;
+  /** A Python tool's `config.requires`, checked with argv[0] before it runs. */
+  requires?: RequirementSet;
   /** The `filesystem.allow_secret_paths` of each context the call was checked in; the sandbox masks every other secret. */
   allowSecrets?: string[][];
   /** Where it runs: plain, under the sandbox, or in a container (see ResolvedChain.isolation). */

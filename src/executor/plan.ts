@@ -4,6 +4,8 @@ import { z } from 'zod';
 import { KiwiError } from '../errors.js';
 import type { McpServerSpec } from '../mcp-client/client-pool.js';
 import { buildChildEnv } from '../primitives/subprocess.js';
+import type { RequirementSet } from '../primitives/python-requirements.js';
+import { parseRequirement } from '../registry/python-requirement.js';
 import type { Tool } from '../registry/types.js';
 import type { ResolvedChain } from './chain.js';
 import { authorHost } from './author-host.js';
@@ -69,6 +71,7 @@ const McpServerConfig = z.discriminatedUnion('transport', [
   }),
   z.looseObject({ transport: z.literal('http'), url: z.string().url(), headers: z.record(z.string(), z.string()).default({}) }),
   z.looseObject({ transport: z.literal('sse'), url: z.string().url(), headers: z.record(z.string(), z.string()).default({}) }),
+  z.looseObject({ transport: z.literal('websocket'), url: z.string().url(), headers: z.record(z.string(), z.string()).default({}) }),
 ]);
 
 /** The runtime that runs directives as threads (Kiwi's name for it). */
@@ -133,6 +136,7 @@ function planSubprocess(tool: Tool, chain: ResolvedChain, args: Record<string, u
     paths,
     isolation: chain.isolation,
     ...(config.container ? { container: { ...(config.container.cpus ? { cpus: config.container.cpus } : {}), ...(config.container.memory_mb ? { memoryMb: config.container.memory_mb } : {}) } } : {}),
+    ...pythonRequires(tool, config['requires'], argv[0] as string),
   };
 }
 
@@ -219,7 +223,7 @@ function paramsEnv(args: Record<string, unknown>, setting: boolean | string): Re
 function serverSpec(server: Tool, merged: Record<string, unknown>, ctx: PlanContext): McpServerSpec {
   const config = parseConfig(McpServerConfig, mcpServerConfigForm(merged, server), server, 'mcp_server');
   const scope: SubstitutionScope = { params: {}, env: ctx.env, where: `mcp server ${server.id}: config` };
-  if (config.transport === 'http' || config.transport === 'sse') {
+  if (config.transport !== 'stdio') {
     const headers: Record<string, string> = {};
     for (const [k, v] of Object.entries(config.headers)) headers[k] = substitute(v, scope);
     return { name: server.id, transport: config.transport, url: substitute(config.url, scope), headers };
@@ -284,4 +288,18 @@ function pathArgs(tool: Tool, args: Record<string, unknown>): SubprocessPlan['pa
     }
   }
   return out;
+}
+
+/** `config.requires` as the executor checks it; the manifest's loader already refused one it cannot read. */
+function pythonRequires(tool: Tool, requires: unknown, python: string): { requires?: RequirementSet } {
+  if (requires === undefined || (Array.isArray(requires) && requires.length === 0)) return {};
+  const list = (Array.isArray(requires) ? requires : [requires]).map((raw) => {
+    const parsed = parseRequirement(raw);
+    if (!parsed.ok) throw new KiwiError('CHAIN_INVALID', `tool ${tool.id} (${tool.source.path}): config.requires: ${parsed.reason}`);
+    return parsed.value;
+  });
+  if (!/^python(\d+(\.\d+)?)?$/.test(path.basename(python))) {
+    throw new KiwiError('CHAIN_INVALID', `tool ${tool.id} (${tool.source.path}): config.requires lists Python packages, but the tool runs \`${python}\`, not python; run it on python_runtime or remove config.requires`);
+  }
+  return { requires: { key: `${tool.id}@${tool.version} ${python}`, tool: tool.id, list } };
 }

@@ -5,6 +5,7 @@ import { createCappedFetch, isMessageTooLarge } from './capped-fetch.js';
 import { connectError, type CloseReason } from './mcp-errors.js';
 import type { McpServerSpec } from './server-spec.js';
 import { stdioChild, type McpServerSandbox } from './stdio-child.js';
+import { createWebSocketTransport } from './websocket-transport.js';
 
 export interface McpConnection {
   readonly spec: McpServerSpec;
@@ -132,7 +133,8 @@ async function open(spec: McpServerSpec, options: ConnectionOptions, negotiation
     // the guard lets it reach public addresses only.
     const fetch = createCappedFetch(options.maxMessageBytes, createGuardedFetch(options.addressGuard, new URL(spec.url).host));
     const init = { requestInit: { headers: { ...spec.headers } }, fetch };
-    if (spec.transport === 'http') transport = http = new StreamableHTTPClientTransport(new URL(spec.url), init);
+    if (spec.transport === 'websocket') transport = createWebSocketTransport(new URL(spec.url), { headers: { ...spec.headers }, maxMessageBytes: options.maxMessageBytes, connectTimeoutMs: options.connectTimeoutMs });
+    else if (spec.transport === 'http') transport = http = new StreamableHTTPClientTransport(new URL(spec.url), init);
     // The older HTTP+SSE transport (Kiwi's `transport: sse`): answers arrive as events on its GET stream.
     else transport = new SSEClientTransport(new URL(spec.url), init);
   } else throw new Error('unreachable: spec has no transport');

@@ -6,7 +6,7 @@ import { KiwiError } from '../errors.js';
 /** How to reach one external MCP server: a child process on stdio, a Streamable HTTP endpoint, or an (older) SSE endpoint. */
 export type McpServerSpec =
   | { name: string; transport: 'stdio'; command: string; args: string[]; env?: Record<string, string>; cwd?: string }
-  | { name: string; transport: 'http' | 'sse'; url: string; headers?: Record<string, string> };
+  | { name: string; transport: 'http' | 'sse' | 'websocket'; url: string; headers?: Record<string, string> };
 
 // Server names share the registry's tool-id alphabet, because they become the prefix of `server.tool`.
 const serverName = z.string().regex(/^[A-Za-z0-9_.-]{1,128}$/, 'use 1-128 characters from A-Z a-z 0-9 _ . -');
@@ -24,19 +24,21 @@ const stdioSpecSchema = z.strictObject({
 
 const httpSpecSchema = z.strictObject({
   name: serverName,
-  transport: z.enum(['http', 'sse']),
+  transport: z.enum(['http', 'sse', 'websocket']),
   url: z
     .string()
     .max(8192)
     .refine((raw) => {
       if (!URL.canParse(raw)) return false;
-      const protocol = new URL(raw).protocol;
-      return protocol === 'http:' || protocol === 'https:';
-    }, 'must be an absolute http:// or https:// URL'),
+      return ['http:', 'https:', 'ws:', 'wss:'].includes(new URL(raw).protocol);
+    }, 'must be an absolute http://, https://, ws:// or wss:// URL'),
   headers: z.record(z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'is not a valid header name'), noNul(8192)).optional(),
 });
 
-const specSchema = z.discriminatedUnion('transport', [stdioSpecSchema, httpSpecSchema]);
+const specSchema = z.discriminatedUnion('transport', [stdioSpecSchema, httpSpecSchema]).refine(
+  (spec) => spec.transport === 'stdio' || (spec.transport === 'websocket') === /^wss?:/.test(spec.url),
+  { message: 'a websocket server takes a ws:// or wss:// URL, an http or sse one an http:// or https:// URL', path: ['url'] },
+);
 
 /** Validates a spec from config or a manifest; throws INVALID_INPUT naming the bad field. */
 export function parseMcpServerSpec(input: unknown): McpServerSpec {
@@ -47,7 +49,7 @@ export function parseMcpServerSpec(input: unknown): McpServerSpec {
   throw new KiwiError(
     'INVALID_INPUT',
     `MCP server spec "${name}" is invalid: ${problems.join('; ')}. ` +
-      `Give { name, transport: 'stdio', command, args[] } or { name, transport: 'http' (or 'sse'), url }.`,
+      `Give { name, transport: 'stdio', command, args[] } or { name, transport: 'http' (or 'sse', or 'websocket' with a ws:// URL), url }.`,
     { details: { server: name, problems } },
   );
 }

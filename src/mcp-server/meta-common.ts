@@ -157,7 +157,7 @@ export async function guard(body: () => Promise<MetaResult>): Promise<MetaResult
 export function outcomeResult(outcome: CallOutcome, lead?: string): MetaResult {
   const prefix = lead ? `${lead}\n\n` : '';
   const stuck = outcome.stuck ? `\n\nwarning: ${outcome.tool} was called with the same arguments several times in this session; change approach instead of repeating it.` : '';
-  const base = { tool: outcome.tool, call_id: outcome.callId, duration_ms: Math.round(outcome.durationMs), ...(outcome.stuck ? { stuck: true } : {}) };
+  const base = { tool: outcome.tool, call_id: outcome.callId, duration_ms: Math.round(outcome.durationMs), ...(outcome.stuck ? { stuck: true } : {}), ...(outcome.checkpoint ? { checkpoint: outcome.checkpoint } : {}) };
   if (outcome.status === 'denied') {
     return {
       content: [{ type: 'text', text: `${prefix}denied: ${outcome.reason}` }],

@@ -5,7 +5,7 @@
  * as its content. A thread's `status`, `stream`, `cancel` and `resume` take its id (meta-thread.ts).
  */
 import { z } from 'zod';
-import { isReadOnlyKnowledge } from '../registry/item-tools.js';
+import { isReadOnlyKnowledge, ROLLBACK_TOOL } from '../registry/item-tools.js';
 import type { Directive, Knowledge } from '../registry/types.js';
 import {
   callerFields,
@@ -33,13 +33,13 @@ const UNSUPPORTED =
 export const executeShape = {
   item_type: itemTypeSchema,
   action: z
-    .enum(['run', ...THREAD_ACTIONS], {
+    .enum(['run', 'rollback', ...THREAD_ACTIONS], {
       error: (issue) =>
         issue.input === undefined
-          ? 'action is required: "run" runs an item; "status", "stream", "cancel" and "resume" act on a directive\'s thread'
-          : `action ${preview(issue.input)} is not supported: "run" is, and ${THREAD_ACTIONS.map((a) => `"${a}"`).join(', ')} for a directive's thread; ${UNSUPPORTED}`,
+          ? 'action is required: "run" runs an item; "rollback" restores a checkpoint; "status", "stream", "cancel" and "resume" act on a directive\'s thread'
+          : `action ${preview(issue.input)} is not supported: "run" and "rollback" are, and ${THREAD_ACTIONS.map((a) => `"${a}"`).join(', ')} for a directive's thread; ${UNSUPPORTED}`,
     })
-    .describe('"run": a tool runs, a directive runs as a thread (or returns its steps to follow), knowledge returns its content. "status" | "stream" | "cancel" | "resume": item_id is a thread id'),
+    .describe('"run": a tool runs, a directive runs as a thread (or returns its steps to follow), knowledge returns its content. "rollback": item_id is a checkpoint id (a call\'s `checkpoint`), restored over the work tree. "status" | "stream" | "cancel" | "resume": item_id is a thread id'),
   item_id: itemIdSchema,
   parameters: z
     .record(z.string(), z.unknown(), { error: 'parameters must be an object of named values, e.g. {"path": "README.md"}' })
@@ -64,6 +64,7 @@ export async function execute(ctx: MetaContext, args: ExecuteArgs, signal?: Abor
   await checkProjectPath(ctx.project, args.project_path);
   const parameters = args.parameters ?? {};
   const options = { ...(args.async ? { async: true } : {}), ...(signal ? { signal } : {}) };
+  if (args.action === 'rollback') return rollback(ctx, args, signal);
   if (args.action !== 'run') {
     if (type !== 'directive') return errorResult('INVALID_INPUT', `action "${args.action}" acts on a directive's thread: call it with item_type "directive" and the thread id as item_id`);
     if (ctx.threads === undefined) return errorResult('INVALID_INPUT', `action "${args.action}" needs the gateway (\`kiwi serve\`'s /mcp), which runs directives as threads; here a directive's run returns its steps`);
@@ -94,6 +95,18 @@ export async function execute(ctx: MetaContext, args: ExecuteArgs, signal?: Abor
   if (found.kind === 'knowledge') return runKnowledge(ctx, found.item);
   // findItem returns the kind it was asked for; a tool was handled above.
   return errorResult('INTERNAL', `unexpected ${found.kind} for item_type ${type}`);
+}
+
+/**
+ * Restores one of the caller's checkpoints through the tool proxy, as the tool ROLLBACK_TOOL: the
+ * policy's grant, hooks, approvals and audit apply as to any call; the checkpointer refuses one
+ * that is not the caller's as not found.
+ */
+async function rollback(ctx: MetaContext, args: ExecuteArgs, signal: AbortSignal | undefined): Promise<MetaResult> {
+  if (args.async) return errorResult('INVALID_INPUT', 'async is for a directive\'s run: a rollback answers when it is done');
+  if (args.parameters !== undefined && Object.keys(args.parameters).length > 0) return errorResult('INVALID_INPUT', 'a rollback takes no parameters: the checkpoint id is item_id');
+  const outcome = await proxyCall(ctx, { tool: ROLLBACK_TOOL, item: 'checkpoint', args: { checkpoint: args.item_id }, ...callerFields(ctx), source: 'mcp', ...(signal ? { signal } : {}) });
+  return outcomeResult(outcome);
 }
 
 function runDirective(ctx: MetaContext, directive: Directive, provided: Record<string, unknown>): MetaResult {

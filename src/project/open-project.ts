@@ -15,6 +15,7 @@ import type { TokenBuckets } from '../policy/token-buckets.js';
 import { createAddressGuard } from '../primitives/address-guard.js';
 import { createHttpClient, type HttpClient } from '../primitives/http-client.js';
 import { createContainerRunner, type ContainerRunnerOptions } from '../primitives/container.js';
+import { createRequirementCheck } from '../primitives/python-requirements.js';
 import { openSandbox } from '../primitives/sandbox.js';
 import { DEFAULT_CONTAINER_LIMITS } from '../policy/isolation-choice.js';
 import { createToolProxy, type ToolProxy } from '../proxy/tool-proxy.js';
@@ -92,7 +93,7 @@ export async function openProject(options: ProjectOptions): Promise<Project> {
     tools: registry.tools,
     items: { directives: registry.directives, knowledge: registry.knowledge },
     context: policy,
-    primitives: { http, mcp, sandbox, containers },
+    primitives: { http, mcp, sandbox, containers, requirements: createRequirementCheck() },
     audit,
     loops: options.loops ?? createLoopDetector(),
     rateLimiter: createRateLimiter({ root, ...(options.buckets ? { buckets: options.buckets } : {}) }),

@@ -10,9 +10,15 @@ export interface ReadPlan {
   result: ToolResult;
 }
 
+/** A checkpoint of the caller's restored over the work tree (MCP `execute action=rollback`). */
+export interface RollbackPlan {
+  kind: 'rollback';
+  checkpoint: string;
+}
+
 export interface Allowed {
   allowed: true;
-  plan: ExecutionPlan | ReadPlan;
+  plan: ExecutionPlan | ReadPlan | RollbackPlan;
   args: Record<string, unknown>;
   reason: string;
 }

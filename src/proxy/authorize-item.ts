@@ -7,8 +7,8 @@
  */
 import { KiwiError } from '../errors.js';
 import type { ToolResult } from '../contracts/tool-result.js';
-import { checkTool } from '../policy/permission-context.js';
-import { directiveTool, knowledgeFields, knowledgeTool } from '../registry/item-tools.js';
+import { checkTool, type PermissionContext } from '../policy/permission-context.js';
+import { directiveTool, knowledgeFields, knowledgeTool, ROLLBACK_TOOL, rollbackTool } from '../registry/item-tools.js';
 import { checkToolName } from '../registry/tool-name.js';
 import type { Knowledge, Tool } from '../registry/types.js';
 import { checkInputs } from '../registry/directive-input-values.js';
@@ -19,6 +19,7 @@ import type { ToolCall } from './tool-call.js';
 
 /** The item a call names, seen as a tool (for hooks, approvals and checkpoints); undefined when there is none. */
 export function itemTool(call: Pick<ToolCall, 'tool' | 'item'>, deps: Pick<AuthorizeDeps, 'items'>): Tool | undefined {
+  if (call.item === 'checkpoint') return rollbackTool();
   if (call.item === 'directive') {
     const directive = deps.items?.directives.get(call.tool);
     return directive && directiveTool(directive);
@@ -27,8 +28,9 @@ export function itemTool(call: Pick<ToolCall, 'tool' | 'item'>, deps: Pick<Autho
   return entry && knowledgeTool(entry);
 }
 
-export async function authorizeItem(call: ToolCall & { item: 'directive' | 'knowledge' }, deps: AuthorizeDeps): Promise<Authorization> {
+export async function authorizeItem(call: ToolCall & { item: 'directive' | 'knowledge' | 'checkpoint' }, deps: AuthorizeDeps): Promise<Authorization> {
   const ctx = callContext(deps.context, call.context);
+  if (call.item === 'checkpoint') return authorizeRollback(call, ctx);
   const name = checkToolName(call.tool);
   if (!name.ok) return { allowed: false, reason: `${call.item} name \`${call.tool}\` is not valid: ${name.reason}` };
   if (call.args !== undefined && call.args !== null && !isPlainObject(call.args)) {
@@ -49,6 +51,21 @@ export async function authorizeItem(call: ToolCall & { item: 'directive' | 'know
   if (entry === undefined) throw new KiwiError('TOOL_NOT_FOUND', `no knowledge entry \`${call.tool}\`${known(deps.items?.knowledge)}`);
   if (Object.keys(given).length > 0) throw new KiwiError('INVALID_INPUT', `knowledge entry ${entry.id} takes no arguments; call it with {}`);
   return { allowed: true, plan: { kind: 'read', result: knowledgeResult(entry) }, args: {}, reason: `a knowledge entry: read-only, allowed to every caller (${ctx.label})` };
+}
+
+/**
+ * A rollback is granted like a tool named ROLLBACK_TOOL in the policy's `tools` (default deny), so
+ * `approvals.tools` and hooks can name it too; whose checkpoint it is, is checked where it is
+ * restored (checkpointer.ts).
+ */
+function authorizeRollback(call: ToolCall, ctx: PermissionContext): Authorization {
+  if (call.tool !== ROLLBACK_TOOL) throw new KiwiError('INVALID_INPUT', `a checkpoint is restored by the tool ${ROLLBACK_TOOL}, not \`${call.tool.slice(0, 80)}\``);
+  const args = isPlainObject(call.args) ? call.args : {};
+  const checkpoint = args['checkpoint'];
+  if (typeof checkpoint !== 'string' || Object.keys(args).length !== 1) throw new KiwiError('INVALID_INPUT', 'a rollback takes one argument, {"checkpoint": ID}, the id `kiwi checkpoints list` or a call\'s checkpoint shows');
+  const grant = checkTool(ctx, ROLLBACK_TOOL);
+  if (!grant.allowed) return { ...grant, reason: `${grant.reason}; add ${ROLLBACK_TOOL} to the policy's tools to let clients restore their own checkpoints` };
+  return { allowed: true, plan: { kind: 'rollback', checkpoint }, args: { checkpoint }, reason: `allowed by ${ctx.label}` };
 }
 
 /** The entry as an agent reads it: its title, then its body; the fields as data. */

@@ -7,6 +7,7 @@ import { checkCommand } from '../policy/command-check.js';
 import { checkPath } from '../policy/path-check.js';
 import { checkMcpTool, checkTool, contextChain, type Decision, type PermissionContext } from '../policy/permission-context.js';
 import { checkMcpPathArgs } from '../policy/mcp-path-args.js';
+import { toolsTagRefusal } from '../registry/directive-tools.js';
 import { checkToolName } from '../registry/tool-name.js';
 import type { Tool } from '../registry/types.js';
 import type { McpServerSpec } from '../mcp-client/client-pool.js';
@@ -21,12 +22,17 @@ import type { ToolCall } from './tool-call.js';
  * Throws KiwiError for malformed calls; returns a denial for calls the policy refuses.
  */
 export async function authorize(call: ToolCall, deps: AuthorizeDeps): Promise<Authorization> {
-  if (call.item !== undefined) return authorizeItem({ ...call, item: call.item }, deps);
+  if (call.item !== undefined) {
+    const unnamed = toolsTagRefusal(call.directive, call.tool);
+    return unnamed === undefined ? authorizeItem({ ...call, item: call.item }, deps) : deny(unnamed);
+  }
   const ctx = callContext(deps.context, call.context);
   const name = checkToolName(call.tool);
   if (!name.ok) return deny(`tool name \`${call.tool}\` is not valid: ${name.reason}`);
 
   const target = findTarget(deps.tools, call.tool);
+  const unnamed = toolsTagRefusal(call.directive, call.tool, target.dynamic ? call.tool.slice(0, call.tool.indexOf('.')) : undefined);
+  if (unnamed !== undefined) return deny(unnamed);
   const grant = target.dynamic ? checkMcpTool(ctx, call.tool) : checkTool(ctx, target.tool.id);
   if (!grant.allowed) return grant;
 

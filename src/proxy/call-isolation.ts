@@ -1,7 +1,7 @@
 import type { AuditRecord } from '../audit/audit-record.js';
 import type { ExecutionPlan } from '../executor/plan-types.js';
 import type { PrimitiveDeps } from '../executor/execute-plan.js';
-import type { ReadPlan } from './authorization.js';
+import type { ReadPlan, RollbackPlan } from './authorization.js';
 
 export type Isolation = Pick<AuditRecord, 'sandbox' | 'sandbox_reason'>;
 
@@ -11,7 +11,7 @@ export type Isolation = Pick<AuditRecord, 'sandbox' | 'sandbox_reason'>;
  * unsandboxed, and why (`sandbox: off`, bwrap missing at start), without the start-up warning.
  * Stdio MCP servers run in the same sandbox as subprocess tools (the app wires one to both).
  */
-export function isolationOf(plan: ExecutionPlan | ReadPlan, primitives: PrimitiveDeps): Isolation {
+export function isolationOf(plan: ExecutionPlan | ReadPlan | RollbackPlan, primitives: PrimitiveDeps): Isolation {
   const processIsolation = (): Isolation => {
     const sandbox = primitives.sandbox?.sandbox;
     if (sandbox?.active) return { sandbox: 'bwrap' };
@@ -30,5 +30,7 @@ export function isolationOf(plan: ExecutionPlan | ReadPlan, primitives: Primitiv
       return { sandbox: 'none', sandbox_reason: 'read by the gateway: no process runs' };
     case 'thread':
       return { sandbox: 'none', sandbox_reason: 'a directive thread: each call it makes has its own record' };
+    case 'rollback':
+      return { sandbox: 'none', sandbox_reason: 'a checkpoint restored by the gateway with git: no tool runs' };
   }
 }

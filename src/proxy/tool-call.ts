@@ -12,8 +12,8 @@ export type CallSource = 'cli' | 'gateway' | 'mcp' | 'prefetch' | 'runner' | 'th
 export interface ToolCall {
   /** The tool's id; a directive's name or a knowledge entry's id when `item` says so. */
   tool: string;
-  /** A directive (run as a thread, as a thread tool is) or a knowledge entry (its content is the result); absent, a tool. */
-  item?: 'directive' | 'knowledge';
+  /** A directive (run as a thread, as a thread tool is), a knowledge entry (its content is the result), or a checkpoint to restore (`tool` is ROLLBACK_TOOL, `args.checkpoint` its id); absent, a tool. */
+  item?: 'directive' | 'knowledge' | 'checkpoint';
   args?: unknown;
   /** The conversation the call belongs to; the audit files it under this id. */
   session: string;
@@ -23,8 +23,8 @@ export interface ToolCall {
   /** A narrower context for this call (a directive's); it is intersected with the proxy's, never wider. */
   context?: PermissionContext;
   signal?: AbortSignal;
-  /** The directive the call runs under: its hooks fire after the policy's, and conditions read its name and limits. */
-  directive?: { name: string; hooks: readonly LoadedHook[]; limits?: Record<string, number> };
+  /** The directive the call runs under: its hooks fire after the policy's, conditions read its name and limits, and its `<tools>` (when it has one) name all it may call. */
+  directive?: { name: string; hooks: readonly LoadedHook[]; limits?: Record<string, number>; tools?: readonly string[] };
   /** What the request has used so far (`turns`, `tool_calls`, `tokens`) and may use, for hook conditions (`cost.turns > limits.turns * 0.9`). */
   cost?: Record<string, number>;
   limits?: Record<string, number>;
@@ -47,6 +47,8 @@ interface OutcomeBase {
   durationMs: number;
   /** The same call was made again and again in this session: the caller is probably looping. */
   stuck: boolean;
+  /** The git checkpoint taken before the call ran (the work tree as it was): MCP `execute action=rollback` restores it. */
+  checkpoint?: string;
   /** Directives the call's hooks asked to run next, their inputs filled. */
   directives?: { name: string; inputs: Record<string, string> }[];
   /** A hook decided `abort`: whatever made the call (a chat, a thread) stops, for this reason. */

@@ -33,7 +33,7 @@ export interface ToolProxyDeps {
   /** Spans of each stage and each tool run (contracts/tracing.ts); absent, none. */
   tracing?: Tracing;
   /** Takes a git checkpoint before each allowed call of a tool that may change state; absent: none. */
-  checkpoints?: Pick<Checkpointer, 'before'>;
+  checkpoints?: Pick<Checkpointer, 'before' | 'restore'>;
   /** Where thread plans and the hooks' directives run (the gateway's thread runtime); absent, thread plans are refused. */
   threads?: ThreadPort;
   now?: () => number;
@@ -96,7 +96,7 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
         }
       : {}),
   };
-  const run = runPlan({ primitives: deps.primitives, ...(threads ? { threads } : {}) });
+  const run = runPlan({ primitives: deps.primitives, ...(threads ? { threads } : {}), ...(deps.checkpoints ? { checkpoints: deps.checkpoints } : {}) });
   const tracing = deps.tracing;
   const traced: CallHandler = tracing ? (call) => tracing.span('kiwi.tool.run', { 'kiwi.tool': call.request.tool, 'kiwi.call_id': call.callId }, () => run(call)) : run;
   const execute: CallHandler = (call) => {

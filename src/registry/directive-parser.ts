@@ -6,10 +6,11 @@ import { parseHooks } from './directive-hooks.js';
 import { parseInputs } from './directive-inputs.js';
 import { parseLimits } from './directive-limits.js';
 import { parsePermissions, type ElementProblem } from './directive-permissions.js';
+import { parseToolsTag } from './directive-tools.js';
 import { extractDirectiveBlock, findSignature, lineColumn, stripSignatureLine } from './markdown-parts.js';
 import { verifySignature } from './signature.js';
 import { checkToolName } from './tool-name.js';
-import type { Directive, DirectiveLimits, PermissionTag, Tier } from './types.js';
+import type { Directive, DirectiveLimits, DirectiveToolName, PermissionTag, Tier } from './types.js';
 import type { DirectiveHook } from '../hooks/hook-types.js';
 import { fail, makeIssue, type FileLabel, type IssueInput, type ParseResult } from './validation-error.js';
 import { child, parseXmlTree, type XmlElement } from './xml-tree.js';
@@ -64,7 +65,7 @@ export function parseDirective(text: string, label: FileLabel, tier: Tier): Pars
     problem(root, 'version', `the <directive> tag has no version; write ${EXAMPLE_OPENING}`);
   }
 
-  for (const misplaced of ['permissions', 'limits']) {
+  for (const misplaced of ['permissions', 'limits', 'tools']) {
     const element = child(root, misplaced);
     if (element !== undefined) problem(element, misplaced, `<${misplaced}> belongs inside <metadata>; move it there`);
   }
@@ -75,6 +76,7 @@ export function parseDirective(text: string, label: FileLabel, tier: Tier): Pars
   let limits: DirectiveLimits = {};
   let permissions: PermissionTag[] = [];
   let hooks: DirectiveHook[] = [];
+  let tools: DirectiveToolName[] | undefined;
   const metadata = child(root, 'metadata');
   if (metadata === undefined) {
     problem(root, 'metadata', 'missing; add <metadata><description>What this directive does</description></metadata>');
@@ -97,6 +99,12 @@ export function parseDirective(text: string, label: FileLabel, tier: Tier): Pars
       return { file: label.display, line: pos.line, column: pos.column + '<when>'.length };
     };
     if (hooksElement !== undefined) hooks = parseHooks(hooksElement, problems, siteOf);
+    const toolsElement = child(metadata, 'tools');
+    const toolSite = (element: XmlElement) => {
+      const pos = at(element.offset);
+      return { site: `${label.display}:${pos.line}:${pos.column}`, line: pos.line };
+    };
+    if (toolsElement !== undefined) tools = parseToolsTag(toolsElement, problems, toolSite);
   }
   const inputsElement = child(root, 'inputs');
   const inputs = inputsElement === undefined ? [] : parseInputs(inputsElement, problems);
@@ -122,6 +130,7 @@ export function parseDirective(text: string, label: FileLabel, tier: Tier): Pars
     permissions,
     inputs,
     ...(hooks.length === 0 ? {} : { hooks }),
+    ...(tools === undefined ? {} : { tools }),
     xml: block.xml,
     body: content,
     signature: findSignature('directive', text),

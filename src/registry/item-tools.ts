@@ -89,3 +89,24 @@ export function knowledgeFields(entry: Knowledge): Record<string, unknown> {
     content: entry.body,
   };
 }
+
+/** The grant, approval and audit name of restoring a checkpoint (MCP `execute action=rollback`). */
+export const ROLLBACK_TOOL = 'checkpoints.restore';
+
+/** A rollback seen as a tool: it changes the work tree, so it may need approval and is checkpointed first. */
+export function rollbackTool(): Tool {
+  return {
+    id: ROLLBACK_TOOL,
+    type: 'primitive',
+    executor: null,
+    version: '1.0.0',
+    description: 'Restore one of your checkpoints over the work tree (the files as they were before a call)',
+    mutatesState: true,
+    requiresApproval: false,
+    config: {},
+    parameters: [{ name: 'checkpoint', type: 'string', required: true, description: 'The checkpoint id' }],
+    tags: [],
+    examples: [],
+    source: { path: '(built in)', tier: 'project' },
+  };
+}

@@ -7,6 +7,7 @@ import { homedir } from 'node:os';
 import path from 'node:path';
 import { KiwiError } from '../errors.js';
 import { parseDirective } from './directive-parser.js';
+import { unknownToolNames } from './directive-tools.js';
 import { compareVersions, parseVersion } from './directive-version.js';
 import { parseKnowledge } from './knowledge-parser.js';
 import { parsePipeline } from './pipeline-file.js';
@@ -73,6 +74,7 @@ export async function loadRegistry(options: LoadRegistryOptions): Promise<Regist
 
   const registry: Registry = { tools: new Map(), directives: new Map(), knowledge: new Map(), errors, warnings, shadowed: [] };
   for (const kind of KINDS) merge(kind, tiers, registry);
+  dropUnknownToolNames(registry);
   // Pipelines name directives: they are checked against the directives that loaded, from either tier.
   const pipelines = loadPipelines([['project', project.files], ['user', user.files]], registry);
   if (pipelines.size > 0) registry.pipelines = pipelines;
@@ -207,5 +209,16 @@ function merge(kind: ItemKind, tiers: Array<[Tier, Record<ItemKind, TierItems>]>
       const older = byKind[kind].older.get(id);
       if (older !== undefined) (registry.olderDirectives ??= new Map()).set(id, older);
     }
+  }
+}
+
+/** A directive whose `<tools>` names a tool the registry lacks does not load: its thread would be refused what its author meant it to have. */
+function dropUnknownToolNames(registry: Registry): void {
+  for (const [name, directive] of registry.directives) {
+    const issues = unknownToolNames(directive, registry.tools);
+    if (issues.length === 0) continue;
+    registry.errors.push(...issues);
+    registry.directives.delete(name);
+    registry.olderDirectives?.delete(name);
   }
 }

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { verifySignature } from './signature.js';
 import { findSignature } from './markdown-parts.js';
 import { checkToolName } from './tool-name.js';
+import { parseRequirement } from './python-requirement.js';
 import { parseParameters } from './tool-parameters.js';
 import { ISOLATION_LEVELS, PRIMITIVES, TOOL_TYPES, type IsolationLevel, type Tier, type Tool, type ToolType } from './types.js';
 import { fail, makeIssue, type FileLabel, type IssueInput, type ParseResult } from './validation-error.js';
@@ -118,6 +119,7 @@ export function parseToolManifest(text: string, label: FileLabel, tier: Tier): P
     }
     config['entrypoint'] = manifest.entrypoint;
   }
+  inputs.push(...checkRequirements(config['requires'], source));
   inputs.push(...checkSignature(text));
   if (inputs.length > 0) return fail(inputs.map(toIssue));
 
@@ -207,4 +209,14 @@ function checkSignature(text: string): IssueInput[] {
       text: 'signature does not match the content; run `kiwi sign <file>` after reviewing the change (tools signed by Kiwi MCP need this once)',
     },
   ];
+}
+
+/** `config.requires` of a Python tool: each a requirement the gateway can check before the tool runs (python-requirement.ts). */
+function checkRequirements(requires: unknown, source: YamlSource): IssueInput[] {
+  if (requires === undefined) return [];
+  if (!Array.isArray(requires)) return [{ field: 'config.requires', text: 'must be a list of Python requirements, e.g. [httpx>=0.24.0, pydantic>=2.0]', ...source.locate(['config', 'requires']) }];
+  return requires.flatMap((raw, i) => {
+    const parsed = parseRequirement(raw);
+    return parsed.ok ? [] : [{ field: `config.requires[${i}]`, text: parsed.reason, ...source.locate(['config', 'requires', i]) }];
+  });
 }

@@ -82,6 +82,14 @@ export interface Tool {
   isolation?: IsolationLevel;
 }
 
+/** One name of a directive's `<tools>`. */
+export interface DirectiveToolName {
+  name: string;
+  /** Where the name is written, as people read it: `.ai/directives/x.md:12:7`. */
+  site: string;
+  line: number;
+}
+
 /** One `<read|write|execute resource=…/>` tag of a directive's `<permissions>`. */
 export interface PermissionTag {
   kind: 'read' | 'write' | 'execute';
@@ -119,6 +127,8 @@ export interface Directive {
   inputs?: DirectiveInput[];
   /** Its `<hooks>`, their conditions checked when the file loaded (directive-hooks.ts). */
   hooks?: DirectiveHook[];
+  /** Its `<tools>` (directive-tools.ts): absent, its `<permissions>` alone say what its thread may call. */
+  tools?: DirectiveToolName[];
   /** The XML block as written, from the first `<directive` to the last `</directive>`. */
   xml: string;
   body: string;

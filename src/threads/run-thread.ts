@@ -235,11 +235,12 @@ function prepare(deps: ThreadDeps, directive: Directive, start: Pick<ThreadStart
   const model = directiveModel(deps.tierModel, directive, start);
   const route = deps.route(model);
   const { context } = directiveContext(start.context ?? deps.policy, directive.name, directive.permissions);
-  const allowed = [...deps.tools.keys()].filter((id) => checkTool(context, id).allowed).sort();
+  const named = directive.tools?.map((t) => t.name);
+  const allowed = [...deps.tools.keys()].filter((id) => checkTool(context, id).allowed && (named === undefined || named.includes(id))).sort();
   // Hooks name their file as people read it.
   const hooks = loadDirectiveHooks(shownPath(deps.root, directive.source.path), directive.hooks ?? []);
   const l = directive.limits;
-  const scope = { name: directive.name, hooks, limits: { ...(l.turns === undefined ? {} : { turns: l.turns }), ...(l.tokens === undefined ? {} : { tokens: l.tokens }) } };
+  const scope = { name: directive.name, hooks, limits: { ...(l.turns === undefined ? {} : { turns: l.turns }), ...(l.tokens === undefined ? {} : { tokens: l.tokens }) }, ...(named === undefined ? {} : { tools: named }) };
   return { directive, model, route, context, allowed, limits: threadLimits(deps.limits, directive), scope };
 }
 

@@ -6,19 +6,12 @@ import { LOCAL_CLIENT } from '../../src/clients/client-auth.js';
 import { openProject, type Project } from '../../src/project/open-project.js';
 import type { ToolCall } from '../../src/proxy/tool-call.js';
 import { createGitRepo, type GitRepo } from '../helpers/git-repo.js';
+import { WRITE_NOTE_TOOL } from '../helpers/write-note-tool.js';
 import { REPO_ROOT } from '../helpers/temp-project.js';
 
 const TOOLS: Record<string, string> = {
   // No mutates_state: unknown counts as "may change state".
-  '.ai/tools/write_note.yaml': `tool_id: write_note
-tool_type: script
-executor: subprocess
-version: "1.0.0"
-description: writes note.txt
-config: { command: node, args: ["-e", "require('fs').appendFileSync('note.txt', process.argv[1] + '\\\\n')", "{text}"] }
-parameters:
-  - { name: text, type: string, required: true }
-`,
+  '.ai/tools/write_note.yaml': WRITE_NOTE_TOOL,
   '.ai/tools/peek.yaml': `tool_id: peek
 tool_type: script
 executor: subprocess

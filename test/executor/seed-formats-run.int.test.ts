@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -7,6 +7,7 @@ import { executePlan } from '../../src/executor/execute-plan.js';
 import { planCall, planDynamicMcp } from '../../src/executor/plan.js';
 import { validateArgs } from '../../src/executor/validate-args.js';
 import { createMcpClientPool } from '../../src/mcp-client/client-pool.js';
+import { createRequirementCheck } from '../../src/primitives/python-requirements.js';
 import { createHttpClient } from '../../src/primitives/http-client.js';
 import { parseToolManifest } from '../../src/registry/tool-manifest.js';
 import type { Tool } from '../../src/registry/types.js';
@@ -18,7 +19,7 @@ const SEEDS = path.resolve(import.meta.dirname, '../fixtures/seed-formats');
 const STANDIN = path.resolve(import.meta.dirname, '../fixtures/seed-formats-standins/named-tools-server.mjs');
 const dir = realpathSync(mkdtempSync(path.join(tmpdir(), 'kiwi-seed-run-')));
 const pool = createMcpClientPool({ connectTimeoutMs: 20_000 });
-const deps = { http: createHttpClient(), mcp: pool };
+const deps = { http: createHttpClient(), mcp: pool, requirements: createRequirementCheck() };
 const cleanups: Array<() => Promise<void>> = [];
 afterAll(async () => {
   await pool.close();
@@ -101,14 +102,22 @@ describe('seed formats: Kiwi manifests run against local stand-ins', () => {
     expect(server.requests.every((r) => r.headers.authorization === 'Bearer rk')).toBe(true);
   });
 
-  it('hosted_tools_mcp.yaml: transport websocket is refused, naming the transports that work', () => {
+  it('hosted_tools_mcp.yaml: transport websocket plans a WebSocket server with its bearer token on the handshake', () => {
     const hosted = seed('hosted_tools_mcp.yaml');
-    expect(() => planDynamicMcp(hosted, resolveChain(tools(hosted), hosted.id), 'x', {}, ctx({ HOSTED_TOOLS_TOKEN: 't' }))).toThrow(/websocket is not supported.*transport: http/);
+    expect(planDynamicMcp(hosted, resolveChain(tools(hosted), hosted.id), 'x', {}, ctx({ HOSTED_TOOLS_TOKEN: 't' })).server).toEqual({ name: 'hosted_tools_mcp', transport: 'websocket', url: 'wss://tools.example.com/mcp', headers: { Authorization: 'Bearer t' } });
   });
 
-  it('email_enricher.yaml + python_runtime.yaml: entrypoint main.py runs after python3, the arguments as JSON on stdin', async () => {
+  it('email_enricher.yaml + python_runtime.yaml: entrypoint main.py runs after python3, the arguments as JSON on stdin, once its requires are installed', async () => {
     writeFileSync(path.join(dir, 'main.py'), 'import json, sys\nargs = json.load(sys.stdin)\nprint(json.dumps({"domain": args["email"].split("@")[1], "company_name": "Stand-in"}))\n');
-    const { plan, result } = await call([seed('email_enricher.yaml'), seed('python_runtime.yaml')], 'email_enricher', { email: 'a@example.org' });
+    // Its `requires: [httpx>=0.24.0, pydantic>=2.0]` is checked first: both are "installed" as dist-info folders on its PYTHONPATH.
+    const site = path.join(dir, 'site');
+    mkdirSync(site, { recursive: true });
+    const enricher = seed('email_enricher.yaml', { env: { PYTHONPATH: site } });
+    for (const [name, version] of [['httpx', '0.27.0'], ['pydantic', '2.7.1']]) {
+      mkdirSync(path.join(site, `${name}-${version}.dist-info`));
+      writeFileSync(path.join(site, `${name}-${version}.dist-info`, 'METADATA'), `Metadata-Version: 2.1\nName: ${name}\nVersion: ${version}\n`);
+    }
+    const { plan, result } = await call([enricher, seed('python_runtime.yaml')], 'email_enricher', { email: 'a@example.org' });
     expect(plan).toMatchObject({ kind: 'subprocess', argv: ['python3', path.join(dir, 'main.py')] });
     expect(result.data).toEqual({ domain: 'example.org', company_name: 'Stand-in' });
     const fn = seed('email_enricher.yaml', { entrypoint: 'main.py:enrich' });

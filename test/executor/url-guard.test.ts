@@ -5,6 +5,7 @@ import { executePlan } from '../../src/executor/execute-plan.js';
 import { planCall } from '../../src/executor/plan.js';
 import type { HttpPlan } from '../../src/executor/plan-types.js';
 import { createMcpClientPool } from '../../src/mcp-client/client-pool.js';
+import { createRequirementCheck } from '../../src/primitives/python-requirements.js';
 import { createAddressGuard, type AddressGuardOptions } from '../../src/primitives/address-guard.js';
 import { createHttpClient } from '../../src/primitives/http-client.js';
 import { createLocalServers } from '../fixtures/http/local-servers.js';
@@ -33,7 +34,7 @@ function plan(url: string, args: Record<string, string>): HttpPlan {
 
 async function run(url: string, args: Record<string, string>, allowPrivate: string[] = [], resolve?: AddressGuardOptions['resolve']) {
   const guard = createAddressGuard({ allowPrivate, ...(resolve ? { resolve } : {}) });
-  const deps = { http: createHttpClient({ addressGuard: guard }), mcp: createMcpClientPool() };
+  const deps = { http: createHttpClient({ addressGuard: guard }), mcp: createMcpClientPool(), requirements: createRequirementCheck() };
   cleanups.push(async () => {
     await Promise.all([deps.http.close(), deps.mcp.close()]);
     await guard.close();

@@ -71,7 +71,7 @@ describe('seed formats: loading Kiwi manifests unchanged', () => {
     expect(load('github_mcp.yaml')).toMatchObject({ type: 'mcp_server', config: { env: { GITHUB_TOKEN: '${GITHUB_TOKEN}' } } });
   });
 
-  it('hosted_tools_mcp.yaml: a websocket MCP server loads (the call is refused, see seed-formats-run)', () => {
+  it('hosted_tools_mcp.yaml: a websocket MCP server loads (see seed-formats-run and websocket-transport)', () => {
     expect(load('hosted_tools_mcp.yaml')).toMatchObject({ type: 'mcp_server', executor: 'http_client', config: { transport: 'websocket' } });
   });
 

@@ -2,10 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { readCheckpointSettings, type CheckpointSettings } from '../../checkpoints/checkpoint-config.js';
-import { listCheckpoints, resolveCheckpoint, takeCheckpoint, type CheckpointInfo } from '../../checkpoints/checkpoint-store.js';
+import { listCheckpoints, resolveCheckpoint, type CheckpointInfo } from '../../checkpoints/checkpoint-store.js';
 import { findWorkTree, type WorkTree } from '../../checkpoints/git-work-tree.js';
-import { applyRestore, planRestore, type RestorePlan } from '../../checkpoints/restore-checkpoint.js';
-import { snapshotTree } from '../../checkpoints/snapshot-tree.js';
+import { currentTree, restoreCheckpoint, type RestorePlan } from '../../checkpoints/restore-checkpoint.js';
 import { KiwiError } from '../../errors.js';
 import { newSessionId } from '../../project/open-project.js';
 import { UsageError, type CliContext } from '../io.js';
@@ -97,19 +96,8 @@ async function diff(ctx: CliContext, wt: WorkTree, target: string, limits: Check
 }
 
 async function restore(ctx: CliContext, wt: WorkTree, target: string, limits: CheckpointSettings, flags: { dryRun: boolean; json: boolean }): Promise<number> {
-  const targetTree = (await wt.git(['rev-parse', `${target}^{tree}`])).stdout.trim();
-  let undo: string | undefined;
-  let current: string;
-  if (flags.dryRun) current = await currentTree(wt, limits);
-  else {
-    // First the work tree as it is, so the restore can itself be undone.
-    const before = await takeCheckpoint(wt, { tool: `kiwi checkpoints restore ${short(target)}`, callId: randomUUID(), session: newSessionId('cli') }, limits);
-    if (before.status === 'skipped') throw new KiwiError('CONFLICT', `cannot checkpoint the work tree as it is now (${before.reason}), so the restore could not be undone; nothing was changed`);
-    undo = before.id;
-    current = before.tree;
-  }
-  const plan = await planRestore(wt, current, targetTree);
-  if (!flags.dryRun) await applyRestore(wt, target, plan);
+  const before = { tool: `kiwi checkpoints restore ${short(target)}`, callId: randomUUID(), session: newSessionId('cli') };
+  const { plan, undo } = await restoreCheckpoint(wt, target, limits, { dryRun: flags.dryRun, before });
   if (flags.json) {
     ctx.io.out(JSON.stringify({ checkpoint: target, dryRun: flags.dryRun, ...plan, ...(undo ? { undo } : {}) }));
     return 0;
@@ -125,13 +113,6 @@ function describePlan(ctx: CliContext, plan: RestorePlan, dryRun: boolean): void
   for (const f of plan.write) ctx.io.out(`${dryRun ? 'would restore' : 'restored'}  ${f}`);
   for (const f of plan.remove) ctx.io.out(`${dryRun ? 'would remove' : 'removed'}  ${f}`);
   for (const f of plan.leftAlone) ctx.io.out(`left alone (a nested repository or submodule)  ${f}`);
-}
-
-/** The work tree as it is now, as a tree (written into git's objects, on no ref). */
-async function currentTree(wt: WorkTree, limits: CheckpointSettings): Promise<string> {
-  const snap = await snapshotTree(wt, limits, Date.now() + limits.timeoutMs);
-  if (!snap.ok) throw new KiwiError('CONFLICT', `cannot read the work tree as it is now: ${snap.reason}`);
-  return snap.tree;
 }
 
 function short(id: string): string {

@@ -45,7 +45,7 @@ export function auditStage(deps: { audit: AuditLog; now: () => number; tracing?:
       ...(traceId === undefined ? {} : { trace_id: traceId }),
       ...(request.resolvedBy ? { resolved_by: request.resolvedBy } : {}),
     });
-    return { ...outcome, durationMs: elapsed, stuck: outcome.status !== 'denied' && call.stuck, ...(call.directives.length > 0 ? { directives: call.directives } : {}) };
+    return { ...outcome, durationMs: elapsed, stuck: outcome.status !== 'denied' && call.stuck, ...(call.checkpoint ? { checkpoint: call.checkpoint } : {}), ...(call.directives.length > 0 ? { directives: call.directives } : {}) };
   };
 }
 

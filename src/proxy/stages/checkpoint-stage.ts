@@ -6,7 +6,7 @@ export function checkpointStage(checkpoints: Pick<Checkpointer, 'before'>): Call
   return (next) => async (call) => {
     if (call.tool?.mutatesState !== false) {
       const { request } = call;
-      call.checkpoint = await checkpoints.before({ tool: request.tool, callId: call.callId, session: request.session }, request.signal);
+      call.checkpoint = await checkpoints.before({ tool: request.tool, callId: call.callId, session: request.session, client: request.client }, request.signal);
     }
     return next(call);
   };

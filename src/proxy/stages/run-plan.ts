@@ -1,15 +1,23 @@
+import type { Checkpointer } from '../../checkpoints/checkpointer.js';
+import type { RestoreOutcome } from '../../checkpoints/restore-checkpoint.js';
+import type { ToolResult } from '../../contracts/tool-result.js';
 import { executePlan, type PrimitiveDeps } from '../../executor/execute-plan.js';
 import { KiwiError } from '../../errors.js';
 import { succeeded, type CallHandler } from '../call-state.js';
 import type { OkOutcome, ThreadPort } from '../tool-call.js';
 
 /** The end of the chain: the allowed plan runs on its primitive, a thread plan on the gateway's thread runtime, a read answers at once. */
-export function runPlan(deps: { primitives: PrimitiveDeps; threads?: ThreadPort }): CallHandler {
+export function runPlan(deps: { primitives: PrimitiveDeps; threads?: ThreadPort; checkpoints?: Pick<Checkpointer, 'restore'> }): CallHandler {
   return async (call) => {
     const plan = call.allowed?.plan;
     if (plan === undefined) throw new KiwiError('INTERNAL', `call ${call.callId} reached the executor without an allowed plan`);
     const { request } = call;
     if (plan.kind === 'read') return succeeded(call, plan.result);
+    if (plan.kind === 'rollback') {
+      if (deps.checkpoints === undefined) throw new KiwiError('INVALID_INPUT', 'checkpoints are not restored here; run `kiwi checkpoints restore ID`');
+      const outcome = await deps.checkpoints.restore(plan.checkpoint, { tool: request.tool, callId: call.callId, session: request.session, client: request.client }, request.signal);
+      return succeeded(call, rollbackResult(outcome));
+    }
     if (plan.kind === 'thread' && deps.threads !== undefined) {
       request.thread?.onSpawn?.();
       return succeeded(call, await deps.threads.spawn(plan, request));
@@ -32,3 +40,14 @@ export function reuseResult(earlier: OkOutcome, run: CallHandler): CallHandler {
   };
 }
 
+
+/** What a rollback did, as `kiwi checkpoints restore --json` says it, with the checkpoint that undoes it. */
+function rollbackResult(outcome: RestoreOutcome): ToolResult {
+  const { plan, checkpoint, undo } = outcome;
+  const short = (id: string): string => id.slice(0, 12);
+  const text =
+    plan.write.length + plan.remove.length === 0
+      ? `the work tree already matches checkpoint ${short(checkpoint)}; nothing was changed`
+      : `restored checkpoint ${short(checkpoint)}: ${plan.write.length} file(s) written back, ${plan.remove.length} removed; HEAD, branches and the index are unchanged. Undo: rollback to ${short(undo ?? '')}`;
+  return { text, data: { checkpoint, ...plan, ...(undo ? { undo } : {}) }, isError: false };
+}

@@ -20,7 +20,7 @@ import { checkInputs } from '../registry/directive-input-values.js';
 import { threadMessages } from './thread-inputs.js';
 import { resumePoint } from './thread-resume.js';
 import { directiveModel, findDirective, threadLimits } from './directive-choice.js';
-import { environmentBrief, environmentContext, loadThreadEnvironment, type EnvironmentSource, type ThreadEnvironment } from './thread-environment.js';
+import { environmentBrief, inEnvironment, loadThreadEnvironment, type EnvironmentSource } from './thread-environment.js';
 import type { PipelineRef, ThreadHeader, ThreadRecord, ThreadStatus, ThreadStore, ThreadWriter } from './thread-store.js';
 import { shownPath } from '../shown-path.js';
 import { addUsage, createUsageTally, EMPTY_USAGE, withChildren, type PriceOf, type UsageSummary } from '../budgets/usage-summary.js';
@@ -158,7 +158,7 @@ export async function runThread(deps: ThreadDeps, start: ThreadStart): Promise<T
   const maxDepth = deps.maxDepth ?? DEFAULT_MAX_DEPTH;
   if (depth > maxDepth) throw new KiwiError('POLICY_DENIED', `thread ${start.parent?.id} may not spawn ${directive.name}: threads nest at most ${maxDepth} deep`);
   const inputs = checkInputs(directive, { ...env?.inputs, ...start.inputs });
-  const setup = prepare(deps, directive, env === undefined ? start : inEnvironment(deps, env, start));
+  const setup = prepare(deps, directive, env === undefined ? start : inEnvironment(env, start, deps.policy));
   const id = randomUUID();
   const messages = threadMessages(directive, inputs, setup.allowed, env && environmentBrief(env));
   // Refused before anything is written when a budget is already spent.
@@ -183,7 +183,7 @@ export async function resumeThread(deps: ThreadDeps, resume: ThreadResume): Prom
   const env = header.environment === undefined ? undefined : await loadThreadEnvironment(deps.environments, header.environment, header.directive);
   const directive = env?.directive ?? findDirective(deps.directives, header.directive);
   const inputs = checkInputs(directive, header.inputs);
-  const setup = prepare(deps, directive, env === undefined ? resume : inEnvironment(deps, env, resume));
+  const setup = prepare(deps, directive, env === undefined ? resume : inEnvironment(env, resume, deps.policy));
   const point = resumePoint(lines, directive, setup.limits, resume.message);
   const [system, user] = threadMessages(directive, inputs, setup.allowed, env && environmentBrief(env)) as [ChatMessage, ChatMessage];
   const messages: ChatMessage[] = [system, { role: 'user', content: `${user.content}\n\n${point.recap}` }];
@@ -211,13 +211,6 @@ async function endingHold(meter: BudgetMeter | undefined, run: () => Promise<Thr
   } finally {
     await meter?.end();
   }
-}
-
-/** The caller's start within the environment: its rights narrowed to the environment's tools, its model unless one was asked. */
-function inEnvironment<T extends Pick<ThreadStart, 'context' | 'model' | 'tier'>>(deps: ThreadDeps, env: ThreadEnvironment, start: T): T {
-  const asked = start.model !== undefined || start.tier !== undefined;
-  const model = asked ? {} : { ...(env.model ? { model: env.model } : {}), ...(env.modelTier ? { tier: env.modelTier } : {}) };
-  return { ...start, ...model, context: environmentContext(env, start.context ?? deps.policy) };
 }
 
 /** What a thread of this directive runs with: its model, its rights, its hooks and its limits. */

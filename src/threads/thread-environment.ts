@@ -38,6 +38,13 @@ export function environmentContext(env: ThreadEnvironment, base: PermissionConte
   return childContext(base, { ...base.rules, tools: env.tools.map((t) => t.id) }, `environment ${env.name}`);
 }
 
+/** The caller's start within the environment: its rights narrowed to the environment's tools, its model unless one was asked. */
+export function inEnvironment<T extends { context?: PermissionContext; model?: string; tier?: string }>(env: ThreadEnvironment, start: T, policy: PermissionContext): T {
+  const asked = start.model !== undefined || start.tier !== undefined;
+  const model = asked ? {} : { ...(env.model ? { model: env.model } : {}), ...(env.modelTier ? { tier: env.modelTier } : {}) };
+  return { ...start, ...model, context: environmentContext(env, start.context ?? policy) };
+}
+
 /** What the thread's first message says of its environment. */
 export function environmentBrief(env: ThreadEnvironment): string {
   const lines = [`This run starts from the environment "${env.name}".`];

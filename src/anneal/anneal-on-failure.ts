@@ -1,3 +1,4 @@
+import { addUsage } from '../budgets/usage-summary.js';
 import { isKiwiError } from '../errors.js';
 import type { AnnealingRules } from '../policy/annealing-rules.js';
 import type { ThreadOutcome, ThreadStart } from '../threads/run-thread.js';
@@ -31,7 +32,8 @@ export function annealOnFailure(
       return { ...failed, anneal: { failed_thread: failed.id, refused: error.message } };
     }
     const retried = await run({ ...start, retry: { of: failed.id, directive: annealed.directive } });
-    return { ...retried, anneal: { failed_thread: failed.id, from_version: annealed.previous.version, version: annealed.version } };
+    // What the caller's run cost is both runs (the annealing's own model call is not counted here).
+    return { ...retried, usage: addUsage(failed.usage, retried.usage), anneal: { failed_thread: failed.id, from_version: annealed.previous.version, version: annealed.version } };
   };
 }
 

@@ -1,4 +1,4 @@
-import { readdir, realpath } from 'node:fs/promises';
+import { access, readdir, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { stringify } from 'yaml';
 import { isKiwiError, KiwiError } from '../errors.js';
@@ -64,9 +64,8 @@ export async function listEnvironments(root: string): Promise<{ environments: En
 export async function writeEnvironment(root: string, env: Omit<EnvironmentFile, 'label'>, replace: boolean): Promise<string> {
   checkEnvironmentName(env.name);
   const display = path.join(ENVIRONMENTS_DIR, `${env.name}.yaml`);
-  if (!replace && (await listEnvironments(root)).environments.some((e) => e.name === env.name)) {
-    throw new KiwiError('CONFLICT', `${display} exists; pass --force to replace it`);
-  }
+  const file = path.join(root, ENVIRONMENTS_DIR, `${env.name}.yaml`);
+  if (!replace && (await access(file).then(() => true, () => false))) throw new KiwiError('CONFLICT', `${display} exists; pass --force to replace it`);
   const body = {
     name: env.name,
     ...(env.description === '' ? {} : { description: env.description }),
@@ -79,6 +78,6 @@ export async function writeEnvironment(root: string, env: Omit<EnvironmentFile, 
     ...(env.savedAt === undefined ? {} : { saved_at: env.savedAt }),
   };
   const header = '# Saved by `kiwi env save`: the versions and digests pin each item as it was. `kiwi env run` refuses a run once one changes.\n';
-  await replaceFile(path.join(root, ENVIRONMENTS_DIR, `${env.name}.yaml`), header + stringify(body, { lineWidth: 0 }));
+  await replaceFile(file, header + stringify(body, { lineWidth: 0 }));
   return display;
 }

@@ -1,7 +1,7 @@
 import { LOCAL_CLIENT } from '../../clients/client-auth.js';
 import { usageText } from '../../budgets/usage-summary.js';
 import { openGateway } from '../open-gateway.js';
-import type { ThreadOutcome } from '../../threads/run-thread.js';
+import type { ThreadOutcome, ThreadStart } from '../../threads/run-thread.js';
 import type { ThreadRecord } from '../../threads/thread-store.js';
 import { threadLineText } from '../../threads/thread-text.js';
 import { UsageError, type CliContext } from '../../cli/io.js';
@@ -47,13 +47,24 @@ export async function directivesCommand(ctx: CliContext): Promise<number> {
     return annealCommand(ctx, name, values);
   }
   if (values.thread !== undefined) throw new UsageError('--thread is for anneal');
-  const inputs = parseInputs(values.input ?? []);
+  return runThreadHere(ctx, projectOptions(ctx, values), { directive: name, inputs: parseInputs(values.input ?? []) }, values);
+}
+
+/**
+ * A thread run here as the local operator (`kiwi directives run`, `kiwi env run`): each step
+ * printed as it happens (or the outcome as JSON), then the outcome; 0 completed, 1 otherwise.
+ */
+export async function runThreadHere(
+  ctx: CliContext,
+  options: ReturnType<typeof projectOptions>,
+  start: Pick<ThreadStart, 'directive' | 'environment' | 'inputs'>,
+  values: { model?: string | undefined; json?: boolean | undefined },
+): Promise<number> {
   const log = (line: string): void => ctx.io.err(`kiwi: ${line}`);
-  const gateway = await openGateway({ ...projectOptions(ctx, values), log, onIndexProgress: progressLine(ctx), unattended: true, ...(ctx.signal ? { signal: ctx.signal } : {}) });
+  const gateway = await openGateway({ ...options, log, onIndexProgress: progressLine(ctx), unattended: true, ...(ctx.signal ? { signal: ctx.signal } : {}) });
   try {
     const outcome = await gateway.threads.run({
-      directive: name,
-      inputs,
+      ...start,
       client: LOCAL_CLIENT,
       ...(values.model ? { model: values.model } : {}),
       ...(ctx.signal ? { signal: ctx.signal } : {}),

@@ -1,19 +1,15 @@
 import path from 'node:path';
-import { LOCAL_CLIENT } from '../../clients/client-auth.js';
 import { isKiwiError } from '../../errors.js';
 import { UsageError, type CliContext } from '../../cli/io.js';
 import { parseFlags } from '../../cli/parse-flags.js';
 import { projectOptions } from '../../cli/project-options.js';
-import { progressLine } from '../../cli/commands/index-tools.js';
 import { checkInputs } from '../../registry/directive-input-values.js';
 import { checkEnvironmentName, listEnvironments, readEnvironment, writeEnvironment } from '../../registry/environment-folder.js';
 import type { EnvironmentFile } from '../../registry/environment-file.js';
 import { currentItems, pinnedItems, pinOf } from '../../registry/environment-pins.js';
-import { loadRegistry } from '../../registry/load-registry.js';
+import { loadProjectRegistry } from '../../project/project-registry.js';
 import type { Registry } from '../../registry/types.js';
-import type { ThreadRecord } from '../../threads/thread-store.js';
-import { openGateway } from '../open-gateway.js';
-import { parseInputs, printOutcome, printRecord } from './directives.js';
+import { parseInputs, runThreadHere } from './directives.js';
 
 const USAGE = [
   'kiwi env save NAME --directive D [--input K=V]... [--tool ID]... [--knowledge ID]... [--tier T | --model M] [--description TEXT] [--force]',
@@ -50,7 +46,7 @@ export async function envCommand(ctx: CliContext): Promise<number> {
   };
   const options = projectOptions(ctx, values);
   const root = path.resolve(options.projectDir);
-  const registry = (): Promise<Registry> => loadRegistry({ projectDir: options.projectDir, ...(options.userDir ? { userDir: options.userDir } : {}) });
+  const registry = (): Promise<Registry> => loadProjectRegistry({ projectDir: options.projectDir, env: ctx.env, ...(options.userDir ? { userDir: options.userDir } : {}) });
   if (action === 'list' && name === undefined) {
     onlyFor(['directive', 'input', 'tool', 'knowledge', 'tier', 'model', 'description', 'force'], 'save and run');
     return list(ctx, root, await registry(), values.json === true);
@@ -89,22 +85,7 @@ export async function envCommand(ctx: CliContext): Promise<number> {
   if (action !== 'run') throw new UsageError(`usage: ${USAGE}`);
   onlyFor(['directive', 'tool', 'knowledge', 'tier', 'description', 'force'], 'save');
   const env = await readEnvironment(root, name);
-  const log = (line: string): void => ctx.io.err(`kiwi: ${line}`);
-  const gateway = await openGateway({ ...options, log, onIndexProgress: progressLine(ctx), unattended: true, ...(ctx.signal ? { signal: ctx.signal } : {}) });
-  try {
-    const outcome = await gateway.threads.run({
-      directive: env.directive.name,
-      environment: name,
-      inputs: parseInputs(values.input ?? []),
-      client: LOCAL_CLIENT,
-      ...(values.model ? { model: values.model } : {}),
-      ...(ctx.signal ? { signal: ctx.signal } : {}),
-      ...(values.json ? {} : { onRecord: (r: ThreadRecord) => printRecord(ctx, r) }),
-    });
-    return printOutcome(ctx, outcome, values.json === true);
-  } finally {
-    await gateway.close();
-  }
+  return runThreadHere(ctx, options, { directive: env.directive.name, environment: name, inputs: parseInputs(values.input ?? []) }, values);
 }
 
 /** Whether the environment's items are still as it pinned them: undefined when they are, else why not. */

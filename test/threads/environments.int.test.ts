@@ -4,10 +4,10 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/app/run-cli.js';
-import { isKiwiError } from '../../src/errors.js';
 import { fileThreadStore } from '../../src/threads/file-thread-store.js';
 import type { ThreadLine } from '../../src/threads/thread-store.js';
 import { serveDemoGateway, type DemoGateway } from '../helpers/demo-gateway.js';
+import { refusal } from '../helpers/expect-failure.js';
 import { openAiStream } from '../helpers/openai-sse.js';
 
 /**
@@ -24,16 +24,6 @@ const cli = async (...argv: string[]): Promise<{ code: number; out: string[]; er
   const err: string[] = [];
   const code = await runCli([...argv, '--project', served.root], { env: { ...served.env, PATH: process.env['PATH'] }, cwd: served.root, io: { out: (l) => out.push(l), err: (l) => err.push(l) } });
   return { code, out, err };
-};
-
-const refusal = async (run: Promise<unknown>): Promise<string> => {
-  try {
-    await run;
-  } catch (error) {
-    if (isKiwiError(error)) return `${error.code}: ${error.message}`;
-    throw error;
-  }
-  return 'ran';
 };
 
 const calls = (lines: ThreadLine[]): string[] => lines.flatMap((l) => (l.type === 'result' ? [`${l.tool}:${l.status}`] : []));

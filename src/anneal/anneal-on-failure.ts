@@ -3,7 +3,6 @@ import { isKiwiError } from '../errors.js';
 import type { AnnealingRules } from '../policy/annealing-rules.js';
 import type { ThreadOutcome, ThreadStart } from '../threads/run-thread.js';
 import type { ThreadStore } from '../threads/thread-store.js';
-import type { Directive, Registry } from '../registry/types.js';
 import type { AnnealOutcome } from './anneal-directive.js';
 
 /**
@@ -54,16 +53,4 @@ export async function annealCounts(store: ThreadStore, scan = 1000): Promise<Map
     counts.set(header.directive, c);
   }
   return counts;
-}
-
-/**
- * The registry as the files now are once a new version is written: it runs from then on, as it
- * would after a restart, and the next failure anneals it rather than the version it replaced.
- */
-export function adoptAnnealed(registry: Registry, annealed: Directive): void {
-  const running = registry.directives.get(annealed.name);
-  registry.directives.set(annealed.name, annealed);
-  if (running === undefined) return;
-  const older = registry.olderDirectives ?? (registry.olderDirectives = new Map());
-  older.set(annealed.name, [running, ...(older.get(annealed.name) ?? [])]);
 }

@@ -8,7 +8,8 @@ import type { ThreadStore } from '../threads/thread-store.js';
 import type { AgentLoopDeps } from '../loop/agent-loop.js';
 import type { GatewayBudgets } from './gateway-budgets.js';
 import type { GatewayConfig } from './gateway-config.js';
-import { adoptAnnealed, annealOnFailure } from '../anneal/anneal-on-failure.js';
+import { annealOnFailure } from '../anneal/anneal-on-failure.js';
+import { adoptDirective } from '../registry/adopt-item.js';
 import { annealDirective } from '../anneal/anneal-directive.js';
 import { projectEnvironments } from './project-environments.js';
 import { tierModelOf } from './tier-model.js';
@@ -93,7 +94,7 @@ export function createGatewayThreads(deps: {
     rules: project.policy.annealing,
     async anneal(name, thread, signal) {
       const annealed = await annealDirective({ threads: deps.store, registry: project.registry, route: threadDeps.route, tierModel: threadDeps.tierModel }, { name, thread, ...(signal ? { signal } : {}) });
-      adoptAnnealed(project.registry, annealed.directive);
+      adoptDirective(project.registry, annealed.directive);
       return annealed;
     },
   });

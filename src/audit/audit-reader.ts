@@ -6,7 +6,7 @@ import { throwIfAborted } from '../abort.js';
 import { KiwiError, describeError } from '../errors.js';
 import { isDateFolder, isMissing, listAuditFiles, listDateFolders, validateSessionId } from './audit-files.js';
 import type { AuditFileName } from './audit-files.js';
-import type { AuditRecord } from './audit-record.js';
+import { CALL_ITEMS, type AuditRecord } from './audit-record.js';
 import { linesFromEnd } from './lines-from-end.js';
 
 /** What a line of an audit file must look like; extra keys are dropped. */
@@ -16,7 +16,7 @@ export const auditRecordSchema = z.object({
   client: z.string().optional(),
   call_id: z.string(),
   tool: z.string(),
-  item: z.enum(['directive', 'knowledge', 'checkpoint']).optional(),
+  item: z.enum(CALL_ITEMS).optional(),
   args: z.unknown().optional(),
   decision: z.enum(['allow', 'deny']),
   reason: z.string().optional(),

@@ -1,5 +1,9 @@
 import { auditValueJson, capText, truncationMarker } from './cap-audit-value.js';
 
+/** What a call may name besides a tool (ToolCall's `item`). */
+export const CALL_ITEMS = ['directive', 'knowledge', 'checkpoint', 'creation'] as const;
+export type CallItem = (typeof CALL_ITEMS)[number];
+
 /**
  * One line of `.ai/logs/audit/<YYYY-MM-DD>/<session>.jsonl`: one tool call, allowed or denied, or
  * one help signal of an agent (`help` set, tool `help`, args its action and message).
@@ -14,8 +18,8 @@ export interface AuditRecord {
   call_id: string;
   /** The tool's id; a directive's name or a knowledge entry's id when `item` says so. */
   tool: string;
-  /** Set when the call ran a directive (as a thread) or read a knowledge entry. */
-  item?: 'directive' | 'knowledge' | 'checkpoint';
+  /** Set when the call ran a directive (as a thread), read a knowledge entry, restored a checkpoint or created an item. */
+  item?: CallItem;
   /** As requested; redacted and capped by the writer with truncation markers. */
   args: unknown;
   decision: 'allow' | 'deny';
@@ -110,7 +114,7 @@ export function serializeAuditRecord(record: AuditRecord, caps: RecordCaps): str
     ['client', record.client === undefined ? undefined : str(record.client, STRING_CAPS.session)],
     ['call_id', str(record.call_id, STRING_CAPS.call_id)],
     ['tool', str(record.tool, STRING_CAPS.tool)],
-    ['item', record.item === 'directive' || record.item === 'knowledge' || record.item === 'checkpoint' ? `"${record.item}"` : undefined],
+    ['item', record.item !== undefined && CALL_ITEMS.includes(record.item) ? `"${record.item}"` : undefined],
     ['args', undefined],
     ['decision', record.decision === 'allow' ? '"allow"' : '"deny"'],
     ['reason', record.reason === undefined ? undefined : text(record.reason, STRING_CAPS.reason)],

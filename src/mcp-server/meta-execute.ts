@@ -5,6 +5,7 @@
  * as its content. A thread's `status`, `stream`, `cancel` and `resume` take its id (meta-thread.ts).
  */
 import { z } from 'zod';
+import { CREATE_TOOL } from '../registry/item-proposal.js';
 import { isReadOnlyKnowledge, ROLLBACK_TOOL } from '../registry/item-tools.js';
 import type { Directive, Knowledge } from '../registry/types.js';
 import {
@@ -20,6 +21,7 @@ import {
   preview,
   projectPathSchema,
   textResult,
+  type ItemType,
   type MetaContext,
   type MetaResult,
 } from './meta-common.js';
@@ -28,18 +30,18 @@ import { directiveSteps } from '../registry/directive-steps.js';
 import { directiveView, knowledgeText, knowledgeView, toolView } from './meta-views.js';
 
 const UNSUPPORTED =
-  'publish, delete, create, update, sign and link are not supported yet (edit files under .ai/ and run `kiwi sign FILE` instead)';
+  'publish, delete, update, sign and link are not supported yet ("create" writes a new version; `kiwi registry push` publishes)';
 
 export const executeShape = {
   item_type: itemTypeSchema,
   action: z
-    .enum(['run', 'rollback', ...THREAD_ACTIONS], {
+    .enum(['run', 'rollback', 'create', ...THREAD_ACTIONS], {
       error: (issue) =>
         issue.input === undefined
-          ? 'action is required: "run" runs an item; "rollback" restores a checkpoint; "status", "stream", "cancel" and "resume" act on a directive\'s thread'
-          : `action ${preview(issue.input)} is not supported: "run" and "rollback" are, and ${THREAD_ACTIONS.map((a) => `"${a}"`).join(', ')} for a directive's thread; ${UNSUPPORTED}`,
+          ? 'action is required: "run" runs an item; "create" proposes a new one; "rollback" restores a checkpoint; "status", "stream", "cancel" and "resume" act on a directive\'s thread'
+          : `action ${preview(issue.input)} is not supported: "run", "create" and "rollback" are, and ${THREAD_ACTIONS.map((a) => `"${a}"`).join(', ')} for a directive's thread; ${UNSUPPORTED}`,
     })
-    .describe('"run": a tool runs, a directive runs as a thread (or returns its steps to follow), knowledge returns its content. "rollback": item_id is a checkpoint id (a call\'s `checkpoint`), restored over the work tree. "status" | "stream" | "cancel" | "resume": item_id is a thread id'),
+    .describe('"run": a tool runs, a directive runs as a thread (or returns its steps to follow), knowledge returns its content. "create": a new tool, directive or knowledge entry (or a new version of one an agent created), item_id its id, parameters {content: its manifest or Markdown, files?: {name: text} a tool\'s scripts, tier?: "project" | "registry"}; it is checked, signed, and lands once the policy or a person allows it. "rollback": item_id is a checkpoint id (a call\'s `checkpoint`), restored over the work tree. "status" | "stream" | "cancel" | "resume": item_id is a thread id'),
   item_id: itemIdSchema,
   parameters: z
     .record(z.string(), z.unknown(), { error: 'parameters must be an object of named values, e.g. {"path": "README.md"}' })
@@ -65,6 +67,7 @@ export async function execute(ctx: MetaContext, args: ExecuteArgs, signal?: Abor
   const parameters = args.parameters ?? {};
   const options = { ...(args.async ? { async: true } : {}), ...(signal ? { signal } : {}) };
   if (args.action === 'rollback') return rollback(ctx, args, signal);
+  if (args.action === 'create') return create(ctx, type, args, signal);
   if (args.action !== 'run') {
     if (type !== 'directive') return errorResult('INVALID_INPUT', `action "${args.action}" acts on a directive's thread: call it with item_type "directive" and the thread id as item_id`);
     if (ctx.threads === undefined) return errorResult('INVALID_INPUT', `action "${args.action}" needs the gateway (\`kiwi serve\`'s /mcp), which runs directives as threads; here a directive's run returns its steps`);
@@ -106,6 +109,16 @@ async function rollback(ctx: MetaContext, args: ExecuteArgs, signal: AbortSignal
   if (args.async) return errorResult('INVALID_INPUT', 'async is for a directive\'s run: a rollback answers when it is done');
   if (args.parameters !== undefined && Object.keys(args.parameters).length > 0) return errorResult('INVALID_INPUT', 'a rollback takes no parameters: the checkpoint id is item_id');
   const outcome = await proxyCall(ctx, { tool: ROLLBACK_TOOL, item: 'checkpoint', args: { checkpoint: args.item_id }, ...callerFields(ctx), source: 'mcp', ...(signal ? { signal } : {}) });
+  return outcomeResult(outcome);
+}
+
+/**
+ * Proposes an item through the tool proxy, as the tool CREATE_TOOL: checked and signed there, then
+ * the policy's grant or a person's approval, hooks and audit, as for any call (authorize-creation.ts).
+ */
+async function create(ctx: MetaContext, type: ItemType, args: ExecuteArgs, signal: AbortSignal | undefined): Promise<MetaResult> {
+  if (args.async || args.environment !== undefined) return errorResult('INVALID_INPUT', 'a creation takes item_type, item_id and parameters {content, files?, tier?}; it answers when the item has landed or was refused');
+  const outcome = await proxyCall(ctx, { tool: CREATE_TOOL, item: 'creation', args: { item_type: type, item_id: args.item_id, ...args.parameters }, ...callerFields(ctx), source: 'mcp', ...(signal ? { signal } : {}) });
   return outcomeResult(outcome);
 }
 

@@ -21,6 +21,7 @@ import { DEFAULT_CONTAINER_LIMITS } from '../policy/isolation-choice.js';
 import { createToolProxy, type ToolProxy } from '../proxy/tool-proxy.js';
 import type { CallSource, ThreadPort } from '../proxy/tool-call.js';
 import type { Registry } from '../registry/load-registry.js';
+import { createItemCreations } from './land-item.js';
 import { loadProjectRegistry } from './project-registry.js';
 
 export interface ProjectOptions {
@@ -101,6 +102,7 @@ export async function openProject(options: ProjectOptions): Promise<Project> {
     ...(options.tracing ? { tracing: options.tracing } : {}),
     checkpoints,
     ...(options.threads ? { threads: options.threads } : {}),
+    creations: createItemCreations({ root, registry, env: options.env, ...(options.userDir ? { userDir: options.userDir } : {}) }),
   });
   return {
     root,

@@ -2,6 +2,7 @@ import type { ToolResult } from '../contracts/tool-result.js';
 import type { ExecutionPlan } from '../executor/plan-types.js';
 import type { PlanContext } from '../executor/plan.js';
 import type { PermissionContext } from '../policy/permission-context.js';
+import type { Proposal } from '../registry/item-proposal.js';
 import type { Directive, Knowledge, Tool } from '../registry/types.js';
 
 /** A call whose answer is known once it is allowed (a knowledge entry's content): nothing runs. */
@@ -16,11 +17,21 @@ export interface RollbackPlan {
   checkpoint: string;
 }
 
+/** An item an agent proposed, checked and signed, to land in the project or the registry tier (MCP `execute action=create`). */
+export interface CreatePlan {
+  kind: 'create';
+  proposal: Proposal;
+}
+
+export type AllowedPlan = ExecutionPlan | ReadPlan | RollbackPlan | CreatePlan;
+
 export interface Allowed {
   allowed: true;
-  plan: ExecutionPlan | ReadPlan | RollbackPlan;
+  plan: AllowedPlan;
   args: Record<string, unknown>;
   reason: string;
+  /** Why a person must approve the call although the policy allows it (a creation the policy does not grant). */
+  approval?: string;
 }
 
 export type Authorization =

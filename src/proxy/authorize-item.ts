@@ -5,21 +5,24 @@
  * its own; a knowledge entry is read: it runs nothing, so it needs no grant, but its reads pass
  * the proxy's other stages (rate limit, hooks, audit) like any call.
  */
+import type { CallItem } from '../audit/audit-record.js';
 import { KiwiError } from '../errors.js';
 import type { ToolResult } from '../contracts/tool-result.js';
 import { checkTool, type PermissionContext } from '../policy/permission-context.js';
-import { directiveTool, knowledgeFields, knowledgeTool, ROLLBACK_TOOL, rollbackTool } from '../registry/item-tools.js';
+import { creationTool, directiveTool, knowledgeFields, knowledgeTool, ROLLBACK_TOOL, rollbackTool } from '../registry/item-tools.js';
 import { checkToolName } from '../registry/tool-name.js';
 import type { Knowledge, Tool } from '../registry/types.js';
 import { checkInputs } from '../registry/directive-input-values.js';
 import { isPlainObject } from '../plain-object.js';
 import type { Authorization, AuthorizeDeps } from './authorization.js';
+import { authorizeCreation } from './authorize-creation.js';
 import { callContext } from './call-context.js';
 import type { ToolCall } from './tool-call.js';
 
 /** The item a call names, seen as a tool (for hooks, approvals and checkpoints); undefined when there is none. */
 export function itemTool(call: Pick<ToolCall, 'tool' | 'item'>, deps: Pick<AuthorizeDeps, 'items'>): Tool | undefined {
   if (call.item === 'checkpoint') return rollbackTool();
+  if (call.item === 'creation') return creationTool();
   if (call.item === 'directive') {
     const directive = deps.items?.directives.get(call.tool);
     return directive && directiveTool(directive);
@@ -28,9 +31,10 @@ export function itemTool(call: Pick<ToolCall, 'tool' | 'item'>, deps: Pick<Autho
   return entry && knowledgeTool(entry);
 }
 
-export async function authorizeItem(call: ToolCall & { item: 'directive' | 'knowledge' | 'checkpoint' }, deps: AuthorizeDeps): Promise<Authorization> {
+export async function authorizeItem(call: ToolCall & { item: CallItem }, deps: AuthorizeDeps): Promise<Authorization> {
   const ctx = callContext(deps.context, call.context);
   if (call.item === 'checkpoint') return authorizeRollback(call, ctx);
+  if (call.item === 'creation') return authorizeCreation(call, ctx, deps, new Date());
   const name = checkToolName(call.tool);
   if (!name.ok) return { allowed: false, reason: `${call.item} name \`${call.tool}\` is not valid: ${name.reason}` };
   if (call.args !== undefined && call.args !== null && !isPlainObject(call.args)) {

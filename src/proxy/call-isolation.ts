@@ -1,7 +1,6 @@
 import type { AuditRecord } from '../audit/audit-record.js';
-import type { ExecutionPlan } from '../executor/plan-types.js';
 import type { PrimitiveDeps } from '../executor/execute-plan.js';
-import type { ReadPlan, RollbackPlan } from './authorization.js';
+import type { AllowedPlan } from './authorization.js';
 
 export type Isolation = Pick<AuditRecord, 'sandbox' | 'sandbox_reason'>;
 
@@ -11,7 +10,7 @@ export type Isolation = Pick<AuditRecord, 'sandbox' | 'sandbox_reason'>;
  * unsandboxed, and why (`sandbox: off`, bwrap missing at start), without the start-up warning.
  * Stdio MCP servers run in the same sandbox as subprocess tools (the app wires one to both).
  */
-export function isolationOf(plan: ExecutionPlan | ReadPlan | RollbackPlan, primitives: PrimitiveDeps): Isolation {
+export function isolationOf(plan: AllowedPlan, primitives: PrimitiveDeps): Isolation {
   const processIsolation = (): Isolation => {
     const sandbox = primitives.sandbox?.sandbox;
     if (sandbox?.active) return { sandbox: 'bwrap' };
@@ -32,5 +31,7 @@ export function isolationOf(plan: ExecutionPlan | ReadPlan | RollbackPlan, primi
       return { sandbox: 'none', sandbox_reason: 'a directive thread: each call it makes has its own record' };
     case 'rollback':
       return { sandbox: 'none', sandbox_reason: 'a checkpoint restored by the gateway with git: no tool runs' };
+    case 'create':
+      return { sandbox: 'none', sandbox_reason: 'an item written by the gateway: it runs nothing (the item runs at its own isolation when called)' };
   }
 }

@@ -1,9 +1,10 @@
 import type { UsageSummary } from '../budgets/usage-summary.js';
-import type { ResolvedBy } from '../audit/audit-record.js';
+import type { CallItem, ResolvedBy } from '../audit/audit-record.js';
 import type { ToolResult } from '../contracts/tool-result.js';
 import type { ThreadPlan } from '../executor/plan-types.js';
 import type { LoadedHook } from '../hooks/hook-runner.js';
 import type { PermissionContext } from '../policy/permission-context.js';
+import type { Proposal } from '../registry/item-proposal.js';
 import type { AskApproval } from './approval.js';
 
 export type CallSource = 'cli' | 'gateway' | 'mcp' | 'prefetch' | 'runner' | 'thread';
@@ -12,8 +13,12 @@ export type CallSource = 'cli' | 'gateway' | 'mcp' | 'prefetch' | 'runner' | 'th
 export interface ToolCall {
   /** The tool's id; a directive's name or a knowledge entry's id when `item` says so. */
   tool: string;
-  /** A directive (run as a thread, as a thread tool is), a knowledge entry (its content is the result), or a checkpoint to restore (`tool` is ROLLBACK_TOOL, `args.checkpoint` its id); absent, a tool. */
-  item?: 'directive' | 'knowledge' | 'checkpoint';
+  /**
+   * A directive (run as a thread, as a thread tool is), a knowledge entry (its content is the
+   * result), a checkpoint to restore (`tool` is ROLLBACK_TOOL, `args.checkpoint` its id), or an
+   * item to create (`tool` is CREATE_TOOL, `args` the proposal); absent, a tool.
+   */
+  item?: CallItem;
   args?: unknown;
   /** The conversation the call belongs to; the audit files it under this id. */
   session: string;
@@ -72,4 +77,9 @@ export type BackgroundSpawner = (plan: ThreadPlan, call: ToolCall) => Promise<st
 export interface ThreadPort {
   spawn: ThreadSpawner;
   background: BackgroundSpawner;
+}
+
+/** Lands an allowed proposal (project/land-item.ts): writes or pushes it, and the registry runs it from then on. */
+export interface ItemCreations {
+  land(proposal: Proposal, call: ToolCall): Promise<ToolResult>;
 }

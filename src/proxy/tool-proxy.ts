@@ -18,7 +18,7 @@ import { HELP_TOOL, type HelpOutcome, type HelpSignal } from './help-signal.js';
 import { NOTHING_RAN } from './stages/audit-stage.js';
 import { reuseResult, runPlan } from './stages/run-plan.js';
 import { standardStages } from './standard-stages.js';
-import type { CallOutcome, OkOutcome, ThreadPort, ToolCall } from './tool-call.js';
+import type { CallOutcome, ItemCreations, OkOutcome, ThreadPort, ToolCall } from './tool-call.js';
 
 export interface ToolProxyDeps {
   tools: ReadonlyMap<string, Tool>;
@@ -36,6 +36,8 @@ export interface ToolProxyDeps {
   checkpoints?: Pick<Checkpointer, 'before' | 'restore'>;
   /** Where thread plans and the hooks' directives run (the gateway's thread runtime); absent, thread plans are refused. */
   threads?: ThreadPort;
+  /** Lands the items agents create (MCP `execute action=create`); absent, creations are refused. */
+  creations?: ItemCreations;
   now?: () => number;
 }
 
@@ -96,7 +98,7 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
         }
       : {}),
   };
-  const run = runPlan({ primitives: deps.primitives, ...(threads ? { threads } : {}), ...(deps.checkpoints ? { checkpoints: deps.checkpoints } : {}) });
+  const run = runPlan({ primitives: deps.primitives, ...(threads ? { threads } : {}), ...(deps.checkpoints ? { checkpoints: deps.checkpoints } : {}), ...(deps.creations ? { creations: deps.creations } : {}) });
   const tracing = deps.tracing;
   const traced: CallHandler = tracing ? (call) => tracing.span('kiwi.tool.run', { 'kiwi.tool': call.request.tool, 'kiwi.call_id': call.callId }, () => run(call)) : run;
   const execute: CallHandler = (call) => {

@@ -4,6 +4,7 @@
  * only reads. The resolver fills and checks their arguments as it does a tool's, and hooks and
  * approvals read `tool.*` of them as of a tool.
  */
+import { CREATE_TOOL } from './item-proposal.js';
 import type { Directive, Knowledge, Tool, ToolParameter } from './types.js';
 
 /** What an intent or a call may name besides a tool. */
@@ -105,6 +106,30 @@ export function rollbackTool(): Tool {
     requiresApproval: false,
     config: {},
     parameters: [{ name: 'checkpoint', type: 'string', required: true, description: 'The checkpoint id' }],
+    tags: [],
+    examples: [],
+    source: { path: '(built in)', tier: 'project' },
+  };
+}
+
+/** A creation seen as a tool: it writes `.ai/` (or the registry tier), so it is checkpointed first and hooks and approvals can name it. */
+export function creationTool(): Tool {
+  return {
+    id: CREATE_TOOL,
+    type: 'primitive',
+    executor: null,
+    version: '1.0.0',
+    description: 'Create a tool, directive or knowledge entry, or a new version of one an agent created',
+    mutatesState: true,
+    requiresApproval: false,
+    config: {},
+    parameters: [
+      { name: 'item_type', type: 'string', required: true, description: 'tool, directive or knowledge' },
+      { name: 'item_id', type: 'string', required: true, description: "The item's id" },
+      { name: 'content', type: 'string', required: true, description: 'The manifest, directive or entry, as text' },
+      { name: 'files', type: 'object', required: false, description: "A tool's script files: name to text" },
+      { name: 'tier', type: 'string', required: false, description: 'project (default) or registry' },
+    ],
     tags: [],
     examples: [],
     source: { path: '(built in)', tier: 'project' },

@@ -12,7 +12,7 @@ import { fireOnCall } from './fire-hooks.js';
 export function approvalStage(deps: { rules: ApprovalRules | undefined; hooks: CallHookDeps; now: () => number }): CallStage {
   return (next) => async (call) => {
     const { request } = call;
-    const needs = approvalReason(call.tool, request.tool, deps.rules, call.hookAsks);
+    const needs = approvalReason(call.tool, request.tool, deps.rules, call.hookAsks) ?? call.allowed?.approval;
     if (needs !== undefined) {
       const asked = deps.now();
       const timeoutMs = deps.rules?.timeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS;

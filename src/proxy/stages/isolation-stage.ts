@@ -1,9 +1,8 @@
 import type { PrimitiveDeps } from '../../executor/execute-plan.js';
-import type { ExecutionPlan } from '../../executor/plan-types.js';
 import { isolationRefusal, toIsolationPolicy } from '../../policy/isolation-policy.js';
 import type { PermissionContext } from '../../policy/permission-context.js';
 import type { IsolationLevel } from '../../registry/types.js';
-import type { ReadPlan, RollbackPlan } from '../authorization.js';
+import type { AllowedPlan } from '../authorization.js';
 import { refused, type CallStage } from '../call-state.js';
 
 /**
@@ -33,7 +32,7 @@ export function isolationStage(deps: { context: PermissionContext; primitives: P
 }
 
 /** The level a plan's process runs at: a stdio MCP server always under the sandbox; nothing for a plan that starts no process. */
-function processLevel(plan: ExecutionPlan | ReadPlan | RollbackPlan): IsolationLevel | undefined {
+function processLevel(plan: AllowedPlan): IsolationLevel | undefined {
   if (plan.kind === 'subprocess') return plan.isolation;
   if (plan.kind === 'mcp' && plan.server.transport === 'stdio') return 'standard';
   return undefined;

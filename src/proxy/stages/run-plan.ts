@@ -4,10 +4,10 @@ import type { ToolResult } from '../../contracts/tool-result.js';
 import { executePlan, type PrimitiveDeps } from '../../executor/execute-plan.js';
 import { KiwiError } from '../../errors.js';
 import { succeeded, type CallHandler } from '../call-state.js';
-import type { OkOutcome, ThreadPort } from '../tool-call.js';
+import type { ItemCreations, OkOutcome, ThreadPort } from '../tool-call.js';
 
 /** The end of the chain: the allowed plan runs on its primitive, a thread plan on the gateway's thread runtime, a read answers at once. */
-export function runPlan(deps: { primitives: PrimitiveDeps; threads?: ThreadPort; checkpoints?: Pick<Checkpointer, 'restore'> }): CallHandler {
+export function runPlan(deps: { primitives: PrimitiveDeps; threads?: ThreadPort; checkpoints?: Pick<Checkpointer, 'restore'>; creations?: ItemCreations }): CallHandler {
   return async (call) => {
     const plan = call.allowed?.plan;
     if (plan === undefined) throw new KiwiError('INTERNAL', `call ${call.callId} reached the executor without an allowed plan`);
@@ -17,6 +17,10 @@ export function runPlan(deps: { primitives: PrimitiveDeps; threads?: ThreadPort;
       if (deps.checkpoints === undefined) throw new KiwiError('INVALID_INPUT', 'checkpoints are not restored here; run `kiwi checkpoints restore ID`');
       const outcome = await deps.checkpoints.restore(plan.checkpoint, { tool: request.tool, callId: call.callId, session: request.session, client: request.client }, request.signal);
       return succeeded(call, rollbackResult(outcome));
+    }
+    if (plan.kind === 'create') {
+      if (deps.creations === undefined) throw new KiwiError('INVALID_INPUT', 'items are not created here; create them through a project (`kiwi serve` or `kiwi mcp`)');
+      return succeeded(call, await deps.creations.land(plan.proposal, request));
     }
     if (plan.kind === 'thread' && deps.threads !== undefined) {
       request.thread?.onSpawn?.();

@@ -32,7 +32,7 @@ export function authorizeCreation(call: ToolCall, ctx: PermissionContext, deps: 
     allowed: true,
     plan: { kind: 'create', proposal },
     args,
-    reason: `creating ${what} waits for a person (${grant.reason})`,
+    reason: `allowed once a person approves (${grant.reason})`,
     approval: `an agent proposes ${what} in the ${proposal.tier} tier; the policy does not grant this client ${CREATE_TOOL}, so a person decides`,
   };
 }

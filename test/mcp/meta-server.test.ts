@@ -220,7 +220,7 @@ describe('meta-server: execute', () => {
   });
 
   it('refuses actions other than run, and bad arguments, with clear errors', async () => {
-    await expectError(call('execute', { item_type: 'tool', action: 'publish', item_id: 'echo_text' }), /action "publish" is not supported: "run" and "rollback" are, and "status", "stream", "cancel", "resume" for a directive's thread/);
+    await expectError(call('execute', { item_type: 'tool', action: 'publish', item_id: 'echo_text' }), /action "publish" is not supported: "run", "create" and "rollback" are, and "status", "stream", "cancel", "resume" for a directive's thread/);
     await expectError(call('execute', { item_type: 'directive', action: 'delete', item_id: 'summarize_docs' }), /action "delete" is not supported/);
     // A thread's actions are the gateway's: kiwi mcp on stdio runs no threads.
     await expectError(call('execute', { item_type: 'tool', action: 'status', item_id: 'echo_text' }), /action "status" acts on a directive's thread: call it with item_type "directive"/);

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { KiwiError } from '../errors.js';
 import { isolationRefusal, toIsolationPolicy } from '../policy/isolation-policy.js';
-import { checkTool, type PermissionContext } from '../policy/permission-context.js';
+import { checkChain, deny, type Decision, type PermissionContext } from '../policy/permission-context.js';
 import { CREATE_TOOL, proposeItem } from '../registry/item-proposal.js';
 import { successionProblem } from '../registry/item-succession.js';
 import type { Tool } from '../registry/types.js';
@@ -11,8 +11,8 @@ import type { ToolCall } from './tool-call.js';
 /**
  * A creation (MCP `execute action=create`): the proposal is checked and signed first, so a person
  * is never asked about one that could not land; then a client the policy grants CREATE_TOOL (in
- * its `tools`) creates at once, and any other waits for a person's approval — refused when there
- * is no one to ask. The landing checks the registry again (land-item.ts): it may have changed.
+ * its `tools`, by that exact name) creates at once, and any other waits for a person's approval —
+ * refused when there is no one to ask. The landing checks the registry again (land-item.ts): it may have changed.
  */
 export function authorizeCreation(call: ToolCall, ctx: PermissionContext, deps: Pick<AuthorizeDeps, 'tools' | 'items' | 'plan'>, now: Date): Authorization {
   if (call.tool !== CREATE_TOOL) throw new KiwiError('INVALID_INPUT', `an item is created by the tool ${CREATE_TOOL}, not \`${call.tool.slice(0, 80)}\``);
@@ -25,7 +25,7 @@ export function authorizeCreation(call: ToolCall, ctx: PermissionContext, deps: 
     if (below !== undefined) return { allowed: false, reason: below };
   }
   const args = { item_type: proposal.kind, item_id: proposal.id, version: proposal.version, tier: proposal.tier, files: Object.fromEntries(proposal.files.map((f) => [f.name, f.text])) };
-  const grant = checkTool(ctx, CREATE_TOOL);
+  const grant = namedGrant(ctx);
   const what = `${proposal.kind} ${proposal.id}@${proposal.version}`;
   if (grant.allowed) return { allowed: true, plan: { kind: 'create', proposal }, args, reason: `allowed by ${ctx.label}` };
   return {
@@ -43,4 +43,12 @@ function belowFloor(tool: Tool, ctx: PermissionContext): string | undefined {
   let root = ctx;
   while (root.parent !== undefined) root = root.parent;
   return isolationRefusal(root.isolation ?? toIsolationPolicy(undefined), tool.id, tool.isolation, root.label);
+}
+
+/**
+ * Creation adds code that runs, so it is granted only where every policy of the chain names
+ * CREATE_TOOL itself: a glob written for tools (`"*"`) does not grant it.
+ */
+function namedGrant(ctx: PermissionContext): Decision {
+  return checkChain(ctx, (c) => (c.rules.tools.includes(CREATE_TOOL) ? { allowed: true } : deny(c, `\`${CREATE_TOOL}\` is not named in \`tools\` (a glob does not grant it)`)));
 }

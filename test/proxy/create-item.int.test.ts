@@ -100,6 +100,48 @@ describe('a creation on the tool proxy', () => {
     }
   }, 60_000);
 
+  it('lands a directive\'s new version beside the old one, and a knowledge entry\'s old version in .versions', async () => {
+    const temp = createTempProject();
+    temp.write('.ai/config/policy.yaml', policy([CREATE_TOOL]));
+    const project = await open(temp);
+    const directive = (version: string): string => `# summarise\n\n<directive name="summarise" version="${version}">\n  <metadata><description>Summarise the notes</description></metadata>\n  <process><step name="read">Read the notes</step></process>\n</directive>\n`;
+    const entry = (version: string): string => `---\nid: release-days\ntitle: When we release\nentry_type: reference\nversion: "${version}"\n---\n\nWe release on Tuesdays.\n`;
+    try {
+      for (const version of ['1.0.0', '1.1.0']) {
+        expect(await create(project, { item_type: 'directive', item_id: 'summarise', content: directive(version) })).toMatchObject({ status: 'ok' });
+        expect(await create(project, { item_type: 'knowledge', item_id: 'release-days', content: entry(version) })).toMatchObject({ status: 'ok' });
+      }
+      expect(readdirSync(path.join(temp.root, '.ai/directives/created')).sort()).toEqual(['summarise.md', 'summarise.v1.1.0.md']);
+      expect(project.registry.directives.get('summarise')?.version).toBe('1.1.0');
+      expect(project.registry.olderDirectives?.get('summarise')?.map((d) => d.version)).toEqual(['1.0.0']);
+      expect(readdirSync(path.join(temp.root, '.ai/knowledge/created/.versions/1.0.0'))).toEqual(['release-days.md']);
+      expect(project.registry.knowledge.get('release-days')?.version).toBe('1.1.0');
+      const again = await open(temp);
+      expect([again.registry.directives.get('summarise')?.version, again.registry.knowledge.get('release-days')?.version, again.registry.errors]).toEqual(['1.1.0', '1.1.0', []]);
+      await again.close();
+    } finally {
+      await project.close();
+      temp.remove();
+    }
+  }, 60_000);
+
+  it('is granted only by its own name: a glob of tools does not grant it', async () => {
+    const temp = createTempProject();
+    temp.write('.ai/config/policy.yaml', policy(['*']));
+    const project = await open(temp);
+    try {
+      const asked: string[] = [];
+      const outcome = await create(project, proposal('1.0.0'), { approve: async (q) => (asked.push(q.reason), { approved: false, decidedBy: 'reviewer', reason: 'no' }) });
+      expect(outcome).toMatchObject({ status: 'denied', reason: 'no' });
+      expect(asked).toHaveLength(1);
+      const [record] = (await readAuditTail({ dir: project.auditDir, limit: 5 })).filter((r) => r.tool === CREATE_TOOL);
+      expect(record?.approval).toMatchObject({ approved: false, decided_by: 'reviewer' });
+    } finally {
+      await project.close();
+      temp.remove();
+    }
+  }, 60_000);
+
   for (const [name, openTier] of registryTierBackends()) {
     it(`lands a version in the registry tier (${name}), where every version is kept, and runs it`, async () => {
       const place = await openTier();

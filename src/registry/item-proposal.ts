@@ -45,7 +45,10 @@ const text = (what: string) =>
 const proposalArgs = z.strictObject(
   {
     item_type: z.enum(CREATABLE, { error: `item_type must be one of ${CREATABLE.join(', ')}` }),
-    item_id: z.string({ error: 'item_id must be the new item\'s id (a directive\'s name)' }).regex(TOOL_ID_PATTERN, 'item_id is 1-128 of A-Z, a-z, 0-9, "_", "." and "-"'),
+    item_id: z
+      .string({ error: 'item_id must be the new item\'s id (a directive\'s name)' })
+      .regex(TOOL_ID_PATTERN, 'item_id is 1-128 of A-Z, a-z, 0-9, "_", "." and "-"')
+      .refine((id) => !id.startsWith('.'), 'item_id must not start with "." (the registry does not load hidden files)'),
     content: text('parameters.content (the manifest, directive or entry)'),
     files: z
       .record(z.string(), text('each of parameters.files'), { error: 'parameters.files must be an object of file name to text, e.g. {"count.py": "..."}' })

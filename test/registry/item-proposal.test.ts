@@ -54,6 +54,7 @@ describe('proposeItem', () => {
     expect(refused({ item_type: 'pipeline', item_id: 'x', content: 'x' })).toContain('item_type must be one of tool, directive, knowledge');
     expect(refused({ item_type: 'tool', item_id: '../x', content: manifest() })).toContain('item_id is 1-128 of');
     expect(refused({ item_type: 'tool', item_id: 'shout' })).toContain('content');
+    expect(refused({ item_type: 'knowledge', item_id: '..', content: 'x' })).toContain('must not start with "."');
     expect(refused({ ...tool(), content: '' })).toContain('is empty');
     expect(refused({ ...tool(), content: 'x'.repeat(300 * 1024) })).toContain('longer than 262144 characters');
     expect(refused({ ...tool(), tier: 'user' })).toContain('parameters.tier must be one of project, registry');

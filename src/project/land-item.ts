@@ -1,10 +1,10 @@
-import { lstat, mkdir, readdir, realpath, rename, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, realpath, rename, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import type { ToolResult } from '../contracts/tool-result.js';
 import { KiwiError } from '../errors.js';
 import { openRegistryTierDatabase } from '../kernel/registry-tier-database.js';
-import { isInside } from '../policy/path-check.js';
+import { folderInside } from '../policy/folder-inside.js';
 import type { ItemCreations, ToolCall } from '../proxy/tool-call.js';
 import { adoptItem } from '../registry/adopt-item.js';
 import { parseDirective } from '../registry/directive-parser.js';
@@ -76,7 +76,8 @@ function existing(registry: Registry, proposal: Proposal): { version: string; pa
 }
 
 async function landInProject(aiDir: string, proposal: Proposal, previous: { version: string; path: string } | undefined): Promise<Landed> {
-  const folder = await folderInside(aiDir, proposal.folder.split('/'));
+  await mkdir(aiDir, { recursive: true });
+  const folder = await madeInside(await realpath(aiDir), proposal.folder.split('/'));
   const manifest = proposal.kind === 'directive' && previous !== undefined ? `${proposal.id}.v${proposal.version}.md` : proposal.manifest;
   if (previous !== undefined && proposal.kind !== 'directive') await keepVersion(folder, proposal, previous);
   for (const file of proposal.files) {
@@ -94,7 +95,7 @@ async function landInProject(aiDir: string, proposal: Proposal, previous: { vers
 
 /** The replaced version's files (all but hidden ones) moved into `.versions/VERSION/` of its folder. */
 async function keepVersion(folder: string, proposal: Proposal, previous: { version: string; path: string }): Promise<void> {
-  const kept = await folderInside(folder, ['.versions', previous.version]);
+  const kept = await madeInside(folder, ['.versions', previous.version]);
   const names = proposal.kind === 'tool' ? (await readdir(folder)).filter((n) => !n.startsWith('.')) : [path.basename(previous.path)];
   for (const name of names) await rename(path.join(folder, name), path.join(kept, name));
 }
@@ -130,21 +131,8 @@ function reparsed(proposal: Proposal, file: string, tier: 'project' | 'registry'
   return { kind: proposal.kind, item: result.value } as ProposedItem;
 }
 
-/** `base/…segments`, made where missing; a symlink or a non-folder on the way is refused, so nothing lands outside `base`. */
-async function folderInside(base: string, segments: readonly string[]): Promise<string> {
-  const realBase = await realpath(base).catch(async () => {
-    await mkdir(base, { recursive: true });
-    return realpath(base);
-  });
-  let dir = realBase;
-  for (const segment of segments) {
-    dir = path.join(dir, segment);
-    const stat = await lstat(dir).catch(() => undefined);
-    if (stat === undefined) await mkdir(dir).catch((error: { code?: string }) => {
-      if (error.code !== 'EEXIST') throw error;
-    });
-    else if (stat.isSymbolicLink() || !stat.isDirectory()) throw new KiwiError('INVALID_INPUT', `${dir} is ${stat.isSymbolicLink() ? 'a symlink' : 'not a folder'}; created items land only in plain folders inside ${base}`);
-  }
-  if (!isInside(await realpath(dir), realBase)) throw new KiwiError('INVALID_INPUT', `${dir} leads outside ${base}`);
-  return dir;
+async function madeInside(realBase: string, segments: readonly string[]): Promise<string> {
+  const made = await folderInside(realBase, segments);
+  if (!made.ok) throw new KiwiError('POLICY_DENIED', `${path.join(realBase, ...segments)} leads outside ${realBase} (to ${made.outside}); created items land only inside .ai/`);
+  return made.dir;
 }

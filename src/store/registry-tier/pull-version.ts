@@ -1,7 +1,7 @@
 import { lstat, mkdir, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { KiwiError } from '../../errors.js';
-import { isInside } from '../../policy/path-check.js';
+import { folderInside } from '../../policy/folder-inside.js';
 import { readCappedFile } from '../../read-capped-file.js';
 import { replaceFile } from '../../replace-file.js';
 import { fileDigest, VERSION_LIMITS, type TierVersion } from './tier-version.js';
@@ -10,7 +10,8 @@ import { fileDigest, VERSION_LIMITS, type TierVersion } from './tier-version.js'
  * Writes one version's files into the project's `.ai/<folder>/`. A file that is there with other
  * bytes (changed locally, or another version) is left alone unless `force`: then nothing is
  * written and the answer names them. Every target's folder is realpath-checked to be inside
- * `.ai/`, and a target that is a symlink is refused, so a pull never writes outside it.
+ * `.ai/` before anything is made in it, and a target that is a symlink is refused, so a pull
+ * never writes, nor makes a folder, outside it.
  */
 export type PullOutcome =
   | { status: 'written'; written: string[]; unchanged: string[] }
@@ -23,12 +24,11 @@ export async function pullVersion(v: TierVersion, aiDir: string, options: { forc
   for (const file of v.files) {
     const relative = [...v.folder.split('/'), ...file.path.split('/')];
     const shown = `.ai/${relative.join('/')}`;
-    const target = path.join(realAi, ...relative);
-    await mkdir(path.dirname(target), { recursive: true });
-    const realDir = await realpath(path.dirname(target));
-    if (!isInside(realDir, realAi)) throw new KiwiError('POLICY_DENIED', `${shown}: its folder leads outside .ai (to ${realDir}); remove the symlink, then pull again`);
+    const folder = await folderInside(realAi, relative.slice(0, -1));
+    if (!folder.ok) throw new KiwiError('POLICY_DENIED', `${shown}: its folder leads outside .ai (to ${folder.outside}); remove the symlink, then pull again`);
+    const target = path.join(folder.dir, relative.at(-1) as string);
     const current = await currentDigest(target, shown);
-    planned.push({ shown, target: path.join(realDir, path.basename(target)), bytes: file.bytes, current, same: current === file.digest });
+    planned.push({ shown, target, bytes: file.bytes, current, same: current === file.digest });
   }
   const changed = planned.filter((p) => !p.same);
   const differing = changed.filter((p) => p.current !== undefined).map((p) => p.shown);

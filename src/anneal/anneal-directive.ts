@@ -2,7 +2,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { isKiwiError, KiwiError } from '../errors.js';
 import { DEMO_MODEL_ID } from '../llm/demo-provider.js';
-import type { ChatProvider } from '../llm/types.js';
+import type { ChatProvider, ChatUsage } from '../llm/types.js';
 import { parseDirective } from '../registry/directive-parser.js';
 import { signText } from '../registry/signature.js';
 import type { Directive, Registry } from '../registry/types.js';
@@ -53,6 +53,8 @@ export interface AnnealOutcome {
   summary: string[];
   /** The new version as the registry reads it from `file`. */
   directive: Directive;
+  /** The tokens the model's answer cost, by the upstream's model id, as the upstream counted them (absent when it did not say). */
+  used?: { model: string; usage: ChatUsage };
 }
 
 /** The most recent failed runs it learns from: enough to see a pattern, few enough to fit a prompt. */
@@ -71,7 +73,7 @@ export async function annealDirective(deps: AnnealDeps, options: AnnealOptions):
 
   const fileText = await readFile(directive.source.path, 'utf8');
   const messages = annealMessages(directive, fileText, runs, nextVersion(directive.version));
-  const answer = await collectText(route.provider, { model: route.model, messages }, options.signal);
+  const { text: answer, used } = await collectText(route.provider, { model: route.model, messages }, options.signal);
   const extracted = extractDirectiveFile(answer);
   const refused = (why: string): KiwiError => new KiwiError('INVALID_DIRECTIVE', `the model's answer was not written: ${why}; ${directive.source.path} is unchanged`);
   if (extracted === undefined) throw refused(`it has no file between a line "${FILE_START}" and a line "${FILE_END}"`);
@@ -104,6 +106,7 @@ export async function annealDirective(deps: AnnealDeps, options: AnnealOptions):
     threads: runs.map((r) => ({ id: r.id, failure: r.failure })),
     summary: changeSummary(directive, parsed.value, fileText, signed),
     directive: { ...parsed.value, source: { ...parsed.value.source, path: file } },
+    ...(used === undefined ? {} : { used: { model: route.model, usage: used } }),
   };
 }
 
@@ -133,14 +136,16 @@ async function namedFailure(threads: ThreadStore, directive: Directive, id: stri
   return { id, failure, lines };
 }
 
-async function collectText(provider: ChatProvider, request: Parameters<ChatProvider['stream']>[0], signal: AbortSignal | undefined): Promise<string> {
+async function collectText(provider: ChatProvider, request: Parameters<ChatProvider['stream']>[0], signal: AbortSignal | undefined): Promise<{ text: string; used?: ChatUsage }> {
   let text = '';
+  let used: ChatUsage | undefined;
   for await (const event of provider.stream(request, signal)) {
+    if (event.type === 'finish') used = event.usage;
     if (event.type !== 'text') continue;
     text += event.text;
     if (text.length > MAX_ANSWER_CHARS) throw new KiwiError('PAYLOAD_TOO_LARGE', `the model's answer passed ${MAX_ANSWER_CHARS} characters; a directive file is far smaller, so nothing was written`);
   }
-  return text;
+  return { text, ...(used === undefined ? {} : { used }) };
 }
 
 /** `review.md` 1.0.1 → `review.v1.0.1.md`, in the same folder; a `.vX` already in the name is replaced, not repeated. */

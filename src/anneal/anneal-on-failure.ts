@@ -1,4 +1,4 @@
-import { addUsage } from '../budgets/usage-summary.js';
+import { addUsage, createUsageTally, type PriceOf } from '../budgets/usage-summary.js';
 import { isKiwiError } from '../errors.js';
 import type { AnnealingRules } from '../policy/annealing-rules.js';
 import type { ThreadOutcome, ThreadStart } from '../threads/run-thread.js';
@@ -17,6 +17,8 @@ export function annealOnFailure(
   deps: {
     rules: AnnealingRules | undefined;
     anneal(name: string, thread: string, signal: AbortSignal | undefined): Promise<AnnealOutcome>;
+    /** Prices the annealing's own model call (the gateway's price table); absent, it is counted unpriced. */
+    priceOf?: PriceOf;
   },
 ): (start: ThreadStart) => Promise<ThreadOutcome> {
   const failures: readonly string[] = deps.rules?.failures ?? [];
@@ -31,8 +33,10 @@ export function annealOnFailure(
       return { ...failed, anneal: { failed_thread: failed.id, refused: error.message } };
     }
     const retried = await run({ ...start, retry: { of: failed.id, directive: annealed.directive } });
-    // What the caller's run cost is both runs (the annealing's own model call is not counted here).
-    return { ...retried, usage: addUsage(failed.usage, retried.usage), anneal: { failed_thread: failed.id, from_version: annealed.previous.version, version: annealed.version } };
+    // What the caller's run cost: both runs and the model call that wrote the new version.
+    const annealing = createUsageTally(deps.priceOf ?? (() => undefined));
+    if (annealed.used !== undefined) annealing.add(annealed.used.model, annealed.used.usage);
+    return { ...retried, usage: addUsage(addUsage(failed.usage, retried.usage), annealing.summary()), anneal: { failed_thread: failed.id, from_version: annealed.previous.version, version: annealed.version } };
   };
 }
 

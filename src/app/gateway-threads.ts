@@ -92,6 +92,7 @@ export function createGatewayThreads(deps: {
   };
   const run = annealOnFailure((start: ThreadStart): Promise<ThreadOutcome> => tracked({ start }, start.signal), {
     rules: project.policy.annealing,
+    ...(threadDeps.priceOf ? { priceOf: threadDeps.priceOf } : {}),
     async anneal(name, thread, signal) {
       const annealed = await annealDirective({ threads: deps.store, registry: project.registry, route: threadDeps.route, tierModel: threadDeps.tierModel }, { name, thread, ...(signal ? { signal } : {}) });
       adoptDirective(project.registry, annealed.directive);

@@ -36,7 +36,7 @@ const fixer = (version: string, step: string): string => `# fixer
 \`\`\`
 `;
 
-const annealAnswer = (file: string) => openAiStream(['There are no release tags here.\n<<<DIRECTIVE FILE\n', file, 'DIRECTIVE FILE>>>\n']);
+const annealAnswer = (file: string) => openAiStream(['There are no release tags here.\n<<<DIRECTIVE FILE\n', file, 'DIRECTIVE FILE>>>\n'], { usage: [1000, 200] });
 const failingRun = () => [openAiStream(['[TOOL: git_diff {"ref": "no-such-release"}]']), openAiStream(['There is no such release.'])];
 
 beforeAll(async () => {
@@ -65,6 +65,8 @@ describe('annealing on failure', () => {
     const outcome = await served.gateway.threads.run({ directive: 'fixer', client: 'local' });
     expect(outcome).toMatchObject({ status: 'completed', result: 'Nothing changed since HEAD.', anneal: { from_version: '1.0.0', version: '1.0.1' } });
     expect(outcome.failure).toBeUndefined();
+    // Two turns of the failed run, the annealing's answer, two turns of the retry: all the caller's.
+    expect(Object.values(outcome.usage?.models ?? {}).reduce((sum, m) => [sum[0] + m.input_tokens, sum[1] + m.output_tokens], [0, 0])).toEqual([1040, 220]);
     const failedId = (outcome.anneal as { failed_thread: string }).failed_thread;
     const store = fileThreadStore(served.root);
     expect((await store.read(failedId)).at(-1)).toMatchObject({ type: 'end', failure: 'tool_error' });

@@ -7,11 +7,8 @@ import { openRegistryTierDatabase } from '../kernel/registry-tier-database.js';
 import { folderInside } from '../policy/folder-inside.js';
 import type { ItemCreations, ToolCall } from '../proxy/tool-call.js';
 import { adoptItem } from '../registry/adopt-item.js';
-import { parseDirective } from '../registry/directive-parser.js';
-import type { Proposal, ProposedItem } from '../registry/item-proposal.js';
+import { parseItem, type Proposal, type ProposedItem } from '../registry/item-proposal.js';
 import { successionProblem } from '../registry/item-succession.js';
-import { parseKnowledge } from '../registry/knowledge-parser.js';
-import { parseToolManifest } from '../registry/tool-manifest.js';
 import type { Registry, RegistryIssue } from '../registry/types.js';
 import { materializeTier, REGISTRY_CACHE_DIR } from '../store/registry-tier/materialize-tier.js';
 import { tierFile } from '../store/registry-tier/tier-version.js';
@@ -126,9 +123,9 @@ async function landInTier(deps: LandDeps, proposal: Proposal, call: ToolCall): P
 function reparsed(proposal: Proposal, file: string, tier: 'project' | 'registry'): ProposedItem {
   const text = proposal.files[0]?.text ?? '';
   const label = { file, display: file };
-  const result = proposal.kind === 'tool' ? parseToolManifest(text, label, tier) : proposal.kind === 'directive' ? parseDirective(text, label, tier) : parseKnowledge(text, label, tier);
+  const result = parseItem(proposal.kind, text, label, tier);
   if (!result.ok) throw new KiwiError('INTERNAL', `the landed ${proposal.kind} no longer parses: ${result.issues.map((i) => i.message).join('; ')}`);
-  return { kind: proposal.kind, item: result.value } as ProposedItem;
+  return result.value;
 }
 
 async function madeInside(realBase: string, segments: readonly string[]): Promise<string> {

@@ -14,8 +14,8 @@ import { parseKnowledge } from './knowledge-parser.js';
 import { signText } from './signature.js';
 import { parseToolManifest } from './tool-manifest.js';
 import { TOOL_ID_PATTERN } from './tool-name.js';
-import type { Directive, Knowledge, Tool, ToolType } from './types.js';
-import type { FileLabel } from './validation-error.js';
+import type { Directive, Knowledge, Tier, Tool, ToolType } from './types.js';
+import type { FileLabel, ParseResult } from './validation-error.js';
 
 /** The grant (the policy's `tools`), approval and audit name of creating an item. */
 export const CREATE_TOOL = 'registry.create';
@@ -122,9 +122,15 @@ export function proposeItem(raw: unknown, now: Date): Proposal {
 }
 
 function parseProposed(kind: CreatableKind, signed: string, label: FileLabel): ProposedItem {
-  const result = kind === 'tool' ? parseToolManifest(signed, label, 'project') : kind === 'directive' ? parseDirective(signed, label, 'project') : parseKnowledge(signed, label, 'project');
+  const result = parseItem(kind, signed, label, 'project');
   if (!result.ok) throw new KiwiError('INVALID_INPUT', `the registry's parser refuses it: ${result.issues.map((i) => i.message).join('; ')}`);
-  return { kind, item: result.value } as ProposedItem;
+  return result.value;
+}
+
+/** An item's file as the registry's parser for its kind reads it. */
+export function parseItem(kind: CreatableKind, text: string, label: FileLabel, tier: Tier): ParseResult<ProposedItem> {
+  const result = kind === 'tool' ? parseToolManifest(text, label, tier) : kind === 'directive' ? parseDirective(text, label, tier) : parseKnowledge(text, label, tier);
+  return result.ok ? { ok: true, value: { kind, item: result.value } as ProposedItem } : result;
 }
 
 function checkTool(tool: Tool, scripts: readonly string[]): void {

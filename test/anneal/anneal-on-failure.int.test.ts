@@ -66,7 +66,7 @@ describe('annealing on failure', () => {
     expect(outcome).toMatchObject({ status: 'completed', result: 'Nothing changed since HEAD.', anneal: { from_version: '1.0.0', version: '1.0.1' } });
     expect(outcome.failure).toBeUndefined();
     // Two turns of the failed run, the annealing's answer, two turns of the retry: all the caller's.
-    expect(Object.values(outcome.usage?.models ?? {}).reduce(([input, output], m) => [input + m.input_tokens, output + m.output_tokens], [0, 0])).toEqual([1040, 220]);
+    expect(Object.values(outcome.usage?.models ?? {}).reduce<[number, number]>(([input, output], m) => [input + m.input_tokens, output + m.output_tokens], [0, 0])).toEqual([1040, 220]);
     const failedId = (outcome.anneal as { failed_thread: string }).failed_thread;
     const store = fileThreadStore(served.root);
     expect((await store.read(failedId)).at(-1)).toMatchObject({ type: 'end', failure: 'tool_error' });

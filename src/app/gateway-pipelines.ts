@@ -38,6 +38,8 @@ export interface GatewayPipelines {
 const MAX_BACKGROUND = 8;
 
 export function createGatewayPipelines(deps: { project: Project; threads: GatewayThreads; journal?: PipelineDeps['journal']; kernel?: () => Promise<Kernel> }): GatewayPipelines {
+  // Every run this gateway drives, by id, from its first event to its end.
+  const running = new Map<string, { controller: AbortController; done: Promise<unknown> }>();
   const pipelineDeps: PipelineDeps = {
     pipelines: deps.project.registry.pipelines ?? new Map(),
     policy: deps.project.policy,
@@ -45,9 +47,8 @@ export function createGatewayPipelines(deps: { project: Project; threads: Gatewa
     run: (start) => deps.threads.run(start),
     resume: (resume) => deps.threads.resume(resume),
     ...(deps.journal ? { journal: deps.journal } : {}),
+    driving: (run) => running.has(run),
   };
-  // Every run this gateway drives, by id, from its first event to its end.
-  const running = new Map<string, { controller: AbortController; done: Promise<unknown> }>();
   const tracked = <T extends PipelineCaller>(job: T, drive: (job: T) => Promise<PipelineOutcome>): Promise<PipelineOutcome> => {
     const controller = new AbortController();
     const entry = { controller, done: Promise.resolve() as Promise<unknown> };
@@ -66,9 +67,7 @@ export function createGatewayPipelines(deps: { project: Project; threads: Gatewa
     return outcome;
   };
   const run = (start: PipelineStart): Promise<PipelineOutcome> => tracked(start, (s) => runPipeline(pipelineDeps, s));
-  // Between two groups no stage's thread runs, which is all resumePipeline can see: the run is still driven here.
-  const resume = (r: PipelineResume): Promise<PipelineOutcome> =>
-    running.has(r.run) ? Promise.reject(new KiwiError('CONFLICT', `pipeline run ${r.run} is still running; wait for it to end, or cancel it`)) : tracked(r, (j) => resumePipeline(pipelineDeps, j));
+  const resume = (r: PipelineResume): Promise<PipelineOutcome> => tracked(r, (j) => resumePipeline(pipelineDeps, j));
   /** The run's newest execution, which the journal labels with the run's id. */
   const execution = async (id: string): Promise<{ id: string; status: ExecutionStatus } | undefined> => {
     if (deps.kernel === undefined || deps.journal === undefined) return undefined;

@@ -128,7 +128,7 @@ function statusResult(pipeline: Pipeline | undefined, state: PipelineRunState, k
   const names = pipeline?.groups.flat().map((s) => s.name) ?? [];
   const order = [...names, ...[...state.stages.keys()].reverse().filter((n) => !names.includes(n))];
   // A thread that runs is what runs now, whatever an earlier execution of the run said.
-  const status = threads.some((t) => t.running) ? 'running' : (known ?? ended(state, names));
+  const status = known === 'cancelling' ? known : threads.some((t) => t.running) ? 'running' : (known ?? ended(state, names));
   const stages = order.map((stage) => {
     const t = state.stages.get(stage);
     return t === undefined ? { stage, status: status === 'running' || status === 'cancelling' ? 'waiting' : 'not_run' } : stageView(stage, t);

@@ -301,12 +301,13 @@ describe('meta-server: help', () => {
     const overview = await call('help', {});
     expect(text(overview)).toMatch(/search.*\n.*load/s);
     expect(structured(overview)).toMatchObject({ topic: 'overview' });
-    for (const topic of ['search', 'load', 'execute', 'resolve', 'directives', 'tools', 'knowledge']) {
+    for (const topic of ['search', 'load', 'execute', 'resolve', 'directives', 'tools', 'knowledge', 'pipelines']) {
       const r = await call('help', { topic });
       expect(r.isError, topic).toBeFalsy();
       expect(text(r).length).toBeGreaterThan(40);
     }
     expect(text(await call('help', { topic: 'resolve' }))).toMatch(/unresolved/);
+    expect(text(await call('help', { topic: 'pipelines' }))).toMatch(/execute\(item_type="pipeline", action="run", item_id=NAME.*\n.*action="status"/s);
     await expectError(call('help', { topic: 'everything' }), /topic must be one of overview, search/);
   });
 });

@@ -115,7 +115,8 @@ export function createGatewayPipelines(deps: { project: Project; threads: Gatewa
     },
     async state(id) {
       if (running.has(id)) return 'running';
-      const status = (await execution(id))?.status;
+      // A kernel that cannot be reached now leaves the run's threads to say where it stands.
+      const status = (await execution(id).catch(() => undefined))?.status;
       if (status === undefined) return undefined;
       return status === 'completed' || status === 'failed' || status === 'cancelled' ? status : 'running';
     },

@@ -241,7 +241,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     const threads = createGatewayThreads({ project, runtime, upstreams, config, describeTool, steps, budgets, store, ...(config.recordChats && options.unattended !== true ? { journal: threadJournal(kernel.journal, { kernel: kernel.kernel, events: shared.kernelEvents }) } : {}) });
     threadRuntime = threads;
     // Recorded as executions wherever threads are: a pipeline run on `kiwi serve` can be cancelled through /v0.
-    const pipelines = createGatewayPipelines({ project, threads, ...(config.recordChats && options.unattended !== true ? { journal: pipelineJournal(kernel.journal, { stepDeadlineMs: config.limits.maxDurationMs }) } : {}) });
+    const pipelines = createGatewayPipelines({ project, threads, kernel: kernel.kernel, ...(config.recordChats && options.unattended !== true ? { journal: pipelineJournal(kernel.journal, { stepDeadlineMs: config.limits.maxDurationMs }) } : {}) });
     // A client of MCP 2026-07-28 is handed its approval waits back as input_required; a round on another replica reads the kernel.
     const waits = config.recordChats ? createApprovalWaits({ outcome: kernelOutcome({ kernel: kernel.kernel, events: shared.kernelEvents }) }) : undefined;
     if (waits) opened.unshift({ close: async () => waits.close() });
@@ -254,7 +254,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
       return true;
     };
     const metaThreads = config.recordChats ? { ...threads, cancelElsewhere } : threads;
-    const metaDeps = { project, resolver: runtime.resolver, steps, threads: metaThreads, ...record, ...(waits ? { waits } : {}) };
+    const metaDeps = { project, resolver: runtime.resolver, steps, threads: metaThreads, pipelines, ...record, ...(waits ? { waits } : {}) };
     const mcp = createMcpRoute(metaDeps, { allowedOrigins: config.mcp.allowedOrigins, allowedHosts: config.allowedHosts, maxBodyBytes: config.maxBodyBytes, callerOf: guard.callerOf, directory: shared.mcpSessions });
     opened.unshift(mcp);
     const metrics = (): GatewayMetrics => ({ uptime_s: Math.round((Date.now() - startedAt) / 1000), prefetch: prefetch.counters.snapshot(), resolution: resolutions.snapshot(), fallback: resolutions.fallback(), transitions: prefetch.transitions.stats() });
@@ -311,6 +311,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
         shuttingDown = true;
         streams.abort();
         for (const controller of inFlight) controller.abort();
+        await pipelines.close(); // before their stages' threads: a run cancelled first starts no stage after them
         await threads.close(); // their ends are written while the proxy still runs
         await closeAll(opened);
       },

@@ -13,8 +13,9 @@ import type { Project } from '../project/open-project.js';
 import type { Caller } from '../policy/caller.js';
 import type { ThreadOutcome, ThreadResume, ThreadStart } from '../threads/run-thread.js';
 import type { ThreadStore } from '../threads/thread-store.js';
+import type { PipelineCaller, PipelineOutcome } from '../threads/run-pipeline.js';
 import type { CallOutcome, ToolCall } from '../proxy/tool-call.js';
-import type { Directive, Knowledge, Tier, Tool } from '../registry/types.js';
+import type { Directive, Knowledge, Pipeline, Tier, Tool } from '../registry/types.js';
 import type { Resolver } from '../resolver/types.js';
 
 export interface MetaContext {
@@ -30,6 +31,8 @@ export interface MetaContext {
   runCall?: (call: ToolCall, details: Record<string, unknown>) => Promise<CallOutcome>;
   /** Runs directives as threads (the gateway can; `kiwi mcp` on stdio returns their steps instead). */
   threads?: MetaThreads;
+  /** Runs pipelines, each stage a thread (the gateway can; `kiwi mcp` on stdio cannot). */
+  pipelines?: MetaPipelines;
   /** Tells the client something while its tool call runs (progress, or a log message). */
   notify?: (message: string) => void;
 }
@@ -42,26 +45,26 @@ export function proxyCall(ctx: MetaContext, call: ToolCall, details: Record<stri
 /** Where a recorded result names its execution (GET /v0/executions/{id}/events). */
 export const EXECUTION_ID_META = 'kiwi.gateway/execution_id';
 
-export type ItemType = 'directive' | 'tool' | 'knowledge';
+export type ItemType = 'directive' | 'tool' | 'knowledge' | 'pipeline';
 export type MetaResult = CallToolResult;
 
-const ITEM_TYPES = ['directive', 'tool', 'knowledge', 'script'] as const;
+const ITEM_TYPES = ['directive', 'tool', 'knowledge', 'pipeline', 'script'] as const;
 
 /** `script` is Kiwi MCP's older name for a tool; it is accepted and read as `tool`. */
 export const itemTypeSchema = z
   .enum(ITEM_TYPES, {
     error: (issue) =>
       issue.input === undefined
-        ? 'item_type is required: "directive", "tool" or "knowledge"'
-        : `item_type must be "directive", "tool" or "knowledge" ("script" is read as "tool"), got ${preview(issue.input)}`,
+        ? 'item_type is required: "directive", "tool", "knowledge" or "pipeline"'
+        : `item_type must be "directive", "tool", "knowledge" or "pipeline" ("script" is read as "tool"), got ${preview(issue.input)}`,
   })
-  .describe('What kind of item: "directive", "tool" or "knowledge" ("script" is the older name of "tool")');
+  .describe('What kind of item: "directive", "tool", "knowledge" or "pipeline" ("script" is the older name of "tool")');
 
 export const itemIdSchema = z
-  .string({ error: (issue) => (issue.input === undefined ? 'item_id is required: the id of the item (a tool_id, directive name or knowledge id)' : 'item_id must be a string') })
+  .string({ error: (issue) => (issue.input === undefined ? 'item_id is required: the id of the item (a tool_id, directive name, knowledge id or pipeline name)' : 'item_id must be a string') })
   .min(1, 'item_id must not be empty')
   .max(256, 'item_id is longer than 256 characters; ids are short names like read_file')
-  .describe('Id of the item: a tool_id, a directive name or a knowledge id');
+  .describe("Id of the item: a tool_id, a directive name, a knowledge id or a pipeline name (a thread's or pipeline run's id for status, cancel and resume)");
 
 export const projectPathSchema = z
   .string({ error: 'project_path must be a string (the absolute path of the project root)' })
@@ -95,7 +98,7 @@ export async function checkProjectPath(project: Project, given: string | undefin
   }
 }
 
-export type Item = { kind: 'tool'; item: Tool } | { kind: 'directive'; item: Directive } | { kind: 'knowledge'; item: Knowledge };
+export type Item = { kind: 'tool'; item: Tool } | { kind: 'directive'; item: Directive } | { kind: 'knowledge'; item: Knowledge } | { kind: 'pipeline'; item: Pipeline };
 
 export function itemTier(found: Item): Tier {
   return found.item.source.tier;
@@ -109,13 +112,17 @@ export function findItem(project: Project, type: ItemType, id: string): Item {
       ? wrap('tool', registry.tools.get(id))
       : type === 'directive'
         ? wrap('directive', registry.directives.get(id))
-        : wrap('knowledge', registry.knowledge.get(id));
+        : type === 'pipeline'
+          ? wrap('pipeline', registry.pipelines?.get(id))
+          : wrap('knowledge', registry.knowledge.get(id));
   if (found) return found;
   const broken = registry.errors.find((issue) => issue.kind === type && path.parse(issue.file).name === id);
   const hint = broken
     ? ` A file that looks like it did not load: ${broken.message}`
     : ` Find ids with search(item_type="${type}", query="…").`;
-  throw new KiwiError(type === 'tool' ? 'TOOL_NOT_FOUND' : 'INVALID_INPUT', `no ${type} with id ${JSON.stringify(id)} in the project, user or registry tier.${hint}`);
+  // Pipelines load from the project and user tiers only (load-registry.ts).
+  const tiers = type === 'pipeline' ? 'project or user tier (.ai/pipelines/)' : 'project, user or registry tier';
+  throw new KiwiError(type === 'tool' ? 'TOOL_NOT_FOUND' : 'INVALID_INPUT', `no ${type} with id ${JSON.stringify(id)} in the ${tiers}.${hint}`);
 }
 
 function wrap<K extends Item['kind']>(kind: K, item: Extract<Item, { kind: K }>['item'] | undefined): Item | undefined {
@@ -145,6 +152,16 @@ export async function guard(body: () => Promise<MetaResult>): Promise<MetaResult
   } catch (error) {
     if (isKiwiError(error)) return errorResult(error.code, error.message);
     return errorResult('INTERNAL', `${describeError(error)} (a gateway bug; the audit log and stderr have details)`);
+  }
+}
+
+/** A refusal (a KiwiError: not found, not running, inputs that do not fit) as a result with isError, the value it is; anything else is thrown on. */
+export async function refusals(run: () => Promise<MetaResult>): Promise<MetaResult> {
+  try {
+    return await run();
+  } catch (error) {
+    if (isKiwiError(error)) return errorResult(error.code, error.message);
+    throw error;
   }
 }
 
@@ -209,3 +226,21 @@ export interface MetaThreads {
   /** Cancels the thread's execution in the kernel, which another replica running it hears of; false when it has none running. */
   cancelElsewhere?(id: string): Promise<boolean>;
 }
+
+/**
+ * How `execute` runs pipelines where the gateway runs them (meta-pipeline.ts): each stage a
+ * thread in `store`, the run a kernel execution of the caller's client.
+ */
+export interface MetaPipelines {
+  run(start: MetaPipelineStart): Promise<PipelineOutcome>;
+  resume(resume: PipelineCaller & { run: string }): Promise<PipelineOutcome>;
+  /** Starts a run that goes on after the caller is answered: its id once its first stage started, or its outcome when it ended before any did. */
+  background(job: { start: MetaPipelineStart } | { resume: PipelineCaller & { run: string } }): Promise<{ run: string } | { outcome: PipelineOutcome }>;
+  /** Cancels a run (here, or through its execution on another replica); false when nothing of it runs that way. */
+  cancel(run: string): Promise<boolean>;
+  /** Where the run stands as this gateway or its kernel knows it; undefined when neither does (it ran elsewhere, or nothing records runs). */
+  state(run: string): Promise<'running' | 'completed' | 'failed' | 'cancelled' | undefined>;
+  store: ThreadStore;
+}
+
+export type MetaPipelineStart = PipelineCaller & { pipeline: string; inputs?: Record<string, unknown> };

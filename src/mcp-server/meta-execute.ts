@@ -26,6 +26,7 @@ import {
   type MetaResult,
 } from './meta-common.js';
 import { runDirectiveThread, threadAction, THREAD_ACTIONS } from './meta-thread.js';
+import { executePipeline } from './meta-pipeline.js';
 import { directiveSteps } from '../registry/directive-steps.js';
 import { directiveView, knowledgeText, knowledgeView, toolView } from './meta-views.js';
 
@@ -64,6 +65,7 @@ type ExecuteArgs = z.output<z.ZodObject<typeof executeShape>>;
 export async function execute(ctx: MetaContext, args: ExecuteArgs, signal?: AbortSignal): Promise<MetaResult> {
   const type = normalizeItemType(args.item_type);
   await checkProjectPath(ctx.project, args.project_path);
+  if (type === 'pipeline') return executePipeline(ctx, args, signal);
   const parameters = args.parameters ?? {};
   const options = { ...(args.async ? { async: true } : {}), ...(signal ? { signal } : {}) };
   if (args.action === 'rollback') return rollback(ctx, args, signal);

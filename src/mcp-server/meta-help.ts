@@ -7,7 +7,7 @@ import { KiwiError } from '../errors.js';
 import { HELP_ACTIONS, helpReplyText, helpSignal, type HelpAction } from '../proxy/help-signal.js';
 import { textResult, type MetaContext, type MetaResult } from './meta-common.js';
 
-export const HELP_TOPICS = ['overview', 'search', 'load', 'execute', 'resolve', 'directives', 'tools', 'knowledge'] as const;
+export const HELP_TOPICS = ['overview', 'search', 'load', 'execute', 'resolve', 'directives', 'tools', 'knowledge', 'pipelines'] as const;
 export type HelpTopic = (typeof HELP_TOPICS)[number];
 
 export const helpShape = {
@@ -31,25 +31,26 @@ const TEXT: Record<HelpTopic, string> = {
   overview: `Kiwi Gateway: a few meta-tools stand in for every tool, directive and knowledge entry of this project's .ai/ folder (project tier, then ~/.ai, then the registry tier in the database).
 - search: find items by what they do
 - load: read one item in full (a tool's parameters, a directive's steps, a knowledge entry)
-- execute: run a tool, or get a directive's steps / a knowledge entry's content
+- execute: run a tool, or get a directive's steps / a knowledge entry's content; on the gateway, run a directive as a thread or a pipeline of them
 - resolve: say what you want in words; the gateway picks the tool (or directive, or knowledge entry) and its arguments, and runs it
 - help: this text; topics: ${HELP_TOPICS.join(', ')}; or help(action="stuck"|"escalate"|"checkpoint", message=...) to signal the people running this project
 Every tool call passes the project's policy (.ai/config/policy.yaml, default deny) and is audited; a denial comes back as an error result with the reason.`,
   search: `search(item_type, query, limit?, source?)
-- item_type: "tool" | "directive" | "knowledge" ("script" = tool)
+- item_type: "tool" | "directive" | "knowledge" | "pipeline" ("script" = tool)
 - query: words describing what you look for
 - limit: 1-50, default 10
 - source: "all" (default: every tier) | "local" (project and user tiers) | "project" | "user" | "registry" (the database tier)
 Tools, directives and knowledge are ranked the way resolve picks them: meaning (embeddings) and keywords (BM25), fused on one scale.
 Example: search(item_type="tool", query="read a file")`,
   load: `load(item_type, item_id, source?, destination?, version?)
-Returns the item in full: a tool's manifest with its parameter schema, a directive's metadata, inputs, steps and Markdown, a knowledge entry's front matter and body.
+Returns the item in full: a tool's manifest with its parameter schema, a directive's metadata, inputs, steps and Markdown, a knowledge entry's front matter and body, a pipeline's inputs and stages.
 source picks the tier ("project" | "user" | "registry"); copying between tiers (a destination other than where the item lives) is not supported yet.
 Example: load(item_type="tool", item_id="read_file")`,
   execute: `execute(item_type, action="run", item_id, parameters?, async?)
 - tool: runs it through the policy-checked tool proxy with parameters as its arguments
 - directive: on the gateway, runs as a thread (only its tools, its limits, its model; parameters are its inputs) and answers {thread, status, steps_taken, result}; each line the thread writes comes as a progress notification. With async=true it answers the thread id at once. Elsewhere (kiwi mcp on stdio) it returns its steps for you to follow
 - knowledge: returns its content
+- pipeline: on the gateway, runs its stages (each a directive's thread) and answers {run, status, stages}; see help("pipelines")
 A thread's id as item_id (item_type="directive"): action="status" says where it stands; "stream" returns its lines from parameters.after (waiting up to parameters.wait_s, default 30, for new ones); "cancel" stops it; "resume" goes on with one that stopped (parameters.message: a word for it).
 publish, delete, create, update and sign are not supported yet.
 Example: execute(item_type="tool", action="run", item_id="read_file", parameters={"path": "README.md"})`,
@@ -62,6 +63,11 @@ Example: resolve(intent="read the file docs/setup.md")`,
 execute(item_type="directive", action="run", item_id=NAME, parameters={inputs}) runs it as a thread on the gateway (see help("execute")); on stdio it returns the steps, and you follow them, calling tools with execute or resolve.`,
   tools: `Tools are YAML manifests under .ai/tools/: tool_id, tool_type, executor, description, parameters, config. Each runs through a chain down to a subprocess or an HTTP request, and only if the project policy lists it.
 search(item_type="tool", ...) finds them; load shows their parameters; execute or resolve runs them.`,
+  pipelines: `Pipelines are YAML files under .ai/pipelines/: directives run one after the other (or side by side in a parallel group), each stage a thread handed the earlier stages' results.
+search(item_type="pipeline", query=...) finds them; load(item_type="pipeline", item_id=NAME) shows their inputs and stages.
+On the gateway, execute(item_type="pipeline", action="run", item_id=NAME, parameters={inputs}) runs one as you, with your rights narrowed by the pipeline's and each stage's directive's, and answers {run, status, stages}; with async=true it answers {run} once its first stage started.
+With the run id as item_id: action="status" says where it stands (each stage's thread, status and result); "cancel" stops it; "resume" goes on with one that stopped (completed stages are reused). Only your own runs are found.
+Off the gateway (kiwi mcp on stdio) pipelines do not run: use \`kiwi pipelines run NAME --input KEY=VALUE\`.`,
   knowledge: `Knowledge entries are Markdown files under .ai/knowledge/ with YAML front matter (id, title, entry_type, version, category, tags).
 search(item_type="knowledge", query=...) finds them; load or execute(action="run") returns the content.`,
 };

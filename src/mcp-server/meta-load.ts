@@ -1,4 +1,4 @@
-/** The `load` meta-tool: one item of the local registry, in full. */
+/** The `load` meta-tool: one item of the local registry (a tool, directive, knowledge entry or pipeline), in full. */
 import { z } from 'zod';
 import { KiwiError } from '../errors.js';
 import { compareVersions } from '../registry/directive-version.js';
@@ -15,7 +15,8 @@ import {
   type MetaContext,
   type MetaResult,
 } from './meta-common.js';
-import { directiveView, knowledgeText, knowledgeView, toolView } from './meta-views.js';
+import { directiveView, knowledgeText, knowledgeView, pipelineView, toolView } from './meta-views.js';
+import { pipelineShape } from '../registry/pipeline-shape.js';
 
 export const loadShape = {
   item_type: itemTypeSchema,
@@ -87,6 +88,12 @@ function render(ctx: MetaContext, found: Item): MetaResult {
           : '';
     const header = `directive ${found.item.name} ${found.item.version} (${found.item.source.tier} tier${versions}): ${found.item.description}`;
     return textResult(`${header}\n\n${found.item.body}`, { item_type: 'directive', item: view });
+  }
+  if (found.kind === 'pipeline') {
+    const view = pipelineView(project, found.item);
+    const inputs = found.item.inputs.map((i) => `${i.name}${i.required ? ' (required)' : ''}`).join(', ') || 'none';
+    const text = `pipeline ${found.item.name} ${found.item.version} (${found.item.source.tier} tier): ${found.item.description}\nstages: ${pipelineShape(found.item)}\ninputs: ${inputs}\nOn the gateway, execute(item_type="pipeline", action="run", item_id="${found.item.name}", parameters={inputs}) runs it.\n\n${JSON.stringify(view, null, 2)}`;
+    return textResult(text, { item_type: 'pipeline', item: view });
   }
   const view = knowledgeView(project, found.item);
   return textResult(knowledgeText(found.item), { item_type: 'knowledge', item: view });

@@ -1,10 +1,11 @@
 /**
  * The `search` meta-tool: tools, directives and knowledge through the resolver's ranking (the same
  * fused vector and full-text scores that resolve intents); directives and knowledge by word overlap
- * only when the resolver has no index of them.
+ * only when the resolver has no index of them, pipelines (which it never indexes) always.
  */
 import { z } from 'zod';
-import type { Directive, Knowledge, Tier, Tool } from '../registry/types.js';
+import type { Directive, Knowledge, Pipeline, Tier, Tool } from '../registry/types.js';
+import { pipelineShape } from '../registry/pipeline-shape.js';
 import { parametersSchema } from '../resolver/llm-argument-filler.js';
 import { stem, STOPWORDS } from '../resolver/text-words.js';
 import { splitWords } from '../registry/tool-document.js';
@@ -59,7 +60,12 @@ export async function search(ctx: MetaContext, args: SearchArgs, signal?: AbortS
   await checkProjectPath(ctx.project, args.project_path);
   const limit = args.limit ?? DEFAULT_SEARCH_LIMIT;
   const tiers: Tier[] = args.source === undefined || args.source === 'all' ? ['project', 'user', 'registry'] : args.source === 'local' ? ['project', 'user'] : [args.source];
-  const hits = type === 'tool' ? await searchTools(ctx, args.query, limit, tiers, signal) : await searchItems(ctx, type, args.query, limit, tiers, signal);
+  const hits =
+    type === 'tool'
+      ? await searchTools(ctx, args.query, limit, tiers, signal)
+      : type === 'pipeline'
+        ? rankByWords(args.query, pipelineFields(ctx), tiers).slice(0, limit) // the resolver indexes no pipelines
+        : await searchItems(ctx, type, args.query, limit, tiers, signal);
   return textResult(formatHits(type, args.query, hits), {
     item_type: type,
     query: args.query,
@@ -148,9 +154,25 @@ function knowledgeFields(ctx: MetaContext): Fields[] {
   }));
 }
 
+function pipelineFields(ctx: MetaContext): Fields[] {
+  return [...(ctx.project.registry.pipelines?.values() ?? [])].map((p: Pipeline) => {
+    const stages = p.groups.flat();
+    return {
+      id: p.name,
+      description: p.description,
+      tier: p.source.tier,
+      weighted: [
+        [splitWords(p.name), 1],
+        [p.description, 0.6],
+        [stages.map((s) => `${splitWords(s.name)} ${splitWords(s.directive)}`).join(' '), 0.5],
+      ],
+      extra: { version: p.version, inputs: p.inputs, stages: pipelineShape(p) },
+    };
+  });
+}
+
 /**
- * Directives and knowledge by word overlap, for a resolver that has not indexed them: each query
- * word earns the weight of the best field it occurs in, and the score is the share of the words'
+ * Items by word overlap, for a resolver that has not indexed them: each query word earns the weight of the best field it occurs in, and the score is the share of the words'
  * possible weight that was earned.
  */
 export function rankByWords(query: string, items: Fields[], tiers: Tier[]): Hit[] {
@@ -196,7 +218,7 @@ function formatHits(type: ItemType, query: string, hits: Hit[]): string {
   lines.push(
     type === 'tool'
       ? 'Run one with execute(item_type="tool", action="run", item_id=ID, parameters={...}); load(item_type="tool", item_id=ID) shows its manifest.'
-      : `Read one with load(item_type="${type}", item_id=ID)${type === 'directive' ? ', or execute(item_type="directive", action="run", item_id=ID) to get its steps to follow' : ''}.`,
+      : `Read one with load(item_type="${type}", item_id=ID)${type === 'directive' ? ', or execute(item_type="directive", action="run", item_id=ID) to get its steps to follow' : type === 'pipeline' ? ', or run it on the gateway with execute(item_type="pipeline", action="run", item_id=ID, parameters={inputs})' : ''}.`,
   );
   return lines.join('\n');
 }

@@ -13,7 +13,7 @@ import type { Project } from '../project/open-project.js';
 import type { Caller } from '../policy/caller.js';
 import type { Resolver } from '../resolver/types.js';
 import { guard, type MetaContext, type MetaResult } from './meta-common.js';
-import type { MetaThreads } from './meta-common.js';
+import type { MetaPipelines, MetaThreads } from './meta-common.js';
 import { execute, executeShape } from './meta-execute.js';
 import { help, helpShape } from './meta-help.js';
 import { load, loadShape } from './meta-load.js';
@@ -38,6 +38,8 @@ export interface MetaServerDeps {
   record?: MetaRecorder;
   /** Runs executed directives as threads (the gateway); absent: `execute` returns their steps. */
   threads?: MetaThreads;
+  /** Runs pipelines (the gateway); absent: `execute` says they need it. */
+  pipelines?: MetaPipelines;
   /**
    * The protocol this server answers: `modern` (2026-07-28) asks back with `input_required`
    * results (a menu when an intent is ambiguous, approval waits through `waits`); `legacy`
@@ -76,6 +78,7 @@ export function createMetaServer(deps: MetaServerDeps): McpServer {
     caller: deps.caller ?? LOCAL_CALLER,
     steps: deps.steps ?? { actionWords: catalogActionWords(resolvableTools(deps.project.registry.tools.values()).values()) },
     ...(deps.threads ? { threads: deps.threads } : {}),
+    ...(deps.pipelines ? { pipelines: deps.pipelines } : {}),
   };
   // Logging: a call that waits for a person says so to the client while the tool call is open.
   const server = new McpServer(deps.serverInfo ?? DEFAULT_INFO, { instructions: INSTRUCTIONS, maxToolInputElements: MAX_INPUT_ELEMENTS, capabilities: { logging: {} } });
@@ -97,9 +100,9 @@ export function createMetaServer(deps: MetaServerDeps): McpServer {
   server.registerTool(
     'search',
     {
-      title: 'Search tools, directives and knowledge',
+      title: 'Search tools, directives, knowledge and pipelines',
       description:
-        'Find tools, directives or knowledge entries of this project by what they do. Tools come back with their parameters. ' +
+        'Find tools, directives, knowledge entries or pipelines of this project by what they do. Tools come back with their parameters. ' +
         'Example: {"item_type": "tool", "query": "read a file"}',
       inputSchema: z.object(searchShape),
       annotations: { readOnlyHint: true, openWorldHint: false },
@@ -112,7 +115,7 @@ export function createMetaServer(deps: MetaServerDeps): McpServer {
     {
       title: 'Load one item',
       description:
-        "Read one item in full: a tool's manifest and parameter schema, a directive's metadata, inputs, steps and Markdown, or a knowledge entry. " +
+        "Read one item in full: a tool's manifest and parameter schema, a directive's metadata, inputs, steps and Markdown, a knowledge entry, or a pipeline's inputs and stages. " +
         'Example: {"item_type": "directive", "item_id": "review_changes"}',
       inputSchema: z.object(loadShape),
       annotations: { readOnlyHint: true, openWorldHint: false },
@@ -123,11 +126,12 @@ export function createMetaServer(deps: MetaServerDeps): McpServer {
   server.registerTool(
     'execute',
     {
-      title: 'Run a tool, directive or knowledge entry',
+      title: 'Run a tool, directive, knowledge entry or pipeline',
       description:
         'action "run": a tool runs (through the project policy) with parameters as its arguments; a directive runs as a thread where the gateway can ' +
         '(async: true answers its id at once; "status", "stream", "cancel", "resume" then take that id), else returns its steps for you to follow; ' +
-        'knowledge returns its content. Example: {"item_type": "tool", "action": "run", "item_id": "read_file", "parameters": {"path": "README.md"}}',
+        'knowledge returns its content; on the gateway a pipeline runs (item_id its name, parameters its inputs; async: true answers its run id, which "status", "cancel", "resume" take). ' +
+        'Example: {"item_type": "tool", "action": "run", "item_id": "read_file", "parameters": {"path": "README.md"}}',
       inputSchema: z.object(executeShape),
       annotations: { destructiveHint: true, openWorldHint: true },
     },

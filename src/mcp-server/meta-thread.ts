@@ -1,13 +1,13 @@
 import { z } from 'zod';
 import { abortableDelay } from '../abort.js';
 import { ownedBy } from '../clients/access.js';
-import { isKiwiError, KiwiError } from '../errors.js';
+import { KiwiError } from '../errors.js';
 import type { Directive } from '../registry/types.js';
 import { threadOutcomeBody, type ThreadOutcome, type ThreadResume, type ThreadStart } from '../threads/run-thread.js';
 import { isThreadOver, type ThreadLine, type ThreadRecord, type ThreadStore } from '../threads/thread-store.js';
 import { threadLineText } from '../threads/thread-text.js';
 import { threadUsage } from '../threads/thread-usage.js';
-import { errorResult, type MetaContext, type MetaResult, type MetaThreads } from './meta-common.js';
+import { refusals, type MetaContext, type MetaResult, type MetaThreads } from './meta-common.js';
 
 /**
  * Directives as threads over MCP, where the gateway runs them. `execute(action="run")` runs one
@@ -64,15 +64,6 @@ export async function threadAction(ctx: MetaContext, threads: MetaThreads, actio
       }
     }
   });
-}
-
-async function refusals(run: () => Promise<MetaResult>): Promise<MetaResult> {
-  try {
-    return await run();
-  } catch (error) {
-    if (isKiwiError(error)) return errorResult(error.code, error.message);
-    throw error;
-  }
 }
 
 /** Another client's thread is answered as no thread at all: its id tells nothing. Only the first line is read. */

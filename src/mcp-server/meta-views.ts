@@ -1,9 +1,10 @@
 /** What `load` and `execute` hand an agent for each kind of item: plain JSON-able views and their readable text. */
 import { stringify } from 'yaml';
 import type { Project } from '../project/open-project.js';
-import type { Directive, Knowledge, Tool } from '../registry/types.js';
+import type { Directive, Knowledge, Pipeline, Tool } from '../registry/types.js';
 import { parametersSchema } from '../resolver/llm-argument-filler.js';
 import { directiveSteps } from '../registry/directive-steps.js';
+import { pipelineShape } from '../registry/pipeline-shape.js';
 import { knowledgeFields } from '../registry/item-tools.js';
 import { displayPath } from './meta-common.js';
 
@@ -41,6 +42,20 @@ export function directiveView(project: Project, directive: Directive): Record<st
     signed: directive.signature !== null,
     source: { tier: directive.source.tier, path: displayPath(project, directive.source.path, directive.source.tier) },
     content: directive.body,
+  };
+}
+
+/** A pipeline as its file reads: its stages in groups (a group of several runs at once), each a directive and its input templates. */
+export function pipelineView(project: Project, pipeline: Pipeline): Record<string, unknown> {
+  return {
+    name: pipeline.name,
+    version: pipeline.version,
+    description: pipeline.description,
+    inputs: pipeline.inputs,
+    ...(pipeline.permissions !== undefined ? { permissions: pipeline.permissions } : {}),
+    stages: pipeline.groups.map((group) => group.map((s) => ({ name: s.name, directive: s.directive, inputs: s.inputs, ...(s.modelTier ? { model_tier: s.modelTier } : {}) }))),
+    shape: pipelineShape(pipeline),
+    source: { tier: pipeline.source.tier, path: displayPath(project, pipeline.source.path, pipeline.source.tier) },
   };
 }
 

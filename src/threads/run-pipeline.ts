@@ -24,6 +24,8 @@ export interface PipelineDeps {
   store: ThreadStore;
   run(start: ThreadStart): Promise<ThreadOutcome>;
   resume(resume: ThreadResume): Promise<ThreadOutcome>;
+  /** Whether this process drives the run now: between two groups none of its stages' threads runs, which is all the store shows. */
+  driving?: (run: string) => boolean;
   /** Records the run as a kernel execution, each stage a step (the gateway's, when it records chats). */
   journal?: (run: { id: string; pipeline: string; inputs: Record<string, unknown>; client: string }) => PipelineJournal;
 }
@@ -87,6 +89,7 @@ export async function resumePipeline(deps: PipelineDeps, resume: PipelineCaller 
   const pipeline = findPipeline(deps.pipelines, state.pipeline);
   const running = [...state.stages].filter(([, t]) => t.running).map(([name]) => name);
   if (running.length > 0) throw new KiwiError('CONFLICT', `pipeline run ${resume.run} is still running (stage ${running.join(', ')}); wait for it to end, or cancel it`);
+  if (deps.driving?.(resume.run)) throw new KiwiError('CONFLICT', `pipeline run ${resume.run} is still running (between two stages); wait for it to end, or cancel it`);
   const all = pipeline.groups.flat();
   if (all.every((s) => state.stages.get(s.name)?.end?.status === 'completed')) throw new KiwiError('CONFLICT', `pipeline run ${resume.run} completed; run the pipeline ${pipeline.name} again for a new run`);
   return drive(deps, pipeline, { id: state.run, inputs: state.inputs, stages: new Map([...state.stages].map(([name, t]) => [name, { thread: t.header.id, end: t.end }])) }, resume);

@@ -68,7 +68,7 @@ describe('meta-server: listing', () => {
     expect(tools.map((t) => t.name).sort()).toEqual(['execute', 'help', 'load', 'resolve', 'search']);
     const search = tools.find((t) => t.name === 'search');
     expect(search?.inputSchema.required).toEqual(['item_type', 'query']);
-    expect((search?.inputSchema.properties?.['item_type'] as { enum?: string[] }).enum).toEqual(['directive', 'tool', 'knowledge', 'script']);
+    expect((search?.inputSchema.properties?.['item_type'] as { enum?: string[] }).enum).toEqual(['directive', 'tool', 'knowledge', 'pipeline', 'script']);
     const execute = tools.find((t) => t.name === 'execute');
     expect(execute?.inputSchema.required).toEqual(['item_type', 'action', 'item_id']);
     expect(client.getServerVersion()).toMatchObject({ name: 'kiwi-test', version: '9.9.9' });
@@ -112,6 +112,13 @@ describe('meta-server: search', () => {
     expect(text(none)).toMatch(/No directive matches/);
   });
 
+  it('ranks pipelines by the words of their name, description and stages, with their inputs and shape', async () => {
+    const r = await call('search', { item_type: 'pipeline', query: 'documentation digest' });
+    expect(structured(r)['results']).toEqual([expect.objectContaining({ id: 'docs_digest', tier: 'project', version: '1.0.0', stages: '[short | long]', inputs: [expect.objectContaining({ name: 'topic', required: true })] })]);
+    expect(text(r)).toMatch(/^1 pipeline for "documentation digest":\n- docs_digest .*\n.*execute\(item_type="pipeline", action="run"/);
+    expect(structured(await call('search', { item_type: 'pipeline', query: 'zebra quantum lullaby' }))['total']).toBe(0);
+  });
+
   it('filters by tier with source', async () => {
     const user = await call('search', { item_type: 'knowledge', query: 'shell shortcuts', source: 'user' });
     expect(structured(user)['results'].map((x: { id: string }) => x.id)).toEqual(['user-note']);
@@ -129,7 +136,7 @@ describe('meta-server: search', () => {
   });
 
   it('answers bad arguments with clear errors', async () => {
-    await expectError(call('search', { item_type: 'registry', query: 'x' }), /item_type must be "directive", "tool" or "knowledge".*got "registry"/);
+    await expectError(call('search', { item_type: 'registry', query: 'x' }), /item_type must be "directive", "tool", "knowledge" or "pipeline".*got "registry"/);
     await expectError(call('search', { query: 'x' }), /item_type is required/);
     await expectError(call('search', { item_type: 'tool' }), /query is required/);
     await expectError(call('search', { item_type: 'tool', query: '   ' }), /query must not be empty/);
@@ -168,6 +175,20 @@ describe('meta-server: load', () => {
     expect(text(r)).toMatch(/^---\nid: style-guide\ntitle: Writing style for project documentation\n/);
     expect(text(r)).toContain('Write short sentences.');
     expect(structured(r)['item']).toMatchObject({ id: 'style-guide', entry_type: 'reference', tags: ['style', 'writing', 'docs'] });
+  });
+
+  it('returns a pipeline with its inputs and its stages in groups', async () => {
+    const r = await call('load', { item_type: 'pipeline', item_id: 'docs_digest', source: 'project' });
+    expect(structured(r)).toMatchObject({ item_type: 'pipeline', item: { name: 'docs_digest', version: '1.0.0', shape: '[short | long]', source: { tier: 'project', path: path.join('.ai', 'pipelines', 'docs_digest.yaml') } } });
+    expect(structured(r)['item'].stages).toEqual([
+      [
+        { name: 'short', directive: 'summarize_docs', inputs: { topic: '${inputs.topic}', length: '2' } },
+        { name: 'long', directive: 'summarize_docs', inputs: { topic: '${inputs.topic}' } },
+      ],
+    ]);
+    expect(text(r)).toMatch(/^pipeline docs_digest 1\.0\.0 \(project tier\): Summarize the documentation.*\nstages: \[short \| long\]\ninputs: topic \(required\)\n/);
+    await expectError(call('load', { item_type: 'pipeline', item_id: 'nope' }), /no pipeline with id "nope" in the project or user tier \(\.ai\/pipelines\/\)\. Find ids with search\(item_type="pipeline"/);
+    await expectError(call('load', { item_type: 'pipeline', item_id: 'docs_digest', version: '2.0.0' }), /only version 1\.0\.0 of pipeline "docs_digest"/);
   });
 
   it('refuses what it cannot do yet, and says why', async () => {
@@ -233,6 +254,15 @@ describe('meta-server: execute', () => {
     await expectError(call('execute', { item_type: 'tool', action: 'run', item_id: 'echo_text', parameters: 'text=hi' }), /parameters must be an object/);
   });
 
+  it('says a pipeline runs on the gateway, or with kiwi pipelines run, and which actions a pipeline takes', async () => {
+    const r = await expectError(call('execute', { item_type: 'pipeline', action: 'run', item_id: 'docs_digest', parameters: { topic: 'setup' } }), /^INVALID_INPUT: pipelines run on the gateway \(`kiwi serve`'s \/mcp\).*`kiwi pipelines run docs_digest --input KEY=VALUE`/);
+    expect(structured(r)['error']).toMatchObject({ code: 'INVALID_INPUT' });
+    await expectError(call('execute', { item_type: 'pipeline', action: 'status', item_id: '0195aaaa-bbbb-4ccc-8ddd-eeeeffff0000' }), /pipelines run on the gateway/);
+    await expectError(call('execute', { item_type: 'pipeline', action: 'stream', item_id: 'docs_digest' }), /action "stream" does not act on a pipeline: "run" runs one .*"status", "cancel" and "resume" take the run id/);
+    await expectError(call('execute', { item_type: 'pipeline', action: 'rollback', item_id: 'docs_digest' }), /action "rollback" does not act on a pipeline/);
+    await expectError(call('execute', { item_type: 'pipelines', action: 'run', item_id: 'docs_digest' }), /item_type must be "directive", "tool", "knowledge" or "pipeline".*got "pipelines"/);
+  });
+
   it('returns a directive as steps to follow, and asks for its required inputs', async () => {
     const missing = await expectError(call('execute', { item_type: 'directive', action: 'run', item_id: 'summarize_docs' }), /needs topic \(What the summary should focus on\)/);
     expect(structured(missing)['missing_inputs'][0]).toMatchObject({ name: 'topic', required: true });
@@ -271,12 +301,13 @@ describe('meta-server: help', () => {
     const overview = await call('help', {});
     expect(text(overview)).toMatch(/search.*\n.*load/s);
     expect(structured(overview)).toMatchObject({ topic: 'overview' });
-    for (const topic of ['search', 'load', 'execute', 'resolve', 'directives', 'tools', 'knowledge']) {
+    for (const topic of ['search', 'load', 'execute', 'resolve', 'directives', 'tools', 'knowledge', 'pipelines']) {
       const r = await call('help', { topic });
       expect(r.isError, topic).toBeFalsy();
       expect(text(r).length).toBeGreaterThan(40);
     }
     expect(text(await call('help', { topic: 'resolve' }))).toMatch(/unresolved/);
+    expect(text(await call('help', { topic: 'pipelines' }))).toMatch(/execute\(item_type="pipeline", action="run", item_id=NAME.*\n.*action="status"/s);
     await expectError(call('help', { topic: 'everything' }), /topic must be one of overview, search/);
   });
 });

@@ -1,6 +1,6 @@
 import { LOCAL_CLIENT } from '../../clients/client-auth.js';
 import { loadRegistry } from '../../registry/load-registry.js';
-import type { Pipeline } from '../../registry/types.js';
+import { pipelineShape } from '../../registry/pipeline-shape.js';
 import { listPipelineRuns, readPipelineRun, type PipelineRunState } from '../../threads/pipeline-runs.js';
 import type { PipelineCaller, PipelineEvent, PipelineOutcome } from '../../threads/run-pipeline.js';
 import type { GatewayPipelines } from '../gateway-pipelines.js';
@@ -10,17 +10,10 @@ import { UsageError, type CliContext } from '../../cli/io.js';
 import { parseFlags } from '../../cli/parse-flags.js';
 import { projectOptions } from '../../cli/project-options.js';
 import { progressLine } from '../../cli/commands/index-tools.js';
-import { textHead } from '../../text-cut.js';
+import { oneLine, pipelineEventText } from '../../threads/pipeline-event-text.js';
 import { parseInputs, printRecord } from './directives.js';
 
 const USAGE = 'kiwi pipelines list | run NAME [--input KEY=VALUE]... [--steps] | runs | show RUN | resume RUN [--steps]   [--json] [--project DIR]';
-
-/** A stage's result (or why it failed) as one line of at most 200 characters. */
-const RESULT_CHARS = 200;
-const oneLine = (text: string): string => {
-  const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length <= RESULT_CHARS ? flat : `${textHead(flat, RESULT_CHARS)}…`;
-};
 
 /**
  * `kiwi pipelines …`: the pipelines of `.ai/pipelines/` (and the files that did not load, with
@@ -51,7 +44,7 @@ export async function pipelinesCommand(ctx: CliContext): Promise<number> {
     }
     case 'run':
     case 'resume': {
-      const caller: PipelineCaller = { client: LOCAL_CLIENT, ...(ctx.signal ? { signal: ctx.signal } : {}), ...(json ? {} : { onEvent: (e: PipelineEvent) => printEvent(ctx, e) }), ...(values.steps && !json ? { onRecord: (_: string, r) => printRecord(ctx, r) } : {}) };
+      const caller: PipelineCaller = { client: LOCAL_CLIENT, ...(ctx.signal ? { signal: ctx.signal } : {}), ...(json ? {} : { onEvent: (e: PipelineEvent) => ctx.io.out(pipelineEventText(e)) }), ...(values.steps && !json ? { onRecord: (_: string, r) => printRecord(ctx, r) } : {}) };
       const inputs = parseInputs(values.input ?? []);
       const go = (p: GatewayPipelines): Promise<PipelineOutcome> => (action === 'run' ? p.run({ ...caller, pipeline: target as string, inputs }) : p.resume({ ...caller, run: target as string }));
       const log = (line: string): void => ctx.io.err(`kiwi: ${line}`);
@@ -67,14 +60,11 @@ export async function pipelinesCommand(ctx: CliContext): Promise<number> {
   }
 }
 
-/** `a → [b | c] → d`: groups in order, a parallel group in brackets. */
-const shape = (p: Pipeline): string => p.groups.map((g) => (g.length === 1 ? (g[0]?.name ?? '') : `[${g.map((s) => s.name).join(' | ')}]`)).join(' → ');
-
 function list(ctx: CliContext, registry: Awaited<ReturnType<typeof loadRegistry>>, json: boolean): number {
   const pipelines = [...(registry.pipelines?.values() ?? [])].sort((a, b) => a.name.localeCompare(b.name));
   if (json) ctx.io.out(JSON.stringify(pipelines.map((p) => ({ name: p.name, version: p.version, description: p.description, inputs: p.inputs, stages: p.groups, file: p.source.path }))));
   else if (pipelines.length === 0) ctx.io.out('no pipelines; they are YAML files under .ai/pipelines/ (docs/pipelines.md)');
-  else for (const p of pipelines) ctx.io.out(`${p.name}  ${p.version}  ${shape(p)}  — ${p.description}`);
+  else for (const p of pipelines) ctx.io.out(`${p.name}  ${p.version}  ${pipelineShape(p)}  — ${p.description}`);
   for (const issue of registry.errors.filter((e) => e.kind === 'pipeline')) ctx.io.err(`kiwi: ${issue.message}`);
   return 0;
 }
@@ -102,16 +92,6 @@ function show(ctx: CliContext, run: PipelineRunState, json: boolean): number {
   // Newest first as the store lists them: shown in the order they started.
   for (const s of stages.reverse()) ctx.io.out(`  ${s.stage}  ${s.directive}  ${s.status}  thread ${s.thread}${s.result === '' ? '' : `\n    ${oneLine(s.result)}`}`);
   return 0;
-}
-
-function printEvent(ctx: CliContext, event: PipelineEvent): void {
-  if (event.type === 'run') ctx.io.out(`pipeline run ${event.run}: ${event.pipeline}`);
-  else if (event.type === 'stage-start') ctx.io.out(`[${event.stage}] ${event.resumed ? 'resumed' : 'started'}: thread ${event.thread}`);
-  else {
-    const o = event.outcome;
-    const why = o.error === undefined ? '' : ` (${oneLine(o.error)})`;
-    ctx.io.out(`[${o.stage}] ${event.reused ? 'completed before, reused' : o.status}${why}${o.result === '' ? '' : `: ${oneLine(o.result)}`}`);
-  }
 }
 
 function printOutcome(ctx: CliContext, outcome: PipelineOutcome, json: boolean): number {

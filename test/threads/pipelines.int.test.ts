@@ -151,8 +151,8 @@ describe('pipelines over MCP', () => {
     const header = await fileThreadStore(root).readHeader(run['stages'][0].thread);
     expect(header).toMatchObject({ client: 'alpha', inputs: { review: 'first on mcp' }, pipeline: { run: run['run'], stage: 'a' } });
 
-    const own = await executionsOf(run['run'], keys.alpha);
-    expect(own.executions).toEqual([expect.objectContaining({ status: 'completed', labels: expect.objectContaining({ kind: 'pipeline', pipeline: 'handoff', client: 'alpha' }) })]);
+    // The execution's end is written behind the answer: a loaded machine may show it a moment later.
+    await expect.poll(async () => (await executionsOf(run['run'], keys.alpha)).executions, { timeout: 15_000 }).toEqual([expect.objectContaining({ status: 'completed', labels: expect.objectContaining({ kind: 'pipeline', pipeline: 'handoff', client: 'alpha' }) })]);
     expect((await executionsOf(run['run'], keys.beta)).executions).toEqual([]);
 
     const status = await execute('alpha', { action: 'status', item_id: run['run'] });

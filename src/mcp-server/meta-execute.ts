@@ -51,7 +51,7 @@ export const executeShape = {
   async: z
     .boolean({ error: 'async must be true or false' })
     .optional()
-    .describe('With a directive\'s "run" or "resume": answer the thread id at once and let it run; follow it with "stream" or "status"'),
+    .describe('With a directive\'s or a pipeline\'s "run" or "resume": answer the thread id (a pipeline\'s run id) at once and let it run; follow it with "status" (and a thread\'s with "stream")'),
   environment: z
     .string({ error: 'environment must be the name of a file in .ai/environments/, e.g. "review_src"' })
     .max(64)

@@ -45,3 +45,6 @@ try {
 await typesChecked;
 if (typesFailed) process.exitCode = 1;
 await vitest.exit();
+// Everything is closed and reported. LanceDB's native runtime, loaded here by the global setup's
+// demo index, would hold the exit for another ~5 s while its idle threads time out.
+process.exit();

@@ -37,11 +37,10 @@ describe('execute action=rollback over /mcp', () => {
 
   beforeAll(async () => {
     repo = repoWith(policy(['write_note', ROLLBACK_TOOL]));
-    served = await serveGateway(repo.root);
+    // Made before the gateway opens: from its first request on, every request needs a key.
     keys.alpha = (await createKey(path.join(repo.root, KEY_FILE), 'alpha')).key;
     keys.beta = (await createKey(path.join(repo.root, KEY_FILE), 'beta')).key;
-    // The gateway reads its key file again within a second or two; then every request needs a key.
-    for (let i = 0; i < 100 && (await fetch(`${served.server.url}/mcp`, { method: 'POST' })).status !== 401; i++) await new Promise((r) => setTimeout(r, 100));
+    served = await serveGateway(repo.root);
   }, 120_000);
 
   afterAll(async () => {

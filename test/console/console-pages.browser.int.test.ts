@@ -51,15 +51,19 @@ const header = (id: string, client: string): ThreadHeader => ({ type: 'thread', 
 
 beforeAll(async () => {
   mkdirSync(SHOTS, { recursive: true });
-  served = await serveDemoGateway({ prefix: 'kiwi-console-pages-', config: BUDGETS });
+  // The keys are made before the gateway opens: from its first request on, every request needs one.
+  served = await serveDemoGateway({
+    prefix: 'kiwi-console-pages-',
+    config: BUDGETS,
+    async prepare(root) {
+      const file = path.join(root, KEY_FILE);
+      keys.admin = (await createKey(file, 'ops', { roles: ['admin'] })).key;
+      keys.approver = (await createKey(file, 'reviewer', { roles: ['approver'] })).key;
+      keys.alpha = (await createKey(file, 'alpha')).key;
+      keys.beta = (await createKey(file, 'beta')).key;
+    },
+  });
   url = served.server.url;
-  const file = path.join(served.root, KEY_FILE);
-  keys.admin = (await createKey(file, 'ops', { roles: ['admin'] })).key;
-  keys.approver = (await createKey(file, 'reviewer', { roles: ['approver'] })).key;
-  keys.alpha = (await createKey(file, 'alpha')).key;
-  keys.beta = (await createKey(file, 'beta')).key;
-  // The gateway reads its key file again within a second or two; then every request needs a key.
-  for (let i = 0; i < 100 && (await fetch(`${url}/admin/v1/audit`)).status !== 401; i++) await new Promise((r) => setTimeout(r, 100));
 
   await callTools(keys.alpha, [['word_count', { path: 'README.md' }]]);
   // http_client is not in the demo policy's tools: a denial.

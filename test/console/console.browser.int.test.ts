@@ -24,13 +24,18 @@ const keys = { admin: '', approver: '', alice: '', bob: '' };
 
 beforeAll(async () => {
   mkdirSync(SHOTS, { recursive: true });
-  served = await serveDemoGateway({ prefix: 'kiwi-console-', prepare: addShipRelease });
+  served = await serveDemoGateway({
+    prefix: 'kiwi-console-',
+    async prepare(root) {
+      addShipRelease(root);
+      const file = path.join(root, KEY_FILE);
+      keys.admin = (await createKey(file, 'ops', { roles: ['admin'] })).key;
+      keys.approver = (await createKey(file, 'reviewer', { roles: ['approver'] })).key;
+      keys.alice = (await createKey(file, 'alice')).key;
+      keys.bob = (await createKey(file, 'bob')).key;
+    },
+  });
   url = served.server.url;
-  const file = path.join(served.root, KEY_FILE);
-  keys.admin = (await createKey(file, 'ops', { roles: ['admin'] })).key;
-  keys.approver = (await createKey(file, 'reviewer', { roles: ['approver'] })).key;
-  keys.alice = (await createKey(file, 'alice')).key;
-  keys.bob = (await createKey(file, 'bob')).key;
   browser = await launchChromium();
 }, 120_000);
 

@@ -20,8 +20,8 @@ export interface DemoGatewayOptions {
   extraEnv?: Record<string, string>;
   /** More of gateway.yaml, after the upstreams (YAML lines). */
   config?: string;
-  /** Changes to the copy before the gateway opens it (a tool added, the policy widened). */
-  prepare?: (root: string) => void;
+  /** Changes to the copy before the gateway opens it (a tool added, the policy widened, client keys made). */
+  prepare?: (root: string) => void | Promise<void>;
 }
 
 const recordedOpenAi = (llmUrl: string): string[] => [`{ name: recorded, kind: openai, base_url: "${llmUrl}/v1", models: ["gpt-*"] }`];
@@ -38,7 +38,7 @@ export async function serveDemoGateway(options: DemoGatewayOptions = {}): Promis
     rmSync(root, { recursive: true, force: true });
   };
   try {
-    options.prepare?.(root);
+    await options.prepare?.(root);
     const entries = (options.upstreams ?? recordedOpenAi)(llm.url);
     writeFileSync(path.join(root, '.ai', 'config', 'gateway.yaml'), ['upstreams:', ...entries.map((e) => `  - ${e}`), options.config ?? ''].join('\n'));
     const served = await serveGateway(root, options.extraEnv);

@@ -1,4 +1,4 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -92,10 +92,13 @@ export async function startPostgres(): Promise<PostgresServer> {
   const command = (file: string, args: string[]): [string, string[]] => (asRoot ? ['runuser', ['-u', 'postgres', '--', path.join(bin, file), ...args]] : [path.join(bin, file), args]);
 
   const [initCmd, initArgs] = command('initdb', ['-D', data, '-U', 'kiwi', '--auth=trust', '-E', 'UTF8', '--no-sync', '--no-instructions']);
-  const init = spawnSync(initCmd, initArgs, { encoding: 'utf8' });
+  // Not spawnSync: the global setup makes its other resources on this thread meanwhile.
+  const init = await new Promise<{ status: number | null; output: string }>((resolve) => {
+    execFile(initCmd, initArgs, { encoding: 'utf8' }, (error, stdout, stderr) => resolve({ status: error === null ? 0 : typeof error.code === 'number' ? error.code : null, output: stderr || stdout || (error?.message ?? '') }));
+  });
   if (init.status !== 0) {
     rmSync(dir, { recursive: true, force: true });
-    throw new Error(`initdb failed (${init.status}): ${init.stderr || init.stdout}`);
+    throw new Error(`initdb failed (${init.status}): ${init.output}`);
   }
   const port = await freePort();
   const [serverCmd, serverArgs] = command('postgres', ['-D', data, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1', '-c', 'fsync=off', '-c', 'full_page_writes=off']);

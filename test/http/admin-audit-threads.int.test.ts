@@ -22,14 +22,17 @@ const ended = randomUUID();
 const cutShort = randomUUID();
 
 beforeAll(async () => {
-  served = await serveDemoGateway({ prefix: 'kiwi-admin-audit-' });
-  const file = path.join(served.root, KEY_FILE);
-  keys.admin = (await createKey(file, 'ops', { roles: ['admin'] })).key;
-  keys.approver = (await createKey(file, 'reviewer', { roles: ['approver'] })).key;
-  keys.alpha = (await createKey(file, 'alpha')).key;
-  keys.beta = (await createKey(file, 'beta')).key;
-  // The gateway reads its key file again within a second or two; then every request needs a key.
-  for (let i = 0; i < 100 && (await fetch(`${served.server.url}/admin/v1/audit`)).status !== 401; i++) await new Promise((r) => setTimeout(r, 100));
+  // The keys are made before the gateway opens: from its first request on, every request needs one.
+  served = await serveDemoGateway({
+    prefix: 'kiwi-admin-audit-',
+    async prepare(root) {
+      const file = path.join(root, KEY_FILE);
+      keys.admin = (await createKey(file, 'ops', { roles: ['admin'] })).key;
+      keys.approver = (await createKey(file, 'reviewer', { roles: ['approver'] })).key;
+      keys.alpha = (await createKey(file, 'alpha')).key;
+      keys.beta = (await createKey(file, 'beta')).key;
+    },
+  });
 
   await callTools(keys.alpha, [['word_count', { path: 'README.md' }]]);
   // http_client is not in the demo policy's tools: a denial.

@@ -24,16 +24,15 @@ beforeAll(async () => {
   served = await serveDemoGateway({
     prefix: 'kiwi-thread-doors-',
     config: 'model_tiers: { balanced: gpt-4o-mini }\n',
-    prepare(root) {
+    async prepare(root) {
       // Two help signals a minute per client, so that a third one shows the limit.
       const policy = path.join(root, '.ai', 'config', 'policy.yaml');
       writeFileSync(policy, readFileSync(policy, 'utf8').replace('per_tool: { "*": { max: 60, per_ms: 60000 } }', 'per_tool: { help: { max: 2, per_ms: 60000 }, "*": { max: 60, per_ms: 60000 } }'));
+      // Made before the gateway opens: from its first request on, every request needs a key.
+      owner = (await createKey(path.join(root, KEY_FILE), 'owner')).key;
+      intruder = (await createKey(path.join(root, KEY_FILE), 'intruder')).key;
     },
   });
-  owner = (await createKey(path.join(served.root, KEY_FILE), 'owner')).key;
-  intruder = (await createKey(path.join(served.root, KEY_FILE), 'intruder')).key;
-  // The gateway reads its key file again within a second or two; then every request needs a key.
-  for (let i = 0; i < 100 && (await fetch(`${served.server.url}/v0/executions`)).status !== 401; i++) await new Promise((r) => setTimeout(r, 100));
 }, 120_000);
 
 afterAll(async () => {

@@ -20,11 +20,15 @@ let served: DemoGateway;
 let narrow: string;
 
 beforeAll(async () => {
-  served = await serveDemoGateway({ prefix: 'kiwi-thread-rights-', config: 'model_tiers: { balanced: gpt-4o-mini }\n' });
-  writeFileSync(path.join(served.root, '.ai', 'config', 'narrow-policy.yaml'), 'version: 1\ntools: [read_file]\nfilesystem: { read: ["**"] }\n');
-  narrow = (await createKey(path.join(served.root, KEY_FILE), 'narrow', { policy: '.ai/config/narrow-policy.yaml' })).key;
-  // The gateway reads its key file again within a second or two; then every request needs a key.
-  for (let i = 0; i < 100 && (await fetch(`${served.server.url}/v0/executions`)).status !== 401; i++) await new Promise((r) => setTimeout(r, 100));
+  served = await serveDemoGateway({
+    prefix: 'kiwi-thread-rights-',
+    config: 'model_tiers: { balanced: gpt-4o-mini }\n',
+    async prepare(root) {
+      writeFileSync(path.join(root, '.ai', 'config', 'narrow-policy.yaml'), 'version: 1\ntools: [read_file]\nfilesystem: { read: ["**"] }\n');
+      // Made before the gateway opens: from its first request on, every request needs a key.
+      narrow = (await createKey(path.join(root, KEY_FILE), 'narrow', { policy: '.ai/config/narrow-policy.yaml' })).key;
+    },
+  });
 }, 120_000);
 
 afterAll(async () => {

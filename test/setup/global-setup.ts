@@ -17,6 +17,7 @@ import { redisAvailable, startRedis } from '../helpers/redis-server.js';
 import { copyDemoProject } from '../helpers/demo-project.js';
 import { CLI_BUILD_PREFIX, TEMPLATE_DATABASE } from '../helpers/run-resources.js';
 import { REPO_ROOT } from '../helpers/temp-project.js';
+import { pathPastPythonShim } from './python-path.js';
 
 /**
  * What the integration tests share, made once per run before any of them starts (the
@@ -39,6 +40,8 @@ import { REPO_ROOT } from '../helpers/temp-project.js';
  *   uid) in a fraction. It sits in `.kiwi-test-cli-<pid>/` at the repository root (git-ignored),
  *   beside src/, so that the paths src/ finds from its own place (models/, node_modules/, the
  *   install root the sandbox mounts) are the same.
+ *
+ * It also sets the run's PATH, past a pyenv shim for python3 where there is one (python-path.ts).
  *
  * All but the kernel template are removed after the run, with the server.
  */
@@ -156,6 +159,8 @@ async function startTemplatePostgres(): Promise<PostgresServer | undefined> {
 }
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  // Before the test processes start: they, and every gateway and tool they start, take this PATH.
+  process.env['PATH'] = pathPastPythonShim(process.env['PATH'] ?? '');
   // All at once: PGlite's initdb (when the kernel template is not cached) and esbuild in
   // processes of their own, Postgres's and Redis's in theirs, the embedder's model in a worker thread.
   const [kernel, demo, server, cli, redis] = await Promise.allSettled([kernelTemplate(), buildDemoTemplate(), startTemplatePostgres(), buildCli(), redisAvailable() ? startRedis() : undefined]);

@@ -131,7 +131,8 @@ async function loggedIn(key: string): Promise<{ context: BrowserContext; page: P
 const shot = (page: Page, name: string, fullPage = true) => page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage });
 const column = (page: Page, name: string) => page.locator(`table.audit tbody td.${name}`).allTextContents();
 
-describe.skipIf(!chromiumAvailable())('the audit, threads and usage pages in a browser', () => {
+// Each test drives a browser through many pages: on a loaded machine one took past vitest's 20 s.
+describe.skipIf(!chromiumAvailable())('the audit, threads and usage pages in a browser', { timeout: 60_000 }, () => {
   it('the audit log lists both clients newest first, filters by client and decision, pages, and shows what the API says of a bad filter', async () => {
     const { context, page, refusedByCsp } = await loggedIn(keys.admin);
     await page.goto(`${url}/ui/audit`);

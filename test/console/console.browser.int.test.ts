@@ -55,7 +55,8 @@ async function loggedIn(key: string, viewport = { width: 1280, height: 860 }): P
 
 const shot = (page: Page, name: string) => page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
 
-describe.skipIf(!chromiumAvailable())('the console in a browser', () => {
+// Each test drives a browser through many pages: on a loaded machine one took past vitest's 20 s.
+describe.skipIf(!chromiumAvailable())('the console in a browser', { timeout: 60_000 }, () => {
   it('an admin logs in, sees a waiting call appear live, grants it, reads its timeline, and revokes the client', async () => {
     const { context, page } = await loggedIn(keys.admin);
     expect(page.url()).toBe(`${url}/ui`);

@@ -5,7 +5,8 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { PGlite } from '@electric-sql/pglite';
 
-const { dataDir, initDbStartParams, startParams } = workerData;
+// wasmModule: PGlite's WebAssembly, compiled once by the process (pglite-worker-db.ts), when it could.
+const { dataDir, initDbStartParams, startParams, wasmModule } = workerData;
 
 /** What a Postgres error carries that callers read (its SQLSTATE above all), and nothing that cannot cross threads. */
 function plainError(error) {
@@ -63,7 +64,7 @@ async function handle(message) {
 }
 
 try {
-  db = await PGlite.create({ ...(dataDir === undefined ? {} : { dataDir }), initDbStartParams, startParams });
+  db = await PGlite.create({ ...(dataDir === undefined ? {} : { dataDir }), initDbStartParams, startParams, ...(wasmModule === undefined ? {} : { wasmModule }) });
   parentPort.postMessage({ ready: true });
 } catch (error) {
   parentPort.postMessage({ ready: false, error: plainError(error) });

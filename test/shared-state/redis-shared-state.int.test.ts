@@ -275,11 +275,13 @@ describe.skipIf(!redisAvailable())('shared state in Redis', () => {
     const there = await openSharedState({ redisUrl: server.url, prefix: prefix() });
     try {
       expect(there.where).toBe(`${server.url}`);
-      // The cache replicas share: a value until its time is up.
-      await there.cache.set('models:x', '["a"]', 100);
+      // The cache replicas share: a value until its time is up. The one read back has a minute, not
+      // 100 ms, which a loaded machine took between the write and the read.
+      await there.cache.set('models:x', '["a"]', 60_000);
       expect(await there.cache.get('models:x')).toBe('["a"]');
+      await there.cache.set('models:y', '["b"]', 100);
       await new Promise((r) => setTimeout(r, 150));
-      expect(await there.cache.get('models:x')).toBeUndefined();
+      expect(await there.cache.get('models:y')).toBeUndefined();
     } finally {
       await there.close();
     }

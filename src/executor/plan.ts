@@ -19,6 +19,8 @@ export interface PlanContext {
   root: string;
   /** The gateway's environment, the only source of `${ENV}` values and of allowlisted variables. */
   env: Readonly<Record<string, string | undefined>>;
+  /** The called tool was written by an agent: no host it names is the author's, so the SSRF guard checks every one. */
+  agentWritten?: boolean;
 }
 
 const DEFAULT_TIMEOUT_MS = 30_000;
@@ -144,7 +146,7 @@ function planHttp(tool: Tool, chain: ResolvedChain, args: Record<string, unknown
   const config = parseConfig(HttpConfig, httpConfigForm(chain.config, tool), tool, 'http_client');
   const scope: SubstitutionScope = { params: args, env: ctx.env, where: `tool ${tool.id}: config.url_template` };
   const url = substitute(config.url_template, scope, encodeURIComponent);
-  const author = authorHost(config.url_template, scope, url);
+  const author = ctx.agentWritten ? undefined : authorHost(config.url_template, scope, url);
   const headers: Record<string, string> = {};
   for (const [k, v] of Object.entries(config.headers)) headers[k] = substitute(v, { ...scope, where: `tool ${tool.id}: config.headers.${k}` });
   let body: string | undefined;
@@ -166,7 +168,7 @@ function planHttp(tool: Tool, chain: ResolvedChain, args: Record<string, unknown
       headersTimeoutMs: config.timeout_ms,
       bodyTimeoutMs: config.timeout_ms,
       maxResponseBytes: config.max_response_bytes,
-      // The manifest's own host is reached as written; any other host, an argument's or a redirect's, only at a public address.
+      // The manifest's own host is reached as written (when a person wrote it); any other host, an argument's or a redirect's, only at a public address.
       guard: author === undefined ? {} : { authorHost: author },
     },
     ...(t ? { transform: { ...(t.pick ? { pick: t.pick } : {}), ...(t.path ? { path: t.path } : {}), ...(t.fields ? { fields: t.fields } : {}), ...(t.max_items ? { maxItems: t.max_items } : {}) } } : {}),

@@ -32,6 +32,22 @@ export function substituteEnv(template: string, scope: Omit<SubstitutionScope, '
   return template.replace(TOKEN, (match, envName?: string, envDefault?: string) => (envName === undefined ? match : envValue(envName, envDefault, { ...scope, params: {} })));
 }
 
+/** The `${NAME}` placeholders (without a default) in every string of a JSON-like value, each name once. */
+export function envNamesIn(value: unknown): string[] {
+  const names = new Set<string>();
+  const walk = (v: unknown): void => {
+    if (typeof v === 'string') {
+      for (const m of v.matchAll(TOKEN)) if (m[1] !== undefined && m[2] === undefined) names.add(m[1]);
+    } else if (Array.isArray(v)) {
+      v.forEach(walk);
+    } else if (v !== null && typeof v === 'object') {
+      Object.values(v).forEach(walk);
+    }
+  };
+  walk(value);
+  return [...names];
+}
+
 /** The names of `{param}` placeholders a template uses. */
 export function placeholders(template: string): string[] {
   const names: string[] = [];

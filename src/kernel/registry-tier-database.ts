@@ -50,8 +50,8 @@ export async function openRegistryTierDatabase(options: RegistryTierDatabaseOpti
   }
   const tier = sqlRegistryTier(db, `the registry tier in ${dir}`);
   const stamp = path.join(options.userDir, EMBEDDED_STAMP_FILE);
-  const push: RegistryTier['push'] = async (version, pushedBy) => {
-    const outcome = await tier.push(version, pushedBy);
+  const push: RegistryTier['push'] = async (version, pushedBy, pushOptions) => {
+    const outcome = await tier.push(version, pushedBy, pushOptions);
     if (outcome.status === 'added') await renewStamp(stamp);
     return outcome;
   };

@@ -205,8 +205,8 @@ export function outcomeResult(outcome: CallOutcome, lead?: string): MetaResult {
 }
 
 /** Who and where a meta-tool's calls run: the session's conversation and client, with the client's own rights. */
-export function callerFields(ctx: MetaContext): Pick<ToolCall, 'session' | 'client' | 'context'> {
-  return { session: ctx.session, client: ctx.caller.client, ...(ctx.caller.context ? { context: ctx.caller.context } : {}) };
+export function callerFields(ctx: MetaContext): Pick<ToolCall, 'session' | 'client' | 'roles' | 'context'> {
+  return { session: ctx.session, client: ctx.caller.client, ...(ctx.caller.roles ? { roles: ctx.caller.roles } : {}), ...(ctx.caller.context ? { context: ctx.caller.context } : {}) };
 }
 
 /** The fence's notice, then `text` fenced; the token is drawn against the lead too, which the agent's intent shapes. */

@@ -70,6 +70,8 @@ export interface PermissionContext {
   approvals?: ApprovalRules;
   /** The policy file's `annealing`, when it turns annealing on failure on; only the root context carries it. */
   annealing?: AnnealingRules;
+  /** The policy file's `created_items`; every policy file's context carries it (the project's and a client's), a directive's none. */
+  createdItems?: CreatedItemsPolicy;
 }
 
 /**
@@ -89,6 +91,14 @@ export interface SandboxPolicy extends SandboxChoice {
  */
 export interface NetworkPolicy {
   allowPrivate: string[];
+}
+
+/** What items that agents created get (created-items.ts). */
+export interface CreatedItemsPolicy {
+  /** Names of the gateway's environment variables that created tools may use (`${NAME}`, `env_allowlist`). */
+  env: readonly string[];
+  /** What one client's created items may keep, in bytes; absent, the default. */
+  quotaBytes?: number;
 }
 
 /** Rules that allow nothing. */

@@ -63,6 +63,12 @@ const policySchema = z.strictObject({
     .optional(),
   isolation: isolationSchema.optional(),
   network: z.strictObject({ allow_private: z.array(privateHost).optional() }).optional(),
+  created_items: z
+    .strictObject({
+      env: z.array(name.regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable\'s name (letters, digits and _), no globs')).optional(),
+      quota_mb: z.number().int().min(0, 'must be 0 (agents create nothing) or more').max(1_000_000).optional(),
+    })
+    .optional(),
   hooks: policyHooksSchema.optional(),
   approvals: approvalsSchema.optional(),
   annealing: z
@@ -80,7 +86,8 @@ type PolicyYaml = z.infer<typeof policySchema>;
 
 /** Fields each mapping may hold, for "unknown field" messages; keys are paths with list indexes as `[]` and per_tool keys as `*`. */
 const FIELDS: Record<string, string[]> = {
-  '': ['version', 'tools', 'filesystem', 'commands', 'mcp', 'sandbox', 'isolation', 'network', 'hooks', 'approvals', 'annealing', 'rate_limits'],
+  '': ['version', 'tools', 'filesystem', 'commands', 'mcp', 'sandbox', 'isolation', 'network', 'created_items', 'hooks', 'approvals', 'annealing', 'rate_limits'],
+  created_items: ['env', 'quota_mb'],
   annealing: ['on_failure', 'failures'],
   ...ISOLATION_FIELDS,
   network: ['allow_private'],
@@ -146,7 +153,9 @@ export function parsePolicy(text: string, file: string, root: string): Permissio
   const hooks = loadPolicyHooks(parsed.data.hooks ?? [], doc, text, file);
   const network = { allowPrivate: parsed.data.network?.allow_private ?? [] };
   const annealing = parsed.data.annealing?.on_failure ? { annealing: { failures: parsed.data.annealing.failures ?? DEFAULT_ANNEALED_FAILURES } } : {};
-  return Object.freeze({ ...context, sandbox: toSandboxPolicy(parsed.data.sandbox), isolation: toIsolationPolicy(parsed.data.isolation), network, hooks, approvals: toApprovalRules(parsed.data.approvals), ...annealing });
+  const created = parsed.data.created_items;
+  const createdItems = { env: created?.env ?? [], ...(created?.quota_mb === undefined ? {} : { quotaBytes: created.quota_mb * 1024 * 1024 }) };
+  return Object.freeze({ ...context, sandbox: toSandboxPolicy(parsed.data.sandbox), isolation: toIsolationPolicy(parsed.data.isolation), network, createdItems, hooks, approvals: toApprovalRules(parsed.data.approvals), ...annealing });
 }
 
 function toSandboxPolicy(s: PolicyYaml['sandbox']): SandboxPolicy {

@@ -2,8 +2,8 @@ import type { ToolResult } from '../contracts/tool-result.js';
 import type { ExecutionPlan } from '../executor/plan-types.js';
 import type { PlanContext } from '../executor/plan.js';
 import type { PermissionContext } from '../policy/permission-context.js';
-import type { Proposal } from '../registry/item-proposal.js';
 import type { Directive, Knowledge, Tool } from '../registry/types.js';
+import type { Creation } from './tool-call.js';
 
 /** A call whose answer is known once it is allowed (a knowledge entry's content): nothing runs. */
 export interface ReadPlan {
@@ -18,9 +18,8 @@ export interface RollbackPlan {
 }
 
 /** An item an agent proposed, checked and signed, to land in the project or the registry tier (MCP `execute action=create`). */
-export interface CreatePlan {
+export interface CreatePlan extends Creation {
   kind: 'create';
-  proposal: Proposal;
 }
 
 export type AllowedPlan = ExecutionPlan | ReadPlan | RollbackPlan | CreatePlan;

@@ -1,9 +1,10 @@
 import path from 'node:path';
 import { KiwiError } from '../errors.js';
+import { createdQuotaBytes } from '../policy/created-items.js';
 import { isolationRefusal, toIsolationPolicy } from '../policy/isolation-policy.js';
 import { checkChain, deny, type Decision, type PermissionContext } from '../policy/permission-context.js';
 import { CREATE_TOOL, proposeItem } from '../registry/item-proposal.js';
-import { successionProblem } from '../registry/item-succession.js';
+import { successionProblem, type Proposer } from '../registry/item-succession.js';
 import type { Tool } from '../registry/types.js';
 import type { Authorization, AuthorizeDeps } from './authorization.js';
 import type { ToolCall } from './tool-call.js';
@@ -18,7 +19,7 @@ export function authorizeCreation(call: ToolCall, ctx: PermissionContext, deps: 
   if (call.tool !== CREATE_TOOL) throw new KiwiError('INVALID_INPUT', `an item is created by the tool ${CREATE_TOOL}, not \`${call.tool.slice(0, 80)}\``);
   const proposal = proposeItem(call.args, now);
   const known = { tools: deps.tools, directives: deps.items?.directives ?? new Map(), knowledge: deps.items?.knowledge ?? new Map() };
-  const problem = successionProblem(proposal, known, path.join(deps.plan.root, '.ai'));
+  const problem = successionProblem(proposal, known, path.join(deps.plan.root, '.ai'), proposer(call));
   if (problem !== undefined) throw new KiwiError('CONFLICT', problem);
   if (proposal.parsed.kind === 'tool') {
     const below = belowFloor(proposal.parsed.item, ctx);
@@ -27,14 +28,20 @@ export function authorizeCreation(call: ToolCall, ctx: PermissionContext, deps: 
   const args = { item_type: proposal.kind, item_id: proposal.id, version: proposal.version, tier: proposal.tier, files: Object.fromEntries(proposal.files.map((f) => [f.name, f.text])) };
   const grant = namedGrant(ctx);
   const what = `${proposal.kind} ${proposal.id}@${proposal.version}`;
-  if (grant.allowed) return { allowed: true, plan: { kind: 'create', proposal }, args, reason: `allowed by ${ctx.label}` };
+  const plan = { kind: 'create' as const, proposal, quotaBytes: createdQuotaBytes(ctx) };
+  if (grant.allowed) return { allowed: true, plan, args, reason: `allowed by ${ctx.label}` };
   return {
     allowed: true,
-    plan: { kind: 'create', proposal },
+    plan,
     args,
     reason: `allowed once a person approves (${grant.reason})`,
     approval: `an agent proposes ${what} in the ${proposal.tier} tier; the policy does not grant this client ${CREATE_TOOL}, so a person decides`,
   };
+}
+
+/** Who proposes: the call's client, and whether its key is an admin's (who may version another client's creation). */
+export function proposer(call: ToolCall): Proposer {
+  return { client: call.client, admin: call.roles?.includes('admin') ?? false };
 }
 
 /** A created tool that states a level below the policy's floor would be refused at every call: refused now instead. */

@@ -14,6 +14,7 @@ import type { McpServerSpec } from '../mcp-client/client-pool.js';
 import { authorizeItem } from './authorize-item.js';
 import type { Authorization, AuthorizeDeps } from './authorization.js';
 import { callContext } from './call-context.js';
+import { createdToolPlan } from './created-tool.js';
 import type { ToolCall } from './tool-call.js';
 
 /**
@@ -52,14 +53,27 @@ export async function authorize(call: ToolCall, deps: AuthorizeDeps): Promise<Au
       // Run on the path that was checked, so a later symlink swap cannot redirect the call.
       args = { ...args, [p.name]: checked.resolved };
     }
-    plan = planCall(resolveChain(deps.tools, target.tool.id), args, deps.plan);
+    let planContext = deps.plan;
+    if (target.tool.source.created !== undefined) {
+      const created = createdToolPlan(target.tool, ctx, deps.plan);
+      if (!created.allowed) return { ...created, args };
+      planContext = created.plan;
+    }
+    plan = planCall(resolveChain(deps.tools, target.tool.id), args, planContext);
   }
 
   const planCheck = checkPlan(ctx, plan, target.tool);
   if (!planCheck.allowed) return { ...planCheck, args };
   // The sandbox hides the secrets this call may not read, as the path check does for its arguments.
   if (plan.kind === 'subprocess') plan = { ...plan, allowSecrets: contextChain(ctx).map((c) => c.rules.fsSecrets) };
-  return { allowed: true, plan, args, reason: `allowed by ${ctx.label}` };
+  return { allowed: true, plan, args, reason: `allowed by ${ctx.label}${createdNote(target.tool)}` };
+}
+
+/** A call of an agent's creation names whose it runs, in its allow reason (so in the audit log). */
+function createdNote(tool: Tool): string {
+  const created = tool.source.created;
+  if (created === undefined) return '';
+  return `; ${tool.id}@${tool.version} was created by an agent of ${created.owner === undefined ? 'an unknown client' : `client ${created.owner}`}`;
 }
 
 /** Whether an MCP server may be started (its command) for listing its tools. */

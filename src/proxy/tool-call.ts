@@ -3,6 +3,7 @@ import type { CallItem, ResolvedBy } from '../audit/audit-record.js';
 import type { ToolResult } from '../contracts/tool-result.js';
 import type { ThreadPlan } from '../executor/plan-types.js';
 import type { LoadedHook } from '../hooks/hook-runner.js';
+import type { Role } from '../policy/caller.js';
 import type { PermissionContext } from '../policy/permission-context.js';
 import type { Proposal } from '../registry/item-proposal.js';
 import type { AskApproval } from './approval.js';
@@ -24,6 +25,8 @@ export interface ToolCall {
   session: string;
   /** Who asked (see Caller): rate limits and loop detection count per client, never per session. */
   client: string;
+  /** The asking key's roles (Caller.roles), where a stage asks: an admin may add a version to another client's creation. */
+  roles?: readonly Role[];
   source: CallSource;
   /** A narrower context for this call (a directive's); it is intersected with the proxy's, never wider. */
   context?: PermissionContext;
@@ -81,5 +84,11 @@ export interface ThreadPort {
 
 /** Lands an allowed proposal (project/land-item.ts): writes or pushes it, and the registry runs it from then on. */
 export interface ItemCreations {
-  land(proposal: Proposal, call: ToolCall): Promise<ToolResult>;
+  land(creation: Creation, call: ToolCall): Promise<ToolResult>;
+}
+
+/** An allowed creation: the proposal, and how many bytes of created items its client may keep (the policy's `created_items.quota_mb`). */
+export interface Creation {
+  proposal: Proposal;
+  quotaBytes: number;
 }

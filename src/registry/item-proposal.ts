@@ -30,7 +30,11 @@ export type CreationTier = (typeof CREATION_TIERS)[number];
 /** The tool types an agent may write: each runs through an executor the project already has. */
 const CREATABLE_TOOL_TYPES: readonly ToolType[] = ['script', 'api', 'mcp_tool'];
 
-export const PROPOSAL_LIMITS = { maxFileChars: 256 * 1024, maxFiles: 16 } as const;
+/** Per creation: each file, their number, and all of them together (UTF-8 bytes). A client's total is the policy's `created_items.quota_mb`. */
+export const PROPOSAL_LIMITS = { maxFileChars: 256 * 1024, maxFiles: 16, maxTotalBytes: 1024 * 1024 } as const;
+
+/** What a created MCP tool's config may hold: the remote tool's name; everything else would change the server a person configured. */
+const MCP_TOOL_KEYS = ['tool', 'mcp_tool_name'];
 
 /** A script file's name: one plain name (no folder), not hidden, and not one the registry would load as an item. */
 const SCRIPT_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/;
@@ -89,6 +93,10 @@ export function proposeItem(raw: unknown, now: Date): Proposal {
   if (kind !== 'tool' && extra.length > 0) throw new KiwiError('INVALID_INPUT', `a ${kind} is one file, its content; parameters.files is for a tool's scripts`);
   if (extra.length > PROPOSAL_LIMITS.maxFiles) throw new KiwiError('INVALID_INPUT', `a created tool has at most ${PROPOSAL_LIMITS.maxFiles} script files, not ${extra.length}`);
   for (const [name] of extra) checkScriptName(name);
+  const total = [args.content, ...extra.map(([, body]) => body)].reduce((sum, body) => sum + Buffer.byteLength(body, 'utf8'), 0);
+  if (total > PROPOSAL_LIMITS.maxTotalBytes) {
+    throw new KiwiError('INVALID_INPUT', `the ${kind} and its files are ${total} bytes together, more than the ${PROPOSAL_LIMITS.maxTotalBytes} a creation may hold; keep data out of tools (a tool reads it at run time)`);
+  }
 
   const manifest = kind === 'tool' ? `${args.item_id}.yaml` : `${args.item_id}.md`;
   const folder = kind === 'tool' ? `tools/created/${args.item_id}` : `${kind === 'directive' ? 'directives' : 'knowledge'}/created`;
@@ -139,10 +147,20 @@ function checkTool(tool: Tool, scripts: readonly string[]): void {
   };
   if (!CREATABLE_TOOL_TYPES.includes(tool.type)) refuse(`tool_type ${tool.type} cannot be created by an agent; create a ${CREATABLE_TOOL_TYPES.join(', ')} tool run by an executor the project has (or a directive)`);
   if (tool.isolation === 'trusted') refuse('a created tool cannot be `isolation: trusted` (it would run outside every sandbox); write standard, sandboxed or restricted');
+  const mcp = createdMcpToolProblem(tool);
+  if (mcp !== undefined) refuse(mcp);
   const script = tool.config['script'] ?? tool.config['entrypoint'];
   if (typeof script === 'string' && script !== '' && !script.includes('{') && !scripts.includes(script)) {
     refuse(`its script ${JSON.stringify(script)} is not among parameters.files (${scripts.length === 0 ? 'none were given' : scripts.join(', ')}); send the script's text there under that name`);
   }
+}
+
+/** Why a created MCP tool's config is refused (it reaches past naming the remote tool), or undefined. */
+export function createdMcpToolProblem(tool: Tool): string | undefined {
+  if (tool.type !== 'mcp_tool') return undefined;
+  const extra = Object.keys(tool.config).filter((key) => !MCP_TOOL_KEYS.includes(key));
+  if (extra.length === 0) return undefined;
+  return `a created MCP tool's config names the server's tool only (${MCP_TOOL_KEYS.join(' or ')}), not ${extra.slice(0, 5).join(', ')}: the server's URL, command, headers and environment are the ones a person configured`;
 }
 
 function checkScriptName(name: string): void {

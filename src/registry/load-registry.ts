@@ -13,7 +13,9 @@ import { parseKnowledge } from './knowledge-parser.js';
 import { parsePipeline } from './pipeline-file.js';
 import { realpathOrNull, walkTier, type FoundFile, type SectionKind } from './registry-files.js';
 import { parseToolManifest } from './tool-manifest.js';
-import type { Directive, Knowledge, Pipeline, Registry, RegistryIssue, ShadowedItem, SourceRef, Tier, Tool } from './types.js';
+import { isCreatedFile, readOwners } from './item-owners.js';
+import { namespaceServer } from './item-succession.js';
+import type { CreatedBy, Directive, Knowledge, Pipeline, Registry, RegistryIssue, ShadowedItem, SourceRef, Tier, Tool } from './types.js';
 import { makeIssue, type ParseResult } from './validation-error.js';
 
 export type { Registry, RegistryIssue, ShadowedItem } from './types.js';
@@ -66,14 +68,19 @@ export async function loadRegistry(options: LoadRegistryOptions): Promise<Regist
   const user = sameFolder ? { files: [], realRoot: null } : await walkTier(userAi, userLabel, limits, errors, options.signal);
 
   const items = (files: FoundFile[]): FoundFile[] => files.filter((f) => f.kind !== 'pipeline');
+  const owners = project.realRoot === null ? undefined : await readOwners(project.realRoot);
+  // Agents' creations land in the project tier (with an owner file) and the registry tier (owned in its rows); never in the user's.
+  const projectCreated: CreatedOf = (file, id) => (isCreatedFile(projectAi, file.label.file) ? owned(owners?.get(file.kind as ItemKind)?.get(id)?.client) : undefined);
+  const sinks = { errors, warnings };
   const tiers: Array<[Tier, Record<ItemKind, TierItems>]> = [
-    ['project', collect(items(project.files), 'project', { errors, warnings }, options.signal)],
-    ['user', collect(items(user.files), 'user', { errors, warnings }, options.signal)],
-    ['registry', collect(items([...(options.registryTier ?? [])]), 'registry', { errors, warnings }, options.signal)],
+    ['project', collect(items(project.files), 'project', projectCreated, sinks, options.signal)],
+    ['user', collect(items(user.files), 'user', () => undefined, sinks, options.signal)],
+    ['registry', collect(items([...(options.registryTier ?? [])]), 'registry', (file) => file.created, sinks, options.signal)],
   ];
 
   const registry: Registry = { tools: new Map(), directives: new Map(), knowledge: new Map(), errors, warnings, shadowed: [] };
   for (const kind of KINDS) merge(kind, tiers, registry);
+  dropCreatedInServerNamespaces(registry);
   dropUnknownToolNames(registry);
   // Pipelines name directives: they are checked against the directives that loaded, from either tier.
   const pipelines = loadPipelines([['project', project.files], ['user', user.files]], registry);
@@ -106,9 +113,17 @@ function loadPipelines(tiers: Array<[Tier, FoundFile[]]>, registry: Registry): M
   return out;
 }
 
+/** Whether an agent created the item read from `file` (its id `id`), and whose it is. */
+type CreatedOf = (file: FoundFile, id: string) => CreatedBy | undefined;
+
+function owned(owner: string | undefined): CreatedBy {
+  return owner === undefined ? {} : { owner };
+}
+
 function collect(
   files: readonly FoundFile[],
   tier: Tier,
+  createdOf: CreatedOf,
   { errors, warnings }: { errors: RegistryIssue[]; warnings: RegistryIssue[] },
   signal: AbortSignal | undefined,
 ): Record<ItemKind, TierItems> {
@@ -122,6 +137,8 @@ function collect(
     }
     if (result.warnings !== undefined) warnings.push(...result.warnings);
     const id = idOf(file.kind, result.value);
+    const created = createdOf(file, id);
+    if (created !== undefined) result.value.source = { ...result.value.source, created };
     const key = `${file.kind}\u0000${id}`;
     const group = groups.get(key) ?? [];
     group.push({ file, item: result.value, id });
@@ -209,6 +226,16 @@ function merge(kind: ItemKind, tiers: Array<[Tier, Record<ItemKind, TierItems>]>
       const older = byKind[kind].older.get(id);
       if (older !== undefined) (registry.olderDirectives ??= new Map()).set(id, older);
     }
+  }
+}
+
+/** A tool an agent created with an id in an MCP server's namespace (`server.tool`) would shadow the server's tool of that name for every client: not loaded. */
+function dropCreatedInServerNamespaces(registry: Registry): void {
+  for (const [id, tool] of registry.tools) {
+    const server = tool.source.created === undefined ? undefined : namespaceServer(registry.tools, id);
+    if (server === undefined) continue;
+    registry.tools.delete(id);
+    registry.errors.push(makeIssue('tool', { file: tool.source.path, display: tool.source.path }, { field: 'tool_id', text: `was created by an agent in the namespace of MCP server ${server.id}: ids that start with "${server.id}." are that server's tools, so it is not loaded — a person may rename it` }));
   }
 }
 

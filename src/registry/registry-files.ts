@@ -6,7 +6,7 @@ import type { Dirent } from 'node:fs';
 import { open, readdir, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { KiwiError } from '../errors.js';
-import type { RegistryIssue } from './types.js';
+import type { CreatedBy, RegistryIssue } from './types.js';
 import { makeIssue, type FileLabel } from './validation-error.js';
 
 export type SectionKind = RegistryIssue['kind'];
@@ -15,6 +15,8 @@ export interface FoundFile {
   kind: SectionKind;
   label: FileLabel;
   text: string;
+  /** The registry tier's items that an agent created (load-registry.ts finds the project tier's itself). */
+  created?: CreatedBy;
 }
 
 export interface WalkLimits {

@@ -22,6 +22,18 @@ export type IsolationLevel = (typeof ISOLATION_LEVELS)[number];
 export interface SourceRef {
   path: string;
   tier: Tier;
+  /** Set when an agent created the item (it sits in a `created/` folder); absent, a person wrote it. */
+  created?: CreatedBy;
+}
+
+/**
+ * An item an agent created: what it may do is the agent's, not the project author's (no gateway
+ * environment unless granted, the SSRF guard on every host it names), and it belongs to `owner`,
+ * the client whose agent made it; unknown for items created before owners were kept, which only
+ * an admin versions.
+ */
+export interface CreatedBy {
+  owner?: string;
 }
 
 /** `any`: the schema says nothing usable of its type (`any`, a type it does not know, several types): any JSON value. */

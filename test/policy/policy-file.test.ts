@@ -132,7 +132,7 @@ describe('parsePolicy: clear errors', () => {
 
   it('an unknown top-level field', () => {
     expect(policyError('version: 1\ntool: [a]\n')).toBe(
-      '.ai/config/policy.yaml: unknown field `tool` at top level; allowed fields are version, tools, filesystem, commands, mcp, sandbox, isolation, network, hooks, approvals, annealing, rate_limits (check the spelling)',
+      '.ai/config/policy.yaml: unknown field `tool` at top level; allowed fields are version, tools, filesystem, commands, mcp, sandbox, isolation, network, created_items, hooks, approvals, annealing, rate_limits (check the spelling)',
     );
   });
 

@@ -111,7 +111,7 @@ describe('a creation on the tool proxy', () => {
         expect(await create(project, { item_type: 'directive', item_id: 'summarise', content: directive(version) })).toMatchObject({ status: 'ok' });
         expect(await create(project, { item_type: 'knowledge', item_id: 'release-days', content: entry(version) })).toMatchObject({ status: 'ok' });
       }
-      expect(readdirSync(path.join(temp.root, '.ai/directives/created')).sort()).toEqual(['summarise.md', 'summarise.v1.1.0.md']);
+      expect(readdirSync(path.join(temp.root, '.ai/directives/created')).sort()).toEqual(['.owners', 'summarise.md', 'summarise.v1.1.0.md']);
       expect(project.registry.directives.get('summarise')?.version).toBe('1.1.0');
       expect(project.registry.olderDirectives?.get('summarise')?.map((d) => d.version)).toEqual(['1.0.0']);
       expect(readdirSync(path.join(temp.root, '.ai/knowledge/created/.versions/1.0.0'))).toEqual(['release-days.md']);

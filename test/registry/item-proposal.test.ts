@@ -73,27 +73,59 @@ describe('proposeItem', () => {
     expect(refused({ item_type: 'directive', item_id: 'summarise', content: directive('summarise', '1.0.0'), files: { 'x.mjs': 'x' } })).toContain("parameters.files is for a tool's scripts");
     expect(refused({ item_type: 'directive', item_id: 'summarise', content: 'no directive here' })).toContain('cannot be signed');
   });
+
+  it('caps a creation at 1 MiB of files together, as the attack run wrote 3.6 MB a creation', () => {
+    const files = Object.fromEntries(Array.from({ length: 5 }, (_, i) => [`f${i}.mjs`, 'x'.repeat(250 * 1024)]));
+    expect(refused(tool('', { 'shout.mjs': script, ...files }))).toMatch(/the tool and its files are \d+ bytes together, more than the 1048576 a creation may hold/);
+    expect(refused(tool('', { 'shout.mjs': script, 'f.mjs': 'x'.repeat(250 * 1024) }))).toBe('not refused');
+  });
+
+  it("refuses a created MCP tool that changes its server's URL, command, headers or environment", () => {
+    const mcp = (config: string) => ({ item_type: 'tool', item_id: 'info', content: `tool_id: info\ntool_type: mcp_tool\nexecutor: files\nversion: "1.0.0"\ndescription: File info\nconfig: ${config}\n` });
+    expect(refused(mcp('{ tool: get_file_info, url: "http://127.0.0.1:9/mcp", headers: { Authorization: "${OPENAI_API_KEY}" } }'))).toContain("a created MCP tool's config names the server's tool only (tool or mcp_tool_name), not url, headers");
+    expect(refused(mcp('{ tool: get_file_info, command: sh, env: { X: "${ANTHROPIC_API_KEY}" } }'))).toContain('not command, env');
+    expect(refused(mcp('{ tool: get_file_info }'))).toBe('not refused');
+  });
 });
 
 describe('successionProblem', () => {
   const ai = path.join('/p', '.ai');
-  const at = (version: string, file: string, tier: 'project' | 'registry' | 'user' = 'project') => makeTool({ id: 'shout', version, source: { path: path.join(ai, file), tier } });
+  const alpha = { client: 'alpha', admin: false };
+  const at = (version: string, file: string, tier: 'project' | 'registry' | 'user' = 'project', owner?: string) =>
+    makeTool({ id: 'shout', version, source: { path: path.join(ai, file), tier, ...(file.includes('/created/') ? { created: owner === undefined ? {} : { owner } } : {}) } });
   const known = (...tools: ReturnType<typeof at>[]) => ({ tools: toolMap(...tools), directives: new Map(), knowledge: new Map() });
-  const proposal = (version = '1.1.0', tier: 'project' | 'registry' = 'project'): Proposal => proposeItem({ ...tool(), content: manifest().replace('"1.0.0"', `"${version}"`), tier }, NOW);
+  const proposal = (version = '1.1.0', tier: 'project' | 'registry' = 'project', id = 'shout'): Proposal =>
+    proposeItem({ ...tool(), item_id: id, content: manifest().replace('"1.0.0"', `"${version}"`).replace('tool_id: shout', `tool_id: ${id}`), tier }, NOW);
 
-  it('lets a new id land, and a higher version of an item an agent created in the same tier', () => {
-    expect(successionProblem(proposal(), known(), ai)).toBeUndefined();
-    expect(successionProblem(proposal(), known(at('1.0.0', 'tools/created/shout/shout.yaml')), ai)).toBeUndefined();
-    expect(successionProblem(proposal('2', 'registry'), known(at('1.0.0', 'tools/.registry/shout@1.0.0-abc/tools/created/shout/shout.yaml', 'registry')), ai)).toBeUndefined();
+  it('lets a new id land, and a higher version of an item an agent of the same client created in the same tier', () => {
+    expect(successionProblem(proposal(), known(), ai, alpha)).toBeUndefined();
+    expect(successionProblem(proposal(), known(at('1.0.0', 'tools/created/shout/shout.yaml', 'project', 'alpha')), ai, alpha)).toBeUndefined();
+    expect(successionProblem(proposal('2', 'registry'), known(at('1.0.0', 'tools/.registry/shout@1.0.0-abc/tools/created/shout/shout.yaml', 'registry', 'alpha')), ai, alpha)).toBeUndefined();
+  });
+
+  it("refuses another client's creation, and one of no known owner, unless an admin asks", () => {
+    const betas = known(at('1.0.0', 'tools/created/shout/shout.yaml', 'project', 'beta'));
+    expect(successionProblem(proposal(), betas, ai, alpha)).toContain('belongs to client beta, whose agent created it; only that client or an admin adds versions');
+    expect(successionProblem(proposal(), betas, ai, { client: 'root', admin: true })).toBeUndefined();
+    const unowned = known(at('1.0.0', 'tools/created/shout/shout.yaml'));
+    expect(successionProblem(proposal(), unowned, ai, alpha)).toContain('belongs to no known client (it was created before owners were kept), so only an admin adds versions to it');
+    expect(successionProblem(proposal(), unowned, ai, { client: 'root', admin: true })).toBeUndefined();
+  });
+
+  it("refuses an id in an MCP server's namespace", () => {
+    const server = makeTool({ id: 'files', type: 'mcp_server', source: { path: path.join(ai, 'tools/mcp/files.yaml'), tier: 'project' } });
+    const tools = { tools: toolMap(server), directives: new Map(), knowledge: new Map() };
+    expect(successionProblem(proposal('1.0.0', 'project', 'files.get_file_info'), tools, ai, alpha)).toContain('files.get_file_info is in the namespace of MCP server files (.ai/tools/mcp/files.yaml)');
+    expect(successionProblem(proposal('1.0.0', 'project', 'files_info'), tools, ai, alpha)).toBeUndefined();
   });
 
   it('refuses an item a person wrote, a version not higher, another tier, and an id of another kind', () => {
-    expect(successionProblem(proposal(), known(at('1.0.0', 'tools/project/shout.yaml')), ai)).toContain('was written by a person (.ai/tools/project/shout.yaml)');
-    expect(successionProblem(proposal(), known(at('1.0.0', 'tools/.registry/shout@1-abc/tools/project/shout.yaml', 'registry')), ai)).toContain('is in the registry tier');
-    expect(successionProblem(proposal('1.0.0'), known(at('1.0.0', 'tools/created/shout/shout.yaml')), ai)).toContain('a new version must be higher (e.g. 1.0.1)');
-    expect(successionProblem(proposal('1.1.0', 'registry'), known(at('1.0.0', 'tools/created/shout/shout.yaml')), ai)).toContain('comes before the registry tier, so a version there would never run');
-    expect(successionProblem(proposal(), known(at('1.0.0', 'tools/created/shout/shout.yaml', 'user')), ai)).toContain('create it in the user tier by hand');
+    expect(successionProblem(proposal(), known(at('1.0.0', 'tools/project/shout.yaml')), ai, alpha)).toContain('was written by a person (.ai/tools/project/shout.yaml)');
+    expect(successionProblem(proposal(), known(at('1.0.0', 'tools/.registry/shout@1-abc/tools/project/shout.yaml', 'registry')), ai, alpha)).toContain('is in the registry tier');
+    expect(successionProblem(proposal('1.0.0'), known(at('1.0.0', 'tools/created/shout/shout.yaml', 'project', 'alpha')), ai, alpha)).toContain('a new version must be higher (e.g. 1.0.1)');
+    expect(successionProblem(proposal('1.1.0', 'registry'), known(at('1.0.0', 'tools/created/shout/shout.yaml', 'project', 'alpha')), ai, alpha)).toContain('comes before the registry tier, so a version there would never run');
+    expect(successionProblem(proposal(), known(at('1.0.0', 'tools/created/shout/shout.yaml', 'user')), ai, alpha)).toContain('create it in the user tier by hand');
     const directives = new Map([['shout', { version: '1.0.0', source: { path: '/p/.ai/directives/shout.md', tier: 'project' } }]]);
-    expect(successionProblem(proposal(), { ...known(), directives } as never, ai)).toContain('shout is already the id of a directive');
+    expect(successionProblem(proposal(), { ...known(), directives } as never, ai, alpha)).toContain('shout is already the id of a directive');
   });
 });

@@ -20,7 +20,7 @@ export function runPlan(deps: { primitives: PrimitiveDeps; threads?: ThreadPort;
     }
     if (plan.kind === 'create') {
       if (deps.creations === undefined) throw new KiwiError('INVALID_INPUT', 'items are not created here; create them through a project (`kiwi serve` or `kiwi mcp`)');
-      return succeeded(call, await deps.creations.land(plan.proposal, request));
+      return succeeded(call, await deps.creations.land(plan, request));
     }
     if (plan.kind === 'thread' && deps.threads !== undefined) {
       request.thread?.onSpawn?.();

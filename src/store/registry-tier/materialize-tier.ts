@@ -5,6 +5,7 @@ import path from 'node:path';
 import type { FoundFile } from '../../registry/registry-files.js';
 import type { RegistryIssue } from '../../registry/types.js';
 import type { TierVersion } from './tier-version.js';
+import { isCreatedFolder } from '../../registry/item-owners.js';
 
 /**
  * Database-tier items as the registry loads them: each chosen version written once under
@@ -28,7 +29,7 @@ export async function materializeTier(versions: readonly TierVersion[], cacheDir
       continue;
     }
     if (!existsSync(dir)) await writeVersion(v, dir);
-    found.push({ kind: v.type, label, text });
+    found.push({ kind: v.type, label, text, ...(isCreatedFolder(v.folder) ? { created: { owner: v.owner } } : {}) });
   }
   return found;
 }

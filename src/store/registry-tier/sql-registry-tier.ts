@@ -29,8 +29,14 @@ export type VersionSummary = Omit<TierVersion, 'files'> & { files: Array<{ path:
 export interface RegistryTier {
   /** Where the tier is, for messages. */
   readonly where: string;
-  push(version: NewVersion, pushedBy: string): Promise<PushOutcome>;
+  /**
+   * `ownedBy`: the version is refused unless the item is new or its first version was pushed by
+   * this client (an agent's creation belongs to its client; an admin pushes without it).
+   */
+  push(version: NewVersion, pushedBy: string, options?: { ownedBy?: string }): Promise<PushOutcome>;
   list(): Promise<TierItem[]>;
+  /** The bytes of every version `client` pushed of items agents created (in a `created/` folder): what its quota counts. */
+  createdBytes(client: string): Promise<number>;
   /** Every version of one item, highest first; empty when there is no such item. */
   versions(id: string): Promise<VersionSummary[]>;
   /** One version with its files: `version`, or the latest; undefined when there is none. */
@@ -50,23 +56,34 @@ const versionRow = z.object({
   signature: z.string().nullable(),
   pushed_by: z.string(),
   pushed_at: z.coerce.date(),
+  owner: z.string(),
 });
 const fileRow = z.object({ tool_id: z.string(), version: z.string(), path: relativePath, encoding: z.enum(['utf8', 'base64']), content: z.string(), size: z.coerce.number(), digest: z.string() });
 type VersionRow = z.infer<typeof versionRow>;
 type FileRow = z.infer<typeof fileRow>;
 
-const VERSION_COLUMNS = 'v.tool_id, t.type, v.version, v.folder, v.manifest, v.digest, v.signature, v.pushed_by, v.pushed_at';
+/** `owner`: who pushed the item's first version. */
+const OWNER = '(select f.pushed_by from tool_versions f where f.tool_id = v.tool_id order by f.pushed_at, f.version limit 1) as owner';
+const VERSION_COLUMNS = `v.tool_id, t.type, v.version, v.folder, v.manifest, v.digest, v.signature, v.pushed_by, v.pushed_at, ${OWNER}`;
 
 export function sqlRegistryTier(db: SqlDb, where: string): RegistryTier {
   return {
     where,
-    push: (version, pushedBy) => db.transaction((tx) => pushVersion(tx, checkVersion(version), pushedBy)),
+    push: (version, pushedBy, options = {}) => db.transaction((tx) => pushVersion(tx, checkVersion(version), pushedBy, options.ownedBy)),
     async list() {
       const rows = await db.query('select t.id, t.type, t.latest_version, t.updated_at, (select count(*) from tool_versions v where v.tool_id = t.id) as versions from tools t order by t.id');
       return rows.map((r) => {
         const row = parseRow(itemRow, r, where);
         return { id: row.id, type: row.type, latest: row.latest_version, versions: row.versions, updatedAt: row.updated_at.toISOString() };
       });
+    },
+    async createdBytes(client) {
+      const [row] = await db.query<{ bytes: string | number | null }>(
+        `select coalesce(sum(f.size), 0) as bytes from tool_version_files f join tool_versions v using (tool_id, version)
+         where v.pushed_by = $1 and v.folder ~ '^(tools|directives|knowledge)/created(/|$)'`,
+        [client],
+      );
+      return Number(row?.bytes ?? 0);
     },
     async versions(id) {
       const rows = (await db.query(`select ${VERSION_COLUMNS} from tool_versions v join tools t on t.id = v.tool_id where v.tool_id = $1`, [id])).map((r) => parseRow(versionRow, r, where));
@@ -93,7 +110,7 @@ export function sqlRegistryTier(db: SqlDb, where: string): RegistryTier {
   };
 }
 
-async function pushVersion(tx: SqlQueryable, v: NewVersion, pushedBy: string): Promise<PushOutcome> {
+async function pushVersion(tx: SqlQueryable, v: NewVersion, pushedBy: string, ownedBy: string | undefined): Promise<PushOutcome> {
   const now = new Date().toISOString();
   await tx.query('insert into tools (id, type, latest_version, created_at, updated_at) values ($1, $2, $3, $4, $4) on conflict (id) do nothing', [v.id, v.type, v.version, now]);
   // Held to the end of the transaction: two pushes of one item take turns, so `latest` is never lost.
@@ -101,6 +118,12 @@ async function pushVersion(tx: SqlQueryable, v: NewVersion, pushedBy: string): P
   if (item === undefined) throw new KiwiError('INTERNAL', `registry item ${v.id} vanished while it was pushed`);
   if (item.type !== v.type) {
     return { status: 'conflict', message: `${JSON.stringify(v.id)} is a ${item.type} in the registry, not a ${v.type}; ids are unique across tools, directives and knowledge — rename one` };
+  }
+  if (ownedBy !== undefined) {
+    const [first] = await tx.query<{ pushed_by: string }>('select pushed_by from tool_versions where tool_id = $1 order by pushed_at, version limit 1', [v.id]);
+    if (first !== undefined && first.pushed_by !== ownedBy) {
+      return { status: 'conflict', message: `${v.type} ${v.id} in the registry belongs to client ${first.pushed_by}, whose agent created it; only that client or an admin adds versions — choose another id` };
+    }
   }
   const digest = versionDigest(v);
   const [existing] = await tx.query<{ digest: string }>('select digest from tool_versions where tool_id = $1 and version = $2', [v.id, v.version]);
@@ -187,6 +210,7 @@ function fromRow(row: VersionRow): Omit<TierVersion, 'files'> {
     digest: row.digest,
     pushedBy: row.pushed_by,
     pushedAt: row.pushed_at.toISOString(),
+    owner: row.owner,
   };
 }
 

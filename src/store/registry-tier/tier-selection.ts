@@ -25,10 +25,14 @@ export interface TierSelection {
 
 const SELECTION_FILE = 'selection.json';
 
+/** 2: each found file says whether an agent created it, and whose it is; a selection saved without that is read again from the database. */
+const FORMAT = 2;
+
 const selectionFile = z.object({
+  format: z.literal(FORMAT),
   stamp: z.string(),
   pins: z.string(),
-  found: z.array(z.object({ kind: z.enum(ITEM_TYPES), file: z.string(), display: z.string() })).max(100_000),
+  found: z.array(z.object({ kind: z.enum(ITEM_TYPES), file: z.string(), display: z.string(), created: z.object({ owner: z.string().optional() }).optional() })).max(100_000),
   issues: z.array(z.object({ kind: z.enum(ITEM_TYPES), file: z.string(), message: z.string() })).max(100_000),
 });
 
@@ -62,7 +66,7 @@ export async function readSelection(cacheDir: string, stamp: string, pins: Reado
     if (!isInside(f.file, cacheDir)) return undefined;
     try {
       const text = (await readCappedFile(f.file, VERSION_LIMITS.maxFileBytes, () => new Error('too large'))).toString('utf8');
-      found.push({ kind: f.kind, label: { file: f.file, display: f.display }, text });
+      found.push({ kind: f.kind, label: { file: f.file, display: f.display }, text, ...(f.created ? { created: f.created } : {}) });
     } catch {
       return undefined;
     }
@@ -71,7 +75,7 @@ export async function readSelection(cacheDir: string, stamp: string, pins: Reado
 }
 
 export async function writeSelection(cacheDir: string, stamp: string, pins: Readonly<Record<string, string>>, selection: TierSelection): Promise<void> {
-  const found = selection.found.map((f) => ({ kind: f.kind, file: f.label.file, display: f.label.display }));
+  const found = selection.found.map((f) => ({ kind: f.kind, file: f.label.file, display: f.label.display, ...(f.created ? { created: f.created } : {}) }));
   const issues = selection.issues.map(({ kind, file, message }) => ({ kind, file, message }));
-  await replaceFile(path.join(cacheDir, SELECTION_FILE), JSON.stringify({ stamp, pins: canonicalJson(pins), found, issues }));
+  await replaceFile(path.join(cacheDir, SELECTION_FILE), JSON.stringify({ format: FORMAT, stamp, pins: canonicalJson(pins), found, issues }));
 }

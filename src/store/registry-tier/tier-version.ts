@@ -48,6 +48,8 @@ export interface TierVersion extends NewVersion {
   digest: string;
   pushedBy: string;
   pushedAt: string;
+  /** Who pushed the item's first version: for an item an agent created, the client it belongs to. */
+  owner: string;
 }
 
 const segmentsOk = (value: string): boolean => value.split('/').every((s) => s !== '' && s !== '.' && s !== '..');

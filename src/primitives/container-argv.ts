@@ -10,6 +10,8 @@ export interface ContainerHost {
   image: string;
   /** The host's /usr and any other program folders, read-only (container-image.ts). */
   systemMounts: readonly ContainerMount[];
+  /** The seccomp profile's file (container-seccomp.ts); absent where this machine has none, and podman's default applies. */
+  seccompProfile?: string;
 }
 
 export interface ContainerMount {
@@ -54,6 +56,7 @@ export function containerArgv(host: ContainerHost, spec: ContainerSpec): string[
   const privateTmp = granted.some((m) => m.path === '/tmp') ? [] : ['--tmpfs', `/tmp:rw,nosuid,nodev,size=${spec.tmpMb}m,mode=1777`];
   out.push('--read-only', '--read-only-tmpfs=false', ...privateTmp);
   out.push('--user', spec.user, '--cap-drop', 'all', '--security-opt', 'no-new-privileges');
+  if (host.seccompProfile !== undefined) out.push('--security-opt', `seccomp=${host.seccompProfile}`);
   // Podman's own defaults for these exceed the hard limits of many hosts, and `run` then fails.
   out.push('--ulimit', `nofile=${limits.openFiles}:${limits.openFiles}`, '--ulimit', `nproc=${limits.processes}:${limits.processes}`);
   out.push('--pids-limit', String(limits.processes), '--cpus', String(limits.cpus));

@@ -4,13 +4,15 @@ import { DEFAULT_CONTAINER_LIMITS } from '../policy/isolation-choice.js';
 import { DEFAULT_CHILD_PATH } from './child-env.js';
 import { containerArgv, type ContainerHost } from './container-argv.js';
 import { buildContainerImage, CONTAINER_IMAGE, hostLayout, imageExists } from './container-image.js';
+import { containerSeccompProfile, readPodmanProfile, writeContainerSeccompProfile } from './container-seccomp.js';
 import { findExecutable, PROBE_TIMEOUT_MS } from './sandbox-probe.js';
 
 /**
  * Decides whether containers run here: finds podman and runc by absolute path (in the given PATH,
  * then the standard folders), builds the image when podman lacks it, and runs `true` in a container
  * with every flag a call gets — podman installed but unable to start one (no cgroup controller, a
- * refused runtime, hard limits below the ulimits) must read as "no containers", not fail each call.
+ * refused runtime, hard limits below the ulimits, a seccomp profile it cannot load) must read as
+ * "no containers", not fail each call.
  */
 
 export type ContainerProbe = { ok: true; host: ContainerHost } | { ok: false; reason: string };
@@ -26,6 +28,10 @@ export interface ContainerProbeOptions {
   image?: string;
   /** Told when the image has to be built first, so a first call's wait is explained. */
   onBuild?: (message: string) => void;
+  /** Told when containers run without the unix-socket rules (no table for this architecture). */
+  warn?: (message: string) => void;
+  /** Where podman's default seccomp profile is looked for; default PODMAN_SECCOMP_PROFILES. */
+  seccompProfiles?: readonly string[];
   timeoutMs?: number;
 }
 
@@ -44,7 +50,12 @@ export async function probeContainers(options: ContainerProbeOptions = {}): Prom
   } catch (error) {
     return { ok: false, reason: `the container image ${image} could not be built (${(error as Error).message}); try \`kiwi containers build\`` };
   }
-  const host: ContainerHost = { podman, runtime, image, systemMounts: hostLayout().mounts };
+  const base = readPodmanProfile(options.seccompProfiles);
+  if (!base.ok) return { ok: false, reason: base.reason };
+  const profile = containerSeccompProfile(base.profile);
+  if (profile === undefined) options.warn?.(`containers: no seccomp rules for ${process.arch}; container tools can connect to unix sockets in their folders`);
+  const seccomp = profile === undefined ? {} : { seccompProfile: writeContainerSeccompProfile(profile) };
+  const host: ContainerHost = { podman, runtime, image, systemMounts: hostLayout().mounts, ...seccomp };
   const timeoutMs = options.timeoutMs ?? PROBE_TIMEOUT_MS;
   const argv = containerArgv(host, {
     name: `kiwi-probe-${randomBytes(6).toString('hex')}`,

@@ -14,7 +14,8 @@ import { runSubprocess, type SubprocessRequest, type SubprocessResult } from './
  * The container executor: runs a subprocess call's argv inside `podman run --rm` (container-argv.ts)
  * for tools at isolation `sandboxed` and `restricted`. The container sees the host's /usr
  * read-only, the granted folders as granted, a private /tmp, and nothing else of the host; the
- * project's secrets inside the granted folders are masked as in the sandbox (sandbox-masks.ts).
+ * project's secrets inside the granted folders are masked as in the sandbox (sandbox-masks.ts), and
+ * podman's seccomp profile gets the sandbox's rules against unix sockets (container-seccomp.ts).
  *
  * Podman is probed on the first call that needs it and the answer kept for the runner's life (one
  * per opened project): a gateway whose tools never ask for a container never starts podman. Where
@@ -57,7 +58,7 @@ export function createContainerRunner(options: ContainerRunnerOptions = {}): Con
   const warn = options.warn ?? console.warn;
   let probe: Promise<ContainerProbe> | undefined;
   const masks = createSecretMasks({ warn });
-  const availability = () => (probe ??= probeContainers({ onBuild: warn, ...options }));
+  const availability = () => (probe ??= probeContainers({ onBuild: warn, ...options, warn }));
 
   return {
     availability,

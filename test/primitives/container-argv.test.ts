@@ -58,6 +58,12 @@ describe('containerArgv', () => {
     expect(values(argv, '--tmpfs')).toEqual([]);
   });
 
+  it("applies the host's seccomp profile, and podman's default where there is none", () => {
+    expect(values(argv, '--security-opt')).toEqual(['no-new-privileges']);
+    const withProfile = containerArgv({ ...host, seccompProfile: '/tmp/kiwi-container-seccomp-0-x.json' }, spec);
+    expect(values(withProfile, '--security-opt')).toEqual(['no-new-privileges', 'seccomp=/tmp/kiwi-container-seccomp-0-x.json']);
+  });
+
   it('gives the network only when granted', () => {
     expect(values(containerArgv(host, { ...spec, network: true }), '--network')).toEqual(['bridge']);
   });

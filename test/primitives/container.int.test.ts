@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
+import { createServer as createSocketServer } from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,6 +10,8 @@ import { DEFAULT_CONTAINER_LIMITS } from '../../src/policy/isolation-choice.js';
 import { createContainerRunner, type ContainerGrant } from '../../src/primitives/container.js';
 import type { SubprocessRequest } from '../../src/primitives/subprocess.js';
 import { failure } from '../helpers/expect-failure.js';
+import { REPO_ROOT } from '../helpers/temp-project.js';
+import { serveDatagrams } from '../helpers/unix-datagram-server.js';
 
 const runner = createContainerRunner({ warn: () => undefined });
 const probe = await runner.availability();
@@ -97,6 +100,39 @@ describe.runIf(probe.ok)('the container executor', () => {
       expect((await run(['python3', '-c', fetchIt(url)])).stdout).toBe('unreachable\n');
       expect((await run(['python3', '-c', fetchIt(url)], {}, { ...grant, network: true })).stdout).toBe('reached\n');
     });
+  });
+
+  describe('with unix sockets served in a mounted folder', () => {
+    // The fixture says what each mode tries.
+    const escape = (mode: string, file: string) => ['python3', '-c', readFileSync(join(REPO_ROOT, 'test/fixtures/sandbox/unix-socket-escape.py'), 'utf8'), mode, file];
+
+    it('cannot reach them by socket(2), io_uring, a 64-bit domain or a datagram socketpair; pipes, TCP sockets and children still work', async () => {
+      let accepted = 0;
+      const server = createSocketServer((socket) => {
+        accepted += 1;
+        socket.end('the secret\n');
+      });
+      const file = join(root, 'data', 'app.sock');
+      await new Promise<void>((resolve) => server.listen(file, resolve));
+      const log = await serveDatagrams(join(root, 'data', 'log.sock'));
+      try {
+        const inside = async (mode: string, to: string) => (await run(escape(mode, to), {}, { ...grant, network: true })).stdout.trim();
+        expect(await inside('socket', file)).toBe('error 13 socket');
+        expect(await inside('wide', file)).toBe('error 13 socket');
+        expect(await inside('uring', file)).toBe('error 38 io_uring_setup');
+        expect(await inside('dgram', log.file)).toBe('error 13 socketpair');
+        expect(await inside('raw', log.file)).toBe('error 13 socketpair');
+        expect(await inside('stream', file)).toBe('error 106 connect');
+        expect(accepted).toBe(0);
+        expect(await log.received()).toEqual([]);
+        const normal = 'import socket, subprocess\na, b = socket.socketpair()\na.send(b"x")\nprint(b.recv(1).decode(), socket.socket(socket.AF_INET6).family.name, subprocess.run(["echo", "child"], capture_output=True).stdout.decode().strip())';
+        expect((await run(['python3', '-c', normal])).stdout).toBe('x AF_INET6 child\n');
+      } finally {
+        await log.close();
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+      }
+      // Seven containers, one after another.
+    }, 90_000);
   });
 
   it('ends a call past its memory limit with a clear error, and leaves no container', async () => {

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,6 +8,7 @@ import { detectBwrap, GATEWAY_INSTALL_ROOT, openSandbox, type Sandbox, type Sand
 import { findExecutable } from '../../src/primitives/sandbox-probe.js';
 import { buildChildEnv, runSubprocess, type SubprocessRequest } from '../../src/primitives/subprocess.js';
 import { REPO_ROOT } from '../helpers/temp-project.js';
+import { serveDatagrams } from '../helpers/unix-datagram-server.js';
 
 const hasBwrap = await detectBwrap();
 if (!hasBwrap && process.env.KIWI_REQUIRE_SANDBOX === '1') throw new Error('KIWI_REQUIRE_SANDBOX=1 but bwrap does not run here; install bubblewrap');
@@ -54,6 +55,10 @@ const connectNode = (file: string) =>
 const connectPython = (file: string) =>
   `import socket\ntry:\n  s = socket.socket(socket.AF_UNIX); s.connect(${JSON.stringify(file)}); print('got', s.recv(16).decode().strip())\nexcept OSError as e:\n  print('error', e.errno)`;
 
+/** Ways to a unix socket without socket(2), as a tool would try them (the fixture says what each mode does). */
+const ESCAPE = readFileSync(join(REPO_ROOT, 'test/fixtures/sandbox/unix-socket-escape.py'), 'utf8');
+const escape = (mode: string, file: string) => ['python3', '-c', ESCAPE, mode, file];
+
 describe.runIf(hasBwrap)('host unix sockets', () => {
   let outside: string;
   beforeAll(() => {
@@ -84,6 +89,38 @@ describe.runIf(hasBwrap)('host unix sockets', () => {
       expect(r.stdout.trim()).toBe('error EACCES');
       expect(accepted()).toBe(0);
     } finally {
+      await close(server);
+    }
+  });
+
+  it('cannot reach one through io_uring, a datagram socketpair or a 64-bit domain, which reach it outside the sandbox', async () => {
+    const file = join(outside, 'secret.sock');
+    const { server, accepted } = await listen(file);
+    const log = await serveDatagrams(join(outside, 'log.sock'));
+    try {
+      // The same program without the sandbox: it reads the socket (io_uring where this kernel has IORING_OP_SOCKET, 5.19+) and writes to the log.
+      const plain = async (mode: string, to: string) => (await runSubprocess({ argv: escape(mode, to), cwd: dir, env, timeoutMs: 30_000, maxOutputBytes: 4096 })).stdout.trim();
+      expect(await plain('uring', file)).toMatch(/^(got hello|error \d+ (io_uring_setup|IORING_OP_SOCKET))$/u);
+      expect(await plain('wide', file)).toBe('got hello');
+      expect(await plain('dgram', log.file)).toBe('sent');
+      expect(await log.received()).toEqual(['injected by the tool']);
+      const reached = accepted();
+
+      const inside = async (mode: string, to: string, grant = noGrant) => (await run(escape(mode, to), grant)).stdout.trim();
+      // io_uring is absent (ENOSYS), with or without the network.
+      expect(await inside('uring', file)).toBe('error 38 io_uring_setup');
+      expect(await inside('uring', file, { writePaths: [], network: true })).toBe('error 38 io_uring_setup');
+      // AF_UNIX in the low half of a 64-bit domain is still AF_UNIX.
+      expect(await inside('wide', file)).toBe('error 13 socket');
+      // A datagram socketpair, or SOCK_RAW which AF_UNIX makes one of, is refused.
+      expect(await inside('dgram', log.file)).toBe('error 13 socketpair');
+      expect(await inside('raw', log.file)).toBe('error 13 socketpair');
+      // A stream socketpair is allowed, and stays connected for good: EISCONN.
+      expect(await inside('stream', file)).toBe('error 106 connect');
+      expect(accepted()).toBe(reached);
+      expect(await log.received()).toEqual([]);
+    } finally {
+      await log.close();
       await close(server);
     }
   });

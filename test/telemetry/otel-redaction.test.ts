@@ -43,7 +43,7 @@ describe('spans', () => {
     const unresolved = { status: 'unresolved', reason: `no tool takes ${ENV}`, confidence: 0, candidates: [], notes: [], timings: {} } as unknown as Resolution;
     // The key sits past the 512th character once the intent is cut: redacted before the cut, its shape is whole.
     const intent = `${'x'.repeat(490)} ship ${KEY} with ${ENV}`;
-    await tracedResolve(async () => unresolved, tracing)(intent, {});
+    await tracedResolve(async () => unresolved, tracing)(intent, { context: '' });
     await expect(tracing.span('kiwi.tool.run', { 'kiwi.note': `Authorization: Bearer ${KEY}` }, () => Promise.reject(new Error(`failed with ${ENV}`)))).rejects.toThrow();
     await tracing.flush();
     const sent = bodies.join('\n');

@@ -34,3 +34,32 @@ function stringEnd(text: string, open: number): number {
   }
   return text.length;
 }
+
+/**
+ * JSON.parse for text from outside (a model's answer, an upstream's body): text nested deeper
+ * than `max` throws a SyntaxError, as text that is not JSON does, so the caller's "not JSON"
+ * path refuses it before anything recursive reads the value.
+ */
+export function parseJsonWithin(text: string, max: number = MAX_JSON_DEPTH): unknown {
+  const deepAt = jsonTooDeepAt(text, max);
+  if (deepAt !== -1) throw new SyntaxError(`nested more than ${max} levels of arrays and objects (at character ${deepAt})`);
+  return JSON.parse(text) as unknown;
+}
+
+/**
+ * Whether a value already parsed elsewhere (the MCP SDK's messages, a caller's arguments) nests
+ * arrays and objects deeper than `max`. Walked with a stack of its own, never recursion; a cycle
+ * reads as too deep, so the walk ends.
+ */
+export function valueTooDeep(value: unknown, max: number = MAX_JSON_DEPTH): boolean {
+  const stack: Array<[unknown, number]> = [[value, 0]];
+  for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
+    const [v, depth] = next;
+    if (typeof v !== 'object' || v === null) continue;
+    if (depth + 1 > max) return true;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) {
+      if (typeof child === 'object' && child !== null) stack.push([child, depth + 1]);
+    }
+  }
+  return false;
+}

@@ -33,6 +33,14 @@ export function redactedJson(value: unknown): string {
   return auditValueJson(value, Number.POSITIVE_INFINITY) ?? 'null';
 }
 
+/**
+ * `value` with secrets redacted as the audit log redacts them, nothing cut: for what the kernel
+ * keeps of the gateway's own calls and what it shows to people other than the caller.
+ */
+export function redactedValue(value: unknown): unknown {
+  return JSON.parse(redactedJson(value)) as unknown;
+}
+
 /** A string field (reason, error message): redacted, and past `max` characters cut with its size and hash. */
 export function capText(value: unknown, max: number): string {
   const text = redactSecrets(typeof value === 'string' ? value : String(value));

@@ -125,6 +125,10 @@ export function mountConsole(app: Hono, deps: ConsoleDeps): void {
           <p class="hint">
             Make one with <code>kiwi keys create NAME --role admin</code> (or <code>--role approver</code> for the approval queue alone).
           </p>
+          {/* Stateless sessions (console-session.ts): no list of ended sessions is kept, so what logging out does not do is said here. */}
+          <p class="hint">
+            Logging out deletes this browser's session cookie; a copy of it taken before keeps working until it expires or its key is revoked. To end every session of a key at once, revoke the key.
+          </p>
         </Layout>
       </>,
       status,

@@ -1,4 +1,5 @@
 import type { McpClientPool } from '../mcp-client/client-pool.js';
+import { parseJsonWithin } from '../json-depth.js';
 import { matchesAny } from '../policy/permission-context.js';
 import { KiwiError } from '../errors.js';
 import type { HttpClient } from '../primitives/http-client.js';
@@ -130,7 +131,7 @@ function parseJson(text: string): unknown {
   const trimmed = text.trim();
   if (!trimmed.startsWith('{') && !trimmed.startsWith('[')) return undefined;
   try {
-    return JSON.parse(trimmed);
+    return parseJsonWithin(trimmed);
   } catch {
     return undefined;
   }

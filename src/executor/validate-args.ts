@@ -3,8 +3,10 @@ import { formatProblem } from '../registry/string-formats.js';
 import { compilePattern, MAX_MATCHED_CHARS } from '../registry/string-pattern.js';
 import type { Tool, ToolParameter } from '../registry/types.js';
 import { setOwn } from '../plain-object.js';
+import { MAX_JSON_DEPTH, valueTooDeep } from '../json-depth.js';
 
-const MAX_ARGS_BYTES = 256 * 1024;
+/** The most a call's arguments may be, as JSON text: a file's content belongs in a file. */
+export const MAX_ARGS_BYTES = 256 * 1024;
 
 /**
  * Checks call arguments against the tool's parameters and fills defaults. Unknown arguments are
@@ -14,6 +16,11 @@ export function validateArgs(tool: Tool, raw: unknown): Record<string, unknown> 
   if (raw === undefined || raw === null) raw = {};
   if (typeof raw !== 'object' || Array.isArray(raw)) {
     throw new KiwiError('INVALID_INPUT', `tool ${tool.id}: arguments must be a JSON object like {"name": value}, not ${Array.isArray(raw) ? 'an array' : typeof raw}`);
+  }
+  // Before JSON.stringify, which recurses: arguments a model or a client nested thousands of
+  // levels deep would overflow the stack here and fail as an internal error.
+  if (valueTooDeep(raw)) {
+    throw new KiwiError('INVALID_INPUT', `tool ${tool.id}: arguments nest more than ${MAX_JSON_DEPTH} levels of arrays and objects; flatten them`);
   }
   if (JSON.stringify(raw).length > MAX_ARGS_BYTES) {
     throw new KiwiError('INVALID_INPUT', `tool ${tool.id}: arguments are larger than ${MAX_ARGS_BYTES} bytes; pass a file path instead of the content`);

@@ -1,5 +1,6 @@
 import type { Hono } from 'hono';
 import { argumentsDigest } from '../arguments-digest.js';
+import { redactedValue } from '../audit/cap-audit-value.js';
 import { checkExecution } from '../clients/access.js';
 import { isKiwiError, KiwiError } from '../errors.js';
 import type { Kernel } from '../kernel/open-kernel.js';
@@ -81,7 +82,8 @@ function shownApproval(w: WaitingApproval, caller: Caller): Record<string, unkno
     client: w.client,
     agent_id: w.agentId,
     tool_id: w.toolId,
-    arguments: w.arguments,
+    // Shown redacted; the digest is of the arguments as the kernel keeps them, which its grant check compares.
+    arguments: redactedValue(w.arguments),
     arguments_digest: argumentsDigest(w.arguments),
     since: w.since,
     expires: w.expires,

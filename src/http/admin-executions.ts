@@ -6,6 +6,7 @@ import { EXECUTION_STATUSES, type ExecutionStatus } from '../kernel/types.js';
 import { ADMIN_PREFIX, type AdminRoute } from './admin-route.js';
 import { intParam, readId } from './json-api.js';
 import { wireEvent, wireExecution } from './kernel-wire.js';
+import { redactedValue } from '../audit/cap-audit-value.js';
 
 /**
  * Executions for the people who run the gateway: the list (every client's, or one client's),
@@ -47,7 +48,11 @@ export function mountAdminExecutions(app: Hono, route: AdminRoute, kernel: () =>
       const limit = intParam(c.req.query('limit'), 500, 1, 1000);
       const [execution, events] = await Promise.all([k.executions.get(owned.id), k.executions.events(owned.id, after, limit)]);
       const sessions = seesSessions(caller, owned.agentId);
-      return c.json({ execution: { ...wireExecution(execution), client: execution.client }, events: events.map((e) => wireEvent(e, { sessions })), latest_sequence: events.at(-1)?.sequence ?? after });
+      // Admins and approvers read other clients' executions here: what an agent put in them (its
+      // input, a call's arguments, a result) is shown redacted as the audit log shows it. The
+      // owner reads its own as stored through /v0; the gateway's own calls are stored redacted.
+      const shown = { ...wireExecution(execution), client: execution.client };
+      return c.json({ execution: redactedValue(shown), events: events.map((e) => redactedValue(wireEvent(e, { sessions }))), latest_sequence: events.at(-1)?.sequence ?? after });
     }),
   );
 }

@@ -130,6 +130,12 @@ export function hostAllowed(host: string, allowed: readonly string[]): boolean {
  * gateway's own origin (the request's scheme and Host, that Host one of `allowedHosts`). Such a
  * page is no other site: a rebinding page's Host names the attacker's domain, which
  * `allowedHosts` refuses, and a same-origin page could read the answers anyway.
+ *
+ * Either scheme is the gateway's own, on purpose (issue 39 asked): behind a proxy that ends TLS
+ * the page is `https://` while the gateway hears plain http, and many proxies do not say so
+ * (nginx sends no X-Forwarded-Proto unless told). An `https://` page at the very host and port
+ * the gateway was asked by can only be served by whatever answers TLS there: the gateway itself,
+ * through its proxy, as nothing else can listen on its address.
  */
 export function originAccepted(origin: string, request: { host: string; allowedHosts: readonly string[]; allowedOrigins: readonly string[] }): boolean {
   return (hostAllowed(request.host, request.allowedHosts) && sameOrigin(origin, request.host)) || originAllowed(origin, request.allowedOrigins);

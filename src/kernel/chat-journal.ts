@@ -2,6 +2,7 @@ import type { UsageSummary } from '../budgets/usage-summary.js';
 import type { ChatStepWrite, ChatWrite } from './chat-rows.js';
 import type { EventDraft } from './types.js';
 import { uuidv7 } from './uuidv7.js';
+import { redactedJson } from '../audit/cap-audit-value.js';
 import { lookEveryMs, type KernelEventsBus } from '../contracts/kernel-events-bus.js';
 
 /**
@@ -10,6 +11,10 @@ import { lookEveryMs, type KernelEventsBus } from '../contracts/kernel-events-bu
  * transaction, so the cost per chat stays a few rows in a batch. A crash loses at most the last
  * interval of the story; a cancel first writes everything queued for its chat (so its open steps
  * are cancelled with it), then stops the chat.
+ *
+ * Everything written is redacted with the audit log's rules (its input, every event's payload,
+ * its output): the gateway runs these chats from memory, so the kernel never needs the client
+ * key or `.env` value a message, a call or a result carried, and must not show it to approvers.
  */
 
 export interface ChatStart {
@@ -179,7 +184,7 @@ export function createChatJournal(deps: ChatJournalDeps): ChatJournal {
       const at = now();
       const id = uuidv7(at.getTime());
       const stamp = at.toISOString();
-      const entry: Entry = { write: { id, create: { client: start.client, agentId: start.agentId, input: JSON.stringify(start.input ?? null), labels: start.labels, createdAt: stamp }, events: [], steps: [] }, start, ended: false };
+      const entry: Entry = { write: { id, create: { client: start.client, agentId: start.agentId, input: redactedJson(start.input ?? null), labels: start.labels, createdAt: stamp }, events: [], steps: [] }, start, ended: false };
       if (dirty.size >= MAX_QUEUED) entry.ended = true;
       else live.set(id, entry);
       const execution: ChatExecution = {
@@ -214,7 +219,7 @@ export function createChatJournal(deps: ChatJournalDeps): ChatJournal {
           live.delete(id);
           const when = now().toISOString();
           append(entry.write, drafts, when);
-          entry.write.end = { status, at: when, ...(kept.output === undefined ? {} : { output: JSON.stringify(kept.output) }), ...(kept.usage === undefined ? {} : { usage: JSON.stringify(kept.usage) }) };
+          entry.write.end = { status, at: when, ...(kept.output === undefined ? {} : { output: redactedJson(kept.output) }), ...(kept.usage === undefined ? {} : { usage: JSON.stringify(kept.usage) }) };
           touch(entry);
         },
         written: () => (dirty.has(id) ? flushSoon() : writing),
@@ -253,7 +258,7 @@ function append(write: ChatWrite, drafts: readonly EventDraft[], timestamp: stri
   for (const draft of drafts) {
     const id = uuidv7(Date.parse(timestamp));
     correlation ??= id;
-    write.events.push({ id, ...(draft.stepId === undefined ? {} : { stepId: draft.stepId }), type: draft.type, timestamp, payload: JSON.stringify(draft.payload), causationId: previous ?? id, correlationId: correlation });
+    write.events.push({ id, ...(draft.stepId === undefined ? {} : { stepId: draft.stepId }), type: draft.type, timestamp, payload: redactedJson(draft.payload), causationId: previous ?? id, correlationId: correlation });
     previous = id;
   }
 }

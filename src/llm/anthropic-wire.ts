@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parseJsonWithin } from '../json-depth.js';
 import { KiwiError } from '../errors.js';
 import type { SseEvent } from '../primitives/sse-parser.js';
 import { anthropicMessages, anthropicToolFields } from './anthropic-tool-wire.js';
@@ -120,7 +121,7 @@ export function createAnthropicDecoder(ctx: UpstreamContext): WireDecoder {
       lastChunk = chunk;
       let json: unknown;
       try {
-        json = JSON.parse(event.data);
+        json = parseJsonWithin(event.data);
       } catch {
         throw malformedChunk(ctx, chunk, 'is not valid JSON', event.data);
       }

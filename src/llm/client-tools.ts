@@ -1,4 +1,5 @@
 import { isPlainObject } from '../plain-object.js';
+import { parseJsonWithin } from '../json-depth.js';
 import type { ClientTools } from './types.js';
 
 /**
@@ -66,7 +67,7 @@ export function clientToolsProblem(ct: ClientTools, paths: ToolPaths): ToolProbl
 export function argumentsObject(text: string): Record<string, unknown> {
   if (text.trim() === '') return {};
   try {
-    const value: unknown = JSON.parse(text);
+    const value: unknown = parseJsonWithin(text);
     if (isPlainObject(value)) return value;
   } catch {
     // not JSON: kept as text below

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parseJsonWithin } from '../json-depth.js';
 import type { SseEvent } from '../primitives/sse-parser.js';
 import type { WireDecoder } from './chat-stream.js';
 import { TOOL_FIELDS } from './client-tools.js';
@@ -137,7 +138,7 @@ export function createOpenAiDecoder(ctx: UpstreamContext): WireDecoder {
       if (event.data.trim() === '[DONE]') return { events: [], done: true };
       let json: unknown;
       try {
-        json = JSON.parse(event.data);
+        json = parseJsonWithin(event.data);
       } catch {
         throw malformedChunk(ctx, chunk, 'is not valid JSON', event.data);
       }

@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import { parseJsonWithin } from '../json-depth.js';
 import { KiwiError } from '../errors.js';
 import type { HttpClient, HttpRequest } from '../primitives/http-client.js';
 import { retryHeaders } from '../primitives/retry-headers.js';
@@ -48,7 +49,7 @@ export async function requestJson<T extends z.ZodType>(http: HttpClient, req: Ht
   const details = { status: res.status, provider: ctx.provider, url: ctx.url, model: ctx.model };
   let json: unknown;
   try {
-    json = JSON.parse(res.body);
+    json = parseJsonWithin(res.body);
   } catch {
     throw new KiwiError('UPSTREAM_HTTP', `${ctx.label} answered ${res.status} with a body that is not JSON: ${excerpt(res.body, ctx.redact, 200)}; check that baseUrl points at the right API`, { details });
   }

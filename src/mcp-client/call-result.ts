@@ -1,4 +1,5 @@
 import { KiwiError } from '../errors.js';
+import { MAX_JSON_DEPTH, valueTooDeep } from '../json-depth.js';
 
 export interface McpCallResult {
   content: unknown[];
@@ -19,6 +20,13 @@ export function toCallResult(
     .filter((part): part is { type: 'text'; text: string } => isTextPart(part))
     .map((part) => part.text)
     .join('\n');
+  // The SDK parsed the server's message at any depth; what reads the result next (the audit's
+  // preview, JSON.stringify on the way to the client) recurses, and would overflow the stack.
+  if (valueTooDeep(raw)) {
+    throw new KiwiError('MCP_ERROR', `Tool "${where.tool}" on MCP server "${where.server}" returned a result nested more than ${MAX_JSON_DEPTH} levels of arrays and objects; the server's answer is refused`, {
+      details: { server: where.server, tool: where.tool },
+    });
+  }
   const bytes = Buffer.byteLength(text, 'utf8');
   if (bytes > where.maxResultBytes) {
     throw new KiwiError(

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { throwIfAborted } from '../abort.js';
 import { isKiwiError, KiwiError } from '../errors.js';
+import { parseJsonWithin } from '../json-depth.js';
 import { validateArgs } from '../executor/validate-args.js';
 import { createHttpClient, type HttpClient } from '../primitives/http-client.js';
 import type { Tool, ToolParameter } from '../registry/types.js';
@@ -120,7 +121,7 @@ export function jsonInText(text: string): unknown {
   const end = text.lastIndexOf('}');
   if (start < 0 || end <= start) return undefined;
   try {
-    return JSON.parse(text.slice(start, end + 1));
+    return parseJsonWithin(text.slice(start, end + 1));
   } catch {
     return undefined;
   }
@@ -169,7 +170,7 @@ export function createLlmArgumentFiller(options: LlmArgumentFillerOptions): LlmA
   function readArguments(body: string, name: string): Record<string, unknown> {
     let json: unknown;
     try {
-      json = JSON.parse(body);
+      json = parseJsonWithin(body);
     } catch {
       throw upstream(`answered with a body that is not JSON: ${excerpt(body)}`);
     }
@@ -185,7 +186,7 @@ export function createLlmArgumentFiller(options: LlmArgumentFillerOptions): LlmA
           throw new KiwiError('OUTPUT_TOO_LARGE', `chat server ${where} (model ${o.model}): the model's arguments are ${args.length} characters, over the ${MAX_ARGUMENT_CHARS}-character cap; the answer is not a plausible tool call, check the model`);
         }
         try {
-          raw = args.trim() === '' ? {} : JSON.parse(args);
+          raw = args.trim() === '' ? {} : parseJsonWithin(args);
         } catch {
           raw = undefined;
         }

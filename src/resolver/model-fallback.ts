@@ -1,4 +1,6 @@
 import { describeError } from '../errors.js';
+import { MAX_ARGS_BYTES } from '../executor/validate-args.js';
+import { MAX_JSON_DEPTH, parseJsonWithin } from '../json-depth.js';
 import type { ChatProvider, ChatUsage } from '../llm/types.js';
 import { isPlainObject } from '../plain-object.js';
 import type { Tool } from '../registry/types.js';
@@ -114,6 +116,9 @@ export function createModelFallback(options: ModelFallbackOptions): ResolverFall
     let args: unknown;
     if (native !== undefined) {
       name = native.name;
+      // The model's text is bounded only by the provider's response cap: a call larger than any
+      // call may be is refused before it is parsed.
+      if (native.arguments.length > MAX_ARGS_BYTES) return { kind: 'failed', why: `its arguments are ${native.arguments.length} characters, over the ${MAX_ARGS_BYTES}-character cap of a call`, cost };
       args = parseArguments(native.arguments);
     } else {
       // Small models often print the call as JSON instead: {"name": …, "arguments"|"parameters": {…}}.
@@ -126,7 +131,7 @@ export function createModelFallback(options: ModelFallbackOptions): ResolverFall
     if (name === undefined) return { kind: 'declined', why: `it called no function${completion.text.trim() ? `: "${completion.text.trim().slice(0, 200)}"` : ''}`, cost };
     const tool = byName.get(name);
     if (tool === undefined) return { kind: 'failed', why: `it called "${name.slice(0, 100)}", which is not one of the ${byName.size} candidates it was shown`, cost };
-    if (!isPlainObject(args)) return { kind: 'failed', why: `its arguments for ${tool.id} are not a JSON object`, cost };
+    if (!isPlainObject(args)) return { kind: 'failed', why: `its arguments for ${tool.id} are not a JSON object of at most ${MAX_JSON_DEPTH} levels`, cost };
     return { kind: 'call', tool, arguments: args, cost };
   }
 
@@ -148,7 +153,7 @@ function functionNames(tools: readonly Tool[]): Map<string, Tool> {
 function parseArguments(text: string): unknown {
   if (text.trim() === '') return {};
   try {
-    return JSON.parse(text);
+    return parseJsonWithin(text);
   } catch {
     return undefined;
   }

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { parseJsonWithin } from '../json-depth.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import { describeError, isKiwiError, KiwiError } from '../errors.js';
@@ -199,7 +200,7 @@ export function createRemoteRunner(deps: RemoteRunnerDeps, options: RemoteRunner
   function readJob(raw: string): Job | undefined {
     let parsed: unknown;
     try {
-      parsed = JSON.parse(raw);
+      parsed = parseJsonWithin(raw);
     } catch {
       onEvent({ type: 'warning', message: `ignored a job.assigned event that is not JSON: ${raw.slice(0, 120)}` });
       return undefined;

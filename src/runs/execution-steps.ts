@@ -2,11 +2,22 @@ import type { ChatExecution } from '../kernel/chat-journal.js';
 import type { CallOutcome } from '../proxy/tool-call.js';
 import type { EventDraft } from '../kernel/types.js';
 import { uuidv7 } from '../kernel/uuidv7.js';
+import { redactedValue } from '../audit/cap-audit-value.js';
+import { redactSecrets } from '../audit/redact-secrets.js';
 
 /**
  * The steps of an execution the gateway runs itself (a chat, an MCP call): each call it makes is
  * `intent.accepted` with what was asked and `step.created`, then `step.completed` with the
  * result or `step.failed` (a policy denial says `denied: true`).
+ *
+ * The step's row keeps its arguments, result and error redacted with the audit log's rules, as
+ * the journal keeps every event (kernel/chat-journal.ts): the call runs from the gateway's own
+ * memory, never from these rows, so the kernel need not keep a client key or a `.env` value a
+ * call carried or returned, and approvers and readers of the execution never see one. An
+ * approval's `arguments_digest` is taken over these stored arguments, by the approver (`kiwi
+ * approvals`, the console) and by the kernel's check alike, so a grant still matches its step;
+ * a digest of the real arguments would let whoever sees it confirm a guessed secret, which the
+ * audit log's hashes (taken after redaction too) never allow.
  */
 export interface ExecutionSteps {
   /** Returns the step's id. */
@@ -30,7 +41,7 @@ export function executionSteps(execution: ChatExecution, stepDeadlineMs: number)
   const open = new Map<string, OpenStep>();
   return {
     open(call, details) {
-      const args = call.arguments ?? {};
+      const args = redactedValue(call.arguments ?? {});
       const step = { id: uuidv7(), toolId: call.tool, arguments: JSON.stringify(args), deadline: new Date(Date.now() + stepDeadlineMs).toISOString() };
       open.set(step.id, step);
       execution.record(
@@ -42,7 +53,8 @@ export function executionSteps(execution: ChatExecution, stepDeadlineMs: number)
       );
       return step.id;
     },
-    settle(stepId, status, text, proxyCallId) {
+    settle(stepId, status, given, proxyCallId) {
+      const text = redactSecrets(given);
       const step = open.get(stepId);
       if (step === undefined) return;
       open.delete(stepId);

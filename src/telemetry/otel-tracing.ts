@@ -4,12 +4,17 @@ import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import type { SpanAttributes, StartedSpan, Tracing } from '../contracts/tracing.js';
+import { redactSecrets } from '../audit/redact-secrets.js';
 
 /**
  * contracts/tracing.ts on OpenTelemetry: spans batched and sent over OTLP/HTTP (JSON) to
  * `endpoint`. The running span follows the code through awaits (AsyncLocalStorage); a streamed
  * answer, pulled by whoever reads the response, is put back in its request's context at every
  * pull (`spanIterable`).
+ *
+ * Spans leave the machine for a collector that more people read than the audit log: every text
+ * they carry (an intent, a reason, a path, an error's message and stack) is redacted with the
+ * audit log's rules first, here, so no caller of `Tracing` can send a secret the audit log hides.
  */
 export interface OtelTracing extends Tracing {
   /** Sends what is batched. */
@@ -52,8 +57,9 @@ export function createOtelTracing(options: OtelOptions): OtelTracing {
         if (ended) return;
         ended = true;
         if (error !== undefined) {
-          span.recordException(error instanceof Error ? error : String(error));
-          span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+          const message = redactSecrets(error instanceof Error ? error.message : String(error));
+          span.recordException(error instanceof Error ? { name: error.name, message, ...(error.stack === undefined ? {} : { stack: redactSecrets(error.stack) }) } : message);
+          span.setStatus({ code: SpanStatusCode.ERROR, message });
         }
         span.end();
       },
@@ -112,9 +118,12 @@ export function createOtelTracing(options: OtelOptions): OtelTracing {
 
 let contextManagerSet = false;
 
-/** OpenTelemetry attributes: undefined values left out. */
+/** OpenTelemetry attributes: undefined values left out, texts redacted. */
 function clean(attributes: SpanAttributes): Attributes {
   const out: Attributes = {};
-  for (const [k, v] of Object.entries(attributes)) if (v !== undefined) out[k] = v as Attributes[string];
+  for (const [k, v] of Object.entries(attributes)) {
+    if (v === undefined) continue;
+    out[k] = typeof v === 'string' ? redactSecrets(v) : Array.isArray(v) ? v.map((s: string) => redactSecrets(s)) : (v as number | boolean);
+  }
   return out;
 }

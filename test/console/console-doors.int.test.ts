@@ -178,10 +178,13 @@ describe('the doors of /ui', () => {
     for (const name of ['__proto__', 'constructor', 'toString', '..%2Fconsole-routes.tsx', 'x.js']) expect((await page(`/ui/assets/${name}`)).status, name).toBe(404);
   });
 
-  it('logs out by clearing the cookie', async () => {
+  it('logs out by clearing the cookie, and says on the login page that a copy of it lives on until it expires or its key is revoked', async () => {
     const admin = (await login(keys.admin)).cookie as string;
     const out = await fetch(`${url}/ui/logout`, { method: 'POST', headers: { cookie: admin, 'content-type': FORM }, body: '', redirect: 'manual' });
     expect(out.status).toBe(303);
     expect(out.headers.get('set-cookie')).toMatch(/kiwi_console=;/);
+    // Stateless by design (issue 39, decided and documented): a copy taken before still opens the console.
+    expect((await page('/ui/approvals', admin)).status).toBe(200);
+    expect((await page('/ui/login')).body).toMatch(/a copy of it taken before keeps working until it expires or its key is revoked/);
   });
 });

@@ -2,7 +2,10 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { readAuditTail } from '../../src/audit/audit-reader.js';
+import { createKey, KEY_FILE } from '../../src/clients/key-store.js';
 import { allowTools } from '../helpers/demo-project.js';
 import { serveDemoGateway, type DemoGateway } from '../helpers/demo-gateway.js';
 import { openAiStream } from '../helpers/openai-sse.js';
@@ -77,5 +80,40 @@ describe('the resolver fallback in the gateway', () => {
     await expect
       .poll(async () => ((await (await fetch(`${server.url}/v0/executions/${id}`)).json()) as { usage?: unknown }).usage)
       .toEqual({ models: { 'gpt-4o-mini': { input_tokens: 20, output_tokens: 10, spend_usd: 'unpriced' }, 'qwen3-0.6b': { input_tokens: 436, output_tokens: 31, spend_usd: 'unpriced' } }, spend_usd: 0, unpriced: ['gpt-4o-mini', 'qwen3-0.6b'] });
+  });
+
+  it('takes a call whose arguments nest 200,000 levels deep as a failed answer: the chat, MCP resolve and the playground answer, none fails', async () => {
+    const { llm, server, root } = served;
+    const deep = `{"person":"Ada Lovelace","occasion":${'['.repeat(200_000)}${']'.repeat(200_000)}}`;
+    const body = { id: 'c', object: 'chat.completion', created: 1, model: 'qwen3-0.6b', choices: [{ index: 0, message: { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'send_greeting', arguments: deep } }] }, finish_reason: 'stop' }] };
+    const deepAnswer = { recording: { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) } };
+
+    llm.replyOnce(openAiStream(['On it. [TOOL: send a greeting card to Ada Lovelace for her birthday]']), deepAnswer, openAiStream(['I could not send the card.']));
+    const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'not-used', maxRetries: 0 });
+    const completion = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Send Ada a birthday card.' }] });
+    expect(completion.choices[0]?.message.content).toContain('I could not send the card.');
+
+    llm.replyOnce(deepAnswer);
+    const mcp = new Client({ name: 'deep', version: '1.0.0' });
+    await mcp.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`)));
+    try {
+      const result = (await mcp.callTool({ name: 'resolve', arguments: { intent: 'send a greeting card to Ada Lovelace for her birthday' } })) as { content: { text: string }[] };
+      const text = result.content.map((c) => c.text).join('\n');
+      expect(text).not.toMatch(/INTERNAL/);
+      expect(text).toMatch(/does not give `occasion`/);
+    } finally {
+      await mcp.close();
+    }
+
+    const admin = (await createKey(path.join(root, KEY_FILE), 'ops', { roles: ['admin'] })).key;
+    llm.replyOnce(deepAnswer);
+    const response = await fetch(`${server.url}/admin/v1/playground`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ intent: 'send a greeting card to Ada Lovelace for her birthday' }),
+    });
+    expect(response.status).toBe(200);
+    // 200,000 levels take 400,000 characters: over the cap of a call, refused before parsing.
+    expect(JSON.stringify(await response.json())).toMatch(/fallback model qwen3-0.6b: its arguments are 400037 characters, over the 262144-character cap of a call/);
   });
 });

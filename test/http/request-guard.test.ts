@@ -155,6 +155,9 @@ describe('origins', () => {
     expect((await ask('localhost:8787', 'http://localhost:8787')).status).toBe(200);
     expect((await ask('gw.example.com', 'https://gw.example.com')).status).toBe(200);
     expect((await ask('LOCALHOST:8787', 'http://localhost:8787')).status).toBe(200);
+    // Either scheme at the very host and port asked (issue 39): behind a proxy that ends TLS the page is https.
+    expect((await ask('localhost:8787', 'https://localhost:8787')).status).toBe(200);
+    expect((await ask('localhost:8787', 'https://localhost:8443')).status).toBe(403);
     // Another port, another name, a rebinding page (its Host is the attacker's), an opaque or odd origin: refused.
     expect((await ask('localhost:8787', 'http://localhost:9999')).status).toBe(403);
     expect((await ask('localhost:8787', 'http://gw.example.com:8787')).status).toBe(403);

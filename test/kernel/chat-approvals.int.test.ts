@@ -49,8 +49,9 @@ afterAll(async () => {
   await served?.close();
 });
 
-async function events(id: string): Promise<WireEvent[]> {
-  return ((await (await fetch(`${url}/v0/executions/${id}/events`)).json()) as { events: WireEvent[] }).events;
+async function events(id: string, key?: string): Promise<WireEvent[]> {
+  const headers: Record<string, string> = key === undefined ? {} : { authorization: `Bearer ${key}` };
+  return ((await (await fetch(`${url}/v0/executions/${id}/events`, { headers })).json()) as { events: WireEvent[] }).events;
 }
 
 async function story(id: string): Promise<WireEvent[]> {
@@ -228,5 +229,31 @@ describe('with client keys', () => {
     expect(granted.out.join('\n')).toMatch(/^granted: ship_release/);
     expect(await chat.rest).toMatch(/shipped v2\.4/);
     await expect.poll(async () => (await audit()).find((r) => r.tool === 'ship_release' && (r.args as { version?: string }).version === 'v2.4')?.approval).toMatchObject({ approved: true, decided_by: 'bob (key ops)' });
+  }, 60_000);
+
+  it("keeps and shows a call's client key and .env value redacted, as the audit log does; the approver's grant still runs the real call", async () => {
+    const agent = (await createKey(path.join(served.root, KEY_FILE), 'agent2', { roles: ['client'] })).key;
+    const admin = (await createKey(path.join(served.root, KEY_FILE), 'root', { roles: ['admin'] })).key;
+    const asAdmin = { authorization: `Bearer ${admin}` };
+    await expect.poll(async () => (await fetch(`${url}/admin/v1/approvals`, { headers: asAdmin })).status, { timeout: 10_000 }).toBe(200);
+    const stolen = `kiwi_0123abcd_${'Q'.repeat(43)}`;
+    const chat = await chatThatWaits(`v3 ${stolen} DB_PASSWORD=hunter2hunter2`, agent);
+
+    const { approvals } = (await (await fetch(`${url}/admin/v1/approvals`, { headers: asAdmin })).json()) as { approvals: { step_id: string; arguments: { version: string }; arguments_digest: string }[] };
+    const shown = approvals.find((a) => a.step_id === chat.stepId);
+    expect(shown?.arguments.version).toBe('v3 [redacted:kiwi-key] DB_PASSWORD=[redacted:secret]');
+    const grant = await fetch(`${url}/admin/v1/approvals/${chat.stepId}`, { method: 'POST', headers: { ...asAdmin, 'content-type': 'application/json' }, body: JSON.stringify({ decision: 'grant', arguments_digest: shown?.arguments_digest }) });
+    expect(grant.status).toBe(200);
+    // The tool ran with the real arguments: the chat's own client sees its own value.
+    expect(await chat.rest).toContain(`shipped v3 ${stolen} DB_PASSWORD=hunter2hunter2`);
+
+    await expect.poll(async () => (await events(chat.executionId, agent)).at(-1)?.type, { timeout: 10_000 }).toMatch(/^execution\.(completed|failed)$/);
+    const detail = await (await fetch(`${url}/admin/v1/executions/${chat.executionId}`, { headers: asAdmin })).text();
+    const v0 = JSON.stringify(await events(chat.executionId, agent));
+    for (const text of [detail, v0]) {
+      expect(text).toContain('[redacted:kiwi-key]');
+      expect(text).not.toContain(stolen);
+      expect(text).not.toContain('hunter2hunter2');
+    }
   }, 60_000);
 });

@@ -135,6 +135,29 @@ describe('the fallback model', () => {
     expect(unknown.notes.join('\n')).toMatch(/it called "delete_everything", which is not one of the 3 candidates it was shown/);
   });
 
+  it('refuses arguments nested 200,000 levels deep, or larger than a call may be, as a failed answer', async () => {
+    const resolver = resolverWith();
+    // 100,000 levels fit the cap of a call (200,000 characters); 200,000 levels do not.
+    const deep = `{"person":"Ada Lovelace","occasion":${'['.repeat(100_000)}${']'.repeat(100_000)}}`;
+    const deeper = `{"person":"Ada Lovelace","occasion":${'['.repeat(200_000)}${']'.repeat(200_000)}}`;
+    const big = JSON.stringify({ person: 'Ada Lovelace', occasion: 'x'.repeat(300 * 1024) });
+    const nativeCall = (args: string): Recording => ({
+      status: 200,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ id: 'c', object: 'chat.completion', created: 1, model: 'qwen3-0.6b', choices: [{ index: 0, message: { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'send_greeting', arguments: args } }] }, finish_reason: 'stop' }] }),
+    });
+    llm.replyOnce({ recording: nativeCall(deep) }, { recording: answer({ content: `{"name":"send_greeting","arguments":${deeper}}` }) }, { recording: nativeCall(big) }, { recording: nativeCall(deeper) });
+    const native = await resolver.resolve(INTENT);
+    expect(native).toMatchObject({ status: 'unresolved', fallback: { outcome: 'failed' } });
+    expect(native.notes.join('\n')).toMatch(/arguments for send_greeting are not a JSON object of at most 128 levels/);
+    const printed = await resolver.resolve(INTENT);
+    expect(printed).toMatchObject({ status: 'unresolved', fallback: { outcome: 'declined' } });
+    const large = await resolver.resolve(INTENT);
+    expect(large).toMatchObject({ status: 'unresolved', fallback: { outcome: 'failed' } });
+    expect(large.notes.join('\n')).toMatch(/arguments are \d+ characters, over the 262144/);
+    expect(await resolver.resolve(INTENT)).toMatchObject({ status: 'unresolved', fallback: { outcome: 'failed' } });
+  });
+
   it('lets the model decline: no function fits', async () => {
     const resolver = resolverWith();
     llm.replyOnce({ recording: answer({ content: 'None of these functions can send a card.' }) });

@@ -10,6 +10,8 @@ const fields = z.strictObject({
   record_chats: z.boolean('must be true or false').optional(),
   max_input_bytes: z.number().int().min(1024).max(1024 * 1024, 'must be at most 1048576: a request body is at most 1 MiB').optional(),
   max_live_executions_per_client: z.number().int().min(1).max(1_000_000).optional(),
+  max_executions_per_client: z.number().int().min(1).max(10_000_000).optional(),
+  max_input_bytes_per_client: z.number().int().min(1024).max(1024 * 1024 * 1024 * 1024).optional(),
   max_runners_per_client: z.number().int().min(1).max(100_000).optional(),
   max_tools_per_client: z.number().int().min(1).max(1_000_000).optional(),
   max_tool_bytes_per_client: z.number().int().min(1024).max(1024 * 1024 * 1024).optional(),
@@ -30,6 +32,8 @@ export function kernelLimits(k: z.output<typeof fields> = {}): KernelLimits {
   return {
     maxInputBytes: k.max_input_bytes ?? d.maxInputBytes,
     maxLiveExecutionsPerClient: k.max_live_executions_per_client ?? d.maxLiveExecutionsPerClient,
+    maxExecutionsPerClient: k.max_executions_per_client ?? d.maxExecutionsPerClient,
+    maxInputBytesPerClient: k.max_input_bytes_per_client ?? d.maxInputBytesPerClient,
     maxRunnersPerClient: k.max_runners_per_client ?? d.maxRunnersPerClient,
     maxToolsPerClient: k.max_tools_per_client ?? d.maxToolsPerClient,
     maxToolBytesPerClient: k.max_tool_bytes_per_client ?? d.maxToolBytesPerClient,

@@ -5,6 +5,7 @@ import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import { raw } from 'hono/html';
 import { mayAdminister } from '../clients/access.js';
 import { LOCAL_CALLER, type ClientAuth } from '../clients/client-auth.js';
+import type { KernelEventsBus } from '../contracts/kernel-events-bus.js';
 import type { Caller } from '../policy/caller.js';
 import { mountApprovalPages } from './approval-pages.js';
 import { mountAuditPage } from './audit-page.js';
@@ -38,6 +39,8 @@ export interface ConsoleDeps {
   sessionSecret: string;
   /** Aborted when the gateway stops: the live streams end then. */
   until?: AbortSignal;
+  /** Word of the kernel's committed events: live pages look when the kernel changed (live-events.ts). */
+  events?: KernelEventsBus;
   /** How long a login lasts (default 8 hours). */
   sessionTtlMs?: number;
   now?: () => Date;
@@ -85,7 +88,7 @@ export function mountConsole(app: Hono, deps: ConsoleDeps): void {
   });
 
   /** Who the session cookie says the person is, when it is valid and its key may use the console. */
-  async function sessionOf(c: Context): Promise<{ caller: Caller; viewer: Viewer } | undefined> {
+  async function sessionOf(c: Context): Promise<{ caller: Caller; viewer: Viewer; key: string } | undefined> {
     const cookie = getCookie(c, SESSION_COOKIE);
     if (cookie === undefined || cookie.length > 512) return undefined;
     const keyId = sessionKeyId(cookie);
@@ -97,7 +100,7 @@ export function mountConsole(app: Hono, deps: ConsoleDeps): void {
     const session = checkSession(cookie, found.key, deps.sessionSecret, now());
     if (session === undefined) return undefined;
     const caller = found.caller;
-    return { caller, viewer: { client: caller.client, csrf: session.csrf, may: (area) => mayAdminister(caller, area) } };
+    return { caller, key: keyId, viewer: { client: caller.client, csrf: session.csrf, may: (area) => mayAdminister(caller, area) } };
   }
 
   function startSession(c: Context, key: SessionKey): Response {
@@ -205,7 +208,7 @@ export function mountConsole(app: Hono, deps: ConsoleDeps): void {
   mountThreadPages(router);
   mountUsagePage(router);
   mountToolPages(router);
-  mountLiveEvents(app, { sessionOf, admin: deps.admin, ...(deps.until ? { until: deps.until } : {}) });
+  mountLiveEvents(app, { sessionOf, admin: deps.admin, ...(deps.until ? { until: deps.until } : {}), ...(deps.events ? { events: deps.events } : {}) });
 }
 
 /** The console is for people who run the gateway: keys that may answer approvals or administer. */

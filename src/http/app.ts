@@ -194,7 +194,7 @@ export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
         const res = await adminApi.fetch(request);
         return { status: res.status, body: (await res.json()) as Record<string, unknown> };
       };
-      mountConsole(app, { ...deps.console, admin, ...(deps.streamsEnd ? { until: deps.streamsEnd } : {}) });
+      mountConsole(app, { ...deps.console, admin, ...(deps.streamsEnd ? { until: deps.streamsEnd } : {}), ...(deps.kernelEvents ? { events: deps.kernelEvents } : {}) });
     }
   }
   if (deps.kernel !== undefined) mountKernelRoutes(app, { kernel: deps.kernel, requestId, callerOf: guard.callerOf, ...(deps.onError === undefined ? {} : { onError: deps.onError }), ...(deps.streamsEnd ? { streamsEnd: deps.streamsEnd } : {}), ...(deps.kernelEvents ? { events: deps.kernelEvents } : {}) });

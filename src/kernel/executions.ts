@@ -4,6 +4,7 @@ import type { SqlDb, SqlQueryable, SqlValue } from '../store/sql/sql-db.js';
 import { appendEvents, readEvents } from './event-log.js';
 import { lockExecution, setExecutionStatus, type ExecutionRow } from './execution-rows.js';
 import { checkExecutionBounds, DEFAULT_KERNEL_LIMITS, lockClientQuota, quotaExceeded, type KernelLimits } from './kernel-limits.js';
+import { makeRoomInShare } from './client-share.js';
 import { cancelOpenSteps } from './steps.js';
 import { TERMINAL_STATUSES, type Execution, type ExecutionStatus, type KernelEvent } from './types.js';
 import { uuidv7 } from './uuidv7.js';
@@ -14,7 +15,8 @@ import { parseUsage } from '../budgets/usage-summary.js';
  * with its events in one transaction, under a lock on the execution's row, so that two gateways
  * on one database see one order of events. Assignment to agents, intents and steps build on
  * these (agents.ts, …). A new one is bounded (its input and labels) and counted against its
- * client's quota of live executions (kernel-limits.ts).
+ * client's quota of live executions (kernel-limits.ts) and its share of what the kernel keeps,
+ * which the client's oldest ended executions make room in (client-share.ts).
  */
 
 export interface ExecutionFilter {
@@ -37,7 +39,8 @@ export interface ExecutionPage {
 export interface Executions {
   /**
    * `client`: whose it is (the client of the key that made it). Throws INVALID_INPUT past a
-   * bound, QUOTA_EXCEEDED when the client has as many live executions as its quota allows.
+   * bound, QUOTA_EXCEEDED when the client has as many live executions as its quota allows, or
+   * its executions not ended fill its share of what the kernel keeps.
    */
   create(input: { client: string; agentId: string; input: unknown; labels: Record<string, string> }): Promise<{ execution: Execution; events: KernelEvent[] }>;
   /** Throws NOT_FOUND. */
@@ -51,7 +54,7 @@ export interface Executions {
   events(id: string, afterSequence: number, limit: number): Promise<KernelEvent[]>;
 }
 
-export function createExecutions(db: SqlDb, options: { now?: () => Date; limits?: Pick<KernelLimits, 'maxInputBytes' | 'maxLiveExecutionsPerClient'> } = {}): Executions {
+export function createExecutions(db: SqlDb, options: { now?: () => Date; limits?: Pick<KernelLimits, 'maxInputBytes' | 'maxLiveExecutionsPerClient' | 'maxExecutionsPerClient' | 'maxInputBytesPerClient'> } = {}): Executions {
   const now = options.now ?? (() => new Date());
   const limits = options.limits ?? DEFAULT_KERNEL_LIMITS;
 
@@ -64,6 +67,7 @@ export function createExecutions(db: SqlDb, options: { now?: () => Date; limits?
   return {
     async create({ client, agentId, input, labels }) {
       checkExecutionBounds(limits, input, labels);
+      const inputText = JSON.stringify(input ?? null);
       const at = now();
       const id = uuidv7(at.getTime());
       const stamp = at.toISOString();
@@ -74,11 +78,12 @@ export function createExecutions(db: SqlDb, options: { now?: () => Date; limits?
         if ((live?.n ?? 0) >= limits.maxLiveExecutionsPerClient) {
           throw quotaExceeded('maxLiveExecutionsPerClient', client, `has ${live?.n ?? 0} executions not ended, the most it may have`, 'wait for some to end, or cancel those it no longer needs');
         }
+        await makeRoomInShare(tx, limits, client, Buffer.byteLength(inputText, 'utf8'));
         await tx.query('insert into kernel_executions (id, agent_id, status, input, labels, created_at, updated_at, client) values ($1, $2, $3, $4, $5, $6, $6, $7)', [
           id,
           agentId,
           'pending',
-          JSON.stringify(input ?? null),
+          inputText,
           JSON.stringify(labels),
           stamp,
           client,
@@ -127,19 +132,23 @@ export function createExecutions(db: SqlDb, options: { now?: () => Date; limits?
         const { createdAt, id } = decodeCursor(filter.cursor);
         where.push(`(created_at, id) < (${param(createdAt)}, ${param(id)})`);
       }
-      // One row past the page says whether there is a next one.
-      const rows = await db.query<ExecutionRow>(
-        `select * from kernel_executions e ${where.length === 0 ? '' : `where ${where.join(' and ')}`} order by created_at desc, id desc limit ${param(filter.limit + 1)}`,
+      // Only what a list shows, never the inputs and outputs (issue 39: a page of 50 with 250 KB
+      // inputs took 3.5 s and stalled the gateway). One row past the page says whether there is
+      // a next one; the page also ends before its labels pass LIST_PAGE_LABEL_BYTES (64 labels
+      // can be 20 KB an execution), counted by the database, so a row past it is never sent.
+      const rows = await db.query<SummaryRow>(
+        `select * from (
+           select ${SUMMARY_COLUMNS},
+             sum(octet_length(labels)) over (order by created_at desc, id desc) as label_bytes, row_number() over (order by created_at desc, id desc) as n, count(*) over () as fetched
+           from (select ${SUMMARY_COLUMNS} from kernel_executions e ${where.length === 0 ? '' : `where ${where.join(' and ')}`} order by created_at desc, id desc limit ${param(filter.limit + 1)}) e
+         ) page where n = 1 or label_bytes <= ${param(LIST_PAGE_LABEL_BYTES)} order by created_at desc, id desc`,
         params,
       );
       const page = rows.slice(0, filter.limit);
       const last = page.at(-1);
       return {
-        executions: page.map((r) => {
-          const { input: _input, output: _output, ...summary } = fromRow(r);
-          return summary;
-        }),
-        nextCursor: rows.length > filter.limit && last !== undefined ? encodeCursor(last.created_at, last.id) : '',
+        executions: page.map(fromSummaryRow),
+        nextCursor: Number(rows[0]?.fetched ?? 0) > page.length && last !== undefined ? encodeCursor(last.created_at, last.id) : '',
       };
     },
 
@@ -161,6 +170,27 @@ export function createExecutions(db: SqlDb, options: { now?: () => Date; limits?
   };
 }
 
+
+/** A page's labels together, at most (a single larger execution still goes alone). */
+export const LIST_PAGE_LABEL_BYTES = 1024 * 1024;
+
+/** What a list reads of an execution. */
+const SUMMARY_COLUMNS = 'id, status, client, agent_id, labels, usage, created_at, updated_at';
+type SummaryRow = Pick<ExecutionRow, 'id' | 'status' | 'client' | 'agent_id' | 'labels' | 'usage' | 'created_at' | 'updated_at'> & { fetched: number | string };
+
+function fromSummaryRow(r: SummaryRow): ExecutionPage['executions'][number] {
+  const usage = r.usage === null ? undefined : parseUsage(JSON.parse(r.usage));
+  return {
+    id: r.id,
+    status: r.status,
+    client: r.client,
+    agentId: r.agent_id,
+    labels: JSON.parse(r.labels) as Record<string, string>,
+    ...(usage === undefined ? {} : { usage }),
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  };
+}
 
 function fromRow(r: ExecutionRow): Execution {
   const output = r.output === null ? null : (JSON.parse(r.output) as unknown);

@@ -7,7 +7,8 @@ import type { SqlQueryable } from '../store/sql/sql-db.js';
  *
  * - sizes of one object, fixed here: labels, tool schemas, a page of GET /v0/tools;
  * - quotas per client (the client of the key that made the object), settable under `kernel:` in
- *   .ai/config/gateway.yaml: live executions, runners, published tools and their bytes. Over one,
+ *   .ai/config/gateway.yaml: live executions, executions kept (ended ones too) and the bytes of
+ *   their inputs, runners, published tools and their bytes. Over one,
  *   a request is refused with 409 CONFLICT (QUOTA_EXCEEDED) and not 429: the TS SDK retries a 429
  *   three times, which cannot help while the quota stays full;
  * - retention, also settable: a runner's schemas go once it has had no stream for a while, a
@@ -20,6 +21,14 @@ export interface KernelLimits {
   maxInputBytes: number;
   /** Executions of one client not ended (pending, running, blocked) made through POST /v0/executions. */
   maxLiveExecutionsPerClient: number;
+  /**
+   * Executions of one client kept, ended or not, made through POST /v0/executions (issue 39: a
+   * client that cancels what it makes is never at its live quota). Past it, a create deletes the
+   * client's oldest ended ones first; only its live ones over it refuse the create.
+   */
+  maxExecutionsPerClient: number;
+  /** The bytes of their inputs together, kept the same way. */
+  maxInputBytesPerClient: number;
   /** Runner ids one client has recorded (by a stream or a publish) and not unregistered or expired. */
   maxRunnersPerClient: number;
   /** Tool schemas published by all of one client's runners together. */
@@ -41,6 +50,9 @@ export const DEFAULT_KERNEL_LIMITS: Readonly<KernelLimits> = {
   // A quarter of the body cap: an input is stored twice (the row and execution.created).
   maxInputBytes: 256 * 1024,
   maxLiveExecutionsPerClient: 1000,
+  maxExecutionsPerClient: 10_000,
+  // 256 inputs at the size cap; stored twice (the row and execution.created), 128 MiB a client.
+  maxInputBytesPerClient: 64 * 1024 * 1024,
   maxRunnersPerClient: 100,
   maxToolsPerClient: 2000,
   maxToolBytesPerClient: 16 * 1024 * 1024,
@@ -53,6 +65,8 @@ export const DEFAULT_KERNEL_LIMITS: Readonly<KernelLimits> = {
 export const LIMIT_KEYS: Readonly<Record<keyof KernelLimits, string>> = {
   maxInputBytes: 'kernel.max_input_bytes',
   maxLiveExecutionsPerClient: 'kernel.max_live_executions_per_client',
+  maxExecutionsPerClient: 'kernel.max_executions_per_client',
+  maxInputBytesPerClient: 'kernel.max_input_bytes_per_client',
   maxRunnersPerClient: 'kernel.max_runners_per_client',
   maxToolsPerClient: 'kernel.max_tools_per_client',
   maxToolBytesPerClient: 'kernel.max_tool_bytes_per_client',

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadGatewayConfig } from '../../src/app/gateway-config.js';
-import { createExecutions } from '../../src/kernel/executions.js';
+import { createExecutions, LIST_PAGE_LABEL_BYTES } from '../../src/kernel/executions.js';
 import { DEFAULT_KERNEL_LIMITS, TOOLS_PAGE_MAX_BYTES } from '../../src/kernel/kernel-limits.js';
 import { KERNEL_MIGRATIONS } from '../../src/kernel/kernel-migrations.js';
 import { KERNEL_STATE_DIR } from '../../src/kernel/open-kernel.js';
@@ -30,9 +30,9 @@ const now = (): Date => new Date(clock);
 const MINUTE = 60_000;
 const DAY = 86_400_000;
 
-const limits = { maxLiveExecutionsPerClient: 3, maxRunnersPerClient: 3, maxToolsPerClient: 5, maxToolBytesPerClient: 100 * 1024 };
+const limits = { maxLiveExecutionsPerClient: 3, maxExecutionsPerClient: 8, maxInputBytesPerClient: 600 * 1024, maxRunnersPerClient: 3, maxToolsPerClient: 5, maxToolBytesPerClient: 100 * 1024 };
 const grants = { roles: ['client' as const, 'runner' as const], tools: ['*'] };
-const clients = ['labeler', 'alpha', 'beta', 'fleet', 'other', 'tooler', 'heavy', 'pager'];
+const clients = ['labeler', 'alpha', 'beta', 'fleet', 'other', 'tooler', 'heavy', 'pager', 'filler', 'bystander'];
 
 // The execution timeout is out of the way: the clock moves by days, and only retention should act.
 describe.each(kernelBackends({ now, reaperIntervalMs: 0, queueIntervalMs: 0, executionTimeoutMs: 3650 * DAY, limits }))('on %s', (_backend, open) => {
@@ -87,6 +87,53 @@ describe.each(kernelBackends({ now, reaperIntervalMs: 0, queueIntervalMs: 0, exe
     expect((await as('alpha', 'POST', `/v0/executions/${made[0] as string}/cancel`)).status).toBe(200);
     expect((await create('alpha')).status).toBe(201);
     expect((await create('alpha')).status).toBe(409);
+  });
+
+  it("keeps a client's share of executions, ended ones too: creating and cancelling past it deletes its oldest ended ones, by count and by input bytes, while another client's stay", async () => {
+    const listed = async (client: string): Promise<string[]> => ((await as(client, 'GET', '/v0/executions?limit=200')).body['executions'] as { id: string }[]).map((e) => e.id);
+    /** What the client keeps: its executions, and the bytes of their inputs as JSON. */
+    const kept = async (client: string): Promise<{ n: number; bytes: number }> => {
+      const ids = await listed(client);
+      let bytes = 0;
+      for (const id of ids) bytes += JSON.stringify((await as(client, 'GET', `/v0/executions/${id}`)).body['input']).length;
+      return { n: ids.length, bytes };
+    };
+    const theirs = await create('bystander', { input: 'x'.repeat(200_000) });
+    expect((await as('bystander', 'POST', `/v0/executions/${theirs.body['id'] as string}/cancel`)).status).toBe(200);
+
+    // The attack: create and cancel, never at the live quota; 20 small ones keep the newest 8.
+    const made: string[] = [];
+    for (let i = 0; i < 20; i++) {
+      clock += 1; // one execution a millisecond: their ends are in the order they were made
+      const answer = await create('filler', { input: { i } });
+      expect(answer.status).toBe(201);
+      made.push(answer.body['id'] as string);
+      expect((await as('filler', 'POST', `/v0/executions/${answer.body['id'] as string}/cancel`)).status).toBe(200);
+    }
+    expect((await listed('filler')).sort()).toEqual(made.slice(-8).sort());
+    expect((await server.get(`/v0/executions/${made[0] as string}`)).status).toBe(404);
+    // With inputs of ~100 KB, the bytes bind first: six fit in 600 KiB.
+    for (let i = 0; i < 12; i++) {
+      const answer = await create('filler', { input: 'y'.repeat(100_000) });
+      expect(answer.status).toBe(201);
+      expect((await as('filler', 'POST', `/v0/executions/${answer.body['id'] as string}/cancel`)).status).toBe(200);
+    }
+    expect(await kept('filler')).toEqual({ n: 6, bytes: 6 * 100_002 });
+    expect(await listed('bystander')).toEqual([theirs.body['id']]);
+
+    // Executions not ended are never deleted: when they fill the share, a create is refused, naming the bound.
+    for (let i = 0; i < 2; i++) expect((await create('filler', { input: 'z'.repeat(250_000) })).status).toBe(201);
+    const over = await create('filler', { input: 'z'.repeat(250_000) });
+    expect(over).toEqual({
+      status: 409,
+      body: {
+        error: `quota exceeded: client "filler" would keep 750006 bytes of inputs in executions not ended, over the 614400 it may keep (kernel.max_input_bytes_per_client); wait for some to end, cancel those it no longer needs, or send smaller inputs, or ask the gateway's operator to raise kernel.max_input_bytes_per_client in .ai/config/gateway.yaml`,
+        code: 'CONFLICT',
+      },
+    });
+    // A refused create deletes nothing: the last ended one (~100 KB) is still there with the two live ones.
+    expect(await kept('filler')).toEqual({ n: 3, bytes: 100_002 + 2 * 250_002 });
+    expect((await create('bystander', { input: 'z'.repeat(250_000) })).status).toBe(201);
   });
 
   it("refuses a client's runner over its runner quota, by publish and by stream (a JSON 409, no stream), while another client goes on; an unregistered one makes room", async () => {
@@ -242,6 +289,41 @@ describe('an embedded kernel database (PGlite) stays small, and one sweep and on
     expect(await db.query('select count(*)::integer as n from kernel_events')).toEqual([{ n: 0 }]);
   });
 
+  it('lists executions without reading their inputs: a page of 20 with 200 KB inputs reads a few KB from the database', async () => {
+    let read = 0;
+    const counting: SqlDb = { ...db, query: async (sql, params) => {
+      const rows = await db.query(sql, params);
+      read += Buffer.byteLength(JSON.stringify(rows), 'utf8');
+      return rows;
+    } } as SqlDb;
+    const executions = createExecutions(counting, { limits: { ...DEFAULT_KERNEL_LIMITS, maxInputBytesPerClient: 64 * 1024 * 1024 } });
+    for (let i = 0; i < 20; i++) await executions.create({ client: 'lister', agentId: 'a', input: 'x'.repeat(200_000), labels: { i: String(i) } });
+    read = 0;
+    const page = await executions.list({ scope: { all: false, client: 'lister', agents: [] }, limit: 50 });
+    expect(page.executions).toHaveLength(20);
+    expect(page.executions.every((e) => !('input' in e) && !('output' in e))).toBe(true);
+    expect(read).toBeLessThan(20 * 1024);
+  });
+
+  it('ends a page of executions before its labels pass 1 MiB, and the pages together list each once', async () => {
+    const executions = createExecutions(db);
+    const labels = Object.fromEntries(Array.from({ length: 64 }, (_, i) => [`key${i}`, 'v'.repeat(256)]));
+    const made: string[] = [];
+    for (let i = 0; i < 80; i++) made.push((await executions.create({ client: 'labelled', agentId: 'a', input: null, labels })).execution.id);
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    let pages = 0;
+    do {
+      const page = await executions.list({ scope: { all: false, client: 'labelled', agents: [] }, limit: 200, ...(cursor === undefined ? {} : { cursor }) });
+      expect(Buffer.byteLength(JSON.stringify(page.executions.map((e) => e.labels)), 'utf8')).toBeLessThanOrEqual(LIST_PAGE_LABEL_BYTES);
+      seen.push(...page.executions.map((e) => e.id));
+      cursor = page.nextCursor === '' ? undefined : page.nextCursor;
+      pages++;
+    } while (cursor !== undefined);
+    expect(pages).toBe(2);
+    expect(seen).toEqual([...made].reverse());
+  });
+
   it('ends a page of tools before its schemas pass 4 MiB, and the pages together list every tool once', async () => {
     const schemas = createToolSchemas(db, () => new Date(), { maxRunnersPerClient: 10, maxToolsPerClient: 1000, maxToolBytesPerClient: 64 * 1024 * 1024 });
     const tools = Array.from({ length: 70 }, (_, i) => ({ id: `t${String(i).padStart(2, '0')}`, description: '', inputSchema: { description: 'd'.repeat(63 * 1024) } }));
@@ -273,10 +355,12 @@ describe('the gateway config', () => {
 
   it('sets the kernel limits under kernel:, each absent one at its default, and refuses one out of range', async () => {
     expect((await load('')).kernelLimits).toEqual(DEFAULT_KERNEL_LIMITS);
-    expect((await load('kernel: { retention_days: 7, max_live_executions_per_client: 5, idle_runner_schemas_ms: 120000 }\n')).kernelLimits).toEqual({
+    expect((await load('kernel: { retention_days: 7, max_live_executions_per_client: 5, max_executions_per_client: 50, max_input_bytes_per_client: 1048576, idle_runner_schemas_ms: 120000 }\n')).kernelLimits).toEqual({
       ...DEFAULT_KERNEL_LIMITS,
       retentionMs: 7 * DAY,
       maxLiveExecutionsPerClient: 5,
+      maxExecutionsPerClient: 50,
+      maxInputBytesPerClient: 1024 * 1024,
       idleRunnerSchemasMs: 120_000,
     });
     await expect(load('kernel: { idle_runner_schemas_ms: 1000 }\n')).rejects.toThrow(/kernel\.idle_runner_schemas_ms: must be at least 60000/);

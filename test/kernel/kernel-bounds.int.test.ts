@@ -114,6 +114,8 @@ describe.each(kernelBackends({ now, reaperIntervalMs: 0, queueIntervalMs: 0, exe
     expect((await server.get(`/v0/executions/${made[0] as string}`)).status).toBe(404);
     // With inputs of ~100 KB, the bytes bind first: six fit in 600 KiB.
     for (let i = 0; i < 12; i++) {
+      // A millisecond each here too: at one instant, "oldest" would fall to the uuidv7s' random bits.
+      clock += 1;
       const answer = await create('filler', { input: 'y'.repeat(100_000) });
       expect(answer.status).toBe(201);
       expect((await as('filler', 'POST', `/v0/executions/${answer.body['id'] as string}/cancel`)).status).toBe(200);

@@ -25,10 +25,15 @@ export const resolveShape = {
 
 type ResolveArgs = z.output<z.ZodObject<typeof resolveShape>>;
 
-/** An intent written as ordered steps ("… and then …") resolves and runs step by step (meta-resolve-steps.ts). */
-export async function resolve(ctx: MetaContext, args: ResolveArgs, signal?: AbortSignal): Promise<MetaResult> {
+/**
+ * An intent written as ordered steps ("… and then …") resolves and runs step by step
+ * (meta-resolve-steps.ts). `picked`: the tool the client chose from an ask-back menu, for the
+ * whole intent (a menu is only offered for a single one).
+ */
+export async function resolve(ctx: MetaContext, args: ResolveArgs, signal?: AbortSignal, picked?: string): Promise<MetaResult> {
   const resolveText = (text: string): Promise<Resolution> =>
-    ctx.resolver.resolve(text, { limit: CANDIDATES, ...(args.context !== undefined ? { context: args.context } : {}), ...(signal ? { signal } : {}) });
+    ctx.resolver.resolve(text, { limit: CANDIDATES, ...(args.context !== undefined ? { context: args.context } : {}), ...(signal ? { signal } : {}), ...(picked !== undefined ? { tool: picked } : {}) });
+  if (picked !== undefined) return resolveOne(ctx, await resolveText(args.intent), args, signal);
   const plan = await planSteps(args.intent, resolveText, ctx.steps);
   if (plan.kind === 'refused') return textResult(`not run: ${plan.reason}`, { status: 'refused', reason: plan.reason });
   if (plan.kind === 'steps') return runSteps(plan.steps, { resolve: resolveText, run: (resolution) => resolveOne(ctx, resolution, args, signal) });

@@ -283,7 +283,7 @@ describe('agent loop: execute mode', () => {
     await collect(loopDeps({ menu: async (text) => (asked.push(text), ['echo_text — Echo a text message back unchanged']) }), ask('Say hi.', 'Be brief.'));
     expect(asked).toEqual(['Say hi.']);
     const [system] = await sentMessages(0);
-    expect(system?.content).toBe(`Be brief.\n\n${intentInstructions()}\n\nTools likely useful for this request (name one by its id, or call it exactly: [TOOL: id {…}]):\n- echo_text — Echo a text message back unchanged`);
+    expect(system?.content).toBe(`Be brief.\n\n${intentInstructions()}\n\nTools likely useful for this request (call one exactly to run it: [TOOL: id {…its arguments as JSON…}]):\n- echo_text — Echo a text message back unchanged`);
     llm.replyOnce({ recording: sse(['Still fine.']) });
     const { error } = await collect(loopDeps({ menu: () => Promise.reject(new Error('index gone')) }), ask('Say hi.'));
     expect(error).toBeUndefined();

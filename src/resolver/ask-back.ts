@@ -4,10 +4,9 @@
  * shown. When the best fit itself is denied, what the resolver said about it (its reason, its
  * missing and found values) goes too, so the rest of the answer does not point at it.
  */
-import type { Candidate, Resolution } from './types.js';
+import type { Candidate } from './types.js';
 
-export type Unresolved = Extract<Resolution, { status: 'unresolved' }>;
-
+/** What an unresolved intent tells the caller (a resolution's fields of the same names). */
 export interface AskBack {
   candidates: Candidate[];
   reason: string;
@@ -17,7 +16,7 @@ export interface AskBack {
 
 export const BEST_FIT_DENIED = "the tool that fits this intent best is not one this caller's policy lets it run, so nothing ran";
 
-export function askBackFor(resolution: Unresolved, mayRun: (candidate: Candidate) => boolean): AskBack {
+export function askBackFor(resolution: AskBack, mayRun: (candidate: Candidate) => boolean): AskBack {
   const candidates = resolution.candidates.filter((c) => mayRun(c));
   const top = resolution.candidates[0];
   if (top !== undefined && candidates[0] !== top) return { candidates, reason: BEST_FIT_DENIED, missing: [] };

@@ -206,7 +206,7 @@ describe('the gateway as an MCP server over HTTP', () => {
       expect(tools.map((t) => t.name).sort()).toEqual(['execute', 'help', 'load', 'resolve', 'search']);
       type Result = { content: { type: string; text: string }[]; isError?: boolean };
       const asked = (await client.callTool({ name: 'resolve', arguments: { intent: 'count the words in "README.md"' } })) as Result;
-      expect(asked.content.map((c) => c.text).join('\n')).toMatch(/write it exactly as word_count[\s\S]*values read from the intent \(check them\): \{"path":"README\.md"\}; if word_count is what you mean, resolve the exact call: word_count \{"path":"README\.md"\}/);
+      expect(asked.content.map((c) => c.text).join('\n')).toMatch(/write it exactly as word_count[\s\S]*values read from the intent \(check them\): \{"path":"README\.md"\}\nif word_count is what you mean, resolve the exact call: word_count \{"path": "README\.md"\}/);
       expect((asked as Result & { structuredContent?: { found?: unknown } }).structuredContent?.found).toEqual({ path: 'README.md' });
       const result = (await client.callTool({ name: 'resolve', arguments: { intent: 'word_count {"path": "README.md"}' } })) as Result;
       expect(result.isError).toBeFalsy();

@@ -60,7 +60,7 @@ const turn2Body = JSON.stringify({
   messages: [
     { role: 'user', content: INTENT_USER },
     { role: 'assistant', content: INTENT_TURN_PIECES.join('') },
-    { role: 'user', content: `${RESULTS_PREFIX}the tool intent in your last reply, from the Kiwi gateway:\n\n[1] Intent: read_file "package.json"\nCall: read_file {"path":"package.json"}\nResult:\n{"name":"bench"}` },
+    { role: 'user', content: `${RESULTS_PREFIX}the tool intent in your last reply, from the Kiwi gateway:\n\n[1] Intent: read_file {"path": "package.json"}\nCall: read_file {"path":"package.json"}\nResult:\n{"name":"bench"}` },
   ],
   stream: true,
 });

@@ -44,7 +44,7 @@ export function createGatewayThreads(deps: {
   runtime: ResolverRuntime;
   upstreams: Upstreams;
   config: GatewayConfig;
-  describeTool: NonNullable<AgentLoopDeps['describeTool']>;
+  toolOf: NonNullable<AgentLoopDeps['toolOf']>;
   steps: NonNullable<AgentLoopDeps['steps']>;
   budgets: GatewayBudgets | undefined;
   store: ThreadStore;
@@ -65,7 +65,7 @@ export function createGatewayThreads(deps: {
     tierModel: tierModelOf(config),
     limits: config.limits,
     ...(budgets ? { admit: ({ client, route, directive, cap }) => budgets.admit({ client, model: route.model, free: budgets.isFree(route.upstream), directive, cap }) } : {}),
-    describeTool: deps.describeTool,
+    toolOf: deps.toolOf,
     steps: deps.steps,
     ...(deps.journal ? { journal: deps.journal } : {}),
     environments: projectEnvironments(project.root, project.registry),

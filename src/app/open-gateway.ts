@@ -18,11 +18,12 @@ import { openProject, type Project, type ProjectOptions } from '../project/open-
 import type { ThreadPort } from '../proxy/tool-call.js';
 import { KiwiError } from '../errors.js';
 import { openProjectResolverRuntime, type ResolverRuntime } from '../resolver/resolver-runtime.js';
-import { compactSchema } from '../resolver/compact-schema.js';
 import { countingResolve, createResolutionCounts } from '../resolver/resolution-counts.js';
 import { catalogActionWords } from '../resolver/split-steps.js';
 import { clientPolicyFile } from '../policy/client-policy-file.js';
 import { checkTool } from '../policy/permission-context.js';
+import { candidateRights } from '../proxy/tool-rights.js';
+import type { Tool } from '../registry/types.js';
 import { callContext } from '../proxy/call-context.js';
 import { runAgentLoop } from '../loop/agent-loop.js';
 import { createChatApprovals } from '../runs/chat-approvals.js';
@@ -153,10 +154,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     opened.unshift(prefetch);
     const startedAt = Date.now();
     const menu = createToolMenu({ retrieve: (text, o) => runtime.resolver.retrieve(text, o), tools: project.registry.tools }, { size: config.toolMenu });
-    const describeTool = (id: string): string | undefined => {
-      const tool = project.registry.tools.get(id);
-      return tool ? compactSchema(tool) : undefined;
-    };
+    const toolOf = (id: string): Tool | undefined => project.registry.tools.get(id);
     const steps = { actionWords: catalogActionWords(runtime.tools.values()) };
 
     // Shutdown aborts what is still running, like a client going away. Not AbortSignal.any with
@@ -204,7 +202,8 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
               ...forRequest,
               resolve: countingResolve(traced.endpoint === undefined ? forRequest.resolve : tracedResolve(forRequest.resolve, tracing), resolutions),
               budget: countingBudget(meter, (used) => usage.add(route.model, used)),
-              describeTool,
+              toolOf,
+              mayRun: candidateRights(project.policy, run.caller, project.registry.tools),
               steps,
               menu: (text, signal) => {
                 const rights = callContext(project.policy, run.caller.context);
@@ -238,7 +237,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     const guard = createRequestGuard({ allowedHosts: config.allowedHosts, allowedOrigins: config.allowedOrigins, mcpOrigins: config.mcp.allowedOrigins, auth, maxConcurrentPerClient: config.maxConcurrentPerClient, slots: shared.slots });
     const record = config.recordChats ? { record: mcpRecorder(kernel.journal, { call: (call) => project.proxy.call(call), stepDeadlineMs: config.limits.maxDurationMs, kernel: kernel.kernel, events: shared.kernelEvents, ...(budgets ? { budgets } : {}) }) } : {};
     const store = projectThreadStore(project.root, database, { holdMs: config.kernelLimits.instanceTimeoutMs });
-    const threads = createGatewayThreads({ project, runtime, upstreams, config, describeTool, steps, budgets, store, ...(config.recordChats && options.unattended !== true ? { journal: threadJournal(kernel.journal, { kernel: kernel.kernel, events: shared.kernelEvents }) } : {}) });
+    const threads = createGatewayThreads({ project, runtime, upstreams, config, toolOf, steps, budgets, store, ...(config.recordChats && options.unattended !== true ? { journal: threadJournal(kernel.journal, { kernel: kernel.kernel, events: shared.kernelEvents }) } : {}) });
     threadRuntime = threads;
     // Recorded as executions wherever threads are: a pipeline run on `kiwi serve` can be cancelled through /v0.
     const pipelines = createGatewayPipelines({ project, threads, kernel: kernel.kernel, ...(config.recordChats && options.unattended !== true ? { journal: pipelineJournal(kernel.journal, { stepDeadlineMs: config.limits.maxDurationMs }) } : {}) });

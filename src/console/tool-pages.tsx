@@ -227,7 +227,7 @@ function Playground(props: { viewer: Viewer; intent?: string; context?: string }
       <Csrf viewer={props.viewer} />
       <label>
         Intent, as an agent writes it in [TOOL: …]
-        <input type="text" name="intent" value={props.intent ?? ''} required maxlength={2000} placeholder={'read_file "package.json"'} />
+        <input type="text" name="intent" value={props.intent ?? ''} required maxlength={2000} placeholder={'read_file {"path": "package.json"}'} />
       </label>
       <label>
         Conversation it refers to (optional)

@@ -62,7 +62,7 @@ export function mountAdminPlayground(app: Hono, route: AdminRoute, playground: A
 }
 
 function readIntent(value: unknown): string {
-  if (typeof value !== 'string') throw new KiwiError('INVALID_INPUT', 'intent is required: the text an agent would write in [TOOL: …], e.g. "read_file \\"package.json\\"" or "show the git log"');
+  if (typeof value !== 'string') throw new KiwiError('INVALID_INPUT', 'intent is required: the text an agent would write in [TOOL: …], e.g. "read_file {\\"path\\": \\"package.json\\"}" or "show the git log"');
   if (value.trim() === '') throw new KiwiError('INVALID_INPUT', 'intent is empty; say what should be done, e.g. "show the git log"');
   if (value.length > MAX_INTENT_CHARS) throw new KiwiError('INVALID_INPUT', `intent is ${value.length} characters, over the ${MAX_INTENT_CHARS} the playground takes; an agent's intent is a sentence or two`);
   return value;

@@ -39,6 +39,8 @@ export type FeedbackItem =
       found?: Record<string, unknown>;
       /** One-line schemas of the candidates (compact-schema.ts), so the agent can call one exactly. */
       schemas?: string[];
+      /** The exact call of the first candidate to copy, with its own parameters only (example-call.ts). */
+      example?: string;
     };
 
 export interface ShownResult {
@@ -154,10 +156,10 @@ function unresolvedLines(item: Extract<FeedbackItem, { kind: 'unresolved' }>, ma
   if (top !== undefined && (item.missing.length > 0 || found.length > 0)) {
     // Shown as read, to be checked: the filler may have read them wrong, and the agent knows what it meant.
     if (found.length > 0) lines.push(`Values read from your intent (check them): ${found.join(', ')}.`);
-    const call = `[${marker}: ${top} {${[...found, ...item.missing.map((name) => `${JSON.stringify(name)}: "…"`)].join(', ')}}]`;
+    const call = `[${marker}: ${item.example ?? `${top} {${[...found, ...item.missing.map((name) => `${JSON.stringify(name)}: ${JSON.stringify(`<${name}>`)}`)].join(', ')}}`}]`;
     lines.push(item.missing.length > 0 ? `Call it exactly, with every value written out: ${call}.` : `If \`${top}\` is what you mean, call it exactly: ${call}; otherwise call another of the tools above the same way, or do without the tool.`);
   } else if (top !== undefined) {
-    lines.push(`If one of them is what you mean, call it exactly with its arguments as JSON (e.g. [${marker}: ${top} {"name": "value"}]); otherwise name the action and every value explicitly, or do without the tool.`);
+    lines.push(`If one of them is what you mean, call it exactly with its arguments as JSON (e.g. [${marker}: ${item.example ?? `${top} {…}`}]); otherwise name the action and every value explicitly, or do without the tool.`);
   } else {
     lines.push('No tool fits this intent: describe the action differently (what to do, on what, with which values), or answer without a tool.');
   }

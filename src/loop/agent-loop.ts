@@ -7,7 +7,7 @@ import type { CallOutcome } from '../proxy/tool-call.js';
 import type { SplitOptions } from '../resolver/split-steps.js';
 import type { Resolution } from '../resolver/types.js';
 import { feedbackMessage, limitNotice } from './agent-feedback.js';
-import { createIntentWorker } from './intent-worker.js';
+import { createIntentWorker, type IntentWorkerDeps } from './intent-worker.js';
 import { createOutbox } from './outbox.js';
 import { menuText } from './tool-menu.js';
 import { type LimitName, type LoopApprover, type LoopObserver, type LoopBudget, type LoopCall, type LoopEvent, type LoopHelp, type LoopMode, type LoopRunOptions } from './loop-types.js';
@@ -39,8 +39,10 @@ export interface AgentLoopDeps {
    * A failure here never fails the request: the agent goes without a menu.
    */
   menu?: (userText: string, signal: AbortSignal) => Promise<string[]>;
-  /** A tool's one-line schema, shown with the closest tools when an intent is not run (absent: ids only). */
-  describeTool?: (id: string) => string | undefined;
+  /** A tool of the catalog, shown with the closest tools when an intent is not run (absent: ids only). */
+  toolOf?: IntentWorkerDeps['toolOf'];
+  /** Whether the caller may run a candidate: an intent not run offers only those (absent: every candidate). */
+  mayRun?: IntentWorkerDeps['mayRun'];
   /** How an intent written as ordered steps is split (split-steps.ts); absent: on sequencing words only. */
   steps?: SplitOptions;
   /**
@@ -104,7 +106,8 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
     ...(deps.approve ? { approve: deps.approve } : {}),
     ...(deps.help ? { help: deps.help } : {}),
     cost: () => ({ turns, tokens: (usage.inputTokens ?? 0) + (usage.outputTokens ?? 0) }),
-    ...(deps.describeTool ? { describeTool: deps.describeTool } : {}),
+    ...(deps.toolOf ? { toolOf: deps.toolOf } : {}),
+    ...(deps.mayRun ? { mayRun: deps.mayRun } : {}),
     ...(deps.steps ? { steps: deps.steps } : {}),
     limits,
     mode,

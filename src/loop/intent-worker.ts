@@ -4,7 +4,11 @@ import type { ApprovalAsk } from '../proxy/approval.js';
 import type { CallOutcome } from '../proxy/tool-call.js';
 import type { SplitOptions } from '../resolver/split-steps.js';
 import { planSteps, runPlannedSteps, type PlannedStep } from '../resolver/step-plan.js';
-import type { FallbackUse, Resolution } from '../resolver/types.js';
+import type { Candidate, FallbackUse, Resolution } from '../resolver/types.js';
+import { askBackFor, type AskBack } from '../resolver/ask-back.js';
+import { compactSchema } from '../resolver/compact-schema.js';
+import { exampleCall } from '../resolver/example-call.js';
+import type { Tool } from '../registry/types.js';
 import type { ResolvedBy } from '../audit/audit-record.js';
 import { notRunReason, repeatReason, shownResult, toolCallLimitReason, type FeedbackItem, type StepPlace } from './agent-feedback.js';
 import { parseHelpIntent } from '../intent/help-intent.js';
@@ -20,8 +24,13 @@ export interface IntentWorkerDeps {
   help?: LoopHelp;
   /** What the request has used so far (`turns`, `tokens`; the worker adds `tool_calls`), for hook conditions. */
   cost?: () => Record<string, number>;
-  /** A tool's one-line schema, for the closest tools of an unresolved intent (absent: ids only). */
-  describeTool?: (id: string) => string | undefined;
+  /** A tool of the catalog, for the closest tools of an unresolved intent: their one-line schemas and an example call (absent: ids only). */
+  toolOf?: (id: string) => Tool | undefined;
+  /**
+   * Whether the caller's policy would let it run a candidate, asked before any arguments as the
+   * tool proxy's authorize does: an ask-back offers only those (absent: every candidate).
+   */
+  mayRun?: (candidate: Candidate) => boolean;
   /** How an intent is split into ordered steps (split-steps.ts); give `actionWords` to let a plain "and" split. */
   steps?: SplitOptions;
   limits: LoopLimits;
@@ -86,11 +95,20 @@ export function createIntentWorker(deps: IntentWorkerDeps): IntentWorker {
   let turn: TurnReport = emptyTurn();
   const hookLimits = { turns: limits.maxTurns, tool_calls: limits.maxToolCalls, tokens: limits.maxTokens, duration_ms: limits.maxDurationMs };
 
-  const unresolved = (index: number, intent: string, why: { reason: string; missing: string[]; candidates: string[]; found?: Record<string, unknown>; fallback?: FallbackUse }, step?: StepPlace): void => {
-    const { reason, missing, candidates, found } = why;
-    deps.push({ type: 'unresolved', index, intent, reason, missing, candidates, ...(why.fallback ? { fallback: why.fallback } : {}) });
-    const schemas = deps.describeTool ? candidates.map((id) => deps.describeTool?.(id)).filter((s): s is string => s !== undefined) : [];
-    turn.items.push({ kind: 'unresolved', intent, reason, missing, candidates, ...(found ? { found } : {}), ...(schemas.length > 0 ? { schemas } : {}), ...(step ? { step } : {}) });
+  /** An intent not run: the closest candidates the caller may run, their schemas and an exact call to copy (ask-back.ts, example-call.ts). */
+  const unresolved = (index: number, intent: string, why: AskBack & { fallback?: FallbackUse; context?: string }, step?: StepPlace): void => {
+    const { reason, missing, candidates, found } = deps.mayRun ? askBackFor(why, deps.mayRun) : why;
+    const shown = candidates.slice(0, 3);
+    const ids = shown.map((c) => c.tool);
+    deps.push({ type: 'unresolved', index, intent, reason, missing, candidates: ids, ...(why.fallback ? { fallback: why.fallback } : {}) });
+    const tools = shown.flatMap((c) => {
+      const tool = c.item === undefined ? deps.toolOf?.(c.tool) : undefined;
+      return tool ? [tool] : [];
+    });
+    const schemas = tools.map((t) => compactSchema(t));
+    const top = shown[0] !== undefined && tools[0]?.id === shown[0].tool ? tools[0] : undefined;
+    const example = top && exampleCall(top, found ? { values: found, text: { intent, ...(why.context ? { context: why.context } : {}) } } : undefined);
+    turn.items.push({ kind: 'unresolved', intent, reason, missing, candidates: ids, ...(found ? { found } : {}), ...(schemas.length > 0 ? { schemas } : {}), ...(example ? { example } : {}), ...(step ? { step } : {}) });
   };
 
   // Not added to the turn's items: the request ends after this turn, so nothing is fed back.
@@ -109,8 +127,8 @@ export function createIntentWorker(deps: IntentWorkerDeps): IntentWorker {
     const resolution = planned ?? (await deps.resolve(intent, { context, signal }));
     if (signal.aborted) return false;
     if (resolution.status === 'unresolved') {
-      const { reason, missing, found, fallback } = resolution;
-      unresolved(index, intent, { reason, missing, candidates: resolution.candidates.slice(0, 3).map((c) => c.tool), ...(found ? { found } : {}), ...(fallback ? { fallback } : {}) }, step);
+      const { reason, missing, found, fallback, candidates } = resolution;
+      unresolved(index, intent, { reason, missing, candidates, context, ...(found ? { found } : {}), ...(fallback ? { fallback } : {}) }, step);
       return false;
     }
     const { call } = resolution;
@@ -119,7 +137,7 @@ export function createIntentWorker(deps: IntentWorkerDeps): IntentWorker {
     repeats.set(key, times);
     if (times >= limits.maxRepeats) {
       limit ??= 'repeats';
-      unresolved(index, intent, { reason: repeatReason(call, times), missing: [], candidates: [call.tool] }, step);
+      unresolved(index, intent, { reason: repeatReason(call, times), missing: [], candidates: [{ tool: call.tool, score: 1, ...(call.item ? { item: call.item } : {}) }] }, step);
       return false;
     }
     toolCalls++;

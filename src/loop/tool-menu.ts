@@ -5,9 +5,9 @@ import type { Retrieval } from '../resolver/types.js';
 
 /**
  * The menu of likely tools a request's agent sees in its instructions: the tools retrieval ranks
- * first for the user's latest message, by id with one line each, so the agent can name the tool
- * it means (an intent that names an id resolves to it deterministically) instead of hoping its
- * words retrieve it. Only tools the caller may run are listed. Menus are remembered by caller and
+ * first for the user's latest message, by id with one line each, so the agent can call the tool
+ * it means exactly (an id merely named in a sentence only helps retrieval find it) instead of
+ * hoping its words retrieve it. Only tools the caller may run are listed. Menus are remembered by caller and
  * text: a retried or repeated message costs no second search and no second policy check. A
  * catalog no larger than the menu is listed whole, with no search: the search could only reorder
  * it, and it would cost every new message an embedding before the upstream call. The menu is a
@@ -72,5 +72,5 @@ export function createToolMenu(deps: ToolMenuDeps, options: ToolMenuOptions = {}
 /** The menu as it is appended to the intent instructions. */
 export function menuText(lines: readonly string[], marker: string): string {
   if (lines.length === 0) return '';
-  return [`Tools likely useful for this request (name one by its id, or call it exactly: [${marker}: id {…}]):`, ...lines.map((l) => `- ${l}`)].join('\n');
+  return [`Tools likely useful for this request (call one exactly to run it: [${marker}: id {…its arguments as JSON…}]):`, ...lines.map((l) => `- ${l}`)].join('\n');
 }

@@ -2,10 +2,12 @@
  * The ask-back menu in the new protocol (MCP 2026-07-28). When `resolve` cannot tell which tool
  * an intent means, a client that can be asked (it declares `elicitation` on the request) gets an
  * `input_required` result holding one question: which of the candidate tools it meant. Its SDK
- * sends the call again with the answer, and the pick is then named in the intent in backticks,
- * which the resolver reads as naming that tool exactly: the arguments are still read from the
- * intent, and the call still goes through the policy. The pick is no more than the agent could
- * write in its intent itself, so it needs no state from the earlier round beyond the answer.
+ * sends the call again with the answer, and the pick is the tool the resolver completes (its
+ * `tool` option: a choice made outside the words, unlike an id written in them): the arguments
+ * are still read from the intent, the call runs at once only where it states every value, and
+ * it still goes through the policy. The menu lists only tools the caller may run. The pick is
+ * no more than the agent could write as an exact call itself, so it needs no state from the
+ * earlier round beyond the answer.
  * A client that cannot be asked, or that declines, gets the menu as text, as a 2025 client does;
  * a client that answered once is not asked again.
  */

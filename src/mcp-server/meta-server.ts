@@ -164,11 +164,10 @@ export function createMetaServer(deps: MetaServerDeps): McpServer {
       annotations: { destructiveHint: true, openWorldHint: true },
     },
     async (args, extra) => {
-      // The new protocol asks back: an ambiguous intent becomes a menu the client answers, and its pick is the next round's intent.
+      // The new protocol asks back: an ambiguous intent becomes a menu the client answers, and its pick is the next round's tool.
       const round = modern ? menuRound(extra) : undefined;
       const picked = round?.picked;
-      const asked = picked === undefined ? args : { ...args, intent: `\`${picked}\` ${args.intent}` };
-      const answer = await recorded('resolve', asked, extra, (c, signal) => resolve(c, asked, signal));
+      const answer = await recorded('resolve', args, extra, (c, signal) => resolve(c, args, signal, picked));
       return round === undefined ? answer : menuChoice(answer, round);
     },
   );

@@ -4,7 +4,8 @@ import { KiwiError } from '../errors.js';
 import type { ToolProxy } from '../proxy/tool-proxy.js';
 import type { CallOutcome, OkOutcome, ToolCall } from '../proxy/tool-call.js';
 import type { Tool } from '../registry/types.js';
-import { namedTool, normalizeIntent } from '../resolver/resolver.js';
+import { normalizeIntent } from '../resolver/resolver.js';
+import { mentionedTool } from '../resolver/tool-mention.js';
 import type { Resolution, StagedResolver, ToolCallSpec } from '../resolver/types.js';
 import type { PrefetchCache, PrefetchEntry, Speculation } from './prefetch-cache.js';
 import type { PrefetchCounters } from './types.js';
@@ -127,8 +128,9 @@ export function createPrefetchingResolver(deps: PrefetchingResolverDeps): Prefet
   async function resolve(rawIntent: string, options: PrefetchResolveOptions): Promise<Resolution> {
     const t0 = now();
     const intent = normalizeIntent(rawIntent);
-    // Empty and named intents need no search: the normal path is as fast, and a cache miss would be misleading.
-    if (!intent || namedTool(intent, deps.tools)) return resolver.resolve(intent, options);
+    // Empty intents, exact calls and intents that name a tool take the normal path: an exact call
+    // needs no search, a named tool reranks the search, and a cache miss would be misleading.
+    if (!intent || mentionedTool(intent, deps.tools)) return resolver.resolve(intent, options);
     throwIfAborted(options.signal, 'resolution');
 
     let embedMs = 0;

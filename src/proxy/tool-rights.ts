@@ -47,3 +47,12 @@ export function toolRights(policy: PermissionContext, caller: Caller): (target: 
     return { allowed: true, reason: `allowed by ${rights.label}`, ...(approval === undefined ? {} : { approval }) };
   };
 }
+
+/** Whether the caller may run a resolution's candidate (a tool by id, or an item of its kind): what an ask-back may offer it. */
+export function candidateRights(policy: PermissionContext, caller: Caller, tools: ReadonlyMap<string, Tool>): (candidate: { tool: string; item?: ItemKind }) => boolean {
+  const right = toolRights(policy, caller);
+  return (c) => {
+    const tool = c.item === undefined ? tools.get(c.tool) : undefined;
+    return right({ id: c.tool, ...(c.item === undefined ? {} : { item: c.item }), ...(tool === undefined ? {} : { tool }) }).allowed;
+  };
+}

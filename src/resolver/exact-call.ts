@@ -6,6 +6,7 @@
  * agent said exactly what it meant and a different call would be a guess.
  */
 import { validateArgs } from '../executor/validate-args.js';
+import { exampleCall } from './example-call.js';
 import { describeError } from '../errors.js';
 import { jsonTooDeepAt } from '../json-depth.js';
 import type { Tool } from '../registry/types.js';
@@ -32,11 +33,11 @@ export function readExactCall(intent: string, tools: ReadonlyMap<string, Tool>):
   const id = match[1] as string;
   const tool = tools.get(id);
   if (!tool && !ID_LIKE.test(id) && !text.startsWith('`')) return { kind: 'none' };
-  const example = `[TOOL: ${id} {"name": "value"}]`;
   if (!tool) return { kind: 'invalid', id, reason: `there is no tool \`${id}\`; call one of the closest tools below the same way, by its own name`, missing: [] };
 
   const parsed = json ? parseJsonArgs(match[2] as string) : parseCallArgs(match[2] as string);
-  if (!parsed.ok) return { kind: 'invalid', id, tool, reason: `the arguments of \`${id}\` ${parsed.reason}; write them as JSON, e.g. ${example}`, missing: [] };
+  // The example names the tool's own parameters, with placeholders: the broken arguments are not read back into it.
+  if (!parsed.ok) return { kind: 'invalid', id, tool, reason: `the arguments of \`${id}\` ${parsed.reason}; write them as JSON, e.g. [TOOL: ${exampleCall(tool)}]`, missing: [] };
   const missing = tool.parameters.filter((p) => p.required && p.default === undefined && (parsed.args[p.name] === undefined || parsed.args[p.name] === null)).map((p) => p.name);
   if (missing.length > 0) {
     return { kind: 'invalid', id, tool, reason: `the exact call of \`${id}\` lacks the required ${missing.map((m) => `\`${m}\``).join(', ')}`, missing };

@@ -12,6 +12,7 @@ import { callFromFallback } from './fallback-call.js';
 import { fuse, fuseSources, type Hit } from './fuse.js';
 import { parseItemRowId } from './item-document.js';
 import { preferCuedKind } from './item-cues.js';
+import { mentionedTool, mentionFirst } from './tool-mention.js';
 import { calibrate, gateFor, type ResolverModel } from './learned-model.js';
 import type { Candidate, CompleteOptions, ItemKind, Resolution, ResolveOptions, Retrieval, RetrieveOptions, StagedResolver } from './types.js';
 
@@ -152,8 +153,9 @@ export function createResolver(deps: ResolverDeps): StagedResolver & { gates: Re
     if (!intent) return done({ candidates: [], confidence: 0 });
     throwIfAborted(options.signal, 'resolution');
 
+    // Only an exact call names its tool for certain; a tool's id in a sentence is evidence, applied in `complete`.
     const exact = readExactCall(intent, targets);
-    const named = exact.kind === 'none' ? namedTool(intent, targets) : exact.tool?.id;
+    const named = exact.kind === 'none' ? undefined : exact.tool?.id;
     if (named) return done({ candidates: [{ tool: named, score: 1, ...itemField(named) }], confidence: 1, named: true });
     // Embedding first, alone: on two cores, a full-text query running beside it slows the model down more than it saves.
     const tEmbed = now();
@@ -210,10 +212,13 @@ export function createResolver(deps: ResolverDeps): StagedResolver & { gates: Re
       const candidates = exact.tool ? [{ tool: exact.tool.id, score: 1, ...itemField(exact.tool.id) }] : retrieval.candidates.slice(0, 3);
       return { status: 'unresolved', stop: 'exact_call', reason: exact.reason, missing: exact.missing, confidence: 0, candidates, timings: finish(), notes };
     }
-    const named = namedTool(intent, targets);
-    if (named) notes.push(`the intent names the ${kindOf(named) ?? 'tool'} \`${named}\``);
-    let candidates: Candidate[] = named ? [{ tool: named, score: 1, ...itemField(named) }] : retrieval.candidates;
-    const confidence = named ? 1 : retrieval.confidence;
+    // The id of a tool written in the sentence ranks it first, at the best score: evidence, never a call.
+    const chosen = options.tool !== undefined && targets.has(options.tool) ? options.tool : undefined;
+    const mentioned = chosen ?? mentionedTool(intent, targets);
+    if (chosen) notes.push(`the caller chose the ${kindOf(chosen) ?? 'tool'} \`${chosen}\``);
+    else if (mentioned) notes.push(`the intent names the ${kindOf(mentioned) ?? 'tool'} \`${mentioned}\`: ranked first, and the call is gated like any from plain words`);
+    let candidates: Candidate[] = chosen ? [{ tool: chosen, score: 1, ...itemField(chosen) }] : mentioned ? mentionFirst(retrieval.candidates, { tool: mentioned, ...itemField(mentioned) }) : retrieval.candidates;
+    const confidence = chosen ? 1 : mentioned ? retrievalConfidence(candidates, settings) : retrieval.confidence;
     candidates = candidates.slice(0, Math.max(limit, 1));
 
     const best = candidates[0];
@@ -252,8 +257,8 @@ export function createResolver(deps: ResolverDeps): StagedResolver & { gates: Re
     }
     // One confidence for the whole call: the tool is right and so is every argument.
     const raw = confidence * filled.confidence;
-    // Nothing in it is a guess: the intent names the tool and states every value (quoted, key=value).
-    const stated = named !== undefined && filled.confidence === 1;
+    // Nothing in it is a guess: the caller chose the tool (not a name in the sentence) and the intent states every value (quoted, key=value).
+    const stated = chosen !== undefined && filled.confidence === 1;
     const callConfidence = stated ? 1 : deps.model ? calibrate(deps.model, raw) : raw;
     // Loading a knowledge entry changes nothing, and a wrong one costs the agent a few lines it can
     // set aside: past the retrieval threshold it loads without the call gate (docs/resolution.md).
@@ -303,21 +308,6 @@ function withItems(tools: ReadonlyMap<string, Tool>, items: ReadonlyMap<string, 
 /** The text an intent is resolved as: NULs removed, trimmed, capped. `retrieve` and `complete` apply it themselves. */
 export function normalizeIntent(raw: string): string {
   return raw.replaceAll('\u0000', '').trim().slice(0, MAX_INTENT);
-}
-
-/**
- * An exact tool id written in the intent wins over retrieval, but only when it is written like an
- * id (in backticks, or with `_`, `.` or an inner capital), so a tool called `search` does not
- * capture every intent that uses the word.
- */
-export function namedTool(intent: string, tools: ReadonlyMap<string, Tool>): string | undefined {
-  let best: string | undefined;
-  for (const m of intent.matchAll(/`([A-Za-z0-9_.-]{2,128})`|([A-Za-z0-9_.-]{3,128})/g)) {
-    const id = m[1] ?? (m[2] as string).replace(/[.-]+$/, '');
-    const idLike = m[1] !== undefined || /[_.]|[a-z][A-Z]/.test(id);
-    if (idLike && tools.has(id) && (!best || id.length > best.length)) best = id;
-  }
-  return best;
 }
 
 /** The retrieval's confidence in its first candidate: its fused score plus its lead over the runner-up. */

@@ -83,6 +83,12 @@ export interface ResolveOptions {
   context?: string;
   /** How many candidates to return (default 10). */
   limit?: number;
+  /**
+   * The tool the caller chose outside the intent's words (its pick from an ask-back menu): the
+   * pool is that one tool, its values are still read from the intent, and the call runs at once
+   * only where the intent states every value. A tool's id written in the intent is not this.
+   */
+  tool?: string;
   signal?: AbortSignal;
 }
 
@@ -110,7 +116,7 @@ export interface Retrieval {
   candidates: Candidate[];
   /** The resolver's confidence in the first candidate (score plus its lead over the runner-up). */
   confidence: number;
-  /** The intent named its tool exactly: the pool is that one tool and no search ran. */
+  /** The intent is an exact call (exact-call.ts): the pool is its one tool and no search ran. */
   named?: boolean;
   timings: RetrievalTimings;
 }
@@ -131,11 +137,12 @@ export interface CompleteOptions extends ResolveOptions {
 export interface StagedResolver extends Resolver {
   /** The intent's embedding (remembered in an LRU). Pass the text as `retrieve` sees it (see `normalizeIntent`). */
   embedQuery(text: string, signal?: AbortSignal): Promise<Float32Array>;
-  /** Named-tool shortcut, embed, search and fusion. */
+  /** Exact-call shortcut, embed, search and fusion. */
   retrieve(intent: string, options?: RetrieveOptions): Promise<Retrieval>;
   /**
    * Limit, threshold and arguments: the arguments always come from `intent`, whatever text the
-   * retrieval was made for, and a tool that `intent` names exactly wins over the retrieval.
+   * retrieval was made for; an exact call in `intent` wins over the retrieval, and a tool id it
+   * mentions is ranked first (tool-mention.ts).
    */
   complete(intent: string, retrieval: Retrieval, options?: CompleteOptions): Promise<Resolution>;
 }

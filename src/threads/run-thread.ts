@@ -59,7 +59,7 @@ export interface ThreadDeps {
   tierModel(tier: string | undefined): string | undefined;
   /** The gateway's limits; a directive's `<limits>` replace the ones it sets. */
   limits: LoopLimits;
-  describeTool?: AgentLoopDeps['describeTool'];
+  toolOf?: AgentLoopDeps['toolOf'];
   steps?: AgentLoopDeps['steps'];
   /** How deep spawned threads may nest (default 3). */
   maxDepth?: number;
@@ -344,7 +344,9 @@ async function drive(deps: ThreadDeps, setup: Setup, run: Run, start: Pick<Threa
           : {}),
         limits: setup.limits,
         budget: countingBudget(meter, (used) => own.add(setup.route.model, used)),
-        ...(deps.describeTool ? { describeTool: deps.describeTool } : {}),
+        ...(deps.toolOf ? { toolOf: deps.toolOf } : {}),
+        // What the thread may run: the project's rights ∩ the client's ∩ the directive's, and its named tools.
+        mayRun: (c) => c.item === 'knowledge' || (checkTool(context, c.tool).allowed && (setup.scope.tools === undefined || setup.scope.tools.includes(c.tool))),
         ...(deps.steps ? { steps: deps.steps } : {}),
       },
       { model: setup.route.model, messages: run.messages },

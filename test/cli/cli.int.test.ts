@@ -122,7 +122,7 @@ describe('kiwi index / kiwi resolve (the real USE-lite model, LanceDB in .ai/vec
   }, 60_000);
 
   it('resolves an intent to a call with its arguments, and prints candidates and timings; plain words below the gate are asked back', async () => {
-    const r = await kiwi('resolve', 'read_file "README.md"');
+    const r = await kiwi('resolve', 'read_file {"path": "README.md"}');
     expect(r.code, r.err).toBe(0);
     expect(r.out).toMatch(/^call: read_file \{"path":"README.md"/);
     expect(r.out).toMatch(/time: [\d.]+ ms \(embed [\d.]+, search [\d.]+, arguments [\d.]+\)/);

@@ -101,7 +101,7 @@ describe.skipIf(!chromiumAvailable())('the console in a browser', { timeout: 60_
 
     // The playground: candidates with scores for an intent, and nothing runs.
     await page.goto(`${url}/ui/tools`);
-    await page.fill('form.playground input[name=intent]', 'read_file "package.json"');
+    await page.fill('form.playground input[name=intent]', 'read_file {"path": "package.json"}');
     await Promise.all([page.waitForNavigation(), page.click('form.playground button')]);
     const step = page.locator('article.step').first();
     expect(await step.locator('h2').textContent()).toMatch(/would run|asked back/);

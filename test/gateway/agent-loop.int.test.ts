@@ -14,6 +14,9 @@ import type { ChatProvider, ChatRequest } from '../../src/llm/types.js';
 import { openProject, type Project } from '../../src/project/open-project.js';
 import { createResolver, resolvableTools } from '../../src/resolver/resolver.js';
 import type { Resolver } from '../../src/resolver/types.js';
+import { BEST_FIT_DENIED } from '../../src/resolver/ask-back.js';
+import { childContext, emptyRules } from '../../src/policy/permission-context.js';
+import { candidateRights } from '../../src/proxy/tool-rights.js';
 import { openToolIndex, type ToolIndex } from '../../src/store/tool-index.js';
 import { createHashEmbedder } from '../helpers/hash-embedder.js';
 import { openAiStream as sse } from '../helpers/openai-sse.js';
@@ -172,7 +175,7 @@ describe('agent loop: execute mode', () => {
     expect(ofType(events, 'result')[0]?.text).toBe('echo: a [bracketed] note');
     expect(ofType(events, 'unresolved')[0]).toMatchObject({ intent: 'echo_text {"txt": "x"}', reason: expect.stringMatching(/lacks the required `text`/), candidates: ['echo_text'], missing: ['text'] });
     const feedback = (await sentMessages(1))[3]?.content ?? '';
-    expect(feedback).toContain('Call it exactly, with every value written out: [TOOL: echo_text {"text": "…"}]');
+    expect(feedback).toContain('Call it exactly, with every value written out: [TOOL: echo_text {"text": "<text>"}]');
   });
 
   it('runs an intent split across chunks, feeds the result back and finishes on a turn without intents', async () => {
@@ -273,7 +276,7 @@ describe('agent loop: execute mode', () => {
     expect(feedback).toContain(`Not run: ${unresolved?.reason}`);
     expect(feedback).toMatch(/Closest tools: send_chat/);
     expect(feedback).toContain('Missing arguments: channel.');
-    expect(feedback).toMatch(/Call it exactly, with every value written out: \[TOOL: send_chat \{(.*, )?"channel": "…"\}\]/);
+    expect(feedback).toMatch(/Call it exactly, with every value written out: \[TOOL: send_chat \{(.*, )?"channel": "<channel>"\}\]/);
     expect(await auditedTools(deps.session)).toEqual([]);
   });
 
@@ -283,20 +286,39 @@ describe('agent loop: execute mode', () => {
     await collect(loopDeps({ menu: async (text) => (asked.push(text), ['echo_text — Echo a text message back unchanged']) }), ask('Say hi.', 'Be brief.'));
     expect(asked).toEqual(['Say hi.']);
     const [system] = await sentMessages(0);
-    expect(system?.content).toBe(`Be brief.\n\n${intentInstructions()}\n\nTools likely useful for this request (name one by its id, or call it exactly: [TOOL: id {…}]):\n- echo_text — Echo a text message back unchanged`);
+    expect(system?.content).toBe(`Be brief.\n\n${intentInstructions()}\n\nTools likely useful for this request (call one exactly to run it: [TOOL: id {…its arguments as JSON…}]):\n- echo_text — Echo a text message back unchanged`);
     llm.replyOnce({ recording: sse(['Still fine.']) });
     const { error } = await collect(loopDeps({ menu: () => Promise.reject(new Error('index gone')) }), ask('Say hi.'));
     expect(error).toBeUndefined();
     expect((await sentMessages(1))[0]).toEqual({ role: 'system', content: intentInstructions() });
   });
 
-  it('shows the closest tools as one-line schemas when the loop can describe them', async () => {
-    llm.replyOnce({ recording: sse(['[TOOL: send a chat message to a channel]']) }, { recording: sse(['I need the channel.']) });
-    const deps = loopDeps({ describeTool: (id) => (id === 'send_chat' ? 'send_chat {"message": string, "channel": string} — Send a chat message' : undefined) });
+  it('shows the closest tools as one-line schemas and an example call with their own parameters, the values the text holds and placeholders', async () => {
+    llm.replyOnce({ recording: sse(['[TOOL: send a chat message "deploy done" to a channel]']) }, { recording: sse(['I need the channel.']) });
+    const deps = loopDeps({ toolOf: (id) => project.registry.tools.get(id) });
     await collect(deps, ask('Tell the team.'));
     const feedback = (await sentMessages(1))[3]?.content ?? '';
-    expect(feedback).toContain('Closest tools, as they are called:\n- send_chat {"message": string, "channel": string} — Send a chat message');
+    expect(feedback).toMatch(/Closest tools, as they are called:\n- send_chat \{"channel": string, "message": string\} — Send a chat message to a channel/);
     expect(feedback).not.toContain('Closest tools: ');
+    expect(feedback).toContain('Call it exactly, with every value written out: [TOOL: send_chat {"channel": "<channel>", "message": "deploy done"}]');
+  });
+
+  it('offers only tools the caller may run: a client policy that denies the best fit leaves it out of the ask-back, example call included (issue 40)', async () => {
+    llm.replyOnce({ recording: sse(['[TOOL: send a chat message to a channel]']) }, { recording: sse(['I cannot.']) });
+    const caller = { client: 'narrow', context: childContext(project.policy, { ...emptyRules(), tools: ['echo_text', 'print_note', 'print_report', 'reverse_letters', 'nightly_job'] }, 'client narrow') };
+    const mayRun = candidateRights(project.policy, caller, project.registry.tools);
+    const whole = await resolver.resolve('send a chat message to a channel', { context: '' });
+    expect(whole.candidates[0]?.tool).toBe('send_chat');
+    const deps = loopDeps({ toolOf: (id) => project.registry.tools.get(id), mayRun });
+    const { events } = await collect(deps, ask('Tell the team.'));
+    const [unresolved] = ofType(events, 'unresolved');
+    expect(unresolved).toMatchObject({ reason: BEST_FIT_DENIED, missing: [] });
+    expect(unresolved?.candidates.length).toBeGreaterThan(0);
+    expect(unresolved?.candidates).not.toContain('send_chat');
+    const feedback = (await sentMessages(1))[3]?.content ?? '';
+    expect(feedback).not.toContain('send_chat');
+    expect(feedback).toContain(`If one of them is what you mean, call it exactly with its arguments as JSON (e.g. [TOOL: ${unresolved?.candidates[0]} {`);
+    expect(feedback).not.toContain('"name": "value"');
   });
 
   it('feeds a denied call back with the reason and "do not retry"', async () => {

@@ -140,7 +140,7 @@ describe('failures on the way', () => {
     const listener = await listen((request, env) => second.app.fetch(request, env), { host: '127.0.0.1', port: 0 });
     const pidFile = path.join(root, '.ai', 'tools', 'project', 'slow.pid');
     rmSync(pidFile, { force: true });
-    llm.replyOnce(openAiStream(['Waiting. [TOOL: `wait_for_batch` until the nightly batch job has finished]']));
+    llm.replyOnce(openAiStream(['Waiting. [TOOL: wait_for_batch {}]']));
     const client = new OpenAI({ baseURL: `${listener.url}/v1`, apiKey: 'not-used', maxRetries: 0 });
     const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'is the batch done?' }] });
     const reading = (async () => {
@@ -206,9 +206,9 @@ describe('the gateway as an MCP server over HTTP', () => {
       expect(tools.map((t) => t.name).sort()).toEqual(['execute', 'help', 'load', 'resolve', 'search']);
       type Result = { content: { type: string; text: string }[]; isError?: boolean };
       const asked = (await client.callTool({ name: 'resolve', arguments: { intent: 'count the words in "README.md"' } })) as Result;
-      expect(asked.content.map((c) => c.text).join('\n')).toMatch(/write it exactly as word_count[\s\S]*values read from the intent \(check them\): \{"path":"README\.md"\}; if word_count is what you mean, resolve the exact call: word_count \{"path":"README\.md"\}/);
+      expect(asked.content.map((c) => c.text).join('\n')).toMatch(/write it exactly as word_count[\s\S]*values read from the intent \(check them\): \{"path":"README\.md"\}\nif word_count is what you mean, resolve the exact call: word_count \{"path": "README\.md"\}/);
       expect((asked as Result & { structuredContent?: { found?: unknown } }).structuredContent?.found).toEqual({ path: 'README.md' });
-      const result = (await client.callTool({ name: 'resolve', arguments: { intent: 'word_count "README.md"' } })) as Result;
+      const result = (await client.callTool({ name: 'resolve', arguments: { intent: 'word_count {"path": "README.md"}' } })) as Result;
       expect(result.isError).toBeFalsy();
       expect(result.content.map((c) => c.text).join('\n')).toMatch(/word_count[\s\S]*"words": 4/);
     } finally {

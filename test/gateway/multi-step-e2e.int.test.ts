@@ -44,10 +44,10 @@ async function chat(turn: string): Promise<{ kiwi: Array<{ type: string; call?: 
 
 describe('an intent written as ordered steps', () => {
   it('runs both tools in order through the tool proxy and feeds both results back', async () => {
-    const { kiwi, feedback } = await chat('[TOOL: word_count "README.md" and then read_file "README.md"]');
+    const { kiwi, feedback } = await chat('[TOOL: word_count {"path": "README.md"} and then read_file {"path": "README.md"}]');
     expect(kiwi.map((e) => e.type)).toEqual(['start', 'intent', 'call', 'result', 'call', 'result', 'turn', 'finish']);
     expect(kiwi.filter((e) => e.type === 'call').map((e) => e.call?.tool)).toEqual(['word_count', 'read_file']);
-    expect(feedback).toMatch(/step 1 of 2 of one intent: word_count "README.md"\nCall: word_count[\s\S]*"words": 4[\s\S]*step 2 of 2 of one intent: read_file "README.md"\nCall: read_file[\s\S]*one two three/);
+    expect(feedback).toMatch(/step 1 of 2 of one intent: word_count \{"path": "README\.md"\}\nCall: word_count[\s\S]*"words": 4[\s\S]*step 2 of 2 of one intent: read_file \{"path": "README\.md"\}\nCall: read_file[\s\S]*one two three/);
     expect(feedback).not.toContain('Not run');
 
     await gateway.project.audit.flush();
@@ -56,22 +56,22 @@ describe('an intent written as ordered steps', () => {
   });
 
   it('stops at a step that does not resolve, and tells the agent what ran and what did not', async () => {
-    const { kiwi, feedback } = await chat('[TOOL: word_count "README.md", then no_such_tool {"x": 1}, then read_file "README.md"]');
+    const { kiwi, feedback } = await chat('[TOOL: word_count {"path": "README.md"}, then no_such_tool {"x": 1}, then read_file {"path": "README.md"}]');
     expect(kiwi.filter((e) => e.type === 'call').map((e) => e.call?.tool)).toEqual(['word_count']);
     expect(kiwi.filter((e) => e.type === 'unresolved').map((e) => [e.intent, e.reason])).toEqual([
       ['no_such_tool {"x": 1}', expect.stringMatching(/there is no tool `no_such_tool`/)],
-      ['read_file "README.md"', expect.stringMatching(/^not run: the steps after step 2 of 3/)],
+      ['read_file {"path": "README.md"}', expect.stringMatching(/^not run: the steps after step 2 of 3/)],
     ]);
     expect(feedback).toMatch(/step 1 of 3 of one intent[\s\S]*"words": 4/);
     expect(feedback).toMatch(/step 2 of 3 of one intent: no_such_tool[\s\S]*Not run: there is no tool/);
-    expect(feedback).toContain('Not run, because they come after this step and it did not succeed: "read_file \\"README.md\\""');
+    expect(feedback).toContain('Not run, because they come after this step and it did not succeed: "read_file {\\"path\\": \\"README.md\\"}"');
   });
 
   it('runs the steps in order from the MCP resolve meta-tool too', async () => {
     const client = new Client({ name: 'steps', version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`)));
     try {
-      const result = (await client.callTool({ name: 'resolve', arguments: { intent: 'word_count "README.md", then read_file "README.md"' } })) as {
+      const result = (await client.callTool({ name: 'resolve', arguments: { intent: 'word_count {"path": "README.md"}, then read_file {"path": "README.md"}' } })) as {
         structuredContent?: { status: string; steps: Array<{ call?: { tool: string }; result?: { status: string } }> };
         isError?: boolean;
       };

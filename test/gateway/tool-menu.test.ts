@@ -48,6 +48,6 @@ describe('tool menu', () => {
     expect(await createToolMenu({ retrieve, tools: TOOLS })('   ', anyone)).toEqual([]);
     expect(asked).toEqual([]);
     expect(menuText([], 'TOOL')).toBe('');
-    expect(menuText(['read_file — read a file'], 'TOOL')).toBe('Tools likely useful for this request (name one by its id, or call it exactly: [TOOL: id {…}]):\n- read_file — read a file');
+    expect(menuText(['read_file — read a file'], 'TOOL')).toBe('Tools likely useful for this request (call one exactly to run it: [TOOL: id {…its arguments as JSON…}]):\n- read_file — read a file');
   });
 });

@@ -64,7 +64,7 @@ upstreams:
   it('with nothing configured, only kiwi-demo answers; any other model is UNKNOWN_MODEL saying how to configure an upstream', async () => {
     upstreams = createUpstreams(await config(null), { demoTurnsFile: DEMO_TURNS });
     const c = await upstreams.route('kiwi-demo').provider.complete(ask('kiwi-demo', 'what changed in this repo?'));
-    expect(c.text).toBe('(offline demo model) Let me look at the working tree first. [TOOL: git_status]');
+    expect(c.text).toBe('(offline demo model) Let me look at the working tree first. [TOOL: git_status {}]');
     const u = upstreams;
     const e = await failure(Promise.resolve().then(() => u.route('gpt-4o')), 'UNKNOWN_MODEL');
     expect(e.message).toMatch(/^No upstream LLM is configured, so only the offline demo model \(kiwi-demo\) answers, not "gpt-4o"\. To use "gpt-4o", set OPENAI_API_KEY, ANTHROPIC_API_KEY or KIWI_UPSTREAM_URL \(.*KIWI_UPSTREAM_URL=http:\/\/127\.0\.0\.1:11434\), or add an upstream in gateway-\d+\.yaml/);

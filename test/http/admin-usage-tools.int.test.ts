@@ -186,9 +186,9 @@ describe('POST /admin/v1/playground', () => {
 
   it('shows the candidates with their scores, the call, the gates and the decision, and runs nothing', async () => {
     const before = await traces();
-    const { status, json } = await call('/playground', { body: { intent: 'read_file "package.json"' } });
+    const { status, json } = await call('/playground', { body: { intent: 'read_file {"path": "package.json"}' } });
     expect(status).toBe(200);
-    expect(json).toMatchObject({ intent: 'read_file "package.json"', rights_of: { client: 'ops' }, plan: 'single', ran: false, gates: { threshold: expect.any(Number), target_precision: expect.any(Number), calibrated: expect.any(Boolean) } });
+    expect(json).toMatchObject({ intent: 'read_file {"path": "package.json"}', rights_of: { client: 'ops' }, plan: 'single', ran: false, gates: { threshold: expect.any(Number), target_precision: expect.any(Number), calibrated: expect.any(Boolean) } });
     const [step] = json['steps'] as Row[];
     expect(step).toMatchObject({
       decision: 'resolved',

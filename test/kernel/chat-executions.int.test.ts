@@ -158,14 +158,14 @@ describe('an MCP call on the gateway', () => {
       expect(String(log[4]?.payload['result'])).toMatch(/"words": 4/);
       expect(log[5]?.payload).toMatchObject({ output: { is_error: false } });
 
-      const shown = await client.callTool({ name: 'resolve', arguments: { intent: 'word_count "README.md"', execute: false } });
+      const shown = await client.callTool({ name: 'resolve', arguments: { intent: 'word_count {"path": "README.md"}', execute: false } });
       const shownLog = await story((shown._meta as Record<string, string>)['kiwi.gateway/execution_id'] as string);
       expect(shownLog.map((e) => e.type)).toEqual(['execution.created', 'execution.started', 'execution.completed']);
 
-      const resolved = await client.callTool({ name: 'resolve', arguments: { intent: 'word_count "README.md"' } });
+      const resolved = await client.callTool({ name: 'resolve', arguments: { intent: 'word_count {"path": "README.md"}' } });
       const resolvedLog = await story((resolved._meta as Record<string, string>)['kiwi.gateway/execution_id'] as string);
       expect(resolvedLog.map((e) => e.type)).toEqual(['execution.created', 'execution.started', 'intent.accepted', 'step.created', 'step.completed', 'execution.completed']);
-      expect(resolvedLog[2]?.payload).toMatchObject({ details: { tool_id: 'word_count', intent: 'word_count "README.md"' } });
+      expect(resolvedLog[2]?.payload).toMatchObject({ details: { tool_id: 'word_count', intent: 'word_count {"path": "README.md"}' } });
     } finally {
       await client.close();
     }

@@ -31,11 +31,11 @@ const approvals = new Map<string, (text: string) => void>();
 /** Every response's Mcp-Session-Id header, to show that none is ever given. */
 const sessionHeaders: Array<string | null> = [];
 
-/** A resolver that cannot tell an intent's tool until one is named in backticks (the menu's pick). */
+/** A resolver that cannot tell an intent's tool until the caller chooses one (the menu's pick). */
 function ambiguousFirst(real: Resolver): Resolver {
   return {
     async resolve(intent, options) {
-      if (intent.startsWith('`') || !intent.includes('something')) return real.resolve(intent.replace('something', 'the text "picked"'), options);
+      if (options?.tool !== undefined || !intent.includes('something')) return real.resolve(intent.replace('something', 'the text "picked"'), options);
       const unresolved: Resolution = {
         status: 'unresolved',
         reason: 'two tools fit about as well',

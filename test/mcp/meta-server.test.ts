@@ -5,6 +5,8 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readAuditTail } from '../../src/audit/audit-reader.js';
 import type { Project } from '../../src/project/open-project.js';
+import { childContext, emptyRules } from '../../src/policy/permission-context.js';
+import { BEST_FIT_DENIED } from '../../src/resolver/ask-back.js';
 import { connectMetaClient, createMetaProject, type MetaProject } from '../fixtures/mcp-meta/meta-project.js';
 
 let meta: MetaProject;
@@ -356,6 +358,22 @@ describe('meta-server: resolve', () => {
     expect(structured(r)['candidates'][0].tool).toBe('echo_text');
     expect(text(r)).toMatch(/^unresolved: .*\nmissing arguments: text\ncandidates: echo_text/);
     expect(text(r)).toMatch(/\nthe closest, as they are called:\n- echo_text \{"text": string/);
+    expect(text(r)).toContain('if echo_text is what you mean, resolve the exact call: echo_text {"text": "<text>"}');
+  });
+
+  it('offers only tools the caller may run: a client policy that denies the best fit leaves it out, reason and example call included (issue 40)', async () => {
+    const narrow = await connectMetaClient(meta, 'narrow-test', { caller: (p) => ({ client: 'narrow', context: childContext(p.policy, { ...emptyRules(), tools: ['read_doc'] }, 'client narrow') }) });
+    try {
+      const r = (await narrow.client.callTool({ name: 'resolve', arguments: { intent: 'echo a text message' } })) as CallToolResult;
+      expect(r.isError).toBeFalsy();
+      expect(structured(r)).toMatchObject({ status: 'unresolved', reason: BEST_FIT_DENIED, missing: [] });
+      expect(structured(r)['found']).toBeUndefined();
+      expect(structured(r)['candidates'].map((c: { tool: string }) => c.tool)).toEqual(['read_doc']);
+      expect(text(r)).not.toContain('echo_text');
+      expect(text(r)).toContain('resolve the exact call: read_doc {');
+    } finally {
+      await narrow.close();
+    }
   });
 
   it('answers bad arguments with clear errors', async () => {

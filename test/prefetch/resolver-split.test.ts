@@ -58,12 +58,15 @@ describe('resolver split: retrieve + complete', () => {
     expect(r.candidates).toHaveLength(1);
   });
 
-  it('a named tool needs no search and carries no vector', async () => {
+  it('an exact call needs no search and carries no vector; a tool named in a sentence is searched like any intent', async () => {
     const before = world.search.calls;
-    const retrieval = await world.resolver.retrieve('use `fetch_sales_report` now');
+    const retrieval = await world.resolver.retrieve('fetch_sales_report {}');
     expect(retrieval).toMatchObject({ named: true, confidence: 1, candidates: [{ tool: 'fetch_sales_report', score: 1 }] });
     expect(retrieval.vector).toBeUndefined();
     expect(world.search.calls).toBe(before);
+    const mention = await world.resolver.retrieve('use `fetch_sales_report` now');
+    expect(mention.named).toBeUndefined();
+    expect(mention.vector).toBeInstanceOf(Float32Array);
   });
 
   it('complete fills the arguments from the intent it is given, not the one retrieved', async () => {

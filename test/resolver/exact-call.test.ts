@@ -16,6 +16,7 @@ const TOOLS = new Map<string, Tool>(
         { name: 'tags', type: 'array', required: false },
       ],
     }),
+    makeTool({ id: 'git_status', type: 'script', description: 'Show the working tree status' }),
     makeTool({ id: 'search', type: 'api', description: 'Search the web', parameters: [{ name: 'q', type: 'string', required: true }, { name: 'limit', type: 'integer', required: false, default: 10 }] }),
   ].map((t) => [t.id, t]),
 );
@@ -58,5 +59,13 @@ describe('readExactCall', () => {
     for (const intent of ['send the deploy summary to "#ops"', 'search for {braces} in the docs', 'count (roughly) the words', 'weather (in Paris)', 'explain {"a": 1}']) {
       expect(readExactCall(intent, TOOLS), intent).toEqual({ kind: 'none' });
     }
+  });
+
+  it('shows, for malformed arguments, an example with the tool\'s own parameters and placeholders: `git_status {}` for a tool with none', () => {
+    const none = readExactCall('git_status {"name": }', TOOLS);
+    expect(none).toMatchObject({ kind: 'invalid', reason: expect.stringContaining('e.g. [TOOL: git_status {}]') });
+    const some = readExactCall('send_slack_message(#ops)', TOOLS);
+    expect(some).toMatchObject({ kind: 'invalid', reason: expect.stringContaining('e.g. [TOOL: send_slack_message {"channel": "<channel>", "text": "<text>"}]') });
+    expect(JSON.stringify([none, some])).not.toContain('"name": "value"');
   });
 });

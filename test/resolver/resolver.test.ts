@@ -32,6 +32,7 @@ const TOOLS = [
   }),
   makeTool({ id: 'read_file', type: 'script', description: 'Read a text file from the project', parameters: [{ name: 'path', type: 'string', required: true, format: 'path' }] }),
   makeTool({ id: 'list_open_issues', type: 'api', description: 'List the open issues of the bug tracker' }),
+  makeTool({ id: 'list_files', type: 'script', description: 'List the files of a folder', parameters: [{ name: 'path', type: 'string', required: false, format: 'path' }] }),
   makeTool({ id: 'python_runtime', type: 'runtime', description: 'Run python scripts' }),
 ];
 
@@ -103,10 +104,37 @@ describe('resolver (hash embedder, real LanceDB)', () => {
     expect(r.reason).toMatch(/does not give/);
   });
 
-  it('lets an exact tool id in the intent win over retrieval', async () => {
+  it('ranks a tool id written in the intent first, as evidence: the call is not stated and is gated like any from plain words', async () => {
     const r = await resolver.resolve('use list_open_issues to see what the weather forecast bugs are');
-    expect(r.status === 'resolved' && r.call.tool).toBe('list_open_issues');
-    expect(r.notes.join(' ')).toMatch(/names the tool/);
+    expect(r.candidates[0]?.tool).toBe('list_open_issues');
+    expect(r.notes.join(' ')).toMatch(/names the tool `list_open_issues`: ranked first/);
+    expect(r.confidence).toBeLessThan(1);
+  });
+
+  it('does not run a tool with no required arguments because a sentence names it (issue 40), and still runs its exact calls', async () => {
+    const model = { version: 1 as const, embedder: 'hash', calibration: { mean: [0], std: [1], weights: [1], bias: 0 }, gates: [{ precision: 0.95, threshold: 0.999 }], card: {} };
+    const gated = createResolver({ tools: resolvableTools(TOOLS), search: index, embedder: createHashEmbedder({ dimensions: 128 }), settings: { threshold: 0.3 }, model });
+    const mention = await gated.resolve('help me with the list_files functionality');
+    expect(mention).toMatchObject({ status: 'unresolved', stop: 'gate' });
+    expect(mention.candidates[0]?.tool).toBe('list_files');
+    expect(mention.confidence).toBeLessThan(1);
+    const retrieval = await gated.retrieve('help me with the list_files functionality');
+    expect(retrieval.named).toBeUndefined();
+    // Ungated, it may run, but at the confidence retrieval gives it, never 1 for the name alone.
+    const open = await resolver.resolve('help me with the list_files functionality');
+    expect(open.confidence).toBeLessThan(1);
+    for (const exact of ['list_files {}', 'list_files()']) {
+      expect(await gated.resolve(exact)).toMatchObject({ status: 'resolved', call: { tool: 'list_files', arguments: {} }, confidence: 1 });
+    }
+  });
+
+  it('runs the tool the caller chose (a menu pick) when the intent states every value, and gates it when it does not', async () => {
+    const model = { version: 1 as const, embedder: 'hash', calibration: { mean: [0], std: [1], weights: [1], bias: 0 }, gates: [{ precision: 0.95, threshold: 0.999 }], card: {} };
+    const gated = createResolver({ tools: resolvableTools(TOOLS), search: index, embedder: createHashEmbedder({ dimensions: 128 }), settings: { threshold: 0.3 }, model });
+    expect(await gated.resolve('the open issues', { tool: 'list_open_issues' })).toMatchObject({ status: 'resolved', call: { tool: 'list_open_issues', arguments: {} }, confidence: 1 });
+    expect(await gated.resolve('read "notes.txt"', { tool: 'read_file' })).toMatchObject({ status: 'resolved', call: { tool: 'read_file', arguments: { path: 'notes.txt' } }, confidence: 1 });
+    // The id in a sentence with every value quoted used to be a "stated" call at confidence 1; it is plain words.
+    expect(await gated.resolve('please use read_file on "notes.txt" for the weather')).toMatchObject({ status: 'unresolved', stop: 'gate', found: { path: 'notes.txt' } });
   });
 
   it('never resolves to a runtime, primitive or MCP server', async () => {

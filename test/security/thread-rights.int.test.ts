@@ -42,7 +42,7 @@ describe('a directive run as a thread never widens its caller', () => {
     const client = new Client({ name: 'narrow-client', version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(new URL(`${served.server.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${narrow}` } } }));
     try {
-      served.llm.replyOnce(openAiStream(['[TOOL: git_status]']), openAiStream(['Nothing to review.']));
+      served.llm.replyOnce(openAiStream(['[TOOL: git_status {}]']), openAiStream(['Nothing to review.']));
       const result = (await client.callTool(run)) as { structuredContent?: { thread?: string } };
       const lines = await fileThreadStore(served.root).read(String(result.structuredContent?.thread));
       expect(lines[0]).toMatchObject({ client: 'narrow' });

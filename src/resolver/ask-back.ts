@@ -1,0 +1,24 @@
+/**
+ * What an ask-back offers the caller: the closest candidates it may run, and nothing it may not.
+ * A denied tool is never offered, as a menu entry or an example call: an agent copies what it is
+ * shown. When the best fit itself is denied, what the resolver said about it (its reason, its
+ * missing and found values) goes too, so the rest of the answer does not point at it.
+ */
+import type { Candidate } from './types.js';
+
+/** What an unresolved intent tells the caller (a resolution's fields of the same names). */
+export interface AskBack {
+  candidates: Candidate[];
+  reason: string;
+  missing: string[];
+  found?: Record<string, unknown>;
+}
+
+export const BEST_FIT_DENIED = "the tool that fits this intent best is not one this caller's policy lets it run, so nothing ran";
+
+export function askBackFor(resolution: AskBack, mayRun: (candidate: Candidate) => boolean): AskBack {
+  const candidates = resolution.candidates.filter((c) => mayRun(c));
+  const top = resolution.candidates[0];
+  if (top !== undefined && candidates[0] !== top) return { candidates, reason: BEST_FIT_DENIED, missing: [] };
+  return { candidates, reason: resolution.reason, missing: resolution.missing, ...(resolution.found ? { found: resolution.found } : {}) };
+}

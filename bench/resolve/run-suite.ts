@@ -19,6 +19,7 @@ import { benchSettings, catalogSchemas, fallbackSummary, openCatalogResolver, pa
 import { loadResolverModel } from '../../src/resolver/learned-model.js';
 import { givenToolAccuracy, givenToolOutcomes } from './given-tool.js';
 import { printShippedGates, shippedGates, type DatasetRun } from './shipped-gates.js';
+import { printSuiteFolds, suiteFolds } from './fold-gates.js';
 import { riskCoverage, selectiveAt, THRESHOLDS } from './risk-coverage.js';
 import { ARGUMENT_LEGEND, printArgumentTable, printSuiteTable, SUITE_LEGEND, type SuiteRow } from './suite-table.js';
 
@@ -54,6 +55,7 @@ export async function runSuiteBench(argv: string[]): Promise<void> {
   const runS = (performance.now() - started) / 1000;
   const model = await loadResolverModel();
   const shipped = shippedGates(runs, model);
+  const folds = suiteFolds(runs, model);
 
   printSuiteTable(rows);
   for (const line of SUITE_LEGEND) console.log(line);
@@ -67,6 +69,7 @@ export async function runSuiteBench(argv: string[]): Promise<void> {
     }
   }
   printShippedGates(shipped, model.gates.filter((g) => g.threshold === null).map((g) => g.precision));
+  printSuiteFolds(folds);
   const machine = `${os.cpus().length} × ${os.cpus()[0]?.model.trim() ?? 'unknown CPU'}, ${round(os.totalmem() / 2 ** 30, 1)} GiB, Node ${process.version}`;
   console.log(`\nrun time ${(runS / 60).toFixed(1)} min (${round(runS, 0)} s), peak RSS ${peakRssMb()} MB, embedder ${embedder}, ${machine}`);
   if (values.out) {
@@ -84,6 +87,8 @@ export async function runSuiteBench(argv: string[]): Promise<void> {
       peak_rss_mb: peakRssMb(),
       risk_coverage_thresholds: THRESHOLDS,
       shipped_gates: shipped,
+      // Per dataset left out and per target: the gate fitted without it, and what ran on it.
+      fold_gates: folds,
       datasets: reports,
     };
     await writeFile(values.out, `${JSON.stringify(result, null, 2)}\n`);

@@ -1,5 +1,5 @@
 /**
- * The shipped model's gates (each chosen leave-one-dataset-out by `kiwi model train`) applied to
+ * The shipped model's offered gates (each held on every dataset left out, `kiwi model train`) applied to
  * the recorded resolutions of every split, on one-call and no-fit cases (a single call cannot be a
  * whole multi-call answer).
  */
@@ -43,10 +43,14 @@ export function shippedGates(runs: readonly DatasetRun[], model: Pick<ResolverMo
 }
 
 export function printShippedGates(gates: readonly ShippedGate[], unreached: readonly number[]): void {
+  if (gates.length > 0) printGateTable(gates);
+  if (unreached.length > 0) console.log(`\nnot offered: target_precision ${unreached.join(', ')}: some dataset left out of fitting did not hold it (the fold table below), so no call from plain words runs there on the rules' confidence alone`);
+}
+
+function printGateTable(gates: readonly ShippedGate[]): void {
   console.log(`\nthe shipped model's gates (target_precision → calibrated threshold), one-call and no-fit cases, cover/execP:`);
   const f = (x: number | null): string => (x === null ? '-' : round(x).toFixed(3));
   const names = [...new Set(gates.flatMap((g) => Object.keys(g.splits)))];
   console.log(`${'dataset/split'.padEnd(28)} ${gates.map((g) => `${g.precision}@${g.threshold.toFixed(2)}`.padStart(13)).join(' ')}`);
   for (const name of names) console.log(`${name.padEnd(28)} ${gates.map((g) => `${f(g.splits[name]?.coverage ?? null)}/${f(g.splits[name]?.executed_precision ?? null)}`.padStart(13)).join(' ')}`);
-  if (unreached.length > 0) console.log(`no gate for target_precision ${unreached.join(', ')}: no threshold reached it leave-one-dataset-out, so no call from plain words runs there`);
 }

@@ -7,7 +7,8 @@ import { directiveDocument, knowledgeDocument } from './item-document.js';
 import { createLlmArgumentFiller } from './llm-argument-filler.js';
 import { loadResolverConfig, type ArgumentModelConfig, type FallbackConfig } from './resolver-config.js';
 import type { ResolverFallback } from './model-fallback.js';
-import { loadResolverModel } from './learned-model.js';
+import { loadResolverModel, offeredGates } from './learned-model.js';
+import type { OfferedTargets } from './call-gate-summary.js';
 import { createResolver, resolvableTools, type ResolverGates, type ResolverSettings } from './resolver.js';
 import type { StagedResolver } from './types.js';
 import { openToolIndex, type SyncOptions, type SyncReport, type ToolIndex } from '../store/tool-index.js';
@@ -50,6 +51,8 @@ export interface ResolverRuntime {
   settings: Partial<ResolverSettings>;
   /** The threshold and gate the resolver applies (what its answers are measured against). */
   gates: ResolverGates;
+  /** The targets the learned confidence offers; null without one. */
+  targets: OfferedTargets | null;
   /** Set when resolver.yaml names a fallback model that this runtime resolves without (no upstreams to route it): why, in words. */
   fallbackNotUsed?: string;
   /** Brings the index in line with the tools, directives and knowledge (incremental); call before resolving. */
@@ -104,7 +107,9 @@ export async function openResolverRuntime(options: ResolverRuntimeOptions): Prom
       ...(model ? { model } : {}),
     });
     if (options.fallback && resolver.gates.callGate === null) {
-      options.log?.(`the fallback model ${options.fallback.model} is never asked: its calls must pass the same gate as any call from plain words, and no gate reaches target_precision ${resolver.gates.targetPrecision}; lower target_precision in resolver.yaml (docs/resolution.md)`);
+      const offered = model ? offeredGates(model).map((g) => g.precision) : [];
+      const lower = offered.length > 0 ? `set target_precision in resolver.yaml to one it offers (${offered.join(', ')})` : 'the learned confidence offers no target (`kiwi model show`)';
+      options.log?.(`the fallback model ${options.fallback.model} is never asked: its calls must pass the same gate as any call from plain words, and target_precision ${resolver.gates.targetPrecision} is not offered; ${lower} (docs/resolution.md)`);
     }
     const documents = () => [
       ...directives.filter((d) => targets.get(d.name)?.kind === 'directive').map((d) => directiveDocument(d, embedder.id)),
@@ -118,6 +123,7 @@ export async function openResolverRuntime(options: ResolverRuntimeOptions): Prom
       tools,
       settings: options.settings ?? {},
       gates: resolver.gates,
+      targets: model ? { offered: offeredGates(model), checkedPerFold: model.leave_one_out !== undefined } : null,
       async sync(syncOptions) {
         unlock ??= await takeLock();
         try {

@@ -9,6 +9,8 @@ import { groupMetrics, groupResults, type CaseResult } from '../../bench/resolve
 import { printResolveTable, RESOLVE_LEGEND } from '../../bench/resolve/resolve-table.js';
 import { fallbackSummary, parseFallback } from '../../bench/resolve/resolve-catalog.js';
 import { shippedGates, type DatasetRun } from '../../bench/resolve/shipped-gates.js';
+import { printSuiteFolds, suiteFolds } from '../../bench/resolve/fold-gates.js';
+import type { ResolverModel } from '../../src/resolver/learned-model.js';
 import { riskCoverage, selectiveAt, THRESHOLDS } from '../../bench/resolve/risk-coverage.js';
 import type { ToolParameter } from '../../src/registry/types.js';
 import type { Resolution } from '../../src/resolver/types.js';
@@ -192,5 +194,80 @@ describe('the fallback model in the resolve benches', () => {
       input_tokens: 780,
       output_tokens: 45,
     });
+  });
+});
+
+describe('the fold table of the suite', () => {
+  const identity = { mean: [0], std: [1], weights: [1], bias: 0 };
+  const model: ResolverModel = {
+    version: 1,
+    embedder: 'hash',
+    calibration: identity,
+    gates: [
+      { precision: 0.5, threshold: 0.5 },
+      { precision: 0.9, threshold: null },
+    ],
+    leave_one_out: {
+      min_executed: 2,
+      fitted: [
+        { precision: 0.5, threshold: 0.5 },
+        { precision: 0.9, threshold: 0.95 },
+      ],
+      folds: [
+        {
+          dataset: 'one',
+          // Fitted without `one`: its confidences are read 1 logit lower (raw 0.9 → about 0.77).
+          calibration: { ...identity, bias: -1 },
+          gates: [
+            { precision: 0.5, threshold: 0.5, executed: 0, right: 0, fitting: 0, covered: 0 },
+            { precision: 0.9, threshold: null, executed: 0, right: 0, fitting: 0, covered: 0 },
+          ],
+        },
+      ],
+    },
+    card: {},
+  };
+
+  it("applies each fold's own calibration and gates to every split of its dataset, counting the no-fit intents once", () => {
+    const noFit = result([], { tool: 'b', args: { n: 1 }, confidence: 0.8 });
+    const runs: DatasetRun[] = [
+      {
+        name: 'one',
+        schemas,
+        splits: {
+          dev: [result([{ name: 'a', arguments: { q: ['x'] } }], { tool: 'a', args: { q: 'x' }, confidence: 0.9 }), result([{ name: 'a', arguments: { q: ['x'] } }], { tool: 'a', args: { q: 'x' }, confidence: 0.6 }), noFit],
+          test: [result([{ name: 'a', arguments: { q: ['x'] } }], { tool: 'a', args: { q: 'x' }, confidence: 1 }), noFit],
+        },
+      },
+      { name: 'two', schemas, splits: { multi: [noFit] } },
+    ];
+    const folds = suiteFolds(runs, model);
+    // Refitted, 0.9 → 0.77 and 0.8 → 0.60 run at 0.5, 0.6 → 0.36 does not; the stated call (1) always runs.
+    expect(folds?.folds).toEqual([
+      {
+        dataset: 'one',
+        splits: ['dev', 'test'],
+        gates: [
+          { precision: 0.5, threshold: 0.5, executed: 3, right: 2, fitting: 3, covered: 2, executed_precision: 0.667, coverage: 0.667 },
+          { precision: 0.9, threshold: null, executed: 0, right: 0, fitting: 3, covered: 0, executed_precision: null, coverage: 0 },
+        ],
+      },
+    ]);
+    expect(folds?.targets).toEqual([
+      { precision: 0.5, gate: 0.5, held_on_every_fold: true },
+      { precision: 0.9, gate: 0.95, held_on_every_fold: false },
+    ]);
+    expect(folds?.offered).toEqual([0.5]);
+    expect(folds?.not_folds).toEqual([expect.stringMatching(/^two: the model has no fold for it/)]);
+    const printed: string[] = [];
+    printSuiteFolds(folds, (line) => printed.push(line));
+    expect(printed.join('\n')).toMatch(/0\.5 +0\.500 +0\.667\/0\.667 3 +yes\n0\.9 +0\.950 +no gate ! +no/);
+    expect(printed.at(-1)).toBe('targets the shipped model offers (every fold of its training held them): 0.5');
+  });
+
+  it('says so when the model has no fold figures', () => {
+    const printed: string[] = [];
+    printSuiteFolds(suiteFolds([], { ...model, leave_one_out: undefined } as unknown as ResolverModel), (line) => printed.push(line));
+    expect(printed.join('\n')).toMatch(/carries no fold figures .*kiwi model train/);
   });
 });

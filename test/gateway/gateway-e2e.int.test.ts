@@ -6,6 +6,7 @@ import path from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readAuditTail } from '../../src/audit/audit-reader.js';
+import { loadResolverModel, offeredGates } from '../../src/resolver/learned-model.js';
 import { runCli } from '../../src/app/run-cli.js';
 import { openGateway, type Gateway } from '../../src/app/open-gateway.js';
 import { listen, type Listener } from '../../src/http/listen.js';
@@ -239,6 +240,11 @@ describe('kiwi serve', () => {
     expect(out.join('\n')).toContain('kiwi-demo');
     // The banner names the console, which opens without a login on this keyless loopback gateway.
     expect(out.join('\n')).toContain(`console: ${base}/ui (no login on this machine); admin API: ${base}/admin/v1`);
+    // It says which target_precisions the shipped model offers, and what the configured one does.
+    const offered = offeredGates(await loadResolverModel()).map((g) => g.precision);
+    const plainWords = out.find((line) => line.startsWith('plain words: '));
+    expect(plainWords).toContain(`targets offered: ${offered.length ? offered.join(', ') : 'none'} (each held on every shipped catalog left out of fitting`);
+    if (!offered.some((p) => p >= 0.95)) expect(plainWords).toMatch(/target_precision 0\.95 is not offered .* no call from plain words runs on the rules' confidence alone/);
     expect((await fetch(`${base}/ui/login`, { redirect: 'manual' })).status).toBe(303);
     stop.abort();
     expect(await exit).toBe(0);

@@ -9,6 +9,7 @@ import { parseFlags } from '../../cli/parse-flags.js';
 import { projectOptions } from '../../cli/project-options.js';
 import { progressLine } from '../../cli/commands/index-tools.js';
 import { describeAccess, describeGatewayConfig } from './serve-banner.js';
+import { describeCallGate } from '../../resolver/call-gate-summary.js';
 
 const USAGE = 'kiwi serve [--host HOST] [--port PORT] [--project DIR]';
 /** How long requests in flight may run on after Ctrl-C before they are aborted. */
@@ -37,6 +38,7 @@ export async function serveCommand(ctx: CliContext): Promise<number> {
     ctx.io.out(`project ${project.root}: ${runtime.toolCount} resolvable ${runtime.toolCount === 1 ? 'tool' : 'tools'} (${registry.tools.size} in all, ${registry.errors.length} invalid${registry.warnings.length > 0 ? `, ${registry.warnings.length} warnings: run \`kiwi tools validate\`` : ''}), ${registry.directives.size} directives, ${registry.knowledge.size} knowledge entries; ${project.policy.label}`);
     const auditWhere = databaseUrlOf(options.env) === undefined ? project.auditDir : 'in Postgres (DATABASE_URL, table audit_records)';
     ctx.io.out(`resolver: ${runtime.embedderId}; audit log ${auditWhere} (session ${project.session})`);
+    ctx.io.out(describeCallGate(runtime.gates, runtime.targets));
     ctx.io.out(describeGatewayConfig(config, listener.url));
     ctx.io.out(describeAccess(access, config.allowedHosts, host));
     ctx.io.out(

@@ -1,7 +1,8 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describeError } from '../../errors.js';
-import { DEFAULT_MODEL_FILE, loadResolverModel, type ResolverModel } from '../../resolver/learned-model.js';
+import { DEFAULT_MODEL_FILE, loadResolverModel, offeredGates, type ResolverModel } from '../../resolver/learned-model.js';
+import { foldTableLines } from '../../resolver/train/fold-table.js';
 import { trainFromDatasets } from '../../resolver/train/train-from-datasets.js';
 import { replaceFile } from '../../replace-file.js';
 import { UsageError, type CliContext } from '../io.js';
@@ -67,17 +68,30 @@ function cardFile(out: string): string {
   return path.join(path.dirname(out), `${path.basename(out, path.extname(out))}.md`);
 }
 
-/** The model as a short data card: what it is, what it saw, and how its gates held on datasets left out. */
+/** The model as a short data card: what it is, what it saw, which targets it offers and how each fold held them. */
 function describeModel(file: string, model: ResolverModel): string[] {
-  const card = model.card as { trained_on?: Record<string, { split: string; cut?: string; intents: number; tool_removed: number; calls_right: number }>; passed_over?: string[]; leave_one_dataset_out?: Record<string, Record<string, { coverage: number | null; executed_precision: number | null }>>; method?: string };
+  const card = model.card as { trained_on?: Record<string, { split: string; cut?: string; intents: number; tool_removed: number; calls_right: number }>; passed_over?: string[]; method?: string };
   const lines = [`# Resolver confidence (${path.basename(file)})`, '', `Embedder: ${model.embedder}. Method: ${card.method ?? 'unknown'}.`, '', 'Trained on (rebuild: `kiwi model train`):', ''];
   for (const [d, t] of Object.entries(card.trained_on ?? {})) lines.push(`- ${d}/${t.split}${t.cut ? ` (cut by ${t.cut})` : ''}: ${t.intents} one-call intents (${t.calls_right} resolved to an entirely right call), ${t.tool_removed} again with their tool taken out`);
   for (const why of card.passed_over ?? []) lines.push(`- passed over: ${why}`);
-  lines.push('', 'Gates (calibrated confidence a call needs; chosen leave-one-dataset-out; none = no threshold reached it):', '');
-  for (const g of model.gates) lines.push(`- precision ${g.precision}: ${g.threshold === null ? 'none' : g.threshold.toFixed(3)}`);
-  lines.push('', 'Leave-one-dataset-out at calibrated thresholds (coverage of fitting intents / executed precision):', '');
-  for (const [t, byDataset] of Object.entries(card.leave_one_dataset_out ?? {})) {
-    lines.push(`- ≥ ${t}: ${Object.entries(byDataset).map(([d, p]) => `${d} ${p.coverage ?? '-'} / ${p.executed_precision ?? '-'}`).join('; ')}`);
+  const offered = offeredGates(model);
+  lines.push('', `Offered targets (target_precision → calibrated confidence a call needs): ${offered.length === 0 ? 'none' : offered.map((g) => `${g.precision} → ${g.threshold.toFixed(3)}`).join(', ')}.`);
+  const loo = model.leave_one_out;
+  if (!loo) {
+    lines.push('', 'No fold figures: this model was built before each gate was checked on every dataset left out; rebuild it with `kiwi model train`.');
+    return lines;
   }
+  lines.push(
+    '',
+    `Each dataset left out of the whole fit (calibration and gates fitted on the others), per target: what ran on it. A target is offered only where every fold ran at least ${loo.min_executed} calls and executed precision reached the target.`,
+    '',
+    '```',
+    ...foldTableLines(
+      loo.folds.map((f) => f.dataset),
+      loo.fitted.map((g, i) => ({ precision: g.precision, gate: g.threshold, cells: loo.folds.map((f) => f.gates[i] ?? { threshold: null, executed: 0, right: 0, fitting: 0, covered: 0 }) })),
+      loo.min_executed,
+    ),
+    '```',
+  );
   return lines;
 }

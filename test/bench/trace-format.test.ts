@@ -199,7 +199,7 @@ describe('chunk timing', () => {
     const script = loadDemoTurns(path.join(REPO, '.ai', 'demo', 'agent-turns.yaml'));
     const recorded = [script.default?.turns ?? [], ...(script.conversations ?? []).map((c) => c.turns)];
     expect(demo.map((t) => t.turns.map(turnText))).toEqual(recorded.map((turns) => turns.map((x) => x.trim())));
-    expect(demo.flatMap((t) => t.turns.flatMap((turn) => turn.intents.map((i) => i.text)))).toContain('read_file "package.json"');
+    expect(demo.flatMap((t) => t.turns.flatMap((turn) => turn.intents.map((i) => i.text)))).toContain('read_file {"path": "package.json"}');
   });
 
   it('the plan line names the steps, or only how many there are', () => {

@@ -9,6 +9,7 @@ import { openPredictorFile, predictorFile } from '../prefetch/predictor-file.js'
 import type { LearnedTransitionModel } from '../prefetch/transition-model.js';
 import type { Project } from '../project/open-project.js';
 import type { ResolverRuntime } from '../resolver/resolver-runtime.js';
+import type { ResolveOptions } from '../resolver/types.js';
 import type { Caller } from '../policy/caller.js';
 import type { ToolCall } from '../proxy/tool-call.js';
 import type { AgentLoopDeps } from '../loop/agent-loop.js';
@@ -24,6 +25,8 @@ export interface PrefetchRequestOptions {
   caller: Caller;
   /** The conversation the audit files its calls under. */
   conversation: string;
+  /** The request's own fallback model and the candidates its caller may run, given to every resolution it makes. */
+  resolveWith?: Pick<ResolveOptions, 'fallback' | 'mayCall'>;
   /** The request's tool-call limit: it never starts more speculative runs than that. */
   maxToolCalls?: number;
 }
@@ -83,9 +86,9 @@ export async function openGatewayPrefetch(options: GatewayPrefetchOptions): Prom
   });
   const proxy = project.proxy;
 
-  function forRequest({ mode, caller, conversation, maxToolCalls }: PrefetchRequestOptions): RequestDeps {
+  function forRequest({ mode, caller, conversation, maxToolCalls, resolveWith }: PrefetchRequestOptions): RequestDeps {
     const bind = (c: LoopCall): ToolCall => ({ ...c, session: conversation, client: caller.client, ...(caller.context ? { context: caller.context } : {}) });
-    if (!config.enabled) return { resolve: (intent, o) => runtime.resolver.resolve(intent, o), call: (c) => proxy.call(bind(c)) };
+    if (!config.enabled) return { resolve: (intent, o) => runtime.resolver.resolve(intent, { ...o, ...resolveWith }), call: (c) => proxy.call(bind(c)) };
     const dispatcher = createPrefetchDispatcher({
       predictor,
       resolver: runtime.resolver,
@@ -111,7 +114,7 @@ export async function openGatewayPrefetch(options: GatewayPrefetchOptions): Prom
         previous = tool;
       },
     });
-    return { resolve: request.resolve, call: (c) => request.call(bind(c)), observer: request.observer };
+    return { resolve: (intent, o) => request.resolve(intent, { ...o, ...resolveWith }), call: (c) => request.call(bind(c)), observer: request.observer };
   }
 
   return {

@@ -53,6 +53,8 @@ import { openGatewayPrefetch, type GatewayPrefetch } from './gateway-prefetch.js
 import type { RunLoop } from '../loop/loop-types.js';
 import { createUpstreams, type Upstreams } from './upstreams.js';
 import { routeResolverFallback } from './resolver-fallback.js';
+import { requestFallback } from './request-fallback.js';
+import type { Candidate } from '../resolver/types.js';
 import { openSharedState } from '../shared-state/shared-state.js';
 import { tracingFromEnv } from './tracing-env.js';
 import { tracedProvider, tracedResolve } from './traced-loop.js';
@@ -195,7 +197,20 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
           const chatSteps = execution && executionSteps(execution, config.limits.maxDurationMs);
           const approvals = execution && chatSteps && createChatApprovals({ execution, steps: chatSteps, kernel: kernel.kernel, events: shared.kernelEvents });
           const usage = createUsageTally(priceOf);
-          const forRequest = prefetch.forRequest({ mode: run.mode, caller: run.caller, conversation: run.conversation, maxToolCalls: config.limits.maxToolCalls });
+          const rights = callContext(project.policy, run.caller.context);
+          // Where the rules stop short, a model is asked: resolver.yaml's, or this request's own (request-fallback.ts), charged to this client.
+          const fallback = requestFallback({
+            ...(runtime.fallback ? { named: runtime.fallback } : {}),
+            ...(runtime.requestFallback ? { own: runtime.requestFallback } : {}),
+            route,
+            prices: config.budgets.prices,
+            ...tracingOn,
+            charge: (used, model) => meter?.chargeSide(used, model),
+          });
+          // A knowledge entry needs no grant (it is read, never run); anything else, the caller's policy.
+          const mayCall = (c: Candidate): boolean => c.item === 'knowledge' || checkTool(rights, c.tool).allowed;
+          const resolveWith = { mayCall, ...(fallback ? { fallback } : {}) };
+          const forRequest = prefetch.forRequest({ mode: run.mode, caller: run.caller, conversation: run.conversation, maxToolCalls: config.limits.maxToolCalls, resolveWith });
           const loop = runAgentLoop(
             {
               provider: traced.endpoint === undefined ? route.provider : tracedProvider(route.provider, tracing, route.upstream),
@@ -205,10 +220,8 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
               toolOf,
               mayRun: candidateRights(project.policy, run.caller, project.registry.tools),
               steps,
-              menu: (text, signal) => {
-                const rights = callContext(project.policy, run.caller.context);
-                return menu(text, { scope: run.caller.client, allowed: (id) => checkTool(rights, id).allowed }, signal);
-              },
+              menu: (text, signal) => menu(text, { scope: run.caller.client, allowed: (id) => checkTool(rights, id).allowed }, signal),
+              plainWords: fallback ? 'model' : 'asked-back',
               limits: config.limits,
               ...(approvals ? { approve: approvals.approve } : {}),
             },

@@ -2,7 +2,7 @@ import { priceFor } from '../budgets/prices.js';
 import type { Tracing } from '../contracts/tracing.js';
 import { isKiwiError, KiwiError } from '../errors.js';
 import { createModelFallback, type ResolverFallback } from '../resolver/model-fallback.js';
-import type { FallbackConfig } from '../resolver/resolver-config.js';
+import type { NamedFallback } from '../resolver/resolver-config.js';
 import type { GatewayConfig } from './gateway-config.js';
 import { tracedProvider } from './traced-loop.js';
 import type { Upstreams } from './upstreams.js';
@@ -12,7 +12,7 @@ import type { Upstreams } from './upstreams.js';
  * a model goes to the first upstream that serves it, as a client's request would. Checked at
  * start: a fallback that names nothing served stops the gateway with what to fix.
  */
-export function routeResolverFallback(deps: { config: GatewayConfig; upstreams: Upstreams; tracing?: Tracing }): (fallback: FallbackConfig) => ResolverFallback {
+export function routeResolverFallback(deps: { config: GatewayConfig; upstreams: Upstreams; tracing?: Tracing }): (fallback: NamedFallback) => ResolverFallback {
   return (fallback) => {
     const where = '.ai/config/resolver.yaml: fallback';
     let model: string;

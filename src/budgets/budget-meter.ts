@@ -50,6 +50,11 @@ export interface AdmitOptions {
 export interface BudgetMeter {
   /** One upstream turn's usage (turn-usage.ts): the upstream's count, or `estimated`. */
   charge(usage: ChatUsage | undefined): void;
+  /**
+   * A side request made for the request (the resolver's fallback model): its tokens and spend,
+   * not a turn. `model` is the one it asked, priced by the table; absent, the request's own (priced as it is).
+   */
+  chargeSide(usage: ChatUsage, model?: string): void;
   countToolCall(): void;
   countSpawn(): void;
   /** The budget that ran out, if one did. */
@@ -134,14 +139,14 @@ export function createBudgets(deps: { config: BudgetConfig; ledger: BudgetLedger
       // The request's charges not yet durable: its end waits for them, so a gateway killed after a
       // request ended has lost none of its charges.
       const unwritten = new Set<Promise<void>>();
-      const record = (counts: { input?: number; output?: number; usd?: number; toolCalls?: number; spawns?: number; turns?: number; estimated?: boolean }): void => {
+      const record = (counts: { model?: string; priced?: boolean; input?: number; output?: number; usd?: number; toolCalls?: number; spawns?: number; turns?: number; estimated?: boolean }): void => {
         const written = ledger.record({
           at: now(),
           client: options.client,
-          model: options.model,
+          model: counts.model ?? options.model,
           input: counts.input ?? 0,
           output: counts.output ?? 0,
-          ...(counts.usd === undefined && price === undefined ? {} : { usd: counts.usd ?? 0 }),
+          ...(counts.usd === undefined && !(counts.priced ?? price !== undefined) ? {} : { usd: counts.usd ?? 0 }),
           toolCalls: counts.toolCalls ?? 0,
           spawns: counts.spawns ?? 0,
           turns: counts.turns ?? 0,
@@ -151,23 +156,26 @@ export function createBudgets(deps: { config: BudgetConfig; ledger: BudgetLedger
         unwritten.add(written);
         void written.then(() => unwritten.delete(written));
       };
+      /** Tokens used by the request, at `at` price, as a turn or a side request. */
+      const use = (usage: ChatUsage | undefined, at: { model?: string; price: ModelPrice | undefined; turn: boolean }): void => {
+        const input = usage?.inputTokens ?? 0;
+        const output = usage?.outputTokens ?? 0;
+        const estimated = usage?.estimated === true;
+        const usd = at.price === undefined ? undefined : spendUsd(at.price, { inputTokens: input, outputTokens: output });
+        request.tokens += input + output;
+        request.spendUsd += usd ?? 0;
+        if (estimated) {
+          request.estimatedTokens += input + output;
+          request.estimatedUsd += usd ?? 0;
+        }
+        if (at.turn) request.turns++;
+        record({ ...(at.model === undefined ? {} : { model: at.model }), priced: at.price !== undefined, input, output, ...(usd === undefined ? {} : { usd }), turns: at.turn ? 1 : 0, estimated });
+        // What is in the ledger now no longer needs holding; a request past its cap holds nothing more.
+        if (cap !== undefined) hold?.set({ tokens: Math.max(0, cap.tokens - request.tokens), spendUsd: Math.max(0, cap.spendUsd - request.spendUsd) });
+      };
       return {
-        charge(usage) {
-          const input = usage?.inputTokens ?? 0;
-          const output = usage?.outputTokens ?? 0;
-          const estimated = usage?.estimated === true;
-          const usd = price === undefined ? undefined : spendUsd(price, { inputTokens: input, outputTokens: output });
-          request.tokens += input + output;
-          request.spendUsd += usd ?? 0;
-          if (estimated) {
-            request.estimatedTokens += input + output;
-            request.estimatedUsd += usd ?? 0;
-          }
-          request.turns++;
-          record({ input, output, ...(usd === undefined ? {} : { usd }), turns: 1, estimated });
-          // What is in the ledger now no longer needs holding; a request past its cap holds nothing more.
-          if (cap !== undefined) hold?.set({ tokens: Math.max(0, cap.tokens - request.tokens), spendUsd: Math.max(0, cap.spendUsd - request.spendUsd) });
-        },
+        charge: (usage) => use(usage, { price, turn: true }),
+        chargeSide: (usage, model) => use(usage, model === undefined || model === options.model ? { price, turn: false } : { model, price: priceFor(config.prices, model), turn: false }),
         countToolCall: () => record({ toolCalls: 1 }),
         countSpawn: () => record({ spawns: 1 }),
         exhausted,

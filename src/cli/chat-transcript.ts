@@ -9,10 +9,11 @@ import type { CliIo } from './io.js';
  */
 
 /** The events shown, read loosely: another gateway version may add fields, or events this one skips. */
+const sideSchema = z.looseObject({ model: z.string(), outcome: z.string(), inputTokens: z.number().optional(), outputTokens: z.number().optional() }).optional().catch(undefined);
 const stepSchema = z.discriminatedUnion('type', [
   z.looseObject({ type: z.literal('intent'), text: z.string() }),
-  z.looseObject({ type: z.literal('unresolved'), reason: z.string(), candidates: z.array(z.string()).catch([]) }),
-  z.looseObject({ type: z.literal('call'), call: z.looseObject({ tool: z.string(), arguments: z.unknown() }) }),
+  z.looseObject({ type: z.literal('unresolved'), reason: z.string(), candidates: z.array(z.string()).catch([]), fallback: sideSchema }),
+  z.looseObject({ type: z.literal('call'), call: z.looseObject({ tool: z.string(), arguments: z.unknown() }), fallback: sideSchema }),
   z.looseObject({ type: z.literal('result'), status: z.string(), isError: z.boolean().catch(false), text: z.string() }),
   z.looseObject({ type: z.literal('approval'), tool: z.string(), reason: z.string().catch(''), stepId: z.string(), timeoutMs: z.number().catch(0) }),
   z.looseObject({ type: z.literal('finish'), reason: z.string(), turns: z.number().catch(0), toolCalls: z.number().catch(0), limit: z.string().optional() }),
@@ -76,11 +77,13 @@ export function createChatTranscript(io: CliIo, options: { consoleUrl?: string }
       case 'intent':
         return line(`→ intent: ${oneLine(e.text)}`);
       case 'unresolved': {
+        if (e.fallback) sideRequest(e.fallback);
         // With candidates, the agent was sent them and asked to write the call exactly; without, nothing fits (or a limit stopped it).
         const closest = e.candidates.length > 0 ? ` (closest: ${e.candidates.map((c) => terminalSafe(c, false)).join(', ')})` : '';
         return line(`  ${e.candidates.length > 0 ? 'asked back' : 'not run'}: ${oneLine(e.reason)}${closest}`);
       }
       case 'call':
+        if (e.fallback) sideRequest(e.fallback);
         return line(`→ call ${oneLine(`${e.call.tool} ${JSON.stringify(e.call.arguments ?? {})}`)}`);
       case 'approval': {
         // Without this line the chat looks hung while it waits for a person.
@@ -94,6 +97,13 @@ export function createChatTranscript(io: CliIo, options: { consoleUrl?: string }
       case 'finish':
         return line(finishLine(e.reason, e.turns, e.toolCalls, e.limit));
     }
+  }
+
+  /** The model the gateway asked where its rules stopped (the resolver's fallback), and what came of it. */
+  function sideRequest(side: NonNullable<z.infer<typeof sideSchema>>): void {
+    const did = side.outcome === 'called' ? 'wrote the call' : side.outcome === 'declined' ? 'called nothing' : side.outcome === 'refused' ? 'wrote a call that failed the checks' : 'did not answer';
+    const tokens = side.inputTokens === undefined ? '' : ` (${side.inputTokens} tokens in, ${side.outputTokens ?? 0} out)`;
+    line(`  side request: ${oneLine(side.model)} ${did}${tokens}`);
   }
 
   /** A result on one line when it fits (pretty JSON folds well), else its first lines. */

@@ -8,14 +8,16 @@ import { formatFieldPath } from '../registry/validation-error.js';
 import { didYouMeanSuffix } from '../did-you-mean.js';
 import { parseYamlSource } from '../registry/yaml-source.js';
 import { checkRequest, parseOptions } from './provider-options.js';
-import type { ChatCompletion, ChatEvent, ChatMessage, ChatProvider, ChatRequest, ChatUsage, FinishReason } from './types.js';
+import { isPlainObject } from '../plain-object.js';
+import type { ChatCompletion, ChatEvent, ChatMessage, ChatProvider, ChatRequest, ChatUsage, FinishReason, NativeToolCall } from './types.js';
 
 /**
  * The offline demo model: a deterministic stand-in for an LLM that replays recorded agent turns
  * (`.ai/demo/agent-turns.yaml`, format documented at the top of that file), so the whole agent
  * loop can be shown with no API key and no network. It reads the request the way a model would
  * see it: the first user message picks the conversation, and the number of assistant messages
- * after it says how far the conversation has gone.
+ * after it says how far the conversation has gone. A side request the gateway makes (the
+ * resolver's fallback model, `sideRequest`) is answered from the recorded `calls`, by its intent.
  */
 
 export const DEMO_MODEL_ID = 'kiwi-demo';
@@ -55,6 +57,17 @@ const scriptSchema = z.strictObject({
     )
     .max(200, 'at most 200 conversations')
     .optional(),
+  calls: z
+    .array(
+      z.strictObject({
+        intent: z.string(says('is required: the intent the side request is about, as the agent writes it', 'must be a string')).trim().min(1, 'must not be empty').max(500, 'must be at most 500 characters'),
+        tool: z.string(says('is required: the function to call, as the side request names it (a tool id, "." written "_")', 'must be a string')).regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1 to 64 letters, digits, "_" or "-" (a function name)'),
+        arguments: z.custom<Record<string, unknown>>(isPlainObject, 'must be an object of argument values').optional(),
+      }),
+      'must be a list of recorded calls',
+    )
+    .max(200, 'at most 200 calls')
+    .optional(),
 });
 
 /** The recorded script, in the YAML file's shape. */
@@ -67,9 +80,17 @@ interface Conversation {
   closing: string;
 }
 
+interface RecordedCall {
+  /** Lower case, spaces collapsed. */
+  intent: string;
+  tool: string;
+  arguments: Record<string, unknown>;
+}
+
 interface Script {
   conversations: Conversation[];
   fallback: Conversation;
+  calls: RecordedCall[];
 }
 
 const BUILTIN_CLOSING =
@@ -143,9 +164,29 @@ export function createDemoProvider(options: DemoProviderOptions = {}): ChatProvi
   }
 
   async function complete(request: ChatRequest, signal?: AbortSignal): Promise<ChatCompletion> {
+    if (request.sideRequest === true) return answerSideRequest(request, signal);
     const p = prepare(request);
     throwIfAborted(signal, `${WHO}: the completion`);
     return { id: p.id, model: p.model, text: p.text, finish: p.finish };
+  }
+
+  /** The recorded call for the side request's intent, when it is among the functions shown; else none, and it says so. */
+  function answerSideRequest(request: ChatRequest, signal?: AbortSignal): ChatCompletion {
+    if (closed) throw new KiwiError('INTERNAL', `${WHO}: this provider was closed; create a new one`);
+    const r = checkRequest(request, WHO);
+    throwIfAborted(signal, `${WHO}: the side request`);
+    const recorded = sideCall(script, r.messages, r.clientTools?.tools.map((t) => t.name) ?? []);
+    const toolCalls: NativeToolCall[] = recorded === undefined ? [] : [{ id: `call_demo_${randomUUID()}`, name: recorded.tool, arguments: JSON.stringify(recorded.arguments) }];
+    const text =
+      recorded === undefined
+        ? `${DEMO_FIRST_PREFIX}I have no recorded call for this side request, so I call none.`
+        : `${DEMO_FIRST_PREFIX}A recorded answer to the gateway's side request: ${recorded.tool} ${JSON.stringify(recorded.arguments)}`;
+    const usage: ChatUsage = {
+      inputTokens: Math.ceil((r.messages.reduce((n, m) => n + m.content.length, 0) + JSON.stringify(r.clientTools?.tools ?? []).length) / 4),
+      outputTokens: Math.ceil((text.length + (toolCalls[0]?.arguments.length ?? 0)) / 4),
+    };
+    const finish = { type: 'finish' as const, reason: (toolCalls.length > 0 ? 'tool_calls' : 'stop') as FinishReason, usage };
+    return { id: `demo-${randomUUID()}`, model: r.model, text, ...(toolCalls.length > 0 ? { toolCalls } : {}), finish };
   }
 
   return {
@@ -189,7 +230,7 @@ export function parseDemoTurns(text: string, file: string): DemoScript {
   if (issue?.code === 'unrecognized_keys') {
     const key = issue.keys[0] ?? '';
     field = formatFieldPath([...at, key]);
-    message = `unknown field${didYouMeanSuffix(key, ['closing', 'default', 'conversations', 'name', 'match', 'turns'])}`;
+    message = `unknown field${didYouMeanSuffix(key, ['closing', 'default', 'conversations', 'name', 'match', 'turns', 'calls', 'intent', 'tool', 'arguments'])}`;
     pos = source.value.locateKey(at, key) ?? pos;
   }
   const where = pos === undefined ? file : `${file}:${pos.line}:${pos.column}`;
@@ -241,7 +282,15 @@ function normalise(s: DemoScript): Script {
       closing: c.closing ?? closing,
     })),
     fallback: { name: 'default', match: [], turns: fallbackSource.turns, closing: fallbackSource.closing ?? closing },
+    calls: (s.calls ?? []).map((c) => ({ intent: normaliseSpace(c.intent.toLowerCase()), tool: c.tool, arguments: c.arguments ?? {} })),
   };
+}
+
+/** The recorded call whose intent is the side request's (its user message up to the conversation it quotes), if its function was shown. */
+function sideCall(script: Script, messages: readonly ChatMessage[], shown: readonly string[]): RecordedCall | undefined {
+  const asked = messages.find((m) => m.role === 'user')?.content ?? '';
+  const intent = normaliseSpace((asked.split('\n\n')[0] ?? '').slice(0, MAX_MATCHED_CHARS).toLowerCase());
+  return script.calls.find((c) => c.intent === intent && shown.includes(c.tool));
 }
 
 const normaliseSpace = (s: string): string => s.replace(/\s+/g, ' ').trim();

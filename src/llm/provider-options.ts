@@ -98,6 +98,7 @@ const requestSchema = z.strictObject({
       parallel: z.boolean().optional(),
     })
     .optional(),
+  sideRequest: z.boolean().optional(),
   extra: z.custom<Record<string, unknown>>(isPlainObject, 'must be a plain object (the client body)').optional(),
 });
 
@@ -116,6 +117,7 @@ export interface CheckedRequest {
   stop: string[] | undefined;
   /** Absent when the client sent none (an empty list included). */
   clientTools: ClientTools | undefined;
+  sideRequest: boolean;
   extra: Record<string, unknown>;
 }
 
@@ -134,7 +136,7 @@ export function checkRequest(request: ChatRequest, who: string): CheckedRequest 
   const problem = tools === undefined ? undefined : clientToolsProblem(tools, TOOL_PATHS);
   if (problem !== undefined) throw new KiwiError('INVALID_INPUT', `${who}: invalid chat request: ${problem.path} ${problem.problem}`);
   const clientTools = tools === undefined || tools.tools.length === 0 ? undefined : tools;
-  return { model: r.model, messages: r.messages, maxTokens: r.maxTokens, temperature: r.temperature, stop: r.stop, clientTools, extra: { ...(request.extra ?? {}) } };
+  return { model: r.model, messages: r.messages, maxTokens: r.maxTokens, temperature: r.temperature, stop: r.stop, clientTools, sideRequest: r.sideRequest === true, extra: { ...(request.extra ?? {}) } };
 }
 
 /** The client's fields minus those the adapter owns. */

@@ -60,6 +60,12 @@ export interface ChatRequest {
   /** The client's own tools (absent: none). Every edge maps its protocol's fields here; the adapters map them back. */
   clientTools?: ClientTools;
   /**
+   * Set on a side request the gateway makes itself (the resolver's fallback model, with the
+   * candidates as `clientTools`), not a client's turn. Sent upstream like any request; the
+   * offline demo model answers it from its recorded calls.
+   */
+  sideRequest?: boolean;
+  /**
    * The client's original body, passed through for fields we do not model. Fields the adapter
    * sets itself (model, messages, stream, max tokens, temperature, stop, system, tools and tool
    * choice of either protocol) are ignored here.

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { KiwiError } from '../errors.js';
 import { DEFAULT_MARKER } from '../intent/intent-marker.js';
 import { intentInstructions } from '../intent/intent-scanner.js';
+import type { PlainWords } from '../intent/intent-instructions.js';
 import type { ChatEvent, ChatMessage, ChatProvider, ChatRequest, ChatUsage, FinishReason } from '../llm/types.js';
 import type { CallOutcome } from '../proxy/tool-call.js';
 import type { SplitOptions } from '../resolver/split-steps.js';
@@ -43,6 +44,8 @@ export interface AgentLoopDeps {
   toolOf?: IntentWorkerDeps['toolOf'];
   /** Whether the caller may run a candidate: an intent not run offers only those (absent: every candidate). */
   mayRun?: IntentWorkerDeps['mayRun'];
+  /** What the instructions tell the agent becomes of plain words the rules are not sure of (default: asked back). */
+  plainWords?: PlainWords;
   /** How an intent written as ordered steps is split (split-steps.ts); absent: on sequencing words only. */
   steps?: SplitOptions;
   /**
@@ -81,7 +84,7 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
   const limits = checkLoopLimits(deps.limits);
   const mode = checkMode(options.mode);
   const markerOption = deps.marker === undefined ? {} : { marker: deps.marker };
-  const instructions = intentInstructions(markerOption); // also checks the marker
+  const instructions = intentInstructions({ ...markerOption, ...(deps.plainWords ? { plainWords: deps.plainWords } : {}) }); // also checks the marker
   const newId = deps.newId ?? randomUUID;
   const now = deps.now ?? (() => performance.now());
   if (options.signal?.aborted) throw cancelledByClient(options.signal.reason);

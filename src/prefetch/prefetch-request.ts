@@ -1,5 +1,5 @@
 import type { CallOutcome, ToolCall } from '../proxy/tool-call.js';
-import type { Resolution } from '../resolver/types.js';
+import type { Resolution, ResolveOptions } from '../resolver/types.js';
 import type { PrefetchDispatcher } from './dispatcher.js';
 import { createPrefetchSession, type PrefetchSession } from './prefetch-session.js';
 import type { CallingProxy, PrefetchingResolver } from './prefetching-resolver.js';
@@ -8,7 +8,7 @@ import type { CallingProxy, PrefetchingResolver } from './prefetching-resolver.j
 export interface PrefetchRequest {
   session: PrefetchSession;
   observer: { onText(text: string): void; onIntentProgress(partial: string): void; onIntent(intent: string): void; end(): void };
-  resolve(intent: string, options: { context?: string; signal?: AbortSignal }): Promise<Resolution>;
+  resolve(intent: string, options: Pick<ResolveOptions, 'context' | 'signal' | 'fallback' | 'mayCall'>): Promise<Resolution>;
   call(request: ToolCall): Promise<CallOutcome>;
 }
 

@@ -6,7 +6,7 @@ import type { CallOutcome, OkOutcome, ToolCall } from '../proxy/tool-call.js';
 import type { Tool } from '../registry/types.js';
 import { normalizeIntent } from '../resolver/resolver.js';
 import { mentionedTool } from '../resolver/tool-mention.js';
-import type { Resolution, StagedResolver, ToolCallSpec } from '../resolver/types.js';
+import type { Resolution, ResolveOptions, StagedResolver, ToolCallSpec } from '../resolver/types.js';
 import type { PrefetchCache, PrefetchEntry, Speculation } from './prefetch-cache.js';
 import type { PrefetchCounters } from './types.js';
 import { isPlainObject } from '../plain-object.js';
@@ -73,7 +73,7 @@ export interface PrefetchingResolver {
   callThrough(request: ToolCall, proxy: CallingProxy): Promise<CallOutcome>;
 }
 
-export interface PrefetchResolveOptions {
+export interface PrefetchResolveOptions extends Pick<ResolveOptions, 'fallback' | 'mayCall'> {
   context?: string;
   signal?: AbortSignal;
   /**
@@ -153,7 +153,8 @@ export function createPrefetchingResolver(deps: PrefetchingResolverDeps): Prefet
       counters.misses++;
       const early = options.early === undefined ? undefined : cache.prefixOf(intent, EARLY_MIN_SHARE);
       if (early && options.early) {
-        const call = await resolver.complete(intent, early.retrieval, options);
+        // A guess to start early, from the rules alone: the fallback model is asked once, by the normal resolution.
+        const call = await resolver.complete(intent, early.retrieval, { ...(options.context !== undefined ? { context: options.context } : {}), ...(options.signal ? { signal: options.signal } : {}) });
         if (call.status === 'resolved') {
           early.used = true;
           options.early(call.call, early);

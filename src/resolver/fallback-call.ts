@@ -10,16 +10,17 @@ import { setOwn } from '../plain-object.js';
 
 /**
  * Where the rules stop short of a call (a value not found, or a call below the gate), the
- * fallback model may choose among the top candidates and write the call. Its call runs only as
- * any call from plain words does: it passes the tool's schema, its tool fits past the threshold,
- * and its confidence — the tool's times the weakest evidence for any value it wrote — clears the
- * gate. A value the text does not hold is a guess, and refuses the call.
+ * fallback model may choose among the top candidates the caller may run and write the call. Its
+ * answer is untrusted input, and runs only past the checks of a model's call: a function it was
+ * shown, a tool that fits past the threshold, arguments that pass the tool's schema, and evidence
+ * in the text for every value it wrote — a value the text does not hold is a guess, and refuses
+ * the call. The calibrated gate is not one of them: it was fitted on the rules' confidence (how
+ * often a rules-made call at that score was right), which says nothing of what a model chose; the
+ * call's confidence is kept for the record. The policy then decides, as for any call.
  */
 
 export interface FallbackGround {
   fallback: ResolverFallback;
-  /** The call gate the resolver applies (0: none). */
-  gate: number;
   threshold: number;
   model?: ResolverModel;
   /** The tool, directive or entry a candidate names, as a tool. */
@@ -38,19 +39,22 @@ export interface FallbackStop {
 }
 
 export async function callFromFallback(g: FallbackGround, s: FallbackStop): Promise<Resolution> {
-  const { fallback, gate } = g;
+  const { fallback } = g;
   const { intent, candidates, confidence, options, stopped } = s;
   const { notes } = stopped;
   const name = `fallback model ${fallback.model}`;
-  // Even the best tool with every value stated would stay below the gate: a request would be wasted.
-  if (gate > 0 && g.model && calibrate(g.model, confidence) < gate) {
-    notes.push(`${name} not asked: even a call with every value stated would stay below the gate`);
+  // A tool the caller may not run is never offered: the model could only pick a call the policy denies.
+  const shown = candidates
+    .filter((c) => options.mayCall?.(c) ?? true)
+    .slice(0, fallback.candidates)
+    .flatMap((c) => {
+      const tool = g.targetOf(c);
+      return tool ? [{ candidate: c, tool }] : [];
+    });
+  if (shown.length === 0) {
+    notes.push(`${name} not asked: the caller may run none of the closest tools`);
     return stopped;
   }
-  const shown = candidates.slice(0, fallback.candidates).flatMap((c) => {
-    const tool = g.targetOf(c);
-    return tool ? [{ candidate: c, tool }] : [];
-  });
   const context = options.context !== undefined ? { context: options.context } : {};
   const answer = await fallback.ask({ intent, tools: shown.map((x) => x.tool), ...context, ...(options.signal ? { signal: options.signal } : {}) });
   const use = (outcome: FallbackUse['outcome']): FallbackUse => ({ model: fallback.model, upstream: fallback.upstream, outcome, ...answer.cost });
@@ -67,7 +71,7 @@ export async function callFromFallback(g: FallbackGround, s: FallbackStop): Prom
   const rank = shown.findIndex((x) => x.tool === tool);
   const chosen = shown[rank] as (typeof shown)[number];
   // The first candidate's confidence counts its lead; another's is its own score, with no lead.
-  const toolConfidence = rank === 0 ? confidence : Math.max(0, Math.min(1, chosen.candidate.score));
+  const toolConfidence = chosen.candidate === candidates[0] ? confidence : Math.max(0, Math.min(1, chosen.candidate.score));
   if (toolConfidence < g.threshold) return refuse(`it ranks ${rank + 1} with score ${toolConfidence.toFixed(2)}, below the threshold ${g.threshold}`);
   let checked: Record<string, unknown>;
   try {
@@ -93,8 +97,6 @@ export async function callFromFallback(g: FallbackGround, s: FallbackStop): Prom
   const raw = toolConfidence * weakest;
   const callConfidence = g.model ? calibrate(g.model, raw) : raw;
   const item = chosen.candidate.item;
-  // Loading a knowledge entry changes nothing: past the threshold it needs no gate (as in resolver.ts).
-  if (item !== 'knowledge' && callConfidence < gate) return refuse(`the call's confidence ${callConfidence.toFixed(2)} is below the gate ${gate.toFixed(2)}`);
   notes.push(`${name} at ${fallback.upstream} chose ${tool.id} (rank ${rank + 1}) in ${Math.round(answer.cost.ms)} ms`);
   const call = { tool: tool.id, arguments: args, ...(item ? { item } : {}) };
   return { status: 'resolved', call, confidence: callConfidence, candidates, timings: s.finish(), notes, fallback: use('called') };

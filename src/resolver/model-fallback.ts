@@ -1,7 +1,8 @@
+import { estimatePromptTokens, estimateTokens } from '../budgets/token-estimate.js';
 import { describeError } from '../errors.js';
 import { MAX_ARGS_BYTES } from '../executor/validate-args.js';
 import { MAX_JSON_DEPTH, parseJsonWithin } from '../json-depth.js';
-import type { ChatProvider, ChatUsage } from '../llm/types.js';
+import type { ChatMessage, ChatProvider, ChatUsage } from '../llm/types.js';
 import { isPlainObject } from '../plain-object.js';
 import type { Tool } from '../registry/types.js';
 import { functionName, jsonInText, parametersSchema } from './llm-argument-filler.js';
@@ -40,6 +41,8 @@ export interface FallbackCost {
   ms: number;
   inputTokens?: number;
   outputTokens?: number;
+  /** The upstream sent no count: the tokens are the gateway's estimate (token-estimate.ts). */
+  estimated?: true;
   usd?: number;
 }
 
@@ -75,6 +78,7 @@ export function createModelFallback(options: ModelFallbackOptions): ResolverFall
     const cost: FallbackCost = { ms: Math.round((now() - t0) * 1000) / 1000 };
     if (usage?.inputTokens !== undefined) cost.inputTokens = usage.inputTokens;
     if (usage?.outputTokens !== undefined) cost.outputTokens = usage.outputTokens;
+    if (usage?.estimated === true) cost.estimated = true;
     const p = options.price;
     if (p !== undefined && usage !== undefined) cost.usd = ((usage.inputTokens ?? 0) * p.inputPerMtok + (usage.outputTokens ?? 0) * p.outputPerMtok) / 1_000_000;
     return cost;
@@ -85,32 +89,27 @@ export function createModelFallback(options: ModelFallbackOptions): ResolverFall
     const byName = functionNames(a.tools.slice(0, candidates));
     const timeout = AbortSignal.timeout(timeoutMs);
     const signal = a.signal === undefined ? timeout : AbortSignal.any([a.signal, timeout]);
+    const messages: ChatMessage[] = [
+      { role: 'system', content: SYSTEM_PROMPT },
+      { role: 'user', content: userMessage(a.intent, a.context) },
+    ];
+    const tools = [...byName].map(([name, tool]) => ({ name, description: tool.description.slice(0, MAX_DESCRIPTION_CHARS), parameters: parametersSchema(tool.parameters) }));
     let completion;
     try {
-      completion = await options.provider.complete(
-        {
-          model: options.model,
-          messages: [
-            { role: 'system', content: SYSTEM_PROMPT },
-            { role: 'user', content: userMessage(a.intent, a.context) },
-          ],
-          maxTokens: MAX_OUTPUT_TOKENS,
-          temperature: 0,
-          clientTools: {
-            tools: [...byName].map(([name, tool]) => ({ name, description: tool.description.slice(0, MAX_DESCRIPTION_CHARS), parameters: parametersSchema(tool.parameters) })),
-            choice: { type: 'auto' },
-            parallel: false,
-          },
-        },
-        signal,
-      );
+      completion = await options.provider.complete({ model: options.model, messages, maxTokens: MAX_OUTPUT_TOKENS, temperature: 0, clientTools: { tools, choice: { type: 'auto' }, parallel: false }, sideRequest: true }, signal);
     } catch (error) {
       // The intent's own cancellation is not the model's failure: it goes up as it came.
       if (a.signal?.aborted) throw error;
       const why = timeout.aborted ? `no answer within ${timeoutMs} ms` : describeError(error);
       return { kind: 'failed', why, cost: costOf(t0, undefined) };
     }
-    const cost = costOf(t0, completion.finish.usage);
+    // An upstream that sends no count is charged the estimate all the same, labelled as such.
+    const reported = completion.finish.usage;
+    const cost = costOf(t0, {
+      inputTokens: reported?.inputTokens ?? estimatePromptTokens(messages) + estimateTokens(JSON.stringify(tools)),
+      outputTokens: reported?.outputTokens ?? estimateTokens(completion.text + (completion.toolCalls ?? []).map((c) => c.name + c.arguments).join('')),
+      ...(reported?.inputTokens === undefined || reported.outputTokens === undefined ? { estimated: true } : {}),
+    });
     const native = completion.toolCalls?.[0];
     let name: string | undefined;
     let args: unknown;

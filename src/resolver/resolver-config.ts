@@ -16,7 +16,8 @@ import { readCappedFile } from '../read-capped-file.js';
  *   embedder: { kind: onnx, model_dir: models/all-MiniLM-L6-v2 }   # an ONNX model placed by hand
  *   embedder: { kind: http, url: http://127.0.0.1:8080, model: nomic-embed, api_key: "${EMBED_KEY:-}" }
  *   arguments: { kind: llm, url: http://127.0.0.1:8080, model: qwen2.5-0.5b-instruct }   # optional; default: rules only
- *   fallback: { model: qwen3-0.6b }   # or { tier: fast }: a model gateway.yaml routes, asked where the rules stop short
+ *   fallback: { model: qwen3-0.6b }   # or { tier: fast }: a model gateway.yaml routes, asked where the rules stop short;
+ *                                     # default: a chat's own upstream model; `off`: none
  *                                     # (candidates: 5, timeout_ms: 10000); docs/resolution.md "The fallback model"
  *   text_weight: 0.4      threshold: 0.55      margin_weight: 1      pool: 50
  *   target_precision: 0.95   # share of plain-words calls that must be right; below the gate for it, ask (0: run all)
@@ -38,13 +39,17 @@ const Schema = z.strictObject({
     ])
     .optional(),
   fallback: z
-    .strictObject({
-      model: z.string().min(1).max(512).optional(),
-      tier: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must be a tier name of gateway.yaml model_tiers, like fast').optional(),
-      candidates: z.number().int().min(1).max(20).optional(),
-      timeout_ms: z.number().int().min(100).max(120_000).optional(),
-    })
-    .refine((f) => (f.model === undefined) !== (f.tier === undefined), 'give either model (a model gateway.yaml routes) or tier (one of its model_tiers), not both or neither')
+    .union([z.literal('off'), z.literal(false)])
+    .or(
+      z
+        .strictObject({
+          model: z.string().min(1).max(512).optional(),
+          tier: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must be a tier name of gateway.yaml model_tiers, like fast').optional(),
+          candidates: z.number().int().min(1).max(20).optional(),
+          timeout_ms: z.number().int().min(100).max(120_000).optional(),
+        })
+        .refine((f) => f.model === undefined || f.tier === undefined, 'give model (a model gateway.yaml routes) or tier (one of its model_tiers), not both; neither: the request\'s own model'),
+    )
     .optional(),
   text_weight: z.number().min(0).max(10).optional(),
   threshold: z.number().min(0).max(1).optional(),
@@ -62,14 +67,28 @@ export interface ArgumentModelConfig {
   timeoutMs?: number;
 }
 
-/** The model asked where the rules stop short, as resolver.yaml names it; the gateway routes it (gateway.yaml). */
-export type FallbackConfig = ({ model: string } | { tier: string }) & { candidates: number; timeoutMs: number };
+/** How many candidates the fallback model is shown, and how long it may take. */
+export interface FallbackLimits {
+  candidates: number;
+  timeoutMs: number;
+}
+
+/** A fallback model resolver.yaml names; the gateway routes it (gateway.yaml). */
+export type NamedFallback = ({ model: string } | { tier: string }) & FallbackLimits;
+
+/**
+ * The model asked where the rules stop short: one resolver.yaml names (`named`), or by default
+ * the request's own upstream model (`request`: only a chat has one), or none (`off`).
+ */
+export type FallbackConfig = { kind: 'off' } | ({ kind: 'request' } & FallbackLimits) | { kind: 'named'; named: NamedFallback };
+
+export const DEFAULT_FALLBACK: FallbackConfig = { kind: 'request', candidates: DEFAULT_FALLBACK_CANDIDATES, timeoutMs: DEFAULT_FALLBACK_TIMEOUT_MS };
 
 export interface ResolverConfig {
   embedder: EmbedderConfig;
   settings: Partial<ResolverSettings>;
   argumentModel: ArgumentModelConfig | null;
-  fallback: FallbackConfig | null;
+  fallback: FallbackConfig;
   /** The learned confidence's file, when not the shipped one. */
   modelFile?: string;
 }
@@ -81,7 +100,7 @@ export async function loadResolverConfig(file: string, ctx: { env: Readonly<Reco
   try {
     text = (await readCappedFile(file, MAX_BYTES, () => new KiwiError('INVALID_INPUT', `${file}: larger than ${MAX_BYTES} bytes; it should be a few lines`))).toString('utf8');
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { embedder: { kind: 'use-lite' }, settings: {}, argumentModel: null, fallback: null };
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { embedder: { kind: 'use-lite' }, settings: {}, argumentModel: null, fallback: DEFAULT_FALLBACK };
     throw error;
   }
   let data: unknown;
@@ -123,9 +142,15 @@ export async function loadResolverConfig(file: string, ctx: { env: Readonly<Reco
         }
       : null;
   const f = c.fallback;
-  const fallback: FallbackConfig | null =
-    f === undefined
-      ? null
-      : { ...(f.model !== undefined ? { model: f.model } : { tier: f.tier as string }), candidates: f.candidates ?? DEFAULT_FALLBACK_CANDIDATES, timeoutMs: f.timeout_ms ?? DEFAULT_FALLBACK_TIMEOUT_MS };
+  const fallback = fallbackOf(f);
   return { embedder, settings, argumentModel, fallback, ...(c.model ? { modelFile: path.resolve(ctx.root, c.model) } : {}) };
+}
+
+function fallbackOf(f: z.infer<typeof Schema>['fallback']): FallbackConfig {
+  if (f === undefined) return DEFAULT_FALLBACK;
+  if (f === 'off' || f === false) return { kind: 'off' };
+  const limits = { candidates: f.candidates ?? DEFAULT_FALLBACK_CANDIDATES, timeoutMs: f.timeout_ms ?? DEFAULT_FALLBACK_TIMEOUT_MS };
+  if (f.model !== undefined) return { kind: 'named', named: { model: f.model, ...limits } };
+  if (f.tier !== undefined) return { kind: 'named', named: { tier: f.tier, ...limits } };
+  return { kind: 'request', ...limits };
 }

@@ -5,7 +5,7 @@ import { callableItems } from '../registry/item-tools.js';
 import type { Directive, Knowledge, Tool } from '../registry/types.js';
 import { directiveDocument, knowledgeDocument } from './item-document.js';
 import { createLlmArgumentFiller } from './llm-argument-filler.js';
-import { loadResolverConfig, type ArgumentModelConfig, type FallbackConfig } from './resolver-config.js';
+import { loadResolverConfig, type ArgumentModelConfig, type FallbackLimits, type NamedFallback } from './resolver-config.js';
 import type { ResolverFallback } from './model-fallback.js';
 import { loadResolverModel, offeredGates } from './learned-model.js';
 import type { OfferedTargets } from './call-gate-summary.js';
@@ -53,8 +53,15 @@ export interface ResolverRuntime {
   gates: ResolverGates;
   /** The targets the learned confidence offers; null without one. */
   targets: OfferedTargets | null;
+  /** The fallback model resolver.yaml names, as routed: the resolver asks it; a chat passes it charged to its client (`ResolveOptions.fallback`). */
+  fallback?: ResolverFallback;
   /** Set when resolver.yaml names a fallback model that this runtime resolves without (no upstreams to route it): why, in words. */
   fallbackNotUsed?: string;
+  /**
+   * Set when resolver.yaml names no fallback model and does not turn it off: a chat asks its own
+   * upstream model (`ResolveOptions.fallback`), shown this many candidates, within this time.
+   */
+  requestFallback?: FallbackLimits;
   /** Brings the index in line with the tools, directives and knowledge (incremental); call before resolving. */
   sync(options?: SyncOptions): Promise<RuntimeSyncReport>;
   close(): Promise<void>;
@@ -106,11 +113,6 @@ export async function openResolverRuntime(options: ResolverRuntimeOptions): Prom
       ...(options.fallback ? { fallback: options.fallback } : {}),
       ...(model ? { model } : {}),
     });
-    if (options.fallback && resolver.gates.callGate === null) {
-      const offered = model ? offeredGates(model).map((g) => g.precision) : [];
-      const lower = offered.length > 0 ? `set target_precision in resolver.yaml to one it offers (${offered.join(', ')})` : 'the learned confidence offers no target (`kiwi model show`)';
-      options.log?.(`the fallback model ${options.fallback.model} is never asked: its calls must pass the same gate as any call from plain words, and target_precision ${resolver.gates.targetPrecision} is not offered; ${lower} (docs/resolution.md)`);
-    }
     const documents = () => [
       ...directives.filter((d) => targets.get(d.name)?.kind === 'directive').map((d) => directiveDocument(d, embedder.id)),
       ...knowledge.filter((k) => targets.get(k.id)?.kind === 'knowledge').map((k) => knowledgeDocument(k, embedder.id)),
@@ -124,6 +126,7 @@ export async function openResolverRuntime(options: ResolverRuntimeOptions): Prom
       settings: options.settings ?? {},
       gates: resolver.gates,
       targets: model ? { offered: offeredGates(model), checkedPerFold: model.leave_one_out !== undefined } : null,
+      ...(options.fallback ? { fallback: options.fallback } : {}),
       async sync(syncOptions) {
         unlock ??= await takeLock();
         try {
@@ -173,13 +176,14 @@ export async function openProjectResolverRuntime(options: {
   knowledge?: Iterable<Knowledge>;
   env: Readonly<Record<string, string | undefined>>;
   /** Routes resolver.yaml's `fallback:` to a model (the gateway's upstreams); absent, intents resolve without it. */
-  fallbackModel?: (config: FallbackConfig) => ResolverFallback;
+  fallbackModel?: (config: NamedFallback) => ResolverFallback;
   log?: (message: string) => void;
   signal?: AbortSignal;
 }): Promise<ResolverRuntime> {
   const file = path.join(options.root, '.ai', 'config', 'resolver.yaml');
   const config = await loadResolverConfig(file, { env: options.env, root: options.root });
-  const fallback = config.fallback !== null ? options.fallbackModel?.(config.fallback) : undefined;
+  const named = config.fallback.kind === 'named' ? config.fallback.named : undefined;
+  const fallback = named !== undefined ? options.fallbackModel?.(named) : undefined;
   const runtime = await openResolverRuntime({
     tools: options.tools,
     ...(options.directives ? { directives: options.directives } : {}),
@@ -193,6 +197,7 @@ export async function openProjectResolverRuntime(options: {
     ...(options.log ? { log: options.log } : {}),
     ...(options.signal ? { signal: options.signal } : {}),
   });
-  if (config.fallback === null || fallback !== undefined) return runtime;
+  if (config.fallback.kind === 'request') return { ...runtime, requestFallback: { candidates: config.fallback.candidates, timeoutMs: config.fallback.timeoutMs } };
+  if (named === undefined || fallback !== undefined) return runtime;
   return { ...runtime, fallbackNotUsed: `${file} names a fallback model, which only the gateway routes to (kiwi serve, and the console's playground): here intents resolve without it` };
 }

@@ -70,7 +70,7 @@ export interface ResolverDeps {
   settings?: Partial<ResolverSettings>;
   /** The optional generative argument filler (off unless configured). */
   llm?: LlmArgumentFiller;
-  /** The optional model asked where the rules stop short (resolver.yaml `fallback:`). */
+  /** The optional model asked where the rules stop short (resolver.yaml `fallback:`); a resolution's own (`ResolveOptions.fallback`) takes its place. */
   fallback?: ResolverFallback;
   /** The learned confidence calibration and its gates (models/resolver/model.json); without it, raw confidences and no gate. */
   model?: ResolverModel;
@@ -281,10 +281,11 @@ export function createResolver(deps: ResolverDeps): StagedResolver & { gates: Re
     return { status: 'resolved', call, confidence: callConfidence, candidates, timings: finish(), notes };
   }
 
-  /** The rules' answer, or the fallback model's call where it passes the same checks (fallback-call.ts). */
+  /** The rules' answer, or the fallback model's call where it passes the checks of a model's call (fallback-call.ts). */
   async function fallBack(intent: string, candidates: Candidate[], confidence: number, options: CompleteOptions, finish: () => Resolution['timings'], stopped: Resolution & { status: 'unresolved' }): Promise<Resolution> {
-    if (!deps.fallback || options.rulesOnly || gate === null) return stopped;
-    const ground = { fallback: deps.fallback, gate, threshold: settings.threshold, targetOf, ...(deps.model ? { model: deps.model } : {}) };
+    const fallback = options.fallback ?? deps.fallback;
+    if (!fallback || options.rulesOnly) return stopped;
+    const ground = { fallback, threshold: settings.threshold, targetOf, ...(deps.model ? { model: deps.model } : {}) };
     return callFromFallback(ground, { intent, candidates, confidence, options, finish, stopped });
   }
 

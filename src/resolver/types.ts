@@ -1,6 +1,7 @@
 /** Plain types of intent resolution, shared by the resolver, the CLI, the benchmark and (later) the gateway. */
 
 import type { ItemKind } from '../registry/item-tools.js';
+import type { ResolverFallback } from './model-fallback.js';
 
 /** What a call names besides a tool: a directive (run as a thread) or a knowledge entry (read). */
 export type { ItemKind };
@@ -55,6 +56,8 @@ export interface FallbackUse {
   ms: number;
   inputTokens?: number;
   outputTokens?: number;
+  /** The upstream sent no count: the tokens are estimated. */
+  estimated?: true;
   /** US dollars, when gateway.yaml prices the model. */
   usd?: number;
 }
@@ -90,6 +93,13 @@ export interface ResolveOptions {
    */
   tool?: string;
   signal?: AbortSignal;
+  /**
+   * The model asked where the rules stop short, for this resolution only: a chat's own upstream
+   * model (docs/resolution.md "The fallback model"). It takes the place of the resolver's own.
+   */
+  fallback?: ResolverFallback;
+  /** Which candidates the caller may run: only these are shown to the fallback model (absent: all). */
+  mayCall?: (candidate: Candidate) => boolean;
 }
 
 export interface Resolver {

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -38,6 +38,22 @@ async function refusal(promise: Promise<unknown>): Promise<KiwiError> {
 }
 
 describe('budgets', () => {
+  it("charges a side request (the resolver's fallback model) to the client: its tokens and spend, priced as the model it asked, not a turn", async () => {
+    const budgets = createBudgets({ config: toBudgetConfig(PRICES, { clients: { ci: { tokens: 1000, window: '1h' } } }, undefined), ledger, now: () => now });
+    const meter = await budgets.admit({ client: 'ci', model: 'gpt-4o-mini' });
+    meter.chargeSide({ inputTokens: 300, outputTokens: 20 }); // the request's own model
+    meter.chargeSide({ inputTokens: 100, outputTokens: 0, estimated: true }, 'gpt-4o'); // another, at gpt-*'s price
+    const totals = ledger.totals({ client: 'ci' }, T0);
+    expect(totals).toMatchObject({ tokens: 420, turns: 0, estimatedTokens: 100 });
+    expect(totals.spendUsd).toBeCloseTo((300 * 0.15 + 20 * 0.6 + 100 * 2.5) / 1e6, 12);
+    meter.chargeSide({ inputTokens: 580, outputTokens: 0 });
+    expect(meter.exhausted()).toMatchObject({ scope: 'client', name: 'ci', resource: 'tokens', limit: 1000 });
+    await meter.end();
+    await ledger.flush();
+    const lines = readFileSync(path.join(dir, readdirSync(dir).find((f) => f.endsWith('.jsonl')) ?? ''), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { model: string; turns: number });
+    expect(lines.map((l) => [l.model, l.turns])).toEqual([['gpt-4o-mini', 0], ['gpt-4o', 0], ['gpt-4o-mini', 0]]);
+  });
+
   it('prices each turn from the table (an exact id before a glob) and ends the client at its spend budget, 429 until its window starts afresh', async () => {
     const budgets = createBudgets({ config: toBudgetConfig(PRICES, { clients: { ci: { spend_usd: 1, window: '1h' } } }, undefined), ledger, now: () => now });
     const meter = await budgets.admit({ client: 'ci', model: 'gpt-4o-mini' });

@@ -69,7 +69,7 @@ async function closedPort(): Promise<number> {
 }
 
 describe('kiwi chat with a running gateway', () => {
-  it('prints the demo conversation: the text, the intent asked back, the exact call and its result', async () => {
+  it('prints the demo conversation: the text, the plain-words intent, the side request that wrote its call, the call and its result', async () => {
     const r = await chat(['how many words are in the README?', '--url', server.url]);
     expect(r.err).toBe('');
     expect(r.code).toBe(0);
@@ -78,13 +78,11 @@ describe('kiwi chat with a running gateway', () => {
     const steps = [
       /^\(offline demo model\) I will count them with a tool rather than guess\.$/,
       /^→ intent: count the words in "README\.md"$/,
-      /^ {2}asked back: .+ \(closest: word_count(, [a-z_.]+)*\)$/,
-      /^\(demo model\) The gateway did not guess from my plain words: .*Here it is:$/,
-      /^→ intent: word_count \{"path": "README\.md"\}$/,
+      /^ {2}side request: kiwi-demo wrote the call \(\d+ tokens in, \d+ out\)$/,
       /^→ call word_count \{"path":"README\.md"\}$/,
       /^ {2}result: \{.*"words": 4.*\}$/,
       /^\(demo model\) The result above gives the lines, words and characters of README\.md\./,
-      /^\(done: 3 turns, 1 tool call\)$/,
+      /^\(done: 2 turns, 1 tool call\)$/,
     ];
     const found = steps.map(at);
     expect(found.every((i) => i >= 0), `missing ${String(steps[found.indexOf(-1)])} in:\n${r.out}`).toBe(true);
@@ -146,8 +144,8 @@ describe('kiwi chat with a running gateway', () => {
     const r = await chat(['how many words are in the README?', '--json', '--url', `${server.url}/v1/`]);
     expect(r.code).toBe(0);
     const events = r.out.trim().split('\n').map((l) => JSON.parse(l) as { type: string; text?: string; call?: unknown });
-    expect(events.filter((e) => e.type !== 'text').map((e) => e.type)).toEqual(['start', 'intent', 'unresolved', 'turn', 'intent', 'call', 'result', 'turn', 'finish']);
-    expect(events.find((e) => e.type === 'call')?.call).toEqual({ tool: 'word_count', arguments: { path: 'README.md' } });
+    expect(events.filter((e) => e.type !== 'text').map((e) => e.type)).toEqual(['start', 'intent', 'call', 'result', 'turn', 'finish']);
+    expect(events.find((e) => e.type === 'call')).toMatchObject({ call: { tool: 'word_count', arguments: { path: 'README.md' } }, fallback: { model: 'kiwi-demo', outcome: 'called' } });
     const text = events.filter((e) => e.type === 'text').map((e) => e.text).join('');
     expect(text).toContain('I will count them with a tool rather than guess.');
     expect(text).toContain('The result above gives the lines');

@@ -10,7 +10,7 @@ import { loadResolverModel, offeredGates } from '../../src/resolver/learned-mode
 import { runCli } from '../../src/app/run-cli.js';
 import { openGateway, type Gateway } from '../../src/app/open-gateway.js';
 import { listen, type Listener } from '../../src/http/listen.js';
-import { openAiStream } from '../helpers/openai-sse.js';
+import { openAiCompletion, openAiStream } from '../helpers/openai-sse.js';
 import type { ReplayLlmServer } from '../helpers/replay-llm-server.js';
 import { serveDemoGateway, type DemoGateway } from '../helpers/demo-gateway.js';
 import { processAlive } from '../../src/process-alive.js';
@@ -49,8 +49,9 @@ const INTENT_TURN = ['I will count the words in the README now. [TO', 'OL: count
 const EXACT_TURN = ['Exactly, then: [TOOL: word_co', 'unt {"path": "READ', 'ME.md"}]'];
 
 describe('the gateway with the real openai client', () => {
-  it('asks back a call from plain words, runs the exact call the agent restates, and continues upstream with the result', async () => {
-    llm.replyOnce(openAiStream(INTENT_TURN), openAiStream(EXACT_TURN), openAiStream(['The README has ', '4 words.']));
+  it('asks back a call from plain words its own model declines, runs the exact call the agent restates, and continues upstream with the result', async () => {
+    // The rules are not sure of the plain words: the request's own model is asked in a side request first, and declines.
+    llm.replyOnce(openAiStream(INTENT_TURN), openAiCompletion({ content: 'No function fits.' }), openAiStream(EXACT_TURN), openAiStream(['The README has ', '4 words.']));
     const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'not-used' });
     const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'How many words are in the README?' }] });
     let content = '';
@@ -66,6 +67,10 @@ describe('the gateway with the real openai client', () => {
     expect(content).toContain('The README has 4 words.');
     expect(kiwi.map((e) => e.type)).toEqual(['start', 'intent', 'unresolved', 'turn', 'intent', 'call', 'result', 'turn', 'finish']);
 
+    // The side request went to the same upstream and model, with the closest tools as functions.
+    const side = (llm.requests.at(-3)?.body ?? {}) as { model: string; tools: { function: { name: string } }[] };
+    expect(side.model).toBe('gpt-4o-mini');
+    expect(side.tools.map((t) => t.function.name)).toContain('word_count');
     // Turn 2 went upstream with the question: the closest tool's schema, the value found, the exact form asked for.
     const second = (llm.requests.at(-2)?.body ?? {}) as { messages: { role: string; content: string }[] };
     expect(second.messages[0]?.role).toBe('system');

@@ -30,3 +30,16 @@ export function openAiStream(chunks: string[], options: { finish?: string; usage
   const body = `${events.map((e) => `data: ${JSON.stringify(e)}\n\n`).join('')}data: [DONE]\n\n`;
   return { status: 200, headers: { 'content-type': 'text/event-stream; charset=utf-8' }, body };
 }
+
+/**
+ * An OpenAI chat.completion (not streamed), as the API answers a side request the gateway makes
+ * (the resolver's fallback model): one native call of `name(args)`, or text only.
+ */
+export function openAiCompletion(message: { name: string; args: unknown } | { content: string }, usage: [input: number, output: number] = [300, 20]): Recording {
+  const msg =
+    'content' in message
+      ? { role: 'assistant', content: message.content }
+      : { role: 'assistant', content: null, tool_calls: [{ id: 'call_side', type: 'function', function: { name: message.name, arguments: JSON.stringify(message.args) } }] };
+  const body = { id: 'chatcmpl-side', object: 'chat.completion', created: 1765100000, model: 'upstream-model', choices: [{ index: 0, message: msg, finish_reason: 'content' in message ? 'stop' : 'tool_calls' }], usage: { prompt_tokens: usage[0], completion_tokens: usage[1], total_tokens: usage[0] + usage[1] } };
+  return { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) };
+}

@@ -371,6 +371,15 @@ describe('intentInstructions', () => {
     expect(text).toMatch(/never invent/i);
   });
 
+  it('says what becomes of plain words: run once a model confirms them, or write the exact call from the menu', () => {
+    const model = intentInstructions({ plainWords: 'model' });
+    expect(model).toContain('Plain words run once a model confirms the call.');
+    const none = intentInstructions({ plainWords: 'asked-back' });
+    expect(none).toContain('Plain words may be asked back: write the exact call from the menu.');
+    expect(intentInstructions()).toBe(none);
+    for (const text of [model, none]) expect(text.split(/\s+/).filter(Boolean).length).toBeLessThanOrEqual(120);
+  });
+
   it('writes its example so the scanner reads it as an intent, for a custom marker too', () => {
     expect(scan(intentInstructions()).intents[0]).toBe('what to do, in plain words');
     expect(scan(intentInstructions()).intents[1]).toBe('tool_id {"name": "value"}');

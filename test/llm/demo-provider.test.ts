@@ -107,6 +107,33 @@ describe('demo model: streaming', () => {
     expect(c.finish).toEqual({ type: 'finish', reason: 'stop', usage: { inputTokens: Math.ceil('what changed'.length / 4), outputTokens: Math.ceil(c.text.length / 4) } });
   });
 
+  it("answers the gateway's side request from its recorded calls, saying so, and calls none it has no recording for", async () => {
+    const script: DemoScript = { ...SCRIPT, calls: [{ intent: 'Count the words in  "README.md"', tool: 'word_count', arguments: { path: 'README.md' } }] };
+    const demo = createDemoProvider({ turns: script });
+    const shown = { tools: [{ name: 'word_count', parameters: { type: 'object' } }, { name: 'read_file', parameters: { type: 'object' } }] };
+    const side = (intent: string, tools = shown): ChatRequest => ({ model: 'kiwi-demo', messages: [{ role: 'system', content: 'Call the one function…' }, user(`${intent}\n\nEarlier in the conversation (only for values the request refers to):\nI will count them.`)], clientTools: tools, sideRequest: true });
+
+    const called = await demo.complete(side('count the words in "README.md"'));
+    expect(called.toolCalls).toEqual([{ id: expect.stringMatching(/^call_demo_/), name: 'word_count', arguments: '{"path":"README.md"}' }]);
+    expect(called.text).toBe('(offline demo model) A recorded answer to the gateway\'s side request: word_count {"path":"README.md"}');
+    expect(called.finish.reason).toBe('tool_calls');
+    expect(called.finish.usage?.inputTokens).toBeGreaterThan(0);
+
+    // Another intent, or the recorded tool not among those shown: no call, and it says why.
+    for (const request of [side('count the lines in "README.md"'), side('count the words in "README.md"', { tools: [{ name: 'read_file', parameters: { type: 'object' } }] })]) {
+      const none = await demo.complete(request);
+      expect(none.toolCalls).toBeUndefined();
+      expect(none.text).toBe('(offline demo model) I have no recorded call for this side request, so I call none.');
+    }
+    // A client's own request with tools is a turn as before.
+    expect((await demo.complete({ ...side('words'), sideRequest: false })).text).toMatch(/^\(offline demo model\) Counting\./);
+  });
+
+  it('refuses a recorded call that is not well formed, naming the field', () => {
+    expect(() => parseDemoTurns('calls:\n  - { intent: "x", tool: "a b" }\n', 'turns.yaml')).toThrow(/turns\.yaml:2:\d+: calls\[0\]\.tool: must be 1 to 64 letters/);
+    expect(() => parseDemoTurns('calls:\n  - { intent: "x", tool: t, arguments: [1] }\n', 'turns.yaml')).toThrow(/calls\[0\]\.arguments: must be an object/);
+  });
+
   it('honours stop sequences and max tokens (4 characters a token), as a model would', async () => {
     const demo = createDemoProvider({ turns: SCRIPT });
     const stopped = await demo.complete({ ...ask(user('words')), stop: ['[TOOL'] });
@@ -210,6 +237,16 @@ describe('demo model: the agent-turns file', () => {
       ['hello', 'default'],
     ])('routes "%s" to %s', (question, conversation) => {
       expect(selectDemoTurn(script, [user(question)]).conversation).toBe(conversation);
+    });
+
+    it('records a side-request answer for the plain-words intents its conversations write', () => {
+      const calls = script.calls ?? [];
+      const intents = (text: string): string[] => {
+        const scanner = createIntentScanner();
+        return [...scanner.push(text), ...scanner.end()].flatMap((e) => (e.type === 'intent' ? [e.text] : []));
+      };
+      expect(calls.map((c) => c.intent)).toEqual(expect.arrayContaining([...intents(script.default?.turns[0] ?? ''), 'count the words in "README.md"']));
+      expect(calls.find((c) => c.intent === 'count the words in "README.md"')).toEqual({ intent: 'count the words in "README.md"', tool: 'word_count', arguments: { path: 'README.md' } });
     });
 
     it('has exactly one well-formed intent in every first turn, and says it is the demo in every reply', () => {

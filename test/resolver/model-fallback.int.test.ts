@@ -187,16 +187,37 @@ describe('the fallback model', () => {
     await expect(pending).rejects.toThrow();
   });
 
-  it('is not asked where the gate could not pass even a call with every value stated, nor where no gate reaches the target', async () => {
-    // A calibration that keeps every confidence below 0.998 (logit(r) - 3, so r = 1 - 1e-4 maps to 0.998), and a gate of 0.999.
+  it("is asked where no gate reaches the target: the calibrated gate is the rules', a model's call passes the schema and the evidence instead", async () => {
+    // A calibration that keeps every confidence below 0.998 (logit(r) - 3), a gate of 0.999 at 0.9 and none at 0.95.
     const model: ResolverModel = { version: 1, embedder: 'hash', calibration: { mean: [0], std: [1], weights: [1], bias: -3 }, gates: [{ precision: 0.9, threshold: 0.999 }, { precision: 0.95, threshold: null }], card: {} };
+    for (const targetPrecision of [0.9, 0.95]) {
+      llm.replyOnce('openai-llamacpp-fallback-call');
+      const r = await resolverWith({ model, targetPrecision }).resolve(INTENT);
+      expect(r).toMatchObject({ status: 'resolved', call: { tool: 'send_greeting', arguments: { person: 'Ada Lovelace', occasion: 'birthday' } }, fallback: { outcome: 'called' } });
+      // Its confidence is kept for the record, calibrated as a rules-made call's would be.
+      expect(r.confidence).toBeLessThan(0.999);
+    }
+    // The evidence check stands: a value the intent does not hold still refuses the call.
+    llm.replyOnce({ recording: answer({ name: 'send_greeting', args: { person: 'Ada Lovelace', occasion: 'anniversary' } }) });
+    const guessed = await resolverWith({ model, targetPrecision: 0.95 }).resolve(INTENT);
+    expect(guessed).toMatchObject({ status: 'unresolved', fallback: { outcome: 'refused' } });
+  });
+
+  it("asks a resolution's own fallback model in place of the resolver's, shown only the candidates the caller may run", async () => {
+    const own = createModelFallback({ provider, model: 'gpt-4o-mini', upstream: 'recorded' });
+    llm.replyOnce('openai-llamacpp-fallback-call');
     const before = llm.requests.length;
-    const high = await resolverWith({ model, targetPrecision: 0.9 }).resolve(INTENT);
-    expect(high).toMatchObject({ status: 'unresolved' });
-    expect(high.fallback).toBeUndefined();
-    expect(high.notes.join('\n')).toMatch(/not asked: even a call with every value stated would stay below the gate/);
-    const none = await resolverWith({ model, targetPrecision: 0.95 }).resolve(INTENT);
+    const r = await resolverWith().resolve(INTENT, { fallback: own, mayCall: (c) => c.tool !== 'get_weather_forecast' });
+    expect(r).toMatchObject({ status: 'resolved', call: { tool: 'send_greeting' }, fallback: { model: 'gpt-4o-mini', upstream: 'recorded', outcome: 'called' } });
+    const sent = (await llm.request(before)).body as { model: string; tools: { function: { name: string } }[] };
+    expect(sent.model).toBe('gpt-4o-mini');
+    expect(sent.tools.map((t) => t.function.name).sort()).toEqual(['list_open_issues', 'send_greeting']);
+
+    // Nothing the caller may run: no side request at all.
+    const none = await resolverWith().resolve(INTENT, { fallback: own, mayCall: () => false });
+    expect(none).toMatchObject({ status: 'unresolved' });
     expect(none.fallback).toBeUndefined();
-    expect(llm.requests.length).toBe(before);
+    expect(none.notes.join('\n')).toMatch(/not asked: the caller may run none of the closest tools/);
+    expect(llm.requests.length).toBe(before + 1);
   });
 });

@@ -21,8 +21,9 @@ describe('resolver.yaml', () => {
     await expect(loadResolverConfig(file, ctx)).rejects.toThrow(/larger than 65536 bytes; it should be a few lines/);
   });
 
-  it('defaults to USE-lite and rules-only arguments when the file is missing', async () => {
-    expect(await loadResolverConfig(path.join(dir, 'absent.yaml'), ctx)).toEqual({ embedder: { kind: 'use-lite' }, settings: {}, argumentModel: null, fallback: null });
+  it("defaults to USE-lite, rules-only arguments and the request's own model as fallback when the file is missing", async () => {
+    expect(await loadResolverConfig(path.join(dir, 'absent.yaml'), ctx)).toEqual({ embedder: { kind: 'use-lite' }, settings: {}, argumentModel: null, fallback: { kind: 'request', candidates: 5, timeoutMs: 10_000 } });
+    expect((await loadResolverConfig(write('threshold: 0.6\n'), ctx)).fallback).toEqual({ kind: 'request', candidates: 5, timeoutMs: 10_000 });
   });
 
   it('reads every backend and setting, with ${ENV} in URLs and keys and model folders relative to the project', async () => {
@@ -37,14 +38,18 @@ describe('resolver.yaml', () => {
     expect(http).toMatchObject({ embedder: { kind: 'http', url: 'http://127.0.0.1:8080', model: 'e5', apiKey: 'k1' }, argumentModel: { url: 'http://127.0.0.1:9', model: 'qwen' } });
   });
 
-  it('reads the fallback model by model or by tier, with its defaults', async () => {
-    expect((await loadResolverConfig(write('fallback: { model: "qwen3:0.6b" }\n'), ctx)).fallback).toEqual({ model: 'qwen3:0.6b', candidates: 5, timeoutMs: 10_000 });
-    expect((await loadResolverConfig(write('fallback: { tier: fast, candidates: 3, timeout_ms: 2000 }\n'), ctx)).fallback).toEqual({ tier: 'fast', candidates: 3, timeoutMs: 2000 });
+  it("reads the fallback model by model or by tier, the request's own with limits, or off", async () => {
+    expect((await loadResolverConfig(write('fallback: { model: "qwen3:0.6b" }\n'), ctx)).fallback).toEqual({ kind: 'named', named: { model: 'qwen3:0.6b', candidates: 5, timeoutMs: 10_000 } });
+    expect((await loadResolverConfig(write('fallback: { tier: fast, candidates: 3, timeout_ms: 2000 }\n'), ctx)).fallback).toEqual({ kind: 'named', named: { tier: 'fast', candidates: 3, timeoutMs: 2000 } });
+    expect((await loadResolverConfig(write('fallback: { candidates: 8 }\n'), ctx)).fallback).toEqual({ kind: 'request', candidates: 8, timeoutMs: 10_000 });
+    expect((await loadResolverConfig(write('fallback: {}\n'), ctx)).fallback).toEqual({ kind: 'request', candidates: 5, timeoutMs: 10_000 });
+    expect((await loadResolverConfig(write('fallback: off\n'), ctx)).fallback).toEqual({ kind: 'off' });
+    expect((await loadResolverConfig(write('fallback: false\n'), ctx)).fallback).toEqual({ kind: 'off' });
   });
 
   it.each([
-    ['fallback: { model: a, tier: fast }', /fallback: give either model .* or tier/],
-    ['fallback: {}', /fallback: give either model/],
+    ['fallback: { model: a, tier: fast }', /fallback: give model .* or tier .*, not both/],
+    ['fallback: on', /fallback/],
     ['fallback: { tier: "no spaces" }', /fallback\.tier: must be a tier name/],
     ['fallback: { model: m, candidates: 0 }', /fallback\.candidates/],
     ['fallback: { model: m, url: "http://x" }', /Unrecognized key|url/],

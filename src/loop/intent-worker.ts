@@ -127,8 +127,8 @@ export function createIntentWorker(deps: IntentWorkerDeps): IntentWorker {
     const resolution = planned ?? (await deps.resolve(intent, { context, signal }));
     if (signal.aborted) return false;
     if (resolution.status === 'unresolved') {
-      const { reason, missing, found, fallback, candidates } = resolution;
-      unresolved(index, intent, { reason, missing, candidates, context, ...(found ? { found } : {}), ...(fallback ? { fallback } : {}) }, step);
+      const { reason, missing, found, fallback, candidates, stop } = resolution;
+      unresolved(index, intent, { reason, missing, candidates, context, ...(found ? { found } : {}), ...(fallback ? { fallback } : {}), ...(stop ? { stop } : {}) }, step);
       return false;
     }
     const { call } = resolution;

@@ -249,7 +249,7 @@ describe('kiwi serve', () => {
     const offered = offeredGates(await loadResolverModel()).map((g) => g.precision);
     const plainWords = out.find((line) => line.startsWith('plain words: '));
     expect(plainWords).toContain(`targets offered: ${offered.length ? offered.join(', ') : 'none'} (each held on every shipped catalog left out of fitting`);
-    if (!offered.some((p) => p >= 0.95)) expect(plainWords).toMatch(/target_precision 0\.95 is not offered .* no call from plain words runs on the rules' confidence alone/);
+    if (!offered.some((p) => p >= 0.95)) expect(plainWords).toMatch(/target_precision 0\.95 is not offered .* no call from plain words runs on the rules' confidence alone: a chat asks the request's own model in a side request/);
     expect((await fetch(`${base}/ui/login`, { redirect: 'manual' })).status).toBe(303);
     stop.abort();
     expect(await exit).toBe(0);

@@ -16,6 +16,13 @@ describe("the gateway's start line on calls from plain words", () => {
     expect(describeCallGate(gates(0.95, null), { offered: [], checkedPerFold: true })).toMatch(/^plain words: target_precision 0\.95 is not offered \(targets offered: none /);
   });
 
+  it('says that a chat asks its model where the rules stop, unless the fallback is off', () => {
+    expect(describeCallGate(gates(0.95, null), { offered, checkedPerFold: true }, "the request's own model")).toMatch(
+      /on the rules' confidence alone: a chat asks the request's own model in a side request and runs the call it writes once checked; elsewhere the agent is asked to write the call exactly \(tool \{json\}\)$/,
+    );
+    expect(describeCallGate(gates(0.8, 0.57), { offered, checkedPerFold: true }, 'the model qwen3:0.6b')).toMatch(/; below it a chat asks the model qwen3:0\.6b in a side request/);
+  });
+
   it('names the gate of an offered target, and the offered one above a target between them', () => {
     expect(describeCallGate(gates(0.8, 0.57), { offered, checkedPerFold: true })).toMatch(/^plain words: a call from plain words runs at calibrated confidence 0\.57 and above, for target_precision 0\.8; below it .*targets offered: 0\.6, 0\.8 /);
     expect(describeCallGate(gates(0.7, 0.57), { offered, checkedPerFold: true })).toMatch(/for target_precision 0\.7 \(the gate of 0\.8, the lowest offered target above it\)/);

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { z } from 'zod';
 import { sharedTempFile } from './shared-temp-file.js';
+import { AF_UNIX, EACCES, ENOSYS, SOCK_DGRAM, SOCK_FLAGS, SOCK_RAW, SOCK_SEQPACKET, SOCK_STREAM } from './socket-constants.js';
 
 /**
  * The seccomp profile a container tool runs under (`podman run --security-opt seccomp=FILE`):
@@ -37,14 +38,6 @@ export const PODMAN_SECCOMP_PROFILES = ['/etc/containers/seccomp.json', '/usr/sh
 /** The base's own cap on size: podman's is ~16 KB. */
 const MAX_PROFILE_BYTES = 1024 * 1024;
 
-const EACCES = 13;
-const ENOSYS = 38;
-const AF_UNIX = 1;
-const SOCK_STREAM = 1;
-const SOCK_DGRAM = 2;
-const SOCK_RAW = 3;
-const SOCK_SEQPACKET = 5;
-const SOCK_FLAGS = 0x800 | 0x80000;
 const LOW_32 = 0xffffffff;
 const OURS = new Set(['socket', 'socketpair', 'socketcall', 'io_uring_setup', 'io_uring_enter', 'io_uring_register']);
 

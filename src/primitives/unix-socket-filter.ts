@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { endianness, userInfo } from 'node:os';
 import { KiwiError } from '../errors.js';
+import { AF_UNIX, EACCES, ENOSYS, SOCK_FLAGS, SOCK_SEQPACKET, SOCK_STREAM } from './socket-constants.js';
 import { sharedTempFile } from './shared-temp-file.js';
 
 /**
@@ -46,13 +47,6 @@ import { sharedTempFile } from './shared-temp-file.js';
  * calls (`int 0x80` on x86-64), where the calls have other numbers and socketcall(2) another way in.
  */
 
-const EACCES = 13;
-const ENOSYS = 38;
-const AF_UNIX = 1;
-const SOCK_STREAM = 1;
-const SOCK_SEQPACKET = 5;
-/** SOCK_NONBLOCK | SOCK_CLOEXEC (O_NONBLOCK, O_CLOEXEC) on the architectures below; any other bit is a type the allow list must see. */
-const SOCK_FLAGS = 0x800 | 0x80000;
 /** socketcall(2)'s call numbers. */
 const SYS_SOCKET = 1;
 const SYS_SOCKETPAIR = 8;

@@ -178,7 +178,7 @@ export const LIST_PAGE_LABEL_BYTES = 1024 * 1024;
 const SUMMARY_COLUMNS = 'id, status, client, agent_id, labels, usage, created_at, updated_at';
 type SummaryRow = Pick<ExecutionRow, 'id' | 'status' | 'client' | 'agent_id' | 'labels' | 'usage' | 'created_at' | 'updated_at'> & { fetched: number | string };
 
-function fromSummaryRow(r: SummaryRow): ExecutionPage['executions'][number] {
+function fromSummaryRow(r: Omit<SummaryRow, 'fetched'>): ExecutionPage['executions'][number] {
   const usage = r.usage === null ? undefined : parseUsage(JSON.parse(r.usage));
   return {
     id: r.id,
@@ -194,19 +194,7 @@ function fromSummaryRow(r: SummaryRow): ExecutionPage['executions'][number] {
 
 function fromRow(r: ExecutionRow): Execution {
   const output = r.output === null ? null : (JSON.parse(r.output) as unknown);
-  const usage = r.usage === null ? undefined : parseUsage(JSON.parse(r.usage));
-  return {
-    id: r.id,
-    status: r.status,
-    client: r.client,
-    agentId: r.agent_id,
-    labels: JSON.parse(r.labels) as Record<string, string>,
-    input: JSON.parse(r.input) as unknown,
-    ...(output === null ? {} : { output }),
-    ...(usage === undefined ? {} : { usage }),
-    createdAt: r.created_at,
-    updatedAt: r.updated_at,
-  };
+  return { ...fromSummaryRow(r), input: JSON.parse(r.input) as unknown, ...(output === null ? {} : { output }) };
 }
 
 /** Opaque to clients: base64 of `<created_at>|<id>` of the last row of a page (§5). */

@@ -1,3 +1,4 @@
+import type { Migration } from '../store/sql/migrate.js';
 import type { SqlQueryable } from '../store/sql/sql-db.js';
 import { quotaExceeded, type KernelLimits } from './kernel-limits.js';
 
@@ -10,7 +11,7 @@ import { quotaExceeded, type KernelLimits } from './kernel-limits.js';
  * `maxExecutionsPerClient` and `maxInputBytesPerClient`: history is given up, oldest first,
  * rather than refusing a client that ends what it makes. Only when its executions not ended
  * fill the share alone is the create refused. The counts are kernel_client_kept's row, which a
- * trigger keeps (kernel-migrations.ts 18). Runs under the client's quota lock (executions.ts).
+ * trigger keeps (CLIENT_SHARE_MIGRATION below, kernel migration 18). Runs under the client's quota lock (executions.ts).
  */
 
 /** Ended executions looked at, and deleted, by one statement. */
@@ -52,3 +53,41 @@ export async function makeRoomInShare(tx: SqlQueryable, limits: Pick<KernelLimit
   }
   return deleted;
 }
+
+/** Kernel migration 18 (kernel-migrations.ts lists it): the counts makeRoomInShare reads, kept by a trigger. */
+export const CLIENT_SHARE_MIGRATION: Migration = {
+  version: 18,
+  name: 'what each client keeps',
+  statements: [
+    // The executions each client made through /v0 (ended ones too) and the bytes of their
+    // inputs, kept by the trigger below on every insert and delete (however a row goes: a
+    // create, the retention sweep, a prune), so a create checks its client's share in one row
+    // (kernel-limits.ts, issue 39: 1,203 created and cancelled executions grew the database 300 MB).
+    `create table kernel_client_kept (
+      client text primary key,
+      executions integer not null,
+      input_bytes bigint not null
+    )`,
+    `insert into kernel_client_kept (client, executions, input_bytes)
+      select client, count(*), coalesce(sum(octet_length(input)), 0) from kernel_executions where origin = 'api' group by client`,
+    // octet_length of text reads the stored size: a large input is not read back to count it.
+    `create function kernel_client_kept_count() returns trigger language plpgsql as $$
+    begin
+      if tg_op = 'INSERT' then
+        if new.origin = 'api' then
+          insert into kernel_client_kept as k (client, executions, input_bytes) values (new.client, 1, octet_length(new.input))
+            on conflict (client) do update set executions = k.executions + 1, input_bytes = k.input_bytes + excluded.input_bytes;
+        end if;
+        return new;
+      end if;
+      if old.origin = 'api' then
+        update kernel_client_kept set executions = executions - 1, input_bytes = input_bytes - octet_length(old.input) where client = old.client;
+      end if;
+      return old;
+    end
+    $$`,
+    'create trigger kernel_executions_kept after insert or delete on kernel_executions for each row execute function kernel_client_kept_count()',
+    // A client's ended executions, oldest first: the first to go when it is over its share.
+    "create index kernel_executions_client_ended on kernel_executions (client, updated_at, id) where origin = 'api' and status in ('completed', 'failed', 'cancelled')",
+  ],
+};

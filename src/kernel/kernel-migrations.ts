@@ -1,4 +1,5 @@
 import type { Migration } from '../store/sql/migrate.js';
+import { CLIENT_SHARE_MIGRATION } from './client-share.js';
 
 /**
  * The kernel's tables. User JSON (input, labels, output, payloads) is kept as the text it was
@@ -369,40 +370,5 @@ export const KERNEL_MIGRATIONS: readonly Migration[] = [
       'alter table kernel_executions add column usage text',
     ],
   },
-  {
-    version: 18,
-    name: 'what each client keeps',
-    statements: [
-      // The executions each client made through /v0 (ended ones too) and the bytes of their
-      // inputs, kept by the trigger below on every insert and delete (however a row goes: a
-      // create, the retention sweep, a prune), so a create checks its client's share in one row
-      // (kernel-limits.ts, issue 39: 1,203 created and cancelled executions grew the database 300 MB).
-      `create table kernel_client_kept (
-        client text primary key,
-        executions integer not null,
-        input_bytes bigint not null
-      )`,
-      `insert into kernel_client_kept (client, executions, input_bytes)
-        select client, count(*), coalesce(sum(octet_length(input)), 0) from kernel_executions where origin = 'api' group by client`,
-      // octet_length of text reads the stored size: a large input is not read back to count it.
-      `create function kernel_client_kept_count() returns trigger language plpgsql as $$
-      begin
-        if tg_op = 'INSERT' then
-          if new.origin = 'api' then
-            insert into kernel_client_kept as k (client, executions, input_bytes) values (new.client, 1, octet_length(new.input))
-              on conflict (client) do update set executions = k.executions + 1, input_bytes = k.input_bytes + excluded.input_bytes;
-          end if;
-          return new;
-        end if;
-        if old.origin = 'api' then
-          update kernel_client_kept set executions = executions - 1, input_bytes = input_bytes - octet_length(old.input) where client = old.client;
-        end if;
-        return old;
-      end
-      $$`,
-      'create trigger kernel_executions_kept after insert or delete on kernel_executions for each row execute function kernel_client_kept_count()',
-      // A client's ended executions, oldest first: the first to go when it is over its share.
-      "create index kernel_executions_client_ended on kernel_executions (client, updated_at, id) where origin = 'api' and status in ('completed', 'failed', 'cancelled')",
-    ],
-  },
+  CLIENT_SHARE_MIGRATION,
 ];

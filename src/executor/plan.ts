@@ -27,6 +27,8 @@ const DEFAULT_TIMEOUT_MS = 30_000;
 const DEFAULT_MAX_OUTPUT = 1024 * 1024;
 /** Passed to children besides PATH, HOME and LANG (see buildChildEnv); everything else needs `env_allowlist`. */
 const PASS_THROUGH_ENV = ['LC_ALL', 'TZ', 'TMPDIR'];
+/** What every child gets of the gateway's environment, whoever wrote the tool: none of it is a secret. */
+export const HARMLESS_ENV: readonly string[] = ['PATH', 'HOME', 'LANG', ...PASS_THROUGH_ENV];
 
 const SubprocessConfig = z.looseObject({
   command: z.string().min(1),

@@ -9,13 +9,11 @@ import { contextChain, type PermissionContext } from './permission-context.js';
 
 export const DEFAULT_CREATED_QUOTA_BYTES = 16 * 1024 * 1024;
 
-/** Variables every child gets whoever wrote the tool: none of them is a secret. */
-const ALWAYS = ['PATH', 'HOME', 'LANG', 'LC_ALL', 'TZ', 'TMPDIR'];
-
 /**
- * The variables a created tool may read: those every policy file of the chain (the project's,
- * the client's) grants. A policy file that says nothing of created items grants none; a
- * directive's context, which is no policy file, does not narrow.
+ * The variables a created tool may read, besides those every child gets (executor/plan.ts
+ * HARMLESS_ENV): those every policy file of the chain (the project's, the client's) grants. A
+ * policy file that says nothing of created items grants none; a directive's context, which is no
+ * policy file, does not narrow.
  */
 export function createdEnvGrant(ctx: PermissionContext): Set<string> {
   let granted: Set<string> | undefined;
@@ -24,13 +22,6 @@ export function createdEnvGrant(ctx: PermissionContext): Set<string> {
     granted = new Set(c.createdItems.env.filter((name) => granted === undefined || granted.has(name)));
   }
   return granted ?? new Set();
-}
-
-/** The gateway's environment as a created tool sees it: the harmless variables and the granted ones. */
-export function createdToolEnv(env: Readonly<Record<string, string | undefined>>, granted: ReadonlySet<string>): Record<string, string | undefined> {
-  const out: Record<string, string | undefined> = {};
-  for (const name of [...ALWAYS, ...granted]) if (env[name] !== undefined) out[name] = env[name];
-  return out;
 }
 
 /** The least quota any policy file of the chain sets, else the default. */

@@ -1,6 +1,6 @@
 import { envNamesIn } from '../executor/substitute.js';
-import type { PlanContext } from '../executor/plan.js';
-import { createdEnvGrant, createdToolEnv } from '../policy/created-items.js';
+import { HARMLESS_ENV, type PlanContext } from '../executor/plan.js';
+import { createdEnvGrant } from '../policy/created-items.js';
 import type { PermissionContext } from '../policy/permission-context.js';
 import { createdMcpToolProblem } from '../registry/item-proposal.js';
 import type { Tool } from '../registry/types.js';
@@ -26,4 +26,11 @@ export function createdToolPlan(tool: Tool, ctx: PermissionContext, plan: PlanCo
     return refused(`it asks for the gateway's environment variable${ungranted.length > 1 ? 's' : ''} ${ungranted.slice(0, 5).join(', ')}, which the policy does not grant created items; a person may list ${ungranted.length > 1 ? 'them' : 'it'} in \`created_items.env\` of .ai/config/policy.yaml`);
   }
   return { allowed: true, plan: { ...plan, env: createdToolEnv(plan.env, granted), agentWritten: true } };
+}
+
+/** The gateway's environment as a created tool sees it: the harmless variables and the granted ones. */
+function createdToolEnv(env: PlanContext['env'], granted: ReadonlySet<string>): Record<string, string | undefined> {
+  const out: Record<string, string | undefined> = {};
+  for (const name of [...HARMLESS_ENV, ...granted]) if (env[name] !== undefined) out[name] = env[name];
+  return out;
 }

@@ -136,6 +136,12 @@ describe('parsePolicy: clear errors', () => {
     );
   });
 
+  it('created_items: names only, a quota of 0 or more, no other field', () => {
+    expect(policyError('version: 1\ncreated_items: { env: ["AWS_*"] }\n')).toContain("field `created_items.env[0]` must be an environment variable's name (letters, digits and _), no globs");
+    expect(policyError('version: 1\ncreated_items: { quota_mb: -1 }\n')).toContain('field `created_items.quota_mb` must be 0 (agents create nothing) or more');
+    expect(policyError('version: 1\ncreated_items: { envs: [A] }\n')).toContain('unknown field `envs` at field `created_items`; allowed fields are env, quota_mb');
+  });
+
   it('wrong types', () => {
     expect(policyError('version: 1\ntools: read_file\n')).toBe('.ai/config/policy.yaml: field `tools` must be a list (e.g. `[a, b]`)');
     expect(policyError('version: 1\ncommands: [{ subcommands: [status] }]\n')).toBe('.ai/config/policy.yaml: field `commands[0].executable` is required');

@@ -18,10 +18,12 @@ export interface AskBack {
 }
 
 export const BEST_FIT_DENIED = "the tool that fits this intent best is not one this caller's policy lets it run, so nothing ran";
+/** A weak match (`stop: threshold`) whose first candidate is denied: nothing fits, so no best fit is spoken of. */
+export const NONE_FITS = 'no tool this caller may run fits this intent well enough; rephrase the intent or name the tool';
 
 export function askBackFor(resolution: AskBack, mayRun: (candidate: Candidate) => boolean): AskBack {
   const candidates = resolution.candidates.filter((c) => mayRun(c));
   const top = resolution.candidates[0];
-  if (top !== undefined && candidates[0] !== top && resolution.stop !== 'exact_call') return { candidates, reason: BEST_FIT_DENIED, missing: [] };
+  if (top !== undefined && candidates[0] !== top && resolution.stop !== 'exact_call') return { candidates, reason: resolution.stop === 'threshold' ? NONE_FITS : BEST_FIT_DENIED, missing: [] };
   return { candidates, reason: resolution.reason, missing: resolution.missing, ...(resolution.found ? { found: resolution.found } : {}) };
 }

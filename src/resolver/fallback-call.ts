@@ -12,16 +12,16 @@ import { setOwn } from '../plain-object.js';
  * Where the rules stop short of a call (a value not found, or a call below the gate), the
  * fallback model may choose among the top candidates the caller may run and write the call. Its
  * answer is untrusted input, and runs only past the checks of a model's call: a function it was
- * shown, a tool that fits past the threshold, arguments that pass the tool's schema, and evidence
- * in the text for every value it wrote — a value the text does not hold is a guess, and refuses
- * the call. The calibrated gate is not one of them: it was fitted on the rules' confidence (how
- * often a rules-made call at that score was right), which says nothing of what a model chose; the
- * call's confidence is kept for the record. The policy then decides, as for any call.
+ * shown, arguments that pass the tool's schema, and evidence in the text for every value it wrote
+ * — a value the text does not hold is a guess, and refuses the call. Neither the retrieval's
+ * threshold nor the calibrated gate is one of them: both measure how sure the rules are of their
+ * own first pick, which is why the model was asked; a model that reads the intent may rightly
+ * choose a lower-ranked candidate. The call's confidence is kept for the record. The policy then
+ * decides, as for any call.
  */
 
 export interface FallbackGround {
   fallback: ResolverFallback;
-  threshold: number;
   model?: ResolverModel;
   /** The tool, directive or entry a candidate names, as a tool. */
   targetOf(candidate: Candidate): Tool | undefined;
@@ -72,7 +72,6 @@ export async function callFromFallback(g: FallbackGround, s: FallbackStop): Prom
   const chosen = shown[rank] as (typeof shown)[number];
   // The first candidate's confidence counts its lead; another's is its own score, with no lead.
   const toolConfidence = chosen.candidate === candidates[0] ? confidence : Math.max(0, Math.min(1, chosen.candidate.score));
-  if (toolConfidence < g.threshold) return refuse(`it ranks ${rank + 1} with score ${toolConfidence.toFixed(2)}, below the threshold ${g.threshold}`);
   let checked: Record<string, unknown>;
   try {
     checked = validateArgs(tool, answer.arguments);

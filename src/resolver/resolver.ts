@@ -226,8 +226,9 @@ export function createResolver(deps: ResolverDeps): StagedResolver & { gates: Re
     if (!best || !tool) {
       return { status: 'unresolved', stop: 'match', reason: 'no tool in the catalog matches this intent', missing: [], confidence: 0, candidates, timings: finish(), notes };
     }
+    // Close or weak candidates: the rules cannot tell which fits, a model may (it is free to decline).
     if (confidence < settings.threshold) {
-      return {
+      return fallBack(intent, candidates, confidence, options, finish, {
         status: 'unresolved',
         stop: 'threshold',
         reason: `no tool fits well enough (best: \`${best.tool}\`, confidence ${confidence.toFixed(2)} < ${settings.threshold}); rephrase the intent or name the tool`,
@@ -236,7 +237,7 @@ export function createResolver(deps: ResolverDeps): StagedResolver & { gates: Re
         candidates,
         timings: finish(),
         notes,
-      };
+      });
     }
     const tFill = now();
     const filled = options.rulesOnly ? fillArguments(intent, tool, options.context !== undefined ? { context: options.context } : undefined) : await fillCall(intent, tool, options);
@@ -285,7 +286,7 @@ export function createResolver(deps: ResolverDeps): StagedResolver & { gates: Re
   async function fallBack(intent: string, candidates: Candidate[], confidence: number, options: CompleteOptions, finish: () => Resolution['timings'], stopped: Resolution & { status: 'unresolved' }): Promise<Resolution> {
     const fallback = options.fallback ?? deps.fallback;
     if (!fallback || options.rulesOnly) return stopped;
-    const ground = { fallback, threshold: settings.threshold, targetOf, ...(deps.model ? { model: deps.model } : {}) };
+    const ground = { fallback, targetOf, ...(deps.model ? { model: deps.model } : {}) };
     return callFromFallback(ground, { intent, candidates, confidence, options, finish, stopped });
   }
 

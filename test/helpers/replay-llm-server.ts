@@ -66,6 +66,12 @@ export interface ReplayLlmServer {
   reply(answer: ReplayAnswer): void;
   /** Answers for the next requests, one each, in order. */
   replyOnce(...answers: ReplayAnswer[]): void;
+  /**
+   * Answers requests by what they hold, before any queued answer: `by` returns the answer for a
+   * request it recognises (a side request for one intent) and undefined for the rest, which the
+   * queue answers. Undefined stops routing.
+   */
+  route(by: ((request: ReceivedRequest) => ReplayAnswer | undefined) | undefined): void;
   /** Drops the replyOnce answers no request has taken yet (a test cut short left them). */
   forgetQueued(): void;
   /** The answer to every GET …/models: ids, a failure, a body as given, or 'stall' (headers never come). Unset: 404. */
@@ -153,6 +159,7 @@ export async function startReplayLlmServer(): Promise<ReplayLlmServer> {
   const queued: ReplayAnswer[] = [];
   let standing: ReplayAnswer | undefined;
   let modelsAnswer: ModelsAnswer | undefined;
+  let router: ((request: ReceivedRequest) => ReplayAnswer | undefined) | undefined;
   const waiters: (() => void)[] = [];
 
   function answer(req: ReceivedRequest, res: http.ServerResponse): void {
@@ -166,10 +173,14 @@ export async function startReplayLlmServer(): Promise<ReplayLlmServer> {
       const [status, body] = Array.isArray(modelsAnswer) ? [200, modelsBody(modelsAnswer, req.headers['anthropic-version'] !== undefined)] : [modelsAnswer.status, modelsAnswer.body];
       return void res.writeHead(status, { 'content-type': 'application/json' }).end(body);
     }
-    const next = queued[0] ?? standing;
+    const routed = router?.(req);
+    const next = routed ?? queued[0] ?? standing;
     if (next === undefined) return fail(500, 'replay server: no answer was set; call reply() or replyOnce() first');
+    const take = (): void => {
+      if (routed === undefined) queued.shift();
+    };
     if (typeof next === 'object' && 'status' in next) {
-      queued.shift();
+      take();
       return fail(next.status, `replay server: failing with ${next.status} as told`, next.headers, next.body);
     }
     const options: ReplayOptions = typeof next === 'string' ? { recording: next } : next;
@@ -180,7 +191,7 @@ export async function startReplayLlmServer(): Promise<ReplayLlmServer> {
         return fail(404, `replay server: recording ${options.recording} is served at POST ${expected ?? '(a name starting with openai- or anthropic-)'}, not ${req.method} ${urlPath}`);
       }
     }
-    queued.shift();
+    take();
     const recording = typeof options.recording === 'string' ? loadRecording(options.recording) : options.recording;
     send(res, options, recording).catch(() => res.destroy());
   }
@@ -225,6 +236,9 @@ export async function startReplayLlmServer(): Promise<ReplayLlmServer> {
     },
     replyOnce(...answers) {
       queued.push(...answers);
+    },
+    route(by) {
+      router = by;
     },
     models(answer) {
       modelsAnswer = answer;

@@ -55,13 +55,13 @@ afterAll(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-function resolverWith(options: { timeoutMs?: number; model?: ResolverModel; targetPrecision?: number } = {}) {
+function resolverWith(options: { timeoutMs?: number; model?: ResolverModel; targetPrecision?: number; threshold?: number } = {}) {
   const fallback = createModelFallback({ provider, model: 'qwen3-0.6b', upstream: 'local', ...(options.timeoutMs ? { timeoutMs: options.timeoutMs } : {}), price: { inputPerMtok: 1, outputPerMtok: 2 } });
   return createResolver({
     tools: TOOLS,
     search: index,
     embedder: createHashEmbedder({ dimensions: 128 }),
-    settings: { threshold: 0.3, targetPrecision: options.targetPrecision ?? 0 },
+    settings: { threshold: options.threshold ?? 0.3, targetPrecision: options.targetPrecision ?? 0 },
     fallback,
     ...(options.model ? { model: options.model } : {}),
   });
@@ -104,6 +104,17 @@ describe('the fallback model', () => {
     expect(sent.tools.map((t) => t.function.name)).toContain('send_greeting');
     expect(sent.tools.find((t) => t.function.name === 'send_greeting')?.function.parameters.required).toEqual(['person', 'occasion']);
     expect(sent.messages.at(-1)?.content).toBe(INTENT);
+  });
+
+  it('is asked where no candidate fits well enough, and may choose one the rules ranked lower', async () => {
+    // Every candidate is below this threshold: the rules cannot tell which fits.
+    const resolver = resolverWith({ threshold: 0.99 });
+    llm.replyOnce({ recording: answer({ name: 'list_open_issues', args: {} }) });
+    const before = llm.requests.length;
+    const r = await resolver.resolve('send a greeting card, or list what is still open');
+    const shown = ((await llm.request(before)).body as { tools: { function: { name: string } }[] }).tools.map((t) => t.function.name);
+    expect(shown.indexOf('list_open_issues')).toBeGreaterThan(0);
+    expect(r).toMatchObject({ status: 'resolved', call: { tool: 'list_open_issues', arguments: {} }, fallback: { outcome: 'called' } });
   });
 
   it('takes the call a small model prints as JSON in its text (Ollama)', async () => {

@@ -5,7 +5,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serveDemoGateway, type DemoGateway } from '../helpers/demo-gateway.js';
-import { openAiStream } from '../helpers/openai-sse.js';
+import { openAiCompletion, openAiStream } from '../helpers/openai-sse.js';
 import { processAlive } from '../../src/process-alive.js';
 import { addSlowTool, readSlowPid } from '../helpers/slow-tool.js';
 
@@ -94,7 +94,8 @@ describe('a chat through the gateway', () => {
   }, 30_000);
 
   it('records an intent it could not resolve', async () => {
-    served.llm.replyOnce(openAiStream(['[TOOL: teleport the build server to the moon]']), openAiStream(['I cannot do that.']));
+    // No tool fits well: the request's own model is asked in a side request, and declines.
+    served.llm.replyOnce(openAiStream(['[TOOL: teleport the build server to the moon]']), openAiCompletion({ content: 'None of these teleports anything.' }), openAiStream(['I cannot do that.']));
     const { id } = await chat('move the server');
     const log = await story(id);
     expect(log.map((e) => e.type)).toEqual(['execution.created', 'execution.started', 'intent.unresolved', 'turn.started', 'execution.completed']);

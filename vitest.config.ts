@@ -16,6 +16,9 @@ import { defineConfig } from 'vitest/config';
  *                              child process through the proxy are fine; the whole project runs
  *                              in under 30 s (`npm run test:unit`).
  *
+ * Every file runs with a HOME of its own, empty (test/setup/isolate-home.ts): no test sees the
+ * account's `~/.ai`, nor another file's.
+ *
  * A new test file that does one of the things above is named `*.int.test.ts`. The reporter
  * below prints the slowest files of every run: a unit file that shows up there moves.
  */
@@ -41,6 +44,7 @@ export default defineConfig({
           // small files cost more than their tests. The test files themselves are still
           // evaluated afresh; what a unit test changes in a shared module it puts back.
           isolate: false,
+          setupFiles: ['./test/setup/isolate-home.ts'],
         },
       },
       {
@@ -50,7 +54,7 @@ export default defineConfig({
           include: ['test/**/*.int.test.ts'],
           globalSetup: ['./test/setup/global-setup.ts'],
           // Each test process loads the USE-lite model once, not once per gateway.
-          setupFiles: ['./test/setup/hold-use-lite.ts'],
+          setupFiles: ['./test/setup/isolate-home.ts', './test/setup/hold-use-lite.ts'],
           // As for unit: src/ imported once per worker (it cost ~2 s a file here). A file that
           // boots a gateway closes it in afterAll; what it changes in a shared module it puts back.
           isolate: false,

@@ -64,7 +64,9 @@ export function containerArgv(host: ContainerHost, spec: ContainerSpec): string[
   out.push('--memory', `${limits.memoryMb}m`, '--memory-swap', `${limits.memoryMb}m`);
   out.push('--timeout', String(spec.timeoutSeconds), '--log-driver', 'none');
   for (const mount of [...host.systemMounts, ...granted]) out.push('--volume', `${mountPath(mount.path)}:${mount.path}:${mount.writable ? 'rw' : 'ro'}`);
-  // notmpcopyup: podman would otherwise fill the tmpfs with what it masks.
+  // notmpcopyup: podman would otherwise fill the tmpfs with what it masks. A mask's `shown` files
+  // are not bound back: the tmpfs is read-only from the start, with no room for their mount points.
+  // A container tool that reads `.git` sees those files deleted (docs/sandbox.md).
   for (const mask of spec.masks) {
     out.push(...(mask.dir ? ['--tmpfs', `${mountPath(mask.path)}:ro,size=4k,notmpcopyup`] : ['--volume', `${mountPath(spec.emptyFile)}:${mask.path}:ro`]));
   }

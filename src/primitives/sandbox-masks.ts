@@ -3,7 +3,7 @@ import { userInfo } from 'node:os';
 import path from 'node:path';
 import { isInside } from '../policy/path-check.js';
 import { matchesAny } from '../policy/permission-context.js';
-import { createCleanTrackedFiles } from './git-clean-files.js';
+import { createTrackedFiles } from './git-tracked-files.js';
 import { sharedTempFile } from './shared-temp-file.js';
 import { DEFAULT_WALK_LIMITS, walkIsStale, walkSecrets, type SecretWalk, type WalkLimits } from './secret-walk.js';
 
@@ -68,6 +68,12 @@ export interface SecretMasks {
 export interface MaskTarget {
   path: string;
   dir: boolean;
+  /**
+   * Files inside a masked folder shown again to a tool that reads `.git`: tracked and clean ones as
+   * they are (git holds their bytes), changed ones as an empty file, so that git sees no phantom
+   * deletion (git-tracked-files.ts).
+   */
+  shown?: { path: string; empty: boolean }[];
 }
 
 export interface SecretMasksOptions {
@@ -85,7 +91,7 @@ export function createSecretMasks(options: SecretMasksOptions = {}): SecretMasks
   const walks = new Map<string, SecretWalk>();
   let empty: string | undefined;
   const warned = new Set<string>();
-  const cleanTracked = createCleanTrackedFiles();
+  const trackedFiles = createTrackedFiles();
 
   function projectEntries(root: string, allow: readonly (readonly string[])[]) {
     const key = JSON.stringify([root, allow]);
@@ -101,18 +107,21 @@ export function createSecretMasks(options: SecretMasksOptions = {}): SecretMasks
     return walk.entries;
   }
 
-  function wantedPaths(request: MaskRequest): string[] {
+  /** What to mask, and the project's real root when the tool reads its `.git` (and so its tracked files). */
+  function wantedPaths(request: MaskRequest): { wanted: string[]; readsGitOf?: string } {
     const wanted: string[] = [];
     const { project } = request;
+    let readsGitOf: string | undefined;
     if (project) {
       const entries = projectEntries(project.root, project.allow);
       const gitDirs = gitDirsOf(project);
       const dotGit = path.join(project.root, '.git');
-      // A tool that reads all of .git reads tracked files from it too: only files git does not hold unchanged stay masked (git-clean-files.ts).
+      // A tool that reads all of .git reads tracked files from it too: only files git does not hold unchanged stay masked (git-tracked-files.ts).
       const readsGit = gitDirs.length === 0 && existsSync(dotGit) && !entries.some((e) => isInside(e.path, dotGit));
       const files = readsGit ? entries.filter((e) => !e.dir).map((e) => e.path) : [];
-      const clean = cleanTracked(project.root, files);
+      const { clean } = trackedFiles(project.root, files);
       wanted.push(...entries.map((e) => e.path).filter((p) => !clean.has(p)), ...gitDirs, ...gatewayEntries(project));
+      if (readsGit) readsGitOf = real(project.root);
     }
     const own = new Set([userInfo().homedir, ...(request.home ? [request.home] : [])].filter((h) => path.isAbsolute(h)));
     for (const home of own) wanted.push(...HOME_SECRETS.map((entry) => path.join(home, entry)));
@@ -125,18 +134,34 @@ export function createSecretMasks(options: SecretMasksOptions = {}): SecretMasks
       else wanted.push(home);
     }
     wanted.push(...SYSTEM_SECRETS, ...sshHostKeys());
-    return wanted;
+    return readsGitOf === undefined ? { wanted } : { wanted, readsGitOf };
+  }
+
+  /** The masks, with the tracked files inside the project's masked folders shown again to a tool that reads `.git`. */
+  function plan(request: MaskRequest): MaskTarget[] {
+    const { wanted, readsGitOf: root } = wantedPaths(request);
+    const masks = maskTargets(wanted);
+    if (root === undefined) return masks;
+    const folders = masks.filter((m) => m.dir && m.path !== root && isInside(m.path, root));
+    const { clean, changed } = trackedFiles(root, folders.map((m) => m.path));
+    for (const folder of folders) {
+      const shown = [...[...clean].map((f) => ({ path: f, empty: false })), ...[...changed].filter((f) => existsSync(f)).map((f) => ({ path: f, empty: true }))];
+      const inside = shown.filter((s) => isInside(s.path, folder.path)).sort((a, b) => a.path.localeCompare(b.path));
+      if (inside.length > 0) folder.shown = inside;
+    }
+    return masks;
   }
 
   return {
     args(request) {
       empty ??= emptyFile();
       const file = empty;
-      return maskTargets(wantedPaths(request)).flatMap((t) => (t.dir ? ['--tmpfs', t.path, '--remount-ro', t.path] : ['--ro-bind', file, t.path]));
+      // The tmpfs is made read-only after the files shown in it are bound: bwrap makes their mount points.
+      return plan(request).flatMap((t) => (t.dir ? ['--tmpfs', t.path, ...(t.shown ?? []).flatMap((s) => ['--ro-bind', s.empty ? file : s.path, s.path]), '--remount-ro', t.path] : ['--ro-bind', file, t.path]));
     },
     targets(request) {
       empty ??= emptyFile();
-      return { masks: maskTargets(wantedPaths(request)), emptyFile: empty };
+      return { masks: plan(request), emptyFile: empty };
     },
   };
 }

@@ -169,26 +169,30 @@ describe.runIf(hasBwrap)('a sandboxed tool reading secrets on its own', () => {
     expectHidden(seen, ['.ai/config/policy.yaml', '.ai/state/keys.json']);
   });
 
-  it('shows git a clean tree where a secret-looking file is tracked: no phantom change for a masked .npmrc', async () => {
+  it("shows git a clean tree where masked files are tracked: no phantom change for a masked .npmrc or the gateway's .ai/ folders", async () => {
     await openPeek();
     rmSync(path.join(temp.root, '.git'), { recursive: true });
     temp.write('.npmrc', `//registry.npmjs.org/:_authToken=${SECRET}\n`);
+    temp.write('.ai/knowledge/notes.md', 'shared notes\n');
     const git = (...args: string[]) => execFileSync('git', ['-C', temp.root, '-c', 'user.name=kiwi', '-c', 'user.email=kiwi@example.invalid', ...args], { encoding: 'utf8' });
     git('init', '-q');
-    git('add', '.npmrc', 'docs/readme.txt');
-    git('commit', '-qm', 'tracked .npmrc');
+    git('add', '.npmrc', 'docs/readme.txt', '.ai/config/policy.yaml', '.ai/knowledge/notes.md');
+    git('commit', '-qm', 'tracked .npmrc and .ai/');
     const status = async () => {
       const outcome = await project?.proxy.call({ tool: 'git_status', args: {}, session: 'secrets-test', client: 'test', source: 'cli' });
       if (outcome?.status !== 'ok') throw new Error(`git_status failed: ${JSON.stringify(outcome)}`);
-      return outcome.result.text.split('\n').filter((line) => line.endsWith('.npmrc'));
+      return outcome.result.text.split('\n').filter((line) => line.endsWith('.npmrc') || line.includes('.ai/'));
     };
-    expect(git('status', '--short', '--', '.npmrc')).toBe('');
-    expect(await status()).toEqual([]);
-    // A tool that cannot read .git still gets it empty.
-    expectHidden((await peek(['.npmrc'])).seen, ['.npmrc']);
+    expect(git('status', '--short', '--', '.npmrc', '.ai/config', '.ai/knowledge')).toBe('');
+    // Folders masked whole (.ai/config, .ai/knowledge) read as empty: git saw ' D .ai/config/policy.yaml'.
+    // What it sees of .ai/ is what git outside sees: only the untracked tool folder.
+    expect(await status()).toEqual(['?? .ai/tools/']);
+    // A tool that cannot read .git still gets them empty.
+    expectHidden((await peek(['.npmrc', '.ai/config/policy.yaml', '.ai/knowledge/notes.md'])).seen, ['.npmrc', '.ai/config/policy.yaml', '.ai/knowledge/notes.md']);
     // A real change is one, and its new content stays masked even from the git tools.
     temp.write('.npmrc', `//registry.npmjs.org/:_authToken=${SECRET}-rotated\n`);
-    expect(await status()).toEqual([' M .npmrc']);
+    temp.write('.ai/knowledge/notes.md', `${SECRET} notes\n`);
+    expect(await status()).toEqual([' M .ai/knowledge/notes.md', ' M .npmrc', '?? .ai/tools/']);
   });
 
   it('sees no secret in its environment and cannot read the environ of processes outside', async () => {

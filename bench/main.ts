@@ -10,6 +10,7 @@ import { runMultiStepBench } from './resolve/multi-step.js';
 import { runResolveBench } from './resolve/run-resolve.js';
 import { runSuiteBench } from './resolve/run-suite.js';
 import { runSandboxBench } from './sandbox/run-sandbox.js';
+import { runSideRequestBench } from './side-request/run-side-request.js';
 import { runScaleBench } from './scale/run-scale.js';
 
 const BENCHES: Record<string, (argv: string[]) => Promise<void>> = {
@@ -25,6 +26,7 @@ const BENCHES: Record<string, (argv: string[]) => Promise<void>> = {
   hooks: runHooksBench,
   sandbox: runSandboxBench,
   prefetch: runPrefetchBench,
+  'side-request': runSideRequestBench,
   'prefetch-traces': runBuildTraces,
 };
 

@@ -1,8 +1,9 @@
 import { fork, type ChildProcess } from 'node:child_process';
 
 /**
- * A bench helper process (bench-child.ts) and a call-and-answer channel over IPC. The child
- * inherits this process's execArgv, which under tsx carries its TypeScript loader.
+ * A bench helper process (bench-child.ts, or another `entry` speaking the same messages) and a
+ * call-and-answer channel over IPC. The child inherits this process's execArgv, which under tsx
+ * carries its TypeScript loader.
  */
 
 export interface BenchChild<Ready> {
@@ -14,8 +15,8 @@ export interface BenchChild<Ready> {
 
 type Message = { ready?: unknown; id?: number; result?: unknown; error?: string };
 
-export async function startBenchChild<Ready>(args: string[], signal?: AbortSignal): Promise<BenchChild<Ready>> {
-  const child: ChildProcess = fork(new URL('./bench-child.ts', import.meta.url), args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+export async function startBenchChild<Ready>(args: string[], signal?: AbortSignal, entry: URL = new URL('./bench-child.ts', import.meta.url)): Promise<BenchChild<Ready>> {
+  const child: ChildProcess = fork(entry, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const pending = new Map<number, { resolve(v: unknown): void; reject(e: Error): void }>();
   let nextId = 1;
   let exited = false;

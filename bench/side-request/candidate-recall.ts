@@ -24,7 +24,7 @@ export const RECALL_KS = [1, 3, 5, 8] as const;
 export interface CandidateOutcome {
   id: string;
   gold: string;
-  /** `ran`: the rules ran a call without asking; otherwise the resolver's stop (`gate`, `arguments`, `threshold`…). */
+  /** `ran`: the rules ran a call without asking; otherwise the resolver's stop (`gate`, `arguments`, `threshold`, `match`…). */
   stop: string;
   shown: string[] | null;
 }

@@ -125,7 +125,7 @@ function printRecall(catalogs: readonly CatalogRecall[], o: { gate: number | nul
     const notAsked = Object.entries(c.not_asked).map(([k, v]) => `${k} ${v}`).join(', ') || '0';
     console.log(`${c.dataset.padEnd(14)}${String(c.pool).padStart(9)}${String(c.sampled).padStart(9)}${String(c.asked).padStart(7)}${String(c.ran).padStart(5)}${notAsked.padStart(22)}${RECALL_KS.map((k) => f(c.recall[`at_${k}`]).padStart(8)).join('')}`);
   }
-  console.log("asked: the side request would be made (below the gate, or a required value missing); ran: the rules ran a call; not asked: where the resolver stopped before (threshold: no tool fits well enough) — those are asked back with no side request. A catalog with no one-call intents (NESTFUL's are sequences) has nothing to ask.");
+  console.log("asked: the side request would be made (no candidate past the threshold, below the gate, or a required value missing); ran: the rules ran a call; not asked: where the resolver stopped before asking, by its stop (match: no tool matched at all) — those are asked back with no side request. A catalog with no one-call intents (NESTFUL's are sequences) has nothing to ask.");
 }
 
 function parseOptions(argv: string[]) {

@@ -1,5 +1,7 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { isKiwiError, KiwiError } from '../errors.js';
 import type { ContainerLimits } from '../policy/isolation-choice.js';
@@ -91,14 +93,20 @@ export function createContainerRunner(options: ContainerRunnerOptions = {}): Con
         timeoutSeconds: Math.ceil(req.timeoutMs / 1000) + BACKSTOP_SECONDS,
       });
       let result: SubprocessResult;
+      // podman's own working folder, not the call's (the tool's is --workdir): conmon writes an
+      // `oom` file into it when the kernel kills the container, which in the project a checkpoint
+      // would commit.
+      const own = await mkdtemp(path.join(tmpdir(), 'kiwi-podman-'));
       try {
         const { sandbox: _unused, ...plain } = req;
         // Podman's own PATH is the standard one: its network helpers run iptables from /usr/sbin. The tool's PATH goes in by --env.
-        result = await runSubprocess({ ...plain, argv, env: { ...req.env, PATH: DEFAULT_CHILD_PATH } });
+        result = await runSubprocess({ ...plain, cwd: own, argv, env: { ...req.env, PATH: DEFAULT_CHILD_PATH } });
       } catch (error) {
         // Ending `podman run` does not end the container (conmon keeps it): remove it by name.
         await removeContainer(found.host.podman, name);
         throw retold(error, tool, name);
+      } finally {
+        await rm(own, { recursive: true, force: true });
       }
       return checkExit(result, tool, grant.limits, name);
     },

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { createServer as createSocketServer } from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
@@ -136,9 +136,12 @@ describe.runIf(probe.ok)('the container executor', () => {
   });
 
   it('ends a call past its memory limit with a clear error, and leaves no container', async () => {
+    const before = readdirSync(root);
     const error = await failure(run(['python3', '-c', 'x = bytearray(400 * 1024 * 1024); print(len(x))']), 'TOOL_FAILED');
     expect(error.message).toMatch(/memory limit of 128 MB; raise config\.container\.memory_mb/u);
     expect(leftover(error)).toBe(false);
+    // conmon notes the kill in an `oom` file in its working folder: never the project, which a checkpoint would commit.
+    expect(readdirSync(root)).toEqual(before);
   });
 
   it('ends a call past its time limit, and removes its container', async () => {

@@ -57,10 +57,7 @@ const DEFAULT_MAX_WAITING = 16;
 export async function openGgufChatModel(options: GgufChatModelOptions): Promise<LocalChatModel> {
   const file = await checkedGgufFile(options.file, options.where);
   const { getLlama, LlamaChat, LlamaLogLevel } = await import('node-llama-cpp');
-  let llama: Llama | undefined;
-  let model: LlamaModel | undefined;
-  let context: LlamaContext | undefined;
-  let chat: LlamaChat;
+  let llama: Llama;
   try {
     llama = await getLlama({
       gpu: false,
@@ -70,6 +67,13 @@ export async function openGgufChatModel(options: GgufChatModelOptions): Promise<
       logLevel: LlamaLogLevel.error,
       logger: (_level, message) => options.log?.(`${path.basename(file)}: ${message.trim()}`),
     });
+  } catch (error) {
+    throw new KiwiError('INVALID_INPUT', `${options.where}: node-llama-cpp has no working prebuilt binary for this machine (${describeError(error)}), and the gateway builds none; serve the model with llama.cpp's server or Ollama and name it with fallback.model instead`, { cause: error });
+  }
+  let model: LlamaModel | undefined;
+  let context: LlamaContext | undefined;
+  let chat: LlamaChat;
+  try {
     model = await llama.loadModel({ modelPath: file, gpuLayers: 0 });
     // llama.cpp's threads spin while they wait for each other: more of them than free cores makes
     // every token slower, and the gateway shares the machine with its tools and requests.
@@ -79,7 +83,7 @@ export async function openGgufChatModel(options: GgufChatModelOptions): Promise<
   } catch (error) {
     await context?.dispose();
     await model?.dispose();
-    await llama?.dispose();
+    await llama.dispose();
     throw new KiwiError('INVALID_INPUT', `${options.where}: ${file} could not be loaded by node-llama-cpp (${describeError(error)}); check that it is a complete GGUF model of an architecture llama.cpp runs`, { cause: error });
   }
   const loaded = { llama, chat };

@@ -20,7 +20,7 @@ const LAYERS = [
   ['app', ['app']],
 ] as const;
 
-const OUTSIDE_SYSTEMS = /^(hono|@hono\/|@modelcontextprotocol\/|undici|@lancedb\/|apache-arrow|pg$|@electric-sql\/|@huggingface\/|@energetic-ai\/|redis|@redis\/|@opentelemetry\/)/;
+const OUTSIDE_SYSTEMS = /^(hono|@hono\/|@modelcontextprotocol\/|undici|@lancedb\/|apache-arrow|pg$|@electric-sql\/|@huggingface\/|@energetic-ai\/|redis|@redis\/|@opentelemetry\/|node-llama-cpp$)/;
 const MAY_REACH_OUTSIDE = new Set(['backends', 'edges']);
 
 const SRC = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'src');

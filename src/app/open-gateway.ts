@@ -145,7 +145,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
         directives: project.registry.directives.values(),
         knowledge: project.registry.knowledge.values(),
         env: options.env,
-        fallbackModel: routeResolverFallback({ config, upstreams, ...tracingOn }),
+        fallbackModel: routeResolverFallback({ config, upstreams, ...tracingOn, ...(options.log ? { log: options.log } : {}) }),
         ...(options.log ? { log: options.log } : {}),
       }),
       openGatewayKernel({ root: project.root, env: options.env, limits: config.kernelLimits, events: shared.kernelEvents, ...tracingOn, ...(options.log ? { log: options.log } : {}) }),

@@ -57,6 +57,8 @@ export interface ResolverFallback {
   /** How many candidates it is shown. */
   readonly candidates: number;
   ask(ask: FallbackAsk): Promise<FallbackAnswer>;
+  /** Frees what it holds (a model loaded in this process); its owner calls it once, at close. */
+  close?(): Promise<void>;
 }
 
 const SYSTEM_PROMPT =
@@ -138,7 +140,7 @@ export function createModelFallback(options: ModelFallbackOptions): ResolverFall
 }
 
 /** Function names as OpenAI accepts them, made unique: `a.b` and `a_b` must not collide. */
-function functionNames(tools: readonly Tool[]): Map<string, Tool> {
+export function functionNames(tools: readonly Tool[]): Map<string, Tool> {
   const out = new Map<string, Tool>();
   for (const tool of tools) {
     const base = functionName(tool.id);

@@ -17,6 +17,7 @@ import { readCappedFile } from '../read-capped-file.js';
  *   embedder: { kind: http, url: http://127.0.0.1:8080, model: nomic-embed, api_key: "${EMBED_KEY:-}" }
  *   arguments: { kind: llm, url: http://127.0.0.1:8080, model: qwen2.5-0.5b-instruct }   # optional; default: rules only
  *   fallback: { model: qwen3-0.6b }   # or { tier: fast }: a model gateway.yaml routes, asked where the rules stop short;
+ *                                     # or { model_file: models/qwen3-0.6b.gguf }: a GGUF file run in the gateway (node-llama-cpp, CPU);
  *                                     # default: a chat's own upstream model; `off`: none
  *                                     # (candidates: 5, timeout_ms: 10000); docs/resolution.md "The fallback model"
  *   text_weight: 0.4      threshold: 0.55      margin_weight: 1      pool: 50
@@ -45,10 +46,14 @@ const Schema = z.strictObject({
         .strictObject({
           model: z.string().min(1).max(512).optional(),
           tier: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must be a tier name of gateway.yaml model_tiers, like fast').optional(),
+          model_file: z.string().min(1).max(4096).optional(),
           candidates: z.number().int().min(1).max(20).optional(),
           timeout_ms: z.number().int().min(100).max(120_000).optional(),
         })
-        .refine((f) => f.model === undefined || f.tier === undefined, 'give model (a model gateway.yaml routes) or tier (one of its model_tiers), not both; neither: the request\'s own model'),
+        .refine(
+          (f) => [f.model, f.tier, f.model_file].filter((x) => x !== undefined).length <= 1,
+          'give one of model (a model gateway.yaml routes), tier (one of its model_tiers) or model_file (a GGUF file run in the gateway), not two; none: the request\'s own model',
+        ),
     )
     .optional(),
   text_weight: z.number().min(0).max(10).optional(),
@@ -73,8 +78,8 @@ export interface FallbackLimits {
   timeoutMs: number;
 }
 
-/** A fallback model resolver.yaml names; the gateway routes it (gateway.yaml). */
-export type NamedFallback = ({ model: string } | { tier: string }) & FallbackLimits;
+/** A fallback model resolver.yaml names: one the gateway routes (gateway.yaml), or a GGUF file it runs itself (an absolute path). */
+export type NamedFallback = ({ model: string } | { tier: string } | { modelFile: string }) & FallbackLimits;
 
 /**
  * The model asked where the rules stop short: one resolver.yaml names (`named`), or by default
@@ -142,15 +147,16 @@ export async function loadResolverConfig(file: string, ctx: { env: Readonly<Reco
         }
       : null;
   const f = c.fallback;
-  const fallback = fallbackOf(f);
+  const fallback = fallbackOf(f, ctx.root);
   return { embedder, settings, argumentModel, fallback, ...(c.model ? { modelFile: path.resolve(ctx.root, c.model) } : {}) };
 }
 
-function fallbackOf(f: z.infer<typeof Schema>['fallback']): FallbackConfig {
+function fallbackOf(f: z.infer<typeof Schema>['fallback'], root: string): FallbackConfig {
   if (f === undefined) return DEFAULT_FALLBACK;
   if (f === 'off' || f === false) return { kind: 'off' };
   const limits = { candidates: f.candidates ?? DEFAULT_FALLBACK_CANDIDATES, timeoutMs: f.timeout_ms ?? DEFAULT_FALLBACK_TIMEOUT_MS };
   if (f.model !== undefined) return { kind: 'named', named: { model: f.model, ...limits } };
   if (f.tier !== undefined) return { kind: 'named', named: { tier: f.tier, ...limits } };
+  if (f.model_file !== undefined) return { kind: 'named', named: { modelFile: path.resolve(root, f.model_file), ...limits } };
   return { kind: 'request', ...limits };
 }

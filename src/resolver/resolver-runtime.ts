@@ -175,28 +175,49 @@ export async function openProjectResolverRuntime(options: {
   directives?: Iterable<Directive>;
   knowledge?: Iterable<Knowledge>;
   env: Readonly<Record<string, string | undefined>>;
-  /** Routes resolver.yaml's `fallback:` to a model (the gateway's upstreams); absent, intents resolve without it. */
-  fallbackModel?: (config: NamedFallback) => ResolverFallback;
+  /** Routes resolver.yaml's `fallback:` to a model (the gateway's upstreams, or a file it loads); absent, intents resolve without it. */
+  fallbackModel?: (config: NamedFallback) => ResolverFallback | Promise<ResolverFallback>;
   log?: (message: string) => void;
   signal?: AbortSignal;
 }): Promise<ResolverRuntime> {
   const file = path.join(options.root, '.ai', 'config', 'resolver.yaml');
   const config = await loadResolverConfig(file, { env: options.env, root: options.root });
   const named = config.fallback.kind === 'named' ? config.fallback.named : undefined;
-  const fallback = named !== undefined ? options.fallbackModel?.(named) : undefined;
-  const runtime = await openResolverRuntime({
-    tools: options.tools,
-    ...(options.directives ? { directives: options.directives } : {}),
-    ...(options.knowledge ? { knowledge: options.knowledge } : {}),
-    indexDir: path.join(options.root, '.ai', 'vectors'),
-    embedder: config.embedder,
-    settings: config.settings,
-    argumentModel: config.argumentModel,
-    ...(fallback ? { fallback } : {}),
-    ...(config.modelFile ? { model: config.modelFile } : {}),
-    ...(options.log ? { log: options.log } : {}),
-    ...(options.signal ? { signal: options.signal } : {}),
-  });
+  const fallback = named !== undefined ? await options.fallbackModel?.(named) : undefined;
+  let runtime: ResolverRuntime;
+  try {
+    runtime = await openResolverRuntime({
+      tools: options.tools,
+      ...(options.directives ? { directives: options.directives } : {}),
+      ...(options.knowledge ? { knowledge: options.knowledge } : {}),
+      indexDir: path.join(options.root, '.ai', 'vectors'),
+      embedder: config.embedder,
+      settings: config.settings,
+      argumentModel: config.argumentModel,
+      ...(fallback ? { fallback } : {}),
+      ...(config.modelFile ? { model: config.modelFile } : {}),
+      ...(options.log ? { log: options.log } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+  } catch (error) {
+    await fallback?.close?.();
+    throw error;
+  }
+  // The fallback was opened here (a model file loaded in this process): it closes with the runtime.
+  if (fallback?.close !== undefined) {
+    const { close } = runtime;
+    const closeFallback = fallback.close.bind(fallback);
+    runtime = {
+      ...runtime,
+      async close() {
+        try {
+          await close();
+        } finally {
+          await closeFallback();
+        }
+      },
+    };
+  }
   if (config.fallback.kind === 'request') return { ...runtime, requestFallback: { candidates: config.fallback.candidates, timeoutMs: config.fallback.timeoutMs } };
   if (named === undefined || fallback !== undefined) return runtime;
   return { ...runtime, fallbackNotUsed: `${file} names a fallback model, which only the gateway routes to (kiwi serve, and the console's playground): here intents resolve without it` };

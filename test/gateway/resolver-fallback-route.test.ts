@@ -44,4 +44,14 @@ describe("resolver.yaml's fallback, routed by gateway.yaml", () => {
     expect(() => routed({ tier: 'tiny', candidates: 5, timeoutMs: 1000 })).toThrow(/fallback\.tier: "tiny" is not in gateway\.yaml's model_tiers \(fast, powerful\); add it there, or give fallback\.model/);
     expect(() => routed({ model: 'llama3:8b', candidates: 5, timeoutMs: 1000 })).toThrow(/no upstream in gateway\.yaml serves the model "llama3:8b"; add it to an upstream's models/);
   });
+
+  it('loads a model file itself, and stops the gateway with what to fix when it is missing or not GGUF', async () => {
+    const routed = await route();
+    await expect(routed({ modelFile: path.join(root, 'models', 'qwen3-0.6b.gguf'), candidates: 5, timeoutMs: 1000 })).rejects.toThrow(
+      /^\.ai\/config\/resolver\.yaml: fallback\.model_file: .*models\/qwen3-0\.6b\.gguf does not exist; fetch a GGUF model there first/,
+    );
+    const html = path.join(root, 'page.gguf');
+    writeFileSync(html, '<!doctype html>');
+    await expect(routed({ modelFile: html, candidates: 5, timeoutMs: 1000 })).rejects.toThrow(/fallback\.model_file: .*page\.gguf is not a GGUF model/);
+  });
 });

@@ -47,8 +47,14 @@ describe('resolver.yaml', () => {
     expect((await loadResolverConfig(write('fallback: false\n'), ctx)).fallback).toEqual({ kind: 'off' });
   });
 
+  it('reads a model file to run in the gateway, relative to the project', async () => {
+    expect((await loadResolverConfig(write('fallback: { model_file: models/qwen3-0.6b.gguf, timeout_ms: 5000 }\n'), ctx)).fallback).toEqual({ kind: 'named', named: { modelFile: '/project/models/qwen3-0.6b.gguf', candidates: 5, timeoutMs: 5000 } });
+  });
+
   it.each([
-    ['fallback: { model: a, tier: fast }', /fallback: give model .* or tier .*, not both/],
+    ['fallback: { model: a, tier: fast }', /fallback: give one of model .*, tier .* or model_file .*, not two/],
+    ['fallback: { tier: fast, model_file: m.gguf }', /fallback: give one of model/],
+    ['fallback: { model_file: "" }', /fallback\.model_file/],
     ['fallback: on', /fallback/],
     ['fallback: { tier: "no spaces" }', /fallback\.tier: must be a tier name/],
     ['fallback: { model: m, candidates: 0 }', /fallback\.candidates/],

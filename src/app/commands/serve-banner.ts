@@ -1,6 +1,8 @@
 import type { ClientAuth } from '../../clients/client-auth.js';
 import { isLoopbackHost } from '../../clients/loopback.js';
 import type { GatewayConfig } from '../gateway-config.js';
+import { IN_PROCESS } from '../../resolver/local-model-fallback.js';
+import type { ResolverRuntime } from '../../resolver/resolver-runtime.js';
 
 /** The parts of `kiwi serve`'s banner that describe the configuration: for people, never a key. */
 
@@ -36,4 +38,11 @@ export function describeAccess(access: Awaited<ReturnType<ClientAuth['mode']>>, 
   const onlyLocal = allowedHosts.every((h) => isLoopbackHost(h.replace(/:\d+$/, '')));
   if (!isLoopbackHost(host) && onlyLocal) lines.push(`warning: listening on ${host}, but allowed_hosts names only this machine, so clients on the network get 403; add the name or address they use to allowed_hosts in .ai/config/gateway.yaml`);
   return lines.join('\n');
+}
+
+/** The model a chat asks where the rules stop, as the plain-words line names it; undefined with `fallback: off`. */
+export function describeFallbackModel(runtime: Pick<ResolverRuntime, 'fallback' | 'requestFallback'>): string | undefined {
+  const f = runtime.fallback;
+  if (f !== undefined) return f.upstream === IN_PROCESS ? `the model file ${f.model}, run in this process on the CPU (node-llama-cpp),` : `the model ${f.model}`;
+  return runtime.requestFallback ? "the request's own model" : undefined;
 }

@@ -8,7 +8,7 @@ import { UsageError, type CliContext } from '../../cli/io.js';
 import { parseFlags } from '../../cli/parse-flags.js';
 import { projectOptions } from '../../cli/project-options.js';
 import { progressLine } from '../../cli/commands/index-tools.js';
-import { describeAccess, describeGatewayConfig } from './serve-banner.js';
+import { describeAccess, describeFallbackModel, describeGatewayConfig } from './serve-banner.js';
 import { describeCallGate } from '../../resolver/call-gate-summary.js';
 
 const USAGE = 'kiwi serve [--host HOST] [--port PORT] [--project DIR]';
@@ -38,8 +38,7 @@ export async function serveCommand(ctx: CliContext): Promise<number> {
     ctx.io.out(`project ${project.root}: ${runtime.toolCount} resolvable ${runtime.toolCount === 1 ? 'tool' : 'tools'} (${registry.tools.size} in all, ${registry.errors.length} invalid${registry.warnings.length > 0 ? `, ${registry.warnings.length} warnings: run \`kiwi tools validate\`` : ''}), ${registry.directives.size} directives, ${registry.knowledge.size} knowledge entries; ${project.policy.label}`);
     const auditWhere = databaseUrlOf(options.env) === undefined ? project.auditDir : 'in Postgres (DATABASE_URL, table audit_records)';
     ctx.io.out(`resolver: ${runtime.embedderId}; audit log ${auditWhere} (session ${project.session})`);
-    const modelAsked = runtime.fallback ? `the model ${runtime.fallback.model}` : runtime.requestFallback ? "the request's own model" : undefined;
-    ctx.io.out(describeCallGate(runtime.gates, runtime.targets, modelAsked));
+    ctx.io.out(describeCallGate(runtime.gates, runtime.targets, describeFallbackModel(runtime)));
     ctx.io.out(describeGatewayConfig(config, listener.url));
     ctx.io.out(describeAccess(access, config.allowedHosts, host));
     ctx.io.out(

@@ -20,7 +20,7 @@ export interface LoopObservation {
   count: number;
 }
 
-/** Counts per caller (the proxy passes the client); here, or in Redis when replicas share it (shared-state/redis-loop-detector.ts). */
+/** Counts per scope (the proxy passes the client and the session); here, or in Redis when replicas share it (shared-state/redis-loop-detector.ts). */
 export interface LoopDetector {
   observe(sessionId: string, toolId: string, args: unknown): Promise<LoopObservation>;
 }

@@ -23,7 +23,7 @@ export interface ToolCall {
   args?: unknown;
   /** The conversation the call belongs to; the audit files it under this id. */
   session: string;
-  /** Who asked (see Caller): rate limits and loop detection count per client, never per session. */
+  /** Who asked (see Caller): rate limits count per client, never per session; loop detection per client and session. */
   client: string;
   /** The asking key's roles (Caller.roles), where a stage asks: an admin may add a version to another client's creation. */
   roles?: readonly Role[];

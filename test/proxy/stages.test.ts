@@ -180,11 +180,18 @@ describe('approval stage', () => {
 });
 
 describe('loop check, checkpoint and budget stages', () => {
-  it('marks the third identical call of a client as stuck', async () => {
+  it('marks the third identical call of a client in one session as stuck', async () => {
     const stage = loopCheckStage(createLoopDetector({ threshold: 3 }));
     const calls = [state(), state(), state()];
     for (const c of calls) await composeStages([stage], reached())(c);
     expect(calls.map((c) => c.stuck)).toEqual([false, false, true]);
+  });
+
+  it("counts each session of a client apart, and each client's: a new MCP session starts with no repeats", async () => {
+    const stage = loopCheckStage(createLoopDetector({ threshold: 2 }));
+    const calls = [state({ session: 'one' }), state({ session: 'two' }), state({ session: 'one', client: 'other' }), state({ session: 'one' })];
+    for (const c of calls) await composeStages([stage], reached())(c);
+    expect(calls.map((c) => c.stuck)).toEqual([false, false, false, true]);
   });
 
   it('takes a checkpoint before a tool that may change state, never before a read-only one', async () => {

@@ -46,6 +46,8 @@ export type FeedbackItem =
 export interface ShownResult {
   status: CallOutcome['status'];
   isError: boolean;
+  /** A failed call's error code (`HOOK_FAILED`: a hook's answer, not the tool's failure). */
+  code?: string;
   /** At most `maxChars` of the result, plus a one-line note when some was cut. */
   text: string;
 }
@@ -67,7 +69,7 @@ export function shownResult(outcome: CallOutcome, maxChars: number): ShownResult
     case 'denied':
       return { status: 'denied', isError: true, text: capText(outcome.reason, maxChars) };
     case 'error':
-      return { status: 'error', isError: true, text: capText(`${outcome.error.code}: ${outcome.error.message}`, maxChars) };
+      return { status: 'error', isError: true, code: outcome.error.code, text: capText(`${outcome.error.code}: ${outcome.error.message}`, maxChars) };
   }
 }
 

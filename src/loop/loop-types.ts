@@ -84,6 +84,8 @@ export type LoopEvent =
       tool: string;
       status: 'ok' | 'denied' | 'error';
       isError: boolean;
+      /** A failed call's error code. */
+      code?: string;
       text: string;
       durationMs: number;
       /** The tool proxy's id of the call: its audit record's `call_id`. */

@@ -11,7 +11,8 @@ import type { ThreadLine, ThreadRecord, ThreadStatus } from './thread-store.js';
  * 4. `limit:<name>`: a limit stopped it (`limit:turns`, `limit:tokens`, `limit:budget`,
  *    `limit:repeats`, `limit:tool_calls`, `limit:duration`).
  * 5. It completed, but its last intent did not succeed and nothing after it did: `denied` (the
- *    proxy refused the call), `tool_error` (the call failed, or the tool reported an error),
+ *    proxy refused the call, or a hook answered `fail` or `abort`: a policy's decision, not a
+ *    fault of the directive), `tool_error` (the call failed, or the tool reported an error),
  *    `unresolved` (no call was made for it), `stuck` (the agent signalled `help stuck` and then
  *    gave up).
  *
@@ -30,6 +31,8 @@ export interface ThreadEnding {
 
 /** What the upstream model's failures are thrown as (llm/, upstreams.ts). */
 const MODEL_CODES = new Set(['UPSTREAM_HTTP', 'UNKNOWN_MODEL', 'HTTP_TIMEOUT', 'REQUEST_TIMEOUT']);
+/** A hook's `fail` (the call) and `abort` (the whole run): the policy's answer, classed with refusals. */
+const HOOK_CODES = new Set(['HOOK_FAILED', 'HOOK_ABORTED']);
 
 type LastOutcome = 'ok' | 'denied' | 'tool_error' | 'unresolved' | 'stuck' | undefined;
 
@@ -43,13 +46,14 @@ export function createFailureTally(): FailureTally {
   let last: LastOutcome;
   return {
     observe(record) {
-      if (record.type === 'result') last = record.status === 'denied' ? 'denied' : record.status === 'error' || record.is_error === true ? 'tool_error' : 'ok';
+      if (record.type === 'result') last = record.status === 'denied' || HOOK_CODES.has(record.code ?? '') ? 'denied' : record.status === 'error' || record.is_error === true ? 'tool_error' : 'ok';
       else if (record.type === 'unresolved') last = 'unresolved';
       else if (record.type === 'help' && record.action === 'stuck') last = 'stuck';
     },
     classify(ending) {
       if (ending.status === 'escalated') return 'escalated';
       if (ending.status === 'cancelled') return 'cancelled';
+      if (ending.status === 'failed' && HOOK_CODES.has(ending.code ?? '')) return 'denied';
       if (ending.status === 'failed') return ending.code !== undefined && MODEL_CODES.has(ending.code) ? 'model_error' : 'error';
       if (ending.limit !== undefined) return `limit:${ending.limit}`;
       return last === 'ok' || last === undefined ? undefined : last;

@@ -31,7 +31,7 @@ const line = z.discriminatedUnion('type', [
   header,
   z.looseObject({ type: z.literal('turn'), turn: z.number().int(), text }),
   z.looseObject({ type: z.literal('call'), call_id: text, tool: text, arguments: z.unknown() }),
-  z.looseObject({ type: z.literal('result'), call_id: text, tool: text, status: z.enum(['ok', 'denied', 'error']), is_error: z.boolean().optional(), text }),
+  z.looseObject({ type: z.literal('result'), call_id: text, tool: text, status: z.enum(['ok', 'denied', 'error']), is_error: z.boolean().optional(), code: text.optional(), text }),
   z.looseObject({ type: z.literal('unresolved'), intent: text, reason: text }),
   z.looseObject({ type: z.literal('approval'), tool: text, step_id: text, reason: text }),
   z.looseObject({ type: z.literal('resume'), client: text, model: text, message: text.optional(), at: text }),

@@ -368,7 +368,7 @@ async function drive(deps: ThreadDeps, setup: Setup, run: Run, start: Pick<Threa
           break;
         case 'result':
           steps++;
-          await record({ type: 'result', call_id: event.callId, tool: event.tool, status: event.status, ...(event.isError && event.status === 'ok' ? { is_error: true } : {}), text: event.text });
+          await record({ type: 'result', call_id: event.callId, tool: event.tool, status: event.status, ...(event.isError && event.status === 'ok' ? { is_error: true } : {}), ...(event.code === undefined ? {} : { code: event.code }), text: event.text });
           break;
         case 'unresolved':
           if (event.fallback !== undefined) own.add(event.fallback.model, event.fallback);

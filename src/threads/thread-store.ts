@@ -45,7 +45,7 @@ export type ThreadRecord =
   | { type: 'turn'; turn: number; text: string }
   | { type: 'call'; call_id: string; tool: string; arguments: unknown }
   /** `is_error`: the tool ran and reported an error (its exit code, an HTTP error status). */
-  | { type: 'result'; call_id: string; tool: string; status: 'ok' | 'denied' | 'error'; is_error?: boolean; text: string }
+  | { type: 'result'; call_id: string; tool: string; status: 'ok' | 'denied' | 'error'; is_error?: boolean; code?: string; text: string }
   | { type: 'unresolved'; intent: string; reason: string }
   | { type: 'approval'; tool: string; step_id: string; reason: string }
   /** The thread goes on after an end (or after a crash), in the same transcript. */

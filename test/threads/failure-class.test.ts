@@ -6,7 +6,7 @@ import type { ThreadLine, ThreadRecord } from '../../src/threads/thread-store.js
 
 const header: ThreadLine = { type: 'thread', id: '0195aaaa-bbbb-4ccc-8ddd-eeeeffff0000', directive: 'd', inputs: {}, model: 'm', client: 'local', depth: 1, started_at: '2026-01-01T00:00:00Z' };
 const end = (fields: Partial<Extract<ThreadRecord, { type: 'end' }>> = {}): ThreadRecord => ({ type: 'end', status: 'completed', result: 'r', steps_taken: 1, ended_at: '2026-01-01T00:00:01Z', ...fields });
-const result = (status: 'ok' | 'denied' | 'error', isError = false): ThreadRecord => ({ type: 'result', call_id: 'c', tool: 't', status, ...(isError ? { is_error: true } : {}), text: '' });
+const result = (status: 'ok' | 'denied' | 'error', isError = false, code?: string): ThreadRecord => ({ type: 'result', call_id: 'c', tool: 't', status, ...(isError ? { is_error: true } : {}), ...(code ? { code } : {}), text: '' });
 const unresolved: ThreadRecord = { type: 'unresolved', intent: 'x', reason: 'no tool fits' };
 const classify = (...records: ThreadRecord[]) => classifyThread([header, ...records]);
 
@@ -37,6 +37,12 @@ describe('classifyThread', () => {
     expect(classify(result('ok', true), end())).toBe('tool_error');
     expect(classify(result('ok'), unresolved, end())).toBe('unresolved');
     expect(classify(result('ok'), { type: 'help', action: 'stuck', message: 'no config' }, end())).toBe('stuck');
+  });
+
+  it("a hook's fail or abort is the policy's answer, classed with refusals, not as a tool's fault (nothing to anneal)", () => {
+    expect(classify(result('error', true, 'HOOK_FAILED'), end())).toBe('denied');
+    expect(classify(result('error', true, 'TOOL_FAILED'), end())).toBe('tool_error');
+    expect(classify(result('error', true, 'HOOK_ABORTED'), end({ status: 'failed', code: 'HOOK_ABORTED' }))).toBe('denied');
   });
 
   it('the class the end records wins; a thread that has not ended has none', () => {

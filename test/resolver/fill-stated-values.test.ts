@@ -1,0 +1,37 @@
+/**
+ * Values read as people state them (issue 40): who fills which role, values named by the noun
+ * after them, relative dates, options a description lists, coordinates.
+ */
+import { describe, expect, it } from 'vitest';
+import type { ToolParameter } from '../../src/registry/types.js';
+import { fillArguments } from '../../src/resolver/fill-args.js';
+import { makeTool } from '../helpers/make-tool.js';
+
+type P = Partial<ToolParameter> & Pick<ToolParameter, 'name'>;
+const tool = (...parameters: P[]) =>
+  makeTool({ id: 'test_tool', parameters: parameters.map((p) => ({ type: 'string', required: false, ...p }) as ToolParameter) });
+const fill = (intent: string, ...parameters: P[]) => fillArguments(intent, tool(...parameters));
+
+describe('who fills which role', () => {
+  const director: P = { name: 'director', required: true, description: 'Director of the movie' };
+  const cast: P = { name: 'cast', required: true, description: 'An actor in the movie' };
+
+  it('gives the name after "by" to the maker and the one after "starring" to the cast, whatever their order', () => {
+    expect(fill('Find a movie directed by Christopher Nolan starring Michael Caine', director, cast).arguments).toEqual({ director: 'Christopher Nolan', cast: 'Michael Caine' });
+    expect(fill('Find a movie starring Michael Caine, directed by Christopher Nolan', director, cast).arguments).toEqual({ director: 'Christopher Nolan', cast: 'Michael Caine' });
+    const composer: P = { name: 'composer', required: true };
+    const performer: P = { name: 'performer', required: true };
+    expect(fill('Find recordings featuring Yo-Yo Ma of the suites by Johann Sebastian Bach', composer, performer).arguments).toEqual({ composer: 'Johann Sebastian Bach', performer: 'Yo-Yo Ma' });
+  });
+
+  it('reads the role from the description when the name does not say it', () => {
+    const person: P = { name: 'person', required: true, description: 'The author of the book' };
+    const r = fill('Tell me about the Pride and Prejudice novel written by Jane Austen', person, { name: 'title', description: 'The title of the book' });
+    expect(r.arguments['person']).toBe('Jane Austen');
+  });
+
+  it('does not give the maker a name that only follows another word', () => {
+    expect(fill('Tell me about Jane Austen', director, cast).arguments).not.toEqual({ director: 'Jane Austen', cast: 'Jane Austen' });
+    expect(fill('Pay by card for the movie', director).arguments).toEqual({});
+  });
+});

@@ -90,6 +90,8 @@ export function roleWords(role: Role): ReadonlySet<string> {
 const DESC_ROLES: ReadonlySet<Role> = new Set(['email', 'url', 'path', 'location', 'money', 'ip', 'phone', 'creator', 'cast']);
 
 const EXAMPLES = /\((?:e\.g\.|eg\.?|for example|such as|like)[,:]?\s*([^)]*)\)|\b(?:e\.g\.|such as|for example)[,:]?\s*([^.;)]*)/i;
+/** Options a description enumerates ("one of: daily, weekly", "one of VISA/MASTER", "either 'metric' or 'imperial'"): read as its examples. */
+const OPTIONS = /\b(?:one of|possible values(?: include| are)?|valid values(?: are)?|allowed values(?: are)?|options(?: are| include)?|either)\b[:\s]+((?:['"`]?[\w][\w -]{0,30}['"`]?\s*(?:,\s*(?:or\s+)?|\/|\s+or\s+)){1,15}['"`]?[\w][\w -]{0,30}['"`]?)/i;
 const NAME_FILLER = new Set(['the', 'a', 'an', 'of', 'is']);
 const COUNTED = /\b(?:how\s+many|number\s+of|count\s+of|quantity\s+of|amount\s+of|in)\s+(?:the\s+)?([a-z]+)/gi;
 
@@ -108,7 +110,8 @@ function profileParameter(param: ToolParameter, index: number): ParamProfile {
   const name = rawName.map(stem);
   const description = param.description ?? '';
   const m = EXAMPLES.exec(description);
-  const examples = m ? splitExamples(m[1] ?? m[2] ?? '') : [];
+  const options = OPTIONS.exec(description);
+  const examples = [...(m ? splitExamples(m[1] ?? m[2] ?? '') : []), ...(options ? splitExamples((options[1] ?? '').replaceAll('/', ', ')) : [])];
   const prose = m ? description.slice(0, m.index) + description.slice(m.index + m[0].length) : description;
   const nameSet = new Set(name);
   const desc = new Set<string>();

@@ -35,3 +35,17 @@ describe('who fills which role', () => {
     expect(fill('Pay by card for the movie', director).arguments).toEqual({});
   });
 });
+
+describe('options a description enumerates', () => {
+  it('reads "one of: a, b", "one of A/B", "either \'a\' or \'b\'" and "possible values include" as the values it takes, spelt as listed', () => {
+    expect(fill('Send me the report every week, weekly please', { name: 'frequency', required: true, description: 'How often: one of: daily, weekly, monthly' }).arguments).toEqual({ frequency: 'weekly' });
+    expect(fill('I want to pay with a credit card', { name: 'method', required: true, description: 'Payment method, one of Debit Card/Credit Card/Cash' }).arguments).toEqual({ method: 'Credit Card' });
+    expect(fill('show it in imperial', { name: 'units', required: true, description: "The units (either 'metric' or 'imperial')." }).arguments).toEqual({ units: 'imperial' });
+    expect(fill('watch the memory of the server', { name: 'metric', required: true, description: "The metric. Possible values include: 'CPU', 'Memory', 'Network'" }).arguments).toEqual({ metric: 'Memory' });
+  });
+
+  it('reads no options from prose that lists none', () => {
+    expect(fill('it is one of a kind', { name: 'kind', description: 'One of a speech, to be given' }).arguments).toEqual({});
+    expect(fill('either way works', { name: 'way', description: 'Either way the value is kept' }).arguments).toEqual({});
+  });
+});

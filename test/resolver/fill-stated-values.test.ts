@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { ToolParameter } from '../../src/registry/types.js';
+import { relativeDate } from '../../src/resolver/date-values.js';
 import { fillArguments } from '../../src/resolver/fill-args.js';
 import { makeTool } from '../helpers/make-tool.js';
 
@@ -47,5 +48,38 @@ describe('options a description enumerates', () => {
   it('reads no options from prose that lists none', () => {
     expect(fill('it is one of a kind', { name: 'kind', description: 'One of a speech, to be given' }).arguments).toEqual({});
     expect(fill('either way works', { name: 'way', description: 'Either way the value is kept' }).arguments).toEqual({});
+  });
+});
+
+describe('days named from today', () => {
+  // Monday, 7 December 2026: the clock is injected, never read.
+  const now = new Date(Date.UTC(2026, 11, 7, 15, 0));
+  const date: P = { name: 'date', required: true, description: 'The day, as YYYY-MM-DD' };
+  const on = (intent: string, ...parameters: P[]) => fillArguments(intent, tool(...parameters), { now }).arguments;
+
+  it('reads "next Friday", "this Monday", "last Tuesday", "in three days", "in 2 weeks", "5 days from now" and "a week ago"', () => {
+    expect(relativeDate('next Friday', now)).toEqual({ year: 2026, month: 12, day: 11 });
+    expect(relativeDate('next Monday', now)).toEqual({ year: 2026, month: 12, day: 14 });
+    expect(relativeDate('this Monday', now)).toEqual({ year: 2026, month: 12, day: 7 });
+    expect(relativeDate('last Tuesday', now)).toEqual({ year: 2026, month: 12, day: 1 });
+    expect(on('book a table for next Friday', date)).toEqual({ date: '2026-12-11' });
+    expect(on('remind me in three days', date)).toEqual({ date: '2026-12-10' });
+    expect(on('schedule it in 2 weeks', date)).toEqual({ date: '2026-12-21' });
+    expect(on('the meeting 5 days from now', date)).toEqual({ date: '2026-12-12' });
+    expect(on('what happened a week ago', date)).toEqual({ date: '2026-11-30' });
+    expect(on('what happened on the day before yesterday', date)).toEqual({ date: '2026-12-05' });
+  });
+
+  it('keeps "in 3 days" a count of days for a parameter that counts them', () => {
+    expect(on('the forecast in 3 days', { name: 'days', type: 'integer', required: true, description: 'How many days' })).toEqual({ days: 3 });
+  });
+
+  it('reads no day from words that name none, and no date where the parameter asks for no format', () => {
+    expect(relativeDate('next week', now)).toBeUndefined();
+    expect(relativeDate('next Fridays', now)).toBeUndefined();
+    expect(on('sometime next week, in many days', date)).toEqual({});
+    expect(on('see you in a dozen days', date)).toEqual({});
+    // A parameter that asks for no date format gets no date made up.
+    expect(on('book it for next Friday', { name: 'when', required: true, description: 'When to book' })).toEqual({});
   });
 });

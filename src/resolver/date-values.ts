@@ -117,7 +117,27 @@ export function formatDate({ year, month, day }: DateParts, format: DateFormat =
   }
 }
 
-export const RELATIVE_DATE = /\b(today|tomorrow|yesterday|day after tomorrow|day before yesterday)\b/gi;
+const WEEKDAYS = ['sunday', 'monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday'];
+const COUNT_WORDS: ReadonlyMap<string, number> = new Map(
+  ['one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten', 'eleven', 'twelve'].map((w, i): [string, number] => [w, i + 1]).concat([['a', 1], ['an', 1]]),
+);
+const COUNT = `\\d{1,3}|${[...COUNT_WORDS.keys()].join('|')}`;
+
+/**
+ * Days named from today: "tomorrow", "next Friday", "this Monday", "last Tuesday", "in three
+ * days", "in 2 weeks", "5 days from now", "a week ago".
+ */
+export const RELATIVE_DATE = new RegExp(
+  [
+    'day after tomorrow|day before yesterday|today|tomorrow|yesterday',
+    `(?:next|this|coming|last|past)\\s+(?:${WEEKDAYS.join('|')})`,
+    `in\\s+(?:${COUNT})\\s+(?:days?|weeks?)`,
+    `(?:${COUNT})\\s+(?:days?|weeks?)\\s+(?:from\\s+(?:now|today)|ago)`,
+  ]
+    .map((x) => `\\b(?:${x})\\b`)
+    .join('|'),
+  'gi',
+);
 
 const RELATIVE_OFFSET: ReadonlyMap<string, number> = new Map([
   ['today', 0],
@@ -127,9 +147,32 @@ const RELATIVE_OFFSET: ReadonlyMap<string, number> = new Map([
   ['day before yesterday', -2],
 ]);
 
-/** `tomorrow` relative to `now` (UTC calendar day). */
-export function relativeDate(word: string, now: Date): DateParts | undefined {
-  const offset = RELATIVE_OFFSET.get(word.toLowerCase());
+/** How many days and weeks an "in three days" or "2 weeks ago" counts: the number, for a parameter that counts days. */
+export function relativeCount(words: string): { num: number; unit: string } | undefined {
+  const m = new RegExp(`(?:^|\\s)(${COUNT})\\s+(days?|weeks?)\\b`, 'i').exec(words);
+  if (m === null) return undefined;
+  const raw = (m[1] ?? '').toLowerCase();
+  const num = COUNT_WORDS.get(raw) ?? Number(raw);
+  return { num, unit: (m[2] ?? '').toLowerCase() };
+}
+
+/** A day named from `now` (its UTC calendar day), or undefined when the words name none. */
+export function relativeDate(words: string, now: Date): DateParts | undefined {
+  const text = words.toLowerCase().replace(/\s+/g, ' ').trim();
+  const today = now.getUTCDay();
+  let offset = RELATIVE_OFFSET.get(text);
+  const weekday = /^(next|this|coming|last|past) (\w+)$/.exec(text);
+  if (offset === undefined && weekday !== null) {
+    const day = WEEKDAYS.indexOf(weekday[2] ?? '');
+    if (day < 0) return undefined;
+    const ahead = (day - today + 7) % 7;
+    // "next"/"coming" Friday: the first one after today; "this": today or the next one; "last": the one before today.
+    if (weekday[1] === 'this') offset = ahead;
+    else if (weekday[1] === 'last' || weekday[1] === 'past') offset = -((today - day + 7) % 7 || 7);
+    else offset = ahead || 7;
+  }
+  const count = offset === undefined ? relativeCount(text) : undefined;
+  if (count !== undefined) offset = count.num * (count.unit.startsWith('week') ? 7 : 1) * (text.endsWith('ago') ? -1 : 1);
   if (offset === undefined) return undefined;
   const d = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + offset));
   return { year: d.getUTCFullYear(), month: d.getUTCMonth() + 1, day: d.getUTCDate() };

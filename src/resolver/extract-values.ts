@@ -4,7 +4,7 @@
  * names. Kinds are tried from the most specific to the least, and a character claimed by one
  * value is not read again, so "2024-05-01" is a date and never three numbers.
  */
-import { DATE_PATTERN, RELATIVE_DATE, dateFromMatch } from './date-values.js';
+import { DATE_PATTERN, RELATIVE_DATE, dateFromMatch, relativeCount } from './date-values.js';
 import type { Mention } from './mention.js';
 import { jsonLiterals, quoted } from './quoted-values.js';
 import { unitParts } from './units.js';
@@ -90,7 +90,11 @@ export function extractMentions(text: string): Mention[] {
     const end = m.index + m[0].length;
     if (date && free(m.index, end)) claim({ kind: 'date', start: m.index, end, text: m[0], date });
   }
-  scan(text, RELATIVE_DATE, free, (s, e, v) => claim({ kind: 'reldate', start: s, end: e, text: v }));
+  scan(text, RELATIVE_DATE, free, (s, e, v) => {
+    // "in 3 days" is also a count of days, for a parameter that counts them.
+    const count = relativeCount(v);
+    claim({ kind: 'reldate', start: s, end: e, text: v, ...(count ? { num: count.num, unit: count.unit, words: [count.unit] } : {}) });
+  });
   scan(text, TIME, free, (s, e, v) => claim({ kind: 'time', start: s, end: e, text: v }));
   scan(text, VERSION, free, (s, e, v) => claim({ kind: 'version', start: s, end: e, text: v }));
   scan(text, PATH, free, (s, e, v) => claim({ kind: 'path', start: s, end: e, text: v }), true);

@@ -43,6 +43,11 @@ const BOUNDARY = /[.;!?]\s|[;!?]/;
 const LOCATION_PREPS = new Set(['in', 'at', 'near', 'from', 'to', 'within', 'around', 'across', 'inside', 'outside']);
 const SOURCE_PREPS = new Set(['from', 'since', 'between', 'starting', 'beginning', 'after']);
 const TARGET_PREPS = new Set(['to', 'until', 'till', 'through', 'ending', 'into', 'before']);
+/** Words right before a name that make it the work's maker ("directed by X") or one who appears in it ("starring X"). */
+const CREATOR_CUES = new Set(['by']);
+const CAST_CUES = new Set(['starring', 'featuring', 'stars', 'feat']);
+/** How much such a word says about which of the two roles a name fills. */
+const ROLE_CUE = 0.5;
 /**
  * Roles whose words name a kind of value ("the directory", "the URL", "the host"), so that a
  * quoted value right after one is that value: `the directory "src"` is a path.
@@ -276,6 +281,12 @@ function shapeScore(p: ParamProfile, m: Mention, w: Window): { score: number; wh
     if (r.has('location') && near.some((x) => LOCATION_PREPS.has(x))) add(0.35, `a place after '${near.join(' ')}'`);
     else if (r.has('location') && name) add(0.1, '');
     if (r.has('name') && name) add(0.15, '');
+  }
+  if (m.num === undefined || m.kind === 'quoted') {
+    const by = near.some((x) => CREATOR_CUES.has(x));
+    const starring = near.some((x) => CAST_CUES.has(x));
+    if (r.has('creator')) add(by ? ROLE_CUE : starring ? -ROLE_CUE : 0, `a maker after '${near.join(' ')}'`);
+    else if (r.has('cast')) add(starring ? ROLE_CUE : by ? -ROLE_CUE : 0, `one who appears, after '${near.join(' ')}'`);
   }
   if (m.num !== undefined && (p.param.type === 'number' || p.param.type === 'integer')) {
     // "5 commits" for "How many commits", "2 years" for `years` (no calendar year).

@@ -17,7 +17,7 @@ import { UNIT_FORMS } from './units.js';
 
 export type Role =
   | 'date' | 'time' | 'year' | 'email' | 'url' | 'path' | 'id' | 'location' | 'name' | 'source' | 'target'
-  | 'money' | 'percent' | 'ip' | 'version' | 'phone' | 'count' | 'text';
+  | 'money' | 'percent' | 'ip' | 'version' | 'phone' | 'count' | 'text' | 'creator' | 'cast';
 
 export interface ParamProfile {
   param: ToolParameter;
@@ -76,6 +76,9 @@ const NAME_ROLES: ReadonlyArray<readonly [Role, ReadonlySet<string>]> = [
   ['phone', stems('phone telephone mobile')],
   ['count', stems('count number quantity total size amount')],
   ['text', stems('query q search keyword term prompt question topic request')],
+  // Who made a work ("directed by X", "a novel by X") and who appears in it ("starring X"): named by the words before the name.
+  ['creator', stems('author writer director creator artist composer painter photographer designer developer publisher producer maker manufacturer inventor architect organizer organiser illustrator novelist poet songwriter')],
+  ['cast', stems('cast actor actress star starring performer')],
 ];
 
 /** The words that name what a parameter of this role holds ("directory" for a path). */
@@ -84,9 +87,11 @@ export function roleWords(role: Role): ReadonlySet<string> {
 }
 
 /** Roles a description can give even when the name does not ("The email address of …"). */
-const DESC_ROLES: ReadonlySet<Role> = new Set(['email', 'url', 'path', 'location', 'money', 'ip', 'phone']);
+const DESC_ROLES: ReadonlySet<Role> = new Set(['email', 'url', 'path', 'location', 'money', 'ip', 'phone', 'creator', 'cast']);
 
 const EXAMPLES = /\((?:e\.g\.|eg\.?|for example|such as|like)[,:]?\s*([^)]*)\)|\b(?:e\.g\.|such as|for example)[,:]?\s*([^.;)]*)/i;
+/** Options a description enumerates ("one of: daily, weekly", "one of VISA/MASTER", "either 'metric' or 'imperial'"): read as its examples. */
+const OPTIONS = /\b(?:one of|possible values(?: include| are)?|valid values(?: are)?|allowed values(?: are)?|options(?: are| include)?|either)\b[:\s]+((?:['"`]?[\w][\w -]{0,30}['"`]?\s*(?:,\s*(?:or\s+)?|\/|\s+or\s+)){1,15}['"`]?[\w][\w -]{0,30}['"`]?)/i;
 const NAME_FILLER = new Set(['the', 'a', 'an', 'of', 'is']);
 const COUNTED = /\b(?:how\s+many|number\s+of|count\s+of|quantity\s+of|amount\s+of|in)\s+(?:the\s+)?([a-z]+)/gi;
 
@@ -105,7 +110,8 @@ function profileParameter(param: ToolParameter, index: number): ParamProfile {
   const name = rawName.map(stem);
   const description = param.description ?? '';
   const m = EXAMPLES.exec(description);
-  const examples = m ? splitExamples(m[1] ?? m[2] ?? '') : [];
+  const options = OPTIONS.exec(description);
+  const examples = [...(m ? splitExamples(m[1] ?? m[2] ?? '') : []), ...(options ? splitExamples((options[1] ?? '').replaceAll('/', ', ')) : [])];
   const prose = m ? description.slice(0, m.index) + description.slice(m.index + m[0].length) : description;
   const nameSet = new Set(name);
   const desc = new Set<string>();

@@ -6,6 +6,7 @@ import { throwIfAborted } from '../abort.js';
 import { describeError } from '../errors.js';
 import { readExactCall } from './exact-call.js';
 import { fillArguments, type FilledArguments } from './fill-args.js';
+import { fillableRunnerUp } from './fillable-candidate.js';
 import type { LlmArgumentFiller } from './llm-argument-filler.js';
 import type { ResolverFallback } from './model-fallback.js';
 import { callFromFallback } from './fallback-call.js';
@@ -218,29 +219,41 @@ export function createResolver(deps: ResolverDeps): StagedResolver & { gates: Re
     if (chosen) notes.push(`the caller chose the ${kindOf(chosen) ?? 'tool'} \`${chosen}\``);
     else if (mentioned) notes.push(`the intent names the ${kindOf(mentioned) ?? 'tool'} \`${mentioned}\`: ranked first, and the call is gated like any from plain words`);
     let candidates: Candidate[] = chosen ? [{ tool: chosen, score: 1, ...itemField(chosen) }] : mentioned ? mentionFirst(retrieval.candidates, { tool: mentioned, ...itemField(mentioned) }) : retrieval.candidates;
-    const confidence = chosen ? 1 : mentioned ? retrievalConfidence(candidates, settings) : retrieval.confidence;
+    const toolConfidence = chosen ? 1 : mentioned ? retrievalConfidence(candidates, settings) : retrieval.confidence;
     candidates = candidates.slice(0, Math.max(limit, 1));
 
-    const best = candidates[0];
-    const tool = best ? targetOf(best) : undefined;
+    let best = candidates[0];
+    let tool = best ? targetOf(best) : undefined;
     if (!best || !tool) {
       return { status: 'unresolved', stop: 'match', reason: 'no tool in the catalog matches this intent', missing: [], confidence: 0, candidates, timings: finish(), notes };
     }
     // Close or weak candidates: the rules cannot tell which fits, a model may (it is free to decline).
-    if (confidence < settings.threshold) {
-      return fallBack(intent, candidates, confidence, options, finish, {
+    if (toolConfidence < settings.threshold) {
+      return fallBack(intent, candidates, toolConfidence, options, finish, {
         status: 'unresolved',
         stop: 'threshold',
-        reason: `no tool fits well enough (best: \`${best.tool}\`, confidence ${confidence.toFixed(2)} < ${settings.threshold}); rephrase the intent or name the tool`,
+        reason: `no tool fits well enough (best: \`${best.tool}\`, confidence ${toolConfidence.toFixed(2)} < ${settings.threshold}); rephrase the intent or name the tool`,
         missing: [],
-        confidence,
+        confidence: toolConfidence,
         candidates,
         timings: finish(),
         notes,
       });
     }
     const tFill = now();
-    const filled = options.rulesOnly ? fillArguments(intent, tool, options.context !== undefined ? { context: options.context } : undefined) : await fillCall(intent, tool, options);
+    const fill = async (target: Tool): Promise<FilledArguments> =>
+      options.rulesOnly ? fillArguments(intent, target, options.context !== undefined ? { context: options.context } : undefined) : await fillCall(intent, target, options);
+    let filled = await fill(tool);
+    let confidence = toolConfidence;
+    // A runner-up the intent fills, where the first lacks a value (fillable-candidate.ts); a tool the intent names keeps its place.
+    const runnerUp = filled.missing.length > 0 && !mentioned ? await fillableRunnerUp({ intent, candidates, targetOf, fill, threshold: settings.threshold }) : undefined;
+    if (runnerUp) {
+      notes.push(`\`${tool.id}\` lacks ${filled.missing.map((m) => `\`${m}\``).join(', ')}; \`${runnerUp.tool.id}\` (rank ${runnerUp.rank}) takes every value the intent gives: chosen, at its own score less the first's lead`);
+      ({ candidate: best, tool, filled } = runnerUp);
+      candidates = [runnerUp.candidate, ...candidates.filter((c) => c !== runnerUp.candidate)];
+      // Its own score less the first's lead over it: the retrieval's confidence, with the lead negative.
+      confidence = retrievalConfidence(candidates, settings);
+    }
     timings.fillMs = now() - tFill;
     notes.push(...filled.notes);
     if (filled.missing.length > 0) {

@@ -6,9 +6,11 @@ import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 
 /**
- * `npm run bench -- side-request` as a user runs it (tsx, a process of its own): one round
- * through two real gateways against the bench's replayed upstream, and the candidate recall on a
- * toy datasets folder. Checks what the run did and wrote, never its timings.
+ * `npm run bench -- side-request --only recall` as a user runs it (tsx, a process of its own): the
+ * candidate recall on a toy datasets folder. Checks what the run did and wrote, never its timings.
+ * The turns part, two gateways booted against the bench's replay, is left to the bench itself
+ * (about 30 s here, most of the suite's budget for one file); its logic is unit-tested
+ * (side-request.test.ts).
  */
 
 const REPO_ROOT = path.resolve(import.meta.dirname, '../..');
@@ -26,21 +28,8 @@ const CASES = [
   { id: 't4', intent: 'Check the weather in Oslo, then email it to Ana', calls: [{ name: 'getWeather', arguments: null }, { name: 'sendEmail', arguments: null }] },
 ];
 
-interface Spread {
-  p50: number;
-  p95: number;
-}
-
 interface Result {
   bench: string;
-  upstream: { kind: string };
-  turns: {
-    rounds: number;
-    side_request: { prompt_tokens: Spread; completion_tokens: Spread; tools_shown: Spread };
-    ask_back_turn: { prompt_tokens: Spread };
-    chat: Record<'exact' | 'side' | 'asked_back', { upstream_requests: number }>;
-    conversation: { earlier_pairs: number };
-  };
   candidate_recall: { default_candidates: number; catalogs: { dataset: string; pool: number; sampled: number; asked: number; ran: number; not_asked: Record<string, number>; recall: Record<string, number | null> }[] };
 }
 
@@ -48,40 +37,27 @@ describe('npm run bench -- side-request', () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'kiwi-side-bench-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('measures the side request beside the ask-back turn against a replay, and the recall of what it shows', async () => {
+  it('measures the recall of the candidates the side request shows, per catalog', async () => {
     const toy = path.join(dir, 'datasets', 'toy');
     mkdirSync(toy, { recursive: true });
     writeFileSync(path.join(toy, 'catalog.jsonl'), CATALOG.map((t) => JSON.stringify(t)).join('\n'));
     writeFileSync(path.join(toy, 'test.jsonl'), CASES.map((c) => JSON.stringify(c)).join('\n'));
     const out = path.join(dir, 'side.json');
-    const { stdout } = await run(process.execPath, ['--import', 'tsx', 'bench/main.ts', 'side-request', '--rounds', '1', '--warmup', '0', '--sample', '10', '--datasets', path.join(dir, 'datasets'), '--out', out], {
+    const { stdout } = await run(process.execPath, ['--import', 'tsx', 'bench/main.ts', 'side-request', '--only', 'recall', '--sample', '10', '--datasets', path.join(dir, 'datasets'), '--out', out], {
       cwd: REPO_ROOT,
       env: { PATH: process.env.PATH, HOME: dir },
-      timeout: 280_000,
+      timeout: 120_000,
       maxBuffer: 16 * 1024 * 1024,
     });
-    expect(stdout).toContain('upstream: a REPLAY, not a model');
-    expect(stdout).toMatch(/side request \(default\)/);
     expect(stdout).toMatch(/\ntoy\s/);
 
     const r = JSON.parse(readFileSync(out, 'utf8')) as Result;
     expect(r.bench).toBe('side-request');
-    expect(r.upstream.kind).toBe('replay');
-    expect(r.turns.rounds).toBe(1);
-    expect(r.turns.conversation.earlier_pairs).toBe(20);
-    // The gateway asked its model once beside the turn, showing a handful of tools; the ask-back turn re-sent the conversation.
-    expect(r.turns.chat).toEqual({ exact: expect.objectContaining({ upstream_requests: 2 }), side: expect.objectContaining({ upstream_requests: 3 }), asked_back: expect.objectContaining({ upstream_requests: 3 }) });
-    expect(r.turns.side_request.tools_shown.p50).toBeGreaterThanOrEqual(1);
-    expect(r.turns.side_request.tools_shown.p50).toBeLessThanOrEqual(5);
-    expect(r.turns.side_request.completion_tokens.p50).toBeGreaterThan(0);
-    expect(r.turns.ask_back_turn.prompt_tokens.p50).toBeGreaterThan(10 * r.turns.side_request.prompt_tokens.p50);
-
-    // The sequence (t4) is left out; every one-call intent is asked, ran, or stopped before.
     expect(r.candidate_recall.default_candidates).toBe(5);
     const [toyRecall] = r.candidate_recall.catalogs;
     expect(toyRecall).toMatchObject({ dataset: 'toy', pool: 3, sampled: 3 });
     const notAsked = Object.values(toyRecall?.not_asked ?? {}).reduce((a, b) => a + b, 0);
     expect((toyRecall?.asked ?? 0) + (toyRecall?.ran ?? 0) + notAsked).toBe(3);
     expect(Object.keys(toyRecall?.recall ?? {})).toEqual(['at_1', 'at_3', 'at_5', 'at_8']);
-  }, 300_000);
+  }, 150_000);
 });

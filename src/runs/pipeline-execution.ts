@@ -24,12 +24,12 @@ export function pipelineJournal(journal: ChatJournal, options: { stepDeadlineMs:
         const step = open.get(outcome.stage);
         if (step === undefined) return; // reused from an earlier run, or never started
         open.delete(outcome.stage);
-        const body = JSON.stringify({ thread: outcome.thread, status: outcome.status, result: keep(outcome.result) });
-        steps.settle(step, outcome.status === 'completed' ? 'ok' : 'error', body);
+        const body = JSON.stringify({ thread: outcome.thread, status: outcome.status, ...(outcome.failure ? { failure: outcome.failure } : {}), result: keep(outcome.result) });
+        steps.settle(step, outcome.status === 'completed' && outcome.failure === undefined ? 'ok' : 'error', body);
       },
       end(outcome) {
         const output = { run: outcome.run, status: outcome.status, stages: outcome.stages.map((s) => ({ ...s, result: keep(s.result) })) };
-        const error = outcome.status === 'cancelled' ? 'cancelled' : `stage ${outcome.stages.find((s) => s.status !== 'completed')?.stage ?? '?'} did not complete`;
+        const error = outcome.status === 'cancelled' ? 'cancelled' : `stage ${outcome.stages.find((s) => s.status !== 'completed' || s.failure !== undefined)?.stage ?? '?'} did not complete`;
         execution.end(outcome.status, [...steps.cancelOpen(), runEndEvent(outcome.status, { output, error })], { output });
       },
     };

@@ -35,7 +35,7 @@ export async function listPipelineRuns(store: ThreadStore): Promise<PipelineRunS
     const ref: PipelineRef | undefined = summary.header.pipeline;
     if (ref === undefined) continue;
     const state = runs.get(ref.run) ?? { run: ref.run, pipeline: ref.name, inputs: ref.inputs, stages: new Map(), started_at: summary.header.started_at };
-    // Newest first: a stage keeps the thread written last (a stage has one thread; a resume writes on in it).
+    // Newest first: a stage keeps the thread written last (a resume writes on in it, or runs a stage that failed again in a new one).
     if (!state.stages.has(ref.stage)) state.stages.set(ref.stage, summary);
     if (summary.header.started_at < state.started_at) state.started_at = summary.header.started_at;
     runs.set(ref.run, state);

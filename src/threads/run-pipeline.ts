@@ -53,14 +53,22 @@ export interface PipelineCaller {
 
 export type PipelineEvent = { type: 'run'; run: string; pipeline: string } | { type: 'stage-start'; stage: string; thread: string; resumed: boolean } | { type: 'stage-end'; outcome: StageOutcome; reused: boolean };
 
-/** `not_run`: a later group after a failure, or a stage whose thread could not start (`error` says why). */
+/**
+ * `not_run`: a later group after a failure, or a stage whose thread could not start (`error` says
+ * why). A thread that completed after its last intent failed (`failure`: `denied`, `tool_error`, …,
+ * failure-class.ts) did not do its stage's work: the stage failed, and the pipeline stops there.
+ */
 export interface StageOutcome {
   stage: string;
   thread?: string;
   status: ThreadStatus | 'not_run';
+  failure?: string;
   result: string;
   error?: string;
 }
+
+/** A stage whose thread did its work: completed, with no failure. */
+const succeeded = (end: { status: string; failure?: string } | undefined): boolean => end?.status === 'completed' && end.failure === undefined;
 
 export interface PipelineOutcome {
   run: string;
@@ -91,7 +99,7 @@ export async function resumePipeline(deps: PipelineDeps, resume: PipelineCaller 
   if (running.length > 0) throw new KiwiError('CONFLICT', `pipeline run ${resume.run} is still running (stage ${running.join(', ')}); wait for it to end, or cancel it`);
   if (deps.driving?.(resume.run)) throw new KiwiError('CONFLICT', `pipeline run ${resume.run} is still running (between two stages); wait for it to end, or cancel it`);
   const all = pipeline.groups.flat();
-  if (all.every((s) => state.stages.get(s.name)?.end?.status === 'completed')) throw new KiwiError('CONFLICT', `pipeline run ${resume.run} completed; run the pipeline ${pipeline.name} again for a new run`);
+  if (all.every((s) => succeeded(state.stages.get(s.name)?.end))) throw new KiwiError('CONFLICT', `pipeline run ${resume.run} completed; run the pipeline ${pipeline.name} again for a new run`);
   return drive(deps, pipeline, { id: state.run, inputs: state.inputs, stages: new Map([...state.stages].map(([name, t]) => [name, { thread: t.header.id, end: t.end }])) }, resume);
 }
 
@@ -99,7 +107,7 @@ interface RunState {
   id: string;
   inputs: Record<string, unknown>;
   /** Stages that have a thread already (a resume): completed ones are reused, the others resumed. */
-  stages: Map<string, { thread: string; end: { status: ThreadStatus; result: string } | undefined }>;
+  stages: Map<string, { thread: string; end: { status: ThreadStatus; result: string; failure?: string } | undefined }>;
 }
 
 async function drive(deps: PipelineDeps, pipeline: Pipeline, state: RunState, caller: PipelineCaller): Promise<PipelineOutcome> {
@@ -131,14 +139,14 @@ async function drive(deps: PipelineDeps, pipeline: Pipeline, state: RunState, ca
     const settled = await Promise.all(
       group.map(async (stage) => {
         const outcome = await runStage(deps, stage, { pipeline, state, context, caller, signal: stageSignal, journal, ended, note });
-        if (outcome.status !== 'completed') siblings.abort(new KiwiError('TOOL_CANCELLED', `stage ${stage.name} of pipeline ${pipeline.name} ended ${outcome.status}, so its parallel group stopped`));
+        if (!succeeded(outcome)) siblings.abort(new KiwiError('TOOL_CANCELLED', `stage ${stage.name} of pipeline ${pipeline.name} ended ${outcome.failure ?? outcome.status}, so its parallel group stopped`));
         return outcome;
       }),
     );
     outcomes.push(...settled);
-    failed = settled.some((o) => o.status !== 'completed');
+    failed = settled.some((o) => !succeeded(o));
   }
-  const status = outcomes.every((o) => o.status === 'completed') ? 'completed' : signal?.aborted ? 'cancelled' : 'failed';
+  const status = outcomes.every((o) => succeeded(o)) ? 'completed' : signal?.aborted ? 'cancelled' : 'failed';
   const outcome: PipelineOutcome = { run: state.id, pipeline: pipeline.name, status, stages: outcomes };
   journal?.end(outcome);
   return outcome;
@@ -157,10 +165,12 @@ interface StageRun {
 
 async function runStage(deps: PipelineDeps, stage: PipelineStage, run: StageRun): Promise<StageOutcome> {
   const before = run.state.stages.get(stage.name);
-  if (before?.end?.status === 'completed') return run.note({ stage: stage.name, thread: before.thread, status: 'completed', result: before.end.result }, true);
+  if (succeeded(before?.end)) return run.note({ stage: stage.name, thread: before?.thread, status: 'completed', result: before?.end?.result ?? '' }, true);
+  // A thread that completed with a failure cannot go on: the stage runs again in a thread of its own.
+  const resumable = before !== undefined && before.end?.status !== 'completed' ? before : undefined;
   const onStart = (thread: string): void => {
     run.journal?.stageStarted(stage, thread);
-    run.caller.onEvent?.({ type: 'stage-start', stage: stage.name, thread, resumed: before !== undefined });
+    run.caller.onEvent?.({ type: 'stage-start', stage: stage.name, thread, resumed: resumable !== undefined });
   };
   const common = {
     client: run.caller.client,
@@ -171,14 +181,14 @@ async function runStage(deps: PipelineDeps, stage: PipelineStage, run: StageRun)
   };
   try {
     const outcome =
-      before !== undefined
-        ? await deps.resume({ id: before.thread, ...common })
+      resumable !== undefined
+        ? await deps.resume({ id: resumable.thread, ...common })
         : await deps.run({ directive: stage.directive, inputs: stageInputs(stage, run), ...(stage.modelTier ? { tier: stage.modelTier } : {}), pipeline: ref(stage, run), ...common });
-    return run.note({ stage: stage.name, thread: outcome.id, status: outcome.status, result: outcome.result, ...(outcome.error ? { error: outcome.error } : {}) }, false);
+    return run.note({ stage: stage.name, thread: outcome.id, status: outcome.status, ...(outcome.failure ? { failure: outcome.failure } : {}), result: outcome.result, ...(outcome.error ? { error: outcome.error } : {}) }, false);
   } catch (error) {
     // Refused before its thread ran (inputs that do not fit, a budget spent, a thread that may not be resumed).
     if (!isKiwiError(error)) throw error;
-    return run.note({ stage: stage.name, ...(before ? { thread: before.thread } : {}), status: 'not_run', result: '', error: `${error.code}: ${error.message}` }, false);
+    return run.note({ stage: stage.name, ...(resumable ? { thread: resumable.thread } : {}), status: 'not_run', result: '', error: `${error.code}: ${error.message}` }, false);
   }
 }
 

@@ -50,7 +50,7 @@ export function preparePipelineProject(root: string): { gate: string } {
   writeFileSync(path.join(pipelines, 'handoff.yaml'), `${head('handoff')}inputs: [{ name: topic, required: true }]\nstages:\n  - parallel:\n      - ${note('a', 'first on ${inputs.topic}')}\n      - ${note('b', 'second')}\n  - ${note('c', 'A said: ${stages.a.result} / B ${stages.b.status}')}\n`);
   writeFileSync(path.join(pipelines, 'stops.yaml'), `${head('stops')}stages:\n  - parallel:\n      - { name: slow, directive: slow_step }\n      - { name: quit, directive: give_up }\n  - ${note('after', 'never')}\n`);
   writeFileSync(path.join(pipelines, 'held.yaml'), `${head('held')}stages:\n  - { name: slow, directive: slow_step }\n  - ${note('after', 'never')}\n`);
-  writeFileSync(path.join(pipelines, 'narrow.yaml'), `${head('narrow')}permissions:\n  - execute: { resource: tool, id: git_status }\n  - execute: { resource: shell, action: node }\nstages:\n  - { name: words, directive: read_readme }\n`);
+  writeFileSync(path.join(pipelines, 'narrow.yaml'), `${head('narrow')}permissions:\n  - execute: { resource: tool, id: git_status }\n  - execute: { resource: shell, action: node }\nstages:\n  - { name: words, directive: read_readme }\n  - ${note('after', 'never')}\n`);
   writeFileSync(path.join(pipelines, 'wide.yaml'), `${head('wide')}stages:\n  - { name: words, directive: read_readme }\n`);
   writeFileSync(path.join(pipelines, 'gated_run.yaml'), `${head('gated_run')}stages:\n  - ${note('first', 'x')}\n  - { name: gate, directive: gated }\n`);
   writeFileSync(path.join(root, '.ai', 'config', 'gateway.yaml'), 'upstreams: []\nmodel_tiers: { default: kiwi-demo }\n');

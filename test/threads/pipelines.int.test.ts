@@ -87,6 +87,18 @@ describe('a pipeline run', () => {
     expect(await result(wide.stages[0]?.thread)).toMatchObject({ tool: 'read_file', status: 'ok', text: expect.stringContaining('one two three') });
   }, 60_000);
 
+  it('stops at a stage whose thread completed after its last call failed, and runs that stage again in a new thread on resume', async () => {
+    const outcome = await run('narrow');
+    expect(outcome.status).toBe('failed');
+    expect(outcome.stages.map((s) => [s.stage, s.status, s.failure])).toEqual([
+      ['words', 'completed', 'denied'],
+      ['after', 'not_run', undefined],
+    ]);
+    const again = await served.gateway.pipelines.resume({ run: outcome.run, client: 'local' });
+    expect(again.stages.map((s) => [s.stage, s.status, s.failure])).toEqual(outcome.stages.map((s) => [s.stage, s.status, s.failure]));
+    expect(again.stages[0]?.thread).not.toBe(outcome.stages[0]?.thread);
+  }, 60_000);
+
   it('is cancelled through its kernel execution, which cancels its running stage; it is not resumed while it runs', async () => {
     const events: PipelineEvent[] = [];
     let started!: () => void;

@@ -203,6 +203,24 @@ describe('kiwi usage errors', () => {
     }
   });
 
+  it("fails a template that names no parameter and a hook whose directive does not exist, each saying where and what to fix", async () => {
+    const tool = path.join(root, '.ai', 'tools', 'typo.yaml');
+    const policy = path.join(root, '.ai', 'config', 'policy.yaml');
+    const before = readFileSync(policy, 'utf8');
+    writeFileSync(tool, 'tool_id: typo\ntool_type: script\nexecutor: python_runtime\nversion: "1.0.0"\ndescription: x\nconfig: { script: word_count.py, args: ["{script}", "{pth}"] }\nparameters:\n  - { name: path, type: string, required: true }\n');
+    expect(before).toContain('\nhooks:\n');
+    writeFileSync(policy, before.replace('\nhooks:\n', '\nhooks:\n  - when: event.name == "error"\n    directive: { name: retry_on_timout }\n'));
+    try {
+      const r = await kiwi('tools', 'validate');
+      expect(r.code, r.out + r.err).toBe(1);
+      expect(r.out).toMatch(/typo\.yaml: config\.args\[1\] uses \{pth\}, which is not a parameter of typo \(did you mean "path"\?\)/);
+      expect(r.out).toMatch(/policy\.yaml:\d+: the hook's directive "retry_on_timout" is not in \.ai\/directives\/ \(did you mean "retry_on_timeout"\?\)/);
+    } finally {
+      rmSync(tool);
+      writeFileSync(policy, before);
+    }
+  });
+
   it('prints a pattern it cannot enforce as a warning and still exits 0', async () => {
     const file = path.join(root, '.ai', 'tools', 'lookahead.yaml');
     writeFileSync(file, 'tool_id: lookahead\ntool_type: runtime\nexecutor: subprocess\nparameters:\n  - { name: pin, type: string, pattern: "^(?!0000)\\\\d{4}$" }\n');

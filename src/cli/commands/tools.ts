@@ -1,4 +1,5 @@
 import { validateChains } from '../../executor/chain.js';
+import { hookDirectiveProblems, templateProblems } from '../../project/reference-checks.js';
 import { openProject, type Project } from '../../project/open-project.js';
 import type { Tool } from '../../registry/types.js';
 import { UsageError, type CliContext } from '../io.js';
@@ -73,6 +74,8 @@ function validate(ctx: CliContext, project: Project, json: boolean): number {
   const problems = [
     ...registry.errors.map((e) => e.message),
     ...validateChains(registry.tools).map((p) => p.message),
+    ...templateProblems(registry.tools.values()),
+    ...hookDirectiveProblems(project.policy.hooks ?? [], registry.directives),
   ];
   // A warning is a part of a loaded item the gateway does not honour: shown, never a failure.
   const warnings = registry.warnings.map((w) => w.message);

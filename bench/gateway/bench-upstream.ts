@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { readBody } from './read-body.js';
 
@@ -108,14 +108,7 @@ export async function startBenchUpstream(options: { chunks: number; host?: strin
   // The bench reuses its connections for the whole run.
   server.keepAliveTimeout = 120_000;
   const host = options.host ?? '127.0.0.1';
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const port = (server.address() as AddressInfo).port;
+  const port = await listenOn(server, host);
   return {
     url: `http://${host}:${port}`,
     port,
@@ -125,4 +118,16 @@ export async function startBenchUpstream(options: { chunks: number; host?: strin
         server.closeAllConnections();
       }),
   };
+}
+
+/** Listens on a free port of `host`; the port. */
+export async function listenOn(server: Server, host: string): Promise<number> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  return (server.address() as AddressInfo).port;
 }

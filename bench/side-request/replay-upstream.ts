@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { estimatePromptTokens, estimateTokens } from '../../src/budgets/token-estimate.js';
+import { listenOn } from '../gateway/bench-upstream.js';
 import { readBody } from '../gateway/read-body.js';
 
 /**
@@ -167,14 +167,7 @@ export async function startReplayUpstream(host = '127.0.0.1'): Promise<ReplayUps
     });
   });
   server.keepAliveTimeout = 120_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const port = (server.address() as AddressInfo).port;
+  const port = await listenOn(server, host);
   return {
     url: `http://${host}:${port}`,
     takeLog() {

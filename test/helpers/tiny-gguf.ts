@@ -1,4 +1,5 @@
 import { writeFile } from 'node:fs/promises';
+import { uniform } from '../../bench/scale/seeded.js';
 
 /**
  * A GGUF file (version 3) of a tiny llama model with random weights, written here so that the
@@ -40,7 +41,8 @@ export function tinyGguf(options: TinyGgufOptions = {}): Buffer {
   const nHead = options.heads ?? 2;
   const nLayer = options.layers ?? 1;
   const nFf = nEmbd * 2;
-  const random = mulberry32(options.seed ?? 1);
+  // Seeded: the same weights every run.
+  const random = uniform(options.seed ?? 1);
 
   const tokens = ['<unk>', '<s>', '</s>', ...Array.from({ length: 256 }, (_, b) => `<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`), ...EXTRA_PIECES];
   const types = tokens.map((_, i) => (i === 0 ? TOKEN_TYPE.unknown : i < 3 ? TOKEN_TYPE.control : i < 259 ? TOKEN_TYPE.byte : TOKEN_TYPE.normal));
@@ -168,16 +170,4 @@ class Writer {
   buffer(): Buffer {
     return Buffer.concat(this.parts);
   }
-}
-
-/** A small seeded generator: the same weights every run. */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }

@@ -198,6 +198,11 @@ describe('kiwi usage errors', () => {
       expect(r.code).toBe(1);
       expect(r.out).toMatch(/broken\.yaml.*tool_type.*did you mean "script"/);
       expect(r.out).toMatch(/chain looping -> looping2 -> looping loops/);
+      // Running it says what is wrong with its file, not that there is no such tool.
+      const run = await kiwi('run', 'broken');
+      expect(run.code).toBe(1);
+      expect(run.err).toMatch(/^kiwi: broken is not loaded, its file is invalid; fix it and run again:\n {2}\.ai\/tools\/broken\.yaml.*tool_type.*did you mean "script"/);
+      expect(run.err).not.toMatch(/TOOL_NOT_FOUND/);
     } finally {
       for (const f of ['broken.yaml', 'looping.yaml', 'looping2.yaml']) rmSync(path.join(root, '.ai', 'tools', f));
     }

@@ -10,6 +10,7 @@ import { projectOptions } from '../../cli/project-options.js';
 import { progressLine } from '../../cli/commands/index-tools.js';
 import { describeAccess, describeFallbackModel, describeGatewayConfig } from './serve-banner.js';
 import { describeCallGate } from '../../resolver/call-gate-summary.js';
+import { invalidItemLines } from '../../registry/invalid-items.js';
 
 const USAGE = 'kiwi serve [--host HOST] [--port PORT] [--project DIR]';
 /** How long requests in flight may run on after Ctrl-C before they are aborted. */
@@ -36,6 +37,7 @@ export async function serveCommand(ctx: CliContext): Promise<number> {
     ctx.io.out(`Kiwi Gateway listening on ${listener.url}`);
     ctx.io.out(`console: ${listener.url}/ui (${access.mode === 'open' ? 'no login on this machine' : 'log in with an admin or approver key'}); admin API: ${listener.url}/admin/v1`);
     ctx.io.out(`project ${project.root}: ${runtime.toolCount} resolvable ${runtime.toolCount === 1 ? 'tool' : 'tools'} (${registry.tools.size} in all, ${registry.errors.length} invalid${registry.warnings.length > 0 ? `, ${registry.warnings.length} warnings: run \`kiwi tools validate\`` : ''}), ${registry.directives.size} directives, ${registry.knowledge.size} knowledge entries; ${project.policy.label}`);
+    for (const line of invalidItemLines(registry.errors)) ctx.io.out(line);
     const auditWhere = databaseUrlOf(options.env) === undefined ? project.auditDir : 'in Postgres (DATABASE_URL, table audit_records)';
     ctx.io.out(`resolver: ${runtime.embedderId}; audit log ${auditWhere} (session ${project.session})`);
     ctx.io.out(describeCallGate(runtime.gates, runtime.targets, describeFallbackModel(runtime)));

@@ -2,6 +2,7 @@ import { directiveContext } from '../../policy/directive-permissions.js';
 import type { PermissionContext } from '../../policy/permission-context.js';
 import { LOCAL_CLIENT } from '../../clients/client-auth.js';
 import { openProject, type Project } from '../../project/open-project.js';
+import { issuesOfItem } from '../../registry/invalid-items.js';
 import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
 import { projectOptions } from '../project-options.js';
@@ -23,7 +24,11 @@ export async function runCommand(ctx: CliContext): Promise<number> {
       ctx.io.out(outcome.result.text.replace(/\n$/, ''));
       if (outcome.result.isError) ctx.io.err(`kiwi: ${tool} reported an error${outcome.result.exitCode != null ? ` (exit code ${outcome.result.exitCode})` : ''}`);
     } else if (outcome.status === 'denied') ctx.io.err(`kiwi: denied: ${outcome.reason}`);
-    else ctx.io.err(`kiwi: ${outcome.error.code}: ${outcome.error.message}`);
+    else if (outcome.error.code === 'TOOL_NOT_FOUND' && issuesOfItem(project.registry.errors, tool).length > 0) {
+      // Not "no tool": its file is there, and says what is wrong with it.
+      ctx.io.err(`kiwi: ${tool} is not loaded, its file is invalid; fix it and run again:`);
+      for (const issue of issuesOfItem(project.registry.errors, tool)) ctx.io.err(`  ${issue.message}`);
+    } else ctx.io.err(`kiwi: ${outcome.error.code}: ${outcome.error.message}`);
     if (outcome.stuck) ctx.io.err(`kiwi: warning: ${tool} was called with the same arguments several times in this session`);
     if (outcome.status === 'denied') return 3;
     return outcome.status === 'ok' && !outcome.result.isError ? 0 : 1;

@@ -176,9 +176,27 @@ describe('kiwi chat when the gateway is not there or refuses', () => {
         const r = await chat(['hello', '--url', url], { env: { ...env, KIWI_API_KEY: 'kiwi_abc' } });
         expect(authorization).toBe('Bearer kiwi_abc');
         expect(r.code).toBe(1);
-        expect(r.err).toBe(`kiwi chat: UPSTREAM_HTTP: the gateway at ${url}/v1/chat/completions answered HTTP 401: this client key is not known; kiwi chat sends --key (or KIWI_API_KEY) as the client key`);
+        expect(r.err).toBe(`kiwi chat: UNAUTHORIZED: the gateway at ${url}/v1/chat/completions answered HTTP 401: this client key is not known; kiwi chat sends --key (or KIWI_API_KEY) as the client key`);
         await chat(['hello', '--url', url, '--key', 'kiwi_flag'], { env: { ...env, KIWI_API_KEY: 'kiwi_abc' } });
         expect(authorization).toBe('Bearer kiwi_flag');
+      },
+    );
+  });
+
+  it("names the gateway's refusals by what refused: a spent budget, a model it does not serve", async () => {
+    const answers = [
+      [429, { error: { message: 'the budget of client ci is spent', type: 'rate_limit_error', code: 'budget_exceeded' } }],
+      [404, { error: { message: 'no upstream serves the model "nope"', type: 'invalid_request_error', code: 'model_not_found' } }],
+    ] as const;
+    let n = 0;
+    await withServer(
+      (_req, res) => {
+        const [status, body] = answers[n++] ?? answers[0];
+        res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+      },
+      async (url) => {
+        expect((await chat(['hello', '--url', url], { env })).err).toMatch(/^kiwi chat: BUDGET_EXCEEDED: the gateway at .* answered HTTP 429: the budget of client ci is spent/);
+        expect((await chat(['hello', '--url', url, '--model', 'nope'], { env })).err).toMatch(/^kiwi chat: UNKNOWN_MODEL: the gateway at .* answered HTTP 404: no upstream serves the model "nope"/);
       },
     );
   });

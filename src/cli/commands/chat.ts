@@ -127,13 +127,20 @@ function explain(error: unknown, url: string, received: boolean, signal: AbortSi
   );
 }
 
-/** The gateway's own error message when it sent one (OpenAI's `{"error": {"message"}}`), with a hint for the usual causes. */
+/**
+ * The gateway's own error message when it sent one (OpenAI's `{"error": {"message", "code"}}`),
+ * with a hint for the usual causes, under the code of what refused it: a key the gateway does not
+ * know is UNAUTHORIZED, a spent budget BUDGET_EXCEEDED, an unknown model UNKNOWN_MODEL — not
+ * UPSTREAM_HTTP, which says a model's server failed.
+ */
 function refused(status: number, body: string, url: string): KiwiError {
   if (status >= 200 && status <= 299) return new KiwiError('UPSTREAM_HTTP', `${url} did not answer with an event stream; check that --url points at a Kiwi gateway`);
   let said: string | undefined;
+  let saidCode: unknown;
   try {
-    const message = (JSON.parse(body) as { error?: { message?: unknown } } | null)?.error?.message;
-    if (typeof message === 'string') said = message;
+    const error = (JSON.parse(body) as { error?: { message?: unknown; code?: unknown } } | null)?.error;
+    if (typeof error?.message === 'string') said = error.message;
+    saidCode = error?.code;
   } catch {
     // Not the gateway's JSON: the status and the start of the body say what there is.
   }
@@ -143,7 +150,8 @@ function refused(status: number, body: string, url: string): KiwiError {
       : said === undefined
         ? `; check that --url points at a Kiwi gateway`
         : '';
-  return new KiwiError('UPSTREAM_HTTP', `the gateway at ${url} answered HTTP ${status}: ${oneLine(said ?? body)}${hint}`);
+  const code = status === 401 ? 'UNAUTHORIZED' : saidCode === 'budget_exceeded' ? 'BUDGET_EXCEEDED' : saidCode === 'model_not_found' ? 'UNKNOWN_MODEL' : 'UPSTREAM_HTTP';
+  return new KiwiError(code, `the gateway at ${url} answered HTTP ${status}: ${oneLine(said ?? body)}${hint}`);
 }
 
 /** The socket error code (ECONNREFUSED, ENOTFOUND…) under undici's error, if there is one. */

@@ -183,6 +183,32 @@ describe('kiwi chat when the gateway is not there or refuses', () => {
     );
   });
 
+  it('asks the demo model without --model, and says which real models the gateway serves besides', async () => {
+    const asked: string[] = [];
+    await withServer(
+      (req, res) => {
+        if (req.method === 'GET') {
+          asked.push(`GET ${req.url}`);
+          return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ object: 'list', data: [{ id: 'kiwi-demo' }, { id: 'gpt-*' }, { id: 'qwen3:0.6b' }] }));
+        }
+        let body = '';
+        req.on('data', (c: Buffer) => (body += c.toString()));
+        req.on('end', () => {
+          asked.push(`POST ${(JSON.parse(body) as { model: string }).model}`);
+          res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'stop here' } }));
+        });
+      },
+      async (url) => {
+        const r = await chat(['hello', '--url', url], { env });
+        expect(r.err.split('\n')[0]).toBe('kiwi chat: asking the offline demo model kiwi-demo; the gateway also serves the model qwen3:0.6b: pass --model NAME to ask one');
+        expect(asked).toEqual(['GET /v1/models', 'POST kiwi-demo']);
+        asked.length = 0;
+        await chat(['hello', '--url', url, '--model', 'qwen3:0.6b'], { env });
+        expect(asked).toEqual(['POST qwen3:0.6b']);
+      },
+    );
+  });
+
   it("names the gateway's refusals by what refused: a spent budget, a model it does not serve", async () => {
     const answers = [
       [429, { error: { message: 'the budget of client ci is spent', type: 'rate_limit_error', code: 'budget_exceeded' } }],
@@ -190,7 +216,8 @@ describe('kiwi chat when the gateway is not there or refuses', () => {
     ] as const;
     let n = 0;
     await withServer(
-      (_req, res) => {
+      (req, res) => {
+        if (req.method === 'GET') return void res.writeHead(404).end();
         const [status, body] = answers[n++] ?? answers[0];
         res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
       },
@@ -260,7 +287,8 @@ describe('kiwi chat when the gateway is not there or refuses', () => {
     let closed!: () => void;
     const connectionClosed = new Promise<void>((resolve) => (closed = resolve));
     await withServer(
-      (_req, res) => {
+      (req, res) => {
+        if (req.method === 'GET') return void res.writeHead(404).end();
         res.on('close', () => closed());
         res.writeHead(200, { 'content-type': 'text/event-stream' });
         res.write(`data: ${JSON.stringify({ choices: [{ delta: { content: 'Thinking' } }] })}\n\n`);

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { KiwiError, isKiwiError } from '../../errors.js';
-import { createHttpClient } from '../../primitives/http-client.js';
+import { createHttpClient, type HttpClient } from '../../primitives/http-client.js';
 import { createChatTranscript, terminalSafe } from '../chat-transcript.js';
 import { clientKey, defaultGatewayBase, gatewayUrl } from '../gateway-address.js';
 import { UsageError, type CliContext } from '../io.js';
@@ -29,17 +29,21 @@ const chunkSchema = z.looseObject({
 export async function chatCommand(ctx: CliContext): Promise<number> {
   const { values, positionals } = parseFlags(
     ctx.argv,
-    { url: { type: 'string' }, model: { type: 'string', default: 'kiwi-demo' }, key: { type: 'string' }, json: { type: 'boolean' } },
+    { url: { type: 'string' }, model: { type: 'string' }, key: { type: 'string' }, json: { type: 'boolean' } },
     USAGE,
   );
   const message = positionals.join(' ').trim();
   if (message === '') throw new UsageError(`give the message to send, in quotes; usage: ${USAGE}`);
-  const model = (values.model ?? '').trim();
-  if (model === '') throw new UsageError(`--model must name a model, e.g. kiwi-demo (the offline demo); usage: ${USAGE}`);
+  if (values.model !== undefined && values.model.trim() === '') throw new UsageError(`--model must name a model, e.g. kiwi-demo (the offline demo); usage: ${USAGE}`);
   const url = chatUrl(values.url ?? defaultGatewayBase(ctx.env));
   const key = clientKey(values.key ?? ctx.env['KIWI_API_KEY']);
 
   const http = createHttpClient();
+  const model = values.model?.trim() ?? DEMO_MODEL;
+  if (values.model === undefined && !values.json) {
+    const real = await realModels(http, url, key, ctx.signal);
+    if (real.length > 0) ctx.io.err(`kiwi chat: asking the offline demo model ${DEMO_MODEL}; the gateway also serves ${real.length === 1 ? 'the model' : `${real.length} models, e.g.`} ${terminalSafe(real[0] ?? '', false)}: pass --model NAME to ask one`);
+  }
   // The console answers a waiting call too: on the gateway's origin, under /ui (a path prefix before /v1 is kept).
   const consoleUrl = new URL(url.replace(/\/v1\/chat\/completions$/, '/ui/approvals'));
   const transcript = values.json ? undefined : createChatTranscript(ctx.io, { consoleUrl: consoleUrl.toString() });
@@ -84,6 +88,37 @@ export async function chatCommand(ctx: CliContext): Promise<number> {
   }
   if (!finished) throw new KiwiError('UPSTREAM_HTTP', `the stream from ${url} ended before the answer finished; check the gateway's log`);
   return 0;
+}
+
+const DEMO_MODEL = 'kiwi-demo';
+
+/**
+ * The real models the gateway lists (`GET /v1/models`: a configured upstream's, KIWI_UPSTREAM_URL's
+ * server's), so that a chat without --model says it asks the demo model while they are there:
+ * it answered from recordings, silently, with a real upstream set. None is chosen for the user:
+ * an upstream's list (OpenAI's) holds models that do not chat. A list that cannot be read is
+ * empty; the chat itself then says what is wrong.
+ */
+async function realModels(http: HttpClient, chatUrl: string, key: string | undefined, signal: AbortSignal | undefined): Promise<string[]> {
+  try {
+    const res = await http.request({
+      method: 'GET',
+      url: chatUrl.replace(/\/chat\/completions$/, '/models'),
+      headers: key === undefined ? {} : { authorization: `Bearer ${key}` },
+      connectTimeoutMs: CONNECT_TIMEOUT_MS,
+      headersTimeoutMs: HEADERS_TIMEOUT_MS,
+      bodyTimeoutMs: HEADERS_TIMEOUT_MS,
+      maxResponseBytes: 4 * 1024 * 1024,
+      maxRedirects: 0,
+      ...(signal ? { signal } : {}),
+    });
+    if (res.status !== 200) return [];
+    const ids = (JSON.parse(res.body) as { data?: { id?: unknown }[] } | null)?.data?.map((m) => m.id) ?? [];
+    // A configured pattern (`gpt-*`) is listed too, and is no model to ask.
+    return ids.filter((id): id is string => typeof id === 'string' && id !== DEMO_MODEL && !id.includes('*') && id.length <= 256);
+  } catch {
+    return [];
+  }
 }
 
 /** `<base>/v1/chat/completions`; a base that already ends in /v1 or /v1/chat/completions is taken as it is. */

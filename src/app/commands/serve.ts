@@ -11,6 +11,7 @@ import { progressLine } from '../../cli/commands/index-tools.js';
 import { describeAccess, describeFallbackModel, describeGatewayConfig } from './serve-banner.js';
 import { describeCallGate } from '../../resolver/call-gate-summary.js';
 import { invalidItemLines } from '../../registry/invalid-items.js';
+import { kiwiCommand } from '../../cli/kiwi-command.js';
 
 const USAGE = 'kiwi serve [--host HOST] [--port PORT] [--project DIR]';
 /** How long requests in flight may run on after Ctrl-C before they are aborted. */
@@ -63,7 +64,8 @@ export async function serveCommand(ctx: CliContext): Promise<number> {
     );
     ctx.io.out(`endpoints: POST /v1/chat/completions, POST /v1/messages, POST /v1/responses, GET /v1/models, GET /healthz, GET /metrics (JSON; Prometheus text on Accept: text/plain), /mcp (MCP Streamable HTTP), /v0 (the kernel's API)`);
     const key = access.mode === 'open' ? '' : ' --key KEY';
-    ctx.io.out(`try: npx kiwi chat --url ${listener.url}${key} "MESSAGE" (with no model configured, the offline demo model answers: docs/getting-started.md)`);
+    const kiwi = kiwiCommand({ script: process.argv[1] ?? '', cwd: ctx.cwd, path: ctx.env['PATH'] });
+    ctx.io.out(`try: ${kiwi} chat --url ${listener.url}${key} "MESSAGE" (with no model configured, the offline demo model answers: docs/getting-started.md)`);
     ctx.io.out('Ctrl-C stops it (requests in flight get 10 s to finish).');
     if (ctx.signal && !ctx.signal.aborted) await once(ctx.signal, 'abort');
     ctx.io.err('kiwi: shutting down…');

@@ -1,3 +1,4 @@
+import { childMain, serveChild } from '../gateway/serve-child.js';
 import { startReplayUpstream } from './replay-upstream.js';
 
 /**
@@ -6,25 +7,14 @@ import { startReplayUpstream } from './replay-upstream.js';
  * `takeLog` with the requests it served since the last one; exits when told to, or when the
  * bench process goes away.
  */
-
-type Request = { id: number; cmd: string; args: unknown };
-
-async function main(): Promise<void> {
+childMain('replay-child', async () => {
   const upstream = await startReplayUpstream();
-  const stop = async (): Promise<void> => {
-    await upstream.close();
-    process.exit(0);
-  };
-  process.on('disconnect', () => void stop());
-  process.on('message', (m: Request) => {
-    if (m.cmd === 'close') void stop();
-    else if (m.cmd === 'takeLog') process.send?.({ id: m.id, result: upstream.takeLog() });
-    else process.send?.({ id: m.id, error: `unknown command ${m.cmd}` });
+  serveChild({
+    ready: { url: upstream.url },
+    close: () => upstream.close(),
+    run(cmd) {
+      if (cmd !== 'takeLog') throw new Error(`unknown command ${cmd}`);
+      return upstream.takeLog();
+    },
   });
-  process.send?.({ ready: { url: upstream.url } });
-}
-
-main().catch((error: unknown) => {
-  console.error(`replay-child: ${error instanceof Error ? error.message : String(error)}`);
-  process.exit(1);
 });

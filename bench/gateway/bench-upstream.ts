@@ -18,8 +18,8 @@ export const INTENT_MODEL = 'bench-intent';
 /** What the bench's intent asks for; the demo's read_file tool must resolve it. */
 // Named with its value stated, so it runs under the default gate (plain words are asked back).
 export const INTENT_TEXT = 'read_file {"path": "package.json"}';
-/** The intent turn as streamed: the intent is split over chunks, as a model writes it. */
-export const INTENT_TURN_PIECES = ['Let me ', 'read it. ', '[TOOL: read', '_file ', '"package.json"', ']', '\n'];
+/** The intent turn as streamed: INTENT_TEXT split over chunks, as a model writes it. */
+export const INTENT_TURN_PIECES = ['Let me ', 'read it. ', '[TOOL: read', '_file {"path": ', '"package.json"}', ']', '\n'];
 /** How the gateway's results message starts (src/gateway/agent-feedback.ts). */
 export const RESULTS_PREFIX = 'Results of ';
 

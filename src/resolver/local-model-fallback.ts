@@ -4,7 +4,7 @@ import { parseJsonWithin } from '../json-depth.js';
 import { isPlainObject, setOwn } from '../plain-object.js';
 import type { Tool, ToolParameter } from '../registry/types.js';
 import { parametersSchema } from './llm-argument-filler.js';
-import { DEFAULT_FALLBACK_CANDIDATES, DEFAULT_FALLBACK_TIMEOUT_MS, functionNames, type FallbackAnswer, type FallbackAsk, type FallbackCost, type ResolverFallback } from './model-fallback.js';
+import { DEFAULT_FALLBACK_CANDIDATES, DEFAULT_FALLBACK_TIMEOUT_MS, functionNames, MAX_FALLBACK_OUTPUT_TOKENS, requestText, type FallbackAnswer, type FallbackAsk, type FallbackCost, type ResolverFallback } from './model-fallback.js';
 
 /**
  * The fallback model run in the gateway's own process (resolver.yaml `fallback: { model_file }`):
@@ -28,11 +28,9 @@ export const IN_PROCESS = 'in-process';
 
 const SYSTEM_PROMPT =
   'Choose the one function below that does what the user asks, and answer with JSON only: {"function": "<its name>", "arguments": {…}}, with argument values copied from the user\'s words, and null for an optional argument the user does not give. If no function does what the user asks, answer {"function": null, "why": "<a short reason>"}.';
-const MAX_INTENT_CHARS = 4096;
+/** A small model's window is short: less of the agent's text than a served model gets. */
 const MAX_CONTEXT_CHARS = 2048;
 const MAX_DESCRIPTION_CHARS = 300;
-/** A call of a few arguments fits easily; a model that rambles is cut off rather than waited for. */
-const MAX_OUTPUT_TOKENS = 512;
 /** Every string the grammar lets it write is bounded, so the answer always can end (llama.cpp refuses repetitions past 2000). */
 const MAX_STRING_CHARS = 256;
 const MAX_ITEMS = 16;
@@ -54,7 +52,7 @@ export function createLocalModelFallback(options: LocalModelFallbackOptions): Re
     const costOf = (tokens?: { inputTokens: number; outputTokens: number }): FallbackCost => ({ ms: Math.round((now() - t0) * 1000) / 1000, ...tokens });
     let answer;
     try {
-      answer = await model.generate({ system: SYSTEM_PROMPT, user: userMessage(a, byName), schema: answerSchema(byName), maxTokens: MAX_OUTPUT_TOKENS }, signal);
+      answer = await model.generate({ system: SYSTEM_PROMPT, user: userMessage(a, byName), schema: answerSchema(byName), maxTokens: MAX_FALLBACK_OUTPUT_TOKENS }, signal);
     } catch (error) {
       if (a.signal?.aborted) throw a.signal.reason;
       return { kind: 'failed', why: describeError(error), cost: costOf() };
@@ -63,7 +61,7 @@ export function createLocalModelFallback(options: LocalModelFallbackOptions): Re
     // The intent's own cancellation is not the model's failure: it goes up as it came.
     if (a.signal?.aborted) throw a.signal.reason;
     if (answer.stop === 'aborted') return { kind: 'failed', why: `no answer within ${timeoutMs} ms`, cost };
-    if (answer.stop === 'max-tokens') return { kind: 'failed', why: `its answer ran past the ${MAX_OUTPUT_TOKENS}-token cap`, cost };
+    if (answer.stop === 'max-tokens') return { kind: 'failed', why: `its answer ran past the ${MAX_FALLBACK_OUTPUT_TOKENS}-token cap`, cost };
     let parsed: unknown;
     try {
       parsed = parseJsonWithin(answer.text.trim());
@@ -128,7 +126,5 @@ function valueSchema(p: Pick<ToolParameter, 'type'> & Partial<Pick<ToolParameter
 
 function userMessage(a: FallbackAsk, byName: ReadonlyMap<string, Tool>): string {
   const functions = [...byName].map(([name, tool]) => JSON.stringify({ name, description: tool.description.slice(0, MAX_DESCRIPTION_CHARS), parameters: parametersSchema(tool.parameters) }));
-  const recent = a.context?.trim().slice(-MAX_CONTEXT_CHARS) ?? '';
-  const context = recent === '' ? '' : `\n\nEarlier in the conversation (only for values the request refers to):\n${recent}`;
-  return `Request: ${a.intent.slice(0, MAX_INTENT_CHARS)}${context}\n\nFunctions:\n${functions.join('\n')}`;
+  return `Request: ${requestText(a.intent, a.context, MAX_CONTEXT_CHARS)}\n\nFunctions:\n${functions.join('\n')}`;
 }

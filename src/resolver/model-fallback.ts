@@ -64,10 +64,11 @@ export interface ResolverFallback {
 const SYSTEM_PROMPT =
   "Call the one function that does what the user asks, with argument values copied from the user's words. Leave out optional arguments the user does not give. If no function does what the user asks, do not call any.";
 const MAX_INTENT_CHARS = 4096;
+/** The agent's text before the intent a served model is shown (an in-process one takes less). */
 const MAX_CONTEXT_CHARS = 4096;
 const MAX_DESCRIPTION_CHARS = 1024;
 /** A call of a few arguments fits easily; a model that rambles is cut off rather than waited for. */
-const MAX_OUTPUT_TOKENS = 512;
+export const MAX_FALLBACK_OUTPUT_TOKENS = 512;
 export const DEFAULT_FALLBACK_CANDIDATES = 5;
 export const DEFAULT_FALLBACK_TIMEOUT_MS = 10_000;
 
@@ -93,12 +94,12 @@ export function createModelFallback(options: ModelFallbackOptions): ResolverFall
     const signal = a.signal === undefined ? timeout : AbortSignal.any([a.signal, timeout]);
     const messages: ChatMessage[] = [
       { role: 'system', content: SYSTEM_PROMPT },
-      { role: 'user', content: userMessage(a.intent, a.context) },
+      { role: 'user', content: requestText(a.intent, a.context, MAX_CONTEXT_CHARS) },
     ];
     const tools = [...byName].map(([name, tool]) => ({ name, description: tool.description.slice(0, MAX_DESCRIPTION_CHARS), parameters: parametersSchema(tool.parameters) }));
     let completion;
     try {
-      completion = await options.provider.complete({ model: options.model, messages, maxTokens: MAX_OUTPUT_TOKENS, temperature: 0, clientTools: { tools, choice: { type: 'auto' }, parallel: false }, sideRequest: true }, signal);
+      completion = await options.provider.complete({ model: options.model, messages, maxTokens: MAX_FALLBACK_OUTPUT_TOKENS, temperature: 0, clientTools: { tools, choice: { type: 'auto' }, parallel: false }, sideRequest: true }, signal);
     } catch (error) {
       // The intent's own cancellation is not the model's failure: it goes up as it came.
       if (a.signal?.aborted) throw error;
@@ -160,8 +161,9 @@ function parseArguments(text: string): unknown {
   }
 }
 
-function userMessage(intent: string, context: string | undefined): string {
+/** The intent, capped, and the agent's last `maxContextChars` before it, marked as only a source of values: what any fallback model is asked. */
+export function requestText(intent: string, context: string | undefined, maxContextChars: number): string {
   const request = intent.slice(0, MAX_INTENT_CHARS);
-  const recent = context?.trim().slice(-MAX_CONTEXT_CHARS) ?? '';
+  const recent = context?.trim().slice(-maxContextChars) ?? '';
   return recent === '' ? request : `${request}\n\nEarlier in the conversation (only for values the request refers to):\n${recent}`;
 }

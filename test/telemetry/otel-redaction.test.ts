@@ -1,9 +1,8 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tracedResolve } from '../../src/app/traced-loop.js';
 import type { Resolution } from '../../src/resolver/types.js';
 import { createOtelTracing, type OtelTracing } from '../../src/telemetry/otel-tracing.js';
+import { startOtlpReceiver, type OtlpReceiver } from '../helpers/otlp-receiver.js';
 
 /**
  * Spans carry what the gateway was asked (an intent, a reason, an error), and a collector is read
@@ -15,27 +14,17 @@ import { createOtelTracing, type OtelTracing } from '../../src/telemetry/otel-tr
 const KEY = `kiwi_0123abcd_${'Q'.repeat(43)}`;
 const ENV = 'DB_PASSWORD=hunter2hunter2';
 
-let receiver: Server;
+let receiver: OtlpReceiver;
 let tracing: OtelTracing;
-const bodies: string[] = [];
 
 beforeAll(async () => {
-  receiver = createServer((req, res) => {
-    let body = '';
-    req.setEncoding('utf8');
-    req.on('data', (c: string) => (body += c));
-    req.on('end', () => {
-      bodies.push(body);
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-    });
-  });
-  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-  tracing = createOtelTracing({ endpoint: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/v1/traces`, serviceName: 'kiwi-test', serviceVersion: '0' });
+  receiver = await startOtlpReceiver();
+  tracing = createOtelTracing({ endpoint: `${receiver.url}/v1/traces`, serviceName: 'kiwi-test', serviceVersion: '0' });
 });
 
 afterAll(async () => {
   await tracing?.close();
-  await new Promise((resolve) => receiver?.close(resolve));
+  await receiver?.close();
 });
 
 describe('spans', () => {
@@ -46,7 +35,7 @@ describe('spans', () => {
     await tracedResolve(async () => unresolved, tracing)(intent, { context: '' });
     await expect(tracing.span('kiwi.tool.run', { 'kiwi.note': `Authorization: Bearer ${KEY}` }, () => Promise.reject(new Error(`failed with ${ENV}`)))).rejects.toThrow();
     await tracing.flush();
-    const sent = bodies.join('\n');
+    const sent = receiver.requests.map((r) => r.body).join('\n');
     expect(sent).toContain('kiwi.intent.resolve');
     expect(sent).toContain('[redacted:');
     expect(sent).not.toContain('hunter2hunter2');

@@ -1,10 +1,9 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readAuditTail } from '../../src/audit/audit-reader.js';
 import { serveDemoGateway, type DemoGateway } from '../helpers/demo-gateway.js';
 import { openAiStream } from '../helpers/openai-sse.js';
+import { startOtlpReceiver, type OtlpReceiver } from '../helpers/otlp-receiver.js';
 
 /**
  * OpenTelemetry traces from the whole gateway to a local OTLP/HTTP receiver (a plain HTTP server
@@ -23,34 +22,22 @@ interface OtlpSpan {
 }
 
 describe('OpenTelemetry traces', () => {
-  let receiver: Server;
-  let receiverUrl: string;
-  const spans: OtlpSpan[] = [];
-  const contentTypes: string[] = [];
+  let receiver: OtlpReceiver;
   let served: DemoGateway;
+  /** The spans of every trace export received so far. */
+  const spans = (): OtlpSpan[] =>
+    receiver.requests
+      .filter((r) => r.path === '/v1/traces')
+      .flatMap((r) => (JSON.parse(r.body) as { resourceSpans: { scopeSpans: { spans: OtlpSpan[] }[] }[] }).resourceSpans.flatMap((rs) => rs.scopeSpans.flatMap((s) => s.spans)));
 
   beforeAll(async () => {
-    receiver = createServer((req, res) => {
-      let body = '';
-      req.setEncoding('utf8');
-      req.on('data', (c: string) => (body += c));
-      req.on('end', () => {
-        contentTypes.push(req.headers['content-type'] ?? '');
-        if (req.url === '/v1/traces') {
-          const sent = JSON.parse(body) as { resourceSpans: { scopeSpans: { spans: OtlpSpan[] }[] }[] };
-          for (const r of sent.resourceSpans) for (const s of r.scopeSpans) spans.push(...s.spans);
-        }
-        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-      });
-    });
-    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-    receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
-    served = await serveDemoGateway({ extraEnv: { OTEL_EXPORTER_OTLP_ENDPOINT: receiverUrl, OTEL_BSP_SCHEDULE_DELAY: '50', OTEL_SERVICE_NAME: 'kiwi-test' } });
+    receiver = await startOtlpReceiver();
+    served = await serveDemoGateway({ extraEnv: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '50', OTEL_SERVICE_NAME: 'kiwi-test' } });
   }, 120_000);
 
   afterAll(async () => {
     await served?.close();
-    await new Promise((resolve) => receiver?.close(resolve));
+    await receiver?.close();
   });
 
   it('sends a trace of a chat, from the request down to the tool run, and names it in the response and the audit', async () => {
@@ -61,9 +48,9 @@ describe('OpenTelemetry traces', () => {
     const traceId = res.headers.get('x-kiwi-trace-id') ?? '';
     expect(traceId).toMatch(/^[0-9a-f]{32}$/);
 
-    await expect.poll(() => spans.some((s) => s.traceId === traceId && s.name === 'POST /v1/chat/completions'), { timeout: 10_000 }).toBe(true);
-    await expect.poll(() => spans.filter((s) => s.traceId === traceId).length, { timeout: 5000 }).toBeGreaterThan(12);
-    const mine = spans.filter((s) => s.traceId === traceId);
+    await expect.poll(() => spans().some((s) => s.traceId === traceId && s.name === 'POST /v1/chat/completions'), { timeout: 10_000 }).toBe(true);
+    await expect.poll(() => spans().filter((s) => s.traceId === traceId).length, { timeout: 5000 }).toBeGreaterThan(12);
+    const mine = spans().filter((s) => s.traceId === traceId);
     const byId = new Map(mine.map((s) => [s.spanId, s]));
     const named = (name: string) => mine.filter((s) => s.name === name);
     const parentOf = (s: OtlpSpan | undefined) => (s?.parentSpanId ? byId.get(s.parentSpanId) : undefined);
@@ -84,8 +71,8 @@ describe('OpenTelemetry traces', () => {
     const chain: string[] = [];
     for (let s = named('kiwi.tool.run')[0]; s !== undefined && s.name !== 'kiwi.chat'; s = parentOf(s)) chain.unshift(s.name);
     expect(chain).toEqual(['kiwi.proxy.audit', 'kiwi.proxy.budget', 'kiwi.proxy.hook_events', 'kiwi.proxy.authorize', 'kiwi.proxy.isolation', 'kiwi.proxy.rate_limit', 'kiwi.proxy.hooks', 'kiwi.proxy.approval', 'kiwi.proxy.loop_check', 'kiwi.proxy.checkpoint', 'kiwi.tool.run']);
-    await expect.poll(() => spans.some((s) => s.name === 'kiwi.kernel.write'), { timeout: 5000 }).toBe(true);
-    expect(contentTypes.every((t) => t.startsWith('application/json'))).toBe(true);
+    await expect.poll(() => spans().some((s) => s.name === 'kiwi.kernel.write'), { timeout: 5000 }).toBe(true);
+    expect(receiver.requests.every((r) => r.contentType.startsWith('application/json'))).toBe(true);
 
     // The audit log writes behind the calls.
     const recorded = async () => (await readAuditTail({ dir: path.join(served.root, '.ai', 'logs', 'audit'), limit: 10 })).find((r) => r.tool === 'word_count')?.trace_id;

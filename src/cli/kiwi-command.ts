@@ -1,5 +1,6 @@
-import { readFileSync, realpathSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { realPathOf } from '../real-path.js';
 
 /**
  * How a person runs this `kiwi` from where they are, for the hints Kiwi prints (`try: … chat`).
@@ -8,10 +9,10 @@ import path from 'node:path';
  * a global install), `npx kiwi` in this package's own folder, else `node <this main.js>`.
  */
 export function kiwiCommand(where: { script: string; cwd: string; path: string | undefined }): string {
-  const script = real(where.script);
+  const script = realPathOf(where.script);
   if (script !== undefined) {
     for (const dir of (where.path ?? '').split(path.delimiter).filter((d) => path.isAbsolute(d))) {
-      if (real(path.join(dir, 'kiwi')) === script) return 'kiwi';
+      if (realPathOf(path.join(dir, 'kiwi')) === script) return 'kiwi';
     }
   }
   if (packageName(where.cwd) === 'kiwi-gateway') return 'npx kiwi';
@@ -27,13 +28,6 @@ function packageName(dir: string): string | undefined {
   }
 }
 
-function real(p: string): string | undefined {
-  try {
-    return realpathSync(p);
-  } catch {
-    return undefined;
-  }
-}
 
 /** Shell-quoted where it needs to be: a path with spaces or quotes still pastes. */
 function quoted(p: string): string {

@@ -1,6 +1,7 @@
 import { readdirSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { KiwiError } from '../errors.js';
+import { realPathOf } from '../real-path.js';
 
 /** The programs the sandbox runs around the tool, by absolute path so the tool's PATH cannot change them. */
 export interface SandboxHost {
@@ -57,8 +58,9 @@ export function sandboxArgv(host: SandboxHost, limits: ArgvLimits, argv: string[
   // /dev/shm gets a capped tmpfs of its own and /dev goes read-only (its device nodes still work).
   const size = String(limits.tmpBytes);
   out.push('--ro-bind', '/', '/', '--dev', '/dev', '--size', size, '--tmpfs', '/dev/shm', '--remount-ro', '/dev', '--proc', '/proc', '--size', size, '--tmpfs', '/tmp');
-  // The private /tmp hides a project (or the gateway's own install, its node_modules) that lives under /tmp; show them again, read-only.
-  for (const dir of new Set([...readable, cwd].map(realOrNothing))) {
+  // The private /tmp hides a project (or the gateway's own install, its node_modules) that lives under /tmp; show them again, read-only
+  // (a folder that is gone, the gateway's install in a test, is simply not bound).
+  for (const dir of new Set([...readable, cwd].map(realPathOf))) {
     if (dir !== undefined && (dir === '/tmp' || dir.startsWith('/tmp/'))) out.push('--ro-bind', dir, dir);
   }
   const writable = grant.writePaths.map((dir) => {
@@ -94,11 +96,3 @@ export function sandboxArgv(host: SandboxHost, limits: ArgvLimits, argv: string[
   return out;
 }
 
-/** A folder that is gone (the gateway's install in a test) is simply not bound. */
-function realOrNothing(dir: string): string | undefined {
-  try {
-    return realpathSync(dir);
-  } catch {
-    return undefined;
-  }
-}

@@ -1,4 +1,4 @@
-import { existsSync, lstatSync, readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { existsSync, lstatSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import path from 'node:path';
 import { isInside } from '../policy/path-check.js';
@@ -6,6 +6,7 @@ import { matchesAny } from '../policy/permission-context.js';
 import { createTrackedFiles } from './git-tracked-files.js';
 import { sharedTempFile } from './shared-temp-file.js';
 import { DEFAULT_WALK_LIMITS, walkIsStale, walkSecrets, type SecretWalk, type WalkLimits } from './secret-walk.js';
+import { realPathOf } from '../real-path.js';
 
 /**
  * What the sandbox hides from a tool that `--ro-bind / /` would otherwise show: the project's
@@ -121,14 +122,14 @@ export function createSecretMasks(options: SecretMasksOptions = {}): SecretMasks
       const files = readsGit ? entries.filter((e) => !e.dir).map((e) => e.path) : [];
       const { clean } = trackedFiles(project.root, files);
       wanted.push(...entries.map((e) => e.path).filter((p) => !clean.has(p)), ...gitDirs, ...gatewayEntries(project));
-      if (readsGit) readsGitOf = real(project.root);
+      if (readsGit) readsGitOf = realPathOf(project.root);
     }
     const own = new Set([userInfo().homedir, ...(request.home ? [request.home] : [])].filter((h) => path.isAbsolute(h)));
     for (const home of own) wanted.push(...HOME_SECRETS.map((entry) => path.join(home, entry)));
     const others = [...otherHomes(own)];
-    const keep = request.keep.map(real).filter((k): k is string => k !== undefined);
+    const keep = request.keep.map(realPathOf).filter((k): k is string => k !== undefined);
     for (const home of others) {
-      const realHome = real(home);
+      const realHome = realPathOf(home);
       if (realHome === undefined) continue;
       if (keep.some((k) => isInside(k, realHome) || isInside(realHome, k))) wanted.push(...HOME_SECRETS.map((entry) => path.join(home, entry)));
       else wanted.push(home);
@@ -174,7 +175,7 @@ export function createSecretMasks(options: SecretMasksOptions = {}): SecretMasks
 function maskTargets(paths: readonly string[]): MaskTarget[] {
   const found = new Map<string, boolean>();
   for (const p of paths) {
-    const target = real(p);
+    const target = realPathOf(p);
     if (target === undefined || target === '/' || found.has(target)) continue;
     try {
       const st = statSync(target);
@@ -240,7 +241,7 @@ function emptyFile(): string {
 }
 
 function* otherHomes(own: ReadonlySet<string>): Iterable<string> {
-  const ownReal = new Set([...own].map(real));
+  const ownReal = new Set([...own].map(realPathOf));
   if (!ownReal.has('/root')) yield '/root';
   for (const dir of HOME_ROOTS) {
     let names: string[];
@@ -251,7 +252,7 @@ function* otherHomes(own: ReadonlySet<string>): Iterable<string> {
     }
     for (const name of names) {
       const home = path.join(dir, name);
-      if (!ownReal.has(real(home))) yield home;
+      if (!ownReal.has(realPathOf(home))) yield home;
     }
   }
 }
@@ -264,10 +265,3 @@ function sshHostKeys(): string[] {
   }
 }
 
-function real(p: string): string | undefined {
-  try {
-    return realpathSync(p);
-  } catch {
-    return undefined;
-  }
-}

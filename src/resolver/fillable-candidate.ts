@@ -32,14 +32,15 @@ export interface FillableSearch {
   candidates: readonly Candidate[];
   /** The tool, directive or entry a candidate names, as a tool. */
   targetOf(candidate: Candidate): Tool | undefined;
-  fill(tool: Tool): Promise<FilledArguments>;
+  /** The rules' reading of the intent for a tool (fill-args.ts). */
+  fill(tool: Tool): FilledArguments;
   /** Below this fused score a candidate does not fit at all (`threshold`). */
   threshold: number;
   intent: string;
 }
 
 /** The closest runner-up whose whole call the intent fills validly, or undefined. */
-export async function fillableRunnerUp(s: FillableSearch): Promise<FillableChoice | undefined> {
+export function fillableRunnerUp(s: FillableSearch): FillableChoice | undefined {
   const first = s.candidates[0];
   if (first === undefined) return undefined;
   for (const [i, candidate] of s.candidates.slice(1, 1 + FILLABLE_RUNNERS_UP).entries()) {
@@ -49,7 +50,7 @@ export async function fillableRunnerUp(s: FillableSearch): Promise<FillableChoic
     const tool = s.targetOf(candidate);
     if (tool === undefined || !tool.parameters.some((p) => p.required && p.default === undefined)) continue;
     if (namesFirstOnly(s.intent, first.tool, candidate.tool)) continue;
-    const filled = await s.fill(tool);
+    const filled = s.fill(tool);
     if (filled.missing.length > 0 || filled.confidence < FILLABLE_MIN_CERTAINTY || !schemaValid(tool, filled.arguments)) continue;
     return { candidate, tool, filled, rank: i + 2 };
   }

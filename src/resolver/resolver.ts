@@ -241,12 +241,12 @@ export function createResolver(deps: ResolverDeps): StagedResolver & { gates: Re
       });
     }
     const tFill = now();
-    const fill = async (target: Tool): Promise<FilledArguments> =>
-      options.rulesOnly ? fillArguments(intent, target, options.context !== undefined ? { context: options.context } : undefined) : await fillCall(intent, target, options);
-    let filled = await fill(tool);
+    const ruled = (target: Tool): FilledArguments => fillArguments(intent, target, options.context !== undefined ? { context: options.context } : undefined);
+    let filled = options.rulesOnly ? ruled(tool) : await fillCall(intent, tool, options);
     let confidence = toolConfidence;
     // A runner-up the intent fills, where the first lacks a value (fillable-candidate.ts); a tool the intent names keeps its place.
-    const runnerUp = filled.missing.length > 0 && !mentioned ? await fillableRunnerUp({ intent, candidates, targetOf, fill, threshold: settings.threshold }) : undefined;
+    // Read by the rules alone: an argument model configured would otherwise be asked once per runner-up, in the request path.
+    const runnerUp = filled.missing.length > 0 && !mentioned ? fillableRunnerUp({ intent, candidates, targetOf, fill: ruled, threshold: settings.threshold }) : undefined;
     if (runnerUp) {
       notes.push(`\`${tool.id}\` lacks ${filled.missing.map((m) => `\`${m}\``).join(', ')}; \`${runnerUp.tool.id}\` (rank ${runnerUp.rank}) takes every value the intent gives: chosen, at its own score less the first's lead`);
       ({ candidate: best, tool, filled } = runnerUp);

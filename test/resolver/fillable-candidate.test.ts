@@ -20,7 +20,7 @@ const TOOLS: Tool[] = [
 const byId = new Map(TOOLS.map((t) => [t.id, t]));
 
 function search(intent: string, candidates: Candidate[]) {
-  return fillableRunnerUp({ intent, candidates, targetOf: (c) => byId.get(c.tool), fill: async (tool) => fillArguments(intent, tool), threshold: 0.55 });
+  return fillableRunnerUp({ intent, candidates, targetOf: (c) => byId.get(c.tool), fill: (tool) => fillArguments(intent, tool), threshold: 0.55 });
 }
 
 describe('fillableRunnerUp', () => {

@@ -145,9 +145,10 @@ export function createSecretMasks(options: SecretMasksOptions = {}): SecretMasks
     if (root === undefined) return masks;
     const folders = masks.filter((m) => m.dir && m.path !== root && isInside(m.path, root));
     const { clean, changed } = trackedFiles(root, folders.map((m) => m.path));
+    // Regular files only: a bind follows a symlink, so a tracked link would show what it points at (a masked file, another home).
+    const shown = [...[...clean].map((f) => ({ path: f, empty: false })), ...[...changed].map((f) => ({ path: f, empty: true }))].filter((s) => isRegularFile(s.path)).sort((a, b) => a.path.localeCompare(b.path));
     for (const folder of folders) {
-      const shown = [...[...clean].map((f) => ({ path: f, empty: false })), ...[...changed].filter((f) => existsSync(f)).map((f) => ({ path: f, empty: true }))];
-      const inside = shown.filter((s) => isInside(s.path, folder.path)).sort((a, b) => a.path.localeCompare(b.path));
+      const inside = shown.filter((s) => isInside(s.path, folder.path));
       if (inside.length > 0) folder.shown = inside;
     }
     return masks;
@@ -265,3 +266,11 @@ function sshHostKeys(): string[] {
   }
 }
 
+/** A regular file, not a link to one (lstat: the link itself). */
+function isRegularFile(p: string): boolean {
+  try {
+    return lstatSync(p).isFile();
+  } catch {
+    return false;
+  }
+}

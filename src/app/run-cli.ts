@@ -9,7 +9,7 @@ Usage:
   kiwi serve [--host H] [--port P]     the gateway: OpenAI/Anthropic-compatible proxy that runs [TOOL: …] intents, and /mcp (what \`npm start\` runs)
   kiwi keys create NAME|list|revoke ID   client API keys (stored hashed); once one exists, every request needs a key
   kiwi tools list|show TOOL|validate   the .ai/ registry (project tier, then ~/.ai, then the registry tier)
-  kiwi registry push [PATH...]|pull ID[@VERSION] [--force]|list|show ID   the registry tier in the database: every version kept, pinned in .ai/config/registry.yaml
+  kiwi registry push [PATH...]|pin ID[@VERSION]|unpin ID|pull ID[@VERSION] [--force]|list|show ID   the registry tier in the database: every version kept; a project runs the versions it pins
   kiwi run TOOL --args JSON            run one tool through the permissioned tool proxy
   kiwi directives run NAME [--input K=V]... [--model M]   run a directive as a thread here: its tools only, its limits, the model its tier maps to
   kiwi directives list                  the directives, each version that runs and the older ones beside it

@@ -1,15 +1,17 @@
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
+import { KiwiError } from '../errors.js';
 import { migrate } from '../store/sql/migrate.js';
 import { sqlRegistryTier, type RegistryTier } from '../store/registry-tier/sql-registry-tier.js';
-import { renewStamp } from '../store/registry-tier/tier-selection.js';
 import { KERNEL_MIGRATIONS } from './kernel-migrations.js';
 
 /**
  * The database the registry tier lives in: the Postgres of `DATABASE_URL` when it is set (every
  * gateway and machine on it shares the tier), else an embedded PGlite in the user's
  * `~/.ai/state/registry` (shared by the user's projects on this machine). Opened for a push, a
- * pull or one load of the registry and closed after: the embedded one admits one process at a time.
+ * pull, a pin or a load of versions a project pins for the first time, and closed after: the
+ * embedded one admits one process at a time, so an opener waits for the one before it.
  */
 export interface OpenedRegistryTier {
   tier: RegistryTier;
@@ -17,7 +19,9 @@ export interface OpenedRegistryTier {
 }
 
 export const EMBEDDED_REGISTRY_DIR = path.join('.ai', 'state', 'registry');
-const EMBEDDED_STAMP_FILE = path.join('.ai', 'state', 'registry.stamp');
+
+/** How long an opener waits for another process's push, pull or load of the embedded tier. */
+const EMBEDDED_WAIT_MS = 60_000;
 
 export interface RegistryTierDatabaseOptions {
   env: Readonly<Record<string, string | undefined>>;
@@ -25,6 +29,8 @@ export interface RegistryTierDatabaseOptions {
   userDir: string;
   /** Make the embedded database when there is none yet (a push); otherwise there is no tier to read. */
   create: boolean;
+  /** Told once when another process has the embedded tier open and this one waits for it. */
+  onWait?: (owner: number) => void;
 }
 
 /**
@@ -41,27 +47,32 @@ export async function openRegistryTierDatabase(options: RegistryTierDatabaseOpti
   const dir = path.join(options.userDir, EMBEDDED_REGISTRY_DIR);
   if (!options.create && !existsSync(path.join(dir, 'PG_VERSION'))) return undefined;
   const { openPgliteDb } = await import('../store/sql/pglite-db.js');
-  const db = await openPgliteDb(dir);
+  let holder: number | undefined;
+  const onWait = (owner: number): void => {
+    holder = owner;
+    options.onWait?.(owner);
+  };
+  const db = await openPgliteDb(dir, { wait: { signal: AbortSignal.timeout(EMBEDDED_WAIT_MS), onWait } }).catch((error: unknown) => {
+    if ((error as Error).name !== 'TimeoutError') throw error;
+    throw new KiwiError('CONFLICT', `the registry tier in ${dir} is still in use by process ${holder ?? '?'} after ${EMBEDDED_WAIT_MS / 1000} s; let that push or pull finish, or stop that process`);
+  });
   try {
     await migrate(db, KERNEL_MIGRATIONS);
   } catch (error) {
     await db.close();
     throw error;
   }
-  const tier = sqlRegistryTier(db, `the registry tier in ${dir}`);
-  const stamp = path.join(options.userDir, EMBEDDED_STAMP_FILE);
-  const push: RegistryTier['push'] = async (version, pushedBy, pushOptions) => {
-    const outcome = await tier.push(version, pushedBy, pushOptions);
-    if (outcome.status === 'added') await renewStamp(stamp);
-    return outcome;
-  };
-  return { tier: { ...tier, push }, close: () => db.close() };
+  return { tier: sqlRegistryTier(db, `the registry tier in ${dir}`), close: () => db.close() };
 }
 
-/** The stamp every push to the embedded tier renews (tier-selection.ts); undefined when the tier is a server's, or there is none. */
-export function embeddedTierStamp(options: Pick<RegistryTierDatabaseOptions, 'env' | 'userDir'>): string | undefined {
-  if (serverUrl(options.env) !== undefined || !existsSync(path.join(options.userDir, EMBEDDED_REGISTRY_DIR, 'PG_VERSION'))) return undefined;
-  return path.join(options.userDir, EMBEDDED_STAMP_FILE);
+/**
+ * Which tier a project's saved selection was read from (tier-selection.ts), without the
+ * `DATABASE_URL` itself, which may hold a password: the selection file lives in the project.
+ */
+export function registryTierKey(options: Pick<RegistryTierDatabaseOptions, 'env' | 'userDir'>): string {
+  const url = serverUrl(options.env);
+  const where = url === undefined ? `embedded:${path.resolve(options.userDir, EMBEDDED_REGISTRY_DIR)}` : `server:${url}`;
+  return createHash('sha256').update(where).digest('hex');
 }
 
 /** `DATABASE_URL`, read as gateway-database.ts reads it (unset or empty is none), without loading `pg` for it. */

@@ -56,7 +56,12 @@ async function land(deps: LandDeps, creation: Creation, call: ToolCall): Promise
   if (landed.pinned === undefined) adoptItem(deps.registry, landed.item);
   const what = `${proposal.kind} ${proposal.id}@${proposal.version}`;
   const where = landed.file === undefined ? `the registry tier (${landed.where})` : path.relative(deps.root, landed.file);
-  const runs = landed.pinned === undefined ? 'it runs from now on' : `${REGISTRY_CONFIG_FILE} pins ${proposal.id} to ${landed.pinned}, so that version still runs until the pin changes`;
+  const runs =
+    landed.pinned !== undefined
+      ? `${REGISTRY_CONFIG_FILE} pins ${proposal.id} to ${landed.pinned}, so that version still runs until the pin changes`
+      : proposal.tier === 'registry'
+        ? `it runs in this gateway from now on; a project loads the registry tier's items it pins, so a person runs \`kiwi registry pin ${proposal.id}@${proposal.version}\` for it to run after a restart and in other processes`
+        : 'it runs from now on';
   return {
     text: `created ${what} of client ${landed.owner}, signed, in ${where}; ${runs}`,
     data: { item_type: proposal.kind, item_id: proposal.id, version: proposal.version, tier: proposal.tier, owner: landed.owner, signature: proposal.signature, ...(landed.file === undefined ? {} : { file: path.relative(deps.root, landed.file) }), ...(landed.pinned === undefined ? {} : { pinned: landed.pinned }) },

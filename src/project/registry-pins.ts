@@ -1,14 +1,18 @@
+import { readFile } from 'node:fs/promises';
+import { isMap, parseDocument, Scalar, type Document } from 'yaml';
 import { z } from 'zod';
 import { KiwiError } from '../errors.js';
 import { readCappedFile } from '../read-capped-file.js';
+import { replaceFile } from '../replace-file.js';
 import { formatFieldPath } from '../registry/validation-error.js';
 import { parseYamlSource } from '../registry/yaml-source.js';
 import { shownPath } from '../shown-path.js';
 import { itemId, itemVersion } from '../store/registry-tier/tier-version.js';
 
 /**
- * `.ai/config/registry.yaml`: the versions of database-tier items this project runs instead of
- * their latest. Committed with the project, so every checkout and replica runs the same bytes.
+ * `.ai/config/registry.yaml`: the versions of database-tier items this project runs; the tier's
+ * other items and versions it does not load. Committed with the project, so every checkout and
+ * replica runs the same bytes.
  *
  *   pins:
  *     weather_forecast: "1.2.0"
@@ -47,4 +51,29 @@ export async function readRegistryPins(file: string, root: string): Promise<Reco
   const pos = parsed.value.locate(at);
   const what = issue?.code === 'unrecognized_keys' ? `unknown field ${issue.keys.join(', ')}; the file has one section, pins: { ID: "VERSION" }` : (issue?.message ?? 'invalid');
   throw new KiwiError('INVALID_INPUT', `${pos === undefined ? shown : `${shown}:${pos.line}:${pos.column}`}: ${at.length === 0 ? '' : `${formatFieldPath(at)}: `}${what}`);
+}
+
+/**
+ * Pins `id` to `version`, or removes its pin (`version` undefined), keeping the file's comments
+ * and other pins; checked as a read checks it, so a file this cannot parse is left as it is.
+ * Returns the version it was pinned to before, if any.
+ */
+export async function writeRegistryPin(file: string, root: string, id: string, version: string | undefined): Promise<string | undefined> {
+  const before = await readRegistryPins(file, root);
+  const text = await readFile(file, 'utf8').catch((error: NodeJS.ErrnoException) => {
+    if (error.code === 'ENOENT') return '';
+    throw error;
+  });
+  // Read above as a map of pins, or nothing (an empty file, comments alone).
+  const doc: Document = parseDocument(text);
+  if (!isMap(doc.contents)) doc.contents = doc.createNode({});
+  if (version === undefined) doc.deleteIn(['pins', id]);
+  else {
+    // Quoted: YAML reads an unquoted 1.2 as a number, which the file refuses.
+    const quoted = new Scalar(version);
+    quoted.type = Scalar.QUOTE_DOUBLE;
+    doc.setIn(['pins', id], quoted);
+  }
+  await replaceFile(file, doc.toString());
+  return before[id];
 }

@@ -11,7 +11,8 @@ import { createTempProject, type TempProject } from '../helpers/temp-project.js'
 /**
  * `kiwi registry` end to end on each database, and the tier as the registry loads it: a tool
  * pushed from one project runs through another project's tool proxy without being in its `.ai/`,
- * at its latest version or the one the project pins, unless a file of the project shadows it.
+ * at the version the project pins (and not at all unless it pins one), unless a file of the
+ * project shadows it.
  */
 const manifest = (version: string): string => `tool_id: greet
 tool_type: script
@@ -108,19 +109,41 @@ for (const [name, open] of registryTierBackends()) {
       expect(shown).toMatch(/^greet@1\.1\.0 .*\n {2}\.ai\/tools\/demo\/greet\.mjs {2}\d+ bytes\n {2}\.ai\/tools\/demo\/greet\.yaml {2}\d+ bytes {2}\(manifest\)\ngreet@1\.0\.0 /);
     });
 
-    it('resolves and runs a tier tool the project does not have: its latest, or the version the project pins', async () => {
+    it('loads nothing of the tier into a project that pins nothing, without opening the database', async () => {
+      const held = await openRegistryTierDatabase({ env: place.env, userDir: place.userDir, create: false });
+      try {
+        // Pushed by another project: not in this one's catalog, and the database another process holds is not asked.
+        expect(await greet()).toMatchObject({ tier: undefined, errors: [] });
+        expect((await kiwi(consumer.root, 'tools', 'list')).out).not.toMatch(/greet|tips/);
+      } finally {
+        await held?.close();
+      }
+    });
+
+    it('pins a version with `kiwi registry pin`, runs it, and unpins it', async () => {
+      consumer.write('.ai/config/registry.yaml', '# what this project runs from the registry tier\npins: {}\n');
+      expect((await kiwi(consumer.root, 'registry', 'pin', 'greet')).out).toBe('pinned tool greet@1.1.0 in .ai/config/registry.yaml; it loads from the next `kiwi run` or gateway start');
+      expect(readFileSync(path.join(consumer.root, '.ai', 'config', 'registry.yaml'), 'utf8')).toBe('# what this project runs from the registry tier\npins: { greet: "1.1.0" }\n');
       const latest = await greet();
       expect(latest).toMatchObject({ tier: 'registry', version: '1.1.0', errors: [] });
       expect(latest.output).toContain('"status":"ok"');
       expect(latest.output).toContain('greet v2');
       // The search index embeds it like a file tier's tool, so an intent in words finds it.
-      expect((await kiwi(consumer.root, 'index')).out).toMatch(/^indexed 1 tools and 1 directives and knowledge entries .*: 2 added/); // greet, and the knowledge entry tips
+      expect((await kiwi(consumer.root, 'index')).out).toMatch(/^indexed 1 tools .*: 1 added/);
       const resolved = await kiwi(consumer.root, 'resolve', 'greets, saying which version it is', '--json');
       expect(JSON.parse(resolved.out).candidates[0]).toMatchObject({ tool: 'greet', textScore: 1 });
-      consumer.write('.ai/config/registry.yaml', 'pins:\n  greet: "1.0.0"\n');
+      expect((await kiwi(consumer.root, 'registry', 'pin', 'greet@1.0.0')).out).toMatch(/^pinned tool greet@1\.0\.0 in \.ai\/config\/registry\.yaml \(was 1\.1\.0\)/);
       const pinned = await greet();
       expect(pinned).toMatchObject({ tier: 'registry', version: '1.0.0' });
       expect(pinned.output).toContain('greet v1');
+      expect((await kiwi(consumer.root, 'registry', 'unpin', 'greet')).out).toMatch(/^unpinned greet \(was 1\.0\.0\)/);
+      expect((await greet()).tier).toBeUndefined();
+      expect(await kiwi(consumer.root, 'registry', 'unpin', 'greet')).toMatchObject({ code: 1, err: expect.stringMatching(/pins no "greet"; nothing to unpin/) });
+      expect(await kiwi(consumer.root, 'registry', 'pin', 'nobody')).toMatchObject({ code: 1, err: expect.stringMatching(/has no nobody; `kiwi registry list` says what it has/) });
+      expect(await kiwi(consumer.root, 'registry', 'pin', 'greet@9.0.0')).toMatchObject({ code: 1, err: expect.stringMatching(/has no greet@9\.0\.0; `kiwi registry show greet`/) });
+    });
+
+    it('says what is wrong with a pin it cannot load or read', async () => {
       consumer.write('.ai/config/registry.yaml', 'pins:\n  greet: "7.0.0"\n');
       const missing = await greet();
       expect(missing.tier).toBeUndefined();
@@ -133,6 +156,7 @@ for (const [name, open] of registryTierBackends()) {
     });
 
     it('lets a file of the project shadow the tier item', async () => {
+      consumer.write('.ai/config/registry.yaml', 'pins:\n  greet: "1.1.0"\n');
       consumer.write('.ai/tools/mine/greet.yaml', manifest('0.0.1'));
       consumer.write('.ai/tools/mine/greet.mjs', script('local'));
       try {
@@ -149,9 +173,12 @@ for (const [name, open] of registryTierBackends()) {
       try {
         expect(project.registry.tools.has('greet')).toBe(false);
         expect(project.registry.tools.has('subprocess')).toBe(true);
-        expect(project.registry.errors.map((e) => e.message)).toEqual([expect.stringMatching(/^registry tier: cannot be opened \(cannot connect to the Postgres of DATABASE_URL \(postgres:\/\/kiwi:\*+@127\.0\.0\.1:1\/nowhere\).*\); its items are not loaded$/)]);
+        expect(project.registry.errors.map((e) => e.message)).toEqual([
+          expect.stringMatching(/^registry tier: cannot be opened \(cannot connect to the Postgres of DATABASE_URL \(postgres:\/\/kiwi:\*+@127\.0\.0\.1:1\/nowhere\).*\); the versions \.ai\/config\/registry\.yaml pins are not loaded$/),
+        ]);
       } finally {
         await project.close();
+        rmSync(path.join(consumer.root, '.ai', 'config', 'registry.yaml'));
       }
     });
 
@@ -196,26 +223,35 @@ for (const [name, open] of registryTierBackends()) {
       expect(await kiwi(puller.root, 'registry', 'push', '--force')).toMatchObject({ code: 2, err: expect.stringMatching(/--force is for `kiwi registry pull`/) });
     });
 
-    it.skipIf(name !== 'embedded PGlite')('loads the embedded tier again without opening it, until a push or the pins change', async () => {
-      await greet(); // reads the database, and saves what it chose
-      const held = await openRegistryTierDatabase({ env: place.env, userDir: place.userDir, create: false });
+    it.skipIf(name !== 'embedded PGlite')('loads pinned versions again without opening the database, and waits for it when it must', async () => {
+      consumer.write('.ai/config/registry.yaml', 'pins:\n  greet: "1.1.0"\n');
+      await greet(); // reads the database, and saves what it found
+      let held = await openRegistryTierDatabase({ env: place.env, userDir: place.userDir, create: false });
       try {
+        // A version never changes: the same pins load from disk while another process holds the database.
         const cached = await greet();
         expect(cached).toMatchObject({ tier: 'registry', version: '1.1.0', errors: [] });
         expect(cached.output).toContain('greet v2');
-        consumer.write('.ai/config/registry.yaml', 'pins:\n  greet: "1.0.0"\n');
-        // Other pins: the database is asked again, and this test holds it.
-        expect((await greet()).errors.join('\n')).toMatch(/registry tier: cannot be opened \(.* is in use by process/);
+        // Another opener of the database waits for the one that holds it, and is told whom it waits for.
+        let told: () => void = () => undefined;
+        const waiting = new Promise<void>((resolve) => (told = resolve));
+        const second = openRegistryTierDatabase({ env: place.env, userDir: place.userDir, create: false, onWait: () => told() });
+        await waiting;
+        await held?.close();
+        held = await second;
       } finally {
         await held?.close();
-        rmSync(path.join(consumer.root, '.ai', 'config', 'registry.yaml'));
       }
+      // A push adds a version; the pinned one still runs until the pin changes.
       author.write('.ai/tools/demo/greet.yaml', manifest('1.2.0'));
       author.write('.ai/tools/demo/greet.mjs', script('v3'));
       expect((await kiwi(author.root, 'registry', 'push', '.ai/tools/demo')).out).toMatch(/1 added/);
+      expect(await greet()).toMatchObject({ tier: 'registry', version: '1.1.0', errors: [] });
+      consumer.write('.ai/config/registry.yaml', 'pins:\n  greet: "1.2.0"\n');
       const pushed = await greet();
       expect(pushed).toMatchObject({ tier: 'registry', version: '1.2.0', errors: [] });
       expect(pushed.output).toContain('greet v3');
+      rmSync(path.join(consumer.root, '.ai', 'config', 'registry.yaml'));
     });
   });
 }

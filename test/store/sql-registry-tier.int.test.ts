@@ -68,14 +68,15 @@ for (const [name, open] of registryTierBackends()) {
       await expect(tier.push(version('1.3.0', 'x', { folder: 'tools/../../etc' }), 'eve@test')).rejects.toThrow(/folder "tools\/\.\.\/\.\.\/etc": the path has an empty/);
     });
 
-    it('gives each item its pinned version or its latest', async () => {
+    it('gives the versions a project pins, and nothing it does not pin', async () => {
       const { tier } = opened;
       await tier.push({ ...version('0.1.0'), id: 'other', files: [tierFile('greet.yaml', Buffer.from('tool_id: other\n'))] }, 'ana@test');
-      const pick = async (pins: Record<string, string>) => (await tier.selected(pins)).map((v) => `${v.id}@${v.version}`);
-      expect(await pick({})).toEqual(['greet@1.10.0', 'other@0.1.0']);
-      expect(await pick({ greet: '1.2.0' })).toEqual(['greet@1.2.0', 'other@0.1.0']);
+      const pick = async (pins: Record<string, string>) => (await tier.pinned(pins)).map((v) => `${v.id}@${v.version}`);
+      expect(await pick({})).toEqual([]);
+      expect(await pick({ greet: '1.2.0' })).toEqual(['greet@1.2.0']);
+      expect(await pick({ other: '0.1.0', greet: '1.10.0' })).toEqual(['greet@1.10.0', 'other@0.1.0']);
       // A pin of a version that is not there leaves the item out; the loader says so (project-registry.ts).
-      expect(await pick({ greet: '9.9.9', absent: '1.0.0' })).toEqual(['other@0.1.0']);
+      expect(await pick({ greet: '9.9.9', absent: '1.0.0', other: '0.1.0' })).toEqual(['other@0.1.0']);
     });
 
     it('never lets a version change underneath, and refuses rows changed behind its back', async () => {

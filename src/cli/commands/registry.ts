@@ -2,43 +2,50 @@ import { homedir, hostname, userInfo } from 'node:os';
 import path from 'node:path';
 import { KiwiError } from '../../errors.js';
 import { openRegistryTierDatabase, type OpenedRegistryTier } from '../../kernel/registry-tier-database.js';
+import { readRegistryPins, REGISTRY_CONFIG_FILE, writeRegistryPin } from '../../project/registry-pins.js';
 import { loadRegistry } from '../../registry/load-registry.js';
 import { pullVersion } from '../../store/registry-tier/pull-version.js';
 import { pushCandidates } from '../../store/registry-tier/push-items.js';
 import type { RegistryTier } from '../../store/registry-tier/sql-registry-tier.js';
-import { itemId, itemVersion } from '../../store/registry-tier/tier-version.js';
+import { itemId, itemVersion, type TierVersion } from '../../store/registry-tier/tier-version.js';
 import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
 import { projectOptions } from '../project-options.js';
 
-const USAGE = 'kiwi registry push [PATH…] | pull ID[@VERSION] [--force] | list | show ID  [--json] [--project DIR]';
+const USAGE = 'kiwi registry push [PATH…] | pull ID[@VERSION] [--force] | pin ID[@VERSION] | unpin ID | list | show ID  [--json] [--project DIR]';
+
+const ACTIONS = ['push', 'pull', 'pin', 'unpin', 'list', 'show'] as const;
 
 type Flags = { json?: boolean | undefined; force?: boolean | undefined; project?: string | undefined };
 
 /**
  * `kiwi registry`: the database tier of the registry (the Postgres of DATABASE_URL, else an
  * embedded database in ~/.ai/state/registry). `push` sends the project's items — every version
- * is kept, and a version once pushed never changes; `pull` writes one version into the
- * project's `.ai/`; `list` and `show` say what the tier holds.
+ * is kept, and a version once pushed never changes; `pin` makes the project run one version
+ * (`.ai/config/registry.yaml`; a project runs only what it pins), `unpin` stops it; `pull` writes
+ * one version into the project's `.ai/`; `list` and `show` say what the tier holds.
  */
 export async function registryCommand(ctx: CliContext): Promise<number> {
   const { values, positionals } = parseFlags(ctx.argv, { json: { type: 'boolean' }, force: { type: 'boolean' }, project: { type: 'string' } }, USAGE);
   const [action, ...rest] = positionals;
-  if (action !== 'push' && action !== 'pull' && action !== 'list' && action !== 'show') {
+  if (!ACTIONS.includes(action as (typeof ACTIONS)[number])) {
     throw new UsageError(action === undefined ? `say what to do; usage: ${USAGE}` : `unknown action \`${action}\`; usage: ${USAGE}`);
   }
   if (action === 'list' && rest.length > 0) throw new UsageError(`\`kiwi registry list\` takes no argument; usage: ${USAGE}`);
-  if ((action === 'pull' || action === 'show') && rest.length !== 1) throw new UsageError(`\`kiwi registry ${action}\` takes one id${action === 'pull' ? ' (ID or ID@VERSION)' : ''}; usage: ${USAGE}`);
+  if (action !== 'list' && action !== 'push' && rest.length !== 1) throw new UsageError(`\`kiwi registry ${action}\` takes one id${action === 'pull' || action === 'pin' ? ' (ID or ID@VERSION)' : ''}; usage: ${USAGE}`);
   if (values.force && action !== 'pull') throw new UsageError(`--force is for \`kiwi registry pull\`; usage: ${USAGE}`);
-  const options = projectOptions(ctx, values, { needsAi: action === 'push' || action === 'pull' });
+  const options = projectOptions(ctx, values, { needsAi: action === 'push' || action === 'pull' || action === 'pin' || action === 'unpin' });
+  if (action === 'unpin') return unpin(ctx, options.projectDir, rest[0] as string, values);
   const userDir = options.userDir ?? homedir();
-  const opened = await openRegistryTierDatabase({ env: ctx.env, userDir, create: action === 'push' });
+  const onWait = (owner: number): void => ctx.io.err(`kiwi: waiting for process ${owner}, which has the registry tier open`);
+  const opened = await openRegistryTierDatabase({ env: ctx.env, userDir, create: action === 'push', onWait });
   if (opened === undefined) {
     throw new KiwiError('NOT_FOUND', `there is no registry tier yet (no DATABASE_URL, and no ${path.join(userDir, '.ai', 'state', 'registry')}); \`kiwi registry push\` makes one`);
   }
   try {
     if (action === 'push') return await push(ctx, opened, options.projectDir, options.userDir, rest, values);
     if (action === 'pull') return await pull(ctx, opened.tier, options.projectDir, rest[0] as string, values);
+    if (action === 'pin') return await pin(ctx, opened.tier, options.projectDir, rest[0] as string, values);
     if (action === 'list') return await list(ctx, opened.tier, values);
     return await show(ctx, opened.tier, rest[0] as string, values);
   } finally {
@@ -68,15 +75,46 @@ async function push(ctx: CliContext, opened: OpenedRegistryTier, projectDir: str
   return failed > 0 ? 1 : 0;
 }
 
-async function pull(ctx: CliContext, tier: RegistryTier, projectDir: string, spec: string, values: Flags): Promise<number> {
+/** `ID` or `ID@VERSION`, checked. */
+function itemSpec(spec: string): { id: string; version: string | undefined } {
   const at = spec.lastIndexOf('@');
   const [id, version] = at === -1 ? [spec, undefined] : [spec.slice(0, at), spec.slice(at + 1)];
   if (!itemId.safeParse(id).success) throw new UsageError(`${JSON.stringify(id)} is not an item id (A-Z, a-z, 0-9, "_", "." and "-"); usage: ${USAGE}`);
   if (version !== undefined && !itemVersion.safeParse(version).success) throw new UsageError(`${JSON.stringify(version)} is not a version; write ID@1.2.0`);
-  const found = await tier.get(id, version);
-  if (found === undefined) {
+  return { id, version };
+}
+
+/** The version `spec` names, or the item's latest. */
+async function foundVersion(tier: RegistryTier, spec: string): Promise<TierVersion> {
+  const { id, version } = itemSpec(spec);
+  const got = await tier.get(id, version);
+  if (got === undefined) {
     throw new KiwiError('NOT_FOUND', `${tier.where} has no ${version === undefined ? id : `${id}@${version}`}; \`kiwi registry ${version === undefined ? 'list' : `show ${id}`}\` says what it has`);
   }
+  return got;
+}
+
+async function pin(ctx: CliContext, tier: RegistryTier, projectDir: string, spec: string, values: Flags): Promise<number> {
+  const v = await foundVersion(tier, spec);
+  const before = await writeRegistryPin(path.join(projectDir, REGISTRY_CONFIG_FILE), projectDir, v.id, v.version);
+  if (values.json) ctx.io.out(JSON.stringify({ id: v.id, version: v.version, before: before ?? null }));
+  else ctx.io.out(`pinned ${v.type} ${v.id}@${v.version} in ${REGISTRY_CONFIG_FILE}${before === undefined || before === v.version ? '' : ` (was ${before})`}; it loads from the next \`kiwi run\` or gateway start`);
+  return 0;
+}
+
+async function unpin(ctx: CliContext, projectDir: string, id: string, values: Flags): Promise<number> {
+  itemSpec(id);
+  const file = path.join(projectDir, REGISTRY_CONFIG_FILE);
+  const before = (await readRegistryPins(file, projectDir))[id];
+  if (before === undefined) throw new KiwiError('NOT_FOUND', `${REGISTRY_CONFIG_FILE} pins no ${JSON.stringify(id)}; nothing to unpin`);
+  await writeRegistryPin(file, projectDir, id, undefined);
+  if (values.json) ctx.io.out(JSON.stringify({ id, before }));
+  else ctx.io.out(`unpinned ${id} (was ${before}) in ${REGISTRY_CONFIG_FILE}; the project no longer loads it from the registry tier`);
+  return 0;
+}
+
+async function pull(ctx: CliContext, tier: RegistryTier, projectDir: string, spec: string, values: Flags): Promise<number> {
+  const found = await foundVersion(tier, spec);
   const outcome = await pullVersion(found, path.join(projectDir, '.ai'), { force: values.force === true });
   if (outcome.status === 'refused') {
     throw new KiwiError('CONFLICT', `${found.id}@${found.version} was not pulled: ${outcome.changed.join(', ')} ${outcome.changed.length === 1 ? 'differs' : 'differ'} from it (changed here, or another version); pull with --force to overwrite, or move ${outcome.changed.length === 1 ? 'it' : 'them'} away first`);

@@ -41,8 +41,8 @@ export interface RegistryTier {
   versions(id: string): Promise<VersionSummary[]>;
   /** One version with its files: `version`, or the latest; undefined when there is none. */
   get(id: string, version?: string): Promise<TierVersion | undefined>;
-  /** Each item's pinned version (where `pins` names one) or its latest, with files. */
-  selected(pins: Readonly<Record<string, string>>): Promise<TierVersion[]>;
+  /** The versions `pins` names (id → version), with files; a pin of a version the tier lacks is left out. */
+  pinned(pins: Readonly<Record<string, string>>): Promise<TierVersion[]>;
 }
 
 const itemRow = z.object({ id: itemId, type: z.enum(ITEM_TYPES), latest_version: itemVersion, versions: z.coerce.number(), updated_at: z.coerce.date() });
@@ -97,11 +97,11 @@ export function sqlRegistryTier(db: SqlDb, where: string): RegistryTier {
       const [found] = await withFiles(db, rows.map((r) => parseRow(versionRow, r, where)), where);
       return found;
     },
-    async selected(pins) {
+    async pinned(pins) {
       const rows = await db.query(
-        `select ${VERSION_COLUMNS} from tools t
-         left join json_each_text($1::json) p on p.key = t.id
-         join tool_versions v on v.tool_id = t.id and v.version = coalesce(p.value, t.latest_version)
+        `select ${VERSION_COLUMNS} from json_each_text($1::json) p
+         join tools t on t.id = p.key
+         join tool_versions v on v.tool_id = t.id and v.version = p.value
          order by t.id`,
         [JSON.stringify(pins)],
       );

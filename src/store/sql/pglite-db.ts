@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
+import { waitForLock } from '../wait-lock.js';
 import { lockDir } from './dir-lock.js';
 import { openPgliteWorker } from './pglite-worker-db.js';
 import type { SqlDb, SqlQueryable, SqlValue } from './sql-db.js';
@@ -39,12 +40,14 @@ const DROP_TEMPLATES = [
  * `dir` is undefined (tests). It has one connection, so its transactions run one at a time: the
  * row locks that keep several gateways apart on a server cost nothing here. With `thread`, it
  * runs on a worker thread of its own (pglite-worker-db.ts), off the thread that serves requests.
+ * With `wait`, a database another process holds is waited for (its holders open it briefly, as
+ * the registry tier's do) instead of refused (a gateway's kernel, held while it runs).
  */
-export async function openPgliteDb(dir: string | undefined, options: { thread?: boolean } = {}): Promise<SqlDb> {
+export async function openPgliteDb(dir: string | undefined, options: { thread?: boolean; wait?: LockWait } = {}): Promise<SqlDb> {
   let unlock = async (): Promise<void> => undefined;
   if (dir !== undefined) {
     await mkdir(dir, { recursive: true });
-    unlock = await lockDir(`${dir}.lock`, `the embedded kernel database ${dir}`);
+    unlock = options.wait === undefined ? await lockDir(`${dir}.lock`, `the embedded kernel database ${dir}`) : await waitForLock(`${dir}.lock`, options.wait);
   }
   let db: SqlDb | undefined;
   const fresh = dir !== undefined && !existsSync(path.join(dir, 'PG_VERSION'));
@@ -66,6 +69,13 @@ export async function openPgliteDb(dir: string | undefined, options: { thread?: 
       await unlock();
     },
   };
+}
+
+export interface LockWait {
+  /** Ends the wait: its reason is what the open throws. */
+  signal: AbortSignal;
+  /** Told once, when another process holds the database. */
+  onWait?: (owner: number) => void;
 }
 
 function inProcess(db: PGlite): SqlDb {

@@ -149,7 +149,11 @@ describe('a creation on the tool proxy', () => {
       temp.write('.ai/config/policy.yaml', policy([CREATE_TOOL, 'shout']));
       const project = await open(temp, { env: place.env, userDir: place.userDir });
       try {
-        expect(await create(project, proposal('1.0.0', '?', { tier: 'registry' }))).toMatchObject({ status: 'ok', result: { data: { tier: 'registry', version: '1.0.0' } } });
+        // A project runs the tier items it pins: here at once, elsewhere (and after a restart) once a person pins it.
+        expect(await create(project, proposal('1.0.0', '?', { tier: 'registry' }))).toMatchObject({
+          status: 'ok',
+          result: { text: expect.stringMatching(/it runs in this gateway from now on; .*`kiwi registry pin shout@1\.0\.0`/), data: { tier: 'registry', version: '1.0.0' } },
+        });
         expect(await create(project, proposal('1.0.1', '?!', { tier: 'registry' }))).toMatchObject({ status: 'ok', result: { data: { version: '1.0.1' } } });
         expect(await project.proxy.call({ tool: 'shout', args: { text: 'tier' }, session: project.session, client: 'beta', source: 'cli' })).toMatchObject({ status: 'ok', result: { text: 'TIER?!' } });
         expect(project.registry.tools.get('shout')?.source.tier).toBe('registry');

@@ -154,6 +154,8 @@ describe('a created item belongs to the client whose agent made it', () => {
         project.registry.tools.delete('shout');
         expect(await create(project, 'beta', proposal('1.0.1', ' (beta)'))).toMatchObject({ status: 'error', error: { code: 'CONFLICT', message: expect.stringContaining('in the registry belongs to client alpha') } });
         expect(project.registry.tools.get('shout')).toBeUndefined();
+        // A person pins it; another process then loads it from the tier, still alpha's.
+        temp.write('.ai/config/registry.yaml', 'pins:\n  shout: "1.0.0"\n');
         const again = await openProject({ projectDir: temp.root, env: { ...place.env, PATH: process.env['PATH'] }, userDir: place.userDir });
         try {
           expect(again.registry.tools.get('shout')?.source.created).toEqual({ owner: 'alpha' });

@@ -9,9 +9,10 @@ import type { RegistryTier } from '../../store/registry-tier/sql-registry-tier.j
 import { itemId, itemVersion } from '../../store/registry-tier/tier-version.js';
 import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
+import { REGISTRY_HELP } from './registry-help.js';
 import { projectOptions } from '../project-options.js';
 
-const USAGE = 'kiwi registry push [PATH…] | pull ID[@VERSION] [--force] | list | show ID  [--json] [--project DIR]';
+const USAGE = REGISTRY_HELP.usage;
 
 type Flags = { json?: boolean | undefined; force?: boolean | undefined; project?: string | undefined };
 
@@ -22,7 +23,7 @@ type Flags = { json?: boolean | undefined; force?: boolean | undefined; project?
  * project's `.ai/`; `list` and `show` say what the tier holds.
  */
 export async function registryCommand(ctx: CliContext): Promise<number> {
-  const { values, positionals } = parseFlags(ctx.argv, { json: { type: 'boolean' }, force: { type: 'boolean' }, project: { type: 'string' } }, USAGE);
+  const { values, positionals } = parseFlags(ctx.argv, REGISTRY_HELP);
   const [action, ...rest] = positionals;
   if (action !== 'push' && action !== 'pull' && action !== 'list' && action !== 'show') {
     throw new UsageError(action === undefined ? `say what to do; usage: ${USAGE}` : `unknown action \`${action}\`; usage: ${USAGE}`);

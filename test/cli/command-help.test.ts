@@ -128,6 +128,17 @@ describe('kiwi --help, kiwi help COMMAND, kiwi COMMAND [SUB] --help', () => {
     expect((await kiwi('run', 'git_log', '--help')).out).toBe(helpPage(COMMANDS.find((c) => c.name === 'run')!));
   });
 
+  it("answers kiwi registry push --help with push's page, not registry's one usage line (issue 41)", async () => {
+    const parent = await kiwi('registry', '--help');
+    const push = await kiwi('registry', 'push', '--help');
+    expect(push.code).toBe(0);
+    expect(push.out).not.toBe(parent.out);
+    expect(push.out).toMatch(/^NAME\n {2}kiwi registry push — /);
+    expect(push.out).toMatch(/^EXAMPLES\n {2}\$ kiwi registry push/m);
+    expect(push.out).not.toContain('--force');
+    expect((await kiwi('run', '--help')).out).toMatch(/^FLAGS\n {2}--args JSON +the tool's arguments/m);
+  });
+
   it('has an overview with one line per command that says how to get more, exit 0 (2 with no command)', async () => {
     const r = await kiwi('--help');
     expect(r).toEqual({ code: 0, out: OVERVIEW, err: '' });

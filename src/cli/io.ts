@@ -19,11 +19,3 @@ export interface CliContext {
 export class UsageError extends Error {
   override readonly name = 'UsageError';
 }
-
-/** `--help` or `-h` on a command: its usage is printed on stdout, exit code 0, and nothing runs. */
-export class HelpRequested extends Error {
-  override readonly name = 'HelpRequested';
-  constructor(readonly usage: string) {
-    super(`usage: ${usage}`);
-  }
-}

@@ -98,12 +98,12 @@ describe('kiwi init', () => {
     expect(read('.ai/config/policy.yaml')).toBe('version: 1\ntools: [mine]\n');
   });
 
-  it('answers --help with its usage, running nothing', async () => {
+  it('answers --help with its page, running nothing', async () => {
     const r = await kiwi(['init', '--help']);
     expect(r).toMatchObject({ code: 0, err: '' });
-    expect(r.out).toMatch(/^usage: kiwi init \[DIR\]/);
+    expect(r.out).toMatch(/^USAGE\n {2}kiwi init \[DIR\]/m);
     expect(readdirSync(dir)).toEqual([]);
-    expect((await kiwi(['--help'])).out).toMatch(/^ {2}kiwi init \[DIR\]/m);
+    expect((await kiwi(['--help'])).out).toMatch(/^ {2}init +make a working \.ai\/ here/m);
   });
 });
 

@@ -6,6 +6,7 @@ import type { ThreadRecord } from '../../threads/thread-store.js';
 import { threadLineText } from '../../threads/thread-text.js';
 import { UsageError, type CliContext } from '../../cli/io.js';
 import { parseFlags } from '../../cli/parse-flags.js';
+import { DIRECTIVES_HELP } from './directives-help.js';
 import { projectOptions } from '../../cli/project-options.js';
 import { annealCommand } from './directives-anneal.js';
 import { listDirectives } from '../../cli/commands/directives-list.js';
@@ -16,7 +17,7 @@ import { progressLine } from '../../cli/commands/index-tools.js';
 /** A turn's text is printed whole; arguments, results and reasons as one line of at most 200 characters. */
 export const SHOWN = { turn: Number.POSITIVE_INFINITY, item: 200 };
 
-const USAGE = 'kiwi directives run NAME [--input KEY=VALUE]... [--model M] [--json]  |  list [--json]  |  anneal NAME [--thread ID] [--model M] [--json]   [--project DIR]';
+const USAGE = DIRECTIVES_HELP.usage;
 
 /**
  * `kiwi directives run`: a directive as a thread on this project, here (no server needed): the
@@ -25,11 +26,7 @@ const USAGE = 'kiwi directives run NAME [--input KEY=VALUE]... [--model M] [--js
  * outcome. Exit codes: 0 completed, 1 failed or cancelled.
  */
 export async function directivesCommand(ctx: CliContext): Promise<number> {
-  const { values, positionals } = parseFlags(
-    ctx.argv,
-    { input: { type: 'string', multiple: true as const }, model: { type: 'string' }, thread: { type: 'string' }, json: { type: 'boolean' }, project: { type: 'string' } },
-    USAGE,
-  );
+  const { values, positionals } = parseFlags(ctx.argv, DIRECTIVES_HELP);
   const [action, name, ...rest] = positionals;
   if (action === 'list' && name === undefined) {
     return listDirectives(ctx, values, async (root) => {

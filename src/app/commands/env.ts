@@ -2,6 +2,7 @@ import path from 'node:path';
 import { isKiwiError } from '../../errors.js';
 import { UsageError, type CliContext } from '../../cli/io.js';
 import { parseFlags } from '../../cli/parse-flags.js';
+import { ENV_HELP } from './env-help.js';
 import { projectOptions } from '../../cli/project-options.js';
 import { checkInputs } from '../../registry/directive-input-values.js';
 import { checkEnvironmentName, listEnvironments, readEnvironment, writeEnvironment } from '../../registry/environment-folder.js';
@@ -11,25 +12,7 @@ import { loadProjectRegistry } from '../../project/project-registry.js';
 import type { Registry } from '../../registry/types.js';
 import { parseInputs, runThreadHere } from './directives.js';
 
-const USAGE = [
-  'kiwi env save NAME --directive D [--input K=V]... [--tool ID]... [--knowledge ID]... [--tier T | --model M] [--description TEXT] [--force]',
-  'list [--json]',
-  'show NAME [--json]',
-  'run NAME [--input K=V]... [--model M] [--json]   [--project DIR]',
-].join('  |  ');
-
-const FLAGS = {
-  directive: { type: 'string' },
-  input: { type: 'string', multiple: true },
-  tool: { type: 'string', multiple: true },
-  knowledge: { type: 'string', multiple: true },
-  tier: { type: 'string' },
-  model: { type: 'string' },
-  description: { type: 'string' },
-  force: { type: 'boolean' },
-  json: { type: 'boolean' },
-  project: { type: 'string' },
-} as const;
+const USAGE = ENV_HELP.usage;
 
 /**
  * `kiwi env`: environments (`.ai/environments/`), a directive saved with its inputs, the tools
@@ -37,7 +20,7 @@ const FLAGS = {
  * a thread from one, here, as `kiwi directives run` does; exit 0 when it completed, 1 otherwise.
  */
 export async function envCommand(ctx: CliContext): Promise<number> {
-  const { values, positionals } = parseFlags(ctx.argv, FLAGS, USAGE);
+  const { values, positionals } = parseFlags(ctx.argv, ENV_HELP);
   const [action, name, ...rest] = positionals;
   if (rest.length > 0 || action === undefined) throw new UsageError(`usage: ${USAGE}`);
   const onlyFor = (flags: (keyof typeof values)[], what: string): void => {

@@ -8,12 +8,13 @@ import { openGateway } from '../open-gateway.js';
 import { openProjectThreadStore } from '../project-thread-store.js';
 import { UsageError, type CliContext } from '../../cli/io.js';
 import { parseFlags } from '../../cli/parse-flags.js';
+import { PIPELINES_HELP } from './pipelines-help.js';
 import { projectOptions } from '../../cli/project-options.js';
 import { progressLine } from '../../cli/commands/index-tools.js';
 import { oneLine, pipelineEventText } from '../../threads/pipeline-event-text.js';
 import { parseInputs, printRecord } from './directives.js';
 
-const USAGE = 'kiwi pipelines list | run NAME [--input KEY=VALUE]... [--steps] | runs | show RUN | resume RUN [--steps]   [--json] [--project DIR]';
+const USAGE = PIPELINES_HELP.usage;
 
 /**
  * `kiwi pipelines …`: the pipelines of `.ai/pipelines/` (and the files that did not load, with
@@ -23,7 +24,7 @@ const USAGE = 'kiwi pipelines list | run NAME [--input KEY=VALUE]... [--steps] |
  * completed, 1 failed or cancelled.
  */
 export async function pipelinesCommand(ctx: CliContext): Promise<number> {
-  const { values, positionals } = parseFlags(ctx.argv, { input: { type: 'string', multiple: true as const }, steps: { type: 'boolean' }, json: { type: 'boolean' }, project: { type: 'string' } }, USAGE);
+  const { values, positionals } = parseFlags(ctx.argv, PIPELINES_HELP);
   const [action, target, ...rest] = positionals;
   const json = values.json === true;
   if (rest.length > 0 || (action === 'list' || action === 'runs' ? target !== undefined : target === undefined)) throw new UsageError(`usage: ${USAGE}`);

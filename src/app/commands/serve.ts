@@ -6,6 +6,7 @@ import { databaseUrlOf } from '../../kernel/gateway-database.js';
 import { isLoopbackHost } from '../../clients/loopback.js';
 import { UsageError, type CliContext } from '../../cli/io.js';
 import { parseFlags } from '../../cli/parse-flags.js';
+import { SERVE_HELP } from './serve-help.js';
 import { projectOptions } from '../../cli/project-options.js';
 import { progressLine } from '../../cli/commands/index-tools.js';
 import { describeAccess, describeFallbackModel, describeGatewayConfig } from './serve-banner.js';
@@ -13,13 +14,12 @@ import { describeCallGate } from '../../resolver/call-gate-summary.js';
 import { invalidItemLines } from '../../registry/invalid-items.js';
 import { kiwiCommand } from '../../cli/kiwi-command.js';
 
-const USAGE = 'kiwi serve [--host HOST] [--port PORT] [--project DIR]';
 /** How long requests in flight may run on after Ctrl-C before they are aborted. */
 const GRACE_MS = 10_000;
 
 /** `kiwi serve` (what `npm start` runs): the gateway on HTTP until SIGINT/SIGTERM. */
 export async function serveCommand(ctx: CliContext): Promise<number> {
-  const { values } = parseFlags(ctx.argv, { host: { type: 'string' }, port: { type: 'string' }, project: { type: 'string' } }, USAGE);
+  const { values } = parseFlags(ctx.argv, SERVE_HELP);
   const port = values.port === undefined ? undefined : Number(values.port);
   if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65_535)) throw new UsageError(`--port must be a whole number from 0 to 65535, got ${values.port}`);
 

@@ -9,6 +9,7 @@ import { clientKey, defaultGatewayBase } from '../../cli/gateway-address.js';
 import { createKernelClient } from '../../cli/kernel-client.js';
 import { UsageError, type CliContext } from '../../cli/io.js';
 import { parseFlags } from '../../cli/parse-flags.js';
+import { THREADS_HELP } from './threads-help.js';
 import { projectOptions } from '../../cli/project-options.js';
 import { threadLineText } from '../../threads/thread-text.js';
 import { threadUsage } from '../../threads/thread-usage.js';
@@ -16,7 +17,7 @@ import { usageText } from '../../budgets/usage-summary.js';
 import { printOutcome, printRecord, SHOWN } from './directives.js';
 import { progressLine } from '../../cli/commands/index-tools.js';
 
-const USAGE = 'kiwi threads list | show ID | follow ID | resume ID [--message TEXT] [--model M] | cancel ID [--url URL] [--key KEY]   [--json] [--project DIR]';
+const USAGE = THREADS_HELP.usage;
 
 /** How often `follow` looks at the transcript again. */
 const FOLLOW_MS = 250;
@@ -30,8 +31,7 @@ const FOLLOW_MS = 250;
  * kernel: each run of a thread there is an execution labelled with the thread's id.
  */
 export async function threadsCommand(ctx: CliContext): Promise<number> {
-  const flags = { json: { type: 'boolean' }, project: { type: 'string' }, message: { type: 'string' }, model: { type: 'string' }, url: { type: 'string' }, key: { type: 'string' } } as const;
-  const { values, positionals } = parseFlags(ctx.argv, flags, USAGE);
+  const { values, positionals } = parseFlags(ctx.argv, THREADS_HELP);
   const [action, id, ...rest] = positionals;
   const root = projectOptions(ctx, values).projectDir;
   if ((values.message !== undefined || values.model !== undefined) && action !== 'resume') throw new UsageError(`--message and --model are for resume; usage: ${USAGE}`);

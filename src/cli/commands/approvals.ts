@@ -5,9 +5,10 @@ import { UsageError, type CliContext } from '../io.js';
 import { clientKey, defaultGatewayBase } from '../gateway-address.js';
 import { createKernelClient, type KernelClient } from '../kernel-client.js';
 import { parseFlags } from '../parse-flags.js';
+import { APPROVALS_HELP } from './approvals-help.js';
 import { allEvents } from './executions.js';
 
-const USAGE = 'kiwi approvals list | grant STEP_ID | deny STEP_ID [--reason TEXT]   [--as NAME] [--url URL] [--key KEY] [--json]';
+const USAGE = APPROVALS_HELP.usage;
 
 /** Blocked executions looked at for approvals; a kernel with more waiting than this says so. */
 const MAX_BLOCKED = 200;
@@ -28,7 +29,7 @@ interface Waiting {
  * answers (`--as`, by default the user's login name).
  */
 export async function approvalsCommand(ctx: CliContext): Promise<number> {
-  const { values, positionals } = parseFlags(ctx.argv, { reason: { type: 'string' }, as: { type: 'string' }, url: { type: 'string' }, key: { type: 'string' }, json: { type: 'boolean' } }, USAGE);
+  const { values, positionals } = parseFlags(ctx.argv, APPROVALS_HELP);
   const [action, stepId, ...rest] = positionals;
   if (action === undefined || rest.length > 0) throw new UsageError(`usage: ${USAGE}`);
   const kernel = createKernelClient(values.url ?? defaultGatewayBase(ctx.env), clientKey(values.key ?? ctx.env['KIWI_API_KEY']), ctx.signal);

@@ -5,17 +5,14 @@ import type { AuditRecord } from '../../audit/audit-record.js';
 import { databaseUrlOf, openGatewayDatabase } from '../../kernel/gateway-database.js';
 import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
+import { AUDIT_HELP } from './audit-help.js';
 import { projectOptions } from '../project-options.js';
 
-const USAGE = 'kiwi audit tail [-n N] [--session ID] [--json] [--project DIR]';
+const USAGE = AUDIT_HELP.usage;
 
 /** `kiwi audit tail`: the last records of the project's audit files, or with DATABASE_URL of the log the gateways sharing that Postgres write. */
 export async function auditCommand(ctx: CliContext): Promise<number> {
-  const { values, positionals } = parseFlags(
-    ctx.argv,
-    { n: { type: 'string', short: 'n', default: '20' }, session: { type: 'string' }, json: { type: 'boolean' }, project: { type: 'string' } },
-    USAGE,
-  );
+  const { values, positionals } = parseFlags(ctx.argv, AUDIT_HELP);
   if (positionals[0] !== 'tail' || positionals.length > 1) throw new UsageError(`usage: ${USAGE}`);
   const limit = Number(values.n);
   if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) throw new UsageError(`-n must be a whole number from 1 to 10000, got ${values.n}`);

@@ -5,8 +5,9 @@ import { createChatTranscript, terminalSafe } from '../chat-transcript.js';
 import { clientKey, defaultGatewayBase, gatewayUrl } from '../gateway-address.js';
 import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
+import { CHAT_HELP } from './chat-help.js';
 
-const USAGE = 'kiwi chat "MESSAGE" [--url URL] [--model NAME] [--key KEY] [--json]';
+const USAGE = CHAT_HELP.usage;
 const CONNECT_TIMEOUT_MS = 5000;
 /** The gateway answers with headers once the request is checked (key, model), before any upstream turn. */
 const HEADERS_TIMEOUT_MS = 60_000;
@@ -27,11 +28,7 @@ const chunkSchema = z.looseObject({
  * result) from the `kiwi` events on the chunks. `--json` prints the events as JSON lines.
  */
 export async function chatCommand(ctx: CliContext): Promise<number> {
-  const { values, positionals } = parseFlags(
-    ctx.argv,
-    { url: { type: 'string' }, model: { type: 'string' }, key: { type: 'string' }, json: { type: 'boolean' } },
-    USAGE,
-  );
+  const { values, positionals } = parseFlags(ctx.argv, CHAT_HELP);
   const message = positionals.join(' ').trim();
   if (message === '') throw new UsageError(`give the message to send, in quotes; usage: ${USAGE}`);
   if (values.model !== undefined && values.model.trim() === '') throw new UsageError(`--model must name a model, e.g. kiwi-demo (the offline demo); usage: ${USAGE}`);

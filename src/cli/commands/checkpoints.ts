@@ -9,9 +9,10 @@ import { KiwiError } from '../../errors.js';
 import { newSessionId } from '../../project/open-project.js';
 import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
+import { CHECKPOINTS_HELP } from './checkpoints-help.js';
 import { projectOptions } from '../project-options.js';
 
-const USAGE = 'kiwi checkpoints list [-n N] | diff ID [--stat] [--parent] | restore ID [--dry-run]  [--json] [--project DIR]';
+const USAGE = CHECKPOINTS_HELP.usage;
 /** A person is waiting, so the CLI gives a snapshot longer than a tool call gets. */
 const CLI_MIN_TIMEOUT_MS = 60_000;
 const MAX_DIFF_BYTES = 16 * 1024 * 1024;
@@ -24,11 +25,7 @@ const MAX_DIFF_BYTES = 16 * 1024 * 1024;
  * the checkpoint's files back and removes files created since (never ignored ones).
  */
 export async function checkpointsCommand(ctx: CliContext): Promise<number> {
-  const { values, positionals } = parseFlags(
-    ctx.argv,
-    { n: { type: 'string', short: 'n', default: '20' }, stat: { type: 'boolean' }, parent: { type: 'boolean' }, 'dry-run': { type: 'boolean' }, json: { type: 'boolean' }, project: { type: 'string' } },
-    USAGE,
-  );
+  const { values, positionals } = parseFlags(ctx.argv, CHECKPOINTS_HELP);
   const [action, id, ...extra] = positionals;
   if (extra.length > 0) throw new UsageError(`unexpected ${extra.map((e) => JSON.stringify(e)).join(' ')}; usage: ${USAGE}`);
   if (action !== 'list' && action !== 'diff' && action !== 'restore') {

@@ -3,15 +3,16 @@ import { INSTALL_HINT, probeContainers } from '../../primitives/container-probe.
 import { findExecutable } from '../../primitives/sandbox-probe.js';
 import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
+import { CONTAINERS_HELP } from './containers-help.js';
 
-const USAGE = 'kiwi containers build|check';
+const USAGE = CONTAINERS_HELP.usage;
 
 /**
  * The container image of `sandboxed` and `restricted` tools: `build` makes it (again) from this
  * machine's own files, `check` runs the probe the gateway runs before its first container call.
  */
 export async function containersCommand(ctx: CliContext): Promise<number> {
-  const { positionals } = parseFlags(ctx.argv, {}, USAGE);
+  const { positionals } = parseFlags(ctx.argv, CONTAINERS_HELP);
   const [action, ...rest] = positionals;
   if (rest.length > 0 || (action !== 'build' && action !== 'check')) throw new UsageError(`usage: ${USAGE}`);
   const searchPath = ctx.env.PATH;

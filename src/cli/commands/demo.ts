@@ -5,9 +5,8 @@ import { openProject } from '../../project/open-project.js';
 import type { CallOutcome } from '../../proxy/tool-call.js';
 import type { CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
+import { DEMO_HELP } from './demo-help.js';
 import { projectOptions } from '../project-options.js';
-
-const USAGE = 'kiwi demo [--online] [--project DIR]';
 
 interface Step {
   say: string;
@@ -30,7 +29,7 @@ const ONLINE_STEP: Step = { say: 'an HTTP API tool (needs the npm registry)', to
 
 /** `kiwi demo`: shows the permissioned tool proxy on the demo `.ai/`, then the audit trail it left. */
 export async function demoCommand(ctx: CliContext): Promise<number> {
-  const { values } = parseFlags(ctx.argv, { online: { type: 'boolean' }, project: { type: 'string' } }, USAGE);
+  const { values } = parseFlags(ctx.argv, DEMO_HELP);
   const project = await openProject(projectOptions(ctx, values));
   try {
     const { registry } = project;

@@ -2,9 +2,10 @@ import { UsageError, type CliContext } from '../io.js';
 import { clientKey, defaultGatewayBase } from '../gateway-address.js';
 import { createKernelClient, type KernelClient } from '../kernel-client.js';
 import { parseFlags } from '../parse-flags.js';
+import { EXECUTIONS_HELP } from './executions-help.js';
 import { parseUsage, usageText } from '../../budgets/usage-summary.js';
 
-const USAGE = 'kiwi executions list [--status S] [--agent A] [--label k:v]… [--limit N] | show ID | events ID [--after N] | cancel ID   [--url URL] [--key KEY] [--json]';
+const USAGE = EXECUTIONS_HELP.usage;
 
 interface ExecutionSummary {
   id: string;
@@ -27,20 +28,7 @@ const EVENT_PAGE = 1000;
 
 /** `kiwi executions …`: the kernel's executions on a running gateway, through its v0 API. */
 export async function executionsCommand(ctx: CliContext): Promise<number> {
-  const { values, positionals } = parseFlags(
-    ctx.argv,
-    {
-      status: { type: 'string' },
-      agent: { type: 'string' },
-      label: { type: 'string', multiple: true },
-      limit: { type: 'string' },
-      after: { type: 'string' },
-      url: { type: 'string' },
-      key: { type: 'string' },
-      json: { type: 'boolean' },
-    },
-    USAGE,
-  );
+  const { values, positionals } = parseFlags(ctx.argv, EXECUTIONS_HELP);
   const [action, id, ...rest] = positionals;
   if (rest.length > 0 || action === undefined) throw new UsageError(`usage: ${USAGE}`);
   const needsId = (): string => {

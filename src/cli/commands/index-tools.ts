@@ -3,13 +3,12 @@ import type { Registry } from '../../registry/load-registry.js';
 import { openProjectResolverRuntime, type ResolverRuntime } from '../../resolver/resolver-runtime.js';
 import type { CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
+import { INDEX_HELP } from './index-tools-help.js';
 import { projectOptions } from '../project-options.js';
-
-const USAGE = 'kiwi index [--project DIR]';
 
 /** `kiwi index`: embeds every valid tool, directive and knowledge entry into `.ai/vectors/` (incremental by content hash). */
 export async function indexCommand(ctx: CliContext): Promise<number> {
-  const { values } = parseFlags(ctx.argv, { project: { type: 'string' } }, USAGE);
+  const { values } = parseFlags(ctx.argv, INDEX_HELP);
   const runtime = await openProjectResolver(ctx, values.project);
   try {
     const report = await runtime.sync({ onProgress: progressLine(ctx), ...(ctx.signal ? { signal: ctx.signal } : {}) });

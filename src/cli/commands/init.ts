@@ -3,8 +3,9 @@ import path from 'node:path';
 import { INIT_FILES, type InitFile } from '../init-templates.js';
 import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
+import { INIT_HELP } from './init-help.js';
 
-const USAGE = 'kiwi init [DIR]   (DIR defaults to the current folder)';
+const USAGE = INIT_HELP.usage;
 
 export interface InitReport {
   root: string;
@@ -15,7 +16,7 @@ export interface InitReport {
 
 /** `kiwi init [DIR]`: a working `.ai/` (config, default-deny policy, runtimes, .gitignore); never overwrites. */
 export async function initCommand(ctx: CliContext): Promise<number> {
-  const { positionals } = parseFlags(ctx.argv, {}, USAGE);
+  const { positionals } = parseFlags(ctx.argv, INIT_HELP);
   if (positionals.length > 1) throw new UsageError(`give at most one folder; usage: ${USAGE}`);
   const root = path.resolve(ctx.cwd, positionals[0] ?? '.');
   const report = await initProject(root);

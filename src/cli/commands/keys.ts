@@ -6,9 +6,10 @@ import type { Role } from '../../policy/caller.js';
 import { clientPolicyFile } from '../../policy/client-policy-file.js';
 import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
+import { KEYS_HELP } from './keys-help.js';
 import { projectOptions } from '../project-options.js';
 
-const USAGE = 'kiwi keys create NAME [--role ROLE]… [--agent ID]… [--tool ID]… [--policy FILE] | kiwi keys list | kiwi keys revoke KEY_ID|NAME  [--project DIR] [--json]';
+const USAGE = KEYS_HELP.usage;
 
 /**
  * `kiwi keys`: client API keys for the gateway, stored hashed in .ai/state/keys.json, or with
@@ -18,11 +19,7 @@ const USAGE = 'kiwi keys create NAME [--role ROLE]… [--agent ID]… [--tool ID
  * comma-separated list, and may be repeated.
  */
 export async function keysCommand(ctx: CliContext): Promise<number> {
-  const { values, positionals } = parseFlags(
-    ctx.argv,
-    { project: { type: 'string' }, policy: { type: 'string' }, role: { type: 'string', multiple: true }, agent: { type: 'string', multiple: true }, tool: { type: 'string', multiple: true }, json: { type: 'boolean' } },
-    USAGE,
-  );
+  const { values, positionals } = parseFlags(ctx.argv, KEYS_HELP);
   const extra = positionals.slice(2);
   if (extra.length > 0) throw new UsageError(`unexpected ${extra.map((e) => JSON.stringify(e)).join(' ')}; usage: ${USAGE}`);
   const root = projectOptions(ctx, values).projectDir;

@@ -9,10 +9,9 @@ import type { ResolverRuntime } from '../../resolver/resolver-runtime.js';
 import type { Resolver } from '../../resolver/types.js';
 import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
+import { MCP_HELP } from './mcp-help.js';
 import { projectOptions } from '../project-options.js';
 import { openRegistryResolver, progressLine } from './index-tools.js';
-
-const USAGE = 'kiwi mcp [--project DIR] [--allow-empty]';
 
 export interface StdioStreams {
   stdin: Readable;
@@ -26,7 +25,7 @@ export interface StdioStreams {
  * tools and children first.
  */
 export async function mcpCommand(ctx: CliContext, streams: StdioStreams = { stdin: process.stdin, stdout: process.stdout }): Promise<number> {
-  const { values } = parseFlags(ctx.argv, { project: { type: 'string' }, 'allow-empty': { type: 'boolean' } }, USAGE);
+  const { values } = parseFlags(ctx.argv, MCP_HELP);
   const options = projectOptions(ctx, values, { needsAi: false });
   // MCP clients often spawn servers in / or the home folder: serving that by mistake would
   // quietly create .ai/ there and offer no project tools.

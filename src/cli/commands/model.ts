@@ -7,17 +7,14 @@ import { trainFromDatasets } from '../../resolver/train/train-from-datasets.js';
 import { replaceFile } from '../../replace-file.js';
 import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
+import { MODEL_HELP } from './model-help.js';
 
-const USAGE = 'kiwi model train [--datasets DIR] [--out FILE] [--embedder use-lite|static] [--limit N] | kiwi model show [--model FILE] [--json]';
+const USAGE = MODEL_HELP.usage;
 const DEFAULT_DATASETS = fileURLToPath(new URL('../../../../shared/datasets', import.meta.url));
 
 /** `kiwi model`: rebuilds the resolver's learned confidence from the shipped datasets, or shows it. */
 export async function modelCommand(ctx: CliContext): Promise<number> {
-  const { values, positionals } = parseFlags(
-    ctx.argv,
-    { datasets: { type: 'string' }, out: { type: 'string' }, embedder: { type: 'string' }, limit: { type: 'string' }, model: { type: 'string' }, json: { type: 'boolean' } },
-    USAGE,
-  );
+  const { values, positionals } = parseFlags(ctx.argv, MODEL_HELP);
   const [sub, ...extra] = positionals;
   if ((sub !== 'train' && sub !== 'show') || extra.length > 0) throw new UsageError(`usage: ${USAGE}`);
   if (sub === 'show') {

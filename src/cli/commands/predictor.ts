@@ -4,17 +4,14 @@ import { predictorFile } from '../../prefetch/predictor-file.js';
 import { trainTransitions, type TrainProgress } from '../../prefetch/train-transitions.js';
 import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
+import { PREDICTOR_HELP } from './predictor-help.js';
 import { projectOptions } from '../project-options.js';
 
-const USAGE = 'kiwi predictor train [--project DIR] [--out FILE] | kiwi predictor show [--model FILE] [-n N] [--json]';
+const USAGE = PREDICTOR_HELP.usage;
 
 /** `kiwi predictor`: learns which tool follows which from the audit log, and shows what it learned. */
 export async function predictorCommand(ctx: CliContext): Promise<number> {
-  const { values, positionals } = parseFlags(
-    ctx.argv,
-    { project: { type: 'string' }, out: { type: 'string' }, model: { type: 'string' }, n: { type: 'string', short: 'n', default: '10' }, json: { type: 'boolean' } },
-    USAGE,
-  );
+  const { values, positionals } = parseFlags(ctx.argv, PREDICTOR_HELP);
   const [sub, ...extra] = positionals;
   if ((sub !== 'train' && sub !== 'show') || extra.length > 0) throw new UsageError(`usage: ${USAGE}`);
   if (sub === 'train' && values.model !== undefined) throw new UsageError('train writes the model to --out FILE (--model is for show)');

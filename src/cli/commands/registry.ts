@@ -10,9 +10,10 @@ import type { RegistryTier } from '../../store/registry-tier/sql-registry-tier.j
 import { itemId, itemVersion, type TierVersion } from '../../store/registry-tier/tier-version.js';
 import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
+import { REGISTRY_HELP } from './registry-help.js';
 import { projectOptions } from '../project-options.js';
 
-const USAGE = 'kiwi registry push [PATH…] | pull ID[@VERSION] [--force] | pin ID[@VERSION] | unpin ID | list | show ID  [--json] [--project DIR]';
+const USAGE = REGISTRY_HELP.usage;
 
 const ACTIONS = ['push', 'pull', 'pin', 'unpin', 'list', 'show'] as const;
 
@@ -26,7 +27,7 @@ type Flags = { json?: boolean | undefined; force?: boolean | undefined; project?
  * one version into the project's `.ai/`; `list` and `show` say what the tier holds.
  */
 export async function registryCommand(ctx: CliContext): Promise<number> {
-  const { values, positionals } = parseFlags(ctx.argv, { json: { type: 'boolean' }, force: { type: 'boolean' }, project: { type: 'string' } }, USAGE);
+  const { values, positionals } = parseFlags(ctx.argv, REGISTRY_HELP);
   const [action, ...rest] = positionals;
   if (!ACTIONS.includes(action as (typeof ACTIONS)[number])) {
     throw new UsageError(action === undefined ? `say what to do; usage: ${USAGE}` : `unknown action \`${action}\`; usage: ${USAGE}`);

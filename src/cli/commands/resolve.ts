@@ -3,20 +3,17 @@ import { planSteps } from '../../resolver/step-plan.js';
 import type { Resolution } from '../../resolver/types.js';
 import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
+import { RESOLVE_HELP } from './resolve-help.js';
 import { openProjectResolver } from './index-tools.js';
 
-const USAGE = 'kiwi resolve "INTENT" [--context TEXT] [--limit N] [--json] [--project DIR]';
+const USAGE = RESOLVE_HELP.usage;
 
 /**
  * `kiwi resolve`: the call an intent resolves to, the candidates with scores, and where the time
  * went; for an intent written as ordered steps, the same for each step. Runs nothing.
  */
 export async function resolveCommand(ctx: CliContext): Promise<number> {
-  const { values, positionals } = parseFlags(
-    ctx.argv,
-    { context: { type: 'string' }, limit: { type: 'string', default: '5' }, json: { type: 'boolean' }, project: { type: 'string' } },
-    USAGE,
-  );
+  const { values, positionals } = parseFlags(ctx.argv, RESOLVE_HELP);
   const intent = positionals.join(' ').trim();
   if (!intent) throw new UsageError(`give the intent text; usage: ${USAGE}`);
   const limit = Number(values.limit);

@@ -5,13 +5,14 @@ import { openProject, type Project } from '../../project/open-project.js';
 import { issuesOfItem } from '../../registry/invalid-items.js';
 import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
+import { RUN_HELP } from './run-help.js';
 import { projectOptions } from '../project-options.js';
 
-const USAGE = 'kiwi run TOOL [--args JSON] [--directive NAME] [--json] [--project DIR]';
+const USAGE = RUN_HELP.usage;
 
 /** Exit codes: 0 ran, 1 the tool failed or errored, 3 the policy denied it. */
 export async function runCommand(ctx: CliContext): Promise<number> {
-  const { values, positionals } = parseFlags(ctx.argv, { args: { type: 'string' }, directive: { type: 'string' }, json: { type: 'boolean' }, project: { type: 'string' } }, USAGE);
+  const { values, positionals } = parseFlags(ctx.argv, RUN_HELP);
   const [tool, ...extra] = positionals;
   if (!tool || extra.length > 0) throw new UsageError(`give exactly one tool id; usage: ${USAGE}`);
   const args = parseJsonArgs(values.args);

@@ -8,9 +8,10 @@ import { UsageError, type CliContext } from '../io.js';
 import { clientKey } from '../gateway-address.js';
 import { createKernelClient } from '../kernel-client.js';
 import { parseFlags } from '../parse-flags.js';
+import { RUNNER_HELP } from './runner-help.js';
 import { projectOptions } from '../project-options.js';
 
-const USAGE = 'kiwi runner --kernel URL [--key KEY] [--runner-id ID] [--tools GLOB,…] [--concurrency N] [--json] [--project DIR]';
+const USAGE = RUNNER_HELP.usage;
 const KEY_FROM = '--key or KIWI_KERNEL_KEY';
 const MAX_CONCURRENCY = 32;
 const RUNNER_ID = /^[A-Za-z0-9_.:@-]{1,200}$/;
@@ -30,11 +31,7 @@ const SHOWN_TOOLS = 12;
  * the kernel cannot be reached at the start or refuses the runner.
  */
 export async function runnerCommand(ctx: CliContext): Promise<number> {
-  const { values, positionals } = parseFlags(
-    ctx.argv,
-    { kernel: { type: 'string' }, key: { type: 'string' }, 'runner-id': { type: 'string' }, tools: { type: 'string' }, concurrency: { type: 'string' }, json: { type: 'boolean' }, project: { type: 'string' } },
-    USAGE,
-  );
+  const { values, positionals } = parseFlags(ctx.argv, RUNNER_HELP);
   if (positionals.length > 0) throw new UsageError(`unexpected ${JSON.stringify(positionals[0]?.slice(0, 40))}; usage: ${USAGE}`);
   if (values.kernel === undefined) throw new UsageError(`give the kernel's address, e.g. --kernel http://127.0.0.1:8787 (a gateway that \`kiwi serve\` runs); usage: ${USAGE}`);
   const connections = concurrency(values.concurrency);

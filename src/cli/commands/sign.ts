@@ -4,13 +4,14 @@ import { signText, verifySignature, type SignableKind } from '../../registry/sig
 import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
 import { replaceFile } from '../../replace-file.js';
+import type { CommandHelp } from '../command-help.js';
+import { SIGN_HELP, VERIFY_HELP } from './sign-help.js';
 
-const USAGE = 'kiwi sign FILE... [--kind directive|knowledge|tool]   |   kiwi verify FILE... [--kind …]';
 const KINDS = ['directive', 'knowledge', 'tool'] as const;
 
 /** Writes the `kiwi-mcp:validated` line after a person has reviewed the file. */
 export async function signCommand(ctx: CliContext): Promise<number> {
-  const { files, kindFlag } = parse(ctx);
+  const { files, kindFlag } = parse(ctx, SIGN_HELP);
   for (const file of files) {
     const full = path.resolve(ctx.cwd, file);
     const kind = kindFlag ?? kindOf(full);
@@ -22,7 +23,7 @@ export async function signCommand(ctx: CliContext): Promise<number> {
 }
 
 export async function verifyCommand(ctx: CliContext): Promise<number> {
-  const { files, kindFlag } = parse(ctx);
+  const { files, kindFlag } = parse(ctx, VERIFY_HELP);
   let bad = 0;
   for (const file of files) {
     const full = path.resolve(ctx.cwd, file);
@@ -40,9 +41,9 @@ export async function verifyCommand(ctx: CliContext): Promise<number> {
   return bad === 0 ? 0 : 1;
 }
 
-function parse(ctx: CliContext): { files: string[]; kindFlag: SignableKind | undefined } {
-  const { values, positionals } = parseFlags(ctx.argv, { kind: { type: 'string' } }, USAGE);
-  if (positionals.length === 0) throw new UsageError(`name at least one file; usage: ${USAGE}`);
+function parse(ctx: CliContext, help: CommandHelp<typeof SIGN_HELP.flags>): { files: string[]; kindFlag: SignableKind | undefined } {
+  const { values, positionals } = parseFlags(ctx.argv, help);
+  if (positionals.length === 0) throw new UsageError(`name at least one file; usage: ${help.usage}`);
   const kind = values.kind;
   if (kind !== undefined && !(KINDS as readonly string[]).includes(kind)) throw new UsageError(`--kind must be one of ${KINDS.join(', ')}, got ${kind}`);
   return { files: positionals, kindFlag: kind as SignableKind | undefined };

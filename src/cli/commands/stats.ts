@@ -4,15 +4,9 @@ import { createHttpClient } from '../../primitives/http-client.js';
 import { clientKey, defaultGatewayBase, gatewayUrl } from '../gateway-address.js';
 import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
+import { STATS_HELP } from './stats-help.js';
 
-const USAGE = 'kiwi stats [--url URL] [--key KEY] [--json]';
-const HELP = `usage: ${USAGE}
-
-The prefetch counters (hits, misses, hit rate, time saved) of a running gateway, from its GET /metrics.
-  --url URL   the gateway (default: http://127.0.0.1 on KIWI_PORT, or on kiwi serve's default port)
-  --key KEY   the client key to send, as kiwi chat does; default: KIWI_API_KEY. Once the gateway
-              has keys (kiwi keys create), every request needs one, this one included.
-  --json      the answer as the gateway sent it`;
+const USAGE = STATS_HELP.usage;
 const TIMEOUT_MS = 5000;
 const MAX_BODY_BYTES = 1024 * 1024;
 const MAX_EXTRA_LINES = 100;
@@ -38,11 +32,7 @@ const PREFETCH_ROWS: [key: string, label: string, format?: (n: number) => string
 
 /** `kiwi stats`: the prefetch counters of a running gateway, from its `GET /metrics`. */
 export async function statsCommand(ctx: CliContext): Promise<number> {
-  const { values, positionals } = parseFlags(ctx.argv, { url: { type: 'string' }, key: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } }, USAGE);
-  if (values.help) {
-    ctx.io.out(HELP);
-    return 0;
-  }
+  const { values, positionals } = parseFlags(ctx.argv, STATS_HELP);
   if (positionals.length > 0) throw new UsageError(`usage: ${USAGE}`);
   const url = metricsUrl(values.url ?? defaultGatewayBase(ctx.env));
   const key = clientKey(values.key ?? ctx.env['KIWI_API_KEY']);

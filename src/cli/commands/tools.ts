@@ -4,12 +4,13 @@ import { openProject, type Project } from '../../project/open-project.js';
 import type { Tool } from '../../registry/types.js';
 import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
+import { TOOLS_HELP } from './tools-help.js';
 import { projectOptions } from '../project-options.js';
 
-const USAGE = 'kiwi tools list|show TOOL|validate [--json] [--project DIR]';
+const USAGE = TOOLS_HELP.usage;
 
 export async function toolsCommand(ctx: CliContext): Promise<number> {
-  const { values, positionals } = parseFlags(ctx.argv, { json: { type: 'boolean' }, project: { type: 'string' } }, USAGE);
+  const { values, positionals } = parseFlags(ctx.argv, TOOLS_HELP);
   const [sub, ...rest] = positionals;
   const project = await openProject(projectOptions(ctx, values));
   try {

@@ -1,5 +1,6 @@
 import type { Child } from 'hono/jsx';
 import type { AdminArea } from '../clients/access.js';
+import { FAVICON_DATA_URL } from './favicon.js';
 
 /**
  * The frame of every console page: the header with the areas the caller may open, the page's
@@ -13,6 +14,8 @@ export interface Viewer {
   may(area: AdminArea): boolean;
   /** The session's CSRF token, carried by every form that changes something. */
   csrf: string;
+  /** Opened without a key (a loopback gateway with no keys): there is nothing to log out of. */
+  keyless?: true;
 }
 
 const AREAS: [AdminArea, string, string][] = [
@@ -34,6 +37,7 @@ export function Layout(props: { title: string; viewer?: Viewer; live?: string; c
         <meta charset="utf-8" />
         <meta name="viewport" content="width=device-width, initial-scale=1" />
         <title>{`${props.title} · Kiwi Gateway`}</title>
+        <link rel="icon" type="image/svg+xml" href={FAVICON_DATA_URL} />
         <link rel="stylesheet" href="/ui/assets/console.css" />
         <script src="/ui/assets/console.js" defer />
       </head>
@@ -51,7 +55,10 @@ export function Layout(props: { title: string; viewer?: Viewer; live?: string; c
               ))}
             </nav>
           )}
-          {viewer === undefined ? null : (
+          {viewer === undefined ? null : viewer.keyless ? (
+            // Logging out would log straight back in: the console opens to anyone on this machine until a key exists.
+            <span class="who">no keys: the console is open to this machine</span>
+          ) : (
             <form class="logout" method="post" action="/ui/logout">
               <input type="hidden" name="_csrf" value={viewer.csrf} />
               <span class="who">{viewer.client}</span>

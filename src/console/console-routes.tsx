@@ -13,8 +13,10 @@ import { Layout, Notice, type Viewer } from './console-layout.js';
 import { ConsoleError, renderError, type AdminCall, type ConsoleRequest, type ConsoleRouter } from './console-route.js';
 import { checkSession, csrfMatches, newSession, SESSION_COOKIE, sessionKeyId, type SessionKey } from './console-session.js';
 import { mountExecutionPages } from './execution-pages.js';
+import { FAVICON_SVG } from './favicon.js';
 import { mountKeyPages } from './key-pages.js';
 import { mountLiveEvents } from './live-events.js';
+import { loginTarget } from './login-target.js';
 import { mountOverviewPage } from './overview-page.js';
 import { mountThreadPages } from './thread-pages.js';
 import { mountToolPages } from './tool-pages.js';
@@ -87,6 +89,8 @@ export function mountConsole(app: Hono, deps: ConsoleDeps): void {
     return c.body(asset[1], 200, { 'content-type': asset[0] });
   });
 
+  app.get('/favicon.ico', (c) => c.body(FAVICON_SVG, 200, { 'content-type': 'image/svg+xml', 'x-content-type-options': 'nosniff', 'cache-control': 'public, max-age=86400' }));
+
   /** Who the session cookie says the person is, when it is valid and its key may use the console. */
   async function sessionOf(c: Context): Promise<{ caller: Caller; viewer: Viewer; key: string } | undefined> {
     const cookie = getCookie(c, SESSION_COOKIE);
@@ -100,18 +104,19 @@ export function mountConsole(app: Hono, deps: ConsoleDeps): void {
     const session = checkSession(cookie, found.key, deps.sessionSecret, now());
     if (session === undefined) return undefined;
     const caller = found.caller;
-    return { caller, key: keyId, viewer: { client: caller.client, csrf: session.csrf, may: (area) => mayAdminister(caller, area) } };
+    return { caller, key: keyId, viewer: { client: caller.client, csrf: session.csrf, may: (area) => mayAdminister(caller, area), ...(keyId === localKey.id ? { keyless: true as const } : {}) } };
   }
 
-  function startSession(c: Context, key: SessionKey): Response {
+  /** A new session for `key`, and on to the page the person came for (`next`, a loginTarget) or the overview. */
+  function startSession(c: Context, key: SessionKey, next: string | undefined): Response {
     const { cookie, session } = newSession(key, deps.sessionSecret, now(), ttlMs);
     // Behind a proxy that ends TLS the request is http: its X-Forwarded-Proto can only make the cookie stricter.
     const https = new URL(c.req.url).protocol === 'https:' || c.req.header('x-forwarded-proto')?.split(',')[0]?.trim() === 'https';
     setCookie(c, SESSION_COOKIE, cookie, { httpOnly: true, sameSite: 'Strict', path: '/ui', expires: session.expires, secure: https });
-    return c.redirect('/ui', 303);
+    return c.redirect(next ?? '/ui', 303);
   }
 
-  const loginPage = (c: Context, message?: string, status: 200 | 401 | 403 = 200) =>
+  const loginPage = (c: Context, next: string | undefined, message?: string, status: 200 | 401 | 403 = 200) =>
     c.html(
       <>
         {raw('<!doctype html>')}
@@ -123,6 +128,7 @@ export function mountConsole(app: Hono, deps: ConsoleDeps): void {
               Admin or approver key
               <input type="password" name="key" autocomplete="off" required maxlength={512} />
             </label>
+            {next === undefined ? null : <input type="hidden" name="next" value={next} />}
             <button type="submit">Log in</button>
           </form>
           <p class="hint">
@@ -138,19 +144,21 @@ export function mountConsole(app: Hono, deps: ConsoleDeps): void {
     );
 
   app.get('/ui/login', async (c) => {
+    const next = loginTarget(c.req.query('next'));
     // Loopback without keys: one person's machine, whose operator needs no key (as on the API).
-    if ((await deps.auth.mode()).mode === 'open') return startSession(c, localKey);
-    return loginPage(c);
+    if ((await deps.auth.mode()).mode === 'open') return startSession(c, localKey, next);
+    return loginPage(c, next);
   });
 
   app.post('/ui/login', async (c) => {
     const form = await readForm(c);
-    if (form === undefined) return loginPage(c, 'The form was too large or not a form.', 401);
+    if (form === undefined) return loginPage(c, undefined, 'The form was too large or not a form.', 401);
+    const next = loginTarget(form.get('next') ?? undefined);
     const key = form.get('key') ?? '';
     const result = await deps.auth.authenticate({ authorization: `Bearer ${key.trim()}` });
-    if (!result.ok) return loginPage(c, result.status === 401 ? 'That key is not valid: it was revoked, mistyped, or belongs to another gateway.' : result.message, 401);
-    if (!mayUseConsole(result.caller) || result.key === undefined) return loginPage(c, `The key of client ${result.caller.client} has no console access: the console is for keys with the admin or approver role.`, 403);
-    return startSession(c, result.key);
+    if (!result.ok) return loginPage(c, next, result.status === 401 ? 'That key is not valid: it was revoked, mistyped, or belongs to another gateway.' : result.message, 401);
+    if (!mayUseConsole(result.caller) || result.key === undefined) return loginPage(c, next, `The key of client ${result.caller.client} has no console access: the console is for keys with the admin or approver role.`, 403);
+    return startSession(c, result.key, next);
   });
 
   app.post('/ui/logout', async (c) => {
@@ -172,7 +180,7 @@ export function mountConsole(app: Hono, deps: ConsoleDeps): void {
     page(path, area, handler) {
       app.get(path, async (c) => {
         const who = await sessionOf(c);
-        if (who === undefined) return c.redirect('/ui/login', 303);
+        if (who === undefined) return c.redirect(loginUrl(c), 303);
         if (!who.viewer.may(area)) return renderError(c, who.viewer, new ConsoleError(403, `This key may not open ${area}.`));
         try {
           return await handler(c, request(who.caller, who.viewer));
@@ -209,6 +217,13 @@ export function mountConsole(app: Hono, deps: ConsoleDeps): void {
   mountUsagePage(router);
   mountToolPages(router);
   mountLiveEvents(app, { sessionOf, admin: deps.admin, ...(deps.until ? { until: deps.until } : {}), ...(deps.events ? { events: deps.events } : {}) });
+}
+
+/** The login, told to come back to this page afterwards (a deep link survives it). */
+function loginUrl(c: Context): string {
+  const url = new URL(c.req.url);
+  const next = loginTarget(`${url.pathname}${url.search}`);
+  return next === undefined || next === '/ui' ? '/ui/login' : `/ui/login?next=${encodeURIComponent(next)}`;
 }
 
 /** The console is for people who run the gateway: keys that may answer approvals or administer. */

@@ -1,6 +1,8 @@
 import { EXECUTION_STATUSES } from '../kernel/types.js';
 import { Json, When } from './console-layout.js';
-import { UsageTable } from './usage-table.js';
+import { formatDuration } from './format-duration.js';
+import { dollars, UsageTable } from './usage-table.js';
+import { parseUsage } from '../budgets/usage-summary.js';
 import { query, render, type ConsoleRequest, type ConsoleRouter } from './console-route.js';
 
 /**
@@ -17,6 +19,8 @@ export interface ExecutionRow {
   client: string;
   agent_id: string;
   labels: Record<string, string>;
+  /** What it used, once it has ended (chats and thread runs). */
+  usage?: unknown;
   created_at: string;
   updated_at: string;
 }
@@ -66,7 +70,7 @@ export function mountExecutionPages(router: ConsoleRouter): void {
 
   router.page('/ui/executions/:id', 'executions', async (c, r) => {
     const id = c.req.param('id') ?? '';
-    const answer = (await r.api('GET', `/admin/v1/executions/${encodeURIComponent(id)}?limit=1000`)) as { execution: ExecutionRow & { input: unknown; output?: unknown; usage?: unknown }; events: WireEvent[] };
+    const answer = (await r.api('GET', `/admin/v1/executions/${encodeURIComponent(id)}?limit=1000`)) as { execution: ExecutionRow & { input: unknown; output?: unknown }; events: WireEvent[] };
     const e = answer.execution;
     const stages = r.viewer.may('audit') ? await proxyStages(r, e.client, answer.events) : new Map<string, AuditRecord>();
     return render(
@@ -100,14 +104,15 @@ export function mountExecutionPages(router: ConsoleRouter): void {
 export function ExecutionTable(props: { rows: ExecutionRow[] }) {
   return (
     <div class="table">
-      <table>
+      <table class="executions">
         <thead>
           <tr>
             <th>Started</th>
             <th>Status</th>
             <th>Client</th>
-            <th>Agent</th>
-            <th>Kind</th>
+            <th>What</th>
+            <th>Tokens</th>
+            <th>Cost</th>
             <th>Id</th>
           </tr>
         </thead>
@@ -121,10 +126,11 @@ export function ExecutionTable(props: { rows: ExecutionRow[] }) {
                 <span class={`status ${e.status}`}>{e.status}</span>
               </td>
               <td>{e.client}</td>
-              <td>
-                <code>{e.agent_id}</code>
+              <td class="what">
+                <What row={e} />
               </td>
-              <td>{e.labels['kind'] ?? ''}</td>
+              <td>{tokens(e.usage)}</td>
+              <td>{cost(e.usage)}</td>
               <td>
                 <a href={`/ui/executions/${encodeURIComponent(e.id)}`}>
                   <code>{e.id}</code>
@@ -137,6 +143,54 @@ export function ExecutionTable(props: { rows: ExecutionRow[] }) {
     </div>
   );
 }
+
+/**
+ * What an execution is, from its labels (a list never reads inputs): a chat's first words and
+ * model, an MCP call's tool, a thread's directive, a pipeline's name; else its agent.
+ */
+function What(props: { row: ExecutionRow }) {
+  const { labels, agent_id: agent } = props.row;
+  const kind = labels['kind'];
+  if (kind === 'chat') {
+    return (
+      <>
+        {labels['message'] === undefined ? <span class="meta">chat</span> : <span class="message">{`“${labels['message']}”`}</span>}
+        {labels['model'] === undefined ? null : (
+          <span class="meta">
+            {' '}
+            <code>{labels['model']}</code>
+          </span>
+        )}
+      </>
+    );
+  }
+  const named = kind !== undefined && Object.hasOwn(NAMED_BY, kind) ? NAMED_BY[kind] : undefined;
+  return (
+    <>
+      <span class="meta">{`${named?.[1] ?? (kind === undefined ? 'agent' : `${kind}, agent`)} `}</span>
+      <code>{(named === undefined ? undefined : labels[named[0]]) ?? agent}</code>
+    </>
+  );
+}
+
+/** The label that names what an execution of a kind the gateway runs is, and how to say it. */
+const NAMED_BY: Record<string, [label: string, says: string]> = { mcp: ['tool', 'MCP tool'], thread: ['directive', 'thread'], pipeline: ['pipeline', 'pipeline'] };
+
+const tokens = (value: unknown): string => {
+  const usage = parseUsage(value);
+  if (usage === undefined) return '-';
+  const models = Object.values(usage.models);
+  const sum = (pick: (m: (typeof models)[number]) => number): number => models.reduce((total, m) => total + pick(m), 0);
+  return `${sum((m) => m.input_tokens)} in · ${sum((m) => m.output_tokens)} out${usage.estimated ? ' (estimated)' : ''}`;
+};
+
+const cost = (value: unknown): string => {
+  const usage = parseUsage(value);
+  if (usage === undefined) return '-';
+  // A model without a price cost something nobody told the gateway: never shown as $0.
+  if (usage.unpriced !== undefined) return usage.spend_usd > 0 ? `${dollars(usage.spend_usd)} + unpriced` : 'unpriced';
+  return dollars(usage.spend_usd);
+};
 
 interface AuditRecord {
   call_id: string;
@@ -174,12 +228,12 @@ function Stages(props: { record: AuditRecord | undefined }) {
   if (a === undefined) return null;
   const stages = [
     `policy: ${a.decision}${a.reason === undefined ? '' : ` (${a.reason})`}`,
-    ...(a.approval === undefined ? [] : [`approval: ${a.approval.approved ? 'granted' : 'denied'} by ${a.approval.decided_by} after ${Math.round(a.approval.waited_ms / 1000)} s`]),
+    ...(a.approval === undefined ? [] : [`approval: ${a.approval.approved ? 'granted' : 'denied'} by ${a.approval.decided_by} after ${formatDuration(a.approval.waited_ms)}`]),
     ...(a.notes ?? []).map((n) => `hook: ${n}`),
     ...(a.checkpoint === undefined ? [] : [`checkpoint: ${a.checkpoint}`]),
     ...(a.reused === undefined ? [] : [`reused the prefetched call ${a.reused}`]),
     ...(a.sandbox === undefined ? [] : [`sandbox: ${a.sandbox}${a.sandbox_reason === undefined ? '' : ` (${a.sandbox_reason})`}`]),
-    ...(a.duration_ms === undefined ? [] : [`ran ${Math.round(a.duration_ms)} ms`]),
+    ...(a.duration_ms === undefined ? [] : [`ran ${formatDuration(a.duration_ms)}`]),
   ];
   return (
     <ul class="stages">

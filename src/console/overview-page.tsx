@@ -1,4 +1,5 @@
 import { ExecutionTable, type ExecutionRow } from './execution-pages.js';
+import { formatDuration } from './format-duration.js';
 import { render, type ConsoleRouter } from './console-route.js';
 import { BarChart, Gauge } from './svg-charts.js';
 
@@ -28,7 +29,7 @@ export function mountOverviewPage(router: ConsoleRouter): void {
       if (bucket !== undefined) bucket.value++;
     }
     const durations = rows.filter((e) => e.status === 'completed').map((e) => Date.parse(e.updated_at) - Date.parse(e.created_at)).filter((ms) => Number.isFinite(ms) && ms >= 0).sort((a, b) => a - b);
-    const pct = (p: number): string => (durations.length === 0 ? '-' : `${durations[Math.min(durations.length - 1, Math.floor(p * durations.length))]} ms`);
+    const pct = (p: number): string => (durations.length === 0 ? '-' : formatDuration(durations[Math.min(durations.length - 1, Math.floor(p * durations.length))] as number));
     const live = rows.filter((e) => e.status === 'running' || e.status === 'blocked' || e.status === 'pending');
     const prefetch = (counters?.['prefetch'] ?? {}) as Record<string, number>;
     const lookups = (prefetch['hits'] ?? 0) + (prefetch['misses'] ?? 0);
@@ -55,7 +56,7 @@ export function mountOverviewPage(router: ConsoleRouter): void {
           </div>
           {counters === undefined ? null : (
             <div class="tile">
-              <span class="number">{`${Math.round(Number(counters['uptime_s'] ?? 0) / 60)} min`}</span> up (this replica)
+              <span class="number">{formatDuration(Number(counters['uptime_s'] ?? 0) * 1000)}</span> up (this replica)
             </div>
           )}
           {counters === undefined ? null : (

@@ -50,4 +50,5 @@ export function UsageTable(props: { usage: unknown }) {
   );
 }
 
-const dollars = (usd: number): string => `$${usd.toFixed(usd > 0 && usd < 0.01 ? 6 : 4)}`;
+/** US dollars, with the digits a fraction of a cent needs. */
+export const dollars = (usd: number): string => `$${usd.toFixed(usd > 0 && usd < 0.01 ? 6 : 4)}`;

@@ -120,7 +120,7 @@ export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
           ['GET', '/v0/ready'],
         ] as [string, string][])),
     ...(deps.admin === undefined ? [] : ADMIN_ROUTES),
-    ...(deps.admin === undefined || deps.console === undefined ? [] : ([['GET', '/ui']] as [string, string][])),
+    ...(deps.admin === undefined || deps.console === undefined ? [] : ([['GET', '/ui'], ['GET', '/favicon.ico']] as [string, string][])),
   ];
   const listing = routes.map(([m, p]) => `${m} ${p}`).join(', ');
 

@@ -41,8 +41,12 @@ export interface RequestGuard {
 
 export const DEFAULT_ALLOWED_HOSTS = ['localhost', '127.0.0.1', '[::1]'];
 export const DEFAULT_MAX_CONCURRENT_PER_CLIENT = 64;
-/** Liveness probes carry no key; unauthenticated, /healthz says only that the gateway is up. The kernel's two are open by its spec. */
-const OPEN_PATHS = new Set(['/healthz', '/v0/health', '/v0/ready']);
+/**
+ * Liveness probes carry no key; unauthenticated, /healthz says only that the gateway is up. The
+ * kernel's two are open by its spec. A browser asks for /favicon.ico on its own, without the
+ * console's cookie or any key: the console's icon tells nothing.
+ */
+const OPEN_PATHS = new Set(['/healthz', '/v0/health', '/v0/ready', '/favicon.ico']);
 
 export function createRequestGuard(options: RequestGuardOptions): RequestGuard {
   const maxConcurrent = options.maxConcurrentPerClient ?? DEFAULT_MAX_CONCURRENT_PER_CLIENT;

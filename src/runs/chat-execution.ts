@@ -1,4 +1,6 @@
 import { isKiwiError, KiwiError } from '../errors.js';
+import { redactSecrets } from '../audit/redact-secrets.js';
+import { textHead } from '../text-cut.js';
 import type { UsageSummary, UsageTally } from '../budgets/usage-summary.js';
 import type { ChatExecution } from '../kernel/chat-journal.js';
 import type { EventDraft } from '../kernel/types.js';
@@ -22,6 +24,10 @@ export const CHAT_AGENT_ID = 'gateway';
 
 /** Text kept of the last user message and of the answer. */
 const KEPT_CHARS = 2000;
+/** The first words of the last user message a list shows (the `message` label). */
+const MESSAGE_LABEL_CHARS = 80;
+/** A model's name as a label (the kernel's labels are at most 256 characters). */
+const MODEL_LABEL_CHARS = 128;
 
 export interface ChatSummary {
   request: ChatRequest;
@@ -42,8 +48,22 @@ export function chatInput(chat: ChatSummary): Record<string, unknown> {
   };
 }
 
+/**
+ * What a list of executions shows of a chat (it reads labels, never inputs): which model was asked,
+ * and the first words of the last user message, so that two chats can be told apart. Those words
+ * are cut to MESSAGE_LABEL_CHARS, after the audit log's redaction (a key pasted into a chat is
+ * not kept here either); the input keeps up to KEPT_CHARS of the message, redacted the same way.
+ */
 export function chatLabels(chat: ChatSummary): Record<string, string> {
-  return { kind: 'chat', client: chat.client, ...(chat.endpoint === undefined ? {} : { endpoint: chat.endpoint }) };
+  const lastUser = chat.request.messages.findLast((m) => m.role === 'user');
+  const words = lastUser === undefined ? '' : redactSecrets(textHead(lastUser.content, KEPT_CHARS)).replace(/\s+/g, ' ').trim();
+  return {
+    kind: 'chat',
+    client: chat.client,
+    ...(chat.endpoint === undefined ? {} : { endpoint: chat.endpoint }),
+    model: textHead(chat.request.model, MODEL_LABEL_CHARS),
+    ...(words === '' ? {} : { message: words.length <= MESSAGE_LABEL_CHARS ? words : `${textHead(words, MESSAGE_LABEL_CHARS - 1)}…` }),
+  };
 }
 
 /**

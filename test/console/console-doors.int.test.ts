@@ -14,7 +14,7 @@ let url: string;
 const keys = { admin: '', approver: '', client: '' };
 
 beforeAll(async () => {
-  served = await serveDemoGateway({ prefix: 'kiwi-console-doors-' });
+  served = await serveDemoGateway({ prefix: 'kiwi-console-doors-', config: 'prices:\n  "gpt-*": { input_per_mtok: 1000, output_per_mtok: 1000 }' });
   url = served.server.url;
   const file = path.join(served.root, KEY_FILE);
   keys.admin = (await createKey(file, 'ops', { roles: ['admin'] })).key;
@@ -62,7 +62,8 @@ const CHANGES = ['/ui/approvals/step-1', '/ui/keys', '/ui/keys/key_00000000/revo
 
 describe('the doors of /ui', () => {
   it('sends every page to the login without a session, and refuses every change', async () => {
-    for (const [route] of PAGES) expect(await page(route), route).toMatchObject({ status: 303, location: '/ui/login' });
+    // Each remembers where it was going (issue 41): the login comes back to it.
+    for (const [route] of PAGES) expect(await page(route), route).toMatchObject({ status: 303, location: route === '/ui' ? '/ui/login' : `/ui/login?next=${encodeURIComponent(route)}` });
     for (const route of CHANGES) expect((await fetch(`${url}${route}`, { method: 'POST', headers: { 'content-type': FORM }, body: '_csrf=x' })).status, route).toBe(401);
     expect((await page('/ui/events')).status).toBe(401);
   });
@@ -117,7 +118,7 @@ describe('the doors of /ui', () => {
       `${name}=${'v1.key_x.1.2.3'}`,
       `${name}=${'a'.repeat(600)}`,
     ];
-    for (const cookie of tampered) expect(await page('/ui/keys', cookie), cookie.slice(0, 60)).toMatchObject({ status: 303, location: '/ui/login' });
+    for (const cookie of tampered) expect(await page('/ui/keys', cookie), cookie.slice(0, 60)).toMatchObject({ status: 303, location: '/ui/login?next=%2Fui%2Fkeys' });
   });
 
   it('takes a change only with the session token, as a small url-encoded form', async () => {
@@ -164,12 +165,39 @@ describe('the doors of /ui', () => {
     expect(stream.status).toBe(200);
     const revoked = await fetch(`${url}/admin/v1/keys/${record.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${keys.admin}` } });
     expect(revoked.status).toBe(200);
-    expect(await page('/ui/keys', cookie)).toMatchObject({ status: 303, location: '/ui/login' });
+    expect(await page('/ui/keys', cookie)).toMatchObject({ status: 303, location: '/ui/login?next=%2Fui%2Fkeys' });
     // The stream ends by itself at its next look.
     const text = await Promise.race([stream.text(), new Promise<string>((resolve) => setTimeout(() => resolve('still open'), 5000))]);
     controller.abort();
     expect(text).not.toBe('still open');
     expect(text).toContain('event: ready');
+  });
+
+  it('lists a recorded chat by its first user words (escaped, cut to 80 characters), model, tokens and cost', async () => {
+    served.llm.reply('openai-plain');
+    const words = `Why is <b>the build</b> red? ${'Tell me more about it. '.repeat(8)}`;
+    const res = await fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${keys.client}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: words }] }) });
+    expect(res.status).toBe(200);
+    await res.text();
+    const id = res.headers.get('x-kiwi-execution-id') as string;
+    // The journal writes behind the chat: its end (and what it used) shows once written.
+    const admin = (await login(keys.admin)).cookie as string;
+    const rowOf = async (): Promise<string> => {
+      const html = (await page('/ui/executions', admin)).body;
+      const row = html.split('<tr>').find((r) => r.includes(`/ui/executions/${id}`)) ?? '';
+      return row.replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ').trim();
+    };
+    await expect.poll(rowOf, { timeout: 10_000 }).toMatch(/completed/);
+    const row = await rowOf();
+    expect(row).toContain('alice “Why is &lt;b&gt;the build&lt;/b&gt; red? Tell me more about it. Tell me more about it. Tell…” gpt-4o-mini');
+    // openai-plain counts 24 tokens in and 7 out, at $1000 per million each.
+    expect(row).toContain('24 in · 7 out $0.0310');
+  });
+
+  it('answers /favicon.ico without a key or a session, so no page of it logs a 404 or a 401', async () => {
+    const icon = await page('/favicon.ico');
+    expect(icon.status).toBe(200);
+    expect(icon.headers.get('content-type')).toBe('image/svg+xml');
   });
 
   it('serves its two assets to anyone, and nothing else under /ui/assets', async () => {

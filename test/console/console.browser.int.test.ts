@@ -147,10 +147,15 @@ describe.skipIf(!chromiumAvailable())('the console in a browser', { timeout: 60_
     const anonymous = await browser.newContext();
     const page = await anonymous.newPage();
     await page.goto(`${url}/ui/approvals`);
-    expect(page.url()).toBe(`${url}/ui/login`);
+    expect(page.url()).toBe(`${url}/ui/login?next=%2Fui%2Fapprovals`);
     await anonymous.addCookies([{ name: 'kiwi_console', value: 'v1.key_00000000.99999999999999.AAAAAAAAAAAAAAAAAAAAAA.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA', url }]);
     await page.goto(`${url}/ui/keys`);
-    expect(page.url()).toBe(`${url}/ui/login`);
+    expect(page.url()).toBe(`${url}/ui/login?next=%2Fui%2Fkeys`);
+    // The deep link survives the login (the link `kiwi chat` prints goes to /ui/approvals): the page asked for opens after it.
+    await page.goto(`${url}/ui/approvals`);
+    await page.fill('input[name=key]', keys.approver);
+    await Promise.all([page.waitForNavigation(), page.click('form.login button')]);
+    expect(page.url()).toBe(`${url}/ui/approvals`);
     const headers = (await page.goto(`${url}/ui/login`))?.headers() ?? {};
     expect(headers['content-security-policy']).toMatch(/script-src 'self'/);
     expect(headers['x-frame-options']).toBe('DENY');

@@ -17,7 +17,7 @@ import { createRequestGuard } from '../http/request-guard.js';
 import { openProject, type Project, type ProjectOptions } from '../project/open-project.js';
 import type { ThreadPort } from '../proxy/tool-call.js';
 import { KiwiError } from '../errors.js';
-import { openProjectResolverRuntime, type ResolverRuntime } from '../resolver/resolver-runtime.js';
+import { openProjectResolverRuntime, type IndexProgress, type ResolverRuntime } from '../resolver/resolver-runtime.js';
 import { countingResolve, createResolutionCounts } from '../resolver/resolution-counts.js';
 import { catalogActionWords } from '../resolver/split-steps.js';
 import { clientPolicyFile } from '../policy/client-policy-file.js';
@@ -64,7 +64,8 @@ export interface GatewayOptions extends Omit<ProjectOptions, 'source' | 'threads
   host?: string;
   /** Progress and notes for people (stderr in the CLI). */
   log?: (line: string) => void;
-  onIndexProgress?: (done: number, total: number) => void;
+  /** Told what the search index embeds before the gateway answers (a first start embeds every tool). */
+  indexProgress?: IndexProgress;
   signal?: AbortSignal;
   /**
    * Nothing serves its /v0 (a CLI command runs it in-process), so no person can answer an
@@ -151,7 +152,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
       openGatewayKernel({ root: project.root, env: options.env, limits: config.kernelLimits, events: shared.kernelEvents, ...tracingOn, ...(options.log ? { log: options.log } : {}) }),
     );
     opened.unshift(kernel, runtime);
-    await runtime.sync({ ...(options.onIndexProgress ? { onProgress: options.onIndexProgress } : {}), ...(options.signal ? { signal: options.signal } : {}) });
+    await runtime.sync({ ...(options.indexProgress ? { progress: options.indexProgress } : {}), ...(options.signal ? { signal: options.signal } : {}) });
     const prefetch = await openGatewayPrefetch({ config: config.prefetch, project, runtime, ...(options.log ? { log: options.log } : {}), ...(options.signal ? { signal: options.signal } : {}) });
     opened.unshift(prefetch);
     const startedAt = Date.now();

@@ -10,7 +10,8 @@ import type { Resolver } from '../../resolver/types.js';
 import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
 import { projectOptions } from '../project-options.js';
-import { openRegistryResolver, progressLine } from './index-tools.js';
+import { openRegistryResolver } from './index-tools.js';
+import { createIndexProgress } from '../index-progress.js';
 
 const USAGE = 'kiwi mcp [--project DIR] [--allow-empty]';
 
@@ -86,7 +87,7 @@ export async function mcpCommand(ctx: CliContext, streams: StdioStreams = { stdi
 async function openIndex(ctx: CliContext, project: Project, signal: AbortSignal): Promise<ResolverRuntime> {
   const runtime = await openRegistryResolver(ctx, project.root, project.registry, signal);
   try {
-    const report = await runtime.sync({ onProgress: progressLine(ctx), signal });
+    const report = await runtime.sync({ progress: createIndexProgress(ctx.io, { summary: false }), signal });
     if (report.added + report.updated + report.removed > 0) {
       ctx.io.err(`kiwi: index updated (${report.added} added, ${report.updated} updated, ${report.removed} removed)`);
     }

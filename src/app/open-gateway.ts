@@ -70,6 +70,8 @@ export interface GatewayOptions extends Omit<ProjectOptions, 'source' | 'threads
   /**
    * Nothing serves its /v0 (a CLI command runs it in-process), so no person can answer an
    * approval: a thread's call that needs one is refused at once instead of waiting for nobody.
+   * Its threads are not kernel executions, and the kernel's database is left to a gateway that
+   * serves the project (it admits one process).
    */
   unattended?: boolean;
 }
@@ -149,7 +151,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
         fallbackModel: routeResolverFallback({ config, upstreams, ...tracingOn, ...(options.log ? { log: options.log } : {}) }),
         ...(options.log ? { log: options.log } : {}),
       }),
-      openGatewayKernel({ root: project.root, env: options.env, limits: config.kernelLimits, events: shared.kernelEvents, ...tracingOn, ...(options.log ? { log: options.log } : {}) }),
+      openGatewayKernel({ root: project.root, env: options.env, limits: config.kernelLimits, events: shared.kernelEvents, onDemand: options.unattended === true, ...tracingOn, ...(options.log ? { log: options.log } : {}) }),
     );
     opened.unshift(kernel, runtime);
     await runtime.sync({ ...(options.indexProgress ? { progress: options.indexProgress } : {}), ...(options.signal ? { signal: options.signal } : {}) });

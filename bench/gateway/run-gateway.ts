@@ -62,13 +62,14 @@ export async function runGatewayBench(argv: string[]): Promise<void> {
     upstream = await startBenchChild<{ url: string }>(['upstream', String(settings.chunks)]);
     project = await createBenchProject(upstream.ready.url, { prefetch: !values['no-prefetch'] });
     console.error(`upstream ${upstream.ready.url}; project ${project.root}`);
+    const indexCounter = createProgress('').counter('indexing tools');
     const t0 = performance.now();
     gateway = await openGateway({
       projectDir: project.root,
       userDir: project.userDir,
       env: { PATH: process.env.PATH, HOME: project.root },
       log: (line) => console.error(`gateway: ${line}`),
-      onIndexProgress: createProgress('').counter('indexing tools'),
+      indexProgress: { embedded: (_table, done, total) => indexCounter(done, total) },
     });
     const indexSyncMs = performance.now() - t0;
     listener = await listen(gateway.app.fetch, { host: '127.0.0.1', port: 0 });

@@ -77,7 +77,8 @@ export async function openCatalogResolver(options: {
     });
     try {
       const t0 = performance.now();
-      await runtime.sync({ onProgress: createProgress(options.label ? `${options.label}: ` : '').counter('embedding tools') });
+      const counter = createProgress(options.label ? `${options.label}: ` : '').counter('embedding tools');
+      await runtime.sync({ progress: { embedded: (_table, done, total) => counter(done, total) } });
       const indexBuildMs = performance.now() - t0;
       console.error(`${options.label ? `${options.label}: ` : ''}index built in ${(indexBuildMs / 1000).toFixed(1)} s (${runtime.embedderId})`);
       return {

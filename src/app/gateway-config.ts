@@ -5,7 +5,7 @@ import { DEFAULT_PORT, LISTEN_DEFAULTS, type ListenLimits } from '../http/listen
 import { DEMO_MODEL_ID } from '../llm/demo-provider.js';
 import { formatFieldPath } from '../registry/validation-error.js';
 import { didYouMeanSuffix } from '../did-you-mean.js';
-import { parseYamlSource, type YamlSource } from '../registry/yaml-source.js';
+import { parseYamlSource, type YamlSource, yamlFailure } from '../registry/yaml-source.js';
 import { DEFAULT_ALLOWED_HOSTS, DEFAULT_MAX_CONCURRENT_PER_CLIENT } from '../http/request-guard.js';
 import { shadowWarnings } from './model-patterns.js';
 import { openAiBaseUrl, urlProblem } from './upstream-url.js';
@@ -181,8 +181,7 @@ export async function loadGatewayConfig(file: string, ctx: GatewayConfigContext)
   if (text !== undefined) {
     const parsed = parseYamlSource(text);
     if (!parsed.ok) {
-      const e = parsed.errors[0];
-      throw new KiwiError('INVALID_INPUT', `${shown}${e?.line === undefined ? '' : `:${e.line}:${e.column ?? 1}`}: ${e?.text ?? 'invalid YAML'}`);
+      throw new KiwiError('INVALID_INPUT', yamlFailure(shown, parsed.errors));
     }
     source = parsed.value;
   }

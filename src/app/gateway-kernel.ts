@@ -13,6 +13,11 @@ import { KERNEL_POLICY_FILE, KERNEL_STATE_DIR, openKernel, type Kernel } from '.
  * execution through the journal. If it cannot open (another gateway holds the embedded
  * database, the server is down) the gateway still serves chats, says why, and tries again on
  * the next /v0 request and the journal's next write.
+ *
+ * `onDemand`: opened at its first use, never at start. For a command that runs a thread or a
+ * pipeline in its own process (`kiwi directives run`): nothing there serves /v0 or records a
+ * chat, so it has no use for the kernel, and opening it would take the embedded database, which
+ * admits one process, from a gateway that serves the project (or keep one from starting).
  */
 export interface GatewayKernel {
   kernel(): Promise<Kernel>;
@@ -21,7 +26,15 @@ export interface GatewayKernel {
   close(): Promise<void>;
 }
 
-export async function openGatewayKernel(options: { root: string; env: Record<string, string | undefined>; limits?: KernelLimits; events?: KernelEventsBus; tracing?: Tracing; log?: (line: string) => void }): Promise<GatewayKernel> {
+export async function openGatewayKernel(options: {
+  root: string;
+  env: Record<string, string | undefined>;
+  limits?: KernelLimits;
+  events?: KernelEventsBus;
+  tracing?: Tracing;
+  log?: (line: string) => void;
+  onDemand?: boolean;
+}): Promise<GatewayKernel> {
   // A server shared with other gateways, or the embedded database.
   const databaseUrl = options.env['DATABASE_URL'] === '' ? undefined : options.env['DATABASE_URL'];
   const shared = databaseUrl !== undefined;
@@ -55,11 +68,7 @@ export async function openGatewayKernel(options: { root: string; env: Record<str
       options.log?.(`kernel: could not record chats as executions (retrying): ${error instanceof Error ? error.message : String(error)}`);
     },
   });
-  if (!shared && !existsSync(path.join(options.root, KERNEL_STATE_DIR))) {
-    options.log?.(`kernel: creating its embedded database under ${KERNEL_STATE_DIR} (a few seconds, the first time only)`);
-  }
-  await kernel().catch((error: unknown) => options.log?.(`kernel: could not open its database (chats are not recorded until it opens): ${error instanceof Error ? error.message : String(error)}`));
-  return {
+  const gatewayKernel: GatewayKernel = {
     kernel,
     journal,
     async close() {
@@ -68,4 +77,10 @@ export async function openGatewayKernel(options: { root: string; env: Record<str
       await open?.close();
     },
   };
+  if (options.onDemand === true) return gatewayKernel;
+  if (!shared && !existsSync(path.join(options.root, KERNEL_STATE_DIR))) {
+    options.log?.(`kernel: creating its embedded database under ${KERNEL_STATE_DIR} (a few seconds, the first time only)`);
+  }
+  await kernel().catch((error: unknown) => options.log?.(`kernel: could not open its database (chats are not recorded until it opens): ${error instanceof Error ? error.message : String(error)}`));
+  return gatewayKernel;
 }

@@ -17,13 +17,25 @@ process.stdout.on('error', (error: NodeJS.ErrnoException) => {
   stdoutOpen = false;
 });
 
+// A status line (a counter on a terminal) is cleared before the next line of stderr, not run into it.
+const CLEAR_LINE = '\r\x1b[2K';
+let statusShown = false;
+const status = (text: string): void => {
+  process.stderr.write(`${CLEAR_LINE}${text}`);
+  statusShown = text !== '';
+};
+
 process.exitCode = await runCli(process.argv.slice(2), {
   env: process.env,
   cwd: process.cwd(),
   io: {
     out: (line) => void (stdoutOpen && process.stdout.write(`${line}\n`)),
-    err: (line) => process.stderr.write(`${line}\n`),
+    err: (line) => {
+      process.stderr.write(`${statusShown ? CLEAR_LINE : ''}${line}\n`);
+      statusShown = false;
+    },
     write: (text) => void (stdoutOpen && process.stdout.write(text)),
+    ...(process.stderr.isTTY ? { status } : {}),
   },
   signal: controller.signal,
 });

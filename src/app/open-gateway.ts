@@ -17,7 +17,7 @@ import { createRequestGuard } from '../http/request-guard.js';
 import { openProject, type Project, type ProjectOptions } from '../project/open-project.js';
 import type { ThreadPort } from '../proxy/tool-call.js';
 import { KiwiError } from '../errors.js';
-import { openProjectResolverRuntime, type ResolverRuntime } from '../resolver/resolver-runtime.js';
+import { openProjectResolverRuntime, type IndexProgress, type ResolverRuntime } from '../resolver/resolver-runtime.js';
 import { countingResolve, createResolutionCounts } from '../resolver/resolution-counts.js';
 import { catalogActionWords } from '../resolver/split-steps.js';
 import { clientPolicyFile } from '../policy/client-policy-file.js';
@@ -64,11 +64,14 @@ export interface GatewayOptions extends Omit<ProjectOptions, 'source' | 'threads
   host?: string;
   /** Progress and notes for people (stderr in the CLI). */
   log?: (line: string) => void;
-  onIndexProgress?: (done: number, total: number) => void;
+  /** Told what the search index embeds before the gateway answers (a first start embeds every tool). */
+  indexProgress?: IndexProgress;
   signal?: AbortSignal;
   /**
    * Nothing serves its /v0 (a CLI command runs it in-process), so no person can answer an
    * approval: a thread's call that needs one is refused at once instead of waiting for nobody.
+   * Its threads are not kernel executions, and the kernel's database is left to a gateway that
+   * serves the project (it admits one process).
    */
   unattended?: boolean;
 }
@@ -148,10 +151,10 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
         fallbackModel: routeResolverFallback({ config, upstreams, ...tracingOn, ...(options.log ? { log: options.log } : {}) }),
         ...(options.log ? { log: options.log } : {}),
       }),
-      openGatewayKernel({ root: project.root, env: options.env, limits: config.kernelLimits, events: shared.kernelEvents, ...tracingOn, ...(options.log ? { log: options.log } : {}) }),
+      openGatewayKernel({ root: project.root, env: options.env, limits: config.kernelLimits, events: shared.kernelEvents, onDemand: options.unattended === true, ...tracingOn, ...(options.log ? { log: options.log } : {}) }),
     );
     opened.unshift(kernel, runtime);
-    await runtime.sync({ ...(options.onIndexProgress ? { onProgress: options.onIndexProgress } : {}), ...(options.signal ? { signal: options.signal } : {}) });
+    await runtime.sync({ ...(options.indexProgress ? { progress: options.indexProgress } : {}), ...(options.signal ? { signal: options.signal } : {}) });
     const prefetch = await openGatewayPrefetch({ config: config.prefetch, project, runtime, ...(options.log ? { log: options.log } : {}), ...(options.signal ? { signal: options.signal } : {}) });
     opened.unshift(prefetch);
     const startedAt = Date.now();

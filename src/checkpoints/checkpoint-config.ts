@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { KiwiError } from '../errors.js';
 import { readCappedFile } from '../read-capped-file.js';
 import { formatFieldPath } from '../registry/validation-error.js';
-import { parseYamlSource } from '../registry/yaml-source.js';
+import { parseYamlSource, yamlFailure } from '../registry/yaml-source.js';
 import { shownPath } from '../shown-path.js';
 
 /**
@@ -54,8 +54,7 @@ export async function readCheckpointSettings(file: string, root: string): Promis
   }
   const parsed = parseYamlSource(text);
   if (!parsed.ok) {
-    const e = parsed.errors[0];
-    throw new KiwiError('INVALID_INPUT', `${shown}${e?.line === undefined ? '' : `:${e.line}:${e.column ?? 1}`}: ${e?.text ?? 'invalid YAML'}`);
+    throw new KiwiError('INVALID_INPUT', yamlFailure(shown, parsed.errors));
   }
   const data = parsed.value.data;
   const section = data !== null && typeof data === 'object' && !Array.isArray(data) ? (data as Record<string, unknown>)['checkpoints'] : undefined;

@@ -4,6 +4,11 @@ export interface CliIo {
   err(line: string): void;
   /** Text without a line end, for output that streams (`kiwi chat`); absent: whole lines only. */
   write?(text: string): void;
+  /**
+   * One line of stderr rewritten in place (a counter); `''` clears it, and so does the next `err`.
+   * Present only where stderr is a terminal: elsewhere progress is whole lines, now and then.
+   */
+  status?(text: string): void;
 }
 
 /** What every command gets: its arguments, the caller's environment and working folder. */

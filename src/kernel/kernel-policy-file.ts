@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import { parse } from 'yaml';
 import { z } from 'zod';
 import { isKiwiError, KiwiError } from '../errors.js';
 import { readCappedFile } from '../read-capped-file.js';
+import { parseYamlSource, yamlFailure } from '../registry/yaml-source.js';
 import { compileArgumentPattern, NO_POLICY, toolIdMatcher, type ArgumentPredicate, type KernelPolicy, type PolicyRule } from './kernel-policy.js';
 import { parseSchedule } from './schedule.js';
 
@@ -58,12 +58,9 @@ export async function loadKernelPolicy(path: string): Promise<KernelPolicy> {
     if (isKiwiError(error)) throw error;
     throw new KiwiError('INVALID_POLICY', `${path}: cannot read it (${(error as Error).message})`);
   }
-  let data: unknown;
-  try {
-    data = parse(text) ?? {};
-  } catch (error) {
-    throw new KiwiError('INVALID_POLICY', `${path}: not valid YAML (${(error as Error).message.split('\n')[0] ?? ''})`);
-  }
+  const yaml = parseYamlSource(text);
+  if (!yaml.ok) throw new KiwiError('INVALID_POLICY', yamlFailure(path, yaml.errors));
+  const data = yaml.value.data ?? {};
   return { ...compileKernelPolicy(data, path), version: `sha256:${createHash('sha256').update(text).digest('hex').slice(0, 16)}` };
 }
 

@@ -6,7 +6,7 @@ import { throwIfAborted } from '../abort.js';
 import { KiwiError } from '../errors.js';
 import { formatFieldPath } from '../registry/validation-error.js';
 import { didYouMeanSuffix } from '../did-you-mean.js';
-import { parseYamlSource } from '../registry/yaml-source.js';
+import { parseYamlSource, yamlFailure } from '../registry/yaml-source.js';
 import { checkRequest, parseOptions } from './provider-options.js';
 import { isPlainObject } from '../plain-object.js';
 import type { ChatCompletion, ChatEvent, ChatMessage, ChatProvider, ChatRequest, ChatUsage, FinishReason, NativeToolCall } from './types.js';
@@ -216,8 +216,7 @@ export function parseDemoTurns(text: string, file: string): DemoScript {
   if (text.length > MAX_FILE_BYTES) throw new KiwiError('INVALID_INPUT', `${file}: larger than ${MAX_FILE_BYTES} bytes; keep recorded conversations short`);
   const source = parseYamlSource(text);
   if (!source.ok) {
-    const e = source.errors[0];
-    throw new KiwiError('INVALID_INPUT', `${file}${e?.line === undefined ? '' : `:${e.line}:${e.column ?? 1}`}: ${e?.text ?? 'invalid YAML'}`);
+    throw new KiwiError('INVALID_INPUT', yamlFailure(file, source.errors));
   }
   const parsed = scriptSchema.safeParse(source.value.data ?? {});
   if (parsed.success) return parsed.data;

@@ -15,7 +15,7 @@ import { KiwiError } from '../errors.js';
 import { ISOLATION_FIELDS, isolationSchema, toIsolationPolicy } from './isolation-policy.js';
 import { parseAllowEntry } from './private-allowance.js';
 import { readCappedFile } from '../read-capped-file.js';
-import { textPosition } from '../text-position.js';
+import { yamlProblems } from '../registry/yaml-source.js';
 import { ANNEALABLE_FAILURES, DEFAULT_ANNEALED_FAILURES } from './annealing-rules.js';
 import { APPROVAL_FIELDS, approvalsSchema, HOOK_FIELDS, loadPolicyHooks, policyHooksSchema, toApprovalRules } from './policy-hooks.js';
 import { createPermissionContext, emptyRules, type PermissionContext, type PermissionRules, type RateLimit, type SandboxPolicy } from './permission-context.js';
@@ -132,10 +132,9 @@ export async function loadPolicyFile(file: string, root: string, signal?: AbortS
 /** `file` is only used in labels and messages. Throws INVALID_POLICY naming the file, field and fix. */
 export function parsePolicy(text: string, file: string, root: string): PermissionContext {
   const doc = parseDocument(text, { prettyErrors: false, uniqueKeys: true });
-  const yamlError = doc.errors[0];
-  if (yamlError) {
-    const { line, column } = textPosition(text, yamlError.pos[0]);
-    throw new KiwiError('INVALID_POLICY', `${file}: line ${line}, column ${column} is not valid YAML (${firstLine(yamlError.message)}); fix the syntax`);
+  const problem = yamlProblems(text, doc.errors)[0];
+  if (problem) {
+    throw new KiwiError('INVALID_POLICY', `${file}: line ${problem.line}, column ${problem.column} is not valid YAML (${problem.reason}); fix the syntax`);
   }
   const data: unknown = doc.toJS({ maxAliasCount: 50 });
   if (data === null || data === undefined) {
@@ -245,8 +244,4 @@ function displayName(file: string, realRoot: string, root: string): string {
     if (rel !== '' && rel !== '..' && !rel.startsWith(`..${sep}`) && !isAbsolute(rel)) return rel.split(sep).join('/');
   }
   return file;
-}
-
-function firstLine(message: string): string {
-  return message.split('\n')[0] ?? message;
 }

@@ -5,7 +5,7 @@ import { KiwiError } from '../errors.js';
 import { readCappedFile } from '../read-capped-file.js';
 import { replaceFile } from '../replace-file.js';
 import { formatFieldPath } from '../registry/validation-error.js';
-import { parseYamlSource } from '../registry/yaml-source.js';
+import { parseYamlSource, yamlFailure } from '../registry/yaml-source.js';
 import { shownPath } from '../shown-path.js';
 import { itemId, itemVersion } from '../store/registry-tier/tier-version.js';
 
@@ -41,8 +41,7 @@ export async function readRegistryPins(file: string, root: string): Promise<Reco
   }
   const parsed = parseYamlSource(text);
   if (!parsed.ok) {
-    const e = parsed.errors[0];
-    throw new KiwiError('INVALID_INPUT', `${shown}${e?.line === undefined ? '' : `:${e.line}:${e.column ?? 1}`}: ${e?.text ?? 'invalid YAML'}`);
+    throw new KiwiError('INVALID_INPUT', yamlFailure(shown, parsed.errors));
   }
   const checked = registryConfig.safeParse(parsed.value.data ?? {});
   if (checked.success) return Object.fromEntries(Object.entries(checked.data.pins ?? {}).map(([id, v]) => [id, v as string]));

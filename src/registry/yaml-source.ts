@@ -1,5 +1,6 @@
 /** YAML parsing that keeps positions, so every error can say file:line:col. */
-import { LineCounter, isMap, isNode, isScalar, parseDocument, type Document } from 'yaml';
+import { CST, LineCounter, Parser, isMap, isNode, isScalar, parseDocument, type Document, type YAMLError } from 'yaml';
+import { textPosition } from '../text-position.js';
 import { firstLine, type IssueInput } from './validation-error.js';
 
 const MAX_ALIASES = 100;
@@ -41,19 +42,7 @@ export function parseYamlSource(text: string, startLine = 1): YamlParse {
     return { line: pos.line + startLine - 1, column: pos.col };
   };
   if (doc.errors.length > 0) {
-    return {
-      ok: false,
-      errors: doc.errors.slice(0, MAX_REPORTED_ERRORS).map((error) => {
-        const pos = position(error.pos[0]);
-        const reason =
-          error.code === 'MULTIPLE_DOCS'
-            ? 'a second document starts here ("---"); keep one document per file'
-            : error.code === 'DUPLICATE_KEY'
-              ? duplicateKey(text, error.pos[0])
-              : firstLine(error.message);
-        return { line: pos.line, column: pos.column, text: `invalid YAML: ${reason}` };
-      }),
-    };
+    return { ok: false, errors: yamlProblems(text, doc.errors, startLine).map((p) => ({ line: p.line, column: p.column, text: `invalid YAML: ${p.reason}` })) };
   }
   let data: unknown;
   try {
@@ -81,6 +70,71 @@ export function parseYamlSource(text: string, startLine = 1): YamlParse {
       },
     },
   };
+}
+
+/** The first error of a failed parse as one message: `file:line:col: invalid YAML: …`. */
+export function yamlFailure(shown: string, errors: readonly IssueInput[]): string {
+  const e = errors[0];
+  return `${shown}${e?.line === undefined ? '' : `:${e.line}:${e.column ?? 1}`}: ${e?.text ?? 'invalid YAML'}`;
+}
+
+export interface YamlProblem extends Position {
+  /** What is wrong, in words, without the position. */
+  reason: string;
+}
+
+/**
+ * The parser's errors in words, at most 10. The parser notices an unclosed `[` or `{` only where
+ * the text stops fitting, often lines later; such an error is moved to the bracket that was left
+ * open and says where the parser noticed it. `startLine` is the file line the text starts on.
+ */
+export function yamlProblems(text: string, errors: readonly YAMLError[], startLine = 1): YamlProblem[] {
+  const at = (offset: number): Position => {
+    const pos = textPosition(text, offset);
+    return { line: pos.line + startLine - 1, column: pos.column };
+  };
+  const openers = unclosedFlowOpeners(text);
+  return errors.slice(0, MAX_REPORTED_ERRORS).map((error) => {
+    const noticed = at(error.pos[0]);
+    if (error.code === 'MULTIPLE_DOCS') return { ...noticed, reason: 'a second document starts here ("---"); keep one document per file' };
+    if (error.code === 'DUPLICATE_KEY') return { ...noticed, reason: duplicateKey(text, error.pos[0]) };
+    const reason = firstLine(error.message);
+    // The innermost bracket still open where the error was noticed, each named once.
+    const opener = openers.findLast((o) => o.offset <= error.pos[0]);
+    if (opener === undefined) return { ...noticed, reason };
+    openers.splice(openers.indexOf(opener), 1);
+    const opened = at(opener.offset);
+    const what = opener.char === '[' ? 'list' : 'mapping';
+    return {
+      ...opened,
+      reason: `the "${opener.char}" opened at line ${opened.line}, column ${opened.column} is not closed; end that ${what} with "${CLOSING[opener.char]}" (the parser noticed at line ${noticed.line}, column ${noticed.column}: ${reason})`,
+    };
+  });
+}
+
+const CLOSING = { '[': ']', '{': '}' } as const;
+
+interface FlowOpener {
+  char: '[' | '{';
+  offset: number;
+}
+
+/** Every `[` and `{` of the text without its own closing bracket, in the order they were opened. */
+function unclosedFlowOpeners(text: string): FlowOpener[] {
+  const found: FlowOpener[] = [];
+  const check = (token: CST.Token | null | undefined): void => {
+    if (token?.type !== 'flow-collection') return;
+    const char = token.start.source === '[' ? '[' : '{';
+    if (!token.end.some((t) => t.source === CLOSING[char])) found.push({ char, offset: token.start.offset });
+  };
+  for (const token of new Parser().parse(text)) {
+    if (token.type !== 'document') continue;
+    CST.visit(token, (item) => {
+      check(item.key);
+      check(item.value);
+    });
+  }
+  return found.sort((a, b) => a.offset - b.offset);
 }
 
 function locateNode(doc: Document, path: ReadonlyArray<PropertyKey>, position: (offset: number) => Position): Position | undefined {

@@ -1,5 +1,4 @@
 import path from 'node:path';
-import { parse } from 'yaml';
 import { z } from 'zod';
 import type { EmbedderConfig } from '../embed/create-embedder.js';
 import { KiwiError } from '../errors.js';
@@ -7,6 +6,7 @@ import { substitute } from '../executor/substitute.js';
 import type { ResolverSettings } from './resolver.js';
 import { DEFAULT_FALLBACK_CANDIDATES, DEFAULT_FALLBACK_TIMEOUT_MS } from './model-fallback.js';
 import { readCappedFile } from '../read-capped-file.js';
+import { parseYamlSource, yamlFailure } from '../registry/yaml-source.js';
 
 /**
  * `.ai/config/resolver.yaml` — optional; without it the offline defaults apply (USE-lite).
@@ -108,12 +108,9 @@ export async function loadResolverConfig(file: string, ctx: { env: Readonly<Reco
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { embedder: { kind: 'use-lite' }, settings: {}, argumentModel: null, fallback: DEFAULT_FALLBACK };
     throw error;
   }
-  let data: unknown;
-  try {
-    data = parse(text) ?? {};
-  } catch (error) {
-    throw new KiwiError('INVALID_INPUT', `${file}: not valid YAML (${error instanceof Error ? error.message.split('\n')[0] : error})`);
-  }
+  const yaml = parseYamlSource(text);
+  if (!yaml.ok) throw new KiwiError('INVALID_INPUT', yamlFailure(file, yaml.errors));
+  const data = yaml.value.data ?? {};
   const parsed = Schema.safeParse(data);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];

@@ -11,7 +11,7 @@ import { loadResolverModel, offeredGates } from './learned-model.js';
 import type { OfferedTargets } from './call-gate-summary.js';
 import { createResolver, resolvableTools, type ResolverGates, type ResolverSettings } from './resolver.js';
 import type { StagedResolver } from './types.js';
-import { openToolIndex, type SyncOptions, type SyncReport, type ToolIndex } from '../store/tool-index.js';
+import { openToolIndex, type SyncReport, type TableState, type ToolIndex } from '../store/tool-index.js';
 import { waitForLock } from '../store/wait-lock.js';
 
 export interface ResolverRuntimeOptions {
@@ -40,6 +40,24 @@ export interface RuntimeSyncReport extends SyncReport {
   items?: SyncReport;
 }
 
+/** The tools' table, or the directives' and knowledge's (`items`). */
+export type IndexedTable = 'tools' | 'items';
+
+/** What a sync tells as it embeds, table by table (tools first); a table with nothing to embed tells nothing. */
+export interface IndexProgress {
+  /** Before a table's first batch: how many need embedding, and whether the table was just made empty. */
+  start?(table: IndexedTable, total: number, state: TableState): void;
+  /** After each embedded batch. */
+  embedded?(table: IndexedTable, done: number, total: number): void;
+  /** Once every table is in line. */
+  end?(report: RuntimeSyncReport): void;
+}
+
+export interface RuntimeSyncOptions {
+  progress?: IndexProgress;
+  signal?: AbortSignal;
+}
+
 export interface ResolverRuntime {
   resolver: StagedResolver;
   embedderId: string;
@@ -63,7 +81,7 @@ export interface ResolverRuntime {
    */
   requestFallback?: FallbackLimits;
   /** Brings the index in line with the tools, directives and knowledge (incremental); call before resolving. */
-  sync(options?: SyncOptions): Promise<RuntimeSyncReport>;
+  sync(options?: RuntimeSyncOptions): Promise<RuntimeSyncReport>;
   close(): Promise<void>;
 }
 
@@ -127,12 +145,18 @@ export async function openResolverRuntime(options: ResolverRuntimeOptions): Prom
       gates: resolver.gates,
       targets: model ? { offered: offeredGates(model), checkedPerFold: model.leave_one_out !== undefined } : null,
       ...(options.fallback ? { fallback: options.fallback } : {}),
-      async sync(syncOptions) {
+      async sync({ progress, signal } = {}) {
+        const told = (table: IndexedTable) => ({
+          onStart: (total: number, state: TableState) => progress?.start?.(table, total, state),
+          onProgress: (done: number, total: number) => progress?.embedded?.(table, done, total),
+          ...(signal ? { signal } : {}),
+        });
         unlock ??= await takeLock();
         try {
-          const report = await toolIndex.sync([...tools.values()], syncOptions);
-          if (!items) return report;
-          return combine(report, await items.syncDocuments(documents(), syncOptions));
+          const toolReport = await toolIndex.sync([...tools.values()], told('tools'));
+          const report = items ? combine(toolReport, await items.syncDocuments(documents(), told('items'))) : toolReport;
+          progress?.end?.(report);
+          return report;
         } finally {
           await release();
         }

@@ -22,7 +22,12 @@ export interface SyncReport {
   ms: number;
 }
 
+/** The table a sync embeds into: `new` where there was none, `rebuilt` where it was stale or unreadable (both start empty), else `kept`. */
+export type TableState = 'new' | 'rebuilt' | 'kept';
+
 export interface SyncOptions {
+  /** Called once before the first batch, when anything needs embedding: how many, and the table they go into. */
+  onStart?: (total: number, table: TableState) => void;
   /** Called after each embedded batch with the tools embedded so far and the number that needed it. */
   onProgress?: (done: number, total: number) => void;
   signal?: AbortSignal;
@@ -90,14 +95,14 @@ export async function openToolIndex(options: ToolIndexOptions): Promise<ToolInde
 
   let lance: LanceToolTable | null = null;
   let meta: IndexMeta = { ...expected, changesSinceCompact: 0 };
-  /** Set by a rebuild, reported and cleared by the next sync that completes. */
-  let pendingRebuild: string | null = null;
+  /** Set by a rebuild (why, and whether there was a table before), reported and cleared by the next sync that completes. */
+  let pendingRebuild: { reason: string; table: 'new' | 'rebuilt' } | null = null;
   /** Set when a search or write failed: the next sync probes the table again before trusting it. */
   let suspect = false;
   let closed = false;
   let queue: Promise<unknown> = Promise.resolve();
 
-  async function rebuild(reason: string, message: string): Promise<LanceToolTable> {
+  async function rebuild(reason: string, message: string, table: 'new' | 'rebuilt' = 'rebuilt'): Promise<LanceToolTable> {
     log(message);
     const fresh = await createFreshTable(db, dir, name, dimensions);
     meta = { ...expected, changesSinceCompact: 0 };
@@ -106,7 +111,7 @@ export async function openToolIndex(options: ToolIndexOptions): Promise<ToolInde
     // marks the index suspect) rather than reporting the index closed.
     lance?.close();
     lance = fresh;
-    pendingRebuild = reason;
+    pendingRebuild = { reason, table };
     return fresh;
   }
 
@@ -120,7 +125,7 @@ export async function openToolIndex(options: ToolIndexOptions): Promise<ToolInde
     const read = await readIndexMeta(metaFile);
     const tableExists = await exists(folder);
     if (read.kind === 'missing') {
-      if (!tableExists) return rebuild(`no index at ${folder}`, `no index at ${folder} yet; building it`);
+      if (!tableExists) return rebuild(`no index at ${folder}`, `no index at ${folder} yet; building it`, 'new');
       const reason = `has no metadata file ${metaFile}`;
       return rebuild(reason, `tool index at ${folder} ${reason}; rebuilding — it is a cache`);
     }
@@ -167,7 +172,7 @@ export async function openToolIndex(options: ToolIndexOptions): Promise<ToolInde
 
   async function sync(wanted: Map<string, SyncItem>, syncOptions: SyncOptions = {}): Promise<SyncReport> {
     matrix = null;
-    const { signal, onProgress } = syncOptions;
+    const { signal, onStart, onProgress } = syncOptions;
     const started = performance.now();
     let table = current();
     throwIfAborted(signal, 'tool index sync');
@@ -192,6 +197,7 @@ export async function openToolIndex(options: ToolIndexOptions): Promise<ToolInde
 
     const plan = planSync(wanted, existing);
     const total = plan.toEmbed.length;
+    if (total > 0) onStart?.(total, pendingRebuild?.table ?? 'kept');
     let done = 0;
     let buffer: Parameters<LanceToolTable['upsert']>[0] = [];
     const flush = async (): Promise<void> => {
@@ -244,7 +250,7 @@ export async function openToolIndex(options: ToolIndexOptions): Promise<ToolInde
       removed: plan.removed.length,
       unchanged: plan.unchanged,
       rebuilt: rebuilt !== null,
-      ...(rebuilt !== null ? { reason: rebuilt } : {}),
+      ...(rebuilt !== null ? { reason: rebuilt.reason } : {}),
       ms: Math.round(performance.now() - started),
     };
   }

@@ -117,8 +117,11 @@ describe('kiwi index / kiwi resolve (the real USE-lite model, LanceDB in .ai/vec
     const first = await kiwi('index');
     expect(first.code, first.err).toBe(0);
     expect(first.out).toMatch(/^indexed \d+ tools and \d+ directives and knowledge entries with use-lite-512 in [\d.]+ s: \d+ added, 0 updated, 0 removed, 0 unchanged/);
+    // What a first build does, said before it embeds (stderr is not a terminal here: lines, no counter in place).
+    expect(first.err).toMatch(/^kiwi: first start: embedding \d+ tools into \.ai\/vectors; later starts reuse it$/m);
     const again = await kiwi('index');
     expect(again.out).toMatch(/0 added, 0 updated, 0 removed, \d+ unchanged/);
+    expect(again.err).not.toMatch(/embedding/);
   }, 60_000);
 
   it('resolves an intent to a call with its arguments, and prints candidates and timings; plain words below the gate are asked back', async () => {

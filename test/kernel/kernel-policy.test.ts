@@ -1,7 +1,10 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { isKiwiError } from '../../src/errors.js';
 import { createRuleRateLimiter, evaluatePolicy, NO_POLICY, toolIdMatcher, type PolicyInput } from '../../src/kernel/kernel-policy.js';
-import { compileKernelPolicy, goDurationMs } from '../../src/kernel/kernel-policy-file.js';
+import { compileKernelPolicy, goDurationMs, loadKernelPolicy } from '../../src/kernel/kernel-policy-file.js';
 import { parseSchedule } from '../../src/kernel/schedule.js';
 
 /** Rebuno's policy (V0-API.md §15) as the kernel reads and applies it. */
@@ -138,6 +141,14 @@ describe('loading', () => {
     ['a bad window', { rules: [r({ rate_limit: { max: 1, window: '1 minute' } })] }, /rate_limit\.window "1 minute" is not a duration/],
   ])('refuses %s', (_name, data, message) => {
     expect(refused(data)).toMatch(message);
+  });
+
+  it('names an unclosed "[" of the file at its own line', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'kiwi-kernel-policy-'));
+    const file = join(dir, 'kernel-policy.yaml');
+    await writeFile(file, 'rules:\n  - id: a\n    priority: 1\n    when: { tool_ids: [deploy_*, git_push }\n    then: { decision: deny }\n');
+    await expect(loadKernelPolicy(file)).rejects.toThrow(`${file}:4:23: invalid YAML: the "[" opened at line 4, column 23 is not closed; end that list with "]"`);
+    await rm(dir, { recursive: true });
   });
 
   it('ignores keys it does not know, as Rebuno does', () => {

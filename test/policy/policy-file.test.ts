@@ -181,6 +181,12 @@ describe('parsePolicy: clear errors', () => {
     expect(policyError('version: 1\nmcp: { path_args: { "x.*": ["a b"] } }\n')).toContain('must be an argument name');
   });
 
+  it('an unclosed "[" is named at its own line, not where the parser noticed it', () => {
+    expect(policyError('version: 1\n\ntools: [read_file, git_log\nfilesystem:\n  read: ["**"]\n')).toBe(
+      '.ai/config/policy.yaml: line 3, column 8 is not valid YAML (the "[" opened at line 3, column 8 is not closed; end that list with "]" (the parser noticed at line 4, column 1: Flow sequence in block collection must be sufficiently indented and end with a ])); fix the syntax',
+    );
+  });
+
   it('duplicate keys', () => {
     expect(policyError('version: 1\ntools: [a]\ntools: [b]\n')).toMatch(/is not valid YAML \(.*[Uu]nique.*\)/u);
   });

@@ -64,7 +64,7 @@ describe('resolver.yaml', () => {
     ['threshold: 2', /threshold/],
     ['target_precision: 1.5', /target_precision/],
     ['treshold: 0.5', /Unrecognized key|treshold/],
-    ['embedder: [unclosed', /not valid YAML/],
+    ['threshold: 0.5\nembedder: [unclosed\n', /resolver-\w+\.yaml:2:11: invalid YAML: the "\[" opened at line 2, column 11 is not closed/],
     ['arguments: { kind: llm, url: "${NOPE}", model: m }', /NOPE is not set/],
   ])('refuses %s with a message that names the problem', async (text, message) => {
     await expect(loadResolverConfig(write(text), ctx)).rejects.toThrow(message);

@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isKiwiError } from '../../src/errors.js';
 import type { Tool } from '../../src/registry/types.js';
 import { toolEmbeddingText } from '../../src/registry/tool-document.js';
-import { openToolIndex, type ToolIndex, type ToolIndexOptions } from '../../src/store/tool-index.js';
+import { openToolIndex, type TableState, type ToolIndex, type ToolIndexOptions } from '../../src/store/tool-index.js';
 import { createHashEmbedder, hashVector, type HashEmbedder } from '../helpers/hash-embedder.js';
 import { makeTool } from '../helpers/make-tool.js';
 
@@ -148,6 +148,23 @@ describe('tool index: building and incremental sync', () => {
     const quiet: Array<[number, number]> = [];
     await index.sync(catalog(150), { onProgress: (done, total) => quiet.push([done, total]) });
     expect(quiet).toEqual([]);
+  });
+
+  it('says before the first batch how many need embedding, and whether the table starts empty', async () => {
+    const starts: Array<[number, TableState]> = [];
+    const onStart = (total: number, table: TableState): void => void starts.push([total, table]);
+    const index = await openIndex(createHashEmbedder({ id: 'hash-a' }));
+    await index.sync(catalog(150), { onStart });
+    await index.sync(catalog(150), { onStart });
+    await index.sync(catalog(152), { onStart });
+    await closeIndex(index);
+    const other = await openIndex(createHashEmbedder({ id: 'hash-b' }));
+    await other.sync(catalog(152), { onStart });
+    expect(starts).toEqual([
+      [150, 'new'],
+      [2, 'kept'],
+      [152, 'rebuilt'],
+    ]);
   });
 
   it('refuses duplicate ids before touching the table', async () => {

@@ -12,7 +12,7 @@ import { annealCommand } from './directives-anneal.js';
 import { listDirectives } from '../../cli/commands/directives-list.js';
 import { annealCounts } from '../../anneal/anneal-on-failure.js';
 import { openProjectThreadStore } from '../project-thread-store.js';
-import { progressLine } from '../../cli/commands/index-tools.js';
+import { createIndexProgress } from '../../cli/index-progress.js';
 
 /** A turn's text is printed whole; arguments, results and reasons as one line of at most 200 characters. */
 export const SHOWN = { turn: Number.POSITIVE_INFINITY, item: 200 };
@@ -58,7 +58,7 @@ export async function runThreadHere(
   values: { model?: string | undefined; json?: boolean | undefined },
 ): Promise<number> {
   const log = (line: string): void => ctx.io.err(`kiwi: ${line}`);
-  const gateway = await openGateway({ ...options, log, onIndexProgress: progressLine(ctx), unattended: true, ...(ctx.signal ? { signal: ctx.signal } : {}) });
+  const gateway = await openGateway({ ...options, log, indexProgress: createIndexProgress(ctx.io), unattended: true, ...(ctx.signal ? { signal: ctx.signal } : {}) });
   try {
     const outcome = await gateway.threads.run({
       ...start,

@@ -10,7 +10,7 @@ import { UsageError, type CliContext } from '../../cli/io.js';
 import { parseFlags } from '../../cli/parse-flags.js';
 import { PIPELINES_HELP } from './pipelines-help.js';
 import { projectOptions } from '../../cli/project-options.js';
-import { progressLine } from '../../cli/commands/index-tools.js';
+import { createIndexProgress } from '../../cli/index-progress.js';
 import { oneLine, pipelineEventText } from '../../threads/pipeline-event-text.js';
 import { parseInputs, printRecord } from './directives.js';
 
@@ -49,7 +49,7 @@ export async function pipelinesCommand(ctx: CliContext): Promise<number> {
       const inputs = parseInputs(values.input ?? []);
       const go = (p: GatewayPipelines): Promise<PipelineOutcome> => (action === 'run' ? p.run({ ...caller, pipeline: target as string, inputs }) : p.resume({ ...caller, run: target as string }));
       const log = (line: string): void => ctx.io.err(`kiwi: ${line}`);
-      const gateway = await openGateway({ ...options, log, onIndexProgress: progressLine(ctx), unattended: true, ...(ctx.signal ? { signal: ctx.signal } : {}) });
+      const gateway = await openGateway({ ...options, log, indexProgress: createIndexProgress(ctx.io), unattended: true, ...(ctx.signal ? { signal: ctx.signal } : {}) });
       try {
         return printOutcome(ctx, await go(gateway.pipelines), json);
       } finally {

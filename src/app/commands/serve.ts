@@ -8,7 +8,7 @@ import { UsageError, type CliContext } from '../../cli/io.js';
 import { parseFlags } from '../../cli/parse-flags.js';
 import { SERVE_HELP } from './serve-help.js';
 import { projectOptions } from '../../cli/project-options.js';
-import { progressLine } from '../../cli/commands/index-tools.js';
+import { createIndexProgress } from '../../cli/index-progress.js';
 import { describeAccess, describeFallbackModel, describeGatewayConfig } from './serve-banner.js';
 import { describeCallGate } from '../../resolver/call-gate-summary.js';
 import { invalidItemLines } from '../../registry/invalid-items.js';
@@ -25,7 +25,7 @@ export async function serveCommand(ctx: CliContext): Promise<number> {
 
   const log = (line: string): void => ctx.io.err(`kiwi: ${line}`);
   const options = projectOptions(ctx, values);
-  const gateway = await openGateway({ ...options, log, onIndexProgress: progressLine(ctx), ...(values.host ? { host: values.host } : {}), ...(ctx.signal ? { signal: ctx.signal } : {}) });
+  const gateway = await openGateway({ ...options, log, indexProgress: createIndexProgress(ctx.io), ...(values.host ? { host: values.host } : {}), ...(ctx.signal ? { signal: ctx.signal } : {}) });
   try {
     const { config, project, runtime } = gateway;
     const host = values.host ?? config.host;

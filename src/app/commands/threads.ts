@@ -15,7 +15,7 @@ import { threadLineText } from '../../threads/thread-text.js';
 import { threadUsage } from '../../threads/thread-usage.js';
 import { usageText } from '../../budgets/usage-summary.js';
 import { printOutcome, printRecord, SHOWN } from './directives.js';
-import { progressLine } from '../../cli/commands/index-tools.js';
+import { createIndexProgress } from '../../cli/index-progress.js';
 
 const USAGE = THREADS_HELP.usage;
 
@@ -102,7 +102,7 @@ function printTotal(ctx: CliContext, lines: readonly ThreadLine[], json: boolean
 
 async function resume(ctx: CliContext, id: string, values: { message?: string; model?: string; json?: boolean; project?: string }): Promise<number> {
   const log = (line: string): void => ctx.io.err(`kiwi: ${line}`);
-  const gateway = await openGateway({ ...projectOptions(ctx, values), log, onIndexProgress: progressLine(ctx), unattended: true, ...(ctx.signal ? { signal: ctx.signal } : {}) });
+  const gateway = await openGateway({ ...projectOptions(ctx, values), log, indexProgress: createIndexProgress(ctx.io), unattended: true, ...(ctx.signal ? { signal: ctx.signal } : {}) });
   try {
     const outcome = await gateway.threads.resume({
       id,

@@ -1,6 +1,7 @@
 import { loadProjectRegistry } from '../../project/project-registry.js';
 import type { Registry } from '../../registry/load-registry.js';
 import { openProjectResolverRuntime, type ResolverRuntime } from '../../resolver/resolver-runtime.js';
+import { createIndexProgress } from '../index-progress.js';
 import type { CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
 import { INDEX_HELP } from './index-tools-help.js';
@@ -11,7 +12,7 @@ export async function indexCommand(ctx: CliContext): Promise<number> {
   const { values } = parseFlags(ctx.argv, INDEX_HELP);
   const runtime = await openProjectResolver(ctx, values.project);
   try {
-    const report = await runtime.sync({ onProgress: progressLine(ctx), ...(ctx.signal ? { signal: ctx.signal } : {}) });
+    const report = await runtime.sync({ progress: createIndexProgress(ctx.io, { summary: false }), ...(ctx.signal ? { signal: ctx.signal } : {}) });
     ctx.io.out(
       `indexed ${runtime.toolCount} tools${runtime.itemCount > 0 ? ` and ${runtime.itemCount} directives and knowledge entries` : ''} with ${runtime.embedderId} in ${(report.ms / 1000).toFixed(1)} s: ${report.added} added, ${report.updated} updated, ${report.removed} removed, ${report.unchanged} unchanged${report.rebuilt ? ` (rebuilt: ${report.reason})` : ''}`,
     );
@@ -40,15 +41,4 @@ export function openRegistryResolver(ctx: CliContext, root: string, registry: Re
     log: (m) => ctx.io.err(`kiwi: ${m}`),
     ...(signal ? { signal } : {}),
   });
-}
-
-export function progressLine(ctx: CliContext): (done: number, total: number) => void {
-  let last = 0;
-  return (done, total) => {
-    const now = Date.now();
-    if (done === total || now - last > 1000) {
-      last = now;
-      ctx.io.err(`embedding: ${done}/${total}`);
-    }
-  };
 }

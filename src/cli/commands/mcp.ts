@@ -11,7 +11,8 @@ import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
 import { MCP_HELP } from './mcp-help.js';
 import { projectOptions } from '../project-options.js';
-import { openRegistryResolver, progressLine } from './index-tools.js';
+import { openRegistryResolver } from './index-tools.js';
+import { createIndexProgress } from '../index-progress.js';
 
 export interface StdioStreams {
   stdin: Readable;
@@ -85,7 +86,7 @@ export async function mcpCommand(ctx: CliContext, streams: StdioStreams = { stdi
 async function openIndex(ctx: CliContext, project: Project, signal: AbortSignal): Promise<ResolverRuntime> {
   const runtime = await openRegistryResolver(ctx, project.root, project.registry, signal);
   try {
-    const report = await runtime.sync({ onProgress: progressLine(ctx), signal });
+    const report = await runtime.sync({ progress: createIndexProgress(ctx.io, { summary: false }), signal });
     if (report.added + report.updated + report.removed > 0) {
       ctx.io.err(`kiwi: index updated (${report.added} added, ${report.updated} updated, ${report.removed} removed)`);
     }

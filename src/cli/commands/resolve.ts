@@ -1,6 +1,7 @@
 import { catalogActionWords } from '../../resolver/split-steps.js';
 import { planSteps } from '../../resolver/step-plan.js';
 import type { Resolution } from '../../resolver/types.js';
+import { createIndexProgress } from '../index-progress.js';
 import { UsageError, type CliContext } from '../io.js';
 import { parseFlags } from '../parse-flags.js';
 import { RESOLVE_HELP } from './resolve-help.js';
@@ -21,7 +22,7 @@ export async function resolveCommand(ctx: CliContext): Promise<number> {
   const runtime = await openProjectResolver(ctx, values.project);
   try {
     if (runtime.fallbackNotUsed !== undefined) ctx.io.err(`kiwi: ${runtime.fallbackNotUsed}`);
-    const sync = await runtime.sync();
+    const sync = await runtime.sync({ progress: createIndexProgress(ctx.io, { summary: false }) });
     if (sync.added + sync.updated + sync.removed > 0) ctx.io.err(`kiwi: index updated (${sync.added} added, ${sync.updated} updated, ${sync.removed} removed)`);
     const resolveText = (text: string): Promise<Resolution> =>
       runtime.resolver.resolve(text, { limit, ...(values.context ? { context: values.context } : {}), ...(ctx.signal ? { signal: ctx.signal } : {}) });

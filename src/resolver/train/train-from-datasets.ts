@@ -56,7 +56,7 @@ export async function trainFromDatasets(options: TrainOptions): Promise<TrainRep
       const runtime = await openResolverRuntime({ tools: catalog.tools, indexDir, model: null, settings: { targetPrecision: 0 }, ...(options.embedder ? { embedder: options.embedder } : {}) });
       try {
         embedderId = runtime.embedderId;
-        await runtime.sync({ onProgress: (done, total) => options.onProgress?.(`${dataset.name}: embedding tools`, done, total) });
+        await runtime.sync({ progress: { embedded: (_table, done, total) => options.onProgress?.(`${dataset.name}: embedding tools`, done, total) } });
         const got = await collectRows(runtime.resolver, catalog, { dataset: dataset.name, split: split.name, settings: DEFAULT_RESOLVER_SETTINGS }, cases, (done, total) =>
           options.onProgress?.(`${dataset.name}: resolving ${split.name}`, done, total),
         );

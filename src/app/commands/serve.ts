@@ -8,7 +8,7 @@ import { UsageError, type CliContext } from '../../cli/io.js';
 import { parseFlags } from '../../cli/parse-flags.js';
 import { projectOptions } from '../../cli/project-options.js';
 import { progressLine } from '../../cli/commands/index-tools.js';
-import { describeAccess, describeFallbackModel, describeGatewayConfig } from './serve-banner.js';
+import { describeAccess, describeFallbackModel, describeGatewayConfig, describeUnavailable } from './serve-banner.js';
 import { describeCallGate } from '../../resolver/call-gate-summary.js';
 import { invalidItemLines } from '../../registry/invalid-items.js';
 import { kiwiCommand } from '../../cli/kiwi-command.js';
@@ -67,6 +67,9 @@ export async function serveCommand(ctx: CliContext): Promise<number> {
     const kiwi = kiwiCommand({ script: process.argv[1] ?? '', cwd: ctx.cwd, path: ctx.env['PATH'] });
     ctx.io.out(`try: ${kiwi} chat --url ${listener.url}${key} "MESSAGE" (with no model configured, the offline demo model answers: docs/getting-started.md)`);
     ctx.io.out('Ctrl-C stops it (requests in flight get 10 s to finish).');
+    // Each upstream's model list is asked now, after the listen (bounded by the list's own
+    // timeout): one that is down is told here, not at the first chat that needs it.
+    void gateway.upstreams.check((down) => ctx.io.out(describeUnavailable(down, config.upstreams.find((u) => u.name === down.name)?.models ?? [])));
     if (ctx.signal && !ctx.signal.aborted) await once(ctx.signal, 'abort');
     ctx.io.err('kiwi: shutting down…');
     gateway.endStreams();

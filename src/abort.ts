@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { KiwiError } from './errors.js';
+import { isKiwiError, KiwiError } from './errors.js';
 
 /** Throws TOOL_CANCELLED if the signal has already fired, so work that was cancelled never starts. */
 export function throwIfAborted(signal: AbortSignal | undefined, what: string): void {
@@ -9,4 +9,31 @@ export function throwIfAborted(signal: AbortSignal | undefined, what: string): v
 /** Waits `ms`, or less when `signal` fires: true when the time passed, false when it was cut short. */
 export function abortableDelay(ms: number, signal: AbortSignal | undefined): Promise<boolean> {
   return sleep(ms, true, signal ? { signal } : {}).catch(() => false);
+}
+
+/** What an audit record's `cancelled` says for a call cut because the gateway stopped. */
+export const GATEWAY_STOPPING = 'gateway stopping';
+
+/**
+ * The reason the requests and tool calls still running when the shutdown's grace period ends are
+ * aborted with: a client reads it as the stream's last event (503: send it again), the audit
+ * record's `cancelled` as `gateway stopping`.
+ */
+export function gatewayStopping(graceMs: number): KiwiError {
+  return new KiwiError('UNAVAILABLE', `The gateway is stopping (requests running when it was told to stop get ${graceMs / 1000} s to finish): this request and its running tools were cancelled. Send it again once the gateway is back, or to another replica.`, {
+    details: { cancelled: GATEWAY_STOPPING },
+  });
+}
+
+/** The `cancelled` detail of an error that cancelled work on purpose (gatewayStopping's), else undefined. */
+export function cancelledBecause(error: unknown): string | undefined {
+  const said = isKiwiError(error) ? error.details?.['cancelled'] : undefined;
+  return typeof said === 'string' ? said : undefined;
+}
+
+/** Why a signal was aborted, in words for a record: a reason's own `cancelled` detail, else its message. */
+export function abortReasonText(reason: unknown): string {
+  const said = cancelledBecause(reason);
+  if (said !== undefined) return said;
+  return reason instanceof Error && reason.message !== '' && reason.name !== 'AbortError' ? reason.message : 'cancelled';
 }

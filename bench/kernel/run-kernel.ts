@@ -57,7 +57,7 @@ export async function runKernelBench(argv: string[]): Promise<void> {
     } else console.error('Postgres is not installed here (apt-get install postgresql): measuring the embedded kernel only');
     for (const [name, open] of backends) {
       const { kernel, stop } = await open();
-      const app = createGatewayApp({ runLoop: () => (async function* () {})(), models: () => [], health: () => ({}), kernel: async () => kernel });
+      const app = createGatewayApp({ runLoop: () => (async function* () {})(), models: () => ({ models: [] }), health: () => ({}), kernel: async () => kernel });
       const server = await listen((request, env) => app.fetch(request, env), { host: '127.0.0.1', port: 0 });
       try {
         await measure(server.url, 1, 20, name); // warm-up

@@ -30,6 +30,9 @@ import type { Secret, UpstreamConfig } from './upstream-config.js';
  */
 
 
+/** How long requests in flight get to finish once `kiwi serve` is told to stop (`limits.shutdown_grace_ms`). */
+export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000;
+
 export interface GatewayConfig {
   /** The config file as shown to people (relative to the project root when inside it). */
   file: string;
@@ -51,6 +54,8 @@ export interface GatewayConfig {
   toolMenu: number;
   /** What the HTTP listener bounds (src/http/listen.ts). */
   listen: Pick<ListenLimits, 'bodyTimeoutMs' | 'maxConnections'>;
+  /** How long requests running when `kiwi serve` is told to stop may go on before they are cancelled. */
+  shutdownGraceMs: number;
   mcp: { allowedOrigins: string[] };
   prefetch: PrefetchConfig;
   /** Each chat and MCP execute/resolve recorded as a kernel execution (default on). */
@@ -142,6 +147,7 @@ const schema = z.strictObject({
       max_concurrent_requests_per_client: z.number().int().min(1).max(100_000).optional(),
       body_timeout_ms: z.number().int().min(1000).max(600_000).optional(),
       max_connections: z.number().int().min(1).max(100_000).optional(),
+      shutdown_grace_ms: z.number().int().min(0).max(600_000).optional(),
     })
     .optional(),
   mcp: z.strictObject({ allowed_origins: z.array(z.string()).max(100).optional() }).optional(),
@@ -165,7 +171,7 @@ const schema = z.strictObject({
 });
 
 type Raw = z.output<typeof schema>;
-const FIELDS = ['host', 'allowed_hosts', 'tool_menu', 'max_concurrent_requests_per_client', 'port', 'upstreams', 'limits', 'mcp', 'name', 'kind', 'base_url', 'api_key_env', 'models', 'timeout_ms', 'max_turns', 'max_tool_calls', 'max_duration_ms', 'max_result_chars', 'max_repeats', 'max_tokens', 'max_body_bytes', 'body_timeout_ms', 'max_connections', 'allowed_origins', 'prefetch', 'enabled', 'ttl_ms', 'speculate', 'concurrency', 'min_cosine', 'embedder', 'model_tiers', 'checkpoints', 'max_file_bytes', 'max_total_bytes', ...BUDGET_FIELDS, ...KERNEL_FIELDS];
+const FIELDS = ['host', 'allowed_hosts', 'tool_menu', 'max_concurrent_requests_per_client', 'port', 'upstreams', 'limits', 'mcp', 'name', 'kind', 'base_url', 'api_key_env', 'models', 'timeout_ms', 'max_turns', 'max_tool_calls', 'max_duration_ms', 'max_result_chars', 'max_repeats', 'max_tokens', 'max_body_bytes', 'body_timeout_ms', 'max_connections', 'shutdown_grace_ms', 'allowed_origins', 'prefetch', 'enabled', 'ttl_ms', 'speculate', 'concurrency', 'min_cosine', 'embedder', 'model_tiers', 'checkpoints', 'max_file_bytes', 'max_total_bytes', ...BUDGET_FIELDS, ...KERNEL_FIELDS];
 
 export async function loadGatewayConfig(file: string, ctx: GatewayConfigContext): Promise<GatewayConfig> {
   const shown = shownPath(ctx.root, file);
@@ -275,6 +281,7 @@ export async function loadGatewayConfig(file: string, ctx: GatewayConfigContext)
     maxConcurrentPerClient: l.max_concurrent_requests_per_client ?? DEFAULT_MAX_CONCURRENT_PER_CLIENT,
     toolMenu: raw.tool_menu ?? DEFAULT_MENU_SIZE,
     listen: { bodyTimeoutMs: l.body_timeout_ms ?? LISTEN_DEFAULTS.bodyTimeoutMs, maxConnections: l.max_connections ?? LISTEN_DEFAULTS.maxConnections },
+    shutdownGraceMs: l.shutdown_grace_ms ?? DEFAULT_SHUTDOWN_GRACE_MS,
     mcp: { allowedOrigins: [...new Set([...allowedOrigins, ...origins])] },
     prefetch: {
       enabled: raw.prefetch?.enabled ?? DEFAULT_PREFETCH.enabled,

@@ -58,6 +58,11 @@ import type { Candidate } from '../resolver/types.js';
 import { openSharedState } from '../shared-state/shared-state.js';
 import { tracingFromEnv } from './tracing-env.js';
 import { tracedProvider, tracedResolve } from './traced-loop.js';
+import { createRunningCalls, type RunningCall } from '../proxy/running-calls.js';
+import { GATEWAY_STOPPING, gatewayStopping } from '../abort.js';
+
+/** How long cancelRunning waits for what it cut to end (a tool's tree gets SIGKILL 2 s after SIGTERM). */
+const CANCEL_WAIT_MS = 5_000;
 
 export interface GatewayOptions extends Omit<ProjectOptions, 'source' | 'threads'> {
   /** The address it will listen on (default: the config's host). Only on loopback may it serve without client keys. */
@@ -102,6 +107,13 @@ export interface Gateway {
    * requests in flight get their grace period, which a stream that never ends would only use up.
    */
   endStreams(): void;
+  /**
+   * When the shutdown's grace period (`graceMs`) is over: aborts the chats and tool calls still
+   * running (MCP's and threads' too) with `gatewayStopping`, logging each call it cuts, and
+   * resolves once each cut call's audit record says `cancelled` and each chat's stream has its
+   * last event (at most CANCEL_WAIT_MS).
+   */
+  cancelRunning(graceMs: number): Promise<{ calls: RunningCall[]; chats: number }>;
   /** Aborts every request still running (their upstream calls and tools), ends the streams, then closes the rest. */
   close(): Promise<void>;
 }
@@ -125,6 +137,8 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
   // Off, nothing is wrapped at all: tracing must cost nothing then.
   const tracingOn = traced.endpoint === undefined ? {} : { tracing };
   const opened: { close(): Promise<void> }[] = [traced];
+  // Every call through the proxy, so that a stopping gateway can name and cancel what still runs.
+  const running = createRunningCalls();
   try {
     // Rate limits, concurrency caps and the loop detector: in Redis when replicas share them (REDIS_URL), else here.
     const shared = await openSharedState({ redisUrl: options.env['REDIS_URL'], prefix: options.env['KIWI_REDIS_PREFIX'], ...(options.log ? { log: options.log } : {}) });
@@ -134,7 +148,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     const database = databaseUrl === undefined ? undefined : await openGatewayDatabase(databaseUrl);
     if (database !== undefined) opened.unshift(database);
     const openAudit = database === undefined ? {} : { openAudit: (session: string) => createSqlAuditLog({ db: database, sessionId: session, ...(options.log ? { onWarning: options.log } : {}) }) };
-    const project = await openProject({ ...options, source: 'gateway', threads: port, buckets: shared.buckets, loops: shared.loops, ...openAudit, ...tracingOn });
+    const project = await openProject({ ...options, source: 'gateway', threads: port, buckets: shared.buckets, loops: shared.loops, running, ...openAudit, ...tracingOn });
     opened.unshift(project);
     const config = await loadGatewayConfig(path.join(project.root, '.ai', 'config', 'gateway.yaml'), { env: options.env, root: project.root });
     const upstreams = createUpstreams(config, { http: project.http, demoTurnsFile: path.join(project.root, '.ai', 'demo', 'agent-turns.yaml'), sharedCache: shared.cache, ...(options.log ? { log: options.log } : {}) });
@@ -164,8 +178,11 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
 
     // Shutdown aborts what is still running, like a client going away. Not AbortSignal.any with
     // one long-lived shutdown signal: on Node 20 every request would stay linked to it (a leak).
-    const inFlight = new Set<AbortController>();
+    // Each chat says what it is (for the log) and when it has ended (its execution written).
+    const inFlight = new Map<AbortController, { what: string; ended: Promise<void> }>();
     let shuttingDown = false;
+    /** Set once the grace period is over: what new and running chats are aborted with. */
+    let stopping: KiwiError | undefined;
     const budgets = await openGatewayBudgets({ root: project.root, config, database, shared, ...(options.log ? { log: options.log } : {}) });
     if (budgets !== undefined) opened.unshift(budgets);
     const resolutions = createResolutionCounts();
@@ -174,9 +191,10 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
       const route = upstreams.route(request.model);
       const controller = new AbortController();
       const onClientAbort = (): void => controller.abort(run.signal?.reason);
-      if (shuttingDown || run.signal?.aborted) controller.abort(run.signal?.reason);
+      if (shuttingDown || run.signal?.aborted) controller.abort(stopping ?? run.signal?.reason);
       else run.signal?.addEventListener('abort', onClientAbort, { once: true });
-      inFlight.add(controller);
+      let ended = (): void => undefined;
+      inFlight.set(controller, { what: `chat${run.endpoint === undefined ? '' : ` on ${run.endpoint}`} for model ${request.model} (client ${run.caller.client})`, ended: new Promise<void>((resolve) => (ended = resolve)) });
       let cancelled = false;
       const summary = { request, mode: run.mode, client: run.caller.client, ...(run.endpoint === undefined ? {} : { endpoint: run.endpoint }) };
       const chat = (async function* tracked() {
@@ -240,6 +258,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
           // charged what it used by now, so what the request held is released.
           await meter?.end();
           inFlight.delete(controller);
+          ended();
           run.signal?.removeEventListener('abort', onClientAbort);
         }
       })();
@@ -322,10 +341,26 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
       sharedStateWhere: shared.where,
       tracesEndpoint: traced.endpoint,
       endStreams: () => streams.abort(),
+      async cancelRunning(graceMs) {
+        shuttingDown = true;
+        stopping ??= gatewayStopping(graceMs);
+        const reason = stopping;
+        const chats = [...inFlight];
+        // The chats first: their loops pass the reason on to their tool calls, and each stream's last event says it.
+        for (const [controller] of chats) controller.abort(reason);
+        const calls = running.list();
+        for (const c of calls) options.log?.(`stopping: cancelling tool call ${c.tool} (call ${c.callId}, ${c.source}, client ${c.client}, session ${c.session}), running for ${Math.round((Date.now() - c.startedAt) / 1000)} s; its audit record says cancelled: ${GATEWAY_STOPPING}`);
+        for (const [, chat] of chats) options.log?.(`stopping: cancelling ${chat.what}; its client is told the gateway is stopping`);
+        // Bounded: a chat whose client stopped reading is suspended at a yield that nothing resumes (close() ends it).
+        let timer: NodeJS.Timeout | undefined;
+        const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, CANCEL_WAIT_MS)));
+        await Promise.race([Promise.all([running.cancelAll(reason), ...chats.map(([, chat]) => chat.ended)]), bound]).finally(() => clearTimeout(timer));
+        return { calls, chats: chats.length };
+      },
       async close() {
         shuttingDown = true;
         streams.abort();
-        for (const controller of inFlight) controller.abort();
+        for (const controller of inFlight.keys()) controller.abort(stopping);
         await pipelines.close(); // before their stages' threads: a run cancelled first starts no stage after them
         await threads.close(); // their ends are written while the proxy still runs
         await closeAll(opened);

@@ -11,7 +11,8 @@ import type { UpstreamConfig } from './upstream-config.js';
  * `GET /v1/models`), so that `GET /v1/models` shows what a model picker can really ask for. A
  * list is cached per upstream (and, with Redis, shared by the replicas: keyed by the upstream's
  * URL, never its key); concurrent askers share one request; a failure is logged and counts as an
- * empty list (the configured ids are still listed) until a shorter retry time.
+ * empty list (the configured ids are still listed) until a shorter retry time, and says why, so that
+ * `GET /v1/models` and `kiwi serve`'s start can name the upstream that is down.
  */
 
 export interface UpstreamModelsDeps {
@@ -36,9 +37,16 @@ export interface UpstreamModelsOptions {
   maxModels?: number;
 }
 
+/** What one upstream's list gave: its ids, or why it could not be read (then `ids` is []). */
+export interface UpstreamList {
+  ids: string[];
+  /** Why the list could not be read: refused, timed out, an HTTP status (401/403: the key); absent when it was read. */
+  down?: string;
+}
+
 export interface UpstreamModels {
-  /** The ids the upstream reports, in its order; [] for a demo upstream or when it could not be read. */
-  list(upstream: UpstreamConfig): Promise<string[]>;
+  /** The ids the upstream reports, in its order; no ids for a demo upstream, once closed, or when it could not be read (`down` says why). */
+  list(upstream: UpstreamConfig): Promise<UpstreamList>;
   /** Aborts the requests in flight; later lists are empty. */
   close(): void;
 }
@@ -56,7 +64,7 @@ export function createUpstreamModels(deps: UpstreamModelsDeps, options: Upstream
   }
   const now = deps.now ?? Date.now;
   // One slot per upstream name (bounded by the config); a slot in flight never expires.
-  const slots = new Map<string, { expires: number; ids: Promise<string[]> }>();
+  const slots = new Map<string, { expires: number; list: Promise<UpstreamList> }>();
   const inFlight = new Set<AbortController>();
   let closed = false;
 
@@ -87,6 +95,7 @@ export function createUpstreamModels(deps: UpstreamModelsDeps, options: Upstream
       const res = await deps.http.request({ method: 'GET', url: url.href, headers, maxResponseBytes: o.maxResponseBytes, maxRedirects: 0, signal: controller.signal }).catch((error: unknown) => {
         throw isKiwiError(error, 'OUTPUT_TOO_LARGE') ? new KiwiError('OUTPUT_TOO_LARGE', `the list is larger than ${o.maxResponseBytes} bytes`) : error;
       });
+      if (res.status === 401 || res.status === 403) throw new KiwiError('UPSTREAM_HTTP', `HTTP ${res.status}: the API key was refused; check ${u.apiKeyEnv === undefined ? "the upstream's api_key_env" : `the key in ${u.apiKeyEnv}`}`);
       if (res.status < 200 || res.status > 299) throw new KiwiError('UPSTREAM_HTTP', `HTTP ${res.status}`);
       let json: unknown;
       try {
@@ -104,26 +113,27 @@ export function createUpstreamModels(deps: UpstreamModelsDeps, options: Upstream
     }
   }
 
-  function list(u: UpstreamConfig): Promise<string[]> {
-    if (u.kind === 'demo' || closed) return Promise.resolve([]);
+  function list(u: UpstreamConfig): Promise<UpstreamList> {
+    if (u.kind === 'demo' || closed) return Promise.resolve({ ids: [] });
     const slot = slots.get(u.name);
-    if (slot !== undefined && now() < slot.expires) return slot.ids;
-    const settle = (ids: string[], ttl: number): string[] => {
-      slots.set(u.name, { expires: now() + ttl, ids: Promise.resolve(ids) });
-      return ids;
+    if (slot !== undefined && now() < slot.expires) return slot.list;
+    const settle = (found: UpstreamList, ttl: number): UpstreamList => {
+      slots.set(u.name, { expires: now() + ttl, list: Promise.resolve(found) });
+      return found;
     };
-    const ids = sharedIds(u).then(
-      (found) => settle(found, o.ttlMs),
+    const found = sharedIds(u).then(
+      (ids) => settle({ ids }, o.ttlMs),
       (error: unknown) => {
-        if (!closed) {
-          const where = listRequest(u).url;
-          deps.log?.(`GET /v1/models: upstream "${u.name}" (${where.origin}${where.pathname}) did not give its model list (${(error as Error).message}); listing its configured models only, asking again in ${Math.round(o.failureTtlMs / 1000)} s`);
-        }
-        return settle([], o.failureTtlMs);
+        // Closing aborts the requests in flight: that is no news about the upstream.
+        if (closed) return { ids: [] };
+        const down = (error as Error).message;
+        const where = listRequest(u).url;
+        deps.log?.(`upstream "${u.name}" (${where.origin}${where.pathname}) did not give its model list (${down}); GET /v1/models lists its configured models only and names it as unavailable, asking again in ${Math.round(o.failureTtlMs / 1000)} s`);
+        return settle({ ids: [], down }, o.failureTtlMs);
       },
     );
-    slots.set(u.name, { expires: Infinity, ids });
-    return ids;
+    slots.set(u.name, { expires: Infinity, list: found });
+    return found;
   }
 
   function close(): void {

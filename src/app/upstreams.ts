@@ -9,6 +9,9 @@ import type { SharedCache } from '../contracts/shared-cache.js';
 import type { UpstreamConfig } from './upstream-config.js';
 import { isModelGlob, modelMatches } from '../model-glob.js';
 import { createUpstreamModels, type UpstreamModelsOptions } from './upstream-models.js';
+import type { UnavailableUpstream } from '../http/models-list.js';
+
+export type { UnavailableUpstream };
 
 /**
  * The upstream LLMs, one provider each, created once at startup and shared by every request.
@@ -32,14 +35,28 @@ export interface ListedModel {
   demo?: boolean;
 }
 
+export interface ModelListing {
+  models: ListedModel[];
+  /** The upstreams whose own list could not be read, in routing order: their configured ids are still listed. */
+  unavailable: UnavailableUpstream[];
+}
+
 export interface Upstreams {
   /** Throws UNKNOWN_MODEL, naming what is served and where to configure more. */
   route(model: string): Route;
   /**
    * In routing order, each upstream's configured exact ids, then the ids its own model list
-   * reports that route to it (glob patterns cannot be listed; an id shown once).
+   * reports that route to it (glob patterns cannot be listed; an id shown once); and the
+   * upstreams whose list could not be read.
    */
-  models(): Promise<ListedModel[]>;
+  models(): Promise<ModelListing>;
+  /**
+   * Asks every upstream with a server (not the demo) for its model list, as `models()` does and
+   * under the same timeout, and resolves with those that did not answer; `onDown` hears of each as
+   * soon as it is known. `kiwi serve` runs it at start, so a server that is down is told then,
+   * not at the first chat. What it read is cached for `models()`.
+   */
+  check(onDown?: (down: UnavailableUpstream) => void): Promise<UnavailableUpstream[]>;
   /** Closes every provider (an injected HttpClient is left to its owner). */
   close(): Promise<void>;
 }
@@ -87,7 +104,9 @@ export function createUpstreams(config: GatewayConfig, options: UpstreamsOptions
     return { provider: entry.provider, upstream: entry.config.name, model };
   }
 
-  async function models(): Promise<ListedModel[]> {
+  const unavailable = (e: Entry, down: string): UnavailableUpstream => ({ name: e.config.name, url: shownUrl(e.config.baseUrl ?? ''), error: down });
+
+  async function models(): Promise<ModelListing> {
     const found = await Promise.all(entries.map((e) => lists.list(e.config)));
     const out: ListedModel[] = [];
     const seen = new Set<string>();
@@ -99,9 +118,27 @@ export function createUpstreams(config: GatewayConfig, options: UpstreamsOptions
       // A configured id shadowed by an earlier glob is served by that upstream, so it is listed as such.
       for (const id of e.config.models) if (!isModelGlob(id) && !seen.has(id)) add(id, owner(id) ?? e);
       // A reported id is listed only where a request for it would go: to the upstream that reported it.
-      for (const id of found[i] ?? []) if (!seen.has(id) && owner(id) === e) add(id, e);
+      for (const id of found[i]?.ids ?? []) if (!seen.has(id) && owner(id) === e) add(id, e);
     });
-    return out;
+    const down = entries.flatMap((e, i) => {
+      const why = found[i]?.down;
+      return why === undefined ? [] : [unavailable(e, why)];
+    });
+    return { models: out, unavailable: down };
+  }
+
+  async function check(onDown?: (down: UnavailableUpstream) => void): Promise<UnavailableUpstream[]> {
+    const asked = entries.filter((e) => e.config.kind !== 'demo');
+    const found = await Promise.all(
+      asked.map(async (e) => {
+        const { down } = await lists.list(e.config);
+        if (down === undefined) return undefined;
+        const one = unavailable(e, down);
+        onDown?.(one);
+        return one;
+      }),
+    );
+    return found.filter((d): d is UnavailableUpstream => d !== undefined);
   }
 
   async function close(): Promise<void> {
@@ -112,7 +149,17 @@ export function createUpstreams(config: GatewayConfig, options: UpstreamsOptions
     if (failed !== undefined) throw failed.reason;
   }
 
-  return { route, models, close };
+  return { route, models, check, close };
+}
+
+/** Origin and path: a base URL never carries credentials (upstream-url.ts), and a query is left out all the same. */
+export function shownUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.origin}${u.pathname === '/' ? '' : u.pathname}`;
+  } catch {
+    return '(invalid URL)';
+  }
 }
 
 function unknownModel(model: string, upstreams: UpstreamConfig[], file: string): KiwiError {

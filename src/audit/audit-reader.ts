@@ -22,6 +22,7 @@ export const auditRecordSchema = z.object({
   reason: z.string().optional(),
   result: z.unknown().optional(),
   error: z.object({ code: z.string(), message: z.string() }).optional(),
+  cancelled: z.string().optional(),
   duration_ms: z.number().nonnegative(),
   stuck: z.boolean().optional(),
   source: z.string().optional(),
@@ -200,6 +201,7 @@ export function formatAuditRecord(record: AuditRecord): string {
   if (record.resolved_by) parts.push(`resolved by ${clean(record.resolved_by.model, 60)} in ${formatDuration(record.resolved_by.ms)}`);
   if (record.checkpoint) parts.push(`checkpoint ${clean(record.checkpoint.slice(0, 12), 12)}`);
   if (record.approval) parts.push(`${record.approval.approved ? 'approved' : 'not approved'} by ${clean(record.approval.decided_by, 60)}`);
+  if (record.cancelled) parts.push(`CANCELLED (${clean(record.cancelled, 120)})`);
   if (record.error) parts.push(`error ${clean(record.error.code, 40)}: ${clean(record.error.message, 200)}`);
   if (record.reason) parts.push(`— ${clean(record.reason, 200)}`);
   for (const note of record.notes ?? []) parts.push(`· ${clean(note, 160)}`);

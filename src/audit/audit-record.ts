@@ -28,6 +28,8 @@ export interface AuditRecord {
   /** Summary of the result; redacted and capped by the writer. */
   result?: unknown;
   error?: { code: string; message: string };
+  /** Set when the call was stopped while it ran: why (`gateway stopping`, or what the canceller said). Its error is TOOL_CANCELLED. */
+  cancelled?: string;
   duration_ms: number;
   stuck?: boolean;
   /** cli | gateway | mcp | prefetch | runner | thread */
@@ -120,6 +122,7 @@ export function serializeAuditRecord(record: AuditRecord, caps: RecordCaps): str
     ['reason', record.reason === undefined ? undefined : text(record.reason, STRING_CAPS.reason)],
     ['result', undefined],
     ['error', record.error === undefined ? undefined : `{"code":${str(record.error.code, STRING_CAPS.code)},"message":${text(record.error.message, STRING_CAPS.message)}}`],
+    ['cancelled', record.cancelled === undefined ? undefined : text(record.cancelled, STRING_CAPS.reason)],
     ['duration_ms', String(Number.isFinite(record.duration_ms) ? Math.max(0, record.duration_ms) : 0)],
     ['stuck', record.stuck === undefined ? undefined : String(record.stuck === true)],
     ['source', record.source === undefined ? undefined : str(record.source, STRING_CAPS.source)],

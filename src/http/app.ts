@@ -14,7 +14,7 @@ import { anthropicMessagesProtocol } from './anthropic-messages.js';
 import { createChatHandler } from './chat-handler.js';
 import { mountKernelRoutes } from './kernel-routes.js';
 import { createMetricsHandler } from './metrics-route.js';
-import { anthropicModelList, openAiModelList, type ModelInfo } from './models-list.js';
+import { anthropicModelList, openAiModelList, UNAVAILABLE_UPSTREAMS_HEADER, unavailableHeader, type ModelList } from './models-list.js';
 import { openAiChatProtocol } from './openai-chat.js';
 import { openAiResponsesProtocol } from './openai-responses.js';
 import { sentDirectly } from './node-bindings.js';
@@ -31,8 +31,8 @@ import { createRequestGuard, DEFAULT_ALLOWED_HOSTS, type RequestGuard } from './
 
 export interface GatewayAppDeps {
   runLoop: RunLoop;
-  /** What GET /v1/models lists; may ask the upstreams (bounded and cached by the caller). */
-  models(): ModelInfo[] | Promise<ModelInfo[]>;
+  /** What GET /v1/models lists, and the upstreams whose own list could not be read; may ask the upstreams (bounded and cached by the caller). */
+  models(): ModelList | Promise<ModelList>;
   /** Extra fields for /healthz. */
   health(): Record<string, unknown>;
   /** The counters served as JSON on GET /metrics (`kiwi stats` reads them). */
@@ -171,8 +171,9 @@ export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
   app.post('/v1/messages', createChatHandler(anthropicMessagesProtocol, chat));
   app.post('/v1/responses', createChatHandler(openAiResponsesProtocol, chat));
   app.get('/v1/models', async (c) => {
-    const models = await deps.models();
-    return c.json(c.req.header('anthropic-version') === undefined ? openAiModelList(models) : anthropicModelList(models));
+    const list = await deps.models();
+    const down = unavailableHeader(list);
+    return c.json(c.req.header('anthropic-version') === undefined ? openAiModelList(list) : anthropicModelList(list), 200, down === undefined ? {} : { [UNAVAILABLE_UPSTREAMS_HEADER]: down });
   });
   // Without a key only liveness is told: the rest names tools and upstreams.
   app.get('/healthz', (c) => c.json(guard.callerOf(c.req.raw) === undefined ? { status: 'ok' } : { status: 'ok', ...deps.health() }));

@@ -17,10 +17,15 @@ export interface Listener {
   port: number;
   /**
    * Stops taking connections, lets requests in flight finish for up to `graceMs`, then cuts the
-   * connections still open. Resolves when the server is closed.
+   * connections still open. Resolves when the server is closed. With `onGraceOver`, that is
+   * awaited first (it ends what still runs, so that each answer can say why), and the connections
+   * get up to a second more to end on their own before they are cut.
    */
-  close(graceMs: number): Promise<void>;
+  close(graceMs: number, onGraceOver?: () => Promise<void>): Promise<void>;
 }
+
+/** After the grace period's `onGraceOver`, how long answers that now end (an error event) have to go out before their connections are cut. */
+const LAST_WORDS_MS = 1_000;
 
 /** `env` is @hono/node-server's (the Node request and response) with the body deadline added: NodeBindings. */
 type Fetch = (request: Request, env?: unknown) => Response | Promise<Response>;
@@ -96,14 +101,21 @@ export async function listen(fetch: Fetch, options: ListenOptions): Promise<List
   return {
     url: `http://${shownHost}:${port}`,
     port,
-    close(graceMs) {
+    close(graceMs, onGraceOver) {
       closing ??= new Promise<void>((resolve) => {
-        const timer = setTimeout(() => server.closeAllConnections(), graceMs);
+        let cut: NodeJS.Timeout | undefined;
+        const timer = setTimeout(() => {
+          if (onGraceOver === undefined) return server.closeAllConnections();
+          void onGraceOver()
+            .catch(() => undefined)
+            .then(() => (cut = setTimeout(() => server.closeAllConnections(), LAST_WORDS_MS)));
+        }, graceMs);
         // A connection whose answer ends after this (a stream the gateway ends at shutdown) goes
         // idle, and Node would hold it open until its keep-alive timeout: closed as it idles.
         const sweep = setInterval(() => server.closeIdleConnections(), 50);
         server.close(() => {
           clearTimeout(timer);
+          clearTimeout(cut);
           clearInterval(sweep);
           resolve();
         });

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { KiwiError } from '../errors.js';
+import { isKiwiError, KiwiError } from '../errors.js';
 import { DEFAULT_MARKER } from '../intent/intent-marker.js';
 import { intentInstructions } from '../intent/intent-scanner.js';
 import type { PlainWords } from '../intent/intent-instructions.js';
@@ -194,7 +194,7 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
   } catch (error) {
     threw = true;
     if (outbox.failure) throw outbox.failure.error;
-    if (stop.why === 'client') throw cancelledByClient(error);
+    if (stop.why === 'client') throw cancelledByClient(options.signal?.reason, error);
     if (stop.why !== 'duration') throw error;
     // Out of time: the cancelled tool calls still report their results, then the loop finishes.
     yield* until(worker.drained());
@@ -228,7 +228,9 @@ function noop(): void {}
 /** Added to the instructions when the client sent tools of its own, so the agent does not write intents for them. */
 const CLIENT_TOOLS_NOTE = '- The functions given to you as tools are the user\'s own: call them natively as usual, never as intents.';
 
-function cancelledByClient(cause: unknown): KiwiError {
+/** What the loop throws when its caller's signal stops it: the caller's own KiwiError when it said why (the gateway stopping), else a client cancel. */
+function cancelledByClient(reason: unknown, cause: unknown = reason): KiwiError {
+  if (isKiwiError(reason)) return reason;
   return new KiwiError('TOOL_CANCELLED', 'The client cancelled the request; the upstream model call and any running tool were stopped.', { cause });
 }
 

@@ -20,6 +20,7 @@ import { openSandbox } from '../primitives/sandbox.js';
 import { DEFAULT_CONTAINER_LIMITS } from '../policy/isolation-choice.js';
 import { createToolProxy, type ToolProxy } from '../proxy/tool-proxy.js';
 import type { CallSource, ThreadPort } from '../proxy/tool-call.js';
+import type { RunningCalls } from '../proxy/running-calls.js';
 import type { Registry } from '../registry/load-registry.js';
 import { createItemCreations } from './land-item.js';
 import { loadProjectRegistry } from './project-registry.js';
@@ -45,6 +46,8 @@ export interface ProjectOptions {
   containers?: ContainerRunnerOptions;
   /** Where this session's audit records go: shared by replicas (Postgres); absent, files under `.ai/logs/audit`. */
   openAudit?: (session: string) => AuditLog;
+  /** Tracks the calls running (the gateway cancels them when it stops); absent, none are tracked. */
+  running?: Pick<RunningCalls, 'stage'>;
 }
 
 /** Everything one process needs to run tools for a project, wired once and closed once. */
@@ -102,6 +105,7 @@ export async function openProject(options: ProjectOptions): Promise<Project> {
     ...(options.tracing ? { tracing: options.tracing } : {}),
     checkpoints,
     ...(options.threads ? { threads: options.threads } : {}),
+    ...(options.running ? { running: options.running } : {}),
     creations: createItemCreations({ root, registry, env: options.env, ...(options.userDir ? { userDir: options.userDir } : {}) }),
   });
   return {

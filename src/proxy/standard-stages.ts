@@ -7,6 +7,7 @@ import type { AuthorizeDeps } from './authorization.js';
 import type { CallHookDeps } from './call-hooks.js';
 import type { CallHandler, CallStage } from './call-state.js';
 import type { Tracing } from '../contracts/tracing.js';
+import type { RunningCalls } from './running-calls.js';
 import { approvalStage } from './stages/approval-stage.js';
 import { auditStage } from './stages/audit-stage.js';
 import { authorizeStage } from './stages/authorize-stage.js';
@@ -40,11 +41,13 @@ export interface StageDeps extends AuthorizeDeps {
   now: () => number;
   /** A span per stage a call passes (nested: each holds the ones after it); absent, none. */
   tracing?: Tracing;
+  /** The calls running, which a stopping gateway cancels; absent, none are tracked. */
+  running?: Pick<RunningCalls, 'stage'>;
 }
 
 /**
  * The checks every call passes, in the order it meets them. The audit is outermost because every
- * call is recorded, refused ones too; the budget counts every call asked; the hooks' events see how
+ * call is recorded, refused ones too (only the list of running calls is outside it); the budget counts every call asked; the hooks' events see how
  * it ended. Then the gates: the policy, the rate, the `before_call` hooks, a person. A new check is
  * a stage in its own file and a line here.
  */
@@ -61,10 +64,12 @@ export function standardStages(deps: StageDeps): ProxyStages {
   ];
   const loopCheck = named('loop_check', loopCheckStage(deps.loops));
   const run = deps.checkpoints ? [named('checkpoint', checkpointStage(deps.checkpoints))] : [];
+  // Outside the audit, so a call is still listed until its record is written.
+  const tracked = deps.running ? [deps.running.stage] : [];
   return {
-    call: [audit, budget, named('hook_events', hookEventsStage(deps.hooks, deps.execute)), ...gates, loopCheck, ...run],
+    call: [...tracked, audit, budget, named('hook_events', hookEventsStage(deps.hooks, deps.execute)), ...gates, loopCheck, ...run],
     // A reused result ran once already: its hooks fired then, so no events fire for it again.
-    reuse: [audit, budget, ...gates, loopCheck],
+    reuse: [...tracked, audit, budget, ...gates, loopCheck],
     run,
   };
 }

@@ -18,6 +18,7 @@ import { HELP_TOOL, type HelpOutcome, type HelpSignal } from './help-signal.js';
 import { NOTHING_RAN } from './stages/audit-stage.js';
 import { reuseResult, runPlan } from './stages/run-plan.js';
 import { standardStages } from './standard-stages.js';
+import type { RunningCalls } from './running-calls.js';
 import type { CallOutcome, ItemCreations, OkOutcome, ThreadPort, ToolCall } from './tool-call.js';
 
 export interface ToolProxyDeps {
@@ -38,6 +39,8 @@ export interface ToolProxyDeps {
   threads?: ThreadPort;
   /** Lands the items agents create (MCP `execute action=create`); absent, creations are refused. */
   creations?: ItemCreations;
+  /** Tracks the calls running, so that a stopping gateway can name and cancel them; absent, none are tracked. */
+  running?: Pick<RunningCalls, 'stage'>;
   now?: () => number;
 }
 

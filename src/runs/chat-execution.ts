@@ -1,6 +1,7 @@
 import { isKiwiError, KiwiError } from '../errors.js';
 import { redactSecrets } from '../audit/redact-secrets.js';
 import { textHead } from '../text-cut.js';
+import { cancelledBecause } from '../abort.js';
 import type { UsageSummary, UsageTally } from '../budgets/usage-summary.js';
 import type { ChatExecution } from '../kernel/chat-journal.js';
 import type { EventDraft } from '../kernel/types.js';
@@ -150,7 +151,12 @@ export async function* recordChat(
     }
   } catch (error) {
     if (options.cancelled()) throw new KiwiError('TOOL_CANCELLED', `The execution ${execution.id} was cancelled; the upstream model call and any running tool were stopped.`, { cause: error });
-    if (!(isKiwiError(error) && error.code === 'TOOL_CANCELLED')) {
+    // Cancelled on purpose by the gateway (it is stopping): the execution says so, not "client disconnected".
+    const because = cancelledBecause(error);
+    if (because !== undefined) {
+      ended = true;
+      execution.end('cancelled', ending([{ type: 'execution.cancelled', payload: { reason: because } }]), kept());
+    } else if (!(isKiwiError(error) && error.code === 'TOOL_CANCELLED')) {
       ended = true;
       execution.end('failed', ending([{ type: 'execution.failed', payload: { error: error instanceof Error ? error.message : String(error) } }]), kept());
     }

@@ -58,7 +58,7 @@ allowed_hosts: [gateway.internal, "10.0.0.5:9000", "[::1]"]
 allowed_origins: ["https://tools.example.com"]
 upstreams:
   - { name: llama, kind: openai, base_url: "http://127.0.0.1:8080/v1", models: ["llama-*"], timeout_ms: 300000 }
-limits: { max_turns: 3, max_tool_calls: 4, max_duration_ms: 5000, max_result_chars: 600, max_repeats: 2, max_body_bytes: 2048, max_concurrent_requests_per_client: 5, body_timeout_ms: 5000, max_connections: 16 }
+limits: { max_turns: 3, max_tool_calls: 4, max_duration_ms: 5000, max_result_chars: 600, max_repeats: 2, max_body_bytes: 2048, max_concurrent_requests_per_client: 5, body_timeout_ms: 5000, max_connections: 16, shutdown_grace_ms: 0 }
 mcp: { allowed_origins: ["http://localhost:3000", "https://app.example.com/"] }
 prefetch: { enabled: false, ttl_ms: 5000, speculate: false, concurrency: 3, min_cosine: 0.95, embedder: resolver }
 `);
@@ -72,6 +72,7 @@ prefetch: { enabled: false, ttl_ms: 5000, speculate: false, concurrency: 3, min_
       allowedOrigins: ['https://tools.example.com'],
       maxConcurrentPerClient: 5,
       listen: { bodyTimeoutMs: 5000, maxConnections: 16 },
+      shutdownGraceMs: 0,
       mcp: { allowedOrigins: ['https://tools.example.com', 'http://localhost:3000', 'https://app.example.com'] },
     });
     expect(c.limits).toEqual({ maxTurns: 3, maxToolCalls: 4, maxDurationMs: 5000, maxResultChars: 600, maxRepeats: 2, maxTokens: 0 });
@@ -206,6 +207,7 @@ describe('gateway config: bad values name file:line, the field and what to write
     ['limits:\n  max_body_bytes: 1e12\n', /^FILE:2:19: limits\.max_body_bytes: /],
     ['limits:\n  body_timeout_ms: 10\n', /^FILE:2:20: limits\.body_timeout_ms: /],
     ['limits:\n  max_connections: 0\n', /^FILE:2:20: limits\.max_connections: /],
+    ['limits:\n  shutdown_grace_ms: -1\n', /^FILE:2:22: limits\.shutdown_grace_ms: /],
     ['limits:\n  max_repeats: 1\n', /^FILE:2:16: limits\.max_repeats: must be at least 2/],
     ['prefetch:\n  enabled: "yes"\n', /^FILE:2:12: prefetch\.enabled: must be true or false/],
     ['prefetch:\n  min_cosine: 1.5\n', /^FILE:2:15: prefetch\.min_cosine: /],

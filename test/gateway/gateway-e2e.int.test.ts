@@ -251,6 +251,10 @@ describe('kiwi serve', () => {
     expect(plainWords).toContain(`targets offered: ${offered.length ? offered.join(', ') : 'none'} (each held on every shipped catalog left out of fitting`);
     if (!offered.some((p) => p >= 0.95)) expect(plainWords).toMatch(/target_precision 0\.95 is not offered .* no call from plain words runs on the rules' confidence alone: a chat asks the request's own model in a side request/);
     expect((await fetch(`${base}/ui/login`, { redirect: 'manual' })).status).toBe(303);
+    // The replay server has no model list (404): the start check says so for each of its upstreams, after the listen.
+    await expect.poll(() => out.join('\n')).toMatch(/warning: upstream recorded \(http:\/\/127\.0\.0\.1:\d+\/v1\) is unavailable: HTTP 404; chats for gpt-\* fail until it answers/);
+    expect(out.join('\n')).toMatch(/warning: upstream stalling \(http:\/\/127\.0\.0\.1:\d+\/v1\) is unavailable: HTTP 404/);
+    expect(out.join('\n')).not.toMatch(/upstream demo .*unavailable/);
     stop.abort();
     expect(await exit).toBe(0);
     expect(err.join('\n')).toContain('shutting down');

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { describeFallbackModel } from '../../src/app/commands/serve-banner.js';
+import { describeFallbackModel, describeUnavailable } from '../../src/app/commands/serve-banner.js';
 import { IN_PROCESS } from '../../src/resolver/local-model-fallback.js';
 import type { ResolverFallback } from '../../src/resolver/model-fallback.js';
 
@@ -11,5 +11,12 @@ describe("kiwi serve's plain-words line names the fallback model", () => {
     expect(describeFallbackModel({ fallback: fallback('qwen3:0.6b', 'local') })).toBe('the model qwen3:0.6b');
     expect(describeFallbackModel({ requestFallback: { candidates: 5, timeoutMs: 10_000 } })).toBe("the request's own model");
     expect(describeFallbackModel({})).toBeUndefined();
+  });
+});
+
+describe("kiwi serve's line for an upstream that is down at start", () => {
+  it('names the upstream, its URL, why, and the models that fail', () => {
+    const line = describeUnavailable({ name: 'local', url: 'http://127.0.0.1:11434/v1', error: 'HTTP 401: the API key was refused; check the key in LOCAL_KEY' }, ['llama*', 'qwen2.5:0.5b']);
+    expect(line).toBe('warning: upstream local (http://127.0.0.1:11434/v1) is unavailable: HTTP 401: the API key was refused; check the key in LOCAL_KEY; chats for llama*, qwen2.5:0.5b fail until it answers, and GET /v1/models names it under unavailable_upstreams');
   });
 });

@@ -115,7 +115,7 @@ describe('GET /v1/models: every upstream’s own list', () => {
     const ids = (await openai(url).models.list()).data.map((m) => m.id);
     expect(ids).toEqual(['kiwi-demo', 'm0', 'm1', 'm2', 'm3']);
     expect(log).toHaveLength(4);
-    expect(log[0]).toMatch(/^GET \/v1\/models: upstream "u0" \(http:\/\/127\.0\.0\.1:\d+\/v1\/models\) did not give its model list \(HTTP 500\); listing its configured models only/);
+    expect(log[0]).toMatch(/^upstream "u0" \(http:\/\/127\.0\.0\.1:\d+\/v1\/models\) did not give its model list \(HTTP 500\); GET \/v1\/models lists its configured models only and names it as unavailable/);
     expect(log[1]).toMatch(/upstream "u1" .*\(the answer is not JSON\)/);
     expect(log[2]).toMatch(/upstream "u2" .*\(the list is larger than 2048 bytes\)/);
     expect(log[3]).toMatch(/upstream "u3" .*\(no complete answer within 300 ms\)/);
@@ -132,22 +132,93 @@ describe('GET /v1/models: every upstream’s own list', () => {
       const lists = createUpstreamModels({ http, now: () => now }, { ttlMs: 60_000, failureTtlMs: 5_000 });
       const u = config.upstreams[1];
       if (u === undefined) throw new Error('no upstream');
-      expect(await lists.list(u)).toEqual([]);
+      expect(await lists.list(u)).toEqual({ ids: [], down: 'HTTP 503' });
       local.models(['llama3.1:8b']);
       now = 4_999;
-      expect(await lists.list(u)).toEqual([]);
+      expect(await lists.list(u)).toEqual({ ids: [], down: 'HTTP 503' });
       now = 5_000;
-      expect(await lists.list(u)).toEqual(['llama3.1:8b']);
+      expect(await lists.list(u)).toEqual({ ids: ['llama3.1:8b'] });
       local.models(['qwen2.5:0.5b']);
       now = 64_999;
-      expect(await lists.list(u)).toEqual(['llama3.1:8b']);
+      expect(await lists.list(u)).toEqual({ ids: ['llama3.1:8b'] });
       now = 65_000;
-      expect(await lists.list(u)).toEqual(['qwen2.5:0.5b']);
+      expect(await lists.list(u)).toEqual({ ids: ['qwen2.5:0.5b'] });
       expect(local.requests).toHaveLength(3);
       expect(() => createUpstreamModels({ http }, { ttlMs: 0 })).toThrow(/ttlMs must be a positive integer, got 0/);
     } finally {
       await http.close();
     }
+  });
+});
+
+describe('an upstream that is down', () => {
+  it('is named in /v1/models (a field and a header the real SDKs read past) while the others are listed, and by the start check', async () => {
+    const [up, failing, locked, stopped] = [await llmServer(), await llmServer(), await llmServer(), await llmServer()];
+    up.models(['llama3.1:8b']);
+    failing.models({ status: 500, body: '{"error":{"message":"boom"}}' });
+    locked.models({ status: 401, body: '{"error":{"message":"invalid api key"}}' });
+    // A server that was there and stopped: its port refuses connections.
+    await stopped.close();
+    const yaml = [
+      'upstreams:',
+      `  - { name: up, kind: openai, base_url: "${up.url}/v1", models: ["llama*"] }`,
+      `  - { name: failing, kind: openai, base_url: "${failing.url}/v1", models: ["gpt-4o"] }`,
+      `  - { name: locked, kind: openai, base_url: "${locked.url}/v1", api_key_env: LOCKED_KEY, models: ["claude-x"] }`,
+      `  - { name: stopped, kind: openai, base_url: "${stopped.url}/v1", models: ["qwen-x"] }`,
+      '',
+    ].join('\n');
+    const { url, log } = await open(yaml, { LOCKED_KEY: 'sk-wrong-dXBzdHJlYW0tZG93bg' });
+    const u = upstreams as Upstreams;
+
+    // The start check: every upstream with a server is asked, the demo model is not; each down one is told as it is known.
+    const told: string[] = [];
+    const down = await u.check((d) => told.push(d.name));
+    expect(down.map((d) => d.name)).toEqual(['failing', 'locked', 'stopped']);
+    expect([...told].sort()).toEqual(['failing', 'locked', 'stopped']);
+    expect(down[0]).toEqual({ name: 'failing', url: `${failing.url}/v1`, error: 'HTTP 500' });
+    expect(down[1]?.error).toBe('HTTP 401: the API key was refused; check the key in LOCKED_KEY');
+    expect(down[2]?.error).toMatch(/connection to 127\.0\.0\.1:\d+ was refused; check the URL and that the server is running/);
+    expect(JSON.stringify(down)).not.toContain('sk-wrong');
+    expect(log).toHaveLength(3);
+
+    // The real openai client lists what there is, unbothered by the extra field.
+    const client = openai(url);
+    const { data: page, response } = await client.models.list().withResponse();
+    expect(page.data.map((m) => [m.id, m.owned_by])).toEqual([
+      ['kiwi-demo', 'demo'],
+      ['llama3.1:8b', 'up'],
+      ['gpt-4o', 'failing'],
+      ['claude-x', 'locked'],
+      ['qwen-x', 'stopped'],
+    ]);
+    expect(response.headers.get('x-kiwi-unavailable-upstreams')).toBe('failing, locked, stopped');
+    const listed = [];
+    for await (const m of client.models.list()) listed.push(m.id);
+    expect(listed).toHaveLength(5);
+    const body = (await (await fetch(`${url}/v1/models`)).json()) as { unavailable_upstreams: unknown };
+    expect(body.unavailable_upstreams).toEqual(down);
+
+    // The Anthropic client too, with the same field in Anthropic's shape.
+    const anthropic = new Anthropic({ apiKey: 'unused', baseURL: url, maxRetries: 0 });
+    const ids = [];
+    for await (const m of anthropic.models.list()) ids.push(m.id);
+    expect(ids).toEqual(['kiwi-demo', 'llama3.1:8b', 'gpt-4o', 'claude-x', 'qwen-x']);
+    const asAnthropic = (await (await fetch(`${url}/v1/models`, { headers: { 'anthropic-version': '2023-06-01' } })).json()) as { unavailable_upstreams: unknown };
+    expect(asAnthropic.unavailable_upstreams).toEqual(down);
+  });
+
+  it('adds neither field nor header when every upstream answers, and the demo model alone has nothing to check', async () => {
+    const local = await llmServer();
+    local.models(['llama3.1:8b']);
+    const { url } = await open(null, { KIWI_UPSTREAM_URL: local.url });
+    expect(await (upstreams as Upstreams).check()).toEqual([]);
+    const res = await fetch(`${url}/v1/models`);
+    expect(res.headers.get('x-kiwi-unavailable-upstreams')).toBeNull();
+    expect(Object.keys((await res.json()) as object)).toEqual(['object', 'data']);
+    await upstreams?.close();
+    await gateway?.close();
+    await open(null, {});
+    expect(await (upstreams as Upstreams).check()).toEqual([]);
   });
 });
 
@@ -163,19 +234,19 @@ describe('model lists shared by replicas', () => {
       if (u === undefined) throw new Error('no upstream');
       local.models({ status: 503, body: 'down' });
       const [one, two] = [createUpstreamModels({ http, shared }), createUpstreamModels({ http, shared })];
-      expect(await one.list(u)).toEqual([]);
-      expect(await two.list(u)).toEqual([]);
+      expect(await one.list(u)).toEqual({ ids: [], down: 'HTTP 503' });
+      expect(await two.list(u)).toEqual({ ids: [], down: 'HTTP 503' });
       expect(local.requests).toHaveLength(2);
       local.models(['llama3.1:8b']);
       const [three, four] = [createUpstreamModels({ http, shared }), createUpstreamModels({ http, shared })];
-      expect(await three.list(u)).toEqual(['llama3.1:8b']);
-      expect(await four.list(u)).toEqual(['llama3.1:8b']);
+      expect(await three.list(u)).toEqual({ ids: ['llama3.1:8b'] });
+      expect(await four.list(u)).toEqual({ ids: ['llama3.1:8b'] });
       expect(local.requests).toHaveLength(3);
       // Keyed by where the list is read, never by a key.
       expect([...cached.keys()]).toEqual([`models:${local.url}/v1/models`]);
       // What is not a list of model ids is read afresh.
       cached.set(`models:${local.url}/v1/models`, '{"not":"a list"}');
-      expect(await createUpstreamModels({ http, shared }).list(u)).toEqual(['llama3.1:8b']);
+      expect(await createUpstreamModels({ http, shared }).list(u)).toEqual({ ids: ['llama3.1:8b'] });
       expect(local.requests).toHaveLength(4);
     } finally {
       await http.close();

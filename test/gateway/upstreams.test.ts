@@ -77,12 +77,15 @@ upstreams:
   - { name: later, kind: openai, base_url: "http://127.0.0.1:2/v1", models: ["gpt-4o", "qwen2.5", "llama3.1:8b"] }
 `;
     upstreams = createUpstreams(await config(text), { demoTurnsFile: DEMO_TURNS });
-    expect(await upstreams.models()).toEqual([
+    const { models, unavailable } = await upstreams.models();
+    expect(models).toEqual([
       { id: 'kiwi-demo', ownedBy: 'demo', demo: true },
       { id: 'llama3.1:8b', ownedBy: 'local' },
       { id: 'gpt-4o', ownedBy: 'later' },
       { id: 'qwen2.5', ownedBy: 'local' },
     ]);
+    // Nothing listens on ports 1 and 2: both are named as unavailable.
+    expect(unavailable.map((u) => u.name)).toEqual(['local', 'later']);
   });
 
   it('refuses routes after close()', async () => {

@@ -12,7 +12,7 @@ import { EXECUTE_TEXT, executeScript, resolveScript, type Script } from '../fixt
  * `event: kiwi` SSE events, which the SDK must pass by.
  */
 
-const serve = serveScriptPerTest({ models: () => [{ id: 'claude-local', ownedBy: 'anthropic' }] });
+const serve = serveScriptPerTest({ models: () => ({ models: [{ id: 'claude-local', ownedBy: 'anthropic' }] }) });
 
 async function client(script: Script) {
   const { url, loop } = await serve(script);
@@ -115,7 +115,7 @@ describe('Anthropic SDK, resolve-only mode', () => {
           content: [
             { type: 'tool_result', tool_use_id: 'toolu_1', content: [{ type: 'text', text: 'contents of a' }] },
             { type: 'text', text: 'Now summarize.' },
-          ],
+        ],
         },
       ],
     });
@@ -175,10 +175,12 @@ describe('Anthropic SDK, errors', () => {
 describe('Anthropic SDK, model list', () => {
   it('lists the models in the Anthropic shape, demo ones marked', async () => {
     const { url } = await serve([], {
-      models: () => [
-        { id: 'claude-local', ownedBy: 'anthropic' },
-        { id: 'kiwi-demo', ownedBy: 'kiwi', demo: true },
-      ],
+      models: () => ({
+        models: [
+          { id: 'claude-local', ownedBy: 'anthropic' },
+          { id: 'kiwi-demo', ownedBy: 'kiwi', demo: true },
+        ],
+      }),
     });
     const anthropic = new Anthropic({ apiKey: 'sk-ant-test', baseURL: url, maxRetries: 0 });
     const models = [];

@@ -8,10 +8,12 @@ import { failure } from '../helpers/expect-failure.js';
 function app(extra: Partial<GatewayAppDeps> = {}) {
   return createGatewayApp({
     runLoop: scriptedLoop(executeScript).runLoop,
-    models: () => [
-      { id: 'gpt-4o-mini', ownedBy: 'openai' },
-      { id: 'kiwi-demo', ownedBy: 'kiwi', demo: true },
-    ],
+    models: () => ({
+      models: [
+        { id: 'gpt-4o-mini', ownedBy: 'openai' },
+        { id: 'kiwi-demo', ownedBy: 'kiwi', demo: true },
+      ],
+    }),
     health: () => ({ upstreams: 2, tools: 14 }),
     ...extra,
   });

@@ -18,7 +18,7 @@ const okAnthropic = { model: 'm', max_tokens: 64, messages: [{ role: 'user', con
 
 function app(script: Script = executeScript, extra: Partial<GatewayAppDeps> = {}) {
   const loop = scriptedLoop(script);
-  return { app: createGatewayApp({ runLoop: loop.runLoop, models: () => [], health: () => ({}), ...extra }), loop };
+  return { app: createGatewayApp({ runLoop: loop.runLoop, models: () => ({ models: [] }), health: () => ({}), ...extra }), loop };
 }
 
 function post(a: ReturnType<typeof app>['app'], path: string, body: unknown, headers: Record<string, string> = {}) {

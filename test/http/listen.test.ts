@@ -19,7 +19,7 @@ afterEach(async () => {
 });
 
 async function serve(options: Partial<ListenOptions>, script: Script = executeScript, maxBodyBytes?: number): Promise<Listener> {
-  const app = createGatewayApp({ runLoop: scriptedLoop(script).runLoop, models: () => [], health: () => ({}), ...(maxBodyBytes ? { limits: { maxBodyBytes } } : {}) });
+  const app = createGatewayApp({ runLoop: scriptedLoop(script).runLoop, models: () => ({ models: [] }), health: () => ({}), ...(maxBodyBytes ? { limits: { maxBodyBytes } } : {}) });
   const listener = await listen((request, env) => app.fetch(request, env), { host: '127.0.0.1', port: 0, ...options });
   listeners.push(listener);
   return listener;
@@ -124,7 +124,7 @@ describe('a streamed answer written to the socket directly', () => {
       yield { type: 'finish', reason: 'stop', usage: {}, turns: 1, toolCalls: 0 };
     };
     const guard = createRequestGuard({ allowedHosts: DEFAULT_ALLOWED_HOSTS, allowedOrigins: [], maxConcurrentPerClient: 1 });
-    const app = createGatewayApp({ runLoop: scriptedLoop(script).runLoop, models: () => [], health: () => ({}), guard });
+    const app = createGatewayApp({ runLoop: scriptedLoop(script).runLoop, models: () => ({ models: [] }), health: () => ({}), guard });
     const listener = await listen((request, env) => app.fetch(request, env), { host: '127.0.0.1', port: 0 });
     listeners.push(listener);
     const ask = (id: string) =>

@@ -17,7 +17,7 @@ let gateway: ServedGateway;
 const loop = scriptedLoop(executeScript);
 
 beforeAll(async () => {
-  gateway = await serveGateway({ runLoop: loop.runLoop, models: () => [], health: () => ({}) });
+  gateway = await serveGateway({ runLoop: loop.runLoop, models: () => ({ models: [] }), health: () => ({}) });
 });
 
 afterAll(async () => {

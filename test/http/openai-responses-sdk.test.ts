@@ -13,7 +13,7 @@ import { EXECUTE_TEXT, executeScript, resolveScript, usage, type Script } from '
  * which refuses events out of order) accepts.
  */
 
-const serve = serveScriptPerTest({ models: () => [{ id: 'gpt-4o-mini', ownedBy: 'openai' }] });
+const serve = serveScriptPerTest({ models: () => ({ models: [{ id: 'gpt-4o-mini', ownedBy: 'openai' }] }) });
 
 async function client(script: Script) {
   const { url, loop } = await serve(script);

@@ -11,7 +11,7 @@ import { EXECUTE_TEXT, executeScript, resolveScript, type Script } from '../fixt
  * renders its events as OpenAI Chat Completions a real client accepts.
  */
 
-const serve = serveScriptPerTest({ models: () => [{ id: 'gpt-4o-mini', ownedBy: 'openai' }] });
+const serve = serveScriptPerTest({ models: () => ({ models: [{ id: 'gpt-4o-mini', ownedBy: 'openai' }] }) });
 
 async function client(script: Script) {
   const { url, loop } = await serve(script);
@@ -157,10 +157,12 @@ describe('OpenAI SDK, errors', () => {
 describe('OpenAI SDK, model list', () => {
   it('lists the models, demo ones marked', async () => {
     const { url } = await serve([], {
-      models: () => [
-        { id: 'gpt-4o-mini', ownedBy: 'openai' },
-        { id: 'kiwi-demo', ownedBy: 'kiwi', demo: true },
-      ],
+      models: () => ({
+        models: [
+          { id: 'gpt-4o-mini', ownedBy: 'openai' },
+          { id: 'kiwi-demo', ownedBy: 'kiwi', demo: true },
+        ],
+      }),
     });
     const openai = new OpenAI({ apiKey: 'sk-test', baseURL: `${url}/v1`, maxRetries: 0 });
     const models = [];

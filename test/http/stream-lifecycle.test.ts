@@ -19,7 +19,7 @@ const body = { model: 'm', max_tokens: 64, stream: true, messages: [{ role: 'use
 
 function app(script: Script, extra: Partial<GatewayAppDeps> = {}) {
   const loop = scriptedLoop(script);
-  return createGatewayApp({ runLoop: loop.runLoop, models: () => [], health: () => ({}), ...extra });
+  return createGatewayApp({ runLoop: loop.runLoop, models: () => ({ models: [] }), health: () => ({}), ...extra });
 }
 
 function post(a: ReturnType<typeof app>, path: string, payload: unknown = body) {
@@ -197,7 +197,7 @@ describe('a client that goes away', () => {
     it(`aborts the loop's signal: ${name}`, async () => {
       const { script, aborted, waiting } = waitingLoop();
       const loop = scriptedLoop(script as Script);
-      gateway = await serveGateway({ runLoop: loop.runLoop, models: () => [], health: () => ({}) });
+      gateway = await serveGateway({ runLoop: loop.runLoop, models: () => ({ models: [] }), health: () => ({}) });
       const client = new AbortController();
       const res = fetch(`${gateway.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...body, stream }), signal: client.signal });
       let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;

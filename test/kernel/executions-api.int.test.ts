@@ -17,7 +17,7 @@ describe.each(kernelBackends())('on %s', (_backend, open) => {
 
   beforeAll(async () => {
     ({ kernel, stop } = await open());
-    app = createGatewayApp({ runLoop: scriptedLoop(executeScript).runLoop, models: () => [], health: () => ({}), kernel: async () => kernel });
+    app = createGatewayApp({ runLoop: scriptedLoop(executeScript).runLoop, models: () => ({ models: [] }), health: () => ({}), kernel: async () => kernel });
   }, 60_000);
   afterAll(async () => {
     await kernel?.close();

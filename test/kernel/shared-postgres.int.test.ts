@@ -39,7 +39,7 @@ describe.runIf(postgresAvailable() || process.env['KIWI_REQUIRE_POSTGRES'] === '
     databaseUrl = server.url;
     for (let i = 0; i < 2; i++) {
       const kernel = await openKernel({ root: '/nonexistent', databaseUrl: server.url, policyFile, reaperIntervalMs: 0, queueIntervalMs: 0 });
-      const app = createGatewayApp({ runLoop: scriptedLoop(executeScript).runLoop, models: () => [], health: () => ({}), kernel: async () => kernel });
+      const app = createGatewayApp({ runLoop: scriptedLoop(executeScript).runLoop, models: () => ({ models: [] }), health: () => ({}), kernel: async () => kernel });
       gateways.push({ kernel, server: await listen((request, env) => app.fetch(request, env), { host: '127.0.0.1', port: 0 }) });
     }
   }, 60_000);
@@ -128,7 +128,7 @@ describe.runIf(postgresAvailable() || process.env['KIWI_REQUIRE_POSTGRES'] === '
   it("recovers what a gateway gone silent held: its agents' executions back to pending and handed to another, its chats failed", async () => {
     // A third gateway whose clock is a minute behind: its one heartbeat is already too old.
     const silent = await openKernel({ root: '/nonexistent', databaseUrl, policyFile, reaperIntervalMs: 0, queueIntervalMs: 0, heartbeatIntervalMs: 0, now: () => new Date(Date.now() - 60_000) });
-    const app = createGatewayApp({ runLoop: scriptedLoop(executeScript).runLoop, models: () => [], health: () => ({}), kernel: async () => silent });
+    const app = createGatewayApp({ runLoop: scriptedLoop(executeScript).runLoop, models: () => ({ models: [] }), health: () => ({}), kernel: async () => silent });
     const listener = await listen((request, env) => app.fetch(request, env), { host: '127.0.0.1', port: 0 });
     const c: Gateway = { kernel: silent, server: listener };
     try {

@@ -19,6 +19,8 @@ import { hookGateStage } from '../../src/proxy/stages/hook-gate-stage.js';
 import { loopCheckStage } from '../../src/proxy/stages/loop-check-stage.js';
 import { rateLimitStage } from '../../src/proxy/stages/rate-limit-stage.js';
 import { reuseResult } from '../../src/proxy/stages/run-plan.js';
+import { createRunningCalls } from '../../src/proxy/running-calls.js';
+import { gatewayStopping } from '../../src/abort.js';
 import type { ToolCall } from '../../src/proxy/tool-call.js';
 import type { Tool } from '../../src/registry/types.js';
 
@@ -104,6 +106,57 @@ describe('audit stage', () => {
       ['deny', 'private address', undefined],
     ]);
     expect(records[0]).toMatchObject({ sandbox: 'none', sandbox_reason: 'nothing ran' });
+  });
+});
+
+describe('running calls stage', () => {
+  const memoryLog = () => {
+    const records: AuditRecord[] = [];
+    return { records, audit: { append: (r: AuditRecord) => void records.push(r) } as unknown as AuditLog };
+  };
+  /** A tool run that waits for its signal, as a subprocess does, and fails TOOL_CANCELLED; `started` settles once it runs. */
+  function waitsForSignal(): { handler: CallHandler; started: Promise<void> } {
+    let begun = (): void => undefined;
+    const started = new Promise<void>((resolve) => (begun = resolve));
+    const handler: CallHandler = (c) =>
+      new Promise((_, reject) => {
+        c.cleared = true; // past the gates: it runs
+        begun();
+        c.request.signal?.addEventListener('abort', () => reject(new KiwiError('TOOL_CANCELLED', 'node was cancelled while running and its process tree was ended')), { once: true });
+      });
+    return { handler, started };
+  }
+
+  it('lists a call while it runs; cancelAll aborts it with the gateway stopping and resolves once its record says cancelled', async () => {
+    const { records, audit } = memoryLog();
+    const running = createRunningCalls({ now: () => 7 });
+    const run = waitsForSignal();
+    const calling = composeStages([running.stage, auditStage({ audit, now: () => 0 })], run.handler)(state({ source: 'mcp' }));
+    await run.started;
+    expect(running.list()).toEqual([{ callId: 'call-1', tool: 'echo', session: 's1', client: 'alice', source: 'mcp', startedAt: 7 }]);
+    const cut = await running.cancelAll(gatewayStopping(10_000));
+    expect(cut.map((c) => c.callId)).toEqual(['call-1']);
+    // Resolved only once the record was written.
+    expect(records).toHaveLength(1);
+    expect(records[0]).toMatchObject({ decision: 'allow', cancelled: 'gateway stopping', error: { code: 'TOOL_CANCELLED' } });
+    expect(await calling).toMatchObject({ status: 'error', error: { code: 'TOOL_CANCELLED' } });
+    expect(running.list()).toEqual([]);
+  });
+
+  it("passes the caller's own abort on, and the record keeps its words; a call that ends leaves the list", async () => {
+    const { records, audit } = memoryLog();
+    const running = createRunningCalls();
+    const run = waitsForSignal();
+    const client = new AbortController();
+    const calling = composeStages([running.stage, auditStage({ audit, now: () => 0 })], run.handler)(state({ signal: client.signal }));
+    await run.started;
+    client.abort(new KiwiError('TOOL_CANCELLED', 'thread t1 was cancelled'));
+    await calling;
+    expect(records[0]?.cancelled).toBe('thread t1 was cancelled');
+    await composeStages([running.stage, auditStage({ audit, now: () => 0 })], reached())(state());
+    expect(records[1]?.cancelled).toBeUndefined();
+    expect(running.list()).toEqual([]);
+    expect(await running.cancelAll(gatewayStopping(0))).toEqual([]);
   });
 });
 

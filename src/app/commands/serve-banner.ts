@@ -1,6 +1,7 @@
 import type { ClientAuth } from '../../clients/client-auth.js';
 import { isLoopbackHost } from '../../clients/loopback.js';
 import type { GatewayConfig } from '../gateway-config.js';
+import { shownUrl, type UnavailableUpstream } from '../upstreams.js';
 import { IN_PROCESS } from '../../resolver/local-model-fallback.js';
 import type { ResolverRuntime } from '../../resolver/resolver-runtime.js';
 
@@ -16,13 +17,9 @@ export function describeGatewayConfig(config: GatewayConfig, url: string): strin
   return lines.join('\n');
 }
 
-function shownUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.origin}${u.pathname === '/' ? '' : u.pathname}`;
-  } catch {
-    return '(invalid URL)';
-  }
+/** The line `kiwi serve` prints when the start check finds an upstream down (upstreams.check). */
+export function describeUnavailable(down: UnavailableUpstream, models: readonly string[]): string {
+  return `warning: upstream ${down.name} (${down.url}) is unavailable: ${down.error}; chats for ${models.join(', ')} fail until it answers, and GET /v1/models names it under unavailable_upstreams`;
 }
 
 /** The banner's access line: who may call, and a warning when network clients would be turned away by Host. */

@@ -9,13 +9,10 @@ import { parseFlags } from '../../cli/parse-flags.js';
 import { SERVE_HELP } from './serve-help.js';
 import { projectOptions } from '../../cli/project-options.js';
 import { createIndexProgress } from '../../cli/index-progress.js';
-import { describeAccess, describeFallbackModel, describeGatewayConfig } from './serve-banner.js';
+import { describeAccess, describeFallbackModel, describeGatewayConfig, describeUnavailable } from './serve-banner.js';
 import { describeCallGate } from '../../resolver/call-gate-summary.js';
 import { invalidItemLines } from '../../registry/invalid-items.js';
 import { kiwiCommand } from '../../cli/kiwi-command.js';
-
-/** How long requests in flight may run on after Ctrl-C before they are aborted. */
-const GRACE_MS = 10_000;
 
 /** `kiwi serve` (what `npm start` runs): the gateway on HTTP until SIGINT/SIGTERM. */
 export async function serveCommand(ctx: CliContext): Promise<number> {
@@ -66,11 +63,23 @@ export async function serveCommand(ctx: CliContext): Promise<number> {
     const key = access.mode === 'open' ? '' : ' --key KEY';
     const kiwi = kiwiCommand({ script: process.argv[1] ?? '', cwd: ctx.cwd, path: ctx.env['PATH'] });
     ctx.io.out(`try: ${kiwi} chat --url ${listener.url}${key} "MESSAGE" (with no model configured, the offline demo model answers: docs/getting-started.md)`);
-    ctx.io.out('Ctrl-C stops it (requests in flight get 10 s to finish).');
+    const graceMs = config.shutdownGraceMs;
+    ctx.io.out(`Ctrl-C or SIGTERM stops it (requests in flight get ${graceMs / 1000} s to finish, limits.shutdown_grace_ms; then they are cancelled, and so recorded).`);
+    // Each upstream's model list is asked now, after the listen (bounded by the list's own
+    // timeout): one that is down is told here, not at the first chat that needs it.
+    void gateway.upstreams.check((down) => ctx.io.out(describeUnavailable(down, config.upstreams.find((u) => u.name === down.name)?.models ?? [])));
     if (ctx.signal && !ctx.signal.aborted) await once(ctx.signal, 'abort');
-    ctx.io.err('kiwi: shutting down…');
+    ctx.io.err(`kiwi: shutting down: no new requests; those running get ${graceMs / 1000} s to finish…`);
     gateway.endStreams();
-    await listener.close(GRACE_MS);
+    // When the grace period is over, what still runs is cancelled (each call logged and audited
+    // as cancelled, each streamed chat told why) before the connections are cut.
+    const cancelRunning = async (): Promise<void> => {
+      const { calls, chats } = await gateway.cancelRunning(graceMs);
+      if (calls.length + chats > 0) log(`stopping: cancelled ${calls.length} tool ${calls.length === 1 ? 'call' : 'calls'} and ${chats} ${chats === 1 ? 'chat' : 'chats'} that were still running`);
+    };
+    await listener.close(graceMs, cancelRunning);
+    // Calls no connection waits for (a background thread's) are cut here, named too.
+    await cancelRunning();
     return 0;
   } finally {
     await gateway.close();

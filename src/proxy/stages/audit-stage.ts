@@ -1,3 +1,4 @@
+import { abortReasonText } from '../../abort.js';
 import type { AuditLog } from '../../audit/audit-log.js';
 import type { Tracing } from '../../contracts/tracing.js';
 import type { AuditRecord } from '../../audit/audit-record.js';
@@ -39,6 +40,7 @@ export function auditStage(deps: { audit: AuditLog; now: () => number; tracing?:
       source: request.source,
       ...(call.reusedFrom ? { reused: call.reusedFrom } : {}),
       ...verdict(call, outcome),
+      ...cancelled(call, outcome),
       ...(call.notes.length > 0 ? { notes: call.notes } : {}),
       ...(call.steering.length > 0 ? { steering: call.steering } : {}),
       ...(call.attempts > 1 ? { attempts: call.attempts } : {}),
@@ -47,6 +49,13 @@ export function auditStage(deps: { audit: AuditLog; now: () => number; tracing?:
     });
     return { ...outcome, durationMs: elapsed, stuck: outcome.status !== 'denied' && call.stuck, ...(call.checkpoint ? { checkpoint: call.checkpoint } : {}), ...(call.directives.length > 0 ? { directives: call.directives } : {}) };
   };
+}
+
+/** A call stopped while it ran says why: the reason its signal was aborted with (`gateway stopping`, …). */
+function cancelled(call: CallState, outcome: CallOutcome): Pick<AuditRecord, 'cancelled'> {
+  const signal = call.request.signal;
+  if (outcome.status !== 'error' || outcome.error.code !== 'TOOL_CANCELLED' || signal?.aborted !== true) return {};
+  return { cancelled: abortReasonText(signal.reason) };
 }
 
 /** What the call got to before it ended, filed in its record however it ends. */

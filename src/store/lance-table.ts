@@ -68,7 +68,9 @@ function tableSchema(dimensions: number): Schema {
 export async function createFreshTable(db: Connection, dir: string, name: string, dimensions: number): Promise<LanceToolTable> {
   // Not dropTable: a corrupt table may not open far enough for LanceDB to drop it.
   await rm(tableFolder(dir, name), { recursive: true, force: true });
-  const table = await db.createEmptyTable(name, tableSchema(dimensions), { mode: 'overwrite' });
+  // `create`, the folder being gone: `overwrite` of a table that is not there has LanceDB print
+  // "WARN … No existing dataset at …, it will be created" on stderr at every first start.
+  const table = await db.createEmptyTable(name, tableSchema(dimensions), { mode: 'create' });
   await createTextIndex(table);
   return wrapTable(table, false);
 }

@@ -123,6 +123,11 @@ describe('the console in process', () => {
     expect(icon.status).toBe(200);
     expect(icon.headers.get('content-type')).toBe('image/svg+xml');
     expect(await icon.text()).toMatch(/^<svg /);
+    // Open to anyone, not to any host: the guard's Host check still holds (DNS rebinding).
+    expect((await app.request('http://evil.example/favicon.ico')).status).toBe(403);
+    // A wrong key is no worse than none here, and the route serves the icon alone.
+    expect((await app.request('http://localhost/favicon.ico', { headers: { authorization: 'Bearer wrong' } })).status).toBe(200);
+    expect((await app.request('http://localhost/favicon.ico', { method: 'POST', body: 'x' })).status).toBe(404);
     const cookie = await logIn(app);
     for (const route of ['/ui/login', '/ui', '/ui/executions', '/ui/approvals']) {
       expect(await (await get(app, route, route === '/ui/login' ? undefined : cookie)).text(), route).toMatch(/<link rel="icon" type="image\/svg\+xml" href="data:image\/svg\+xml,%3Csvg/);

@@ -15,6 +15,7 @@ import type { ReplayLlmServer } from '../helpers/replay-llm-server.js';
 import { serveDemoGateway, type DemoGateway } from '../helpers/demo-gateway.js';
 import { processAlive } from '../../src/process-alive.js';
 import { addSlowTool, readSlowPid } from '../helpers/slow-tool.js';
+import { serveInProcess } from '../helpers/serve-in-process.js';
 
 /**
  * The whole gateway as `kiwi serve` wires it, on a copy of the demo `.ai/`: real resolver
@@ -225,21 +226,7 @@ describe('the gateway as an MCP server over HTTP', () => {
 
 describe('kiwi serve', () => {
   it('prints its URL, serves, and stops cleanly on the abort signal', async () => {
-    const out: string[] = [];
-    const err: string[] = [];
-    const stop = new AbortController();
-    let listening: (url: string) => void = () => undefined;
-    const url = new Promise<string>((resolve) => (listening = resolve));
-    const io = {
-      out: (line: string) => {
-        out.push(line);
-        const match = /listening on (http:\S+)/.exec(line);
-        if (match?.[1]) listening(match[1]);
-      },
-      err: (line: string) => err.push(line),
-    };
-    const exit = runCli(['serve', '--port', '0', '--project', root], { env, cwd: root, io, signal: stop.signal });
-    const base = await Promise.race([url, exit.then((code) => Promise.reject(new Error(`serve exited ${code}: ${err.join('\n')}`)))]);
+    const { base, out, err, stop, exit } = await serveInProcess(root, env);
     const health = (await (await fetch(`${base}/healthz`)).json()) as { status: string };
     expect(health.status).toBe('ok');
     expect(out.join('\n')).toContain('kiwi-demo');

@@ -4,12 +4,12 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readAuditTail } from '../../src/audit/audit-reader.js';
 import { openGatewayKernel } from '../../src/app/gateway-kernel.js';
-import { runCli } from '../../src/app/run-cli.js';
 import { processAlive } from '../../src/process-alive.js';
 import { copyDemoProject } from '../helpers/demo-project.js';
 import { openAiStream } from '../helpers/openai-sse.js';
 import { startReplayLlmServer, type ReplayLlmServer } from '../helpers/replay-llm-server.js';
 import { addSlowTool, readSlowPid } from '../helpers/slow-tool.js';
+import { serveInProcess } from '../helpers/serve-in-process.js';
 
 /**
  * `kiwi serve` told to stop while a chat's tool still runs: once the grace period is over (0 s
@@ -39,21 +39,7 @@ afterAll(async () => {
 
 describe('stopping kiwi serve during a tool call', () => {
   it('cancels the call once the grace period is over: audited and logged as cancelled, its process ended, its execution cancelled, the client told', async () => {
-    const out: string[] = [];
-    const err: string[] = [];
-    const stop = new AbortController();
-    let listening: (url: string) => void = () => undefined;
-    const url = new Promise<string>((resolve) => (listening = resolve));
-    const io = {
-      out: (line: string) => {
-        out.push(line);
-        const match = /listening on (http:\S+)/.exec(line);
-        if (match?.[1]) listening(match[1]);
-      },
-      err: (line: string) => err.push(line),
-    };
-    const exit = runCli(['serve', '--port', '0', '--project', root], { env, cwd: root, io, signal: stop.signal });
-    const base = await Promise.race([url, exit.then((code) => Promise.reject(new Error(`serve exited ${code}: ${err.join('\n')}`)))]);
+    const { base, out, err, stop, exit } = await serveInProcess(root, env);
 
     llm.replyOnce(openAiStream(['Waiting. [TOOL: wait_for_batch {}]']));
     const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: 'not-used', maxRetries: 0 });

@@ -59,10 +59,7 @@ import { openSharedState } from '../shared-state/shared-state.js';
 import { tracingFromEnv } from './tracing-env.js';
 import { tracedProvider, tracedResolve } from './traced-loop.js';
 import { createRunningCalls, type RunningCall } from '../proxy/running-calls.js';
-import { GATEWAY_STOPPING, gatewayStopping } from '../abort.js';
-
-/** How long cancelRunning waits for what it cut to end (a tool's tree gets SIGKILL 2 s after SIGTERM). */
-const CANCEL_WAIT_MS = 5_000;
+import { createGatewayStopping } from './gateway-stopping.js';
 
 export interface GatewayOptions extends Omit<ProjectOptions, 'source' | 'threads'> {
   /** The address it will listen on (default: the config's host). Only on loopback may it serve without client keys. */
@@ -109,9 +106,7 @@ export interface Gateway {
   endStreams(): void;
   /**
    * When the shutdown's grace period (`graceMs`) is over: aborts the chats and tool calls still
-   * running (MCP's and threads' too) with `gatewayStopping`, logging each call it cuts, and
-   * resolves once each cut call's audit record says `cancelled` and each chat's stream has its
-   * last event (at most CANCEL_WAIT_MS).
+   * running with `gatewayStopping`, and resolves once what it cut has ended (gateway-stopping.ts).
    */
   cancelRunning(graceMs: number): Promise<{ calls: RunningCall[]; chats: number }>;
   /** Aborts every request still running (their upstream calls and tools), ends the streams, then closes the rest. */
@@ -176,25 +171,15 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     const toolOf = (id: string): Tool | undefined => project.registry.tools.get(id);
     const steps = { actionWords: catalogActionWords(runtime.tools.values()) };
 
-    // Shutdown aborts what is still running, like a client going away. Not AbortSignal.any with
-    // one long-lived shutdown signal: on Node 20 every request would stay linked to it (a leak).
-    // Each chat says what it is (for the log) and when it has ended (its execution written).
-    const inFlight = new Map<AbortController, { what: string; ended: Promise<void> }>();
-    let shuttingDown = false;
-    /** Set once the grace period is over: what new and running chats are aborted with. */
-    let stopping: KiwiError | undefined;
+    const stopping = createGatewayStopping({ running, ...(options.log ? { log: options.log } : {}) });
     const budgets = await openGatewayBudgets({ root: project.root, config, database, shared, ...(options.log ? { log: options.log } : {}) });
     if (budgets !== undefined) opened.unshift(budgets);
     const resolutions = createResolutionCounts();
     const priceOf = usagePrices(config, upstreams);
     const runLoop: RunLoop = (request, run) => {
       const route = upstreams.route(request.model);
-      const controller = new AbortController();
-      const onClientAbort = (): void => controller.abort(run.signal?.reason);
-      if (shuttingDown || run.signal?.aborted) controller.abort(stopping ?? run.signal?.reason);
-      else run.signal?.addEventListener('abort', onClientAbort, { once: true });
-      let ended = (): void => undefined;
-      inFlight.set(controller, { what: `chat${run.endpoint === undefined ? '' : ` on ${run.endpoint}`} for model ${request.model} (client ${run.caller.client})`, ended: new Promise<void>((resolve) => (ended = resolve)) });
+      const inFlight = stopping.start(`chat${run.endpoint === undefined ? '' : ` on ${run.endpoint}`} for model ${request.model} (client ${run.caller.client})`, run.signal);
+      const { controller } = inFlight;
       let cancelled = false;
       const summary = { request, mode: run.mode, client: run.caller.client, ...(run.endpoint === undefined ? {} : { endpoint: run.endpoint }) };
       const chat = (async function* tracked() {
@@ -257,9 +242,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
           // Every way out (finish, failure, client abort, a consumer that stopped): the loop has
           // charged what it used by now, so what the request held is released.
           await meter?.end();
-          inFlight.delete(controller);
-          ended();
-          run.signal?.removeEventListener('abort', onClientAbort);
+          inFlight.end();
         }
       })();
       return traced.endpoint === undefined ? chat : tracing.spanIterable('kiwi.chat', { 'kiwi.client': run.caller.client, 'kiwi.mode': run.mode, 'gen_ai.request.model': request.model }, chat);
@@ -341,26 +324,10 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
       sharedStateWhere: shared.where,
       tracesEndpoint: traced.endpoint,
       endStreams: () => streams.abort(),
-      async cancelRunning(graceMs) {
-        shuttingDown = true;
-        stopping ??= gatewayStopping(graceMs);
-        const reason = stopping;
-        const chats = [...inFlight];
-        // The chats first: their loops pass the reason on to their tool calls, and each stream's last event says it.
-        for (const [controller] of chats) controller.abort(reason);
-        const calls = running.list();
-        for (const c of calls) options.log?.(`stopping: cancelling tool call ${c.tool} (call ${c.callId}, ${c.source}, client ${c.client}, session ${c.session}), running for ${Math.round((Date.now() - c.startedAt) / 1000)} s; its audit record says cancelled: ${GATEWAY_STOPPING}`);
-        for (const [, chat] of chats) options.log?.(`stopping: cancelling ${chat.what}; its client is told the gateway is stopping`);
-        // Bounded: a chat whose client stopped reading is suspended at a yield that nothing resumes (close() ends it).
-        let timer: NodeJS.Timeout | undefined;
-        const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, CANCEL_WAIT_MS)));
-        await Promise.race([Promise.all([running.cancelAll(reason), ...chats.map(([, chat]) => chat.ended)]), bound]).finally(() => clearTimeout(timer));
-        return { calls, chats: chats.length };
-      },
+      cancelRunning: (graceMs) => stopping.cancelRunning(graceMs),
       async close() {
-        shuttingDown = true;
         streams.abort();
-        for (const controller of inFlight.keys()) controller.abort(stopping);
+        stopping.abortAll();
         await pipelines.close(); // before their stages' threads: a run cancelled first starts no stage after them
         await threads.close(); // their ends are written while the proxy still runs
         await closeAll(opened);

@@ -39,13 +39,18 @@ export interface ChatSummary {
   client: string;
 }
 
+/** The text of the chat's last user message, if it has one. */
+function lastUserText(chat: ChatSummary): string | undefined {
+  return chat.request.messages.findLast((m) => m.role === 'user')?.content;
+}
+
 export function chatInput(chat: ChatSummary): Record<string, unknown> {
-  const lastUser = chat.request.messages.findLast((m) => m.role === 'user');
+  const lastUser = lastUserText(chat);
   return {
     model: chat.request.model,
     mode: chat.mode,
     messages: chat.request.messages.length,
-    ...(lastUser === undefined ? {} : { last_user_message: keep(lastUser.content) }),
+    ...(lastUser === undefined ? {} : { last_user_message: keep(lastUser) }),
   };
 }
 
@@ -53,11 +58,12 @@ export function chatInput(chat: ChatSummary): Record<string, unknown> {
  * What a list of executions shows of a chat (it reads labels, never inputs): which model was asked,
  * and the first words of the last user message, so that two chats can be told apart. Those words
  * are cut to MESSAGE_LABEL_CHARS, after the audit log's redaction (a key pasted into a chat is
- * not kept here either); the input keeps up to KEPT_CHARS of the message, redacted the same way.
+ * not kept here): labels are listed and filtered on, where the input (chatInput, up to KEPT_CHARS
+ * of the message as it was) is read one execution at a time.
  */
 export function chatLabels(chat: ChatSummary): Record<string, string> {
-  const lastUser = chat.request.messages.findLast((m) => m.role === 'user');
-  const words = lastUser === undefined ? '' : redactSecrets(textHead(lastUser.content, KEPT_CHARS)).replace(/\s+/g, ' ').trim();
+  const lastUser = lastUserText(chat);
+  const words = lastUser === undefined ? '' : redactSecrets(textHead(lastUser, KEPT_CHARS)).replace(/\s+/g, ' ').trim();
   return {
     kind: 'chat',
     client: chat.client,

@@ -9,10 +9,10 @@ import { registryTierBackends, type TierPlace } from '../helpers/registry-tier-b
 import { createTempProject, type TempProject } from '../helpers/temp-project.js';
 
 /**
- * `kiwi registry` end to end on each database, and the tier as the registry loads it: a tool
- * pushed from one project runs through another project's tool proxy without being in its `.ai/`,
- * at the version the project pins (and not at all unless it pins one), unless a file of the
- * project shadows it.
+ * `kiwi registry` end to end (push, pin and run on each database; the rest on one), and the tier
+ * as the registry loads it: a tool pushed from one project runs through another project's tool
+ * proxy without being in its `.ai/`, at the version the project pins (and not at all unless it
+ * pins one), unless a file of the project shadows it.
  */
 const manifest = (version: string): string => `tool_id: greet
 tool_type: script
@@ -27,7 +27,12 @@ const script = (v: string): string => `// greet ${v}\r\nprocess.stdout.write("gr
 const TIPS = `---\nid: tips\ntitle: Tips\nentry_type: learning\nversion: "1.0.0"\n---\nKeep tools small.\n`;
 const POLICY = 'version: 1\ntools: [greet]\ncommands:\n  - { executable: node }\n';
 
-for (const [name, open] of registryTierBackends()) {
+const backends = registryTierBackends();
+for (const [name, open] of backends) {
+  // What the database does not change (checks before a push, pulls, shadowing, errors) runs once,
+  // on the last backend (a Postgres server where one is installed): an embedded tier's every
+  // command opens PGlite in the process (~0.5 s of CPU). Every backend runs the chain a pin needs.
+  const once = it.skipIf(name !== backends.at(-1)?.[0]);
   describe(`kiwi registry on ${name}`, () => {
     let place: TierPlace;
     let author: TempProject;
@@ -80,7 +85,7 @@ for (const [name, open] of registryTierBackends()) {
       expect((await kiwi(author.root, 'registry', 'show', 'tips')).out).toMatch(/^tips@1\.0\.0 {2}knowledge {2}pushed .* signed [0-9a-f]{16}$/m);
     });
 
-    it('refuses to push a tool whose script is missing or outside its folder, and pushes nothing of it', async () => {
+    once('refuses to push a tool whose script is missing or outside its folder, and pushes nothing of it', async () => {
       const bad = (id: string, script: string): string => manifest('1.0.0').replace('tool_id: greet', `tool_id: ${id}`).replace('script: greet.mjs', `script: ${script}`);
       author.write('.ai/tools/bad/escapes.yaml', bad('escapes', '../demo/greet.mjs'));
       author.write('.ai/tools/bad/missing.yaml', bad('missing', 'gone.mjs'));
@@ -143,7 +148,7 @@ for (const [name, open] of registryTierBackends()) {
       expect(await kiwi(consumer.root, 'registry', 'pin', 'greet@9.0.0')).toMatchObject({ code: 1, err: expect.stringMatching(/has no greet@9\.0\.0; `kiwi registry show greet`/) });
     });
 
-    it('says what is wrong with a pin it cannot load or read', async () => {
+    once('says what is wrong with a pin it cannot load or read', async () => {
       consumer.write('.ai/config/registry.yaml', 'pins:\n  greet: "7.0.0"\n');
       const missing = await greet();
       expect(missing.tier).toBeUndefined();
@@ -155,7 +160,7 @@ for (const [name, open] of registryTierBackends()) {
       rmSync(path.join(consumer.root, '.ai', 'config', 'registry.yaml'));
     });
 
-    it('lets a file of the project shadow the tier item', async () => {
+    once('lets a file of the project shadow the tier item', async () => {
       consumer.write('.ai/config/registry.yaml', 'pins:\n  greet: "1.1.0"\n');
       consumer.write('.ai/tools/mine/greet.yaml', manifest('0.0.1'));
       consumer.write('.ai/tools/mine/greet.mjs', script('local'));
@@ -168,7 +173,7 @@ for (const [name, open] of registryTierBackends()) {
       }
     });
 
-    it('loads the folders when the tier cannot be read, and says why', async () => {
+    once('loads the folders when the tier cannot be read, and says why', async () => {
       const project = await openProject({ projectDir: consumer.root, userDir: place.userDir, env: { ...place.env, DATABASE_URL: 'postgres://kiwi:secret@127.0.0.1:1/nowhere' } });
       try {
         expect(project.registry.tools.has('greet')).toBe(false);
@@ -182,7 +187,7 @@ for (const [name, open] of registryTierBackends()) {
       }
     });
 
-    it('pulls a pinned version or the latest byte for byte, never over a changed file without --force', async () => {
+    once('pulls a pinned version or the latest byte for byte, never over a changed file without --force', async () => {
       const file = (p: string): string => readFileSync(path.join(puller.root, '.ai', p), 'utf8');
       expect((await kiwi(puller.root, 'registry', 'pull', 'greet@1.0.0')).out).toBe('pulled tool greet@1.0.0 into .ai/tools/demo: 2 written, 0 unchanged');
       expect([file('tools/demo/greet.yaml'), file('tools/demo/greet.mjs')]).toEqual([v1.yaml, v1.mjs]);
@@ -198,7 +203,7 @@ for (const [name, open] of registryTierBackends()) {
       expect((await kiwi(puller.root, 'verify', '.ai/knowledge/notes/tips.md')).code).toBe(0);
     });
 
-    it('never writes outside .ai/, and says what is wrong with a bad request', async () => {
+    once('never writes outside .ai/, and says what is wrong with a bad request', async () => {
       const outside = realpathSync(mkdtempSync(path.join(tmpdir(), 'kiwi-outside-')));
       try {
         rmSync(path.join(puller.root, '.ai', 'tools', 'demo'), { recursive: true });

@@ -17,7 +17,10 @@ import { unixSocketFilter, writeUnixSocketFilter } from './unix-socket-filter.js
  * took more than 5 s on a loaded machine (the gateway starts right after `npm run build`) counted
  * as failed; and a failed probe was cached for the life of the process, so one slow or failed try
  * left every later project unsandboxed. Now both are looked up in the given PATH and then the
- * standard folders, the probe has a minute, and nothing is cached: each start asks again.
+ * standard folders, the probe has a minute, and only a pass is kept: a probe that failed or ran out
+ * of time is run again at the next start, while a bwrap that passed is not asked again by this
+ * process (each project a gateway opens asked it, one more child of a large process each time).
+ * Should it stop working later, its calls fail to start: closed, never unsandboxed.
  */
 
 /** A probe that runs no tool: only bwrap setting up the namespaces and mounts. Generous, as a slow machine must not read as "no sandbox". */
@@ -44,13 +47,24 @@ function isExecutable(file: string): boolean {
   }
 }
 
-export function probeSandbox(bwrap: string, searchPath: string | undefined, timeoutMs = PROBE_TIMEOUT_MS): Promise<Probe> {
+/** The probes that passed in this process, by bwrap's absolute path. */
+const passed = new Map<string, Probe>();
+
+export async function probeSandbox(bwrap: string, searchPath: string | undefined, timeoutMs = PROBE_TIMEOUT_MS): Promise<Probe> {
+  const bwrapPath = findExecutable(bwrap, searchPath);
+  if (bwrapPath === undefined) {
+    const where = bwrap.includes('/') ? '' : ` in ${[searchPath, DEFAULT_CHILD_PATH].filter(Boolean).join(':')}`;
+    return { ok: false, reason: `${bwrap} was not found${where}` };
+  }
+  const known = passed.get(bwrapPath);
+  if (known !== undefined) return known;
+  const probe = await runProbe(bwrapPath, timeoutMs);
+  if (probe.ok) passed.set(bwrapPath, probe);
+  return probe;
+}
+
+function runProbe(bwrapPath: string, timeoutMs: number): Promise<Probe> {
   return new Promise<Probe>((resolve) => {
-    const bwrapPath = findExecutable(bwrap, searchPath);
-    if (bwrapPath === undefined) {
-      const where = bwrap.includes('/') ? '' : ` in ${[searchPath, DEFAULT_CHILD_PATH].filter(Boolean).join(':')}`;
-      return resolve({ ok: false, reason: `${bwrap} was not found${where}` });
-    }
     // bash, not sh: closing inherited descriptors above 9 needs it (dash's redirections stop at 9).
     const helpers: Partial<SandboxHost['helpers']> = {};
     for (const name of ['bash', 'sh', 'unshare', 'setpriv', 'prlimit'] as const) {

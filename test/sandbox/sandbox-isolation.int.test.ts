@@ -237,6 +237,20 @@ describe('finding bwrap at start', () => {
     expect((await openSandbox({ mode: 'auto', bwrap: fake, warn: (m) => warnings.push(m) })).active).toBe(true);
   });
 
+  it.runIf(hasBwrap)('tries a bwrap that passed once a process, and runs the calls of every later sandbox through it', async () => {
+    const fake = join(bin, 'counted-bwrap');
+    const runs = join(bin, 'runs');
+    writeFileSync(fake, `#!/bin/sh\necho run >> ${runs}\nexec ${findExecutable('bwrap') as string} "$@"\n`, { mode: 0o755 });
+    const first = await openSandbox({ mode: 'require', bwrap: fake });
+    const second = await openSandbox({ mode: 'require', bwrap: fake });
+    expect([first.active, second.active]).toEqual([true, true]);
+    expect(readFileSync(runs, 'utf8')).toBe('run\n');
+    // Each sandbox it opens runs its calls through that bwrap.
+    const out = await runSubprocess({ argv: [node, '-e', 'process.stdout.write("inside")'], cwd: dir, env, timeoutMs: 30_000, maxOutputBytes: 4096, sandbox: { sandbox: second, grant: noGrant } });
+    expect(out.stdout).toBe('inside');
+    expect(readFileSync(runs, 'utf8')).toBe('run\nrun\n');
+  });
+
   it('says why when bwrap is missing, naming where it looked', async () => {
     const opened = await openSandbox({ mode: 'auto', bwrap: 'kiwi-no-such-bwrap', path: bin, warn: () => undefined });
     expect(opened.active).toBe(false);

@@ -237,10 +237,10 @@ describe('finding bwrap at start', () => {
     expect((await openSandbox({ mode: 'auto', bwrap: fake, warn: (m) => warnings.push(m) })).active).toBe(true);
   });
 
-  it.runIf(hasBwrap)('tries a bwrap that passed once a process, and runs the calls of every later sandbox through it', async () => {
+  it.runIf(hasBwrap)("runs the test of a bwrap that passed once a process, and every later sandbox's calls through that bwrap", async () => {
     const fake = join(bin, 'counted-bwrap');
     const runs = join(bin, 'runs');
-    writeFileSync(fake, `#!/bin/sh\necho run >> ${runs}\nexec ${findExecutable('bwrap') as string} "$@"\n`, { mode: 0o755 });
+    writeFileSync(fake, `#!/bin/sh\necho run >> '${runs}'\nexec ${findExecutable('bwrap') as string} "$@"\n`, { mode: 0o755 });
     const first = await openSandbox({ mode: 'require', bwrap: fake });
     const second = await openSandbox({ mode: 'require', bwrap: fake });
     expect([first.active, second.active]).toEqual([true, true]);

@@ -104,6 +104,14 @@ describe('the layers of DESIGN §8', () => {
     expect(folders.filter((f) => !LAYER_OF.has(f)), 'add the folder to LAYERS here and to DESIGN §8').toEqual([]);
   });
 
+  it("is the README's table of layers: each row names its layer's folders", () => {
+    const readme = readFileSync(path.join(SRC, '..', 'README.md'), 'utf8');
+    // `| layer | folders under src/ | what |` rows; a folder is written `name/`, the loose files `*.ts`.
+    const rows = [...readme.matchAll(/^\| (\w+) \| ([^|]*) \|/gm)].filter((m) => LAYERS.some(([name]) => name === m[1]));
+    const table = rows.map((m) => [m[1], [...(m[2] ?? '').matchAll(/`([\w-]+)\/`/g)].map((f) => f[1]).sort()]);
+    expect(table).toEqual(LAYERS.map(([name, folders]) => [name, [...folders].sort()]));
+  });
+
   it('has no import that points up a layer', () => {
     const upward = local
       .filter((i) => (LAYER_OF.get(folderOf(i.to)) ?? 0) > (LAYER_OF.get(folderOf(i.from)) ?? 0))

@@ -101,7 +101,7 @@ describe('the layers of DESIGN §8', () => {
 
   it('gives every folder a layer', () => {
     const folders = [...new Set(files.map(folderOf))];
-    expect(folders.filter((f) => !LAYER_OF.has(f)), 'add the folder to LAYERS here and to DESIGN §8').toEqual([]);
+    expect(folders.filter((f) => !LAYER_OF.has(f)), "add the folder to LAYERS here, to the README's table of layers and to DESIGN §8").toEqual([]);
   });
 
   it("is the README's table of layers: each row names its layer's folders", () => {

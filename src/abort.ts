@@ -11,6 +11,19 @@ export function abortableDelay(ms: number, signal: AbortSignal | undefined): Pro
   return sleep(ms, true, signal ? { signal } : {}).catch(() => false);
 }
 
+/**
+ * A controller of the work's own that follows `outer`: aborted with its reason (at once when it
+ * already is), and abortable alone. Not AbortSignal.any: on Node 20 a signal linked that way stays
+ * linked to a long-lived one (a leak). `unlink()` in the work's `finally` takes the listener off.
+ */
+export function followSignal(outer: AbortSignal | undefined): { controller: AbortController; signal: AbortSignal; unlink(): void } {
+  const controller = new AbortController();
+  const forward = (): void => controller.abort(outer?.reason);
+  if (outer?.aborted) forward();
+  else outer?.addEventListener('abort', forward, { once: true });
+  return { controller, signal: controller.signal, unlink: () => outer?.removeEventListener('abort', forward) };
+}
+
 /** What an audit record's `cancelled` says for a call cut because the gateway stopped. */
 export const GATEWAY_STOPPING = 'gateway stopping';
 

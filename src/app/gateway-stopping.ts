@@ -1,4 +1,4 @@
-import { GATEWAY_STOPPING, gatewayStopping } from '../abort.js';
+import { followSignal, GATEWAY_STOPPING, gatewayStopping } from '../abort.js';
 import type { KiwiError } from '../errors.js';
 import type { RunningCall, RunningCalls } from '../proxy/running-calls.js';
 
@@ -7,9 +7,8 @@ const CANCEL_WAIT_MS = 5_000;
 
 /**
  * The chats a gateway is running, and how it stops them. Shutdown aborts what is still running,
- * like a client going away. Not AbortSignal.any with one long-lived shutdown signal: on Node 20
- * every request would stay linked to it (a leak). Each chat says what it is (for the log) and
- * when it has ended (its execution written).
+ * like a client going away (each chat's controller follows its client's signal: followSignal).
+ * Each chat says what it is (for the log) and when it has ended (its execution written).
  */
 export interface GatewayStopping {
   /**
@@ -36,10 +35,9 @@ export function createGatewayStopping(options: { running: RunningCalls; log?: (l
   let stopping: KiwiError | undefined;
   return {
     start(what, clientSignal) {
-      const controller = new AbortController();
-      const onClientAbort = (): void => controller.abort(clientSignal?.reason);
-      if (shuttingDown || clientSignal?.aborted) controller.abort(stopping ?? clientSignal?.reason);
-      else clientSignal?.addEventListener('abort', onClientAbort, { once: true });
+      // A chat that starts once the gateway is stopping is aborted at once, for that reason.
+      const { controller, unlink } = followSignal(shuttingDown ? undefined : clientSignal);
+      if (shuttingDown) controller.abort(stopping ?? clientSignal?.reason);
       let ended = (): void => undefined;
       inFlight.set(controller, { what, ended: new Promise<void>((resolve) => (ended = resolve)) });
       return {
@@ -47,7 +45,7 @@ export function createGatewayStopping(options: { running: RunningCalls; log?: (l
         end() {
           inFlight.delete(controller);
           ended();
-          clientSignal?.removeEventListener('abort', onClientAbort);
+          unlink();
         },
       };
     },

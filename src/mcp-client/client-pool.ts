@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { throwIfAborted } from '../abort.js';
+import { followSignal, throwIfAborted } from '../abort.js';
 import { KiwiError } from '../errors.js';
 import { createAddressGuard, type AddressGuard } from '../primitives/address-guard.js';
 import { toCallResult, type McpCallResult } from './call-result.js';
@@ -7,7 +7,7 @@ import { openMcpConnection, type McpConnection } from './connection.js';
 import { classifyCallError } from './mcp-errors.js';
 import { parseMcpServerSpec, specKey, type McpServerSpec } from './server-spec.js';
 import type { McpServerSandbox } from './stdio-child.js';
-import { linkSignal, untilAborted } from './signals.js';
+import { untilAborted } from './signals.js';
 import { cachedToolList, type ToolListCache } from './tool-list-cache.js';
 import { fetchToolCatalog, findTool, unknownToolError, type McpToolInfo } from './tool-catalog.js';
 
@@ -251,7 +251,7 @@ export function createMcpClientPool(options: McpClientPoolOptions = {}): McpClie
         }
         if (found === undefined) throw unknownToolError(list, entry.spec.name, tool);
         // The SDK never removes its abort listener, so it gets a per-call signal rather than the caller's.
-        const link = linkSignal(signal);
+        const link = signal === undefined ? undefined : followSignal(signal);
         try {
           const raw = await connection.client.callTool({ name: found.name, arguments: args }, {
             timeout: callTimeoutMs,
@@ -259,7 +259,7 @@ export function createMcpClientPool(options: McpClientPoolOptions = {}): McpClie
           });
           return toCallResult(raw, { server: entry.spec.name, tool: found.name, maxResultBytes });
         } finally {
-          link?.dispose();
+          link?.unlink();
         }
       });
     },

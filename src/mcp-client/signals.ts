@@ -8,13 +8,3 @@ export function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undef
     promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', abort));
   });
 }
-
-/** A per-call signal that follows the caller's; dispose() unhooks it so long-lived caller signals do not collect listeners. */
-export function linkSignal(signal: AbortSignal | undefined): { signal: AbortSignal; dispose(): void } | undefined {
-  if (signal === undefined) return undefined;
-  const controller = new AbortController();
-  const abort = () => controller.abort(signal.reason);
-  if (signal.aborted) abort();
-  else signal.addEventListener('abort', abort, { once: true });
-  return { signal: controller.signal, dispose: () => signal.removeEventListener('abort', abort) };
-}

@@ -1,3 +1,4 @@
+import { followSignal } from '../abort.js';
 import type { CallStage } from './call-state.js';
 import type { CallSource } from './tool-call.js';
 
@@ -41,12 +42,7 @@ export function createRunningCalls(options: { now?: () => number } = {}): Runnin
 
   const stage: CallStage = (next) => async (call) => {
     const { request } = call;
-    // Its own controller, not AbortSignal.any: on Node 20 a signal linked that way stays linked (a leak).
-    const controller = new AbortController();
-    const outer = request.signal;
-    const forward = (): void => controller.abort(outer?.reason);
-    if (outer?.aborted) forward();
-    else outer?.addEventListener('abort', forward, { once: true });
+    const { controller, unlink } = followSignal(request.signal);
     let end = (): void => undefined;
     const entry: Entry = {
       call: { callId: call.callId, tool: request.tool, session: request.session, client: request.client, source: request.source, startedAt: now() },
@@ -59,7 +55,7 @@ export function createRunningCalls(options: { now?: () => number } = {}): Runnin
       return await next({ ...call, request: { ...request, signal: controller.signal } });
     } finally {
       running.delete(entry);
-      outer?.removeEventListener('abort', forward);
+      unlink();
       end();
     }
   };

@@ -47,9 +47,9 @@ export interface StageDeps extends AuthorizeDeps {
 
 /**
  * The checks every call passes, in the order it meets them. The audit is outermost because every
- * call is recorded, refused ones too (only the list of running calls is outside it); the budget counts every call asked; the hooks' events see how
- * it ended. Then the gates: the policy, the rate, the `before_call` hooks, a person. A new check is
- * a stage in its own file and a line here.
+ * call is recorded, refused ones too (only the list of running calls is outside it); the budget
+ * counts every call asked; the hooks' events see how it ended. Then the gates: the policy, the
+ * rate, the `before_call` hooks, a person. A new check is a stage in its own file and a line here.
  */
 export function standardStages(deps: StageDeps): ProxyStages {
   const named = (name: string, stage: CallStage): CallStage => (deps.tracing ? tracedStage(deps.tracing, name, stage) : stage);

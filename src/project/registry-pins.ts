@@ -1,4 +1,3 @@
-import { readFile } from 'node:fs/promises';
 import { isMap, parseDocument, Scalar, type Document } from 'yaml';
 import { z } from 'zod';
 import { KiwiError } from '../errors.js';
@@ -31,14 +30,22 @@ const registryConfig = z.strictObject({ pins: z.record(itemId, pinVersion).optio
 /** The pins of the project at `root`: id → version; none when the file is absent. */
 export async function readRegistryPins(file: string, root: string): Promise<Record<string, string>> {
   const shown = shownPath(root, file);
-  let text: string;
+  const text = await readPinsText(file, shown);
+  return text === undefined ? {} : parsePins(text, shown);
+}
+
+/** The file's text, or undefined when there is none. */
+async function readPinsText(file: string, shown: string): Promise<string | undefined> {
   try {
-    text = (await readCappedFile(file, MAX_FILE_BYTES, () => new KiwiError('INVALID_INPUT', `${shown}: larger than ${MAX_FILE_BYTES} bytes; it holds one line per pinned item`))).toString('utf8');
+    return (await readCappedFile(file, MAX_FILE_BYTES, () => new KiwiError('INVALID_INPUT', `${shown}: larger than ${MAX_FILE_BYTES} bytes; it holds one line per pinned item`))).toString('utf8');
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return {};
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     if (error instanceof KiwiError) throw error;
     throw new KiwiError('INVALID_INPUT', `${shown}: cannot be read (${(error as Error).message})`);
   }
+}
+
+function parsePins(text: string, shown: string): Record<string, string> {
   const parsed = parseYamlSource(text);
   if (!parsed.ok) {
     throw new KiwiError('INVALID_INPUT', yamlFailure(shown, parsed.errors));
@@ -54,16 +61,16 @@ export async function readRegistryPins(file: string, root: string): Promise<Reco
 
 /**
  * Pins `id` to `version`, or removes its pin (`version` undefined), keeping the file's comments
- * and other pins; checked as a read checks it, so a file this cannot parse is left as it is.
- * Returns the version it was pinned to before, if any.
+ * and other pins; checked as a read checks it, so a file this cannot parse is left as it is, and
+ * so is a file that does not pin an id whose pin is to go. Returns the version it was pinned to
+ * before, if any.
  */
 export async function writeRegistryPin(file: string, root: string, id: string, version: string | undefined): Promise<string | undefined> {
-  const before = await readRegistryPins(file, root);
-  const text = await readFile(file, 'utf8').catch((error: NodeJS.ErrnoException) => {
-    if (error.code === 'ENOENT') return '';
-    throw error;
-  });
-  // Read above as a map of pins, or nothing (an empty file, comments alone).
+  const shown = shownPath(root, file);
+  const text = (await readPinsText(file, shown)) ?? '';
+  const before = parsePins(text, shown)[id];
+  if (version === undefined && before === undefined) return undefined;
+  // Checked above as a map of pins, or nothing (an empty file, comments alone).
   const doc: Document = parseDocument(text);
   if (!isMap(doc.contents)) doc.contents = doc.createNode({});
   if (version === undefined) doc.deleteIn(['pins', id]);
@@ -74,5 +81,5 @@ export async function writeRegistryPin(file: string, root: string, id: string, v
     doc.setIn(['pins', id], quoted);
   }
   await replaceFile(file, doc.toString());
-  return before[id];
+  return before;
 }

@@ -2,7 +2,7 @@ import { homedir, hostname, userInfo } from 'node:os';
 import path from 'node:path';
 import { KiwiError } from '../../errors.js';
 import { openRegistryTierDatabase, type OpenedRegistryTier } from '../../kernel/registry-tier-database.js';
-import { readRegistryPins, REGISTRY_CONFIG_FILE, writeRegistryPin } from '../../project/registry-pins.js';
+import { REGISTRY_CONFIG_FILE, writeRegistryPin } from '../../project/registry-pins.js';
 import { loadRegistry } from '../../registry/load-registry.js';
 import { pullVersion } from '../../store/registry-tier/pull-version.js';
 import { pushCandidates } from '../../store/registry-tier/push-items.js';
@@ -105,10 +105,8 @@ async function pin(ctx: CliContext, tier: RegistryTier, projectDir: string, spec
 
 async function unpin(ctx: CliContext, projectDir: string, id: string, values: Flags): Promise<number> {
   itemSpec(id);
-  const file = path.join(projectDir, REGISTRY_CONFIG_FILE);
-  const before = (await readRegistryPins(file, projectDir))[id];
+  const before = await writeRegistryPin(path.join(projectDir, REGISTRY_CONFIG_FILE), projectDir, id, undefined);
   if (before === undefined) throw new KiwiError('NOT_FOUND', `${REGISTRY_CONFIG_FILE} pins no ${JSON.stringify(id)}; nothing to unpin`);
-  await writeRegistryPin(file, projectDir, id, undefined);
   if (values.json) ctx.io.out(JSON.stringify({ id, before }));
   else ctx.io.out(`unpinned ${id} (was ${before}) in ${REGISTRY_CONFIG_FILE}; the project no longer loads it from the registry tier`);
   return 0;

@@ -4,13 +4,13 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 /**
- * The layers of DESIGN §8, from the bottom. A folder of src/ belongs to one layer; a file directly
- * in src/ is base. An import may point at its own layer or one below, never above, and no set of
+ * The layers of DESIGN §8, from the bottom. A folder of src/ belongs to one layer, and every file
+ * lives in a folder: what no layer above owns goes into base/. An import may point at its own layer or one below, never above, and no set of
  * files or folders may import each other in a circle. Outside systems are reached from backends
  * and edges only. A new folder fails here until it is given a layer.
  */
 const LAYERS = [
-  ['base', ['contracts']],
+  ['base', ['base', 'contracts']],
   ['model', ['registry', 'hooks', 'policy']],
   ['backends', ['primitives', 'mcp-client', 'llm', 'embed', 'store', 'kernel', 'audit', 'budgets', 'clients', 'checkpoints', 'shared-state', 'telemetry']],
   ['calls', ['executor', 'proxy', 'project']],
@@ -52,7 +52,7 @@ function resolveSource(base: string): string {
 }
 
 const folderOf = (file: string): string => (file.includes(path.sep) ? file.split(path.sep)[0] ?? file : '.');
-const LAYER_OF = new Map<string, number>([['.', 0], ...LAYERS.flatMap(([, folders], level) => folders.map((f) => [f, level] as [string, number]))]);
+const LAYER_OF = new Map<string, number>([...LAYERS.flatMap(([, folders], level) => folders.map((f) => [f, level] as [string, number]))]);
 const layerName = (folder: string): string => LAYERS[LAYER_OF.get(folder) ?? 0]?.[0] ?? '?';
 
 /** Strongly connected components of more than one node (Tarjan): each is a circle of imports. */
@@ -99,14 +99,15 @@ describe('the layers of DESIGN §8', () => {
     expect(missing, 'imports this test cannot resolve to a file of src/').toEqual([]);
   });
 
-  it('gives every folder a layer', () => {
+  it('gives every folder a layer, and keeps no file loose in src/', () => {
+    expect(files.filter((f) => folderOf(f) === '.'), 'move the file into the folder of its layer (base/ for helpers every layer uses)').toEqual([]);
     const folders = [...new Set(files.map(folderOf))];
     expect(folders.filter((f) => !LAYER_OF.has(f)), "add the folder to LAYERS here, to the README's table of layers and to DESIGN §8").toEqual([]);
   });
 
   it("is the README's table of layers: each row names its layer's folders", () => {
     const readme = readFileSync(path.join(SRC, '..', 'README.md'), 'utf8');
-    // `| layer | folders under src/ | what |` rows; a folder is written `name/`, the loose files `*.ts`.
+    // `| layer | folders under src/ | what |` rows; a folder is written `name/`.
     const rows = [...readme.matchAll(/^\| (\w+) \| ([^|]*) \|/gm)].filter((m) => LAYERS.some(([name]) => name === m[1]));
     const table = rows.map((m) => [m[1], [...(m[2] ?? '').matchAll(/`([\w-]+)\/`/g)].map((f) => f[1]).sort()]);
     expect(table).toEqual(LAYERS.map(([name, folders]) => [name, [...folders].sort()]));

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { openGateway, type Gateway } from '../../src/app/open-gateway.js';
-import { listen, type Listener } from '../../src/http/listen.js';
+import { listen, type Listener } from '../../src/http/server/listen.js';
 import { peakRssMb } from '../stats.js';
 import { createBenchProject, type BenchProject } from './bench-project.js';
 import { INTENT_TEXT } from './bench-upstream.js';

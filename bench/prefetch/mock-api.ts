@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { canonicalJson } from '../../src/canonical-json.js';
+import { canonicalJson } from '../../src/base/canonical-json.js';
 
 /**
  * A stand-in for the APIs behind a catalog's tools: `POST /tools/<id>` answers after `delayMs`

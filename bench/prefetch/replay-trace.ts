@@ -1,4 +1,4 @@
-import { canonicalJson } from '../../src/canonical-json.js';
+import { canonicalJson } from '../../src/base/canonical-json.js';
 import { runAgentLoop } from '../../src/loop/agent-loop.js';
 import { type LoopObserver } from '../../src/loop/loop-types.js';
 import type { CallOutcome, ToolCall } from '../../src/proxy/tool-call.js';

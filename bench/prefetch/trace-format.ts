@@ -1,7 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { z } from 'zod';
-import { KiwiError } from '../../src/errors.js';
+import { KiwiError } from '../../src/base/errors.js';
 import { createIntentScanner } from '../../src/intent/intent-scanner.js';
 
 /**

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { KiwiError } from '../../src/errors.js';
+import { KiwiError } from '../../src/base/errors.js';
 import type { ChatEvent, ChatProvider } from '../../src/llm/types.js';
 import type { Trace } from './trace-format.js';
 

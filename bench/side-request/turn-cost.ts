@@ -1,7 +1,7 @@
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { openGateway, type Gateway } from '../../src/app/open-gateway.js';
-import { listen, type Listener } from '../../src/http/listen.js';
+import { listen, type Listener } from '../../src/http/server/listen.js';
 import type { FallbackUse } from '../../src/resolver/types.js';
 import { createBenchProject, type BenchProject } from '../gateway/bench-project.js';
 import { startBenchChild, type BenchChild } from '../gateway/child-process.js';

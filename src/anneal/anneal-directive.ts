@@ -1,6 +1,6 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { isKiwiError, KiwiError } from '../errors.js';
+import { isKiwiError, KiwiError } from '../base/errors.js';
 import { DEMO_MODEL_ID } from '../llm/demo-provider.js';
 import type { ChatProvider, ChatUsage } from '../llm/types.js';
 import { parseDirective } from '../registry/directive-parser.js';

@@ -1,5 +1,5 @@
 import { addUsage, createUsageTally, type PriceOf } from '../budgets/usage-summary.js';
-import { isKiwiError } from '../errors.js';
+import { isKiwiError } from '../base/errors.js';
 import type { AnnealingRules } from '../policy/annealing-rules.js';
 import type { ThreadOutcome, ThreadStart } from '../threads/run-thread.js';
 import type { ThreadStore } from '../threads/thread-store.js';

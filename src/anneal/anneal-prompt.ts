@@ -1,7 +1,7 @@
-import { createDataFence } from '../data-fence.js';
+import { createDataFence } from '../base/data-fence.js';
 import type { ChatMessage } from '../llm/types.js';
 import type { Directive } from '../registry/types.js';
-import { textHead, textTail } from '../text-cut.js';
+import { textHead, textTail } from '../base/text-cut.js';
 import type { ThreadLine } from '../threads/thread-store.js';
 import { threadLineText } from '../threads/thread-text.js';
 

@@ -1,25 +1,25 @@
 import type { CommandHelp } from '../cli/command-help.js';
 import type { CliContext } from '../cli/io.js';
-import { APPROVALS_HELP } from '../cli/commands/approvals-help.js';
-import { AUDIT_HELP } from '../cli/commands/audit-help.js';
-import { CHAT_HELP } from '../cli/commands/chat-help.js';
-import { CHECKPOINTS_HELP } from '../cli/commands/checkpoints-help.js';
-import { CONTAINERS_HELP } from '../cli/commands/containers-help.js';
-import { DEMO_HELP } from '../cli/commands/demo-help.js';
-import { EXECUTIONS_HELP } from '../cli/commands/executions-help.js';
-import { INDEX_HELP } from '../cli/commands/index-tools-help.js';
-import { INIT_HELP } from '../cli/commands/init-help.js';
-import { KEYS_HELP } from '../cli/commands/keys-help.js';
-import { MCP_HELP } from '../cli/commands/mcp-help.js';
-import { MODEL_HELP } from '../cli/commands/model-help.js';
-import { PREDICTOR_HELP } from '../cli/commands/predictor-help.js';
-import { REGISTRY_HELP } from '../cli/commands/registry-help.js';
-import { RESOLVE_HELP } from '../cli/commands/resolve-help.js';
-import { RUN_HELP } from '../cli/commands/run-help.js';
-import { RUNNER_HELP } from '../cli/commands/runner-help.js';
-import { SIGN_HELP, VERIFY_HELP } from '../cli/commands/sign-help.js';
-import { STATS_HELP } from '../cli/commands/stats-help.js';
-import { TOOLS_HELP } from '../cli/commands/tools-help.js';
+import { APPROVALS_HELP } from './commands/approvals-help.js';
+import { AUDIT_HELP } from './commands/audit-help.js';
+import { CHAT_HELP } from './commands/chat-help.js';
+import { CHECKPOINTS_HELP } from './commands/checkpoints-help.js';
+import { CONTAINERS_HELP } from './commands/containers-help.js';
+import { DEMO_HELP } from './commands/demo-help.js';
+import { EXECUTIONS_HELP } from './commands/executions-help.js';
+import { INDEX_HELP } from './commands/index-tools-help.js';
+import { INIT_HELP } from './commands/init-help.js';
+import { KEYS_HELP } from './commands/keys-help.js';
+import { MCP_HELP } from './commands/mcp-help.js';
+import { MODEL_HELP } from './commands/model-help.js';
+import { PREDICTOR_HELP } from './commands/predictor-help.js';
+import { REGISTRY_HELP } from './commands/registry-help.js';
+import { RESOLVE_HELP } from './commands/resolve-help.js';
+import { RUN_HELP } from './commands/run-help.js';
+import { RUNNER_HELP } from './commands/runner-help.js';
+import { SIGN_HELP, VERIFY_HELP } from './commands/sign-help.js';
+import { STATS_HELP } from './commands/stats-help.js';
+import { TOOLS_HELP } from './commands/tools-help.js';
 import { DIRECTIVES_HELP } from './commands/directives-help.js';
 import { ENV_HELP } from './commands/env-help.js';
 import { PIPELINES_HELP } from './commands/pipelines-help.js';
@@ -48,28 +48,28 @@ export const COMMAND_GROUPS: readonly CommandGroup[] = [
   {
     title: 'PROJECT COMMANDS',
     commands: [
-      { help: INIT_HELP, load: async () => (await import('../cli/commands/init.js')).initCommand },
-      { help: TOOLS_HELP, load: async () => (await import('../cli/commands/tools.js')).toolsCommand },
-      { help: RUN_HELP, load: async () => (await import('../cli/commands/run.js')).runCommand },
-      { help: RESOLVE_HELP, load: async () => (await import('../cli/commands/resolve.js')).resolveCommand },
-      { help: INDEX_HELP, load: async () => (await import('../cli/commands/index-tools.js')).indexCommand },
-      { help: REGISTRY_HELP, load: async () => (await import('../cli/commands/registry.js')).registryCommand },
-      { help: SIGN_HELP, load: async () => (await import('../cli/commands/sign.js')).signCommand },
-      { help: VERIFY_HELP, load: async () => (await import('../cli/commands/sign.js')).verifyCommand },
-      { help: AUDIT_HELP, load: async () => (await import('../cli/commands/audit.js')).auditCommand },
-      { help: CHECKPOINTS_HELP, load: async () => (await import('../cli/commands/checkpoints.js')).checkpointsCommand },
-      { help: DEMO_HELP, load: async () => (await import('../cli/commands/demo.js')).demoCommand },
+      { help: INIT_HELP, load: async () => (await import('./commands/init.js')).initCommand },
+      { help: TOOLS_HELP, load: async () => (await import('./commands/tools.js')).toolsCommand },
+      { help: RUN_HELP, load: async () => (await import('./commands/run.js')).runCommand },
+      { help: RESOLVE_HELP, load: async () => (await import('./commands/resolve.js')).resolveCommand },
+      { help: INDEX_HELP, load: async () => (await import('./commands/index-tools.js')).indexCommand },
+      { help: REGISTRY_HELP, load: async () => (await import('./commands/registry.js')).registryCommand },
+      { help: SIGN_HELP, load: async () => (await import('./commands/sign.js')).signCommand },
+      { help: VERIFY_HELP, load: async () => (await import('./commands/sign.js')).verifyCommand },
+      { help: AUDIT_HELP, load: async () => (await import('./commands/audit.js')).auditCommand },
+      { help: CHECKPOINTS_HELP, load: async () => (await import('./commands/checkpoints.js')).checkpointsCommand },
+      { help: DEMO_HELP, load: async () => (await import('./commands/demo.js')).demoCommand },
     ],
   },
   {
     title: 'GATEWAY COMMANDS',
     commands: [
       { help: SERVE_HELP, load: async () => (await import('./commands/serve.js')).serveCommand },
-      { help: MCP_HELP, load: async () => (await import('../cli/commands/mcp.js')).mcpCommand },
-      { help: KEYS_HELP, load: async () => (await import('../cli/commands/keys.js')).keysCommand },
-      { help: CHAT_HELP, load: async () => (await import('../cli/commands/chat.js')).chatCommand },
-      { help: STATS_HELP, load: async () => (await import('../cli/commands/stats.js')).statsCommand },
-      { help: CONTAINERS_HELP, load: async () => (await import('../cli/commands/containers.js')).containersCommand },
+      { help: MCP_HELP, load: async () => (await import('./commands/mcp.js')).mcpCommand },
+      { help: KEYS_HELP, load: async () => (await import('./commands/keys.js')).keysCommand },
+      { help: CHAT_HELP, load: async () => (await import('./commands/chat.js')).chatCommand },
+      { help: STATS_HELP, load: async () => (await import('./commands/stats.js')).statsCommand },
+      { help: CONTAINERS_HELP, load: async () => (await import('./commands/containers.js')).containersCommand },
     ],
   },
   {
@@ -84,16 +84,16 @@ export const COMMAND_GROUPS: readonly CommandGroup[] = [
   {
     title: 'KERNEL COMMANDS',
     commands: [
-      { help: EXECUTIONS_HELP, load: async () => (await import('../cli/commands/executions.js')).executionsCommand },
-      { help: APPROVALS_HELP, load: async () => (await import('../cli/commands/approvals.js')).approvalsCommand },
-      { help: RUNNER_HELP, load: async () => (await import('../cli/commands/runner.js')).runnerCommand },
+      { help: EXECUTIONS_HELP, load: async () => (await import('./commands/executions.js')).executionsCommand },
+      { help: APPROVALS_HELP, load: async () => (await import('./commands/approvals.js')).approvalsCommand },
+      { help: RUNNER_HELP, load: async () => (await import('./commands/runner.js')).runnerCommand },
     ],
   },
   {
     title: 'LEARNING COMMANDS',
     commands: [
-      { help: PREDICTOR_HELP, load: async () => (await import('../cli/commands/predictor.js')).predictorCommand },
-      { help: MODEL_HELP, load: async () => (await import('../cli/commands/model.js')).modelCommand },
+      { help: PREDICTOR_HELP, load: async () => (await import('./commands/predictor.js')).predictorCommand },
+      { help: MODEL_HELP, load: async () => (await import('./commands/model.js')).modelCommand },
     ],
   },
 ];

@@ -1,23 +1,23 @@
 import { inspect } from 'node:util';
 import { z } from 'zod';
-import { isKiwiError, KiwiError } from '../errors.js';
-import { DEFAULT_PORT, LISTEN_DEFAULTS, type ListenLimits } from '../http/listen-limits.js';
+import { isKiwiError, KiwiError } from '../base/errors.js';
+import { DEFAULT_PORT, LISTEN_DEFAULTS, type ListenLimits } from '../http/server/listen-limits.js';
 import { DEMO_MODEL_ID } from '../llm/demo-provider.js';
 import { formatFieldPath } from '../registry/validation-error.js';
-import { didYouMeanSuffix } from '../did-you-mean.js';
+import { didYouMeanSuffix } from '../base/did-you-mean.js';
 import { parseYamlSource, type YamlSource, yamlFailure } from '../registry/yaml-source.js';
-import { DEFAULT_ALLOWED_HOSTS, DEFAULT_MAX_CONCURRENT_PER_CLIENT } from '../http/request-guard.js';
+import { DEFAULT_ALLOWED_HOSTS, DEFAULT_MAX_CONCURRENT_PER_CLIENT } from '../http/server/request-guard.js';
 import { shadowWarnings } from './model-patterns.js';
 import { openAiBaseUrl, urlProblem } from './upstream-url.js';
 import { PREFETCH_EMBEDDERS, type PrefetchEmbedder } from '../prefetch/types.js';
 import { DEFAULT_LOOP_LIMITS, LOOP_LIMITS, type LimitRange, type LoopLimits } from '../loop/loop-limits.js';
-import { DEFAULT_MAX_BODY_BYTES } from '../http/read-json-body.js';
+import { DEFAULT_MAX_BODY_BYTES } from '../http/server/read-json-body.js';
 import { DEFAULT_MENU_SIZE } from '../loop/tool-menu.js';
-import { readCappedFile } from '../read-capped-file.js';
+import { readCappedFile } from '../base/read-capped-file.js';
 import { checkpointsSchema } from '../checkpoints/checkpoint-config.js';
 import { BUDGET_FIELDS, budgetsSchema, pricesSchema, toBudgetConfig, type BudgetConfig } from '../budgets/budget-config.js';
 import { unpricedWarnings } from './unpriced-warnings.js';
-import { shownPath } from '../shown-path.js';
+import { shownPath } from '../base/shown-path.js';
 import type { KernelLimits } from '../kernel/kernel-limits.js';
 import { KERNEL_FIELDS, kernelLimits, kernelSchema } from './kernel-config.js';
 import { envHost, envPort, HOST } from './listen-env.js';
@@ -52,7 +52,7 @@ export interface GatewayConfig {
   maxConcurrentPerClient: number;
   /** Likely tools listed in each request's intent instructions (0: no menu). */
   toolMenu: number;
-  /** What the HTTP listener bounds (src/http/listen.ts). */
+  /** What the HTTP listener bounds (src/http/server/listen.ts). */
   listen: Pick<ListenLimits, 'bodyTimeoutMs' | 'maxConnections'>;
   /** How long requests running when `kiwi serve` is told to stop may go on before they are cancelled. */
   shutdownGraceMs: number;

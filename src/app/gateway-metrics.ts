@@ -1,4 +1,4 @@
-import type { MetricFamily } from '../metric-family.js';
+import type { MetricFamily } from '../base/metric-family.js';
 import type { PrefetchCounters } from '../prefetch/types.js';
 import type { PreviewDecision } from '../resolver/resolution-preview.js';
 import type { FallbackCounters } from '../resolver/resolution-counts.js';

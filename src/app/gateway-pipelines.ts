@@ -1,4 +1,4 @@
-import { KiwiError, isKiwiError } from '../errors.js';
+import { KiwiError, isKiwiError } from '../base/errors.js';
 import type { Kernel } from '../kernel/open-kernel.js';
 import { TERMINAL_STATUSES, type ExecutionStatus } from '../kernel/types.js';
 import type { Project } from '../project/open-project.js';

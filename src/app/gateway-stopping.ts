@@ -1,5 +1,5 @@
-import { followSignal, GATEWAY_STOPPING, gatewayStopping } from '../abort.js';
-import type { KiwiError } from '../errors.js';
+import { followSignal, GATEWAY_STOPPING, gatewayStopping } from '../base/abort.js';
+import type { KiwiError } from '../base/errors.js';
 import type { RunningCall, RunningCalls } from '../proxy/running-calls.js';
 
 /** How long cancelRunning waits for what it cut to end (a tool's tree gets SIGKILL 2 s after SIGTERM). */

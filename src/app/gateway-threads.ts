@@ -2,7 +2,7 @@ import type { ThreadPlan } from '../executor/plan-types.js';
 import type { Project } from '../project/open-project.js';
 import type { ThreadPort, ToolCall } from '../proxy/tool-call.js';
 import type { ResolverRuntime } from '../resolver/resolver-runtime.js';
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import { resumeThread, runThread, threadOutcomeBody, type ThreadDeps, type ThreadOutcome, type ThreadResume, type ThreadStart } from '../threads/run-thread.js';
 import type { ThreadStore } from '../threads/thread-store.js';
 import type { AgentLoopDeps } from '../loop/agent-loop.js';

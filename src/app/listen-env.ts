@@ -1,4 +1,4 @@
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 
 /** Where `kiwi serve` listens when the environment says: KIWI_HOST and KIWI_PORT win over gateway.yaml. */
 

@@ -1,4 +1,4 @@
-import { isModelGlob, modelMatches } from '../model-glob.js';
+import { isModelGlob, modelMatches } from '../base/model-glob.js';
 import type { UpstreamConfig } from './upstream-config.js';
 
 /** Upstream models an earlier upstream already serves: a warning each, saying what to change. */

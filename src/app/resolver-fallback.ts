@@ -1,6 +1,6 @@
 import { priceFor } from '../budgets/prices.js';
 import type { Tracing } from '../contracts/tracing.js';
-import { isKiwiError, KiwiError } from '../errors.js';
+import { isKiwiError, KiwiError } from '../base/errors.js';
 import { openGgufChatModel } from '../llm/gguf-chat-model.js';
 import { createLocalModelFallback } from '../resolver/local-model-fallback.js';
 import { createModelFallback, type ResolverFallback } from '../resolver/model-fallback.js';

@@ -1,8 +1,8 @@
-import { describeError } from '../errors.js';
+import { describeError } from '../base/errors.js';
 import { helpPage, overviewPage } from '../cli/help-page.js';
 import { UsageError, type CliContext } from '../cli/io.js';
 import { requestedHelp } from '../cli/parse-flags.js';
-import { KIWI_VERSION } from '../version.js';
+import { KIWI_VERSION } from '../base/version.js';
 import { COMMAND_GROUPS, type CliCommand } from './cli-commands.js';
 
 const COMMANDS = new Map<string, CliCommand>(COMMAND_GROUPS.flatMap((g) => g.commands.map((c) => [c.help.name, c] as const)));

@@ -1,7 +1,7 @@
 import { NO_TRACING, type Tracing } from '../contracts/tracing.js';
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import { createOtelTracing } from '../telemetry/otel-tracing.js';
-import { KIWI_VERSION } from '../version.js';
+import { KIWI_VERSION } from '../base/version.js';
 
 /**
  * OpenTelemetry traces as the standard `OTEL_*` variables configure them: off unless an OTLP

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { isKiwiError, KiwiError } from '../errors.js';
+import { isKiwiError, KiwiError } from '../base/errors.js';
 import { DEFAULT_ANTHROPIC_VERSION } from '../llm/anthropic-provider.js';
 import { endpointUrl } from '../llm/provider-options.js';
 import type { HttpClient } from '../primitives/http-client.js';

@@ -1,4 +1,4 @@
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import { createAnthropicProvider } from '../llm/anthropic-provider.js';
 import { createDemoProvider } from '../llm/demo-provider.js';
 import { createOpenAiProvider } from '../llm/openai-provider.js';
@@ -7,9 +7,9 @@ import { createHttpClient, type HttpClient } from '../primitives/http-client.js'
 import type { GatewayConfig } from './gateway-config.js';
 import type { SharedCache } from '../contracts/shared-cache.js';
 import type { UpstreamConfig } from './upstream-config.js';
-import { isModelGlob, modelMatches } from '../model-glob.js';
+import { isModelGlob, modelMatches } from '../base/model-glob.js';
 import { createUpstreamModels, type UpstreamModelsOptions } from './upstream-models.js';
-import type { UnavailableUpstream } from '../http/models-list.js';
+import type { UnavailableUpstream } from '../http/chat/models-list.js';
 
 export type { UnavailableUpstream };
 

@@ -1,6 +1,6 @@
 import { rmdir, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
-import { describeError } from '../errors.js';
+import { describeError } from '../base/errors.js';
 import { auditDateFolder, isMissing, listAuditFiles, listDateFolders } from './audit-files.js';
 
 export interface AuditDiskBudgetOptions {

@@ -1,5 +1,5 @@
 import { readdir } from 'node:fs/promises';
-import { KiwiError, describeError } from '../errors.js';
+import { KiwiError, describeError } from '../base/errors.js';
 
 /**
  * Audit files live at `<dir>/<YYYY-MM-DD>/<session>.jsonl`; once a file reaches its size cap the

@@ -1,7 +1,7 @@
 import type { FileHandle } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { throwIfAborted } from '../abort.js';
-import { KiwiError, describeError } from '../errors.js';
+import { throwIfAborted } from '../base/abort.js';
+import { KiwiError, describeError } from '../base/errors.js';
 import { openForAppend, writeAll } from './append-file.js';
 import { createAuditDiskBudget } from './audit-disk-budget.js';
 import { auditDateFolder, auditFileName, listAuditFiles, validateSessionId } from './audit-files.js';

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { KiwiError, describeError } from '../errors.js';
+import { KiwiError, describeError } from '../base/errors.js';
 import { isSecretName, redactSecrets } from './redact-secrets.js';
-import { textHead } from '../text-cut.js';
+import { textHead } from '../base/text-cut.js';
 
 /** The key of the object that stands in for a value the audit log cut short. */
 export const TRUNCATED_KEY = '$truncated';

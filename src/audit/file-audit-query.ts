@@ -1,6 +1,6 @@
 import { open, type FileHandle } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { describeError, KiwiError } from '../errors.js';
+import { describeError, KiwiError } from '../base/errors.js';
 import { auditDateFolder, auditFileName, isDateFolder, isMissing, listAuditFiles, listDateFolders, SESSION_ID_PATTERN } from './audit-files.js';
 import { checkAuditPageLimit, foreignAuditCursor, matchesAuditFilter, type AuditPage, type AuditPageRequest, type AuditQuery } from './audit-query.js';
 import { parseAuditLine } from './audit-reader.js';

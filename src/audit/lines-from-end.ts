@@ -1,6 +1,6 @@
 import type { FileHandle } from 'node:fs/promises';
-import { throwIfAborted } from '../abort.js';
-import { KiwiError } from '../errors.js';
+import { throwIfAborted } from '../base/abort.js';
+import { KiwiError } from '../base/errors.js';
 
 /**
  * An audit file read backwards, newest line first: the tail (`kiwi audit tail`) and the admin

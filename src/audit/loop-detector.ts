@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { canonicalJson } from '../canonical-json.js';
-import { KiwiError } from '../errors.js';
+import { canonicalJson } from '../base/canonical-json.js';
+import { KiwiError } from '../base/errors.js';
 
 export interface LoopDetectorOptions {
   /** Identical calls within the window at which a session counts as stuck. Default 3. */

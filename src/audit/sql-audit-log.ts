@@ -1,5 +1,5 @@
-import { describeError, KiwiError } from '../errors.js';
-import { createGroupCommit } from '../group-commit.js';
+import { describeError, KiwiError } from '../base/errors.js';
+import { createGroupCommit } from '../base/group-commit.js';
 import type { SqlQueryable, SqlValue } from '../store/sql/sql-db.js';
 import type { AuditLog, AuditLogStats } from './audit-log.js';
 import { validateSessionId } from './audit-files.js';

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdir, open, readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
-import { describeError, KiwiError } from '../errors.js';
+import { describeError, KiwiError } from '../base/errors.js';
 import type { BudgetTotals } from './budget-types.js';
 import { HOUR_MS, hourOf } from './budget-window.js';
 import { clientsOf, createHourlyTotals, ledgerKeyName } from './hourly-totals.js';

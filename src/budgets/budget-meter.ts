@@ -1,4 +1,4 @@
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import type { ChatUsage } from '../llm/types.js';
 import { budgetOf, type BudgetConfig } from './budget-config.js';
 import { clientHoldKey, createMemoryBudgetHolds, type BudgetHold, type BudgetHolds, type HeldAmount } from './budget-holds.js';

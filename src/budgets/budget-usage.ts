@@ -1,4 +1,4 @@
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import { budgetOf, DEFAULT_WINDOW, type BudgetConfig } from './budget-config.js';
 import { clientHoldKey, type BudgetHolds, type HeldAmount } from './budget-holds.js';
 import type { BudgetLedger } from './budget-ledger.js';

@@ -1,4 +1,4 @@
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 
 /**
  * A client budget's window: `Nh` or `Nd`, fixed and aligned to the epoch in UTC (a `1d` window

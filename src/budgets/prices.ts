@@ -1,5 +1,5 @@
 import type { ChatUsage } from '../llm/types.js';
-import { isModelGlob, modelMatches } from '../model-glob.js';
+import { isModelGlob, modelMatches } from '../base/model-glob.js';
 
 /** US dollars per million tokens, as providers publish their prices. */
 export interface ModelPrice {

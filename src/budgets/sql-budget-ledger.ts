@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { describeError, KiwiError } from '../errors.js';
-import { createGroupCommit } from '../group-commit.js';
+import { describeError, KiwiError } from '../base/errors.js';
+import { createGroupCommit } from '../base/group-commit.js';
 import type { SqlQueryable, SqlValue } from '../store/sql/sql-db.js';
 import type { BudgetLedger, LedgerEntry } from './budget-ledger.js';
 import { HOUR_MS, hourOf } from './budget-window.js';

@@ -1,9 +1,9 @@
 import { z } from 'zod';
-import { KiwiError } from '../errors.js';
-import { readCappedFile } from '../read-capped-file.js';
+import { KiwiError } from '../base/errors.js';
+import { readCappedFile } from '../base/read-capped-file.js';
 import { formatFieldPath } from '../registry/validation-error.js';
 import { parseYamlSource, yamlFailure } from '../registry/yaml-source.js';
-import { shownPath } from '../shown-path.js';
+import { shownPath } from '../base/shown-path.js';
 
 /**
  * The `checkpoints:` section of `.ai/config/gateway.yaml`. Every process that runs tools for a

@@ -1,4 +1,4 @@
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import type { WorkTree } from './git-work-tree.js';
 import { snapshotTree, type SnapshotLimits } from './snapshot-tree.js';
 

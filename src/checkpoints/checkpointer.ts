@@ -1,4 +1,4 @@
-import { describeError, isKiwiError, KiwiError } from '../errors.js';
+import { describeError, isKiwiError, KiwiError } from '../base/errors.js';
 import type { CheckpointSettings } from './checkpoint-config.js';
 import { checkpointClient, resolveCheckpoint, takeCheckpoint, type CheckpointMeta, type CheckpointOutcome } from './checkpoint-store.js';
 import { findWorkTree, type WorkTree, type WorkTreeLookup } from './git-work-tree.js';

@@ -1,4 +1,4 @@
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import { buildChildEnv, runSubprocess } from '../primitives/subprocess.js';
 
 /**

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { lstat, realpath } from 'node:fs/promises';
 import path from 'node:path';
-import { describeError, isKiwiError } from '../errors.js';
+import { describeError, isKiwiError } from '../base/errors.js';
 import { createGit, type Git, type GitOptions } from './git-command.js';
 
 /**

@@ -1,7 +1,7 @@
 import { mkdtemp, lstat, rm, rmdir, unlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import { takeCheckpoint, type CheckpointMeta } from './checkpoint-store.js';
 import type { WorkTree } from './git-work-tree.js';
 import { snapshotTree, type SnapshotLimits } from './snapshot-tree.js';

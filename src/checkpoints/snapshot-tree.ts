@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { copyFile, lstat, rename, rm, stat, utimes } from 'node:fs/promises';
 import path from 'node:path';
-import { describeError, isKiwiError } from '../errors.js';
+import { describeError, isKiwiError } from '../base/errors.js';
 import { secretKind } from '../policy/secret-paths.js';
 import type { GitRun } from './git-command.js';
 import { excludePathspecs, type WorkTree } from './git-work-tree.js';

@@ -1,4 +1,4 @@
-import { DEFAULT_PORT } from '../http/listen-limits.js';
+import { DEFAULT_PORT } from '../http/server/listen-limits.js';
 
 /**
  * A command's help, declared once beside the command: its flags here are the parser's own

@@ -1,4 +1,4 @@
-import { DEFAULT_PORT } from '../http/listen-limits.js';
+import { DEFAULT_PORT } from '../http/server/listen-limits.js';
 import { UsageError, type CliContext } from './io.js';
 
 /**

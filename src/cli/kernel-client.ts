@@ -1,4 +1,4 @@
-import { describeError, isKiwiError, KiwiError, type ErrorCode } from '../errors.js';
+import { describeError, isKiwiError, KiwiError, type ErrorCode } from '../base/errors.js';
 import { createHttpClient } from '../primitives/http-client.js';
 import type { SseEvent } from '../primitives/sse-parser.js';
 import { gatewayUrl } from './gateway-address.js';

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { realPathOf } from '../real-path.js';
+import { realPathOf } from '../base/real-path.js';
 
 /**
  * How a person runs this `kiwi` from where they are, for the hints Kiwi prints (`try: … chat`).

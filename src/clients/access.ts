@@ -17,7 +17,7 @@
  * keyless loopback gateway has one caller, the local operator, with every role, who answers
  * their own approvals: it is one person's machine.
  */
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import type { Caller, Role } from '../policy/caller.js';
 
 /** The client of a keyless loopback gateway, the CLI and stdio MCP. No key may be made for it. */

@@ -11,7 +11,7 @@
  * policy that cannot be read fails closed: every request is refused with the reason.
  */
 import path from 'node:path';
-import { describeError } from '../errors.js';
+import { describeError } from '../base/errors.js';
 import { LOCAL_CLIENT } from './access.js';
 import { loadPolicyFile } from '../policy/policy-file.js';
 import { childContext, type PermissionContext } from '../policy/permission-context.js';

@@ -9,11 +9,11 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
-import { describeError, KiwiError } from '../errors.js';
+import { describeError, KiwiError } from '../base/errors.js';
 import { ROLES, type Role } from '../policy/caller.js';
 import { LOCAL_CLIENT } from './access.js';
-import { readCappedFile } from '../read-capped-file.js';
-import { replaceFile } from '../replace-file.js';
+import { readCappedFile } from '../base/read-capped-file.js';
+import { replaceFile } from '../base/replace-file.js';
 
 export interface KeyRecord {
   /** Short public id (`key_…`): what `kiwi keys list` shows and `revoke` takes. */

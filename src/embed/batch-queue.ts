@@ -1,7 +1,7 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { throwIfAborted } from '../abort.js';
-import { KiwiError } from '../errors.js';
-import { textHead } from '../text-cut.js';
+import { throwIfAborted } from '../base/abort.js';
+import { KiwiError } from '../base/errors.js';
+import { textHead } from '../base/text-cut.js';
 
 /**
  * The request queue every embedder shares: callers' texts are cut to a length cap, split into

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import type { HttpClient } from '../primitives/http-client.js';
 import type { Embedder } from './embedder.js';
 import { createHttpEmbedder } from './http-embedder.js';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { throwIfAborted } from '../abort.js';
-import { KiwiError } from '../errors.js';
+import { throwIfAborted } from '../base/abort.js';
+import { KiwiError } from '../base/errors.js';
 import { createHttpClient, type HttpClient } from '../primitives/http-client.js';
 import { createBatchQueue, DEFAULT_MAX_QUEUED_TEXTS } from './batch-queue.js';
 import type { Embedder } from './embedder.js';

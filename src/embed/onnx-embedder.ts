@@ -1,8 +1,8 @@
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { FeatureExtractionPipeline } from '@huggingface/transformers';
-import { throwIfAborted } from '../abort.js';
-import { KiwiError } from '../errors.js';
+import { throwIfAborted } from '../base/abort.js';
+import { KiwiError } from '../base/errors.js';
 import { createBatchQueue, DEFAULT_MAX_QUEUED_TEXTS } from './batch-queue.js';
 import type { Embedder } from './embedder.js';
 import { normalize } from './vector-math.js';

@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
-import { KiwiError } from '../errors.js';
-import { readCappedFile } from '../read-capped-file.js';
+import { KiwiError } from '../base/errors.js';
+import { readCappedFile } from '../base/read-capped-file.js';
 import { TOKENIZER_ID, tokenize } from './static-tokenizer.js';
 
 /**

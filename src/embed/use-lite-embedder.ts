@@ -1,5 +1,5 @@
-import { throwIfAborted } from '../abort.js';
-import { KiwiError } from '../errors.js';
+import { throwIfAborted } from '../base/abort.js';
+import { KiwiError } from '../base/errors.js';
 import { createBatchQueue, DEFAULT_MAX_QUEUED_TEXTS, type BatchQueue } from './batch-queue.js';
 import type { Embedder } from './embedder.js';
 import { leaseUseLiteWorker, loadFailed } from './use-lite-worker-lease.js';

@@ -1,5 +1,5 @@
 import { Worker } from 'node:worker_threads';
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import { WORKER_ROLE } from './use-lite-worker.mjs';
 
 /**

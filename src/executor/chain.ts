@@ -1,7 +1,7 @@
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import { isReadOnlyKnowledge } from '../registry/item-tools.js';
 import { PRIMITIVES, type IsolationLevel, type PrimitiveId, type Tool } from '../registry/types.js';
-import { isPlainObject } from '../plain-object.js';
+import { isPlainObject } from '../base/plain-object.js';
 
 /** A tool's executor chain, from the tool itself down to the primitive that runs it. */
 export interface ResolvedChain {

@@ -1,5 +1,5 @@
-import { KiwiError } from '../errors.js';
-import { isPlainObject } from '../plain-object.js';
+import { KiwiError } from '../base/errors.js';
+import { isPlainObject } from '../base/plain-object.js';
 import type { Tool } from '../registry/types.js';
 
 /**

@@ -1,7 +1,7 @@
 import type { McpClientPool } from '../mcp-client/client-pool.js';
-import { parseJsonWithin } from '../json-depth.js';
+import { parseJsonWithin } from '../base/json-depth.js';
 import { matchesAny } from '../policy/permission-context.js';
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import type { HttpClient } from '../primitives/http-client.js';
 import type { ContainerLimits } from '../policy/isolation-choice.js';
 import type { ContainerGrant, ContainerRunner } from '../primitives/container.js';

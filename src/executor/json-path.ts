@@ -1,5 +1,5 @@
-import { KiwiError } from '../errors.js';
-import { isPlainObject } from '../plain-object.js';
+import { KiwiError } from '../base/errors.js';
+import { isPlainObject } from '../base/plain-object.js';
 
 /**
  * The JSONPath subset Kiwi's `response_transform: "$.a.b[0:7]"` needs, parsed by hand: names

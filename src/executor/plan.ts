@@ -1,7 +1,7 @@
 import { existsSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import type { McpServerSpec } from '../mcp-client/client-pool.js';
 import { buildChildEnv } from '../primitives/subprocess.js';
 import type { RequirementSet } from '../primitives/python-requirements.js';

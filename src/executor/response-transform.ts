@@ -1,4 +1,4 @@
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import { parseJsonPath, queryJsonPath } from './json-path.js';
 import type { ResponseTransform } from './plan-types.js';
 

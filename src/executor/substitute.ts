@@ -1,4 +1,4 @@
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 
 /**
  * Template substitution for tool configs. One pass over the template, never recursive, so a

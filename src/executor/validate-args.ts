@@ -1,9 +1,9 @@
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import { formatProblem } from '../registry/string-formats.js';
 import { compilePattern, MAX_MATCHED_CHARS } from '../registry/string-pattern.js';
 import type { Tool, ToolParameter } from '../registry/types.js';
-import { setOwn } from '../plain-object.js';
-import { MAX_JSON_DEPTH, valueTooDeep } from '../json-depth.js';
+import { setOwn } from '../base/plain-object.js';
+import { MAX_JSON_DEPTH, valueTooDeep } from '../base/json-depth.js';
 
 /** The most a call's arguments may be, as JSON text: a file's content belongs in a file. */
 export const MAX_ARGS_BYTES = 256 * 1024;

@@ -12,9 +12,9 @@
  * `{ ok: false, reason }`, which the caller treats as the hook failing (closed).
  */
 import { Environment, type ParseResult } from '@marcbachmann/cel-js';
-import { KiwiError } from '../errors.js';
-import { didYouMeanSuffix } from '../did-you-mean.js';
-import { textHead } from '../text-cut.js';
+import { KiwiError } from '../base/errors.js';
+import { didYouMeanSuffix } from '../base/did-you-mean.js';
+import { textHead } from '../base/text-cut.js';
 import { checkConditionTree } from './condition-ast.js';
 import { conditionCost, conditionShape, type ConditionShape } from './condition-cost.js';
 import { HOOK_EVENT_FIELDS, type HookEvent } from './hook-event.js';

@@ -5,7 +5,7 @@
  * written, so the receiving directive sees what was not there. Strings go in as they are,
  * anything else as JSON.
  */
-import { isPlainObject } from '../plain-object.js';
+import { isPlainObject } from '../base/plain-object.js';
 import type { HookEvent } from './hook-event.js';
 
 export const DEFAULT_TEMPLATE_MAX_CHARS = 32 * 1024;

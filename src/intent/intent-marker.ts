@@ -1,4 +1,4 @@
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 
 export const DEFAULT_MARKER = 'TOOL';
 const MAX_MARKER_CHARS = 32;

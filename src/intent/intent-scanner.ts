@@ -1,5 +1,5 @@
-import { KiwiError } from '../errors.js';
-import { textTail } from '../text-cut.js';
+import { KiwiError } from '../base/errors.js';
+import { textTail } from '../base/text-cut.js';
 import { DEFAULT_MARKER, checkMarker } from './intent-marker.js';
 
 export { intentInstructions } from './intent-instructions.js';

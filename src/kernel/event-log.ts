@@ -1,4 +1,4 @@
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import { noteEvents } from './committed-events.js';
 import type { SqlQueryable, SqlValue } from '../store/sql/sql-db.js';
 import type { EventDraft, KernelEvent } from './types.js';

@@ -1,5 +1,5 @@
 import { executionNotFound, type ExecutionScope, type OwnedExecution } from '../clients/access.js';
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import type { SqlDb, SqlQueryable, SqlValue } from '../store/sql/sql-db.js';
 import { appendEvents, readEvents } from './event-log.js';
 import { lockExecution, setExecutionStatus, type ExecutionRow } from './execution-rows.js';

@@ -1,5 +1,5 @@
 import { checkExecution, seesExecution, type OwnedExecution } from '../clients/access.js';
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import type { Caller } from '../policy/caller.js';
 import type { SqlDb, SqlQueryable } from '../store/sql/sql-db.js';
 import type { Agents } from './agents.js';

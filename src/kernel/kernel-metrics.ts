@@ -1,4 +1,4 @@
-import type { HistogramSample, MetricFamily } from '../metric-family.js';
+import type { HistogramSample, MetricFamily } from '../base/metric-family.js';
 import { EXECUTION_STATUSES, type ExecutionStatus } from './types.js';
 
 /**

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { isKiwiError, KiwiError } from '../errors.js';
-import { readCappedFile } from '../read-capped-file.js';
+import { isKiwiError, KiwiError } from '../base/errors.js';
+import { readCappedFile } from '../base/read-capped-file.js';
 import { parseYamlSource, yamlFailure } from '../registry/yaml-source.js';
 import { compileArgumentPattern, NO_POLICY, toolIdMatcher, type ArgumentPredicate, type KernelPolicy, type PolicyRule } from './kernel-policy.js';
 import { parseSchedule } from './schedule.js';

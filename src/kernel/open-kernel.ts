@@ -1,5 +1,5 @@
 import path from 'node:path';
-import type { MetricFamily } from '../metric-family.js';
+import type { MetricFamily } from '../base/metric-family.js';
 import { migrate } from '../store/sql/migrate.js';
 import { openPgliteDb } from '../store/sql/pglite-db.js';
 import { openPostgresDb } from '../store/sql/postgres-db.js';

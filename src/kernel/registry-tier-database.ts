@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import { migrate } from '../store/sql/migrate.js';
 import { sqlRegistryTier, type RegistryTier } from '../store/registry-tier/sql-registry-tier.js';
 import { KERNEL_MIGRATIONS } from './kernel-migrations.js';

@@ -1,5 +1,5 @@
-import { argumentsDigest } from '../arguments-digest.js';
-import { KiwiError } from '../errors.js';
+import { argumentsDigest } from '../base/arguments-digest.js';
+import { KiwiError } from '../base/errors.js';
 import type { SqlDb, SqlQueryable } from '../store/sql/sql-db.js';
 import type { Agents } from './agents.js';
 import { appendEvents, type EventLinks } from './event-log.js';

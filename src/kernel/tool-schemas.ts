@@ -1,4 +1,4 @@
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import type { SqlDb, SqlQueryable, SqlValue } from '../store/sql/sql-db.js';
 import {
   lockClientQuota,

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { parseJsonWithin } from '../json-depth.js';
-import { KiwiError } from '../errors.js';
+import { parseJsonWithin } from '../base/json-depth.js';
+import { KiwiError } from '../base/errors.js';
 import type { SseEvent } from '../primitives/sse-parser.js';
 import { anthropicMessages, anthropicToolFields } from './anthropic-tool-wire.js';
 import type { WireDecoder } from './chat-stream.js';

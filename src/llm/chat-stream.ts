@@ -1,4 +1,4 @@
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import type { HttpClient, HttpRequest } from '../primitives/http-client.js';
 import type { SseEvent } from '../primitives/sse-parser.js';
 import type { ChatEvent, FinishEvent, StartEvent } from './types.js';

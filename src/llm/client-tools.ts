@@ -1,5 +1,5 @@
-import { isPlainObject } from '../plain-object.js';
-import { parseJsonWithin } from '../json-depth.js';
+import { isPlainObject } from '../base/plain-object.js';
+import { parseJsonWithin } from '../base/json-depth.js';
 import type { ClientTools } from './types.js';
 
 /**

@@ -1,14 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { abortableDelay } from '../abort.js';
+import { abortableDelay } from '../base/abort.js';
 import { z } from 'zod';
-import { throwIfAborted } from '../abort.js';
-import { KiwiError } from '../errors.js';
+import { throwIfAborted } from '../base/abort.js';
+import { KiwiError } from '../base/errors.js';
 import { formatFieldPath } from '../registry/validation-error.js';
-import { didYouMeanSuffix } from '../did-you-mean.js';
+import { didYouMeanSuffix } from '../base/did-you-mean.js';
 import { parseYamlSource, yamlFailure } from '../registry/yaml-source.js';
 import { checkRequest, parseOptions } from './provider-options.js';
-import { isPlainObject } from '../plain-object.js';
+import { isPlainObject } from '../base/plain-object.js';
 import type { ChatCompletion, ChatEvent, ChatMessage, ChatProvider, ChatRequest, ChatUsage, FinishReason, NativeToolCall } from './types.js';
 
 /**

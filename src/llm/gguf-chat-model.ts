@@ -2,7 +2,7 @@ import { open, realpath, stat } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import type { Llama, LlamaChat, LlamaContext, LlamaModel, GbnfJsonSchema } from 'node-llama-cpp';
-import { describeError, KiwiError } from '../errors.js';
+import { describeError, KiwiError } from '../base/errors.js';
 
 /**
  * A GGUF model run in this process through node-llama-cpp, on the CPU, its output held to a JSON

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { throwIfAborted } from '../abort.js';
+import { throwIfAborted } from '../base/abort.js';
 import type { HttpClient, HttpRequest } from '../primitives/http-client.js';
 import { streamChat } from './chat-stream.js';
 import { createOpenAiDecoder, completionSchema, openAiBody, openAiFinishReason, openAiToolCalls, openAiUsage } from './openai-wire.js';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { parseJsonWithin } from '../json-depth.js';
+import { parseJsonWithin } from '../base/json-depth.js';
 import type { SseEvent } from '../primitives/sse-parser.js';
 import type { WireDecoder } from './chat-stream.js';
 import { TOOL_FIELDS } from './client-tools.js';

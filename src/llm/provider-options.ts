@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import { createHttpClient, type HttpClient } from '../primitives/http-client.js';
-import { isPlainObject } from '../plain-object.js';
+import { isPlainObject } from '../base/plain-object.js';
 import { clientToolsProblem, MAX_NATIVE_CALLS } from './client-tools.js';
 import type { ChatMessage, ChatRequest, ClientTools } from './types.js';
 

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
-import { parseJsonWithin } from '../json-depth.js';
-import { KiwiError } from '../errors.js';
+import { parseJsonWithin } from '../base/json-depth.js';
+import { KiwiError } from '../base/errors.js';
 import type { HttpClient, HttpRequest } from '../primitives/http-client.js';
 import { retryHeaders } from '../primitives/retry-headers.js';
 import { firstIssue } from './provider-options.js';

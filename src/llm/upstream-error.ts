@@ -1,4 +1,4 @@
-import { isKiwiError, KiwiError } from '../errors.js';
+import { isKiwiError, KiwiError } from '../base/errors.js';
 
 /**
  * Turns what an upstream LLM API said went wrong into one UPSTREAM_HTTP error the gateway can

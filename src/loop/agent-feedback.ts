@@ -1,10 +1,10 @@
-import { createDataFence, type DataFenceOptions } from '../data-fence.js';
+import { createDataFence, type DataFenceOptions } from '../base/data-fence.js';
 import { DEFAULT_MARKER } from '../intent/intent-marker.js';
 import type { CallOutcome } from '../proxy/tool-call.js';
 import type { ToolCallSpec } from '../resolver/types.js';
 import type { LimitName } from './loop-types.js';
 import type { LoopLimits } from './loop-limits.js';
-import { textHead } from '../text-cut.js';
+import { textHead } from '../base/text-cut.js';
 
 /**
  * Everything the agent loop says in words: the one user message that carries a turn's results

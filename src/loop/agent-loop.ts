@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { isKiwiError, KiwiError } from '../errors.js';
+import { isKiwiError, KiwiError } from '../base/errors.js';
 import { DEFAULT_MARKER } from '../intent/intent-marker.js';
 import { intentInstructions } from '../intent/intent-scanner.js';
 import type { PlainWords } from '../intent/intent-instructions.js';

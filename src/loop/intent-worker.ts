@@ -1,5 +1,5 @@
-import { canonicalJson } from '../canonical-json.js';
-import { KiwiError } from '../errors.js';
+import { canonicalJson } from '../base/canonical-json.js';
+import { KiwiError } from '../base/errors.js';
 import type { ApprovalAsk } from '../proxy/approval.js';
 import type { CallOutcome } from '../proxy/tool-call.js';
 import type { SplitOptions } from '../resolver/split-steps.js';

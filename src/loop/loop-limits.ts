@@ -1,4 +1,4 @@
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 
 export interface LoopLimits {
   /** Upstream requests in one client request (the first included). */

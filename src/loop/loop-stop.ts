@@ -1,4 +1,4 @@
-import { isKiwiError, KiwiError } from '../errors.js';
+import { isKiwiError, KiwiError } from '../base/errors.js';
 
 export type Stop = 'client' | 'duration' | 'consumer' | 'failure';
 

@@ -1,6 +1,6 @@
 import { createIntentScanner, type IntentScannerOptions, type ScanEvent } from '../intent/intent-scanner.js';
 import type { ChatEvent, FinishReason, NativeToolCall } from '../llm/types.js';
-import { textTail } from '../text-cut.js';
+import { textTail } from '../base/text-cut.js';
 import type { IntentWorker } from './intent-worker.js';
 import type { LoopObserver } from './loop-types.js';
 import { GATEWAY_CALL_PREFIX, type LoopEvent } from './loop-types.js';

@@ -1,5 +1,5 @@
-import { KiwiError } from '../errors.js';
-import { MAX_JSON_DEPTH, valueTooDeep } from '../json-depth.js';
+import { KiwiError } from '../base/errors.js';
+import { MAX_JSON_DEPTH, valueTooDeep } from '../base/json-depth.js';
 
 export interface McpCallResult {
   content: unknown[];

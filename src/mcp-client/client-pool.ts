@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { followSignal, throwIfAborted } from '../abort.js';
-import { KiwiError } from '../errors.js';
+import { followSignal, throwIfAborted } from '../base/abort.js';
+import { KiwiError } from '../base/errors.js';
 import { createAddressGuard, type AddressGuard } from '../primitives/address-guard.js';
 import { toCallResult, type McpCallResult } from './call-result.js';
 import { openMcpConnection, type McpConnection } from './connection.js';

@@ -1,5 +1,5 @@
 import { ProtocolError, SdkError, SdkErrorCode, SdkHttpError, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/client';
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import { isMessageTooLarge } from './capped-fetch.js';
 import { describeSpec, type McpServerSpec } from './server-spec.js';
 

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { canonicalJson } from '../canonical-json.js';
-import { KiwiError } from '../errors.js';
+import { canonicalJson } from '../base/canonical-json.js';
+import { KiwiError } from '../base/errors.js';
 
 /** How to reach one external MCP server: a child process on stdio, a Streamable HTTP endpoint, or an (older) SSE endpoint. */
 export type McpServerSpec =

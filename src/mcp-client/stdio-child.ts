@@ -1,5 +1,5 @@
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import type { SandboxGrant, Sandbox } from '../primitives/sandbox.js';
 import { connectError } from './mcp-errors.js';
 import type { McpServerSpec } from './server-spec.js';

@@ -1,5 +1,5 @@
 import type { Client } from '@modelcontextprotocol/client';
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import { closeNames } from './close-names.js';
 
 export interface McpToolInfo {

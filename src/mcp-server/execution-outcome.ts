@@ -1,6 +1,6 @@
 import { ownedBy } from '../clients/access.js';
 import { lookEveryMs, watchExecution, type KernelEventsBus } from '../contracts/kernel-events-bus.js';
-import { isKiwiError } from '../errors.js';
+import { isKiwiError } from '../base/errors.js';
 import type { Kernel } from '../kernel/open-kernel.js';
 import { TERMINAL_STATUSES, type Execution } from '../kernel/types.js';
 import type { ExecutionOutcome } from './approval-waits.js';

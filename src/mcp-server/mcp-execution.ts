@@ -1,4 +1,4 @@
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import type { ChatJournal } from '../kernel/chat-journal.js';
 import { EXECUTION_ID_META } from './meta-common.js';
 import type { MetaRecorder } from './meta-server.js';

@@ -3,7 +3,7 @@
  * agent's help signal (stuck, escalate, checkpoint), audited and seen by the hooks.
  */
 import { z } from 'zod';
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import { HELP_ACTIONS, helpReplyText, helpSignal, type HelpAction } from '../proxy/help-signal.js';
 import { textResult, type MetaContext, type MetaResult } from './meta-common.js';
 

@@ -1,6 +1,6 @@
 /** The `load` meta-tool: one item of the local registry (a tool, directive, knowledge entry or pipeline), in full. */
 import { z } from 'zod';
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import { compareVersions } from '../registry/directive-version.js';
 import {
   checkProjectPath,

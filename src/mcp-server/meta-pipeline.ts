@@ -1,5 +1,5 @@
 import { ownedBy } from '../clients/access.js';
-import { isKiwiError, KiwiError } from '../errors.js';
+import { isKiwiError, KiwiError } from '../base/errors.js';
 import type { Pipeline } from '../registry/types.js';
 import { pipelineEventText } from '../threads/pipeline-event-text.js';
 import { checkRunId, readPipelineRun, type PipelineRunState } from '../threads/pipeline-runs.js';

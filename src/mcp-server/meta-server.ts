@@ -22,7 +22,7 @@ import { search, searchShape } from './meta-search.js';
 import { registerRegistryViews } from './meta-browse.js';
 import type { ApprovalWaits, MetaAnswer, WaitingAt } from './approval-waits.js';
 import { menuChoice, menuRound } from './ask-back-menu.js';
-import { KIWI_VERSION } from '../version.js';
+import { KIWI_VERSION } from '../base/version.js';
 
 export interface MetaServerDeps {
   project: Project;

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { abortableDelay } from '../abort.js';
+import { abortableDelay } from '../base/abort.js';
 import { ownedBy } from '../clients/access.js';
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import type { Directive } from '../registry/types.js';
 import { threadOutcomeBody, type ThreadOutcome, type ThreadResume, type ThreadStart } from '../threads/run-thread.js';
 import { isThreadOver, type ThreadLine, type ThreadRecord, type ThreadStore } from '../threads/thread-store.js';

@@ -1,7 +1,7 @@
 import type { Readable, Writable } from 'node:stream';
 import { parseJSONRPCMessage, ProtocolErrorCode as ErrorCode, type JSONRPCMessage, type Transport } from '@modelcontextprotocol/server';
-import { KiwiError } from '../errors.js';
-import { jsonTooDeepAt, MAX_JSON_DEPTH } from '../json-depth.js';
+import { KiwiError } from '../base/errors.js';
+import { jsonTooDeepAt, MAX_JSON_DEPTH } from '../base/json-depth.js';
 
 /**
  * The MCP server's stdio transport: one JSON-RPC message a line, each line capped. The SDK's own

@@ -1,6 +1,6 @@
 import { realpath } from 'node:fs/promises';
 import path from 'node:path';
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import { loadPolicyFile } from './policy-file.js';
 import { secretKind } from './secret-paths.js';
 

@@ -25,7 +25,7 @@
  */
 import { lstat, realpath } from 'node:fs/promises';
 import { basename, dirname, join, relative, resolve, sep } from 'node:path';
-import { throwIfAborted } from '../abort.js';
+import { throwIfAborted } from '../base/abort.js';
 import { contextChain, deny, matchesAny, quote, type PermissionContext } from './permission-context.js';
 import { secretKind } from './secret-paths.js';
 

@@ -9,7 +9,7 @@
  */
 import { isAbsolute, resolve } from 'node:path';
 import picomatch from 'picomatch';
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import type { LoadedHook } from '../hooks/hook-runner.js';
 import type { IsolationPolicy } from './isolation-choice.js';
 import type { SandboxChoice } from './sandbox-choice.js';

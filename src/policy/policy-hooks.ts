@@ -10,11 +10,11 @@
  */
 import { Scalar, type Document } from 'yaml';
 import { z } from 'zod';
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import { createConditionCompiler, type ConditionSite } from '../hooks/condition.js';
 import type { LoadedHook } from '../hooks/hook-runner.js';
 import { DEFAULT_STEER_TIMEOUT_MS, MAX_RETRIES, type HookAction } from '../hooks/hook-types.js';
-import { textPosition } from '../text-position.js';
+import { textPosition } from '../base/text-position.js';
 
 const MAX_HOOKS = 100;
 /** An answer that does not come within this is a denial. */

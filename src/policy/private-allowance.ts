@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import { parseCidr, type Cidr } from '../ip-address.js';
+import { parseCidr, type Cidr } from '../base/ip-address.js';
 
 /** The entries of the policy's `network.allow_private`, read the same way by the policy file and the address guard. */
 

@@ -1,4 +1,4 @@
-import { canonicalJson } from '../canonical-json.js';
+import { canonicalJson } from '../base/canonical-json.js';
 import type { Tool } from '../registry/types.js';
 import { quoted } from '../resolver/quoted-values.js';
 import type { ToolCallSpec } from '../resolver/types.js';

@@ -1,5 +1,5 @@
-import { canonicalJson } from '../canonical-json.js';
-import { describeError, KiwiError } from '../errors.js';
+import { canonicalJson } from '../base/canonical-json.js';
+import { describeError, KiwiError } from '../base/errors.js';
 import type { Caller } from '../policy/caller.js';
 import type { CallOutcome, ToolCall } from '../proxy/tool-call.js';
 import type { Tool } from '../registry/types.js';

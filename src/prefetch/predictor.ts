@@ -1,4 +1,4 @@
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import type { Retrieval, StagedResolver } from '../resolver/types.js';
 import type { Prediction, Snapshot, TransitionModel } from './types.js';
 

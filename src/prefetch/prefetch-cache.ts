@@ -1,5 +1,5 @@
 import { LRUCache } from 'lru-cache';
-import { describeError, KiwiError } from '../errors.js';
+import { describeError, KiwiError } from '../base/errors.js';
 import { dot } from '../embed/vector-math.js';
 import type { CallOutcome } from '../proxy/tool-call.js';
 import type { Retrieval } from '../resolver/types.js';

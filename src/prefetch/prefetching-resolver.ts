@@ -1,6 +1,6 @@
-import { canonicalJson } from '../canonical-json.js';
-import { throwIfAborted } from '../abort.js';
-import { KiwiError } from '../errors.js';
+import { canonicalJson } from '../base/canonical-json.js';
+import { throwIfAborted } from '../base/abort.js';
+import { KiwiError } from '../base/errors.js';
 import type { ToolProxy } from '../proxy/tool-proxy.js';
 import type { CallOutcome, OkOutcome, ToolCall } from '../proxy/tool-call.js';
 import type { Tool } from '../registry/types.js';
@@ -9,7 +9,7 @@ import { mentionedTool } from '../resolver/tool-mention.js';
 import type { Resolution, ResolveOptions, StagedResolver, ToolCallSpec } from '../resolver/types.js';
 import type { PrefetchCache, PrefetchEntry, Speculation } from './prefetch-cache.js';
 import type { PrefetchCounters } from './types.js';
-import { isPlainObject } from '../plain-object.js';
+import { isPlainObject } from '../base/plain-object.js';
 
 export interface PrefetchingResolverDeps {
   resolver: StagedResolver;

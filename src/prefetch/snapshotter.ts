@@ -1,6 +1,6 @@
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import type { Snapshot } from './types.js';
-import { textTail } from '../text-cut.js';
+import { textTail } from '../base/text-cut.js';
 
 export interface SnapshotterOptions {
   /** A snapshot after this many new characters, sentence end or not (default 100). */

@@ -2,7 +2,7 @@ import { createReadStream } from 'node:fs';
 import path from 'node:path';
 import { listAuditFiles, listDateFolders } from '../audit/audit-files.js';
 import { auditRecordSchema } from '../audit/audit-reader.js';
-import { KiwiError, describeError } from '../errors.js';
+import { KiwiError, describeError } from '../base/errors.js';
 import { MAX_TOOL_NAME, createTransitionModel, type LearnedTransitionModel, type TransitionModelOptions } from './transition-model.js';
 
 export interface TrainTransitionsOptions {

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { throwIfAborted } from '../abort.js';
-import { readCappedFile } from '../read-capped-file.js';
-import { replaceFile } from '../replace-file.js';
-import { KiwiError, describeError } from '../errors.js';
+import { throwIfAborted } from '../base/abort.js';
+import { readCappedFile } from '../base/read-capped-file.js';
+import { replaceFile } from '../base/replace-file.js';
+import { KiwiError, describeError } from '../base/errors.js';
 import type { TransitionModel } from './types.js';
 
 export type { TransitionModel };

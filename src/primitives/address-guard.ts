@@ -1,8 +1,8 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
 import { Agent, buildConnector } from 'undici';
-import { KiwiError } from '../errors.js';
-import { inCidr, parseIp, type Cidr } from '../ip-address.js';
+import { KiwiError } from '../base/errors.js';
+import { inCidr, parseIp, type Cidr } from '../base/ip-address.js';
 import { normalHostName, parseAllowEntry } from '../policy/private-allowance.js';
 import { embeddedIpv4, specialRange } from './special-addresses.js';
 

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import type { ContainerLimits } from '../policy/isolation-choice.js';
 
 /** The programs that run a container, by absolute path so a tool's PATH cannot change them. */

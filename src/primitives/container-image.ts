@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { lstatSync, mkdirSync, mkdtempSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { KIWI_VERSION } from '../version.js';
+import { KIWI_VERSION } from '../base/version.js';
 import type { ContainerMount } from './container-argv.js';
 
 /**

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { isKiwiError, KiwiError } from '../errors.js';
+import { isKiwiError, KiwiError } from '../base/errors.js';
 import type { ContainerLimits } from '../policy/isolation-choice.js';
 import { isInside } from '../policy/path-check.js';
 import { DEFAULT_CHILD_PATH } from './child-env.js';

@@ -1,7 +1,7 @@
 import { Agent, type Dispatcher } from 'undici';
 import { z } from 'zod';
-import { throwIfAborted } from '../abort.js';
-import { KiwiError } from '../errors.js';
+import { throwIfAborted } from '../base/abort.js';
+import { KiwiError } from '../base/errors.js';
 import { createAddressGuard, type AddressGuard } from './address-guard.js';
 import { decoderFor, discard, excerpt, flattenHeaders, readUpTo, release } from './http-response-body.js';
 import { retryHeaders } from './retry-headers.js';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import { satisfies, type Requirement } from '../registry/python-requirement.js';
 import { runSubprocess, type SubprocessRequest } from './subprocess.js';
 

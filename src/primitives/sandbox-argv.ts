@@ -1,7 +1,7 @@
 import { readdirSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { KiwiError } from '../errors.js';
-import { realPathOf } from '../real-path.js';
+import { KiwiError } from '../base/errors.js';
+import { realPathOf } from '../base/real-path.js';
 
 /** The programs the sandbox runs around the tool, by absolute path so the tool's PATH cannot change them. */
 export interface SandboxHost {

@@ -6,7 +6,7 @@ import { matchesAny } from '../policy/permission-context.js';
 import { createTrackedFiles } from './git-tracked-files.js';
 import { sharedTempFile } from './shared-temp-file.js';
 import { DEFAULT_WALK_LIMITS, walkIsStale, walkSecrets, type SecretWalk, type WalkLimits } from './secret-walk.js';
-import { realPathOf } from '../real-path.js';
+import { realPathOf } from '../base/real-path.js';
 
 /**
  * What the sandbox hides from a tool that `--ro-bind / /` would otherwise show: the project's

@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import { literalParts } from '../policy/glob-literal.js';
 import { isInside } from '../policy/path-check.js';
 import type { SandboxChoice, SandboxLimits } from '../policy/sandbox-choice.js';

@@ -1,4 +1,4 @@
-import { inCidr, parseCidr, type Cidr } from '../ip-address.js';
+import { inCidr, parseCidr, type Cidr } from '../base/ip-address.js';
 
 /**
  * The addresses an outbound request steered by someone other than the project's author must not

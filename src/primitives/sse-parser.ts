@@ -1,4 +1,4 @@
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 
 /**
  * An incremental `text/event-stream` parser following the WHATWG EventSource rules

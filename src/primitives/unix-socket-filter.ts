@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { endianness, userInfo } from 'node:os';
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import { AF_UNIX, EACCES, ENOSYS, SOCK_FLAGS, SOCK_SEQPACKET, SOCK_STREAM } from './socket-constants.js';
 import { sharedTempFile } from './shared-temp-file.js';
 

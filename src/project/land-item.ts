@@ -2,7 +2,7 @@ import { mkdir, readdir, realpath, rename, rm, writeFile } from 'node:fs/promise
 import { homedir } from 'node:os';
 import path from 'node:path';
 import type { ToolResult } from '../contracts/tool-result.js';
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import { openRegistryTierDatabase } from '../kernel/registry-tier-database.js';
 import { folderInside } from '../policy/folder-inside.js';
 import { proposer } from '../proxy/authorize-creation.js';
@@ -11,7 +11,7 @@ import { adoptItem } from '../registry/adopt-item.js';
 import { parseItem, type Proposal, type ProposedItem } from '../registry/item-proposal.js';
 import { bytesOwnedBy, ownersFolder, ownerText, readOwners } from '../registry/item-owners.js';
 import { successionProblem, type Proposer } from '../registry/item-succession.js';
-import { replaceFile } from '../replace-file.js';
+import { replaceFile } from '../base/replace-file.js';
 import type { Registry, RegistryIssue } from '../registry/types.js';
 import { materializeTier, REGISTRY_CACHE_DIR } from '../store/registry-tier/materialize-tier.js';
 import { tierFile } from '../store/registry-tier/tier-version.js';

@@ -1,4 +1,4 @@
-import { didYouMeanSuffix } from '../did-you-mean.js';
+import { didYouMeanSuffix } from '../base/did-you-mean.js';
 import { placeholders } from '../executor/substitute.js';
 import type { HookAction } from '../hooks/hook-types.js';
 import type { Directive, Tool } from '../registry/types.js';

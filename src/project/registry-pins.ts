@@ -1,11 +1,11 @@
 import { isMap, parseDocument, Scalar, type Document } from 'yaml';
 import { z } from 'zod';
-import { KiwiError } from '../errors.js';
-import { readCappedFile } from '../read-capped-file.js';
-import { replaceFile } from '../replace-file.js';
+import { KiwiError } from '../base/errors.js';
+import { readCappedFile } from '../base/read-capped-file.js';
+import { replaceFile } from '../base/replace-file.js';
 import { formatFieldPath } from '../registry/validation-error.js';
 import { parseYamlSource, yamlFailure } from '../registry/yaml-source.js';
-import { shownPath } from '../shown-path.js';
+import { shownPath } from '../base/shown-path.js';
 import { itemId, itemVersion } from '../store/registry-tier/tier-version.js';
 
 /**

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import { createdQuotaBytes } from '../policy/created-items.js';
 import { isolationRefusal, toIsolationPolicy } from '../policy/isolation-policy.js';
 import { checkChain, deny, type Decision, type PermissionContext } from '../policy/permission-context.js';

@@ -6,14 +6,14 @@
  * the proxy's other stages (rate limit, hooks, audit) like any call.
  */
 import type { CallItem } from '../audit/audit-record.js';
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import type { ToolResult } from '../contracts/tool-result.js';
 import { checkTool, type PermissionContext } from '../policy/permission-context.js';
 import { creationTool, directiveTool, knowledgeFields, knowledgeTool, ROLLBACK_TOOL, rollbackTool } from '../registry/item-tools.js';
 import { checkToolName } from '../registry/tool-name.js';
 import type { Knowledge, Tool } from '../registry/types.js';
 import { checkInputs } from '../registry/directive-input-values.js';
-import { isPlainObject } from '../plain-object.js';
+import { isPlainObject } from '../base/plain-object.js';
 import type { Authorization, AuthorizeDeps } from './authorization.js';
 import { authorizeCreation } from './authorize-creation.js';
 import { callContext } from './call-context.js';

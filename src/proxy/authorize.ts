@@ -1,4 +1,4 @@
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import { lookupLink, resolveChain } from '../executor/chain.js';
 import type { ExecutionPlan } from '../executor/plan-types.js';
 import { planCall, planDynamicMcp } from '../executor/plan.js';

@@ -1,11 +1,11 @@
 import { redactedJson } from '../audit/cap-audit-value.js';
-import { describeError } from '../errors.js';
+import { describeError } from '../base/errors.js';
 import type { HookEvent } from '../hooks/hook-event.js';
 import { runHooks, type LoadedHook } from '../hooks/hook-runner.js';
-import { isPlainObject } from '../plain-object.js';
+import { isPlainObject } from '../base/plain-object.js';
 import type { HttpClient } from '../primitives/http-client.js';
 import type { Tool } from '../registry/types.js';
-import { textHead } from '../text-cut.js';
+import { textHead } from '../base/text-cut.js';
 import { decideSteer, type Steering, type SteerThread } from './hook-steering.js';
 import type { ToolCall } from './tool-call.js';
 

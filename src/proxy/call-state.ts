@@ -1,6 +1,6 @@
 import type { AuditRecord } from '../audit/audit-record.js';
 import type { ToolResult } from '../contracts/tool-result.js';
-import { describeError, isKiwiError } from '../errors.js';
+import { describeError, isKiwiError } from '../base/errors.js';
 import type { Tool } from '../registry/types.js';
 import type { Allowed } from './authorization.js';
 import type { Isolation } from './call-isolation.js';

@@ -1,4 +1,4 @@
-import { textHead } from '../text-cut.js';
+import { textHead } from '../base/text-cut.js';
 
 /**
  * `help` as a signal: an agent says it is stuck, escalates to a person, or marks a checkpoint.

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { ToolResult } from '../contracts/tool-result.js';
-import { describeError } from '../errors.js';
+import { describeError } from '../base/errors.js';
 import type { HookSteer } from '../hooks/hook-runner.js';
 import type { SteerDecision } from '../hooks/hook-types.js';
 import { parseSteerAnswer } from '../hooks/steer-answer.js';

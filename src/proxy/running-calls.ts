@@ -1,4 +1,4 @@
-import { followSignal } from '../abort.js';
+import { followSignal } from '../base/abort.js';
 import type { CallStage } from './call-state.js';
 import type { CallSource } from './tool-call.js';
 

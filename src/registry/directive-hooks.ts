@@ -1,4 +1,4 @@
-import { isKiwiError } from '../errors.js';
+import { isKiwiError } from '../base/errors.js';
 import { createConditionCompiler, type ConditionCompiler, type ConditionSite } from '../hooks/condition.js';
 import { DEFAULT_STEER_TIMEOUT_MS, MAX_RETRIES, type DirectiveHook, type HookAction } from '../hooks/hook-types.js';
 import type { ElementProblem } from './directive-permissions.js';

@@ -8,7 +8,7 @@
 import type { ElementProblem } from './directive-permissions.js';
 import { isParameterType, PARAMETER_TYPES } from './tool-parameters.js';
 import type { DirectiveInput, ParameterType } from './types.js';
-import { didYouMeanSuffix } from '../did-you-mean.js';
+import { didYouMeanSuffix } from '../base/did-you-mean.js';
 import type { XmlElement } from './xml-tree.js';
 
 /** A tool parameter's types (JSON Schema's: the call's arguments are JSON), listed in messages with object before array. */

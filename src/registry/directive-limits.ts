@@ -1,7 +1,7 @@
 /** `<limits>` of a directive's `<metadata>`. */
 import type { ElementProblem } from './directive-permissions.js';
 import type { DirectiveLimits } from './types.js';
-import { didYouMeanSuffix } from '../did-you-mean.js';
+import { didYouMeanSuffix } from '../base/did-you-mean.js';
 import type { XmlElement } from './xml-tree.js';
 
 const COUNT_LIMITS = ['turns', 'tokens', 'spawns'] as const;

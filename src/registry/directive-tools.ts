@@ -6,7 +6,7 @@
  * `server.tool`; the remote tool of that last form is checked when it is called, since the
  * server's tools are not known until it is connected.
  */
-import { didYouMeanSuffix } from '../did-you-mean.js';
+import { didYouMeanSuffix } from '../base/did-you-mean.js';
 import type { ElementProblem } from './directive-permissions.js';
 import { checkToolName } from './tool-name.js';
 import type { Directive, DirectiveToolName, RegistryIssue, Tool } from './types.js';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import { TOOL_ID_PATTERN } from './tool-name.js';
 import type { FileLabel, IssueInput } from './validation-error.js';
 import { parseYamlSource } from './yaml-source.js';

@@ -1,9 +1,9 @@
 import { access, readdir, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { stringify } from 'yaml';
-import { isKiwiError, KiwiError } from '../errors.js';
-import { readCappedFile } from '../read-capped-file.js';
-import { replaceFile } from '../replace-file.js';
+import { isKiwiError, KiwiError } from '../base/errors.js';
+import { readCappedFile } from '../base/read-capped-file.js';
+import { replaceFile } from '../base/replace-file.js';
 import { ENVIRONMENT_NAME, parseEnvironment, type EnvironmentFile } from './environment-file.js';
 
 /** The project's environments: `.ai/environments/NAME.yaml`, one file each. */

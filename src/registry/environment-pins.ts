@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { canonicalJson } from '../canonical-json.js';
-import { KiwiError } from '../errors.js';
+import { canonicalJson } from '../base/canonical-json.js';
+import { KiwiError } from '../base/errors.js';
 import type { EnvironmentFile, ItemPin } from './environment-file.js';
 import type { Directive, Knowledge, Registry, Tool } from './types.js';
 

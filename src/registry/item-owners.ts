@@ -9,7 +9,7 @@
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
-import { readCappedFile } from '../read-capped-file.js';
+import { readCappedFile } from '../base/read-capped-file.js';
 import type { SectionKind } from './registry-files.js';
 
 export const OWNERS_DIR = '.owners';

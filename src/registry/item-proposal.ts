@@ -8,7 +8,7 @@
  */
 import path from 'node:path';
 import { z } from 'zod';
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import { parseDirective } from './directive-parser.js';
 import { parseKnowledge } from './knowledge-parser.js';
 import { signText } from './signature.js';

@@ -4,8 +4,8 @@
  * few keywords and ignores the rest, but a near miss of a modelled key (`descripton`, `requried`)
  * is still a typo to report, because ignoring it would silently change the tool.
  */
-import { didYouMean } from '../did-you-mean.js';
-import { setOwn } from '../plain-object.js';
+import { didYouMean } from '../base/did-you-mean.js';
+import { setOwn } from '../base/plain-object.js';
 
 /** JSON Schema 2020-12 and draft-07 keywords, plus OpenAPI 3's additions to Schema Objects. */
 const JSON_SCHEMA_KEYWORDS: ReadonlySet<string> = new Set([

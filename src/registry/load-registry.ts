@@ -5,7 +5,7 @@
  */
 import { homedir } from 'node:os';
 import path from 'node:path';
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import { parseDirective } from './directive-parser.js';
 import { unknownToolNames } from './directive-tools.js';
 import { compareVersions, parseVersion } from './directive-version.js';

@@ -20,7 +20,7 @@
  * else of glob syntax, so a name grants that name.
  */
 import type { PermissionTag } from './types.js';
-import { didYouMeanSuffix } from '../did-you-mean.js';
+import { didYouMeanSuffix } from '../base/did-you-mean.js';
 
 export type PermissionKind = PermissionTag['kind'];
 export type TargetAttribute = 'path' | 'id' | 'action';

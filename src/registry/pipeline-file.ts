@@ -8,7 +8,7 @@ import { fail, formatFieldPath, makeIssue, type FileLabel, type IssueInput, type
 import { parseYamlSource, type YamlSource } from './yaml-source.js';
 import { oneOf, zodIssuesToInputs, type FieldHints } from './zod-issues.js';
 import { checkInputs } from './directive-input-values.js';
-import { isKiwiError } from '../errors.js';
+import { isKiwiError } from '../base/errors.js';
 
 /** Stages in all, stages of one parallel group, characters of one template, inputs of the pipeline. */
 export const PIPELINE_CAPS = { stages: 32, parallel: 8, template: 4096, inputs: 32 } as const;

@@ -1,4 +1,4 @@
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 
 /**
  * A pipeline stage's input as written: text with references in it. `${inputs.X}` is the

@@ -5,7 +5,7 @@
 import type { Dirent } from 'node:fs';
 import { open, readdir, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import type { CreatedBy, RegistryIssue } from './types.js';
 import { makeIssue, type FileLabel } from './validation-error.js';
 

@@ -9,8 +9,8 @@
  */
 import { createHash } from 'node:crypto';
 import { parseDocument } from 'yaml';
-import { canonicalJson } from '../canonical-json.js';
-import { KiwiError } from '../errors.js';
+import { canonicalJson } from '../base/canonical-json.js';
+import { KiwiError } from '../base/errors.js';
 import {
   extractDirectiveBlock,
   findSignature,

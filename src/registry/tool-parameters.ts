@@ -7,7 +7,7 @@ import type { ParameterType, ToolParameter } from './types.js';
 import { isIgnoredFormat, nullableType, withNullableUnion, withoutIgnoredKeys } from './json-schema-keys.js';
 import { STRING_FORMATS } from './string-formats.js';
 import { compilePattern } from './string-pattern.js';
-import { didYouMean } from '../did-you-mean.js';
+import { didYouMean } from '../base/did-you-mean.js';
 import { formatFieldPath, type IssueInput } from './validation-error.js';
 import type { YamlSource } from './yaml-source.js';
 import { oneOf, zodIssuesToInputs, type FieldHints } from './zod-issues.js';

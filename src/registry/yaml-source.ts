@@ -1,6 +1,6 @@
 /** YAML parsing that keeps positions, so every error can say file:line:col. */
 import { CST, LineCounter, Parser, isMap, isNode, isScalar, parseDocument, type Document, type YAMLError } from 'yaml';
-import { textPosition } from '../text-position.js';
+import { textPosition } from '../base/text-position.js';
 import { firstLine, type IssueInput } from './validation-error.js';
 
 const MAX_ALIASES = 100;

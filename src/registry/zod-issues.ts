@@ -1,7 +1,7 @@
 /** Turns zod issues into messages that say which field is wrong and what to write instead. */
 import { z } from 'zod';
 import { describeValue, formatFieldPath, type IssueInput } from './validation-error.js';
-import { didYouMeanSuffix } from '../did-you-mean.js';
+import { didYouMeanSuffix } from '../base/did-you-mean.js';
 import type { YamlSource } from './yaml-source.js';
 
 /** What to write, by field name; used when a value has the wrong type or is missing. */

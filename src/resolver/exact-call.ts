@@ -7,10 +7,10 @@
  */
 import { validateArgs } from '../executor/validate-args.js';
 import { exampleCall } from './example-call.js';
-import { describeError } from '../errors.js';
-import { jsonTooDeepAt } from '../json-depth.js';
+import { describeError } from '../base/errors.js';
+import { jsonTooDeepAt } from '../base/json-depth.js';
 import type { Tool } from '../registry/types.js';
-import { setOwn } from '../plain-object.js';
+import { setOwn } from '../base/plain-object.js';
 
 export type ExactCall =
   /** Not written in the exact form. */

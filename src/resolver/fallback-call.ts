@@ -1,4 +1,4 @@
-import { isKiwiError } from '../errors.js';
+import { isKiwiError } from '../base/errors.js';
 import { validateArgs } from '../executor/validate-args.js';
 import type { Tool } from '../registry/types.js';
 import { fillArguments } from './fill-args.js';
@@ -6,7 +6,7 @@ import { calibrate, type ResolverModel } from './learned-model.js';
 import type { ResolverFallback } from './model-fallback.js';
 import type { Candidate, CompleteOptions, FallbackUse, Resolution } from './types.js';
 import { valueEvidence } from './value-evidence.js';
-import { setOwn } from '../plain-object.js';
+import { setOwn } from '../base/plain-object.js';
 
 /**
  * Where the rules stop short of a call (a value not found, or a call below the gate), the

@@ -15,7 +15,7 @@ import { isTextual, profileParameters, type ParamProfile } from './param-profile
 import { sameStem, splitName, stem, tokenize, type Token } from './text-words.js';
 import { buildObject, fieldGroups, fieldPairAcceptable } from './object-parts.js';
 import { currencyMentions, exampleMentions, neighbourMentions } from './phrase-mentions.js';
-import { setOwn } from '../plain-object.js';
+import { setOwn } from '../base/plain-object.js';
 
 export interface FilledArguments {
   arguments: Record<string, unknown>;

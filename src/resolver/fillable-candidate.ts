@@ -6,7 +6,7 @@
  * evidence, and the call passes the tool's schema. A tool with no required parameter (or only
  * ones with defaults) fills any intent, so it proves nothing and is never preferred this way.
  */
-import { isKiwiError } from '../errors.js';
+import { isKiwiError } from '../base/errors.js';
 import { validateArgs } from '../executor/validate-args.js';
 import type { Tool } from '../registry/types.js';
 import type { FilledArguments } from './fill-args.js';

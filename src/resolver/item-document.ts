@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { directiveSteps } from '../registry/directive-steps.js';
 import type { ItemKind } from '../registry/item-tools.js';
 import type { Directive, Knowledge } from '../registry/types.js';
-import { textHead } from '../text-cut.js';
+import { textHead } from '../base/text-cut.js';
 import { oneLine, splitWords } from '../registry/tool-document.js';
 
 /** Bump when the document text changes shape: every item then re-embeds on the next sync. */

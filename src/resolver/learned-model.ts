@@ -13,8 +13,8 @@
  */
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { KiwiError } from '../errors.js';
-import { readCappedFile } from '../read-capped-file.js';
+import { KiwiError } from '../base/errors.js';
+import { readCappedFile } from '../base/read-capped-file.js';
 import { predict } from './logistic.js';
 
 export const DEFAULT_MODEL_FILE = fileURLToPath(new URL('../../models/resolver/model.json', import.meta.url));

@@ -1,12 +1,12 @@
 import { z } from 'zod';
-import { throwIfAborted } from '../abort.js';
-import { isKiwiError, KiwiError } from '../errors.js';
-import { parseJsonWithin } from '../json-depth.js';
+import { throwIfAborted } from '../base/abort.js';
+import { isKiwiError, KiwiError } from '../base/errors.js';
+import { parseJsonWithin } from '../base/json-depth.js';
 import { validateArgs } from '../executor/validate-args.js';
 import { createHttpClient, type HttpClient } from '../primitives/http-client.js';
 import type { Tool, ToolParameter } from '../registry/types.js';
 import { MAX_INTENT_CHARS, type FilledArguments } from './fill-args.js';
-import { isPlainObject, setOwn } from '../plain-object.js';
+import { isPlainObject, setOwn } from '../base/plain-object.js';
 
 /**
  * The optional generative backend for argument filling: asks an OpenAI-compatible chat server

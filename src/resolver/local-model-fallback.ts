@@ -1,7 +1,7 @@
-import { describeError } from '../errors.js';
+import { describeError } from '../base/errors.js';
 import type { LocalChatModel } from '../llm/gguf-chat-model.js';
-import { parseJsonWithin } from '../json-depth.js';
-import { isPlainObject, setOwn } from '../plain-object.js';
+import { parseJsonWithin } from '../base/json-depth.js';
+import { isPlainObject, setOwn } from '../base/plain-object.js';
 import type { Tool, ToolParameter } from '../registry/types.js';
 import { parametersSchema } from './llm-argument-filler.js';
 import { DEFAULT_FALLBACK_CANDIDATES, DEFAULT_FALLBACK_TIMEOUT_MS, functionNames, MAX_FALLBACK_OUTPUT_TOKENS, requestText, type FallbackAnswer, type FallbackAsk, type FallbackCost, type ResolverFallback } from './model-fallback.js';

@@ -1,9 +1,9 @@
 import { estimatePromptTokens, estimateTokens } from '../budgets/token-estimate.js';
-import { describeError } from '../errors.js';
+import { describeError } from '../base/errors.js';
 import { MAX_ARGS_BYTES } from '../executor/validate-args.js';
-import { MAX_JSON_DEPTH, parseJsonWithin } from '../json-depth.js';
+import { MAX_JSON_DEPTH, parseJsonWithin } from '../base/json-depth.js';
 import type { ChatMessage, ChatProvider, ChatUsage } from '../llm/types.js';
-import { isPlainObject } from '../plain-object.js';
+import { isPlainObject } from '../base/plain-object.js';
 import type { Tool } from '../registry/types.js';
 import { functionName, jsonInText, parametersSchema } from './llm-argument-filler.js';
 

@@ -8,7 +8,7 @@
 import type { Scored } from './param-matching.js';
 import type { MentionKind } from './mention.js';
 import { profileParameters, type ParamProfile, type Role } from './param-profile.js';
-import { setOwn } from '../plain-object.js';
+import { setOwn } from '../base/plain-object.js';
 
 export interface FieldGroup {
   parent: ParamProfile;

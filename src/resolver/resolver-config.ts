@@ -1,11 +1,11 @@
 import path from 'node:path';
 import { z } from 'zod';
 import type { EmbedderConfig } from '../embed/create-embedder.js';
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import { substitute } from '../executor/substitute.js';
 import type { ResolverSettings } from './resolver.js';
 import { DEFAULT_FALLBACK_CANDIDATES, DEFAULT_FALLBACK_TIMEOUT_MS } from './model-fallback.js';
-import { readCappedFile } from '../read-capped-file.js';
+import { readCappedFile } from '../base/read-capped-file.js';
 import { parseYamlSource, yamlFailure } from '../registry/yaml-source.js';
 
 /**

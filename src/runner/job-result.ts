@@ -1,7 +1,7 @@
-import type { ErrorCode } from '../errors.js';
+import type { ErrorCode } from '../base/errors.js';
 import type { ToolResult } from '../contracts/tool-result.js';
 import type { CallOutcome } from '../proxy/tool-call.js';
-import { textHead } from '../text-cut.js';
+import { textHead } from '../base/text-cut.js';
 
 /**
  * A tool call's outcome as the runner reports it (§7.2): `success` with the tool's output as

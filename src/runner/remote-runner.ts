@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { parseJsonWithin } from '../json-depth.js';
+import { parseJsonWithin } from '../base/json-depth.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
-import { describeError, isKiwiError, KiwiError } from '../errors.js';
+import { describeError, isKiwiError, KiwiError } from '../base/errors.js';
 import type { SseEvent } from '../primitives/sse-parser.js';
 import type { Caller } from '../policy/caller.js';
 import type { ToolProxy } from '../proxy/tool-proxy.js';

@@ -1,7 +1,7 @@
-import { isKiwiError, KiwiError } from '../errors.js';
+import { isKiwiError, KiwiError } from '../base/errors.js';
 import { redactSecrets } from '../audit/redact-secrets.js';
-import { textHead } from '../text-cut.js';
-import { cancelledBecause } from '../abort.js';
+import { textHead } from '../base/text-cut.js';
+import { cancelledBecause } from '../base/abort.js';
 import type { UsageSummary, UsageTally } from '../budgets/usage-summary.js';
 import type { ChatExecution } from '../kernel/chat-journal.js';
 import type { EventDraft } from '../kernel/types.js';

@@ -1,4 +1,4 @@
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import type { ChatExecution, ChatJournal } from '../kernel/chat-journal.js';
 import type { EventDraft } from '../kernel/types.js';
 import { CHAT_AGENT_ID } from './chat-execution.js';

@@ -4,7 +4,7 @@ import { redisFailure, type Redis } from './redis-client.js';
  * Legacy MCP sessions (Streamable HTTP with `Mcp-Session-Id`, protocol 2025-06-18) that any
  * replica can serve: the replica a client opened its session on writes down whose it is and the
  * `initialize` the client sent; another replica that gets a request of that session replays the
- * handshake into a session of its own with the same id (http/mcp-route.ts). Without Redis a
+ * handshake into a session of its own with the same id (http/mcp/mcp-route.ts). Without Redis a
  * session lives only where it was opened, as before.
  */
 export interface McpSessionRecord {

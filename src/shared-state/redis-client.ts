@@ -1,5 +1,5 @@
 import { createClient } from '@redis/client';
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 
 /**
  * The one Redis connection a gateway process shares its state through. A command fails at once

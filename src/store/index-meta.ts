@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { replaceFile } from '../replace-file.js';
-import { readCappedFile } from '../read-capped-file.js';
+import { replaceFile } from '../base/replace-file.js';
+import { readCappedFile } from '../base/read-capped-file.js';
 
 /**
  * Bump when the table layout (columns, index options, distance metric) changes: an index

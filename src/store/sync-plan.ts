@@ -1,4 +1,4 @@
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import type { Tool } from '../registry/types.js';
 import { toolContentHash, toolDocument, toolEmbeddingText } from '../registry/tool-document.js';
 

@@ -1,8 +1,8 @@
 import { mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Embedder } from '../embed/embedder.js';
-import { throwIfAborted } from '../abort.js';
-import { KiwiError } from '../errors.js';
+import { throwIfAborted } from '../base/abort.js';
+import { KiwiError } from '../base/errors.js';
 import type { Tool } from '../registry/types.js';
 import { INDEX_SCHEMA_VERSION, readIndexMeta, staleReason, writeIndexMeta, type IndexMeta } from './index-meta.js';
 import { connectStore, createFreshTable, openAndProbe, tableFolder, type Hit, type LanceToolTable } from './lance-table.js';

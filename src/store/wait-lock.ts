@@ -1,5 +1,5 @@
-import { abortableDelay } from '../abort.js';
-import { processAlive } from '../process-alive.js';
+import { abortableDelay } from '../base/abort.js';
+import { processAlive } from '../base/process-alive.js';
 import { removeStaleLock, tryLockFile } from './lock-file.js';
 
 /**

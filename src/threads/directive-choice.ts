@@ -1,5 +1,5 @@
 /** Which directive a thread runs, on which model, within which limits. */
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import type { LoopLimits } from '../loop/loop-limits.js';
 import type { Directive } from '../registry/types.js';
 

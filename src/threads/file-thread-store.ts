@@ -3,9 +3,9 @@ import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readdirSync, readF
 import { open } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
-import { KiwiError } from '../errors.js';
-import { readCappedFile } from '../read-capped-file.js';
-import { processAlive } from '../process-alive.js';
+import { KiwiError } from '../base/errors.js';
+import { readCappedFile } from '../base/read-capped-file.js';
+import { processAlive } from '../base/process-alive.js';
 import { headerOf, parseThreadLine, transcript } from './parse-thread-line.js';
 import { checkThreadId, isThreadId, MAX_LINE_BYTES, MAX_THREAD_BYTES, noSuchThread, threadLineJson, threadTooLarge, type ThreadLine, type ThreadStore, type ThreadSummary, type ThreadWriter } from './thread-store.js';
 

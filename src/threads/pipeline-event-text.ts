@@ -1,4 +1,4 @@
-import { textHead } from '../text-cut.js';
+import { textHead } from '../base/text-cut.js';
 import type { PipelineEvent } from './run-pipeline.js';
 
 /** A stage's result (or why it failed) as one line of at most 200 characters. */

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { isKiwiError, KiwiError } from '../errors.js';
+import { isKiwiError, KiwiError } from '../base/errors.js';
 import { directiveContext } from '../policy/directive-permissions.js';
 import type { PermissionContext } from '../policy/permission-context.js';
 import { checkInputs } from '../registry/directive-input-values.js';

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { isKiwiError, KiwiError } from '../errors.js';
+import { isKiwiError, KiwiError } from '../base/errors.js';
 import { runAgentLoop, type AgentLoopDeps } from '../loop/agent-loop.js';
 import type { LoopLimits } from '../loop/loop-limits.js';
 import { loadDirectiveHooks } from '../hooks/hook-runner.js';
@@ -22,7 +22,7 @@ import { resumePoint } from './thread-resume.js';
 import { directiveModel, findDirective, threadLimits } from './directive-choice.js';
 import { environmentBrief, inEnvironment, loadThreadEnvironment, type EnvironmentSource } from './thread-environment.js';
 import type { PipelineRef, ThreadHeader, ThreadRecord, ThreadStatus, ThreadStore, ThreadWriter } from './thread-store.js';
-import { shownPath } from '../shown-path.js';
+import { shownPath } from '../base/shown-path.js';
 import { addUsage, createUsageTally, EMPTY_USAGE, withChildren, type PriceOf, type UsageSummary } from '../budgets/usage-summary.js';
 import { countingBudget } from '../loop/counting-budget.js';
 

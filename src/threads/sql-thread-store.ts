@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import { heartbeatMs } from '../kernel/instances.js';
 import type { SqlDb } from '../store/sql/sql-db.js';
 import { headerOf, parseThreadLine, transcript } from './parse-thread-line.js';

@@ -1,5 +1,5 @@
-import { createDataFence } from '../data-fence.js';
-import { KiwiError } from '../errors.js';
+import { createDataFence } from '../base/data-fence.js';
+import { KiwiError } from '../base/errors.js';
 import { childContext, type PermissionContext } from '../policy/permission-context.js';
 import type { Directive, Knowledge, Tool } from '../registry/types.js';
 

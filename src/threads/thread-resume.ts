@@ -1,8 +1,8 @@
-import { createDataFence } from '../data-fence.js';
-import { KiwiError } from '../errors.js';
+import { createDataFence } from '../base/data-fence.js';
+import { KiwiError } from '../base/errors.js';
 import type { LoopLimits } from '../loop/loop-limits.js';
 import type { Directive } from '../registry/types.js';
-import { textTail } from '../text-cut.js';
+import { textTail } from '../base/text-cut.js';
 import type { ThreadLine } from './thread-store.js';
 import { threadLineText } from './thread-text.js';
 

@@ -1,4 +1,4 @@
-import { KiwiError } from '../errors.js';
+import { KiwiError } from '../base/errors.js';
 import type { HelpAction } from '../proxy/help-signal.js';
 import type { UsageSummary } from '../budgets/usage-summary.js';
 

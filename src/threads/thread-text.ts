@@ -1,4 +1,4 @@
-import { textHead } from '../text-cut.js';
+import { textHead } from '../base/text-cut.js';
 import type { ThreadLine } from './thread-store.js';
 
 /**

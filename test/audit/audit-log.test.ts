@@ -8,7 +8,7 @@ import { serializeAuditRecord } from '../../src/audit/audit-record.js';
 import type { AuditRecord } from '../../src/audit/audit-record.js';
 import { TRUNCATED_KEY } from '../../src/audit/cap-audit-value.js';
 import { readAuditTail, readAuditTailWithStats } from '../../src/audit/audit-reader.js';
-import { KiwiError } from '../../src/errors.js';
+import { KiwiError } from '../../src/base/errors.js';
 
 let dir: string;
 const logs: AuditLog[] = [];

@@ -3,7 +3,7 @@ import type { AuditFilter } from '../../src/audit/audit-query.js';
 import type { AuditRecord } from '../../src/audit/audit-record.js';
 import { createSqlAuditLog } from '../../src/audit/sql-audit-log.js';
 import { sqlAuditQuery } from '../../src/audit/sql-audit-query.js';
-import { isKiwiError } from '../../src/errors.js';
+import { isKiwiError } from '../../src/base/errors.js';
 import { gatewayDatabaseForFile } from '../helpers/gateway-database.js';
 import { postgresAvailable } from '../helpers/postgres-server.js';
 import { auditPages } from '../helpers/audit-pages.js';

@@ -12,7 +12,7 @@ import { tokenize } from '../../bench/prefetch/token-timing.js';
 import { parseTraceLine, readTraces, turnText, type Trace } from '../../bench/prefetch/trace-format.js';
 import type { BenchCase } from '../../src/datasets/case-file.js';
 import { readCases } from '../../src/datasets/case-file.js';
-import { KiwiError } from '../../src/errors.js';
+import { KiwiError } from '../../src/base/errors.js';
 import { loadDemoTurns } from '../../src/llm/demo-provider.js';
 import { failure } from '../helpers/expect-failure.js';
 

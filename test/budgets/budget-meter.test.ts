@@ -7,7 +7,7 @@ import { openBudgetLedger, type BudgetLedger } from '../../src/budgets/budget-le
 import { createMemoryBudgetHolds } from '../../src/budgets/budget-holds.js';
 import { createBudgets } from '../../src/budgets/budget-meter.js';
 import { directiveBudgetLimits } from '../../src/budgets/directive-limits.js';
-import { isKiwiError, KiwiError } from '../../src/errors.js';
+import { isKiwiError, KiwiError } from '../../src/base/errors.js';
 import { parseDirective } from '../../src/registry/directive-parser.js';
 
 let dir: string;

@@ -4,7 +4,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/app/run-cli.js';
-import { EXECUTION_ID_HEADER } from '../../src/http/chat-handler.js';
+import { EXECUTION_ID_HEADER } from '../../src/http/chat/chat-handler.js';
 import { fileThreadStore } from '../../src/threads/file-thread-store.js';
 import type { ThreadLine } from '../../src/threads/thread-store.js';
 import { allowTools, copyDemoProject } from '../helpers/demo-project.js';

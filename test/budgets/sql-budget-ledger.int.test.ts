@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BudgetLedger, LedgerEntry } from '../../src/budgets/budget-ledger.js';
 import { HOUR_MS } from '../../src/budgets/budget-window.js';
 import { openSqlBudgetLedger } from '../../src/budgets/sql-budget-ledger.js';
-import { isKiwiError } from '../../src/errors.js';
+import { isKiwiError } from '../../src/base/errors.js';
 import { openPostgresDb } from '../../src/store/sql/postgres-db.js';
 import type { SqlDb, SqlQueryable } from '../../src/store/sql/sql-db.js';
 import { postgresAvailable, type PostgresServer } from '../helpers/postgres-server.js';

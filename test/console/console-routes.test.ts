@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { LOCAL_CALLER, type ClientAuth } from '../../src/clients/client-auth.js';
 import { mountConsole } from '../../src/console/console-routes.js';
 import type { ExecutionRow } from '../../src/console/execution-pages.js';
-import { createRequestGuard } from '../../src/http/request-guard.js';
+import { createRequestGuard } from '../../src/http/server/request-guard.js';
 import type { Caller } from '../../src/policy/caller.js';
 
 /**

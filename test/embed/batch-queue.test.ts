@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createBatchQueue, type BatchQueueOptions } from '../../src/embed/batch-queue.js';
 import { dot, normalize } from '../../src/embed/vector-math.js';
-import { KiwiError } from '../../src/errors.js';
+import { KiwiError } from '../../src/base/errors.js';
 import { failure } from '../helpers/expect-failure.js';
 
 

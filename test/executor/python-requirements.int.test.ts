@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { resolveChain } from '../../src/executor/chain.js';
 import { executePlan } from '../../src/executor/execute-plan.js';
 import { planCall } from '../../src/executor/plan.js';
-import { isKiwiError } from '../../src/errors.js';
+import { isKiwiError } from '../../src/base/errors.js';
 import { createMcpClientPool } from '../../src/mcp-client/client-pool.js';
 import { createHttpClient } from '../../src/primitives/http-client.js';
 import { createRequirementCheck } from '../../src/primitives/python-requirements.js';

@@ -1,6 +1,6 @@
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
-import { processAlive } from '../../src/process-alive.js';
+import { processAlive } from '../../src/base/process-alive.js';
 
 /**
  * The paths in `dir` whose names match `pattern`, its first group the pid of the process that

@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import { isKiwiError, KiwiError, type ErrorCode } from '../../src/errors.js';
+import { isKiwiError, KiwiError, type ErrorCode } from '../../src/base/errors.js';
 
 /** Awaits a promise that must reject with a KiwiError of the given code, and returns the error. */
 export async function failure(promise: Promise<unknown>, code: ErrorCode): Promise<KiwiError> {

@@ -3,7 +3,7 @@ import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSyn
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { processAlive } from '../../src/process-alive.js';
+import { processAlive } from '../../src/base/process-alive.js';
 import { abandonedEntries } from './abandoned-entries.js';
 import { freePort } from './free-port.js';
 

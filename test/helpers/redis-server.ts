@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { processAlive } from '../../src/process-alive.js';
+import { processAlive } from '../../src/base/process-alive.js';
 import { abandonedEntries } from './abandoned-entries.js';
 import { findBinary } from './find-binary.js';
 import { freePort } from './free-port.js';

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { openGateway, type Gateway } from '../../src/app/open-gateway.js';
-import { listen, type Listener } from '../../src/http/listen.js';
+import { listen, type Listener } from '../../src/http/server/listen.js';
 import { seedKernelDatabase } from './run-resources.js';
 
 export interface ServedGateway {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createConditionCompiler, type ConditionResult, type ConditionSite } from '../../src/hooks/condition.js';
 import type { HookEvent } from '../../src/hooks/hook-event.js';
-import { isKiwiError } from '../../src/errors.js';
+import { isKiwiError } from '../../src/base/errors.js';
 
 /** The three `<when>` conditions of deploy_staging.md (shared/compat/seed-formats), as written there. */
 const DEPLOY_STAGING = {

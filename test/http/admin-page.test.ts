@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { pageOf, toolsById } from '../../src/http/admin-page.js';
+import { pageOf, toolsById } from '../../src/http/admin/admin-page.js';
 import { makeTool, toolMap } from '../helpers/make-tool.js';
 
 describe('pages of the tool catalog', () => {

@@ -8,9 +8,9 @@ import { createMemoryBudgetHolds } from '../../src/budgets/budget-holds.js';
 import { openBudgetLedger, type BudgetLedger } from '../../src/budgets/budget-ledger.js';
 import { createBudgetUsage } from '../../src/budgets/budget-usage.js';
 import { LOCAL_CALLER } from '../../src/clients/client-auth.js';
-import type { AdminRoute } from '../../src/http/admin-route.js';
-import { mountAdminUsage, type AdminUsage } from '../../src/http/admin-usage.js';
-import { apiError } from '../../src/http/json-api.js';
+import type { AdminRoute } from '../../src/http/admin/admin-route.js';
+import { mountAdminUsage, type AdminUsage } from '../../src/http/admin/admin-usage.js';
+import { apiError } from '../../src/http/server/json-api.js';
 
 /** The usage area's answers for the configs a gateway in one test file cannot all have: nothing metered, prices alone. */
 

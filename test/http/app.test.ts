@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createGatewayApp, type GatewayAppDeps } from '../../src/http/app.js';
+import { createGatewayApp, type GatewayAppDeps } from '../../src/http/server/app.js';
 import { executeScript, scriptedLoop } from '../fixtures/http-edges/scripted-loop.js';
 import { failure } from '../helpers/expect-failure.js';
 

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { KiwiError } from '../../src/errors.js';
+import { KiwiError } from '../../src/base/errors.js';
 import type { LoopEvent } from '../../src/loop/loop-types.js';
-import { createGatewayApp, type GatewayAppDeps } from '../../src/http/app.js';
-import { logInternalError } from '../../src/http/log-internal-error.js';
+import { createGatewayApp, type GatewayAppDeps } from '../../src/http/server/app.js';
+import { logInternalError } from '../../src/http/server/log-internal-error.js';
 import { executeScript, scriptedLoop, type Script } from '../fixtures/http-edges/scripted-loop.js';
 
 /**

@@ -2,8 +2,8 @@ import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_CLIENT_TOOLS, MAX_CLIENT_TOOLS_BYTES } from '../../src/llm/client-tools.js';
-import { parseAnthropicMessages } from '../../src/http/anthropic-body.js';
-import { parseOpenAiChat } from '../../src/http/openai-body.js';
+import { parseAnthropicMessages } from '../../src/http/chat/anthropic/anthropic-body.js';
+import { parseOpenAiChat } from '../../src/http/chat/openai/openai-body.js';
 import { executeScript, scriptedLoop } from '../fixtures/http-edges/scripted-loop.js';
 import { serveGateway, type ServedGateway } from '../fixtures/http-edges/serve-gateway.js';
 

@@ -1,7 +1,7 @@
 import OpenAI from 'openai';
 import type { ResponseCreateParamsNonStreaming } from 'openai/resources/responses/responses';
 import { describe, expect, it } from 'vitest';
-import type { GatewayAppDeps } from '../../src/http/app.js';
+import type { GatewayAppDeps } from '../../src/http/server/app.js';
 import { MAX_CLIENT_TOOLS } from '../../src/llm/client-tools.js';
 import { serveScriptPerTest } from '../fixtures/http-edges/scripted-gateway.js';
 import { executeScript } from '../fixtures/http-edges/scripted-loop.js';

@@ -1,8 +1,8 @@
 import { once } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
-import { KiwiError } from '../../src/errors.js';
+import { KiwiError } from '../../src/base/errors.js';
 import type { LoopEvent, LoopRunOptions } from '../../src/loop/loop-types.js';
-import { createGatewayApp, type GatewayAppDeps } from '../../src/http/app.js';
+import { createGatewayApp, type GatewayAppDeps } from '../../src/http/server/app.js';
 import { parseSse, sseJson } from '../fixtures/http-edges/read-sse.js';
 import { resolveScript, scriptedLoop, usage, type Script } from '../fixtures/http-edges/scripted-loop.js';
 import { serveGateway, type ServedGateway } from '../fixtures/http-edges/serve-gateway.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { KiwiError } from '../../src/errors.js';
+import { KiwiError } from '../../src/base/errors.js';
 import { createIntentScanner, intentInstructions, type IntentScannerOptions, type ScanEvent } from '../../src/intent/intent-scanner.js';
 
 /** Pushes the chunks, ends the stream, and checks that no character was lost or duplicated. */

@@ -6,7 +6,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serveDemoGateway, type DemoGateway } from '../helpers/demo-gateway.js';
 import { openAiCompletion, openAiStream } from '../helpers/openai-sse.js';
-import { processAlive } from '../../src/process-alive.js';
+import { processAlive } from '../../src/base/process-alive.js';
 import { addSlowTool, readSlowPid } from '../helpers/slow-tool.js';
 
 /**

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGatewayApp } from '../../src/http/app.js';
+import { createGatewayApp } from '../../src/http/server/app.js';
 import type { Kernel } from '../../src/kernel/open-kernel.js';
 import { executeScript, scriptedLoop } from '../fixtures/http-edges/scripted-loop.js';
 import { kernelBackends } from '../fixtures/kernel/backends.js';

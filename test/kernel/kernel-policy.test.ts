@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { isKiwiError } from '../../src/errors.js';
+import { isKiwiError } from '../../src/base/errors.js';
 import { createRuleRateLimiter, evaluatePolicy, NO_POLICY, toolIdMatcher, type PolicyInput } from '../../src/kernel/kernel-policy.js';
 import { compileKernelPolicy, goDurationMs, loadKernelPolicy } from '../../src/kernel/kernel-policy-file.js';
 import { parseSchedule } from '../../src/kernel/schedule.js';

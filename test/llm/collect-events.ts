@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import { KiwiError, type ErrorCode } from '../../src/errors.js';
+import { KiwiError, type ErrorCode } from '../../src/base/errors.js';
 import type { ChatEvent } from '../../src/llm/types.js';
 
 /** Reads a chat stream to its end; an error the iterator throws is returned beside the events seen before it. */

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { KiwiError } from '../../src/errors.js';
+import { KiwiError } from '../../src/base/errors.js';
 import { createIntentScanner } from '../../src/intent/intent-scanner.js';
 import { createDemoProvider, loadDemoTurns, parseDemoTurns, selectDemoTurn, type DemoScript } from '../../src/llm/demo-provider.js';
 import type { ChatMessage, ChatRequest } from '../../src/llm/types.js';

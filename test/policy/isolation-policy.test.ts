@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isKiwiError } from '../../src/errors.js';
+import { isKiwiError } from '../../src/base/errors.js';
 import { resolveChain } from '../../src/executor/chain.js';
 import { planCall } from '../../src/executor/plan.js';
 import { DEFAULT_CONTAINER_LIMITS } from '../../src/policy/isolation-choice.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isKiwiError } from '../../src/errors.js';
+import { isKiwiError } from '../../src/base/errors.js';
 import {
   checkMcpTool,
   checkTool,

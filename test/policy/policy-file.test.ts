@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isKiwiError } from '../../src/errors.js';
+import { isKiwiError } from '../../src/base/errors.js';
 import { checkCommand } from '../../src/policy/command-check.js';
 import { checkPath } from '../../src/policy/path-check.js';
 import { checkMcpTool, checkTool } from '../../src/policy/permission-context.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { canonicalJson } from '../../src/canonical-json.js';
+import { canonicalJson } from '../../src/base/canonical-json.js';
 import type { Resolution } from '../../src/resolver/types.js';
 import { openWorld, type World } from '../fixtures/prefetch/prefetch-world.js';
 

@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { isKiwiError } from '../../src/errors.js';
+import { isKiwiError } from '../../src/base/errors.js';
 import { trainTransitions, type TrainProgress } from '../../src/prefetch/train-transitions.js';
 
 const AUDIT = path.resolve(import.meta.dirname, '../fixtures/transitions/audit');

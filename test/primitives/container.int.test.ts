@@ -5,7 +5,7 @@ import { createServer as createSocketServer } from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { KiwiError } from '../../src/errors.js';
+import type { KiwiError } from '../../src/base/errors.js';
 import { DEFAULT_CONTAINER_LIMITS } from '../../src/policy/isolation-choice.js';
 import { createContainerRunner, type ContainerGrant } from '../../src/primitives/container.js';
 import type { SubprocessRequest } from '../../src/primitives/subprocess.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { inCidr, parseCidr, parseIp } from '../../src/ip-address.js';
+import { inCidr, parseCidr, parseIp } from '../../src/base/ip-address.js';
 import { specialRange } from '../../src/primitives/special-addresses.js';
 
 const special = (address: string) => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { KiwiError } from '../../src/errors.js';
+import { KiwiError } from '../../src/base/errors.js';
 import { createSseDecoder, createSseParser, type SseEvent, type SseParserOptions } from '../../src/primitives/sse-parser.js';
 
 function parse(chunks: string[], options?: SseParserOptions): SseEvent[] {

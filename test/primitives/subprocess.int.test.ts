@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { isKiwiError, type KiwiError } from '../../src/errors.js';
+import { isKiwiError, type KiwiError } from '../../src/base/errors.js';
 import { PROCESS_TREE_MARKER_ENV } from '../../src/primitives/process-tree.js';
 import { buildChildEnv, runSubprocess, type SubprocessRequest } from '../../src/primitives/subprocess.js';
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { AuditLog } from '../../src/audit/audit-log.js';
 import type { AuditRecord } from '../../src/audit/audit-record.js';
 import { createLoopDetector } from '../../src/audit/loop-detector.js';
-import { KiwiError } from '../../src/errors.js';
+import { KiwiError } from '../../src/base/errors.js';
 import { loadDirectiveHooks } from '../../src/hooks/hook-runner.js';
 import type { HookAction } from '../../src/hooks/hook-types.js';
 import { createPermissionContext, emptyRules } from '../../src/policy/permission-context.js';
@@ -20,7 +20,7 @@ import { loopCheckStage } from '../../src/proxy/stages/loop-check-stage.js';
 import { rateLimitStage } from '../../src/proxy/stages/rate-limit-stage.js';
 import { reuseResult } from '../../src/proxy/stages/run-plan.js';
 import { createRunningCalls } from '../../src/proxy/running-calls.js';
-import { gatewayStopping } from '../../src/abort.js';
+import { gatewayStopping } from '../../src/base/abort.js';
 import type { ToolCall } from '../../src/proxy/tool-call.js';
 import type { Tool } from '../../src/registry/types.js';
 

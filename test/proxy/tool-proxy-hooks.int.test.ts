@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readAuditTail } from '../../src/audit/audit-reader.js';
-import { isKiwiError } from '../../src/errors.js';
+import { isKiwiError } from '../../src/base/errors.js';
 import { loadDirectiveHooks } from '../../src/hooks/hook-runner.js';
 import { parsePolicy } from '../../src/policy/policy-file.js';
 import { openProject, type Project } from '../../src/project/open-project.js';

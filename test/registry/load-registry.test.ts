@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { isKiwiError } from '../../src/errors.js';
+import { isKiwiError } from '../../src/base/errors.js';
 import { loadRegistry } from '../../src/registry/load-registry.js';
 
 const FIXTURE_PROJECT = path.resolve(import.meta.dirname, '../fixtures/registry/project');

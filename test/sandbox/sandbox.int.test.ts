@@ -4,7 +4,7 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { isKiwiError } from '../../src/errors.js';
+import { isKiwiError } from '../../src/base/errors.js';
 import { PROCESS_TREE_MARKER_ENV } from '../../src/primitives/process-tree.js';
 import { detectBwrap, openSandbox, UNSANDBOXED_WARNING, writeFoldersOf, type Sandbox, type SandboxGrant } from '../../src/primitives/sandbox.js';
 import { buildChildEnv, runSubprocess, type SubprocessRequest } from '../../src/primitives/subprocess.js';

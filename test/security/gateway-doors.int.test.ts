@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readAuditTail } from '../../src/audit/audit-reader.js';
 import { runCli } from '../../src/app/run-cli.js';
 import { openGateway, type Gateway } from '../../src/app/open-gateway.js';
-import { listen, type Listener } from '../../src/http/listen.js';
+import { listen, type Listener } from '../../src/http/server/listen.js';
 import { copyDemoProject } from '../helpers/demo-project.js';
 import { kiwiCli } from '../helpers/run-resources.js';
 

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { argumentsDigest } from '../../src/arguments-digest.js';
+import { argumentsDigest } from '../../src/base/arguments-digest.js';
 import { kernelBackends } from '../fixtures/kernel/backends.js';
 import { uniqueName, useKernelServer, type Job } from '../fixtures/kernel/kernel-server.js';
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isKiwiError } from '../../src/errors.js';
+import { isKiwiError } from '../../src/base/errors.js';
 import { connectRedis, shownRedisUrl, type Redis } from '../../src/shared-state/redis-client.js';
 import { watchExecution } from '../../src/contracts/kernel-events-bus.js';
 import { createRedisKernelEventsBus } from '../../src/shared-state/kernel-events-bus.js';

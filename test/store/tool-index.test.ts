@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { connect } from '@lancedb/lancedb';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { isKiwiError } from '../../src/errors.js';
+import { isKiwiError } from '../../src/base/errors.js';
 import type { Tool } from '../../src/registry/types.js';
 import { toolEmbeddingText } from '../../src/registry/tool-document.js';
 import { openToolIndex, type TableState, type ToolIndex, type ToolIndexOptions } from '../../src/store/tool-index.js';

@@ -5,7 +5,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readAuditTail } from '../../src/audit/audit-reader.js';
 import { runCli } from '../../src/app/run-cli.js';
-import { isKiwiError } from '../../src/errors.js';
+import { isKiwiError } from '../../src/base/errors.js';
 import { directiveModel } from '../../src/threads/directive-choice.js';
 import { checkInputs } from '../../src/registry/directive-input-values.js';
 import { type ThreadLine } from '../../src/threads/thread-store.js';

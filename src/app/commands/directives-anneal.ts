@@ -7,7 +7,7 @@ import { openProjectThreadStore } from '../project-thread-store.js';
 import { openProject } from '../../project/open-project.js';
 import type { CliContext } from '../../cli/io.js';
 import { projectOptions } from '../../cli/project-options.js';
-import { shownPath } from '../../shown-path.js';
+import { shownPath } from '../../base/shown-path.js';
 
 /**
  * `kiwi directives anneal NAME`: asks the model the directive's tier maps to (through the upstreams

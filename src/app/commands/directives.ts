@@ -9,7 +9,7 @@ import { parseFlags } from '../../cli/parse-flags.js';
 import { DIRECTIVES_HELP } from './directives-help.js';
 import { projectOptions } from '../../cli/project-options.js';
 import { annealCommand } from './directives-anneal.js';
-import { listDirectives } from '../../cli/commands/directives-list.js';
+import { listDirectives } from './directives-list.js';
 import { annealCounts } from '../../anneal/anneal-on-failure.js';
 import { openProjectThreadStore } from '../project-thread-store.js';
 import { createIndexProgress } from '../../cli/index-progress.js';

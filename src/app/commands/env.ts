@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { isKiwiError } from '../../errors.js';
+import { isKiwiError } from '../../base/errors.js';
 import { UsageError, type CliContext } from '../../cli/io.js';
 import { parseFlags } from '../../cli/parse-flags.js';
 import { ENV_HELP } from './env-help.js';

@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { openGateway } from '../open-gateway.js';
-import { listen } from '../../http/listen.js';
-import { KiwiError } from '../../errors.js';
+import { listen } from '../../http/server/listen.js';
+import { KiwiError } from '../../base/errors.js';
 import { databaseUrlOf } from '../../kernel/gateway-database.js';
 import { isLoopbackHost } from '../../clients/loopback.js';
 import { UsageError, type CliContext } from '../../cli/io.js';

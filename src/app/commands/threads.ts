@@ -1,7 +1,7 @@
-import { abortableDelay } from '../../abort.js';
+import { abortableDelay } from '../../base/abort.js';
 import { LOCAL_CLIENT } from '../../clients/client-auth.js';
 import { openGateway } from '../open-gateway.js';
-import { KiwiError } from '../../errors.js';
+import { KiwiError } from '../../base/errors.js';
 import { TERMINAL_STATUSES, type ExecutionStatus } from '../../kernel/types.js';
 import { checkThreadId, isThreadOver, type ThreadLine, type ThreadRecord, type ThreadStore } from '../../threads/thread-store.js';
 import { openProjectThreadStore } from '../project-thread-store.js';

@@ -1,4 +1,4 @@
-import { abortReasonText } from '../../abort.js';
+import { abortReasonText } from '../../base/abort.js';
 import type { AuditLog } from '../../audit/audit-log.js';
 import type { Tracing } from '../../contracts/tracing.js';
 import type { AuditRecord } from '../../audit/audit-record.js';

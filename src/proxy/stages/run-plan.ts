@@ -2,7 +2,7 @@ import type { Checkpointer } from '../../checkpoints/checkpointer.js';
 import type { RestoreOutcome } from '../../checkpoints/restore-checkpoint.js';
 import type { ToolResult } from '../../contracts/tool-result.js';
 import { executePlan, type PrimitiveDeps } from '../../executor/execute-plan.js';
-import { KiwiError } from '../../errors.js';
+import { KiwiError } from '../../base/errors.js';
 import { succeeded, type CallHandler } from '../call-state.js';
 import type { ItemCreations, OkOutcome, ThreadPort } from '../tool-call.js';
 

@@ -1,9 +1,9 @@
 import { lstat, mkdir, realpath } from 'node:fs/promises';
 import path from 'node:path';
-import { KiwiError } from '../../errors.js';
+import { KiwiError } from '../../base/errors.js';
 import { folderInside } from '../../policy/folder-inside.js';
-import { readCappedFile } from '../../read-capped-file.js';
-import { replaceFile } from '../../replace-file.js';
+import { readCappedFile } from '../../base/read-capped-file.js';
+import { replaceFile } from '../../base/replace-file.js';
 import { fileDigest, VERSION_LIMITS, type TierVersion } from './tier-version.js';
 
 /**

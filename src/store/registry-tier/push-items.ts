@@ -1,8 +1,8 @@
 import { realpath } from 'node:fs/promises';
 import path from 'node:path';
-import { KiwiError } from '../../errors.js';
+import { KiwiError } from '../../base/errors.js';
 import { isInside } from '../../policy/path-check.js';
-import { readCappedFile } from '../../read-capped-file.js';
+import { readCappedFile } from '../../base/read-capped-file.js';
 import type { Directive, Knowledge, Registry, Tool } from '../../registry/types.js';
 import { checkVersion, tierFile, VERSION_LIMITS, type NewVersion } from './tier-version.js';
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { KiwiError } from '../../errors.js';
+import { KiwiError } from '../../base/errors.js';
 import { compareVersions } from '../../registry/directive-version.js';
 import type { SqlDb, SqlQueryable } from '../sql/sql-db.js';
 import { checkVersion, fileDigest, ITEM_TYPES, itemId, itemVersion, relativePath, versionDigest, type ItemType, type NewVersion, type TierFile, type TierVersion } from './tier-version.js';

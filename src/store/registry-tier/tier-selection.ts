@@ -1,11 +1,11 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
-import { canonicalJson } from '../../canonical-json.js';
+import { canonicalJson } from '../../base/canonical-json.js';
 import { isInside } from '../../policy/path-check.js';
-import { readCappedFile } from '../../read-capped-file.js';
+import { readCappedFile } from '../../base/read-capped-file.js';
 import type { FoundFile } from '../../registry/registry-files.js';
-import { replaceFile } from '../../replace-file.js';
+import { replaceFile } from '../../base/replace-file.js';
 import { ITEM_TYPES, VERSION_LIMITS } from './tier-version.js';
 
 /**

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { z } from 'zod';
-import { canonicalJson } from '../../canonical-json.js';
-import { KiwiError } from '../../errors.js';
+import { canonicalJson } from '../../base/canonical-json.js';
+import { KiwiError } from '../../base/errors.js';
 import { parseVersion } from '../../registry/directive-version.js';
 import { TOOL_ID_PATTERN } from '../../registry/tool-name.js';
 

@@ -1,5 +1,5 @@
-import { KiwiError } from '../../errors.js';
-import { processAlive } from '../../process-alive.js';
+import { KiwiError } from '../../base/errors.js';
+import { processAlive } from '../../base/process-alive.js';
 import { removeStaleLock, tryLockFile } from '../lock-file.js';
 
 /**

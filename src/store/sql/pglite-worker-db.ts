@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { KiwiError } from '../../errors.js';
+import { KiwiError } from '../../base/errors.js';
 import type { SqlDb, SqlQueryable, SqlValue } from './sql-db.js';
 
 /**

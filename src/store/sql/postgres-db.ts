@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { KiwiError } from '../../errors.js';
+import { KiwiError } from '../../base/errors.js';
 import type { SqlDb, SqlQueryable, SqlValue } from './sql-db.js';
 
 /**

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { createGatewayApp, type GatewayAppDeps } from '../../src/http/server/app.js';
-import { executeScript, scriptedLoop } from '../fixtures/http-edges/scripted-loop.js';
-import { failure } from '../helpers/expect-failure.js';
+import { createGatewayApp, type GatewayAppDeps } from '../../../src/http/server/app.js';
+import { executeScript, scriptedLoop } from '../../fixtures/http-edges/scripted-loop.js';
+import { failure } from '../../helpers/expect-failure.js';
 
 /** The app around the chat edges: routes, health, models, request ids, CORS, the MCP mount. The RunLoop is a script (the loop is tested elsewhere). */
 

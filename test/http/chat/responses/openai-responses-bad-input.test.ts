@@ -1,10 +1,10 @@
 import OpenAI from 'openai';
 import type { ResponseCreateParamsNonStreaming } from 'openai/resources/responses/responses';
 import { describe, expect, it } from 'vitest';
-import type { GatewayAppDeps } from '../../src/http/server/app.js';
-import { MAX_CLIENT_TOOLS } from '../../src/llm/client-tools.js';
-import { serveScriptPerTest } from '../fixtures/http-edges/scripted-gateway.js';
-import { executeScript } from '../fixtures/http-edges/scripted-loop.js';
+import type { GatewayAppDeps } from '../../../../src/http/server/app.js';
+import { MAX_CLIENT_TOOLS } from '../../../../src/llm/client-tools.js';
+import { serveScriptPerTest } from '../../../fixtures/http-edges/scripted-gateway.js';
+import { executeScript } from '../../../fixtures/http-edges/scripted-loop.js';
 
 /**
  * Every Responses body the gateway refuses, sent by the real `openai` client: each is a 4xx

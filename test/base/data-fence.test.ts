@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createDataFence } from '../src/base/data-fence.js';
-import { KiwiError } from '../src/base/errors.js';
+import { createDataFence } from '../../src/base/data-fence.js';
+import { KiwiError } from '../../src/base/errors.js';
 
 describe('data fence', () => {
   it('draws a fresh 24-hex-digit token each time and wraps text between lines that carry it', () => {

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { parseAnthropicMessages } from '../../src/http/chat/anthropic/anthropic-body.js';
-import { pickMode } from '../../src/http/chat/mode.js';
-import { parseOpenAiChat } from '../../src/http/chat/openai/openai-body.js';
-import { failure } from '../helpers/expect-failure.js';
+import { parseAnthropicMessages } from '../../../src/http/chat/anthropic/anthropic-body.js';
+import { pickMode } from '../../../src/http/chat/mode.js';
+import { parseOpenAiChat } from '../../../src/http/chat/openai/openai-body.js';
+import { failure } from '../../helpers/expect-failure.js';
 
 /** How client bodies become the ChatRequest the loop gets. */
 

@@ -1,11 +1,11 @@
 import { once } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
-import { KiwiError } from '../../src/base/errors.js';
-import type { LoopEvent, LoopRunOptions } from '../../src/loop/loop-types.js';
-import { createGatewayApp, type GatewayAppDeps } from '../../src/http/server/app.js';
-import { parseSse, sseJson } from '../fixtures/http-edges/read-sse.js';
-import { resolveScript, scriptedLoop, usage, type Script } from '../fixtures/http-edges/scripted-loop.js';
-import { serveGateway, type ServedGateway } from '../fixtures/http-edges/serve-gateway.js';
+import { KiwiError } from '../../../src/base/errors.js';
+import type { LoopEvent, LoopRunOptions } from '../../../src/loop/loop-types.js';
+import { createGatewayApp, type GatewayAppDeps } from '../../../src/http/server/app.js';
+import { parseSse, sseJson } from '../../fixtures/http-edges/read-sse.js';
+import { resolveScript, scriptedLoop, usage, type Script } from '../../fixtures/http-edges/scripted-loop.js';
+import { serveGateway, type ServedGateway } from '../../fixtures/http-edges/serve-gateway.js';
 
 /**
  * The life of a streamed answer: failures after the first byte, keep-alives while the loop is

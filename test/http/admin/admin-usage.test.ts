@@ -3,14 +3,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { Hono } from 'hono';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { toBudgetConfig } from '../../src/budgets/budget-config.js';
-import { createMemoryBudgetHolds } from '../../src/budgets/budget-holds.js';
-import { openBudgetLedger, type BudgetLedger } from '../../src/budgets/budget-ledger.js';
-import { createBudgetUsage } from '../../src/budgets/budget-usage.js';
-import { LOCAL_CALLER } from '../../src/clients/client-auth.js';
-import type { AdminRoute } from '../../src/http/admin/admin-route.js';
-import { mountAdminUsage, type AdminUsage } from '../../src/http/admin/admin-usage.js';
-import { apiError } from '../../src/http/server/json-api.js';
+import { toBudgetConfig } from '../../../src/budgets/budget-config.js';
+import { createMemoryBudgetHolds } from '../../../src/budgets/budget-holds.js';
+import { openBudgetLedger, type BudgetLedger } from '../../../src/budgets/budget-ledger.js';
+import { createBudgetUsage } from '../../../src/budgets/budget-usage.js';
+import { LOCAL_CALLER } from '../../../src/clients/client-auth.js';
+import type { AdminRoute } from '../../../src/http/admin/admin-route.js';
+import { mountAdminUsage, type AdminUsage } from '../../../src/http/admin/admin-usage.js';
+import { apiError } from '../../../src/http/server/json-api.js';
 
 /** The usage area's answers for the configs a gateway in one test file cannot all have: nothing metered, prices alone. */
 

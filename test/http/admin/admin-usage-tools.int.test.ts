@@ -1,10 +1,10 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readAuditTail } from '../../src/audit/audit-reader.js';
-import { createKey, KEY_FILE } from '../../src/clients/key-store.js';
-import { serveDemoGateway, type DemoGateway } from '../helpers/demo-gateway.js';
-import { openAiStream } from '../helpers/openai-sse.js';
+import { readAuditTail } from '../../../src/audit/audit-reader.js';
+import { createKey, KEY_FILE } from '../../../src/clients/key-store.js';
+import { serveDemoGateway, type DemoGateway } from '../../helpers/demo-gateway.js';
+import { openAiStream } from '../../helpers/openai-sse.js';
 
 /**
  * The admin API's usage, policy, tools and playground areas on `kiwi serve`'s gateway over a copy
@@ -143,7 +143,7 @@ describe('GET /admin/v1/keys/{id}/policy', () => {
     for (const query of ['limit=0', 'limit=abc', 'limit=201']) {
       expect(await call(`/keys/${keys.clientId}/policy?${query}`), query).toMatchObject({ status: 400, json: { error: expect.stringMatching(/limit must be a whole number from 1 to 200/) } });
     }
-    expect(await call(`/keys/${keys.clientId}/policy?cursor=${encodeURIComponent('../x y')}`)).toMatchObject({ status: 400, json: { error: expect.stringMatching(/cursor .* is not one this API gave/) } });
+    expect(await call(`/keys/${keys.clientId}/policy?cursor=${encodeURIComponent('../../x y')}`)).toMatchObject({ status: 400, json: { error: expect.stringMatching(/cursor .* is not one this API gave/) } });
   });
 });
 

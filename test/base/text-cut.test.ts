@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { textHead, textTail } from '../src/base/text-cut.js';
+import { textHead, textTail } from '../../src/base/text-cut.js';
 
 describe('cutting text at either end', () => {
   it('keeps short text whole, and never keeps half of a surrogate pair', () => {

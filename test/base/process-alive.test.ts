@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { processAlive } from '../src/base/process-alive.js';
+import { processAlive } from '../../src/base/process-alive.js';
 
 describe('processAlive', () => {
   it('is true for a running process, false for one that has exited and been reaped', () => {

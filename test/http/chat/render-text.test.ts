@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { LoopEvent, LoopEventOf } from '../../src/loop/loop-types.js';
-import { renderEventText } from '../../src/http/chat/render-text.js';
+import type { LoopEvent, LoopEventOf } from '../../../src/loop/loop-types.js';
+import { renderEventText } from '../../../src/http/chat/render-text.js';
 
 /** How loop events read in the content a client shows. */
 

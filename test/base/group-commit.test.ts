@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createGroupCommit } from '../src/base/group-commit.js';
+import { createGroupCommit } from '../../src/base/group-commit.js';
 
 /** A store whose writes finish when the test says, and fail while it is `down`. */
 function fakeStore() {

@@ -1,6 +1,6 @@
 import { Hono } from 'hono';
 import { describe, expect, it } from 'vitest';
-import { openSseChannel, type SseChannel } from '../../src/http/v0/sse-channel.js';
+import { openSseChannel, type SseChannel } from '../../../src/http/v0/sse-channel.js';
 
 /** An app with one SSE route; `opened` resolves with its channel once a client is connected. */
 function sseApp(until?: AbortSignal): { app: Hono; opened: Promise<SseChannel> } {

@@ -2,9 +2,9 @@ import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createKey, KEY_FILE } from '../../src/clients/key-store.js';
-import { addShipRelease, chatThatWaits } from '../helpers/waiting-chat.js';
-import { serveDemoGateway, type DemoGateway } from '../helpers/demo-gateway.js';
+import { createKey, KEY_FILE } from '../../../src/clients/key-store.js';
+import { addShipRelease, chatThatWaits } from '../../helpers/waiting-chat.js';
+import { serveDemoGateway, type DemoGateway } from '../../helpers/demo-gateway.js';
 
 /**
  * The admin API's keys, approvals, executions and counters, on the whole gateway as `kiwi serve`
@@ -108,7 +108,7 @@ describe('keys', () => {
       [{ client: 'x', roles: ['agent'] }, /must name the agent ids/],
       [{ client: 'x', roles: Array.from({ length: 65 }, () => 'client') }, /at most 64/],
       [{ client: 'x', policy: '.ai/config/clients/missing.yaml' }, /does not exist/],
-      [{ client: 'x', policy: '../outside.yaml' }, /does not exist|outside the project/],
+      [{ client: 'x', policy: '../../outside.yaml' }, /does not exist|outside the project/],
       ['[1, 2]', /must be a JSON object/],
       ['{not json', /JSON/],
       [JSON.stringify({ client: 'x', pad: 'x'.repeat(70 * 1024) }), /larger than the gateway's limit of 65536 bytes/],

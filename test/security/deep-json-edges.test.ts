@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { validateArgs } from '../src/executor/validate-args.js';
-import { argumentsObject } from '../src/llm/client-tools.js';
-import { toCallResult } from '../src/mcp-client/call-result.js';
-import { makeTool } from './helpers/make-tool.js';
+import { validateArgs } from '../../src/executor/validate-args.js';
+import { argumentsObject } from '../../src/llm/client-tools.js';
+import { toCallResult } from '../../src/mcp-client/call-result.js';
+import { makeTool } from '../helpers/make-tool.js';
 
 /**
  * Values from outside nested 200,000 levels deep (issue 39): JSON.parse takes them, but the

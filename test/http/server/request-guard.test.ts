@@ -1,7 +1,7 @@
 import { Hono } from 'hono';
 import { describe, expect, it } from 'vitest';
-import type { AuthHeaders, ClientAuth } from '../../src/clients/client-auth.js';
-import { createRequestGuard, hostAllowed } from '../../src/http/server/request-guard.js';
+import type { AuthHeaders, ClientAuth } from '../../../src/clients/client-auth.js';
+import { createRequestGuard, hostAllowed } from '../../../src/http/server/request-guard.js';
 
 /** Two clients by key: "a" and "b". */
 const auth: ClientAuth = {

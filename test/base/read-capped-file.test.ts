@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { readCappedFile } from '../src/base/read-capped-file.js';
+import { readCappedFile } from '../../src/base/read-capped-file.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'kiwi-capped-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { followSignal } from '../src/base/abort.js';
+import { followSignal } from '../../src/base/abort.js';
 
 describe('followSignal', () => {
   it("is aborted with the outer signal's reason, at once when that one already is", () => {

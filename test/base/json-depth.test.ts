@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { jsonTooDeepAt, parseJsonWithin, valueTooDeep } from '../src/base/json-depth.js';
+import { jsonTooDeepAt, parseJsonWithin, valueTooDeep } from '../../src/base/json-depth.js';
 
 describe('jsonTooDeepAt', () => {
   it('finds the first bracket past the cap, for arrays and objects alike', () => {

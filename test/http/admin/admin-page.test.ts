@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { pageOf, toolsById } from '../../src/http/admin/admin-page.js';
-import { makeTool, toolMap } from '../helpers/make-tool.js';
+import { pageOf, toolsById } from '../../../src/http/admin/admin-page.js';
+import { makeTool, toolMap } from '../../helpers/make-tool.js';
 
 describe('pages of the tool catalog', () => {
   const tools = toolsById(toolMap(...['git_log', 'read_file', 'git_diff', 'save_note', 'word_count'].map((id) => makeTool({ id }))));

@@ -1,9 +1,9 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { describe, expect, it } from 'vitest';
-import { KiwiError } from '../../src/base/errors.js';
-import type { LoopEvent } from '../../src/loop/loop-types.js';
-import { serveScriptPerTest } from '../fixtures/http-edges/scripted-gateway.js';
-import { EXECUTE_TEXT, executeScript, resolveScript, type Script } from '../fixtures/http-edges/scripted-loop.js';
+import { KiwiError } from '../../../../src/base/errors.js';
+import type { LoopEvent } from '../../../../src/loop/loop-types.js';
+import { serveScriptPerTest } from '../../../fixtures/http-edges/scripted-gateway.js';
+import { EXECUTE_TEXT, executeScript, resolveScript, type Script } from '../../../fixtures/http-edges/scripted-loop.js';
 
 /**
  * The real `@anthropic-ai/sdk` client against the gateway app served by @hono/node-server. The

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { KiwiError } from '../../src/base/errors.js';
-import type { LoopEvent } from '../../src/loop/loop-types.js';
-import { createGatewayApp, type GatewayAppDeps } from '../../src/http/server/app.js';
-import { logInternalError } from '../../src/http/server/log-internal-error.js';
-import { executeScript, scriptedLoop, type Script } from '../fixtures/http-edges/scripted-loop.js';
+import { KiwiError } from '../../../src/base/errors.js';
+import type { LoopEvent } from '../../../src/loop/loop-types.js';
+import { createGatewayApp, type GatewayAppDeps } from '../../../src/http/server/app.js';
+import { logInternalError } from '../../../src/http/server/log-internal-error.js';
+import { executeScript, scriptedLoop, type Script } from '../../fixtures/http-edges/scripted-loop.js';
 
 /**
  * Every bad input the chat edges refuse, through app.request(), each answered in the client's

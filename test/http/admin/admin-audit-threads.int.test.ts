@@ -3,11 +3,11 @@ import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AuditRecord } from '../../src/audit/audit-record.js';
-import { createKey, KEY_FILE } from '../../src/clients/key-store.js';
-import { fileThreadStore } from '../../src/threads/file-thread-store.js';
-import type { ThreadHeader } from '../../src/threads/thread-store.js';
-import { serveDemoGateway, type DemoGateway } from '../helpers/demo-gateway.js';
+import type { AuditRecord } from '../../../src/audit/audit-record.js';
+import { createKey, KEY_FILE } from '../../../src/clients/key-store.js';
+import { fileThreadStore } from '../../../src/threads/file-thread-store.js';
+import type { ThreadHeader } from '../../../src/threads/thread-store.js';
+import { serveDemoGateway, type DemoGateway } from '../../helpers/demo-gateway.js';
 
 /**
  * The admin API's audit log and threads on `kiwi serve`'s gateway (a copy of the demo `.ai/`,

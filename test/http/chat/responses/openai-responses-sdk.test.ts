@@ -1,10 +1,10 @@
 import OpenAI from 'openai';
 import type { ResponseStreamEvent } from 'openai/resources/responses/responses';
 import { describe, expect, it } from 'vitest';
-import { KiwiError } from '../../src/base/errors.js';
-import type { LoopEvent } from '../../src/loop/loop-types.js';
-import { serveScriptPerTest } from '../fixtures/http-edges/scripted-gateway.js';
-import { EXECUTE_TEXT, executeScript, resolveScript, usage, type Script } from '../fixtures/http-edges/scripted-loop.js';
+import { KiwiError } from '../../../../src/base/errors.js';
+import type { LoopEvent } from '../../../../src/loop/loop-types.js';
+import { serveScriptPerTest } from '../../../fixtures/http-edges/scripted-gateway.js';
+import { EXECUTE_TEXT, executeScript, resolveScript, usage, type Script } from '../../../fixtures/http-edges/scripted-loop.js';
 
 /**
  * The real `openai` client's `responses` API against the gateway app. The RunLoop is a script

@@ -1,11 +1,11 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_CLIENT_TOOLS, MAX_CLIENT_TOOLS_BYTES } from '../../src/llm/client-tools.js';
-import { parseAnthropicMessages } from '../../src/http/chat/anthropic/anthropic-body.js';
-import { parseOpenAiChat } from '../../src/http/chat/openai/openai-body.js';
-import { executeScript, scriptedLoop } from '../fixtures/http-edges/scripted-loop.js';
-import { serveGateway, type ServedGateway } from '../fixtures/http-edges/serve-gateway.js';
+import { MAX_CLIENT_TOOLS, MAX_CLIENT_TOOLS_BYTES } from '../../../src/llm/client-tools.js';
+import { parseAnthropicMessages } from '../../../src/http/chat/anthropic/anthropic-body.js';
+import { parseOpenAiChat } from '../../../src/http/chat/openai/openai-body.js';
+import { executeScript, scriptedLoop } from '../../fixtures/http-edges/scripted-loop.js';
+import { serveGateway, type ServedGateway } from '../../fixtures/http-edges/serve-gateway.js';
 
 /**
  * A client's tool definitions as the chat edges read them: mapped to `clientTools`, and every bad

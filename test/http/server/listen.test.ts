@@ -1,11 +1,11 @@
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { LoopEvent } from '../../src/loop/loop-types.js';
-import { createGatewayApp } from '../../src/http/server/app.js';
-import { listen, type ListenOptions, type Listener } from '../../src/http/server/listen.js';
-import { createRequestGuard, DEFAULT_ALLOWED_HOSTS } from '../../src/http/server/request-guard.js';
-import { executeScript, scriptedLoop, type Script } from '../fixtures/http-edges/scripted-loop.js';
-import { failure } from '../helpers/expect-failure.js';
+import type { LoopEvent } from '../../../src/loop/loop-types.js';
+import { createGatewayApp } from '../../../src/http/server/app.js';
+import { listen, type ListenOptions, type Listener } from '../../../src/http/server/listen.js';
+import { createRequestGuard, DEFAULT_ALLOWED_HOSTS } from '../../../src/http/server/request-guard.js';
+import { executeScript, scriptedLoop, type Script } from '../../fixtures/http-edges/scripted-loop.js';
+import { failure } from '../../helpers/expect-failure.js';
 
 /**
  * The listener's doors, over real sockets on 127.0.0.1: what a client that sends nothing, sends

@@ -9,7 +9,7 @@ import { parseYamlSource, type YamlSource, yamlFailure } from '../registry/yaml-
 import { DEFAULT_ALLOWED_HOSTS, DEFAULT_MAX_CONCURRENT_PER_CLIENT } from '../http/server/request-guard.js';
 import { shadowWarnings } from './model-patterns.js';
 import { openAiBaseUrl, urlProblem } from './upstream-url.js';
-import { PREFETCH_EMBEDDERS, type PrefetchEmbedder } from '../prefetch/types.js';
+import { DEFAULT_PREFETCH, PREFETCH_EMBEDDERS, type PrefetchConfig } from '../prefetch/types.js';
 import { DEFAULT_LOOP_LIMITS, LOOP_LIMITS, type LimitRange, type LoopLimits } from '../loop/loop-limits.js';
 import { DEFAULT_MAX_BODY_BYTES } from '../http/server/read-json-body.js';
 import { DEFAULT_MENU_SIZE } from '../loop/tool-menu.js';
@@ -70,26 +70,6 @@ export interface GatewayConfig {
   warnings: string[];
 }
 
-/** Predictive prefetch (DESIGN §5): on by default; speculation runs read-only tools only. */
-export interface PrefetchConfig {
-  enabled: boolean;
-  ttlMs: number;
-  speculate: boolean;
-  concurrency: number;
-  /**
-   * How close (cosine) an intent must be to a predicted one to reuse its retrieval. 1 (exact text)
-   * by default: at 0.9 about 5% of reused retrievals resolved differently than the normal path.
-   */
-  minCosine: number;
-  /**
-   * What snapshots are searched with: the static model (an index of its own, ~1 ms a snapshot
-   * instead of a USE-lite embedding) or the resolver's embedder. Intents always resolve with the
-   * resolver's; only `resolver` lets a prefetched search stand in for an intent's own.
-   */
-  embedder: PrefetchEmbedder;
-}
-
-export const DEFAULT_PREFETCH: PrefetchConfig = { enabled: true, ttlMs: 10_000, speculate: true, concurrency: 2, minCosine: 1, embedder: 'static' };
 
 export interface GatewayConfigContext {
   env: Readonly<Record<string, string | undefined>>;

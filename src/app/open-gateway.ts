@@ -18,18 +18,10 @@ import { openProject, type Project, type ProjectOptions } from '../project/open-
 import type { ThreadPort } from '../proxy/tool-call.js';
 import { KiwiError } from '../base/errors.js';
 import { openProjectResolverRuntime, type IndexProgress, type ResolverRuntime } from '../resolver/resolver-runtime.js';
-import { countingResolve, createResolutionCounts } from '../resolver/resolution-counts.js';
+import { createResolutionCounts } from '../resolver/resolution-counts.js';
 import { catalogActionWords } from '../resolver/split-steps.js';
 import { clientPolicyFile } from '../policy/client-policy-file.js';
-import { checkTool } from '../policy/permission-context.js';
-import { candidateRights } from '../proxy/tool-rights.js';
 import type { Tool } from '../registry/types.js';
-import { callContext } from '../proxy/call-context.js';
-import { runAgentLoop } from '../loop/agent-loop.js';
-import { createChatApprovals } from '../runs/chat-approvals.js';
-import { afterWrites, CHAT_AGENT_ID, chatInput, chatLabels, recordChat } from '../runs/chat-execution.js';
-import { executionSteps } from '../runs/execution-steps.js';
-import { withLimitHooks } from '../loop/limit-hooks.js';
 import { createGatewayThreads, type GatewayThreads } from './gateway-threads.js';
 import { createGatewayPipelines, type GatewayPipelines } from './gateway-pipelines.js';
 import { pipelineJournal } from '../runs/pipeline-execution.js';
@@ -42,22 +34,15 @@ import { kernelOutcome } from '../mcp-server/execution-outcome.js';
 import { mcpRecorder } from '../mcp-server/mcp-execution.js';
 import { createToolMenu } from '../loop/tool-menu.js';
 import { openGatewayBudgets, type GatewayBudgets } from './gateway-budgets.js';
-import { requestCap } from '../budgets/request-cap.js';
-import type { BudgetMeter } from '../budgets/budget-meter.js';
-import { createUsageTally } from '../budgets/usage-summary.js';
-import { countingBudget } from '../loop/counting-budget.js';
 import { usagePrices } from './usage-prices.js';
-import { intentInstructions } from '../intent/intent-scanner.js';
 import { loadGatewayConfig, type GatewayConfig } from './gateway-config.js';
-import { openGatewayPrefetch, type GatewayPrefetch } from './gateway-prefetch.js';
+import { openRunPrefetch, type RunPrefetch } from '../runs/run-prefetch.js';
+import { chatRuns } from '../runs/chat-run.js';
 import type { RunLoop } from '../loop/loop-types.js';
 import { createUpstreams, type Upstreams } from './upstreams.js';
 import { routeResolverFallback } from './resolver-fallback.js';
-import { requestFallback } from './request-fallback.js';
-import type { Candidate } from '../resolver/types.js';
 import { openSharedState } from '../shared-state/shared-state.js';
 import { tracingFromEnv } from './tracing-env.js';
-import { tracedProvider, tracedResolve } from './traced-loop.js';
 import { createRunningCalls, type RunningCall } from '../proxy/running-calls.js';
 import { createGatewayStopping } from './gateway-stopping.js';
 
@@ -85,7 +70,7 @@ export interface Gateway {
   project: Project;
   runtime: ResolverRuntime;
   upstreams: Upstreams;
-  prefetch: GatewayPrefetch;
+  prefetch: RunPrefetch;
   runLoop: RunLoop;
   /** Directives run as threads. */
   threads: GatewayThreads;
@@ -164,7 +149,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     );
     opened.unshift(kernel, runtime);
     await runtime.sync({ ...(options.indexProgress ? { progress: options.indexProgress } : {}), ...(options.signal ? { signal: options.signal } : {}) });
-    const prefetch = await openGatewayPrefetch({ config: config.prefetch, project, runtime, ...(options.log ? { log: options.log } : {}), ...(options.signal ? { signal: options.signal } : {}) });
+    const prefetch = await openRunPrefetch({ config: config.prefetch, project, runtime, ...(options.log ? { log: options.log } : {}), ...(options.signal ? { signal: options.signal } : {}) });
     opened.unshift(prefetch);
     const startedAt = Date.now();
     const menu = createToolMenu({ retrieve: (text, o) => runtime.resolver.retrieve(text, o), tools: project.registry.tools }, { size: config.toolMenu });
@@ -175,78 +160,29 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     const budgets = await openGatewayBudgets({ root: project.root, config, database, shared, ...(options.log ? { log: options.log } : {}) });
     if (budgets !== undefined) opened.unshift(budgets);
     const resolutions = createResolutionCounts();
-    const priceOf = usagePrices(config, upstreams);
-    const runLoop: RunLoop = (request, run) => {
-      const route = upstreams.route(request.model);
-      const inFlight = stopping.start(`chat${run.endpoint === undefined ? '' : ` on ${run.endpoint}`} for model ${request.model} (client ${run.caller.client})`, run.signal);
-      const { controller } = inFlight;
-      let cancelled = false;
-      const summary = { request, mode: run.mode, client: run.caller.client, ...(run.endpoint === undefined ? {} : { endpoint: run.endpoint }) };
-      const chat = (async function* tracked() {
-        let meter: BudgetMeter | undefined;
-        try {
-          // Over budget: refused (429) before the request is recorded or anything goes upstream;
-          // admitted, the request holds its cap of its client's budget until the `finally` below.
-          meter = await budgets?.admit({ client: run.caller.client, model: route.model, free: budgets.isFree(route.upstream), cap: requestCap(request, config.limits, intentInstructions()) });
-          const execution = config.recordChats
-            ? kernel.journal.begin({
-                client: run.caller.client,
-                agentId: CHAT_AGENT_ID,
-                input: chatInput(summary),
-                labels: chatLabels(summary),
-                onCancel() {
-                  cancelled = true;
-                  controller.abort();
-                },
-              })
-            : undefined;
-          const chatSteps = execution && executionSteps(execution, config.limits.maxDurationMs);
-          const approvals = execution && chatSteps && createChatApprovals({ execution, steps: chatSteps, kernel: kernel.kernel, events: shared.kernelEvents });
-          const usage = createUsageTally(priceOf);
-          const rights = callContext(project.policy, run.caller.context);
-          // Where the rules stop short, a model is asked: resolver.yaml's, or this request's own (request-fallback.ts), charged to this client.
-          const fallback = requestFallback({
-            ...(runtime.fallback ? { named: runtime.fallback } : {}),
-            ...(runtime.requestFallback ? { own: runtime.requestFallback } : {}),
-            route,
-            prices: config.budgets.prices,
-            ...tracingOn,
-            charge: (used, model) => meter?.chargeSide(used, model),
-          });
-          // A knowledge entry needs no grant (it is read, never run); anything else, the caller's policy.
-          const mayCall = (c: Candidate): boolean => c.item === 'knowledge' || checkTool(rights, c.tool).allowed;
-          const resolveWith = { mayCall, ...(fallback ? { fallback } : {}) };
-          const forRequest = prefetch.forRequest({ mode: run.mode, caller: run.caller, conversation: run.conversation, maxToolCalls: config.limits.maxToolCalls, resolveWith });
-          const loop = runAgentLoop(
-            {
-              provider: traced.endpoint === undefined ? route.provider : tracedProvider(route.provider, tracing, route.upstream),
-              ...forRequest,
-              resolve: countingResolve(traced.endpoint === undefined ? forRequest.resolve : tracedResolve(forRequest.resolve, tracing), resolutions),
-              budget: countingBudget(meter, (used) => usage.add(route.model, used)),
-              toolOf,
-              mayRun: candidateRights(project.policy, run.caller, project.registry.tools),
-              steps,
-              menu: (text, signal) => menu(text, { scope: run.caller.client, allowed: (id) => checkTool(rights, id).allowed }, signal),
-              plainWords: fallback ? 'model' : 'asked-back',
-              limits: config.limits,
-              ...(approvals ? { approve: approvals.approve } : {}),
-            },
-            { ...request, model: route.model },
-            { mode: run.mode, signal: controller.signal },
-          );
-          const caller = { session: run.conversation, client: run.caller.client, source: 'gateway' as const, ...(run.caller.context ? { context: run.caller.context } : {}) };
-          const hooked = withLimitHooks(loop, (code, detail) => project.proxy.limitReached(caller, code, detail), options.log);
-          const recorded = execution === undefined || chatSteps === undefined ? hooked : recordChat(hooked, execution, { mode: run.mode, cancelled: () => cancelled, steps: chatSteps, usage, ...(approvals ? { approvals } : {}) });
-          yield* database === undefined ? recorded : afterWrites(recorded, () => Promise.all([meter?.written(), execution?.written()]));
-        } finally {
-          // Every way out (finish, failure, client abort, a consumer that stopped): the loop has
-          // charged what it used by now, so what the request held is released.
-          await meter?.end();
-          inFlight.end();
-        }
-      })();
-      return traced.endpoint === undefined ? chat : tracing.spanIterable('kiwi.chat', { 'kiwi.client': run.caller.client, 'kiwi.mode': run.mode, 'gen_ai.request.model': request.model }, chat);
-    };
+    // Each chat: its upstream, budget, run scope, prefetch and loop (runs/chat-run.ts).
+    const runLoop = chatRuns({
+      route: (model) => upstreams.route(model),
+      track: (what, signal) => stopping.start(what, signal),
+      limits: config.limits,
+      ...(config.recordChats ? { journal: kernel.journal } : {}),
+      kernel: kernel.kernel,
+      events: shared.kernelEvents,
+      ...(budgets ? { budgets } : {}),
+      priceOf: usagePrices(config, upstreams),
+      prices: config.budgets.prices,
+      waitForWrites: database !== undefined,
+      runtime,
+      policy: project.policy,
+      tools: project.registry.tools,
+      proxy: project.proxy,
+      prefetch,
+      menu,
+      steps,
+      resolutions,
+      ...tracingOn,
+      ...(options.log ? { log: options.log } : {}),
+    });
 
     const host = options.host ?? config.host;
     const keyStore = projectKeyStore(project.root, database);
@@ -258,7 +194,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     const threads = createGatewayThreads({ project, runtime, upstreams, config, toolOf, steps, budgets, store, ...(config.recordChats && options.unattended !== true ? { journal: threadJournal(kernel.journal, { kernel: kernel.kernel, events: shared.kernelEvents }) } : {}) });
     threadRuntime = threads;
     // Recorded as executions wherever threads are: a pipeline run on `kiwi serve` can be cancelled through /v0.
-    const pipelines = createGatewayPipelines({ project, threads, kernel: kernel.kernel, ...(config.recordChats && options.unattended !== true ? { journal: pipelineJournal(kernel.journal, { stepDeadlineMs: config.limits.maxDurationMs }) } : {}) });
+    const pipelines = createGatewayPipelines({ project, threads, kernel: kernel.kernel, ...(config.recordChats && options.unattended !== true ? { journal: pipelineJournal(kernel.journal, { stepDeadlineMs: config.limits.maxDurationMs, kernel: kernel.kernel }) } : {}) });
     // A client of MCP 2026-07-28 is handed its approval waits back as input_required; a round on another replica reads the kernel.
     const waits = config.recordChats ? createApprovalWaits({ outcome: kernelOutcome({ kernel: kernel.kernel, events: shared.kernelEvents }) }) : undefined;
     if (waits) opened.unshift({ close: async () => waits.close() });

@@ -6,7 +6,7 @@ import { createLocalModelFallback } from '../resolver/local-model-fallback.js';
 import { createModelFallback, type ResolverFallback } from '../resolver/model-fallback.js';
 import type { NamedFallback } from '../resolver/resolver-config.js';
 import type { GatewayConfig } from './gateway-config.js';
-import { tracedProvider } from './traced-loop.js';
+import { tracedProvider } from '../runs/traced-loop.js';
 import type { Upstreams } from './upstreams.js';
 
 /**

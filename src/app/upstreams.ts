@@ -2,7 +2,7 @@ import { KiwiError } from '../base/errors.js';
 import { createAnthropicProvider } from '../llm/anthropic-provider.js';
 import { createDemoProvider } from '../llm/demo-provider.js';
 import { createOpenAiProvider } from '../llm/openai-provider.js';
-import type { ChatProvider } from '../llm/types.js';
+import type { ChatProvider, Route } from '../llm/types.js';
 import { createHttpClient, type HttpClient } from '../primitives/http-client.js';
 import type { GatewayConfig } from './gateway-config.js';
 import type { SharedCache } from '../contracts/shared-cache.js';
@@ -18,14 +18,6 @@ export type { UnavailableUpstream };
  * Routing is by the model the client asked for: the first upstream whose models match serves it,
  * and the model id is passed through unchanged.
  */
-
-export interface Route {
-  provider: ChatProvider;
-  /** The upstream's name, for logs and errors. */
-  upstream: string;
-  /** The model id to send upstream. */
-  model: string;
-}
 
 export interface ListedModel {
   id: string;

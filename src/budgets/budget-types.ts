@@ -1,3 +1,5 @@
+import type { ChatUsage } from '../llm/types.js';
+
 /**
  * What a budget counts and what the gateway says when one runs out. Budgets are kept per client
  * key (over a window), per request, and per directive run; all are charged through one ledger.
@@ -75,4 +77,15 @@ export function firstReached(totals: BudgetTotals, limits: BudgetLimits, elapsed
     if (resource === 'spawns' ? used > limit : used >= limit) return { resource, used, limit };
   }
   return undefined;
+}
+
+/**
+ * What a run (the agent loop, a thread) asks of the budgets: each turn's usage is charged (a cut
+ * turn's too, estimated: `usage.estimated`); after a turn, whether one ran out.
+ */
+export interface RunBudget {
+  charge(usage: ChatUsage | undefined): void;
+  /** Each call the loop makes counts toward a tool-call budget. */
+  countToolCall(): void;
+  exhausted(): BudgetStop | undefined;
 }

@@ -112,3 +112,12 @@ export interface ChatProvider {
   /** Closes the provider's own HTTP client (not an injected one); later calls fail. */
   close(): Promise<void>;
 }
+
+/** Where one request's model is served: the provider of the upstream that routes it. */
+export interface Route {
+  provider: ChatProvider;
+  /** The upstream's name, for logs and errors. */
+  upstream: string;
+  /** The model id to send upstream. */
+  model: string;
+}

@@ -11,9 +11,9 @@ import { feedbackMessage, limitNotice } from './agent-feedback.js';
 import { createIntentWorker, type IntentWorkerDeps } from './intent-worker.js';
 import { createOutbox } from './outbox.js';
 import { menuText } from './tool-menu.js';
-import { type LimitName, type LoopApprover, type LoopObserver, type LoopBudget, type LoopCall, type LoopEvent, type LoopHelp, type LoopMode, type LoopRunOptions } from './loop-types.js';
+import { type LimitName, type LoopApprover, type LoopObserver, type LoopCall, type LoopEvent, type LoopHelp, type LoopMode, type LoopRunOptions } from './loop-types.js';
 import { checkLoopLimits, type LoopLimits } from './loop-limits.js';
-import type { BudgetStop } from '../budgets/budget-types.js';
+import type { BudgetStop, RunBudget } from '../budgets/budget-types.js';
 import { budgetNotice } from '../budgets/budget-words.js';
 import { streamTurn } from './stream-turn.js';
 import { createTurnCharges } from './turn-charges.js';
@@ -52,7 +52,7 @@ export interface AgentLoopDeps {
    * Charged with each turn's usage and each call; a budget that ran out ends the request after
    * that turn. A turn cut short (the client went away, a limit, a failure) is charged too.
    */
-  budget?: LoopBudget;
+  budget?: RunBudget;
 }
 
 

@@ -101,17 +101,6 @@ export type LoopEvent =
 /** `budget`: a budget of the client, the request's spend or a directive run ran out (budgets/). */
 export type LimitName = 'turns' | 'tool_calls' | 'duration' | 'repeats' | 'tokens' | 'budget';
 
-/**
- * What the loop asks of the budgets: each turn's usage is charged (a cut turn's too, estimated:
- * `usage.estimated`); after a turn, whether one ran out.
- */
-export interface LoopBudget {
-  charge(usage: ChatUsage | undefined): void;
-  /** Each call the loop makes counts toward a tool-call budget. */
-  countToolCall(): void;
-  exhausted(): BudgetStop | undefined;
-}
-
 export type LoopEventOf<T extends LoopEvent['type']> = Extract<LoopEvent, { type: T }>;
 
 export interface LoopRunOptions {

@@ -1,6 +1,6 @@
 import { countTurn, type TurnUsage } from '../budgets/turn-usage.js';
 import type { ChatMessage, ChatUsage } from '../llm/types.js';
-import type { LoopBudget } from './loop-types.js';
+import type { RunBudget } from '../budgets/budget-types.js';
 
 /**
  * What a request's turns used: each turn is counted while it streams and charged to the budget
@@ -23,7 +23,7 @@ export interface TurnCharges {
   cut(refusedBeforeAnswer: boolean): void;
 }
 
-export function createTurnCharges(budget: LoopBudget | undefined): TurnCharges {
+export function createTurnCharges(budget: RunBudget | undefined): TurnCharges {
   const usage: ChatUsage = {};
   let open: { counted: TurnUsage; heard: boolean } | undefined;
   const charge = (used: ChatUsage): void => {

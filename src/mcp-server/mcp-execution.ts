@@ -3,18 +3,18 @@ import type { ChatJournal } from '../kernel/chat-journal.js';
 import { EXECUTION_ID_META } from './meta-common.js';
 import type { MetaRecorder } from './meta-server.js';
 import type { CallOutcome, ToolCall } from '../proxy/tool-call.js';
-import { CHAT_AGENT_ID, keep } from '../runs/chat-execution.js';
+import { keep } from '../runs/chat-execution.js';
 import type { Budgets } from '../budgets/budget-meter.js';
-import { createChatApprovals, waitingText, type ChatApprovalDeps } from '../runs/chat-approvals.js';
-import { executionSteps } from '../runs/execution-steps.js';
-import { recordedCall } from '../runs/recorded-call.js';
+import { waitingText, type ChatApprovalDeps } from '../runs/chat-approvals.js';
+import { openRunScope } from '../runs/run-scope.js';
 
 /**
  * Each MCP `execute` and `resolve` on the gateway's /mcp as a kernel execution, like a chat: its
  * arguments as the input, each tool call it makes as a step, the result's text as the output.
  * The result's `_meta` names the execution; cancelling it stops the call (the meta-tool then
  * answers with an error saying so). A call that needs a person's approval waits on its step
- * (chat-approvals.ts), the client told how to answer.
+ * (chat-approvals.ts), the client told how to answer. The run's scope (runs/run-scope.ts) opens
+ * all of it; what is the MCP call's own is its input, its output and how its end is told.
  */
 export function mcpRecorder(
   journal: ChatJournal,
@@ -23,29 +23,28 @@ export function mcpRecorder(
   return async (request, run) => {
     // The client's budget counts its MCP tool calls too; one that is spent is refused before anything runs.
     const meter = await options.budgets?.admit({ client: request.caller.client, model: 'mcp', free: true });
-    const controller = new AbortController();
-    const onAbort = (): void => controller.abort(request.signal.reason);
-    request.signal.addEventListener('abort', onAbort, { once: true });
-    let cancelled = false;
-    const execution = journal.begin({
-      client: request.caller.client,
-      agentId: CHAT_AGENT_ID,
-      input: { tool: request.tool, arguments: request.arguments },
-      labels: { kind: 'mcp', client: request.caller.client, tool: request.tool },
-      onCancel() {
-        cancelled = true;
-        controller.abort();
+    const scope = openRunScope(
+      { journal, kernel: options.kernel, ...(options.events ? { events: options.events } : {}) },
+      {
+        client: request.caller.client,
+        input: { tool: request.tool, arguments: request.arguments },
+        labels: { kind: 'mcp', client: request.caller.client, tool: request.tool },
+        stepDeadlineMs: options.stepDeadlineMs,
+        signal: request.signal,
+        ...(meter ? { meter } : {}),
       },
-    });
-    const steps = executionSteps(execution, options.stepDeadlineMs);
-    // A call that needs a person waits as a chat's does; the client is told while its tool call is open.
-    const approvals = createChatApprovals({ execution, steps, kernel: options.kernel, ...(options.events ? { events: options.events } : {}) });
+    );
+    const { execution, steps } = scope.recorded;
     try {
-      const result = await run(async (call, details) => {
+      const result = await run(
         // The proxy's budget stage counts the call on the client's budget.
-        return recordedCall({ steps, approvals }, { ...call, signal: controller.signal, ...(meter ? { budget: meter } : {}) }, details, options.call, (ask, step) => request.waiting({ executionId: execution.id, stepId: step, message: waitingText(ask.reason, step, ask.timeoutMs) }));
-      }, controller.signal);
-      if (cancelled) throw new KiwiError('TOOL_CANCELLED', `The execution ${execution.id} was cancelled; its running tool was stopped.`);
+        (call, details) =>
+          scope.call({ ...call, signal: scope.signal, ...(meter ? { budget: meter } : {}) }, details, options.call, (ask, step) =>
+            request.waiting({ executionId: execution.id, stepId: step, message: waitingText(ask.reason, step, ask.timeoutMs) }),
+          ),
+        scope.signal,
+      );
+      if (scope.cancelled()) throw new KiwiError('TOOL_CANCELLED', `The execution ${execution.id} was cancelled; its running tool was stopped.`);
       const text = result.content.map((c) => (c.type === 'text' ? c.text : '')).join('');
       // The output on the execution too: a round of an approval wait on another replica answers with it (execution-outcome.ts).
       const output = { is_error: result.isError === true, text: keep(text) };
@@ -59,7 +58,7 @@ export function mcpRecorder(
       ]);
       throw error;
     } finally {
-      request.signal.removeEventListener('abort', onAbort);
+      await scope.release();
     }
   };
 }

@@ -1,18 +1,28 @@
 import type { ChatJournal } from '../kernel/chat-journal.js';
 import type { PipelineDeps, PipelineJournal } from '../threads/run-pipeline.js';
+import { KiwiError } from '../base/errors.js';
+import type { ChatApprovalDeps } from './chat-approvals.js';
 import { keep } from './chat-execution.js';
-import { runEndEvent, runExecution } from './run-execution.js';
-import { executionSteps } from './execution-steps.js';
+import { openRunScope, runEndEvent } from './run-scope.js';
 
 /**
  * Each run of a pipeline as a kernel execution: the pipeline and its inputs as the input, each
  * stage a step (opened when its thread starts, its result `{thread, status, result}`), the
  * stages' outcomes as the output. Cancelling the execution cancels the stages' threads.
  */
-export function pipelineJournal(journal: ChatJournal, options: { stepDeadlineMs: number }): NonNullable<PipelineDeps['journal']> {
+export function pipelineJournal(journal: ChatJournal, options: { stepDeadlineMs: number; kernel: ChatApprovalDeps['kernel'] }): NonNullable<PipelineDeps['journal']> {
   return (run) => {
-    const { execution, signal } = runExecution(journal, { client: run.client, input: { pipeline: run.pipeline, inputs: run.inputs }, labels: { kind: 'pipeline', client: run.client, pipeline: run.pipeline, pipeline_run: run.id }, what: `pipeline run ${run.id}` });
-    const steps = executionSteps(execution, options.stepDeadlineMs);
+    const { recorded, signal } = openRunScope(
+      { journal, kernel: options.kernel },
+      {
+        client: run.client,
+        input: { pipeline: run.pipeline, inputs: run.inputs },
+        labels: { kind: 'pipeline', client: run.client, pipeline: run.pipeline, pipeline_run: run.id },
+        stepDeadlineMs: options.stepDeadlineMs,
+        cancelReason: (id) => new KiwiError('TOOL_CANCELLED', `pipeline run ${run.id} was cancelled through its execution ${id}`),
+      },
+    );
+    const { execution, steps } = recorded;
     const open = new Map<string, string>();
     const journaled: PipelineJournal = {
       signal,

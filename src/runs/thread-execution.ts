@@ -1,10 +1,9 @@
+import { KiwiError } from '../base/errors.js';
 import type { ChatJournal } from '../kernel/chat-journal.js';
 import type { ThreadJournal, ThreadRun } from '../threads/run-thread.js';
-import { createChatApprovals, type ChatApprovalDeps } from './chat-approvals.js';
+import type { ChatApprovalDeps } from './chat-approvals.js';
 import { keep } from './chat-execution.js';
-import { runEndEvent, runExecution } from './run-execution.js';
-import { executionSteps } from './execution-steps.js';
-import { recordedCall } from './recorded-call.js';
+import { openRunScope, runEndEvent } from './run-scope.js';
 
 /**
  * Each run of a thread as a kernel execution, like a chat: the directive and its inputs as the
@@ -14,14 +13,20 @@ import { recordedCall } from './recorded-call.js';
  */
 export function threadJournal(journal: ChatJournal, options: { kernel: ChatApprovalDeps['kernel']; events?: ChatApprovalDeps['events'] }): (run: ThreadRun) => ThreadJournal {
   return (run) => {
-    const { execution, signal } = runExecution(journal, { client: run.client, input: { directive: run.directive, inputs: run.inputs }, labels: { kind: 'thread', client: run.client, directive: run.directive, thread: run.id }, what: `thread ${run.id}` });
-    const steps = executionSteps(execution, run.maxDurationMs);
-    const approvals = createChatApprovals({ execution, steps, kernel: options.kernel, ...(options.events ? { events: options.events } : {}) });
-    return {
-      signal,
-      async call(call, through, onWaiting) {
-        return recordedCall({ steps, approvals }, call, { thread: run.id }, through, (ask, stepId) => onWaiting({ stepId, reason: ask.reason, timeoutMs: ask.timeoutMs }));
+    const scope = openRunScope(
+      { journal, ...options },
+      {
+        client: run.client,
+        input: { directive: run.directive, inputs: run.inputs },
+        labels: { kind: 'thread', client: run.client, directive: run.directive, thread: run.id },
+        stepDeadlineMs: run.maxDurationMs,
+        cancelReason: (id) => new KiwiError('TOOL_CANCELLED', `thread ${run.id} was cancelled through its execution ${id}`),
       },
+    );
+    const { execution, steps } = scope.recorded;
+    return {
+      signal: scope.signal,
+      call: (call, through, onWaiting) => scope.call(call, { thread: run.id }, through, (ask, stepId) => onWaiting({ stepId, reason: ask.reason, timeoutMs: ask.timeoutMs })),
       written: () => execution.written(),
       end(outcome) {
         const output = { thread: outcome.id, status: outcome.status, result: keep(outcome.result) };

@@ -24,7 +24,7 @@ import { environmentBrief, inEnvironment, loadThreadEnvironment, type Environmen
 import type { PipelineRef, ThreadHeader, ThreadRecord, ThreadStatus, ThreadStore, ThreadWriter } from './thread-store.js';
 import { shownPath } from '../base/shown-path.js';
 import { addUsage, createUsageTally, EMPTY_USAGE, withChildren, type PriceOf, type UsageSummary } from '../budgets/usage-summary.js';
-import { countingBudget } from '../loop/counting-budget.js';
+import { countingBudget } from '../budgets/counting-budget.js';
 
 /**
  * A directive run as a thread: the gateway's own agent loop with the directive as the system

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { addUsage, createUsageTally, parseUsage, usageText, withChildren } from '../../src/budgets/usage-summary.js';
-import { countingBudget } from '../../src/loop/counting-budget.js';
+import { countingBudget } from '../../src/budgets/counting-budget.js';
 import type { BudgetStop } from '../../src/budgets/budget-types.js';
 
 /** $1 and $2 per million tokens in and out for gpt-*, nothing known of any other model. */

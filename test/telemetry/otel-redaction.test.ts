@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { tracedResolve } from '../../src/app/traced-loop.js';
+import { tracedResolve } from '../../src/runs/traced-loop.js';
 import type { Resolution } from '../../src/resolver/types.js';
 import { createOtelTracing, type OtelTracing } from '../../src/telemetry/otel-tracing.js';
 import { startOtlpReceiver, type OtlpReceiver } from '../helpers/otlp-receiver.js';

@@ -13,7 +13,7 @@ import type { ResolveOptions } from '../resolver/types.js';
 import type { Caller } from '../policy/caller.js';
 import type { ToolCall } from '../proxy/tool-call.js';
 import type { AgentLoopDeps } from '../loop/agent-loop.js';
-import type { PrefetchConfig } from './gateway-config.js';
+import type { PrefetchConfig } from '../prefetch/types.js';
 import type { LoopCall, LoopMode } from '../loop/loop-types.js';
 
 
@@ -31,7 +31,7 @@ export interface PrefetchRequestOptions {
   maxToolCalls?: number;
 }
 
-export interface GatewayPrefetch {
+export interface RunPrefetch {
   counters: Counters;
   /** What snapshots are searched with (the intents resolve with the resolver's own embedder). */
   snapshots: Pick<SnapshotResolver, 'embedderId' | 'sharesResolverIndex' | 'buildMs'>;
@@ -46,7 +46,7 @@ export interface GatewayPrefetch {
   close(): Promise<void>;
 }
 
-export interface GatewayPrefetchOptions {
+export interface RunPrefetchOptions {
   config: PrefetchConfig;
   project: Project;
   runtime: Pick<ResolverRuntime, 'resolver' | 'embedderId' | 'tools' | 'settings'>;
@@ -59,7 +59,7 @@ export interface GatewayPrefetchOptions {
  * process, one dispatcher and snapshotter per request. Every call still goes through the tool
  * proxy; a speculative result is only reused, via `proxy.reuse`, for exactly the call that ran.
  */
-export async function openGatewayPrefetch(options: GatewayPrefetchOptions): Promise<GatewayPrefetch> {
+export async function openRunPrefetch(options: RunPrefetchOptions): Promise<RunPrefetch> {
   const { config, project, runtime } = options;
   const file = predictorFile(project.root);
   const stored = await openPredictorFile(file);

@@ -4,7 +4,7 @@ import type { ChatUsage } from '../llm/types.js';
 import { createModelFallback, type ResolverFallback } from '../resolver/model-fallback.js';
 import type { FallbackLimits } from '../resolver/resolver-config.js';
 import { tracedProvider } from './traced-loop.js';
-import type { Route } from './upstreams.js';
+import type { Route } from '../llm/types.js';
 
 /**
  * A chat's fallback model. Where resolver.yaml names none and does not turn it off, it is the

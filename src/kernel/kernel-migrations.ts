@@ -1,10 +1,17 @@
 import type { Migration } from '../store/sql/migrate.js';
+import { AUDIT_TABLES } from '../audit/audit-tables.js';
+import { BUDGET_TABLES } from '../budgets/budget-tables.js';
+import { KEY_TABLES } from '../clients/key-tables.js';
+import { REGISTRY_TIER_TABLES } from '../store/registry-tier/tier-tables.js';
 import { CLIENT_SHARE_MIGRATION } from './client-share.js';
 
 /**
- * The kernel's tables. User JSON (input, labels, output, payloads) is kept as the text it was
- * written as: `jsonb` would reorder its keys, and the v0 API returns it as received. Times are
- * RFC 3339 text in UTC with milliseconds, which sorts as it reads.
+ * The schema of the database gateways share, in version order: the kernel's tables here, the
+ * budgets', keys', audit's and registry tier's beside the modules that use them. The threads'
+ * tables stay here: threads sit above the kernel, which applies this list and may not reach up.
+ * User JSON (input, labels, output, payloads) is kept as the text it was written as: `jsonb`
+ * would reorder its keys, and the v0 API returns it as received. Times are RFC 3339 text in UTC
+ * with milliseconds, which sorts as it reads.
  */
 export const KERNEL_MIGRATIONS: readonly Migration[] = [
   {
@@ -219,72 +226,9 @@ export const KERNEL_MIGRATIONS: readonly Migration[] = [
       'alter table kernel_steps add column policy_version text',
     ],
   },
-  {
-    version: 12,
-    name: 'budget usage shared by gateways',
-    statements: [
-      // What each client (and directive run) used, one row per upstream turn, tool call or spawn
-      // (budgets/sql-budget-ledger.ts): gateways on one server count each other's charges.
-      `create table budget_usage (
-        id bigint generated always as identity primary key,
-        writer text not null,
-        at bigint not null,
-        client text not null,
-        model text,
-        input bigint not null,
-        output bigint not null,
-        usd double precision,
-        tool_calls integer not null,
-        spawns integer not null,
-        turns integer not null,
-        directive text,
-        run text,
-        estimated boolean not null
-      )`,
-      'create index budget_usage_client on budget_usage (client, at)',
-      'create index budget_usage_run on budget_usage (run, at) where run is not null',
-      'create index budget_usage_at on budget_usage (at)',
-    ],
-  },
-  {
-    version: 13,
-    name: 'client keys shared by gateways',
-    statements: [
-      // A key's record as the key file holds it (clients/key-store.ts), its hash, never the key
-      // (clients/sql-key-store.ts); every create and revoke takes the next version, so gateways
-      // see a change even when two come within one millisecond.
-      'create sequence client_keys_version',
-      `create table client_keys (
-        id text primary key,
-        client text not null,
-        hash text not null unique,
-        record text not null,
-        version bigint not null default nextval('client_keys_version')
-      )`,
-      'create index client_keys_client on client_keys (client)',
-    ],
-  },
-  {
-    version: 14,
-    name: 'audit records shared by gateways',
-    statements: [
-      // Each call's audit record (audit/sql-audit-log.ts): the JSON line the files would hold,
-      // with what readers filter on in columns. \`session\` is the gateway process that wrote it.
-      `create table audit_records (
-        id bigint generated always as identity primary key,
-        at timestamptz not null,
-        session text not null,
-        client text,
-        tool text not null,
-        decision text not null,
-        trace_id text,
-        line text not null
-      )`,
-      'create index audit_records_session on audit_records (session, id)',
-      'create index audit_records_client on audit_records (client, id)',
-      'create index audit_records_at on audit_records (at)',
-    ],
-  },
+  BUDGET_TABLES,
+  KEY_TABLES,
+  AUDIT_TABLES,
   {
     version: 15,
     name: 'thread transcripts shared by gateways',
@@ -315,52 +259,7 @@ export const KERNEL_MIGRATIONS: readonly Migration[] = [
       )`,
     ],
   },
-  {
-    version: 16,
-    name: 'the registry tier: items, their versions and files',
-    statements: [
-      // The database tier of the registry (store/registry-tier/). An id is one item whatever its
-      // type, so `kiwi registry pull ID` never has to ask which; `latest_version` is the highest.
-      `create table tools (
-        id text primary key,
-        type text not null check (type in ('tool', 'directive', 'knowledge')),
-        latest_version text not null,
-        created_at timestamptz not null,
-        updated_at timestamptz not null
-      )`,
-      // Every version ever pushed, never changed (the trigger below): pulling 1.2.0 gives the same bytes forever.
-      `create table tool_versions (
-        tool_id text not null references tools (id),
-        version text not null,
-        folder text not null,
-        manifest text not null,
-        digest text not null,
-        signature text,
-        pushed_by text not null,
-        pushed_at timestamptz not null,
-        primary key (tool_id, version)
-      )`,
-      // UTF-8 text as text; anything else (or text with NUL, which Postgres text cannot hold) as base64.
-      `create table tool_version_files (
-        tool_id text not null,
-        version text not null,
-        path text not null,
-        encoding text not null check (encoding in ('utf8', 'base64')),
-        content text not null,
-        size integer not null,
-        digest text not null,
-        primary key (tool_id, version, path),
-        foreign key (tool_id, version) references tool_versions (tool_id, version)
-      )`,
-      `create function registry_version_immutable() returns trigger language plpgsql as $$
-      begin
-        raise exception 'registry versions are immutable: push a new version instead of changing %', old.tool_id;
-      end
-      $$`,
-      'create trigger tool_versions_immutable before update or delete on tool_versions for each row execute function registry_version_immutable()',
-      'create trigger tool_version_files_immutable before update or delete on tool_version_files for each row execute function registry_version_immutable()',
-    ],
-  },
+  REGISTRY_TIER_TABLES,
   {
     version: 17,
     name: 'what each execution used',

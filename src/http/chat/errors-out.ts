@@ -1,4 +1,4 @@
-import { isKiwiError, toHttpStatus } from '../../base/errors.js';
+import { ERROR_CODES, isKiwiError, toHttpStatus } from '../../base/errors.js';
 
 /**
  * What the HTTP edges tell a client when a request fails: one protocol-neutral description
@@ -48,8 +48,6 @@ const ANTHROPIC_TYPES: Record<number, string> = {
   529: 'overloaded_error',
 };
 
-const CODES: Record<string, string> = { UNKNOWN_MODEL: 'model_not_found', BUDGET_EXCEEDED: 'budget_exceeded', PAYLOAD_TOO_LARGE: 'payload_too_large', REQUEST_TIMEOUT: 'request_timeout' };
-
 const text = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
 
 /**
@@ -74,7 +72,7 @@ export function toErrorOut(error: unknown, protocol: Protocol, requestId: string
   }
   // 415 has no error code of its own: it is an INVALID_INPUT the body reader marks.
   const status = error.code === 'INVALID_INPUT' && details.status === 415 ? 415 : toHttpStatus(error);
-  const code = CODES[error.code];
+  const code = ERROR_CODES[error.code].chat;
   // A budget starts afresh only when its window does: the SDKs must not retry in a few seconds.
   const headers = error.code === 'BUDGET_EXCEEDED' ? { ...retryAfterHeaders(details), 'x-should-retry': 'false' } : undefined;
   return { status, message: error.message, ...(param === undefined ? {} : { param }), ...(code === undefined ? {} : { code }), ...(headers === undefined ? {} : { headers }) };

@@ -1,6 +1,5 @@
 import type { Context } from 'hono';
-import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import { isKiwiError, KiwiError } from '../../base/errors.js';
+import { API_STATUS, ERROR_CODES, isKiwiError, KiwiError } from '../../base/errors.js';
 import { readJsonBody } from './read-json-body.js';
 
 /**
@@ -11,30 +10,19 @@ import { readJsonBody } from './read-json-body.js';
 
 export const MAX_ID_CHARS = 256;
 
-const API_CODES: Partial<Record<string, [ContentfulStatusCode, string]>> = {
-  INVALID_INPUT: [400, 'VALIDATION_ERROR'],
-  INVALID_POLICY: [400, 'VALIDATION_ERROR'],
-  PAYLOAD_TOO_LARGE: [400, 'VALIDATION_ERROR'],
-  REQUEST_TIMEOUT: [400, 'VALIDATION_ERROR'],
-  UNAUTHORIZED: [401, 'UNAUTHORIZED'],
-  POLICY_DENIED: [403, 'FORBIDDEN'],
-  NOT_FOUND: [404, 'NOT_FOUND'],
-  TOOL_NOT_FOUND: [404, 'NOT_FOUND'],
-  CONFLICT: [409, 'CONFLICT'],
-  // A full quota is the spec's 409 and not its 429: the TS SDK retries a 429 (three times, after
-  // Retry-After), which cannot help a quota that stays full; on 409 it throws ConflictError at once.
-  QUOTA_EXCEEDED: [409, 'CONFLICT'],
-  UNAVAILABLE: [503, 'SERVICE_UNAVAILABLE'],
-};
-
-/** The error's answer; anything that is not a KiwiError with a known code is a bug, told to `onBug` and shown as "internal error". */
+/**
+ * The error's answer, by ERROR_CODES' `api` column. Anything that is not a KiwiError, and the
+ * INTERNAL ones, is a bug: told to `onBug` and shown as "internal error".
+ */
 export function apiError(c: Context, error: unknown, onBug: (error: unknown) => void): Response {
-  const mapped = isKiwiError(error) ? API_CODES[error.code] : undefined;
-  if (mapped === undefined || !isKiwiError(error)) {
+  const code = isKiwiError(error) ? ERROR_CODES[error.code].api : 'INTERNAL_ERROR';
+  if (code === 'INTERNAL_ERROR' || !isKiwiError(error)) {
     onBug(error);
     return c.json({ error: 'internal error', code: 'INTERNAL_ERROR' }, 500);
   }
-  return c.json({ error: error.message, code: mapped[1] }, mapped[0]);
+  // The spec maps its 429 "with Retry-After: 5"; the SDK sleeps that long before each retry.
+  const headers = code === 'RATE_LIMITED' ? { 'Retry-After': '5' } : undefined;
+  return c.json({ error: error.message, code }, API_STATUS[code], headers);
 }
 
 /**

@@ -1,13 +1,9 @@
+import { realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { createGatewayApp, type GatewayApp } from '../http/server/app.js';
 import { createClientAuth, keyCaller, type ClientAuth } from '../clients/client-auth.js';
 import { isLoopbackHost } from '../clients/loopback.js';
 import { KEY_FILE, readKeyFile, type KeyStore } from '../clients/key-store.js';
-import { projectKeyStore } from '../clients/sql-key-store.js';
-import { fileAuditQuery } from '../audit/file-audit-query.js';
-import { createSqlAuditLog } from '../audit/sql-audit-log.js';
-import { sqlAuditQuery } from '../audit/sql-audit-query.js';
-import { databaseUrlOf, openGatewayDatabase } from '../kernel/gateway-database.js';
 import { TERMINAL_STATUSES } from '../kernel/types.js';
 import type { AdminKeys } from '../http/admin/admin-keys.js';
 import type { AdminCatalog } from '../http/admin/admin-tools.js';
@@ -25,7 +21,6 @@ import type { Tool } from '../registry/types.js';
 import { createGatewayThreads, type GatewayThreads } from './gateway-threads.js';
 import { createGatewayPipelines, type GatewayPipelines } from './gateway-pipelines.js';
 import { pipelineJournal } from '../runs/pipeline-execution.js';
-import { projectThreadStore } from './project-thread-store.js';
 import { threadJournal } from '../runs/thread-execution.js';
 import { openGatewayKernel } from './gateway-kernel.js';
 import { gatewayMetricFamilies, type GatewayMetrics } from './gateway-metrics.js';
@@ -45,6 +40,7 @@ import { openSharedState } from '../shared-state/shared-state.js';
 import { tracingFromEnv } from './tracing-env.js';
 import { createRunningCalls, type RunningCall } from '../proxy/running-calls.js';
 import { createGatewayStopping } from './gateway-stopping.js';
+import { openStateBackends } from './state-backends.js';
 
 export interface GatewayOptions extends Omit<ProjectOptions, 'source' | 'threads'> {
   /** The address it will listen on (default: the config's host). Only on loopback may it serve without client keys. */
@@ -82,6 +78,8 @@ export interface Gateway {
   budgets: GatewayBudgets | undefined;
   /** Where rate limits and running requests are counted: "this process", or the Redis replicas share. */
   sharedStateWhere: string;
+  /** Where the audit log is written: the project's folder, or the Postgres replicas share. */
+  auditWhere: string;
   /** Where traces go (OTLP/HTTP), or undefined when they are off. */
   tracesEndpoint: string | undefined;
   /**
@@ -124,10 +122,10 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     const shared = await openSharedState({ redisUrl: options.env['REDIS_URL'], prefix: options.env['KIWI_REDIS_PREFIX'], ...(options.log ? { log: options.log } : {}) });
     opened.unshift(shared);
     // Keys, the budgets' ledger, audit records and threads in the Postgres that replicas share (DATABASE_URL), else in files.
-    const databaseUrl = databaseUrlOf(options.env);
-    const database = databaseUrl === undefined ? undefined : await openGatewayDatabase(databaseUrl);
-    if (database !== undefined) opened.unshift(database);
-    const openAudit = database === undefined ? {} : { openAudit: (session: string) => createSqlAuditLog({ db: database, sessionId: session, ...(options.log ? { onWarning: options.log } : {}) }) };
+    const state = await openStateBackends(await realpath(path.resolve(options.projectDir)), options.env);
+    opened.unshift(state);
+    const { database, auditLog } = state;
+    const openAudit = auditLog === undefined ? {} : { openAudit: (session: string) => auditLog(session, options.log) };
     const project = await openProject({ ...options, source: 'gateway', threads: port, buckets: shared.buckets, loops: shared.loops, running, ...openAudit, ...tracingOn });
     opened.unshift(project);
     const config = await loadGatewayConfig(path.join(project.root, '.ai', 'config', 'gateway.yaml'), { env: options.env, root: project.root });
@@ -157,7 +155,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     const steps = { actionWords: catalogActionWords(runtime.tools.values()) };
 
     const stopping = createGatewayStopping({ running, ...(options.log ? { log: options.log } : {}) });
-    const budgets = await openGatewayBudgets({ root: project.root, config, database, shared, ...(options.log ? { log: options.log } : {}) });
+    const budgets = await openGatewayBudgets({ config, state, shared, ...(options.log ? { log: options.log } : {}) });
     if (budgets !== undefined) opened.unshift(budgets);
     const resolutions = createResolutionCounts();
     // Each chat: its upstream, budget, run scope, prefetch and loop (runs/chat-run.ts).
@@ -185,12 +183,12 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     });
 
     const host = options.host ?? config.host;
-    const keyStore = projectKeyStore(project.root, database);
+    const keyStore = state.keys();
     const auth = createClientAuth({ root: project.root, store: keyStore, policy: project.policy, openWithoutKeys: isLoopbackHost(host) });
     if (database !== undefined) await warnUnreadKeyFile(project.root, options.log);
     const guard = createRequestGuard({ allowedHosts: config.allowedHosts, allowedOrigins: config.allowedOrigins, mcpOrigins: config.mcp.allowedOrigins, auth, maxConcurrentPerClient: config.maxConcurrentPerClient, slots: shared.slots });
     const record = config.recordChats ? { record: mcpRecorder(kernel.journal, { call: (call) => project.proxy.call(call), stepDeadlineMs: config.limits.maxDurationMs, kernel: kernel.kernel, events: shared.kernelEvents, ...(budgets ? { budgets } : {}) }) } : {};
-    const store = projectThreadStore(project.root, database, { holdMs: config.kernelLimits.instanceTimeoutMs });
+    const store = state.threads({ holdMs: config.kernelLimits.instanceTimeoutMs });
     const threads = createGatewayThreads({ project, runtime, upstreams, config, toolOf, steps, budgets, store, ...(config.recordChats && options.unattended !== true ? { journal: threadJournal(kernel.journal, { kernel: kernel.kernel, events: shared.kernelEvents }) } : {}) });
     threadRuntime = threads;
     // Recorded as executions wherever threads are: a pipeline run on `kiwi serve` can be cancelled through /v0.
@@ -227,7 +225,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
         keys: adminKeys(project.root, keyStore, auth),
         counters: () => ({ ...metrics(), upstreams: config.upstreams.map((u) => u.name) }),
         // Where the project's audit log is written: the shared table with DATABASE_URL, else its files.
-        audit: database === undefined ? fileAuditQuery(project.auditDir) : sqlAuditQuery(database),
+        audit: state.auditQuery(),
         threads: store,
         usage: {
           ...(budgets === undefined ? {} : { budgets: { usage: budgets.usage, config: config.budgets, ledgerWhere: budgets.ledgerWhere } }),
@@ -258,6 +256,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
       auth,
       budgets,
       sharedStateWhere: shared.where,
+      auditWhere: state.where.audit,
       tracesEndpoint: traced.endpoint,
       endStreams: () => streams.abort(),
       cancelRunning: (graceMs) => stopping.cancelRunning(graceMs),

@@ -1,6 +1,5 @@
 import type { SqlDb } from '../store/sql/sql-db.js';
-import path from 'node:path';
-import { fileKeyStore, KEY_FILE, newKey, noSuchKey, parseKeyRecord, type KeyRecord, type KeyStore } from './key-store.js';
+import { newKey, noSuchKey, parseKeyRecord, type KeyRecord, type KeyStore } from './key-store.js';
 
 /**
  * Client keys in Postgres (table `client_keys`, kernel migration 13), for gateways that share a
@@ -42,9 +41,4 @@ export function sqlKeyStore(db: SqlDb, where: string): KeyStore {
       });
     },
   };
-}
-
-/** A project's keys: in the Postgres gateways share when there is one, else in its key file. */
-export function projectKeyStore(root: string, database: SqlDb | undefined): KeyStore {
-  return database === undefined ? fileKeyStore(path.join(root, KEY_FILE)) : sqlKeyStore(database, 'the client_keys table of DATABASE_URL');
 }

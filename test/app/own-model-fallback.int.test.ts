@@ -2,7 +2,7 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BUDGET_STATE_DIR } from '../../src/app/gateway-budgets.js';
+import { BUDGET_STATE_DIR } from '../../src/app/state-backends.js';
 import { readAuditTail } from '../../src/audit/audit-reader.js';
 import { createKey, KEY_FILE } from '../../src/clients/key-store.js';
 import { serveDemoGateway, type DemoGateway } from '../helpers/demo-gateway.js';

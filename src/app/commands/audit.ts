@@ -1,8 +1,7 @@
-import path from 'node:path';
-import { formatAuditRecord, readAuditTail } from '../../audit/audit-reader.js';
-import { readSqlAuditTail } from '../../audit/sql-audit-reader.js';
+import { formatAuditRecord } from '../../audit/audit-reader.js';
 import type { AuditRecord } from '../../audit/audit-record.js';
-import { databaseUrlOf, openGatewayDatabase } from '../../kernel/gateway-database.js';
+import { databaseUrlOf } from '../../kernel/gateway-database.js';
+import { openStateBackends } from '../state-backends.js';
 import { UsageError, type CliContext } from '../../cli/io.js';
 import { parseFlags } from '../../cli/parse-flags.js';
 import { AUDIT_HELP } from './audit-help.js';
@@ -17,22 +16,16 @@ export async function auditCommand(ctx: CliContext): Promise<number> {
   const limit = Number(values.n);
   if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) throw new UsageError(`-n must be a whole number from 1 to 10000, got ${values.n}`);
   const session = values.session ? { session: values.session } : {};
+  // With DATABASE_URL the log is the shared table, read from anywhere; without, a project's files.
+  const { projectDir } = projectOptions(ctx, values, { needsAi: databaseUrlOf(ctx.env) === undefined });
+  const state = await openStateBackends(projectDir, ctx.env, { maxConnections: 1 });
   let records: AuditRecord[];
-  let where: string;
-  const databaseUrl = databaseUrlOf(ctx.env);
-  if (databaseUrl === undefined) {
-    where = path.join(projectOptions(ctx, values).projectDir, '.ai', 'logs', 'audit');
-    records = await readAuditTail({ dir: where, limit, ...session });
-  } else {
-    where = 'the Postgres of DATABASE_URL';
-    const database = await openGatewayDatabase(databaseUrl, { maxConnections: 1 });
-    try {
-      records = (await readSqlAuditTail(database, { limit, ...session })).records;
-    } finally {
-      await database.close();
-    }
+  try {
+    records = await state.auditTail({ limit, ...session });
+  } finally {
+    await state.close();
   }
-  if (records.length === 0) ctx.io.err(`kiwi: no audit records ${databaseUrl === undefined ? 'under' : 'in'} ${where}`);
+  if (records.length === 0) ctx.io.err(`kiwi: no audit records ${state.database === undefined ? `under ${state.where.audit}` : 'in the Postgres of DATABASE_URL'}`);
   for (const r of records) ctx.io.out(values.json ? JSON.stringify(r) : formatAuditRecord(r));
   return 0;
 }

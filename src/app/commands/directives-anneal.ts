@@ -3,7 +3,7 @@ import { annealDirective } from '../../anneal/anneal-directive.js';
 import { loadGatewayConfig } from '../gateway-config.js';
 import { tierModelOf } from '../tier-model.js';
 import { createUpstreams } from '../upstreams.js';
-import { openProjectThreadStore } from '../project-thread-store.js';
+import { openThreadStore } from '../state-backends.js';
 import { openProject } from '../../project/open-project.js';
 import type { CliContext } from '../../cli/io.js';
 import { projectOptions } from '../../cli/project-options.js';
@@ -20,7 +20,7 @@ export async function annealCommand(ctx: CliContext, name: string, values: { mod
   try {
     const config = await loadGatewayConfig(path.join(project.root, '.ai', 'config', 'gateway.yaml'), { env: options.env, root: project.root });
     const upstreams = createUpstreams(config, { http: project.http });
-    const threads = await openProjectThreadStore(project.root, options.env);
+    const threads = await openThreadStore(project.root, options.env);
     try {
       const outcome = await annealDirective(
         { threads: threads.store, registry: project.registry, route: (model) => upstreams.route(model), tierModel: tierModelOf(config) },

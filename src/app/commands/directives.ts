@@ -11,7 +11,7 @@ import { projectOptions } from '../../cli/project-options.js';
 import { annealCommand } from './directives-anneal.js';
 import { listDirectives } from './directives-list.js';
 import { annealCounts } from '../../anneal/anneal-on-failure.js';
-import { openProjectThreadStore } from '../project-thread-store.js';
+import { openThreadStore } from '../state-backends.js';
 import { createIndexProgress } from '../../cli/index-progress.js';
 
 /** A turn's text is printed whole; arguments, results and reasons as one line of at most 200 characters. */
@@ -30,7 +30,7 @@ export async function directivesCommand(ctx: CliContext): Promise<number> {
   const [action, name, ...rest] = positionals;
   if (action === 'list' && name === undefined) {
     return listDirectives(ctx, values, async (root) => {
-      const threads = await openProjectThreadStore(root, ctx.env);
+      const threads = await openThreadStore(root, ctx.env);
       try {
         return await annealCounts(threads.store);
       } finally {

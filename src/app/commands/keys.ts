@@ -1,7 +1,6 @@
 import path from 'node:path';
 import type { KeyRecord, KeyStore } from '../../clients/key-store.js';
-import { projectKeyStore } from '../../clients/sql-key-store.js';
-import { databaseUrlOf, openGatewayDatabase } from '../../kernel/gateway-database.js';
+import { openStateBackends } from '../state-backends.js';
 import type { Role } from '../../policy/caller.js';
 import { clientPolicyFile } from '../../policy/client-policy-file.js';
 import { UsageError, type CliContext } from '../../cli/io.js';
@@ -23,12 +22,11 @@ export async function keysCommand(ctx: CliContext): Promise<number> {
   const extra = positionals.slice(2);
   if (extra.length > 0) throw new UsageError(`unexpected ${extra.map((e) => JSON.stringify(e)).join(' ')}; usage: ${USAGE}`);
   const root = projectOptions(ctx, values).projectDir;
-  const databaseUrl = databaseUrlOf(ctx.env);
-  const database = databaseUrl === undefined ? undefined : await openGatewayDatabase(databaseUrl, { maxConnections: 1 });
+  const state = await openStateBackends(root, ctx.env, { maxConnections: 1 });
   try {
-    return await keysAction(ctx, projectKeyStore(root, database), root, values, positionals);
+    return await keysAction(ctx, state.keys(), root, values, positionals);
   } finally {
-    await database?.close();
+    await state.close();
   }
 }
 

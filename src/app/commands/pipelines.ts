@@ -5,7 +5,7 @@ import { listPipelineRuns, readPipelineRun, type PipelineRunState } from '../../
 import type { PipelineCaller, PipelineEvent, PipelineOutcome } from '../../threads/run-pipeline.js';
 import type { GatewayPipelines } from '../gateway-pipelines.js';
 import { openGateway } from '../open-gateway.js';
-import { openProjectThreadStore } from '../project-thread-store.js';
+import { openThreadStore } from '../state-backends.js';
 import { UsageError, type CliContext } from '../../cli/io.js';
 import { parseFlags } from '../../cli/parse-flags.js';
 import { PIPELINES_HELP } from './pipelines-help.js';
@@ -36,7 +36,7 @@ export async function pipelinesCommand(ctx: CliContext): Promise<number> {
       return list(ctx, await loadRegistry({ projectDir: options.projectDir, ...(options.userDir ? { userDir: options.userDir } : {}) }), json);
     case 'runs':
     case 'show': {
-      const { store, close } = await openProjectThreadStore(options.projectDir, ctx.env);
+      const { store, close } = await openThreadStore(options.projectDir, ctx.env);
       try {
         return action === 'runs' ? runs(ctx, await listPipelineRuns(store), json) : show(ctx, await readPipelineRun(store, target as string), json);
       } finally {

@@ -2,7 +2,6 @@ import { once } from 'node:events';
 import { openGateway } from '../open-gateway.js';
 import { listen } from '../../http/server/listen.js';
 import { KiwiError } from '../../base/errors.js';
-import { databaseUrlOf } from '../../kernel/gateway-database.js';
 import { isLoopbackHost } from '../../clients/loopback.js';
 import { UsageError, type CliContext } from '../../cli/io.js';
 import { parseFlags } from '../../cli/parse-flags.js';
@@ -36,8 +35,7 @@ export async function serveCommand(ctx: CliContext): Promise<number> {
     ctx.io.out(`console: ${listener.url}/ui (${access.mode === 'open' ? 'no login on this machine' : 'log in with an admin or approver key'}); admin API: ${listener.url}/admin/v1`);
     ctx.io.out(`project ${project.root}: ${runtime.toolCount} resolvable ${runtime.toolCount === 1 ? 'tool' : 'tools'} (${registry.tools.size} in all, ${registry.errors.length} invalid${registry.warnings.length > 0 ? `, ${registry.warnings.length} warnings: run \`kiwi tools validate\`` : ''}), ${registry.directives.size} directives, ${registry.knowledge.size} knowledge entries; ${project.policy.label}`);
     for (const line of invalidItemLines(registry.errors)) ctx.io.out(line);
-    const auditWhere = databaseUrlOf(options.env) === undefined ? project.auditDir : 'in Postgres (DATABASE_URL, table audit_records)';
-    ctx.io.out(`resolver: ${runtime.embedderId}; audit log ${auditWhere} (session ${project.session})`);
+    ctx.io.out(`resolver: ${runtime.embedderId}; audit log ${gateway.auditWhere} (session ${project.session})`);
     ctx.io.out(describeCallGate(runtime.gates, runtime.targets, describeFallbackModel(runtime)));
     ctx.io.out(describeGatewayConfig(config, listener.url));
     ctx.io.out(describeAccess(access, config.allowedHosts, host));

@@ -4,7 +4,7 @@ import { openGateway } from '../open-gateway.js';
 import { KiwiError } from '../../base/errors.js';
 import { TERMINAL_STATUSES, type ExecutionStatus } from '../../kernel/types.js';
 import { checkThreadId, isThreadOver, type ThreadLine, type ThreadRecord, type ThreadStore } from '../../threads/thread-store.js';
-import { openProjectThreadStore } from '../project-thread-store.js';
+import { openThreadStore } from '../state-backends.js';
 import { clientKey, defaultGatewayBase } from '../../cli/gateway-address.js';
 import { createKernelClient } from '../../cli/kernel-client.js';
 import { UsageError, type CliContext } from '../../cli/io.js';
@@ -40,7 +40,7 @@ export async function threadsCommand(ctx: CliContext): Promise<number> {
   if (action === 'resume' && id !== undefined && rest.length === 0) return resume(ctx, id, values);
   const reading = action === 'list' && id === undefined ? { list: true as const } : (action === 'show' || action === 'follow') && id !== undefined && rest.length === 0 ? { id, follow: action === 'follow' } : undefined;
   if (reading === undefined) throw new UsageError(`usage: ${USAGE}`);
-  const { store, close } = await openProjectThreadStore(root, ctx.env);
+  const { store, close } = await openThreadStore(root, ctx.env);
   try {
     return await ('list' in reading ? list(ctx, store, values.json === true) : show(ctx, store, reading.id, reading.follow, values.json === true));
   } finally {

@@ -64,7 +64,7 @@ export function plainPipeline(world: BenchWorld): ReplayPipeline {
 }
 
 /**
- * Prefetch on, for one request (trace), wired as the gateway wires it (src/gateway/gateway-prefetch.ts)
+ * Prefetch on, for one request (trace), wired as the gateway wires it (src/runs/run-prefetch.ts)
  * except that no transitions are learned from the traces being measured: a dispatcher and session
  * of its own, the run's cache and prefetching resolver. `finish` waits for predictions to settle and empties the cache, so what
  * a trace prefetched and never used is counted as wasted for that trace and helps no later one.

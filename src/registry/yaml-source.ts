@@ -1,5 +1,5 @@
 /** YAML parsing that keeps positions, so every error can say file:line:col. */
-import { CST, LineCounter, Parser, isMap, isNode, isScalar, parseDocument, type Document, type YAMLError } from 'yaml';
+import { CST, LineCounter, Parser, Scalar, isMap, isNode, isScalar, parseDocument, type Document, type YAMLError } from 'yaml';
 import { textPosition } from '../base/text-position.js';
 import { firstLine, type IssueInput } from './validation-error.js';
 
@@ -20,6 +20,8 @@ export interface YamlSource {
   locateKey(path: ReadonlyArray<PropertyKey>, key: string): Position | undefined;
   /** The text a plain scalar was written as (`1.0` stays `1.0`, not the number 1). */
   scalarSource(path: ReadonlyArray<PropertyKey>): string | undefined;
+  /** Where a scalar's text starts: inside its quotes, for a quoted one. */
+  scalarStart(path: ReadonlyArray<PropertyKey>): Position | undefined;
 }
 
 export type YamlParse = { ok: true; value: YamlSource } | { ok: false; errors: IssueInput[] };
@@ -67,6 +69,12 @@ export function parseYamlSource(text: string, startLine = 1): YamlParse {
       scalarSource: (path) => {
         const node = doc.getIn(path as unknown[], true);
         return isScalar(node) && typeof node.source === 'string' ? node.source : undefined;
+      },
+      scalarStart: (path) => {
+        const node = doc.getIn(path as unknown[], true);
+        if (!isScalar(node) || !node.range) return undefined;
+        const quoted = node.type === Scalar.QUOTE_DOUBLE || node.type === Scalar.QUOTE_SINGLE;
+        return position(node.range[0] + (quoted ? 1 : 0));
       },
     },
   };

@@ -86,7 +86,7 @@ export function yamlFailure(shown: string, errors: readonly IssueInput[]): strin
   return `${shown}${e?.line === undefined ? '' : `:${e.line}:${e.column ?? 1}`}: ${e?.text ?? 'invalid YAML'}`;
 }
 
-export interface YamlProblem extends Position {
+interface YamlProblem extends Position {
   /** What is wrong, in words, without the position. */
   reason: string;
 }
@@ -96,7 +96,7 @@ export interface YamlProblem extends Position {
  * the text stops fitting, often lines later; such an error is moved to the bracket that was left
  * open and says where the parser noticed it. `startLine` is the file line the text starts on.
  */
-export function yamlProblems(text: string, errors: readonly YAMLError[], startLine = 1): YamlProblem[] {
+function yamlProblems(text: string, errors: readonly YAMLError[], startLine = 1): YamlProblem[] {
   const at = (offset: number): Position => {
     const pos = textPosition(text, offset);
     return { line: pos.line + startLine - 1, column: pos.column };

@@ -7,7 +7,7 @@ import { createPredictor, type Predictor } from '../../src/prefetch/predictor.js
 import type { SnapshotResolver } from '../../src/prefetch/snapshot-resolver.js';
 import type { TransitionModel } from '../../src/prefetch/types.js';
 import type { CallOutcome } from '../../src/proxy/tool-call.js';
-import { DEFAULT_PREFETCH, type PrefetchConfig } from '../../src/prefetch/types.js';
+import { DEFAULT_PREFETCH, type PrefetchConfig } from '../../src/prefetch/prefetch-config.js';
 import type { BenchWorld } from './bench-world.js';
 import type { ReplayPipeline } from './replay-trace.js';
 

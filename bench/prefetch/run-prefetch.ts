@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { DEFAULT_PREFETCH } from '../../src/prefetch/types.js';
+import { DEFAULT_PREFETCH } from '../../src/prefetch/prefetch-config.js';
 import { openSnapshotResolver } from '../../src/prefetch/snapshot-resolver.js';
 import { loadTransitionModel } from '../../src/prefetch/transition-model.js';
 import { PREFETCH_EMBEDDERS, type PrefetchEmbedder } from '../../src/prefetch/types.js';

@@ -1,25 +1,22 @@
 import { inspect } from 'node:util';
 import { z } from 'zod';
-import { isKiwiError, KiwiError } from '../base/errors.js';
+import { KiwiError } from '../base/errors.js';
 import { DEFAULT_PORT, LISTEN_DEFAULTS, type ListenLimits } from '../http/server/listen-limits.js';
 import { DEMO_MODEL_ID } from '../llm/demo-provider.js';
-import { formatFieldPath } from '../registry/validation-error.js';
-import { didYouMeanSuffix } from '../base/did-you-mean.js';
-import { parseYamlSource, type YamlSource, yamlFailure } from '../registry/yaml-source.js';
+import { checkConfig, loadYamlConfig } from '../registry/yaml-config.js';
 import { DEFAULT_ALLOWED_HOSTS, DEFAULT_MAX_CONCURRENT_PER_CLIENT } from '../http/server/request-guard.js';
 import { shadowWarnings } from './model-patterns.js';
 import { openAiBaseUrl, urlProblem } from './upstream-url.js';
-import { DEFAULT_PREFETCH, PREFETCH_EMBEDDERS, type PrefetchConfig } from '../prefetch/types.js';
-import { DEFAULT_LOOP_LIMITS, LOOP_LIMITS, type LimitRange, type LoopLimits } from '../loop/loop-limits.js';
+import { LOOP_LIMITS, type LimitRange, type LoopLimits } from '../loop/loop-limits.js';
 import { DEFAULT_MAX_BODY_BYTES } from '../http/server/read-json-body.js';
 import { DEFAULT_MENU_SIZE } from '../loop/tool-menu.js';
-import { readCappedFile } from '../base/read-capped-file.js';
 import { checkpointsSchema } from '../checkpoints/checkpoint-config.js';
-import { BUDGET_FIELDS, budgetsSchema, pricesSchema, toBudgetConfig, type BudgetConfig } from '../budgets/budget-config.js';
+import { budgetsSchema, pricesSchema, toBudgetConfig, type BudgetConfig } from '../budgets/budget-config.js';
 import { unpricedWarnings } from './unpriced-warnings.js';
 import { shownPath } from '../base/shown-path.js';
 import type { KernelLimits } from '../kernel/kernel-limits.js';
-import { KERNEL_FIELDS, kernelLimits, kernelSchema } from './kernel-config.js';
+import { kernelSchema } from './kernel-config.js';
+import { prefetchSchema, type PrefetchConfig } from '../prefetch/prefetch-config.js';
 import { envHost, envPort, HOST } from './listen-env.js';
 import type { Secret, UpstreamConfig } from './upstream-config.js';
 
@@ -70,7 +67,6 @@ export interface GatewayConfig {
   warnings: string[];
 }
 
-
 export interface GatewayConfigContext {
   env: Readonly<Record<string, string | undefined>>;
   root: string;
@@ -80,7 +76,6 @@ export const DEFAULT_HOST = '127.0.0.1';
 export const DEFAULT_OPENAI_BASE_URL = 'https://api.openai.com/v1';
 export const DEFAULT_ANTHROPIC_BASE_URL = 'https://api.anthropic.com';
 
-const MAX_FILE_BYTES = 64 * 1024;
 const HINT = 'see the comments in .ai/config/gateway.yaml';
 const KEY = /^[\x21-\x7e]{1,4096}$/;
 
@@ -100,93 +95,57 @@ const upstreamSchema = z.strictObject({
   timeout_ms: z.number().int().min(1000, 'must be at least 1000').max(600_000, 'must be at most 600000 (10 minutes)').optional(),
 });
 
-/** A loop limit as gateway.yaml takes it: the range of the one table (loop-limits.ts). */
-const loopLimit = (range: LimitRange) => z.number().int().min(range.min, range.tooLow).max(range.max).optional();
+/** A loop limit as gateway.yaml takes it: the range and default of the one table (loop-limits.ts). */
+const loopLimit = (range: LimitRange) => z.number().int().min(range.min, range.tooLow).max(range.max).default(range.default);
+
+const limitsSchema = z
+  .strictObject({
+    max_turns: loopLimit(LOOP_LIMITS.maxTurns),
+    max_tokens: loopLimit(LOOP_LIMITS.maxTokens),
+    // 0 is no limit, as leaving it out is.
+    max_spend_usd: z.number('must be a number of US dollars').min(0, 'must be 0 (no limit) or more').max(1_000_000).default(0),
+    max_tool_calls: loopLimit(LOOP_LIMITS.maxToolCalls),
+    max_duration_ms: loopLimit(LOOP_LIMITS.maxDurationMs),
+    max_result_chars: loopLimit(LOOP_LIMITS.maxResultChars),
+    max_repeats: loopLimit(LOOP_LIMITS.maxRepeats),
+    max_body_bytes: z.number().int().min(1024).max(64 * 1024 * 1024).default(DEFAULT_MAX_BODY_BYTES),
+    max_concurrent_requests_per_client: z.number().int().min(1).max(100_000).default(DEFAULT_MAX_CONCURRENT_PER_CLIENT),
+    body_timeout_ms: z.number().int().min(1000).max(600_000).default(LISTEN_DEFAULTS.bodyTimeoutMs),
+    max_connections: z.number().int().min(1).max(100_000).default(LISTEN_DEFAULTS.maxConnections),
+    shutdown_grace_ms: z.number().int().min(0).max(600_000).default(DEFAULT_SHUTDOWN_GRACE_MS),
+  })
+  .prefault({});
+
+const origins = z.array(z.string()).max(100).default([]);
 
 const schema = z.strictObject({
-  host: z.string().regex(HOST, 'must be a host name or IP address, e.g. 127.0.0.1 or 0.0.0.0').optional(),
+  host: z.string().regex(HOST, 'must be a host name or IP address, e.g. 127.0.0.1 or 0.0.0.0').default(DEFAULT_HOST),
   allowed_hosts: z
     .array(z.string().regex(/^(\*|\[[0-9a-fA-F:.]+\](:\d{1,5})?|[A-Za-z0-9.-]{1,253}(:\d{1,5})?)$/, 'must be a host name or address as clients write it in the URL, optionally with :port (e.g. gateway.internal, 10.0.0.5:8787, [::1]), or "*" for any'))
     .min(1, 'list at least one host name, e.g. [localhost, 127.0.0.1]')
     .max(100)
-    .optional(),
-  allowed_origins: z.array(z.string()).max(100).optional(),
-  tool_menu: z.number().int().min(0).max(100, 'must be at most 100: every listed tool costs the agent context on every turn').optional(),
-  port: z.number().int().min(0).max(65535, 'must be 0 to 65535').optional(),
-  upstreams: z.array(upstreamSchema).max(50).optional(),
-  limits: z
-    .strictObject({
-      max_turns: loopLimit(LOOP_LIMITS.maxTurns),
-      max_tokens: loopLimit(LOOP_LIMITS.maxTokens),
-      max_spend_usd: z.number('must be a number of US dollars').min(0, 'must be 0 (no limit) or more').max(1_000_000).optional(),
-      max_tool_calls: loopLimit(LOOP_LIMITS.maxToolCalls),
-      max_duration_ms: loopLimit(LOOP_LIMITS.maxDurationMs),
-      max_result_chars: loopLimit(LOOP_LIMITS.maxResultChars),
-      max_repeats: loopLimit(LOOP_LIMITS.maxRepeats),
-      max_body_bytes: z.number().int().min(1024).max(64 * 1024 * 1024).optional(),
-      max_concurrent_requests_per_client: z.number().int().min(1).max(100_000).optional(),
-      body_timeout_ms: z.number().int().min(1000).max(600_000).optional(),
-      max_connections: z.number().int().min(1).max(100_000).optional(),
-      shutdown_grace_ms: z.number().int().min(0).max(600_000).optional(),
-    })
-    .optional(),
-  mcp: z.strictObject({ allowed_origins: z.array(z.string()).max(100).optional() }).optional(),
-  prefetch: z
-    .strictObject({
-      enabled: z.boolean('must be true or false').optional(),
-      ttl_ms: z.number().int().min(1000).max(600_000).optional(),
-      speculate: z.boolean('must be true or false').optional(),
-      concurrency: z.number().int().min(1).max(16).optional(),
-      min_cosine: z.number().min(0.5).max(1).optional(),
-      embedder: z.enum(PREFETCH_EMBEDDERS, 'must be static or resolver').optional(),
-    })
-    .optional(),
+    .default(() => [...DEFAULT_ALLOWED_HOSTS]),
+  allowed_origins: origins,
+  tool_menu: z.number().int().min(0).max(100, 'must be at most 100: every listed tool costs the agent context on every turn').default(DEFAULT_MENU_SIZE),
+  port: z.number().int().min(0).max(65535, 'must be 0 to 65535').default(DEFAULT_PORT),
+  upstreams: z.array(upstreamSchema).max(50).default([]),
+  limits: limitsSchema,
+  mcp: z.strictObject({ allowed_origins: origins }).prefault({}),
+  prefetch: prefetchSchema,
   kernel: kernelSchema,
   // Read by every process that runs tools (src/checkpoints/checkpoint-config.ts); checked here with the rest.
-  checkpoints: checkpointsSchema.optional(),
+  checkpoints: checkpointsSchema,
   prices: pricesSchema.optional(),
   budgets: budgetsSchema.optional(),
   // A directive's `<model tier="…">` → the model its thread runs on (src/threads/).
-  model_tiers: z.record(z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must be a tier name like fast, balanced or powerful'), modelPattern).optional(),
+  model_tiers: z.record(z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must be a tier name like fast, balanced or powerful'), modelPattern).default({}),
 });
-
-type Raw = z.output<typeof schema>;
-const FIELDS = ['host', 'allowed_hosts', 'tool_menu', 'max_concurrent_requests_per_client', 'port', 'upstreams', 'limits', 'mcp', 'name', 'kind', 'base_url', 'api_key_env', 'models', 'timeout_ms', 'max_turns', 'max_tool_calls', 'max_duration_ms', 'max_result_chars', 'max_repeats', 'max_tokens', 'max_body_bytes', 'body_timeout_ms', 'max_connections', 'shutdown_grace_ms', 'allowed_origins', 'prefetch', 'enabled', 'ttl_ms', 'speculate', 'concurrency', 'min_cosine', 'embedder', 'model_tiers', 'checkpoints', 'max_file_bytes', 'max_total_bytes', ...BUDGET_FIELDS, ...KERNEL_FIELDS];
 
 export async function loadGatewayConfig(file: string, ctx: GatewayConfigContext): Promise<GatewayConfig> {
   const shown = shownPath(ctx.root, file);
-  const tooLarge = (): Error => new KiwiError('INVALID_INPUT', `${shown}: larger than ${MAX_FILE_BYTES} bytes; it should be a few lines`);
-  let text: string | undefined;
-  try {
-    text = (await readCappedFile(file, MAX_FILE_BYTES, tooLarge)).toString('utf8');
-  } catch (error) {
-    if (isKiwiError(error)) throw error;
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw new KiwiError('INVALID_INPUT', `${shown}: cannot read the gateway config (${(error as Error).message})`);
-  }
-  let source: YamlSource | undefined;
-  if (text !== undefined) {
-    const parsed = parseYamlSource(text);
-    if (!parsed.ok) {
-      throw new KiwiError('INVALID_INPUT', yamlFailure(shown, parsed.errors));
-    }
-    source = parsed.value;
-  }
-  const fail = (at: ReadonlyArray<PropertyKey>, message: string, key?: string): never => {
-    const pos = key === undefined ? source?.locate(at) : source?.locateKey(at, key);
-    const field = formatFieldPath(key === undefined ? at : [...at, key]) || '(top level)';
-    throw new KiwiError('INVALID_INPUT', `${pos === undefined ? shown : `${shown}:${pos.line}:${pos.column}`}: ${field}: ${message}; ${HINT}`);
-  };
-  const checked = schema.safeParse(source?.data ?? {});
-  if (!checked.success) {
-    // An unknown key is usually a typo, which also explains a "missing" field: report it first.
-    const issue = checked.error.issues.find((i) => i.code === 'unrecognized_keys') ?? checked.error.issues[0];
-    if (issue?.code === 'unrecognized_keys') {
-      const key = issue.keys[0] ?? '';
-      return fail(issue.path, `unknown field${didYouMeanSuffix(key, FIELDS)}`, key);
-    }
-    return fail(issue?.path ?? [], issue?.message ?? 'invalid');
-  }
-  const raw: Raw = checked.data;
+  const spec = { shown, schema, hint: HINT };
+  const loaded = await loadYamlConfig(file, { ...spec, maxBytes: 64 * 1024 });
+  const { data: raw, source, fail } = loaded ?? checkConfig({}, spec);
   const line = (at: ReadonlyArray<PropertyKey>): string => {
     const pos = source?.locate(at);
     return pos === undefined ? shown : `${shown}:${pos.line}`;
@@ -194,7 +153,7 @@ export async function loadGatewayConfig(file: string, ctx: GatewayConfigContext)
 
   const upstreams: UpstreamConfig[] = [];
   const names = new Set<string>();
-  (raw.upstreams ?? []).forEach((u, i) => {
+  raw.upstreams.forEach((u, i) => {
     const at = ['upstreams', i];
     if (names.has(u.name)) fail([...at, 'name'], `another upstream is already named "${u.name}"; names must be unique`);
     names.add(u.name);
@@ -226,54 +185,35 @@ export async function loadGatewayConfig(file: string, ctx: GatewayConfigContext)
   else if (!demo.models.includes(DEMO_MODEL_ID)) demo.models.unshift(DEMO_MODEL_ID);
   warnings.push(...shadowWarnings(upstreams, shown));
 
-  const originsAt = (at: PropertyKey[], list: string[] | undefined): string[] =>
-    (list ?? []).map((o, i) => {
+  const originsAt = (at: PropertyKey[], list: string[]): string[] =>
+    list.map((o, i) => {
       const problem = originProblem(o);
       return problem === null ? new URL(o).origin : fail([...at, i], problem);
     });
-  const origins = originsAt(['mcp', 'allowed_origins'], raw.mcp?.allowed_origins);
+  const mcpOrigins = originsAt(['mcp', 'allowed_origins'], raw.mcp.allowed_origins);
   const allowedOrigins = originsAt(['allowed_origins'], raw.allowed_origins);
-  const prefetchEmbedder = raw.prefetch?.embedder ?? DEFAULT_PREFETCH.embedder;
-  const minCosine = raw.prefetch?.min_cosine ?? DEFAULT_PREFETCH.minCosine;
-  if (minCosine < 1 && prefetchEmbedder !== 'resolver') {
-    fail(['prefetch', 'min_cosine'], `below 1 a search prefetched for a paraphrase answers the intent, which needs it made in the resolver's own index: add embedder: resolver under prefetch, or set min_cosine: 1`);
-  }
-  const l = raw.limits ?? {};
+  const l = raw.limits;
   const budgets = toBudgetConfig(raw.prices, raw.budgets, l.max_spend_usd || undefined);
   warnings.push(...unpricedWarnings(budgets, upstreams, shown));
   return {
     file: shown,
-    fromFile: text !== undefined,
-    host: envHost(ctx.env) ?? raw.host ?? DEFAULT_HOST,
-    port: envPort(ctx.env) ?? raw.port ?? DEFAULT_PORT,
+    fromFile: loaded !== undefined,
+    host: envHost(ctx.env) ?? raw.host,
+    port: envPort(ctx.env) ?? raw.port,
     upstreams,
-    limits: {
-      maxTurns: l.max_turns ?? DEFAULT_LOOP_LIMITS.maxTurns,
-      maxToolCalls: l.max_tool_calls ?? DEFAULT_LOOP_LIMITS.maxToolCalls,
-      maxDurationMs: l.max_duration_ms ?? DEFAULT_LOOP_LIMITS.maxDurationMs,
-      maxResultChars: l.max_result_chars ?? DEFAULT_LOOP_LIMITS.maxResultChars,
-      maxRepeats: l.max_repeats ?? DEFAULT_LOOP_LIMITS.maxRepeats,
-      maxTokens: l.max_tokens ?? DEFAULT_LOOP_LIMITS.maxTokens,
-    },
-    maxBodyBytes: l.max_body_bytes ?? DEFAULT_MAX_BODY_BYTES,
-    allowedHosts: raw.allowed_hosts ?? [...DEFAULT_ALLOWED_HOSTS],
+    limits: { maxTurns: l.max_turns, maxToolCalls: l.max_tool_calls, maxDurationMs: l.max_duration_ms, maxResultChars: l.max_result_chars, maxRepeats: l.max_repeats, maxTokens: l.max_tokens },
+    maxBodyBytes: l.max_body_bytes,
+    allowedHosts: raw.allowed_hosts,
     allowedOrigins,
-    maxConcurrentPerClient: l.max_concurrent_requests_per_client ?? DEFAULT_MAX_CONCURRENT_PER_CLIENT,
-    toolMenu: raw.tool_menu ?? DEFAULT_MENU_SIZE,
-    listen: { bodyTimeoutMs: l.body_timeout_ms ?? LISTEN_DEFAULTS.bodyTimeoutMs, maxConnections: l.max_connections ?? LISTEN_DEFAULTS.maxConnections },
-    shutdownGraceMs: l.shutdown_grace_ms ?? DEFAULT_SHUTDOWN_GRACE_MS,
-    mcp: { allowedOrigins: [...new Set([...allowedOrigins, ...origins])] },
-    prefetch: {
-      enabled: raw.prefetch?.enabled ?? DEFAULT_PREFETCH.enabled,
-      ttlMs: raw.prefetch?.ttl_ms ?? DEFAULT_PREFETCH.ttlMs,
-      speculate: raw.prefetch?.speculate ?? DEFAULT_PREFETCH.speculate,
-      concurrency: raw.prefetch?.concurrency ?? DEFAULT_PREFETCH.concurrency,
-      minCosine,
-      embedder: prefetchEmbedder,
-    },
-    recordChats: raw.kernel?.record_chats ?? true,
-    kernelLimits: kernelLimits(raw.kernel),
-    modelTiers: raw.model_tiers ?? {},
+    maxConcurrentPerClient: l.max_concurrent_requests_per_client,
+    toolMenu: raw.tool_menu,
+    listen: { bodyTimeoutMs: l.body_timeout_ms, maxConnections: l.max_connections },
+    shutdownGraceMs: l.shutdown_grace_ms,
+    mcp: { allowedOrigins: [...new Set([...allowedOrigins, ...mcpOrigins])] },
+    prefetch: raw.prefetch,
+    recordChats: raw.kernel.recordChats,
+    kernelLimits: raw.kernel.limits,
+    modelTiers: raw.model_tiers,
     budgets,
     warnings,
   };

@@ -64,9 +64,6 @@ export const budgetsSchema = z.strictObject({
     .optional(),
 });
 
-/** Field names for the config's did-you-mean suggestions. */
-export const BUDGET_FIELDS = ['prices', 'input_per_mtok', 'output_per_mtok', 'budgets', 'default', 'clients', 'tokens', 'spend_usd', 'tool_calls', 'window', 'max_spend_usd'];
-
 type RawClientBudget = z.output<typeof clientBudgetSchema>;
 
 function clientBudget(raw: RawClientBudget, field: string): ClientBudget {

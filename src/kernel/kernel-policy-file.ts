@@ -1,8 +1,6 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { isKiwiError, KiwiError } from '../base/errors.js';
-import { readCappedFile } from '../base/read-capped-file.js';
-import { parseYamlSource, yamlFailure } from '../registry/yaml-source.js';
+import { checkConfig, loadYamlConfig, type CheckedConfig } from '../registry/yaml-config.js';
 import { compileArgumentPattern, NO_POLICY, toolIdMatcher, type ArgumentPredicate, type KernelPolicy, type PolicyRule } from './kernel-policy.js';
 import { parseSchedule } from './schedule.js';
 
@@ -50,33 +48,23 @@ const file = z.looseObject({
 });
 
 export async function loadKernelPolicy(path: string): Promise<KernelPolicy> {
-  let text: string;
-  try {
-    text = (await readCappedFile(path, MAX_BYTES, (size) => new KiwiError('INVALID_POLICY', `${path}: ${size} bytes, more than ${MAX_BYTES}; a policy should be short`))).toString('utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return NO_POLICY;
-    if (isKiwiError(error)) throw error;
-    throw new KiwiError('INVALID_POLICY', `${path}: cannot read it (${(error as Error).message})`);
-  }
-  const yaml = parseYamlSource(text);
-  if (!yaml.ok) throw new KiwiError('INVALID_POLICY', yamlFailure(path, yaml.errors));
-  const data = yaml.value.data ?? {};
-  return { ...compileKernelPolicy(data, path), version: `sha256:${createHash('sha256').update(text).digest('hex').slice(0, 16)}` };
+  const loaded = await loadYamlConfig(path, { ...spec(path), maxBytes: MAX_BYTES });
+  if (loaded === undefined) return NO_POLICY;
+  return { ...compile(loaded), version: `sha256:${createHash('sha256').update(loaded.text).digest('hex').slice(0, 16)}` };
 }
 
+/** A policy given as data (`where` names it in messages); compiled as a file's would be. */
 export function compileKernelPolicy(data: unknown, where: string): KernelPolicy {
-  const parsed = file.safeParse(data);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new KiwiError('INVALID_POLICY', `${where}: ${issue?.path.join('.') || '(file)'}: ${issue?.message ?? 'invalid'}`);
-  }
+  return compile(checkConfig(data, spec(where)));
+}
+
+const spec = (shown: string) => ({ shown, schema: file, code: 'INVALID_POLICY' as const });
+
+function compile({ data, fail: failAt }: CheckedConfig<z.output<typeof file>>): KernelPolicy {
   const ids = new Set<string>();
   const priorities = new Map<number, string>();
-  const rules: PolicyRule[] = (parsed.data.rules ?? []).map((r, i) => {
-    const at = `${where}: rules[${i}] (${r.id})`;
-    const fail = (message: string): never => {
-      throw new KiwiError('INVALID_POLICY', `${at}: ${message}`);
-    };
+  const rules: PolicyRule[] = (data.rules ?? []).map((r, i) => {
+    const fail = (message: string): never => failAt(['rules', i], `rule ${JSON.stringify(r.id)}: ${message}`);
     if (ids.has(r.id)) fail(`another rule is already named ${JSON.stringify(r.id)}`);
     ids.add(r.id);
     const taken = priorities.get(r.priority);
@@ -142,7 +130,7 @@ export function compileKernelPolicy(data: unknown, where: string): KernelPolicy 
     };
   });
   rules.sort((a, b) => a.priority - b.priority);
-  const d = parsed.data.default;
+  const d = data.default;
   return { rules, defaultDecision: { decision: d?.decision ?? 'deny', reason: d?.reason ?? 'No explicit allow rule matched' } };
 }
 

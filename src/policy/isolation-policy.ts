@@ -28,8 +28,6 @@ export const isolationSchema = z.strictObject({
     .optional(),
 });
 
-export const ISOLATION_FIELDS = { isolation: ['minimum', 'per_tool', 'container'], 'isolation.container': ['cpus', 'memory_mb', 'processes', 'open_files'] };
-
 export function toIsolationPolicy(raw: z.infer<typeof isolationSchema> | undefined): IsolationPolicy {
   const c = raw?.container;
   return {

@@ -8,13 +8,12 @@
  * here and not in directives: the policy's author is the one who may send the gateway's events
  * to another machine.
  */
-import { Scalar, type Document } from 'yaml';
 import { z } from 'zod';
 import { KiwiError } from '../base/errors.js';
 import { createConditionCompiler, type ConditionSite } from '../hooks/condition.js';
 import type { LoadedHook } from '../hooks/hook-runner.js';
 import { DEFAULT_STEER_TIMEOUT_MS, MAX_RETRIES, type HookAction } from '../hooks/hook-types.js';
-import { textPosition } from '../base/text-position.js';
+import type { YamlSource } from '../registry/yaml-source.js';
 
 const MAX_HOOKS = 100;
 /** An answer that does not come within this is a denial. */
@@ -62,9 +61,6 @@ export const approvalsSchema = z.strictObject({
   timeout_s: z.number().int().min(1, 'must be at least 1').max(86_400, 'must be at most 86400 (a day)').optional(),
 });
 
-export const HOOK_FIELDS = ['when', 'deny', 'require_approval', 'annotate', 'directive', 'webhook', 'retry', 'skip', 'fail', 'abort', 'continue', 'fallthrough'];
-export const APPROVAL_FIELDS = ['tools', 'timeout_s'];
-
 
 type PolicyHookYaml = z.infer<typeof policyHookSchema>;
 
@@ -80,10 +76,10 @@ export function toApprovalRules(raw: z.infer<typeof approvalsSchema> | undefined
 }
 
 /** Compiles each hook's condition. Throws INVALID_POLICY naming the file, line and column. */
-export function loadPolicyHooks(hooks: readonly PolicyHookYaml[], doc: Document, text: string, file: string): LoadedHook[] {
+export function loadPolicyHooks(hooks: readonly PolicyHookYaml[], source: YamlSource | undefined, file: string): LoadedHook[] {
   const compiler = createConditionCompiler();
   return hooks.map((hook, i) => {
-    const site = siteOf(doc, text, ['hooks', i, 'when'], file);
+    const site: ConditionSite = { file, ...(source?.scalarStart(['hooks', i, 'when']) ?? { line: 1 }) };
     let condition;
     try {
       condition = compiler.compileCondition(hook.when, site);
@@ -109,14 +105,6 @@ function toAction(hook: PolicyHookYaml): HookAction {
   if (typeof d === 'string') return { kind: 'directive', name: d, inputs: {} };
   const steer = d.steer === true ? { steer: { timeoutMs: (d.timeout_s ?? DEFAULT_STEER_TIMEOUT_MS / 1000) * 1000, retries: d.retries ?? 1 } } : {};
   return { kind: 'directive', name: d.name, inputs: d.inputs ?? {}, ...steer };
-}
-
-/** Where a value starts in the file (inside its quotes, for a quoted one). */
-function siteOf(doc: Document, text: string, path: (string | number)[], file: string): ConditionSite {
-  const node = doc.getIn(path, true);
-  if (!(node instanceof Scalar) || node.range === undefined || node.range === null) return { file, line: 1 };
-  const quoted = node.type === Scalar.QUOTE_DOUBLE || node.type === Scalar.QUOTE_SINGLE;
-  return { file, ...textPosition(text, node.range[0] + (quoted ? 1 : 0)) };
 }
 
 function isWebhookUrl(value: string): boolean {

@@ -12,27 +12,6 @@ import type { CallOutcome } from '../proxy/tool-call.js';
 export const PREFETCH_EMBEDDERS = ['static', 'resolver'] as const;
 export type PrefetchEmbedder = (typeof PREFETCH_EMBEDDERS)[number];
 
-/** Predictive prefetch as `.ai/config/gateway.yaml` sets it (`prefetch:`): on by default; speculation runs read-only tools only. */
-export interface PrefetchConfig {
-  enabled: boolean;
-  ttlMs: number;
-  speculate: boolean;
-  concurrency: number;
-  /**
-   * How close (cosine) an intent must be to a predicted one to reuse its retrieval. 1 (exact text)
-   * by default: at 0.9 about 5% of reused retrievals resolved differently than the normal path.
-   */
-  minCosine: number;
-  /**
-   * What snapshots are searched with: the static model (an index of its own, ~1 ms a snapshot
-   * instead of a USE-lite embedding) or the resolver's embedder. Intents always resolve with the
-   * resolver's; only `resolver` lets a prefetched search stand in for an intent's own.
-   */
-  embedder: PrefetchEmbedder;
-}
-
-export const DEFAULT_PREFETCH: PrefetchConfig = { enabled: true, ttlMs: 10_000, speculate: true, concurrency: 2, minCosine: 1, embedder: 'static' };
-
 /** A view of the agent's text taken while it streams. */
 export interface Snapshot {
   /** The agent text since the last intent (or the turn's start), newest last, capped. */

@@ -1,5 +1,5 @@
 /** YAML parsing that keeps positions, so every error can say file:line:col. */
-import { CST, LineCounter, Parser, isMap, isNode, isScalar, parseDocument, type Document, type YAMLError } from 'yaml';
+import { CST, LineCounter, Parser, Scalar, isMap, isNode, isScalar, parseDocument, type Document, type YAMLError } from 'yaml';
 import { textPosition } from '../base/text-position.js';
 import { firstLine, type IssueInput } from './validation-error.js';
 
@@ -20,6 +20,8 @@ export interface YamlSource {
   locateKey(path: ReadonlyArray<PropertyKey>, key: string): Position | undefined;
   /** The text a plain scalar was written as (`1.0` stays `1.0`, not the number 1). */
   scalarSource(path: ReadonlyArray<PropertyKey>): string | undefined;
+  /** Where a scalar's text starts: inside its quotes, for a quoted one. */
+  scalarStart(path: ReadonlyArray<PropertyKey>): Position | undefined;
 }
 
 export type YamlParse = { ok: true; value: YamlSource } | { ok: false; errors: IssueInput[] };
@@ -68,6 +70,12 @@ export function parseYamlSource(text: string, startLine = 1): YamlParse {
         const node = doc.getIn(path as unknown[], true);
         return isScalar(node) && typeof node.source === 'string' ? node.source : undefined;
       },
+      scalarStart: (path) => {
+        const node = doc.getIn(path as unknown[], true);
+        if (!isScalar(node) || !node.range) return undefined;
+        const quoted = node.type === Scalar.QUOTE_DOUBLE || node.type === Scalar.QUOTE_SINGLE;
+        return position(node.range[0] + (quoted ? 1 : 0));
+      },
     },
   };
 }
@@ -78,7 +86,7 @@ export function yamlFailure(shown: string, errors: readonly IssueInput[]): strin
   return `${shown}${e?.line === undefined ? '' : `:${e.line}:${e.column ?? 1}`}: ${e?.text ?? 'invalid YAML'}`;
 }
 
-export interface YamlProblem extends Position {
+interface YamlProblem extends Position {
   /** What is wrong, in words, without the position. */
   reason: string;
 }
@@ -88,7 +96,7 @@ export interface YamlProblem extends Position {
  * the text stops fitting, often lines later; such an error is moved to the bracket that was left
  * open and says where the parser noticed it. `startLine` is the file line the text starts on.
  */
-export function yamlProblems(text: string, errors: readonly YAMLError[], startLine = 1): YamlProblem[] {
+function yamlProblems(text: string, errors: readonly YAMLError[], startLine = 1): YamlProblem[] {
   const at = (offset: number): Position => {
     const pos = textPosition(text, offset);
     return { line: pos.line + startLine - 1, column: pos.column };

@@ -1,12 +1,10 @@
 import path from 'node:path';
 import { z } from 'zod';
 import type { EmbedderConfig } from '../embed/create-embedder.js';
-import { KiwiError } from '../base/errors.js';
 import { substitute } from '../executor/substitute.js';
 import type { ResolverSettings } from './resolver.js';
 import { DEFAULT_FALLBACK_CANDIDATES, DEFAULT_FALLBACK_TIMEOUT_MS } from './model-fallback.js';
-import { readCappedFile } from '../base/read-capped-file.js';
-import { parseYamlSource, yamlFailure } from '../registry/yaml-source.js';
+import { loadYamlConfig } from '../registry/yaml-config.js';
 
 /**
  * `.ai/config/resolver.yaml` — optional; without it the offline defaults apply (USE-lite).
@@ -47,8 +45,8 @@ const Schema = z.strictObject({
           model: z.string().min(1).max(512).optional(),
           tier: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must be a tier name of gateway.yaml model_tiers, like fast').optional(),
           model_file: z.string().min(1).max(4096).optional(),
-          candidates: z.number().int().min(1).max(20).optional(),
-          timeout_ms: z.number().int().min(100).max(120_000).optional(),
+          candidates: z.number().int().min(1).max(20).default(DEFAULT_FALLBACK_CANDIDATES),
+          timeout_ms: z.number().int().min(100).max(120_000).default(DEFAULT_FALLBACK_TIMEOUT_MS),
         })
         .refine(
           (f) => [f.model, f.tier, f.model_file].filter((x) => x !== undefined).length <= 1,
@@ -98,25 +96,10 @@ export interface ResolverConfig {
   modelFile?: string;
 }
 
-const MAX_BYTES = 64 * 1024;
-
 export async function loadResolverConfig(file: string, ctx: { env: Readonly<Record<string, string | undefined>>; root: string }): Promise<ResolverConfig> {
-  let text: string;
-  try {
-    text = (await readCappedFile(file, MAX_BYTES, () => new KiwiError('INVALID_INPUT', `${file}: larger than ${MAX_BYTES} bytes; it should be a few lines`))).toString('utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { embedder: { kind: 'use-lite' }, settings: {}, argumentModel: null, fallback: DEFAULT_FALLBACK };
-    throw error;
-  }
-  const yaml = parseYamlSource(text);
-  if (!yaml.ok) throw new KiwiError('INVALID_INPUT', yamlFailure(file, yaml.errors));
-  const data = yaml.value.data ?? {};
-  const parsed = Schema.safeParse(data);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new KiwiError('INVALID_INPUT', `${file}: ${issue?.path.join('.') || '(top level)'}: ${issue?.message}; see the comment in src/resolver/resolver-config.ts or the README's "Resolution" section`);
-  }
-  const c = parsed.data;
+  const loaded = await loadYamlConfig(file, { shown: file, schema: Schema, maxBytes: 64 * 1024, hint: 'see the section ".ai/config/resolver.yaml" of docs/resolution.md' });
+  if (loaded === undefined) return { embedder: { kind: 'use-lite' }, settings: {}, argumentModel: null, fallback: DEFAULT_FALLBACK };
+  const c = loaded.data;
   const settings: Partial<ResolverSettings> = {};
   if (c.text_weight !== undefined) settings.textWeight = c.text_weight;
   if (c.threshold !== undefined) settings.threshold = c.threshold;
@@ -151,7 +134,7 @@ export async function loadResolverConfig(file: string, ctx: { env: Readonly<Reco
 function fallbackOf(f: z.infer<typeof Schema>['fallback'], root: string): FallbackConfig {
   if (f === undefined) return DEFAULT_FALLBACK;
   if (f === 'off' || f === false) return { kind: 'off' };
-  const limits = { candidates: f.candidates ?? DEFAULT_FALLBACK_CANDIDATES, timeoutMs: f.timeout_ms ?? DEFAULT_FALLBACK_TIMEOUT_MS };
+  const limits = { candidates: f.candidates, timeoutMs: f.timeout_ms };
   if (f.model !== undefined) return { kind: 'named', named: { model: f.model, ...limits } };
   if (f.tier !== undefined) return { kind: 'named', named: { tier: f.tier, ...limits } };
   if (f.model_file !== undefined) return { kind: 'named', named: { modelFile: path.resolve(root, f.model_file), ...limits } };

@@ -13,7 +13,7 @@ import type { ResolveOptions } from '../resolver/types.js';
 import type { Caller } from '../policy/caller.js';
 import type { ToolCall } from '../proxy/tool-call.js';
 import type { AgentLoopDeps } from '../loop/agent-loop.js';
-import type { PrefetchConfig } from '../prefetch/types.js';
+import type { PrefetchConfig } from '../prefetch/prefetch-config.js';
 import type { LoopCall, LoopMode } from '../loop/loop-types.js';
 
 

@@ -181,7 +181,7 @@ describe('gateway config: environment overrides', () => {
 
 describe('gateway config: bad values name file:line, the field and what to write', () => {
   it('refuses a file past the size cap without reading it', async () => {
-    expect(await refused(`# ${'x'.repeat(300 * 1024)}\n`)).toMatch(/^FILE: larger than \d+ bytes; it should be a few lines$/);
+    expect(await refused(`# ${'x'.repeat(300 * 1024)}\n`)).toMatch(/^FILE: is \d+ bytes, larger than the 65536 allowed; it should be a few lines$/);
   });
 
   it.each([

@@ -126,7 +126,7 @@ describe('loading', () => {
   const r = (extra: Record<string, unknown>) => ({ id: 'a', priority: 1, then: { decision: 'allow' }, ...extra });
 
   it.each([
-    ['an empty id', { rules: [r({ id: '' })] }, /rules\.0\.id: needs an id/],
+    ['an empty id', { rules: [r({ id: '' })] }, /rules\[0\]\.id: needs an id/],
     ['a duplicate id', { rules: [r({}), r({ priority: 2 })] }, /another rule is already named "a"/],
     ['a duplicate priority', { rules: [r({}), r({ id: 'b' })] }, /priority 1 is also rule a's/],
     ['a bad decision', { rules: [r({ then: { decision: 'maybe' } })] }, /decision: must be allow, deny or require_approval/],
@@ -179,7 +179,7 @@ describe('tool names (issue 22: look-alikes passed a rule written for deploy_pro
   });
 
   it('refuses at load a rule whose tool id no tool can have', () => {
-    expect(() => policy([{ id: 'cyr', priority: 1, when: { tool_ids: ['ok_*', 'd\u0435ploy'] }, then: { decision: 'deny' } }])).toThrow(/rules\[0\] \(cyr\): when\.tool_id "d\u0435ploy" contains U\+0435, outside the tool id alphabet/);
+    expect(() => policy([{ id: 'cyr', priority: 1, when: { tool_ids: ['ok_*', 'd\u0435ploy'] }, then: { decision: 'deny' } }])).toThrow(/rules\[0\]: rule "cyr": when\.tool_id "d\u0435ploy" contains U\+0435, outside the tool id alphabet/);
     expect(policy([{ id: 'glob', priority: 1, when: { tool_id: 'read_[^f]ile\\*' }, then: { decision: 'deny' } }]).rules).toHaveLength(1);
   });
 });

@@ -15,7 +15,7 @@ describe("the policy's annealing", () => {
     expect(() => policy('{ on_failure: true, failures: [denied] }')).toThrow(/must be one of tool_error, unresolved, stuck, error: a run denied, cut by a limit, cancelled or escalated is never annealed/);
     expect(() => policy('{ on_failure: true, failures: ["limit:turns"] }')).toThrow(/never annealed/);
     expect(() => policy('{ on_failure: true, failures: [] }')).toThrow(/must name at least one failure/);
-    expect(() => policy('{ on_failure: yes }')).toThrow(/field `annealing.on_failure` must be a boolean/);
+    expect(() => policy('{ on_failure: yes }')).toThrow(/annealing\.on_failure: must be a boolean/);
     expect(() => policy('{ on_failur: true }')).toThrow(/on_failur/);
   });
 });

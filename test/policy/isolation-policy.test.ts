@@ -32,18 +32,18 @@ describe('the policy isolation field', () => {
   });
 
   it('names the field and the levels for a bad level', () => {
-    expect(policyError('isolation: { minimum: sandbox }\n')).toBe('.ai/config/policy.yaml: field `isolation.minimum` must be one of trusted, standard, sandboxed, restricted');
-    expect(policyError('isolation: { per_tool: { "x": high } }\n')).toMatch(/field `isolation\.per_tool\.x` must be one of trusted, standard, sandboxed, restricted/u);
+    expect(policyError('isolation: { minimum: sandbox }\n')).toBe('.ai/config/policy.yaml:2:23: isolation.minimum: must be one of trusted, standard, sandboxed, restricted');
+    expect(policyError('isolation: { per_tool: { "x": high } }\n')).toMatch(/isolation\.per_tool\.x: must be one of trusted, standard, sandboxed, restricted/u);
   });
 
   it('names the allowed fields for an unknown one', () => {
-    expect(policyError('isolation: { minimun: standard }\n')).toMatch(/unknown field `minimun` at field `isolation`; allowed fields are minimum, per_tool, container/u);
-    expect(policyError('isolation: { container: { memory: 5 } }\n')).toMatch(/allowed fields are cpus, memory_mb, processes, open_files/u);
+    expect(policyError('isolation: { minimun: standard }\n')).toMatch(/isolation\.minimun: unknown field \(did you mean "minimum"\?\); the fields here are minimum, per_tool, container/u);
+    expect(policyError('isolation: { container: { memory: 5 } }\n')).toMatch(/the fields here are cpus, memory_mb, processes, open_files/u);
   });
 
   it('refuses limits out of range', () => {
-    expect(policyError('isolation: { container: { memory_mb: 8 } }\n')).toMatch(/`isolation\.container\.memory_mb` must be at least 16/u);
-    expect(policyError('isolation: { container: { cpus: 0 } }\n')).toMatch(/`isolation\.container\.cpus` must be more than 0/u);
+    expect(policyError('isolation: { container: { memory_mb: 8 } }\n')).toMatch(/isolation\.container\.memory_mb: must be at least 16/u);
+    expect(policyError('isolation: { container: { cpus: 0 } }\n')).toMatch(/isolation\.container\.cpus: must be more than 0/u);
   });
 });
 

@@ -88,7 +88,7 @@ describe('loadPolicyFile', () => {
     await writeFile(file, `version: 1\n${'#'.repeat(256 * 1024)}\n`);
     await expect(loadPolicyFile(file, root)).rejects.toMatchObject({
       code: 'INVALID_POLICY',
-      message: '.ai/config/policy.yaml: is 262156 bytes, more than the 262144 allowed; a policy should be short',
+      message: '.ai/config/policy.yaml: is 262156 bytes, larger than the 262144 allowed; it should be a few lines',
     });
     await rm(file);
   });
@@ -96,7 +96,7 @@ describe('loadPolicyFile', () => {
   it('names the file and line for malformed YAML', async () => {
     await expect(loadPolicyFile(join(fixtures, 'malformed.yaml'), root)).rejects.toMatchObject({
       code: 'INVALID_POLICY',
-      message: expect.stringMatching(/malformed\.yaml: line \d+, column \d+ is not valid YAML \(.+\); fix the syntax$/u),
+      message: expect.stringMatching(/malformed\.yaml:\d+:\d+: invalid YAML: .+$/u),
     });
   });
 
@@ -104,9 +104,9 @@ describe('loadPolicyFile', () => {
     const error = await loadPolicyFile(join(fixtures, 'unknown-field.yaml'), root).catch((e: unknown) => e);
     expect(isKiwiError(error, 'INVALID_POLICY')).toBe(true);
     const message = (error as Error).message;
-    expect(message).toContain('unknown-field.yaml: ');
-    expect(message).toContain('unknown field `wirte` at field `filesystem`; allowed fields are read, write, allow_secret_paths (check the spelling)');
-    expect(message).toContain('unknown field `deny_arg` at field `commands[0]`; allowed fields are executable, subcommands, deny_args, allow_flags');
+    expect(message).toMatch(/unknown-field\.yaml:3:29: filesystem\.wirte: /u);
+    expect(message).toContain('filesystem.wirte: unknown field; the fields here are read, write, allow_secret_paths');
+    expect(message).toContain('commands[0].deny_arg: unknown field (did you mean "deny_args"?); the fields here are executable, subcommands, deny_args, allow_flags');
   });
 
   it('stops before starting when the signal has fired', async () => {
@@ -118,52 +118,52 @@ describe('loadPolicyFile', () => {
 
 describe('parsePolicy: clear errors', () => {
   it('an empty file', () => {
-    expect(policyError('')).toBe('.ai/config/policy.yaml: is empty; write `version: 1` and the rules (tools, filesystem, commands, mcp, rate_limits)');
+    expect(policyError('')).toBe('.ai/config/policy.yaml: (top level): is empty; write `version: 1` and the rules (tools, filesystem, commands, mcp, rate_limits)');
   });
 
   it('a list instead of a mapping', () => {
-    expect(policyError('- a\n- b\n')).toBe('.ai/config/policy.yaml: must be a mapping of fields (version, tools, filesystem, …), not a list');
+    expect(policyError('- a\n- b\n')).toBe('.ai/config/policy.yaml:1:1: (top level): must be a mapping of fields (version, tools, filesystem, …), not a list');
   });
 
   it('a missing or wrong version', () => {
-    expect(policyError('tools: [a]\n')).toBe('.ai/config/policy.yaml: field `version` must be 1 (write `version: 1`)');
-    expect(policyError('version: 2\n')).toBe('.ai/config/policy.yaml: field `version` must be 1 (write `version: 1`)');
+    expect(policyError('tools: [a]\n')).toBe('.ai/config/policy.yaml:1:1: version: must be 1 (write `version: 1`)');
+    expect(policyError('version: 2\n')).toBe('.ai/config/policy.yaml:1:10: version: must be 1 (write `version: 1`)');
   });
 
   it('an unknown top-level field', () => {
     expect(policyError('version: 1\ntool: [a]\n')).toBe(
-      '.ai/config/policy.yaml: unknown field `tool` at top level; allowed fields are version, tools, filesystem, commands, mcp, sandbox, isolation, network, created_items, hooks, approvals, annealing, rate_limits (check the spelling)',
+      '.ai/config/policy.yaml:2:1: tool: unknown field (did you mean "tools"?); the fields here are version, tools, filesystem, commands, mcp, sandbox, isolation, network, created_items, hooks, approvals, annealing, rate_limits',
     );
   });
 
   it('created_items: names only, a quota of 0 or more, no other field', () => {
-    expect(policyError('version: 1\ncreated_items: { env: ["AWS_*"] }\n')).toContain("field `created_items.env[0]` must be an environment variable's name (letters, digits and _), no globs");
-    expect(policyError('version: 1\ncreated_items: { quota_mb: -1 }\n')).toContain('field `created_items.quota_mb` must be 0 (agents create nothing) or more');
-    expect(policyError('version: 1\ncreated_items: { envs: [A] }\n')).toContain('unknown field `envs` at field `created_items`; allowed fields are env, quota_mb');
+    expect(policyError('version: 1\ncreated_items: { env: ["AWS_*"] }\n')).toContain("created_items.env[0]: must be an environment variable's name (letters, digits and _), no globs");
+    expect(policyError('version: 1\ncreated_items: { quota_mb: -1 }\n')).toContain('created_items.quota_mb: must be 0 (agents create nothing) or more');
+    expect(policyError('version: 1\ncreated_items: { envs: [A] }\n')).toContain('created_items.envs: unknown field (did you mean "env"?); the fields here are env, quota_mb');
   });
 
   it('wrong types', () => {
-    expect(policyError('version: 1\ntools: read_file\n')).toBe('.ai/config/policy.yaml: field `tools` must be a list (e.g. `[a, b]`)');
-    expect(policyError('version: 1\ncommands: [{ subcommands: [status] }]\n')).toBe('.ai/config/policy.yaml: field `commands[0].executable` is required');
+    expect(policyError('version: 1\ntools: read_file\n')).toBe('.ai/config/policy.yaml:2:8: tools: must be a list (e.g. `[a, b]`)');
+    expect(policyError('version: 1\ncommands: [{ subcommands: [status] }]\n')).toBe('.ai/config/policy.yaml:2:12: commands[0].executable: is required');
   });
 
   it('path globs that leave the root', () => {
     expect(policyError('version: 1\nfilesystem: { read: ["../**"] }\n')).toBe(
-      '.ai/config/policy.yaml: field `filesystem.read[0]` must be a glob relative to the project root, with `/` between folders and no `..` (e.g. "src/**")',
+      '.ai/config/policy.yaml:2:22: filesystem.read[0]: must be a glob relative to the project root, with `/` between folders and no `..` (e.g. "src/**")',
     );
-    expect(policyError('version: 1\nfilesystem: { write: ["/etc/**"] }\n')).toContain('field `filesystem.write[0]` must be a glob relative');
+    expect(policyError('version: 1\nfilesystem: { write: ["/etc/**"] }\n')).toContain('filesystem.write[0]: must be a glob relative');
   });
 
   it('a bad deny regex, a bad flag, a bad rate limit', () => {
     expect(policyError('version: 1\ncommands: [{ executable: git, deny_args: ["(["] }]\n')).toContain(
-      'field `commands[0].deny_args[0]` must be a valid regular expression',
+      'commands[0].deny_args[0]: must be a valid regular expression',
     );
-    expect(policyError('version: 1\ncommands: [{ executable: git, allow_flags: ["oneline"] }]\n')).toContain('field `commands[0].allow_flags[0]` must start with `-`');
+    expect(policyError('version: 1\ncommands: [{ executable: git, allow_flags: ["oneline"] }]\n')).toContain('commands[0].allow_flags[0]: must start with `-`');
     expect(policyError('version: 1\nrate_limits: { per_tool: { "*": { max: 0, per_ms: 10 } } }\n')).toBe(
-      '.ai/config/policy.yaml: field `rate_limits.per_tool.*.max` must be at least 1',
+      '.ai/config/policy.yaml:2:40: rate_limits.per_tool.*.max: must be at least 1',
     );
     expect(policyError('version: 1\nrate_limits: { per_session: { max: 5, perMs: 10 } }\n')).toContain(
-      'unknown field `perMs` at field `rate_limits.per_session`; allowed fields are max, per_ms',
+      'rate_limits.per_session.perMs: unknown field (did you mean "per_ms"?); the fields here are max, per_ms',
     );
   });
 
@@ -177,18 +177,18 @@ describe('parsePolicy: clear errors', () => {
   it('secret paths and MCP path arguments', () => {
     const rules = parsePolicy('version: 1\nfilesystem: { read: [".env.example"], allow_secret_paths: [".env.example"] }\nmcp: { tools: ["notes.*"], path_args: { "notes.*": [location] } }\n', 'p.yaml', root).rules;
     expect(rules).toMatchObject({ fsSecrets: ['.env.example'], mcpPathArgs: { 'notes.*': ['location'] } });
-    expect(policyError('version: 1\nfilesystem: { allow_secret_paths: ["/etc/**"] }\n')).toContain('field `filesystem.allow_secret_paths[0]` must be a glob relative to the project root');
+    expect(policyError('version: 1\nfilesystem: { allow_secret_paths: ["/etc/**"] }\n')).toContain('filesystem.allow_secret_paths[0]: must be a glob relative to the project root');
     expect(policyError('version: 1\nmcp: { path_args: { "x.*": ["a b"] } }\n')).toContain('must be an argument name');
   });
 
   it('an unclosed "[" is named at its own line, not where the parser noticed it', () => {
     expect(policyError('version: 1\n\ntools: [read_file, git_log\nfilesystem:\n  read: ["**"]\n')).toBe(
-      '.ai/config/policy.yaml: line 3, column 8 is not valid YAML (the "[" opened at line 3, column 8 is not closed; end that list with "]" (the parser noticed at line 4, column 1: Flow sequence in block collection must be sufficiently indented and end with a ])); fix the syntax',
+      '.ai/config/policy.yaml:3:8: invalid YAML: the "[" opened at line 3, column 8 is not closed; end that list with "]" (the parser noticed at line 4, column 1: Flow sequence in block collection must be sufficiently indented and end with a ])',
     );
   });
 
   it('duplicate keys', () => {
-    expect(policyError('version: 1\ntools: [a]\ntools: [b]\n')).toMatch(/is not valid YAML \(.*[Uu]nique.*\)/u);
+    expect(policyError('version: 1\ntools: [a]\ntools: [b]\n')).toMatch(/:3:1: invalid YAML: .*[Uu]nique/u);
   });
 
   it('fields left out allow nothing', () => {
@@ -206,11 +206,11 @@ describe('parsePolicy: network', () => {
 
   it('refuses an unknown field and an entry that is not a host, an address or a range, saying what is allowed', () => {
     expect(policyError('version: 1\nnetwork: { allow_privat: [x] }\n')).toBe(
-      '.ai/config/policy.yaml: unknown field `allow_privat` at field `network`; allowed fields are allow_private (check the spelling)',
+      '.ai/config/policy.yaml:2:12: network.allow_privat: unknown field (did you mean "allow_private"?); the fields here are allow_private',
     );
     for (const bad of ['10.0.0.0/40', 'http://db.internal', '*.internal', 'db.internal:5432', '2130706433']) {
       expect(policyError(`version: 1\nnetwork: { allow_private: ["${bad}"] }\n`), bad).toBe(
-        '.ai/config/policy.yaml: field `network.allow_private[0]` must be a host name ("db.internal"), an IP address ("10.0.0.5") or a CIDR range ("10.0.0.0/8", "fd00::/8"); no wildcards, URLs or ports',
+        '.ai/config/policy.yaml:2:28: network.allow_private[0]: must be a host name ("db.internal"), an IP address ("10.0.0.5") or a CIDR range ("10.0.0.0/8", "fd00::/8"); no wildcards, URLs or ports',
       );
     }
   });
@@ -233,8 +233,8 @@ describe('parsePolicy: sandbox', () => {
   });
 
   it('names a bad mode, a relative bwrap path and an unknown limit', () => {
-    expect(policyError('version: 1\nsandbox: { mode: maybe }\n')).toBe('.ai/config/policy.yaml: field `sandbox.mode` must be auto, require or off');
-    expect(policyError('version: 1\nsandbox: { bwrap: bwrap }\n')).toBe('.ai/config/policy.yaml: field `sandbox.bwrap` must be an absolute path to the bwrap executable');
-    expect(policyError('version: 1\nsandbox: { limits: { procs: 3 } }\n')).toMatch(/unknown field `procs` at field `sandbox.limits`; allowed fields are processes, memory_mb, cpu_seconds/u);
+    expect(policyError('version: 1\nsandbox: { mode: maybe }\n')).toBe('.ai/config/policy.yaml:2:18: sandbox.mode: must be auto, require or off');
+    expect(policyError('version: 1\nsandbox: { bwrap: bwrap }\n')).toBe('.ai/config/policy.yaml:2:19: sandbox.bwrap: must be an absolute path to the bwrap executable');
+    expect(policyError('version: 1\nsandbox: { limits: { procs: 3 } }\n')).toMatch(/sandbox\.limits\.procs: unknown field; the fields here are processes, memory_mb, cpu_seconds/u);
   });
 });

@@ -305,14 +305,14 @@ describe('hooks in the policy file are checked when it loads', () => {
   });
 
   it('refuses a hook with no action or two', () => {
-    expect(load('  - when: tool.id == "a"\n')).toMatch(/field `hooks\[0\]` must have exactly one action/);
+    expect(load('  - when: tool.id == "a"\n')).toMatch(/hooks\[0\]: must have exactly one action/);
     expect(load('  - when: tool.id == "a"\n    deny: no\n    annotate: x\n')).toMatch(/exactly one action/);
   });
 
   it('refuses a webhook that is not http(s) or carries credentials, and an unknown field', () => {
-    expect(load('  - when: tool.id == "a"\n    webhook: "file:///etc/passwd"\n')).toMatch(/hooks\[0\]\.webhook` must be an http/);
+    expect(load('  - when: tool.id == "a"\n    webhook: "file:///etc/passwd"\n')).toMatch(/hooks\[0\]\.webhook: must be an http/);
     expect(load('  - when: tool.id == "a"\n    webhook: "https://u:p@example.com/x"\n')).toMatch(/without credentials/);
-    expect(load('  - when: tool.id == "a"\n    denny: no\n')).toMatch(/unknown field `denny` at field `hooks\[0\]`; allowed fields are when, deny/);
+    expect(load('  - when: tool.id == "a"\n    denny: no\n')).toMatch(/hooks\[0\]\.denny: unknown field \(did you mean "deny"\?\); the fields here are when, deny/);
   });
 
   it('refuses a retry without a bound, or past the most allowed', () => {
@@ -324,7 +324,7 @@ describe('hooks in the policy file are checked when it loads', () => {
   it('refuses two actions, a steering option on a plain directive, and a bad timeout', () => {
     expect(load('  - when: "true"\n    skip: no\n    fail: no\n')).toMatch(/exactly one action: deny, require_approval, annotate, directive, webhook, retry, skip, fail, abort, continue/);
     expect(load('  - when: "true"\n    directive: { name: x, timeout_s: 5 }\n')).toMatch(/timeout_s and retries go with `steer: true` only/);
-    expect(load('  - when: "true"\n    directive: { name: x, steer: true, timeout_s: 0 }\n')).toMatch(/timeout_s` must be at least 1/);
+    expect(load('  - when: "true"\n    directive: { name: x, steer: true, timeout_s: 0 }\n')).toMatch(/timeout_s: must be at least 1/);
     expect(load('  - when: "true"\n    continue: false\n')).toMatch(/must be true/);
     expect(load('  - when: "true"\n    annotate: x\n    fallthrough: "yes"\n')).toMatch(/fallthrough/);
   });

@@ -18,7 +18,7 @@ const ctx = { env: { EMBED_KEY: 'k1', LLM_URL: 'http://127.0.0.1:9' }, root: '/p
 describe('resolver.yaml', () => {
   it('refuses a file past the size cap without reading it', async () => {
     const file = write(`# ${'x'.repeat(70 * 1024)}\n`);
-    await expect(loadResolverConfig(file, ctx)).rejects.toThrow(/larger than 65536 bytes; it should be a few lines/);
+    await expect(loadResolverConfig(file, ctx)).rejects.toThrow(/is \d+ bytes, larger than the 65536 allowed; it should be a few lines/);
   });
 
   it("defaults to USE-lite, rules-only arguments and the request's own model as fallback when the file is missing", async () => {

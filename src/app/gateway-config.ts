@@ -15,7 +15,7 @@ import { budgetsSchema, pricesSchema, toBudgetConfig, type BudgetConfig } from '
 import { unpricedWarnings } from './unpriced-warnings.js';
 import { shownPath } from '../base/shown-path.js';
 import type { KernelLimits } from '../kernel/kernel-limits.js';
-import { kernelSchema } from './kernel-config.js';
+import { kernelSchema } from '../kernel/kernel-config.js';
 import { prefetchSchema, type PrefetchConfig } from '../prefetch/prefetch-config.js';
 import { envHost, envPort, HOST } from './listen-env.js';
 import type { Secret, UpstreamConfig } from './upstream-config.js';

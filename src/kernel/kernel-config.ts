@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DEFAULT_KERNEL_LIMITS as d, type KernelLimits } from '../kernel/kernel-limits.js';
+import { DEFAULT_KERNEL_LIMITS as d, type KernelLimits } from './kernel-limits.js';
 
 /**
  * gateway.yaml's `kernel:` section: whether chats are recorded as executions, and what the

@@ -234,7 +234,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
             { ...request, model: route.model },
             { mode: run.mode, signal: controller.signal },
           );
-          const caller = { session: run.conversation, client: run.caller.client, source: 'gateway' as const, ...(run.caller.context ? { context: run.caller.context } : {}) };
+          const caller = { caller: { session: run.conversation, client: run.caller.client, source: 'gateway' as const, ...(run.caller.context ? { context: run.caller.context } : {}) } };
           const hooked = withLimitHooks(loop, (code, detail) => project.proxy.limitReached(caller, code, detail), options.log);
           const recorded = execution === undefined || chatSteps === undefined ? hooked : recordChat(hooked, execution, { mode: run.mode, cancelled: () => cancelled, steps: chatSteps, usage, ...(approvals ? { approvals } : {}) });
           yield* database === undefined ? recorded : afterWrites(recorded, () => Promise.all([meter?.written(), execution?.written()]));

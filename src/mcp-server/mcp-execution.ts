@@ -43,7 +43,7 @@ export function mcpRecorder(
     try {
       const result = await run(async (call, details) => {
         // The proxy's budget stage counts the call on the client's budget.
-        return recordedCall({ steps, approvals }, { ...call, signal: controller.signal, ...(meter ? { budget: meter } : {}) }, details, options.call, (ask, step) => request.waiting({ executionId: execution.id, stepId: step, message: waitingText(ask.reason, step, ask.timeoutMs) }));
+        return recordedCall({ steps, approvals }, { ...call, run: { ...call.run, signal: controller.signal, ...(meter ? { budget: meter } : {}) } }, details, options.call, (ask, step) => request.waiting({ executionId: execution.id, stepId: step, message: waitingText(ask.reason, step, ask.timeoutMs) }));
       }, controller.signal);
       if (cancelled) throw new KiwiError('TOOL_CANCELLED', `The execution ${execution.id} was cancelled; its running tool was stopped.`);
       const text = result.content.map((c) => (c.type === 'text' ? c.text : '')).join('');

@@ -79,7 +79,7 @@ export interface ToolProxy {
 
 /**
  * The only way anything executes. A call passes a chain of stages (standard-stages.ts: audit,
- * budget, hook events, authorize, isolation, rate limit, hooks, approval, loop check, checkpoint)
+ * budget, hook events, plan, authorize, isolation, rate limit, hooks, approval, loop check, checkpoint)
  * and then runs on its primitive; every call, refused ones included, is audited.
  */
 export function createToolProxy(deps: ToolProxyDeps): ToolProxy {

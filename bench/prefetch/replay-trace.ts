@@ -93,9 +93,9 @@ export async function replayTrace(trace: Trace, pipeline: ReplayPipeline, option
       },
       async call(loopCall) {
         const index = resolving;
-        const call = { ...loopCall, session: options.session, client: options.session };
+        const call = { ...loopCall, caller: { ...loopCall.caller, session: options.session, client: options.session } };
         const outcome = await pipeline.call(call);
-        done[index] = { at: now(), answer: callAnswer(call, outcome), result: outcome.status === 'ok' ? outcome.result.text : '', tool: call.tool, hit: done[index]?.hit ?? false, reused: pipeline.reused?.(outcome) ?? false };
+        done[index] = { at: now(), answer: callAnswer(call, outcome), result: outcome.status === 'ok' ? outcome.result.text : '', tool: call.target.tool, hit: done[index]?.hit ?? false, reused: pipeline.reused?.(outcome) ?? false };
         return outcome;
       },
       limits: { maxTurns: Math.min(1000, trace.turns.length + 1), maxToolCalls: 10_000, maxRepeats: 1000, maxDurationMs: 3_600_000 },
@@ -140,7 +140,7 @@ function unresolvedAnswer(r: Resolution): string {
 }
 
 function callAnswer(call: ToolCall, outcome: CallOutcome): string {
-  const head = `${call.tool} ${canonicalJson(call.args ?? {})} -> ${outcome.status}`;
+  const head = `${call.target.tool} ${canonicalJson(call.target.args ?? {})} -> ${outcome.status}`;
   if (outcome.status === 'ok') return `${head}${outcome.result.isError ? ' (the tool reported an error)' : ''}`;
   if (outcome.status === 'denied') return `${head}: ${outcome.reason}`;
   return `${head}: ${outcome.error.code} ${outcome.error.message}`;

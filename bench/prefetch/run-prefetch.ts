@@ -192,7 +192,7 @@ async function warmUp(world: BenchWorld, traces: readonly Trace[]): Promise<void
     for (const resolver of [world.resolvers.on, world.resolvers.off]) {
       const r = await resolver.resolve(`warm-up: ${intent}`);
       if (r.status === 'resolved' && world.tools.get(r.call.tool)?.mutatesState === false) {
-        await world.proxy.call({ tool: r.call.tool, args: r.call.arguments, session: `${world.session}-warm-up`, client: `${world.session}-warm-up`, source: 'cli' });
+        await world.proxy.call({ target: { tool: r.call.tool, args: r.call.arguments }, caller: { session: `${world.session}-warm-up`, client: `${world.session}-warm-up`, source: 'cli' } });
       }
     }
   }

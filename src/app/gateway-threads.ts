@@ -120,9 +120,9 @@ export function createGatewayThreads(deps: {
   const asCaller = (plan: ThreadPlan, call: ToolCall): ThreadStart => ({
     directive: plan.directive,
     inputs: plan.inputs,
-    client: call.client,
-    ...(call.context ? { context: call.context } : {}),
-    ...(call.thread ? { parent: { id: call.thread.id, depth: call.thread.depth } } : {}),
+    client: call.caller.client,
+    ...(call.caller.context ? { context: call.caller.context } : {}),
+    ...(call.run?.thread ? { parent: { id: call.run.thread.id, depth: call.run.thread.depth } } : {}),
     ...(plan.tier ? { tier: plan.tier } : {}),
   });
   return {
@@ -132,8 +132,9 @@ export function createGatewayThreads(deps: {
     background,
     port: {
       async spawn(plan, call) {
-        const outcome = await run({ ...asCaller(plan, call), ...(call.signal ? { signal: call.signal } : {}) });
-        call.thread?.onChildUsage?.(outcome.usage);
+        const signal = call.run?.signal;
+        const outcome = await run({ ...asCaller(plan, call), ...(signal ? { signal } : {}) });
+        call.run?.thread?.onChildUsage?.(outcome.usage);
         const body = threadOutcomeBody(outcome);
         return { text: JSON.stringify(body, null, 2), data: body, isError: outcome.status !== 'completed' };
       },

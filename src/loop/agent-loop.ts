@@ -105,7 +105,7 @@ export async function* runAgentLoop(deps: AgentLoopDeps, request: ChatRequest, o
   const worker = createIntentWorker({
     resolve: deps.resolve,
     // The proxy's budget stage counts each call on the request's budget.
-    call: budget === undefined ? deps.call : (call) => deps.call({ ...call, budget }),
+    call: budget === undefined ? deps.call : (call) => deps.call({ ...call, run: { ...call.run, budget } }),
     ...(deps.approve ? { approve: deps.approve } : {}),
     ...(deps.help ? { help: deps.help } : {}),
     cost: () => ({ turns, tokens: (usage.inputTokens ?? 0) + (usage.outputTokens ?? 0) }),

@@ -154,7 +154,7 @@ export function createIntentWorker(deps: IntentWorkerDeps): IntentWorker {
     const approver = deps.approve;
     const approve = approver && ((ask: ApprovalAsk) => approver(callId, ask, (where) => deps.push({ type: 'approval', index, callId, tool: call.tool, reason: ask.reason, timeoutMs: ask.timeoutMs, ...where })));
     const cost = { ...deps.cost?.(), tool_calls: toolCalls };
-    const outcome = await deps.call({ tool: call.tool, ...(call.item ? { item: call.item } : {}), args: call.arguments, source: 'gateway', signal, cost, limits: hookLimits, ...(approve ? { approve } : {}), ...(fallback ? { resolvedBy: resolvedBy(fallback) } : {}) });
+    const outcome = await deps.call({ target: { tool: call.tool, ...(call.item ? { item: call.item } : {}), args: call.arguments }, caller: { source: 'gateway' }, run: { signal, cost, limits: hookLimits, ...(approve ? { approve } : {}) }, ...(fallback ? { ext: { resolvedBy: resolvedBy(fallback) } } : {}) });
     const shown = shownResult(outcome, limits.maxResultChars);
     deps.push({ type: 'result', index, callId, tool: call.tool, ...shown, durationMs: Math.max(0, deps.now() - t0), proxyCallId: outcome.callId });
     const ok = !shown.isError;

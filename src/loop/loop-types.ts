@@ -3,7 +3,7 @@ import type { ChatRequest, ChatUsage, FinishReason, NativeToolCall } from '../ll
 import type { Caller } from '../policy/caller.js';
 import type { ApprovalAnswer, ApprovalAsk } from '../proxy/approval.js';
 import type { HelpAction, HelpSignal } from '../proxy/help-signal.js';
-import type { ToolCall } from '../proxy/tool-call.js';
+import type { ToolCall, ToolCaller } from '../proxy/tool-call.js';
 import type { FallbackUse, ToolCallSpec } from '../resolver/types.js';
 
 /**
@@ -11,8 +11,8 @@ import type { FallbackUse, ToolCallSpec } from '../resolver/types.js';
  * The loop speaks only these events; each edge renders them in its client's wire format.
  */
 
-/** A call as the loop makes it: who it is for is bound by whoever runs the loop. */
-export type LoopCall = Pick<ToolCall, 'tool' | 'item' | 'args' | 'source' | 'signal' | 'approve' | 'cost' | 'limits' | 'budget'>;
+/** A call as the loop makes it: who it is for (but its `source`) is bound by whoever runs the loop. */
+export type LoopCall = Omit<ToolCall, 'caller'> & { caller: Pick<ToolCaller, 'source'> };
 
 /**
  * Asks a person about one of the loop's calls (by its `call` event's id). `announce` tells the

@@ -39,7 +39,7 @@ export function mcpRecorder(
       const result = await run(
         // The proxy's budget stage counts the call on the client's budget.
         (call, details) =>
-          scope.call({ ...call, signal: scope.signal, ...(meter ? { budget: meter } : {}) }, details, options.call, (ask, step) =>
+          scope.call({ ...call, run: { ...call.run, signal: scope.signal, ...(meter ? { budget: meter } : {}) } }, details, options.call, (ask, step) =>
             request.waiting({ executionId: execution.id, stepId: step, message: waitingText(ask.reason, step, ask.timeoutMs) }),
           ),
         scope.signal,

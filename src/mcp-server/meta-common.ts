@@ -14,7 +14,7 @@ import type { Caller } from '../policy/caller.js';
 import type { ThreadOutcome, ThreadResume, ThreadStart } from '../threads/run-thread.js';
 import type { ThreadStore } from '../threads/thread-store.js';
 import type { PipelineCaller, PipelineOutcome } from '../threads/run-pipeline.js';
-import type { CallOutcome, ToolCall } from '../proxy/tool-call.js';
+import type { CallOutcome, ToolCall, ToolCaller } from '../proxy/tool-call.js';
 import type { Directive, Knowledge, Pipeline, Tier, Tool } from '../registry/types.js';
 import type { Resolver } from '../resolver/types.js';
 
@@ -205,8 +205,8 @@ export function outcomeResult(outcome: CallOutcome, lead?: string): MetaResult {
 }
 
 /** Who and where a meta-tool's calls run: the session's conversation and client, with the client's own rights. */
-export function callerFields(ctx: MetaContext): Pick<ToolCall, 'session' | 'client' | 'roles' | 'context'> {
-  return { session: ctx.session, client: ctx.caller.client, ...(ctx.caller.roles ? { roles: ctx.caller.roles } : {}), ...(ctx.caller.context ? { context: ctx.caller.context } : {}) };
+export function callerFields(ctx: MetaContext): ToolCaller {
+  return { session: ctx.session, client: ctx.caller.client, source: 'mcp', ...(ctx.caller.roles ? { roles: ctx.caller.roles } : {}), ...(ctx.caller.context ? { context: ctx.caller.context } : {}) };
 }
 
 /** The fence's notice, then `text` fenced; the token is drawn against the lead too, which the agent's intent shapes. */

@@ -83,11 +83,9 @@ export async function execute(ctx: MetaContext, args: ExecuteArgs, signal?: Abor
     const readable = readableTool(ctx, args.item_id, parameters);
     if (readable !== undefined) return readable;
     const outcome = await proxyCall(ctx, {
-      tool: args.item_id,
-      args: parameters,
-      ...callerFields(ctx),
-      source: 'mcp',
-      ...(signal ? { signal } : {}),
+      target: { tool: args.item_id, args: parameters },
+      caller: callerFields(ctx),
+      ...(signal ? { run: { signal } } : {}),
     });
     return outcomeResult(outcome);
   }
@@ -110,17 +108,17 @@ export async function execute(ctx: MetaContext, args: ExecuteArgs, signal?: Abor
 async function rollback(ctx: MetaContext, args: ExecuteArgs, signal: AbortSignal | undefined): Promise<MetaResult> {
   if (args.async) return errorResult('INVALID_INPUT', 'async is for a directive\'s run: a rollback answers when it is done');
   if (args.parameters !== undefined && Object.keys(args.parameters).length > 0) return errorResult('INVALID_INPUT', 'a rollback takes no parameters: the checkpoint id is item_id');
-  const outcome = await proxyCall(ctx, { tool: ROLLBACK_TOOL, item: 'checkpoint', args: { checkpoint: args.item_id }, ...callerFields(ctx), source: 'mcp', ...(signal ? { signal } : {}) });
+  const outcome = await proxyCall(ctx, { target: { tool: ROLLBACK_TOOL, item: 'checkpoint', args: { checkpoint: args.item_id } }, caller: callerFields(ctx), ...(signal ? { run: { signal } } : {}) });
   return outcomeResult(outcome);
 }
 
 /**
  * Proposes an item through the tool proxy, as the tool CREATE_TOOL: checked and signed there, then
- * the policy's grant or a person's approval, hooks and audit, as for any call (authorize-creation.ts).
+ * the policy's grant or a person's approval, hooks and audit, as for any call (plan-creation.ts, authorize.ts).
  */
 async function create(ctx: MetaContext, type: ItemType, args: ExecuteArgs, signal: AbortSignal | undefined): Promise<MetaResult> {
   if (args.async || args.environment !== undefined) return errorResult('INVALID_INPUT', 'a creation takes item_type, item_id and parameters {content, files?, tier?}; it answers when the item has landed or was refused');
-  const outcome = await proxyCall(ctx, { tool: CREATE_TOOL, item: 'creation', args: { item_type: type, item_id: args.item_id, ...args.parameters }, ...callerFields(ctx), source: 'mcp', ...(signal ? { signal } : {}) });
+  const outcome = await proxyCall(ctx, { target: { tool: CREATE_TOOL, item: 'creation', args: { item_type: type, item_id: args.item_id, ...args.parameters } }, caller: callerFields(ctx), ...(signal ? { run: { signal } } : {}) });
   return outcomeResult(outcome);
 }
 

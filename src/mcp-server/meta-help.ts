@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { KiwiError } from '../base/errors.js';
 import { HELP_ACTIONS, helpReplyText, helpSignal, type HelpAction } from '../proxy/help-signal.js';
-import { textResult, type MetaContext, type MetaResult } from './meta-common.js';
+import { callerFields, textResult, type MetaContext, type MetaResult } from './meta-common.js';
 
 export const HELP_TOPICS = ['overview', 'search', 'load', 'execute', 'resolve', 'directives', 'tools', 'knowledge', 'pipelines'] as const;
 export type HelpTopic = (typeof HELP_TOPICS)[number];
@@ -81,7 +81,7 @@ export async function help(ctx: MetaContext, args: { topic?: HelpTopic | undefin
   if (args.topic !== undefined) throw new KiwiError('INVALID_INPUT', 'topic and action do not go together: a topic reads guidance, an action signals');
   const given = helpSignal(args.action, args.message ?? '');
   if (given.message === '') throw new KiwiError('INVALID_INPUT', `action "${args.action}" needs a message: say what is wrong, what a person must decide, or what is done`);
-  const outcome = await ctx.project.proxy.help({ session: ctx.session, client: ctx.caller.client, source: 'mcp', ...(ctx.caller.context ? { context: ctx.caller.context } : {}), ...(signal ? { signal } : {}) }, given);
+  const outcome = await ctx.project.proxy.help({ caller: callerFields(ctx), ...(signal ? { run: { signal } } : {}) }, given);
   if (outcome.refused !== undefined) throw new KiwiError('RATE_LIMITED', `the ${given.action} signal was not recorded: ${outcome.refused}`);
   return textResult(helpReplyText(given.action, outcome, 'mcp'), { action: given.action, message: given.message, call_id: outcome.callId, ...(outcome.checkpoint ? { checkpoint: outcome.checkpoint } : {}), ...(outcome.notes.length > 0 ? { notes: outcome.notes } : {}) });
 }

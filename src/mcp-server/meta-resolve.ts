@@ -69,7 +69,7 @@ async function resolveOne(ctx: MetaContext, resolution: Resolution, args: Resolv
   if (args.execute === false) {
     return textResult(`${lead}; not run (execute: false). Run it with execute(item_type="${call.item ?? 'tool'}", action="run", item_id="${call.tool}", parameters=${JSON.stringify(call.arguments)}).`, summary);
   }
-  const outcome = await proxyCall(ctx, { tool: call.tool, ...(call.item ? { item: call.item } : {}), args: call.arguments, ...callerFields(ctx), source: 'mcp', ...(signal ? { signal } : {}) }, { intent: args.intent, confidence });
+  const outcome = await proxyCall(ctx, { target: { tool: call.tool, ...(call.item ? { item: call.item } : {}), args: call.arguments }, caller: callerFields(ctx), ...(signal ? { run: { signal } } : {}) }, { intent: args.intent, confidence });
   const result = outcomeResult(outcome, lead);
   return { ...result, structuredContent: { ...summary, result: result.structuredContent } };
 }

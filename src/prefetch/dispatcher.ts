@@ -158,7 +158,7 @@ export function createPrefetchDispatcher(deps: PrefetchDispatcherDeps): Prefetch
       argsKey,
       session: deps.session,
       run: (callSignal) =>
-        deps.call({ tool, args, session: deps.session, client: speculativeClient(deps.caller.client), ...(deps.caller.context ? { context: deps.caller.context } : {}), source: 'prefetch', signal: callSignal }),
+        deps.call({ target: { tool, args }, caller: { session: deps.session, client: speculativeClient(deps.caller.client), ...(deps.caller.context ? { context: deps.caller.context } : {}), source: 'prefetch' }, run: { signal: callSignal } }),
     });
     if (!speculation) return false;
     started++;

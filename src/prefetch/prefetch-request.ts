@@ -43,7 +43,7 @@ export function createPrefetchRequest(deps: PrefetchRequestDeps): PrefetchReques
     },
     async call(request) {
       const outcome = await prefetching.callThrough(request, proxy);
-      if (outcome.status === 'ok') deps.onCalled?.(request.tool);
+      if (outcome.status === 'ok') deps.onCalled?.(request.target.tool);
       return outcome;
     },
   };

@@ -222,7 +222,7 @@ export function createPrefetchingResolver(deps: PrefetchingResolverDeps): Prefet
   }
 
   async function runReal(request: ToolCall, proxy: CallingProxy): Promise<CallOutcome> {
-    if (request.item === undefined && deps.tools.get(request.tool)?.mutatesState === false) return proxy.call(request);
+    if (request.target.item === undefined && deps.tools.get(request.target.tool)?.mutatesState === false) return proxy.call(request);
     cache.mutationStarted();
     try {
       return await proxy.call(request);
@@ -232,14 +232,16 @@ export function createPrefetchingResolver(deps: PrefetchingResolverDeps): Prefet
   }
 
   async function callThrough(request: ToolCall, proxy: CallingProxy): Promise<CallOutcome> {
-    const args = request.args ?? {};
+    const { target, caller } = request;
+    const signal = request.run?.signal;
+    const args = target.args ?? {};
     // Only tools are run ahead: a directive or knowledge call that shares a tool's name never takes that tool's result.
-    const claimed = request.item === undefined && isPlainObject(args) ? claim({ tool: request.tool, arguments: args }, { session: request.session, ...(request.signal ? { signal: request.signal } : {}) }, true) : undefined;
+    const claimed = target.item === undefined && isPlainObject(args) ? claim({ tool: target.tool, arguments: args }, { session: caller.session, ...(signal ? { signal } : {}) }, true) : undefined;
     if (claimed) {
       const c = await claimed;
       // Checked (the request's own permission context included) and audited as this call, marked as reusing the speculation.
       if (c.ok) return proxy.reuse(request, c.outcome);
-      if (request.signal?.aborted) return c.outcome;
+      if (signal?.aborted) return c.outcome;
     }
     return runReal(request, proxy);
   }

@@ -5,7 +5,7 @@ import type { ToolResult } from '../contracts/tool-result.js';
 import { KiwiError } from '../base/errors.js';
 import { openRegistryTierDatabase } from '../kernel/registry-tier-database.js';
 import { folderInside } from '../policy/folder-inside.js';
-import { proposer } from '../proxy/authorize-creation.js';
+import { proposer } from '../proxy/plan-creation.js';
 import type { Creation, ItemCreations, ToolCall } from '../proxy/tool-call.js';
 import { adoptItem } from '../registry/adopt-item.js';
 import { parseItem, type Proposal, type ProposedItem } from '../registry/item-proposal.js';
@@ -152,10 +152,10 @@ async function landInTier(deps: LandDeps, creation: Creation, call: ToolCall, by
   const opened = await openRegistryTierDatabase({ env: deps.env, userDir, create: true });
   if (opened === undefined) throw new KiwiError('INTERNAL', 'the registry tier could not be opened');
   try {
-    checkQuota(await opened.tier.createdBytes(call.client), proposalBytes(proposal), creation.quotaBytes, call.client, `in ${opened.tier.where}`);
+    checkQuota(await opened.tier.createdBytes(call.caller.client), proposalBytes(proposal), creation.quotaBytes, call.caller.client, `in ${opened.tier.where}`);
     const files = proposal.files.map((f) => tierFile(f.name, Buffer.from(f.text, 'utf8')));
     const version = { id: proposal.id, type: proposal.kind, version: proposal.version, folder: proposal.folder, manifest: proposal.manifest, signature: proposal.signature, files };
-    const outcome = await opened.tier.push(version, call.client, by.admin ? {} : { ownedBy: call.client });
+    const outcome = await opened.tier.push(version, call.caller.client, by.admin ? {} : { ownedBy: call.caller.client });
     if (outcome.status === 'conflict') throw new KiwiError('CONFLICT', outcome.message);
     const stored = await opened.tier.get(proposal.id, proposal.version);
     if (stored === undefined) throw new KiwiError('INTERNAL', `${opened.tier.where} lost ${proposal.id}@${proposal.version} right after it was pushed`);

@@ -63,7 +63,7 @@ export interface CallEventFields {
 }
 
 export async function fireCallHooks(deps: CallHookDeps, request: ToolCall, name: CallEventName, fields: CallEventFields): Promise<Fired> {
-  const directiveHooks = request.directive?.hooks ?? [];
+  const directiveHooks = request.run?.directive?.hooks ?? [];
   if (deps.hooks.length === 0 && directiveHooks.length === 0) return NOTHING;
   const hooks = directiveHooks.length === 0 ? deps.hooks : [...deps.hooks, ...directiveHooks];
   const event = callEvent(request, name, fields);
@@ -83,7 +83,7 @@ export async function fireCallHooks(deps: CallHookDeps, request: ToolCall, name:
     else fired.notes.push(`hook at ${verdict.steer.hook} failed: ${steered.reason}`);
   }
   // Sent together; read back in the hooks' order, so the notes and the first failure that denies are as if sent one by one.
-  const failures = await Promise.all(verdict.webhooks.map((w) => sendWebhook(deps.http, w.url, event, request.signal)));
+  const failures = await Promise.all(verdict.webhooks.map((w) => sendWebhook(deps.http, w.url, event, request.run?.signal)));
   for (const [i, w] of verdict.webhooks.entries()) {
     const failure = failures[i];
     fired.notes.push(failure === undefined ? `webhook sent to ${new URL(w.url).host} (hook at ${w.hook})` : `webhook to ${new URL(w.url).host} failed (hook at ${w.hook}): ${failure}`);
@@ -94,23 +94,24 @@ export async function fireCallHooks(deps: CallHookDeps, request: ToolCall, name:
 
 function callEvent(request: ToolCall, name: CallEventName, fields: CallEventFields): HookEvent {
   const tool = fields.tool;
+  const { caller, run } = request;
   return {
     event: { ...fields.event, name, code: fields.code ?? '', detail: fields.detail ?? {} },
     // The same keys for every tool, so a condition that reads one never fails on an MCP server's
     // own tool (not in the registry: counted as changing state, as prefetch counts it).
     tool: {
-      id: request.tool,
+      id: request.target.tool,
       type: tool?.type ?? 'mcp',
       mutates_state: tool?.mutatesState ?? true,
       requires_approval: tool?.requiresApproval ?? false,
       tags: tool?.tags ?? [],
     },
     arguments: isPlainObject(fields.args) ? fields.args : {},
-    client: { name: request.client, source: request.source, session: request.session },
-    directive: request.directive === undefined ? {} : { name: request.directive.name },
-    cost: request.cost ?? {},
-    limits: { ...request.limits, ...request.directive?.limits },
-    permissions: request.context === undefined ? {} : { label: request.context.label },
+    client: { name: caller.client, source: caller.source, session: caller.session },
+    directive: run?.directive === undefined ? {} : { name: run.directive.name },
+    cost: run?.cost ?? {},
+    limits: { ...run?.limits, ...run?.directive?.limits },
+    permissions: caller.context === undefined ? {} : { label: caller.context.label },
   };
 }
 

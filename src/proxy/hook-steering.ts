@@ -41,11 +41,12 @@ export async function decideSteer(steer: HookSteer, request: ToolCall, thread: S
   const named = `steering directive ${steer.name}`;
   if (thread === undefined) return { ok: false, reason: `${named} cannot run: no thread runs here (\`kiwi run\`, \`kiwi mcp\` on stdio); call through the gateway` };
   const timeout = AbortSignal.timeout(steer.timeoutMs);
-  const signal = request.signal ? AbortSignal.any([request.signal, timeout]) : timeout;
+  const asked = request.run?.signal;
+  const signal = asked ? AbortSignal.any([asked, timeout]) : timeout;
   const late = `${named} did not answer within ${steer.timeoutMs / 1000} s`;
   let result: ToolResult;
   try {
-    result = await thread({ name: steer.name, inputs: steer.inputs }, { ...request, signal });
+    result = await thread({ name: steer.name, inputs: steer.inputs }, { ...request, run: { ...request.run, signal } });
   } catch (error) {
     return { ok: false, reason: timeout.aborted ? late : `${named} could not run: ${describeError(error)}` };
   }

@@ -42,17 +42,18 @@ export function createRunningCalls(options: { now?: () => number } = {}): Runnin
 
   const stage: CallStage = (next) => async (call) => {
     const { request } = call;
-    const { controller, unlink } = followSignal(request.signal);
+    const { target, caller } = request;
+    const { controller, unlink } = followSignal(request.run?.signal);
     let end = (): void => undefined;
     const entry: Entry = {
-      call: { callId: call.callId, tool: request.tool, session: request.session, client: request.client, source: request.source, startedAt: now() },
+      call: { callId: call.callId, tool: target.tool, session: caller.session, client: caller.client, source: caller.source, startedAt: now() },
       controller,
       ended: new Promise<void>((resolve) => (end = resolve)),
     };
     running.add(entry);
     try {
       // The stages after this one (the audit first) see the call's own signal.
-      return await next({ ...call, request: { ...request, signal: controller.signal } });
+      return await next({ ...call, request: { ...request, run: { ...request.run, signal: controller.signal } } });
     } finally {
       running.delete(entry);
       unlink();

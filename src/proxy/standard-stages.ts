@@ -17,6 +17,7 @@ import { hookEventsStage } from './stages/hook-events-stage.js';
 import { hookGateStage } from './stages/hook-gate-stage.js';
 import { isolationStage } from './stages/isolation-stage.js';
 import { loopCheckStage } from './stages/loop-check-stage.js';
+import { planStage } from './stages/plan-stage.js';
 import { rateLimitStage } from './stages/rate-limit-stage.js';
 
 /** The stages of each way through the proxy, the first outermost; the executor (run-plan.ts) is the end of `call` and `run`. */
@@ -48,14 +49,15 @@ export interface StageDeps extends AuthorizeDeps {
 /**
  * The checks every call passes, in the order it meets them. The audit is outermost because every
  * call is recorded, refused ones too (only the list of running calls is outside it); the budget
- * counts every call asked; the hooks' events see how it ended. Then the gates: the policy, the
- * rate, the `before_call` hooks, a person. A new check is a stage in its own file and a line here.
+ * counts every call asked; the hooks' events see how it ended. Then the plan (what would run) and
+ * the gates: the policy's judgment of it, the isolation floor, the rate, the `before_call` hooks, a person. A new check is a stage in its own file and a line here.
  */
 export function standardStages(deps: StageDeps): ProxyStages {
   const named = (name: string, stage: CallStage): CallStage => (deps.tracing ? tracedStage(deps.tracing, name, stage) : stage);
   const audit = named('audit', auditStage(deps));
   const budget = named('budget', budgetStage());
   const gates = [
+    named('plan', planStage(deps)),
     named('authorize', authorizeStage(deps)),
     named('isolation', isolationStage(deps)),
     named('rate_limit', rateLimitStage(deps)),
@@ -78,6 +80,6 @@ export function standardStages(deps: StageDeps): ProxyStages {
 function tracedStage(tracing: Tracing, name: string, stage: CallStage): CallStage {
   return (next) => {
     const handler = stage(next);
-    return (call) => tracing.span(`kiwi.proxy.${name}`, { 'kiwi.tool': call.request.tool, 'kiwi.call_id': call.callId }, () => handler(call));
+    return (call) => tracing.span(`kiwi.proxy.${name}`, { 'kiwi.tool': call.request.target.tool, 'kiwi.call_id': call.callId }, () => handler(call));
   };
 }

@@ -10,8 +10,21 @@ import type { AskApproval } from './approval.js';
 
 export type CallSource = 'cli' | 'gateway' | 'mcp' | 'prefetch' | 'runner' | 'thread';
 
-/** What a caller asks the tool proxy to run, and everything the proxy's stages read about who asks. */
+/**
+ * What a caller asks the tool proxy to run, and everything the proxy's stages read about it, in
+ * groups as the MCP SDK groups a handler's context: what runs (`target`), who asks (`caller`), the
+ * run it is part of (`run`), and what only one caller passes (`ext`). A new fact goes into its
+ * group, not onto the call.
+ */
 export interface ToolCall {
+  target: CallTarget;
+  caller: ToolCaller;
+  run?: CallRun;
+  ext?: CallExtensions;
+}
+
+/** What the call runs. */
+export interface CallTarget {
   /** The tool's id; a directive's name or a knowledge entry's id when `item` says so. */
   tool: string;
   /**
@@ -20,21 +33,33 @@ export interface ToolCall {
    * item to create (`tool` is CREATE_TOOL, `args` the proposal); absent, a tool.
    */
   item?: CallItem;
+  /** The arguments as the caller gave them, unchecked (the plan stage checks them). */
   args?: unknown;
-  /** The conversation the call belongs to; the audit files it under this id. */
-  session: string;
+}
+
+/** Who asks. */
+export interface ToolCaller {
   /** Who asked (see Caller): rate limits count per client, never per session; loop detection per client and session. */
   client: string;
+  /** The conversation the call belongs to; the audit files it under this id. */
+  session: string;
   /** The asking key's roles (Caller.roles), where a stage asks: an admin may add a version to another client's creation. */
   roles?: readonly Role[];
+  /** Which way in the call came (a chat, MCP, a thread, the CLI, …): kept in its audit record. */
   source: CallSource;
   /** A narrower context for this call (a directive's); it is intersected with the proxy's, never wider. */
   context?: PermissionContext;
+}
+
+/** The run the call is part of: a chat's turn, a thread, an MCP request. */
+export interface CallRun {
+  /** Aborted when the caller stops waiting: the call is cancelled. */
   signal?: AbortSignal;
   /** The directive the call runs under: its hooks fire after the policy's, conditions read its name and limits, and its `<tools>` (when it has one) name all it may call. */
   directive?: { name: string; hooks: readonly LoadedHook[]; limits?: Record<string, number>; tools?: readonly string[] };
   /** What the request has used so far (`turns`, `tool_calls`, `tokens`) and may use, for hook conditions (`cost.turns > limits.turns * 0.9`). */
   cost?: Record<string, number>;
+  /** The request's limits, beside `cost` for hook conditions; the directive's own override them. */
   limits?: Record<string, number>;
   /** Asks a person whether the call may run; absent, a call that needs approval is denied. */
   approve?: AskApproval;
@@ -45,6 +70,10 @@ export interface ToolCall {
   thread?: { id: string; depth: number; onSpawn?: () => void; onChildUsage?: (usage: UsageSummary) => void };
   /** The request's budget, which counts each call asked of the proxy; absent, none is counted. */
   budget?: { countToolCall(): void };
+}
+
+/** What only one kind of caller passes, kept apart so that the groups above stay what every caller fills. */
+export interface CallExtensions {
   /** The resolver's fallback model wrote this call: kept in its audit record. */
   resolvedBy?: ResolvedBy;
 }

@@ -10,7 +10,7 @@ import { checkMcpTool, type PermissionContext } from '../policy/permission-conte
 import type { RateLimiter } from '../policy/rate-limiter.js';
 import type { Directive, Knowledge, Tool } from '../registry/types.js';
 import { authorizeServer } from './authorize.js';
-import { itemTool } from './authorize-item.js';
+import { itemTool } from './plan-item.js';
 import { callContext } from './call-context.js';
 import { fireCallHooks, type CallHookDeps, type Fired } from './call-hooks.js';
 import { composeStages, newCallState, type CallHandler } from './call-state.js';
@@ -46,8 +46,8 @@ export interface ToolProxyDeps {
 
 export type ListOutcome = { status: 'ok'; tools: McpToolInfo[] } | { status: 'denied'; reason: string };
 
-/** What a caller of the proxy passes for an event outside one call (a limit, a help signal). */
-export type CallerOf = Omit<ToolCall, 'tool' | 'args' | 'approve'>;
+/** What a caller of the proxy passes for an event outside one call (a limit, a help signal): who asks, in which run. */
+export type CallerOf = Pick<ToolCall, 'caller' | 'run'>;
 
 export interface ToolProxy {
   call(call: ToolCall): Promise<CallOutcome>;
@@ -62,7 +62,7 @@ export interface ToolProxy {
    * checked too). Not audited: a listing calls no tool, and the audit log is the record of calls
    * (`kiwi audit tail` and `kiwi predictor train` read every record as one).
    */
-  listMcpTools(server: string, caller?: Pick<ToolCall, 'context' | 'signal'>): Promise<ListOutcome>;
+  listMcpTools(server: string, caller?: { context?: PermissionContext; signal?: AbortSignal }): Promise<ListOutcome>;
   /**
    * The hooks' `limit` event for a limit that stopped a request (`code`: `turns`, `tokens`,
    * `budget`, …), outside any one call: webhooks are sent; the notes and directives asked for
@@ -79,7 +79,7 @@ export interface ToolProxy {
 
 /**
  * The only way anything executes. A call passes a chain of stages (standard-stages.ts: audit,
- * budget, hook events, authorize, isolation, rate limit, hooks, approval, loop check, checkpoint)
+ * budget, hook events, plan, authorize, isolation, rate limit, hooks, approval, loop check, checkpoint)
  * and then runs on its primitive; every call, refused ones included, is audited.
  */
 export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
@@ -91,11 +91,11 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
     ...(threads
       ? {
           startThread: (d, request) => {
-            request.thread?.onSpawn?.();
+            request.run?.thread?.onSpawn?.();
             return threads.background({ kind: 'thread', directive: d.name, inputs: d.inputs }, request);
           },
           steerThread: (d, request) => {
-            request.thread?.onSpawn?.();
+            request.run?.thread?.onSpawn?.();
             return threads.spawn({ kind: 'thread', directive: d.name, inputs: d.inputs }, request);
           },
         }
@@ -103,7 +103,7 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
   };
   const run = runPlan({ primitives: deps.primitives, ...(threads ? { threads } : {}), ...(deps.checkpoints ? { checkpoints: deps.checkpoints } : {}), ...(deps.creations ? { creations: deps.creations } : {}) });
   const tracing = deps.tracing;
-  const traced: CallHandler = tracing ? (call) => tracing.span('kiwi.tool.run', { 'kiwi.tool': call.request.tool, 'kiwi.call_id': call.callId }, () => run(call)) : run;
+  const traced: CallHandler = tracing ? (call) => tracing.span('kiwi.tool.run', { 'kiwi.tool': call.request.target.tool, 'kiwi.call_id': call.callId }, () => run(call)) : run;
   const execute: CallHandler = (call) => {
     call.attempts++;
     return traced(call);
@@ -112,16 +112,14 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
   const callChain = composeStages(stages.call, execute);
   const runChain = composeStages(stages.run, execute);
 
-  const start = (request: ToolCall) => newCallState(request, randomUUID(), request.item ? itemTool(request, deps) : deps.tools.get(request.tool));
-  const through = (chain: CallHandler, request: ToolCall) => chain(start(request));
+  const start = (request: ToolCall, reusedFrom?: string) => {
+    const { target } = request;
+    return newCallState(request, randomUUID(), target.item ? itemTool(target, deps) : deps.tools.get(target.tool), reusedFrom);
+  };
 
   return {
-    call: (request) => through(callChain, request),
-    reuse(request, earlier) {
-      const call = start(request);
-      call.reusedFrom = earlier.callId;
-      return composeStages(stages.reuse, reuseResult(earlier, runChain))(call);
-    },
+    call: (request) => callChain(start(request)),
+    reuse: (request, earlier) => composeStages(stages.reuse, reuseResult(earlier, runChain))(start(request, earlier.callId)),
     async listMcpTools(server, caller = {}) {
       const ctx = callContext(deps.context, caller.context);
       const decision = authorizeServer(server, ctx, deps);
@@ -129,9 +127,10 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
       const tools = await deps.primitives.mcp.listTools(decision.spec, caller.signal);
       return { status: 'ok', tools: tools.filter((t) => checkMcpTool(ctx, t.qualifiedName).allowed) };
     },
-    limitReached: (caller, code, detail) => fireCallHooks(hooks, { ...caller, tool: '' }, 'limit', { code, detail, args: {}, tool: undefined }),
-    async help(caller, signal) {
-      const request: ToolCall = { ...caller, tool: HELP_TOOL };
+    limitReached: (asker, code, detail) => fireCallHooks(hooks, { ...asker, target: { tool: '' } }, 'limit', { code, detail, args: {}, tool: undefined }),
+    async help(asker, signal) {
+      const request: ToolCall = { ...asker, target: { tool: HELP_TOOL } };
+      const { caller } = asker;
       const args = { action: signal.action, message: signal.message };
       const callId = randomUUID();
       const ts = new Date().toISOString();
@@ -145,7 +144,7 @@ export function createToolProxy(deps: ToolProxyDeps): ToolProxy {
         await record({ decision: 'deny', reason: rate.reason });
         return { callId, notes: [], directives: [], refused: rate.reason };
       }
-      const checkpoint = signal.action === 'checkpoint' && deps.checkpoints ? await deps.checkpoints.before({ tool: HELP_TOOL, callId, session: caller.session }, caller.signal) : undefined;
+      const checkpoint = signal.action === 'checkpoint' && deps.checkpoints ? await deps.checkpoints.before({ tool: HELP_TOOL, callId, session: caller.session }, asker.run?.signal) : undefined;
       const fired = await fireCallHooks(hooks, request, 'help', { code: signal.action, detail: { message: signal.message }, args, tool: undefined, event: args });
       // Nothing was asked for, so nothing was refused.
       await record({ decision: 'allow', ...(checkpoint ? { checkpoint } : {}), ...(fired.notes.length > 0 ? { notes: fired.notes } : {}) });

@@ -1,6 +1,6 @@
 /**
  * What a caller may do with a tool, decided as the tool proxy decides a call of it before its
- * arguments are seen (authorize.ts, authorize-item.ts, approval.ts) and as a chat's tool menu
+ * arguments are seen (authorize.ts, plan-item.ts, approval.ts) and as a chat's tool menu
  * filters tools: chats and tool calls need the client role, the tool must be granted in the
  * project's policy narrowed by the key's own, and a call may have to wait for a person. What the
  * arguments decide (paths, commands, MCP tools), hooks and rate limits are per call: not here.

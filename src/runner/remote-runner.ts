@@ -170,14 +170,10 @@ export function createRemoteRunner(deps: RemoteRunnerDeps, options: RemoteRunner
       result = { success: false, error: `runner ${runnerId} does not offer tool ${job.tool_id}`, retryable: false };
     } else {
       outcome = await deps.proxy.call({
-        tool: job.tool_id,
-        args: job.arguments ?? undefined,
+        target: { tool: job.tool_id, args: job.arguments ?? undefined },
         // The kernel's execution is the conversation the call belongs to.
-        session: job.execution_id,
-        client: deps.caller.client,
-        ...(deps.caller.context ? { context: deps.caller.context } : {}),
-        source: 'runner',
-        signal,
+        caller: { session: job.execution_id, client: deps.caller.client, ...(deps.caller.context ? { context: deps.caller.context } : {}), source: 'runner' },
+        run: { signal },
       });
       result = jobResult(outcome, deps.tools.get(job.tool_id)?.mutatesState === false);
     }

@@ -111,7 +111,7 @@ export function chatRuns(deps: ChatRunDeps): RunLoop {
             { ...request, model: route.model },
             { mode: run.mode, signal: scope.signal },
           );
-          const caller = { session: run.conversation, client: run.caller.client, source: 'gateway' as const, ...(run.caller.context ? { context: run.caller.context } : {}) };
+          const caller = { caller: { session: run.conversation, client: run.caller.client, source: 'gateway' as const, ...(run.caller.context ? { context: run.caller.context } : {}) } };
           const hooked = withLimitHooks(loop, (code, detail) => deps.proxy.limitReached(caller, code, detail), deps.log);
           const told = recorded === undefined ? hooked : recordChat(hooked, recorded.execution, { mode: run.mode, cancelled: scope.cancelled, steps: recorded.steps, usage, approvals: recorded.approvals });
           yield* deps.waitForWrites ? afterWrites(told, () => Promise.all([meter?.written(), recorded?.execution.written()])) : told;

@@ -15,9 +15,9 @@ export async function recordedCall(
   through: (call: ToolCall) => Promise<CallOutcome>,
   announce: (ask: ApprovalAsk, stepId: string) => void,
 ): Promise<CallOutcome> {
-  const step = parts.steps.open({ tool: call.tool, arguments: call.args }, details);
+  const step = parts.steps.open({ tool: call.target.tool, arguments: call.target.args }, details);
   const approve = (ask: ApprovalAsk): Promise<ApprovalAnswer> => parts.approvals.approveStep(step, ask, () => announce(ask, step));
-  const outcome = await through({ ...call, approve });
+  const outcome = await through({ ...call, run: { ...call.run, approve } });
   parts.steps.settle(step, outcome.status === 'ok' && outcome.result.isError ? 'error' : outcome.status, outcomeText(outcome), outcome.callId);
   return outcome;
 }

@@ -87,7 +87,7 @@ export async function openRunPrefetch(options: RunPrefetchOptions): Promise<RunP
   const proxy = project.proxy;
 
   function forRequest({ mode, caller, conversation, maxToolCalls, resolveWith }: PrefetchRequestOptions): RequestDeps {
-    const bind = (c: LoopCall): ToolCall => ({ ...c, session: conversation, client: caller.client, ...(caller.context ? { context: caller.context } : {}) });
+    const bind = (c: LoopCall): ToolCall => ({ ...c, caller: { ...c.caller, session: conversation, client: caller.client, ...(caller.context ? { context: caller.context } : {}) } });
     if (!config.enabled) return { resolve: (intent, o) => runtime.resolver.resolve(intent, { ...o, ...resolveWith }), call: (c) => proxy.call(bind(c)) };
     const dispatcher = createPrefetchDispatcher({
       predictor,

@@ -221,7 +221,7 @@ interface Setup {
   context: PermissionContext;
   allowed: string[];
   limits: LoopLimits;
-  scope: NonNullable<ToolCall['directive']>;
+  scope: NonNullable<NonNullable<ToolCall['run']>['directive']>;
 }
 
 function prepare(deps: ThreadDeps, directive: Directive, start: Pick<ThreadStart, 'context' | 'model' | 'tier'>): Setup {
@@ -314,7 +314,7 @@ async function drive(deps: ThreadDeps, setup: Setup, run: Run, start: Pick<Threa
     journal?.end(outcome);
     return outcome;
   };
-  const caller = { session: id, client: run.client, source: 'thread' as const, context, directive: setup.scope, thread: { id, depth, onSpawn, onChildUsage } };
+  const caller = { caller: { session: id, client: run.client, source: 'thread' as const, context }, run: { directive: setup.scope, thread: { id, depth, onSpawn, onChildUsage } } };
   const signalHelp = deps.help;
   const call = (c: ToolCall): Promise<CallOutcome> => {
     if (journal === undefined) return deps.call(c);
@@ -322,7 +322,7 @@ async function drive(deps: ThreadDeps, setup: Setup, run: Run, start: Pick<Threa
     // result is written after it. Should it fail, the next line the run awaits says so.
     const waiting = (w: { stepId: string; reason: string }): void => {
       void endTurn().catch(() => undefined);
-      void record({ type: 'approval', tool: c.tool, step_id: w.stepId, reason: w.reason }).catch(() => undefined);
+      void record({ type: 'approval', tool: c.target.tool, step_id: w.stepId, reason: w.reason }).catch(() => undefined);
     };
     return journal.call(c, deps.call, waiting);
   };
@@ -332,12 +332,12 @@ async function drive(deps: ThreadDeps, setup: Setup, run: Run, start: Pick<Threa
       {
         provider: setup.route.provider,
         resolve: deps.resolve,
-        call: (c) => call({ ...c, ...caller }),
+        call: (c) => call({ ...c, caller: caller.caller, run: { ...c.run, ...caller.run } }),
         // Audited and hooked like a call; an escalation ends the thread with its message (below).
         ...(signalHelp
           ? {
               help: async (given, signal) => {
-                const outcome = await signalHelp({ ...caller, signal }, given);
+                const outcome = await signalHelp({ caller: caller.caller, run: { ...caller.run, signal } }, given);
                 return { text: helpReplyText(given.action, outcome, 'thread'), ...(outcome.checkpoint ? { checkpoint: outcome.checkpoint } : {}), ...(given.action === 'escalate' && outcome.refused === undefined ? { stop: 'not run: the agent escalated (help escalate) before this intent, so the thread ended' } : {}) };
               },
             }

@@ -71,10 +71,10 @@ describe('directives and knowledge named by intents, through the gateway', () =>
 
   it('refuses a directive input it does not declare, and a directive that is not there', async () => {
     const project = served.gateway.project;
-    const call = { session: 's', client: 'local', source: 'gateway' as const };
-    const narrow = await project.proxy.call({ ...call, tool: 'review_changes', item: 'directive', args: { fokus: 'x' } });
+    const caller = { session: 's', client: 'local', source: 'gateway' as const };
+    const narrow = await project.proxy.call({ target: { tool: 'review_changes', item: 'directive', args: { fokus: 'x' } }, caller });
     expect(narrow).toMatchObject({ status: 'error', error: { code: 'INVALID_INPUT', message: expect.stringMatching(/has no input "fokus"; its inputs are focus/) } });
-    const unknown = await project.proxy.call({ ...call, tool: 'kiwi-permissions', item: 'directive' });
+    const unknown = await project.proxy.call({ target: { tool: 'kiwi-permissions', item: 'directive' }, caller });
     expect(unknown).toMatchObject({ status: 'error', error: { code: 'TOOL_NOT_FOUND', message: expect.stringMatching(/no directive `kiwi-permissions`; there are `git_checkpoint`, `release_note`, `retry_on_timeout`, `review_changes`, `skip_duplicate_note`/) } });
   });
 
@@ -83,9 +83,9 @@ describe('directives and knowledge named by intents, through the gateway', () =>
     try {
       const project = await openProject({ projectDir: root, env: { PATH: process.env['PATH'] }, userDir: path.join(root, 'no-user-tier') });
       try {
-        const call = { session: 's', client: 'local', source: 'cli' as const, tool: 'review_changes', item: 'directive' as const };
+        const call = { caller: { session: 's', client: 'local', source: 'cli' as const }, target: { tool: 'review_changes', item: 'directive' as const } };
         expect(await project.proxy.call(call)).toMatchObject({ status: 'denied', reason: expect.stringMatching(/tool `review_changes` is not in `tools`/) });
-        const read = await project.proxy.call({ ...call, tool: 'kiwi-permissions', item: 'knowledge' });
+        const read = await project.proxy.call({ ...call, target: { tool: 'kiwi-permissions', item: 'knowledge' } });
         expect(read).toMatchObject({ status: 'ok', result: { isError: false, text: expect.stringMatching(/^# How Kiwi Gateway decides/), data: { id: 'kiwi-permissions', tags: ['permissions', 'policy', 'audit'] } } });
         allowTools(root, ['review_changes']);
       } finally {
@@ -93,7 +93,7 @@ describe('directives and knowledge named by intents, through the gateway', () =>
       }
       const allowed = await openProject({ projectDir: root, env: { PATH: process.env['PATH'] }, userDir: path.join(root, 'no-user-tier') });
       try {
-        const outcome = await allowed.proxy.call({ session: 's', client: 'local', source: 'cli', tool: 'review_changes', item: 'directive' });
+        const outcome = await allowed.proxy.call({ target: { tool: 'review_changes', item: 'directive' }, caller: { session: 's', client: 'local', source: 'cli' } });
         expect(outcome).toMatchObject({ status: 'error', error: { code: 'CHAIN_INVALID', message: expect.stringMatching(/as a thread, which only the gateway runs/) } });
       } finally {
         await allowed.close();

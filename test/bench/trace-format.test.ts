@@ -234,7 +234,7 @@ describe('replay and catalog tools', () => {
           return { status: 'resolved', call: { tool: 'read_file', arguments: { path: 'package.json' } }, confidence: 1, candidates: [], timings: { embedMs: 0, searchMs: 0, fillMs: 0, totalMs: 0 }, notes: [] };
         },
         async call(call) {
-          return { callId: 'c1', tool: call.tool, durationMs: 0, stuck: false, status: 'ok', result: { text: 'the file', isError: false } };
+          return { callId: 'c1', tool: call.target.tool, durationMs: 0, stuck: false, status: 'ok', result: { text: 'the file', isError: false } };
         },
       },
       { session: 'test', speed: 1000 },

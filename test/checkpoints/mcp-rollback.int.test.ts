@@ -102,19 +102,19 @@ describe('a rollback under the policy', () => {
     const repo = repoWith(policy(['write_note']));
     try {
       let project = await openProject({ projectDir: repo.root, env: { PATH: process.env['PATH'], HOME: repo.root }, userDir: path.join(repo.root, 'no-user-tier') });
-      const write = await project.proxy.call({ tool: 'write_note', args: { text: 'x' }, session: project.session, client: LOCAL_CLIENT, source: 'cli' });
-      const rollback = { tool: ROLLBACK_TOOL, item: 'checkpoint' as const, args: { checkpoint: write.checkpoint }, session: project.session, client: LOCAL_CLIENT, source: 'mcp' as const };
+      const write = await project.proxy.call({ target: { tool: 'write_note', args: { text: 'x' } }, caller: { session: project.session, client: LOCAL_CLIENT, source: 'cli' } });
+      const rollback = { target: { tool: ROLLBACK_TOOL, item: 'checkpoint' as const, args: { checkpoint: write.checkpoint } }, caller: { session: project.session, client: LOCAL_CLIENT, source: 'mcp' as const } };
       expect(await project.proxy.call(rollback)).toMatchObject({ status: 'denied', reason: expect.stringContaining(`add ${ROLLBACK_TOOL} to the policy's tools to let clients restore their own checkpoints`) });
       await project.close();
 
       repo.write('.ai/config/policy.yaml', policy(['write_note', ROLLBACK_TOOL], `approvals: { tools: ["${ROLLBACK_TOOL}"] }\n`));
       project = await openProject({ projectDir: repo.root, env: { PATH: process.env['PATH'], HOME: repo.root }, userDir: path.join(repo.root, 'no-user-tier') });
       const asked: string[] = [];
-      const refused = await project.proxy.call({ ...rollback, approve: async (q) => (asked.push(q.reason), { approved: false, decidedBy: 'reviewer', reason: 'not now' }) });
+      const refused = await project.proxy.call({ ...rollback, run: { approve: async (q) => (asked.push(q.reason), { approved: false, decidedBy: 'reviewer', reason: 'not now' }) } });
       expect(refused).toMatchObject({ status: 'denied', reason: 'not now' });
       expect(asked).toEqual([`the policy's approvals.tools names ${ROLLBACK_TOOL}`]);
       expect(existsSync(path.join(repo.root, 'note.txt'))).toBe(true);
-      const granted = await project.proxy.call({ ...rollback, approve: async () => ({ approved: true, decidedBy: 'reviewer' }) });
+      const granted = await project.proxy.call({ ...rollback, run: { approve: async () => ({ approved: true, decidedBy: 'reviewer' }) } });
       expect(granted).toMatchObject({ status: 'ok' });
       expect(existsSync(path.join(repo.root, 'note.txt'))).toBe(false);
       await project.close();

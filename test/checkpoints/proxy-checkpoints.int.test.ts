@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { readAuditTail } from '../../src/audit/audit-reader.js';
 import { LOCAL_CLIENT } from '../../src/clients/client-auth.js';
 import { openProject, type Project } from '../../src/project/open-project.js';
-import type { ToolCall } from '../../src/proxy/tool-call.js';
+import type { CallRun } from '../../src/proxy/tool-call.js';
 import { createGitRepo, type GitRepo } from '../helpers/git-repo.js';
 import { WRITE_NOTE_TOOL } from '../helpers/write-note-tool.js';
 import { REPO_ROOT } from '../helpers/temp-project.js';
@@ -59,8 +59,8 @@ afterEach(async () => {
   repo.remove();
 });
 
-async function call(p: Project, tool: string, args: Record<string, unknown> = {}, approve?: ToolCall['approve']) {
-  return p.proxy.call({ tool, args, session: p.session, client: LOCAL_CLIENT, source: 'cli', ...(approve ? { approve } : {}) });
+async function call(p: Project, tool: string, args: Record<string, unknown> = {}, approve?: CallRun['approve']) {
+  return p.proxy.call({ target: { tool, args }, caller: { session: p.session, client: LOCAL_CLIENT, source: 'cli' }, ...(approve ? { run: { approve } } : {}) });
 }
 
 async function auditRecords(p: Project) {

@@ -47,10 +47,10 @@ function phraseResolve(intent: string): Promise<Resolution> {
 
 /** What the tool proxy double answers: the result text of each tool, and wipe_disk denied as the policy would. */
 export function toolOutcome(call: LoopCall, callId: string): CallOutcome {
-  const base = { callId, tool: call.tool, durationMs: 1, stuck: false };
-  const args = call.args as Record<string, string>;
+  const base = { callId, tool: call.target.tool, durationMs: 1, stuck: false };
+  const args = call.target.args as Record<string, string>;
   const ok = (text: string): CallOutcome => ({ ...base, status: 'ok', result: { text, isError: false } });
-  switch (call.tool) {
+  switch (call.target.tool) {
     case 'echo_text':
       return ok(`echo: ${args['text']}`);
     case 'reverse_letters':
@@ -62,7 +62,7 @@ export function toolOutcome(call: LoopCall, callId: string): CallOutcome {
     case 'wipe_disk':
       return { ...base, status: 'denied', reason: 'wipe_disk is not in the tools the policy allows' };
     default:
-      return { ...base, status: 'error', error: { code: 'TOOL_NOT_FOUND', message: `no tool ${call.tool}` } };
+      return { ...base, status: 'error', error: { code: 'TOOL_NOT_FOUND', message: `no tool ${call.target.tool}` } };
   }
 }
 

@@ -41,7 +41,7 @@ describe('agent loop: limits', () => {
     const { events } = await collectLoop(deps, ask('Go.'));
     expect(charged).toEqual([10, 10]);
     // The proxy's budget stage counts the calls: the loop hands each its request's budget.
-    expect(calls.map((c) => c.budget)).toEqual([budget, budget]);
+    expect(calls.map((c) => c.run?.budget)).toEqual([budget, budget]);
     expect(provider.requests).toHaveLength(2);
     expect(ofType(events, 'result').map((e) => e.text)).toEqual(['echo: one', 'echo: two']);
     expect(textOf(events)).toMatch(/\[Kiwi gateway: stopped because client "ci" used its token budget \(30 tokens of 25 tokens\)\. To allow more, raise `budgets\.clients\.ci\.tokens`/);
@@ -71,7 +71,7 @@ describe('agent loop: limits', () => {
     expect(textOf(events)).toMatch(/limits\.max_tool_calls/);
     expect(finishOf(events)).toMatchObject({ turns: 1, toolCalls: 1, limit: 'tool_calls' });
     expect(provider.requests).toHaveLength(1);
-    expect(calls.map((c) => c.tool)).toEqual(['echo_text']);
+    expect(calls.map((c) => c.target.tool)).toEqual(['echo_text']);
   });
 
   it('counts unresolved intents toward maxToolCalls: 10,000 in one turn cost 16 resolutions, and nothing is fed back', async () => {
@@ -97,7 +97,7 @@ describe('agent loop: limits', () => {
     expect(ofType(events, 'result').map((e) => `${e.tool}:${e.status}`)).toEqual(['wipe_disk:denied', 'echo_text:ok']);
     expect(finishOf(events)).toMatchObject({ turns: 1, toolCalls: 2, limit: 'tool_calls' });
     expect(textOf(events)).toMatch(/more than the 3 tool intents one request may have.*limits\.max_tool_calls/s);
-    expect(calls.map((c) => c.tool)).toEqual(['wipe_disk', 'echo_text']);
+    expect(calls.map((c) => c.target.tool)).toEqual(['wipe_disk', 'echo_text']);
   });
 
   it('ends an agent that loops on one intent with finish.limit "repeats", without running the repeat', async () => {
@@ -109,7 +109,7 @@ describe('agent loop: limits', () => {
     expect(textOf(events)).toMatch(/same tool call 3 times.*limits\.max_repeats/s);
     expect(finishOf(events)).toMatchObject({ turns: 3, toolCalls: 2, limit: 'repeats' });
     expect(provider.requests).toHaveLength(3);
-    expect(calls.map((c) => c.tool)).toEqual(['echo_text', 'echo_text']);
+    expect(calls.map((c) => c.target.tool)).toEqual(['echo_text', 'echo_text']);
   });
 
   it('stops at maxDurationMs: cancels the stalled upstream and the running tool, reports both, and finishes with limit "duration"', async () => {
@@ -117,7 +117,7 @@ describe('agent loop: limits', () => {
       limits: { maxDurationMs: 200 },
       call: (call) =>
         new Promise((resolve) =>
-          call.signal?.addEventListener('abort', () => resolve({ callId: 'p', tool: call.tool, durationMs: 1, stuck: false, status: 'error', error: { code: 'TOOL_CANCELLED', message: 'stopped' } }), { once: true }),
+          call.run?.signal?.addEventListener('abort', () => resolve({ callId: 'p', tool: call.target.tool, durationMs: 1, stuck: false, status: 'error', error: { code: 'TOOL_CANCELLED', message: 'stopped' } }), { once: true }),
         ),
     });
     const { events, error } = await collectLoop(deps, ask('Go.'));

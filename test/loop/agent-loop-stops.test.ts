@@ -17,7 +17,7 @@ function hangingTool(): { call: (call: LoopCall) => Promise<CallOutcome>; starte
   const call = (call: LoopCall): Promise<CallOutcome> =>
     new Promise((resolve) => {
       began(call);
-      call.signal?.addEventListener('abort', () => resolve({ callId: 'p', tool: call.tool, durationMs: 1, stuck: false, status: 'error', error: { code: 'TOOL_CANCELLED', message: 'stopped' } }), { once: true });
+      call.run?.signal?.addEventListener('abort', () => resolve({ callId: 'p', tool: call.target.tool, durationMs: 1, stuck: false, status: 'error', error: { code: 'TOOL_CANCELLED', message: 'stopped' } }), { once: true });
     });
   return { call, started };
 }
@@ -35,7 +35,7 @@ describe('agent loop: cancellation and failures', () => {
     expect(provider.requests).toHaveLength(1);
     expect(provider.requests[0]?.signal?.aborted).toBe(true);
     expect(provider.requests[0]?.ended).toBe('aborted');
-    expect((await tool.started).signal?.aborted).toBe(true);
+    expect((await tool.started).run?.signal?.aborted).toBe(true);
   });
 
   it('passes on the reason of a client that says why it stopped (the gateway closing) instead of a client cancel', async () => {
@@ -53,7 +53,7 @@ describe('agent loop: cancellation and failures', () => {
     expect(error).toBeUndefined();
     expect(provider.requests[0]?.signal?.aborted).toBe(true);
     expect(provider.requests[0]?.ended).toBe('aborted');
-    expect((await tool.started).signal?.aborted).toBe(true);
+    expect((await tool.started).run?.signal?.aborted).toBe(true);
   });
 
   it('throws TOOL_CANCELLED at once for a signal that is already aborted', async () => {

@@ -106,7 +106,7 @@ function loopDeps(overrides: Partial<AgentLoopDeps> = {}): AgentLoopDeps & { ses
   return {
     provider,
     resolve: (intent, options) => resolver.resolve(intent, options),
-    call: (call) => project.proxy.call({ ...call, session, client: session }),
+    call: (call) => project.proxy.call({ ...call, caller: { ...call.caller, session, client: session } }),
     session,
     newId: () => String(++ids),
     ...overrides,

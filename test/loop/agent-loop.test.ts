@@ -38,7 +38,7 @@ describe('agent loop: turns and intents', () => {
     const { events, error } = await collectLoop(deps, ask('Please echo "hello world".'));
     expect(error).toBeUndefined();
     expect(ofType(events, 'intent')).toEqual([{ type: 'intent', index: 0, text: 'echo the text "hello world"', raw: '[TOOL: echo the text "hello world"]' }]);
-    expect(calls.map((c) => [c.tool, c.args, c.source])).toEqual([['echo_text', { text: 'hello world' }, 'gateway']]);
+    expect(calls.map((c) => [c.target.tool, c.target.args, c.caller.source])).toEqual([['echo_text', { text: 'hello world' }, 'gateway']]);
     expect(ofType(events, 'result')).toEqual([{ type: 'result', index: 0, callId: 'call_kiwi_2', tool: 'echo_text', status: 'ok', isError: false, text: 'echo: hello world', durationMs: expect.any(Number), proxyCallId: 'proxy-1' }]);
     expect(textOf(events)).toBe('Let me check.  then I will answer.The tool said hello world.');
     expect(events.map((e) => e.type).filter((t) => t !== 'text')).toEqual(['start', 'intent', 'call', 'result', 'turn', 'finish']);

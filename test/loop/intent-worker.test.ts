@@ -31,7 +31,7 @@ function setup(overrides: { limits?: Partial<LoopLimits>; mode?: IntentWorkerDep
     },
     call: (call): Promise<CallOutcome> => {
       calls.push(call);
-      return Promise.resolve({ callId: 'c', tool: call.tool, durationMs: 1, stuck: false, status: 'ok', result: { text: `echo: ${JSON.stringify(call.args)}`, isError: false }, ...overrides.outcome?.(call) } as CallOutcome);
+      return Promise.resolve({ callId: 'c', tool: call.target.tool, durationMs: 1, stuck: false, status: 'ok', result: { text: `echo: ${JSON.stringify(call.target.args)}`, isError: false }, ...overrides.outcome?.(call) } as CallOutcome);
     },
     limits: { ...DEFAULT_LOOP_LIMITS, ...overrides.limits },
     mode: overrides.mode ?? 'execute',
@@ -74,7 +74,7 @@ describe('intent worker', () => {
     const { worker, events, resolved, calls, run } = setup({ limits: { maxToolCalls: 3 } });
     await run('frobnicate', 'echo a', 'zebra', 'echo b', 'echo c');
     expect(resolved).toEqual(['frobnicate', 'echo a', 'zebra']);
-    expect(calls.map((c) => c.args)).toEqual([{ text: 'a' }]);
+    expect(calls.map((c) => c.target.args)).toEqual([{ text: 'a' }]);
     expect(worker.toolCalls).toBe(1);
     expect(worker.limit).toBe('tool_calls');
     const over = events.filter((e) => e.type === 'unresolved' && e.index >= 3);
@@ -118,7 +118,7 @@ describe('intent worker', () => {
     const { worker, events, resolved, calls, run } = setup();
     await run('echo a and then echo b');
     expect(resolved).toEqual(['echo a', 'echo b']);
-    expect(calls.map((c) => c.args)).toEqual([{ text: 'a' }, { text: 'b' }]);
+    expect(calls.map((c) => c.target.args)).toEqual([{ text: 'a' }, { text: 'b' }]);
     expect(events.map((e) => e.type)).toEqual(['call', 'result', 'call', 'result']);
     expect(events.every((e) => 'index' in e && e.index === 0)).toBe(true);
     const { items } = worker.endTurn();
@@ -136,7 +136,7 @@ describe('intent worker', () => {
     const { worker, events, resolved, calls, run } = setup();
     await run('echo a, then frobnicate, then echo c');
     expect(resolved).toEqual(['echo a', 'frobnicate']);
-    expect(calls.map((c) => c.args)).toEqual([{ text: 'a' }]);
+    expect(calls.map((c) => c.target.args)).toEqual([{ text: 'a' }]);
     expect(events.filter((e) => e.type === 'unresolved')).toEqual([
       expect.objectContaining({ intent: 'frobnicate', reason: 'no tool fits' }),
       expect.objectContaining({ intent: 'echo c', reason: expect.stringMatching(/^not run: the steps after step 2 of 3/) }),

@@ -31,7 +31,11 @@ function setup(resolverOptions: WirePrefetchOptions['resolverOptions'] = {}) {
 }
 
 const cosine = (a: string, b: string) => dot(hashVector(a, 128), hashVector(b, 128));
-const gatewayCall = (tool: string, args: Record<string, unknown>, signal?: AbortSignal) => ({ tool, args, session: SESSION, client: SESSION, source: 'gateway' as const, ...(signal ? { signal } : {}) });
+const gatewayCall = (tool: string, args: Record<string, unknown>, signal?: AbortSignal, item?: 'directive') => ({
+  target: { tool, args, ...(item ? { item } : {}) },
+  caller: { session: SESSION, client: SESSION, source: 'gateway' as const },
+  ...(signal ? { run: { signal } } : {}),
+});
 
 function callOf(r: Resolution) {
   expect(r.status, JSON.stringify(r)).toBe('resolved');
@@ -198,7 +202,7 @@ describe('prefetching resolver: speculative calls', () => {
     const entry = await prefetch('I will look up the web domain of "Oscorp".');
     const speculation = entry!.speculations[0]!;
     await speculation.outcome;
-    const asDirective = { ...gatewayCall('lookup_company_domain', { company: 'Oscorp' }), item: 'directive' as const };
+    const asDirective = gatewayCall('lookup_company_domain', { company: 'Oscorp' }, undefined, 'directive');
     const outcome = await resolver.callThrough(asDirective, world.project.proxy);
     // Run for real as what it names: this project has no such directive.
     expect(outcome).toMatchObject({ status: 'error', error: { code: 'TOOL_NOT_FOUND' } });

@@ -68,7 +68,7 @@ function auditFiles(): { text: string; bytes: number } {
 
 describe('audit log under the issue 9 attacks', () => {
   it('keeps a .env secret that an MCP tool read (the policy grants it) out of the audit file, while the agent still gets it', async () => {
-    const outcome = await project.proxy.call({ tool: 'files.read_text_file', args: { path: '.env' }, session: 'audit-redaction', client: 'audit-redaction', source: 'mcp' });
+    const outcome = await project.proxy.call({ target: { tool: 'files.read_text_file', args: { path: '.env' } }, caller: { session: 'audit-redaction', client: 'audit-redaction', source: 'mcp' } });
     expect(outcome.status, JSON.stringify(outcome)).toBe('ok');
     if (outcome.status === 'ok') expect(outcome.result.text).toContain(SECRET);
     await project.audit.flush();
@@ -84,7 +84,7 @@ describe('audit log under the issue 9 attacks', () => {
     const before = auditFiles().bytes;
     const payload = `docs/${'../'.repeat(20_000)}etc/passwd`;
     for (let i = 0; i < 50; i += 1) {
-      const outcome = await project.proxy.call({ tool: 'read_file', args: { path: payload }, session: 'audit-redaction', client: 'audit-redaction', source: 'gateway' });
+      const outcome = await project.proxy.call({ target: { tool: 'read_file', args: { path: payload } }, caller: { session: 'audit-redaction', client: 'audit-redaction', source: 'gateway' } });
       expect(outcome.status).not.toBe('ok');
     }
     await project.audit.flush();

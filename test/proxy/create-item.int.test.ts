@@ -30,8 +30,8 @@ async function open(project: TempProject, extra: { env?: Record<string, string |
   return openProject({ projectDir: project.root, env: extra.env ?? { PATH: process.env['PATH'], HOME: project.root }, userDir: extra.userDir ?? path.join(project.root, 'no-user-tier') });
 }
 
-function create(project: Project, args: Record<string, unknown>, more: Partial<ToolCall> = {}) {
-  return project.proxy.call({ tool: CREATE_TOOL, item: 'creation', args, session: project.session, client: 'alpha', source: 'mcp', ...more });
+function create(project: Project, args: Record<string, unknown>, more: Pick<ToolCall, 'run'> = {}) {
+  return project.proxy.call({ target: { tool: CREATE_TOOL, item: 'creation', args }, caller: { session: project.session, client: 'alpha', source: 'mcp' }, ...more });
 }
 
 describe('a creation on the tool proxy', () => {
@@ -44,12 +44,12 @@ describe('a creation on the tool proxy', () => {
       expect(created, JSON.stringify(created)).toMatchObject({ status: 'ok', result: { data: { item_type: 'tool', item_id: 'shout', version: '1.0.0', tier: 'project', file: '.ai/tools/created/shout/shout.yaml' } } });
       const file = path.join(temp.root, '.ai/tools/created/shout/shout.yaml');
       expect(verifySignature('tool', readFileSync(file, 'utf8')).status).toBe('valid');
-      const ran = await project.proxy.call({ tool: 'shout', args: { text: 'hi' }, session: project.session, client: 'beta', source: 'cli' });
+      const ran = await project.proxy.call({ target: { tool: 'shout', args: { text: 'hi' } }, caller: { session: project.session, client: 'beta', source: 'cli' } });
       expect(ran, JSON.stringify(ran)).toMatchObject({ status: 'ok', result: { text: 'HI!' } });
 
       expect(await create(project, proposal('1.0.0'))).toMatchObject({ status: 'error', error: { code: 'CONFLICT', message: expect.stringContaining('a new version must be higher (e.g. 1.0.1)') } });
       expect(await create(project, proposal('1.1.0', '!!'))).toMatchObject({ status: 'ok', result: { data: { version: '1.1.0' } } });
-      expect(await project.proxy.call({ tool: 'shout', args: { text: 'hi' }, session: project.session, client: 'beta', source: 'cli' })).toMatchObject({ status: 'ok', result: { text: 'HI!!' } });
+      expect(await project.proxy.call({ target: { tool: 'shout', args: { text: 'hi' } }, caller: { session: project.session, client: 'beta', source: 'cli' } })).toMatchObject({ status: 'ok', result: { text: 'HI!!' } });
       expect(readdirSync(path.join(temp.root, '.ai/tools/created/shout/.versions/1.0.0')).sort()).toEqual(['shout.mjs', 'shout.yaml']);
 
       // A fresh load of the project sees what landed, as another process would; the kept version is not loaded.
@@ -70,7 +70,7 @@ describe('a creation on the tool proxy', () => {
     const project = await open(temp);
     try {
       const asked: Array<{ reason: string; arguments: Record<string, unknown> }> = [];
-      const refused = await create(project, proposal('1.0.0'), { approve: async (q) => (asked.push(q), { approved: false, decidedBy: 'reviewer', reason: 'not this one' }) });
+      const refused = await create(project, proposal('1.0.0'), { run: { approve: async (q) => (asked.push(q), { approved: false, decidedBy: 'reviewer', reason: 'not this one' }) } });
       expect(refused).toMatchObject({ status: 'denied', reason: 'not this one' });
       expect(asked).toHaveLength(1);
       expect(asked[0]?.reason).toContain('the policy does not grant this client registry.create, so a person decides');
@@ -80,12 +80,12 @@ describe('a creation on the tool proxy', () => {
       expect(await create(project, proposal('1.0.0'))).toMatchObject({ status: 'denied', reason: expect.stringContaining('this caller cannot ask a person') });
 
       // A person's own tool is changed by a person, whoever allows the call.
-      const human = await create(project, { item_type: 'tool', item_id: 'word_count', content: manifest('2.0.0').replace('shout', 'word_count'), files: { 'shout.mjs': 'x' } }, { approve: async () => ({ approved: true, decidedBy: 'reviewer' }) });
+      const human = await create(project, { item_type: 'tool', item_id: 'word_count', content: manifest('2.0.0').replace('shout', 'word_count'), files: { 'shout.mjs': 'x' } }, { run: { approve: async () => ({ approved: true, decidedBy: 'reviewer' }) } });
       expect(human).toMatchObject({ status: 'error', error: { code: 'CONFLICT', message: expect.stringContaining('word_count was written by a person (.ai/tools/project/word_count.yaml)') } });
 
-      const approved = await create(project, proposal('1.0.0'), { approve: async () => ({ approved: true, decidedBy: 'reviewer' }) });
+      const approved = await create(project, proposal('1.0.0'), { run: { approve: async () => ({ approved: true, decidedBy: 'reviewer' }) } });
       expect(approved, JSON.stringify(approved)).toMatchObject({ status: 'ok', result: { data: { item_id: 'shout' } } });
-      expect(await project.proxy.call({ tool: 'shout', args: { text: 'ok' }, session: project.session, client: 'beta', source: 'cli' })).toMatchObject({ status: 'ok', result: { text: 'OK!' } });
+      expect(await project.proxy.call({ target: { tool: 'shout', args: { text: 'ok' } }, caller: { session: project.session, client: 'beta', source: 'cli' } })).toMatchObject({ status: 'ok', result: { text: 'OK!' } });
 
       const records = (await readAuditTail({ dir: project.auditDir, limit: 50 })).filter((r) => r.tool === CREATE_TOOL);
       expect(records.map((r) => [r.client, r.item, r.decision, r.error?.code ?? r.reason?.slice(0, 12) ?? '']), JSON.stringify(records.map((r) => [r.decision, r.reason, r.error]))).toEqual([
@@ -131,7 +131,7 @@ describe('a creation on the tool proxy', () => {
     const project = await open(temp);
     try {
       const asked: string[] = [];
-      const outcome = await create(project, proposal('1.0.0'), { approve: async (q) => (asked.push(q.reason), { approved: false, decidedBy: 'reviewer', reason: 'no' }) });
+      const outcome = await create(project, proposal('1.0.0'), { run: { approve: async (q) => (asked.push(q.reason), { approved: false, decidedBy: 'reviewer', reason: 'no' }) } });
       expect(outcome).toMatchObject({ status: 'denied', reason: 'no' });
       expect(asked).toHaveLength(1);
       const [record] = (await readAuditTail({ dir: project.auditDir, limit: 5 })).filter((r) => r.tool === CREATE_TOOL);
@@ -155,7 +155,7 @@ describe('a creation on the tool proxy', () => {
           result: { text: expect.stringMatching(/it runs in this gateway from now on; .*`kiwi registry pin shout@1\.0\.0`/), data: { tier: 'registry', version: '1.0.0' } },
         });
         expect(await create(project, proposal('1.0.1', '?!', { tier: 'registry' }))).toMatchObject({ status: 'ok', result: { data: { version: '1.0.1' } } });
-        expect(await project.proxy.call({ tool: 'shout', args: { text: 'tier' }, session: project.session, client: 'beta', source: 'cli' })).toMatchObject({ status: 'ok', result: { text: 'TIER?!' } });
+        expect(await project.proxy.call({ target: { tool: 'shout', args: { text: 'tier' } }, caller: { session: project.session, client: 'beta', source: 'cli' } })).toMatchObject({ status: 'ok', result: { text: 'TIER?!' } });
         expect(project.registry.tools.get('shout')?.source.tier).toBe('registry');
         expect(existsSync(path.join(temp.root, '.ai/tools/created'))).toBe(false);
 

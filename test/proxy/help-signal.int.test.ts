@@ -81,7 +81,7 @@ async function records(session: string) {
   return (await readAuditTail({ dir: project.auditDir, limit: 100 })).filter((r) => r.session === session);
 }
 
-const caller = { session: 'help-test', client: 'tester', source: 'thread' as const };
+const caller = { caller: { session: 'help-test', client: 'tester', source: 'thread' as const } };
 
 
 describe('a help signal on the tool proxy', () => {
@@ -168,7 +168,7 @@ describe('a help intent', () => {
 
 describe('help signals and the rate limit', () => {
   it('are counted as calls: past the client\'s limit a signal is refused, its denial audited, and the agent told', async () => {
-    const spammer = { session: 'help-spam', client: 'spammer', source: 'thread' as const };
+    const spammer = { caller: { session: 'help-spam', client: 'spammer', source: 'thread' as const } };
     for (let i = 0; i < 20; i++) expect((await project.proxy.help(spammer, { action: 'stuck', message: `try ${i}` })).refused).toBeUndefined();
     const refused = await project.proxy.help(spammer, { action: 'checkpoint', message: 'one too many' });
     expect(refused.refused).toMatch(/spammer/);

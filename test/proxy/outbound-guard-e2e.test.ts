@@ -30,7 +30,7 @@ async function open(network: string) {
   temp.write('.ai/tools/test/fetch_status.yaml', TOOL(port));
   temp.write('.ai/config/policy.yaml', `version: 1\ntools: ["*"]\n${network}`);
   project = await openProject({ projectDir: temp.root, env: { PATH: process.env['PATH'] }, session: 'guard-e2e' });
-  return (host: string) => (project as Project).proxy.call({ tool: 'fetch_status', args: { host }, session: 'guard-e2e', client: 'guard-e2e', source: 'cli' });
+  return (host: string) => (project as Project).proxy.call({ target: { tool: 'fetch_status', args: { host } }, caller: { session: 'guard-e2e', client: 'guard-e2e', source: 'cli' } });
 }
 
 describe('outbound requests an agent steers, in a project', () => {

@@ -21,14 +21,15 @@ import { rateLimitStage } from '../../src/proxy/stages/rate-limit-stage.js';
 import { reuseResult } from '../../src/proxy/stages/run-plan.js';
 import { createRunningCalls } from '../../src/proxy/running-calls.js';
 import { gatewayStopping } from '../../src/base/abort.js';
-import type { ToolCall } from '../../src/proxy/tool-call.js';
+import type { CallRun, ToolCall, ToolCaller } from '../../src/proxy/tool-call.js';
 import type { Tool } from '../../src/registry/types.js';
 
 /** Each stage alone, around fakes: a handler that records it was reached, an audit log in memory, hooks that note which event fired. */
 
-const request = (over: Partial<ToolCall> = {}): ToolCall => ({ tool: 'echo', args: { text: 'hi' }, session: 's1', client: 'alice', source: 'cli', ...over });
+type CallOver = { caller?: Partial<ToolCaller>; run?: CallRun };
+const request = (over: CallOver = {}): ToolCall => ({ target: { tool: 'echo', args: { text: 'hi' } }, caller: { session: 's1', client: 'alice', source: 'cli', ...over.caller }, ...(over.run ? { run: over.run } : {}) });
 const tool = (over: Partial<Tool> = {}): Tool => ({ id: 'echo', type: 'script', mutatesState: false, parameters: [], ...over }) as unknown as Tool;
-const state = (over: Partial<ToolCall> = {}, t: Tool | undefined = tool()): CallState => newCallState(request(over), 'call-1', t);
+const state = (over: CallOver = {}, t: Tool | undefined = tool(), reusedFrom?: string): CallState => newCallState(request(over), 'call-1', t, reusedFrom);
 
 function reached(): CallHandler & { calls: CallState[] } {
   const calls: CallState[] = [];
@@ -79,7 +80,8 @@ describe('audit stage', () => {
     let clock = 100;
     const call = state();
     const outcome = await composeStages([auditStage({ audit, now: () => clock })], async (c) => {
-      c.allowed = { allowed: true, plan: { kind: 'read', result: { text: 'x', isError: false } }, args: {}, reason: 'allowed by test' };
+      c.planned = { plan: { kind: 'read', result: { text: 'x', isError: false } }, args: {} };
+      c.verdict = { allowed: true, args: {}, reason: 'allowed by test' };
       c.cleared = true;
       c.stuck = true;
       c.checkpoint = 'cp1';
@@ -122,7 +124,7 @@ describe('running calls stage', () => {
       new Promise((_, reject) => {
         c.cleared = true; // past the gates: it runs
         begun();
-        c.request.signal?.addEventListener('abort', () => reject(new KiwiError('TOOL_CANCELLED', 'node was cancelled while running and its process tree was ended')), { once: true });
+        c.request.run?.signal?.addEventListener('abort', () => reject(new KiwiError('TOOL_CANCELLED', 'node was cancelled while running and its process tree was ended')), { once: true });
       });
     return { handler, started };
   }
@@ -131,7 +133,7 @@ describe('running calls stage', () => {
     const { records, audit } = memoryLog();
     const running = createRunningCalls({ now: () => 7 });
     const run = waitsForSignal();
-    const calling = composeStages([running.stage, auditStage({ audit, now: () => 0 })], run.handler)(state({ source: 'mcp' }));
+    const calling = composeStages([running.stage, auditStage({ audit, now: () => 0 })], run.handler)(state({ caller: { source: 'mcp' } }));
     await run.started;
     expect(running.list()).toEqual([{ callId: 'call-1', tool: 'echo', session: 's1', client: 'alice', source: 'mcp', startedAt: 7 }]);
     const cut = await running.cancelAll(gatewayStopping(10_000));
@@ -148,7 +150,7 @@ describe('running calls stage', () => {
     const running = createRunningCalls();
     const run = waitsForSignal();
     const client = new AbortController();
-    const calling = composeStages([running.stage, auditStage({ audit, now: () => 0 })], run.handler)(state({ signal: client.signal }));
+    const calling = composeStages([running.stage, auditStage({ audit, now: () => 0 })], run.handler)(state({ run: { signal: client.signal } }));
     await run.started;
     client.abort(new KiwiError('TOOL_CANCELLED', 'thread t1 was cancelled'));
     await calling;
@@ -225,7 +227,7 @@ describe('approval stage', () => {
   });
 
   it('runs the call once the person grants it', async () => {
-    const call = state({ approve: async () => ({ approved: true, decidedBy: 'bob' }) });
+    const call = state({ run: { approve: async () => ({ approved: true, decidedBy: 'bob' }) } });
     const end = reached();
     expect((await composeStages([approvalStage({ rules, hooks, now: () => 0 })], end)(call)).status).toBe('ok');
     expect(call).toMatchObject({ cleared: true, approval: { approved: true, decided_by: 'bob' } });
@@ -242,7 +244,7 @@ describe('loop check, checkpoint and budget stages', () => {
 
   it("counts each session of a client apart, and each client's: a new MCP session starts with no repeats", async () => {
     const stage = loopCheckStage(createLoopDetector({ threshold: 2 }));
-    const calls = [state({ session: 'one' }), state({ session: 'two' }), state({ session: 'one', client: 'other' }), state({ session: 'one' })];
+    const calls = [state({ caller: { session: 'one' } }), state({ caller: { session: 'two' } }), state({ caller: { session: 'one', client: 'other' } }), state({ caller: { session: 'one' } })];
     for (const c of calls) await composeStages([stage], reached())(c);
     expect(calls.map((c) => c.stuck)).toEqual([false, false, false, true]);
   });
@@ -261,27 +263,30 @@ describe('loop check, checkpoint and budget stages', () => {
   it('counts every call asked on the request budget, refused ones too', async () => {
     let counted = 0;
     const budget = { countToolCall: () => void counted++ };
-    await composeStages([budgetStage()], reached())(state({ budget }));
-    await composeStages([budgetStage()], async (c) => refused(c, 'no', 'permission_denied'))(state({ budget }));
+    await composeStages([budgetStage()], reached())(state({ run: { budget } }));
+    await composeStages([budgetStage()], async (c) => refused(c, 'no', 'permission_denied'))(state({ run: { budget } }));
     await composeStages([budgetStage()], reached())(state());
     expect(counted).toBe(2);
   });
 });
 
 describe('reuse result', () => {
-  it('answers with the earlier result, or runs the call itself once a person was asked', async () => {
+  it('answers with the earlier result, or runs the call itself once a person was asked; the record says which', async () => {
+    const records: AuditRecord[] = [];
+    const audit = { append: async (r: AuditRecord) => void records.push(r) } as unknown as AuditLog;
     const earlier = { callId: 'pre-1', tool: 'echo', durationMs: 1, stuck: false, status: 'ok' as const, result: { text: 'prefetched', isError: false } };
     const run = reached();
-    const reused = state();
-    reused.reusedFrom = 'pre-1';
-    expect(await reuseResult(earlier, run)(reused)).toMatchObject({ status: 'ok', result: { text: 'prefetched' } });
-    expect(reused.reusedFrom).toBe('pre-1');
+    const reusing = (c: CallState) => composeStages([auditStage({ audit, now: () => 0 })], reuseResult(earlier, run))(c);
+    const reused = state({}, tool(), 'pre-1');
+    reused.cleared = true;
+    expect(await reusing(reused)).toMatchObject({ status: 'ok', result: { text: 'prefetched' } });
+    expect(records[0]?.reused).toBe('pre-1');
 
-    const asked = state();
-    asked.reusedFrom = 'pre-1';
+    const asked = state({}, tool(), 'pre-1');
+    asked.cleared = true;
     asked.approval = { approved: true, decided_by: 'bob', waited_ms: 3 };
-    expect(await reuseResult(earlier, run)(asked)).toMatchObject({ result: { text: 'ran' } });
-    expect(asked.reusedFrom).toBeUndefined();
+    expect(await reusing(asked)).toMatchObject({ result: { text: 'ran' } });
+    expect(records[1]?.reused).toBeUndefined();
     expect(run.calls).toEqual([asked]);
   });
 });

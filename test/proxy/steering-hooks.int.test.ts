@@ -3,7 +3,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readAuditTail } from '../../src/audit/audit-reader.js';
 import { openProject, type Project } from '../../src/project/open-project.js';
-import type { CallOutcome, ToolCall } from '../../src/proxy/tool-call.js';
+import type { CallOutcome } from '../../src/proxy/tool-call.js';
 import { createTempProject, FIXTURES, type TempProject } from '../helpers/temp-project.js';
 
 /**
@@ -85,7 +85,7 @@ afterAll(async () => {
   temp?.remove();
 });
 
-const call = (tool: string, args: unknown, extra: Partial<ToolCall> = {}): Promise<CallOutcome> => project.proxy.call({ tool, args, session: 'steer-test', client: 'tester', source: 'cli', ...extra });
+const call = (tool: string, args: unknown): Promise<CallOutcome> => project.proxy.call({ target: { tool, args }, caller: { session: 'steer-test', client: 'tester', source: 'cli' } });
 const line = (text: string): number => POLICY.split('\n').findIndex((l) => l.includes(text)) + 1;
 
 async function auditOf(callId: string) {
@@ -181,7 +181,7 @@ describe('skip, fail and abort', () => {
 
 describe('events outside a call', () => {
   it('a steering hook on a help signal is noted and changes nothing', async () => {
-    const outcome = await project.proxy.help({ session: 'steer-test', client: 'tester', source: 'cli' }, { action: 'stuck', message: 'lost' });
+    const outcome = await project.proxy.help({ caller: { session: 'steer-test', client: 'tester', source: 'cli' } }, { action: 'stuck', message: 'lost' });
     expect(outcome.refused).toBeUndefined();
     expect(outcome.notes).toEqual([`the hook at .ai/config/policy.yaml:${line('event.name == "help"')} steers, which nothing can on a help event: nothing changes`]);
   });

@@ -8,7 +8,7 @@ import { loadDirectiveHooks } from '../../src/hooks/hook-runner.js';
 import { parsePolicy } from '../../src/policy/policy-file.js';
 import { openProject, type Project } from '../../src/project/open-project.js';
 import type { ApprovalAsk } from '../../src/proxy/approval.js';
-import type { CallOutcome, ToolCall } from '../../src/proxy/tool-call.js';
+import type { CallOutcome, ToolCall, ToolCaller } from '../../src/proxy/tool-call.js';
 import { createTempProject, FIXTURES, type TempProject } from '../helpers/temp-project.js';
 
 /**
@@ -103,8 +103,8 @@ afterAll(async () => {
   temp?.remove();
 });
 
-const call = (tool: string, args: unknown, extra: Partial<ToolCall> = {}): Promise<CallOutcome> =>
-  project.proxy.call({ tool, args, session: 'hooks-test', client: 'tester', source: 'gateway', ...extra });
+const call = (tool: string, args: unknown, extra: Pick<ToolCall, 'run'> & { caller?: Partial<ToolCaller> } = {}): Promise<CallOutcome> =>
+  project.proxy.call({ target: { tool, args }, caller: { session: 'hooks-test', client: 'tester', source: 'gateway', ...extra.caller }, ...(extra.run ? { run: extra.run } : {}) });
 
 async function auditOf(callId: string) {
   await project.audit.flush();
@@ -164,7 +164,7 @@ describe('hooks on calls', () => {
 
   it('a limit that stops a chat request fires the limit event outside any call', async () => {
     received.length = 0;
-    const fired = await project.proxy.limitReached({ session: 'hooks-test', client: 'tester', source: 'gateway', cost: { turns: 8 }, limits: { turns: 8 } }, 'turns', { turns: 8 });
+    const fired = await project.proxy.limitReached({ caller: { session: 'hooks-test', client: 'tester', source: 'gateway' }, run: { cost: { turns: 8 }, limits: { turns: 8 } } }, 'turns', { turns: 8 });
     expect(fired.notes).toEqual([expect.stringMatching(/^webhook sent to /)]);
     expect(received[0]?.body).toMatchObject({ event: { name: 'limit', code: 'turns', detail: { turns: 8 } }, tool: { id: '' }, client: { name: 'tester' }, cost: { turns: 8 } });
   });
@@ -216,7 +216,7 @@ describe('hooks on calls', () => {
 
   it("a directive's hooks apply to calls made under it, after the policy's", async () => {
     const hooks = loadDirectiveHooks('.ai/directives/careful.md', [{ when: 'directive.name == "careful" and tool.id == "echo_args"', line: 7, action: { kind: 'deny', reason: 'careful never echoes' } }]);
-    const under = await call('echo_args', { text: 'hi' }, { directive: { name: 'careful', hooks } });
+    const under = await call('echo_args', { text: 'hi' }, { run: { directive: { name: 'careful', hooks } } });
     expect(under.status).toBe('denied');
     if (under.status === 'denied') expect(under.reason).toBe('careful never echoes (hook at .ai/directives/careful.md:7)');
     expect((await call('echo_args', { text: 'hi' })).status).toBe('ok');
@@ -225,7 +225,7 @@ describe('hooks on calls', () => {
 
 describe('approvals on calls', () => {
   it('a tool with requires_approval is denied when the caller cannot ask a person', async () => {
-    const outcome = await call('deploy', { text: 'v1' }, { source: 'cli' });
+    const outcome = await call('deploy', { text: 'v1' }, { caller: { source: 'cli' } });
     expect(outcome.status).toBe('denied');
     if (outcome.status === 'denied') expect(outcome.reason).toMatch(/requires_approval.*this caller cannot ask a person/);
     expect((await auditOf(outcome.callId)).approval).toMatchObject({ approved: false, decided_by: 'gateway' });
@@ -233,7 +233,7 @@ describe('approvals on calls', () => {
 
   it('runs once a person grants it, and audits who did', async () => {
     const asks: ApprovalAsk[] = [];
-    const outcome = await call('deploy', { text: 'v2' }, { approve: async (ask) => (asks.push(ask), { approved: true, decidedBy: 'alice' }) });
+    const outcome = await call('deploy', { text: 'v2' }, { run: { approve: async (ask) => (asks.push(ask), { approved: true, decidedBy: 'alice' }) } });
     expect(outcome.status, JSON.stringify(outcome)).toBe('ok');
     expect(asks[0]).toMatchObject({ tool: 'deploy', arguments: { text: 'v2' }, reason: expect.stringMatching(/requires_approval/) });
     const record = await auditOf(outcome.callId);
@@ -244,12 +244,12 @@ describe('approvals on calls', () => {
   it('a reused result that needs approval is asked for and run once: one rate-limit token, one before_call', async () => {
     const grant = async () => ({ approved: true, decidedBy: 'alice' });
     // The speculation ran as another client, so the reuse starts with a full bucket of exactly one call.
-    const earlier = await call('deploy_once', { text: 'v4' }, { client: 'speculator', approve: grant });
+    const earlier = await call('deploy_once', { text: 'v4' }, { caller: { client: 'speculator' }, run: { approve: grant } });
     expect(earlier.status, JSON.stringify(earlier)).toBe('ok');
     if (earlier.status !== 'ok') return;
     received.length = 0;
     let asked = 0;
-    const outcome = await project.proxy.reuse({ tool: 'deploy_once', args: { text: 'v4' }, session: 'hooks-test', client: 'tester', source: 'gateway', approve: async () => (asked++, grant()) }, earlier);
+    const outcome = await project.proxy.reuse({ target: { tool: 'deploy_once', args: { text: 'v4' } }, caller: { session: 'hooks-test', client: 'tester', source: 'gateway' }, run: { approve: async () => (asked++, grant()) } }, earlier);
     expect(outcome.status, JSON.stringify(outcome)).toBe('ok');
     expect(asked).toBe(1);
     expect(received.map((r) => r.path)).toEqual(['/before']);
@@ -258,26 +258,24 @@ describe('approvals on calls', () => {
     expect(record).toMatchObject({ decision: 'allow', approval: { approved: true, decided_by: 'alice' } });
     expect(record.notes).toEqual([expect.stringMatching(/^webhook sent to 127\.0\.0\.1:\d+ \(hook at .ai\/config\/policy.yaml:\d+\)$/)]);
     // The one token is spent: the next call of the tool by this client is over the limit.
-    expect((await call('deploy_once', { text: 'v5' }, { approve: grant })).status).toBe('denied');
+    expect((await call('deploy_once', { text: 'v5' }, { run: { approve: grant } })).status).toBe('denied');
   });
 
   it('does not run when the person denies it, and says why', async () => {
-    const outcome = await call('echo_args', { text: 'needs a person' }, { approve: async () => ({ approved: false, decidedBy: 'bob', reason: 'not today' }) });
+    const outcome = await call('echo_args', { text: 'needs a person' }, { run: { approve: async () => ({ approved: false, decidedBy: 'bob', reason: 'not today' }) } });
     expect(outcome).toMatchObject({ status: 'denied', reason: 'not today' });
     expect((await auditOf(outcome.callId)).approval).toMatchObject({ approved: false, decided_by: 'bob', reason: 'not today' });
   });
 
   it("no answer within the policy's timeout is a denial, and the question is withdrawn", async () => {
     let withdrawn: unknown;
-    const outcome = await call('publish_docs', { text: 'v3' }, {
-      approve: (ask) =>
+    const outcome = await call('publish_docs', { text: 'v3' }, { run: { approve: (ask) =>
         new Promise((_resolve, reject) => {
           ask.signal.addEventListener('abort', () => {
             withdrawn = ask.signal.reason;
             reject(new Error('withdrawn'));
           });
-        }),
-    });
+        }) } });
     expect(outcome.status).toBe('denied');
     if (outcome.status === 'denied') expect(outcome.reason).toMatch(/no one answered within 1 s/);
     expect(withdrawn).toBe('timeout');

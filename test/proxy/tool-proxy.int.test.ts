@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readAuditTail } from '../../src/audit/audit-reader.js';
 import { createPermissionContext } from '../../src/policy/permission-context.js';
 import { openProject, type Project } from '../../src/project/open-project.js';
-import type { CallOutcome } from '../../src/proxy/tool-call.js';
+import type { CallOutcome, ToolCall, ToolCaller } from '../../src/proxy/tool-call.js';
 import { createTempProject, FIXTURES, type TempProject } from '../helpers/temp-project.js';
 
 let temp: TempProject;
@@ -150,8 +150,8 @@ afterAll(async () => {
   if (outside) rmSync(outside, { recursive: true, force: true });
 });
 
-const call = (tool: string, args: unknown = {}, extra: Partial<Parameters<Project['proxy']['call']>[0]> = {}) =>
-  project.proxy.call({ tool, args, session: 'proxy-test', client: 'proxy-test', source: 'cli', ...extra } as Parameters<Project['proxy']['call']>[0]);
+const call = (tool: string, args: unknown = {}, extra: Pick<ToolCall, 'run'> & { caller?: Partial<ToolCaller> } = {}) =>
+  project.proxy.call({ target: { tool, args }, caller: { session: 'proxy-test', client: 'proxy-test', source: 'cli', ...extra.caller }, ...(extra.run ? { run: extra.run } : {}) });
 
 function expectDenied(outcome: CallOutcome, pattern: RegExp): void {
   expect(outcome.status, JSON.stringify(outcome)).toBe('denied');
@@ -187,7 +187,7 @@ describe('tool proxy', () => {
     temp.write('.ai/tools/test/unlisted.yaml', TOOLS['echo_args.yaml']!.replace('tool_id: echo_args', 'tool_id: unlisted'));
     const fresh = await openProject({ projectDir: temp.root, env: { PATH: process.env['PATH'] }, session: 'proxy-test-2' });
     try {
-      const outcome = await fresh.proxy.call({ tool: 'unlisted', args: { text: 'x' }, session: 'proxy-test-2', client: 'proxy-test-2', source: 'cli' });
+      const outcome = await fresh.proxy.call({ target: { tool: 'unlisted', args: { text: 'x' } }, caller: { session: 'proxy-test-2', client: 'proxy-test-2', source: 'cli' } });
       expectDenied(outcome, /unlisted/);
     } finally {
       await fresh.close();
@@ -233,7 +233,7 @@ describe('tool proxy', () => {
 
   it('cancels a running tool through its AbortSignal', async () => {
     const controller = new AbortController();
-    const pending = call('hang', {}, { signal: controller.signal });
+    const pending = call('hang', {}, { run: { signal: controller.signal } });
     setTimeout(() => controller.abort(), 50);
     expectError(await pending, 'TOOL_CANCELLED', /cancel/i);
   });
@@ -268,8 +268,8 @@ describe('tool proxy', () => {
 
   it('never lets a call-level context widen the policy', async () => {
     const wide = createPermissionContext(temp.root, { tools: ['*'], fsRead: ['**'], fsWrite: ['**'], commands: [{ executable: 'curl' }], mcpTools: ['*'], fsSecrets: [], mcpPathArgs: {}, rateLimits: { perTool: {} } }, 'wide test context');
-    expectDenied(await call('fetch_with_curl', {}, { context: wide }), /curl/);
-    expect((await call('read_file', { path: 'secret.txt' }, { context: wide })).status).not.toBe('ok');
+    expectDenied(await call('fetch_with_curl', {}, { caller: { context: wide } }), /curl/);
+    expect((await call('read_file', { path: 'secret.txt' }, { caller: { context: wide } })).status).not.toBe('ok');
   });
 
   it('runs an api tool against a local HTTP server and applies the response transform', async () => {
@@ -290,16 +290,16 @@ describe('tool proxy', () => {
   });
 
   it('reuses an earlier identical result only after checking the call like any other, and audits it', async () => {
-    const earlier = await call('echo_args', { text: 'speculated' }, { source: 'prefetch' });
+    const earlier = await call('echo_args', { text: 'speculated' }, { caller: { source: 'prefetch' } });
     expect(earlier.status).toBe('ok');
     if (earlier.status !== 'ok') return;
-    const reused = await project.proxy.reuse({ tool: 'echo_args', args: { text: 'speculated' }, session: 'proxy-test', client: 'proxy-test', source: 'gateway' }, earlier);
+    const reused = await project.proxy.reuse({ target: { tool: 'echo_args', args: { text: 'speculated' } }, caller: { session: 'proxy-test', client: 'proxy-test', source: 'gateway' } }, earlier);
     expect(reused.status).toBe('ok');
     if (reused.status === 'ok') expect(reused.result).toBe(earlier.result);
     expect(reused.callId).not.toBe(earlier.callId);
     // A narrower context that does not allow the tool denies the reuse too: nothing bypasses the policy.
     const narrow = createPermissionContext(temp.root, { tools: ['greet'], fsRead: [], fsWrite: [], commands: [{ executable: 'node' }], mcpTools: [], fsSecrets: [], mcpPathArgs: {}, rateLimits: { perTool: {} } }, 'narrow test context');
-    expectDenied(await project.proxy.reuse({ tool: 'echo_args', args: { text: 'speculated' }, session: 'proxy-test', client: 'proxy-test', source: 'gateway', context: narrow }, earlier), /echo_args/);
+    expectDenied(await project.proxy.reuse({ target: { tool: 'echo_args', args: { text: 'speculated' } }, caller: { session: 'proxy-test', client: 'proxy-test', source: 'gateway', context: narrow } }, earlier), /echo_args/);
     await project.audit.flush();
     const records = await readAuditTail({ dir: project.auditDir, limit: 500, session: 'proxy-test' });
     expect(records.some((r) => r.call_id === reused.callId && r.reused === earlier.callId && r.decision === 'allow' && r.source === 'gateway')).toBe(true);

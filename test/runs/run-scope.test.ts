@@ -18,8 +18,8 @@ const noKernel = async () => {
   throw new Error('no person is asked in these tests');
 };
 const start = { client: 'alice', input: { tool: 't' }, labels: { kind: 'mcp', client: 'alice' }, stepDeadlineMs: 60_000 };
-const call: ToolCall = { tool: 'echo', args: { text: 'hi' }, session: 's1', client: 'alice', source: 'mcp' };
-const ok = (c: ToolCall): Promise<CallOutcome> => Promise.resolve({ callId: 'c1', tool: c.tool, durationMs: 1, stuck: false, status: 'ok', result: { text: 'done', isError: false } });
+const call: ToolCall = { target: { tool: 'echo', args: { text: 'hi' } }, caller: { session: 's1', client: 'alice', source: 'mcp' } };
+const ok = (c: ToolCall): Promise<CallOutcome> => Promise.resolve({ callId: 'c1', tool: c.target.tool, durationMs: 1, stuck: false, status: 'ok', result: { text: 'done', isError: false } });
 
 describe('a run scope (runs/run-scope.ts)', () => {
   it("is aborted at once when the caller's signal already is, with the caller's reason", () => {
@@ -45,7 +45,7 @@ describe('a run scope (runs/run-scope.ts)', () => {
     const seen: ToolCall[] = [];
     const outcome = await scope.call(call, { via: 'test' }, (c) => (seen.push(c), ok(c)), () => undefined);
     expect(outcome.status).toBe('ok');
-    expect(seen[0]?.approve).toBeTypeOf('function');
+    expect(seen[0]?.run?.approve).toBeTypeOf('function');
     scope.recorded.execution.end('completed', [{ type: 'execution.completed', payload: { output: 'done' } }]);
     await j.journal.flush();
     const steps = j.writes.flatMap((w) => w.steps);

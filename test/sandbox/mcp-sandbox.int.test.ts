@@ -70,7 +70,7 @@ async function call(tool: string, args: Record<string, unknown> = {}): Promise<s
 
 function callOutcome(tool: string, args: Record<string, unknown> = {}): Promise<CallOutcome> {
   if (project === undefined) throw new Error('open a project first');
-  return project.proxy.call({ tool, args, session: 'mcp-sandbox-test', client: 'test', source: 'cli' });
+  return project.proxy.call({ target: { tool, args }, caller: { session: 'mcp-sandbox-test', client: 'test', source: 'cli' } });
 }
 
 /** Pids of running processes whose command line carries the marker (the sandbox's own bwrap included). */

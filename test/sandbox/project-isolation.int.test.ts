@@ -57,7 +57,7 @@ async function open(policyExtra: string, options: Partial<ProjectOptions> = {}):
   return project;
 }
 
-const call = (project: Project, id: string) => project.proxy.call({ tool: id, args: {}, session: 'isolation-test', client: 'test', source: 'cli' });
+const call = (project: Project, id: string) => project.proxy.call({ target: { tool: id, args: {} }, caller: { session: 'isolation-test', client: 'test', source: 'cli' } });
 
 describe('the policy isolation floor', () => {
   it('keeps a trusted tool in the sandbox unless the policy lowers the floor', async () => {
@@ -135,7 +135,7 @@ describe("the demo's container tool", () => {
   const digest = async (options: Partial<ProjectOptions>) => {
     const project = await openProject({ projectDir: demo, env: { PATH: process.env.PATH, HOME: process.env.HOME }, session: 'demo-isolation', ...options });
     projects.push(project);
-    return project.proxy.call({ tool: 'file_digest', args: { path: 'notes.txt' }, session: 'demo-isolation', client: 'test', source: 'cli' });
+    return project.proxy.call({ target: { tool: 'file_digest', args: { path: 'notes.txt' } }, caller: { session: 'demo-isolation', client: 'test', source: 'cli' } });
   };
 
   it('is refused with the reason where podman is missing', async () => {

@@ -40,7 +40,7 @@ async function probe(sandboxYaml: string): Promise<{ pid: number; granted: strin
   temp.write('out/.keep', '');
   temp.write('.ai/config/policy.yaml', `version: 1\ntools: [probe]\nfilesystem: { read: ["**"], write: ["out/**"] }\ncommands: [{ executable: node }]\n${sandboxYaml}`);
   project = await openProject({ projectDir: temp.root, env: { PATH: process.env.PATH, HOME: process.env.HOME }, session: 'sandbox-test' });
-  const outcome = await project.proxy.call({ tool: 'probe', args: {}, session: 'sandbox-test', client: 'test', source: 'cli' });
+  const outcome = await project.proxy.call({ target: { tool: 'probe', args: {} }, caller: { session: 'sandbox-test', client: 'test', source: 'cli' } });
   if (outcome.status !== 'ok') throw new Error(`probe failed: ${JSON.stringify(outcome)}`);
   return JSON.parse(outcome.result.text) as { pid: number; granted: string; outside: string };
 }
@@ -92,7 +92,7 @@ describe('audit records say how the call was isolated', () => {
 
   it('none, nothing ran, for a call the policy refused', async () => {
     await probe('').catch(() => undefined);
-    const outcome = await project?.proxy.call({ tool: 'not_granted', args: {}, session: 'sandbox-test', client: 'test', source: 'cli' });
+    const outcome = await project?.proxy.call({ target: { tool: 'not_granted', args: {} }, caller: { session: 'sandbox-test', client: 'test', source: 'cli' } });
     expect(outcome?.status).not.toBe('ok');
     const records = await auditRecords();
     expect(records.at(-1)).toMatchObject({ tool: 'not_granted', decision: 'deny', sandbox: 'none', sandbox_reason: 'nothing ran' });

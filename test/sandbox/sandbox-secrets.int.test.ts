@@ -78,7 +78,7 @@ async function openPeek(policyExtra = '', read = '"**"', write = '"docs/**"'): P
 
 async function peek(paths: string[], context?: Project['policy']): Promise<{ seen: Record<string, string>; env: Record<string, string> }> {
   if (!project) throw new Error('open the project first');
-  const outcome = await project.proxy.call({ tool: 'peek', args: { paths: paths.join(',') }, session: 'secrets-test', client: 'test', source: 'cli', ...(context ? { context } : {}) });
+  const outcome = await project.proxy.call({ target: { tool: 'peek', args: { paths: paths.join(',') } }, caller: { session: 'secrets-test', client: 'test', source: 'cli', ...(context ? { context } : {}) } });
   if (outcome.status !== 'ok') throw new Error(`peek failed: ${JSON.stringify(outcome)}`);
   return JSON.parse(outcome.result.text) as { seen: Record<string, string>; env: Record<string, string> };
 }
@@ -138,7 +138,7 @@ describe.runIf(hasBwrap)('a sandboxed tool reading secrets on its own', () => {
     await openPeek();
     rmSync(path.join(temp.root, '.git'), { recursive: true });
     execFileSync('git', ['init', '-q', temp.root]);
-    const outcome = await project?.proxy.call({ tool: 'git_status', args: {}, session: 'secrets-test', client: 'test', source: 'cli' });
+    const outcome = await project?.proxy.call({ target: { tool: 'git_status', args: {} }, caller: { session: 'secrets-test', client: 'test', source: 'cli' } });
     if (outcome?.status !== 'ok') throw new Error(`git_status failed: ${JSON.stringify(outcome)}`);
     expect(outcome.result.exitCode).toBe(0);
     expect(outcome.result.text).toMatch(/^## No commits yet on /mu);
@@ -179,7 +179,7 @@ describe.runIf(hasBwrap)('a sandboxed tool reading secrets on its own', () => {
     git('add', '.npmrc', 'docs/readme.txt', '.ai/config/policy.yaml', '.ai/knowledge/notes.md');
     git('commit', '-qm', 'tracked .npmrc and .ai/');
     const status = async () => {
-      const outcome = await project?.proxy.call({ tool: 'git_status', args: {}, session: 'secrets-test', client: 'test', source: 'cli' });
+      const outcome = await project?.proxy.call({ target: { tool: 'git_status', args: {} }, caller: { session: 'secrets-test', client: 'test', source: 'cli' } });
       if (outcome?.status !== 'ok') throw new Error(`git_status failed: ${JSON.stringify(outcome)}`);
       return outcome.result.text.split('\n').filter((line) => line.endsWith('.npmrc') || line.includes('.ai/'));
     };

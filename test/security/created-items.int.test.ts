@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readAuditTail } from '../../src/audit/audit-reader.js';
 import { openProject, type Project } from '../../src/project/open-project.js';
-import type { ToolCall } from '../../src/proxy/tool-call.js';
+import type { ToolCaller } from '../../src/proxy/tool-call.js';
 import { CREATE_TOOL } from '../../src/registry/item-proposal.js';
 import { registryTierBackends } from '../helpers/registry-tier-backends.js';
 import { createTempProject, type TempProject } from '../helpers/temp-project.js';
@@ -33,12 +33,12 @@ async function open(project: TempProject): Promise<Project> {
   return openProject({ projectDir: project.root, env, userDir: path.join(project.root, 'no-user-tier') });
 }
 
-function create(project: Project, client: string, args: Record<string, unknown>, more: Partial<ToolCall> = {}) {
-  return project.proxy.call({ tool: CREATE_TOOL, item: 'creation', args, session: project.session, client, source: 'mcp', ...more });
+function create(project: Project, client: string, args: Record<string, unknown>, more: { caller?: Partial<ToolCaller> } = {}) {
+  return project.proxy.call({ target: { tool: CREATE_TOOL, item: 'creation', args }, caller: { session: project.session, client, source: 'mcp', ...more.caller } });
 }
 
 function run(project: Project, tool: string, args: Record<string, unknown> = {}, client = 'alpha') {
-  return project.proxy.call({ tool, args, session: project.session, client, source: 'mcp' });
+  return project.proxy.call({ target: { tool, args }, caller: { session: project.session, client, source: 'mcp' } });
 }
 
 describe("a created tool gets none of the gateway's secrets and no author's host", () => {
@@ -119,7 +119,7 @@ describe('a created item belongs to the client whose agent made it', () => {
       expect(ranAlpha, JSON.stringify(ranAlpha)).toMatchObject({ status: 'ok', result: { text: 'HI (alpha)' } });
 
       // An admin may; the item stays alpha's.
-      expect(await create(project, 'root', proposal('1.0.2', ' (admin)'), { roles: ['admin'] })).toMatchObject({ status: 'ok', result: { data: { owner: 'alpha' } } });
+      expect(await create(project, 'root', proposal('1.0.2', ' (admin)'), { caller: { roles: ['admin'] } })).toMatchObject({ status: 'ok', result: { data: { owner: 'alpha' } } });
       expect(await run(project, 'shout', { text: 'hi' })).toMatchObject({ status: 'ok', result: { text: 'HI (admin)' } });
       const [record] = (await readAuditTail({ dir: project.auditDir, limit: 1 })).filter((r) => r.tool === 'shout');
       expect(record?.reason).toContain('shout@1.0.2 was created by an agent of client alpha');
@@ -159,7 +159,7 @@ describe('a created item belongs to the client whose agent made it', () => {
         const again = await openProject({ projectDir: temp.root, env: { ...place.env, PATH: process.env['PATH'] }, userDir: place.userDir });
         try {
           expect(again.registry.tools.get('shout')?.source.created).toEqual({ owner: 'alpha' });
-          expect(await again.proxy.call({ tool: 'shout', args: { text: 'tier' }, session: again.session, client: 'beta', source: 'mcp' })).toMatchObject({ status: 'ok', result: { text: 'TIER (alpha)' } });
+          expect(await again.proxy.call({ target: { tool: 'shout', args: { text: 'tier' } }, caller: { session: again.session, client: 'beta', source: 'mcp' } })).toMatchObject({ status: 'ok', result: { text: 'TIER (alpha)' } });
         } finally {
           await again.close();
         }

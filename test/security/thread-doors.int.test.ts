@@ -121,7 +121,7 @@ describe('directive and knowledge calls', () => {
   it('take no path for a name: .env and .git stay out of reach', async () => {
     for (const item of ['knowledge', 'directive'] as const) {
       for (const tool of ['../../.env', '.git/config', '.env']) {
-        const outcome = await served.gateway.project.proxy.call({ tool, item, args: {}, session: 'doors', client: 'owner', source: 'mcp' });
+        const outcome = await served.gateway.project.proxy.call({ target: { tool, item, args: {} }, caller: { session: 'doors', client: 'owner', source: 'mcp' } });
         // A name is looked up among the loaded items, never opened as a file: refused as invalid, or not found.
         const refusal = outcome.status === 'denied' ? outcome.reason : outcome.status === 'error' ? `${outcome.error.code}: ${outcome.error.message}` : 'ran';
         expect(refusal, `${item} ${tool}`).toMatch(item === 'knowledge' ? /is not valid|^TOOL_NOT_FOUND: no knowledge entry/ : /is not valid|^TOOL_NOT_FOUND: no directive/);

@@ -39,18 +39,18 @@ describe.skipIf(!redisAvailable() || !postgresAvailable())('replicas share limit
 
   it('a client limited to 3 calls gets 3, wherever it sends them', async () => {
     const [a, b] = replicas as [DemoGateway, DemoGateway];
-    const call = (replica: DemoGateway) => replica.gateway.project.proxy.call({ tool: 'word_count', args: { path: 'README.md' }, session: 'limits', client: 'alice', source: 'gateway' });
+    const call = (replica: DemoGateway) => replica.gateway.project.proxy.call({ target: { tool: 'word_count', args: { path: 'README.md' } }, caller: { session: 'limits', client: 'alice', source: 'gateway' } });
     for (const replica of [a, b, a]) expect((await call(replica)).status).toBe('ok');
     const fourth = await call(b);
     expect(fourth).toMatchObject({ status: 'denied', reason: expect.stringContaining('rate limit for client `alice` (3 per 3600000 ms) is used up') });
     // Another client has its own limit.
-    expect((await b.gateway.project.proxy.call({ tool: 'word_count', args: { path: 'README.md' }, session: 'limits', client: 'bob', source: 'gateway' })).status).toBe('ok');
+    expect((await b.gateway.project.proxy.call({ target: { tool: 'word_count', args: { path: 'README.md' } }, caller: { session: 'limits', client: 'bob', source: 'gateway' } })).status).toBe('ok');
   });
 
   it('a call repeated across replicas is flagged as a loop', async () => {
     const [a, b] = replicas as [DemoGateway, DemoGateway];
     // A tool without path arguments: a path is compared once resolved, and each copy has its own root.
-    const call = (replica: DemoGateway) => replica.gateway.project.proxy.call({ tool: 'git_status', args: {}, session: 'loops', client: 'carol', source: 'gateway' });
+    const call = (replica: DemoGateway) => replica.gateway.project.proxy.call({ target: { tool: 'git_status', args: {} }, caller: { session: 'loops', client: 'carol', source: 'gateway' } });
     expect((await call(a)).stuck).toBe(false);
     expect((await call(b)).stuck).toBe(false);
     expect((await call(a)).stuck).toBe(true);

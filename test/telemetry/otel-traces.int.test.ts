@@ -70,7 +70,7 @@ describe('OpenTelemetry traces', () => {
     // The proxy's stages nest, outermost first, and the tool's run is inside the last.
     const chain: string[] = [];
     for (let s = named('kiwi.tool.run')[0]; s !== undefined && s.name !== 'kiwi.chat'; s = parentOf(s)) chain.unshift(s.name);
-    expect(chain).toEqual(['kiwi.proxy.audit', 'kiwi.proxy.budget', 'kiwi.proxy.hook_events', 'kiwi.proxy.authorize', 'kiwi.proxy.isolation', 'kiwi.proxy.rate_limit', 'kiwi.proxy.hooks', 'kiwi.proxy.approval', 'kiwi.proxy.loop_check', 'kiwi.proxy.checkpoint', 'kiwi.tool.run']);
+    expect(chain).toEqual(['kiwi.proxy.audit', 'kiwi.proxy.budget', 'kiwi.proxy.hook_events', 'kiwi.proxy.plan', 'kiwi.proxy.authorize', 'kiwi.proxy.isolation', 'kiwi.proxy.rate_limit', 'kiwi.proxy.hooks', 'kiwi.proxy.approval', 'kiwi.proxy.loop_check', 'kiwi.proxy.checkpoint', 'kiwi.tool.run']);
     await expect.poll(() => spans().some((s) => s.name === 'kiwi.kernel.write'), { timeout: 5000 }).toBe(true);
     expect(receiver.requests.every((r) => r.contentType.startsWith('application/json'))).toBe(true);
 

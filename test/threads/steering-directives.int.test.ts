@@ -102,8 +102,8 @@ afterAll(async () => {
   await served?.close();
 });
 
-const call = (client: string, over: Partial<ToolCall> = {}): Promise<CallOutcome> =>
-  served.gateway.project.proxy.call({ tool: 'word_count', args: { path: 'README.md' }, session: 'steer-session', client, source: 'cli', ...over });
+const call = (client: string, over: Pick<ToolCall, 'target'> | object = {}): Promise<CallOutcome> =>
+  served.gateway.project.proxy.call({ target: { tool: 'word_count', args: { path: 'README.md' } }, caller: { session: 'steer-session', client, source: 'cli' }, ...over });
 const answer = (...texts: string[]): void => served.llm.replyOnce(...texts.map((t) => openAiStream([t])));
 const recordOf = async (callId: string) => {
   await served.gateway.project.audit.flush();
@@ -134,7 +134,7 @@ describe("a steering directive's answer decides the call", () => {
 
   it('retry: a tool that fails twice succeeds on its third run, each retry asked of a thread', async () => {
     answer('decision: retry', 'decision: retry');
-    const outcome = await call('local', { tool: 'flaky', args: { key: 'judged-twice', fail: '2', how: 'exit' } });
+    const outcome = await call('local', { target: { tool: 'flaky', args: { key: 'judged-twice', fail: '2', how: 'exit' } } });
     expect(outcome).toMatchObject({ status: 'ok', result: { text: 'ok on run 3' } });
     const record = await recordOf(outcome.callId);
     expect(record?.attempts).toBe(3);
@@ -172,7 +172,7 @@ describe('abort', () => {
 describe('the shipped hook directives', () => {
   it("the demo policy's retry_on_timeout: a call that timed out runs again when it answers retry", async () => {
     answer('decision: retry\nreason: a timeout may pass');
-    const outcome = await call('local', { tool: 'flaky_slow', args: { key: 'demo-timeout', fail: '1', how: 'hang' } });
+    const outcome = await call('local', { target: { tool: 'flaky_slow', args: { key: 'demo-timeout', fail: '1', how: 'hang' } } });
     expect(outcome).toMatchObject({ status: 'ok', result: { text: 'ok on run 2' } });
     const record = await recordOf(outcome.callId);
     expect(record?.steering).toEqual([{ event: 'error', hook: expect.stringMatching(/^\.ai\/config\/policy\.yaml:\d+$/), decision: 'retry', reason: 'a timeout may pass', thread: expect.any(String), attempt: 1 }]);

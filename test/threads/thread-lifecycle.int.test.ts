@@ -338,7 +338,7 @@ describe('background threads at shutdown', () => {
 describe("a hook's directive", () => {
   it('starts as a background thread for the call that fired it, noted in the call\'s audit record', async () => {
     served.llm.replyOnce(openAiStream(['Reviewed what the hook asked.']));
-    const outcome = await served.gateway.project.proxy.call({ tool: 'word_count', args: { path: 'README.md' }, session: 'hook-session', client: 'local', source: 'cli' });
+    const outcome = await served.gateway.project.proxy.call({ target: { tool: 'word_count', args: { path: 'README.md' } }, caller: { session: 'hook-session', client: 'local', source: 'cli' } });
     expect(outcome.status).toBe('ok');
     expect(outcome.directives).toBeUndefined(); // not handed to an agent: it runs
     await served.gateway.project.audit.flush();

@@ -39,7 +39,7 @@ export async function demoCommand(ctx: CliContext): Promise<number> {
     ctx.io.out(`session ${project.session}\n`);
     for (const step of values.online ? [...STEPS, ONLINE_STEP] : STEPS) {
       ctx.io.out(`▶ ${step.say}\n  kiwi run ${step.tool} --args '${JSON.stringify(step.args)}'`);
-      const outcome = await project.proxy.call({ tool: step.tool, args: step.args, session: project.session, client: LOCAL_CLIENT, source: 'cli', ...(ctx.signal ? { signal: ctx.signal } : {}) });
+      const outcome = await project.proxy.call({ target: { tool: step.tool, args: step.args }, caller: { session: project.session, client: LOCAL_CLIENT, source: 'cli' }, ...(ctx.signal ? { run: { signal: ctx.signal } } : {}) });
       ctx.io.out(indent(describe(outcome)));
     }
     await project.audit.flush();

@@ -19,7 +19,7 @@ export async function runCommand(ctx: CliContext): Promise<number> {
   const project = await openProject(projectOptions(ctx, values));
   try {
     const context = values.directive ? directiveCallContext(project, values.directive) : undefined;
-    const outcome = await project.proxy.call({ tool, args, session: project.session, client: LOCAL_CLIENT, source: 'cli', ...(context ? { context } : {}), ...(ctx.signal ? { signal: ctx.signal } : {}) });
+    const outcome = await project.proxy.call({ target: { tool, args }, caller: { session: project.session, client: LOCAL_CLIENT, source: 'cli', ...(context ? { context } : {}) }, ...(ctx.signal ? { run: { signal: ctx.signal } } : {}) });
     if (values.json) ctx.io.out(JSON.stringify(outcome, null, 2));
     else if (outcome.status === 'ok') {
       ctx.io.out(outcome.result.text.replace(/\n$/, ''));

@@ -30,22 +30,22 @@ export function auditStage(deps: { audit: AuditLog; now: () => number; tracing?:
     // Durable before the result goes back: a gateway killed after this loses no record of a call anyone saw the result of.
     await deps.audit.append({
       ts,
-      session: request.session,
-      client: request.client,
+      session: request.caller.session,
+      client: request.caller.client,
       call_id: call.callId,
-      tool: request.tool,
-      ...(request.item ? { item: request.item } : {}),
-      args: request.args ?? {},
+      tool: request.target.tool,
+      ...(request.target.item ? { item: request.target.item } : {}),
+      args: request.target.args ?? {},
       duration_ms: Math.round(elapsed * 1000) / 1000,
-      source: request.source,
-      ...(call.reusedFrom ? { reused: call.reusedFrom } : {}),
+      source: request.caller.source,
+      ...reused(call),
       ...verdict(call, outcome),
       ...cancelled(call, outcome),
       ...(call.notes.length > 0 ? { notes: call.notes } : {}),
       ...(call.steering.length > 0 ? { steering: call.steering } : {}),
       ...(call.attempts > 1 ? { attempts: call.attempts } : {}),
       ...(traceId === undefined ? {} : { trace_id: traceId }),
-      ...(request.resolvedBy ? { resolved_by: request.resolvedBy } : {}),
+      ...(request.ext?.resolvedBy ? { resolved_by: request.ext.resolvedBy } : {}),
     });
     return { ...outcome, durationMs: elapsed, stuck: outcome.status !== 'denied' && call.stuck, ...(call.checkpoint ? { checkpoint: call.checkpoint } : {}), ...(call.directives.length > 0 ? { directives: call.directives } : {}) };
   };
@@ -53,21 +53,32 @@ export function auditStage(deps: { audit: AuditLog; now: () => number; tracing?:
 
 /** A call stopped while it ran says why: the reason its signal was aborted with (`gateway stopping`, …). */
 function cancelled(call: CallState, outcome: CallOutcome): Pick<AuditRecord, 'cancelled'> {
-  const signal = call.request.signal;
+  const signal = call.request.run?.signal;
   if (outcome.status !== 'error' || outcome.error.code !== 'TOOL_CANCELLED' || signal?.aborted !== true) return {};
   return { cancelled: abortReasonText(signal.reason) };
+}
+
+/** A reused call says whose result it got, unless a person was asked: then it ran itself (run-plan.ts, reuseResult). */
+function reused(call: CallState): Pick<AuditRecord, 'reused'> {
+  const ranItself = call.cleared && call.approval !== undefined;
+  return call.reusedFrom === undefined || ranItself ? {} : { reused: call.reusedFrom };
 }
 
 /** What the call got to before it ended, filed in its record however it ends. */
 function reached(call: CallState): Partial<AuditRecord> {
   const granted = call.approval?.approved ? { approval: call.approval } : {};
-  return { ...(call.stuck ? { stuck: true } : {}), ...(call.checkpoint ? { checkpoint: call.checkpoint } : {}), ...granted, ...(call.isolation ?? NOTHING_RAN) };
+  return { ...(call.stuck ? { stuck: true } : {}), ...(call.checkpoint ? { checkpoint: call.checkpoint } : {}), ...granted, ...(stoppedByHook(call) ? NOTHING_RAN : (call.isolation ?? NOTHING_RAN)) };
+}
+
+/** A `before_call` hook that decided anything but retry or continue ran nothing: the record says so rather than how the call would have run. */
+function stoppedByHook(call: CallState): boolean {
+  return call.steering.some((s) => s.event === 'before_call' && s.decision !== 'retry' && s.decision !== 'continue');
 }
 
 function verdict(call: CallState, outcome: CallOutcome): Partial<AuditRecord> & Pick<AuditRecord, 'decision'> {
   switch (outcome.status) {
     case 'ok':
-      return { decision: 'allow', reason: call.allowed?.reason ?? '', result: resultPreview(outcome.result), ...reached(call) };
+      return { decision: 'allow', reason: call.verdict?.reason ?? '', result: resultPreview(outcome.result), ...reached(call) };
     case 'denied':
       // Refused before it ran: nothing ran, but a person's refusal is kept. Refused while running (the address guard): all it reached.
       return { decision: 'deny', reason: outcome.reason, ...(call.cleared ? reached(call) : { ...NOTHING_RAN, ...(call.approval ? { approval: call.approval } : {}) }) };

@@ -7,7 +7,7 @@ import type { CallStage } from '../call-state.js';
  */
 export function budgetStage(): CallStage {
   return (next) => (call) => {
-    call.request.budget?.countToolCall();
+    call.request.run?.budget?.countToolCall();
     return next(call);
   };
 }

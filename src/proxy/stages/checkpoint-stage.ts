@@ -5,8 +5,8 @@ import type { CallStage } from '../call-state.js';
 export function checkpointStage(checkpoints: Pick<Checkpointer, 'before'>): CallStage {
   return (next) => async (call) => {
     if (call.tool?.mutatesState !== false) {
-      const { request } = call;
-      call.checkpoint = await checkpoints.before({ tool: request.tool, callId: call.callId, session: request.session, client: request.client }, request.signal);
+      const { target, caller, run } = call.request;
+      call.checkpoint = await checkpoints.before({ tool: target.tool, callId: call.callId, session: caller.session, client: caller.client }, run?.signal);
     }
     return next(call);
   };

@@ -41,7 +41,7 @@ async function fireEnd(hooks: CallHookDeps, call: CallState, outcome: CallOutcom
   if (outcome.status === 'denied') {
     const code = call.refusal ?? 'permission_denied';
     const name = code === 'rate_limited' ? 'limit' : 'denied';
-    return [name, await fireOnCall(hooks, call, name, { code, detail: { reason: outcome.reason, missing: call.request.tool }, steers: true })];
+    return [name, await fireOnCall(hooks, call, name, { code, detail: { reason: outcome.reason, missing: call.request.target.tool }, steers: true })];
   }
   const fired = await fireOnCall(hooks, call, 'error', { code: eventCode(outcome.error.code), detail: { message: outcome.error.message }, steers: true }).catch(() => ({ notes: [], directives: [] }));
   return ['error', fired];
@@ -57,7 +57,7 @@ function mayRetry(call: CallState, name: CallEventName, steer: Steering): boolea
         ? 'the call never ran'
         : call.attempts > max
           ? `it ran ${call.attempts} times, and the hook allows ${max} ${max === 1 ? 'retry' : 'retries'}`
-          : call.request.signal?.aborted
+          : call.request.run?.signal?.aborted
             ? 'its caller stopped waiting'
             : undefined;
   if (why !== undefined) call.notes.push(`retry by the hook at ${steer.hook} not taken: ${why}`);

@@ -15,8 +15,6 @@ export function hookGateStage(hooks: CallHookDeps): CallStage {
     const steer = before.steer;
     if (steer !== undefined) {
       noteSteering(call, 'before_call', steer);
-      // Whatever it decides but retry or continue, nothing runs, and the record says so rather than how it would have.
-      if (steer.decision !== 'retry' && steer.decision !== 'continue') delete call.isolation;
       if (steer.decision === 'skip') return skipped(call, steer);
       if (steer.decision === 'fail' || steer.decision === 'abort') return failedByHook(call, steer);
       if (steer.decision === 'retry') call.notes.push(`retry by the hook at ${steer.hook} is for a call that ran and failed; before the call it changes nothing`);

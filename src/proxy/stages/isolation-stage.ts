@@ -3,6 +3,7 @@ import { isolationRefusal, toIsolationPolicy } from '../../policy/isolation-poli
 import type { PermissionContext } from '../../policy/permission-context.js';
 import type { IsolationLevel } from '../../registry/types.js';
 import type { AllowedPlan } from '../authorization.js';
+import { isolationOf } from '../call-isolation.js';
 import { refused, type CallStage } from '../call-state.js';
 
 /**
@@ -17,15 +18,18 @@ export function isolationStage(deps: { context: PermissionContext; primitives: P
   // A context made without a policy file has the policy file's defaults.
   const policy = root.isolation ?? toIsolationPolicy(undefined);
   return (next) => async (call) => {
-    const plan = call.allowed?.plan;
-    const level = plan === undefined ? undefined : processLevel(plan);
+    const plan = call.planned?.plan;
+    if (plan === undefined) return next(call);
+    call.isolation = isolationOf(plan, deps.primitives);
+    const level = processLevel(plan);
     if (level === undefined) return next(call);
-    const below = isolationRefusal(policy, call.request.tool, level, root.label);
+    const tool = call.request.target.tool;
+    const below = isolationRefusal(policy, tool, level, root.label);
     if (below !== undefined) return refused(call, below, 'permission_denied');
     if (level === 'sandboxed' || level === 'restricted') {
       const probe = await deps.primitives.containers?.runner.availability();
-      if (probe === undefined) return refused(call, `${call.request.tool} runs at isolation ${level}, in a container, and this gateway was started without a container runner`, 'permission_denied');
-      if (!probe.ok) return refused(call, `${call.request.tool} runs at isolation ${level}, in a container, and containers do not run here: ${probe.reason}`, 'permission_denied');
+      if (probe === undefined) return refused(call, `${tool} runs at isolation ${level}, in a container, and this gateway was started without a container runner`, 'permission_denied');
+      if (!probe.ok) return refused(call, `${tool} runs at isolation ${level}, in a container, and containers do not run here: ${probe.reason}`, 'permission_denied');
     }
     return next(call);
   };

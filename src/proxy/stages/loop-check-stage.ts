@@ -1,5 +1,5 @@
 import type { LoopDetector } from '../../audit/loop-detector.js';
-import type { CallStage } from '../call-state.js';
+import { checkedArgs, type CallStage } from '../call-state.js';
 
 /**
  * Marks a call its client made again and again in one session (loop-detector.ts): it still runs;
@@ -10,8 +10,9 @@ import type { CallStage } from '../call-state.js';
  */
 export function loopCheckStage(loops: LoopDetector): CallStage {
   return (next) => async (call) => {
-    const scope = JSON.stringify([call.request.client, call.request.session]);
-    call.stuck = (await loops.observe(scope, call.request.tool, call.allowed?.args ?? {})).stuck;
+    const { caller, target } = call.request;
+    const scope = JSON.stringify([caller.client, caller.session]);
+    call.stuck = (await loops.observe(scope, target.tool, checkedArgs(call))).stuck;
     return next(call);
   };
 }

@@ -9,13 +9,14 @@ import type { ItemCreations, OkOutcome, ThreadPort } from '../tool-call.js';
 /** The end of the chain: the allowed plan runs on its primitive, a thread plan on the gateway's thread runtime, a read answers at once. */
 export function runPlan(deps: { primitives: PrimitiveDeps; threads?: ThreadPort; checkpoints?: Pick<Checkpointer, 'restore'>; creations?: ItemCreations }): CallHandler {
   return async (call) => {
-    const plan = call.allowed?.plan;
+    const plan = call.verdict?.allowed ? call.planned?.plan : undefined;
     if (plan === undefined) throw new KiwiError('INTERNAL', `call ${call.callId} reached the executor without an allowed plan`);
     const { request } = call;
+    const { target, caller, run } = request;
     if (plan.kind === 'read') return succeeded(call, plan.result);
     if (plan.kind === 'rollback') {
       if (deps.checkpoints === undefined) throw new KiwiError('INVALID_INPUT', 'checkpoints are not restored here; run `kiwi checkpoints restore ID`');
-      const outcome = await deps.checkpoints.restore(plan.checkpoint, { tool: request.tool, callId: call.callId, session: request.session, client: request.client }, request.signal);
+      const outcome = await deps.checkpoints.restore(plan.checkpoint, { tool: target.tool, callId: call.callId, session: caller.session, client: caller.client }, run?.signal);
       return succeeded(call, rollbackResult(outcome));
     }
     if (plan.kind === 'create') {
@@ -23,10 +24,10 @@ export function runPlan(deps: { primitives: PrimitiveDeps; threads?: ThreadPort;
       return succeeded(call, await deps.creations.land(plan, request));
     }
     if (plan.kind === 'thread' && deps.threads !== undefined) {
-      request.thread?.onSpawn?.();
+      run?.thread?.onSpawn?.();
       return succeeded(call, await deps.threads.spawn(plan, request));
     }
-    return succeeded(call, await executePlan(plan, deps.primitives, request.signal, request.tool));
+    return succeeded(call, await executePlan(plan, deps.primitives, run?.signal, target.tool));
   };
 }
 
@@ -36,10 +37,8 @@ export function runPlan(deps: { primitives: PrimitiveDeps; threads?: ThreadPort;
  */
 export function reuseResult(earlier: OkOutcome, run: CallHandler): CallHandler {
   return (call) => {
-    if (call.approval !== undefined) {
-      call.reusedFrom = undefined;
-      return run(call);
-    }
+    // The audit sees the approval too, and files the call as run, not reused.
+    if (call.approval !== undefined) return run(call);
     return Promise.resolve(succeeded(call, earlier.result));
   };
 }

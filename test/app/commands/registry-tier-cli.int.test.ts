@@ -50,7 +50,7 @@ for (const [name, open] of backends) {
       const project = await openProject({ projectDir: consumer.root, userDir: place.userDir, env: place.env, session: 'registry-tier' });
       try {
         const tool = project.registry.tools.get('greet');
-        const outcome = tool === undefined ? undefined : await project.proxy.call({ tool: 'greet', args: {}, session: 'registry-tier', client: 'registry-tier', source: 'cli' });
+        const outcome = tool === undefined ? undefined : await project.proxy.call({ target: { tool: 'greet', args: {} }, caller: { session: 'registry-tier', client: 'registry-tier', source: 'cli' } });
         return {
           tier: tool?.source.tier,
           version: tool?.version,

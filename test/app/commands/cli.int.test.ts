@@ -86,7 +86,7 @@ describe('kiwi CLI on the demo .ai/', () => {
   });
 
   it('exits 3 on a denied call and shows both decisions in the audit tail', async () => {
-    const denied = await kiwi('run', 'read_file', '--args', '{"path": "../../../etc/passwd"}');
+    const denied = await kiwi('run', 'read_file', '--args', '{"path": "../../etc/passwd"}');
     expect(denied.code).toBe(3);
     expect(denied.err).toMatch(/^kiwi: denied: .*outside the project root/);
     const tail = await kiwi('audit', 'tail', '-n', '50');

@@ -36,7 +36,7 @@ describe('kiwi pipelines', () => {
     [['show'], /^kiwi pipelines: usage: kiwi pipelines list \| run NAME/],
     [['list', 'extra'], /^kiwi pipelines: usage:/],
     [['resume', '0195aaaa-bbbb-4ccc-8ddd-eeeeffff1000', '--input', 'a=b'], /^kiwi pipelines: --input is for run: a resumed run goes on with the inputs it started with$/],
-    [['show', '../../../etc/passwd'], /^kiwi pipelines: INVALID_INPUT: "\.\.\/\.\.\/etc\/passwd" is not a pipeline run id/],
+    [['show', '../../etc/passwd'], /^kiwi pipelines: INVALID_INPUT: "\.\.\/\.\.\/etc\/passwd" is not a pipeline run id/],
     [['show', '0195aaaa-bbbb-4ccc-8ddd-eeeeffff1000'], /^kiwi pipelines: NOT_FOUND: no pipeline run 0195aaaa-bbbb-4ccc-8ddd-eeeeffff1000 among the 2000 most recent threads/],
     [['list', '--steps'], /^kiwi pipelines: --steps is for run and resume/],
   ])('refuses %j, saying why', async (argv, expected) => {

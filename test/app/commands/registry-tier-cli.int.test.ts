@@ -87,7 +87,7 @@ for (const [name, open] of backends) {
 
     once('refuses to push a tool whose script is missing or outside its folder, and pushes nothing of it', async () => {
       const bad = (id: string, script: string): string => manifest('1.0.0').replace('tool_id: greet', `tool_id: ${id}`).replace('script: greet.mjs', `script: ${script}`);
-      author.write('.ai/tools/bad/escapes.yaml', bad('escapes', '../../demo/greet.mjs'));
+      author.write('.ai/tools/bad/escapes.yaml', bad('escapes', '../demo/greet.mjs'));
       author.write('.ai/tools/bad/missing.yaml', bad('missing', 'gone.mjs'));
       try {
         const refused = await kiwi(author.root, 'registry', 'push', '.ai/tools/bad');
@@ -219,7 +219,7 @@ for (const [name, open] of backends) {
       } finally {
         rmSync(outside, { recursive: true, force: true });
       }
-      expect(await kiwi(puller.root, 'registry', 'pull', '../../etc')).toMatchObject({ code: 2, err: expect.stringMatching(/"\.\.\/etc" is not an item id/) });
+      expect(await kiwi(puller.root, 'registry', 'pull', '../etc')).toMatchObject({ code: 2, err: expect.stringMatching(/"\.\.\/etc" is not an item id/) });
       expect(await kiwi(puller.root, 'registry', 'pull', 'greet@v1')).toMatchObject({ code: 2, err: expect.stringMatching(/"v1" is not a version; write ID@1\.2\.0/) });
       expect(await kiwi(puller.root, 'registry', 'pull', 'nobody')).toMatchObject({ code: 1, err: expect.stringMatching(/has no nobody; `kiwi registry list` says what it has/) });
       expect(await kiwi(puller.root, 'registry', 'show', 'nobody')).toMatchObject({ code: 1 });

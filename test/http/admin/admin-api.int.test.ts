@@ -108,7 +108,7 @@ describe('keys', () => {
       [{ client: 'x', roles: ['agent'] }, /must name the agent ids/],
       [{ client: 'x', roles: Array.from({ length: 65 }, () => 'client') }, /at most 64/],
       [{ client: 'x', policy: '.ai/config/clients/missing.yaml' }, /does not exist/],
-      [{ client: 'x', policy: '../../outside.yaml' }, /does not exist|outside the project/],
+      [{ client: 'x', policy: '../outside.yaml' }, /does not exist|outside the project/],
       ['[1, 2]', /must be a JSON object/],
       ['{not json', /JSON/],
       [JSON.stringify({ client: 'x', pad: 'x'.repeat(70 * 1024) }), /larger than the gateway's limit of 65536 bytes/],

@@ -26,9 +26,11 @@ export default defineConfig({
   test: {
     testTimeout: 20_000,
     hookTimeout: 30_000,
-    // The machine has two cores; subprocess and MCP tests spawn real children.
     pool: 'forks',
-    maxWorkers: 2,
+    // Three on the two cores: the integration files spend much of their time waiting on children,
+    // servers and databases, so a third worker fills it (quiet, 264–278 s against 307 s with two;
+    // with both cores kept busy, 410 s against 460 s). A fourth overloads the machine.
+    maxWorkers: 3,
     reporters: ['default', './test/setup/slowest-files-reporter.ts'],
     // Transformed modules kept on disk (node_modules/.experimental-vitest-cache) between runs:
     // a second run imports src/ in about two thirds of the time. Keyed by the file's content.
@@ -52,6 +54,9 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['test/**/*.int.test.ts'],
+          // These chain real processes (`kiwi` runs, replicas, PGlite opens): on a loaded machine
+          // one such chain took 19.6 s, too near the unit tests' 20 s to say anything but "slow".
+          testTimeout: 60_000,
           globalSetup: ['./test/setup/global-setup.ts'],
           // Each test process loads the USE-lite model once, not once per gateway.
           setupFiles: ['./test/setup/isolate-home.ts', './test/setup/hold-use-lite.ts'],

@@ -28,7 +28,7 @@ export default defineConfig({
     hookTimeout: 30_000,
     pool: 'forks',
     // Three on the two cores: the integration files spend much of their time waiting on children,
-    // servers and databases, so a third worker fills it (quiet, 264–278 s against 307 s with two;
+    // servers and databases, so a third worker fills it (quiet, 264–299 s against 307 s with two;
     // with both cores kept busy, 410 s against 460 s). A fourth overloads the machine.
     maxWorkers: 3,
     reporters: ['default', './test/setup/slowest-files-reporter.ts'],

@@ -19,16 +19,20 @@ tool_type: script
 executor: subprocess
 version: "1.0.0"
 description: fails on its first runs
-config: { command: node, script: flaky.mjs, args: ["{script}", "{key}", "{fail}", "{how}"], timeout_ms: 1500 }
+config: { command: node, script: flaky.mjs, args: ["{script}", "{key}", "{fail}", "{how}"], timeout_ms: 10000 }
 parameters:
   - { name: key, type: string, required: true }
   - { name: fail, type: string, required: true }
   - { name: how, type: string, required: true }
 `;
 
+// The runs that hang end at this timeout, so it is short; a run that must succeed within it is
+// a node start, which a loaded machine has taken over 1.5 s to do.
+const FLAKY_HANG = FLAKY.replace('tool_id: flaky', 'tool_id: flaky_hang').replace('timeout_ms: 10000', 'timeout_ms: 3000');
+
 
 const POLICY = `version: 1
-tools: [echo_args, flaky]
+tools: [echo_args, flaky, flaky_hang]
 commands: [{ executable: node }]
 filesystem: { read: ["**"], write: ["runs/**"] }
 hooks:
@@ -76,6 +80,7 @@ beforeAll(async () => {
   temp.write('.ai/tools/test/flaky.mjs', readFileSync(path.join(FIXTURES, 'proxy', 'flaky.mjs'), 'utf8'));
   temp.write('.ai/tools/test/echo_args.yaml', readFileSync(path.join(FIXTURES, 'proxy', 'echo_args.yaml'), 'utf8'));
   temp.write('.ai/tools/test/flaky.yaml', FLAKY);
+  temp.write('.ai/tools/test/flaky_hang.yaml', FLAKY_HANG);
   temp.write('.ai/config/policy.yaml', POLICY);
   project = await openProject({ projectDir: temp.root, env: { PATH: process.env['PATH'] }, session: 'steer-test' });
 });
@@ -118,7 +123,7 @@ describe('the first matching hook acts', () => {
 
 describe('retry', () => {
   it('a tool that times out twice succeeds on its third run with max 2; each run is in the record', async () => {
-    const outcome = await call('flaky', { key: 'twice-a', fail: '2', how: 'hang' });
+    const outcome = await call('flaky_hang', { key: 'twice-a', fail: '2', how: 'hang' });
     expect(outcome, JSON.stringify(outcome)).toMatchObject({ status: 'ok', result: { text: 'ok on run 3' } });
     const record = await auditOf(outcome.callId);
     expect(record.attempts).toBe(3);
@@ -131,7 +136,7 @@ describe('retry', () => {
   });
 
   it('with max 1 it runs twice and fails; both runs are in the record, and why there was no third', async () => {
-    const outcome = await call('flaky', { key: 'once-a', fail: '2', how: 'hang' });
+    const outcome = await call('flaky_hang', { key: 'once-a', fail: '2', how: 'hang' });
     expect(outcome.status).toBe('error');
     if (outcome.status === 'error') expect(outcome.error.code).toBe('TOOL_TIMEOUT');
     const record = await auditOf(outcome.callId);
@@ -168,7 +173,7 @@ describe('skip, fail and abort', () => {
   });
 
   it("fail after an error: the call's error becomes the hook's reason", async () => {
-    const outcome = await call('flaky', { key: 'slow-a', fail: '5', how: 'hang' });
+    const outcome = await call('flaky_hang', { key: 'slow-a', fail: '5', how: 'hang' });
     expect(outcome).toMatchObject({ status: 'error', error: { code: 'HOOK_FAILED', message: expect.stringMatching(/^the tool timed out; try a smaller input \(hook at /) } });
     expect((await auditOf(outcome.callId)).steering).toMatchObject([{ event: 'error', decision: 'fail', attempt: 1 }]);
   });

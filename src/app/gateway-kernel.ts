@@ -26,6 +26,9 @@ export interface GatewayKernel {
   close(): Promise<void>;
 }
 
+/** How long a running chat may stay unwritten in the embedded database: a crash loses the running chats begun since. */
+const CHAT_HOLD_MS = 1000;
+
 export async function openGatewayKernel(options: {
   root: string;
   env: Record<string, string | undefined>;
@@ -59,6 +62,9 @@ export async function openGatewayKernel(options: {
   let warned = false;
   const journal = createChatJournal({
     write: async (writes) => (await kernel()).writeChats(writes),
+    // Embedded, only this process reads the database, and its reads write what is held first: a
+    // chat is written when it ends, as one row. A server is read by other gateways and commands.
+    ...(shared ? {} : { holdMs: CHAT_HOLD_MS }),
     // On a shared server another gateway may cancel our chats: look when told (over Redis), and now and then.
     ...(shared ? { cancelledAmong: async (ids: string[]) => (await kernel()).cancelledAmong(ids), ...(options.events ? { events: options.events } : {}) } : {}),
     onError(error) {

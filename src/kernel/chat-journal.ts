@@ -8,9 +8,13 @@ import { lookEveryMs, type KernelEventsBus } from '../contracts/kernel-events-bu
 /**
  * The gateway's chat requests as kernel executions, written behind: a chat never waits for the
  * database. What chats do is queued in memory and written every `intervalMs`, all chats in one
- * transaction, so the cost per chat stays a few rows in a batch. A crash loses at most the last
- * interval of the story; a cancel first writes everything queued for its chat (so its open steps
- * are cancelled with it), then stops the chat.
+ * transaction, so the cost per chat stays a few rows in a batch. With `holdMs`, a chat is kept in
+ * memory until it ends, opens a step, waits for a person, or has run that long: most chats are
+ * then written once, whole, as one row (chat-rows.ts). A crash loses at most the chats that
+ * ended in the last interval (and, with `holdMs`, the running ones begun within it); a cancel
+ * first writes everything queued for its chat (so its open steps are cancelled with it), then
+ * stops the chat. `flush()` writes everything, held chats too: whatever reads the kernel in this
+ * process flushes first, so that it sees every chat begun before it.
  *
  * Everything written is redacted with the audit log's rules (its input, every event's payload,
  * its output): the gateway runs these chats from memory, so the kernel never needs the client
@@ -65,6 +69,11 @@ export interface ChatJournalDeps {
   now?: () => Date;
   /** How long a change may wait before it is written (default 25 ms). */
   intervalMs?: number;
+  /**
+   * How long a running chat without a step may stay unwritten (default 0: written at the next
+   * batch). Only where nothing outside this process reads the database (embedded PGlite).
+   */
+  holdMs?: number;
   /** Told when a write fails; what it held is kept and tried again with the next one. */
   onError?: (error: unknown) => void;
   /**
@@ -87,15 +96,20 @@ interface Entry {
   write: ChatWrite;
   start: ChatStart;
   ended: boolean;
+  /** When it began (ms), while it is held unwritten. */
+  heldSince?: number;
 }
 
 export function createChatJournal(deps: ChatJournalDeps): ChatJournal {
   const now = deps.now ?? ((): Date => new Date());
   const intervalMs = deps.intervalMs ?? 25;
+  const holdMs = deps.holdMs ?? 0;
   /** Chats not yet ended, by id. */
   const live = new Map<string, Entry>();
   /** Chats with changes not yet written. */
   let dirty = new Map<string, Entry>();
+  /** Chats running unwritten (`holdMs`), oldest first. */
+  const held = new Map<string, Entry>();
   let timer: NodeJS.Timeout | undefined;
   let writing: Promise<void> = Promise.resolve();
   let closed = false;
@@ -131,24 +145,50 @@ export function createChatJournal(deps: ChatJournalDeps): ChatJournal {
   }
 
   const schedule = (delayMs = intervalMs): void => {
-    if (timer === undefined && !closed) timer = setTimeout(() => void flush().catch(() => undefined), delayMs);
+    if (timer === undefined && !closed) timer = setTimeout(() => void tick().catch(() => undefined), delayMs);
   };
 
   const touch = (entry: Entry): void => {
+    release(entry);
     dirty.set(entry.write.id, entry);
     schedule();
   };
+
+  const release = (entry: Entry): void => {
+    if (entry.heldSince === undefined) return;
+    delete entry.heldSince;
+    held.delete(entry.write.id);
+  };
+
+  /** The beat: what changed, and the chats held for `holdMs` by now; the next beat when the oldest held one is due. */
+  function tick(): Promise<void> {
+    const due = now().getTime() - holdMs;
+    for (const entry of held.values()) {
+      if ((entry.heldSince as number) > due) break;
+      touch(entry);
+    }
+    const written = writeDirty();
+    const oldest = held.values().next().value;
+    if (oldest !== undefined) schedule(Math.max(intervalMs, (oldest.heldSince as number) - due));
+    return written;
+  }
 
   let queued: Promise<void> | undefined;
   /** A write right after the one under way, taking everything queued by then: every waiter meanwhile shares it. */
   const flushSoon = (): Promise<void> =>
     (queued ??= writing.then(() => {
       queued = undefined;
-      return flush();
+      return writeDirty();
     }));
 
-  /** One batch at a time, in order; a failed batch is merged back in front of what came since. */
+  /** Everything, held chats too. */
   function flush(): Promise<void> {
+    for (const entry of held.values()) touch(entry);
+    return writeDirty();
+  }
+
+  /** One batch at a time, in order; a failed batch is merged back in front of what came since. */
+  function writeDirty(): Promise<void> {
     clearTimeout(timer);
     timer = undefined;
     writing = writing.then(async () => {
@@ -175,6 +215,7 @@ export function createChatJournal(deps: ChatJournalDeps): ChatJournal {
     if (entry === undefined) return;
     live.delete(id);
     dirty.delete(id);
+    release(entry);
     entry.ended = true;
     entry.start.onCancel();
   }
@@ -185,7 +226,7 @@ export function createChatJournal(deps: ChatJournalDeps): ChatJournal {
       const id = uuidv7(at.getTime());
       const stamp = at.toISOString();
       const entry: Entry = { write: { id, create: { client: start.client, agentId: start.agentId, input: redactedJson(start.input ?? null), labels: start.labels, createdAt: stamp }, events: [], steps: [] }, start, ended: false };
-      if (dirty.size >= MAX_QUEUED) entry.ended = true;
+      if (dirty.size + held.size >= MAX_QUEUED) entry.ended = true;
       else live.set(id, entry);
       const execution: ChatExecution = {
         id,
@@ -195,7 +236,8 @@ export function createChatJournal(deps: ChatJournalDeps): ChatJournal {
           const when = now().toISOString();
           append(entry.write, drafts, when);
           if (step !== undefined) upsertStep(entry.write, { ...step, createdAt: when });
-          touch(entry);
+          // A held chat's events wait with it; a step is written at once, for whoever acts on it.
+          if (entry.heldSince === undefined || step !== undefined) touch(entry);
         },
         async block(stepId, payload) {
           if (entry.ended) return false;
@@ -210,7 +252,7 @@ export function createChatJournal(deps: ChatJournalDeps): ChatJournal {
           );
           entry.write.block = stepId;
           touch(entry);
-          await flush();
+          await writeDirty();
           return !entry.ended;
         },
         end(status, drafts, kept = {}) {
@@ -222,12 +264,26 @@ export function createChatJournal(deps: ChatJournalDeps): ChatJournal {
           entry.write.end = { status, at: when, ...(kept.output === undefined ? {} : { output: redactedJson(kept.output) }), ...(kept.usage === undefined ? {} : { usage: JSON.stringify(kept.usage) }) };
           touch(entry);
         },
-        written: () => (dirty.has(id) ? flushSoon() : writing),
+        written() {
+          if (entry.heldSince !== undefined) touch(entry);
+          return dirty.has(id) ? flushSoon() : writing;
+        },
       };
-      execution.record([
-        { type: 'execution.created', payload: { agent_id: start.agentId, input: start.input ?? null, labels: Object.keys(start.labels).length === 0 ? null : start.labels } },
-        { type: 'execution.started', payload: { session_id: '', consumer_id: start.agentId } },
-      ]);
+      if (entry.ended) return execution;
+      append(
+        entry.write,
+        [
+          { type: 'execution.created', payload: { agent_id: start.agentId, input: start.input ?? null, labels: Object.keys(start.labels).length === 0 ? null : start.labels } },
+          { type: 'execution.started', payload: { session_id: '', consumer_id: start.agentId } },
+        ],
+        stamp,
+      );
+      if (holdMs === 0) touch(entry);
+      else {
+        entry.heldSince = at.getTime();
+        held.set(id, entry);
+        schedule(holdMs);
+      }
       return execution;
     },
 

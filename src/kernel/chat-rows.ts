@@ -72,6 +72,10 @@ export async function writeChats(tx: SqlQueryable, writes: readonly ChatWrite[],
   }
   const gone = known.filter((w) => !firstSequence.has(w.id)).map((w) => w.id);
   const live = writes.filter((w) => firstSequence.has(w.id));
+  // A chat new in this batch that has ended, with no step or block, is one row: its events folded
+  // into it (read back by event-log.ts as if they were rows of the log), its labels read from its
+  // own column by the list's filter. A chat's record costs the database one row instead of ten.
+  const folded = new Set(fresh.filter(foldable).map((w) => w.id));
   // Only a chat written before can have signals waiting: one new in this batch was never seen by anyone.
   const ended = live.filter((w) => w.end !== undefined && w.create === undefined).map((w) => w.id);
   if (ended.length > 0) await tx.query('delete from kernel_signals where execution_id in (select value from json_array_elements_text($1::json))', [JSON.stringify(ended)]);
@@ -79,17 +83,18 @@ export async function writeChats(tx: SqlQueryable, writes: readonly ChatWrite[],
   await insertJson(tx, [
     {
       table: 'kernel_executions',
-      columns: ['id', 'agent_id', 'status', 'input', 'labels', 'output', 'usage', 'created_at', 'updated_at', 'last_sequence', 'origin', 'owner', 'block_reason', 'block_ref', 'client'],
+      columns: ['id', 'agent_id', 'status', 'input', 'labels', 'output', 'usage', 'created_at', 'updated_at', 'last_sequence', 'origin', 'owner', 'block_reason', 'block_ref', 'client', 'folded_events'],
       rows: fresh.map((w) => {
         const c = w.create as NonNullable<ChatWrite['create']>;
         const blocked = w.end === undefined && w.block !== undefined;
-        return [w.id, c.agentId, w.end?.status ?? (blocked ? 'blocked' : 'running'), c.input, JSON.stringify(c.labels), w.end?.output ?? null, w.end?.usage ?? null, c.createdAt, w.end?.at ?? c.createdAt, w.events.length, 'chat', owner, blocked ? 'approval' : null, blocked ? (w.block as string) : null, c.client];
+        const events = folded.has(w.id) ? foldedEvents(w.events) : null;
+        return [w.id, c.agentId, w.end?.status ?? (blocked ? 'blocked' : 'running'), c.input, JSON.stringify(c.labels), w.end?.output ?? null, w.end?.usage ?? null, c.createdAt, w.end?.at ?? c.createdAt, w.events.length, 'chat', owner, blocked ? 'approval' : null, blocked ? (w.block as string) : null, c.client, events];
       }),
     },
     {
       table: 'kernel_execution_labels',
       columns: ['execution_id', 'key', 'value'],
-      rows: fresh.flatMap((w) => Object.entries(w.create?.labels ?? {}).map(([key, value]) => [w.id, key, value])),
+      rows: fresh.filter((w) => !folded.has(w.id)).flatMap((w) => Object.entries(w.create?.labels ?? {}).map(([key, value]) => [w.id, key, value])),
     },
     {
       table: 'kernel_steps',
@@ -101,7 +106,7 @@ export async function writeChats(tx: SqlQueryable, writes: readonly ChatWrite[],
     {
       table: 'kernel_events',
       columns: ['execution_id', 'sequence', 'id', 'step_id', 'type', 'timestamp', 'payload', 'causation_id', 'correlation_id'],
-      rows: live.flatMap((w) => {
+      rows: live.filter((w) => !folded.has(w.id)).flatMap((w) => {
         const first = firstSequence.get(w.id) as number;
         return w.events.map((e, i) => [w.id, first + i, e.id, e.stepId ?? null, e.type, e.timestamp, e.payload, e.causationId, e.correlationId]);
       }),
@@ -109,6 +114,16 @@ export async function writeChats(tx: SqlQueryable, writes: readonly ChatWrite[],
   ]);
   for (const w of live) noteEvents(tx, w.id, w.events.map((e) => e.type));
   return gone;
+}
+
+/** Whether a write is a whole chat that needs no row of the log's, the steps' or the labels' tables. */
+function foldable(w: ChatWrite): boolean {
+  return w.create !== undefined && w.end !== undefined && w.steps.length === 0 && w.block === undefined;
+}
+
+/** A folded chat's events, numbered from 1: its `folded_events` column, which readEvents (event-log.ts) reads as rows. */
+function foldedEvents(events: readonly ChatEventWrite[]): string {
+  return JSON.stringify(events.map((e, i) => ({ sequence: i + 1, id: e.id, step_id: e.stepId ?? null, type: e.type, timestamp: e.timestamp, payload: e.payload, causation_id: e.causationId, correlation_id: e.correlationId })));
 }
 
 interface TableRows {

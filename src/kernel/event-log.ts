@@ -72,9 +72,22 @@ export async function appendEvents(tx: SqlQueryable, executionId: string, drafts
   return events.map((e, i) => ({ ...e, sequence: first + i }));
 }
 
-/** Events with a sequence above `afterSequence`, oldest first, at most `limit`. */
+/**
+ * Events with a sequence above `afterSequence`, oldest first, at most `limit`: the log's rows and,
+ * for a chat written whole (chat-rows.ts), the events folded into its execution's row, read as
+ * rows here and nowhere else.
+ */
 export async function readEvents(db: SqlQueryable, executionId: string, afterSequence: number, limit: number): Promise<KernelEvent[]> {
-  const rows = await db.query<EventRow>('select * from kernel_events where execution_id = $1 and sequence > $2 order by sequence limit $3', [executionId, afterSequence, limit]);
+  const rows = await db.query<EventRow>(
+    `select * from (
+       select execution_id, sequence, id, step_id, type, timestamp, payload, causation_id, correlation_id from kernel_events where execution_id = $1 and sequence > $2
+       union all
+       select e.id, f.sequence, f.id, f.step_id, f.type, f.timestamp, f.payload, f.causation_id, f.correlation_id
+       from kernel_executions e, json_to_recordset(e.folded_events::json) as f(sequence integer, id text, step_id text, type text, timestamp text, payload text, causation_id text, correlation_id text)
+       where e.id = $1 and e.folded_events is not null and f.sequence > $2
+     ) events order by sequence limit $3`,
+    [executionId, afterSequence, limit],
+  );
   return rows.map(fromRow);
 }
 

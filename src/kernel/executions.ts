@@ -126,7 +126,9 @@ export function createExecutions(db: SqlDb, options: { now?: () => Date; limits?
       if (filter.status !== undefined) where.push(`status = ${param(filter.status)}`);
       if (filter.agentId !== undefined) where.push(`agent_id = ${param(filter.agentId)}`);
       for (const [key, value] of Object.entries(filter.labels ?? {})) {
-        where.push(`exists (select 1 from kernel_execution_labels l where l.execution_id = e.id and l.key = ${param(key)} and l.value = ${param(value)})`);
+        // A chat written whole has no label rows (chat-rows.ts): its own column says.
+        const [k, v] = [param(key), param(value)];
+        where.push(`(exists (select 1 from kernel_execution_labels l where l.execution_id = e.id and l.key = ${k} and l.value = ${v}) or (e.folded_events is not null and e.labels::json ->> ${k} = ${v}))`);
       }
       if (filter.cursor !== undefined) {
         const { createdAt, id } = decodeCursor(filter.cursor);

@@ -270,4 +270,13 @@ export const KERNEL_MIGRATIONS: readonly Migration[] = [
     ],
   },
   CLIENT_SHARE_MIGRATION,
+  {
+    version: 19,
+    name: 'chats written whole',
+    statements: [
+      // A chat that ended before it was first written, with no step: its events as one JSON array
+      // (chat-rows.ts), read back as the log's rows (event-log.ts); null for every other execution.
+      'alter table kernel_executions add column folded_events text',
+    ],
+  },
 ];

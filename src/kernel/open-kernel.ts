@@ -89,8 +89,11 @@ export interface OpenKernelOptions {
   queueIntervalMs?: number;
   /** How often this instance tells the others on the database it is alive (default 10 s); 0 for once (tests). */
   heartbeatIntervalMs?: number;
-  /** The chats this process runs as executions: a cancel lets them write what they queued, and stops them. */
-  chats?: Pick<ChatJournal, 'detach'>;
+  /**
+   * The chats this process runs as executions: a cancel lets them write what they queued, and
+   * stops them; a read of executions first writes what they hold (chat-journal.ts `holdMs`).
+   */
+  chats?: Pick<ChatJournal, 'detach' | 'flush'>;
   /** Sizes, per-client quotas and retention (kernel-limits.ts); each absent one has its default. */
   limits?: Partial<KernelLimits>;
 }
@@ -136,12 +139,29 @@ export async function openKernel(options: OpenKernelOptions): Promise<Kernel> {
   if (options.queueIntervalMs !== 0) runners.start(options.queueIntervalMs ?? 1000);
   const executions = createExecutions(db, { now, limits });
   const databaseBytes = async (): Promise<number> => Number((await db.query<{ bytes: number | string }>('select pg_database_size(current_database()) as bytes'))[0]?.bytes ?? 0);
+  const chatsWritten = async (): Promise<void> => options.chats?.flush();
   return {
     executions: {
       ...executions,
       async cancel(id) {
         await options.chats?.detach(id);
         return executions.cancel(id);
+      },
+      async get(id) {
+        await chatsWritten();
+        return executions.get(id);
+      },
+      async ownerOf(id) {
+        await chatsWritten();
+        return executions.ownerOf(id);
+      },
+      async list(filter) {
+        await chatsWritten();
+        return executions.list(filter);
+      },
+      async events(id, after, limit) {
+        await chatsWritten();
+        return executions.events(id, after, limit);
       },
     },
     agents,
@@ -150,6 +170,7 @@ export async function openKernel(options: OpenKernelOptions): Promise<Kernel> {
     signals,
     tools: { list: (o) => schemas.list(o) },
     async metricFamilies() {
+      await chatsWritten();
       const [row] = await db.query<{ n: number }>("select count(*)::integer as n from kernel_executions where status in ('pending', 'running', 'blocked')");
       return [
         ...metrics.families(row?.n ?? 0),

@@ -133,12 +133,17 @@ describe('a chat through the gateway', () => {
     expect((await fetch(`${url}/v0/executions/${id}/cancel`, { method: 'POST' })).status).toBe(409);
   }, 60_000);
 
-  it('is cancelled when its client goes away', async () => {
+  it('is read while it runs, and cancelled when its client goes away', async () => {
     served.llm.replyOnce({ recording: openAiStream(['Thinking about it, slowly.']), stallAfterChunks: 2 });
     const controller = new AbortController();
     const res = await fetch(`${url}/v1/chat/completions`, { method: 'POST', signal: controller.signal, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'think' }] }) });
     const id = res.headers.get('x-kiwi-execution-id') as string;
     await res.body?.getReader().read();
+    // Held in memory while it runs (chat-journal.ts holdMs), it is written by the read.
+    const running = await fetch(`${url}/v0/executions/${id}`);
+    expect(await running.json()).toMatchObject({ id, status: 'running' });
+    const listed = (await (await fetch(`${url}/v0/executions?label=message:think`)).json()) as { executions: unknown[] };
+    expect(listed.executions).toContainEqual(expect.objectContaining({ id, status: 'running' }));
     controller.abort();
     const log = await story(id);
     expect(log.at(-1)).toMatchObject({ type: 'execution.cancelled', payload: { reason: 'client disconnected' } });

@@ -53,6 +53,47 @@ describe.each(kernelBackends({ reaperIntervalMs: 0, queueIntervalMs: 0 }))('the 
     expect(listed.executions.every((e) => e.status !== 'pending')).toBe(true);
   });
 
+  it('with holdMs, writes a chat once, whole, when it ends; flush() writes those still running, as a read in the process does', async () => {
+    const batches: ChatWrite[][] = [];
+    const journal = createChatJournal({ write: (w) => (batches.push(w), kernel.writeChats(w)), intervalMs: 5, holdMs: 60_000 });
+    const short = journal.begin({ ...chat, onCancel: () => undefined });
+    const long = journal.begin({ ...chat, onCancel: () => undefined });
+    short.record([{ type: 'turn.started', payload: { turn: 2 } }]);
+    short.end('completed', [{ type: 'execution.completed', payload: { output: 'done' } }], { output: 'done' });
+    await short.written();
+    expect(batches.flat().map((w) => [w.id, w.create !== undefined, w.end?.status])).toEqual([[short.id, true, 'completed']]);
+    expect((await kernel.executions.events(short.id, 0, 10)).map((e) => e.type)).toEqual(['execution.created', 'execution.started', 'turn.started', 'execution.completed']);
+    await journal.flush();
+    expect(await kernel.executions.get(long.id)).toMatchObject({ status: 'running' });
+    long.end('completed', [{ type: 'execution.completed', payload: {} }]);
+    await journal.close();
+    expect((await kernel.executions.events(long.id, 0, 10)).map((e) => e.type)).toEqual(['execution.created', 'execution.started', 'execution.completed']);
+  });
+
+  it('with holdMs, writes a running chat once it has run that long, and one that opens a step at its next batch', async () => {
+    const written = new Map<string, () => void>();
+    const writtenOf = (id: string) => new Promise<void>((resolve) => written.set(id, resolve));
+    const journal = createChatJournal({
+      write: async (w) => {
+        const gone = await kernel.writeChats(w);
+        for (const { id } of w) written.get(id)?.();
+        return gone;
+      },
+      intervalMs: 5,
+      holdMs: 20,
+    });
+    const running = journal.begin({ ...chat, onCancel: () => undefined });
+    await writtenOf(running.id);
+    expect(await kernel.executions.get(running.id)).toMatchObject({ status: 'running' });
+    const stepped = journal.begin({ ...chat, onCancel: () => undefined });
+    const step = { id: `s-${stepped.id}`, toolId: 't', arguments: '{}', status: 'running' as const, deadline: '2099-01-01T00:00:00.000Z' };
+    const steppedWritten = writtenOf(stepped.id);
+    stepped.record([{ type: 'step.created', stepId: step.id, payload: {} }], step);
+    await steppedWritten;
+    expect((await kernel.executions.events(stepped.id, 0, 10)).map((e) => e.type)).toEqual(['execution.created', 'execution.started', 'step.created']);
+    await journal.close();
+  });
+
   it('keeps what a failed write held and writes it, in order, once the database answers', async () => {
     let fail = true;
     const errors: unknown[] = [];

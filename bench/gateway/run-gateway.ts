@@ -104,6 +104,8 @@ export async function runGatewayBench(argv: string[]): Promise<void> {
     const nonStream = await helper.call<{ direct: number[]; gateway: number[] }>('nonStream', { ...targets, n: settings.nonStream, warmup: Math.min(settings.warmup, 50) });
     console.error(`load: ${settings.concurrency} clients × ${settings.seconds} s, direct, via the gateway, via the bare proxy${settings.prefetch ? ', via a gateway without prefetch' : ''}, via a gateway without recording…`);
     const loadArgs = { concurrency: settings.concurrency, seconds: settings.seconds };
+    // A comparison gateway is new: its code is warmed (compiled) as the first gateway's was by the pass-through rounds, so that it is not measured cold.
+    const warmUp = (url: string): Promise<LoadResult> => helper.call<LoadResult>('load', { concurrency: settings.concurrency, seconds: 1, url });
     const loadDirect = await helper.call<LoadResult>('load', { ...loadArgs, url: targets.direct });
     const loadGateway = await profiled('load', 1, () => onRequestThread(() => helper.call<LoadResult>('load', { ...loadArgs, url: targets.gateway })));
     const loadProxy = await onRequestThread(() => helper.call<LoadResult>('load', { ...loadArgs, url: proxyUrl }));
@@ -112,6 +114,7 @@ export async function runGatewayBench(argv: string[]): Promise<void> {
     if (settings.prefetch) {
       const bare = await openComparisonGateway(upstream.ready.url, { prefetch: false });
       try {
+        await warmUp(`${bare.url}/v1/chat/completions`);
         loadNoPrefetch = await onRequestThread(() => helper.call<LoadResult>('load', { ...loadArgs, url: `${bare.url}/v1/chat/completions` }));
       } finally {
         await bare.close();
@@ -121,6 +124,7 @@ export async function runGatewayBench(argv: string[]): Promise<void> {
     const unrecorded = await openComparisonGateway(upstream.ready.url, { prefetch: settings.prefetch, recordChats: false });
     let loadNoRecording: LoadResult;
     try {
+      await warmUp(`${unrecorded.url}/v1/chat/completions`);
       loadNoRecording = await profiled('load-unrecorded', 1, () => onRequestThread(() => helper.call<LoadResult>('load', { ...loadArgs, url: `${unrecorded.url}/v1/chat/completions` })));
     } finally {
       await unrecorded.close();

@@ -225,7 +225,8 @@ export function createChatJournal(deps: ChatJournalDeps): ChatJournal {
       const at = now();
       const id = uuidv7(at.getTime());
       const stamp = at.toISOString();
-      const entry: Entry = { write: { id, create: { client: start.client, agentId: start.agentId, input: redactedJson(start.input ?? null), labels: start.labels, createdAt: stamp }, events: [], steps: [] }, start, ended: false };
+      const input = redactedJson(start.input ?? null);
+      const entry: Entry = { write: { id, create: { client: start.client, agentId: start.agentId, input, labels: start.labels, createdAt: stamp }, events: [], steps: [] }, start, ended: false };
       if (dirty.size + held.size >= MAX_QUEUED) entry.ended = true;
       else live.set(id, entry);
       const execution: ChatExecution = {
@@ -270,11 +271,14 @@ export function createChatJournal(deps: ChatJournalDeps): ChatJournal {
         },
       };
       if (entry.ended) return execution;
-      append(
+      // The input redacted once, for its column and its event.
+      const agent = JSON.stringify(start.agentId);
+      const labels = Object.keys(start.labels).length === 0 ? 'null' : redactedJson(start.labels);
+      appendJson(
         entry.write,
         [
-          { type: 'execution.created', payload: { agent_id: start.agentId, input: start.input ?? null, labels: Object.keys(start.labels).length === 0 ? null : start.labels } },
-          { type: 'execution.started', payload: { session_id: '', consumer_id: start.agentId } },
+          { type: 'execution.created', json: `{"agent_id":${agent},"input":${input},"labels":${labels}}` },
+          { type: 'execution.started', json: `{"session_id":"","consumer_id":${agent}}` },
         ],
         stamp,
       );
@@ -309,12 +313,18 @@ export function createChatJournal(deps: ChatJournalDeps): ChatJournal {
 
 /** Drafts appended as one batch (§14.1): one time, causation chained, one correlation. */
 function append(write: ChatWrite, drafts: readonly EventDraft[], timestamp: string): void {
+  appendJson(write, drafts.map((d) => ({ type: d.type, ...(d.stepId === undefined ? {} : { stepId: d.stepId }), json: redactedJson(d.payload) })), timestamp);
+}
+
+/** As `append`, each payload already redacted JSON text. */
+function appendJson(write: ChatWrite, drafts: readonly { type: string; stepId?: string; json: string }[], timestamp: string): void {
+  const ms = Date.parse(timestamp);
   let previous: string | undefined;
   let correlation: string | undefined;
   for (const draft of drafts) {
-    const id = uuidv7(Date.parse(timestamp));
+    const id = uuidv7(ms);
     correlation ??= id;
-    write.events.push({ id, ...(draft.stepId === undefined ? {} : { stepId: draft.stepId }), type: draft.type, timestamp, payload: redactedJson(draft.payload), causationId: previous ?? id, correlationId: correlation });
+    write.events.push({ id, ...(draft.stepId === undefined ? {} : { stepId: draft.stepId }), type: draft.type, timestamp, payload: draft.json, causationId: previous ?? id, correlationId: correlation });
     previous = id;
   }
 }

@@ -28,6 +28,8 @@ export interface LoopSseOptions {
 interface LoopSsePump {
   /** The SSE text of everything the loop has ready (at least one event, or a keep-alive); undefined once the stream is over. */
   next(): Promise<string | undefined>;
+  /** True once `next()` has returned the stream's last text. */
+  readonly over: boolean;
   /** The client went away: stop the loop. */
   cancel(reason?: unknown): void;
 }
@@ -119,6 +121,9 @@ function loopSsePump(options: LoopSseOptions): LoopSsePump {
 
   return {
     next,
+    get over() {
+      return done;
+    },
     cancel(reason) {
       if (done) return;
       done = true;
@@ -178,6 +183,12 @@ export async function writeLoopSse(res: ServerResponse, headers: Record<string, 
       if (gone) return;
       if (text === undefined) break;
       if (text === '') continue;
+      // The last text goes out with the response's end (which uncorks): one socket write, not two.
+      if (pump.over) {
+        corked = false;
+        res.end(text);
+        return;
+      }
       if (!corked) {
         corked = true;
         res.cork();

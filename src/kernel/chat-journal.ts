@@ -144,14 +144,27 @@ export function createChatJournal(deps: ChatJournalDeps): ChatJournal {
     unsubscribe = deps.events?.subscribe((notes) => look(notes.filter((n) => n.types.includes('execution.cancelled') && live.has(n.execution)).map((n) => n.execution)));
   }
 
-  const schedule = (delayMs = intervalMs): void => {
-    if (timer === undefined && !closed) timer = setTimeout(() => void tick().catch(() => undefined), delayMs);
+  /** When the timer fires (performance.now()), and until when a failed write keeps it from firing. */
+  let timerAt = Number.POSITIVE_INFINITY;
+  let backoffUntil = 0;
+  /** The next beat in `delayMs`, unless one comes sooner: a change waits at most the interval, whatever a hold has set. */
+  const wakeIn = (delayMs: number): void => {
+    if (closed) return;
+    const at = Math.max(performance.now() + delayMs, backoffUntil);
+    if (timer !== undefined && timerAt <= at) return;
+    clearTimeout(timer);
+    timerAt = at;
+    timer = setTimeout(() => {
+      timer = undefined;
+      timerAt = Number.POSITIVE_INFINITY;
+      void tick().catch(() => undefined);
+    }, at - performance.now());
   };
 
   const touch = (entry: Entry): void => {
     release(entry);
     dirty.set(entry.write.id, entry);
-    schedule();
+    wakeIn(intervalMs);
   };
 
   const release = (entry: Entry): void => {
@@ -169,7 +182,7 @@ export function createChatJournal(deps: ChatJournalDeps): ChatJournal {
     }
     const written = writeDirty();
     const oldest = held.values().next().value;
-    if (oldest !== undefined) schedule(Math.max(intervalMs, (oldest.heldSince as number) - due));
+    if (oldest !== undefined) wakeIn(Math.max(intervalMs, (oldest.heldSince as number) - due));
     return written;
   }
 
@@ -189,8 +202,6 @@ export function createChatJournal(deps: ChatJournalDeps): ChatJournal {
 
   /** One batch at a time, in order; a failed batch is merged back in front of what came since. */
   function writeDirty(): Promise<void> {
-    clearTimeout(timer);
-    timer = undefined;
     writing = writing.then(async () => {
       if (dirty.size === 0) return;
       const batch = dirty;
@@ -204,7 +215,11 @@ export function createChatJournal(deps: ChatJournalDeps): ChatJournal {
         deps.onError?.(error);
         for (const [i, entry] of [...batch.values()].entries()) entry.write = merge(writes[i] as ChatWrite, entry.write);
         dirty = new Map([...batch, ...dirty]);
-        schedule(RETRY_MS);
+        // No beat before the retry, whatever comes meanwhile (a database that is down is not asked every interval).
+        backoffUntil = performance.now() + RETRY_MS;
+        clearTimeout(timer);
+        timer = undefined;
+        wakeIn(RETRY_MS);
       }
     });
     return writing;
@@ -286,7 +301,7 @@ export function createChatJournal(deps: ChatJournalDeps): ChatJournal {
       else {
         entry.heldSince = at.getTime();
         held.set(id, entry);
-        schedule(holdMs);
+        wakeIn(holdMs);
       }
       return execution;
     },

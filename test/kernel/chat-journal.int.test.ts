@@ -94,6 +94,27 @@ describe.each(kernelBackends({ reaperIntervalMs: 0, queueIntervalMs: 0 }))('the 
     await journal.close();
   });
 
+  it('with holdMs, writes a chat that ended at the next beat, however long the hold of one still running', async () => {
+    const written = new Map<string, () => void>();
+    const journal = createChatJournal({
+      write: async (w) => {
+        const gone = await kernel.writeChats(w);
+        for (const { id } of w) written.get(id)?.();
+        return gone;
+      },
+      intervalMs: 5,
+      holdMs: 600_000,
+    });
+    const running = journal.begin({ ...chat, onCancel: () => undefined });
+    const ended = journal.begin({ ...chat, onCancel: () => undefined });
+    const endWritten = new Promise<void>((resolve) => written.set(ended.id, resolve));
+    ended.end('completed', [{ type: 'execution.completed', payload: {} }]);
+    await endWritten;
+    expect(await kernel.executions.get(ended.id)).toMatchObject({ status: 'completed' });
+    running.end('completed', []);
+    await journal.close();
+  });
+
   it('keeps what a failed write held and writes it, in order, once the database answers', async () => {
     let fail = true;
     const errors: unknown[] = [];

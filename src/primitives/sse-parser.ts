@@ -48,16 +48,25 @@ export function createSseDecoder(options: SseParserOptions = {}): SseDecoder {
   let bomChecked = false;
   // A chunk that ended in CR: if the next one starts with LF, that LF belongs to the same line break.
   let afterCR = false;
+  /** The line read so far, when a chunk ended inside it. */
   let line = '';
-  let lineBytes = 0;
+  /** The event's data lines joined with LF (the spec's buffer without its last LF), once it has one. */
   let data = '';
-  let dataBytes = 0;
+  let hasData = false;
   let eventType = '';
   let lastEventId = '';
   let pendingRetry: number | undefined;
 
-  function checkCap(): void {
-    if (lineBytes + dataBytes > maxEventBytes) {
+  /**
+   * The event so far (its data, the spec's trailing LF included, and the line being read with
+   * `piece`) against the cap. UTF-8 takes at most 3 bytes per UTF-16 unit, so bytes are counted
+   * only near the cap: the common event costs no count.
+   */
+  function checkCap(piece = ''): void {
+    const dataUnits = hasData ? data.length + 1 : 0;
+    if ((line.length + piece.length + dataUnits) * 3 <= maxEventBytes) return;
+    const bytes = Buffer.byteLength(line) + Buffer.byteLength(piece) + (hasData ? Buffer.byteLength(data) + 1 : 0);
+    if (bytes > maxEventBytes) {
       throw new KiwiError(
         'OUTPUT_TOO_LARGE',
         `an SSE event exceeded the ${maxEventBytes}-byte cap (maxEventBytes) before it ended; ` +
@@ -68,23 +77,33 @@ export function createSseDecoder(options: SseParserOptions = {}): SseDecoder {
   }
 
   function dispatch(emit: (event: SseEvent) => void): void {
-    if (data === '') {
+    if (!hasData) {
       eventType = '';
       return;
     }
-    const event: SseEvent = { event: eventType === '' ? 'message' : eventType, data: data.slice(0, -1) };
+    const event: SseEvent = { event: eventType === '' ? 'message' : eventType, data };
     if (lastEventId !== '') event.id = lastEventId;
     if (pendingRetry !== undefined) event.retry = pendingRetry;
     emit(event);
     pendingRetry = undefined;
     data = '';
-    dataBytes = 0;
+    hasData = false;
     eventType = '';
+  }
+
+  function addData(value: string): void {
+    if (hasData) data += `\n${value}`;
+    else {
+      data = value;
+      hasData = true;
+    }
   }
 
   function processLine(text: string, emit: (event: SseEvent) => void): void {
     if (text === '') return dispatch(emit);
-    if (text.startsWith(':')) return;
+    // The line nearly every event is: one slice for its value.
+    if (text.startsWith('data:')) return addData(text.slice(text.charCodeAt(5) === SPACE ? 6 : 5));
+    if (text.charCodeAt(0) === COLON) return;
     const colon = text.indexOf(':');
     const field = colon < 0 ? text : text.slice(0, colon);
     let value = colon < 0 ? '' : text.slice(colon + 1);
@@ -94,8 +113,7 @@ export function createSseDecoder(options: SseParserOptions = {}): SseDecoder {
         eventType = value;
         break;
       case 'data':
-        data += `${value}\n`;
-        dataBytes += Buffer.byteLength(value) + 1;
+        addData(value);
         break;
       case 'id':
         if (!value.includes('\u0000')) lastEventId = value;
@@ -118,37 +136,40 @@ export function createSseDecoder(options: SseParserOptions = {}): SseDecoder {
         if (text.startsWith('\uFEFF')) text = text.slice(1);
       }
       let i = 0;
-      if (afterCR && text.startsWith('\n')) i = 1;
+      if (afterCR && text.charCodeAt(0) === LF) i = 1;
       afterCR = false;
-      const breaks = /[\r\n]/g;
+      // The next LF and CR at or after i, each searched again only once passed.
+      let nextLF = text.indexOf('\n', i);
+      let nextCR = text.indexOf('\r', i);
       while (i < text.length) {
-        breaks.lastIndex = i;
-        const found = breaks.exec(text);
-        if (found === null) {
-          const rest = text.slice(i);
-          line += rest;
-          lineBytes += Buffer.byteLength(rest);
+        if (nextLF !== -1 && nextLF < i) nextLF = text.indexOf('\n', i);
+        if (nextCR !== -1 && nextCR < i) nextCR = text.indexOf('\r', i);
+        const end = nextLF === -1 ? nextCR : nextCR === -1 ? nextLF : Math.min(nextLF, nextCR);
+        if (end === -1) {
+          line += text.slice(i);
           checkCap();
           break;
         }
-        const end = found.index;
         const piece = text.slice(i, end);
-        lineBytes += Buffer.byteLength(piece);
-        checkCap();
-        const complete = line + piece;
+        checkCap(piece);
+        const complete = line === '' ? piece : line + piece;
         line = '';
-        lineBytes = 0;
         processLine(complete, emit);
         checkCap();
         i = end + 1;
-        if (text[end] === '\r') {
+        if (text.charCodeAt(end) === CR) {
           if (i === text.length) afterCR = true;
-          else if (text[i] === '\n') i += 1;
+          else if (text.charCodeAt(i) === LF) i += 1;
         }
       }
     },
   };
 }
+
+const LF = 0x0a;
+const CR = 0x0d;
+const SPACE = 0x20;
+const COLON = 0x3a;
 
 /**
  * The Web Streams form: text in, events out; the stream errors with OUTPUT_TOO_LARGE over the

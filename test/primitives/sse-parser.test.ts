@@ -103,6 +103,15 @@ describe('SSE decoder', () => {
     expect(events).toEqual([{ event: 'message', data: 'ok' }]);
   });
 
+  it('counts the cap in UTF-8 bytes to the byte: the line being read, then the data with its line feeds', () => {
+    // "data: €€" is 12 bytes while it is read; its data, "€€" and the spec's line feed, 7.
+    expect(() => parse(['data: €€\n\n'], { maxEventBytes: 11 })).toThrow(/11-byte cap/);
+    expect(parse(['data: €€\n\n'], { maxEventBytes: 12 })).toEqual([{ event: 'message', data: '€€' }]);
+    // Two lines of it: the second is read beside the 7 bytes of data the first left.
+    expect(() => parse(['data: €€\ndata: €€\n\n'], { maxEventBytes: 18 })).toThrow(/18-byte cap/);
+    expect(parse(['data: €€\n', 'data: €€\n\n'], { maxEventBytes: 19 })).toEqual([{ event: 'message', data: '€€\n€€' }]);
+  });
+
   it('lets many small events through a small cap, since the cap is per event', () => {
     const text = 'data: 0123456789\n\n'.repeat(1000);
     expect(parse([text], { maxEventBytes: 32 })).toHaveLength(1000);

@@ -42,7 +42,7 @@ const diffOfPercentiles = (gateway: number[], direct: number[]): P50P99 => {
 };
 
 export interface GatewayBenchInput {
-  settings: { requests: number; warmup: number; nonStream: number; concurrency: number; seconds: number; chunks: number; intents: number; prefetch: boolean };
+  settings: { requests: number; warmup: number; nonStream: number; concurrency: number; seconds: number; loadRounds: number; chunks: number; intents: number; prefetch: boolean };
   passThrough: PairedSamples;
   /** Pass-through with a new user message each round (fewer rounds): what a chat pays per message. */
   newMessages: PairedSamples;
@@ -211,7 +211,7 @@ export function printGatewayReport(r: GatewayReport): void {
     row('full response, direct', r.non_stream.direct_ms),
     row('full response, via gateway', r.non_stream.via_gateway_ms),
     row('full response, added (paired)', r.non_stream.added_ms),
-    `requests per second: ${r.load.concurrency} concurrent clients, ${r.load.seconds} s each (streaming)`,
+    `requests per second: ${r.load.concurrency} concurrent clients, ${r.load.seconds} s each; the gateways (opened alike, each warmed) ${r.settings.loadRounds} rounds each, the order rotating (streaming)`,
     ...(['direct', 'via_gateway', 'via_gateway_without_prefetch', 'via_gateway_without_recording', 'bare_proxy'] as const).flatMap((k) => {
       const l = r.load[k];
       if (l === undefined) return [];

@@ -46,6 +46,7 @@ export async function runGatewayBench(argv: string[]): Promise<void> {
     nonStream: count(values['non-stream'], Math.max(1, Math.round(requests / 4)), 'non-stream', 1),
     concurrency: count(values.concurrency, 16, 'concurrency', 1),
     seconds: count(values.seconds, 5, 'seconds', 1),
+    loadRounds: LOAD_ROUNDS,
     chunks: count(values.chunks, 64, 'chunks', 1),
     intents: count(values.intents, 50, 'intents', 1),
     prefetch: !values['no-prefetch'],
@@ -102,33 +103,43 @@ export async function runGatewayBench(argv: string[]): Promise<void> {
     const newMessages = await helper.call<PairedSamples>('passThrough', { ...targets, n: fresh, warmup: 5, newMessages: true });
     console.error(`non-stream: ${settings.nonStream} pairs…`);
     const nonStream = await helper.call<{ direct: number[]; gateway: number[] }>('nonStream', { ...targets, n: settings.nonStream, warmup: Math.min(settings.warmup, 50) });
-    console.error(`load: ${settings.concurrency} clients × ${settings.seconds} s, direct, via the gateway, via the bare proxy${settings.prefetch ? ', via a gateway without prefetch' : ''}, via a gateway without recording…`);
+    console.error(`load: ${settings.concurrency} clients × ${settings.seconds} s, direct, via the bare proxy, then ${LOAD_ROUNDS} rounds via gateways opened alike: the defaults${settings.prefetch ? ', prefetch off' : ''}, recording off…`);
     const loadArgs = { concurrency: settings.concurrency, seconds: settings.seconds };
-    // A comparison gateway is new: its code is warmed (compiled) as the first gateway's was by the pass-through rounds, so that it is not measured cold.
-    const warmUp = (url: string): Promise<LoadResult> => helper.call<LoadResult>('load', { concurrency: settings.concurrency, seconds: 1, url });
     const loadDirect = await helper.call<LoadResult>('load', { ...loadArgs, url: targets.direct });
-    const loadGateway = await profiled('load', 1, () => onRequestThread(() => helper.call<LoadResult>('load', { ...loadArgs, url: targets.gateway })));
     const loadProxy = await onRequestThread(() => helper.call<LoadResult>('load', { ...loadArgs, url: proxyUrl }));
-    // What prefetch costs: the same load through a second gateway with prefetch off.
-    let loadNoPrefetch: LoadResult | undefined;
-    if (settings.prefetch) {
-      const bare = await openComparisonGateway(upstream.ready.url, { prefetch: false });
-      try {
-        await warmUp(`${bare.url}/v1/chat/completions`);
-        loadNoPrefetch = await onRequestThread(() => helper.call<LoadResult>('load', { ...loadArgs, url: `${bare.url}/v1/chat/completions` }));
-      } finally {
-        await bare.close();
-      }
-    }
-    // What recording costs: the same load through a gateway that does not record chats.
-    const unrecorded = await openComparisonGateway(upstream.ready.url, { prefetch: settings.prefetch, recordChats: false });
-    let loadNoRecording: LoadResult;
+    // The gateway's load, and what prefetch and recording cost, through gateways opened alike (the
+    // defaults, prefetch off, recording off), each warmed, in rounds with the order rotating: a
+    // difference between them is what the setting costs, not two gateways' histories (the first
+    // gateway served every phase before this one) or a slower spell of the machine.
+    const variants = [
+      { name: 'gateway', options: { prefetch: settings.prefetch } },
+      ...(settings.prefetch ? [{ name: 'no-prefetch', options: { prefetch: false } }] : []),
+      { name: 'no-recording', options: { prefetch: settings.prefetch, recordChats: false } },
+    ] as const;
+    const loads = new Map<string, LoadResult[]>(variants.map((v) => [v.name, []]));
+    const opened: { url: string; close(): Promise<void> }[] = [];
     try {
-      await warmUp(`${unrecorded.url}/v1/chat/completions`);
-      loadNoRecording = await profiled('load-unrecorded', 1, () => onRequestThread(() => helper.call<LoadResult>('load', { ...loadArgs, url: `${unrecorded.url}/v1/chat/completions` })));
+      for (const v of variants) opened.push(await openComparisonGateway(upstream.ready.url, v.options));
+      for (const [i, g] of opened.entries()) {
+        console.error(`warming the ${variants[i]?.name} gateway…`);
+        await helper.call<LoadResult>('load', { concurrency: settings.concurrency, seconds: 1, url: `${g.url}/v1/chat/completions` });
+      }
+      for (let round = 0; round < LOAD_ROUNDS; round++) {
+        for (let k = 0; k < variants.length; k++) {
+          const i = (k + round) % variants.length;
+          const name = variants[i]?.name as string;
+          const phase = (): Promise<LoadResult> => onRequestThread(() => helper.call<LoadResult>('load', { ...loadArgs, url: `${opened[i]?.url}/v1/chat/completions` }));
+          // The profiles are of the first round: the defaults', and that without recording.
+          const profile = round === 0 && name !== 'no-prefetch' ? (name === 'gateway' ? 'load' : 'load-unrecorded') : undefined;
+          loads.get(name)?.push(await (profile === undefined ? phase() : profiled(profile, 1, phase)));
+        }
+      }
     } finally {
-      await unrecorded.close();
+      for (const g of opened) await g.close();
     }
+    const loadGateway = mergedLoads(loads.get('gateway') ?? []);
+    const loadNoPrefetch = settings.prefetch ? mergedLoads(loads.get('no-prefetch') ?? []) : undefined;
+    const loadNoRecording = mergedLoads(loads.get('no-recording') ?? []);
     console.error(`intent loop: ${settings.intents} requests…`);
     const intents = await profiled('intents', settings.intents + 3, () => helper.call<IntentSample[]>('intents', { ...targets, n: settings.intents, warmup: 3 }));
     const resolveMs = await timeResolution(gateway, settings.intents);
@@ -204,7 +215,31 @@ function mainThreadCpuUs(): number | undefined {
 /** Linux's USER_HZ: /proc counts CPU time in hundredths of a second on every architecture Node runs on. */
 const CLOCK_TICKS_PER_S = 100;
 
-/** A second gateway on its own copy of the project, listening: with prefetch or recording off, the baseline of what it costs. */
+/** Rounds of the gateways' load phase (each `--seconds` long a gateway). */
+const LOAD_ROUNDS = 2;
+
+/** The rounds of one gateway's load as one: their requests, time and latencies together, CPU per request over all of them. */
+function mergedLoads(rounds: LoadResult[]): LoadResult {
+  const requests = rounds.reduce((n, r) => n + r.requests, 0);
+  const seconds = rounds.reduce((n, r) => n + r.seconds, 0);
+  const perRequest = (of: (r: LoadResult) => number | undefined): number | undefined =>
+    requests === 0 || rounds.some((r) => of(r) === undefined) ? undefined : rounds.reduce((n, r) => n + (of(r) as number) * r.requests, 0) / requests;
+  const firstError = rounds.find((r) => r.firstError !== undefined)?.firstError;
+  const processUs = perRequest((r) => r.processUsPerRequest);
+  const threadUs = perRequest((r) => r.threadUsPerRequest);
+  return {
+    requests,
+    errors: rounds.reduce((n, r) => n + r.errors, 0),
+    ...(firstError === undefined ? {} : { firstError }),
+    seconds,
+    rps: seconds === 0 ? 0 : requests / seconds,
+    latency: rounds.flatMap((r) => r.latency),
+    ...(processUs === undefined ? {} : { processUsPerRequest: processUs }),
+    ...(threadUs === undefined ? {} : { threadUsPerRequest: threadUs }),
+  };
+}
+
+/** A gateway on its own copy of the project, listening: the defaults, or with prefetch or recording off. */
 async function openComparisonGateway(upstreamUrl: string, options: { prefetch: boolean; recordChats?: boolean }): Promise<{ url: string; close(): Promise<void> }> {
   const project = await createBenchProject(upstreamUrl, options);
   let gateway: Gateway | undefined;

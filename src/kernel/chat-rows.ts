@@ -74,7 +74,7 @@ export async function writeChats(tx: SqlQueryable, writes: readonly ChatWrite[],
   const live = writes.filter((w) => firstSequence.has(w.id));
   // A chat new in this batch that has ended, with no step or block, is one row: its events folded
   // into it (read back by event-log.ts as if they were rows of the log), its labels read from its
-  // own column by the list's filter. A chat's record costs the database one row instead of ten.
+  // own column by the list's filter: one row instead of one more for each label and each event.
   const folded = new Set(fresh.filter(foldable).map((w) => w.id));
   // Only a chat written before can have signals waiting: one new in this batch was never seen by anyone.
   const ended = live.filter((w) => w.end !== undefined && w.create === undefined).map((w) => w.id);

@@ -1,5 +1,6 @@
 import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import { followSignal } from '../../base/abort.js';
 import { isKiwiError } from '../../base/errors.js';
 import type { LoopEvent, RunLoop } from '../../loop/loop-types.js';
 import { LOCAL_CALLER } from '../../clients/client-auth.js';
@@ -65,8 +66,11 @@ export function createChatHandler(protocol: ChatProtocol, deps: ChatHandlerDeps)
       return fail(error);
     }
 
-    const abort = new AbortController();
-    const signal = AbortSignal.any([clientSignal, abort.signal]);
+    // The loop stops when the client goes away or this handler stops it. Not AbortSignal.any: it
+    // registers each request's signals for finalization, which only a full collection undoes
+    // (under the gateway bench's load, 1.3 of the 2.2 MB of live heap sampled); the client's
+    // signal lives as long as the request, so the link needs no undoing.
+    const { controller: abort, signal } = followSignal(clientSignal);
     let iterator: AsyncIterator<LoopEvent>;
     let first: IteratorResult<LoopEvent>;
     try {

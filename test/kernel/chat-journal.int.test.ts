@@ -53,6 +53,21 @@ describe.each(kernelBackends({ reaperIntervalMs: 0, queueIntervalMs: 0 }))('the 
     expect(listed.executions.every((e) => e.status !== 'pending')).toBe(true);
   });
 
+  /** A journal holding running chats `holdMs`, and a promise of the next write that holds a chat. */
+  const journalTelling = (holdMs: number) => {
+    const written = new Map<string, () => void>();
+    const journal = createChatJournal({
+      write: async (w) => {
+        const gone = await kernel.writeChats(w);
+        for (const { id } of w) written.get(id)?.();
+        return gone;
+      },
+      intervalMs: 5,
+      holdMs,
+    });
+    return { journal, writtenOf: (id: string) => new Promise<void>((resolve) => written.set(id, resolve)) };
+  };
+
   it('with holdMs, writes a chat once, whole, when it ends; flush() writes those still running, as a read in the process does', async () => {
     const batches: ChatWrite[][] = [];
     const journal = createChatJournal({ write: (w) => (batches.push(w), kernel.writeChats(w)), intervalMs: 5, holdMs: 60_000 });
@@ -71,17 +86,7 @@ describe.each(kernelBackends({ reaperIntervalMs: 0, queueIntervalMs: 0 }))('the 
   });
 
   it('with holdMs, writes a running chat once it has run that long, and one that opens a step at its next batch', async () => {
-    const written = new Map<string, () => void>();
-    const writtenOf = (id: string) => new Promise<void>((resolve) => written.set(id, resolve));
-    const journal = createChatJournal({
-      write: async (w) => {
-        const gone = await kernel.writeChats(w);
-        for (const { id } of w) written.get(id)?.();
-        return gone;
-      },
-      intervalMs: 5,
-      holdMs: 20,
-    });
+    const { journal, writtenOf } = journalTelling(20);
     const running = journal.begin({ ...chat, onCancel: () => undefined });
     await writtenOf(running.id);
     expect(await kernel.executions.get(running.id)).toMatchObject({ status: 'running' });
@@ -95,19 +100,10 @@ describe.each(kernelBackends({ reaperIntervalMs: 0, queueIntervalMs: 0 }))('the 
   });
 
   it('with holdMs, writes a chat that ended at the next beat, however long the hold of one still running', async () => {
-    const written = new Map<string, () => void>();
-    const journal = createChatJournal({
-      write: async (w) => {
-        const gone = await kernel.writeChats(w);
-        for (const { id } of w) written.get(id)?.();
-        return gone;
-      },
-      intervalMs: 5,
-      holdMs: 600_000,
-    });
+    const { journal, writtenOf } = journalTelling(600_000);
     const running = journal.begin({ ...chat, onCancel: () => undefined });
     const ended = journal.begin({ ...chat, onCancel: () => undefined });
-    const endWritten = new Promise<void>((resolve) => written.set(ended.id, resolve));
+    const endWritten = writtenOf(ended.id);
     ended.end('completed', [{ type: 'execution.completed', payload: {} }]);
     await endWritten;
     expect(await kernel.executions.get(ended.id)).toMatchObject({ status: 'completed' });

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openPgliteDb } from '../../src/store/sql/pglite-db.js';
+import { pgliteWasm } from '../../src/store/sql/pglite-wasm.js';
 import type { SqlDb } from '../../src/store/sql/sql-db.js';
 
 /** PGlite on its own worker thread keeps the promises of the in-process one: one transaction at a time, rollbacks, SQLSTATEs, the data on disk. */
@@ -72,4 +73,11 @@ describe('PGlite on a worker thread', () => {
     await expect(reopened.query('select 1')).rejects.toThrow(/stopped/);
     db = await openPgliteDb(path.join(dir, 'db'), { thread: true });
   }, 60_000);
+
+  it("is handed the process's compiled Postgres and initdb, under the names PGlite reads", async () => {
+    const wasm = await pgliteWasm();
+    expect(Object.keys(wasm).sort()).toEqual(['initdbWasmModule', 'pgliteWasmModule']);
+    for (const compiled of Object.values(wasm)) expect(Object.prototype.toString.call(compiled)).toBe('[object WebAssembly.Module]');
+    expect(await pgliteWasm()).toBe(wasm);
+  });
 });

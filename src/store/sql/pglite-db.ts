@@ -1,10 +1,11 @@
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
+import { PGlite, type PGliteOptions } from '@electric-sql/pglite';
 import { waitForLock } from '../wait-lock.js';
 import { lockDir } from './dir-lock.js';
 import { openPgliteWorker } from './pglite-worker-db.js';
+import { pgliteWasm } from './pglite-wasm.js';
 import type { SqlDb, SqlQueryable, SqlValue } from './sql-db.js';
 
 /**
@@ -53,7 +54,8 @@ export async function openPgliteDb(dir: string | undefined, options: { thread?: 
   const fresh = dir !== undefined && !existsSync(path.join(dir, 'PG_VERSION'));
   try {
     const settings = { ...(dir === undefined ? {} : { dataDir: dir }), initDbStartParams: INITDB_PARAMS, startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${SHARED_BUFFERS}`] };
-    db = options.thread === true ? await openPgliteWorker(settings) : inProcess(await PGlite.create(settings));
+    if (options.thread === true) db = await openPgliteWorker(settings);
+    else db = inProcess(await PGlite.create({ ...settings, ...((await pgliteWasm()) as Pick<PGliteOptions, 'pgliteWasmModule' | 'initdbWasmModule'>) }));
     // One statement at a time: DROP DATABASE refuses to run inside a transaction.
     if (fresh) for (const sql of DROP_TEMPLATES) await db.exec(sql);
   } catch (error) {

@@ -5,8 +5,8 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { PGlite } from '@electric-sql/pglite';
 
-// wasmModule: PGlite's WebAssembly, compiled once by the process (pglite-worker-db.ts), when it could.
-const { dataDir, initDbStartParams, startParams, wasmModule } = workerData;
+// wasm: PGlite's WebAssembly, compiled once by the process (pglite-wasm.ts), where it could.
+const { dataDir, initDbStartParams, startParams, wasm } = workerData;
 
 /** What a Postgres error carries that callers read (its SQLSTATE above all), and nothing that cannot cross threads. */
 function plainError(error) {
@@ -64,7 +64,7 @@ async function handle(message) {
 }
 
 try {
-  db = await PGlite.create({ ...(dataDir === undefined ? {} : { dataDir }), initDbStartParams, startParams, ...(wasmModule === undefined ? {} : { wasmModule }) });
+  db = await PGlite.create({ ...(dataDir === undefined ? {} : { dataDir }), initDbStartParams, startParams, ...wasm });
   parentPort.postMessage({ ready: true });
 } catch (error) {
   parentPort.postMessage({ ready: false, error: plainError(error) });

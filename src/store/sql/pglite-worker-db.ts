@@ -1,8 +1,6 @@
-import { readFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
-import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { KiwiError } from '../../base/errors.js';
+import { pgliteWasm } from './pglite-wasm.js';
 import type { SqlDb, SqlQueryable, SqlValue } from './sql-db.js';
 
 /**
@@ -25,30 +23,8 @@ type Message = { op: 'query'; sql: string; params: SqlValue[]; tx?: number } | {
 
 const THREAD_URL = new URL('./pglite-thread.mjs', import.meta.url);
 
-/**
- * PGlite's WebAssembly, compiled once per process and handed to each thread: a thread that
- * compiles its own spends about half of its start (~0.7 s of CPU) on it, and a process that
- * opens embedded databases on threads again and again (a test run, a host of several gateways)
- * paid that each time. Held for the process, as the USE-lite worker is (embed/use-lite-worker-lease.ts):
- * it is the same compiled code whoever asks. If it cannot be compiled here, each thread compiles
- * its own, as before.
- */
-let compiledWasm: Promise<object | undefined> | undefined;
-
-/** The global WebAssembly (a WebAssembly.Module is opaque here): lib "ES2023" and @types/node declare no value for it. */
-const webAssembly = (globalThis as unknown as { WebAssembly: { compile(bytes: Uint8Array): Promise<object> } }).WebAssembly;
-
-function pgliteWasm(): Promise<object | undefined> {
-  compiledWasm ??= (async () => {
-    const entry = createRequire(import.meta.url).resolve('@electric-sql/pglite');
-    return webAssembly.compile(await readFile(path.join(path.dirname(entry), 'pglite.wasm')));
-  })().catch(() => undefined);
-  return compiledWasm;
-}
-
 export async function openPgliteWorker(options: { dataDir?: string; initDbStartParams: string[]; startParams: string[] }): Promise<SqlDb> {
-  const wasmModule = await pgliteWasm();
-  const worker = new Worker(THREAD_URL, { workerData: { ...options, ...(wasmModule === undefined ? {} : { wasmModule }) } });
+  const worker = new Worker(THREAD_URL, { workerData: { ...options, wasm: await pgliteWasm() } });
   const waiting = new Map<number, { resolve(reply: Reply): void; reject(error: Error): void }>();
   let nextId = 1;
   let stopped: Error | undefined;

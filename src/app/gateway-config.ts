@@ -93,6 +93,7 @@ const upstreamSchema = z.strictObject({
   api_key_env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'must be the NAME of an environment variable, e.g. OPENAI_API_KEY (never the key itself)').optional(),
   models: z.array(modelPattern, says('is required: the model ids or globs it serves, e.g. ["gpt-4o", "gpt-4o-mini"] or ["*"]', 'must be a list, e.g. ["gpt-4o", "gpt-4o-mini"] or ["*"]')).min(1, 'list at least one model id or glob').max(100),
   timeout_ms: z.number().int().min(1000, 'must be at least 1000').max(600_000, 'must be at most 600000 (10 minutes)').optional(),
+  fallbacks: z.array(z.string('must be the name of another upstream'), 'must be a list of upstream names, e.g. [backup]').max(10, 'at most 10').optional(),
 });
 
 /** A loop limit as gateway.yaml takes it: the range and default of the one table (loop-limits.ts). */
@@ -175,6 +176,7 @@ export async function loadGatewayConfig(file: string, ctx: GatewayConfigContext)
       out.apiKey = secret(key);
     }
     if (u.timeout_ms !== undefined) out.timeoutMs = u.timeout_ms;
+    if (u.fallbacks !== undefined) out.fallbacks = [...u.fallbacks];
     upstreams.push(out);
   });
 
@@ -183,6 +185,13 @@ export async function loadGatewayConfig(file: string, ctx: GatewayConfigContext)
   const demo = upstreams.find((u) => u.kind === 'demo');
   if (demo === undefined) upstreams.unshift({ name: uniqueName('demo', upstreams), kind: 'demo', models: [DEMO_MODEL_ID], source: 'built-in' });
   else if (!demo.models.includes(DEMO_MODEL_ID)) demo.models.unshift(DEMO_MODEL_ID);
+  // Checked once the environment's and the demo's upstreams are in: a fallback may be one of them ("openai").
+  raw.upstreams.forEach((u, i) =>
+    u.fallbacks?.forEach((name, j) => {
+      const problem = fallbackProblem(u.name, name, upstreams);
+      if (problem !== undefined) fail(['upstreams', i, 'fallbacks', j], problem);
+    }),
+  );
   warnings.push(...shadowWarnings(upstreams, shown));
 
   const originsAt = (at: PropertyKey[], list: string[]): string[] =>
@@ -275,6 +284,14 @@ function originProblem(value: string): string | null {
     // reported below
   }
   return `"${value.slice(0, 200)}" is not an origin; ${example}`;
+}
+
+function fallbackProblem(owner: string, name: string, upstreams: UpstreamConfig[]): string | undefined {
+  if (name === owner) return `"${name}" is this upstream itself; name another upstream to try when it is down`;
+  const other = upstreams.find((x) => x.name === name);
+  if (other === undefined) return `no upstream is named "${name}" (upstreams: ${upstreams.map((x) => x.name).join(', ')})`;
+  if (other.kind === 'demo') return `"${name}" is the offline demo model, which answers with recorded turns: it cannot stand in for a real model`;
+  return undefined;
 }
 
 function uniqueName(base: string, upstreams: UpstreamConfig[]): string {

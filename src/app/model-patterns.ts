@@ -7,7 +7,8 @@ export function shadowWarnings(upstreams: UpstreamConfig[], file: string): strin
   upstreams.forEach((u, j) => {
     for (const p of u.models) {
       const before = upstreams.slice(0, j).find((e) => e.models.some((q) => q === '*' || q === p || (!isModelGlob(p) && modelMatches(q, p))));
-      if (before === undefined) continue;
+      // A fallback serves its upstream's models on purpose, when that one is down.
+      if (before === undefined || before.fallbacks?.includes(u.name)) continue;
       const fromEnv = [u, before].map((x) => /^environment variable (\w+)$/.exec(x.source)?.[1]).filter((v) => v !== undefined);
       const fix = fromEnv.length > 0 ? `list the upstreams you want in ${file}, or unset ${fromEnv.join(' or ')}` : `change the order or the models in ${file}`;
       out.push(`upstream "${u.name}" (${u.source}) never gets model "${p}": "${before.name}" comes first and serves it; ${fix}`);

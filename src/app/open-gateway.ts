@@ -41,6 +41,7 @@ import { tracingFromEnv } from './tracing-env.js';
 import { createRunningCalls, type RunningCall } from '../proxy/running-calls.js';
 import { createGatewayStopping } from './gateway-stopping.js';
 import { openStateBackends } from './state-backends.js';
+import { failoverLog } from './upstreams.js';
 
 export interface GatewayOptions extends Omit<ProjectOptions, 'source' | 'threads'> {
   /** The address it will listen on (default: the config's host). Only on loopback may it serve without client keys. */
@@ -129,7 +130,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
     const project = await openProject({ ...options, source: 'gateway', threads: port, buckets: shared.buckets, loops: shared.loops, running, ...openAudit, ...tracingOn });
     opened.unshift(project);
     const config = await loadGatewayConfig(path.join(project.root, '.ai', 'config', 'gateway.yaml'), { env: options.env, root: project.root });
-    const upstreams = createUpstreams(config, { http: project.http, demoTurnsFile: path.join(project.root, '.ai', 'demo', 'agent-turns.yaml'), sharedCache: shared.cache, ...(options.log ? { log: options.log } : {}) });
+    const upstreams = createUpstreams(config, { http: project.http, demoTurnsFile: path.join(project.root, '.ai', 'demo', 'agent-turns.yaml'), sharedCache: shared.cache, ...(options.log ? { log: options.log, onFailover: failoverLog(options.log) } : {}) });
     opened.unshift(upstreams);
     // The two slow opens at once: the embedder loads in a worker thread while PGlite starts on
     // this one (each about a second).

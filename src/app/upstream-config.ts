@@ -17,6 +17,8 @@ export interface UpstreamConfig {
   /** Exact ids or globs (`*` any run of characters, `?` one), tried in order. */
   models: string[];
   timeoutMs?: number;
+  /** Upstreams (by name) that serve its models when it is down, in order: failover-provider.ts. */
+  fallbacks?: string[];
   /** Where it was configured: `file:line`, `environment variable OPENAI_API_KEY` or `built-in`. */
   source: string;
 }

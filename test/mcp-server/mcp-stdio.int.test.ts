@@ -211,6 +211,8 @@ describe('kiwi mcp (stdio)', () => {
       const file = await run(['--project', 'README.md'], REPO_ROOT);
       expect(file).toEqual({ code: 2, err: `kiwi mcp: --project ${path.join(REPO_ROOT, 'README.md')} is not a folder; give the folder that holds .ai/, e.g. --project ${REPO_ROOT}` });
       expect((await run(['--project', 'nope'])).err).toBe(`kiwi mcp: --project ${path.join(empty, 'nope')} does not exist; give the folder that holds .ai/`);
+      expect(await run(['--max', '0'])).toEqual({ code: 2, err: 'kiwi mcp: --max must be a whole number from 1 to 500 (how many tools are listed at first), got "0"' });
+      expect((await run(['--tools', 'all'])).err).toMatch(/^kiwi mcp: --tools must be "real" .* or "meta"/);
 
       // Allowed explicitly, it serves (a search, here, until stdin ends) and makes .ai/ for its index.
       const stdin = new PassThrough();

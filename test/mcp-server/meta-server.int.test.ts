@@ -65,9 +65,9 @@ async function waitFor<T>(probe: () => Promise<T | undefined> | T | undefined, w
 }
 
 describe('meta-server: listing', () => {
-  it('offers the five meta-tools with Kiwi MCP argument names and the server info given', async () => {
+  it('offers the five meta-tools with Kiwi MCP argument names, the tools the policy grants, and the server info given', async () => {
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(['execute', 'help', 'load', 'resolve', 'search']);
+    expect(tools.map((t) => t.name).sort()).toEqual(['echo_text', 'execute', 'hang_forever', 'help', 'load', 'read_doc', 'resolve', 'search']);
     const search = tools.find((t) => t.name === 'search');
     expect(search?.inputSchema.required).toEqual(['item_type', 'query']);
     expect((search?.inputSchema.properties?.['item_type'] as { enum?: string[] }).enum).toEqual(['directive', 'tool', 'knowledge', 'pipeline', 'script']);

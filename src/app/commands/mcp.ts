@@ -2,6 +2,8 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { serveMetaOnStdio } from '../../mcp-server/serve-stdio.js';
+import { parseToolListing } from '../../mcp-server/project-tools.js';
+import { isKiwiError } from '../../base/errors.js';
 import { openProject, type Project } from '../../project/open-project.js';
 import type { ResolverRuntime } from '../../resolver/resolver-runtime.js';
 import type { Resolver } from '../../resolver/types.js';
@@ -26,6 +28,7 @@ export interface StdioStreams {
 export async function mcpCommand(ctx: CliContext, streams: StdioStreams = { stdin: process.stdin, stdout: process.stdout }): Promise<number> {
   const { values } = parseFlags(ctx.argv, MCP_HELP);
   const options = projectOptions(ctx, values, { needsAi: false });
+  const listing = toolListingFlags(values);
   // MCP clients often spawn servers in / or the home folder: serving that by mistake would
   // quietly create .ai/ there and offer no project tools.
   if (values['allow-empty'] !== true && !existsSync(path.join(options.projectDir, '.ai'))) {
@@ -51,7 +54,7 @@ export async function mcpCommand(ctx: CliContext, streams: StdioStreams = { stdi
     );
     const resolver: Resolver = { resolve: async (intent, resolveOptions) => (await index).resolver.resolve(intent, resolveOptions) };
     const ended = untilEnded(streams.stdin, ctx.signal);
-    const server = serveMetaOnStdio({ project, resolver, ...streams, onError: (error) => ctx.io.err(`kiwi mcp: ${error.message}`) });
+    const server = serveMetaOnStdio({ project, resolver, listing, ...streams, onError: (error) => ctx.io.err(`kiwi mcp: ${error.message}`) });
     ctx.io.err(`kiwi: MCP server on stdio for ${project.root} (session ${project.session})`);
     // A broken index or model ends the server with its reason, as it would have before serving.
     await Promise.race([ended.promise, failed]);
@@ -105,4 +108,15 @@ function untilEnded(stdin: Readable, signal: AbortSignal | undefined): { promise
       signal?.removeEventListener('abort', finish);
     },
   };
+}
+
+/** --tools, --tags and --max; a bad one is a usage error that says what to write. */
+function toolListingFlags(values: { tools?: string | boolean; tags?: string | boolean; max?: string | boolean }) {
+  const flag = (v: string | boolean | undefined): string | undefined => (typeof v === 'string' ? v : undefined);
+  try {
+    return parseToolListing({ tools: flag(values.tools), tags: flag(values.tags), max: flag(values.max) });
+  } catch (error) {
+    if (isKiwiError(error, 'INVALID_INPUT')) throw new UsageError(`--${error.message}`);
+    throw error;
+  }
 }

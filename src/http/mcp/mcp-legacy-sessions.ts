@@ -13,6 +13,8 @@ import { LOCAL_MCP_SESSIONS, type McpSessionDirectory, type McpSessionRecord } f
 import type { Caller } from '../../policy/caller.js';
 import { rpcError } from './mcp-rpc-error.js';
 import { trackBody } from '../server/track-body.js';
+import type { ToolListing } from '../../mcp-server/project-tools.js';
+import { toolListingOf } from './tool-listing-query.js';
 
 export interface LegacySessionsOptions {
   maxBodyBytes: number;
@@ -125,7 +127,7 @@ export function createLegacySessions(deps: MetaServerDeps, options: LegacySessio
       return rpcError(503, `${maxSessions} MCP sessions are open and in use, the most this gateway allows; close one (HTTP DELETE /mcp with its Mcp-Session-Id), or raise maxSessions`);
     }
     const id = randomUUID();
-    const session = await newSession(id, caller);
+    const session = await newSession(id, caller, toolListingOf(request.url));
     let response: Response;
     try {
       response = await dispatch(session, request, parsedBody);
@@ -144,8 +146,8 @@ export function createLegacySessions(deps: MetaServerDeps, options: LegacySessio
     return response;
   }
 
-  async function newSession(id: string, caller: Caller): Promise<Session> {
-    const server = createMetaServer({ ...deps, era: 'legacy', session: deps.session ?? `mcp-${id}`, caller });
+  async function newSession(id: string, caller: Caller, listing: ToolListing): Promise<Session> {
+    const server = createMetaServer({ ...deps, era: 'legacy', session: deps.session ?? `mcp-${id}`, caller, listing });
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => id,
       maxRequestBodySize: maxBodyBytes,
@@ -171,9 +173,9 @@ export function createLegacySessions(deps: MetaServerDeps, options: LegacySessio
    * client left it by replaying its handshake (its `initialize`, then `notifications/initialized`)
    * through the SDK's transport, whose answers nobody reads.
    */
-  async function restoreSession(id: string, record: McpSessionRecord, caller: Caller): Promise<Session | undefined> {
+  async function restoreSession(id: string, record: McpSessionRecord, caller: Caller, listing: ToolListing): Promise<Session | undefined> {
     if (!(await makeRoom())) return undefined;
-    const session = await newSession(id, caller);
+    const session = await newSession(id, caller, listing);
     const post = async (message: unknown, headers: Record<string, string>): Promise<boolean> => {
       const replayed = new Request('http://replica.invalid/mcp', { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers }, body: JSON.stringify(message) });
       const answer = await session.transport.handleRequest(replayed, { parsedBody: message });
@@ -209,7 +211,8 @@ export function createLegacySessions(deps: MetaServerDeps, options: LegacySessio
         } else if (record && session === undefined && ownedBy(caller, record.client)) {
           let bringing = restoring.get(sessionId);
           if (bringing === undefined) {
-            bringing = restoreSession(sessionId, record, caller).finally(() => restoring.delete(sessionId));
+            // The client sends every request to the URL it connected to: its query is the session's tool list.
+            bringing = restoreSession(sessionId, record, caller, toolListingOf(request.url)).finally(() => restoring.delete(sessionId));
             restoring.set(sessionId, bringing);
           }
           session = await bringing;

@@ -17,6 +17,7 @@ import { createLegacySessions, SESSION_HEADER } from './mcp-legacy-sessions.js';
 import { rpcError } from './mcp-rpc-error.js';
 import { DEFAULT_MAX_BODY_BYTES, readJsonBody } from '../server/read-json-body.js';
 import { DEFAULT_ALLOWED_HOSTS, originAccepted } from '../server/request-guard.js';
+import { toolListingOf } from './tool-listing-query.js';
 
 export interface McpRouteOptions {
   /** Origins a browser may call from: exact origins, or `scheme://host:*` for any port. Default: 127.0.0.1 and localhost, any port. */
@@ -65,7 +66,8 @@ export function createMcpRoute(deps: MetaServerDeps, options: McpRouteOptions = 
     ({ requestInfo }) => {
       const caller = requestInfo === undefined ? LOCAL_CALLER : callerOf(requestInfo);
       // No session: the client's calls are audited and loop-checked under one conversation of its own.
-      return createMetaServer({ ...deps, era: 'modern', session: deps.session ?? `mcp-${caller.client}`, caller });
+      const listing = requestInfo === undefined ? undefined : toolListingOf(requestInfo.url);
+      return createMetaServer({ ...deps, era: 'modern', session: deps.session ?? `mcp-${caller.client}`, caller, ...(listing ? { listing } : {}) });
     },
     { legacy: 'reject', maxRequestBodySize: maxBodyBytes },
   );
@@ -77,6 +79,11 @@ export function createMcpRoute(deps: MetaServerDeps, options: McpRouteOptions = 
     const origin = request.headers.get('origin');
     if (origin !== null && !originAccepted(origin, { host: request.headers.get('host') ?? new URL(request.url).host, allowedHosts, allowedOrigins })) {
       return rpcError(403, `Origin ${JSON.stringify(origin.slice(0, 200))} may not call this gateway (DNS-rebinding protection); allowed: ${allowedOrigins.join(', ')}. Add it to the gateway's allowed origins if it is yours.`);
+    }
+    try {
+      toolListingOf(request.url);
+    } catch (error) {
+      return rpcError(400, `${error instanceof Error ? error.message : String(error)} (the /mcp URL's query)`);
     }
     if (!['POST', 'GET', 'DELETE'].includes(request.method)) {
       return rpcError(405, `HTTP ${request.method} is not part of MCP Streamable HTTP; use POST, GET or DELETE`, { Allow: 'GET, POST, DELETE' });

@@ -50,6 +50,8 @@ const HttpConfig = z.looseObject({
   method: z.string().regex(/^[A-Za-z]+$/).default('GET'),
   url_template: z.string().min(1),
   headers: z.record(z.string(), z.string()).default({}),
+  /** Query parameters added to the URL, each a template; one that is only `{param}` is left out when the call does not give it. */
+  query: z.record(z.string(), z.string()).default({}),
   body_template: z.unknown().optional(),
   timeout_ms: z.number().int().positive().max(600_000).default(DEFAULT_TIMEOUT_MS),
   max_response_bytes: z.number().int().positive().max(64 * 1024 * 1024).default(4 * 1024 * 1024),
@@ -144,10 +146,23 @@ function planSubprocess(tool: Tool, chain: ResolvedChain, args: Record<string, u
   };
 }
 
+/** The URL with `query`'s entries appended (encoded); an entry that is one absent argument (`{limit}`) is optional and left out. */
+function withQuery(url: string, query: Record<string, string>, scope: SubstitutionScope): string {
+  const added = new URLSearchParams();
+  for (const [name, template] of Object.entries(query)) {
+    const only = /^\{([A-Za-z_][A-Za-z0-9_]*)\}$/.exec(template)?.[1];
+    if (only !== undefined && scope.params[only] === undefined) continue;
+    added.append(name, substitute(template, scope));
+  }
+  const text = added.toString();
+  if (text === '') return url;
+  return `${url}${url.includes('?') ? '&' : '?'}${text}`;
+}
+
 function planHttp(tool: Tool, chain: ResolvedChain, args: Record<string, unknown>, ctx: PlanContext, paths: HttpPlan['paths']): HttpPlan {
   const config = parseConfig(HttpConfig, httpConfigForm(chain.config, tool), tool, 'http_client');
   const scope: SubstitutionScope = { params: args, env: ctx.env, where: `tool ${tool.id}: config.url_template` };
-  const url = substitute(config.url_template, scope, encodeURIComponent);
+  const url = withQuery(substitute(config.url_template, scope, encodeURIComponent), config.query, { ...scope, where: `tool ${tool.id}: config.query` });
   const author = ctx.agentWritten ? undefined : authorHost(config.url_template, scope, url);
   const headers: Record<string, string> = {};
   for (const [k, v] of Object.entries(config.headers)) headers[k] = substitute(v, { ...scope, where: `tool ${tool.id}: config.headers.${k}` });

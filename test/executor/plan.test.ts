@@ -105,6 +105,26 @@ describe('planCall: api', () => {
     expect(JSON.parse(plan.request.body as string)).toEqual({ city: 'São Paulo/../x', days: 3 });
     expect(plan.transform).toEqual({ pick: 'data.items', maxItems: 2 });
   });
+
+  it('adds `query` entries encoded, leaves out one that is an argument the call did not give, and fills the rest from env', () => {
+    const search = makeTool({
+      id: 'find',
+      type: 'api',
+      executor: 'http_client',
+      config: { url_template: 'http://127.0.0.1:1/v1/items?fixed=1', query: { 'page[size]': '{size}', q: '{q}', key: '${API_KEY}', label: 'by {q}' } },
+      parameters: [
+        { name: 'q', type: 'string', required: true },
+        { name: 'size', type: 'integer', required: false },
+      ],
+    });
+    const url = (args: Record<string, unknown>): string => {
+      const plan = planCall(resolveChain(toolMap(search), 'find'), validateArgs(search, args), ctx);
+      if (plan.kind !== 'http') throw new Error('expected http');
+      return plan.request.url;
+    };
+    expect(url({ q: 'a b&c' })).toBe('http://127.0.0.1:1/v1/items?fixed=1&q=a+b%26c&key=k&label=by+a+b%26c');
+    expect(url({ q: 'x', size: 5 })).toBe('http://127.0.0.1:1/v1/items?fixed=1&page%5Bsize%5D=5&q=x&key=k&label=by+x');
+  });
 });
 
 describe('validateArgs', () => {

@@ -254,11 +254,16 @@ describe('with client keys', () => {
     expect((await client.responses.create({ model: 'kiwi-demo', input: 'how many words are in the README?' })).output_text).toContain('(offline demo model)');
   });
 
-  it('the MCP SDK client: no key cannot connect, a key can; /healthz tells details only with a key', async () => {
+  it("the MCP SDK client: no key cannot connect, a key can, and sees the tools its key's policy grants; /healthz tells details only with a key", async () => {
     await expect(mcpClient(server.url)).rejects.toThrow(/401|needs a client key/);
+    const META = ['execute', 'help', 'load', 'resolve', 'search'];
     const client = await mcpClient(server.url, bob);
-    expect((await client.listTools()).tools.length).toBe(5);
+    expect((await client.listTools()).tools.map((t) => t.name)).toEqual(expect.arrayContaining([...META, 'read_file', 'word_count']));
     await client.close();
+    // Alice's own policy grants read_file only: the rest of the project's tools are not listed to her.
+    const narrowed = await mcpClient(server.url, alice);
+    expect((await narrowed.listTools()).tools.map((t) => t.name).sort()).toEqual([...META.slice(0, 3), 'read_file', ...META.slice(3)]);
+    await narrowed.close();
     expect(await (await fetch(`${server.url}/healthz`)).json()).toEqual({ status: 'ok' });
     expect(await (await fetch(`${server.url}/healthz`, { headers: { authorization: `Bearer ${bob}` } })).json()).toMatchObject({ status: 'ok', tools: expect.any(Number) });
   });

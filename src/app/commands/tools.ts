@@ -6,6 +6,7 @@ import { UsageError, type CliContext } from '../../cli/io.js';
 import { parseFlags } from '../../cli/parse-flags.js';
 import { TOOLS_HELP } from './tools-help.js';
 import { projectOptions } from '../../cli/project-options.js';
+import { importTools } from './tools-import.js';
 
 const USAGE = TOOLS_HELP.usage;
 
@@ -22,6 +23,12 @@ export async function toolsCommand(ctx: CliContext): Promise<number> {
         return await show(ctx, project, rest[0] as string, values.json === true);
       case 'validate':
         return validate(ctx, project, values.json === true);
+      case 'import':
+        return await importTools(ctx, project, rest, {
+          ...(typeof values.name === 'string' ? { name: values.name } : {}),
+          ...(typeof values.server === 'string' ? { server: values.server } : {}),
+          sign: values.sign === true,
+        });
       default:
         throw new UsageError(`unknown subcommand ${sub ? `\`${sub}\`` : '(none)'}; usage: ${USAGE}`);
     }

@@ -6,7 +6,7 @@ const IMPORT_FLAGS = ['name', 'server', 'sign', 'project'] as const;
 export const TOOLS_HELP = defineHelp({
   name: 'tools',
   summary: 'the .ai/ registry: list, show, validate and import tools',
-  usage: 'kiwi tools list|show TOOL|validate|import openapi FILE|URL [--json] [--name NAME] [--server URL] [--sign] [--project DIR]',
+  usage: 'kiwi tools list|show TOOL|validate|import openapi FILE|URL|import mcp SERVER [--json] [--name NAME] [--server URL] [--sign] [--project DIR]',
   about: "The tools this project can run: the project tier (.ai/), then the user tier (~/.ai, or KIWI_USER_DIR), then the registry tier in the database.",
   flags: {
     json: { type: 'boolean', help: 'print as JSON' },
@@ -36,12 +36,12 @@ export const TOOLS_HELP = defineHelp({
     },
     {
       name: 'import',
-      summary: 'api tools from an OpenAPI 3 document, one per operation',
-      usage: 'kiwi tools import openapi FILE|URL [--name NAME] [--server URL] [--sign] [--project DIR]',
+      summary: 'tools from an OpenAPI 3 document or an MCP server',
+      usage: 'kiwi tools import openapi FILE|URL [--name NAME] [--server URL] [--sign] | mcp SERVER [--sign] [--project DIR]',
       about:
-        "Writes an api manifest for each operation of an OpenAPI 3.0 or 3.1 document (JSON or YAML) under .ai/tools/NAME/: its parameters and JSON body as the tool's parameters, its server as the base URL (${NAME_URL} moves it), its security as headers read from the environment when the tool runs (${NAME_TOKEN}, ${NAME_API_KEY}, ${NAME_BASIC_AUTH}). Each is checked as the registry reads it; importing the same document again changes nothing. What cannot be expressed (a body that is not JSON, a cookie) is named and left out.",
+        "Writes an api manifest for each operation of an OpenAPI 3.0 or 3.1 document (JSON or YAML) under .ai/tools/NAME/: its parameters and JSON body as the tool's parameters, its server as the base URL (${NAME_URL} moves it), its security as headers read from the environment when the tool runs (${NAME_TOKEN}, ${NAME_API_KEY}, ${NAME_BASIC_AUTH}). Each is checked as the registry reads it; importing the same document again changes nothing. What cannot be expressed (a body that is not JSON, a cookie) is named and left out. `import mcp SERVER` writes an mcp_tool manifest for each tool the configured MCP server SERVER lists (those the policy's mcp.tools lets it see) under .ai/tools/SERVER/, with its input schema as the parameters.",
       flags: IMPORT_FLAGS,
-      examples: [{ run: 'kiwi tools import openapi petstore.json --name petstore' }, { run: 'kiwi tools import openapi https://example.com/openapi.yaml --server https://api.example.com/v2' }],
+      examples: [{ run: 'kiwi tools import openapi petstore.json --name petstore' }, { run: 'kiwi tools import openapi https://example.com/openapi.yaml --server https://api.example.com/v2' }, { run: 'kiwi tools import mcp files' }],
     },
   ],
 });

@@ -5,6 +5,7 @@ import { KiwiError } from '../../base/errors.js';
 import { UsageError, type CliContext } from '../../cli/io.js';
 import type { Project } from '../../project/open-project.js';
 import { stripSignatureLine } from '../../registry/markdown-parts.js';
+import { importMcpTools } from '../../registry/mcp-import.js';
 import { API_NAME, importOpenApi, snakeCase, type ImportedTool } from '../../registry/openapi-import.js';
 import { signText } from '../../registry/signature.js';
 import { parseToolManifest } from '../../registry/tool-manifest.js';
@@ -18,32 +19,49 @@ export interface ImportFlags {
   sign: boolean;
 }
 
+const USAGE = 'usage: kiwi tools import openapi FILE|URL [--name NAME] [--server URL] [--sign] | mcp SERVER [--sign] [--project DIR]';
+
 /**
- * `kiwi tools import openapi FILE|URL`: writes one `api` manifest per operation under
- * `.ai/tools/<name>/`, each checked as the registry reads it, and says what it did. A second import
- * of the same document changes nothing (a file is written only when its content would change,
- * its signature line aside); a tool whose operation left the document is named, not deleted.
+ * `kiwi tools import openapi FILE|URL` writes one `api` manifest per operation under
+ * `.ai/tools/<name>/`; `kiwi tools import mcp SERVER` one `mcp_tool` manifest per tool a
+ * configured MCP server lists (those the policy's `mcp.tools` lets it see) under
+ * `.ai/tools/<server>/`. Each is checked as the registry reads it, and the command says what it
+ * did. A second import of the same source changes nothing (a file is written only when its content
+ * would change, its signature line aside); a tool whose source no longer has it is named, not deleted.
  */
 export async function importTools(ctx: CliContext, project: Project, args: string[], flags: ImportFlags): Promise<number> {
   const [kind, source, ...extra] = args;
-  if (kind !== 'openapi' || source === undefined || extra.length > 0) {
-    throw new UsageError('usage: kiwi tools import openapi FILE|URL [--name NAME] [--server URL] [--sign] [--project DIR]');
+  if ((kind !== 'openapi' && kind !== 'mcp') || source === undefined || extra.length > 0) throw new UsageError(USAGE);
+  if (kind === 'mcp') {
+    if (flags.name !== undefined || flags.server !== undefined) throw new UsageError(`--name and --server are for an OpenAPI import; ${USAGE}`);
+    const server = project.registry.tools.get(source);
+    if (server?.type !== 'mcp_server') throw new UsageError(`no MCP server \`${source}\` in the registry; give the tool_id of an mcp_server manifest (\`kiwi tools list\` shows them)`);
+    const listed = await project.proxy.listMcpTools(source);
+    if (listed.status !== 'ok') throw new KiwiError('POLICY_DENIED', `cannot list the tools of MCP server ${source}: ${listed.reason}`);
+    const imported = importMcpTools(source, listed.tools);
+    await report(ctx, project, `MCP server ${source}`, path.join(project.root, '.ai', 'tools', source), imported, flags.sign);
+    ctx.io.out(`  they run on ${source} when the policy grants both the tool (tools: [${source}_*]) and the server's tool (mcp.tools: ["${source}.…"]).`);
+    return 0;
   }
   const doc = parseDocument(await readSource(project, source, ctx.cwd), source);
   const name = flags.name ?? nameOf(doc, source);
   const imported = importOpenApi(doc, { name, source: path.basename(source.split('?')[0] ?? source), ...(flags.server === undefined ? {} : { server: flags.server }) });
-  const dir = path.join(project.root, '.ai', 'tools', name);
+  await report(ctx, project, imported.title, path.join(project.root, '.ai', 'tools', name), imported, flags.sign);
+  ctx.io.out(`  base URL: \${${name.toUpperCase()}_URL} moves it; credentials are read from the environment when a tool runs (see each file's headers). Grant the tools in .ai/config/policy.yaml (tools: [${name}_*]).`);
+  return 0;
+}
+
+/** Writes the manifests into `dir` and says what changed, what was left out, and what the source no longer has. */
+async function report(ctx: CliContext, project: Project, title: string, dir: string, imported: { tools: ImportedTool[]; skipped: string[] }, sign: boolean): Promise<void> {
   await mkdir(dir, { recursive: true });
   const counts = { created: 0, changed: 0, unchanged: 0 };
   const now = new Date();
-  for (const tool of imported.tools) counts[await writeTool(dir, tool, flags.sign, now)]++;
+  for (const tool of imported.tools) counts[await writeTool(dir, tool, sign, now)]++;
   const stale = await staleTools(dir, new Set(imported.tools.map((t) => `${t.id}.yaml`)));
   const shown = path.relative(project.root, dir);
-  ctx.io.out(`${imported.title}: ${imported.tools.length} tools in ${shown} (${counts.created} new, ${counts.changed} changed, ${counts.unchanged} unchanged)${flags.sign ? ', signed' : ''}`);
+  ctx.io.out(`${title}: ${imported.tools.length} tools in ${shown} (${counts.created} new, ${counts.changed} changed, ${counts.unchanged} unchanged)${sign ? ', signed' : ''}`);
   for (const line of imported.skipped) ctx.io.out(`  not imported: ${line}`);
-  for (const file of stale) ctx.io.out(`  ${path.join(shown, file)}: its operation is not in the document any more; delete it if the API dropped it`);
-  ctx.io.out(`  base URL: \${${name.toUpperCase()}_URL} moves it; credentials are read from the environment when a tool runs (see each file's headers). Grant the tools in .ai/config/policy.yaml (tools: [${name}_*]).`);
-  return 0;
+  for (const file of stale) ctx.io.out(`  ${path.join(shown, file)}: its source does not have it any more; delete it if that is for good`);
 }
 
 async function readSource(project: Project, source: string, cwd: string): Promise<string> {

@@ -13,8 +13,9 @@ import { REPO_ROOT } from '../helpers/temp-project.js';
 
 /**
  * `kiwi tools import openapi` on the Swagger Petstore document that `@readme/oas-examples` ships,
- * then two of its tools run through the gateway (over /mcp, by name) against a local server that
- * stands in for the Petstore API and tells what it was sent.
+ * and `kiwi tools import mcp` on the demo's filesystem MCP server (from npm); then imported tools
+ * run through the gateway (over /mcp, by name): Petstore's against a local server that stands in
+ * for the Petstore API and tells what it was sent, the filesystem's on the real server.
  */
 
 const PETSTORE = path.join(REPO_ROOT, 'node_modules', '@readme', 'oas-examples', '3.0', 'json', 'petstore.json');
@@ -30,12 +31,14 @@ let api: http.Server;
 const received: Received[] = [];
 let served: DemoGateway | undefined;
 const importOutput: string[] = [];
+const mcpOutput: string[] = [];
 
-async function kiwiImport(root: string): Promise<{ code: number; out: string[] }> {
+async function kiwi(root: string, args: string[]): Promise<{ code: number; out: string[] }> {
   const out: string[] = [];
-  const code = await runCli(['tools', 'import', 'openapi', PETSTORE, '--name', 'petstore', '--project', root], { env: { PATH: process.env['PATH'], HOME: root }, cwd: root, io: { out: (l) => out.push(l), err: (l) => out.push(l) } });
+  const code = await runCli([...args, '--project', root], { env: { PATH: process.env['PATH'], HOME: root }, cwd: root, io: { out: (l) => out.push(l), err: (l) => out.push(l) } });
   return { code, out };
 }
+const kiwiImport = (root: string) => kiwi(root, ['tools', 'import', 'openapi', PETSTORE, '--name', 'petstore']);
 
 beforeAll(async () => {
   api = http.createServer((req, res) => {
@@ -55,7 +58,10 @@ beforeAll(async () => {
       const first = await kiwiImport(root);
       expect(first.code, first.out.join('\n')).toBe(0);
       importOutput.push(...first.out);
-      allowTools(root, ['petstore_get_pet_by_id', 'petstore_add_pet']);
+      const mcp = await kiwi(root, ['tools', 'import', 'mcp', 'files']);
+      expect(mcp.code, mcp.out.join('\n')).toBe(0);
+      mcpOutput.push(...mcp.out);
+      allowTools(root, ['petstore_get_pet_by_id', 'petstore_add_pet', 'files_read_text_file']);
     },
     extraEnv: { PETSTORE_URL: url, PETSTORE_API_KEY: 'key-from-the-environment', PETSTORE_TOKEN: 'token-from-the-environment' },
   });
@@ -96,6 +102,33 @@ describe('kiwi tools import openapi', () => {
       expect(sent).toMatchObject({ method: 'POST', url: '/v2/pet', headers: { authorization: 'Bearer token-from-the-environment', 'content-type': 'application/json' } });
       // Arguments the call did not give are left out of the body.
       expect(JSON.parse(sent.body)).toEqual({ name: 'Rex', photoUrls: ['https://example.com/rex.png'], status: 'available' });
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+describe('kiwi tools import mcp', () => {
+  it("writes a tool per tool the server lists that the policy lets it see, and a second import changes nothing", async () => {
+    const root = served?.root as string;
+    // The demo policy's mcp.tools names six of the filesystem server's tools.
+    expect(mcpOutput[0]).toBe('MCP server files: 6 tools in .ai/tools/files (6 new, 0 changed, 0 unchanged)');
+    expect(readdirSync(path.join(root, '.ai', 'tools', 'files')).sort()).toEqual(['files_directory_tree.yaml', 'files_get_file_info.yaml', 'files_list_allowed_directories.yaml', 'files_list_directory.yaml', 'files_read_text_file.yaml', 'files_search_files.yaml']);
+    const again = await kiwi(root, ['tools', 'import', 'mcp', 'files']);
+    expect(again.out[0]).toBe('MCP server files: 6 tools in .ai/tools/files (0 new, 0 changed, 6 unchanged)');
+    const wrong = await kiwi(root, ['tools', 'import', 'mcp', 'read_file']);
+    expect(wrong).toEqual({ code: 2, out: ['kiwi tools: no MCP server `read_file` in the registry; give the tool_id of an mcp_server manifest (`kiwi tools list` shows them)'] });
+  });
+
+  it('runs an imported MCP tool through the gateway by its new name', async () => {
+    const client = new Client({ name: 'mcp-import-e2e', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${(served as DemoGateway).server.url}/mcp`)));
+    try {
+      const listed = (await client.listTools()).tools.find((t) => t.name === 'files_read_text_file');
+      expect(listed?.inputSchema).toMatchObject({ type: 'object', properties: { path: { type: 'string' } }, required: ['path'] });
+      const read = (await client.callTool({ name: 'files_read_text_file', arguments: { path: 'README.md' } })) as CallToolResult;
+      expect(read.isError, JSON.stringify(read)).toBeFalsy();
+      expect(read.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n')).toContain('one two three');
     } finally {
       await client.close();
     }

@@ -205,7 +205,7 @@ export function watchUpstreams(upstreams: Pick<Upstreams, 'check' | 'health'>, e
         if (s.state === 'up' && was === 'down') tell(`upstream "${s.name}" answers again`);
       }
       last = new Map(now.map((s) => [s.name, s.state]));
-    });
+    }, (error: unknown) => tell(`checking the upstreams failed: ${error instanceof Error ? error.message : String(error)}`));
   }, everyMs);
   timer.unref();
   return () => clearInterval(timer);

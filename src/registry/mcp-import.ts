@@ -41,7 +41,7 @@ export function importMcpTools(server: string, tools: readonly ListedMcpTool[]):
       version: '1.0.0',
       description: oneLine(tool.description) ?? oneLine(tool.title) ?? `${tool.name} of MCP server ${server}`,
       mutates_state: tool.annotations?.['readOnlyHint'] !== true,
-      tags: [snakeCase(server) || 'mcp', 'mcp'],
+      tags: [...new Set([snakeCase(server) || 'mcp', 'mcp'])],
       config: { tool: tool.name },
       parameters: { ...schema, type: 'object' },
     };

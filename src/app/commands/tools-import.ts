@@ -36,6 +36,8 @@ export async function importTools(ctx: CliContext, project: Project, args: strin
     if (flags.name !== undefined || flags.server !== undefined) throw new UsageError(`--name and --server are for an OpenAPI import; ${USAGE}`);
     const server = project.registry.tools.get(source);
     if (server?.type !== 'mcp_server') throw new UsageError(`no MCP server \`${source}\` in the registry; give the tool_id of an mcp_server manifest (\`kiwi tools list\` shows them)`);
+    // Its id names the folder the manifests go in: one plain name, never `..`.
+    if (!/^[A-Za-z0-9_][A-Za-z0-9_.-]*$/.test(source) || source.includes('..')) throw new UsageError(`the MCP server's id \`${source}\` cannot name a folder under .ai/tools; rename it (letters, digits, "_", "-", ".")`);
     const listed = await project.proxy.listMcpTools(source);
     if (listed.status !== 'ok') throw new KiwiError('POLICY_DENIED', `cannot list the tools of MCP server ${source}: ${listed.reason}`);
     const imported = importMcpTools(source, listed.tools);

@@ -224,7 +224,7 @@ export async function openGateway(options: GatewayOptions): Promise<Gateway> {
       admin: {
         kernel: kernel.kernel,
         keys: adminKeys(project.root, keyStore, auth),
-        counters: () => ({ ...metrics(), upstreams: config.upstreams.map((u) => u.name) }),
+        counters: () => ({ ...metrics(), upstreams: config.upstreams.map((u) => u.name), upstream_health: upstreams.health() }),
         // Where the project's audit log is written: the shared table with DATABASE_URL, else its files.
         audit: state.auditQuery(),
         threads: store,

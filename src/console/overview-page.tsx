@@ -36,6 +36,8 @@ export function mountOverviewPage(router: ConsoleRouter): void {
     const resolution = (counters?.['resolution'] ?? {}) as Record<string, number>;
     const intents = (resolution['resolved'] ?? 0) + (resolution['asked_back'] ?? 0) + (resolution['unresolved'] ?? 0);
     const upstreams = (counters?.['upstreams'] ?? []) as string[];
+    // An upstream a request or a check found down says so, and why on hover.
+    const health = new Map(((counters?.['upstream_health'] ?? []) as { name: string; state: string; error?: string }[]).map((h) => [h.name, h]));
     return render(
       c,
       { title: 'Overview', viewer: r.viewer, current: '/ui', live: 'overview' },
@@ -61,7 +63,16 @@ export function mountOverviewPage(router: ConsoleRouter): void {
           )}
           {counters === undefined ? null : (
             <div class="tile">
-              <span class="number">{upstreams.length}</span> {`upstream${upstreams.length === 1 ? '' : 's'}${upstreams.length === 0 ? ' (the offline demo model)' : `: ${upstreams.join(', ')}`}`}
+              <span class="number">{upstreams.length}</span> {`upstream${upstreams.length === 1 ? '' : 's'}${upstreams.length === 0 ? ' (the offline demo model)' : ':'}`}
+              {upstreams.map((name, i) => {
+                const down = health.get(name)?.state === 'down';
+                return (
+                  <>
+                    {i === 0 ? ' ' : ', '}
+                    {down ? <span class="down" title={health.get(name)?.error ?? ''}>{`${name} (down)`}</span> : name}
+                  </>
+                );
+              })}
             </div>
           )}
         </section>

@@ -50,7 +50,10 @@ function consoleApp(mode: 'open' | 'keys'): Hono {
     async admin(_caller, _method, path) {
       if (path.startsWith('/admin/v1/approvals')) return { status: 200, body: { approvals: [], more: false } };
       if (path.startsWith('/admin/v1/executions')) return { status: 200, body: { executions: ROWS, next_cursor: '' } };
-      if (path.startsWith('/admin/v1/counters')) return { status: 200, body: { uptime_s: 7_260, prefetch: {}, resolution: {}, upstreams: [] } };
+      if (path.startsWith('/admin/v1/counters')) {
+        const upstream_health = [{ name: 'demo', state: 'unknown' }, { name: 'local', state: 'down', since: 1, error: 'connection to 127.0.0.1:8080 was refused' }, { name: 'spare', state: 'up', since: 1 }];
+        return { status: 200, body: { uptime_s: 7_260, prefetch: {}, resolution: {}, upstreams: ['demo', 'local', 'spare'], upstream_health } };
+      }
       return { status: 404, body: { error: `no stand-in for ${path}` } };
     },
   });
@@ -141,6 +144,13 @@ describe('the console in process', () => {
     expect(overview).toMatch(/1\.0 s p50 of the last 3 finished/);
     expect(overview).toMatch(/2 h 1 min up/);
     expect(overview).not.toMatch(/\d{4,} ms/);
+  });
+
+  it("shows each upstream's state on the overview: one found down says so, and why on hover", async () => {
+    const app = consoleApp('keys');
+    const html = await (await get(app, '/ui', await logIn(app))).text();
+    expect(html.replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ')).toMatch(/3 upstreams: demo, local \(down\) , spare/);
+    expect(html).toContain('<span class="down" title="connection to 127.0.0.1:8080 was refused">local (down)</span>');
   });
 
   it('tells chats apart in the executions list: the first user words (escaped), the model, tokens and cost', async () => {

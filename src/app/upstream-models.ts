@@ -51,7 +51,9 @@ export interface UpstreamModels {
   close(): void;
 }
 
-const DEFAULTS = { ttlMs: 60_000, failureTtlMs: 5_000, timeoutMs: 5_000, maxResponseBytes: 4 * 1024 * 1024, maxModels: 1000 };
+/** How long a list read is reused. */
+export const DEFAULT_LIST_TTL_MS = 60_000;
+const DEFAULTS = { ttlMs: DEFAULT_LIST_TTL_MS, failureTtlMs: 5_000, timeoutMs: 5_000, maxResponseBytes: 4 * 1024 * 1024, maxModels: 1000 };
 // The model ids the config accepts: an id a client could not send is no use in a picker.
 const MODEL_ID = /^[\x21-\x7e]{1,200}$/;
 // Loose: OpenAI, Anthropic, Ollama, vLLM and llama.cpp each add fields of their own.

@@ -8,7 +8,7 @@ import type { GatewayConfig } from './gateway-config.js';
 import type { SharedCache } from '../contracts/shared-cache.js';
 import type { UpstreamConfig } from './upstream-config.js';
 import { isModelGlob, modelMatches } from '../base/model-glob.js';
-import { createUpstreamModels, type UpstreamModelsOptions } from './upstream-models.js';
+import { createUpstreamModels, DEFAULT_LIST_TTL_MS, type UpstreamModelsOptions } from './upstream-models.js';
 import type { UnavailableUpstream } from '../http/chat/models-list.js';
 import { failoverProvider, type FailoverEvent } from '../llm/failover-provider.js';
 import { createUpstreamHealth, type UpstreamState } from '../llm/upstream-health.js';
@@ -96,7 +96,12 @@ export function createUpstreams(config: GatewayConfig, options: UpstreamsOptions
 
   // Only for the model lists: providers keep their own clients when none is injected.
   const ownHttp = options.http === undefined ? createHttpClient() : undefined;
-  const lists = createUpstreamModels({ http: options.http ?? (ownHttp as HttpClient), ...(options.log ? { log: options.log } : {}), ...(options.sharedCache ? { shared: options.sharedCache } : {}) }, options.modelLists);
+  const lists = createUpstreamModels(
+    { http: options.http ?? (ownHttp as HttpClient), ...(options.log ? { log: options.log } : {}), ...(options.sharedCache ? { shared: options.sharedCache } : {}), ...(options.now ? { now: options.now } : {}) },
+    options.modelLists,
+  );
+  const now = options.now ?? Date.now;
+  const listTtlMs = options.modelLists?.ttlMs ?? DEFAULT_LIST_TTL_MS;
   const serves = (e: Entry, model: string): boolean => e.config.models.some((p) => modelMatches(p, model));
   const owner = (model: string): Entry | undefined => entries.find((e) => serves(e, model));
   const health = createUpstreamHealth(
@@ -159,9 +164,10 @@ export function createUpstreams(config: GatewayConfig, options: UpstreamsOptions
       asked.map(async (e) => {
         const { down } = await lists.list(e.config);
         if (down === undefined) {
-          // A list read may be a minute old (its cache): it vouches for an upstream nothing has
-          // heard from yet, never for one a request found down (the cool-down's retry does that).
-          if (health.states().find((s) => s.name === e.config.name)?.state === 'unknown') health.up(e.config.name);
+          // A list read may be as old as its cache: it vouches for an upstream nothing has heard
+          // from yet, or for one found down longer ago than that (the read came after).
+          const was = health.states().find((s) => s.name === e.config.name);
+          if (was?.state === 'unknown' || (was?.state === 'down' && now() - (was.since ?? 0) >= listTtlMs)) health.up(e.config.name);
           return undefined;
         }
         health.down(e.config.name, down);

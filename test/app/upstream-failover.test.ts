@@ -181,6 +181,20 @@ ${extra}`);
     }
   });
 
+  it('counts an upstream up again when a check reads its list a cache lifetime after it was found down', async () => {
+    first.models({ status: 503, body: 'overloaded' });
+    const u = await open();
+    await u.check();
+    expect(u.health().find((s) => s.name === 'main')).toMatchObject({ state: 'down', error: expect.stringMatching(/503/) });
+    first.models(['gpt-4o']);
+    clock += 30_000; // the failure is read again (past its 5 s), but a success this soon may be a cached one: still down
+    await u.check();
+    expect(u.health().find((s) => s.name === 'main')?.state).toBe('down');
+    clock += 30_000;
+    await u.check();
+    expect(u.health().find((s) => s.name === 'main')?.state).toBe('up');
+  });
+
   it('refuses fallbacks that name no upstream, the upstream itself or the demo model, saying which', async () => {
     const at = (text: string) => load(`upstreams:\n  - { name: main, kind: openai, base_url: "http://127.0.0.1:1/v1", models: ["gpt-*"], fallbacks: [${text}] }\n`);
     await expect(at('nope')).rejects.toThrow(/upstreams\[0\]\.fallbacks\[0\].*no upstream is named "nope" \(upstreams: demo, main\)/s);

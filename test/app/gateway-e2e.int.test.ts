@@ -232,9 +232,11 @@ describe('the gateway with the real anthropic client and the offline demo model'
 
 describe('the gateway as an MCP server over HTTP', () => {
   it("lists the demo project's tools to the MCP Inspector CLI through /mcp and runs one by its name", async () => {
-    const listed = await inspect(['--method', 'tools/list'], [`${server.url}/mcp`]);
+    const [listed, called] = await Promise.all([
+      inspect(['--method', 'tools/list'], [`${server.url}/mcp`]),
+      inspect(['--method', 'tools/call', '--tool-name', 'word_count', '--tool-arg', 'path=README.md'], [`${server.url}/mcp`]),
+    ]);
     expect(toolNames(listed)).toEqual(expect.arrayContaining(['search', 'execute', 'resolve', 'word_count', 'read_file']));
-    const called = await inspect(['--method', 'tools/call', '--tool-name', 'word_count', '--tool-arg', 'path=README.md'], [`${server.url}/mcp`]);
     expect(called).toMatchObject({ isError: false, structuredContent: { status: 'ok', tool: 'word_count', data: { words: 4 } } });
   });
 

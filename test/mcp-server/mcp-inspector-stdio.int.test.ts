@@ -16,9 +16,12 @@ const kiwiMcp = (): string[] => [process.execPath, ...kiwiCli(), 'mcp', '--proje
 
 describe('kiwi mcp with the MCP Inspector CLI', () => {
   it("lists the demo project's tools beside the meta-tools and calls one by its name", async () => {
-    const listed = await inspect(['--method', 'tools/list'], kiwiMcp());
+    // Two runs of the Inspector, each with a `kiwi mcp` of its own, at once.
+    const [listed, called] = await Promise.all([
+      inspect(['--method', 'tools/list'], kiwiMcp()),
+      inspect(['--method', 'tools/call', '--tool-name', 'word_count', '--tool-arg', 'path=README.md'], kiwiMcp()),
+    ]);
     expect(toolNames(listed)).toEqual(expect.arrayContaining(['search', 'load', 'execute', 'help', 'resolve', 'word_count', 'read_file', 'git_status']));
-    const called = await inspect(['--method', 'tools/call', '--tool-name', 'word_count', '--tool-arg', 'path=README.md'], kiwiMcp());
     expect(called).toMatchObject({ isError: false, structuredContent: { status: 'ok', tool: 'word_count', data: { words: 4 } } });
   }, 120_000);
 });

@@ -1,7 +1,7 @@
 import { stringify } from 'yaml';
 import type { ImportedTool } from './openapi-import.js';
 import { snakeCase } from './openapi-import.js';
-import { isObject, oneLine } from './openapi-schema.js';
+import { isObject, summaryText } from './openapi-schema.js';
 
 /** What `tools/list` says of one tool (the client pool's McpToolInfo has these). */
 export interface ListedMcpTool {
@@ -39,7 +39,7 @@ export function importMcpTools(server: string, tools: readonly ListedMcpTool[]):
       tool_type: 'mcp_tool',
       executor: server,
       version: '1.0.0',
-      description: oneLine(tool.description) ?? oneLine(tool.title) ?? `${tool.name} of MCP server ${server}`,
+      description: summaryText(tool.description) ?? summaryText(tool.title) ?? `${tool.name} of MCP server ${server}`,
       mutates_state: tool.annotations?.['readOnlyHint'] !== true,
       tags: [...new Set([snakeCase(server) || 'mcp', 'mcp'])],
       config: { tool: tool.name },

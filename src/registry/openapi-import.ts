@@ -1,6 +1,6 @@
 import { stringify } from 'yaml';
 import { KiwiError } from '../base/errors.js';
-import { deref, isObject, oneLine, schemaFields, type Json } from './openapi-schema.js';
+import { deref, isObject, summaryText, schemaFields, type Json } from './openapi-schema.js';
 
 /**
  * An OpenAPI 3.x document as `api` tool manifests, one per operation: the operation's id (else its
@@ -59,7 +59,7 @@ export function importOpenApi(doc: unknown, options: OpenApiImportOptions): Open
   }
   if (!API_NAME.test(options.name)) throw new KiwiError('INVALID_INPUT', `the API's name "${options.name}" must be 1 to 40 lower-case letters, digits and "_", starting with a letter (e.g. petstore)`);
   const info = isObject(doc['info']) ? doc['info'] : {};
-  const title = oneLine(info['title'], 80) ?? options.name;
+  const title = summaryText(info['title'], 80) ?? options.name;
   const base = baseUrl(doc, options);
   const envPrefix = options.name.toUpperCase();
   const paths = isObject(doc['paths']) ? doc['paths'] : {};
@@ -162,7 +162,7 @@ function operationManifest(doc: Json, input: OperationInput): Json {
   }
   const body = requestBody(doc, op, names, parameters);
   Object.assign(headers, auth(doc, op, input.envPrefix, query));
-  const summary = oneLine(op['summary']) ?? oneLine(op['description']) ?? `${method.toUpperCase()} ${route}`;
+  const summary = summaryText(op['summary']) ?? summaryText(op['description']) ?? `${method.toUpperCase()} ${route}`;
   const tags = [input.apiName, ...(Array.isArray(op['tags']) ? op['tags'].filter((t): t is string => typeof t === 'string').map(snakeCase).filter((t) => t !== '') : [])].slice(0, 10);
   return {
     tool_id: input.id,
@@ -172,7 +172,7 @@ function operationManifest(doc: Json, input: OperationInput): Json {
     description: summary,
     mutates_state: !READ_ONLY.has(method),
     tags,
-    ...(oneLine(op['summary']) ? { examples: [summary.toLowerCase()] } : {}),
+    ...(summaryText(op['summary']) ? { examples: [summary.toLowerCase()] } : {}),
     config: {
       method: method.toUpperCase(),
       url_template: `${input.base}${path}`,
@@ -185,7 +185,7 @@ function operationManifest(doc: Json, input: OperationInput): Json {
 }
 
 const describe = (text: unknown): Json => {
-  const d = oneLine(text, 200);
+  const d = summaryText(text, 200);
   return d === undefined ? {} : { description: d };
 };
 

@@ -4,9 +4,13 @@
  * parameter's type, enum, default and description.
  */
 
-export type Json = Record<string, unknown>;
+import { isPlainObject as isObject } from '../base/plain-object.js';
+import { textHead } from '../base/text-cut.js';
+import { oneLine } from './tool-document.js';
 
-export const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+export { isObject };
+
+export type Json = Record<string, unknown>;
 
 /** The value `#/a/b` names in the document, `$ref`s followed (at most 32 deep); undefined for an external or missing one. */
 export function deref(doc: Json, value: unknown): Json | undefined {
@@ -56,10 +60,10 @@ export function schemaFields(doc: Json, schema: Json | undefined): Json {
   return out;
 }
 
-/** A description cut to one paragraph of at most `max` characters. */
-export function oneLine(text: unknown, max = 300): string | undefined {
+/** A description as one line of at most `max` characters; undefined for none. */
+export function summaryText(text: unknown, max = 300): string | undefined {
   if (typeof text !== 'string') return undefined;
-  const flat = text.replace(/\s+/g, ' ').trim();
+  const flat = oneLine(text);
   if (flat === '') return undefined;
-  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+  return flat.length > max ? `${textHead(flat, max - 1)}…` : flat;
 }

@@ -1,5 +1,6 @@
 import { stringify } from 'yaml';
 import { KiwiError } from '../base/errors.js';
+import { setOwn } from '../base/plain-object.js';
 import { deref, isObject, summaryText, schemaFields, type Json } from './openapi-schema.js';
 
 /**
@@ -133,6 +134,7 @@ interface OperationInput {
   apiName: string;
 }
 
+// Names below come from the document (anyone's): setOwn keeps `__proto__` an own key, never the prototype.
 function operationManifest(doc: Json, input: OperationInput): Json {
   const { op, method, route } = input;
   const names = new Set<string>();
@@ -157,11 +159,11 @@ function operationManifest(doc: Json, input: OperationInput): Json {
     const name = paramName(wire, names);
     parameters.push({ name, ...schemaFields(doc, deref(doc, p['schema'])), required, ...describe(p['description']) });
     if (place === 'path') path = path.replaceAll(`{{${wire}}}`, `{${name}}`);
-    else if (place === 'query') query[wire] = `{${name}}`;
-    else if (place === 'header') headers[wire] = `{${name}}`;
+    else if (place === 'query') setOwn(query, wire, `{${name}}`);
+    else if (place === 'header') setOwn(headers, wire, `{${name}}`);
   }
   const body = requestBody(doc, op, names, parameters);
-  Object.assign(headers, auth(doc, op, input.envPrefix, query));
+  for (const [header, value] of Object.entries(auth(doc, op, input.envPrefix, query))) setOwn(headers, header, value);
   const summary = summaryText(op['summary']) ?? summaryText(op['description']) ?? `${method.toUpperCase()} ${route}`;
   const tags = [input.apiName, ...(Array.isArray(op['tags']) ? op['tags'].filter((t): t is string => typeof t === 'string').map(snakeCase).filter((t) => t !== '') : [])].slice(0, 10);
   return {
@@ -227,7 +229,7 @@ function requestBody(doc: Json, op: Json, names: Set<string>, parameters: Json[]
     if (fieldSchema?.['readOnly'] === true) continue;
     const name = paramName(field, names);
     parameters.push({ name, ...schemaFields(doc, fieldSchema), required: required && needed.has(field), ...describe(fieldSchema?.['description']) });
-    template[field] = `{${name}}`;
+    setOwn(template, field, `{${name}}`);
   }
   return template;
 }
@@ -249,7 +251,7 @@ function auth(doc: Json, op: Json, prefix: string, query: Record<string, string>
   if (type === 'apiKey' && typeof scheme['name'] === 'string') {
     const value = `\${${prefix}_API_KEY}`;
     if (scheme['in'] === 'header') return { [scheme['name']]: value };
-    if (scheme['in'] === 'query') query[scheme['name']] = value;
+    if (scheme['in'] === 'query') setOwn(query, scheme['name'], value);
     else throw new Skip(`its API key goes in a cookie ("${scheme['name']}"), which cannot be sent`);
   }
   return {};

@@ -97,6 +97,14 @@ describe('importOpenApi, rule by rule', () => {
     expect(fails('not an object')).toMatch(/not an OpenAPI document/);
   });
 
+  it('keeps a parameter or body field named __proto__ as its own key in the templates', () => {
+    const spec = JSON.parse('{"/x":{"post":{"operationId":"post","parameters":[{"name":"__proto__","in":"query","schema":{"type":"string"}}],"requestBody":{"content":{"application/json":{"schema":{"type":"object","properties":{"__proto__":{"type":"string"},"ok":{"type":"string"}}}}}}}}}');
+    const m = manifest(importOpenApi(doc(spec), { name: 'p', source: 't.json' }).tools[0]?.text ?? '');
+    expect(Object.keys(m.config['query'])).toEqual(['__proto__']);
+    expect(Object.keys(m.config['body_template'])).toEqual(['__proto__', 'ok']);
+    expect(Object.getPrototypeOf(m.config['body_template'])).toBe(Object.prototype);
+  });
+
   it('makes ids in snake case, once each, from the operation id or the method and path', () => {
     expect(snakeCase('getPetById')).toBe('get_pet_by_id');
     const r = importOpenApi(doc({ '/a/{id}': { get: {}, delete: { operationId: 'removeIt' } }, '/b': { get: { operationId: 'remove-it' } } }), { name: 'x', source: 't.json' });

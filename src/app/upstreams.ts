@@ -149,10 +149,10 @@ export function createUpstreams(config: GatewayConfig, options: UpstreamsOptions
       // A reported id is listed only where a request for it would go: to the upstream that reported it.
       for (const id of found[i]?.ids ?? []) if (!seen.has(id) && owner(id) === e) add(id, e);
     });
-    const states = health.states();
     const down = entries.flatMap((e, i) => {
       // A list that was read, but a request since found the upstream down: down it is.
-      const why = found[i]?.down ?? states.find((st) => st.name === e.config.name && st.state === 'down')?.error;
+      const state = health.state(e.config.name);
+      const why = found[i]?.down ?? (state?.state === 'down' ? state.error : undefined);
       return why === undefined ? [] : [unavailable(e, why)];
     });
     return { models: out, unavailable: down };
@@ -166,7 +166,7 @@ export function createUpstreams(config: GatewayConfig, options: UpstreamsOptions
         if (down === undefined) {
           // A list read may be as old as its cache: it vouches for an upstream nothing has heard
           // from yet, or for one found down longer ago than that (the read came after).
-          const was = health.states().find((s) => s.name === e.config.name);
+          const was = health.state(e.config.name);
           if (was?.state === 'unknown' || (was?.state === 'down' && now() - (was.since ?? 0) >= listTtlMs)) health.up(e.config.name);
           return undefined;
         }

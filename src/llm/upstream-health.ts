@@ -23,6 +23,8 @@ export interface UpstreamHealth {
   usable(name: string): boolean;
   up(name: string): void;
   down(name: string, why: string): void;
+  /** One upstream's state; undefined for a name it was not told of. */
+  state(name: string): UpstreamState | undefined;
   /** Each upstream it was told of, in the order given at creation. */
   states(): UpstreamState[];
 }
@@ -51,6 +53,10 @@ export function createUpstreamHealth(names: readonly string[], options: { now?: 
       const s = states.get(name);
       if (s?.state === 'down' && now() - (s.since ?? 0) >= coolDownMs) states.set(name, { name, state: 'down', since: now(), error: why });
       else set(name, 'down', why);
+    },
+    state: (name) => {
+      const s = states.get(name);
+      return s === undefined ? undefined : { ...s };
     },
     states: () => [...states.values()].map((s) => ({ ...s })),
   };

@@ -263,6 +263,11 @@ describe('with client keys', () => {
     // Alice's own policy grants read_file only: the rest of the project's tools are not listed to her.
     const narrowed = await mcpClient(server.url, alice);
     expect((await narrowed.listTools()).tools.map((t) => t.name).sort()).toEqual([...META.slice(0, 3), 'read_file', ...META.slice(3)]);
+    // A tool her key does not grant cannot be called by its name either: it is not there for her.
+    const refused = (await narrowed.callTool({ name: 'word_count', arguments: { path: 'README.md' } }).catch((e: unknown) => ({ isError: true, content: [{ type: 'text', text: String(e) }] }))) as { isError?: boolean; content: unknown };
+    expect(refused.isError).toBe(true);
+    expect(JSON.stringify(refused.content)).toMatch(/word_count/);
+    expect(JSON.stringify(refused.content)).not.toMatch(/"words"/);
     await narrowed.close();
     expect(await (await fetch(`${server.url}/healthz`)).json()).toEqual({ status: 'ok' });
     expect(await (await fetch(`${server.url}/healthz`, { headers: { authorization: `Bearer ${bob}` } })).json()).toMatchObject({ status: 'ok', tools: expect.any(Number) });
